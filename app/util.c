@@ -1,0 +1,82 @@
+/*
+ * util.c: logging to stderr, the allocation family that aborts on failure,
+ * and the clock. Kept apart so every module links the same few helpers.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+void
+rlg_log(const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	int n, m;
+
+	n = snprintf(line, sizeof line, "rlgate[%ld]: ", (long)getpid());
+	if (n < 0)
+		return;
+	va_start(ap, fmt);
+	m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (m < 0)
+		return;
+	n += m;
+	if ((size_t)n > sizeof line - 2)
+		n = (int)sizeof line - 2;
+	line[n++] = '\n';
+	/* One write(2), so lines from several threads never interleave. */
+	if (write(STDERR_FILENO, line, (size_t)n) < 0)
+		return;
+}
+
+static void
+rlg_oom(size_t size)
+{
+	rlg_log("out of memory allocating %zu bytes", size);
+	abort();
+}
+
+void *
+rlg_xmalloc(size_t size)
+{
+	void *p = malloc(size ? size : 1);
+
+	if (p == NULL)
+		rlg_oom(size);
+	return p;
+}
+
+void *
+rlg_xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+
+	if (p == NULL)
+		rlg_oom(n * size);
+	return p;
+}
+
+char *
+rlg_xstrdup(const char *s)
+{
+	size_t len = strlen(s) + 1;
+	char *p = rlg_xmalloc(len);
+
+	memcpy(p, s, len);
+	return p;
+}
+
+int64_t
+rlg_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}

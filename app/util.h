@@ -1,0 +1,32 @@
+/*
+ * util.h: what every module shares: result codes, the one logging function,
+ * the xmalloc family (allocation failure aborts) and the clock read.
+ */
+#ifndef RLG_UTIL_H
+#define RLG_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Result codes: 0 ok, negative on error. "Rejected" is never one of these. */
+#define RLG_OK        0
+#define RLG_EINVAL  (-1)   /* bad argument or input */
+#define RLG_ESTORE  (-2)   /* the store failed: apply on_error */
+#define RLG_ENOSPC  (-3)   /* an output buffer was too small */
+
+/*
+ * Writes one line to stderr (the web server's error log): "rlgate[pid]: "
+ * then the formatted message and a newline. Safe from several threads: the
+ * line is formatted first and written with one write(2).
+ */
+void rlg_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Allocation that never returns NULL: on failure it logs and aborts. */
+void *rlg_xmalloc(size_t size);
+void *rlg_xcalloc(size_t n, size_t size);
+char *rlg_xstrdup(const char *s);
+
+/* Wall-clock time in milliseconds since the epoch (CLOCK_REALTIME). */
+int64_t rlg_now_ms(void);
+
+#endif
