@@ -1,0 +1,870 @@
+/*
+ * config.c: the INI configuration, parsed with libinih into the plain
+ * structs of config.h, validated key by key over the built-in defaults.
+ *
+ * inih reports only the first bad line and its handler is not told the line
+ * number, so inih reads through our own line reader: it counts the lines,
+ * turns an overlong line into an empty one (after noting the problem), and
+ * checks that every line which is not blank, a comment or a [section]
+ * header reached the handler, else it was a syntax error. Section headers
+ * never reach the handler either, so the reader parses them itself and
+ * keeps the current section. Every problem is collected with its line
+ * number and all are printed at the end, in line order, so an operator
+ * fixes a config in one pass.
+ */
+#include <assert.h>
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ini.h>
+
+#include "config.h"
+#include "util.h"
+
+/* The longest store path, in bytes (PATH_MAX less its NUL on Linux). */
+#define RLG_CONFIG_PATH_MAX  4095
+
+/* The longest busy_timeout_ms: ten minutes. */
+#define RLG_BUSY_TIMEOUT_MS_MAX  600000
+
+/* Where the next key line goes. */
+enum rlg_sect {
+	RLG_SECT_NONE = 0,     /* no [section] seen yet */
+	RLG_SECT_BAD,          /* a bad header, already reported: ignore keys */
+	RLG_SECT_STORE,
+	RLG_SECT_HEADERS,
+	RLG_SECT_POLICY,       /* [policy default], the only one for now */
+};
+
+struct rlg_parse;
+struct rlg_key;
+
+typedef void rlg_key_set_fn(struct rlg_parse *, const struct rlg_key *,
+    const char *);
+
+/* One known key: its section, its name and what checks and stores it. */
+struct rlg_key {
+	enum rlg_sect sect;
+	const char *name;
+	rlg_key_set_fn *set;
+};
+
+/* One problem: the line it is on (0: the whole file) and its text. */
+struct rlg_problem {
+	int line;
+	size_t seq;            /* order of discovery, to keep the sort stable */
+	char *msg;
+};
+
+/* Everything one parse needs; inih hands it to the reader and handler. */
+struct rlg_parse {
+	const char *name;      /* file name for the messages */
+	FILE *fp;              /* the source: a file, or ... */
+	const char *text;      /* ... a string when fp is NULL */
+	size_t pos;            /* next byte of text */
+	bool eof;              /* the reader has returned NULL */
+	int read_errno;        /* errno of a failed read, else 0 */
+
+	int lineno;            /* the line inih is working on, from 1 */
+	bool want_handler;     /* it is a key line: the handler must see it */
+	bool got_handler;      /* the handler saw it */
+	char *line;            /* the line, trimmed, for messages */
+	size_t linecap;        /* bytes allocated at line */
+
+	enum rlg_sect sect;    /* section of the next key line */
+	int *first_line;       /* per rlg_keys entry: line it was set on, or 0 */
+
+	struct rlg_config *cfg;    /* being built over the defaults */
+
+	struct rlg_problem *problems;
+	size_t nproblems;
+	size_t capproblems;
+};
+
+static int rlg_config_parse(const char *name, FILE *fp, const char *text,
+    FILE *errs, struct rlg_config **out);
+static void rlg_config_set_inih(void);
+static char *rlg_config_reader(char *buf, int num, void *stream);
+static int rlg_config_handler(void *user, const char *section,
+    const char *name, const char *value);
+static int rlg_src_getc(struct rlg_parse *p);
+static void rlg_end_line(struct rlg_parse *p);
+static void rlg_classify_line(struct rlg_parse *p, const char *buf);
+static void rlg_section_line(struct rlg_parse *p);
+static void rlg_syntax_error(struct rlg_parse *p);
+static const char *rlg_find_chars_or_comment(const char *s,
+    const char *chars);
+static char *rlg_lskip(char *s);
+static void rlg_rstrip(char *s);
+static const char *rlg_sect_label(enum rlg_sect sect);
+static void rlg_problem(struct rlg_parse *p, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void rlg_vproblem(struct rlg_parse *p, int line, const char *fmt,
+    va_list ap) __attribute__((format(printf, 3, 0)));
+static void rlg_key_problem(struct rlg_parse *p, const struct rlg_key *k,
+    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static char *rlg_vformat(const char *fmt, va_list ap)
+    __attribute__((format(printf, 1, 0)));
+static int rlg_problem_cmp(const void *a, const void *b);
+static bool rlg_parse_int(const char *s, long long min, long long max,
+    long long *out);
+static bool rlg_word_in(const char *s, const char *const *words);
+static void rlg_set_int(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value, long long min, long long max, long long *out,
+    bool *ok);
+static void rlg_set_store_path(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value);
+static void rlg_set_busy_timeout(struct rlg_parse *p,
+    const struct rlg_key *k, const char *value);
+static void rlg_set_on_error(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value);
+static void rlg_set_style(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value);
+static void rlg_set_algorithm(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value);
+static void rlg_set_limit(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value);
+static void rlg_set_window(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value);
+static void rlg_set_key(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value);
+
+/* Every key of every section; a key not here is an error. */
+static const struct rlg_key rlg_keys[] = {
+	{ RLG_SECT_STORE, "path", rlg_set_store_path },
+	{ RLG_SECT_STORE, "busy_timeout_ms", rlg_set_busy_timeout },
+	{ RLG_SECT_STORE, "on_error", rlg_set_on_error },
+	{ RLG_SECT_HEADERS, "style", rlg_set_style },
+	{ RLG_SECT_POLICY, "algorithm", rlg_set_algorithm },
+	{ RLG_SECT_POLICY, "limit", rlg_set_limit },
+	{ RLG_SECT_POLICY, "window", rlg_set_window },
+	{ RLG_SECT_POLICY, "key", rlg_set_key },
+};
+#define RLG_NKEYS (sizeof rlg_keys / sizeof rlg_keys[0])
+
+/* Words of the design that this version knows but does not implement. */
+static const char *const rlg_styles_later[] = {
+	"ietf", "x-ratelimit", "all", "none", NULL
+};
+static const char *const rlg_algorithms_later[] = {
+	"sliding_window", "token_bucket", "sliding_log", NULL
+};
+
+struct rlg_config *
+rlg_config_defaults(void)
+{
+	struct rlg_config *cfg;
+	struct rlg_policy *pol;
+
+	cfg = rlg_xcalloc(1, sizeof *cfg);
+	cfg->source = NULL;
+	cfg->store.path = rlg_xstrdup(RLG_DEFAULT_DB_PATH);
+	cfg->store.busy_timeout_ms = RLG_DEFAULT_BUSY_TIMEOUT_MS;
+	cfg->store.on_error = RLG_ON_ERROR_CLOSED;
+	cfg->style = RLG_STYLE_DRAFT03;
+
+	cfg->npolicies = 1;
+	cfg->policies = rlg_xcalloc(cfg->npolicies, sizeof *cfg->policies);
+	pol = &cfg->policies[0];
+	pol->name = rlg_xstrdup("default");
+	pol->algorithm = RLG_ALG_FIXED_WINDOW;
+	pol->limit = RLG_DEFAULT_LIMIT;
+	pol->window_ms = (int64_t)RLG_DEFAULT_WINDOW_S * 1000;
+	pol->key = RLG_KEY_IP;
+	return cfg;
+}
+
+int
+rlg_config_load(const char *path, FILE *errs, struct rlg_config **out)
+{
+	FILE *fp;
+	int n;
+
+	assert(path != NULL && out != NULL);
+	*out = NULL;
+	fp = fopen(path, "r");
+	if (fp == NULL) {
+		if (errs != NULL)
+			fprintf(errs, "%s: cannot open: %s\n", path,
+			    strerror(errno));
+		return 1;
+	}
+	n = rlg_config_parse(path, fp, NULL, errs, out);
+	fclose(fp);
+	return n;
+}
+
+int
+rlg_config_load_string(const char *text, const char *name, FILE *errs,
+    struct rlg_config **out)
+{
+	assert(text != NULL && out != NULL);
+	if (name == NULL)
+		name = "<string>";
+	return rlg_config_parse(name, NULL, text, errs, out);
+}
+
+const char *
+rlg_config_pick(const char *opt)
+{
+	const char *env;
+
+	if (opt != NULL)
+		return opt;
+	env = getenv("RLGATE_CONFIG");
+	if (env != NULL && *env != '\0')
+		return env;
+	if (access(RLG_DEFAULT_CONFIG_PATH, F_OK) == 0)
+		return RLG_DEFAULT_CONFIG_PATH;
+	return NULL;
+}
+
+void
+rlg_config_free(struct rlg_config *cfg)
+{
+	size_t i;
+
+	if (cfg == NULL)
+		return;
+	free(cfg->source);
+	free(cfg->store.path);
+	for (i = 0; i < cfg->npolicies; i++)
+		free(cfg->policies[i].name);
+	free(cfg->policies);
+	free(cfg);
+}
+
+const char *
+rlg_on_error_name(enum rlg_on_error e)
+{
+	switch (e) {
+	case RLG_ON_ERROR_CLOSED:
+		return "closed";
+	case RLG_ON_ERROR_OPEN:
+		return "open";
+	}
+	return "unknown";
+}
+
+const char *
+rlg_style_name(enum rlg_header_style s)
+{
+	switch (s) {
+	case RLG_STYLE_DRAFT03:
+		return "draft03";
+	}
+	return "unknown";
+}
+
+/*
+ * The one parse behind both loaders: reads fp, or text when fp is NULL,
+ * over the defaults. Returns 0 and the config in *out, or the number of
+ * problems (printed to errs) and *out NULL.
+ */
+static int
+rlg_config_parse(const char *name, FILE *fp, const char *text, FILE *errs,
+    struct rlg_config **out)
+{
+	struct rlg_parse p;
+	size_t i;
+	int n, rc;
+
+	*out = NULL;
+	memset(&p, 0, sizeof p);
+	p.name = name;
+	p.fp = fp;
+	p.text = text;
+	p.sect = RLG_SECT_NONE;
+	p.first_line = rlg_xcalloc(RLG_NKEYS, sizeof *p.first_line);
+	p.cfg = rlg_config_defaults();
+
+	rlg_config_set_inih();
+	rc = ini_parse_stream(rlg_config_reader, &p, rlg_config_handler, &p);
+	/* The last line has no next read to check it. */
+	rlg_end_line(&p);
+	if (p.read_errno != 0)
+		rlg_problem(&p, 0, "cannot read: %s", strerror(p.read_errno));
+	else if (rc < 0)
+		rlg_problem(&p, 0, "cannot parse: out of memory");
+
+	n = p.nproblems > INT_MAX ? INT_MAX : (int)p.nproblems;
+	if (p.nproblems > 1)
+		qsort(p.problems, p.nproblems, sizeof *p.problems,
+		    rlg_problem_cmp);
+	for (i = 0; i < p.nproblems; i++) {
+		if (errs != NULL && p.problems[i].line > 0)
+			fprintf(errs, "%s:%d: %s\n", p.name,
+			    p.problems[i].line, p.problems[i].msg);
+		else if (errs != NULL)
+			fprintf(errs, "%s: %s\n", p.name, p.problems[i].msg);
+		free(p.problems[i].msg);
+	}
+	free(p.problems);
+	free(p.first_line);
+	free(p.line);
+
+	if (n > 0) {
+		rlg_config_free(p.cfg);
+		return n;
+	}
+	p.cfg->source = rlg_xstrdup(name);
+	*out = p.cfg;
+	return 0;
+}
+
+/*
+ * inih's options are process globals: set every one the reader relies on,
+ * whatever another caller left there. No continuation lines (an indented
+ * line is a line of its own), keep parsing after an error, ';' inline
+ * comments, and a line buffer of RLG_CONFIG_LINE_MAX bytes plus "\r\n\0".
+ */
+static void
+rlg_config_set_inih(void)
+{
+	ini_allow_multiline = false;
+	ini_allow_bom = true;
+	ini_start_comment_prefixes = ";#";
+	ini_allow_inline_comments = true;
+	ini_inline_comment_prefixes = ";";
+	ini_use_stack = true;
+	ini_max_line = RLG_CONFIG_LINE_MAX + 3;
+	ini_stop_on_first_error = false;
+	ini_allow_no_value = false;
+}
+
+/*
+ * The ini_reader: like fgets, one whole line (with its '\n') into buf of
+ * num bytes. Counts the lines, checks the previous one reached the handler,
+ * and hands inih an empty line in place of one that is too long or holds a
+ * NUL byte, so inih never splits a line and its count stays ours.
+ */
+static char *
+rlg_config_reader(char *buf, int num, void *stream)
+{
+	struct rlg_parse *p = stream;
+	size_t n, cap, len, max;
+	bool nul = false, truncated = false;
+	int c = EOF;
+
+	assert(num >= 4);
+	rlg_end_line(p);
+	if (p->eof)
+		return NULL;
+
+	/* Room for the '\n' and the NUL; max is what we promise, less "\r". */
+	cap = (size_t)num - 2;
+	max = (size_t)num - 3;
+	n = 0;
+	while (n < cap) {
+		c = rlg_src_getc(p);
+		if (c == EOF)
+			break;
+		if (c == '\0')
+			nul = true;
+		buf[n++] = (char)c;
+		if (c == '\n')
+			break;
+	}
+	if (n == cap && buf[n - 1] != '\n') {
+		c = rlg_src_getc(p);
+		if (c == '\n')
+			buf[n++] = '\n';
+		else if (c != EOF)
+			truncated = true;
+	}
+	if (n == 0) {
+		p->eof = true;
+		return NULL;
+	}
+	buf[n] = '\0';
+	p->lineno++;
+
+	if (truncated) {
+		/* Discard the rest of the line. */
+		while (c != EOF && c != '\n')
+			c = rlg_src_getc(p);
+	}
+	len = n;
+	if (len > 0 && buf[len - 1] == '\n')
+		len--;
+	if (len > 0 && buf[len - 1] == '\r')
+		len--;
+	if (truncated || len > max) {
+		rlg_problem(p, p->lineno, "line too long (max %zu bytes)", max);
+		strcpy(buf, "\n");
+		return buf;
+	}
+	if (nul) {
+		rlg_problem(p, p->lineno, "line holds a NUL byte");
+		strcpy(buf, "\n");
+		return buf;
+	}
+	rlg_classify_line(p, buf);
+	return buf;
+}
+
+/* The ini_handler: one "name = value" line of the current section. */
+static int
+rlg_config_handler(void *user, const char *section, const char *name,
+    const char *value)
+{
+	struct rlg_parse *p = user;
+	const struct rlg_key *k = NULL;
+	size_t i;
+
+	(void)section;     /* the reader keeps the section: inih cuts names */
+	p->got_handler = true;
+	if (*name == '\0') {
+		rlg_syntax_error(p);
+		return 1;
+	}
+	switch (p->sect) {
+	case RLG_SECT_NONE:
+		rlg_problem(p, p->lineno, "key \"%s\" before any [section]",
+		    name);
+		return 1;
+	case RLG_SECT_BAD:
+		return 1;
+	default:
+		break;
+	}
+	for (i = 0; i < RLG_NKEYS; i++) {
+		if (rlg_keys[i].sect == p->sect &&
+		    strcmp(rlg_keys[i].name, name) == 0) {
+			k = &rlg_keys[i];
+			break;
+		}
+	}
+	if (k == NULL) {
+		rlg_problem(p, p->lineno, "%s unknown key \"%s\"",
+		    rlg_sect_label(p->sect), name);
+		return 1;
+	}
+	if (p->first_line[i] != 0) {
+		rlg_key_problem(p, k, "set twice (first on line %d)",
+		    p->first_line[i]);
+		return 1;
+	}
+	p->first_line[i] = p->lineno;
+	if (value == NULL || *value == '\0') {
+		rlg_key_problem(p, k, "must not be empty");
+		return 1;
+	}
+	k->set(p, k, value);
+	/* Always go on: we collect every problem, not inih. */
+	return 1;
+}
+
+/* The next byte of the source, or EOF (a read error is kept). */
+static int
+rlg_src_getc(struct rlg_parse *p)
+{
+	int c;
+
+	if (p->fp == NULL) {
+		if (p->text[p->pos] == '\0')
+			return EOF;
+		return (unsigned char)p->text[p->pos++];
+	}
+	errno = 0;
+	c = getc(p->fp);
+	if (c == EOF && ferror(p->fp) && p->read_errno == 0)
+		p->read_errno = errno != 0 ? errno : EIO;
+	return c;
+}
+
+/*
+ * Done with the current line: a key line that never reached the handler
+ * was one inih could not parse. Safe to call more than once per line.
+ */
+static void
+rlg_end_line(struct rlg_parse *p)
+{
+	if (p->want_handler && !p->got_handler)
+		rlg_syntax_error(p);
+	p->want_handler = false;
+	p->got_handler = false;
+}
+
+/*
+ * Looks at a line before inih does: keeps a trimmed copy for messages,
+ * handles a [section] header, and marks a key line as one the handler must
+ * see. Blank and comment lines need nothing.
+ */
+static void
+rlg_classify_line(struct rlg_parse *p, const char *buf)
+{
+	const unsigned char *u = (const unsigned char *)buf;
+	size_t len;
+	char *t;
+
+	if (p->lineno == 1 && ini_allow_bom && u[0] == 0xEF && u[1] == 0xBB &&
+	    u[2] == 0xBF)
+		buf += 3;
+	len = strlen(buf);
+	if (len + 1 > p->linecap) {
+		free(p->line);
+		p->linecap = len + 1;
+		p->line = rlg_xmalloc(p->linecap);
+	}
+	memcpy(p->line, buf, len + 1);
+	t = rlg_lskip(p->line);
+	rlg_rstrip(t);
+	if (t != p->line)
+		memmove(p->line, t, strlen(t) + 1);
+
+	if (p->line[0] == '\0' ||
+	    strchr(ini_start_comment_prefixes, p->line[0]) != NULL)
+		return;
+	if (p->line[0] == '[') {
+		rlg_section_line(p);
+		return;
+	}
+	p->want_handler = true;
+}
+
+/*
+ * A "[section]" header (p->line): finds the section the next keys go to,
+ * or reports why there is none. inih ends the name at the first ']' or
+ * inline comment; so do we, to agree with it on what a header is.
+ */
+static void
+rlg_section_line(struct rlg_parse *p)
+{
+	const char *end, *rest;
+	char *inner, *pname;
+
+	end = rlg_find_chars_or_comment(p->line + 1, "]");
+	if (*end != ']') {
+		rlg_syntax_error(p);
+		p->sect = RLG_SECT_BAD;
+		return;
+	}
+	rest = end + 1;
+	while (isspace((unsigned char)*rest))
+		rest++;
+	if (*rest != '\0' &&
+	    strchr(ini_inline_comment_prefixes, *rest) == NULL &&
+	    strchr(ini_start_comment_prefixes, *rest) == NULL) {
+		rlg_syntax_error(p);
+		p->sect = RLG_SECT_BAD;
+		return;
+	}
+
+	/* From here on p->line is cut to the section name. */
+	p->line[end - p->line] = '\0';
+	inner = rlg_lskip(p->line + 1);
+	rlg_rstrip(inner);
+	p->sect = RLG_SECT_BAD;
+	if (strcmp(inner, "store") == 0) {
+		p->sect = RLG_SECT_STORE;
+	} else if (strcmp(inner, "headers") == 0) {
+		p->sect = RLG_SECT_HEADERS;
+	} else if (strncmp(inner, "policy", 6) == 0 &&
+	    (inner[6] == '\0' || isspace((unsigned char)inner[6]))) {
+		pname = rlg_lskip(inner + 6);
+		if (*pname == '\0')
+			rlg_problem(p, p->lineno, "section [policy] has no name "
+			    "(expected [policy NAME])");
+		else if (strcmp(pname, "default") == 0)
+			p->sect = RLG_SECT_POLICY;
+		else
+			rlg_problem(p, p->lineno, "unsupported section "
+			    "[policy %s]: only [policy default] is supported "
+			    "in this version", pname);
+	} else {
+		rlg_problem(p, p->lineno, "unknown section [%s]", inner);
+	}
+}
+
+/* The current line is not "key = value" nor "[section]". */
+static void
+rlg_syntax_error(struct rlg_parse *p)
+{
+	rlg_problem(p, p->lineno, "syntax error: expected \"key = value\" or "
+	    "\"[section]\" (got \"%s\")", p->line != NULL ? p->line : "");
+}
+
+/*
+ * The first of chars, or the start of an inline comment (a prefix after
+ * whitespace), or the end of s: inih's own rule, with inih's options.
+ */
+static const char *
+rlg_find_chars_or_comment(const char *s, const char *chars)
+{
+	bool was_space = false;
+
+	while (*s != '\0' && (chars == NULL || strchr(chars, *s) == NULL)) {
+		if (ini_allow_inline_comments && was_space &&
+		    strchr(ini_inline_comment_prefixes, *s) != NULL)
+			break;
+		was_space = isspace((unsigned char)*s) != 0;
+		s++;
+	}
+	return s;
+}
+
+static char *
+rlg_lskip(char *s)
+{
+	while (*s != '\0' && isspace((unsigned char)*s))
+		s++;
+	return s;
+}
+
+static void
+rlg_rstrip(char *s)
+{
+	size_t n = strlen(s);
+
+	while (n > 0 && isspace((unsigned char)s[n - 1]))
+		s[--n] = '\0';
+}
+
+/* How a section is named in the messages. */
+static const char *
+rlg_sect_label(enum rlg_sect sect)
+{
+	switch (sect) {
+	case RLG_SECT_STORE:
+		return "[store]";
+	case RLG_SECT_HEADERS:
+		return "[headers]";
+	case RLG_SECT_POLICY:
+		return "[policy default]";
+	case RLG_SECT_NONE:
+	case RLG_SECT_BAD:
+		break;
+	}
+	return "[?]";
+}
+
+/* Notes one problem on line (0: the whole file). */
+static void
+rlg_problem(struct rlg_parse *p, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	rlg_vproblem(p, line, fmt, ap);
+	va_end(ap);
+}
+
+static void
+rlg_vproblem(struct rlg_parse *p, int line, const char *fmt, va_list ap)
+{
+	struct rlg_problem *grown;
+
+	if (p->nproblems == p->capproblems) {
+		p->capproblems = p->capproblems == 0 ? 8 : 2 * p->capproblems;
+		grown = rlg_xcalloc(p->capproblems, sizeof *grown);
+		if (p->nproblems > 0)
+			memcpy(grown, p->problems,
+			    p->nproblems * sizeof *grown);
+		free(p->problems);
+		p->problems = grown;
+	}
+	p->problems[p->nproblems].line = line;
+	p->problems[p->nproblems].seq = p->nproblems;
+	p->problems[p->nproblems].msg = rlg_vformat(fmt, ap);
+	p->nproblems++;
+}
+
+/* A problem with the value of key k: "[section] key: ...". */
+static void
+rlg_key_problem(struct rlg_parse *p, const struct rlg_key *k,
+    const char *fmt, ...)
+{
+	va_list ap;
+	char *msg;
+
+	va_start(ap, fmt);
+	msg = rlg_vformat(fmt, ap);
+	va_end(ap);
+	rlg_problem(p, p->lineno, "%s %s: %s", rlg_sect_label(k->sect),
+	    k->name, msg);
+	free(msg);
+}
+
+/* A newly allocated string, formatted. */
+static char *
+rlg_vformat(const char *fmt, va_list ap)
+{
+	va_list ap2;
+	char *s;
+	int n;
+
+	va_copy(ap2, ap);
+	n = vsnprintf(NULL, 0, fmt, ap2);
+	va_end(ap2);
+	if (n < 0)
+		return rlg_xstrdup("(message lost: bad format)");
+	s = rlg_xmalloc((size_t)n + 1);
+	vsnprintf(s, (size_t)n + 1, fmt, ap);
+	return s;
+}
+
+/* By line, then in the order found. */
+static int
+rlg_problem_cmp(const void *a, const void *b)
+{
+	const struct rlg_problem *x = a, *y = b;
+
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return 0;
+}
+
+/*
+ * A whole decimal integer from min to max: digits only (no sign, no space,
+ * no unit), nothing after them. Returns false on anything else.
+ */
+static bool
+rlg_parse_int(const char *s, long long min, long long max, long long *out)
+{
+	char *end;
+	long long v;
+
+	if (!isdigit((unsigned char)*s))
+		return false;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* Whether s is one of the NULL-terminated words. */
+static bool
+rlg_word_in(const char *s, const char *const *words)
+{
+	for (; *words != NULL; words++)
+		if (strcmp(s, *words) == 0)
+			return true;
+	return false;
+}
+
+/* Parses an integer value of k into *out, or reports it; *ok tells. */
+static void
+rlg_set_int(struct rlg_parse *p, const struct rlg_key *k, const char *value,
+    long long min, long long max, long long *out, bool *ok)
+{
+	*ok = rlg_parse_int(value, min, max, out);
+	if (!*ok)
+		rlg_key_problem(p, k, "must be an integer from %lld to %lld "
+		    "(got \"%s\")", min, max, value);
+}
+
+static void
+rlg_set_store_path(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	size_t len = strlen(value);
+
+	if (len > RLG_CONFIG_PATH_MAX) {
+		rlg_key_problem(p, k, "must be at most %d bytes long "
+		    "(got %zu bytes)", RLG_CONFIG_PATH_MAX, len);
+		return;
+	}
+	free(p->cfg->store.path);
+	p->cfg->store.path = rlg_xstrdup(value);
+}
+
+static void
+rlg_set_busy_timeout(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	long long v;
+	bool ok;
+
+	rlg_set_int(p, k, value, 0, RLG_BUSY_TIMEOUT_MS_MAX, &v, &ok);
+	if (ok)
+		p->cfg->store.busy_timeout_ms = (int)v;
+}
+
+static void
+rlg_set_on_error(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	if (strcmp(value, "closed") == 0)
+		p->cfg->store.on_error = RLG_ON_ERROR_CLOSED;
+	else if (strcmp(value, "open") == 0)
+		p->cfg->store.on_error = RLG_ON_ERROR_OPEN;
+	else
+		rlg_key_problem(p, k, "must be one of closed, open "
+		    "(got \"%s\")", value);
+}
+
+static void
+rlg_set_style(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	if (strcmp(value, "draft03") == 0)
+		p->cfg->style = RLG_STYLE_DRAFT03;
+	else if (rlg_word_in(value, rlg_styles_later))
+		rlg_key_problem(p, k, "\"%s\" is not supported yet "
+		    "(supported: draft03)", value);
+	else
+		rlg_key_problem(p, k, "must be one of draft03 (got \"%s\")",
+		    value);
+}
+
+static void
+rlg_set_algorithm(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	if (strcmp(value, "fixed_window") == 0)
+		p->cfg->policies[0].algorithm = RLG_ALG_FIXED_WINDOW;
+	else if (rlg_word_in(value, rlg_algorithms_later))
+		rlg_key_problem(p, k, "\"%s\" is not supported yet "
+		    "(supported: fixed_window)", value);
+	else
+		rlg_key_problem(p, k, "unknown algorithm (got \"%s\")", value);
+}
+
+static void
+rlg_set_limit(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	long long v;
+	bool ok;
+
+	rlg_set_int(p, k, value, 1, RLG_LIMIT_MAX, &v, &ok);
+	if (ok)
+		p->cfg->policies[0].limit = v;
+}
+
+static void
+rlg_set_window(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	long long v;
+	bool ok;
+
+	rlg_set_int(p, k, value, 1, RLG_WINDOW_S_MAX, &v, &ok);
+	if (ok)
+		p->cfg->policies[0].window_ms = (int64_t)v * 1000;
+}
+
+static void
+rlg_set_key(struct rlg_parse *p, const struct rlg_key *k, const char *value)
+{
+	if (strcmp(value, "ip") == 0)
+		p->cfg->policies[0].key = RLG_KEY_IP;
+	else if (strncmp(value, "header:", 7) == 0 && value[7] != '\0')
+		rlg_key_problem(p, k, "\"%s\" is not supported yet "
+		    "(supported: ip)", value);
+	else
+		rlg_key_problem(p, k, "must be one of ip, header:NAME "
+		    "(got \"%s\")", value);
+}

@@ -1,0 +1,93 @@
+/*
+ * config.h: the INI configuration (parsed by libinih) as plain structs.
+ *
+ * The loader reads the whole file, collects every problem as
+ * "file:line: key: message (got "value")", and returns them all at once, so
+ * an operator fixes a config in one pass. A loaded config is read-only;
+ * requests borrow from it.
+ */
+#ifndef RLG_CONFIG_H
+#define RLG_CONFIG_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "limiter.h"
+
+/* sysexits.h: what main returns on a bad command line or config. */
+#define RLG_EXIT_USAGE   64
+#define RLG_EXIT_CONFIG  78
+
+enum rlg_on_error {
+	RLG_ON_ERROR_CLOSED = 0,   /* 503 + Retry-After */
+	RLG_ON_ERROR_OPEN,         /* let the request through */
+};
+
+enum rlg_header_style {
+	RLG_STYLE_DRAFT03 = 0,     /* RateLimit-Limit / -Remaining / -Reset */
+};
+
+struct rlg_store_config {
+	char *path;                /* SQLite file */
+	int busy_timeout_ms;       /* how long to wait for a lock */
+	enum rlg_on_error on_error;
+};
+
+struct rlg_config {
+	char *source;              /* the file it came from, or NULL: built-in */
+	struct rlg_store_config store;
+	enum rlg_header_style style;
+	struct rlg_policy *policies;   /* npolicies entries; "default" first */
+	size_t npolicies;
+};
+
+/* Built-in defaults (used when no config file is found). */
+#define RLG_DEFAULT_DB_PATH      LOCALSTATEDIR "/lib/rlgate/rlgate.db"
+#define RLG_DEFAULT_CONFIG_PATH  SYSCONFDIR "/rlgate.conf"
+#define RLG_DEFAULT_BUSY_TIMEOUT_MS 2000
+#define RLG_DEFAULT_LIMIT        60
+#define RLG_DEFAULT_WINDOW_S     60
+
+/*
+ * The longest line a config file may hold, in bytes, not counting its end
+ * of line ("\n" or "\r\n"); a longer line is reported as a problem.
+ */
+#define RLG_CONFIG_LINE_MAX      8192
+
+/*
+ * Returns a new config holding the built-in defaults. The caller owns it
+ * and frees it with rlg_config_free.
+ */
+struct rlg_config *rlg_config_defaults(void);
+
+/*
+ * Loads the INI file at path over the built-in defaults.
+ * On success returns 0 and stores a new config (caller frees) in *out.
+ * On failure returns the number of problems found (> 0), writes each one as
+ * a line "path:line: message" to errs (if not NULL), and leaves *out NULL.
+ * A file that cannot be opened is one problem "path: cannot open: reason".
+ */
+int rlg_config_load(const char *path, FILE *errs, struct rlg_config **out);
+
+/*
+ * Same as rlg_config_load, from a string in memory; name is used in the
+ * messages in place of a file name. For the tests and the fuzzer.
+ */
+int rlg_config_load_string(const char *text, const char *name, FILE *errs,
+    struct rlg_config **out);
+
+/*
+ * Chooses the config file as DESIGN.md says: the --config option (opt, may
+ * be NULL), else $RLGATE_CONFIG, else SYSCONFDIR/rlgate.conf if it exists,
+ * else NULL (built-in defaults). Returns a borrowed or static string.
+ */
+const char *rlg_config_pick(const char *opt);
+
+/* Frees a config; NULL does nothing. */
+void rlg_config_free(struct rlg_config *cfg);
+
+/* Names for the logs: "closed"/"open", "draft03". */
+const char *rlg_on_error_name(enum rlg_on_error e);
+const char *rlg_style_name(enum rlg_header_style s);
+
+#endif
