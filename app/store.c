@@ -1,0 +1,50 @@
+/*
+ * store.c: the store calls, dispatched through the handle's operations
+ * table. Only the SQLite backend exists; rlg_store_open picks it. Keeping
+ * the dispatch here lets a Redis backend, a rejection cache or group commit
+ * slot in later without the callers changing.
+ */
+#include <stddef.h>
+
+#include "store.h"
+#include "util.h"
+
+int
+rlg_store_open(const struct rlg_store_config *cfg, struct rlg_store **out)
+{
+	return rlg_store_sqlite_ops.open(cfg, out);
+}
+
+int
+rlg_store_step(struct rlg_store *s, const struct rlg_store_item *items,
+    size_t n, int64_t now_ms, struct rlg_decision *decisions)
+{
+	if (s == NULL)
+		return RLG_ESTORE;
+	return s->ops->step(s, items, n, now_ms, decisions);
+}
+
+int
+rlg_store_prune(struct rlg_store *s, int64_t now_ms, int64_t *deleted)
+{
+	if (deleted != NULL)
+		*deleted = 0;
+	if (s == NULL)
+		return RLG_ESTORE;
+	return s->ops->prune(s, now_ms, deleted);
+}
+
+const char *
+rlg_store_errmsg(const struct rlg_store *s)
+{
+	if (s == NULL)
+		return "no store handle";
+	return s->ops->errmsg(s);
+}
+
+void
+rlg_store_close(struct rlg_store *s)
+{
+	if (s != NULL)
+		s->ops->close(s);
+}

@@ -1,0 +1,90 @@
+/*
+ * store.h: where the limiter state lives, behind one interface.
+ *
+ * A store handle is one connection, used by one thread. rlg_store_step is
+ * the heart of rlgate: for one request it reads the state of every policy
+ * that applies, runs the limiter on each, and writes the new states only if
+ * every policy admits the request, all in one atomic write, so counting is
+ * exact however many processes and threads share the store. The operations
+ * table lets other backends (Redis) and later a rejection cache or group
+ * commit sit behind the same calls.
+ */
+#ifndef RLG_STORE_H
+#define RLG_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "limiter.h"
+
+/* The longest client key a store accepts, in bytes, without the NUL. */
+#define RLG_CLIENT_KEY_MAX 255
+
+/* One policy to apply to one client within a step. */
+struct rlg_store_item {
+	const struct rlg_policy *policy;
+	const char *client;        /* client key, NUL-terminated, <= RLG_CLIENT_KEY_MAX */
+};
+
+struct rlg_store_ops;
+
+/* Every backend's handle starts with this, so the calls below dispatch. */
+struct rlg_store {
+	const struct rlg_store_ops *ops;
+};
+
+/* A backend: the SQLite one in store_sqlite.c. */
+struct rlg_store_ops {
+	const char *name;
+	int (*open)(const struct rlg_store_config *cfg, struct rlg_store **out);
+	int (*step)(struct rlg_store *s, const struct rlg_store_item *items,
+	    size_t n, int64_t now_ms, struct rlg_decision *decisions);
+	int (*prune)(struct rlg_store *s, int64_t now_ms, int64_t *deleted);
+	const char *(*errmsg)(const struct rlg_store *s);
+	void (*close)(struct rlg_store *s);
+};
+
+extern const struct rlg_store_ops rlg_store_sqlite_ops;
+
+/*
+ * Opens a connection to the store that cfg names (creating the SQLite file
+ * with its schema on first use, mode 0600). On success returns RLG_OK and
+ * the handle in *out, owned by the caller (rlg_store_close). On failure
+ * returns RLG_ESTORE and still sets *out to a handle whose rlg_store_errmsg
+ * says why, and which later calls retry to open; so a store that is missing
+ * at start-up heals by itself when the fault goes away. The handle copies
+ * what it needs from cfg.
+ */
+int rlg_store_open(const struct rlg_store_config *cfg, struct rlg_store **out);
+
+/*
+ * One request: applies items[0..n) at now_ms, atomically. decisions[i] gets
+ * policy i's decision. The request is admitted when every decision is; only
+ * then are the new states written. Returns RLG_OK (admitted or not), or
+ * RLG_ESTORE when the store failed (nothing written, decisions undefined),
+ * or RLG_EINVAL for a request no store could take: n == 0, an item without
+ * policy or client, a client key longer than RLG_CLIENT_KEY_MAX, a policy
+ * the limiter refuses (nothing written; rlg_store_errmsg says which).
+ * The same (policy, client) twice in items counts twice. now_ms, the
+ * caller's wall clock, also paces the backend's cheap health checks (the
+ * SQLite store looks once a second whether its file was deleted or
+ * replaced), so pass the real time.
+ */
+int rlg_store_step(struct rlg_store *s, const struct rlg_store_item *items,
+    size_t n, int64_t now_ms, struct rlg_decision *decisions);
+
+/*
+ * Deletes states that expired before now_ms, so the store follows the number
+ * of active clients. *deleted (if not NULL) gets the count. RLG_OK or
+ * RLG_ESTORE.
+ */
+int rlg_store_prune(struct rlg_store *s, int64_t now_ms, int64_t *deleted);
+
+/* The last error, for the log. Never NULL. */
+const char *rlg_store_errmsg(const struct rlg_store *s);
+
+/* Closes the connection; NULL does nothing. */
+void rlg_store_close(struct rlg_store *s);
+
+#endif

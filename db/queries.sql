@@ -1,0 +1,81 @@
+-- db/queries.sql: queries for operators, to paste into the sqlite3 shell.
+--
+--   sqlite3 /var/lib/rlgate/rlgate.db
+--   sqlite> .mode box
+--
+-- The database is in WAL mode, so reading it while rlgate serves is safe
+-- and blocks nobody. Writing (the DELETEs below) takes the write lock for a
+-- moment: rlgate waits for it up to busy_timeout_ms. Keep write transactions
+-- short and never leave a BEGIN open in the shell.
+--
+-- Times in rlg_state are milliseconds since the epoch (UTC); the views
+-- clients and summary (db/schema.sql) show them readable.
+
+-- Schema version (1 for this rlgate).
+PRAGMA user_version;
+
+-- Per policy: active clients, requests admitted in current windows, stale
+-- rows awaiting the next prune.
+SELECT * FROM summary;
+
+-- Top 20 clients by requests in their current window.
+SELECT policy, client, count, window_start, resets_at, reset_in_s
+FROM clients
+WHERE NOT expired
+ORDER BY count DESC
+LIMIT 20;
+
+-- Clients at their limit right now (rejected until resets_at). The limit
+-- lives in the config, not in the database: set it first, e.g. 60, with
+--   .parameter set :limit 60
+-- (or write the number in place of :limit).
+SELECT policy, client, count, resets_at, reset_in_s
+FROM clients
+WHERE NOT expired AND count >= :limit
+ORDER BY reset_in_s DESC;
+
+-- One client's state under every policy (put the client key in place of
+-- 203.0.113.7).
+SELECT * FROM clients WHERE client = '203.0.113.7';
+
+-- Row counts: all rows, live rows.
+SELECT count(*) AS rows,
+       sum(NOT expired) AS live
+FROM clients;
+
+-- Manual reset of one client: it gets its full quota back at once, under
+-- every policy (add "AND policy = 'default'" for one policy only).
+DELETE FROM rlg_state WHERE client = '203.0.113.7';
+
+-- Manual prune of stale rows (rlgate does this by itself in batches).
+DELETE FROM rlg_state
+WHERE expires_ms <=
+      CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER);
+
+-- File size in bytes, and the part of it that is free pages (reused before
+-- the file grows; VACUUM gives it back to the file system).
+SELECT page_count * page_size AS bytes,
+       freelist_count * page_size AS free_bytes
+FROM pragma_page_count(), pragma_page_size(), pragma_freelist_count();
+
+-- Or as the plain pragmas.
+PRAGMA page_count;
+PRAGMA page_size;
+
+-- Size of the write-ahead log: checkpoint it into the main file now.
+-- (Returns busy, log frames, checkpointed frames.)
+PRAGMA wal_checkpoint(PASSIVE);
+
+-- Integrity check after a crash or a disk problem ("ok" when sound).
+PRAGMA quick_check;
+
+-- Start afresh while rlgate serves: every client gets its full quota.
+DELETE FROM rlg_state;
+
+-- Backups and restores, while rlgate serves, through SQLite's own locks:
+--   .backup /var/backups/rlgate.db
+--   .restore /var/backups/rlgate.db
+-- Never cp or mv a file over the live database: SQLite would apply the
+-- rlgate.db-wal left beside it to the new file. Removing the database is
+-- fine (remove rlgate.db, rlgate.db-wal and rlgate.db-shm together): each
+-- rlgate process notices within a second and recreates it, empty.

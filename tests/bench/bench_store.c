@@ -1,0 +1,543 @@
+/*
+ * bench_store.c: decisions per second of the two ways to make one
+ * fixed-window step atomic in SQLite, measured side by side.
+ *
+ *   A  rlg_store_step: BEGIN IMMEDIATE; SELECT the state; the pure limiter
+ *      in C; UPSERT the new state only if admitted; COMMIT (ROLLBACK when
+ *      rejected). What rlgate does: any algorithm, several policies per
+ *      request, all or nothing.
+ *   B  one INSERT ... ON CONFLICT DO UPDATE ... WHERE ... RETURNING
+ *      statement in autocommit, the fixed-window counting written in SQL
+ *      (below): a returned row means admitted, no row means rejected.
+ *
+ * Both run on temporary files in WAL mode with synchronous=NORMAL, one
+ * connection per thread, with the real clock. The rounds alternate
+ * A B A B so drift (page cache, CPU frequency) hits both alike. Before
+ * timing, the program checks that A and B decide identically on the same
+ * request sequence, and that both admit exactly the limit under two
+ * threads; it exits 1 if not.
+ *
+ * Usage: bench_store [SECONDS_PER_ROUND]   (default 1; 36 rounds in all)
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "limiter.h"
+#include "store.h"
+#include "util.h"
+
+#define ROUNDS 3
+#define NKEYS_MAX 10000
+#define BUSY_MS 10000
+
+/* B: the whole fixed-window step as one statement. ?1 policy, ?2 client,
+ * ?3 window start of now, ?4 window_ms, ?5 limit. A clock that went back
+ * counts in the stored (later) window, as the C limiter does. */
+static const char b_sql[] =
+    "INSERT INTO rlg_state"
+    " (policy, client, window_start_ms, count, expires_ms)"
+    " VALUES (?1, ?2, ?3, 1, ?3 + ?4)"
+    " ON CONFLICT (policy, client) DO UPDATE SET"
+    "  count = CASE WHEN excluded.window_start_ms > window_start_ms"
+    "   THEN 1 ELSE count + 1 END,"
+    "  window_start_ms = max(window_start_ms, excluded.window_start_ms),"
+    "  expires_ms = max(window_start_ms, excluded.window_start_ms) + ?4"
+    " WHERE excluded.window_start_ms > rlg_state.window_start_ms"
+    "  OR rlg_state.count < ?5"
+    " RETURNING count, window_start_ms";
+
+struct scenario {
+	const char *name;
+	int64_t limit;
+	int nkeys;
+	int nthreads;
+};
+
+/* One connection of either kind. */
+struct conn {
+	int variant;                   /* 0: A, 1: B */
+	struct rlg_store *store;       /* A */
+	sqlite3 *db;                   /* B */
+	sqlite3_stmt *st;              /* B */
+};
+
+struct runner {
+	int variant;
+	const struct scenario *sc;
+	const char *path;
+	int id;
+	double seconds;
+	pthread_barrier_t *start;
+	long ops;
+	long errors;
+	double t_start, t_end;
+	char errmsg[256];
+};
+
+static double mono(void);
+static int conn_open(struct conn *c, int variant, const char *path);
+static void conn_close(struct conn *c);
+static int conn_step(struct conn *c, const struct rlg_policy *p,
+    const char *client, int64_t now_ms, bool *admitted);
+static const char *conn_errmsg(const struct conn *c);
+static void create_db(const char *path);
+static void *runner_main(void *arg);
+static double run_round(int variant, const struct scenario *sc,
+    const char *path, double seconds, long *errors);
+static void warm_up(int variant, const struct scenario *sc,
+    const char *path);
+static int check_sequence(const char *dir);
+static int check_threads(const char *dir);
+static void *exact_main(void *arg);
+static char *table_dump(const char *path);
+static int rm_entry(const char *path, const struct stat *st, int flag,
+    struct FTW *ftw);
+
+static char keys[NKEYS_MAX][20];
+static char policy_name[] = "bench";
+
+static double
+mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int
+conn_open(struct conn *c, int variant, const char *path)
+{
+	struct rlg_store_config cfg;
+	char p[512];
+
+	memset(c, 0, sizeof *c);
+	c->variant = variant;
+	if (variant == 0) {
+		snprintf(p, sizeof p, "%s", path);
+		cfg.path = p;
+		cfg.busy_timeout_ms = BUSY_MS;
+		cfg.on_error = RLG_ON_ERROR_CLOSED;
+		if (rlg_store_open(&cfg, &c->store) != RLG_OK) {
+			fprintf(stderr, "bench: %s\n",
+			    rlg_store_errmsg(c->store));
+			return -1;
+		}
+		return 0;
+	}
+	/* The same settings as the store: WAL, synchronous=NORMAL. */
+	if (sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE |
+	    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
+	    sqlite3_busy_timeout(c->db, BUSY_MS) != SQLITE_OK ||
+	    sqlite3_exec(c->db, "PRAGMA journal_mode = WAL;"
+	    " PRAGMA synchronous = NORMAL", NULL, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v3(c->db, b_sql, -1, SQLITE_PREPARE_PERSISTENT,
+	    &c->st, NULL) != SQLITE_OK) {
+		fprintf(stderr, "bench: %s: %s\n", path,
+		    sqlite3_errmsg(c->db));
+		return -1;
+	}
+	return 0;
+}
+
+static void
+conn_close(struct conn *c)
+{
+	rlg_store_close(c->store);
+	sqlite3_finalize(c->st);
+	sqlite3_close(c->db);
+}
+
+/* One decision; 0, or -1 on a store error. */
+static int
+conn_step(struct conn *c, const struct rlg_policy *p, const char *client,
+    int64_t now_ms, bool *admitted)
+{
+	struct rlg_store_item item = { p, client };
+	struct rlg_decision d;
+	int rc;
+
+	if (c->variant == 0) {
+		if (rlg_store_step(c->store, &item, 1, now_ms, &d) != RLG_OK)
+			return -1;
+		*admitted = d.admitted;
+		return 0;
+	}
+	sqlite3_bind_text(c->st, 1, p->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(c->st, 2, client, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(c->st, 3, now_ms - now_ms % p->window_ms);
+	sqlite3_bind_int64(c->st, 4, p->window_ms);
+	sqlite3_bind_int64(c->st, 5, p->limit);
+	rc = sqlite3_step(c->st);
+	*admitted = rc == SQLITE_ROW;
+	if (rc == SQLITE_ROW)
+		rc = sqlite3_step(c->st);    /* to the end: the commit */
+	sqlite3_reset(c->st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+static const char *
+conn_errmsg(const struct conn *c)
+{
+	return c->variant == 0 ? rlg_store_errmsg(c->store) :
+	    sqlite3_errmsg(c->db);
+}
+
+/* A new database file with the schema, through the store. */
+static void
+create_db(const char *path)
+{
+	struct conn c;
+
+	if (conn_open(&c, 0, path) != 0)
+		exit(1);
+	conn_close(&c);
+}
+
+static void *
+runner_main(void *arg)
+{
+	struct runner *r = arg;
+	struct rlg_policy p = { policy_name, RLG_ALG_FIXED_WINDOW,
+	    r->sc->limit, RLG_WINDOW_S_MAX * 1000, RLG_KEY_IP };
+	struct conn c;
+	double deadline;
+	bool admitted;
+	int k, i;
+
+	if (conn_open(&c, r->variant, r->path) != 0)
+		exit(1);
+	k = r->id * (r->sc->nkeys / r->sc->nthreads);
+	pthread_barrier_wait(r->start);
+	r->t_start = mono();
+	deadline = r->t_start + r->seconds;
+	do {
+		for (i = 0; i < 32; i++) {
+			if (conn_step(&c, &p, keys[k], rlg_now_ms(),
+			    &admitted) != 0) {
+				r->errors++;
+				snprintf(r->errmsg, sizeof r->errmsg, "%s",
+				    conn_errmsg(&c));
+			}
+			r->ops++;
+			if (++k == r->sc->nkeys)
+				k = 0;
+		}
+	} while (mono() < deadline);
+	r->t_end = mono();
+	conn_close(&c);
+	return NULL;
+}
+
+/* One timed round of one variant; decisions per second. */
+static double
+run_round(int variant, const struct scenario *sc, const char *path,
+    double seconds, long *errors)
+{
+	struct runner r[8];
+	pthread_t t[8];
+	pthread_barrier_t start;
+	double t0 = 0, t1 = 0;
+	long ops = 0;
+	int i;
+
+	pthread_barrier_init(&start, NULL, (unsigned)sc->nthreads);
+	for (i = 0; i < sc->nthreads; i++) {
+		memset(&r[i], 0, sizeof r[i]);
+		r[i].variant = variant;
+		r[i].sc = sc;
+		r[i].path = path;
+		r[i].id = i;
+		r[i].seconds = seconds;
+		r[i].start = &start;
+		pthread_create(&t[i], NULL, runner_main, &r[i]);
+	}
+	for (i = 0; i < sc->nthreads; i++) {
+		pthread_join(t[i], NULL);
+		ops += r[i].ops;
+		*errors += r[i].errors;
+		if (r[i].errors > 0)
+			fprintf(stderr, "bench: %c: %ld errors: %s\n",
+			    'A' + variant, r[i].errors, r[i].errmsg);
+		if (i == 0 || r[i].t_start < t0)
+			t0 = r[i].t_start;
+		if (i == 0 || r[i].t_end > t1)
+			t1 = r[i].t_end;
+	}
+	pthread_barrier_destroy(&start);
+	return (double)ops / (t1 - t0);
+}
+
+/* Every key once (and a rejected key past its limit), untimed. */
+static void
+warm_up(int variant, const struct scenario *sc, const char *path)
+{
+	struct rlg_policy p = { policy_name, RLG_ALG_FIXED_WINDOW, sc->limit,
+	    RLG_WINDOW_S_MAX * 1000, RLG_KEY_IP };
+	struct conn c;
+	bool admitted;
+	long i, n;
+
+	n = sc->nkeys + (sc->limit < 1000 ? sc->limit : 0) + 100;
+	if (conn_open(&c, variant, path) != 0)
+		exit(1);
+	for (i = 0; i < n; i++)
+		(void)conn_step(&c, &p, keys[i % sc->nkeys], rlg_now_ms(),
+		    &admitted);
+	conn_close(&c);
+}
+
+/*
+ * A and B on the same 20000 requests: 5 keys, limit 7 per 1 s window,
+ * time moving forward by 0-39 ms (about 10 requests a second per key, so
+ * both paths run) and now and then back by up to 1.5 s. Every decision
+ * and the final table must match.
+ */
+static int
+check_sequence(const char *dir)
+{
+	struct rlg_policy p = { policy_name, RLG_ALG_FIXED_WINDOW, 7, 1000,
+	    RLG_KEY_IP };
+	struct conn c[2];
+	char path[2][300], *dump[2];
+	long admitted[2] = { 0, 0 }, mismatches = 0, errors = 0, i;
+	uint64_t x = 88172645463325252ULL;
+	int64_t now = 1700000000000;
+	bool a[2];
+	int v, ok;
+
+	for (v = 0; v < 2; v++) {
+		snprintf(path[v], sizeof path[v], "%s/seq-%c.db", dir,
+		    'a' + v);
+		create_db(path[v]);
+		if (conn_open(&c[v], v, path[v]) != 0)
+			exit(1);
+	}
+	for (i = 0; i < 20000; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		if (x % 50 == 0)
+			now -= (int64_t)(x >> 8) % 1500;
+		else
+			now += (int64_t)(x >> 8) % 40;
+		for (v = 0; v < 2; v++) {
+			if (conn_step(&c[v], &p, keys[(x >> 20) % 5], now,
+			    &a[v]) != 0)
+				errors++;
+			admitted[v] += a[v];
+		}
+		mismatches += a[0] != a[1];
+	}
+	for (v = 0; v < 2; v++) {
+		conn_close(&c[v]);
+		dump[v] = table_dump(path[v]);
+	}
+	ok = errors == 0 && mismatches == 0 && admitted[0] == admitted[1] &&
+	    strcmp(dump[0], dump[1]) == 0;
+	printf("same sequence: 20000 requests, 5 keys, limit 7/s, clock"
+	    " jumps back: A admitted %ld, B admitted %ld, %ld different"
+	    " decisions, tables %s, %ld errors: %s\n", admitted[0],
+	    admitted[1], mismatches, strcmp(dump[0], dump[1]) == 0 ?
+	    "identical" : "DIFFERENT", errors, ok ? "ok" : "FAILED");
+	free(dump[0]);
+	free(dump[1]);
+	return ok ? 0 : -1;
+}
+
+struct exact {
+	int variant;
+	const char *path;
+	pthread_barrier_t *start;
+	long admitted;
+	long errors;
+};
+
+static void *
+exact_main(void *arg)
+{
+	struct exact *e = arg;
+	struct rlg_policy p = { policy_name, RLG_ALG_FIXED_WINDOW, 3000,
+	    60000, RLG_KEY_IP };
+	struct conn c;
+	bool admitted;
+	int i;
+
+	if (conn_open(&c, e->variant, e->path) != 0)
+		exit(1);
+	pthread_barrier_wait(e->start);
+	for (i = 0; i < 5000; i++) {
+		if (conn_step(&c, &p, "hot", 1700000001000, &admitted) != 0)
+			e->errors++;
+		else
+			e->admitted += admitted;
+	}
+	conn_close(&c);
+	return NULL;
+}
+
+/* Two threads, 5000 requests each, one key, limit 3000: exactly 3000. */
+static int
+check_threads(const char *dir)
+{
+	struct exact e[2];
+	pthread_barrier_t start;
+	pthread_t t[2];
+	char path[300];
+	int v, i, ok = 1;
+	long total, errors;
+
+	for (v = 0; v < 2; v++) {
+		snprintf(path, sizeof path, "%s/exact-%c.db", dir, 'a' + v);
+		create_db(path);
+		pthread_barrier_init(&start, NULL, 2);
+		for (i = 0; i < 2; i++) {
+			memset(&e[i], 0, sizeof e[i]);
+			e[i].variant = v;
+			e[i].path = path;
+			e[i].start = &start;
+			pthread_create(&t[i], NULL, exact_main, &e[i]);
+		}
+		total = errors = 0;
+		for (i = 0; i < 2; i++) {
+			pthread_join(t[i], NULL);
+			total += e[i].admitted;
+			errors += e[i].errors;
+		}
+		pthread_barrier_destroy(&start);
+		printf("2 threads x 5000 requests, one key, limit 3000: %c"
+		    " admitted %ld, %ld errors: %s\n", 'A' + v, total, errors,
+		    total == 3000 && errors == 0 ? "ok" : "FAILED");
+		if (total != 3000 || errors != 0)
+			ok = 0;
+	}
+	return ok ? 0 : -1;
+}
+
+/* The whole table as text, ordered, for comparison. Caller frees. */
+static char *
+table_dump(const char *path)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	const unsigned char *t;
+	char *out;
+
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) !=
+	    SQLITE_OK ||
+	    sqlite3_prepare_v2(db, "SELECT group_concat(policy || ',' ||"
+	    " client || ',' || window_start_ms || ',' || count || ',' ||"
+	    " expires_ms, ';') FROM (SELECT * FROM rlg_state"
+	    " ORDER BY policy, client)", -1, &st, NULL) != SQLITE_OK) {
+		fprintf(stderr, "bench: %s: %s\n", path, sqlite3_errmsg(db));
+		exit(1);
+	}
+	t = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_text(st, 0) :
+	    NULL;
+	out = rlg_xstrdup(t != NULL ? (const char *)t : "");
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return out;
+}
+
+static int
+rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct scenario scenarios[] = {
+		{ "1 hot key, admitted", RLG_LIMIT_MAX, 1, 1 },
+		{ "1 hot key, rejected", 10, 1, 1 },
+		{ "10000 keys, admitted", RLG_LIMIT_MAX, 10000, 1 },
+		{ "1 hot key, admitted", RLG_LIMIT_MAX, 1, 2 },
+		{ "1 hot key, rejected", 10, 1, 2 },
+		{ "10000 keys, admitted", RLG_LIMIT_MAX, 10000, 2 },
+	};
+	const size_t nsc = sizeof scenarios / sizeof scenarios[0];
+	double seconds = 1.0, rate[2], sum[2], ratio;
+	char dir[] = "/tmp/rlg-bench-XXXXXX", path[2][300], *end;
+	long errors = 0;
+	size_t s;
+	int i, round, v, failed = 0;
+
+	if (argc > 2 || (argc == 2 && (seconds = strtod(argv[1], &end),
+	    *end != '\0' || !(seconds > 0 && seconds <= 60)))) {
+		fprintf(stderr, "usage: bench_store [SECONDS_PER_ROUND]"
+		    " (0 < s <= 60, default 1)\n");
+		return 64;
+	}
+	if (mkdtemp(dir) == NULL) {
+		perror("bench: mkdtemp");
+		return 1;
+	}
+	for (i = 0; i < NKEYS_MAX; i++)
+		snprintf(keys[i], sizeof keys[i], "10.%d.%d.%d",
+		    i / 65536, i / 256 % 256, i % 256);
+
+	printf("rlgate store benchmark: SQLite %s, WAL, synchronous=NORMAL,"
+	    " files in %s\n", sqlite3_libversion(), dir);
+	printf("A = rlg_store_step (BEGIN IMMEDIATE; SELECT; limiter;"
+	    " UPSERT if admitted; COMMIT)\n");
+	printf("B = one INSERT ... ON CONFLICT DO UPDATE ... RETURNING,"
+	    " autocommit\n\n");
+	printf("correctness:\n");
+	if (check_sequence(dir) != 0)
+		failed = 1;
+	if (check_threads(dir) != 0)
+		failed = 1;
+
+	printf("\n%-22s %3s %5s %14s %14s %7s\n", "scenario", "thr", "round",
+	    "A decisions/s", "B decisions/s", "B/A");
+	for (s = 0; s < nsc; s++) {
+		const struct scenario *sc = &scenarios[s];
+
+		for (v = 0; v < 2; v++) {
+			snprintf(path[v], sizeof path[v], "%s/s%zu-%c.db",
+			    dir, s, 'a' + v);
+			create_db(path[v]);
+			warm_up(v, sc, path[v]);
+		}
+		sum[0] = sum[1] = 0;
+		for (round = 1; round <= ROUNDS; round++) {
+			for (v = 0; v < 2; v++) {
+				rate[v] = run_round(v, sc, path[v], seconds,
+				    &errors);
+				sum[v] += rate[v];
+			}
+			printf("%-22s %3d %5d %14.0f %14.0f %7.2f\n",
+			    sc->name, sc->nthreads, round, rate[0], rate[1],
+			    rate[1] / rate[0]);
+			fflush(stdout);
+		}
+		ratio = sum[1] / sum[0];
+		printf("%-22s %3d %5s %14.0f %14.0f %7.2f\n", sc->name,
+		    sc->nthreads, "mean", sum[0] / ROUNDS, sum[1] / ROUNDS,
+		    ratio);
+	}
+	if (errors > 0) {
+		printf("\n%ld store errors during the timed rounds\n", errors);
+		failed = 1;
+	}
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	printf("\n%s\n", failed ? "FAILED" : "ok");
+	return failed ? 1 : 0;
+}
