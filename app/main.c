@@ -1,0 +1,181 @@
+/*
+ * main.c: the command line. Parses the options, loads and validates the
+ * config (every problem reported as file:line, exit 78), then hands over to
+ * the FastCGI accept loop, or serves one CGI request.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "server.h"
+#include "util.h"
+
+#define THREADS_DEFAULT 4
+#define THREADS_MAX     256
+
+static void usage(FILE *f);
+static int parse_threads(const char *s, int *out);
+static int open_log(const char *path);
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	    "Usage: rlgate [--config FILE] [--threads N] [--log FILE] [--check-config]\n"
+	    "       rlgate --version | --help\n"
+	    "\n"
+	    "A rate-limit gateway: a FastCGI application (or CGI program) that\n"
+	    "decides per client whether each request is within its quota.\n"
+	    "\n"
+	    "  -c, --config FILE   configuration file (else $RLGATE_CONFIG,\n"
+	    "                      else %s if it exists,\n"
+	    "                      else built-in defaults)\n"
+	    "  -t, --threads N     FastCGI worker threads per process (default %d)\n"
+	    "  -l, --log FILE      append log lines to FILE instead of stderr\n"
+	    "                      (spawn-fcgi points stderr at /dev/null)\n"
+	    "  -C, --check-config  validate the configuration, print problems, exit\n"
+	    "  -V, --version       print the version and exit\n"
+	    "  -h, --help          print this help and exit\n"
+	    "\n"
+	    "Run it under a FastCGI spawner, which passes the socket on stdin:\n"
+	    "  spawn-fcgi -s /run/rlgate.sock -F 2 -- rlgate --config FILE\n"
+	    "or from a web server as CGI (GATEWAY_INTERFACE set).\n"
+	    "Exit codes: 0 ok, 64 bad usage, 78 bad configuration.\n",
+	    RLG_DEFAULT_CONFIG_PATH, THREADS_DEFAULT);
+}
+
+static int
+parse_threads(const char *s, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < 1 || v > THREADS_MAX)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+/* Points stderr, where rlg_log writes, at the end of the file at path. */
+static int
+open_log(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+
+	if (fd < 0) {
+		fprintf(stderr, "rlgate: --log %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	if (fd != STDERR_FILENO) {
+		if (dup2(fd, STDERR_FILENO) < 0) {
+			fprintf(stderr, "rlgate: --log %s: %s\n", path,
+			    strerror(errno));
+			close(fd);
+			return -1;
+		}
+		close(fd);
+	}
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "log", required_argument, NULL, 'l' },
+		{ "check-config", no_argument, NULL, 'C' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *config_opt = NULL, *log_opt = NULL, *path;
+	struct rlg_config *cfg;
+	int c, threads = THREADS_DEFAULT, check_only = 0, rc, problems;
+
+	while ((c = getopt_long(argc, argv, "c:t:l:CVh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			config_opt = optarg;
+			break;
+		case 't':
+			if (parse_threads(optarg, &threads) != 0) {
+				fprintf(stderr, "rlgate: --threads: must be an "
+				    "integer from 1 to %d (got \"%s\")\n",
+				    THREADS_MAX, optarg);
+				return RLG_EXIT_USAGE;
+			}
+			break;
+		case 'l':
+			log_opt = optarg;
+			break;
+		case 'C':
+			check_only = 1;
+			break;
+		case 'V':
+			printf("rlgate %s\n", PACKAGE_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return RLG_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "rlgate: unexpected argument \"%s\"\n",
+		    argv[optind]);
+		usage(stderr);
+		return RLG_EXIT_USAGE;
+	}
+
+	if (log_opt != NULL && !check_only && open_log(log_opt) != 0)
+		return RLG_EXIT_USAGE;
+
+	path = rlg_config_pick(config_opt);
+	if (path == NULL) {
+		cfg = rlg_config_defaults();
+	} else if ((problems = rlg_config_load(path, stderr, &cfg)) != 0) {
+		fprintf(stderr, "rlgate: %s: %d problem%s, not starting\n",
+		    path, problems, problems == 1 ? "" : "s");
+		return RLG_EXIT_CONFIG;
+	}
+	if (check_only) {
+		printf("%s: configuration ok\n",
+		    path != NULL ? path : "built-in defaults");
+		rlg_config_free(cfg);
+		return 0;
+	}
+
+	if (rlg_server_is_fastcgi()) {
+		rlg_log("rlgate %s serving FastCGI with %d thread%s: config %s, "
+		    "store %s (on_error = %s), policy %s: %s %lld per %lld s",
+		    PACKAGE_VERSION, threads, threads == 1 ? "" : "s",
+		    path != NULL ? path : "built-in defaults", cfg->store.path,
+		    rlg_on_error_name(cfg->store.on_error),
+		    cfg->policies[0].name,
+		    rlg_algorithm_name(cfg->policies[0].algorithm),
+		    (long long)cfg->policies[0].limit,
+		    (long long)(cfg->policies[0].window_ms / 1000));
+		rc = rlg_server_run_fastcgi(cfg, threads);
+	} else if (getenv("GATEWAY_INTERFACE") != NULL) {
+		rc = rlg_server_run_cgi(cfg);
+	} else {
+		fprintf(stderr, "rlgate: no FastCGI socket on standard input "
+		    "and GATEWAY_INTERFACE is not set: start rlgate under "
+		    "spawn-fcgi or a web server (see rlgate --help)\n");
+		rc = RLG_EXIT_USAGE;
+	}
+	rlg_config_free(cfg);
+	return rc;
+}

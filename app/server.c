@@ -1,0 +1,302 @@
+/*
+ * server.c: how requests reach rlgate and answers leave it.
+ *
+ * FastCGI: libfcgi's reentrant API on the socket a spawner (spawn-fcgi, or
+ * the web server) left on fd 0; N threads per process, each with its own
+ * store connection, each looping FCGX_Accept_r -> handle -> FCGX_Finish_r.
+ * CGI: one request from environ to stdout, through the same handler. The
+ * handler routes, asks the store for one atomic decision and answers; it
+ * is the only place that applies on_error. Only this file includes
+ * fcgiapp.h.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <fcgiapp.h>
+
+#include "server.h"
+#include "util.h"
+
+extern char **environ;
+
+static int fcgx_write(void *ctx, const char *buf, size_t len);
+static int stdout_write(void *ctx, const char *buf, size_t len);
+static void store_failed(struct rlg_worker *w, int64_t now_ms);
+static void store_ok(struct rlg_worker *w, int64_t now_ms);
+static const struct rlg_decision *pick_report(const struct rlg_decision *d,
+    size_t n, bool admitted);
+static enum rlg_outcome route(const struct rlg_request *r);
+static void *fastcgi_thread(void *arg);
+
+/* FastCGI accept is serialized, as in fcgi2's threaded example. */
+static pthread_mutex_t accept_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int
+fcgx_write(void *ctx, const char *buf, size_t len)
+{
+	FCGX_Stream *out = ctx;
+
+	return FCGX_PutStr(buf, (int)len, out) == (int)len ? 0 : -1;
+}
+
+static int
+stdout_write(void *ctx, const char *buf, size_t len)
+{
+	FILE *out = ctx;
+
+	if (fwrite(buf, 1, len, out) != len || fflush(out) != 0)
+		return -1;
+	return 0;
+}
+
+void
+rlg_worker_init(struct rlg_worker *w, const struct rlg_config *cfg)
+{
+	memset(w, 0, sizeof *w);
+	w->cfg = cfg;
+	if (rlg_store_open(&cfg->store, &w->store) != RLG_OK)
+		store_failed(w, rlg_now_ms());
+}
+
+void
+rlg_worker_fini(struct rlg_worker *w)
+{
+	rlg_store_close(w->store);
+	w->store = NULL;
+}
+
+/*
+ * One line when the store starts failing, then at most one per
+ * RLG_ERROR_LOG_INTERVAL_MS while it goes on, and one when it heals: the
+ * error log names the fault without drowning in it.
+ */
+static void
+store_failed(struct rlg_worker *w, int64_t now_ms)
+{
+	const char *mode = rlg_on_error_name(w->cfg->store.on_error);
+
+	if (w->store_failing_since_ms == 0) {
+		w->store_failing_since_ms = now_ms;
+		w->next_error_log_ms = now_ms + RLG_ERROR_LOG_INTERVAL_MS;
+		w->suppressed_errors = 0;
+		rlg_log("store error: %s (on_error = %s)",
+		    rlg_store_errmsg(w->store), mode);
+	} else if (now_ms >= w->next_error_log_ms) {
+		rlg_log("store still failing: %s (%ld more errors; on_error = %s)",
+		    rlg_store_errmsg(w->store), w->suppressed_errors + 1, mode);
+		w->next_error_log_ms = now_ms + RLG_ERROR_LOG_INTERVAL_MS;
+		w->suppressed_errors = 0;
+	} else {
+		w->suppressed_errors++;
+	}
+}
+
+static void
+store_ok(struct rlg_worker *w, int64_t now_ms)
+{
+	if (w->store_failing_since_ms == 0)
+		return;
+	rlg_log("store recovered after %lld ms",
+	    (long long)(now_ms - w->store_failing_since_ms));
+	w->store_failing_since_ms = 0;
+}
+
+/*
+ * The decision the headers report. Admitted: the policy with the fewest
+ * remaining requests (ties: the soonest reset). Rejected: among the
+ * policies that rejected, the one that admits again last, so Retry-After
+ * is never too early.
+ */
+static const struct rlg_decision *
+pick_report(const struct rlg_decision *d, size_t n, bool admitted)
+{
+	const struct rlg_decision *best = NULL;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (admitted) {
+			if (best == NULL || d[i].remaining < best->remaining ||
+			    (d[i].remaining == best->remaining &&
+			    d[i].reset_ms < best->reset_ms))
+				best = &d[i];
+		} else if (!d[i].admitted) {
+			if (best == NULL || d[i].retry_ms > best->retry_ms)
+				best = &d[i];
+		}
+	}
+	return best;
+}
+
+static enum rlg_outcome
+route(const struct rlg_request *r)
+{
+	if (!r->path_ok)
+		return RLG_OUT_BAD_REQUEST;
+	if (strcmp(r->path, RLG_RESOURCE_PATH) != 0)
+		return RLG_OUT_NOT_FOUND;
+	if (r->method != RLG_METHOD_GET && r->method != RLG_METHOD_HEAD)
+		return RLG_OUT_BAD_METHOD;
+	return RLG_OUT_ADMITTED;
+}
+
+/*
+ * Every request that reaches rlgate counts against its client's quota,
+ * whatever its path or method: a client probing random paths is limited
+ * like one calling the endpoint, and every answer carries the headers.
+ */
+int
+rlg_server_handle(struct rlg_worker *w, char *const *envp, int64_t now_ms,
+    rlg_write_fn write, void *ctx)
+{
+	const struct rlg_config *cfg = w->cfg;
+	struct rlg_store_item items[1];
+	struct rlg_decision decisions[1];
+	struct rlg_request req;
+	struct rlg_answer a;
+	size_t i, n = cfg->npolicies;
+	bool admitted = true;
+
+	rlg_request_parse(&req, envp);
+	if (n > sizeof items / sizeof items[0])
+		n = sizeof items / sizeof items[0];
+	for (i = 0; i < n; i++) {
+		items[i].policy = &cfg->policies[i];
+		items[i].client = req.client;
+	}
+
+	memset(&a, 0, sizeof a);
+	a.style = cfg->style;
+	a.head = req.method == RLG_METHOD_HEAD;
+	if (rlg_store_step(w->store, items, n, now_ms, decisions) != RLG_OK) {
+		store_failed(w, now_ms);
+		if (cfg->store.on_error == RLG_ON_ERROR_CLOSED) {
+			a.outcome = RLG_OUT_STORE_DOWN;
+			return rlg_response_write(&a, write, ctx);
+		}
+		a.outcome = route(&req);     /* on_error = open: pass, unreported */
+		return rlg_response_write(&a, write, ctx);
+	}
+	store_ok(w, now_ms);
+	for (i = 0; i < n; i++)
+		admitted = admitted && decisions[i].admitted;
+	a.decision = pick_report(decisions, n, admitted);
+	a.outcome = admitted ? route(&req) : RLG_OUT_REJECTED;
+	return rlg_response_write(&a, write, ctx);
+}
+
+void
+rlg_worker_idle(struct rlg_worker *w, int64_t now_ms)
+{
+	int64_t deleted = 0;
+
+	if (now_ms < w->next_prune_ms || w->store_failing_since_ms != 0)
+		return;
+	w->next_prune_ms = now_ms + RLG_PRUNE_INTERVAL_MS;
+	if (rlg_store_prune(w->store, now_ms, &deleted) != RLG_OK)
+		rlg_log("store prune failed: %s", rlg_store_errmsg(w->store));
+}
+
+int
+rlg_server_is_fastcgi(void)
+{
+	return !FCGX_IsCGI();
+}
+
+struct thread_arg {
+	const struct rlg_config *cfg;
+	pthread_t tid;
+};
+
+static void *
+fastcgi_thread(void *arg)
+{
+	struct thread_arg *t = arg;
+	struct rlg_worker w;
+	FCGX_Request req;
+	int rc;
+
+	rlg_worker_init(&w, t->cfg);
+	if (FCGX_InitRequest(&req, 0, 0) != 0) {
+		rlg_log("FCGX_InitRequest failed");
+		rlg_worker_fini(&w);
+		return NULL;
+	}
+	for (;;) {
+		pthread_mutex_lock(&accept_lock);
+		rc = FCGX_Accept_r(&req);
+		pthread_mutex_unlock(&accept_lock);
+		if (rc < 0) {
+			rlg_log("FastCGI accept failed (%d): stopping this worker",
+			    rc);
+			break;
+		}
+		rlg_server_handle(&w, req.envp, rlg_now_ms(), fcgx_write,
+		    req.out);
+		FCGX_Finish_r(&req);
+		rlg_worker_idle(&w, rlg_now_ms());
+	}
+	FCGX_Free(&req, 1);
+	rlg_worker_fini(&w);
+	return NULL;
+}
+
+int
+rlg_server_run_fastcgi(const struct rlg_config *cfg, int nthreads)
+{
+	struct thread_arg *threads;
+	int i, started = 0, rc;
+
+	if (FCGX_Init() != 0) {
+		rlg_log("FCGX_Init failed");
+		return 70;      /* EX_SOFTWARE */
+	}
+	/* A client that hangs up must not kill the worker mid-write. */
+	signal(SIGPIPE, SIG_IGN);
+	/*
+	 * libfcgi catches SIGTERM and only marks a shutdown as pending, which
+	 * threads blocked in accept never see: spawn-fcgi users and service
+	 * managers expect SIGTERM to stop us. Dying mid-request is safe: an
+	 * uncommitted SQLite transaction rolls back.
+	 */
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	threads = rlg_xcalloc((size_t)nthreads, sizeof *threads);
+	for (i = 0; i < nthreads; i++) {
+		threads[i].cfg = cfg;
+		rc = pthread_create(&threads[i].tid, NULL, fastcgi_thread,
+		    &threads[i]);
+		if (rc != 0) {
+			rlg_log("cannot start worker thread: %s", strerror(rc));
+			break;
+		}
+		started++;
+	}
+	for (i = 0; i < started; i++)
+		pthread_join(threads[i].tid, NULL);
+	free(threads);
+	return started == nthreads ? 0 : 71;    /* EX_OSERR */
+}
+
+int
+rlg_server_run_cgi(const struct rlg_config *cfg)
+{
+	struct rlg_worker w;
+	int rc;
+
+	rlg_worker_init(&w, cfg);
+	rc = rlg_server_handle(&w, environ, rlg_now_ms(), stdout_write,
+	    stdout);
+	/*
+	 * The web server waits for a CGI process to exit, so pruning here
+	 * delays the client: do it for about one request in a hundred.
+	 */
+	if (rlg_now_ms() % 100 == 0)
+		rlg_worker_idle(&w, rlg_now_ms());
+	rlg_worker_fini(&w);
+	return rc == 0 ? 0 : 74;        /* EX_IOERR */
+}

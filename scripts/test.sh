@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds rlgate and runs every test:
+#   1. make check: the Check unit tests and the integration tests with real
+#      lighttpd, Apache, spawn-fcgi and SQLite;
+#   2. the same again in a build with -fsanitize=address,undefined;
+#   3. make distcheck (the tarball builds and passes its tests).
+# Ends with one line "N passed, N failed" counting every test that ran, and
+# exits non-zero if any failed.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+
+bash scripts/deps.sh || { echo "test.sh: installing dependencies failed"; echo "0 passed, 1 failed"; exit 1; }
+
+passed=0 failed=0 skipped=0
+tally() {   # tally BUILDDIR: add up the automake .trs results
+	local p f s
+	p=$(cat "$1"/tests/*.trs "$1"/tests/*/*.trs 2>/dev/null | grep -cE '^:test-result: (PASS|XFAIL)')
+	f=$(cat "$1"/tests/*.trs "$1"/tests/*/*.trs 2>/dev/null | grep -cE '^:test-result: (FAIL|XPASS|ERROR)')
+	s=$(cat "$1"/tests/*.trs "$1"/tests/*/*.trs 2>/dev/null | grep -cE '^:test-result: SKIP')
+	echo "test.sh: $1: $p passed, $f failed, $s skipped"
+	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+}
+run_suite() {   # run_suite NAME [configure options]: build, make check, tally
+	local name=$1 dir
+	shift
+	echo "=== $name build: make check ==="
+	if ! dir=$(bash scripts/build.sh "$name" "$@"); then
+		echo "test.sh: $name build failed"
+		failed=$((failed + 1))
+		return
+	fi
+	rm -f "$dir"/tests/*.trs "$dir"/tests/*/*.trs
+	if ! make -C "$dir" check; then
+		for log in "$dir"/tests/*.log "$dir"/tests/*/*.log; do
+			[ -f "$log" ] && grep -qE '^(not ok|Bail out)|^# (FAIL|ERROR)' "$log" && { echo "--- $log"; tail -n 40 "$log"; }
+		done
+		[ -z "$(ls "$dir"/tests/*.trs "$dir"/tests/*/*.trs 2>/dev/null)" ] && failed=$((failed + 1))
+	fi
+	tally "$dir"
+}
+
+run_suite normal
+run_suite asan --enable-sanitizers
+
+echo "=== make distcheck ==="
+if make -C _build/normal distcheck >_build/distcheck.log 2>&1; then
+	echo "test.sh: make distcheck passed"
+	passed=$((passed + 1))
+else
+	tail -n 60 _build/distcheck.log
+	echo "test.sh: make distcheck failed (full log: _build/distcheck.log)"
+	failed=$((failed + 1))
+fi
+
+if [ "$skipped" -gt 0 ]; then
+	echo "$passed passed, $failed failed, $skipped skipped"
+else
+	echo "$passed passed, $failed failed"
+fi
+[ "$failed" -eq 0 ]

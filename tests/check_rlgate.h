@@ -1,0 +1,16 @@
+/*
+ * check_rlgate.h: the Check suites, one per module, that check_main.c runs
+ * in one runner.
+ */
+#ifndef RLG_CHECK_RLGATE_H
+#define RLG_CHECK_RLGATE_H
+
+#include <check.h>
+
+Suite *rlg_config_suite(void);
+Suite *rlg_limiter_suite(void);
+Suite *rlg_request_suite(void);
+Suite *rlg_response_suite(void);
+Suite *rlg_store_suite(void);
+
+#endif

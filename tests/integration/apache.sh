@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# apache.sh: rlgate behind Apache 2.4 (mod_proxy_fcgi, the shipped
+# www/apache/rlgate.conf) and spawn-fcgi: the 200 -> 429 sequence with its
+# headers, 404, 405, HEAD, query strings, distinct clients. Apache starts as
+# root and serves as User/Group daemon, as it is usually deployed.
+: "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
+# shellcheck source=tests/integration/lib.sh
+. "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
+
+apache_available || skip_all "Apache 2.4 with mod_proxy_fcgi is not installed ($APACHE_BIN)"
+need_cmd spawn-fcgi sqlite3 curl
+[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
+make_tmpdir
+
+run="$T/run"
+mkdir -p "$run"
+chmod 755 "$run"
+sock="$run/rlgate.sock"
+
+LIMIT=5
+WINDOW=2
+conf="$T/rlgate.conf"
+write_rlgate_conf "$conf" "$run/rlgate.db" $LIMIT $WINDOW
+start_rlgate_fcgi rlgate "$sock" "$conf" 2 --threads 2
+
+PORT=$(free_port) || bail_out "no free port"
+write_apache_conf "$T/apache/httpd.conf" "$PORT" "$T/apache" \
+    "Define RLGATE_SOCKET $sock
+Include \"$RLGATE_SRCDIR/www/apache/rlgate.conf\""
+start_apache "$T/apache/httpd.conf" "$PORT"
+base="http://127.0.0.1:$PORT"
+url="$base/api/v1/resources"
+
+# --- 200 x LIMIT then 429, a query string, a distinct client: sent within
+# one window, checked afterwards
+# shellcheck disable=SC2317  # called through in_one_window
+first_window() {
+	local i
+	keep r1 "$url"
+	keep r2 "$url?x=1"
+	keep r3 "$url"
+	keep r4 "$url"
+	keep r5 "$url"
+	keep r6 "$url"
+	keep r7 "$url?x=2"
+	for i in $(seq 1 $((LIMIT + 1))); do
+		keep "c2-$i" --interface 127.0.0.2 "$url"
+	done
+}
+in_one_window $WINDOW first_window
+ok $? "the first $((2 * LIMIT + 3)) requests fit in one $WINDOW s window"
+for i in $(seq 1 $LIMIT); do
+	recall "r$i"
+	is "$STATUS" 200 "request $i: 200"
+	is "$(header Content-Type)" application/json "request $i: Content-Type: application/json"
+	is "$(header RateLimit-Limit)" $LIMIT "request $i: RateLimit-Limit $LIMIT"
+	is "$(header RateLimit-Remaining)" $((LIMIT - i)) "request $i: RateLimit-Remaining $((LIMIT - i))"
+	between "$(header RateLimit-Reset)" 1 $WINDOW "request $i: RateLimit-Reset in 1..$WINDOW"
+	like "$BODY" "$RE_BODY_200" "request $i: success JSON body"
+done
+recall r6
+is "$STATUS" 429 "request $((LIMIT + 1)): 429"
+is "$(header Content-Type)" application/json "429: Content-Type: application/json"
+is "$(header RateLimit-Limit)" $LIMIT "429: RateLimit-Limit $LIMIT"
+is "$(header RateLimit-Remaining)" 0 "429: RateLimit-Remaining 0"
+between "$(header RateLimit-Reset)" 1 $WINDOW "429: RateLimit-Reset in 1..$WINDOW"
+between "$(header Retry-After)" 1 $WINDOW "429: Retry-After in 1..$WINDOW"
+is "$BODY" "$BODY_429" "429: the seed's JSON error body"
+recall r7
+is "$STATUS" 429 "a query string does not get around the limit"
+codes=
+for i in $(seq 1 $((LIMIT + 1))); do
+	recall "c2-$i"
+	codes="$codes $STATUS:$(header RateLimit-Remaining)"
+done
+is "${codes# }" "200:4 200:3 200:2 200:1 200:0 429:0" "client 127.0.0.2 gets its own $LIMIT"
+
+# --- HEAD
+hreq --interface 127.0.0.8 "$url"
+is "$STATUS" 200 "HEAD: 200"
+is "$(header RateLimit-Remaining)" $((LIMIT - 1)) "HEAD: RateLimit-Remaining $((LIMIT - 1))"
+
+# --- 404, 405
+req --interface 127.0.0.9 "$base/api/v1/nothing-here"
+is "$STATUS" 404 "another path under /api/: 404"
+is "$(header Content-Type)" application/json "404: Content-Type: application/json"
+like "$BODY" "$(re_err 404)" "404: JSON error body"
+
+req --interface 127.0.0.10 -X POST -d 'a=1' "$url"
+is "$STATUS" 405 "POST: 405"
+is "$(header Allow)" "GET, HEAD" "405: Allow: GET, HEAD"
+is "$(header Content-Type)" application/json "405: Content-Type: application/json"
+like "$BODY" "$(re_err 405)" "405: JSON error body"
+
+# --- the window resets
+wait_for_window_start $WINDOW
+req "$url"
+is "$STATUS" 200 "after the window: 200 again"
+is "$(header RateLimit-Remaining)" $((LIMIT - 1)) "after the window: RateLimit-Remaining $((LIMIT - 1))"
+between "$(header RateLimit-Reset)" 1 $WINDOW "after the window: RateLimit-Reset in 1..$WINDOW"
+
+# --- Apache really served as the unprivileged user, through the socket
+# the uids of Apache's children, from /proc (no procps needed)
+daemon_uid=$(id -u daemon)
+workers=
+for st in /proc/[0-9]*/status; do
+	ppid=$(awk '$1 == "PPid:" { print $2 }' "$st" 2>/dev/null)
+	[ "$ppid" = "$APACHE_PID" ] || continue
+	workers="$workers $(awk '$1 == "Uid:" { print $2 }' "$st" 2>/dev/null)"
+done
+like "$workers" " $daemon_uid( |\$)" "Apache's workers run as daemon (uid $daemon_uid) and reached the socket"
+is "$(sql "$run/rlgate.db" "SELECT count FROM rlg_state WHERE client = '127.0.0.1'")" 1 \
+    "rlg_state holds 127.0.0.1's count in this window"
+
+done_testing

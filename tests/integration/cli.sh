@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# cli.sh: rlgate's command line: options, exit codes (sysexits.h: 64 bad
+# usage, 78 bad configuration), --check-config with file:line problems, the
+# choice of config file, and the shipped example config.
+: "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
+# shellcheck source=tests/integration/lib.sh
+. "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
+
+need_cmd timeout
+[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
+make_tmpdir
+
+# run [ENV=VALUE...] -- ARGS...: runs rlgate with a clean-ish environment,
+# stdin from /dev/null (not a socket), bounded in time. Sets RC, OUT, ERR.
+run() {
+	local envs=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		envs+=("$1")
+		shift
+	done
+	shift
+	env -u GATEWAY_INTERFACE -u RLGATE_CONFIG "${envs[@]}" \
+	    timeout 10 "$RLGATE_BIN" "$@" </dev/null >"$T/out" 2>"$T/err"
+	RC=$?
+	OUT=$(cat "$T/out")
+	ERR=$(cat "$T/err")
+}
+
+# --- --version, --help, bad usage
+run -- --version
+is "$RC" 0 "--version exits 0"
+like "$OUT" '^rlgate [0-9]+\.[0-9]+' "--version prints 'rlgate X.Y...'"
+
+run -- --help
+is "$RC" 0 "--help exits 0"
+like "$OUT" '--config' "--help mentions --config"
+like "$OUT" '--check-config' "--help mentions --check-config"
+like "$OUT" '--threads' "--help mentions --threads"
+
+run -- --no-such-option
+is "$RC" 64 "an unknown option exits 64"
+isnt "$ERR" "" "an unknown option says so on stderr"
+
+run -- unexpected-argument
+is "$RC" 64 "a stray argument exits 64"
+
+good="$T/good.conf"
+write_rlgate_conf "$good" "$T/good.db" 5 2
+
+for bad in 0 abc -1 "" 4x; do
+	run -- --config "$good" --threads "$bad" --check-config
+	is "$RC" 64 "--threads '$bad' exits 64"
+done
+run -- --config "$good" --threads
+is "$RC" 64 "--threads without a value exits 64"
+
+# --- --check-config on a good file
+run -- --config "$good" --check-config
+is "$RC" 0 "--check-config on a good file exits 0"
+is "$ERR" "" "--check-config on a good file prints nothing on stderr"
+[ -e "$T/good.db" ]
+ok $((! $?)) "--check-config does not create the database"
+
+run -- --config "$good" --threads 8 --check-config
+is "$RC" 0 "--threads 8 is accepted"
+
+# --- --check-config on a file with several problems: every one reported,
+# each as file:line: with the right line number.
+bad="$T/bad.conf"
+cat >"$bad" <<'EOF'
+; line 1: a comment
+[store]
+busy_timeout_ms = -5
+on_error = sometimes
+
+[headers]
+style = fancy
+
+[policy default]
+algorithm = magic
+limit = 0
+window = abc
+key = ip
+limt = 5
+this line is not ini
+[nonsense]
+EOF
+# problem lines: 3 busy_timeout_ms, 4 on_error, 7 style, 10 algorithm,
+# 11 limit, 12 window, 14 unknown key, 15 syntax, 16 unknown section
+want_lines="3 4 7 10 11 12 14 15 16"
+run -- --config "$bad" --check-config
+is "$RC" 78 "--check-config on a bad file exits 78"
+got_lines=$(grep -oE "^$bad:[0-9]+:" "$T/err" | sed -E 's/.*:([0-9]+):$/\1/' |
+    sort -n | uniq | tr '\n' ' ' | sed 's/ $//')
+is "$got_lines" "$want_lines" "every problem is reported at its line (file:line:)"
+for l in $want_lines; do
+	msg=$(grep -E "^$bad:$l: " "$T/err" | head -1)
+	like "$msg" "^$bad:$l: .+" "line $l has a 'file:$l: message' line"
+done
+like "$(grep -E "^$bad:4: " "$T/err")" 'sometimes' "the on_error problem quotes the bad value"
+like "$(grep -E "^$bad:14: " "$T/err")" 'limt' "the unknown key problem names the key"
+diag "stderr of --check-config on the bad file:" "$ERR"
+
+# an empty limit and window are problems too
+cat >"$T/bad2.conf" <<'EOF'
+[policy default]
+limit =
+window = 0
+EOF
+run -- --config "$T/bad2.conf" --check-config
+is "$RC" 78 "an empty limit and a zero window exit 78"
+like "$ERR" "$T/bad2.conf:2: " "the empty limit is reported at line 2"
+like "$ERR" "$T/bad2.conf:3: " "the zero window is reported at line 3"
+
+# a bad config stops a normal start as well (exit 78, before anything else)
+run GATEWAY_INTERFACE=CGI/1.1 REQUEST_METHOD=GET REQUEST_URI=/api/v1/resources \
+    REMOTE_ADDR=127.0.0.1 -- --config "$bad"
+is "$RC" 78 "a bad config stops a CGI run with 78"
+
+# --- a missing config file
+run -- --config "$T/nope.conf" --check-config
+is "$RC" 78 "a missing config file exits 78"
+like "$ERR" "$T/nope.conf" "the message names the missing file"
+
+# --- $RLGATE_CONFIG
+run RLGATE_CONFIG="$bad" -- --check-config
+is "$RC" 78 "\$RLGATE_CONFIG naming a bad file exits 78"
+like "$ERR" "^$bad:[0-9]+: " "\$RLGATE_CONFIG's file is the one checked"
+
+run RLGATE_CONFIG="$good" -- --check-config
+is "$RC" 0 "\$RLGATE_CONFIG naming a good file exits 0"
+
+run RLGATE_CONFIG="$bad" -- --config "$good" --check-config
+is "$RC" 0 "--config wins over \$RLGATE_CONFIG"
+
+run RLGATE_CONFIG="$T/nope.conf" -- --check-config
+is "$RC" 78 "\$RLGATE_CONFIG naming a missing file exits 78"
+
+# --- no socket on stdin and no GATEWAY_INTERFACE: refuses, clearly
+run -- --config "$good"
+isnt "$RC" 0 "without a FastCGI socket or GATEWAY_INTERFACE it exits non-zero"
+isnt "$RC" 124 "... at once (does not wait)"
+like "$ERR" '(FastCGI|GATEWAY_INTERFACE|spawn-fcgi)' "... with a message that says why"
+
+# --- the shipped example config is valid
+example="$RLGATE_SRCDIR/www/rlgate.conf.example"
+run -- --config "$example" --check-config
+is "$RC" 0 "www/rlgate.conf.example passes --check-config"
+is "$ERR" "" "www/rlgate.conf.example has no problems"
+# and it names every key
+for key in path busy_timeout_ms on_error style algorithm limit window key; do
+	grep -qE "^$key = " "$example"
+	ok $? "www/rlgate.conf.example sets $key"
+done
+
+done_testing

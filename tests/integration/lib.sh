@@ -1,0 +1,646 @@
+# tests/integration/lib.sh: shared helpers for rlgate's integration tests.
+#
+# Sourced by the bash scripts beside it. They print TAP (run by automake's
+# tap-driver.sh under `make check`, or directly by hand):
+#
+#     RLGATE_BIN=$PWD/app/rlgate RLGATE_SRCDIR=$PWD RLGATE_BUILDDIR=$PWD \
+#         bash tests/integration/lighttpd.sh
+#
+# Environment (set by `make check`):
+#   RLGATE_BIN        absolute path of app/rlgate (default: BUILDDIR/app/rlgate)
+#   RLGATE_SRCDIR     the source tree (www/ configs, this file; default: the
+#                     tree the script is in)
+#   RLGATE_BUILDDIR   the build tree (default: RLGATE_SRCDIR)
+#   RLGATE_KEEP_TMP   if set to 1, the temporary directory is kept (for a
+#                     post-mortem) and its name printed
+#
+# Every server a script starts is recorded by pid and stopped on exit; all
+# traffic goes to 127.0.0.0/8; every wait is bounded.
+#
+# Variables set here (STATUS, BODY, ...) are read by the sourcing scripts.
+# shellcheck disable=SC2034
+
+set -u
+
+: "${RLGATE_SRCDIR:?RLGATE_SRCDIR must be the source tree}"
+: "${RLGATE_BUILDDIR:=$RLGATE_SRCDIR}"
+: "${RLGATE_BIN:=$RLGATE_BUILDDIR/app/rlgate}"
+export RLGATE_SRCDIR RLGATE_BUILDDIR RLGATE_BIN
+export LC_ALL=C
+# lighttpd, apache2 and spawn-fcgi live in sbin directories
+PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
+
+CURL_MAX_TIME=${CURL_MAX_TIME:-10}
+APACHE_BIN=${APACHE_BIN:-/usr/sbin/apache2}
+APACHE_MODULES=${APACHE_MODULES:-/usr/lib/apache2/modules}
+LIGHTTPD_BIN=${LIGHTTPD_BIN:-$(command -v lighttpd 2>/dev/null || echo /usr/sbin/lighttpd)}
+
+# ---- TAP --------------------------------------------------------------------
+
+_tap_n=0
+_tap_failed=0
+_tap_done=0
+
+# pass DESC: a passing test.
+pass() {
+	_tap_n=$((_tap_n + 1))
+	echo "ok $_tap_n - $1"
+}
+
+# fail DESC [DIAG...]: a failing test, with diagnostic lines.
+fail() {
+	local d=$1
+	shift
+	_tap_n=$((_tap_n + 1))
+	_tap_failed=$((_tap_failed + 1))
+	echo "not ok $_tap_n - $d"
+	local line
+	for line in "$@"; do
+		diag "$line"
+	done
+}
+
+# diag TEXT...: TAP comment lines (each input line prefixed with "# ").
+diag() {
+	local IFS=$'\n'
+	printf '%s\n' "$*" | sed 's/^/# /'
+}
+
+# ok COND_EXIT_STATUS DESC: `ok $? "desc"` style; 0 passes.
+ok() {
+	if [ "$1" -eq 0 ]; then pass "$2"; else fail "$2" "exit status $1"; fi
+}
+
+# is GOT EXPECTED DESC
+is() {
+	if [ "$1" == "$2" ]; then
+		pass "$3"
+	else
+		fail "$3" "     got: '$1'" "expected: '$2'"
+	fi
+}
+
+# isnt GOT UNEXPECTED DESC
+isnt() {
+	if [ "$1" != "$2" ]; then
+		pass "$3"
+	else
+		fail "$3" "     got: '$1'" "expected anything else"
+	fi
+}
+
+# like GOT ERE DESC: GOT matches the extended regex ERE (bash =~).
+like() {
+	if [[ $1 =~ $2 ]]; then
+		pass "$3"
+	else
+		fail "$3" "     got: '$1'" "expected to match: /$2/"
+	fi
+}
+
+# unlike GOT ERE DESC
+unlike() {
+	if [[ $1 =~ $2 ]]; then
+		fail "$3" "     got: '$1'" "expected not to match: /$2/"
+	else
+		pass "$3"
+	fi
+}
+
+# between GOT MIN MAX DESC: an integer in [MIN, MAX].
+between() {
+	if [[ $1 =~ ^-?[0-9]+$ ]] && [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]; then
+		pass "$4"
+	else
+		fail "$4" "     got: '$1'" "expected an integer from $2 to $3"
+	fi
+}
+
+# done_testing: prints the plan; exits 1 if a test failed, else 0.
+done_testing() {
+	_tap_done=1
+	echo "1..$_tap_n"
+	if [ "$_tap_failed" -gt 0 ]; then
+		diag "$_tap_failed of $_tap_n tests failed"
+		exit 1
+	fi
+	exit 0
+}
+
+# bail_out REASON: a fatal setup failure; stops the script.
+bail_out() {
+	_tap_done=1
+	echo "Bail out! $*"
+	exit 99
+}
+
+# skip_all REASON: nothing can be tested here (e.g. a server not installed).
+skip_all() {
+	_tap_done=1
+	echo "1..0 # SKIP $*"
+	exit 0
+}
+
+# need_cmd CMD...: bails out unless every command exists.
+need_cmd() {
+	local c
+	for c in "$@"; do
+		command -v "$c" >/dev/null 2>&1 || bail_out "required command not found: $c"
+	done
+}
+
+# ---- processes and cleanup -------------------------------------------------
+
+_pids=()
+T=
+
+# pid_alive PID: true while PID runs (a zombie counts as gone). Reads
+# /proc without forking, so polling loops stay cheap.
+pid_alive() {
+	local _pid _comm st
+	kill -0 "$1" 2>/dev/null || return 1
+	if [ -r "/proc/$1/stat" ]; then
+		read -r _pid _comm st _ <"/proc/$1/stat" 2>/dev/null || return 1
+	else
+		st=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+	fi
+	[[ $st != Z* ]]
+}
+
+# track_pid PID...: stopped by pid on exit.
+track_pid() {
+	_pids+=("$@")
+}
+
+# stop_pids PID...: SIGTERM, STOP_GRACE_MS (default 3000) ms to go, then
+# SIGKILL. Bounded.
+stop_pids() {
+	local p
+	[ $# -gt 0 ] || return 0
+	term_and_wait "${STOP_GRACE_MS:-3000}" "$@" && return 0
+	for p in "$@"; do
+		if pid_alive "$p"; then
+			kill -KILL "$p" 2>/dev/null
+		fi
+	done
+	# reap our own children, without blocking on anyone else's
+	for p in "$@"; do
+		wait "$p" 2>/dev/null
+	done
+	return 0
+}
+
+_cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM HUP
+	if [ ${#_pids[@]} -gt 0 ]; then
+		STOP_GRACE_MS=2000 stop_pids "${_pids[@]}"
+	fi
+	if [ -n "$T" ] && [ -d "$T" ]; then
+		if [ "${RLGATE_KEEP_TMP:-0}" = 1 ]; then
+			echo "# kept temporary directory $T"
+		else
+			rm -rf "$T"
+		fi
+	fi
+	if [ $_tap_done -eq 0 ]; then
+		# died without a plan: make the failure visible to the TAP driver
+		echo "Bail out! test script stopped early (status $rc)"
+		[ $rc -eq 0 ] && rc=99
+	fi
+	exit $rc
+}
+trap _cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+# make_tmpdir: sets T to a new temporary directory, mode 755 (servers that
+# drop to another user must reach sockets inside), removed on exit.
+make_tmpdir() {
+	T=$(mktemp -d "${TMPDIR:-/tmp}/rlgate-test.XXXXXX") || bail_out "mktemp -d failed"
+	chmod 755 "$T" || bail_out "chmod $T failed"
+	# the directories above must be traversable too
+	local d
+	d=$(dirname "$T")
+	[ -x "$d" ] || bail_out "$d is not traversable"
+}
+
+# ---- ports and waiting ---------------------------------------------------
+
+# port_in_use PORT: true if something listens on 127.0.0.1:PORT.
+port_in_use() {
+	if command -v ss >/dev/null 2>&1; then
+		[ -n "$(ss -Htln "sport = :$1" 2>/dev/null)" ] && return 0
+	fi
+	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# free_port: prints a free TCP port on 127.0.0.1 from 20000-60000; fails
+# if none found. Use: PORT=$(free_port) || bail_out "no free port"
+free_port() {
+	local i p
+	for i in $(seq 1 100); do
+		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40001))
+		if ! port_in_use "$p"; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# wait_for_port PORT [TIMEOUT_S] [PID]: until 127.0.0.1:PORT accepts, or
+# fails after TIMEOUT_S (default 10) or as soon as PID (if given) is gone.
+wait_for_port() {
+	local port=$1 timeout=${2:-10} pid=${3:-} i
+	for i in $(seq 1 $((timeout * 20))); do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			return 0
+		fi
+		if [ -n "$pid" ] && ! pid_alive "$pid"; then
+			return 1
+		fi
+		sleep 0.05
+	done
+	return 1
+}
+
+# wait_for_file PATH [TIMEOUT_S]: until PATH exists (any type).
+wait_for_file() {
+	local _
+	for _ in $(seq 1 $((${2:-10} * 20))); do
+		[ -e "$1" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# now_ms: wall-clock milliseconds since the epoch.
+now_ms() {
+	if [ -n "${EPOCHREALTIME:-}" ]; then
+		local s=${EPOCHREALTIME%[.,]*} f=${EPOCHREALTIME#*[.,]}
+		echo $((s * 1000 + 10#${f:0:3}))
+	else
+		local ns
+		ns=$(date +%s%N)
+		echo $((ns / 1000000))
+	fi
+}
+
+# sleep_ms MS
+sleep_ms() {
+	[ "$1" -gt 0 ] || return 0
+	sleep "$(printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)))"
+}
+
+# ms_left_in_window SECONDS: milliseconds until the next multiple of the
+# window (windows are aligned on multiples of the window length).
+ms_left_in_window() {
+	local w=$(($1 * 1000)) now
+	now=$(now_ms)
+	echo $((w - now % w))
+}
+
+# wait_for_window_start SECONDS [AFTER_MS]: sleeps until AFTER_MS (default
+# 100) ms after the next multiple of SECONDS of wall-clock time, so a test
+# that must stay within one window has the whole window before it.
+wait_for_window_start() {
+	local after=${2:-100} left
+	left=$(ms_left_in_window "$1")
+	sleep_ms $((left + after))
+}
+
+# ensure_window_room SECONDS NEED_S: if less than NEED_S seconds are left in
+# the current window, waits for the next one to start.
+ensure_window_room() {
+	local left
+	left=$(ms_left_in_window "$1")
+	if [ "$left" -lt $(($2 * 1000)) ]; then
+		wait_for_window_start "$1"
+	fi
+}
+
+# ---- HTTP ------------------------------------------------------------------
+
+# req [CURL_ARGS...] URL: one request. Sets
+#   STATUS   the HTTP status ("000" when curl failed)
+#   BODY     the body
+#   HDRS     the header block (CR removed), of the last response
+# and keeps the header block in $T/last.headers for header().
+req() {
+	local hfile="$T/last.headers" bfile="$T/last.body" efile="$T/last.curlerr"
+	: >"$hfile"
+	: >"$bfile"
+	STATUS=$(curl -sS --max-time "$CURL_MAX_TIME" -D "$hfile" -o "$bfile" \
+	    -w '%{http_code}' "$@" 2>"$efile") || {
+		diag "curl $*: $(cat "$efile")"
+		STATUS=000
+	}
+	HDRS=$(tr -d '\r' <"$hfile")
+	BODY=$(cat "$bfile")
+}
+
+# keep NAME [CURL_ARGS...] URL: req, and keeps the answer under NAME, so a
+# run of requests that must fit in one window sends them all first and
+# checks them afterwards (recall).
+keep() {
+	local n=$1
+	shift
+	req "$@"
+	cp "$T/last.headers" "$T/keep.$n.headers"
+	printf '%s' "$BODY" >"$T/keep.$n.body"
+	echo "$STATUS" >"$T/keep.$n.status"
+}
+
+# recall NAME: makes the answer kept under NAME the last one (STATUS, BODY,
+# header()).
+recall() {
+	cp "$T/keep.$1.headers" "$T/last.headers"
+	STATUS=$(cat "$T/keep.$1.status")
+	BODY=$(cat "$T/keep.$1.body")
+}
+
+# in_one_window SECONDS CMD [ARGS...]: waits for the start of a window, runs
+# CMD (requests only, kept with keep), and if CMD did not finish inside the
+# window it started in (a slow machine), runs it again in the next one: a
+# fixed window starts every count afresh. Up to 3 tries; fails after that.
+in_one_window() {
+	local w=$1 try w0 w1
+	shift
+	for try in 1 2 3; do
+		wait_for_window_start "$w"
+		w0=$(($(now_ms) / (w * 1000)))
+		"$@"
+		w1=$(($(now_ms) / (w * 1000)))
+		[ "$w0" = "$w1" ] && return 0
+		diag "the requests took longer than one $w s window (try $try); again"
+	done
+	return 1
+}
+
+# hreq [CURL_ARGS...] URL: a HEAD request (curl -I): STATUS and headers as
+# req; BODY is empty (curl reads no body for HEAD).
+hreq() {
+	req -I "$@"
+	BODY=
+}
+
+# header NAME: the value of header NAME (case-insensitive) in the last
+# response of req/hreq, or in $1's file with header_in. Empty if absent.
+header() {
+	header_in "$T/last.headers" "$1"
+}
+
+# header_in FILE NAME: the value of header NAME in a header block in FILE
+# (the last value if repeated, whitespace trimmed).
+header_in() {
+	tr -d '\r' <"$1" | awk -v name="$2" '
+		BEGIN { name = tolower(name) }
+		/^$/ { next }
+		{
+			i = index($0, ":")
+			if (i > 0 && tolower(substr($0, 1, i - 1)) == name) {
+				v = substr($0, i + 1)
+				sub(/^[ \t]+/, "", v); sub(/[ \t]+$/, "", v)
+				val = v
+			}
+		}
+		END { printf "%s", val }'
+}
+
+# has_header NAME: true if the last response has header NAME.
+has_header() {
+	tr -d '\r' <"$T/last.headers" | grep -qi "^$1:"
+}
+
+# Expected JSON bodies (the contract; exact).
+BODY_429='{"error":{"code":429,"message":"Too Many Requests. Rate limit exceeded."}}'
+RE_BODY_200='^\{"status":"success","data":.*\}$'
+RE_BODY_ERR='^\{"error":\{"code":%d,.*\}\}$'
+
+# re_err CODE: the regex for a JSON error body with that code.
+re_err() {
+	# shellcheck disable=SC2059
+	printf "$RE_BODY_ERR" "$1"
+}
+
+# ---- rlgate configs --------------------------------------------------------
+
+# write_rlgate_conf FILE DB LIMIT WINDOW [ON_ERROR [BUSY_MS]]
+write_rlgate_conf() {
+	cat >"$1" <<EOF
+; written by $(basename "$0")
+[store]
+path = $2
+busy_timeout_ms = ${6:-2000}
+on_error = ${5:-closed}
+
+[headers]
+style = draft03
+
+[policy default]
+algorithm = fixed_window
+limit = $3
+window = $4
+key = ip
+EOF
+}
+
+# ---- spawn-fcgi ------------------------------------------------------------
+
+# start_rlgate_fcgi NAME SOCKET CONFIG NPROC [RLGATE_ARGS...]: spawn-fcgi
+# starts NPROC rlgate processes on SOCKET (mode 0666, so a server that drops
+# privileges can connect). The pids are in $T/NAME.pid (spawn-fcgi -F N
+# writes one pid a line) and tracked. Bails out if they do not stay up.
+#
+# rlgate's stderr goes to $T/NAME.log. spawn-fcgi (unless -n) points its
+# children's stdout and stderr at /dev/null, so a redirection of spawn-fcgi's
+# own stderr would catch nothing from rlgate: a /bin/sh wrapper sets the
+# log up and execs rlgate (same pid). spawn-fcgi's messages go to
+# $T/NAME.spawn.log.
+start_rlgate_fcgi() {
+	local name=$1 sock=$2 conf=$3 n=$4 p
+	shift 4
+	rm -f "$T/$name.pid"
+	: >>"$T/$name.log"
+	# shellcheck disable=SC2016
+	spawn-fcgi -s "$sock" -M 0666 -F "$n" -P "$T/$name.pid" \
+	    -- /bin/sh -c 'log=$1; shift; exec "$@" 2>>"$log"' rlgate-log \
+	    "$T/$name.log" "$RLGATE_BIN" --config "$conf" "$@" \
+	    </dev/null >>"$T/$name.spawn.log" 2>&1 ||
+		bail_out "spawn-fcgi failed: $(tail -5 "$T/$name.spawn.log")"
+	RLGATE_PIDS=()
+	# shellcheck disable=SC2013
+	for p in $(cat "$T/$name.pid"); do
+		RLGATE_PIDS+=("$p")
+		track_pid "$p"
+	done
+	[ ${#RLGATE_PIDS[@]} -eq "$n" ] ||
+		bail_out "spawn-fcgi -F $n wrote ${#RLGATE_PIDS[@]} pids"
+	[ -S "$sock" ] || bail_out "no socket at $sock"
+	# a bad config or a crash at start shows within a moment
+	sleep 0.3
+	for p in "${RLGATE_PIDS[@]}"; do
+		pid_alive "$p" || bail_out "rlgate (pid $p) exited at start: $(tail -5 "$T/$name.log")"
+	done
+}
+
+# stop_rlgate_fcgi NAME: stops the processes listed in $T/NAME.pid (SIGTERM,
+# then SIGKILL after 1 s: a test that wants a clean exit on SIGTERM checks it
+# with term_and_wait).
+stop_rlgate_fcgi() {
+	local pids
+	pids=$(cat "$T/$1.pid" 2>/dev/null)
+	# shellcheck disable=SC2086
+	[ -n "$pids" ] && STOP_GRACE_MS=1000 stop_pids $pids
+	return 0
+}
+
+# term_and_wait TIMEOUT_MS PID...: sends SIGTERM and waits until every PID
+# is gone (reaping those that are our children); fails if one is still
+# running after TIMEOUT_MS.
+term_and_wait() {
+	local deadline p alive
+	deadline=$(($(now_ms) + $1))
+	shift
+	for p in "$@"; do
+		kill -TERM "$p" 2>/dev/null
+	done
+	while :; do
+		alive=0
+		for p in "$@"; do
+			pid_alive "$p" && alive=1
+		done
+		if [ $alive -eq 0 ]; then
+			for p in "$@"; do
+				wait "$p" 2>/dev/null
+			done
+			return 0
+		fi
+		[ "$(now_ms)" -ge "$deadline" ] && return 1
+		sleep 0.05
+	done
+}
+
+# rlgate_pids_alive NAME: true if every process in $T/NAME.pid still runs.
+rlgate_pids_alive() {
+	local p
+	# shellcheck disable=SC2013
+	for p in $(cat "$T/$1.pid"); do
+		pid_alive "$p" || return 1
+	done
+	return 0
+}
+
+# store_log_lines FILE: the lines of an rlgate log that report the store
+# (excluding rlgate's start-up banner, which names the store's path).
+store_log_lines() {
+	grep -i 'store' "$1" 2>/dev/null | grep -v 'serving FastCGI'
+}
+
+# ---- lighttpd ----------------------------------------------------------------
+
+# write_lighttpd_demo_conf FILE PORT RUNDIR [SOCKET]: a wrapper, as
+# scripts/demo.sh writes one, that sets the variables of the shipped
+# www/lighttpd/demo.conf and the port, then includes it (it mounts rlgate
+# through www/lighttpd/rlgate.conf on SOCKET, default RUNDIR/rlgate.sock).
+# Lines can be appended to FILE afterwards (":=" to override).
+write_lighttpd_demo_conf() {
+	cat >"$1" <<EOF
+# written by $(basename "$0")
+var.rlgate_root   = "$RLGATE_SRCDIR/www"
+var.rlgate_run    = "$3"
+var.rlgate_socket = "${4:-$3/rlgate.sock}"
+server.port       = $2
+include "$RLGATE_SRCDIR/www/lighttpd/demo.conf"
+EOF
+}
+
+# start_lighttpd CONF PORT: lighttpd -D in the background, tracked by pid;
+# waits until PORT accepts. Sets LIGHTTPD_PID.
+start_lighttpd() {
+	local conf=$1 port=$2 log
+	log="${conf%.conf}.out"
+	"$LIGHTTPD_BIN" -tt -f "$conf" >"$log" 2>&1 ||
+		bail_out "lighttpd rejects $conf: $(head -5 "$log")"
+	"$LIGHTTPD_BIN" -D -f "$conf" </dev/null >>"$log" 2>&1 &
+	LIGHTTPD_PID=$!
+	track_pid "$LIGHTTPD_PID"
+	wait_for_port "$port" 10 "$LIGHTTPD_PID" ||
+		bail_out "lighttpd did not listen on $port: $(tail -5 "$log")"
+}
+
+# ---- Apache ------------------------------------------------------------------
+
+# apache_available: true if an Apache 2.4 with mod_proxy_fcgi is installed.
+apache_available() {
+	[ -x "$APACHE_BIN" ] && [ -f "$APACHE_MODULES/mod_proxy_fcgi.so" ]
+}
+
+# _apache_module NAME: a LoadModule line guarded for modules built in.
+_apache_module() {
+	printf '<IfModule !%s_module>\n    LoadModule %s_module %s/mod_%s.so\n</IfModule>\n' \
+	    "$1" "$1" "$APACHE_MODULES" "$1"
+}
+
+# write_apache_conf FILE PORT DIR [EXTRA_LINES]: a self-contained Apache 2.4
+# config: mpm_event, listening on 127.0.0.1:PORT, pid file, logs, runtime
+# and mutex files in DIR, dropping to User/Group daemon. EXTRA_LINES (e.g.
+# Define + Include of the shipped snippet) are appended.
+write_apache_conf() {
+	local f=$1 port=$2 dir=$3 extra=${4:-}
+	mkdir -p "$dir/htdocs"
+	chmod 755 "$dir" "$dir/htdocs"
+	{
+		echo "# written by $(basename "$0")"
+		echo "ServerRoot \"$dir\""
+		_apache_module mpm_event
+		_apache_module unixd
+		_apache_module authz_core
+		_apache_module log_config
+		_apache_module proxy
+		_apache_module proxy_fcgi
+		cat <<EOF
+ServerName 127.0.0.1
+Listen 127.0.0.1:$port
+User daemon
+Group daemon
+PidFile "$dir/httpd.pid"
+DefaultRuntimeDir "$dir"
+Mutex file:$dir default
+ErrorLog "$dir/error.log"
+LogLevel warn
+LogFormat "%a %l %u %t \"%r\" %>s %b" common
+CustomLog "$dir/access.log" common
+DocumentRoot "$dir/htdocs"
+<Directory "$dir/htdocs">
+    Require all granted
+</Directory>
+Timeout 15
+ProxyTimeout 15
+EOF
+		printf '%s\n' "$extra"
+	} >"$f"
+}
+
+# start_apache CONF PORT: apache2 -DFOREGROUND in the background, tracked by
+# pid; waits until PORT accepts. Sets APACHE_PID.
+start_apache() {
+	local conf=$1 port=$2 log
+	log="${conf%.conf}.out"
+	"$APACHE_BIN" -t -f "$conf" >"$log" 2>&1 ||
+		bail_out "apache2 rejects $conf: $(head -5 "$log")"
+	"$APACHE_BIN" -f "$conf" -DFOREGROUND </dev/null >>"$log" 2>&1 &
+	APACHE_PID=$!
+	track_pid "$APACHE_PID"
+	wait_for_port "$port" 15 "$APACHE_PID" ||
+		bail_out "apache2 did not listen on $port: $(tail -5 "$log")"
+}
+
+# ---- sqlite3 -----------------------------------------------------------------
+
+# sql DB QUERY: runs QUERY with the sqlite3 shell (waits up to 5 s for locks).
+sql() {
+	sqlite3 -cmd '.timeout 5000' "$1" "$2"
+}

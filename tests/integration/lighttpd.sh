@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# lighttpd.sh: rlgate behind lighttpd 1.4 (mod_fastcgi) and spawn-fcgi, with
+# the shipped www/lighttpd/demo.conf and www/lighttpd/rlgate.conf: the
+# 200 -> 429 sequence with every header, the window reset, distinct clients,
+# 404/405/HEAD, and exact counting under concurrency (4 processes x 4
+# threads sharing one database).
+: "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
+# shellcheck source=tests/integration/lib.sh
+. "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
+
+need_cmd lighttpd spawn-fcgi sqlite3 curl
+[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
+make_tmpdir
+
+run="$T/run"
+mkdir -p "$run"
+chmod 755 "$run"
+sock="$run/rlgate.sock"
+
+LIMIT=5
+WINDOW=2
+conf_a="$T/a.conf"
+write_rlgate_conf "$conf_a" "$run/a.db" $LIMIT $WINDOW
+start_rlgate_fcgi rlgate-a "$sock" "$conf_a" 1
+
+PORT=$(free_port) || bail_out "no free port"
+write_lighttpd_demo_conf "$T/lighttpd.conf" "$PORT" "$run"
+start_lighttpd "$T/lighttpd.conf" "$PORT"
+base="http://127.0.0.1:$PORT"
+url="$base/api/v1/resources"
+
+# --- the demo page (static, from www/demo)
+req "$base/"
+is "$STATUS" 200 "the demo page is served"
+like "$(header Content-Type)" '^text/html' "the demo page is HTML"
+like "$BODY" 'rlgate' "the demo page is rlgate's"
+
+# --- 200 x LIMIT, then 429: every header, exact bodies. The requests of
+# one window are sent first and checked afterwards.
+# shellcheck disable=SC2317  # called through in_one_window
+first_window() {
+	keep r1 "$url"
+	keep r2 "$url"
+	# query strings are ignored for routing, and counted
+	keep r3 "$url?x=1"
+	keep r4 "$url?page=2&sort=desc"
+	keep r5 "$url"
+	keep r6 "$url"
+	keep r7 "$url?x=2"
+}
+in_one_window $WINDOW first_window
+ok $? "the first $((LIMIT + 2)) requests fit in one $WINDOW s window"
+for i in $(seq 1 $LIMIT); do
+	recall "r$i"
+	is "$STATUS" 200 "request $i: 200"
+	is "$(header Content-Type)" application/json "request $i: Content-Type: application/json"
+	is "$(header RateLimit-Limit)" $LIMIT "request $i: RateLimit-Limit $LIMIT"
+	is "$(header RateLimit-Remaining)" $((LIMIT - i)) "request $i: RateLimit-Remaining $((LIMIT - i))"
+	between "$(header RateLimit-Reset)" 1 $WINDOW "request $i: RateLimit-Reset in 1..$WINDOW"
+	has_header Retry-After
+	ok $((! $?)) "request $i: no Retry-After on a 200"
+	like "$BODY" "$RE_BODY_200" "request $i: success JSON body"
+done
+recall r6
+is "$STATUS" 429 "request $((LIMIT + 1)): 429"
+is "$(header Content-Type)" application/json "429: Content-Type: application/json"
+is "$(header RateLimit-Limit)" $LIMIT "429: RateLimit-Limit $LIMIT"
+is "$(header RateLimit-Remaining)" 0 "429: RateLimit-Remaining 0"
+between "$(header RateLimit-Reset)" 1 $WINDOW "429: RateLimit-Reset in 1..$WINDOW"
+between "$(header Retry-After)" 1 $WINDOW "429: Retry-After in 1..$WINDOW"
+is "$BODY" "$BODY_429" "429: the seed's JSON error body"
+recall r7
+is "$STATUS" 429 "a query string does not get around the limit"
+
+# --- HEAD (its own client): headers, counted
+hreq --interface 127.0.0.8 "$url"
+is "$STATUS" 200 "HEAD: 200"
+is "$(header RateLimit-Limit)" $LIMIT "HEAD: RateLimit-Limit"
+is "$(header RateLimit-Remaining)" $((LIMIT - 1)) "HEAD: RateLimit-Remaining $((LIMIT - 1))"
+is "$(header Content-Type)" application/json "HEAD: Content-Type: application/json"
+
+# --- 404 and 405, as JSON (their own clients)
+req --interface 127.0.0.9 "$base/api/v1/nothing-here"
+is "$STATUS" 404 "another path under /api/: 404"
+is "$(header Content-Type)" application/json "404: Content-Type: application/json"
+like "$BODY" "$(re_err 404)" "404: JSON error body"
+
+req --interface 127.0.0.10 -X POST -d 'a=1' "$url"
+is "$STATUS" 405 "POST: 405"
+is "$(header Allow)" "GET, HEAD" "405: Allow: GET, HEAD"
+is "$(header Content-Type)" application/json "405: Content-Type: application/json"
+like "$BODY" "$(re_err 405)" "405: JSON error body"
+req --interface 127.0.0.11 -X DELETE "$url"
+is "$STATUS" 405 "DELETE: 405"
+
+# --- the window resets; distinct clients each get their own quota
+# shellcheck disable=SC2317  # called through in_one_window
+second_window() {
+	keep reset "$url"
+	local c i
+	for c in 127.0.0.2 127.0.0.3; do
+		for i in $(seq 1 $((LIMIT + 1))); do
+			keep "$c-$i" --interface "$c" "$url"
+		done
+	done
+	keep again "$url"
+}
+in_one_window $WINDOW second_window
+ok $? "the next $((2 * LIMIT + 4)) requests fit in one $WINDOW s window"
+recall reset
+is "$STATUS" 200 "after the window: 200 again"
+is "$(header RateLimit-Remaining)" $((LIMIT - 1)) "after the window: RateLimit-Remaining $((LIMIT - 1))"
+for c in 127.0.0.2 127.0.0.3; do
+	codes=
+	for i in $(seq 1 $((LIMIT + 1))); do
+		recall "$c-$i"
+		codes="$codes $STATUS:$(header RateLimit-Remaining)"
+	done
+	is "${codes# }" "200:4 200:3 200:2 200:1 200:0 429:0" "client $c gets its own $LIMIT"
+done
+recall again
+is "$(header RateLimit-Remaining)" $((LIMIT - 2)) "127.0.0.1's quota is untouched by the others"
+
+# the database: one row per (policy, client)
+is "$(sql "$run/a.db" "SELECT count(*) FROM rlg_state WHERE client IN ('127.0.0.2', '127.0.0.3')")" 2 \
+    "rlg_state has one row per client"
+
+stop_rlgate_fcgi rlgate-a
+
+# --- exact counting under concurrency: 4 processes x 4 threads, one db
+CLIMIT=50
+CWINDOW=3600
+conf_b="$T/b.conf"
+write_rlgate_conf "$conf_b" "$run/b.db" $CLIMIT $CWINDOW closed 5000
+start_rlgate_fcgi rlgate-b "$sock" "$conf_b" 4 --threads 4
+
+ensure_window_room $CWINDOW 30
+mkdir -p "$T/par1" "$T/par2"
+# client 127.0.0.1: 400 requests over 32 connections; client 127.0.0.4: 200
+# requests over 16 more connections, at the same time
+curl -sS --no-progress-meter --max-time 30 --parallel --parallel-max 16 --interface 127.0.0.4 \
+    -o "$T/par2/#1" -w '%{http_code}\n' "$url?n=[1-200]" \
+    >"$T/codes2" 2>"$T/curl2.err" &
+bg=$!
+curl -sS --no-progress-meter --max-time 30 --parallel --parallel-max 32 \
+    -o "$T/par1/#1" -w '%{http_code}\n' "$url?n=[1-400]" \
+    >"$T/codes1" 2>"$T/curl1.err"
+wait $bg
+
+count_codes() { grep -c "^$2\$" "$1"; }
+n200=$(count_codes "$T/codes1" 200)
+n429=$(count_codes "$T/codes1" 429)
+ntotal=$(wc -l <"$T/codes1")
+is "$ntotal" 400 "concurrency: 400 answers for client 1"
+is "$n200" $CLIMIT "concurrency: exactly $CLIMIT of 400 admitted (200)"
+is "$n429" $((400 - CLIMIT)) "concurrency: all $((400 - CLIMIT)) others rejected (429)"
+others=$(grep -vE '^(200|429)$' "$T/codes1" | sort | uniq -c | tr '\n' ' ')
+is "$others" "" "concurrency: no other status"
+[ -s "$T/curl1.err" ] && diag "curl: $(head -5 "$T/curl1.err")"
+
+n200=$(count_codes "$T/codes2" 200)
+n429=$(count_codes "$T/codes2" 429)
+is "$n200:$n429" "$CLIMIT:$((200 - CLIMIT))" "concurrency: a second client at the same time: exactly $CLIMIT of 200 admitted"
+
+is "$(sql "$run/b.db" "SELECT count FROM rlg_state WHERE client = '127.0.0.1'")" $CLIMIT \
+    "concurrency: the database holds count $CLIMIT for client 1"
+is "$(sql "$run/b.db" "SELECT count FROM rlg_state WHERE client = '127.0.0.4'")" $CLIMIT \
+    "concurrency: the database holds count $CLIMIT for client 2"
+is "$(sql "$run/b.db" "SELECT count(*) FROM rlg_state")" 2 \
+    "concurrency: one row per client, not per request"
+clients=$(sql "$run/b.db" "SELECT count(*) FROM clients")
+ok $? "the operators' view 'clients' can be queried"
+between "$clients" 1 2 "the 'clients' view lists the active clients"
+
+rlgate_pids_alive rlgate-b
+ok $? "every rlgate process survived the burst"
+
+# --- SIGTERM stops every rlgate process promptly (spawn-fcgi deployments
+# and service managers stop it that way)
+# shellcheck disable=SC2046
+term_and_wait 3000 $(cat "$T/rlgate-b.pid")
+ok $? "SIGTERM stops all 4 idle rlgate processes within 3 s"
+
+done_testing

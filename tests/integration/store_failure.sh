@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# store_failure.sh: what rlgate does when its SQLite store fails, behind
+# lighttpd + spawn-fcgi. on_error = closed: 503 JSON with Retry-After and a
+# line in the error log; the running workers recover by themselves when the
+# fault goes away. on_error = open: the same faults let requests through.
+# Faults: the database's directory missing; the database locked by another
+# process for longer than busy_timeout_ms.
+: "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
+# shellcheck source=tests/integration/lib.sh
+. "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
+
+need_cmd lighttpd spawn-fcgi sqlite3 curl mkfifo
+[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
+make_tmpdir
+
+run="$T/run"
+mkdir -p "$run"
+chmod 755 "$run"
+sock="$run/rlgate.sock"
+
+LIMIT=5
+WINDOW=3600
+BUSY_MS=100
+
+PORT=$(free_port) || bail_out "no free port"
+write_lighttpd_demo_conf "$T/lighttpd.conf" "$PORT" "$run"
+url="http://127.0.0.1:$PORT/api/v1/resources"
+
+# log_size NAME: bytes in $T/NAME.log now; new_store_lines NAME OFFSET: the
+# store lines logged since.
+log_size() { wc -c <"$T/$1.log"; }
+new_store_lines() {
+	tail -c +$(($2 + 1)) "$T/$1.log" >"$T/$1.log.new"
+	store_log_lines "$T/$1.log.new"
+}
+
+# lock_db DB: another process holds an exclusive lock on DB until unlock_db.
+lock_db() {
+	rm -f "$T/lock.fifo"
+	mkfifo "$T/lock.fifo" || bail_out "mkfifo failed"
+	sqlite3 "$1" <"$T/lock.fifo" >"$T/lock.out" 2>&1 &
+	LOCK_PID=$!
+	track_pid "$LOCK_PID"
+	exec 7>"$T/lock.fifo"
+	echo 'BEGIN EXCLUSIVE;' >&7
+	# bounded wait until the lock is really held
+	local i
+	for i in $(seq 1 50); do
+		if ! sqlite3 -cmd '.timeout 0' "$1" 'BEGIN IMMEDIATE; ROLLBACK;' \
+		    >/dev/null 2>&1; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	bail_out "could not lock $1: $(cat "$T/lock.out")"
+}
+unlock_db() {
+	echo 'COMMIT;' >&7
+	exec 7>&-
+	stop_pids "$LOCK_PID"
+}
+
+# timed_req ARGS...: req, and ELAPSED_MS its duration.
+timed_req() {
+	local t0
+	t0=$(now_ms)
+	req "$@"
+	ELAPSED_MS=$(($(now_ms) - t0))
+}
+
+ensure_window_room $WINDOW 30
+
+# ============================================================================
+# on_error = closed
+missing="$T/missing"
+db="$missing/rlgate.db"
+conf="$T/closed.conf"
+write_rlgate_conf "$conf" "$db" $LIMIT $WINDOW closed $BUSY_MS
+# one process, one thread: one error-log throttle, so the log is exact
+start_rlgate_fcgi closed "$sock" "$conf" 1 --threads 1
+pids_before=$(cat "$T/closed.pid")
+start_lighttpd "$T/lighttpd.conf" "$PORT"
+
+# --- the database's directory does not exist
+for i in 1 2 3; do
+	req "$url"
+	is "$STATUS" 503 "missing directory, closed: request $i: 503"
+done
+is "$(header Content-Type)" application/json "503: Content-Type: application/json"
+between "$(header Retry-After)" 1 60 "503: Retry-After in 1..60"
+like "$BODY" "$(re_err 503)" "503: JSON error body"
+has_header RateLimit-Remaining
+ok $((! $?)) "503: no RateLimit-Remaining (nothing was counted)"
+
+lines=$(store_log_lines "$T/closed.log")
+is "$(printf '%s\n' "$lines" | grep -c .)" 1 "the error log has one line about the store (not one per request)"
+like "$lines" "(unable to open|cannot open|No such file|$missing)" "... naming the problem"
+diag "log: $lines"
+
+# --- the directory appears: the same workers recover, no restart
+mkdir "$missing"
+chmod 755 "$missing"
+req "$url"
+is "$STATUS" 200 "directory created: the running rlgate answers 200"
+is "$(header RateLimit-Remaining)" $((LIMIT - 1)) "... and counts from there (RateLimit-Remaining $((LIMIT - 1)))"
+is "$(cat "$T/closed.pid")" "$pids_before" "... with the same process"
+rlgate_pids_alive closed
+ok $? "... which is still running"
+[ -f "$db" ]
+ok $? "the database file was created"
+
+# --- the database is locked by another process for longer than busy_timeout_ms
+off=$(log_size closed)
+lock_db "$db"
+timed_req "$url"
+is "$STATUS" 503 "database locked, closed: 503"
+between "$(header Retry-After)" 1 60 "locked: Retry-After in 1..60"
+like "$BODY" "$(re_err 503)" "locked: JSON error body"
+between "$ELAPSED_MS" $((BUSY_MS - 20)) 3000 "locked: answered after about busy_timeout_ms ($ELAPSED_MS ms)"
+req "$url"
+is "$STATUS" 503 "still locked: 503 again"
+lines=$(new_store_lines closed "$off")
+like "$lines" 'lock' "the error log names the lock"
+diag "log: $lines"
+
+unlock_db
+req "$url"
+is "$STATUS" 200 "lock released: 200"
+is "$(header RateLimit-Remaining)" $((LIMIT - 2)) "... and the failed requests were not counted"
+is "$(sql "$db" "SELECT count FROM rlg_state WHERE client = '127.0.0.1'")" 2 \
+    "the database holds count 2"
+
+stop_rlgate_fcgi closed
+
+# ============================================================================
+# on_error = open
+missing="$T/missing-open"
+db="$missing/rlgate.db"
+conf="$T/open.conf"
+write_rlgate_conf "$conf" "$db" $LIMIT $WINDOW open $BUSY_MS
+start_rlgate_fcgi open "$sock" "$conf" 1 --threads 1
+
+# --- directory missing: every request passes, past the limit too
+codes=
+for i in $(seq 1 $((LIMIT + 2))); do
+	req "$url"
+	codes="$codes $STATUS"
+done
+is "${codes# }" "$(printf '200 %.0s' $(seq 1 $((LIMIT + 2))) | sed 's/ $//')" \
+    "missing directory, open: all $((LIMIT + 2)) requests pass (200)"
+is "$(header Content-Type)" application/json "open: Content-Type: application/json"
+like "$BODY" "$RE_BODY_200" "open: success JSON body"
+lines=$(store_log_lines "$T/open.log")
+is "$(printf '%s\n' "$lines" | grep -c .)" 1 "open: the error log has one line about the store"
+diag "log: $lines"
+
+# routing still applies when the store is down
+req -X POST -d a=1 "$url"
+is "$STATUS" 405 "open, store down: POST is still 405"
+
+# --- the directory appears: counting resumes
+mkdir "$missing"
+chmod 755 "$missing"
+req "$url"
+is "$STATUS" 200 "directory created: 200"
+# the POST above is counted when the store works; here it did not
+is "$(header RateLimit-Remaining)" $((LIMIT - 1)) "open: counting resumes (RateLimit-Remaining $((LIMIT - 1)))"
+
+# --- locked: passes, quickly after busy_timeout_ms
+lock_db "$db"
+timed_req "$url"
+is "$STATUS" 200 "database locked, open: 200"
+like "$BODY" "$RE_BODY_200" "locked, open: success JSON body"
+between "$ELAPSED_MS" $((BUSY_MS - 20)) 3000 "locked, open: answered after about busy_timeout_ms ($ELAPSED_MS ms)"
+unlock_db
+req "$url"
+is "$STATUS" 200 "lock released: 200"
+is "$(header RateLimit-Remaining)" $((LIMIT - 2)) "open: the request let through while locked was not counted"
+
+rlgate_pids_alive open
+ok $? "rlgate survived every fault"
+
+done_testing
