@@ -1,0 +1,368 @@
+#!/usr/bin/env bash
+# store_faults.sh: store faults that need the file system under the
+# database to misbehave, behind lighttpd + spawn-fcgi: a read-only file
+# system, a full disk, a database file replaced by garbage. Each runs in its
+# own rlgate (one process, one thread: one error-log throttle, so the log is
+# exact) with on_error = closed: 503 JSON with Retry-After, exactly one line
+# in the error log naming the fault, no crash, no hang, and once the fault
+# goes away the SAME process answers 200 and counts exactly (RateLimit-
+# Remaining and the count in the database). Then the full disk once more
+# with on_error = open: requests pass, one log line.
+#
+# The databases live on small tmpfs mounts made here, so this needs root (or
+# CAP_SYS_ADMIN); without it the whole script is skipped.
+#
+# The read-only file system: Linux refuses `mount -o remount,ro` of a file
+# system on which a process holds files open for writing (EBUSY), and
+# rlgate keeps its database, -wal and -shm open between requests. So the
+# fault is made the way rlgate meets it: a tmpfs holding a copy of the
+# database is mounted over the directory and remounted read-only; rlgate
+# notices within 1 s that the path names another file, reopens it, and finds
+# it read-only. `mount -o remount,rw` of that tmpfs ends the fault.
+: "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
+# shellcheck source=tests/integration/lib.sh
+. "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
+
+need_cmd lighttpd spawn-fcgi sqlite3 curl mount umount dd timeout
+[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
+make_tmpdir
+
+# every request must be answered well within this (never a hang)
+CURL_MAX_TIME=5
+MAX_MS=2000
+
+# ---- tmpfs mounts, unmounted on exit ---------------------------------------
+
+MOUNTS=()
+
+# is_mounted DIR: true if DIR is a mount point.
+# shellcheck disable=SC2317  # also called from the EXIT trap
+is_mounted() {
+	awk -v d="$1" '$2 == d { found = 1 } END { exit !found }' /proc/self/mounts
+}
+
+# mount_tmpfs DIR SIZE [OPTIONS]: a tmpfs of SIZE on DIR (made if missing),
+# unmounted on exit. Fails if mount fails.
+mount_tmpfs() {
+	mkdir -p "$1" || return 1
+	mount -t tmpfs -o "size=$2${3:+,$3}" tmpfs "$1" 2>"$T/mount.err" ||
+		return 1
+	MOUNTS+=("$1")
+	chmod 755 "$1"
+}
+
+# unmount_all: unmounts every tmpfs made here, the last one first, every
+# layer of a stacked mount point; bounded, lazy (-l) if one stays busy.
+# shellcheck disable=SC2317  # called from the EXIT trap
+unmount_all() {
+	local i d try
+	for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
+		d=${MOUNTS[i]}
+		for try in 1 2 3 4 5; do
+			is_mounted "$d" || break
+			if [ "$try" -lt 3 ]; then
+				timeout 5 umount "$d" 2>/dev/null
+			else
+				timeout 5 umount -l "$d" 2>/dev/null
+			fi
+		done
+		is_mounted "$d" && echo "# could not unmount $d"
+	done
+	MOUNTS=()
+}
+
+# The servers hold files on the mounts: stop them (the tracked ones, and an
+# rlgate whose pid file was written but not yet read when a signal came),
+# unmount, then the shared cleanup (which removes $T and keeps the exit
+# status).
+# shellcheck disable=SC2317  # the EXIT trap
+_faults_cleanup() {
+	local rc=$? p
+	local stop=("${_pids[@]}")
+	trap - EXIT
+	if [ -n "$T" ]; then
+		# shellcheck disable=SC2013
+		for p in $(cat "$T"/*.pid 2>/dev/null); do
+			pid_alive "$p" && grep -qF "$T/" "/proc/$p/cmdline" 2>/dev/null &&
+				stop+=("$p")
+		done
+	fi
+	if [ ${#stop[@]} -gt 0 ]; then
+		STOP_GRACE_MS=2000 stop_pids "${stop[@]}"
+	fi
+	unmount_all
+	(exit "$rc")
+	_cleanup
+}
+trap _faults_cleanup EXIT
+
+mount_tmpfs "$T/probe" 64k || skip_all "mount not permitted ($(head -1 "$T/mount.err"))"
+umount "$T/probe" || bail_out "cannot unmount $T/probe"
+MOUNTS=()
+
+# ---- servers ---------------------------------------------------------------
+
+run="$T/run"
+mkdir -p "$run"
+chmod 755 "$run"
+sock="$run/rlgate.sock"
+
+LIMIT=20
+# one window for the whole run (it never ends in the middle of a fault)
+WINDOW=86400
+
+PORT=$(free_port) || bail_out "no free port"
+write_lighttpd_demo_conf "$T/lighttpd.conf" "$PORT" "$run"
+url="http://127.0.0.1:$PORT/api/v1/resources"
+
+# log_size NAME: bytes in $T/NAME.log now; new_store_lines NAME OFFSET: the
+# store lines logged since.
+log_size() { wc -c <"$T/$1.log"; }
+new_store_lines() {
+	tail -c +$(($2 + 1)) "$T/$1.log" >"$T/$1.log.new"
+	store_log_lines "$T/$1.log.new"
+}
+
+# nlines TEXT: its number of non-empty lines.
+nlines() { printf '%s\n' "$1" | grep -c .; }
+
+# start NAME DB ON_ERROR: an rlgate for DB (one process, one thread) on the
+# socket lighttpd uses; sets PID.
+start() {
+	write_rlgate_conf "$T/$1.conf" "$2" $LIMIT $WINDOW "$3"
+	start_rlgate_fcgi "$1" "$sock" "$T/$1.conf" 1 --threads 1
+	PID=$(cat "$T/$1.pid")
+}
+
+# serve N CLIENT: N requests from 127.0.0.CLIENT, each must be 200.
+serve() {
+	local i
+	for i in $(seq 1 "$1"); do
+		req --interface "127.0.0.$2" "$url"
+		[ "$STATUS" = 200 ] || bail_out "before the fault: got $STATUS from 127.0.0.$2"
+	done
+}
+
+# during_fault DESC CLIENT...: one request from each 127.0.0.CLIENT, with
+# on_error = closed: each must get a 503 JSON answer with Retry-After and no
+# RateLimit-Remaining, in under MAX_MS.
+during_fault() {
+	local desc=$1 c t0 ms codes='' bad_ra='' bad_body='' bad_type='' counted='' slow=''
+	shift
+	for c in "$@"; do
+		t0=$(now_ms)
+		req --interface "127.0.0.$c" "$url"
+		ms=$(($(now_ms) - t0))
+		codes="$codes $STATUS"
+		[[ $(header Retry-After) =~ ^[0-9]+$ ]] &&
+		    [ "$(header Retry-After)" -ge 1 ] && [ "$(header Retry-After)" -le 60 ] ||
+			bad_ra="$bad_ra 127.0.0.$c:'$(header Retry-After)'"
+		[[ $BODY =~ $(re_err 503) ]] || bad_body="$bad_body 127.0.0.$c:'$BODY'"
+		[ "$(header Content-Type)" = application/json ] ||
+			bad_type="$bad_type 127.0.0.$c:'$(header Content-Type)'"
+		has_header RateLimit-Remaining && counted="$counted 127.0.0.$c"
+		[ "$ms" -lt "$MAX_MS" ] || slow="$slow 127.0.0.$c:${ms}ms"
+	done
+	is "${codes# }" "$(printf '503 %.0s' "$@" | sed 's/ $//')" "$desc: $# requests, every one 503"
+	is "${bad_ra# }" "" "$desc: every 503 has Retry-After in 1..60"
+	is "${bad_body# }${bad_type}" "" "$desc: every 503 has a JSON error body (application/json)"
+	is "${counted# }" "" "$desc: no RateLimit-Remaining (nothing was counted)"
+	is "${slow# }" "" "$desc: every answer in under $MAX_MS ms"
+}
+
+# check_fault_log NAME OFFSET ERE DESC [REOPENED]: the store lines logged
+# since OFFSET: exactly one error line, matching ERE; with REOPENED, the
+# line that says the file was replaced, and nothing else.
+check_fault_log() {
+	local lines errs
+	lines=$(new_store_lines "$1" "$2")
+	errs=$(printf '%s\n' "$lines" | grep -E 'store (error|still failing)')
+	is "$(nlines "$errs")" 1 "$4: one error line in the log (not one per request)"
+	like "$errs" "$3" "$4: ... naming the problem"
+	if [ -n "${5:-}" ]; then
+		like "$lines" 'deleted or replaced: reopening' \
+		    "$4: the log says the file was replaced"
+		is "$(nlines "$lines")" 2 "$4: and nothing else about the store"
+	else
+		is "$(nlines "$lines")" 1 "$4: and nothing else about the store"
+	fi
+	diag "log: $lines"
+}
+
+# check_alive NAME DESC: the process started as $PID still runs.
+check_alive() {
+	is "$(cat "$T/$1.pid")" "$PID" "$2: the same process"
+	pid_alive "$PID"
+	ok $? "$2: ... which is still running"
+}
+
+# count DB CLIENT: the count stored for 127.0.0.CLIENT (empty if no row).
+count() {
+	sql "$1" "SELECT count FROM rlg_state WHERE client = '127.0.0.$2'"
+}
+
+ensure_window_room $WINDOW 60
+
+# ============================================================================
+# 1. read-only file system (on_error = closed)
+dir="$T/ro"
+db="$dir/rlgate.db"
+mount_tmpfs "$dir" 4m || bail_out "mount tmpfs on $dir failed: $(cat "$T/mount.err")"
+start ro "$db" closed
+start_lighttpd "$T/lighttpd.conf" "$PORT"
+serve 3 1
+is "$(header RateLimit-Remaining)" $((LIMIT - 3)) "read-only fs: 3 requests served from the tmpfs"
+
+if mount -o remount,ro "$dir" 2>"$T/remount.err"; then
+	# not expected: the kernel refuses while rlgate holds files open
+	diag "mount -o remount,ro $dir succeeded while rlgate held the database"
+	mount -o remount,rw "$dir" || bail_out "cannot remount $dir rw"
+else
+	diag "mount -o remount,ro while rlgate holds the database: $(head -1 "$T/remount.err")"
+fi
+
+# a copy of the database on a tmpfs over the directory, made read-only
+sql "$db" "VACUUM INTO '$T/ro-copy.db'" || bail_out "VACUUM INTO failed"
+mount_tmpfs "$dir" 4m || bail_out "mount tmpfs over $dir failed: $(cat "$T/mount.err")"
+cp "$T/ro-copy.db" "$db" || bail_out "cp failed"
+mount -o remount,ro "$dir" || bail_out "mount -o remount,ro $dir failed"
+( : >"$dir/probe" ) 2>/dev/null && bail_out "$dir is still writable"
+off=$(log_size ro)
+# rlgate checks once a second whether the path still names its file
+sleep 1.1
+during_fault "read-only fs, closed" 1 1 2 3 1
+check_fault_log ro "$off" '(read-only|Read-only|READONLY)' "read-only fs" reopened
+check_alive ro "read-only fs"
+
+off=$(log_size ro)
+mount -o remount,rw "$dir" || bail_out "mount -o remount,rw $dir failed"
+req "$url"
+is "$STATUS" 200 "read-only fs: remounted rw: the running rlgate answers 200"
+is "$(header RateLimit-Remaining)" $((LIMIT - 4)) \
+    "... and counts on (RateLimit-Remaining $((LIMIT - 4)): the 503s were not counted)"
+is "$(count "$db" 1)" 4 "... the database holds count 4 for 127.0.0.1"
+is "$(sql "$db" "SELECT count(*) FROM rlg_state")" 1 "... and no row for the clients refused"
+lines=$(new_store_lines ro "$off")
+like "$lines" 'store recovered' "read-only fs: the log says the store recovered"
+is "$(nlines "$lines")" 1 "... in one line"
+check_alive ro "read-only fs, after"
+stop_rlgate_fcgi ro
+
+# ============================================================================
+# 2. disk full (on_error = closed)
+dir="$T/full"
+db="$dir/rlgate.db"
+
+# fill DIR: a filler file takes every free block of DIR's file system.
+fill() {
+	dd if=/dev/zero of="$1/filler" bs=4096 2>/dev/null
+	: # dd ends with ENOSPC
+	! head -c 4096 /dev/zero 2>/dev/null >>"$1/filler.more"
+}
+
+mount_tmpfs "$dir" 1m || bail_out "mount tmpfs on $dir failed: $(cat "$T/mount.err")"
+start full "$db" closed
+serve 3 1
+serve 1 2
+is "$(header RateLimit-Remaining)" $((LIMIT - 1)) "disk full: 4 requests served from the tmpfs (2 clients)"
+fill "$dir"
+ok $? "disk full: the file system is full"
+off=$(log_size full)
+# new clients need a new row, existing ones an updated one: every commit
+# appends a frame (page + header, more than one page) to the -wal
+during_fault "disk full, closed" 3 4 5 6 1 2 7 1
+check_fault_log full "$off" '(full|disk)' "disk full"
+check_alive full "disk full"
+
+off=$(log_size full)
+rm -f "$dir/filler" "$dir/filler.more"
+req "$url"
+is "$STATUS" 200 "disk full: filler deleted: the running rlgate answers 200"
+is "$(header RateLimit-Remaining)" $((LIMIT - 4)) \
+    "... and counts on (RateLimit-Remaining $((LIMIT - 4)): the 503s were not counted)"
+req --interface 127.0.0.3 "$url"
+is "$STATUS" 200 "disk full: a client refused during the fault now gets 200"
+is "$(header RateLimit-Remaining)" $((LIMIT - 1)) "... counted once (RateLimit-Remaining $((LIMIT - 1)))"
+is "$(count "$db" 1)" 4 "... the database holds count 4 for 127.0.0.1"
+is "$(count "$db" 2)" 1 "... count 1 for 127.0.0.2"
+is "$(count "$db" 3)" 1 "... count 1 for 127.0.0.3"
+is "$(sql "$db" "SELECT count(*) FROM rlg_state")" 3 "... and no row for the clients refused"
+is "$(sql "$db" "PRAGMA integrity_check")" ok "... and the database is intact"
+lines=$(new_store_lines full "$off")
+like "$lines" 'store recovered' "disk full: the log says the store recovered"
+is "$(nlines "$lines")" 1 "... in one line"
+check_alive full "disk full, after"
+stop_rlgate_fcgi full
+
+# ============================================================================
+# 3. the database replaced by garbage (on_error = closed)
+dir="$T/corrupt"
+db="$dir/rlgate.db"
+mkdir -p "$dir"
+start corrupt "$db" closed
+serve 3 1
+is "$(header RateLimit-Remaining)" $((LIMIT - 3)) "corrupt: 3 requests served"
+
+# as an operator would: a new file moved over the live one, -wal and -shm
+# removed
+head -c 65536 /dev/urandom >"$dir/garbage" || bail_out "cannot write garbage"
+mv -f "$dir/garbage" "$db" || bail_out "mv failed"
+rm -f "$db-wal" "$db-shm"
+off=$(log_size corrupt)
+# rlgate checks once a second whether the path still names its file
+sleep 1.1
+during_fault "corrupt, closed" 1 2 1 3 1
+check_fault_log corrupt "$off" '(not a database|corrupt|malformed)' "corrupt" reopened
+check_alive corrupt "corrupt"
+
+off=$(log_size corrupt)
+rm -f "$db"
+req "$url"
+is "$STATUS" 200 "corrupt: garbage removed: the running rlgate answers 200"
+is "$(header RateLimit-Remaining)" $((LIMIT - 1)) \
+    "... counting afresh in a new database (RateLimit-Remaining $((LIMIT - 1)))"
+is "$(sql "$db" "PRAGMA user_version")" 1 "... which it created with its schema"
+is "$(count "$db" 1)" 1 "... holding count 1 for 127.0.0.1"
+is "$(sql "$db" "SELECT count(*) FROM rlg_state")" 1 "... and no other row"
+lines=$(new_store_lines corrupt "$off")
+like "$lines" 'store recovered' "corrupt: the log says the store recovered"
+is "$(nlines "$lines")" 1 "... in one line"
+check_alive corrupt "corrupt, after"
+stop_rlgate_fcgi corrupt
+
+# ============================================================================
+# 4. disk full with on_error = open
+dir="$T/full-open"
+db="$dir/rlgate.db"
+mount_tmpfs "$dir" 1m || bail_out "mount tmpfs on $dir failed: $(cat "$T/mount.err")"
+start open "$db" open
+serve 2 1
+fill "$dir"
+ok $? "disk full, open: the file system is full"
+off=$(log_size open)
+codes=
+counted=
+for c in 1 1 3 4 1 5 1; do
+	req --interface "127.0.0.$c" "$url"
+	codes="$codes $STATUS"
+	has_header RateLimit-Remaining && counted="$counted 127.0.0.$c"
+done
+is "${codes# }" "200 200 200 200 200 200 200" "disk full, open: 7 requests (new and known clients) pass"
+like "$BODY" "$RE_BODY_200" "disk full, open: success JSON body"
+is "${counted# }" "" "disk full, open: no RateLimit-Remaining (nothing was counted)"
+lines=$(new_store_lines open "$off")
+is "$(nlines "$lines")" 1 "disk full, open: one line in the log"
+like "$lines" 'store error: .*(full|disk).*on_error = open' "... naming the problem"
+diag "log: $lines"
+check_alive open "disk full, open"
+
+rm -f "$dir/filler" "$dir/filler.more"
+req "$url"
+is "$STATUS" 200 "disk full, open: filler deleted: 200"
+is "$(header RateLimit-Remaining)" $((LIMIT - 3)) \
+    "... and counting resumes (RateLimit-Remaining $((LIMIT - 3)))"
+is "$(count "$db" 1)" 3 "... the database holds count 3 for 127.0.0.1"
+is "$(sql "$db" "SELECT count(*) FROM rlg_state")" 1 "... and no row for the clients let through"
+check_alive open "disk full, open, after"
+
+done_testing
