@@ -3,22 +3,114 @@
  * (policy, stored state, now) -> (new state, decision).
  *
  * No clock reads, no allocation, no I/O: the store calls these inside its
- * transaction, and the unit tests drive them with fixed times. All times
- * are integer milliseconds; the config bounds limit and window so that no
- * sum below can overflow an int64_t for any time before year 292 million.
+ * transaction, and the unit tests drive them with fixed times. Times are
+ * integer milliseconds (the token bucket keeps microseconds). now_ms and
+ * stored window starts are clamped to [0, RLG_TIME_MS_MAX] and stored
+ * counts to [0, limit], so with the config's bounds on limit, window and
+ * burst no sum below can overflow an int64_t; products of a count and a
+ * window (up to 1e9 * 3.2e10) are taken in 128 bits.
+ *
+ * Every algorithm answers alike: a rejected request leaves the state
+ * bit-identical (out = in) and says exactly when one request would be
+ * admitted (retry_ms, the smallest such delay); an admitted one says how
+ * many more would be admitted at the same instant (remaining) and when the
+ * state is as fresh (reset_ms, expires_ms). A clock that went backwards
+ * never grants quota that the stored state did not already allow.
  */
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "limiter.h"
 #include "util.h"
 
-static int policy_ok(const struct rlg_policy *p);
+/*
+ * The GCRA tolerance is capped so that tat_us, up to now + tolerance + one
+ * emission interval, fits an int64_t for any time up to RLG_TIME_MS_MAX.
+ * 1e18 us is about 31,700 years: only a policy whose burst times emission
+ * interval exceeds that is affected, and it gets a smaller burst (stricter),
+ * never a larger one.
+ */
+#define RLG_GCRA_TAU_MAX_US  1000000000000000000LL
 
-static int
-policy_ok(const struct rlg_policy *p)
+/*
+ * Products of a count and a window reach 1e9 * 3.2e10: wider than
+ * int64_t. __extension__ keeps -Wpedantic quiet about the GCC/Clang type.
+ */
+__extension__ typedef __int128 i128;
+
+static bool policy_ok(const struct rlg_policy *p, enum rlg_algorithm alg);
+static int64_t clamp_time(int64_t t_ms);
+static int64_t align_start(int64_t start_ms, int64_t window_ms);
+static int64_t clamp_count(int64_t count, int64_t limit);
+static int64_t ceil_div(i128 num, int64_t den);
+
+/*
+ * The config enforces these bounds; checking them again here keeps a bad
+ * policy from reaching the arithmetic below, whose overflow analysis rests
+ * on them. burst matters to the token bucket only (others leave it 0).
+ */
+static bool
+policy_ok(const struct rlg_policy *p, enum rlg_algorithm alg)
 {
-	return p->limit >= 1 && p->limit <= RLG_LIMIT_MAX &&
-	    p->window_ms >= 1 && p->window_ms <= RLG_WINDOW_S_MAX * 1000;
+	if (p->limit < 1 || p->limit > RLG_LIMIT_MAX ||
+	    p->window_ms < 1 || p->window_ms > RLG_WINDOW_S_MAX * 1000)
+		return false;
+	switch (alg) {
+	case RLG_ALG_TOKEN_BUCKET:
+		return p->burst >= 1 && p->burst <= RLG_BURST_MAX;
+	case RLG_ALG_SLIDING_LOG:
+		return p->limit <= RLG_SLIDING_LOG_LIMIT_MAX;
+	case RLG_ALG_FIXED_WINDOW:
+	case RLG_ALG_SLIDING_WINDOW:
+		break;
+	}
+	return true;
+}
+
+/*
+ * Times before the epoch (a broken clock) count as the epoch, times after
+ * year 9999 as its last millisecond: both are far from any real request,
+ * and the bound is what makes the sums below safe.
+ */
+static int64_t
+clamp_time(int64_t t_ms)
+{
+	if (t_ms < 0)
+		return 0;
+	if (t_ms > RLG_TIME_MS_MAX)
+		return RLG_TIME_MS_MAX;
+	return t_ms;
+}
+
+/*
+ * A stored window start is a multiple of the window, unless the row is
+ * damaged or the operator changed the window: then the aligned window it
+ * falls in is the one it counted, so every later decision (and the delays
+ * promised from it) agree on where windows begin.
+ */
+static int64_t
+align_start(int64_t start_ms, int64_t window_ms)
+{
+	start_ms = clamp_time(start_ms);
+	return start_ms - start_ms % window_ms;
+}
+
+/* A damaged row (negative, or more than a step can admit) is bounded. */
+static int64_t
+clamp_count(int64_t count, int64_t limit)
+{
+	if (count < 0)
+		return 0;
+	if (count > limit)
+		return limit;
+	return count;
+}
+
+/* ceil(num / den) for num >= 0 and den > 0 whose result fits an int64_t. */
+static int64_t
+ceil_div(i128 num, int64_t den)
+{
+	return (int64_t)((num + den - 1) / den);
 }
 
 const char *
@@ -27,6 +119,12 @@ rlg_algorithm_name(enum rlg_algorithm a)
 	switch (a) {
 	case RLG_ALG_FIXED_WINDOW:
 		return "fixed_window";
+	case RLG_ALG_SLIDING_WINDOW:
+		return "sliding_window";
+	case RLG_ALG_TOKEN_BUCKET:
+		return "token_bucket";
+	case RLG_ALG_SLIDING_LOG:
+		return "sliding_log";
 	}
 	return NULL;
 }
@@ -38,6 +136,13 @@ rlg_limiter_step(const struct rlg_policy *policy, const struct rlg_state *in,
 	switch (policy->algorithm) {
 	case RLG_ALG_FIXED_WINDOW:
 		return rlg_limiter_fixed_window(policy, in, now_ms, out, d);
+	case RLG_ALG_SLIDING_WINDOW:
+		return rlg_limiter_sliding_window(policy, in, now_ms, out, d);
+	case RLG_ALG_TOKEN_BUCKET:
+		return rlg_limiter_token_bucket(policy, in, now_ms, out, d);
+	case RLG_ALG_SLIDING_LOG:
+		/* It needs its log: the store calls rlg_limiter_sliding_log. */
+		break;
 	}
 	return RLG_EINVAL;
 }
@@ -46,7 +151,8 @@ rlg_limiter_step(const struct rlg_policy *policy, const struct rlg_state *in,
  * The seed's fixed window: the time line is cut at multiples of window_ms;
  * one counter per client counts the admitted requests of the current
  * window. The stored row is reused when a new window starts (count back to
- * zero), so there is one row per client, not one per window.
+ * zero), so there is one row per client, not one per window. prev_count
+ * and tat_us are not ours: an admitted step stores them as 0.
  */
 int
 rlg_limiter_fixed_window(const struct rlg_policy *policy,
@@ -56,13 +162,13 @@ rlg_limiter_fixed_window(const struct rlg_policy *policy,
 	struct rlg_state st = *in;
 	int64_t start, end;
 
-	if (!policy_ok(policy))
+	if (!policy_ok(policy, RLG_ALG_FIXED_WINDOW))
 		return RLG_EINVAL;
-	if (now_ms < 0)
-		now_ms = 0;
+	now_ms = clamp_time(now_ms);
 	start = now_ms - now_ms % policy->window_ms;
-	if (st.count < 0 || st.count > policy->limit)
-		st.count = st.count < 0 ? 0 : policy->limit;  /* a damaged row */
+	/* A damaged row, or one from before the window was changed. */
+	st.window_start_ms = align_start(st.window_start_ms, policy->window_ms);
+	st.count = clamp_count(st.count, policy->limit);
 	if (start > st.window_start_ms || st.count == 0) {
 		/* A new window (or a fresh client): the counter starts again. */
 		st.window_start_ms = start;
@@ -72,6 +178,8 @@ rlg_limiter_fixed_window(const struct rlg_policy *policy,
 		 * The clock went backwards (another host or an NTP step).
 		 * Clamp: count this request in the stored window, which is
 		 * later than now, so nobody gets a fresh window early.
+		 * reset_ms and retry_ms are then measured from the stored
+		 * window's start (under-reported, never over-reported).
 		 */
 		start = st.window_start_ms;
 		if (now_ms < start)
@@ -83,6 +191,8 @@ rlg_limiter_fixed_window(const struct rlg_policy *policy,
 	d->reset_ms = end - now_ms;
 	if (st.count < policy->limit) {
 		st.count++;
+		st.prev_count = 0;
+		st.tat_us = 0;
 		st.expires_ms = end;
 		d->admitted = true;
 		d->remaining = policy->limit - st.count;
@@ -94,5 +204,238 @@ rlg_limiter_fixed_window(const struct rlg_policy *policy,
 		d->retry_ms = end - now_ms;
 		*out = *in;
 	}
+	return RLG_OK;
+}
+
+/*
+ * The sliding window counter (Cloudflare's): the previous aligned window's
+ * count is assumed spread evenly over it, so the share of it still inside
+ * the last window_ms is prev_count * (W - e) / W, e being the time elapsed
+ * in the current window. Compared multiplied out by W, in 128 bits:
+ *   prev_count * (W - e) + count * W < limit * W.
+ * The stored row rolls forward by whole windows: the next window makes
+ * count the previous one; any later one starts from nothing. The count of
+ * a window still weighs during the next, so the state is fresh only at
+ * window_start + 2W.
+ */
+int
+rlg_limiter_sliding_window(const struct rlg_policy *policy,
+    const struct rlg_state *in, int64_t now_ms, struct rlg_state *out,
+    struct rlg_decision *d)
+{
+	struct rlg_state st = *in;
+	int64_t w, limit, start, now, e, retry, x;
+	i128 used, room;
+
+	if (!policy_ok(policy, RLG_ALG_SLIDING_WINDOW))
+		return RLG_EINVAL;
+	w = policy->window_ms;
+	limit = policy->limit;
+	now_ms = clamp_time(now_ms);
+	now = now_ms;
+	start = now - now % w;
+	st.window_start_ms = align_start(st.window_start_ms, w);
+	st.count = clamp_count(st.count, limit);
+	st.prev_count = clamp_count(st.prev_count, limit);
+	if (st.window_start_ms > start) {
+		/*
+		 * The clock went backwards: decide as at the start of the
+		 * stored window, whose counts stand, so no step back frees
+		 * quota. Delays are still measured from the real now_ms.
+		 */
+		start = st.window_start_ms;
+		now = start;
+	} else if (st.window_start_ms == start - w) {
+		st.prev_count = st.count;
+		st.count = 0;
+		st.window_start_ms = start;
+	} else if (st.window_start_ms < start) {
+		st.prev_count = 0;
+		st.count = 0;
+		st.window_start_ms = start;
+	}
+	e = now - start;    /* in [0, w) */
+
+	used = (i128)st.prev_count * (w - e) + (i128)st.count * w;
+	d->limit = limit;
+	if (used < (i128)limit * w) {
+		st.count++;
+		st.tat_us = 0;
+		st.expires_ms = start + 2 * w;
+		/*
+		 * The k-th further request at this instant is admitted
+		 * while (k - 1) * W < room: ceil(room / W) of them.
+		 */
+		room = (i128)limit * w - (i128)st.prev_count * (w - e) -
+		    (i128)st.count * w;
+		d->admitted = true;
+		d->remaining = room > 0 ? ceil_div(room, w) : 0;
+		d->reset_ms = st.expires_ms - now_ms;
+		d->retry_ms = 0;
+		*out = st;
+		return RLG_OK;
+	}
+
+	/*
+	 * Rejected. In the next window prev becomes count and count 0, so
+	 * it admits at its first millisecond unless count == limit, then
+	 * one millisecond later (the window after that is empty anyway,
+	 * which covers W = 1). Earlier, inside this window, only the decay
+	 * of prev can help: at x ms before the window's end it admits iff
+	 * prev * x < room = (limit - count) * W, i.e. x <= (room - 1) / prev.
+	 */
+	retry = (w - e) + (st.count >= limit ? 1 : 0);
+	room = (i128)(limit - st.count) * w;
+	if (st.prev_count > 0 && room >= 1) {
+		x = (int64_t)((room - 1) / st.prev_count);
+		if (x >= 1 && x < w - e && (w - e) - x < retry)
+			retry = (w - e) - x;
+	}
+	d->admitted = false;
+	d->remaining = 0;
+	d->retry_ms = retry + (now - now_ms);
+	d->reset_ms = d->retry_ms;
+	*out = *in;
+	return RLG_OK;
+}
+
+/*
+ * The token bucket as GCRA (the generic cell rate algorithm of ATM, as in
+ * redis-cell and nginx's limit_req): one theoretical arrival time per
+ * client. The emission interval is rounded up to whole microseconds so the
+ * sustained rate never exceeds limit per window (a limit above one per
+ * microsecond is thus held to one per microsecond). A clock stepped back
+ * only leaves tat further ahead of now: stricter, never looser.
+ */
+int
+rlg_limiter_token_bucket(const struct rlg_policy *policy,
+    const struct rlg_state *in, int64_t now_ms, struct rlg_state *out,
+    struct rlg_decision *d)
+{
+	int64_t now_us, t_us, tau_us, tat, tat_new, room;
+	i128 tau;
+
+	if (!policy_ok(policy, RLG_ALG_TOKEN_BUCKET))
+		return RLG_EINVAL;
+	now_ms = clamp_time(now_ms);
+	now_us = now_ms * 1000;
+	t_us = (policy->window_ms * 1000 + policy->limit - 1) / policy->limit;
+	tau = (i128)(policy->burst - 1) * t_us;
+	tau_us = tau > RLG_GCRA_TAU_MAX_US ? RLG_GCRA_TAU_MAX_US : (int64_t)tau;
+	/*
+	 * A stored tat_us beyond now + tau (a clock stepped back, or a
+	 * damaged row up to INT64_MAX) is rejected, and that path only
+	 * subtracts: no clamp is needed above. An admitted tat_new is at
+	 * most now + tau + T, far below INT64_MAX.
+	 */
+	tat = in->tat_us;
+	if (tat < now_us)
+		tat = now_us;
+
+	d->limit = policy->limit;
+	if (now_us < tat - tau_us) {
+		d->admitted = false;
+		d->remaining = 0;
+		d->retry_ms = ceil_div(tat - tau_us - now_us, 1000);
+		d->reset_ms = d->retry_ms;
+		*out = *in;
+		return RLG_OK;
+	}
+	tat_new = tat + t_us;
+	/*
+	 * The k-th further request now is admitted while
+	 * tat_new + (k - 1) * T - tau <= now: floor(room / T) + 1 of them,
+	 * none when room is negative (C's division would round -1 / T up
+	 * to 0 and promise one).
+	 */
+	room = now_us + tau_us - tat_new;
+	out->window_start_ms = 0;
+	out->count = 0;
+	out->prev_count = 0;
+	out->tat_us = tat_new;
+	out->expires_ms = ceil_div(tat_new, 1000);
+	d->admitted = true;
+	d->remaining = room < 0 ? 0 : room / t_us + 1;
+	d->reset_ms = out->expires_ms - now_ms;
+	d->retry_ms = 0;
+	return RLG_OK;
+}
+
+/*
+ * The sliding log: exact, one timestamp per admitted request. The store
+ * passes the log; entries <= now - window (stale, if the store has not
+ * dropped them yet) are skipped, so only the ascending in-window suffix
+ * counts. When it is full, the request is admitted again once its oldest
+ * (m - limit + 1) entries have slid out: at log_ms[n - limit] + window.
+ */
+int
+rlg_limiter_sliding_log(const struct rlg_policy *policy,
+    const int64_t *log_ms, size_t n, int64_t now_ms, bool *append,
+    struct rlg_state *out, struct rlg_decision *d)
+{
+	int64_t w, limit, oldest, newest;
+	size_t lo, hi, mid, m;
+
+	if (append != NULL)
+		*append = false;
+	if (append == NULL || (log_ms == NULL && n > 0) ||
+	    !policy_ok(policy, RLG_ALG_SLIDING_LOG))
+		return RLG_EINVAL;
+	w = policy->window_ms;
+	limit = policy->limit;
+	now_ms = clamp_time(now_ms);
+
+	/* The first entry inside the window: log_ms[lo] > now - window. */
+	lo = 0;
+	hi = n;
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (log_ms[mid] > now_ms - w)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	m = n - lo;
+
+	out->prev_count = 0;
+	out->tat_us = 0;
+	d->limit = limit;
+	if (m < (size_t)limit) {
+		/* After the append: now joins the log (maybe not last). */
+		oldest = now_ms;
+		newest = now_ms;
+		if (m > 0) {
+			if (clamp_time(log_ms[lo]) < oldest)
+				oldest = clamp_time(log_ms[lo]);
+			if (clamp_time(log_ms[n - 1]) > newest)
+				newest = clamp_time(log_ms[n - 1]);
+		}
+		*append = true;
+		out->count = (int64_t)m + 1;
+		out->window_start_ms = oldest;
+		out->expires_ms = newest + w;
+		d->admitted = true;
+		d->remaining = limit - (int64_t)m - 1;
+		d->reset_ms = out->expires_ms - now_ms;
+		d->retry_ms = 0;
+		return RLG_OK;
+	}
+
+	/*
+	 * Full (or overfull: a caller that passed n > limit). m >= limit
+	 * means n - limit >= lo: that entry is inside the window, so the
+	 * delay is at least 1 ms.
+	 */
+	out->count = (int64_t)m;
+	out->window_start_ms = clamp_time(log_ms[lo]);
+	out->expires_ms = clamp_time(log_ms[n - 1]) + w;
+	if (out->expires_ms < now_ms + 1)
+		out->expires_ms = now_ms + 1;     /* an unsorted log */
+	d->admitted = false;
+	d->remaining = 0;
+	d->retry_ms = clamp_time(log_ms[n - (size_t)limit]) + w - now_ms;
+	if (d->retry_ms < 1)
+		d->retry_ms = 1;                  /* an unsorted log */
+	d->reset_ms = d->retry_ms;
 	return RLG_OK;
 }

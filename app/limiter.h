@@ -10,10 +10,14 @@
 #define RLG_LIMITER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum rlg_algorithm {
-	RLG_ALG_FIXED_WINDOW = 0,
+	RLG_ALG_FIXED_WINDOW = 0,   /* the seed's: windows aligned on multiples */
+	RLG_ALG_SLIDING_WINDOW,     /* counter + previous window's weighted count */
+	RLG_ALG_TOKEN_BUCKET,       /* GCRA: one theoretical arrival time */
+	RLG_ALG_SLIDING_LOG,        /* exact: one timestamp per admitted request */
 };
 
 enum rlg_key_kind {
@@ -23,6 +27,14 @@ enum rlg_key_kind {
 /* Upper bounds the config enforces, so no sum below can overflow. */
 #define RLG_LIMIT_MAX     1000000000LL          /* requests per window */
 #define RLG_WINDOW_S_MAX  (366LL * 24 * 3600)   /* one year, in seconds */
+#define RLG_BURST_MAX     RLG_LIMIT_MAX         /* token bucket burst */
+/* The sliding log keeps one row per admitted request: bounded. */
+#define RLG_SLIDING_LOG_LIMIT_MAX 100000LL
+/*
+ * The limiter clamps now_ms to [0, RLG_TIME_MS_MAX] (9999-12-31T23:59:59.999Z)
+ * and stored window starts alike: with the bounds above nothing overflows.
+ */
+#define RLG_TIME_MS_MAX   253402300799999LL
 
 /* One limit, as configured. Built once by the config, then read-only. */
 struct rlg_policy {
@@ -30,48 +42,121 @@ struct rlg_policy {
 	enum rlg_algorithm algorithm;
 	int64_t limit;                 /* requests per window, >= 1 */
 	int64_t window_ms;             /* window length in ms, whole seconds */
+	int64_t burst;                 /* token bucket: requests at once, >= 1
+	                                  (default: limit); others: unused */
 	enum rlg_key_kind key;
 };
 
 /*
  * The stored state of one (policy, client). All zero is a fresh client.
- * Fixed window: window_start_ms is the start of the counted window (a
- * multiple of window_ms) and count the requests admitted in it.
+ * fixed_window: window_start_ms is the start of the counted window (a
+ *   multiple of window_ms) and count the requests admitted in it.
+ * sliding_window: the same, plus prev_count, the requests admitted in the
+ *   window before window_start_ms.
+ * token_bucket: tat_us, the theoretical arrival time (GCRA) in
+ *   microseconds since the epoch; the other fields are unused (0).
+ * sliding_log: the timestamps live in their own table; this row keeps
+ *   count (admitted requests inside the window after the step) and
+ *   window_start_ms (the oldest of them) for the operator views.
  */
 struct rlg_state {
 	int64_t window_start_ms;
 	int64_t count;
+	int64_t prev_count;
+	int64_t tat_us;
 	int64_t expires_ms;    /* from this instant on the state is as fresh: prunable */
 };
 
-/* What one policy says about one request. */
+/*
+ * What one policy says about one request. Every algorithm fills it alike:
+ * admitted: reset_ms is the time until the client's state is fresh again
+ * (its whole quota back: the window end for fixed_window); rejected:
+ * retry_ms is the time until one request would be admitted, and reset_ms
+ * equals retry_ms (no header ever tells a client to come back earlier than
+ * Retry-After).
+ */
 struct rlg_decision {
 	bool admitted;
 	int64_t limit;         /* the quota: requests per window */
-	int64_t remaining;     /* requests still admitted in this window, after this one */
-	int64_t reset_ms;      /* ms from now until the window resets, > 0 */
-	int64_t retry_ms;      /* rejected: ms from now until one is admitted; else 0 */
+	int64_t remaining;     /* requests still admitted right now, after this one */
+	int64_t reset_ms;      /* ms from now, > 0 (see above) */
+	int64_t retry_ms;      /* rejected: ms from now until one is admitted, > 0; else 0 */
 };
 
 /*
- * Runs the policy's algorithm for one request at now_ms.
+ * Runs the policy's algorithm for one request at now_ms (every algorithm
+ * but sliding_log, which needs its log: rlg_limiter_sliding_log).
  * in: the stored state (all zero for a new client); out: the state to store
  * if the request is admitted (equal to *in when it is rejected: a rejected
  * request consumes no quota); d: the decision. in and out may be the same.
  * A clock that went backwards (now_ms before the stored window) is clamped
- * to the stored window. Returns RLG_OK, or RLG_EINVAL for an impossible
- * policy (limit or window out of range).
+ * to the stored window: it never grants quota the state did not allow.
+ * Returns RLG_OK, or RLG_EINVAL for an impossible policy (limit or window
+ * out of range, token bucket burst out of 1..RLG_BURST_MAX) and for
+ * sliding_log.
  */
 int rlg_limiter_step(const struct rlg_policy *policy,
     const struct rlg_state *in, int64_t now_ms,
     struct rlg_state *out, struct rlg_decision *d);
 
-/* The fixed window of the seed: windows aligned on multiples of window_ms. */
+/*
+ * The fixed window of the seed: windows aligned on multiples of window_ms.
+ * After a clock step back, reset_ms and retry_ms count from the stored
+ * window's start (lower bounds, not exact); prev_count and tat_us are
+ * stored as 0.
+ */
 int rlg_limiter_fixed_window(const struct rlg_policy *policy,
     const struct rlg_state *in, int64_t now_ms,
     struct rlg_state *out, struct rlg_decision *d);
 
-/* Names for the config and logs: "fixed_window". NULL if unknown. */
+/*
+ * The sliding window counter: admits while
+ *   prev_count * (window - elapsed) / window + count < limit
+ * where elapsed is the time since the current aligned window started.
+ * expires_ms is window_start_ms + 2 * window (a count still weighs during
+ * the next window). A clock that went back is clamped to the stored
+ * window's start; reset_ms and retry_ms are still measured from now_ms.
+ */
+int rlg_limiter_sliding_window(const struct rlg_policy *policy,
+    const struct rlg_state *in, int64_t now_ms,
+    struct rlg_state *out, struct rlg_decision *d);
+
+/*
+ * The token bucket as GCRA: emission interval T = window / limit (in us,
+ * rounded up), tolerance (burst - 1) * T; admits when now >= tat - tolerance,
+ * then tat = max(tat, now) + T. The tolerance is capped at 1e18 us (about
+ * 31,700 years) so tat_us fits: only absurd burst * T products are cut,
+ * and only made stricter. remaining counts up to burst - 1, so it may
+ * exceed limit when burst > limit. out: tat_us and expires_ms =
+ * ceil(tat_us / 1000); window_start_ms, count and prev_count are 0.
+ */
+int rlg_limiter_token_bucket(const struct rlg_policy *policy,
+    const struct rlg_state *in, int64_t now_ms,
+    struct rlg_state *out, struct rlg_decision *d);
+
+/*
+ * The sliding log, exact: log_ms[0..n) are the timestamps of this client's
+ * admitted requests with log_ms[i] > now_ms - window_ms (later ones too, if
+ * the clock went back), ascending, n <= limit. Admits when n < limit.
+ * Leading entries <= now_ms - window_ms are skipped (not counted), and
+ * n > limit in-window entries is rejected, not an error.
+ * *append is set when the request is admitted: the store then adds now_ms
+ * to the log and may drop every entry <= now_ms - window_ms. out gets the
+ * row for the operator views (count, window_start_ms = oldest entry,
+ * expires_ms = newest entry + window, both counting the appended now_ms
+ * when admitted; prev_count and tat_us 0). Rejected: retry_ms is
+ * log_ms[n - limit] + window_ms - now_ms. RLG_EINVAL for a bad policy
+ * (limit above RLG_SLIDING_LOG_LIMIT_MAX), append NULL, or log_ms NULL
+ * with n > 0.
+ */
+int rlg_limiter_sliding_log(const struct rlg_policy *policy,
+    const int64_t *log_ms, size_t n, int64_t now_ms, bool *append,
+    struct rlg_state *out, struct rlg_decision *d);
+
+/*
+ * Names for the config and logs: "fixed_window", "sliding_window",
+ * "token_bucket", "sliding_log". NULL if unknown.
+ */
 const char *rlg_algorithm_name(enum rlg_algorithm a);
 
 #endif

@@ -1,21 +1,172 @@
 /*
- * check_limiter.c: the fixed window at exact boundaries, with fixed times
- * (no clock, no sleeps): what the seed promises, the boundary burst it
- * warns about, a clock going backwards, and bad policies.
+ * check_limiter.c: the four algorithms at exact boundaries, with fixed
+ * times (no clock, no sleeps): what the seed promises, the boundary burst
+ * it warns about and what each cure admits instead, a clock going
+ * backwards, huge gaps and extreme policies, and bad policies.
+ *
+ * Most tests drive a simulated client (struct sim) that plays the store:
+ * it keeps the row (and, for the sliding log, its own ascending array,
+ * dropping entries <= now - window and appending on admit). Every decision
+ * it sees is checked against the contract of limiter.h: a rejection leaves
+ * the state bit-identical, retry_ms is exact (now + retry_ms - 1 rejected,
+ * now + retry_ms admitted), remaining is exact (that many more admitted at
+ * the same instant, then a rejection) and at now + reset_ms the state
+ * decides as a fresh client's.
+ *
+ * Compile with -DRLG_LIMITER_REPORT to print the measured per-window
+ * maxima of the property tests.
  */
+#include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
+#ifdef RLG_LIMITER_REPORT
+#include <stdio.h>
+#endif
 
 #include "check_rlgate.h"
 #include "limiter.h"
 #include "util.h"
 
+/* 12:00:00 UTC on some day, a multiple of 60 s. */
+#define T0 ((int64_t)1767268800000)
+#define MINUTE_MS ((int64_t)60000)
+#define HOUR_MS ((int64_t)3600000)
+#define YEAR_MS ((int64_t)365 * 24 * HOUR_MS)
+#define WINDOW_MS_MAX (RLG_WINDOW_S_MAX * 1000)
+
+/* The simulated store's log: enough for every limit the sims use. */
+#define SIM_LOG_CAP 1024
+/* Admitted requests one property run may record. */
+#define RUN_CAP 65536
+
+/*
+ * Check marks every passing ck_assert (a write to its runner): the
+ * helpers and property loops below run millions of checks, so they call
+ * Check only when one fails.
+ */
+#define REQUIRE(expr) do {						\
+	if (!(expr))							\
+		ck_abort_msg("%s:%d: %s", __FILE__, __LINE__, #expr);	\
+} while (0)
+#define REQUIRE_EQ(a, b) do {						\
+	long long req_a_ = (long long)(a), req_b_ = (long long)(b);	\
+									\
+	if (req_a_ != req_b_)						\
+		ck_abort_msg("%s:%d: %s == %lld, %s == %lld", __FILE__,	\
+		    __LINE__, #a, req_a_, #b, req_b_);			\
+} while (0)
+
+/* Token bucket burst, relative to the limit. */
+enum burst_kind { B_NONE, B_ONE, B_LIMIT, B_MORE };
+
+struct sim {
+	struct rlg_policy p;
+	struct rlg_state st;         /* the stored row */
+	int64_t log[SIM_LOG_CAP];    /* sliding_log: ascending, as stored */
+	size_t n;
+};
+
+/* The real times of the admitted requests of one run, ascending. */
+struct run {
+	int64_t t[RUN_CAP];
+	size_t n;
+};
+
+/* One request of a table: when, and what must come of it. */
+struct step_row {
+	int64_t at;          /* ms after T0 */
+	bool admitted;
+	int64_t remaining;
+	int64_t reset_ms;
+	int64_t retry_ms;
+};
+
+/* One algorithm as the property tests run it. */
+struct alg_case {
+	enum rlg_algorithm alg;
+	enum burst_kind burst;
+	const char *label;
+};
+
+static struct rlg_policy policy(int64_t limit, int64_t window_s);
+static struct rlg_policy mkpolicy(enum rlg_algorithm alg, int64_t limit,
+    int64_t window_ms, int64_t burst);
+static int64_t burst_of(enum burst_kind b, int64_t limit);
+static int hit(const struct rlg_policy *p, struct rlg_state *st, int64_t now,
+    struct rlg_decision *d);
+static int64_t clamp_ms(int64_t t);
+static int64_t gcra_t_us(const struct rlg_policy *p);
+static void sim_init(struct sim *s, enum rlg_algorithm alg, int64_t limit,
+    int64_t window_ms, int64_t burst);
+static size_t sim_first(const struct sim *s, int64_t now);
+static void sim_decide(const struct sim *s, int64_t now,
+    struct rlg_state *out, struct rlg_decision *d, bool *append);
+static void sim_apply(struct sim *s, int64_t now,
+    const struct rlg_state *out);
+static bool sim_fixed_clamped(const struct sim *s, int64_t now);
+static bool sim_hit(struct sim *s, int64_t now, struct rlg_decision *d);
+static int64_t sim_burst_at(const struct sim *s, int64_t now);
+static void check_retry(const struct sim *s, int64_t now,
+    const struct rlg_decision *d);
+static void check_remaining(const struct sim *s, int64_t now,
+    const struct rlg_decision *d);
+static void check_fresh_at_reset(const struct sim *s, int64_t now,
+    const struct rlg_decision *d);
+static void check_retry_brute(const struct sim *s, int64_t now,
+    int64_t horizon);
+static int64_t max_in_span(const struct run *r, int64_t w);
+static int64_t count_between(const struct run *r, int64_t from, int64_t to);
+static bool run_hit(struct sim *s, struct run *r, int64_t real,
+    int64_t reported);
+static int64_t span_bound(const struct sim *s);
+static uint64_t xorshift(uint64_t *x);
+static int64_t seed_scenario(enum rlg_algorithm alg, int64_t per_second);
+static void run_table(struct sim *s, const struct step_row *rows, size_t n);
+
+static const struct alg_case alg_cases[] = {
+	{ RLG_ALG_FIXED_WINDOW, B_NONE, "fixed_window" },
+	{ RLG_ALG_SLIDING_WINDOW, B_NONE, "sliding_window" },
+	{ RLG_ALG_TOKEN_BUCKET, B_LIMIT, "token_bucket burst=limit" },
+	{ RLG_ALG_TOKEN_BUCKET, B_ONE, "token_bucket burst=1" },
+	{ RLG_ALG_TOKEN_BUCKET, B_MORE, "token_bucket burst=limit+40" },
+	{ RLG_ALG_SLIDING_LOG, B_NONE, "sliding_log" },
+};
+#define N_ALG_CASES (sizeof alg_cases / sizeof alg_cases[0])
+
+/* The runs are too big for a test's stack. */
+static struct run run_a, run_b;
+
 static struct rlg_policy
 policy(int64_t limit, int64_t window_s)
 {
-	struct rlg_policy p = { "default", RLG_ALG_FIXED_WINDOW, limit,
-	    window_s * 1000, RLG_KEY_IP };
+	return mkpolicy(RLG_ALG_FIXED_WINDOW, limit, window_s * 1000, 0);
+}
+
+static struct rlg_policy
+mkpolicy(enum rlg_algorithm alg, int64_t limit, int64_t window_ms,
+    int64_t burst)
+{
+	struct rlg_policy p = { .name = "default", .algorithm = alg,
+	    .limit = limit, .window_ms = window_ms, .burst = burst,
+	    .key = RLG_KEY_IP };
 
 	return p;
+}
+
+static int64_t
+burst_of(enum burst_kind b, int64_t limit)
+{
+	switch (b) {
+	case B_ONE:
+		return 1;
+	case B_LIMIT:
+		return limit;
+	case B_MORE:
+		return limit + 40;
+	case B_NONE:
+		break;
+	}
+	return 0;
 }
 
 /* Sends one request at now; returns whether it was admitted. */
@@ -23,17 +174,353 @@ static int
 hit(const struct rlg_policy *p, struct rlg_state *st, int64_t now,
     struct rlg_decision *d)
 {
-	ck_assert_int_eq(rlg_limiter_step(p, st, now, st, d), RLG_OK);
+	REQUIRE_EQ(rlg_limiter_step(p, st, now, st, d), RLG_OK);
 	return d->admitted;
 }
 
-/* 12:00:00 UTC on some day, a multiple of 60 s. */
-#define T0 ((int64_t)1767268800000)
+static int64_t
+clamp_ms(int64_t t)
+{
+	return t < 0 ? 0 : t > RLG_TIME_MS_MAX ? RLG_TIME_MS_MAX : t;
+}
+
+/* The emission interval as limiter.h states it: rounded up. */
+static int64_t
+gcra_t_us(const struct rlg_policy *p)
+{
+	return (p->window_ms * 1000 + p->limit - 1) / p->limit;
+}
+
+static void
+sim_init(struct sim *s, enum rlg_algorithm alg, int64_t limit,
+    int64_t window_ms, int64_t burst)
+{
+	memset(s, 0, sizeof *s);
+	s->p = mkpolicy(alg, limit, window_ms, burst);
+}
+
+/* The first entry the store would read at now (the rest are stale). */
+static size_t
+sim_first(const struct sim *s, int64_t now)
+{
+	size_t k = 0;
+
+	while (k < s->n && s->log[k] <= now - s->p.window_ms)
+		k++;
+	return k;
+}
+
+/*
+ * One decision at now, storing nothing, checked against the contract
+ * every algorithm shares.
+ */
+static void
+sim_decide(const struct sim *s, int64_t now, struct rlg_state *out,
+    struct rlg_decision *d, bool *append)
+{
+	size_t k;
+
+	memset(d, 0xa5, sizeof *d);
+	if (s->p.algorithm == RLG_ALG_SLIDING_LOG) {
+		k = sim_first(s, now);
+		REQUIRE_EQ(rlg_limiter_sliding_log(&s->p, s->log + k,
+		    s->n - k, now, append, out, d), RLG_OK);
+	} else {
+		REQUIRE_EQ(rlg_limiter_step(&s->p, &s->st, now, out, d),
+		    RLG_OK);
+		*append = d->admitted;
+	}
+	REQUIRE_EQ(d->limit, s->p.limit);
+	REQUIRE(d->reset_ms >= 1);
+	if (d->admitted) {
+		REQUIRE(*append);
+		REQUIRE_EQ(d->retry_ms, 0);
+		REQUIRE(d->remaining >= 0);
+		if (!sim_fixed_clamped(s, now))
+			REQUIRE_EQ(out->expires_ms,
+			    clamp_ms(now) + d->reset_ms);
+	} else {
+		REQUIRE(!*append);
+		REQUIRE_EQ(d->remaining, 0);
+		REQUIRE(d->retry_ms >= 1);
+		REQUIRE_EQ(d->reset_ms, d->retry_ms);
+		if (s->p.algorithm != RLG_ALG_SLIDING_LOG)
+			REQUIRE(memcmp(out, &s->st, sizeof *out) == 0);
+	}
+}
+
+/* What the store does with an admitted decision. */
+static void
+sim_apply(struct sim *s, int64_t now, const struct rlg_state *out)
+{
+	size_t k, i;
+
+	s->st = *out;
+	if (s->p.algorithm != RLG_ALG_SLIDING_LOG)
+		return;
+	k = sim_first(s, now);
+	memmove(s->log, s->log + k, (s->n - k) * sizeof s->log[0]);
+	s->n -= k;
+	REQUIRE(s->n < SIM_LOG_CAP);
+	/* A clock that went back appends before later entries. */
+	for (i = s->n; i > 0 && s->log[i - 1] > now; i--)
+		s->log[i] = s->log[i - 1];
+	s->log[i] = now;
+	s->n++;
+}
+
+/*
+ * The fixed window measures reset and retry from the start of a stored
+ * window that is later than now (it clamps now there): then they are
+ * lower bounds, not exact.
+ */
+static bool
+sim_fixed_clamped(const struct sim *s, int64_t now)
+{
+	now = clamp_ms(now);
+	return s->p.algorithm == RLG_ALG_FIXED_WINDOW && s->st.count > 0 &&
+	    now - now % s->p.window_ms < s->st.window_start_ms;
+}
+
+/* One request, stored if admitted, with every exactness check. */
+static bool
+sim_hit(struct sim *s, int64_t now, struct rlg_decision *d)
+{
+	struct rlg_state out;
+	bool append;
+
+	sim_decide(s, now, &out, d, &append);
+	if (!d->admitted) {
+		check_retry(s, now, d);
+		return false;
+	}
+	sim_apply(s, now, &out);
+	check_remaining(s, now, d);
+	check_fresh_at_reset(s, now, d);
+	return true;
+}
+
+/* How many requests would be admitted at now, one after another. */
+static int64_t
+sim_burst_at(const struct sim *s, int64_t now)
+{
+	struct rlg_state out;
+	struct rlg_decision d;
+	bool append;
+
+	sim_decide(s, now, &out, &d, &append);
+	return d.admitted ? 1 + d.remaining : 0;
+}
+
+/* Rejected at now: now + retry - 1 is rejected, now + retry admitted. */
+static void
+check_retry(const struct sim *s, int64_t now, const struct rlg_decision *d)
+{
+	struct rlg_state out;
+	struct rlg_decision d2;
+	bool append;
+
+	if (d->retry_ms > 1) {
+		sim_decide(s, now + d->retry_ms - 1, &out, &d2, &append);
+		if (d2.admitted)
+			ck_abort_msg("admitted before retry_ms %lld",
+			    (long long)d->retry_ms);
+	}
+	/* Beyond year 9999 the limiter sees one instant: nothing to probe. */
+	if (sim_fixed_clamped(s, now) || now + d->retry_ms > RLG_TIME_MS_MAX)
+		return;
+	sim_decide(s, now + d->retry_ms, &out, &d2, &append);
+	if (!d2.admitted)
+		ck_abort_msg("rejected at retry_ms %lld",
+		    (long long)d->retry_ms);
+}
+
+/*
+ * s has just stored an admitted request at now: exactly d->remaining more
+ * are admitted at now, then one is rejected. The windowed algorithms and
+ * the bucket are checked in O(1) by writing the state those requests
+ * would leave; the log by sending them.
+ */
+static void
+check_remaining(const struct sim *s, int64_t now, const struct rlg_decision *d)
+{
+	struct sim *c;
+	struct sim copy;
+	struct rlg_decision d2;
+	int64_t i;
+
+	if (s->p.algorithm == RLG_ALG_SLIDING_LOG) {
+		REQUIRE(d->remaining <= SIM_LOG_CAP);
+		copy = *s;
+		c = &copy;
+		for (i = 0; i < d->remaining; i++) {
+			struct rlg_state out;
+			bool append;
+
+			sim_decide(c, now, &out, &d2, &append);
+			REQUIRE(d2.admitted);
+			sim_apply(c, now, &out);
+		}
+		REQUIRE_EQ(sim_burst_at(c, now), 0);
+		return;
+	}
+	copy.p = s->p;
+	copy.n = 0;
+	if (d->remaining > 0) {
+		copy.st = s->st;
+		if (s->p.algorithm == RLG_ALG_TOKEN_BUCKET)
+			copy.st.tat_us += (d->remaining - 1) * gcra_t_us(&s->p);
+		else
+			copy.st.count += d->remaining - 1;
+		REQUIRE(sim_burst_at(&copy, now) >= 1);
+	}
+	copy.st = s->st;
+	if (s->p.algorithm == RLG_ALG_TOKEN_BUCKET)
+		copy.st.tat_us += d->remaining * gcra_t_us(&s->p);
+	else
+		copy.st.count += d->remaining;
+	REQUIRE_EQ(sim_burst_at(&copy, now), 0);
+}
+
+/* At now + reset_ms the state decides exactly as a fresh client's. */
+static void
+check_fresh_at_reset(const struct sim *s, int64_t now,
+    const struct rlg_decision *d)
+{
+	struct sim fresh;
+	struct rlg_state out1, out2;
+	struct rlg_decision d1, d2;
+	bool a1, a2;
+
+	if (sim_fixed_clamped(s, now) || now + d->reset_ms > RLG_TIME_MS_MAX)
+		return;
+	fresh.p = s->p;
+	fresh.n = 0;
+	memset(&fresh.st, 0, sizeof fresh.st);
+	sim_decide(s, now + d->reset_ms, &out1, &d1, &a1);
+	sim_decide(&fresh, now + d->reset_ms, &out2, &d2, &a2);
+	REQUIRE(d1.admitted && d2.admitted && a1 && a2);
+	REQUIRE_EQ(d1.remaining, d2.remaining);
+	REQUIRE_EQ(d1.reset_ms, d2.reset_ms);
+	REQUIRE(memcmp(&out1, &out2, sizeof out1) == 0);
+}
+
+/* Rejected at now: retry_ms is the first admitted ms, found by scanning. */
+static void
+check_retry_brute(const struct sim *s, int64_t now, int64_t horizon)
+{
+	struct rlg_state out;
+	struct rlg_decision d, d2;
+	bool append;
+	int64_t t;
+
+	sim_decide(s, now, &out, &d, &append);
+	REQUIRE(!d.admitted);
+	for (t = 1; t <= horizon; t++) {
+		sim_decide(s, now + t, &out, &d2, &append);
+		if (d2.admitted)
+			break;
+	}
+	REQUIRE_EQ(d.retry_ms, t);
+}
+
+/* The most admissions in any span of w ms (spans ending at one). */
+static int64_t
+max_in_span(const struct run *r, int64_t w)
+{
+	size_t i = 0, j;
+	int64_t best = 0;
+
+	for (j = 0; j < r->n; j++) {
+		while (r->t[j] - r->t[i] >= w)
+			i++;
+		if ((int64_t)(j - i + 1) > best)
+			best = (int64_t)(j - i + 1);
+	}
+	return best;
+}
+
+/* Admissions at real times in [from, to). */
+static int64_t
+count_between(const struct run *r, int64_t from, int64_t to)
+{
+	size_t j;
+	int64_t c = 0;
+
+	for (j = 0; j < r->n; j++)
+		c += r->t[j] >= from && r->t[j] < to;
+	return c;
+}
+
+/* One request at real time real, which the gateway clock reads as reported. */
+static bool
+run_hit(struct sim *s, struct run *r, int64_t real, int64_t reported)
+{
+	struct rlg_decision d;
+
+	if (!sim_hit(s, reported, &d))
+		return false;
+	REQUIRE(r->n < RUN_CAP);
+	r->t[r->n++] = real;
+	return true;
+}
+
+/* The most any span of one window may admit, per algorithm. */
+static int64_t
+span_bound(const struct sim *s)
+{
+	switch (s->p.algorithm) {
+	case RLG_ALG_FIXED_WINDOW:
+		return 2 * s->p.limit;
+	case RLG_ALG_SLIDING_WINDOW:
+		/* not 2 * limit - 1: see test_sliding_window_worst_span */
+		return 2 * s->p.limit;
+	case RLG_ALG_TOKEN_BUCKET:
+		return s->p.limit + s->p.burst - 1;
+	case RLG_ALG_SLIDING_LOG:
+		return s->p.limit;
+	}
+	return 0;
+}
+
+static uint64_t
+xorshift(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/*
+ * The seed's scenario, 60 per 60 s (burst = limit): a fresh client sends
+ * per_second requests spread over the last second of a window and as many
+ * over the first second of the next. Returns how many were admitted in
+ * those two seconds.
+ */
+static int64_t
+seed_scenario(enum rlg_algorithm alg, int64_t per_second)
+{
+	struct sim s;
+	int64_t i, admitted = 0;
+	struct rlg_decision d;
+
+	sim_init(&s, alg, 60, MINUTE_MS, 60);
+	for (i = 0; i < per_second; i++)
+		admitted += sim_hit(&s, T0 + MINUTE_MS - 1000 +
+		    i * 1000 / per_second, &d);
+	for (i = 0; i < per_second; i++)
+		admitted += sim_hit(&s, T0 + MINUTE_MS + i * 1000 / per_second,
+		    &d);
+	return admitted;
+}
+
+/* ---- core: the fixed window of the seed (the original tests) ---- */
 
 START_TEST(test_admits_limit_then_rejects)
 {
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_state st = { 0, 0, 0 };
+	struct rlg_state st = { 0, 0, 0, 0, 0 };
 	struct rlg_decision d;
 	int i;
 
@@ -59,7 +546,7 @@ END_TEST
 START_TEST(test_window_aligned_and_resets)
 {
 	struct rlg_policy p = policy(2, 60);
-	struct rlg_state st = { 0, 0, 0 };
+	struct rlg_state st = { 0, 0, 0, 0, 0 };
 	struct rlg_decision d;
 
 	/* 45 s into a window: the window still started at T0. */
@@ -82,7 +569,7 @@ END_TEST
 START_TEST(test_boundary_burst)
 {
 	struct rlg_policy p = policy(60, 60);
-	struct rlg_state st = { 0, 0, 0 };
+	struct rlg_state st = { 0, 0, 0, 0, 0 };
 	struct rlg_decision d;
 	int i, admitted = 0;
 
@@ -94,10 +581,412 @@ START_TEST(test_boundary_burst)
 }
 END_TEST
 
+/* ---- core: names, dispatch, the other algorithms step by step ---- */
+
+START_TEST(test_names_and_dispatch)
+{
+	static const enum rlg_algorithm algs[] = { RLG_ALG_FIXED_WINDOW,
+	    RLG_ALG_SLIDING_WINDOW, RLG_ALG_TOKEN_BUCKET };
+	static int (*const fns[])(const struct rlg_policy *,
+	    const struct rlg_state *, int64_t, struct rlg_state *,
+	    struct rlg_decision *) = { rlg_limiter_fixed_window,
+	    rlg_limiter_sliding_window, rlg_limiter_token_bucket };
+	struct rlg_policy p;
+	struct rlg_state in = { T0, 2, 1, 0, T0 + 1 }, o1, o2;
+	struct rlg_decision d1, d2;
+	size_t i;
+
+	ck_assert_str_eq(rlg_algorithm_name(RLG_ALG_FIXED_WINDOW),
+	    "fixed_window");
+	ck_assert_str_eq(rlg_algorithm_name(RLG_ALG_SLIDING_WINDOW),
+	    "sliding_window");
+	ck_assert_str_eq(rlg_algorithm_name(RLG_ALG_TOKEN_BUCKET),
+	    "token_bucket");
+	ck_assert_str_eq(rlg_algorithm_name(RLG_ALG_SLIDING_LOG),
+	    "sliding_log");
+	ck_assert_ptr_null(rlg_algorithm_name((enum rlg_algorithm)99));
+
+	for (i = 0; i < 3; i++) {
+		p = mkpolicy(algs[i], 5, 10000, 5);
+		memset(&o1, 0, sizeof o1);
+		memset(&o2, 0, sizeof o2);
+		ck_assert_int_eq(rlg_limiter_step(&p, &in, T0 + 7, &o1, &d1),
+		    RLG_OK);
+		ck_assert_int_eq(fns[i](&p, &in, T0 + 7, &o2, &d2), RLG_OK);
+		ck_assert(memcmp(&o1, &o2, sizeof o1) == 0);
+		ck_assert(d1.admitted == d2.admitted);
+		ck_assert_int_eq(d1.remaining, d2.remaining);
+		ck_assert_int_eq(d1.reset_ms, d2.reset_ms);
+	}
+	/* The sliding log needs its log: not through rlg_limiter_step. */
+	p = mkpolicy(RLG_ALG_SLIDING_LOG, 5, 10000, 0);
+	ck_assert_int_eq(rlg_limiter_step(&p, &in, T0, &o1, &d1), RLG_EINVAL);
+	p.algorithm = (enum rlg_algorithm)99;
+	ck_assert_int_eq(rlg_limiter_step(&p, &in, T0, &o1, &d1), RLG_EINVAL);
+}
+END_TEST
+
+/*
+ * The fixed window stores 0 in the fields it does not own when it admits,
+ * and leaves the row bit-identical when it rejects.
+ */
+START_TEST(test_fixed_unused_fields)
+{
+	struct rlg_policy p = policy(2, 10);
+	struct rlg_state in = { T0, 1, 77, 12345, T0 + 10000 }, out, keep;
+	struct rlg_decision d;
+
+	ck_assert_int_eq(rlg_limiter_fixed_window(&p, &in, T0 + 5, &out, &d),
+	    RLG_OK);
+	ck_assert(d.admitted);
+	ck_assert_int_eq(out.count, 2);
+	ck_assert_int_eq(out.prev_count, 0);
+	ck_assert_int_eq(out.tat_us, 0);
+	in = out;
+	in.prev_count = 77;
+	in.tat_us = 12345;
+	keep = in;
+	memset(&out, 0x5a, sizeof out);
+	ck_assert_int_eq(rlg_limiter_fixed_window(&p, &in, T0 + 6, &out, &d),
+	    RLG_OK);
+	ck_assert(!d.admitted);
+	ck_assert(memcmp(&out, &keep, sizeof out) == 0);
+}
+END_TEST
+
+/*
+ * Runs a table through a sim: every decision as listed, and (through
+ * sim_hit) every exactness check.
+ */
+static void
+run_table(struct sim *s, const struct step_row *rows, size_t n)
+{
+	struct rlg_decision d;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		ck_assert_msg(sim_hit(s, T0 + rows[i].at, &d) ==
+		    rows[i].admitted, "row %zu (T0 + %lld)", i,
+		    (long long)rows[i].at);
+		ck_assert_msg(d.remaining == rows[i].remaining,
+		    "row %zu: remaining %lld", i, (long long)d.remaining);
+		ck_assert_msg(d.reset_ms == rows[i].reset_ms,
+		    "row %zu: reset_ms %lld", i, (long long)d.reset_ms);
+		ck_assert_msg(d.retry_ms == rows[i].retry_ms,
+		    "row %zu: retry_ms %lld", i, (long long)d.retry_ms);
+	}
+}
+
+/* limit 4 per 10 s: the weighted previous window, step by step. */
+START_TEST(test_sliding_window_table)
+{
+	static const struct step_row rows[] = {
+		{ 0, true, 3, 20000, 0 },
+		{ 1000, true, 2, 19000, 0 },
+		{ 2000, true, 1, 18000, 0 },
+		{ 3000, true, 0, 17000, 0 },
+		/* count == limit: the next window's first ms is not enough */
+		{ 4000, false, 0, 6001, 6001 },
+		/* next window, e = 0: prev 4 weighs 4 * 10000 = the limit */
+		{ 10000, false, 0, 1, 1 },
+		{ 10001, true, 0, 19999, 0 },
+		/* 4 * (10000 - e) + 10000 < 40000 from e = 2501 on */
+		{ 10002, false, 0, 2499, 2499 },
+		{ 12500, false, 0, 1, 1 },
+		{ 12501, true, 0, 17499, 0 },
+		/* 2501 ms before the end: 4 * 2501 + 2 * 10000 < 40000 */
+		{ 17499, true, 0, 12501, 0 },
+		/* two windows on: nothing weighs any more */
+		{ 35000, true, 3, 15000, 0 },
+	};
+	struct sim s;
+
+	sim_init(&s, RLG_ALG_SLIDING_WINDOW, 4, 10000, 0);
+	run_table(&s, rows, sizeof rows / sizeof rows[0]);
+	ck_assert_int_eq(s.st.window_start_ms, T0 + 30000);
+	ck_assert_int_eq(s.st.count, 1);
+	ck_assert_int_eq(s.st.prev_count, 0);
+	ck_assert_int_eq(s.st.tat_us, 0);
+	ck_assert_int_eq(s.st.expires_ms, T0 + 50000);
+}
+END_TEST
+
+/*
+ * limit 5 per 5 s, burst 5: T = 1 s, tolerance 4 s. A fresh bucket admits
+ * 5 at once (remaining 4, 3, 2, 1, 0), then one per second.
+ */
+START_TEST(test_token_bucket_table)
+{
+	static const struct step_row rows[] = {
+		{ 0, true, 4, 1000, 0 },
+		{ 0, true, 3, 2000, 0 },
+		{ 0, true, 2, 3000, 0 },
+		{ 0, true, 1, 4000, 0 },
+		{ 0, true, 0, 5000, 0 },
+		{ 0, false, 0, 1000, 1000 },
+		{ 999, false, 0, 1, 1 },
+		{ 1000, true, 0, 5000, 0 },
+		{ 1500, false, 0, 500, 500 },
+		/* 3.5 s idle: 3 back, so this one and 3 more */
+		{ 5000, true, 3, 2000, 0 },
+		/* long idle: fresh */
+		{ 60000, true, 4, 1000, 0 },
+	};
+	struct sim s;
+
+	sim_init(&s, RLG_ALG_TOKEN_BUCKET, 5, 5000, 5);
+	run_table(&s, rows, sizeof rows / sizeof rows[0]);
+	ck_assert_int_eq(s.st.tat_us, (T0 + 61000) * 1000);
+	ck_assert_int_eq(s.st.expires_ms, T0 + 61000);
+	ck_assert_int_eq(s.st.window_start_ms, 0);
+	ck_assert_int_eq(s.st.count, 0);
+	ck_assert_int_eq(s.st.prev_count, 0);
+}
+END_TEST
+
+/*
+ * A period that is not whole milliseconds: 3 per second gives
+ * T = 333334 us (rounded up), so retry_ms rounds up too.
+ */
+START_TEST(test_token_bucket_sub_ms)
+{
+	static const struct step_row rows[] = {
+		{ 0, true, 0, 334, 0 },
+		{ 0, false, 0, 334, 334 },
+		{ 333, false, 0, 1, 1 },
+		/* tat = max(333334, 334000) + 333334 = 667334 us */
+		{ 334, true, 0, 334, 0 },
+		{ 667, false, 0, 1, 1 },
+		{ 668, true, 0, 334, 0 },
+	};
+	struct sim s;
+
+	sim_init(&s, RLG_ALG_TOKEN_BUCKET, 3, 1000, 1);
+	run_table(&s, rows, sizeof rows / sizeof rows[0]);
+	ck_assert_int_eq(s.st.tat_us, T0 * 1000 + 668000 + 333334);
+}
+END_TEST
+
+/* limit 3 per 10 s, the log fed as the store keeps it. */
+START_TEST(test_sliding_log_table)
+{
+	static const struct step_row rows[] = {
+		{ 0, true, 2, 10000, 0 },
+		{ 1000, true, 1, 10000, 0 },
+		{ 2000, true, 0, 10000, 0 },
+		{ 3000, false, 0, 7000, 7000 },
+		{ 9999, false, 0, 1, 1 },
+		/* T0 slides out at T0 + 10000 exactly */
+		{ 10000, true, 0, 10000, 0 },
+		{ 10500, false, 0, 500, 500 },
+		{ 11000, true, 0, 10000, 0 },
+	};
+	struct sim s;
+
+	sim_init(&s, RLG_ALG_SLIDING_LOG, 3, 10000, 0);
+	run_table(&s, rows, sizeof rows / sizeof rows[0]);
+	ck_assert_int_eq(s.st.count, 3);
+	ck_assert_int_eq(s.st.window_start_ms, T0 + 2000);
+	ck_assert_int_eq(s.st.expires_ms, T0 + 21000);
+}
+END_TEST
+
+/* ---- boundary: admits exactly what it should, to the millisecond ---- */
+
+START_TEST(test_fixed_edges)
+{
+	static const struct step_row rows[] = {
+		{ 9999, true, 1, 1, 0 },
+		{ 9999, true, 0, 1, 0 },
+		{ 9999, false, 0, 1, 1 },
+		{ 10000, true, 1, 10000, 0 },
+		{ 10000, true, 0, 10000, 0 },
+		{ 19999, false, 0, 1, 1 },
+		{ 20000, true, 1, 10000, 0 },
+	};
+	struct sim s;
+
+	sim_init(&s, RLG_ALG_FIXED_WINDOW, 2, 10000, 0);
+	run_table(&s, rows, sizeof rows / sizeof rows[0]);
+}
+END_TEST
+
+/*
+ * 60 per 60 s with a full previous window: in the next window the c-th
+ * request (from 0) needs 60 * (60000 - e) + c * 60000 < 3600000, that is
+ * e > 1000 * c: the quota comes back one per second, at e = 1000 c + 1.
+ */
+START_TEST(test_sliding_window_edges)
+{
+	struct sim s;
+	struct rlg_decision d;
+	int64_t c, i;
+
+	sim_init(&s, RLG_ALG_SLIDING_WINDOW, 60, MINUTE_MS, 0);
+	for (i = 0; i < 60; i++)
+		ck_assert(sim_hit(&s, T0 + MINUTE_MS - 1, &d));
+	ck_assert(!sim_hit(&s, T0 + MINUTE_MS - 1, &d));
+	ck_assert_int_eq(d.retry_ms, 2);
+	for (c = 0; c < 60; c++) {
+		ck_assert(!sim_hit(&s, T0 + MINUTE_MS + 1000 * c, &d));
+		ck_assert_int_eq(d.retry_ms, 1);
+		ck_assert(sim_hit(&s, T0 + MINUTE_MS + 1000 * c + 1, &d));
+		ck_assert_int_eq(d.remaining, 0);
+	}
+	ck_assert_int_eq(s.st.count, 60);
+	ck_assert_int_eq(s.st.prev_count, 60);
+	/* Full, late in the window: the next one is 1 ms into the next. */
+	ck_assert(!sim_hit(&s, T0 + 2 * MINUTE_MS - 1, &d));
+	ck_assert_int_eq(d.retry_ms, 2);
+	ck_assert(sim_hit(&s, T0 + 2 * MINUTE_MS + 1, &d));
+}
+END_TEST
+
+/*
+ * The sliding window counter is an estimate: it stops the seed's burst
+ * (limit in the last second, limit in the first of the next), but a
+ * client that waits until the last moments of the next window, when the
+ * previous one barely weighs, gets limit again: 2 * limit within one
+ * window's span, exactly like the fixed window, only spread out.
+ */
+START_TEST(test_sliding_window_worst_span)
+{
+	struct sim s;
+	struct rlg_decision d;
+	int64_t i;
+
+	sim_init(&s, RLG_ALG_SLIDING_WINDOW, 60, MINUTE_MS, 0);
+	run_a.n = 0;
+	for (i = 0; i < 60; i++)
+		ck_assert(run_hit(&s, &run_a, T0 + MINUTE_MS - 1,
+		    T0 + MINUTE_MS - 1));
+	/* 60 * 2 / 60000 + 59 < 60: all 60 pass, 59999 ms after the first */
+	for (i = 0; i < 60; i++)
+		ck_assert(run_hit(&s, &run_a, T0 + 2 * MINUTE_MS - 2,
+		    T0 + 2 * MINUTE_MS - 2));
+	ck_assert(!sim_hit(&s, T0 + 2 * MINUTE_MS - 2, &d));
+	ck_assert_int_eq(max_in_span(&run_a, MINUTE_MS), 2 * 60);
+}
+END_TEST
+
+/* GCRA edges: burst 1 spaces requests by T exactly, burst 3 allows 3. */
+START_TEST(test_token_bucket_edges)
+{
+	struct sim s;
+	struct rlg_decision d;
+	int64_t i;
+
+	/* 10 per 10 s, burst 1: one per second, to the millisecond. */
+	sim_init(&s, RLG_ALG_TOKEN_BUCKET, 10, 10000, 1);
+	for (i = 0; i < 30; i++) {
+		ck_assert(sim_hit(&s, T0 + 1000 * i, &d));
+		ck_assert_int_eq(d.remaining, 0);
+		ck_assert_int_eq(d.reset_ms, 1000);
+		ck_assert(!sim_hit(&s, T0 + 1000 * i + 999, &d));
+		ck_assert_int_eq(d.retry_ms, 1);
+	}
+	/* burst 3: 3 at once, then the 4th one T later. */
+	sim_init(&s, RLG_ALG_TOKEN_BUCKET, 10, 10000, 3);
+	for (i = 0; i < 3; i++)
+		ck_assert(sim_hit(&s, T0, &d));
+	ck_assert_int_eq(d.remaining, 0);
+	ck_assert(!sim_hit(&s, T0 + 999, &d));
+	ck_assert(sim_hit(&s, T0 + 1000, &d));
+	/* 2.5 s idle: 2 back (the half is not a whole request) */
+	ck_assert(sim_hit(&s, T0 + 3500, &d));
+	ck_assert_int_eq(d.remaining, 1);
+}
+END_TEST
+
+/* An entry slides out at entry + window exactly, not a ms earlier. */
+START_TEST(test_sliding_log_edges)
+{
+	struct sim s;
+	struct rlg_decision d;
+	int64_t i, base;
+
+	sim_init(&s, RLG_ALG_SLIDING_LOG, 2, 1000, 0);
+	ck_assert(sim_hit(&s, T0 + 10, &d));
+	ck_assert(sim_hit(&s, T0 + 500, &d));
+	for (i = 1; i <= 5; i++) {
+		base = T0 + 1000 * i;
+		ck_assert(!sim_hit(&s, base + 9, &d));
+		ck_assert_int_eq(d.retry_ms, 1);
+		ck_assert(sim_hit(&s, base + 10, &d));
+		ck_assert(!sim_hit(&s, base + 10, &d));
+		ck_assert_int_eq(d.retry_ms, 490);
+		ck_assert(!sim_hit(&s, base + 499, &d));
+		ck_assert_int_eq(d.retry_ms, 1);
+		ck_assert(sim_hit(&s, base + 500, &d));
+		ck_assert(!sim_hit(&s, base + 500, &d));
+		ck_assert_int_eq(d.retry_ms, 510);
+		ck_assert_int_eq(s.n, 2);
+	}
+}
+END_TEST
+
+/*
+ * retry_ms against a brute-force scan, from rejected states of each
+ * algorithm (a scan of every ms up to two windows and a bit).
+ */
+START_TEST(test_retry_brute_force)
+{
+	struct sim s;
+	struct rlg_decision d;
+	size_t a;
+	int64_t i, t;
+
+	for (a = 0; a < N_ALG_CASES; a++) {
+		sim_init(&s, alg_cases[a].alg, 4, 2000,
+		    burst_of(alg_cases[a].burst, 4));
+		/* a pattern that leaves different rejected states */
+		for (i = 0, t = T0 + 1500; i < 40; i++, t += 137 * (i % 4)) {
+			if (!sim_hit(&s, t, &d))
+				check_retry_brute(&s, t, 2 * 2000 + 10);
+			while (sim_hit(&s, t, &d))
+				;
+			check_retry_brute(&s, t, 2 * 2000 + 10);
+		}
+	}
+}
+END_TEST
+
+/* The seed's scenario for every algorithm: what the boundary costs. */
+START_TEST(test_seed_scenario)
+{
+	int64_t bound = 60 + (60 * 1000 + MINUTE_MS - 1) / MINUTE_MS + 1;
+
+	/* 1000 requests a second (hammering), and 60 a second. */
+	ck_assert_int_eq(seed_scenario(RLG_ALG_FIXED_WINDOW, 1000), 120);
+	ck_assert_int_eq(seed_scenario(RLG_ALG_FIXED_WINDOW, 60), 120);
+	ck_assert_int_le(seed_scenario(RLG_ALG_SLIDING_WINDOW, 1000),
+	    bound);
+	ck_assert_int_le(seed_scenario(RLG_ALG_SLIDING_WINDOW, 60), bound);
+	ck_assert_int_eq(seed_scenario(RLG_ALG_SLIDING_WINDOW, 1000), 61);
+	ck_assert_int_eq(seed_scenario(RLG_ALG_SLIDING_WINDOW, 60), 61);
+	ck_assert_int_eq(seed_scenario(RLG_ALG_TOKEN_BUCKET, 1000), 61);
+	ck_assert_int_eq(seed_scenario(RLG_ALG_TOKEN_BUCKET, 60), 61);
+	ck_assert_int_eq(seed_scenario(RLG_ALG_SLIDING_LOG, 1000), 60);
+	ck_assert_int_eq(seed_scenario(RLG_ALG_SLIDING_LOG, 60), 60);
+#ifdef RLG_LIMITER_REPORT
+	printf("seed scenario (60/60 s, 2 s around a boundary): fixed %lld,"
+	    " sliding_window %lld (bound %lld), token_bucket %lld,"
+	    " sliding_log %lld\n",
+	    (long long)seed_scenario(RLG_ALG_FIXED_WINDOW, 1000),
+	    (long long)seed_scenario(RLG_ALG_SLIDING_WINDOW, 1000),
+	    (long long)bound,
+	    (long long)seed_scenario(RLG_ALG_TOKEN_BUCKET, 1000),
+	    (long long)seed_scenario(RLG_ALG_SLIDING_LOG, 1000));
+#endif
+}
+END_TEST
+
+/* ---- limits: the fixed window's originals ---- */
+
 START_TEST(test_clock_backwards_is_clamped)
 {
 	struct rlg_policy p = policy(3, 10);
-	struct rlg_state st = { 0, 0, 0 };
+	struct rlg_state st = { 0, 0, 0, 0, 0 };
 	struct rlg_decision d;
 
 	ck_assert(hit(&p, &st, T0 + 10500, &d));       /* window T0+10 s */
@@ -116,7 +1005,7 @@ END_TEST
 START_TEST(test_limit_one_and_big_window)
 {
 	struct rlg_policy p = policy(1, RLG_WINDOW_S_MAX);
-	struct rlg_state st = { 0, 0, 0 };
+	struct rlg_state st = { 0, 0, 0, 0, 0 };
 	struct rlg_decision d;
 
 	ck_assert(hit(&p, &st, T0, &d));
@@ -131,7 +1020,8 @@ END_TEST
 START_TEST(test_damaged_state)
 {
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_state st = { T0, 1000, T0 + 60000 };   /* count > limit */
+	struct rlg_state st = { .window_start_ms = T0, .count = 1000,
+	    .expires_ms = T0 + 60000 };      /* count > limit */
 	struct rlg_decision d;
 
 	ck_assert(!hit(&p, &st, T0 + 1, &d));
@@ -145,7 +1035,7 @@ START_TEST(test_bad_policy)
 {
 	struct rlg_policy zero = policy(0, 60), nowin = policy(5, 0);
 	struct rlg_policy huge = policy(RLG_LIMIT_MAX + 1, 60);
-	struct rlg_state st = { 0, 0, 0 };
+	struct rlg_state st = { 0, 0, 0, 0, 0 };
 	struct rlg_decision d;
 
 	ck_assert_int_eq(rlg_limiter_step(&zero, &st, T0, &st, &d), RLG_EINVAL);
@@ -156,20 +1046,851 @@ START_TEST(test_bad_policy)
 }
 END_TEST
 
+/* ---- limits: every algorithm ---- */
+
+START_TEST(test_bad_policy_per_algorithm)
+{
+	static const struct {
+		enum rlg_algorithm alg;
+		int64_t limit, window_ms, burst;
+		int want;
+	} rows[] = {
+		{ RLG_ALG_SLIDING_WINDOW, 0, 1000, 0, RLG_EINVAL },
+		{ RLG_ALG_SLIDING_WINDOW, 1, 0, 0, RLG_EINVAL },
+		{ RLG_ALG_SLIDING_WINDOW, 1, WINDOW_MS_MAX + 1, 0, RLG_EINVAL },
+		{ RLG_ALG_SLIDING_WINDOW, RLG_LIMIT_MAX + 1, 1000, 0,
+		    RLG_EINVAL },
+		{ RLG_ALG_SLIDING_WINDOW, RLG_LIMIT_MAX, WINDOW_MS_MAX, 0,
+		    RLG_OK },
+		/* burst matters to the token bucket only */
+		{ RLG_ALG_FIXED_WINDOW, 5, 1000, -3, RLG_OK },
+		{ RLG_ALG_SLIDING_WINDOW, 5, 1000, 0, RLG_OK },
+		{ RLG_ALG_TOKEN_BUCKET, 5, 1000, 0, RLG_EINVAL },
+		{ RLG_ALG_TOKEN_BUCKET, 5, 1000, -1, RLG_EINVAL },
+		{ RLG_ALG_TOKEN_BUCKET, 5, 1000, RLG_BURST_MAX + 1,
+		    RLG_EINVAL },
+		{ RLG_ALG_TOKEN_BUCKET, 5, 1000, RLG_BURST_MAX, RLG_OK },
+		{ RLG_ALG_TOKEN_BUCKET, 5, 1000, 1, RLG_OK },
+		{ RLG_ALG_TOKEN_BUCKET, 0, 1000, 1, RLG_EINVAL },
+		{ RLG_ALG_TOKEN_BUCKET, 5, 0, 1, RLG_EINVAL },
+	};
+	static const int64_t empty[1] = { 0 };
+	struct rlg_policy p;
+	struct rlg_state st = { 0, 0, 0, 0, 0 }, out;
+	struct rlg_decision d;
+	bool append = true;
+	size_t i;
+
+	for (i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		p = mkpolicy(rows[i].alg, rows[i].limit, rows[i].window_ms,
+		    rows[i].burst);
+		ck_assert_msg(rlg_limiter_step(&p, &st, T0, &out, &d) ==
+		    rows[i].want, "row %zu", i);
+	}
+	/* The sliding log: its limit is bounded, its arguments checked. */
+	p = mkpolicy(RLG_ALG_SLIDING_LOG, RLG_SLIDING_LOG_LIMIT_MAX + 1, 1000,
+	    0);
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, empty, 0, T0, &append,
+	    &out, &d), RLG_EINVAL);
+	ck_assert(!append);
+	p.limit = 0;
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, empty, 0, T0, &append,
+	    &out, &d), RLG_EINVAL);
+	p.limit = 5;
+	p.window_ms = 0;
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, empty, 0, T0, &append,
+	    &out, &d), RLG_EINVAL);
+	p.window_ms = 1000;
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, NULL, 3, T0, &append,
+	    &out, &d), RLG_EINVAL);
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, empty, 0, T0, NULL,
+	    &out, &d), RLG_EINVAL);
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, NULL, 0, T0, &append,
+	    &out, &d), RLG_OK);
+	ck_assert(append);
+	p.limit = RLG_SLIDING_LOG_LIMIT_MAX;
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, empty, 0, T0, &append,
+	    &out, &d), RLG_OK);
+	ck_assert_int_eq(d.remaining, RLG_SLIDING_LOG_LIMIT_MAX - 1);
+}
+END_TEST
+
+/* A rejected request leaves the state bit-identical, in place or not. */
+START_TEST(test_rejected_is_bit_identical)
+{
+	struct sim s;
+	struct rlg_state in, out, keep;
+	struct rlg_decision d;
+	size_t a;
+	int i;
+
+	for (a = 0; a < N_ALG_CASES; a++) {
+		if (alg_cases[a].alg == RLG_ALG_SLIDING_LOG)
+			continue;
+		sim_init(&s, alg_cases[a].alg, 3, 10000,
+		    burst_of(alg_cases[a].burst, 3));
+		while (sim_hit(&s, T0 + 9000, &d))
+			;
+		for (i = 0; i < 3; i++) {
+			/* junk in the fields the algorithm does not use */
+			in = s.st;
+			if (s.p.algorithm == RLG_ALG_TOKEN_BUCKET)
+				in.count = 99 + i;
+			else
+				in.tat_us = 1234567 + i;
+			in.expires_ms += i;
+			keep = in;
+			memset(&out, 0xee, sizeof out);
+			ck_assert_int_eq(rlg_limiter_step(&s.p, &in,
+			    T0 + 9000 + i, &out, &d), RLG_OK);
+			ck_assert(!d.admitted);
+			ck_assert(memcmp(&out, &keep, sizeof out) == 0);
+			ck_assert(memcmp(&in, &keep, sizeof in) == 0);
+			ck_assert_int_eq(rlg_limiter_step(&s.p, &in,
+			    T0 + 9000 + i, &in, &d), RLG_OK);
+			ck_assert(!d.admitted);
+			ck_assert(memcmp(&in, &keep, sizeof in) == 0);
+		}
+	}
+}
+END_TEST
+
+/*
+ * The clock steps back 1 ms, 1 s, 1 window, 1 hour, from every state a
+ * pseudo-random client reaches: the requests admitted at the earlier
+ * reading are never more than those admitted at the true one.
+ */
+START_TEST(test_clock_back_never_grants_more)
+{
+	static const int64_t steps[] = { 1, 1000, MINUTE_MS, HOUR_MS };
+	struct sim s;
+	struct rlg_decision d;
+	uint64_t x = 0x2231e809da0746a5ULL;
+	size_t a, k;
+	int64_t t, i, at, back;
+
+	for (a = 0; a < N_ALG_CASES; a++) {
+		sim_init(&s, alg_cases[a].alg, 60, MINUTE_MS,
+		    burst_of(alg_cases[a].burst, 60));
+		t = T0 + 7;
+		for (i = 0; i < 3000; i++) {
+			for (k = 0; k < sizeof steps / sizeof steps[0]; k++) {
+				at = sim_burst_at(&s, t);
+				back = sim_burst_at(&s, t - steps[k]);
+				if (back > at)
+					ck_abort_msg("%s: %lld at t - %lld"
+					    " > %lld at t", alg_cases[a].label,
+					    (long long)back,
+					    (long long)steps[k],
+					    (long long)at);
+			}
+			(void)sim_hit(&s, t, &d);
+			switch (xorshift(&x) % 4) {
+			case 0:
+				break;
+			case 1:
+				t += (int64_t)(xorshift(&x) % 50);
+				break;
+			case 2:
+				t += (int64_t)(xorshift(&x) % 3000);
+				break;
+			default:
+				t += (int64_t)(xorshift(&x) % 70000);
+				break;
+			}
+		}
+	}
+}
+END_TEST
+
+/*
+ * A run with the clock stepped back mid-way: a client sends every 50 ms;
+ * at ts (just after a boundary, or mid-window) the gateway's clock steps
+ * back. Compared with the same run on a true clock, the admissions so far
+ * are never more at any instant, and every span of one window (in real
+ * time) stays within the algorithm's bound. Nothing crashes.
+ */
+START_TEST(test_clock_back_runs)
+{
+	static const int64_t steps[] = { 1, 1000, MINUTE_MS, HOUR_MS };
+	static const int64_t at[] = { MINUTE_MS + 500, 2 * MINUTE_MS + 30000 };
+	struct sim sa, sb;
+	size_t a, k, j;
+	int64_t t, ts, end, na, nb;
+
+	for (a = 0; a < N_ALG_CASES; a++) {
+		for (k = 0; k < sizeof steps / sizeof steps[0]; k++) {
+			for (j = 0; j < 2; j++) {
+				sim_init(&sa, alg_cases[a].alg, 60, MINUTE_MS,
+				    burst_of(alg_cases[a].burst, 60));
+				sb = sa;
+				run_a.n = run_b.n = 0;
+				ts = T0 + at[j];
+				end = ts + steps[k] + 3 * MINUTE_MS;
+				na = nb = 0;
+				for (t = T0 + MINUTE_MS - 5000; t < end;
+				    t += 50) {
+					na += run_hit(&sa, &run_a, t, t);
+					nb += run_hit(&sb, &run_b, t,
+					    t < ts ? t : t - steps[k]);
+					if (nb > na)
+						ck_abort_msg("%s, step %lld:"
+						    " %lld > %lld at T0 + %lld",
+						    alg_cases[a].label,
+						    (long long)steps[k],
+						    (long long)nb,
+						    (long long)na,
+						    (long long)(t - T0));
+				}
+				REQUIRE(max_in_span(&run_b, MINUTE_MS) <=
+				    span_bound(&sb));
+				REQUIRE(max_in_span(&run_a, MINUTE_MS) <=
+				    span_bound(&sa));
+			}
+		}
+	}
+}
+END_TEST
+
+/* The sliding window after a step back: counts stand, delays are exact. */
+START_TEST(test_sliding_window_clock_back)
+{
+	struct sim s;
+	struct rlg_decision d;
+
+	sim_init(&s, RLG_ALG_SLIDING_WINDOW, 60, MINUTE_MS, 0);
+	s.st.window_start_ms = T0 + MINUTE_MS;
+	s.st.count = 30;
+	s.st.prev_count = 60;
+	/* At the stored window's start: 60 * 60000 weighs the limit. */
+	ck_assert(!sim_hit(&s, T0 + MINUTE_MS, &d));
+	ck_assert_int_eq(d.retry_ms, 30001);
+	/* 1 s back: decided as at the stored start, 1 s further to wait. */
+	ck_assert(!sim_hit(&s, T0 + MINUTE_MS - 1000, &d));
+	ck_assert_int_eq(d.retry_ms, 31001);
+	/* 1 hour back. */
+	ck_assert(!sim_hit(&s, T0 + MINUTE_MS - HOUR_MS, &d));
+	ck_assert_int_eq(d.retry_ms, HOUR_MS + 30001);
+	/* Admitted while clamped: reset from the real now. */
+	s.st.count = 0;
+	s.st.prev_count = 0;
+	ck_assert(sim_hit(&s, T0 + 1000, &d));
+	ck_assert_int_eq(s.st.window_start_ms, T0 + MINUTE_MS);
+	ck_assert_int_eq(s.st.count, 1);
+	ck_assert_int_eq(d.reset_ms, 3 * MINUTE_MS - 1000);
+}
+END_TEST
+
+/* The bucket after a step back: stricter, exactly. */
+START_TEST(test_token_bucket_clock_back)
+{
+	struct sim s;
+	struct rlg_decision d;
+	int i;
+
+	sim_init(&s, RLG_ALG_TOKEN_BUCKET, 5, 5000, 5);
+	for (i = 0; i < 5; i++)
+		ck_assert(sim_hit(&s, T0, &d));
+	/* tat = T0 + 5 s, tolerance 4 s: from T0 + 1 s on. */
+	ck_assert(!sim_hit(&s, T0 - 1, &d));
+	ck_assert_int_eq(d.retry_ms, 1001);
+	ck_assert(!sim_hit(&s, T0 - HOUR_MS, &d));
+	ck_assert_int_eq(d.retry_ms, HOUR_MS + 1000);
+	ck_assert(sim_hit(&s, T0 + 1000, &d));
+	ck_assert_int_eq(d.remaining, 0);
+}
+END_TEST
+
+/* The log after a step back: later entries count until they slide out. */
+START_TEST(test_sliding_log_clock_back)
+{
+	struct rlg_policy p = mkpolicy(RLG_ALG_SLIDING_LOG, 3, 10000, 0);
+	int64_t log2[] = { T0 + 5000, T0 + 6000 };
+	int64_t log3[] = { T0, T0 + 5000, T0 + 6000 };
+	struct rlg_state out;
+	struct rlg_decision d;
+	bool append;
+
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, log2, 2, T0, &append,
+	    &out, &d), RLG_OK);
+	ck_assert(d.admitted && append);
+	ck_assert_int_eq(d.remaining, 0);
+	ck_assert_int_eq(out.count, 3);
+	ck_assert_int_eq(out.window_start_ms, T0);
+	ck_assert_int_eq(out.expires_ms, T0 + 16000);
+	ck_assert_int_eq(d.reset_ms, 16000);
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, log3, 3, T0 + 1, &append,
+	    &out, &d), RLG_OK);
+	ck_assert(!d.admitted && !append);
+	ck_assert_int_eq(d.retry_ms, 9999);
+	ck_assert_int_eq(out.count, 3);
+	ck_assert_int_eq(out.window_start_ms, T0);
+	ck_assert_int_eq(out.expires_ms, T0 + 16000);
+	/* An hour back: everything is still in the window. */
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, log3, 3, T0 - HOUR_MS,
+	    &append, &out, &d), RLG_OK);
+	ck_assert(!d.admitted);
+	ck_assert_int_eq(d.retry_ms, HOUR_MS + 10000);
+}
+END_TEST
+
+/* What the store may hand over: stale entries, too many, a big log. */
+START_TEST(test_sliding_log_feed)
+{
+	static int64_t big[RLG_SLIDING_LOG_LIMIT_MAX + 2];
+	struct rlg_policy p = mkpolicy(RLG_ALG_SLIDING_LOG, 3, 10000, 0);
+	int64_t stale[] = { T0 - 20000, T0 - 10000, T0, T0 + 1000, T0 + 2000 };
+	int64_t stale2[] = { T0 - 20000, T0 - 7000, T0 + 1000, T0 + 2000 };
+	int64_t over[] = { T0, T0 + 1, T0 + 2, T0 + 3, T0 + 4 };
+	struct rlg_state out;
+	struct rlg_decision d;
+	bool append;
+	size_t i;
+
+	/* Entries <= now - window are not counted. */
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, stale, 5, T0 + 3000,
+	    &append, &out, &d), RLG_OK);
+	ck_assert(!d.admitted);
+	ck_assert_int_eq(d.retry_ms, 7000);
+	ck_assert_int_eq(out.count, 3);
+	ck_assert_int_eq(out.window_start_ms, T0);
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, stale2, 4, T0 + 3000,
+	    &append, &out, &d), RLG_OK);
+	ck_assert(d.admitted && append);
+	ck_assert_int_eq(out.count, 3);
+	ck_assert_int_eq(out.window_start_ms, T0 + 1000);
+	ck_assert_int_eq(out.expires_ms, T0 + 13000);
+	ck_assert_int_eq(d.remaining, 0);
+	/* More in-window entries than the limit: rejected, no crash. */
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, over, 5, T0 + 5, &append,
+	    &out, &d), RLG_OK);
+	ck_assert(!d.admitted && !append);
+	ck_assert_int_eq(d.retry_ms, 2 + 10000 - 5);
+	ck_assert_int_eq(out.count, 5);
+	/* The largest log the config allows, full, and one over. */
+	p = mkpolicy(RLG_ALG_SLIDING_LOG, RLG_SLIDING_LOG_LIMIT_MAX,
+	    HOUR_MS, 0);
+	for (i = 0; i < RLG_SLIDING_LOG_LIMIT_MAX + 2; i++)
+		big[i] = T0 + (int64_t)i / 100;
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, big,
+	    RLG_SLIDING_LOG_LIMIT_MAX - 1, T0 + 2000, &append, &out, &d),
+	    RLG_OK);
+	ck_assert(d.admitted);
+	ck_assert_int_eq(d.remaining, 0);
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, big,
+	    RLG_SLIDING_LOG_LIMIT_MAX, T0 + 2000, &append, &out, &d), RLG_OK);
+	ck_assert(!d.admitted);
+	ck_assert_int_eq(d.retry_ms, T0 + HOUR_MS - (T0 + 2000));
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, big,
+	    RLG_SLIDING_LOG_LIMIT_MAX + 2, T0 + 2000, &append, &out, &d),
+	    RLG_OK);
+	ck_assert(!d.admitted);
+	ck_assert_int_eq(d.retry_ms, HOUR_MS - 2000);   /* big[2] = T0 */
+	ck_assert_int_eq(out.count, RLG_SLIDING_LOG_LIMIT_MAX + 2);
+}
+END_TEST
+
+/*
+ * Years of silence: a full state from T0 decides, 1, 10 and 100 years on
+ * and at the last ms of year 9999, exactly as a fresh client's.
+ */
+START_TEST(test_huge_gaps)
+{
+	static const int64_t gaps[] = { YEAR_MS, 10 * YEAR_MS, 100 * YEAR_MS };
+	struct sim s, fresh;
+	struct rlg_state o1, o2;
+	struct rlg_decision d, d1, d2;
+	bool a1, a2;
+	size_t a, g;
+	int64_t when;
+
+	for (a = 0; a < N_ALG_CASES; a++) {
+		sim_init(&s, alg_cases[a].alg, 5, MINUTE_MS,
+		    burst_of(alg_cases[a].burst, 5));
+		fresh = s;
+		while (sim_hit(&s, T0, &d))
+			;
+		for (g = 0; g <= sizeof gaps / sizeof gaps[0]; g++) {
+			when = g < sizeof gaps / sizeof gaps[0] ?
+			    T0 + gaps[g] : RLG_TIME_MS_MAX;
+			sim_decide(&s, when, &o1, &d1, &a1);
+			sim_decide(&fresh, when, &o2, &d2, &a2);
+			ck_assert(d1.admitted && d2.admitted);
+			ck_assert_int_eq(d1.remaining, d2.remaining);
+			ck_assert_int_eq(d1.reset_ms, d2.reset_ms);
+			ck_assert(memcmp(&o1, &o2, sizeof o1) == 0);
+		}
+		/* From the epoch itself to year 9999 in one step. */
+		sim_init(&s, alg_cases[a].alg, 5, WINDOW_MS_MAX,
+		    burst_of(alg_cases[a].burst, 5));
+		ck_assert(sim_hit(&s, 0, &d));
+		ck_assert(sim_hit(&s, RLG_TIME_MS_MAX, &d));
+	}
+}
+END_TEST
+
+/*
+ * The extremes of every input, for every algorithm: no overflow (the
+ * sanitizers watch), and the shared contract holds.
+ */
+START_TEST(test_extremes)
+{
+	static const int64_t limits[] = { 1, 2, 1000, RLG_LIMIT_MAX };
+	static const int64_t windows[] = { 1, 1000, WINDOW_MS_MAX };
+	static const enum burst_kind bursts[] = { B_ONE, B_LIMIT, B_MORE };
+	static const int64_t nows[] = { INT64_MIN, -1, 0, 1, T0,
+	    RLG_TIME_MS_MAX - 1, RLG_TIME_MS_MAX, RLG_TIME_MS_MAX + 1,
+	    INT64_MAX };
+	static const struct rlg_state states[] = {
+		{ 0, 0, 0, 0, 0 },
+		{ INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX },
+		{ INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN },
+		{ RLG_TIME_MS_MAX, 1, 1, RLG_TIME_MS_MAX * 1000, 0 },
+		{ T0, 1, 1, T0 * 1000, 0 },
+	};
+	static const int64_t log_a[] = { INT64_MIN, -5, 0, T0, RLG_TIME_MS_MAX,
+	    INT64_MAX };
+	struct rlg_policy p;
+	struct rlg_state out;
+	struct rlg_decision d;
+	bool append;
+	size_t a, l, w, b, n, s, k;
+	int64_t burst;
+
+	for (a = 0; a < 4; a++)
+	for (l = 0; l < sizeof limits / sizeof limits[0]; l++)
+	for (w = 0; w < sizeof windows / sizeof windows[0]; w++)
+	for (b = 0; b < sizeof bursts / sizeof bursts[0]; b++) {
+		burst = burst_of(bursts[b], limits[l]);
+		if (burst > RLG_BURST_MAX)
+			burst = RLG_BURST_MAX;
+		p = mkpolicy((enum rlg_algorithm)a, limits[l], windows[w],
+		    burst);
+		for (n = 0; n < sizeof nows / sizeof nows[0]; n++) {
+			if (p.algorithm == RLG_ALG_SLIDING_LOG) {
+				if (p.limit > RLG_SLIDING_LOG_LIMIT_MAX)
+					continue;
+				for (k = 0; k <= 6; k++) {
+					REQUIRE_EQ(
+					    rlg_limiter_sliding_log(&p,
+					    log_a + 6 - k, k, nows[n], &append,
+					    &out, &d), RLG_OK);
+					REQUIRE(d.reset_ms >= 1);
+					REQUIRE(d.admitted ? d.retry_ms == 0 :
+					    d.retry_ms >= 1 &&
+					    d.reset_ms == d.retry_ms);
+				}
+				continue;
+			}
+			for (s = 0; s < sizeof states / sizeof states[0];
+			    s++) {
+				REQUIRE_EQ(rlg_limiter_step(&p,
+				    &states[s], nows[n], &out, &d), RLG_OK);
+				REQUIRE(d.reset_ms >= 1);
+				REQUIRE(d.remaining >= 0);
+				if (d.admitted) {
+					REQUIRE_EQ(d.retry_ms, 0);
+				} else {
+					REQUIRE(d.retry_ms >= 1);
+					REQUIRE_EQ(d.reset_ms,
+					    d.retry_ms);
+					REQUIRE(memcmp(&out, &states[s],
+					    sizeof out) == 0);
+				}
+			}
+		}
+	}
+}
+END_TEST
+
+/* limit 1 and window 1 (ms and s): every algorithm stays in bounds. */
+START_TEST(test_limit_one_window_one)
+{
+	static const int64_t windows[] = { 1, 1000 };
+	struct sim s;
+	size_t a, w;
+	int64_t t, limit;
+
+	for (a = 0; a < N_ALG_CASES; a++)
+	for (w = 0; w < 2; w++)
+	for (limit = 1; limit <= 2; limit++) {
+		sim_init(&s, alg_cases[a].alg, limit, windows[w],
+		    burst_of(alg_cases[a].burst, limit));
+		run_a.n = 0;
+		for (t = T0; t < T0 + 5000; t++) {
+			(void)run_hit(&s, &run_a, t, t);
+			(void)run_hit(&s, &run_a, t, t);
+		}
+		ck_assert_int_le(max_in_span(&run_a, windows[w]),
+		    span_bound(&s));
+		ck_assert_int_gt(run_a.n, 0);
+		if (alg_cases[a].alg == RLG_ALG_FIXED_WINDOW ||
+		    alg_cases[a].alg == RLG_ALG_SLIDING_LOG)
+			REQUIRE_EQ(run_a.n,
+			    limit * (5000 / windows[w]));
+	}
+	/* window 1 ms, limit 1: the sliding window admits every other ms */
+	sim_init(&s, RLG_ALG_SLIDING_WINDOW, 1, 1, 0);
+	run_a.n = 0;
+	for (t = T0; t < T0 + 100; t++)
+		(void)run_hit(&s, &run_a, t, t);
+	REQUIRE_EQ(run_a.n, 50);
+}
+END_TEST
+
+/* A limit of 1e9, with the largest windows: exact, no overflow. */
+START_TEST(test_large_limits)
+{
+	struct sim s;
+	struct rlg_decision d;
+	int64_t w = WINDOW_MS_MAX, t;
+
+	/* fixed: the last of 1e9 in a year-long window */
+	sim_init(&s, RLG_ALG_FIXED_WINDOW, RLG_LIMIT_MAX, w, 0);
+	ck_assert(sim_hit(&s, T0, &d));
+	ck_assert_int_eq(d.remaining, RLG_LIMIT_MAX - 1);
+	s.st.count = RLG_LIMIT_MAX - 1;
+	ck_assert(sim_hit(&s, T0 + 1, &d));
+	ck_assert_int_eq(d.remaining, 0);
+	ck_assert(!sim_hit(&s, T0 + 2, &d));
+
+	/* sliding: a full previous window of 1e9, half-way through */
+	sim_init(&s, RLG_ALG_SLIDING_WINDOW, RLG_LIMIT_MAX, w, 0);
+	t = w * 3 + w / 2;       /* w is even */
+	s.st.window_start_ms = w * 3;
+	s.st.prev_count = RLG_LIMIT_MAX;
+	ck_assert(sim_hit(&s, t, &d));
+	ck_assert_int_eq(d.remaining, RLG_LIMIT_MAX / 2 - 1);
+	s.st.count = RLG_LIMIT_MAX / 2;
+	ck_assert(!sim_hit(&s, t, &d));
+	ck_assert_int_eq(d.retry_ms, 1);
+	s.st.count = RLG_LIMIT_MAX;
+	ck_assert(!sim_hit(&s, t, &d));
+	ck_assert_int_eq(d.retry_ms, w / 2 + 1);
+	/* sliding: 1e9 per ms */
+	sim_init(&s, RLG_ALG_SLIDING_WINDOW, RLG_LIMIT_MAX, 1, 0);
+	ck_assert(sim_hit(&s, T0, &d));
+	ck_assert_int_eq(d.remaining, RLG_LIMIT_MAX - 1);
+
+	/* token bucket: 1e9 per second is held to 1 per us, burst 1e9 */
+	sim_init(&s, RLG_ALG_TOKEN_BUCKET, RLG_LIMIT_MAX, 1000,
+	    RLG_BURST_MAX);
+	ck_assert(sim_hit(&s, T0, &d));
+	ck_assert_int_eq(d.remaining, RLG_BURST_MAX - 1);
+	ck_assert_int_eq(d.reset_ms, 1);
+	/*
+	 * 1 per year, burst 1e9: the tolerance is capped at 1e18 us
+	 * (limiter.h): floor(1e18 / T) more at once after the first (the
+	 * remaining of a fresh bucket is floor(tau / T)), not 1e9 - 1.
+	 */
+	sim_init(&s, RLG_ALG_TOKEN_BUCKET, 1, w, RLG_BURST_MAX);
+	ck_assert(sim_hit(&s, T0, &d));
+	ck_assert_int_eq(d.remaining, 1000000000000000000LL /
+	    gcra_t_us(&s.p));
+	ck_assert_int_eq(d.remaining, 31623);
+	s.st.tat_us += (d.remaining - 1) * gcra_t_us(&s.p);
+	ck_assert(sim_hit(&s, T0, &d));
+	ck_assert_int_eq(d.remaining, 0);
+	ck_assert(!sim_hit(&s, T0, &d));
+	ck_assert_int_le(d.retry_ms, w);
+	/* 1 per year, burst 1 */
+	sim_init(&s, RLG_ALG_TOKEN_BUCKET, 1, w, 1);
+	ck_assert(sim_hit(&s, RLG_TIME_MS_MAX, &d));
+	ck_assert(!sim_hit(&s, RLG_TIME_MS_MAX, &d));
+	ck_assert_int_eq(d.retry_ms, w);
+}
+END_TEST
+
+/* GCRA: burst 1 is strict spacing; burst > limit lends more at once. */
+START_TEST(test_token_bucket_burst)
+{
+	struct sim s;
+	struct rlg_decision d;
+	int64_t i;
+
+	/* 5 per 5 s with burst 10: 10 at once, then one per second. */
+	sim_init(&s, RLG_ALG_TOKEN_BUCKET, 5, 5000, 10);
+	for (i = 0; i < 10; i++) {
+		ck_assert(sim_hit(&s, T0, &d));
+		ck_assert_int_eq(d.remaining, 9 - i);
+	}
+	ck_assert(!sim_hit(&s, T0, &d));
+	ck_assert_int_eq(d.retry_ms, 1000);
+	ck_assert_int_eq(s.st.tat_us, (T0 + 10000) * 1000);
+	ck_assert_int_eq(s.st.expires_ms, T0 + 10000);
+	/* burst 1: never two closer than T, even a fresh client. */
+	sim_init(&s, RLG_ALG_TOKEN_BUCKET, 5, 5000, 1);
+	ck_assert(sim_hit(&s, T0, &d));
+	ck_assert_int_eq(d.remaining, 0);
+	ck_assert(!sim_hit(&s, T0, &d));
+	ck_assert_int_eq(d.retry_ms, 1000);
+}
+END_TEST
+
+/* Rows that no step can produce: bounded, never a crash, never looser. */
+START_TEST(test_damaged_rows)
+{
+	struct sim s;
+	struct rlg_decision d;
+
+	sim_init(&s, RLG_ALG_SLIDING_WINDOW, 5, 10000, 0);
+	s.st.window_start_ms = T0;
+	s.st.count = 1000;
+	s.st.prev_count = -4;
+	ck_assert(!sim_hit(&s, T0 + 1, &d));
+	s.st.count = -1;
+	s.st.prev_count = INT64_MAX;
+	ck_assert(!sim_hit(&s, T0, &d));      /* prev counts as 5 */
+	ck_assert_int_eq(d.retry_ms, 1);
+	ck_assert(sim_hit(&s, T0 + 1, &d));
+	/*
+	 * A window start that is not aligned (the window was changed):
+	 * taken as the aligned window it falls in.
+	 */
+	sim_init(&s, RLG_ALG_SLIDING_WINDOW, 5, 10000, 0);
+	s.st.window_start_ms = T0 + 3333;
+	s.st.count = 5;
+	ck_assert(!sim_hit(&s, T0 + 5000, &d));
+	ck_assert_int_eq(d.retry_ms, 5001);
+	ck_assert(sim_hit(&s, T0 + 10001, &d));
+	sim_init(&s, RLG_ALG_FIXED_WINDOW, 5, 10000, 0);
+	s.st.window_start_ms = T0 + 3333;
+	s.st.count = 5;
+	ck_assert(!sim_hit(&s, T0 + 5000, &d));
+	ck_assert_int_eq(d.retry_ms, 5000);
+	ck_assert(sim_hit(&s, T0 + 10000, &d));
+	/*
+	 * The fixed window takes an empty row as fresh even when it is
+	 * stamped in the future (no step stores count 0): now's window.
+	 */
+	sim_init(&s, RLG_ALG_FIXED_WINDOW, 5, 10000, 0);
+	s.st.window_start_ms = T0 + HOUR_MS;
+	ck_assert(sim_hit(&s, T0 + 5000, &d));
+	ck_assert_int_eq(s.st.window_start_ms, T0);
+	ck_assert_int_eq(d.reset_ms, 5000);
+
+	sim_init(&s, RLG_ALG_TOKEN_BUCKET, 5, 10000, 5);
+	s.st.tat_us = INT64_MAX;
+	ck_assert(!sim_hit(&s, T0, &d));
+	s.st.tat_us = INT64_MIN;
+	ck_assert(sim_hit(&s, T0, &d));
+	ck_assert_int_eq(d.remaining, 4);
+}
+END_TEST
+
+/* ---- properties: many requests, every span of one window ---- */
+
+/*
+ * A client hammering every 1 ms for 5 windows of 60 per 60 s. Also the
+ * quota is not withheld: fixed and log admit exactly 60 per window.
+ */
+START_TEST(test_prop_hammer)
+{
+	struct sim s;
+	size_t a;
+	int64_t t, best, bound;
+
+	for (a = 0; a < N_ALG_CASES; a++) {
+		sim_init(&s, alg_cases[a].alg, 60, MINUTE_MS,
+		    burst_of(alg_cases[a].burst, 60));
+		run_a.n = 0;
+		for (t = T0; t < T0 + 5 * MINUTE_MS; t++)
+			(void)run_hit(&s, &run_a, t, t);
+		best = max_in_span(&run_a, MINUTE_MS);
+		bound = span_bound(&s);
+		ck_assert_int_le(best, bound);
+		switch (alg_cases[a].alg) {
+		case RLG_ALG_FIXED_WINDOW:
+		case RLG_ALG_SLIDING_LOG:
+			REQUIRE_EQ(run_a.n, 5 * 60);
+			REQUIRE_EQ(count_between(&run_a, T0 + MINUTE_MS,
+			    T0 + 2 * MINUTE_MS), 60);
+			REQUIRE_EQ(best, 60);
+			break;
+		case RLG_ALG_TOKEN_BUCKET:
+			/* the bound is tight: burst at once, then 1/s */
+			REQUIRE_EQ(best, bound);
+			break;
+		case RLG_ALG_SLIDING_WINDOW:
+			ck_assert_int_lt(best, 2 * 60);
+			break;
+		}
+#ifdef RLG_LIMITER_REPORT
+		printf("hammer 1/ms, 60/60 s, 5 windows: %-28s admitted %zu,"
+		    " max per 60 s span %lld (bound %lld)\n",
+		    alg_cases[a].label, run_a.n, (long long)best,
+		    (long long)bound);
+#endif
+	}
+}
+END_TEST
+
+/*
+ * The seed's attack on every window: idle, then hammering from the last
+ * second of a window to the end of the first second of the next. The
+ * fixed window reaches 2 * limit; the others stay within their bounds.
+ */
+START_TEST(test_prop_boundary_attack)
+{
+	struct sim s;
+	size_t a;
+	int64_t t, k, best, bound, two_s;
+
+	for (a = 0; a < N_ALG_CASES; a++) {
+		sim_init(&s, alg_cases[a].alg, 60, MINUTE_MS,
+		    burst_of(alg_cases[a].burst, 60));
+		run_a.n = 0;
+		two_s = 0;
+		for (k = 1; k <= 6; k += 2) {
+			for (t = T0 + k * MINUTE_MS - 1000;
+			    t < T0 + k * MINUTE_MS + 1000; t++)
+				(void)run_hit(&s, &run_a, t, t);
+			if (k == 1)
+				two_s = (int64_t)run_a.n;
+		}
+		best = max_in_span(&run_a, MINUTE_MS);
+		bound = span_bound(&s);
+		ck_assert_int_le(best, bound);
+		switch (alg_cases[a].alg) {
+		case RLG_ALG_FIXED_WINDOW:
+			REQUIRE_EQ(best, 2 * 60);
+			break;
+		case RLG_ALG_SLIDING_WINDOW:
+			ck_assert_int_le(two_s, 60 + 1 + 1);
+			ck_assert_int_lt(best, 2 * 60);
+			break;
+		case RLG_ALG_SLIDING_LOG:
+			REQUIRE_EQ(best, 60);
+			break;
+		case RLG_ALG_TOKEN_BUCKET:
+			break;
+		}
+#ifdef RLG_LIMITER_REPORT
+		printf("boundary attack, 60/60 s: %-28s first 2 s %lld,"
+		    " max per 60 s span %lld (bound %lld)\n",
+		    alg_cases[a].label, (long long)two_s, (long long)best,
+		    (long long)bound);
+#endif
+	}
+}
+END_TEST
+
+/*
+ * Pseudo-random arrivals (fixed seed) for several policies: the client
+ * switches now and then between hammering, sending at about the limit's
+ * rate, sending sparsely, and long silences. Every span of one window
+ * stays within bounds, and every decision is checked for exactness on
+ * the way.
+ */
+START_TEST(test_prop_random)
+{
+	static const struct { int64_t limit, window_ms; } pol[] = {
+		{ 60, MINUTE_MS }, { 5, 1000 }, { 1, 1000 }, { 3, 1 },
+		{ 7, 10000 },
+	};
+	struct sim s;
+	uint64_t x;
+	size_t a, q;
+	int64_t t, i, w, gap, mode, best, bound;
+
+	for (a = 0; a < N_ALG_CASES; a++)
+	for (q = 0; q < sizeof pol / sizeof pol[0]; q++) {
+		w = pol[q].window_ms;
+		sim_init(&s, alg_cases[a].alg, pol[q].limit, w,
+		    burst_of(alg_cases[a].burst, pol[q].limit));
+		x = 0x2231e809da0746a5ULL + q;
+		run_a.n = 0;
+		t = T0 + 13;
+		mode = 0;
+		for (i = 0; i < 20000; i++) {
+			(void)run_hit(&s, &run_a, t, t);
+			if (xorshift(&x) % 100 == 0)
+				mode = (int64_t)(xorshift(&x) % 3);
+			if (mode == 0)
+				gap = 3;                       /* hammering */
+			else if (mode == 1)
+				gap = 2 * w / pol[q].limit + 1;  /* ~ the rate */
+			else
+				gap = w / 4 + 1;               /* sparse */
+			if (xorshift(&x) % 200 == 0)
+				gap = 3 * w;                   /* silence */
+			t += (int64_t)(xorshift(&x) % (uint64_t)gap);
+		}
+		best = max_in_span(&run_a, w);
+		bound = span_bound(&s);
+		if (best > bound)
+			ck_abort_msg("%s, %lld per %lld ms: %lld in one window"
+			    " > %lld", alg_cases[a].label,
+			    (long long)pol[q].limit, (long long)w,
+			    (long long)best, (long long)bound);
+		ck_assert_int_gt(run_a.n, 0);
+#ifdef RLG_LIMITER_REPORT
+		if (q == 0)
+			printf("random arrivals, 60/60 s: %-28s admitted %zu"
+			    " of 20000, max per 60 s span %lld (bound %lld)\n",
+			    alg_cases[a].label, run_a.n, (long long)best,
+			    (long long)bound);
+#endif
+	}
+}
+END_TEST
+
 Suite *
 rlg_limiter_suite(void)
 {
 	Suite *s = suite_create("limiter");
-	TCase *core = tcase_create("core"), *limits = tcase_create("limits");
+	TCase *core = tcase_create("core");
+	TCase *boundary = tcase_create("boundary");
+	TCase *limits = tcase_create("limits");
+	TCase *props = tcase_create("properties");
 
 	tcase_add_test(core, test_admits_limit_then_rejects);
 	tcase_add_test(core, test_window_aligned_and_resets);
 	tcase_add_test(core, test_boundary_burst);
+	tcase_add_test(core, test_names_and_dispatch);
+	tcase_add_test(core, test_fixed_unused_fields);
+	tcase_add_test(core, test_sliding_window_table);
+	tcase_add_test(core, test_token_bucket_table);
+	tcase_add_test(core, test_token_bucket_sub_ms);
+	tcase_add_test(core, test_sliding_log_table);
+
+	tcase_add_test(boundary, test_fixed_edges);
+	tcase_add_test(boundary, test_sliding_window_edges);
+	tcase_add_test(boundary, test_sliding_window_worst_span);
+	tcase_add_test(boundary, test_token_bucket_edges);
+	tcase_add_test(boundary, test_sliding_log_edges);
+	tcase_add_test(boundary, test_retry_brute_force);
+	tcase_add_test(boundary, test_seed_scenario);
+
 	tcase_add_test(limits, test_clock_backwards_is_clamped);
 	tcase_add_test(limits, test_limit_one_and_big_window);
 	tcase_add_test(limits, test_damaged_state);
 	tcase_add_test(limits, test_bad_policy);
+	tcase_add_test(limits, test_bad_policy_per_algorithm);
+	tcase_add_test(limits, test_rejected_is_bit_identical);
+	tcase_add_test(limits, test_clock_back_never_grants_more);
+	tcase_add_test(limits, test_clock_back_runs);
+	tcase_add_test(limits, test_sliding_window_clock_back);
+	tcase_add_test(limits, test_token_bucket_clock_back);
+	tcase_add_test(limits, test_sliding_log_clock_back);
+	tcase_add_test(limits, test_sliding_log_feed);
+	tcase_add_test(limits, test_huge_gaps);
+	tcase_add_test(limits, test_extremes);
+	tcase_add_test(limits, test_limit_one_window_one);
+	tcase_add_test(limits, test_large_limits);
+	tcase_add_test(limits, test_token_bucket_burst);
+	tcase_add_test(limits, test_damaged_rows);
+
+	tcase_add_test(props, test_prop_hammer);
+	tcase_add_test(props, test_prop_boundary_attack);
+	tcase_add_test(props, test_prop_random);
+
+	/* Hundreds of thousands of steps, slower under the sanitizers. */
+	tcase_set_timeout(limits, 120);
+	tcase_set_timeout(props, 120);
 	suite_add_tcase(s, core);
+	suite_add_tcase(s, boundary);
 	suite_add_tcase(s, limits);
+	suite_add_tcase(s, props);
 	return s;
 }
