@@ -11,6 +11,13 @@
  * keeps the current section. Every problem is collected with its line
  * number and all are printed at the end, in line order, so an operator
  * fixes a config in one pass.
+ *
+ * Policies are built in file order, one per distinct [policy NAME]; a
+ * repeated section merges into the first, as every section does. Checks
+ * that span keys (burst needs token_bucket, sliding_log caps the limit) run
+ * once the whole file is read, since the keys may come in any order; their
+ * problems carry the line of the key at fault, so the sort puts them in
+ * place.
  */
 #include <assert.h>
 #include <ctype.h>
@@ -40,7 +47,25 @@ enum rlg_sect {
 	RLG_SECT_BAD,          /* a bad header, already reported: ignore keys */
 	RLG_SECT_STORE,
 	RLG_SECT_HEADERS,
-	RLG_SECT_POLICY,       /* [policy default], the only one for now */
+	RLG_SECT_RESPONSE,
+	RLG_SECT_POLICY,       /* [policy NAME]: the policy rlg_parse.cur */
+};
+
+/* A word of the config and the enum value it stands for. */
+struct rlg_word {
+	const char *name;
+	int value;
+};
+
+/*
+ * What the parse knows of one policy beyond the policy itself: how to name
+ * it in messages and where its keys were, for the checks made at the end.
+ */
+struct rlg_policy_build {
+	char label[sizeof "[policy ]" + RLG_POLICY_NAME_MAX];
+	bool algorithm_ok;     /* algorithm was set to a known value */
+	int limit_line;        /* line of a valid limit, or 0: default */
+	int burst_line;        /* line of a valid burst, or 0: default */
 };
 
 struct rlg_parse;
@@ -79,9 +104,21 @@ struct rlg_parse {
 	size_t linecap;        /* bytes allocated at line */
 
 	enum rlg_sect sect;    /* section of the next key line */
-	int *first_line;       /* per rlg_keys entry: line it was set on, or 0 */
+	size_t cur;            /* RLG_SECT_POLICY: index in pols */
+	/*
+	 * The line each key was first set on, or 0, per scope: scope 0 holds
+	 * the keys outside policies, scope 1 + i those of pols[i]. Indexed
+	 * scope * RLG_NKEYS + the key's index in rlg_keys.
+	 */
+	int *first_line;
 
 	struct rlg_config *cfg;    /* being built over the defaults */
+	/* The [policy NAME] sections so far, in file order; they replace the
+	 * built-in "default" at the end if there is at least one. */
+	struct rlg_policy *pols;           /* RLG_POLICIES_MAX allocated */
+	struct rlg_policy_build *builds;   /* one per pols entry */
+	size_t npols;
+	bool too_many;         /* the cap on policies has been reported */
 
 	struct rlg_problem *problems;
 	size_t nproblems;
@@ -98,12 +135,19 @@ static int rlg_src_getc(struct rlg_parse *p);
 static void rlg_end_line(struct rlg_parse *p);
 static void rlg_classify_line(struct rlg_parse *p, const char *buf);
 static void rlg_section_line(struct rlg_parse *p);
+static void rlg_policy_section(struct rlg_parse *p, const char *name);
+static bool rlg_policy_name_ok(struct rlg_parse *p, const char *name);
+static void rlg_policies_finish(struct rlg_parse *p);
+static struct rlg_policy *rlg_cur_policy(struct rlg_parse *p);
+static struct rlg_policy_build *rlg_cur_build(struct rlg_parse *p);
+static int *rlg_first_line(struct rlg_parse *p, size_t scope, size_t key);
+static size_t rlg_key_index(enum rlg_sect sect, const char *name);
 static void rlg_syntax_error(struct rlg_parse *p);
 static const char *rlg_find_chars_or_comment(const char *s,
     const char *chars);
 static char *rlg_lskip(char *s);
 static void rlg_rstrip(char *s);
-static const char *rlg_sect_label(enum rlg_sect sect);
+static const char *rlg_sect_label(const struct rlg_parse *p);
 static void rlg_problem(struct rlg_parse *p, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void rlg_vproblem(struct rlg_parse *p, int line, const char *fmt,
@@ -115,7 +159,11 @@ static char *rlg_vformat(const char *fmt, va_list ap)
 static int rlg_problem_cmp(const void *a, const void *b);
 static bool rlg_parse_int(const char *s, long long min, long long max,
     long long *out);
-static bool rlg_word_in(const char *s, const char *const *words);
+static const struct rlg_word *rlg_word_find(const char *s,
+    const struct rlg_word *words);
+static char *rlg_word_list(const struct rlg_word *words);
+static bool rlg_set_word(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value, const struct rlg_word *words, int *out);
 static void rlg_set_int(struct rlg_parse *p, const struct rlg_key *k,
     const char *value, long long min, long long max, long long *out,
     bool *ok);
@@ -127,11 +175,15 @@ static void rlg_set_on_error(struct rlg_parse *p, const struct rlg_key *k,
     const char *value);
 static void rlg_set_style(struct rlg_parse *p, const struct rlg_key *k,
     const char *value);
+static void rlg_set_errors(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value);
 static void rlg_set_algorithm(struct rlg_parse *p, const struct rlg_key *k,
     const char *value);
 static void rlg_set_limit(struct rlg_parse *p, const struct rlg_key *k,
     const char *value);
 static void rlg_set_window(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value);
+static void rlg_set_burst(struct rlg_parse *p, const struct rlg_key *k,
     const char *value);
 static void rlg_set_key(struct rlg_parse *p, const struct rlg_key *k,
     const char *value);
@@ -142,19 +194,40 @@ static const struct rlg_key rlg_keys[] = {
 	{ RLG_SECT_STORE, "busy_timeout_ms", rlg_set_busy_timeout },
 	{ RLG_SECT_STORE, "on_error", rlg_set_on_error },
 	{ RLG_SECT_HEADERS, "style", rlg_set_style },
+	{ RLG_SECT_RESPONSE, "errors", rlg_set_errors },
 	{ RLG_SECT_POLICY, "algorithm", rlg_set_algorithm },
 	{ RLG_SECT_POLICY, "limit", rlg_set_limit },
 	{ RLG_SECT_POLICY, "window", rlg_set_window },
+	{ RLG_SECT_POLICY, "burst", rlg_set_burst },
 	{ RLG_SECT_POLICY, "key", rlg_set_key },
 };
 #define RLG_NKEYS (sizeof rlg_keys / sizeof rlg_keys[0])
 
-/* Words of the design that this version knows but does not implement. */
-static const char *const rlg_styles_later[] = {
-	"ietf", "x-ratelimit", "all", "none", NULL
+/* The words each enum key accepts, in the order the messages list them. */
+static const struct rlg_word rlg_on_error_words[] = {
+	{ "closed", RLG_ON_ERROR_CLOSED },
+	{ "open", RLG_ON_ERROR_OPEN },
+	{ NULL, 0 }
 };
-static const char *const rlg_algorithms_later[] = {
-	"sliding_window", "token_bucket", "sliding_log", NULL
+static const struct rlg_word rlg_style_words[] = {
+	{ "draft03", RLG_STYLE_DRAFT03 },
+	{ "ietf", RLG_STYLE_IETF },
+	{ "x-ratelimit", RLG_STYLE_X_RATELIMIT },
+	{ "all", RLG_STYLE_ALL },
+	{ "none", RLG_STYLE_NONE },
+	{ NULL, 0 }
+};
+static const struct rlg_word rlg_error_format_words[] = {
+	{ "json", RLG_ERRORS_JSON },
+	{ "problem", RLG_ERRORS_PROBLEM },
+	{ NULL, 0 }
+};
+static const struct rlg_word rlg_algorithm_words[] = {
+	{ "fixed_window", RLG_ALG_FIXED_WINDOW },
+	{ "sliding_window", RLG_ALG_SLIDING_WINDOW },
+	{ "token_bucket", RLG_ALG_TOKEN_BUCKET },
+	{ "sliding_log", RLG_ALG_SLIDING_LOG },
+	{ NULL, 0 }
 };
 
 struct rlg_config *
@@ -169,6 +242,7 @@ rlg_config_defaults(void)
 	cfg->store.busy_timeout_ms = RLG_DEFAULT_BUSY_TIMEOUT_MS;
 	cfg->store.on_error = RLG_ON_ERROR_CLOSED;
 	cfg->style = RLG_STYLE_DRAFT03;
+	cfg->errors = RLG_ERRORS_JSON;
 
 	cfg->npolicies = 1;
 	cfg->policies = rlg_xcalloc(cfg->npolicies, sizeof *cfg->policies);
@@ -177,6 +251,7 @@ rlg_config_defaults(void)
 	pol->algorithm = RLG_ALG_FIXED_WINDOW;
 	pol->limit = RLG_DEFAULT_LIMIT;
 	pol->window_ms = (int64_t)RLG_DEFAULT_WINDOW_S * 1000;
+	pol->burst = pol->limit;
 	pol->key = RLG_KEY_IP;
 	return cfg;
 }
@@ -259,6 +334,26 @@ rlg_style_name(enum rlg_header_style s)
 	switch (s) {
 	case RLG_STYLE_DRAFT03:
 		return "draft03";
+	case RLG_STYLE_IETF:
+		return "ietf";
+	case RLG_STYLE_X_RATELIMIT:
+		return "x-ratelimit";
+	case RLG_STYLE_ALL:
+		return "all";
+	case RLG_STYLE_NONE:
+		return "none";
+	}
+	return "unknown";
+}
+
+const char *
+rlg_error_format_name(enum rlg_error_format f)
+{
+	switch (f) {
+	case RLG_ERRORS_JSON:
+		return "json";
+	case RLG_ERRORS_PROBLEM:
+		return "problem";
 	}
 	return "unknown";
 }
@@ -282,8 +377,11 @@ rlg_config_parse(const char *name, FILE *fp, const char *text, FILE *errs,
 	p.fp = fp;
 	p.text = text;
 	p.sect = RLG_SECT_NONE;
-	p.first_line = rlg_xcalloc(RLG_NKEYS, sizeof *p.first_line);
+	p.first_line = rlg_xcalloc((1 + RLG_POLICIES_MAX) * RLG_NKEYS,
+	    sizeof *p.first_line);
 	p.cfg = rlg_config_defaults();
+	p.pols = rlg_xcalloc(RLG_POLICIES_MAX, sizeof *p.pols);
+	p.builds = rlg_xcalloc(RLG_POLICIES_MAX, sizeof *p.builds);
 
 	rlg_config_set_inih();
 	rc = ini_parse_stream(rlg_config_reader, &p, rlg_config_handler, &p);
@@ -293,6 +391,7 @@ rlg_config_parse(const char *name, FILE *fp, const char *text, FILE *errs,
 		rlg_problem(&p, 0, "cannot read: %s", strerror(p.read_errno));
 	else if (rc < 0)
 		rlg_problem(&p, 0, "cannot parse: out of memory");
+	rlg_policies_finish(&p);
 
 	n = p.nproblems > INT_MAX ? INT_MAX : (int)p.nproblems;
 	if (p.nproblems > 1)
@@ -417,7 +516,8 @@ rlg_config_handler(void *user, const char *section, const char *name,
 {
 	struct rlg_parse *p = user;
 	const struct rlg_key *k = NULL;
-	size_t i;
+	size_t i, scope;
+	int *first;
 
 	(void)section;     /* the reader keeps the section: inih cuts names */
 	p->got_handler = true;
@@ -444,15 +544,16 @@ rlg_config_handler(void *user, const char *section, const char *name,
 	}
 	if (k == NULL) {
 		rlg_problem(p, p->lineno, "%s unknown key \"%s\"",
-		    rlg_sect_label(p->sect), name);
+		    rlg_sect_label(p), name);
 		return 1;
 	}
-	if (p->first_line[i] != 0) {
-		rlg_key_problem(p, k, "set twice (first on line %d)",
-		    p->first_line[i]);
+	scope = p->sect == RLG_SECT_POLICY ? 1 + p->cur : 0;
+	first = rlg_first_line(p, scope, i);
+	if (*first != 0) {
+		rlg_key_problem(p, k, "set twice (first on line %d)", *first);
 		return 1;
 	}
-	p->first_line[i] = p->lineno;
+	*first = p->lineno;
 	if (value == NULL || *value == '\0') {
 		rlg_key_problem(p, k, "must not be empty");
 		return 1;
@@ -567,21 +668,174 @@ rlg_section_line(struct rlg_parse *p)
 		p->sect = RLG_SECT_STORE;
 	} else if (strcmp(inner, "headers") == 0) {
 		p->sect = RLG_SECT_HEADERS;
+	} else if (strcmp(inner, "response") == 0) {
+		p->sect = RLG_SECT_RESPONSE;
 	} else if (strncmp(inner, "policy", 6) == 0 &&
 	    (inner[6] == '\0' || isspace((unsigned char)inner[6]))) {
 		pname = rlg_lskip(inner + 6);
 		if (*pname == '\0')
 			rlg_problem(p, p->lineno, "section [policy] has no name "
 			    "(expected [policy NAME])");
-		else if (strcmp(pname, "default") == 0)
-			p->sect = RLG_SECT_POLICY;
 		else
-			rlg_problem(p, p->lineno, "unsupported section "
-			    "[policy %s]: only [policy default] is supported "
-			    "in this version", pname);
+			rlg_policy_section(p, pname);
 	} else {
 		rlg_problem(p, p->lineno, "unknown section [%s]", inner);
 	}
+}
+
+/*
+ * A "[policy NAME]" header with a non-empty name: the policy of that name,
+ * a new one (with the defaults) if it is the first such section, or a
+ * reported problem (a bad name, one policy too many).
+ */
+static void
+rlg_policy_section(struct rlg_parse *p, const char *name)
+{
+	struct rlg_policy *pol;
+	size_t i;
+
+	if (!rlg_policy_name_ok(p, name))
+		return;
+	for (i = 0; i < p->npols; i++) {
+		if (strcmp(p->pols[i].name, name) == 0) {
+			p->sect = RLG_SECT_POLICY;
+			p->cur = i;
+			return;
+		}
+	}
+	if (p->npols == RLG_POLICIES_MAX) {
+		/* Once: every section after it is one too many as well. */
+		if (!p->too_many)
+			rlg_problem(p, p->lineno, "too many policies: "
+			    "[policy %s] would be number %d, at most %d are "
+			    "allowed", name, RLG_POLICIES_MAX + 1,
+			    RLG_POLICIES_MAX);
+		p->too_many = true;
+		return;
+	}
+	pol = &p->pols[p->npols];
+	pol->name = rlg_xstrdup(name);
+	pol->algorithm = RLG_ALG_FIXED_WINDOW;
+	pol->limit = RLG_DEFAULT_LIMIT;
+	pol->window_ms = (int64_t)RLG_DEFAULT_WINDOW_S * 1000;
+	pol->burst = 0;        /* until the end: the limit, unless set */
+	pol->key = RLG_KEY_IP;
+	snprintf(p->builds[p->npols].label, sizeof p->builds[p->npols].label,
+	    "[policy %s]", name);
+	p->sect = RLG_SECT_POLICY;
+	p->cur = p->npols++;
+}
+
+/*
+ * Whether name (not empty) may name a policy: at most RLG_POLICY_NAME_MAX
+ * bytes of [A-Za-z0-9_.-], as it goes into the database and the logs
+ * unquoted. Reports it if not. No locale: isalnum would take more.
+ */
+static bool
+rlg_policy_name_ok(struct rlg_parse *p, const char *name)
+{
+	const char *s;
+
+	for (s = name; *s != '\0'; s++) {
+		if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+		    (*s >= '0' && *s <= '9') || *s == '_' || *s == '.' ||
+		    *s == '-')) {
+			rlg_problem(p, p->lineno, "bad policy name \"%s\": "
+			    "only A-Z a-z 0-9 _ . - are allowed", name);
+			return false;
+		}
+	}
+	if ((size_t)(s - name) > RLG_POLICY_NAME_MAX) {
+		rlg_problem(p, p->lineno, "bad policy name \"%s\": at most %d "
+		    "bytes (got %zu)", name, RLG_POLICY_NAME_MAX,
+		    (size_t)(s - name));
+		return false;
+	}
+	return true;
+}
+
+/*
+ * After the whole file: the checks that span keys of one policy, the
+ * burst default, and the policies of the file in place of the built-in
+ * one. A policy whose algorithm was bad (already reported) is not
+ * checked further: its algorithm is unknown.
+ */
+static void
+rlg_policies_finish(struct rlg_parse *p)
+{
+	struct rlg_policy *pol;
+	struct rlg_policy_build *b;
+	size_t i, alg_key;
+
+	alg_key = rlg_key_index(RLG_SECT_POLICY, "algorithm");
+	for (i = 0; i < p->npols; i++) {
+		pol = &p->pols[i];
+		b = &p->builds[i];
+		if (b->burst_line == 0)
+			pol->burst = pol->limit;
+		if (!b->algorithm_ok && *rlg_first_line(p, 1 + i, alg_key) != 0)
+			continue;
+		if (b->burst_line != 0 && pol->algorithm != RLG_ALG_TOKEN_BUCKET)
+			rlg_problem(p, b->burst_line, "%s burst: applies only "
+			    "to algorithm = token_bucket", b->label);
+		if (b->limit_line != 0 && pol->algorithm == RLG_ALG_SLIDING_LOG &&
+		    pol->limit > RLG_SLIDING_LOG_LIMIT_MAX)
+			rlg_problem(p, b->limit_line, "%s limit: sliding_log "
+			    "keeps one row per request: at most %lld "
+			    "(got \"%lld\")", b->label,
+			    (long long)RLG_SLIDING_LOG_LIMIT_MAX,
+			    (long long)pol->limit);
+	}
+	if (p->npols == 0) {
+		free(p->pols);
+		free(p->builds);
+		return;
+	}
+	for (i = 0; i < p->cfg->npolicies; i++)
+		free(p->cfg->policies[i].name);
+	free(p->cfg->policies);
+	p->cfg->policies = rlg_xcalloc(p->npols, sizeof *p->cfg->policies);
+	memcpy(p->cfg->policies, p->pols, p->npols * sizeof *p->pols);
+	p->cfg->npolicies = p->npols;
+	free(p->pols);
+	free(p->builds);
+}
+
+/* The policy the current [policy NAME] section sets. */
+static struct rlg_policy *
+rlg_cur_policy(struct rlg_parse *p)
+{
+	assert(p->sect == RLG_SECT_POLICY && p->cur < p->npols);
+	return &p->pols[p->cur];
+}
+
+static struct rlg_policy_build *
+rlg_cur_build(struct rlg_parse *p)
+{
+	assert(p->sect == RLG_SECT_POLICY && p->cur < p->npols);
+	return &p->builds[p->cur];
+}
+
+/* Where the first line of rlg_keys[key] in scope is kept (see first_line). */
+static int *
+rlg_first_line(struct rlg_parse *p, size_t scope, size_t key)
+{
+	assert(scope <= RLG_POLICIES_MAX && key < RLG_NKEYS);
+	return &p->first_line[scope * RLG_NKEYS + key];
+}
+
+/* The index in rlg_keys of a key that is there. */
+static size_t
+rlg_key_index(enum rlg_sect sect, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < RLG_NKEYS; i++)
+		if (rlg_keys[i].sect == sect &&
+		    strcmp(rlg_keys[i].name, name) == 0)
+			return i;
+	assert(!"no such key in rlg_keys");
+	return 0;
 }
 
 /* The current line is not "key = value" nor "[section]". */
@@ -628,17 +882,19 @@ rlg_rstrip(char *s)
 		s[--n] = '\0';
 }
 
-/* How a section is named in the messages. */
+/* How the current section is named in the messages. */
 static const char *
-rlg_sect_label(enum rlg_sect sect)
+rlg_sect_label(const struct rlg_parse *p)
 {
-	switch (sect) {
+	switch (p->sect) {
 	case RLG_SECT_STORE:
 		return "[store]";
 	case RLG_SECT_HEADERS:
 		return "[headers]";
+	case RLG_SECT_RESPONSE:
+		return "[response]";
 	case RLG_SECT_POLICY:
-		return "[policy default]";
+		return p->builds[p->cur].label;
 	case RLG_SECT_NONE:
 	case RLG_SECT_BAD:
 		break;
@@ -677,7 +933,8 @@ rlg_vproblem(struct rlg_parse *p, int line, const char *fmt, va_list ap)
 	p->nproblems++;
 }
 
-/* A problem with the value of key k: "[section] key: ...". */
+/* A problem with the value of key k, of the current section, on the
+ * current line: "[section] key: ...". */
 static void
 rlg_key_problem(struct rlg_parse *p, const struct rlg_key *k,
     const char *fmt, ...)
@@ -688,8 +945,9 @@ rlg_key_problem(struct rlg_parse *p, const struct rlg_key *k,
 	va_start(ap, fmt);
 	msg = rlg_vformat(fmt, ap);
 	va_end(ap);
-	rlg_problem(p, p->lineno, "%s %s: %s", rlg_sect_label(k->sect),
-	    k->name, msg);
+	assert(k->sect == p->sect);
+	rlg_problem(p, p->lineno, "%s %s: %s", rlg_sect_label(p), k->name,
+	    msg);
 	free(msg);
 }
 
@@ -744,13 +1002,55 @@ rlg_parse_int(const char *s, long long min, long long max, long long *out)
 	return true;
 }
 
-/* Whether s is one of the NULL-terminated words. */
-static bool
-rlg_word_in(const char *s, const char *const *words)
+/* The entry of words (ended by a NULL name) named s, or NULL. */
+static const struct rlg_word *
+rlg_word_find(const char *s, const struct rlg_word *words)
 {
-	for (; *words != NULL; words++)
-		if (strcmp(s, *words) == 0)
-			return true;
+	for (; words->name != NULL; words++)
+		if (strcmp(s, words->name) == 0)
+			return words;
+	return NULL;
+}
+
+/* The names of words as a new string "a, b, c", for the messages. */
+static char *
+rlg_word_list(const struct rlg_word *words)
+{
+	const struct rlg_word *w;
+	size_t len = 1;
+	char *s;
+
+	for (w = words; w->name != NULL; w++)
+		len += strlen(w->name) + 2;
+	s = rlg_xmalloc(len);
+	*s = '\0';
+	for (w = words; w->name != NULL; w++) {
+		if (w != words)
+			strcat(s, ", ");
+		strcat(s, w->name);
+	}
+	return s;
+}
+
+/*
+ * Stores the value of the word value in *out and returns true, or reports
+ * "must be one of ..." and returns false.
+ */
+static bool
+rlg_set_word(struct rlg_parse *p, const struct rlg_key *k, const char *value,
+    const struct rlg_word *words, int *out)
+{
+	const struct rlg_word *w;
+	char *list;
+
+	w = rlg_word_find(value, words);
+	if (w != NULL) {
+		*out = w->value;
+		return true;
+	}
+	list = rlg_word_list(words);
+	rlg_key_problem(p, k, "must be one of %s (got \"%s\")", list, value);
+	free(list);
 	return false;
 }
 
@@ -796,42 +1096,52 @@ static void
 rlg_set_on_error(struct rlg_parse *p, const struct rlg_key *k,
     const char *value)
 {
-	if (strcmp(value, "closed") == 0)
-		p->cfg->store.on_error = RLG_ON_ERROR_CLOSED;
-	else if (strcmp(value, "open") == 0)
-		p->cfg->store.on_error = RLG_ON_ERROR_OPEN;
-	else
-		rlg_key_problem(p, k, "must be one of closed, open "
-		    "(got \"%s\")", value);
+	int v;
+
+	if (rlg_set_word(p, k, value, rlg_on_error_words, &v))
+		p->cfg->store.on_error = (enum rlg_on_error)v;
 }
 
 static void
 rlg_set_style(struct rlg_parse *p, const struct rlg_key *k,
     const char *value)
 {
-	if (strcmp(value, "draft03") == 0)
-		p->cfg->style = RLG_STYLE_DRAFT03;
-	else if (rlg_word_in(value, rlg_styles_later))
-		rlg_key_problem(p, k, "\"%s\" is not supported yet "
-		    "(supported: draft03)", value);
-	else
-		rlg_key_problem(p, k, "must be one of draft03 (got \"%s\")",
-		    value);
+	int v;
+
+	if (rlg_set_word(p, k, value, rlg_style_words, &v))
+		p->cfg->style = (enum rlg_header_style)v;
+}
+
+static void
+rlg_set_errors(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	int v;
+
+	if (rlg_set_word(p, k, value, rlg_error_format_words, &v))
+		p->cfg->errors = (enum rlg_error_format)v;
 }
 
 static void
 rlg_set_algorithm(struct rlg_parse *p, const struct rlg_key *k,
     const char *value)
 {
-	if (strcmp(value, "fixed_window") == 0)
-		p->cfg->policies[0].algorithm = RLG_ALG_FIXED_WINDOW;
-	else if (rlg_word_in(value, rlg_algorithms_later))
-		rlg_key_problem(p, k, "\"%s\" is not supported yet "
-		    "(supported: fixed_window)", value);
-	else
-		rlg_key_problem(p, k, "unknown algorithm (got \"%s\")", value);
+	const struct rlg_word *w;
+	char *list;
+
+	w = rlg_word_find(value, rlg_algorithm_words);
+	if (w != NULL) {
+		rlg_cur_policy(p)->algorithm = (enum rlg_algorithm)w->value;
+		rlg_cur_build(p)->algorithm_ok = true;
+		return;
+	}
+	list = rlg_word_list(rlg_algorithm_words);
+	rlg_key_problem(p, k, "unknown algorithm (got \"%s\"): must be one "
+	    "of %s", value, list);
+	free(list);
 }
 
+/* The sliding_log cap waits for the end: algorithm may come later. */
 static void
 rlg_set_limit(struct rlg_parse *p, const struct rlg_key *k,
     const char *value)
@@ -840,8 +1150,10 @@ rlg_set_limit(struct rlg_parse *p, const struct rlg_key *k,
 	bool ok;
 
 	rlg_set_int(p, k, value, 1, RLG_LIMIT_MAX, &v, &ok);
-	if (ok)
-		p->cfg->policies[0].limit = v;
+	if (ok) {
+		rlg_cur_policy(p)->limit = v;
+		rlg_cur_build(p)->limit_line = p->lineno;
+	}
 }
 
 static void
@@ -853,14 +1165,29 @@ rlg_set_window(struct rlg_parse *p, const struct rlg_key *k,
 
 	rlg_set_int(p, k, value, 1, RLG_WINDOW_S_MAX, &v, &ok);
 	if (ok)
-		p->cfg->policies[0].window_ms = (int64_t)v * 1000;
+		rlg_cur_policy(p)->window_ms = (int64_t)v * 1000;
+}
+
+/* Whether the algorithm takes a burst waits for the end, like the cap. */
+static void
+rlg_set_burst(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	long long v;
+	bool ok;
+
+	rlg_set_int(p, k, value, 1, RLG_BURST_MAX, &v, &ok);
+	if (ok) {
+		rlg_cur_policy(p)->burst = v;
+		rlg_cur_build(p)->burst_line = p->lineno;
+	}
 }
 
 static void
 rlg_set_key(struct rlg_parse *p, const struct rlg_key *k, const char *value)
 {
 	if (strcmp(value, "ip") == 0)
-		p->cfg->policies[0].key = RLG_KEY_IP;
+		rlg_cur_policy(p)->key = RLG_KEY_IP;
 	else if (strncmp(value, "header:", 7) == 0 && value[7] != '\0')
 		rlg_key_problem(p, k, "\"%s\" is not supported yet "
 		    "(supported: ip)", value);

@@ -25,7 +25,20 @@ enum rlg_on_error {
 
 enum rlg_header_style {
 	RLG_STYLE_DRAFT03 = 0,     /* RateLimit-Limit / -Remaining / -Reset */
+	RLG_STYLE_IETF,            /* RateLimit-Policy + RateLimit (latest draft) */
+	RLG_STYLE_X_RATELIMIT,     /* X-RateLimit-Limit / -Remaining / -Reset */
+	RLG_STYLE_ALL,             /* all three of the above */
+	RLG_STYLE_NONE,            /* no rate-limit headers (Retry-After stays) */
 };
+
+enum rlg_error_format {
+	RLG_ERRORS_JSON = 0,       /* the seed's {"error":{"code":...}} */
+	RLG_ERRORS_PROBLEM,        /* RFC 9457 application/problem+json */
+};
+
+/* At most this many [policy NAME] sections; names are [A-Za-z0-9_.-]. */
+#define RLG_POLICIES_MAX     32
+#define RLG_POLICY_NAME_MAX  64
 
 struct rlg_store_config {
 	char *path;                /* SQLite file */
@@ -37,8 +50,9 @@ struct rlg_config {
 	char *source;              /* the file it came from, or NULL: built-in */
 	struct rlg_store_config store;
 	enum rlg_header_style style;
-	struct rlg_policy *policies;   /* npolicies entries; "default" first */
-	size_t npolicies;
+	enum rlg_error_format errors;  /* [response] errors */
+	struct rlg_policy *policies;   /* npolicies entries, in file order */
+	size_t npolicies;              /* 1..RLG_POLICIES_MAX */
 };
 
 /* Built-in defaults (used when no config file is found). */
@@ -86,8 +100,9 @@ const char *rlg_config_pick(const char *opt);
 /* Frees a config; NULL does nothing. */
 void rlg_config_free(struct rlg_config *cfg);
 
-/* Names for the logs: "closed"/"open", "draft03". */
+/* Names for the logs: "closed"/"open", "draft03", "json"/"problem". */
 const char *rlg_on_error_name(enum rlg_on_error e);
 const char *rlg_style_name(enum rlg_header_style s);
+const char *rlg_error_format_name(enum rlg_error_format f);
 
 #endif

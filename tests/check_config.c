@@ -1,8 +1,10 @@
 /*
  * check_config.c: the config loader. "core" checks what a good file
- * becomes, "errors" that every kind of problem is reported on its own line
- * with its exact line number and text, all of them in one pass, and
- * "files" the loading from disk and the choice of the file to load.
+ * becomes, "policies" the [policy NAME] sections (order, defaults, names,
+ * the cap, the checks that span keys), "errors" that every kind of problem
+ * is reported on its own line with its exact line number and text, all of
+ * them in one pass, and "files" the loading from disk and the choice of the
+ * file to load.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -29,10 +31,21 @@ static void rlg_t_expect(const char *text, int count, const char *want);
 static struct rlg_config *rlg_t_ok(const char *text);
 static const char *rlg_t_tmpdir(void);
 static char *rlg_t_file(const char *content, size_t len);
+static char *rlg_t_policies(size_t n);
+
+/* A value that a key must accept, and what it becomes. */
+struct rlg_t_word {
+	const char *word;
+	int value;
+};
 
 #define RLG_T_LIMIT_RANGE "must be an integer from 1 to 1000000000"
 #define RLG_T_WINDOW_RANGE "must be an integer from 1 to 31622400"
 #define RLG_T_BUSY_RANGE "must be an integer from 0 to 600000"
+#define RLG_T_BURST_RANGE "must be an integer from 1 to 1000000000"
+#define RLG_T_ALGORITHMS \
+    "must be one of fixed_window, sliding_window, token_bucket, sliding_log"
+#define RLG_T_STYLES "must be one of draft03, ietf, x-ratelimit, all, none"
 
 static const struct rlg_t_bad rlg_t_bad_values[] = {
 	{ "policy default", "limit", "abc",
@@ -83,37 +96,46 @@ static const struct rlg_t_bad rlg_t_bad_values[] = {
 	    "[store] on_error: must be one of closed, open (got \"Closed\")" },
 	{ "store", "on_error", "fail",
 	    "[store] on_error: must be one of closed, open (got \"fail\")" },
-	{ "headers", "style", "ietf",
-	    "[headers] style: \"ietf\" is not supported yet "
-	    "(supported: draft03)" },
-	{ "headers", "style", "x-ratelimit",
-	    "[headers] style: \"x-ratelimit\" is not supported yet "
-	    "(supported: draft03)" },
-	{ "headers", "style", "all",
-	    "[headers] style: \"all\" is not supported yet "
-	    "(supported: draft03)" },
-	{ "headers", "style", "none",
-	    "[headers] style: \"none\" is not supported yet "
-	    "(supported: draft03)" },
 	{ "headers", "style", "x",
-	    "[headers] style: must be one of draft03 (got \"x\")" },
+	    "[headers] style: " RLG_T_STYLES " (got \"x\")" },
 	{ "headers", "style", "DRAFT03",
-	    "[headers] style: must be one of draft03 (got \"DRAFT03\")" },
-	{ "policy default", "algorithm", "sliding_window",
-	    "[policy default] algorithm: \"sliding_window\" is not supported "
-	    "yet (supported: fixed_window)" },
-	{ "policy default", "algorithm", "token_bucket",
-	    "[policy default] algorithm: \"token_bucket\" is not supported "
-	    "yet (supported: fixed_window)" },
-	{ "policy default", "algorithm", "sliding_log",
-	    "[policy default] algorithm: \"sliding_log\" is not supported "
-	    "yet (supported: fixed_window)" },
+	    "[headers] style: " RLG_T_STYLES " (got \"DRAFT03\")" },
+	{ "headers", "style", "draft-03",
+	    "[headers] style: " RLG_T_STYLES " (got \"draft-03\")" },
+	{ "headers", "style", "x_ratelimit",
+	    "[headers] style: " RLG_T_STYLES " (got \"x_ratelimit\")" },
+	{ "response", "errors", "xml",
+	    "[response] errors: must be one of json, problem (got \"xml\")" },
+	{ "response", "errors", "JSON",
+	    "[response] errors: must be one of json, problem (got \"JSON\")" },
+	{ "response", "errors", "problem+json",
+	    "[response] errors: must be one of json, problem "
+	    "(got \"problem+json\")" },
+	{ "response", "errors", "",
+	    "[response] errors: must not be empty" },
 	{ "policy default", "algorithm", "leaky_bucket",
 	    "[policy default] algorithm: unknown algorithm "
-	    "(got \"leaky_bucket\")" },
+	    "(got \"leaky_bucket\"): " RLG_T_ALGORITHMS },
 	{ "policy default", "algorithm", "Fixed_Window",
 	    "[policy default] algorithm: unknown algorithm "
-	    "(got \"Fixed_Window\")" },
+	    "(got \"Fixed_Window\"): " RLG_T_ALGORITHMS },
+	{ "policy default", "algorithm", "gcra",
+	    "[policy default] algorithm: unknown algorithm "
+	    "(got \"gcra\"): " RLG_T_ALGORITHMS },
+	{ "policy default", "algorithm", "",
+	    "[policy default] algorithm: must not be empty" },
+	{ "policy tb", "burst", "0",
+	    "[policy tb] burst: " RLG_T_BURST_RANGE " (got \"0\")" },
+	{ "policy tb", "burst", "-3",
+	    "[policy tb] burst: " RLG_T_BURST_RANGE " (got \"-3\")" },
+	{ "policy tb", "burst", "1000000001",
+	    "[policy tb] burst: " RLG_T_BURST_RANGE " (got \"1000000001\")" },
+	{ "policy tb", "burst", "ten",
+	    "[policy tb] burst: " RLG_T_BURST_RANGE " (got \"ten\")" },
+	{ "policy tb", "burst", "",
+	    "[policy tb] burst: must not be empty" },
+	{ "policy a.b-c_9", "window", "1m",
+	    "[policy a.b-c_9] window: " RLG_T_WINDOW_RANGE " (got \"1m\")" },
 	{ "policy default", "key", "header:X-Api-Key",
 	    "[policy default] key: \"header:X-Api-Key\" is not supported yet "
 	    "(supported: ip)" },
@@ -261,6 +283,22 @@ rlg_t_file(const char *content, size_t len)
 	return path;
 }
 
+/* n sections "[policy pN]\nlimit = N\n", N from 1 to n, as a new string. */
+static char *
+rlg_t_policies(size_t n)
+{
+	char *s, *t;
+	size_t i;
+
+	s = rlg_t_fmt("%s", "");
+	for (i = 1; i <= n; i++) {
+		t = rlg_t_fmt("%s[policy p%zu]\nlimit = %zu\n", s, i, i);
+		free(s);
+		s = t;
+	}
+	return s;
+}
+
 /* ---- core --------------------------------------------------------------- */
 
 START_TEST(test_defaults)
@@ -273,11 +311,13 @@ START_TEST(test_defaults)
 	ck_assert_int_eq(cfg->store.busy_timeout_ms, 2000);
 	ck_assert_int_eq(cfg->store.on_error, RLG_ON_ERROR_CLOSED);
 	ck_assert_int_eq(cfg->style, RLG_STYLE_DRAFT03);
+	ck_assert_int_eq(cfg->errors, RLG_ERRORS_JSON);
 	ck_assert_uint_eq(cfg->npolicies, 1);
 	ck_assert_str_eq(cfg->policies[0].name, "default");
 	ck_assert_int_eq(cfg->policies[0].algorithm, RLG_ALG_FIXED_WINDOW);
 	ck_assert_int_eq(cfg->policies[0].limit, 60);
 	ck_assert_int_eq(cfg->policies[0].window_ms, 60000);
+	ck_assert_int_eq(cfg->policies[0].burst, 60);
 	ck_assert_int_eq(cfg->policies[0].key, RLG_KEY_IP);
 	rlg_config_free(cfg);
 }
@@ -294,10 +334,22 @@ START_TEST(test_empty_file_is_defaults)
 	ck_assert_str_eq(cfg->policies[0].name, "default");
 	ck_assert_int_eq(cfg->policies[0].limit, 60);
 	ck_assert_int_eq(cfg->policies[0].window_ms, 60000);
+	ck_assert_int_eq(cfg->policies[0].burst, 60);
+	ck_assert_int_eq(cfg->style, RLG_STYLE_DRAFT03);
+	ck_assert_int_eq(cfg->errors, RLG_ERRORS_JSON);
 	rlg_config_free(cfg);
 
 	cfg = rlg_t_ok("\n\n   \n; only a comment\n# and another\n");
 	ck_assert_int_eq(cfg->policies[0].limit, 60);
+	rlg_config_free(cfg);
+
+	/* Sections but no [policy]: the built-in "default" still applies. */
+	cfg = rlg_t_ok("[store]\npath = /p\n[headers]\n[response]\n");
+	ck_assert_uint_eq(cfg->npolicies, 1);
+	ck_assert_str_eq(cfg->policies[0].name, "default");
+	ck_assert_int_eq(cfg->policies[0].algorithm, RLG_ALG_FIXED_WINDOW);
+	ck_assert_int_eq(cfg->policies[0].limit, 60);
+	ck_assert_int_eq(cfg->policies[0].burst, 60);
 	rlg_config_free(cfg);
 }
 END_TEST
@@ -311,10 +363,13 @@ START_TEST(test_full_file)
 	    "on_error = open\n"
 	    "[headers]\n"
 	    "style = draft03\n"
+	    "[response]\n"
+	    "errors = problem\n"
 	    "[policy default]\n"
-	    "algorithm = fixed_window\n"
+	    "algorithm = token_bucket\n"
 	    "limit = 1000000000\n"
 	    "window = 31622400\n"
+	    "burst = 1000000000\n"
 	    "key = ip\n");
 
 	ck_assert_str_eq(cfg->source, "t.conf");
@@ -322,20 +377,24 @@ START_TEST(test_full_file)
 	ck_assert_int_eq(cfg->store.busy_timeout_ms, 600000);
 	ck_assert_int_eq(cfg->store.on_error, RLG_ON_ERROR_OPEN);
 	ck_assert_int_eq(cfg->style, RLG_STYLE_DRAFT03);
+	ck_assert_int_eq(cfg->errors, RLG_ERRORS_PROBLEM);
 	ck_assert_uint_eq(cfg->npolicies, 1);
 	ck_assert_str_eq(cfg->policies[0].name, "default");
-	ck_assert_int_eq(cfg->policies[0].algorithm, RLG_ALG_FIXED_WINDOW);
+	ck_assert_int_eq(cfg->policies[0].algorithm, RLG_ALG_TOKEN_BUCKET);
 	ck_assert_int_eq(cfg->policies[0].limit, 1000000000);
 	ck_assert_int_eq(cfg->policies[0].window_ms, 31622400LL * 1000);
+	ck_assert_int_eq(cfg->policies[0].burst, 1000000000);
 	ck_assert_int_eq(cfg->policies[0].key, RLG_KEY_IP);
 	rlg_config_free(cfg);
 
 	/* The low ends of the ranges. */
 	cfg = rlg_t_ok("[store]\nbusy_timeout_ms = 0\n"
-	    "[policy default]\nlimit = 1\nwindow = 1\n");
+	    "[policy default]\nlimit = 1\nwindow = 1\n"
+	    "algorithm = token_bucket\nburst = 1\n");
 	ck_assert_int_eq(cfg->store.busy_timeout_ms, 0);
 	ck_assert_int_eq(cfg->policies[0].limit, 1);
 	ck_assert_int_eq(cfg->policies[0].window_ms, 1000);
+	ck_assert_int_eq(cfg->policies[0].burst, 1);
 	rlg_config_free(cfg);
 }
 END_TEST
@@ -372,6 +431,7 @@ START_TEST(test_design_example)
 	ck_assert_int_eq(cfg->policies[0].algorithm, RLG_ALG_FIXED_WINDOW);
 	ck_assert_int_eq(cfg->policies[0].limit, 60);
 	ck_assert_int_eq(cfg->policies[0].window_ms, 60000);
+	ck_assert_int_eq(cfg->policies[0].burst, 60);
 	ck_assert_int_eq(cfg->policies[0].key, RLG_KEY_IP);
 	rlg_config_free(cfg);
 }
@@ -439,12 +499,450 @@ START_TEST(test_load_string_name)
 }
 END_TEST
 
+/* Every [headers] style word, and what it becomes. */
+static const struct rlg_t_word rlg_t_styles[] = {
+	{ "draft03", RLG_STYLE_DRAFT03 },
+	{ "ietf", RLG_STYLE_IETF },
+	{ "x-ratelimit", RLG_STYLE_X_RATELIMIT },
+	{ "all", RLG_STYLE_ALL },
+	{ "none", RLG_STYLE_NONE },
+};
+#define RLG_T_NSTYLES (sizeof rlg_t_styles / sizeof rlg_t_styles[0])
+
+/* Every [response] errors word, and what it becomes. */
+static const struct rlg_t_word rlg_t_error_formats[] = {
+	{ "json", RLG_ERRORS_JSON },
+	{ "problem", RLG_ERRORS_PROBLEM },
+};
+#define RLG_T_NERROR_FORMATS \
+    (sizeof rlg_t_error_formats / sizeof rlg_t_error_formats[0])
+
+/* Every algorithm word, and what it becomes. */
+static const struct rlg_t_word rlg_t_algorithms[] = {
+	{ "fixed_window", RLG_ALG_FIXED_WINDOW },
+	{ "sliding_window", RLG_ALG_SLIDING_WINDOW },
+	{ "token_bucket", RLG_ALG_TOKEN_BUCKET },
+	{ "sliding_log", RLG_ALG_SLIDING_LOG },
+};
+#define RLG_T_NALGORITHMS \
+    (sizeof rlg_t_algorithms / sizeof rlg_t_algorithms[0])
+
+START_TEST(test_style)
+{
+	const struct rlg_t_word *w = &rlg_t_styles[_i];
+	struct rlg_config *cfg;
+	char *text;
+
+	text = rlg_t_fmt("[headers]\nstyle = %s\n", w->word);
+	cfg = rlg_t_ok(text);
+	ck_assert_int_eq(cfg->style, w->value);
+	ck_assert_str_eq(rlg_style_name(cfg->style), w->word);
+	ck_assert_int_eq(cfg->errors, RLG_ERRORS_JSON);
+	rlg_config_free(cfg);
+	free(text);
+}
+END_TEST
+
+START_TEST(test_error_format)
+{
+	const struct rlg_t_word *w = &rlg_t_error_formats[_i];
+	struct rlg_config *cfg;
+	char *text;
+
+	text = rlg_t_fmt("[response]\nerrors = %s ; how errors look\n",
+	    w->word);
+	cfg = rlg_t_ok(text);
+	ck_assert_int_eq(cfg->errors, w->value);
+	ck_assert_str_eq(rlg_error_format_name(cfg->errors), w->word);
+	ck_assert_int_eq(cfg->style, RLG_STYLE_DRAFT03);
+	rlg_config_free(cfg);
+	free(text);
+}
+END_TEST
+
+START_TEST(test_algorithm)
+{
+	const struct rlg_t_word *w = &rlg_t_algorithms[_i];
+	struct rlg_config *cfg;
+	char *text;
+
+	text = rlg_t_fmt("[policy x]\nalgorithm = %s\n", w->word);
+	cfg = rlg_t_ok(text);
+	ck_assert_uint_eq(cfg->npolicies, 1);
+	ck_assert_str_eq(cfg->policies[0].name, "x");
+	ck_assert_int_eq(cfg->policies[0].algorithm, w->value);
+	ck_assert_int_eq(cfg->policies[0].limit, 60);
+	ck_assert_int_eq(cfg->policies[0].burst, 60);
+	rlg_config_free(cfg);
+	free(text);
+}
+END_TEST
+
 START_TEST(test_names)
 {
+	size_t i;
+
 	ck_assert_str_eq(rlg_on_error_name(RLG_ON_ERROR_CLOSED), "closed");
 	ck_assert_str_eq(rlg_on_error_name(RLG_ON_ERROR_OPEN), "open");
 	ck_assert_str_eq(rlg_style_name(RLG_STYLE_DRAFT03), "draft03");
+	ck_assert_str_eq(rlg_style_name(RLG_STYLE_IETF), "ietf");
+	ck_assert_str_eq(rlg_style_name(RLG_STYLE_X_RATELIMIT), "x-ratelimit");
+	ck_assert_str_eq(rlg_style_name(RLG_STYLE_ALL), "all");
+	ck_assert_str_eq(rlg_style_name(RLG_STYLE_NONE), "none");
+	ck_assert_str_eq(rlg_style_name((enum rlg_header_style)99), "unknown");
+	ck_assert_str_eq(rlg_error_format_name(RLG_ERRORS_JSON), "json");
+	ck_assert_str_eq(rlg_error_format_name(RLG_ERRORS_PROBLEM), "problem");
+	ck_assert_str_eq(rlg_error_format_name((enum rlg_error_format)99),
+	    "unknown");
+	/* Each name is the word the config takes for it. */
+	for (i = 0; i < RLG_T_NSTYLES; i++)
+		ck_assert_str_eq(rlg_style_name(
+		    (enum rlg_header_style)rlg_t_styles[i].value),
+		    rlg_t_styles[i].word);
+	for (i = 0; i < RLG_T_NERROR_FORMATS; i++)
+		ck_assert_str_eq(rlg_error_format_name(
+		    (enum rlg_error_format)rlg_t_error_formats[i].value),
+		    rlg_t_error_formats[i].word);
 	rlg_config_free(NULL);
+}
+END_TEST
+
+/* ---- policies ----------------------------------------------------------- */
+
+START_TEST(test_policies_in_order)
+{
+	/* File order, each with its own values; a repeated section merges
+	 * into the first, whose place in the order it keeps. */
+	struct rlg_config *cfg = rlg_t_ok(
+	    "[policy burst]\n"
+	    "algorithm = token_bucket\n"
+	    "limit = 10\n"
+	    "window = 1\n"
+	    "burst = 20\n"
+	    "[policy hourly]\n"
+	    "algorithm = sliding_window\n"
+	    "limit = 1000\n"
+	    "window = 3600\n"
+	    "key = ip\n"
+	    "[store]\n"
+	    "path = /p\n"
+	    "[policy exact]\n"
+	    "algorithm = sliding_log\n"
+	    "limit = 100000\n"
+	    "[policy daily]\n"
+	    "window = 86400\n"
+	    "[policy exact]\n"
+	    "window = 10\n"
+	    "[policy A-1.b_2]\n"
+	    "limit = 7\n");
+
+	ck_assert_str_eq(cfg->store.path, "/p");
+	ck_assert_uint_eq(cfg->npolicies, 5);
+
+	ck_assert_str_eq(cfg->policies[0].name, "burst");
+	ck_assert_int_eq(cfg->policies[0].algorithm, RLG_ALG_TOKEN_BUCKET);
+	ck_assert_int_eq(cfg->policies[0].limit, 10);
+	ck_assert_int_eq(cfg->policies[0].window_ms, 1000);
+	ck_assert_int_eq(cfg->policies[0].burst, 20);
+	ck_assert_int_eq(cfg->policies[0].key, RLG_KEY_IP);
+
+	ck_assert_str_eq(cfg->policies[1].name, "hourly");
+	ck_assert_int_eq(cfg->policies[1].algorithm, RLG_ALG_SLIDING_WINDOW);
+	ck_assert_int_eq(cfg->policies[1].limit, 1000);
+	ck_assert_int_eq(cfg->policies[1].window_ms, 3600000);
+	ck_assert_int_eq(cfg->policies[1].burst, 1000);
+	ck_assert_int_eq(cfg->policies[1].key, RLG_KEY_IP);
+
+	ck_assert_str_eq(cfg->policies[2].name, "exact");
+	ck_assert_int_eq(cfg->policies[2].algorithm, RLG_ALG_SLIDING_LOG);
+	ck_assert_int_eq(cfg->policies[2].limit, 100000);
+	ck_assert_int_eq(cfg->policies[2].window_ms, 10000);
+
+	ck_assert_str_eq(cfg->policies[3].name, "daily");
+	ck_assert_int_eq(cfg->policies[3].algorithm, RLG_ALG_FIXED_WINDOW);
+	ck_assert_int_eq(cfg->policies[3].limit, 60);
+	ck_assert_int_eq(cfg->policies[3].window_ms, 86400000);
+
+	ck_assert_str_eq(cfg->policies[4].name, "A-1.b_2");
+	ck_assert_int_eq(cfg->policies[4].limit, 7);
+	rlg_config_free(cfg);
+}
+END_TEST
+
+START_TEST(test_policy_defaults)
+{
+	/* An empty section is a policy with every default; "default" is a
+	 * name like any other and need not be first, nor there at all. */
+	struct rlg_config *cfg = rlg_t_ok(
+	    "[policy empty]\n"
+	    "[policy default]\n"
+	    "limit = 5\n"
+	    "[policy slow]\n"
+	    "window = 120\n");
+	size_t i;
+
+	ck_assert_uint_eq(cfg->npolicies, 3);
+	ck_assert_str_eq(cfg->policies[0].name, "empty");
+	ck_assert_str_eq(cfg->policies[1].name, "default");
+	ck_assert_str_eq(cfg->policies[2].name, "slow");
+	for (i = 0; i < cfg->npolicies; i++) {
+		ck_assert_int_eq(cfg->policies[i].algorithm,
+		    RLG_ALG_FIXED_WINDOW);
+		ck_assert_int_eq(cfg->policies[i].key, RLG_KEY_IP);
+		ck_assert_int_eq(cfg->policies[i].burst,
+		    cfg->policies[i].limit);
+	}
+	ck_assert_int_eq(cfg->policies[0].limit, 60);
+	ck_assert_int_eq(cfg->policies[0].window_ms, 60000);
+	ck_assert_int_eq(cfg->policies[1].limit, 5);
+	ck_assert_int_eq(cfg->policies[1].window_ms, 60000);
+	ck_assert_int_eq(cfg->policies[2].limit, 60);
+	ck_assert_int_eq(cfg->policies[2].window_ms, 120000);
+	rlg_config_free(cfg);
+
+	/* Without "default" among them, it is not added. */
+	cfg = rlg_t_ok("[policy api]\nlimit = 3\n");
+	ck_assert_uint_eq(cfg->npolicies, 1);
+	ck_assert_str_eq(cfg->policies[0].name, "api");
+	ck_assert_int_eq(cfg->policies[0].limit, 3);
+	rlg_config_free(cfg);
+}
+END_TEST
+
+START_TEST(test_burst)
+{
+	struct rlg_config *cfg;
+
+	/* Default: the policy's limit, whichever order the keys come in. */
+	cfg = rlg_t_ok(
+	    "[policy a]\nalgorithm = token_bucket\nlimit = 10\n"
+	    "[policy b]\nlimit = 7\nalgorithm = token_bucket\n"
+	    "[policy c]\nalgorithm = token_bucket\n"
+	    "[policy a]\nwindow = 2\n");
+	ck_assert_uint_eq(cfg->npolicies, 3);
+	ck_assert_int_eq(cfg->policies[0].burst, 10);
+	ck_assert_int_eq(cfg->policies[0].window_ms, 2000);
+	ck_assert_int_eq(cfg->policies[1].burst, 7);
+	ck_assert_int_eq(cfg->policies[2].burst, 60);
+	rlg_config_free(cfg);
+
+	/* Explicit: above or below the limit, before or after algorithm, or
+	 * in a repeated section. */
+	cfg = rlg_t_ok(
+	    "[policy a]\nalgorithm = token_bucket\nlimit = 10\nburst = 25\n"
+	    "[policy b]\nburst = 3\nlimit = 100\nalgorithm = token_bucket\n"
+	    "[policy c]\nburst = 1\n"
+	    "[policy c]\nalgorithm = token_bucket\n"
+	    "[policy d]\nalgorithm = token_bucket\nburst = 1000000000\n");
+	ck_assert_uint_eq(cfg->npolicies, 4);
+	ck_assert_int_eq(cfg->policies[0].limit, 10);
+	ck_assert_int_eq(cfg->policies[0].burst, 25);
+	ck_assert_int_eq(cfg->policies[1].limit, 100);
+	ck_assert_int_eq(cfg->policies[1].burst, 3);
+	ck_assert_int_eq(cfg->policies[2].burst, 1);
+	ck_assert_int_eq(cfg->policies[3].burst, 1000000000);
+	rlg_config_free(cfg);
+}
+END_TEST
+
+START_TEST(test_burst_not_token_bucket)
+{
+	/* Reported at burst's line, whether the algorithm is set before
+	 * it, after it, in a repeated section, or left to its default. */
+	rlg_t_expect(
+	    "[policy a]\n"                  /* 1 */
+	    "algorithm = fixed_window\n"    /* 2 */
+	    "burst = 5\n"                   /* 3 */
+	    "[policy b]\n"                  /* 4 */
+	    "burst = 5\n"                   /* 5 */
+	    "limit = 10\n"                  /* 6 */
+	    "algorithm = sliding_window\n"  /* 7 */
+	    "[policy c]\n"                  /* 8 */
+	    "burst = 5\n"                   /* 9 */
+	    "[policy d]\n"                  /* 10 */
+	    "burst = 5\n"                   /* 11 */
+	    "[policy ok]\n"                 /* 12 */
+	    "burst = 5\n"                   /* 13 */
+	    "algorithm = token_bucket\n"    /* 14 */
+	    "[policy d]\n"                  /* 15 */
+	    "algorithm = sliding_log\n",    /* 16 */
+	    4,
+	    "t.conf:3: [policy a] burst: applies only to algorithm = "
+	    "token_bucket\n"
+	    "t.conf:5: [policy b] burst: applies only to algorithm = "
+	    "token_bucket\n"
+	    "t.conf:9: [policy c] burst: applies only to algorithm = "
+	    "token_bucket\n"
+	    "t.conf:11: [policy d] burst: applies only to algorithm = "
+	    "token_bucket\n");
+
+	/* A bad algorithm or a bad burst is reported once, for itself. */
+	rlg_t_expect(
+	    "[policy a]\n"
+	    "burst = 5\n"
+	    "algorithm = token_buckt\n"
+	    "[policy b]\n"
+	    "burst = 0\n"
+	    "[policy c]\n"
+	    "burst = 5\n"
+	    "algorithm =\n",
+	    3,
+	    "t.conf:3: [policy a] algorithm: unknown algorithm "
+	    "(got \"token_buckt\"): " RLG_T_ALGORITHMS "\n"
+	    "t.conf:5: [policy b] burst: " RLG_T_BURST_RANGE " (got \"0\")\n"
+	    "t.conf:8: [policy c] algorithm: must not be empty\n");
+}
+END_TEST
+
+START_TEST(test_sliding_log_limit)
+{
+	struct rlg_config *cfg;
+
+	/* The cap, exactly; and only for sliding_log. */
+	cfg = rlg_t_ok(
+	    "[policy log]\nalgorithm = sliding_log\nlimit = 100000\n"
+	    "[policy fw]\nlimit = 1000000000\n"
+	    "[policy sw]\nalgorithm = sliding_window\nlimit = 100001\n"
+	    "[policy tb]\nalgorithm = token_bucket\nlimit = 100001\n");
+	ck_assert_uint_eq(cfg->npolicies, 4);
+	ck_assert_int_eq(cfg->policies[0].limit, 100000);
+	ck_assert_int_eq(cfg->policies[1].limit, 1000000000);
+	ck_assert_int_eq(cfg->policies[2].limit, 100001);
+	ck_assert_int_eq(cfg->policies[3].limit, 100001);
+	rlg_config_free(cfg);
+
+	/* Over it: at the limit's line, before or after the algorithm. */
+	rlg_t_expect(
+	    "[policy a]\n"                  /* 1 */
+	    "algorithm = sliding_log\n"     /* 2 */
+	    "limit = 100001\n"              /* 3 */
+	    "[policy b]\n"                  /* 4 */
+	    "limit = 1000000000\n"          /* 5 */
+	    "window = 1\n"                  /* 6 */
+	    "[policy b]\n"                  /* 7 */
+	    "algorithm = sliding_log\n"     /* 8 */
+	    "[policy c]\n"                  /* 9 */
+	    "limit = 5000000000\n"          /* 10: out of any range */
+	    "algorithm = sliding_log\n",    /* 11 */
+	    3,
+	    "t.conf:3: [policy a] limit: sliding_log keeps one row per "
+	    "request: at most 100000 (got \"100001\")\n"
+	    "t.conf:5: [policy b] limit: sliding_log keeps one row per "
+	    "request: at most 100000 (got \"1000000000\")\n"
+	    "t.conf:10: [policy c] limit: " RLG_T_LIMIT_RANGE
+	    " (got \"5000000000\")\n");
+}
+END_TEST
+
+START_TEST(test_policy_names)
+{
+	struct rlg_config *cfg;
+	char *name, *text, *want;
+
+	/* The longest name. */
+	name = rlg_t_repeat('n', 64);
+	text = rlg_t_fmt("[policy %s]\nlimit = 2\n", name);
+	cfg = rlg_t_ok(text);
+	ck_assert_str_eq(cfg->policies[0].name, name);
+	rlg_config_free(cfg);
+	free(text);
+	free(name);
+
+	/* Every byte it may hold; the name is case-sensitive. */
+	cfg = rlg_t_ok(
+	    "[policy ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz]\n"
+	    "[policy 0123456789_.-]\n"
+	    "[policy Default]\n"
+	    "[policy default]\n"
+	    "[policy\t  x  ]\n");
+	ck_assert_uint_eq(cfg->npolicies, 5);
+	ck_assert_str_eq(cfg->policies[1].name, "0123456789_.-");
+	ck_assert_str_eq(cfg->policies[2].name, "Default");
+	ck_assert_str_eq(cfg->policies[3].name, "default");
+	ck_assert_str_eq(cfg->policies[4].name, "x");
+	rlg_config_free(cfg);
+
+	/* Bad: empty, too long, a byte outside the set; the keys under a
+	 * bad header are ignored. */
+	name = rlg_t_repeat('n', 65);
+	text = rlg_t_fmt(
+	    "[policy]\n"                    /* 1 */
+	    "limit = 0\n"                   /* 2: ignored */
+	    "[policy   ]\n"                 /* 3 */
+	    "[policy %s]\n"                 /* 4 */
+	    "[policy a b]\n"                /* 5 */
+	    "limit = x\n"                   /* 6: ignored */
+	    "[policy \xC3\xA9]\n"           /* 7 */
+	    "[policy a/b]\n"                /* 8 */
+	    "[policy a;b]\n"                /* 9 */
+	    "[policy a:b]\n"                /* 10 */
+	    "[policy \"a\"]\n"              /* 11 */
+	    "[policy a\x01]\n"              /* 12 */
+	    "[policy ok]\n"                 /* 13 */
+	    "limit = 1\n",                  /* 14 */
+	    name);
+	want = rlg_t_fmt(
+	    "t.conf:1: section [policy] has no name (expected [policy NAME])\n"
+	    "t.conf:3: section [policy] has no name (expected [policy NAME])\n"
+	    "t.conf:4: bad policy name \"%s\": at most 64 bytes (got 65)\n"
+	    "t.conf:5: bad policy name \"a b\": only A-Z a-z 0-9 _ . - are "
+	    "allowed\n"
+	    "t.conf:7: bad policy name \"\xC3\xA9\": only A-Z a-z 0-9 _ . - are "
+	    "allowed\n"
+	    "t.conf:8: bad policy name \"a/b\": only A-Z a-z 0-9 _ . - are "
+	    "allowed\n"
+	    "t.conf:9: bad policy name \"a;b\": only A-Z a-z 0-9 _ . - are "
+	    "allowed\n"
+	    "t.conf:10: bad policy name \"a:b\": only A-Z a-z 0-9 _ . - are "
+	    "allowed\n"
+	    "t.conf:11: bad policy name \"\"a\"\": only A-Z a-z 0-9 _ . - "
+	    "are allowed\n"
+	    "t.conf:12: bad policy name \"a\x01\": only A-Z a-z 0-9 _ . - are "
+	    "allowed\n", name);
+	rlg_t_expect(text, 10, want);
+	free(want);
+	free(text);
+	free(name);
+}
+END_TEST
+
+START_TEST(test_policies_max)
+{
+	struct rlg_config *cfg;
+	char *text, *more, *want;
+	size_t i;
+
+	/* RLG_POLICIES_MAX is fine, and a repeated section is not one more. */
+	ck_assert_int_eq(RLG_POLICIES_MAX, 32);
+	text = rlg_t_policies(RLG_POLICIES_MAX);
+	more = rlg_t_fmt("%s[policy p1]\nwindow = 9\n", text);
+	cfg = rlg_t_ok(more);
+	ck_assert_uint_eq(cfg->npolicies, RLG_POLICIES_MAX);
+	for (i = 0; i < RLG_POLICIES_MAX; i++) {
+		ck_assert_int_eq(cfg->policies[i].limit, (int64_t)i + 1);
+		ck_assert_int_eq(cfg->policies[i].burst, (int64_t)i + 1);
+	}
+	ck_assert_str_eq(cfg->policies[0].name, "p1");
+	ck_assert_int_eq(cfg->policies[0].window_ms, 9000);
+	ck_assert_str_eq(cfg->policies[31].name, "p32");
+	rlg_config_free(cfg);
+	free(more);
+	free(text);
+
+	/* One more is one problem, on its header, however many follow; their
+	 * keys are ignored, but a known name still merges. */
+	text = rlg_t_policies(RLG_POLICIES_MAX + 1);
+	more = rlg_t_fmt("%s"
+	    "[policy p34]\nlimit = bad\n"
+	    "[policy p2]\nlimit = bad\n", text);
+	want = rlg_t_fmt(
+	    "t.conf:65: too many policies: [policy p33] would be number 33, "
+	    "at most 32 are allowed\n"
+	    "t.conf:70: [policy p2] limit: set twice (first on line 4)\n");
+	rlg_t_expect(more, 2, want);
+	free(want);
+	free(more);
+	free(text);
 }
 END_TEST
 
@@ -472,7 +970,7 @@ START_TEST(test_many_errors)
 	    "busy_timeout_ms = 60s\n"       /* 4 */
 	    "on_error = Closed\n"           /* 5 */
 	    "[headers]\n"                   /* 6 */
-	    "style = ietf\n"                /* 7 */
+	    "style = fancy\n"               /* 7 */
 	    "what is this\n"                /* 8 */
 	    "[policy default]\n"            /* 9 */
 	    "limit = 0\n"                   /* 10 */
@@ -480,21 +978,30 @@ START_TEST(test_many_errors)
 	    "window =\n"                    /* 12 */
 	    "key = header:X-Api-Key\n"      /* 13 */
 	    "[policy api]\n"                /* 14 */
-	    "limit = 5\n"                   /* 15: in a bad section */
-	    "[foo]\n"                       /* 16 */
-	    "bar = 1\n"                     /* 17: in a bad section */
-	    "[store\n"                      /* 18 */
-	    "path = /y\n"                   /* 19: in a bad section */
-	    "nonsense",                     /* 20, no newline */
-	    14,
+	    "burst = 5\n"                   /* 15: api is no token_bucket */
+	    "limit = 200000\n"              /* 16: too many for sliding_log */
+	    "[foo]\n"                       /* 17 */
+	    "bar = 1\n"                     /* 18: in a bad section */
+	    "[store\n"                      /* 19 */
+	    "path = /y\n"                   /* 20: in a bad section */
+	    "[response]\n"                  /* 21 */
+	    "errors = html\n"               /* 22 */
+	    "[policy a b]\n"                /* 23 */
+	    "limit = 0\n"                   /* 24: in a bad section */
+	    "[policy api]\n"                /* 25 */
+	    "algorithm = sliding_log\n"     /* 26 */
+	    "burst = 6\n"                   /* 27 */
+	    "[policy default]\n"            /* 28 */
+	    "algorithm = leaky\n"           /* 29 */
+	    "nonsense",                     /* 30, no newline */
+	    19,
 	    "t.conf:1: key \"key0\" before any [section]\n"
 	    "t.conf:3: [store] unknown key \"pth\"\n"
 	    "t.conf:4: [store] busy_timeout_ms: must be an integer from 0 to "
 	    "600000 (got \"60s\")\n"
 	    "t.conf:5: [store] on_error: must be one of closed, open "
 	    "(got \"Closed\")\n"
-	    "t.conf:7: [headers] style: \"ietf\" is not supported yet "
-	    "(supported: draft03)\n"
+	    "t.conf:7: [headers] style: " RLG_T_STYLES " (got \"fancy\")\n"
 	    "t.conf:8: syntax error: expected \"key = value\" or "
 	    "\"[section]\" (got \"what is this\")\n"
 	    "t.conf:10: [policy default] limit: must be an integer from 1 to "
@@ -503,12 +1010,21 @@ START_TEST(test_many_errors)
 	    "t.conf:12: [policy default] window: must not be empty\n"
 	    "t.conf:13: [policy default] key: \"header:X-Api-Key\" is not "
 	    "supported yet (supported: ip)\n"
-	    "t.conf:14: unsupported section [policy api]: only "
-	    "[policy default] is supported in this version\n"
-	    "t.conf:16: unknown section [foo]\n"
-	    "t.conf:18: syntax error: expected \"key = value\" or "
+	    "t.conf:15: [policy api] burst: applies only to algorithm = "
+	    "token_bucket\n"
+	    "t.conf:16: [policy api] limit: sliding_log keeps one row per "
+	    "request: at most 100000 (got \"200000\")\n"
+	    "t.conf:17: unknown section [foo]\n"
+	    "t.conf:19: syntax error: expected \"key = value\" or "
 	    "\"[section]\" (got \"[store\")\n"
-	    "t.conf:20: syntax error: expected \"key = value\" or "
+	    "t.conf:22: [response] errors: must be one of json, problem "
+	    "(got \"html\")\n"
+	    "t.conf:23: bad policy name \"a b\": only A-Z a-z 0-9 _ . - are "
+	    "allowed\n"
+	    "t.conf:27: [policy api] burst: set twice (first on line 15)\n"
+	    "t.conf:29: [policy default] algorithm: unknown algorithm "
+	    "(got \"leaky\"): " RLG_T_ALGORITHMS "\n"
+	    "t.conf:30: syntax error: expected \"key = value\" or "
 	    "\"[section]\" (got \"nonsense\")\n");
 }
 END_TEST
@@ -637,11 +1153,32 @@ START_TEST(test_duplicate_key)
 	    "t.conf:11: [policy default] limit: set twice (first on line 5)\n");
 	/* A bad first value still counts as set. */
 	rlg_t_expect(
-	    "[headers]\nstyle = none\nstyle = draft03\n",
+	    "[headers]\nstyle = fancy\nstyle = draft03\n",
 	    2,
-	    "t.conf:2: [headers] style: \"none\" is not supported yet "
-	    "(supported: draft03)\n"
+	    "t.conf:2: [headers] style: " RLG_T_STYLES " (got \"fancy\")\n"
 	    "t.conf:3: [headers] style: set twice (first on line 2)\n");
+	/* Per policy: a repeated [policy NAME] merges, so a key twice in it
+	 * is an error; the same key in two policies is not. */
+	rlg_t_expect(
+	    "[policy a]\n"
+	    "limit = 1\n"
+	    "[policy b]\n"
+	    "limit = 2\n"
+	    "burst = 2\n"
+	    "algorithm = token_bucket\n"
+	    "[response]\n"
+	    "errors = json\n"
+	    "[policy a]\n"
+	    "window = 2\n"
+	    "limit = 3\n"
+	    "[policy b]\n"
+	    "burst = 3\n"
+	    "[response]\n"
+	    "errors = problem\n",
+	    3,
+	    "t.conf:11: [policy a] limit: set twice (first on line 2)\n"
+	    "t.conf:13: [policy b] burst: set twice (first on line 5)\n"
+	    "t.conf:15: [response] errors: set twice (first on line 8)\n");
 }
 END_TEST
 
@@ -659,8 +1196,17 @@ START_TEST(test_unknown_section_and_key)
 	    "styles = draft03\n"
 	    "[policy default]\n"
 	    "limits = 5\n"
-	    "path = /x\n",
-	    9,
+	    "path = /x\n"
+	    "[response]\n"
+	    "error = json\n"
+	    "style = none\n"
+	    "[policy api]\n"
+	    "errors = json\n"
+	    "Burst = 5\n"
+	    "[Response]\n"
+	    "[Policy x]\n"
+	    "[policies x]\n",
+	    16,
 	    "t.conf:1: unknown section [foo]\n"
 	    "t.conf:2: unknown section [Store]\n"
 	    "t.conf:3: unknown section []\n"
@@ -669,29 +1215,16 @@ START_TEST(test_unknown_section_and_key)
 	    "t.conf:7: [store] unknown key \"Path\"\n"
 	    "t.conf:9: [headers] unknown key \"styles\"\n"
 	    "t.conf:11: [policy default] unknown key \"limits\"\n"
-	    "t.conf:12: [policy default] unknown key \"path\"\n");
+	    "t.conf:12: [policy default] unknown key \"path\"\n"
+	    "t.conf:14: [response] unknown key \"error\"\n"
+	    "t.conf:15: [response] unknown key \"style\"\n"
+	    "t.conf:17: [policy api] unknown key \"errors\"\n"
+	    "t.conf:18: [policy api] unknown key \"Burst\"\n"
+	    "t.conf:19: unknown section [Response]\n"
+	    "t.conf:20: unknown section [Policy x]\n"
+	    "t.conf:21: unknown section [policies x]\n");
 	rlg_t_expect("limit = 5\n; c\n[store]\n", 1,
 	    "t.conf:1: key \"limit\" before any [section]\n");
-}
-END_TEST
-
-START_TEST(test_policy_sections)
-{
-	rlg_t_expect(
-	    "[policy]\n"
-	    "limit = 5\n"
-	    "[policy   ]\n"
-	    "[policy api]\n"
-	    "[policy Default]\n"
-	    "[policy\tdefault]\n"
-	    "limit = 7\n",
-	    4,
-	    "t.conf:1: section [policy] has no name (expected [policy NAME])\n"
-	    "t.conf:3: section [policy] has no name (expected [policy NAME])\n"
-	    "t.conf:4: unsupported section [policy api]: only "
-	    "[policy default] is supported in this version\n"
-	    "t.conf:5: unsupported section [policy Default]: only "
-	    "[policy default] is supported in this version\n");
 }
 END_TEST
 
@@ -871,7 +1404,21 @@ rlg_config_suite(void)
 	tcase_add_test(tc, test_layout);
 	tcase_add_test(tc, test_long_lines_fit);
 	tcase_add_test(tc, test_load_string_name);
+	tcase_add_loop_test(tc, test_style, 0, (int)RLG_T_NSTYLES);
+	tcase_add_loop_test(tc, test_error_format, 0,
+	    (int)RLG_T_NERROR_FORMATS);
+	tcase_add_loop_test(tc, test_algorithm, 0, (int)RLG_T_NALGORITHMS);
 	tcase_add_test(tc, test_names);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("policies");
+	tcase_add_test(tc, test_policies_in_order);
+	tcase_add_test(tc, test_policy_defaults);
+	tcase_add_test(tc, test_burst);
+	tcase_add_test(tc, test_burst_not_token_bucket);
+	tcase_add_test(tc, test_sliding_log_limit);
+	tcase_add_test(tc, test_policy_names);
+	tcase_add_test(tc, test_policies_max);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("errors");
@@ -883,7 +1430,6 @@ rlg_config_suite(void)
 	tcase_add_test(tc, test_path_too_long);
 	tcase_add_test(tc, test_duplicate_key);
 	tcase_add_test(tc, test_unknown_section_and_key);
-	tcase_add_test(tc, test_policy_sections);
 	tcase_add_test(tc, test_errs_null);
 	suite_add_tcase(s, tc);
 
