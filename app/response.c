@@ -1,13 +1,22 @@
 /*
  * response.c: the only place that writes HTTP: a CGI-style "Status:" line,
- * the rate-limit headers in the configured style, and the JSON bodies.
+ * the rate-limit headers in the configured style, and the bodies (the
+ * seed's JSON, or RFC 9457 problem details).
  *
  * Every answer is formatted into one bounded stack buffer and handed to the
  * writer in one call, so a worker makes one write per answer. Header values
- * are numbers and fixed strings only: nothing from the request is echoed,
- * so no input can split a header line.
+ * are numbers, fixed strings and policy names from the config only: nothing
+ * from the request is echoed, and a name that a header could not carry
+ * verbatim (a control byte, CR or LF among them) fails the whole answer
+ * rather than being sent, so no header line can ever be split.
+ *
+ * The ietf style follows draft-ietf-httpapi-ratelimit-headers-10
+ * (September 2025): RateLimit-Policy (section 3) and RateLimit (section 4)
+ * as RFC 8941 Lists, one Item per policy, the name as an sf-string; the
+ * quota-exceeded problem type (sections 5.1 and 10.2.1) for 429 bodies.
  */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,30 +38,66 @@
 #define BODY_503 \
 	"{\"error\":{\"code\":503,\"message\":\"Service Unavailable. Rate limit store unavailable.\"}}"
 
+/*
+ * errors = problem. The 429 carries the draft's quota-exceeded type with
+ * the title IANA registers for it (draft section 10.2.1: the same for every
+ * occurrence, as RFC 9457 3.1.3 wants) and its "violated-policies"
+ * extension member. Every other 4xx/5xx is "about:blank", whose title is
+ * the status phrase (RFC 9457 4.2.1).
+ */
+#define PROBLEM_JSON         "application/problem+json"
+#define PROBLEM_ABOUT_BLANK  "about:blank"
+#define PROBLEM_QUOTA_TITLE  "Quota Exceeded"
+#define PROBLEM_QUOTA_DETAIL "Too Many Requests. Rate limit exceeded."
+
+/*
+ * The token bucket's burst in RateLimit-Policy. The draft defines only q,
+ * qu, w and pk, allows other parameters ("regarded as comments") and asks
+ * that implementation-specific ones carry a vendor prefix (section 3.1).
+ */
+#define IETF_BURST_PARAM "rlgate-burst"
+
 struct outcome_text {
-	const char *status;
-	const char *body;
+	int code;
+	const char *reason;   /* status line; the about:blank problem title */
+	const char *json;     /* the body for errors = json (and every 200) */
 };
 
 static const struct outcome_text texts[] = {
-	[RLG_OUT_ADMITTED] = { "200 OK", BODY_OK },
-	[RLG_OUT_REJECTED] = { "429 Too Many Requests", BODY_429 },
-	[RLG_OUT_NOT_FOUND] = { "404 Not Found", BODY_404 },
-	[RLG_OUT_BAD_METHOD] = { "405 Method Not Allowed", BODY_405 },
-	[RLG_OUT_BAD_REQUEST] = { "400 Bad Request", BODY_400 },
-	[RLG_OUT_STORE_DOWN] = { "503 Service Unavailable", BODY_503 },
+	[RLG_OUT_ADMITTED] = { 200, "OK", BODY_OK },
+	[RLG_OUT_REJECTED] = { 429, "Too Many Requests", BODY_429 },
+	[RLG_OUT_NOT_FOUND] = { 404, "Not Found", BODY_404 },
+	[RLG_OUT_BAD_METHOD] = { 405, "Method Not Allowed", BODY_405 },
+	[RLG_OUT_BAD_REQUEST] = { 400, "Bad Request", BODY_400 },
+	[RLG_OUT_STORE_DOWN] = { 503, "Service Unavailable", BODY_503 },
 };
 
-/* A bounded appender: once anything does not fit, the result is ENOSPC. */
+/*
+ * A bounded appender that keeps p NUL-terminated. With p == NULL it only
+ * counts, so a body can be measured before the Content-Length that
+ * announces it. The first failure sticks in err: RLG_ENOSPC (it did not
+ * fit) or RLG_EINVAL (a policy name that cannot be sent).
+ */
 struct buf {
 	char *p;
 	size_t len, used;
-	int overflow;
+	int err;
 };
 
 static void put(struct buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+static void put_mem(struct buf *b, const char *s, size_t n);
+static void put_sf_string(struct buf *b, const char *s);
+static void put_json_string(struct buf *b, const char *s);
+static void put_trio(struct buf *b, const char *prefix,
+    const struct rlg_decision *d);
+static void put_ietf(struct buf *b, const struct rlg_answer *a);
 static void put_ratelimit(struct buf *b, const struct rlg_answer *a);
+static void put_body(struct buf *b, const struct rlg_answer *a,
+    const struct outcome_text *t, bool problem);
+static bool has_decisions(const struct rlg_answer *a);
+static int64_t retry_ms(const struct rlg_answer *a);
+static int64_t nonneg(int64_t v);
 
 static void
 put(struct buf *b, const char *fmt, ...)
@@ -60,16 +105,132 @@ put(struct buf *b, const char *fmt, ...)
 	va_list ap;
 	int n;
 
-	if (b->overflow)
+	if (b->err != 0)
 		return;
 	va_start(ap, fmt);
-	n = vsnprintf(b->p + b->used, b->len - b->used, fmt, ap);
+	if (b->p == NULL)
+		n = vsnprintf(NULL, 0, fmt, ap);
+	else
+		n = vsnprintf(b->p + b->used, b->len - b->used, fmt, ap);
 	va_end(ap);
-	if (n < 0 || (size_t)n >= b->len - b->used) {
-		b->overflow = 1;
+	if (n < 0 || (b->p != NULL && (size_t)n >= b->len - b->used)) {
+		b->err = RLG_ENOSPC;
 		return;
 	}
 	b->used += (size_t)n;
+}
+
+static void
+put_mem(struct buf *b, const char *s, size_t n)
+{
+	if (b->err != 0)
+		return;
+	if (b->p != NULL) {
+		if (n >= b->len - b->used) {
+			b->err = RLG_ENOSPC;
+			return;
+		}
+		memcpy(b->p + b->used, s, n);
+		b->p[b->used + n] = '\0';
+	}
+	b->used += n;
+}
+
+/*
+ * An RFC 8941 sf-string: DQUOTE, printable ASCII with '"' and '\' escaped,
+ * DQUOTE. Anything else has no sf-string form (and may be CR or LF): the
+ * answer fails with RLG_EINVAL. Config names ([A-Za-z0-9_.-]) never do.
+ */
+static void
+put_sf_string(struct buf *b, const char *s)
+{
+	const unsigned char *c;
+
+	if (s == NULL) {
+		if (b->err == 0)
+			b->err = RLG_EINVAL;
+		return;
+	}
+	put_mem(b, "\"", 1);
+	for (c = (const unsigned char *)s; *c != '\0'; c++) {
+		if (*c < 0x20 || *c > 0x7e) {
+			if (b->err == 0)
+				b->err = RLG_EINVAL;
+			return;
+		}
+		if (*c == '"' || *c == '\\')
+			put_mem(b, "\\", 1);
+		put_mem(b, (const char *)c, 1);
+	}
+	put_mem(b, "\"", 1);
+}
+
+/*
+ * A JSON string (RFC 8259 section 7): '"' and '\' escaped, control bytes
+ * as \u00XX; other bytes pass (the config holds ASCII names). Defensive:
+ * the names come from the config, never from the request.
+ */
+static void
+put_json_string(struct buf *b, const char *s)
+{
+	const unsigned char *c;
+
+	if (s == NULL) {
+		if (b->err == 0)
+			b->err = RLG_EINVAL;
+		return;
+	}
+	put_mem(b, "\"", 1);
+	for (c = (const unsigned char *)s; *c != '\0'; c++) {
+		if (*c == '"' || *c == '\\') {
+			put_mem(b, "\\", 1);
+			put_mem(b, (const char *)c, 1);
+		} else if (*c < 0x20) {
+			put(b, "\\u%04x", (unsigned)*c);
+		} else {
+			put_mem(b, (const char *)c, 1);
+		}
+	}
+	put_mem(b, "\"", 1);
+}
+
+static int64_t
+nonneg(int64_t v)
+{
+	return v < 0 ? 0 : v;
+}
+
+static bool
+has_decisions(const struct rlg_answer *a)
+{
+	return a->decisions != NULL && a->n > 0;
+}
+
+/*
+ * What Retry-After says on a 429: the latest moment any rejecting policy
+ * admits again. The limiter sets reset_ms == retry_ms on a rejection; the
+ * larger of the two is taken anyway, so no reset reported beside it (t of
+ * RateLimit, RateLimit-Reset) can ever be later than Retry-After.
+ */
+static int64_t
+retry_ms(const struct rlg_answer *a)
+{
+	int64_t ms = 0;
+	size_t i;
+
+	if (!has_decisions(a))
+		return 0;
+	for (i = 0; i < a->n; i++) {
+		const struct rlg_decision *d = &a->decisions[i];
+
+		if (d->admitted)
+			continue;
+		if (d->retry_ms > ms)
+			ms = d->retry_ms;
+		if (d->reset_ms > ms)
+			ms = d->reset_ms;
+	}
+	return ms;
 }
 
 int64_t
@@ -83,47 +244,192 @@ rlg_response_seconds(int64_t ms)
 	return s < 1 ? 1 : s;
 }
 
-/* The draft-ietf-httpapi-ratelimit-headers-03 trio (the seed's headers). */
+int
+rlg_response_pick(const struct rlg_decision *decisions, size_t n)
+{
+	const struct rlg_decision *d = decisions;
+	bool rejected = false;
+	size_t i;
+	int best = -1;
+
+	if (d == NULL || n > (size_t)INT_MAX)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (!d[i].admitted)
+			rejected = true;
+	for (i = 0; i < n; i++) {
+		if (rejected) {
+			/* Strictly later only: among equals, the first. */
+			if (!d[i].admitted && (best < 0 ||
+			    d[i].retry_ms > d[best].retry_ms))
+				best = (int)i;
+		} else if (best < 0 || d[i].remaining < d[best].remaining ||
+		    (d[i].remaining == d[best].remaining &&
+		    d[i].reset_ms < d[best].reset_ms)) {
+			best = (int)i;
+		}
+	}
+	return best;
+}
+
+/*
+ * The three single-policy headers, for the picked decision: draft03's
+ * "RateLimit-" and the de-facto "X-RateLimit-". Both Resets are delta
+ * seconds, never an epoch timestamp: a delta needs no clock agreement
+ * between client and server (a skewed client clock would misread a
+ * timestamp), and it matches Retry-After and the ietf t (the draft's
+ * section 4.1.2 and FAQ 5 give these reasons). X-RateLimit-Reset means
+ * different things in the wild (seconds, ms, epoch); rlgate documents
+ * seconds.
+ */
+static void
+put_trio(struct buf *b, const char *prefix, const struct rlg_decision *d)
+{
+	put(b, "%sLimit: %" PRId64 "\r\n"
+	    "%sRemaining: %" PRId64 "\r\n"
+	    "%sReset: %" PRId64 "\r\n",
+	    prefix, nonneg(d->limit), prefix, nonneg(d->remaining),
+	    prefix, rlg_response_seconds(d->reset_ms));
+}
+
+/*
+ * RateLimit-Policy: every policy that applied, q its quota, w its window
+ * in whole seconds (the config holds whole seconds, so this is
+ * window_ms / 1000; a stray fraction would round up, the stricter way).
+ * RateLimit: r remaining, t seconds until the reset, for every policy; on
+ * a 429 only for those that rejected, so Retry-After (their latest retry)
+ * is never earlier than any t (draft section 6). No pk: the partition key
+ * here is the client's address, and the draft (6.1) asks servers not to
+ * return sensitive keys. No qu: "requests" is the default.
+ */
+static void
+put_ietf(struct buf *b, const struct rlg_answer *a)
+{
+	bool rejected = a->outcome == RLG_OUT_REJECTED;
+	size_t i, members = 0;
+
+	for (i = 0; i < a->n; i++) {
+		const struct rlg_policy *p = &a->policies[i];
+
+		put(b, i == 0 ? "RateLimit-Policy: " : ", ");
+		put_sf_string(b, p->name);
+		put(b, ";q=%" PRId64 ";w=%" PRId64, nonneg(p->limit),
+		    rlg_response_seconds(p->window_ms));
+		if (p->algorithm == RLG_ALG_TOKEN_BUCKET)
+			put(b, ";" IETF_BURST_PARAM "=%" PRId64,
+			    nonneg(p->burst));
+	}
+	put(b, "\r\n");
+	for (i = 0; i < a->n; i++) {
+		const struct rlg_decision *d = &a->decisions[i];
+
+		if (rejected && d->admitted)
+			continue;
+		put(b, members++ == 0 ? "RateLimit: " : ", ");
+		put_sf_string(b, a->policies[i].name);
+		put(b, ";r=%" PRId64 ";t=%" PRId64, nonneg(d->remaining),
+		    rlg_response_seconds(d->reset_ms));
+	}
+	if (members > 0)     /* a List field is never sent empty */
+		put(b, "\r\n");
+}
+
 static void
 put_ratelimit(struct buf *b, const struct rlg_answer *a)
 {
-	const struct rlg_decision *d = a->decision;
+	bool draft03 = false, ietf = false, x = false;
+	const struct rlg_decision *d;
 
-	if (d == NULL)
+	if (!has_decisions(a))
 		return;
 	switch (a->style) {
 	case RLG_STYLE_DRAFT03:
-		put(b, "RateLimit-Limit: %" PRId64 "\r\n"
-		    "RateLimit-Remaining: %" PRId64 "\r\n"
-		    "RateLimit-Reset: %" PRId64 "\r\n",
-		    d->limit, d->remaining, rlg_response_seconds(d->reset_ms));
+		draft03 = true;
 		break;
+	case RLG_STYLE_IETF:
+		ietf = true;
+		break;
+	case RLG_STYLE_X_RATELIMIT:
+		x = true;
+		break;
+	case RLG_STYLE_ALL:
+		draft03 = ietf = x = true;
+		break;
+	case RLG_STYLE_NONE:
+		return;
 	}
+	d = &a->decisions[rlg_response_pick(a->decisions, a->n)];
+	if (draft03)
+		put_trio(b, "RateLimit-", d);
+	if (ietf)
+		put_ietf(b, a);
+	if (x)
+		put_trio(b, "X-RateLimit-", d);
+}
+
+static void
+put_body(struct buf *b, const struct rlg_answer *a,
+    const struct outcome_text *t, bool problem)
+{
+	size_t i, listed = 0;
+
+	if (!problem) {
+		put(b, "%s", t->json);
+		return;
+	}
+	if (a->outcome != RLG_OUT_REJECTED) {
+		put(b, "{\"type\":\"" PROBLEM_ABOUT_BLANK "\",\"title\":\"%s\","
+		    "\"status\":%d}", t->reason, t->code);
+		return;
+	}
+	put(b, "{\"type\":\"" RLG_PROBLEM_QUOTA_EXCEEDED "\","
+	    "\"title\":\"" PROBLEM_QUOTA_TITLE "\",\"status\":%d,"
+	    "\"detail\":\"" PROBLEM_QUOTA_DETAIL "\",\"violated-policies\":[",
+	    t->code);
+	for (i = 0; has_decisions(a) && i < a->n; i++) {
+		if (a->decisions[i].admitted)
+			continue;
+		if (listed++ > 0)
+			put_mem(b, ",", 1);
+		put_json_string(b, a->policies[i].name);
+	}
+	put(b, "]}");
 }
 
 int
 rlg_response_format(const struct rlg_answer *a, char *out, size_t len)
 {
+	struct buf body = { NULL, 0, 0, 0 };
 	struct buf b = { out, len, 0, 0 };
 	const struct outcome_text *t;
-	size_t body_len;
+	bool problem;
 
 	if (len == 0)
 		return RLG_ENOSPC;
-	if ((size_t)a->outcome >= sizeof texts / sizeof texts[0])
+	out[0] = '\0';
+	if ((size_t)a->outcome >= sizeof texts / sizeof texts[0] ||
+	    (unsigned)a->style > RLG_STYLE_NONE ||
+	    (a->errors != RLG_ERRORS_JSON && a->errors != RLG_ERRORS_PROBLEM) ||
+	    (has_decisions(a) && a->policies == NULL))
 		return RLG_EINVAL;
 	t = &texts[a->outcome];
-	body_len = strlen(t->body);
+	problem = a->errors == RLG_ERRORS_PROBLEM && t->code >= 400;
 
-	put(&b, "Status: %s\r\n"
-	    "Content-Type: application/json\r\n"
-	    "Cache-Control: no-store\r\n", t->status);
+	/* Measured first: HEAD announces the length GET would send. */
+	put_body(&body, a, t, problem);
+	if (body.err != 0)
+		return body.err;
+
+	put(&b, "Status: %d %s\r\n"
+	    "Content-Type: %s\r\n"
+	    "Cache-Control: no-store\r\n", t->code, t->reason,
+	    problem ? PROBLEM_JSON : "application/json");
 	put_ratelimit(&b, a);
 	switch (a->outcome) {
 	case RLG_OUT_REJECTED:
-		/* Never earlier than the reset it reports; at least 1 s. */
-		put(&b, "Retry-After: %" PRId64 "\r\n", rlg_response_seconds(
-		    a->decision != NULL ? a->decision->retry_ms : 0));
+		/* Every 429, whatever the style (none included); at least 1 s. */
+		put(&b, "Retry-After: %" PRId64 "\r\n",
+		    rlg_response_seconds(retry_ms(a)));
 		break;
 	case RLG_OUT_STORE_DOWN:
 		put(&b, "Retry-After: %d\r\n", RLG_STORE_DOWN_RETRY_S);
@@ -134,12 +440,14 @@ rlg_response_format(const struct rlg_answer *a, char *out, size_t len)
 	default:
 		break;
 	}
-	put(&b, "Content-Length: %zu\r\n\r\n", body_len);
+	put(&b, "Content-Length: %zu\r\n\r\n", body.used);
 	if (!a->head)
-		put(&b, "%s", t->body);
-	if (b.overflow) {
+		put_body(&b, a, t, problem);
+	if (b.err == 0 && b.used > (size_t)INT_MAX)
+		b.err = RLG_ENOSPC;
+	if (b.err != 0) {
 		out[0] = '\0';
-		return RLG_ENOSPC;
+		return b.err;
 	}
 	return (int)b.used;
 }
@@ -147,7 +455,7 @@ rlg_response_format(const struct rlg_answer *a, char *out, size_t len)
 int
 rlg_response_write(const struct rlg_answer *a, rlg_write_fn write, void *ctx)
 {
-	char buf[1024];
+	char buf[RLG_RESPONSE_MAX];
 	int n;
 
 	n = rlg_response_format(a, buf, sizeof buf);

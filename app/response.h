@@ -1,6 +1,7 @@
 /*
  * response.h: every byte rlgate sends back: the status line, the rate-limit
- * headers in the configured style, and the JSON bodies.
+ * headers in the configured style, and the bodies (the seed's JSON, or RFC
+ * 9457 problem details with errors = problem).
  *
  * It writes through a small writer callback, so the server hands it a
  * FastCGI stream or stdout and the tests hand it a buffer. No header value
@@ -29,31 +30,63 @@ enum rlg_outcome {
 	RLG_OUT_STORE_DOWN,     /* 503 with Retry-After (on_error = closed) */
 };
 
+/*
+ * One answer. policies[i] and decisions[i] (i < n) are the policies that
+ * applied to the request and what each decided; decisions == NULL (or
+ * n == 0) means nothing to report (the store was down, or no policy).
+ * When there are decisions, policies must not be NULL: the ietf headers
+ * and the problem body name them.
+ */
 struct rlg_answer {
 	enum rlg_outcome outcome;
 	bool head;                       /* HEAD: headers only */
 	enum rlg_header_style style;
-	const struct rlg_decision *decision;   /* rate-limit state to report, or NULL */
+	enum rlg_error_format errors;    /* body of 4xx/5xx answers */
+	const struct rlg_policy *policies;
+	const struct rlg_decision *decisions;
+	size_t n;
 };
+
+/* The IANA problem type of the draft, for [response] errors = problem. */
+#define RLG_PROBLEM_QUOTA_EXCEEDED \
+	"https://iana.org/assignments/http-problem-types#quota-exceeded"
+
+/* Room for every answer: headers for RLG_POLICIES_MAX policies and a body. */
+#define RLG_RESPONSE_MAX 16384
 
 /* Seconds to send in Retry-After when the store is down (on_error = closed). */
 #define RLG_STORE_DOWN_RETRY_S 1
 
 /*
  * Writes the whole answer (CGI-style "Status:" line, headers, blank line,
- * body unless HEAD) with one call to write. Returns 0, or the writer's
- * negative result.
+ * body unless HEAD) with one call to write, from an RLG_RESPONSE_MAX stack
+ * buffer. Returns 0, the writer's negative result, or the error of
+ * rlg_response_format (nothing is written then).
  */
 int rlg_response_write(const struct rlg_answer *a, rlg_write_fn write,
     void *ctx);
 
 /*
  * Formats the answer into buf (len bytes). Returns the number of bytes
- * written (excluding a NUL it always adds), or RLG_ENOSPC.
+ * written (excluding a NUL it always adds), RLG_ENOSPC if it does not fit,
+ * or RLG_EINVAL for an outcome, style or error format out of range,
+ * decisions without policies, or a policy name a header cannot carry
+ * verbatim (a byte outside printable ASCII: never in a valid config). On
+ * error buf holds "" (when len > 0).
  */
 int rlg_response_format(const struct rlg_answer *a, char *buf, size_t len);
 
 /* Whole seconds for a header from a duration in ms: rounded up, at least 1. */
 int64_t rlg_response_seconds(int64_t ms);
+
+/*
+ * The decision the single-policy styles (draft03, x-ratelimit) report, as
+ * an index into decisions[0..n): all admitted, the policy with the fewest
+ * remaining requests (ties: the soonest reset, then the first); any
+ * rejected, among the policies that rejected, the one with the largest
+ * retry_ms (ties: the first), so Retry-After is never too early. -1 when
+ * n == 0 or decisions is NULL.
+ */
+int rlg_response_pick(const struct rlg_decision *decisions, size_t n);
 
 #endif
