@@ -10,6 +10,16 @@
  * mode with synchronous=NORMAL: readers (the operator's sqlite3 shell) never
  * block the gateway, and a commit costs no fsync.
  *
+ * A sliding_log policy keeps one rlg_log row per admitted request: the step
+ * reads the client's in-window rows into a buffer of the handle, and when
+ * the request is admitted adds its row and deletes the client's rows that
+ * left the window, so a client never has more rows than its limit. Its
+ * state row (count, oldest, expires_ms = newest + window) is what pruning
+ * goes by: a trigger of the schema deletes the log with the state row.
+ *
+ * The schema is db/schema.sql (version 2). A version 1 file, from the
+ * first rlgate, is migrated in place when opened (sq_migrations).
+ *
  * The handle heals by itself. If the file cannot be opened (directory
  * missing, not a database, newer schema, read-only) the handle still
  * exists, says why, and the next call tries again. After an error that
@@ -42,10 +52,30 @@
 extern const char rlg_schema_sql[];
 
 /* The PRAGMA user_version that db/schema.sql sets. */
-#define SQ_SCHEMA_VERSION 1
+#define SQ_SCHEMA_VERSION 2
 
-/* Rows deleted per prune transaction: keeps the write lock short. */
+/*
+ * Rows deleted per prune transaction, about: keeps the write lock short.
+ * A transaction deletes at most SQ_PRUNE_BATCH state rows; the trigger
+ * deletes their log rows with them, so the store shrinks the next batch
+ * when the last one took many log rows along (sq_prune).
+ */
 #define SQ_PRUNE_BATCH 1000
+#define SQ_PRUNE_ROWS (10 * SQ_PRUNE_BATCH)
+
+/* The sliding-log buffer starts with this many entries and doubles. */
+#define SQ_LOG_INITIAL 64
+
+/*
+ * Stored expiries are rounded up to this (a whole second): pruning a row
+ * up to a second late changes nothing, and the expiry of a token bucket
+ * (its tat, which every admitted request moves on) then changes, and with
+ * it the index, about once a second instead of on every request, so the
+ * UPDATE without expires_ms serves the rest (about 1.5x the decisions per
+ * second of a hot bucket). Windows are whole seconds: a fixed or sliding
+ * window's expiry is one already.
+ */
+#define SQ_EXPIRES_GRAIN_MS 1000
 
 /* How often (in ms of the caller's clock) a step checks the file's inode. */
 #define SQ_CHECK_MS 1000
@@ -59,6 +89,9 @@ enum sq_stmt {
 	SQ_UPSERT,
 	SQ_UPDATE,
 	SQ_PRUNE,
+	SQ_LOG_SELECT,
+	SQ_LOG_INSERT,
+	SQ_LOG_TRIM,
 	SQ_NSTMT
 };
 
@@ -67,6 +100,8 @@ struct sq_item {
 	struct rlg_state in;
 	struct rlg_state out;
 	bool stored;                  /* a row exists when out is written */
+	bool append;                  /* sliding_log: add the log row */
+	int64_t seq;                  /* sliding_log: its seq */
 };
 
 struct sq_store {
@@ -82,6 +117,15 @@ struct sq_store {
 	bool warned_journal;          /* logged once: WAL not available */
 	struct sq_item *scratch;      /* step scratch, one per item */
 	size_t nscratch;              /* entries in scratch */
+	/*
+	 * One client's sliding log, ascending, for rlg_limiter_sliding_log:
+	 * reused by every item and call, grown on demand up to the largest
+	 * limit seen (at most RLG_SLIDING_LOG_LIMIT_MAX) plus the items of a
+	 * step. Owned; freed with the handle.
+	 */
+	int64_t *log_ms;
+	size_t log_cap;               /* entries allocated in log_ms */
+	int prune_batch;              /* state rows per prune transaction */
 	char errmsg[512];             /* the last error, NUL-terminated */
 };
 
@@ -107,10 +151,26 @@ static int sq_apply_schema(struct sq_store *s);
 static int sq_user_version(struct sq_store *s, int *version);
 static int sq_exec(struct sq_store *s, const char *op, const char *sql);
 static int sq_run(struct sq_store *s, const char *op, sqlite3_stmt *st);
+static int sq_migrate(struct sq_store *s, int from);
+static int sq_decide(struct sq_store *s, const struct rlg_store_item *items,
+    size_t i, int64_t now_ms, struct rlg_decision *d);
+static int sq_decide_log(struct sq_store *s,
+    const struct rlg_store_item *items, size_t i, int64_t now_ms,
+    struct rlg_decision *d);
+static int sq_refused(struct sq_store *s, const struct rlg_policy *policy);
+static bool sq_same_key(const struct rlg_store_item *a,
+    const struct rlg_store_item *b);
 static int sq_load(struct sq_store *s, const struct rlg_store_item *item,
     struct sq_item *x);
+static int sq_load_log(struct sq_store *s, const struct rlg_store_item *item,
+    int64_t now_ms, size_t *n, int64_t *seq);
+static void sq_log_reserve(struct sq_store *s, size_t n, size_t need);
 static int sq_save(struct sq_store *s, const struct rlg_store_item *item,
     const struct sq_item *x);
+static int sq_save_log(struct sq_store *s, const struct rlg_store_item *item,
+    const struct sq_item *x, int64_t now_ms);
+static int64_t sq_clamp_time(int64_t t_ms);
+static int64_t sq_expires(int64_t expires_ms);
 static int sq_failed(struct sq_store *s, int rc);
 static void sq_sqlite_error(struct sq_store *s, const char *op, int rc);
 static void sq_seterr(struct sq_store *s, const char *fmt, ...)
@@ -132,29 +192,77 @@ static const char *const sq_sql[SQ_NSTMT] = {
 	[SQ_COMMIT] = "COMMIT",
 	[SQ_ROLLBACK] = "ROLLBACK",
 	[SQ_SELECT] =
-	    "SELECT window_start_ms, count, expires_ms FROM rlg_state"
-	    " WHERE policy = ?1 AND client = ?2",
+	    "SELECT window_start_ms, count, expires_ms, prev_count, tat_us"
+	    " FROM rlg_state WHERE policy = ?1 AND client = ?2",
 	[SQ_UPSERT] =
-	    "INSERT INTO rlg_state"
-	    " (policy, client, window_start_ms, count, expires_ms)"
-	    " VALUES (?1, ?2, ?3, ?4, ?5)"
+	    "INSERT INTO rlg_state (policy, client, window_start_ms, count,"
+	    " expires_ms, prev_count, tat_us)"
+	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
 	    " ON CONFLICT (policy, client) DO UPDATE SET"
 	    " window_start_ms = excluded.window_start_ms,"
 	    " count = excluded.count,"
-	    " expires_ms = excluded.expires_ms",
+	    " expires_ms = excluded.expires_ms,"
+	    " prev_count = excluded.prev_count,"
+	    " tat_us = excluded.tat_us",
 	/*
-	 * Most admitted requests change only the count of a stored row.
-	 * Leaving expires_ms out of the SET list spares the index: one page
-	 * per commit instead of two, about 1.5x the decisions per second.
+	 * Most admitted requests of a fixed or sliding window change only
+	 * the count of a stored row. Leaving expires_ms out of the SET list
+	 * spares the index: one page per commit instead of two, about 1.5x
+	 * the decisions per second.
 	 */
 	[SQ_UPDATE] =
-	    "UPDATE rlg_state SET window_start_ms = ?3, count = ?4"
+	    "UPDATE rlg_state SET window_start_ms = ?3, count = ?4,"
+	    " prev_count = ?5, tat_us = ?6"
 	    " WHERE policy = ?1 AND client = ?2",
-	/* A bounded batch: the inner SELECT walks the expires_ms index. */
+	/*
+	 * A bounded batch: the inner SELECT walks the expires_ms index; the
+	 * schema's trigger deletes each state's log rows with it.
+	 */
 	[SQ_PRUNE] =
 	    "DELETE FROM rlg_state WHERE (policy, client) IN"
 	    " (SELECT policy, client FROM rlg_state"
-	    " WHERE expires_ms <= ?1 LIMIT 1000)",
+	    " WHERE expires_ms <= ?1 LIMIT ?2)",
+	/*
+	 * The newest ?4 (the limit) in-window rows, newest first: all of
+	 * them while the client is under its limit; when it is over (the
+	 * limit was lowered), the limit-th newest is the one whose leaving
+	 * admits again, as the limiter wants it. One range of the primary
+	 * key, read backwards.
+	 */
+	[SQ_LOG_SELECT] =
+	    "SELECT ts_ms, seq FROM rlg_log"
+	    " WHERE policy = ?1 AND client = ?2 AND ts_ms > ?3"
+	    " ORDER BY ts_ms DESC, seq DESC LIMIT ?4",
+	[SQ_LOG_INSERT] =
+	    "INSERT INTO rlg_log (policy, client, ts_ms, seq)"
+	    " VALUES (?1, ?2, ?3, ?4)",
+	[SQ_LOG_TRIM] =
+	    "DELETE FROM rlg_log"
+	    " WHERE policy = ?1 AND client = ?2 AND ts_ms <= ?3",
+};
+
+/*
+ * Migrations: sq_migrations[v] brings the objects of a version v file to
+ * what db/schema.sql creates at version v + 1, where schema.sql's IF NOT
+ * EXISTS statements would not: columns added to an existing table, views
+ * whose text changed (dropped here, created again by schema.sql). After
+ * the steps from the file's version on, rlg_schema_sql runs in the same
+ * transaction: it adds the new tables and triggers, the views, and sets
+ * user_version. A file of version v < SQ_SCHEMA_VERSION needs one entry
+ * here for each version from v on.
+ *
+ * 1 -> 2: the columns of sliding_window and token_bucket (appended, as
+ * ALTER TABLE adds them; schema.sql lists them last too), and the views,
+ * which show them. rlg_log and its trigger are new in schema.sql.
+ */
+static const char *const sq_migrations[SQ_SCHEMA_VERSION] = {
+	[1] =
+	    "ALTER TABLE rlg_state ADD COLUMN"
+	    " prev_count INTEGER NOT NULL DEFAULT 0;"
+	    "ALTER TABLE rlg_state ADD COLUMN"
+	    " tat_us INTEGER NOT NULL DEFAULT 0;"
+	    "DROP VIEW IF EXISTS clients;"
+	    "DROP VIEW IF EXISTS summary;",
 };
 
 /* Result codes by name, for messages: sqlite3_errstr has no names. */
@@ -221,6 +329,7 @@ sq_open(const struct rlg_store_config *cfg, struct rlg_store **out)
 	    cfg->busy_timeout_ms : 0;
 	s->nscratch = 4;
 	s->scratch = rlg_xcalloc(s->nscratch, sizeof *s->scratch);
+	s->prune_batch = SQ_PRUNE_BATCH;
 	snprintf(s->errmsg, sizeof s->errmsg, "no error");
 	*out = &s->base;
 	return sq_connect(s) == 0 ? RLG_OK : RLG_ESTORE;
@@ -231,9 +340,8 @@ sq_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
     int64_t now_ms, struct rlg_decision *decisions)
 {
 	struct sq_store *s = (struct sq_store *)base;
-	struct sq_item *x;
-	bool admitted = true, found;
-	size_t i, j;
+	bool admitted = true;
+	size_t i;
 	int rc;
 
 	if ((rc = sq_check_items(s, items, n, decisions)) != RLG_OK)
@@ -249,35 +357,9 @@ sq_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
 	if ((rc = sq_run(s, "step", s->stmt[SQ_BEGIN])) != SQLITE_OK)
 		return sq_failed(s, rc);
 	for (i = 0; i < n; i++) {
-		x = &s->scratch[i];
-		/*
-		 * The same (policy, client) twice in one request counts
-		 * twice: the second sees the first one's new state, and
-		 * its row exists by the time the second is written.
-		 */
-		found = false;
-		for (j = i; j-- > 0 && !found; ) {
-			if (strcmp(items[j].policy->name,
-			    items[i].policy->name) == 0 &&
-			    strcmp(items[j].client, items[i].client) == 0) {
-				x->in = s->scratch[j].out;
-				x->stored = true;
-				found = true;
-			}
-		}
-		if (!found && (rc = sq_load(s, &items[i], x)) != SQLITE_OK)
-			return sq_failed(s, rc);
-		if (rlg_limiter_step(items[i].policy, &x->in, now_ms,
-		    &x->out, &decisions[i]) != RLG_OK) {
-			sq_seterr(s, "store step: the limiter refused policy"
-			    " \"%s\" (limit %lld, window %lld ms)",
-			    items[i].policy->name,
-			    (long long)items[i].policy->limit,
-			    (long long)items[i].policy->window_ms);
-			if (!sqlite3_get_autocommit(s->db))
-				(void)sq_run(s, NULL, s->stmt[SQ_ROLLBACK]);
-			return RLG_EINVAL;
-		}
+		if ((rc = sq_decide(s, items, i, now_ms, &decisions[i])) !=
+		    RLG_OK)
+			return rc;
 		if (!decisions[i].admitted)
 			admitted = false;
 	}
@@ -290,7 +372,11 @@ sq_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
 		return RLG_OK;
 	}
 	for (i = 0; i < n; i++) {
-		if ((rc = sq_save(s, &items[i], &s->scratch[i])) != SQLITE_OK)
+		if (items[i].policy->algorithm == RLG_ALG_SLIDING_LOG)
+			rc = sq_save_log(s, &items[i], &s->scratch[i], now_ms);
+		else
+			rc = sq_save(s, &items[i], &s->scratch[i]);
+		if (rc != SQLITE_OK)
 			return sq_failed(s, rc);
 	}
 	if ((rc = sq_run(s, "step", s->stmt[SQ_COMMIT])) != SQLITE_OK)
@@ -298,29 +384,162 @@ sq_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
 	return RLG_OK;
 }
 
+/*
+ * Item i of a step, inside its transaction: reads what it needs, runs the
+ * limiter, leaves what to write in s->scratch[i] and the decision in *d.
+ * RLG_OK; else the transaction is closed and the step's result returned
+ * (RLG_ESTORE, or RLG_EINVAL for a policy the limiter refuses).
+ */
+static int
+sq_decide(struct sq_store *s, const struct rlg_store_item *items, size_t i,
+    int64_t now_ms, struct rlg_decision *d)
+{
+	struct sq_item *x = &s->scratch[i];
+	bool found = false;
+	size_t j;
+	int rc;
+
+	if (items[i].policy->algorithm == RLG_ALG_SLIDING_LOG)
+		return sq_decide_log(s, items, i, now_ms, d);
+	x->append = false;
+	/*
+	 * The same (policy, client) twice in one request counts twice: the
+	 * second sees the first one's new state, and its row exists by the
+	 * time the second is written.
+	 */
+	for (j = i; j-- > 0 && !found; ) {
+		if (sq_same_key(&items[j], &items[i])) {
+			x->in = s->scratch[j].out;
+			x->stored = true;
+			found = true;
+		}
+	}
+	if (!found && (rc = sq_load(s, &items[i], x)) != SQLITE_OK)
+		return sq_failed(s, rc);
+	if (rlg_limiter_step(items[i].policy, &x->in, now_ms, &x->out, d) !=
+	    RLG_OK)
+		return sq_refused(s, items[i].policy);
+	return RLG_OK;
+}
+
+/*
+ * A sliding_log item: its log into s->log_ms, then the limiter. The state
+ * row is not read: the log is the state, the row only its summary for
+ * pruning and the views, written in full when admitted.
+ *
+ * The same (policy, client) earlier in the step has not written its row
+ * yet; each one that was admitted adds one entry at now (clamped) to what
+ * the database holds, so the log stays what it would be had the two
+ * requests come one after the other. Entries that left the window are
+ * never read, so the earlier items' trimming changes nothing here.
+ */
+static int
+sq_decide_log(struct sq_store *s, const struct rlg_store_item *items,
+    size_t i, int64_t now_ms, struct rlg_decision *d)
+{
+	const struct rlg_policy *p = items[i].policy;
+	struct sq_item *x = &s->scratch[i];
+	int64_t now = sq_clamp_time(now_ms), seq;
+	size_t n, k = 0, j, at, drop;
+	int rc;
+
+	/* The limiter checks it too; here it bounds the buffer. */
+	if (p->limit < 1 || p->limit > RLG_SLIDING_LOG_LIMIT_MAX)
+		return sq_refused(s, p);
+	for (j = 0; j < i; j++) {
+		if (sq_same_key(&items[j], &items[i]) && s->scratch[j].append)
+			k++;
+	}
+	if ((rc = sq_load_log(s, &items[i], now, &n, &seq)) != SQLITE_OK)
+		return sq_failed(s, rc);
+	if (k > 0) {
+		/* k entries at now, after those <= now; the newest limit. */
+		sq_log_reserve(s, n, n + k);
+		for (at = n; at > 0 && s->log_ms[at - 1] > now; at--)
+			;
+		memmove(s->log_ms + at + k, s->log_ms + at,
+		    (n - at) * sizeof *s->log_ms);
+		for (j = 0; j < k; j++)
+			s->log_ms[at + j] = now;
+		n += k;
+		if (n > (size_t)p->limit) {
+			drop = n - (size_t)p->limit;
+			memmove(s->log_ms, s->log_ms + drop,
+			    (n - drop) * sizeof *s->log_ms);
+			n -= drop;
+		}
+	}
+	x->seq = seq + (int64_t)k;
+	x->stored = false;
+	if (rlg_limiter_sliding_log(p, s->log_ms, n, now_ms, &x->append,
+	    &x->out, d) != RLG_OK)
+		return sq_refused(s, p);
+	return RLG_OK;
+}
+
+/* The limiter refused a policy: RLG_EINVAL, transaction closed. */
+static int
+sq_refused(struct sq_store *s, const struct rlg_policy *policy)
+{
+	sq_seterr(s, "store step: the limiter refused policy \"%s\" (%s,"
+	    " limit %lld, window %lld ms, burst %lld)", policy->name,
+	    rlg_algorithm_name(policy->algorithm) != NULL ?
+	    rlg_algorithm_name(policy->algorithm) : "unknown algorithm",
+	    (long long)policy->limit, (long long)policy->window_ms,
+	    (long long)policy->burst);
+	if (s->db != NULL && !sqlite3_get_autocommit(s->db))
+		(void)sq_run(s, NULL, s->stmt[SQ_ROLLBACK]);
+	return RLG_EINVAL;
+}
+
+/* The same (policy, client): the same state row and log. */
+static bool
+sq_same_key(const struct rlg_store_item *a, const struct rlg_store_item *b)
+{
+	return strcmp(a->policy->name, b->policy->name) == 0 &&
+	    strcmp(a->client, b->client) == 0;
+}
+
 static int
 sq_prune(struct rlg_store *base, int64_t now_ms, int64_t *deleted)
 {
 	struct sq_store *s = (struct sq_store *)base;
 	sqlite3_stmt *st;
-	int64_t total = 0;
-	int rc, changes;
+	int64_t total = 0, next;
+	unsigned before, rows;
+	int rc, changes, batch;
 
 	if (deleted != NULL)
 		*deleted = 0;
 	if (sq_ready(s, now_ms) != 0)
 		return RLG_ESTORE;
 	st = s->stmt[SQ_PRUNE];
-	/* Each batch is one autocommit DELETE: its own short transaction. */
+	/*
+	 * Each batch is one autocommit DELETE: its own short transaction.
+	 * The state rows of sliding_log clients take up to limit log rows
+	 * each along (the trigger): the next batch is sized so that it
+	 * deletes about SQ_PRUNE_ROWS rows in all, judging by this one, and
+	 * the size is kept for the next prune.
+	 */
 	do {
+		batch = s->prune_batch;
+		before = (unsigned)sqlite3_total_changes(s->db);
 		sqlite3_bind_int64(st, 1, now_ms);
+		sqlite3_bind_int(st, 2, batch);
 		if ((rc = sq_run(s, "prune", st)) != SQLITE_OK)
 			return sq_failed(s, rc);
 		changes = sqlite3_changes(s->db);
+		/* Counted with the trigger's; modulo 2^32 (SQLite 3.35). */
+		rows = (unsigned)sqlite3_total_changes(s->db) - before;
+		if (changes > 0 && rows > 0) {
+			next = (int64_t)changes * SQ_PRUNE_ROWS / rows;
+			s->prune_batch = next < 1 ? 1 : next > SQ_PRUNE_BATCH ?
+			    SQ_PRUNE_BATCH : (int)next;
+		}
 		total += changes;
 		if (deleted != NULL)
 			*deleted = total;
-	} while (changes >= SQ_PRUNE_BATCH);
+	} while (changes >= batch);
 	return RLG_OK;
 }
 
@@ -341,6 +560,7 @@ sq_close(struct rlg_store *base)
 		return;
 	sq_disconnect(s);
 	free(s->scratch);
+	free(s->log_ms);
 	free(s->path);
 	free(s);
 }
@@ -678,29 +898,37 @@ sq_set_wal(struct sq_store *s)
 }
 
 /*
- * Applies db/schema.sql to a new database (user_version 0) in one write
- * transaction, checking the version again under the lock since another
- * process may have done it meanwhile; refuses versions it does not know.
+ * Applies db/schema.sql to a new database (user_version 0), or migrates an
+ * older one to it, in one write transaction, checking the version again
+ * under the lock since another process may have done it meanwhile;
+ * refuses versions it does not know.
  */
 static int
 sq_apply_schema(struct sq_store *s)
 {
-	int version;
+	int version, from;
 
 	if (sq_user_version(s, &version) != 0)
 		return -1;
-	if (version == 0) {
+	if (version >= 0 && version < SQ_SCHEMA_VERSION &&
+	    (version == 0 || sq_migrations[version] != NULL)) {
 		if (sq_exec(s, "schema", "BEGIN IMMEDIATE") != 0)
 			return -1;
 		if (sq_user_version(s, &version) != 0)
 			goto rollback;
-		if (version == 0) {
-			if (sq_exec(s, "schema", rlg_schema_sql) != 0 ||
+		/* Another process may have done it: then nothing to do. */
+		from = version;
+		if (from >= 0 && from < SQ_SCHEMA_VERSION) {
+			if ((from >= 1 && sq_migrate(s, from) != 0) ||
+			    sq_exec(s, "schema", rlg_schema_sql) != 0 ||
 			    sq_user_version(s, &version) != 0)
 				goto rollback;
 		}
 		if (sq_exec(s, "schema", "COMMIT") != 0)
 			goto rollback;
+		if (from >= 1 && from < SQ_SCHEMA_VERSION)
+			rlg_log("store %s: database schema migrated from"
+			    " version %d to %d", s->path, from, version);
 	}
 	if (version > SQ_SCHEMA_VERSION) {
 		sq_seterr(s, "sqlite open on %s: database schema version %d"
@@ -720,6 +948,27 @@ rollback:
 	if (!sqlite3_get_autocommit(s->db))
 		(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 	return -1;
+}
+
+/*
+ * Runs the migration steps from version `from` on (inside the caller's
+ * transaction); rlg_schema_sql then completes them. 0 or -1.
+ */
+static int
+sq_migrate(struct sq_store *s, int from)
+{
+	int v;
+
+	for (v = from; v < SQ_SCHEMA_VERSION; v++) {
+		if (sq_migrations[v] == NULL) {
+			sq_seterr(s, "sqlite open on %s: no migration from"
+			    " database schema version %d", s->path, v);
+			return -1;
+		}
+		if (sq_exec(s, "schema migration", sq_migrations[v]) != 0)
+			return -1;
+	}
+	return 0;
 }
 
 /* Reads PRAGMA user_version into *version. 0 or -1. */
@@ -797,6 +1046,8 @@ sq_load(struct sq_store *s, const struct rlg_store_item *item,
 		x->in.window_start_ms = sqlite3_column_int64(st, 0);
 		x->in.count = sqlite3_column_int64(st, 1);
 		x->in.expires_ms = sqlite3_column_int64(st, 2);
+		x->in.prev_count = sqlite3_column_int64(st, 3);
+		x->in.tat_us = sqlite3_column_int64(st, 4);
 		x->stored = true;
 		rc = SQLITE_OK;
 	} else if (rc == SQLITE_DONE) {
@@ -812,23 +1063,99 @@ sq_load(struct sq_store *s, const struct rlg_store_item *item,
 }
 
 /*
+ * Reads the newest in-window log entries of item's client (ts_ms > now_ms
+ * - window, at most limit of them) into s->log_ms[0..*n), ascending. *seq
+ * gets the seq the row of an admitted request at now_ms takes: one more
+ * than the largest seq at now_ms, 0 if none. (When fewer than limit
+ * entries are in the window, all of them are read, those of now_ms too;
+ * with limit of them the request is rejected and adds no row.)
+ */
+static int
+sq_load_log(struct sq_store *s, const struct rlg_store_item *item,
+    int64_t now_ms, size_t *n, int64_t *seq)
+{
+	sqlite3_stmt *st = s->stmt[SQ_LOG_SELECT];
+	int64_t ts, t, *lo, *hi;
+	size_t got = 0;
+	int rc;
+
+	*seq = 0;
+	sqlite3_bind_text(st, 1, item->policy->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, item->client, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, now_ms - item->policy->window_ms);
+	sqlite3_bind_int64(st, 4, item->policy->limit);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		ts = sqlite3_column_int64(st, 0);
+		if (ts == now_ms && sqlite3_column_int64(st, 1) >= *seq)
+			*seq = sqlite3_column_int64(st, 1) + 1;
+		sq_log_reserve(s, got, got + 1);
+		s->log_ms[got++] = ts;
+	}
+	if (rc == SQLITE_DONE)
+		rc = SQLITE_OK;
+	else
+		sq_sqlite_error(s, "step", rc);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	/* Newest first from the index: turn it around. */
+	if (got > 1) {
+		for (lo = s->log_ms, hi = s->log_ms + got - 1; lo < hi;
+		    lo++, hi--) {
+			t = *lo;
+			*lo = *hi;
+			*hi = t;
+		}
+	}
+	*n = got;
+	return rc;
+}
+
+/*
+ * Makes s->log_ms hold at least need entries, keeping the first n:
+ * doubles from SQ_LOG_INITIAL, so a step allocates only while the largest
+ * log it has read grows.
+ */
+static void
+sq_log_reserve(struct sq_store *s, size_t n, size_t need)
+{
+	size_t cap;
+	int64_t *p;
+
+	if (need <= s->log_cap)
+		return;
+	cap = s->log_cap > 0 ? s->log_cap : SQ_LOG_INITIAL;
+	while (cap < need)
+		cap *= 2;
+	p = rlg_xmalloc(cap * sizeof *p);
+	if (n > 0)
+		memcpy(p, s->log_ms, n * sizeof *p);
+	free(s->log_ms);
+	s->log_ms = p;
+	s->log_cap = cap;
+}
+
+/*
  * Writes x->out: an UPDATE that leaves the expiry index alone when the row
- * exists and keeps its expiry, else the UPSERT (new row, new window).
+ * exists and keeps its (rounded) expiry, else the UPSERT (new row, new
+ * window, a token bucket's tat in a new second).
  */
 static int
 sq_save(struct sq_store *s, const struct rlg_store_item *item,
     const struct sq_item *x)
 {
 	sqlite3_stmt *st;
+	int64_t expires = sq_expires(x->out.expires_ms);
 	int rc;
 
-	if (x->stored && x->out.expires_ms == x->in.expires_ms) {
+	if (x->stored && expires == x->in.expires_ms) {
 		st = s->stmt[SQ_UPDATE];
 		sqlite3_bind_text(st, 1, item->policy->name, -1,
 		    SQLITE_STATIC);
 		sqlite3_bind_text(st, 2, item->client, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 3, x->out.window_start_ms);
 		sqlite3_bind_int64(st, 4, x->out.count);
+		sqlite3_bind_int64(st, 5, x->out.prev_count);
+		sqlite3_bind_int64(st, 6, x->out.tat_us);
 		rc = sq_run(s, "step", st);
 		/*
 		 * The write lock is ours, so the row cannot have gone; if
@@ -842,8 +1169,64 @@ sq_save(struct sq_store *s, const struct rlg_store_item *item,
 	sqlite3_bind_text(st, 2, item->client, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, x->out.window_start_ms);
 	sqlite3_bind_int64(st, 4, x->out.count);
-	sqlite3_bind_int64(st, 5, x->out.expires_ms);
+	sqlite3_bind_int64(st, 5, expires);
+	sqlite3_bind_int64(st, 6, x->out.prev_count);
+	sqlite3_bind_int64(st, 7, x->out.tat_us);
 	return sq_run(s, "step", st);
+}
+
+/*
+ * An admitted sliding_log item: its log row at now (clamped as the limiter
+ * clamps it), the client's rows that left the window deleted, the state
+ * row written in full (its expiry moves with every new newest entry).
+ */
+static int
+sq_save_log(struct sq_store *s, const struct rlg_store_item *item,
+    const struct sq_item *x, int64_t now_ms)
+{
+	sqlite3_stmt *st;
+	int64_t now = sq_clamp_time(now_ms);
+	int rc;
+
+	if (!x->append)
+		return SQLITE_OK;
+	st = s->stmt[SQ_LOG_INSERT];
+	sqlite3_bind_text(st, 1, item->policy->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, item->client, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, now);
+	sqlite3_bind_int64(st, 4, x->seq);
+	if ((rc = sq_run(s, "step", st)) != SQLITE_OK)
+		return rc;
+	st = s->stmt[SQ_LOG_TRIM];
+	sqlite3_bind_text(st, 1, item->policy->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, item->client, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, now - item->policy->window_ms);
+	if ((rc = sq_run(s, "step", st)) != SQLITE_OK)
+		return rc;
+	return sq_save(s, item, x);
+}
+
+/* The expiry to store: rounded up to SQ_EXPIRES_GRAIN_MS. */
+static int64_t
+sq_expires(int64_t expires_ms)
+{
+	int64_t r;
+
+	if (expires_ms <= 0 || expires_ms > INT64_MAX - SQ_EXPIRES_GRAIN_MS)
+		return expires_ms;
+	r = expires_ms % SQ_EXPIRES_GRAIN_MS;
+	return r == 0 ? expires_ms : expires_ms + SQ_EXPIRES_GRAIN_MS - r;
+}
+
+/* now_ms as the limiter sees it: [0, RLG_TIME_MS_MAX]. */
+static int64_t
+sq_clamp_time(int64_t t_ms)
+{
+	if (t_ms < 0)
+		return 0;
+	if (t_ms > RLG_TIME_MS_MAX)
+		return RLG_TIME_MS_MAX;
+	return t_ms;
 }
 
 /*

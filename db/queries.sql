@@ -8,10 +8,13 @@
 -- moment: rlgate waits for it up to busy_timeout_ms. Keep write transactions
 -- short and never leave a BEGIN open in the shell.
 --
--- Times in rlg_state are milliseconds since the epoch (UTC); the views
--- clients and summary (db/schema.sql) show them readable.
+-- Times in rlg_state and rlg_log are milliseconds since the epoch (UTC),
+-- tat_us microseconds; the views clients and summary (db/schema.sql) show
+-- them readable. Deleting a row of rlg_state deletes that client's rows of
+-- rlg_log with it (a trigger), so every reset below covers the sliding log.
 
--- Schema version (1 for this rlgate).
+-- Schema version (2 for this rlgate; rlgate migrates a version 1 file by
+-- itself when it opens it).
 PRAGMA user_version;
 
 -- Per policy: active clients, requests admitted in current windows, stale
@@ -24,6 +27,32 @@ FROM clients
 WHERE NOT expired
 ORDER BY count DESC
 LIMIT 20;
+
+-- Token buckets, emptiest first: the further the tat is ahead of now, the
+-- fewer requests the bucket takes at once (none once it is burst emission
+-- intervals ahead). full_in_s: seconds until the bucket is full again.
+SELECT policy, client, tat, reset_in_s AS full_in_s
+FROM clients
+WHERE tat IS NOT NULL AND NOT expired
+ORDER BY tat DESC
+LIMIT 20;
+
+-- Sliding logs: the clients with the most logged requests (at most the
+-- policy's limit each).
+SELECT policy, client, log_rows, window_start AS oldest, resets_at
+FROM clients
+WHERE log_rows > 0
+ORDER BY log_rows DESC
+LIMIT 20;
+
+-- One client's sliding log, readable, oldest first (put the client key in
+-- place of 203.0.113.7).
+SELECT policy,
+       strftime('%Y-%m-%d %H:%M:%f', ts_ms / 1000.0, 'unixepoch') AS at,
+       seq
+FROM rlg_log
+WHERE client = '203.0.113.7'
+ORDER BY policy, ts_ms, seq;
 
 -- Clients at their limit right now (rejected until resets_at). The limit
 -- lives in the config, not in the database: set it first, e.g. 60, with
@@ -44,7 +73,8 @@ SELECT count(*) AS rows,
 FROM clients;
 
 -- Manual reset of one client: it gets its full quota back at once, under
--- every policy (add "AND policy = 'default'" for one policy only).
+-- every policy (add "AND policy = 'default'" for one policy only); its
+-- sliding log goes with it.
 DELETE FROM rlg_state WHERE client = '203.0.113.7';
 
 -- Manual prune of stale rows (rlgate does this by itself in batches).
@@ -69,7 +99,8 @@ PRAGMA wal_checkpoint(PASSIVE);
 -- Integrity check after a crash or a disk problem ("ok" when sound).
 PRAGMA quick_check;
 
--- Start afresh while rlgate serves: every client gets its full quota.
+-- Start afresh while rlgate serves: every client gets its full quota (the
+-- sliding logs go too).
 DELETE FROM rlg_state;
 
 -- Backups and restores, while rlgate serves, through SQLite's own locks:

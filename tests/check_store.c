@@ -3,9 +3,16 @@
  *
  * "core": the schema and file mode of a new file, exact counting in one
  * window at fixed times, new windows, rejections that write nothing, one
- * row per (policy, client), the operator views, pruning. "concurrency":
- * threads and forked processes, each with its own handle, on one file:
- * exactly limit admitted, never more or fewer. "errors": a missing
+ * row per (policy, client), the operator views, pruning. "algorithms":
+ * each algorithm through the store decides exactly as the pure limiter
+ * does on the same requests (a simulation in memory), with hand-counted
+ * admissions per burst; several algorithms on one request, all or
+ * nothing; the sliding log's rows bounded by the limit as the window
+ * slides, pruned with their state row, reset by hand. "schema": a file of
+ * schema version 1 migrated in place, rows kept, also by several
+ * processes at once. "concurrency": threads and forked processes, each
+ * with its own handle, on one file: exactly limit admitted (sliding_log:
+ * limit, token_bucket: burst), never more or fewer. "errors": a missing
  * directory, a file that is not a database, a file deleted or replaced
  * while open, a lock held past busy_timeout_ms, a newer schema; each one
  * reported with a clear message and healed by the same handle once the
@@ -39,15 +46,34 @@
 #define NWORKERS 4
 #define NCLIENTS 40
 
+/* What a concurrency worker sends. */
+enum {
+	MODE_ONE = 0,                  /* one client, fixed window */
+	MODE_MANY,                     /* NCLIENTS clients, fixed window */
+	MODE_ALGS,                     /* sliding_log, token_bucket, both */
+};
+
 struct worker {
 	const char *path;
-	int many;                      /* 0: one client; 1: NCLIENTS clients */
+	int many;                      /* MODE_* */
 	int id;
 	pthread_barrier_t *barrier;    /* threads: start together */
 	long admitted;
 	long errors;
 	long per_client[NCLIENTS];     /* many: admitted per client */
+	long admitted_log;             /* algs: sliding_log alone */
+	long admitted_bucket;          /* algs: token_bucket alone */
+	long admitted_both;            /* algs: both on one request */
 	char errmsg[256];
+};
+
+/* A pure-limiter simulation of one (policy, client), as the store keeps it. */
+#define SIM_LOG_MAX 64
+struct sim {
+	const struct rlg_policy *p;
+	struct rlg_state st;           /* the row: written when admitted */
+	int64_t log[SIM_LOG_MAX];      /* sliding_log: the rows, ascending */
+	size_t n;
 };
 
 static void base_setup(void);
@@ -72,6 +98,21 @@ static void *thread_main(void *arg);
 static void run_threads(const char *path, int many, struct worker *w);
 static void run_processes(const char *path, int many, struct worker *w);
 static void check_totals(const char *path, int many, struct worker *w);
+static void run_algorithms(struct rlg_store *s, struct worker *w);
+static void check_algorithms(const char *path, struct worker *w);
+static struct rlg_policy alg_policy(char *name, enum rlg_algorithm a,
+    int64_t limit, int64_t window_s, int64_t burst);
+static void sim_step(struct sim *m, int64_t now, struct rlg_decision *d);
+static void check_same(const struct rlg_decision *got,
+    const struct rlg_decision *want, const char *what, long i);
+static void check_row(const char *path, const struct sim *m,
+    const char *client);
+static void state_dump(const char *path, const char *policy_name,
+    const char *client, char *buf, size_t size);
+static void log_dump(const char *path, const char *policy_name,
+    const char *client, char *buf, size_t size);
+static void sim_log_dump(const struct sim *m, char *buf, size_t size);
+static void make_v1(const char *path);
 
 /* The per-run directory (parent) and the per-test one inside it (child). */
 static char base_dir[64];
@@ -81,6 +122,108 @@ static int case_seq;
 static char name_default[] = "default";
 static char name_burst[] = "burst";
 static char name_hour[] = "hour";
+static char name_alg[] = "alg";
+static char name_sl[] = "sl";
+static char name_tb[] = "tb";
+static char name_sw[] = "sw";
+static char name_ten[] = "ten";
+
+/*
+ * db/schema.sql of the first rlgate, version 1, verbatim (git show
+ * 5581c60:db/schema.sql): what a file to migrate was created with.
+ */
+static const char schema_v1[] =
+    "-- db/schema.sql: the rlgate database, schema version 1.\n"
+    "--\n"
+    "-- rlgate compiles this file in and applies it by itself to a"
+    " database whose\n"
+    "-- PRAGMA user_version is 0 (a new, empty file), in one BEGIN IMMEDIATE\n"
+    "-- transaction, after checking user_version again under that lock"
+    " (several\n"
+    "-- processes may create the file together). The last statement sets\n"
+    "-- user_version to 1; a later rlgate raises it when it changes"
+    " the schema,\n"
+    "-- and refuses a file whose version is newer than it knows.\n"
+    "--\n"
+    "-- Every statement is IF NOT EXISTS, so feeding this file to an existing\n"
+    "-- database by hand (sqlite3 rlgate.db < schema.sql) changes nothing.\n"
+    "--\n"
+    "-- Times are integers: milliseconds since 1970-01-01 00:00:00"
+    " UTC. The views\n"
+    "-- below turn them into readable UTC times for the sqlite3 shell; see\n"
+    "-- db/queries.sql for ready queries.\n"
+    "\n"
+    "-- The limiter state: one row per (policy, client), never one per"
+    " window.\n"
+    "-- A new window overwrites the row, so the file grows with the number of\n"
+    "-- active clients, not with time; rows whose expires_ms has"
+    " passed are as\n"
+    "-- good as absent and rlgate prunes them in batches.\n"
+    "CREATE TABLE IF NOT EXISTS rlg_state (\n"
+    "	policy          TEXT    NOT NULL,  -- [policy NAME] of the"
+    " config\n"
+    "	client          TEXT    NOT NULL,  -- client key: IP, prefix,"
+    " key hash\n"
+    "	window_start_ms INTEGER NOT NULL,  -- start of the counted"
+    " window\n"
+    "	count           INTEGER NOT NULL,  -- requests admitted in that"
+    " window\n"
+    "	expires_ms      INTEGER NOT NULL,  -- from this instant on:"
+    " prunable\n"
+    "	PRIMARY KEY (policy, client)\n"
+    ") WITHOUT ROWID;\n"
+    "\n"
+    "-- Pruning finds expired rows through this index, without a full scan.\n"
+    "CREATE INDEX IF NOT EXISTS rlg_state_expires ON rlg_state (expires_ms);\n"
+    "\n"
+    "-- One row per (policy, client) with readable times (UTC):\n"
+    "--   window_start  start of the counted window\n"
+    "--   resets_at     when the state expires: for the fixed window,"
+    " the end of\n"
+    "--                 the window, when the count starts again from 0\n"
+    "--   reset_in_s    whole seconds from now until then (0 once passed)\n"
+    "--   expired       1 when the row is stale (its count no longer applies)\n"
+    "-- Example: SELECT * FROM clients WHERE NOT expired ORDER BY count DESC;\n"
+    "CREATE VIEW IF NOT EXISTS clients AS\n"
+    "WITH now (ms) AS (\n"
+    "	SELECT CAST((julianday('now') - 2440587.5) * 86400000.0 AS"
+    " INTEGER)\n"
+    ")\n"
+    "SELECT\n"
+    "	policy,\n"
+    "	client,\n"
+    "	count,\n"
+    "	datetime(window_start_ms / 1000, 'unixepoch') AS window_start,\n"
+    "	datetime(expires_ms / 1000, 'unixepoch')      AS resets_at,\n"
+    "	max(0, (expires_ms - now.ms + 999) / 1000)    AS reset_in_s,\n"
+    "	expires_ms <= now.ms                          AS expired\n"
+    "FROM rlg_state, now;\n"
+    "\n"
+    "-- One row per policy:\n"
+    "--   active_clients  clients whose state has not expired\n"
+    "--   total_count     requests admitted in their current windows\n"
+    "--   expired_rows    stale rows that the next prune deletes\n"
+    "CREATE VIEW IF NOT EXISTS summary AS\n"
+    "WITH now (ms) AS (\n"
+    "	SELECT CAST((julianday('now') - 2440587.5) * 86400000.0 AS"
+    " INTEGER)\n"
+    ")\n"
+    "SELECT\n"
+    "	policy,\n"
+    "	sum(expires_ms > now.ms) AS active_clients,\n"
+    "	coalesce(sum(CASE WHEN expires_ms > now.ms THEN count END), 0)\n"
+    "	    AS total_count,\n"
+    "	sum(expires_ms <= now.ms) AS expired_rows\n"
+    "FROM rlg_state, now\n"
+    "GROUP BY policy;\n"
+    "\n"
+    "PRAGMA user_version = 1;\n";
+
+/* The algorithms tests: concurrency limits of MODE_ALGS. */
+#define ALGS_SENT 100               /* per worker, of each kind */
+#define ALGS_LOG_LIMIT 150          /* sliding_log: 150 per minute */
+#define ALGS_BUCKET_LIMIT 600       /* token_bucket: 600 per minute, */
+#define ALGS_BUCKET_BURST 90        /* 90 at once; T = 100 ms */
 
 /* The limit of the concurrency tests: below the one-client total. */
 #define CONC_LIMIT 250
@@ -137,8 +280,9 @@ path_in(const char *name)
 static struct rlg_policy
 policy(int64_t limit, int64_t window_s)
 {
-	struct rlg_policy p = { name_default, RLG_ALG_FIXED_WINDOW, limit,
-	    window_s * 1000, RLG_KEY_IP };
+	struct rlg_policy p = { .name = name_default,
+	    .algorithm = RLG_ALG_FIXED_WINDOW, .limit = limit,
+	    .window_ms = window_s * 1000, .key = RLG_KEY_IP };
 
 	return p;
 }
@@ -269,6 +413,171 @@ file_mode(const char *path)
 	return (int)(st.st_mode & 07777);
 }
 
+static struct rlg_policy
+alg_policy(char *name, enum rlg_algorithm a, int64_t limit, int64_t window_s,
+    int64_t burst)
+{
+	struct rlg_policy p = { .name = name, .algorithm = a, .limit = limit,
+	    .window_ms = window_s * 1000, .burst = burst, .key = RLG_KEY_IP };
+
+	return p;
+}
+
+/*
+ * One request of the simulation: the pure limiter on the state the store
+ * would hold. sliding_log: the newest limit entries inside the window go
+ * to the limiter; an admitted request adds now and drops what left the
+ * window, as the store does with its rows.
+ */
+static void
+sim_step(struct sim *m, int64_t now, struct rlg_decision *d)
+{
+	const struct rlg_policy *p = m->p;
+	struct rlg_state out;
+	size_t lo, i, at;
+	bool append = false;
+
+	if (p->algorithm != RLG_ALG_SLIDING_LOG) {
+		ck_assert_int_eq(rlg_limiter_step(p, &m->st, now, &out, d),
+		    RLG_OK);
+		if (d->admitted)
+			m->st = out;
+		return;
+	}
+	for (lo = 0; lo < m->n && m->log[lo] <= now - p->window_ms; lo++)
+		;
+	if (m->n - lo > (size_t)p->limit)
+		lo = m->n - (size_t)p->limit;
+	ck_assert_int_eq(rlg_limiter_sliding_log(p, m->log + lo, m->n - lo,
+	    now, &append, &out, d), RLG_OK);
+	ck_assert(append == d->admitted);
+	if (!append)
+		return;
+	m->st = out;
+	for (lo = 0; lo < m->n && m->log[lo] <= now - p->window_ms; lo++)
+		;
+	memmove(m->log, m->log + lo, (m->n - lo) * sizeof m->log[0]);
+	m->n -= lo;
+	ck_assert_uint_lt(m->n, SIM_LOG_MAX);
+	for (at = m->n; at > 0 && m->log[at - 1] > now; at--)
+		;
+	for (i = m->n; i > at; i--)
+		m->log[i] = m->log[i - 1];
+	m->log[at] = now;
+	m->n++;
+}
+
+/* The store decided as the simulation did, to the millisecond. */
+static void
+check_same(const struct rlg_decision *got, const struct rlg_decision *want,
+    const char *what, long i)
+{
+	ck_assert_msg(got->admitted == want->admitted &&
+	    got->limit == want->limit && got->remaining == want->remaining &&
+	    got->reset_ms == want->reset_ms &&
+	    got->retry_ms == want->retry_ms,
+	    "%s, request %ld: store %d/%lld/%lld/%lld, limiter %d/%lld/%lld"
+	    "/%lld (admitted/remaining/reset/retry)", what, i, got->admitted,
+	    (long long)got->remaining, (long long)got->reset_ms,
+	    (long long)got->retry_ms, want->admitted,
+	    (long long)want->remaining, (long long)want->reset_ms,
+	    (long long)want->retry_ms);
+}
+
+/*
+ * The stored row (and log) of client equals the simulation's; the store
+ * rounds expiries up to a whole second.
+ */
+static void
+check_row(const char *path, const struct sim *m, const char *client)
+{
+	char got[4096], want[4096];
+
+	state_dump(path, m->p->name, client, got, sizeof got);
+	snprintf(want, sizeof want, "%lld|%lld|%lld|%lld|%lld",
+	    (long long)m->st.window_start_ms, (long long)m->st.count,
+	    (long long)((m->st.expires_ms + 999) / 1000 * 1000),
+	    (long long)m->st.prev_count, (long long)m->st.tat_us);
+	ck_assert_msg(strcmp(got, want) == 0, "%s %s: row %s, limiter %s",
+	    rlg_algorithm_name(m->p->algorithm), client, got, want);
+	log_dump(path, m->p->name, client, got, sizeof got);
+	sim_log_dump(m, want, sizeof want);
+	ck_assert_msg(strcmp(got, want) == 0, "%s %s: log %s, limiter %s",
+	    rlg_algorithm_name(m->p->algorithm), client, got, want);
+}
+
+/* "window_start_ms|count|expires_ms|prev_count|tat_us", "" if no row. */
+static void
+state_dump(const char *path, const char *policy_name, const char *client,
+    char *buf, size_t size)
+{
+	char *sql;
+
+	sql = sqlite3_mprintf("SELECT window_start_ms, count, expires_ms,"
+	    " prev_count, tat_us FROM rlg_state WHERE policy = %Q AND"
+	    " client = %Q", policy_name, client);
+	sql_text(path, sql, buf, size);
+	sqlite3_free(sql);
+}
+
+/* The client's log rows as "ts_ms:seq,...", ascending; "" if none. */
+static void
+log_dump(const char *path, const char *policy_name, const char *client,
+    char *buf, size_t size)
+{
+	char *sql;
+
+	sql = sqlite3_mprintf("SELECT coalesce(group_concat(ts_ms || ':' ||"
+	    " seq, ','), '') FROM (SELECT ts_ms, seq FROM rlg_log WHERE"
+	    " policy = %Q AND client = %Q ORDER BY ts_ms, seq)", policy_name,
+	    client);
+	sql_text(path, sql, buf, size);
+	sqlite3_free(sql);
+}
+
+/* The simulation's log as log_dump shows it: seq counts within one ms. */
+static void
+sim_log_dump(const struct sim *m, char *buf, size_t size)
+{
+	size_t i, len = 0;
+	int seq = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < m->n && len < size; i++) {
+		seq = i > 0 && m->log[i] == m->log[i - 1] ? seq + 1 : 0;
+		len += (size_t)snprintf(buf + len, size - len, "%s%lld:%d",
+		    i > 0 ? "," : "", (long long)m->log[i], seq);
+	}
+}
+
+/*
+ * A database as the first rlgate left it: schema version 1 in WAL mode,
+ * three rows (WIN0's window, limit 5 per 60 s: 10.0.0.2 is at its limit).
+ */
+static void
+make_v1(const char *path)
+{
+	sqlite3 *db;
+	int fd;
+
+	fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE,
+	    NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "PRAGMA journal_mode = WAL", NULL,
+	    NULL, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, schema_v1, NULL, NULL, NULL),
+	    SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "INSERT INTO rlg_state VALUES"
+	    " ('default', '10.0.0.1', 1699999980000, 3, 1700000040000),"
+	    " ('default', '10.0.0.2', 1699999980000, 5, 1700000040000),"
+	    " ('hour', '10.0.0.1', 1699999200000, 42, 1700002800000)",
+	    NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 1);
+}
+
 /* ---- core --------------------------------------------------------- */
 
 START_TEST(test_new_file_schema)
@@ -284,13 +593,14 @@ START_TEST(test_new_file_schema)
 	snprintf(wal, sizeof wal, "%s-wal", path);
 	ck_assert_int_eq(file_mode(wal), 0600);   /* sqlite copies the mode */
 
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 1);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 2);
 	sql_text(path, "PRAGMA journal_mode", text, sizeof text);
 	ck_assert_str_eq(text, "wal");
 	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master"
 	    " WHERE (type, name) IN (VALUES ('table', 'rlg_state'),"
 	    " ('index', 'rlg_state_expires'), ('view', 'clients'),"
-	    " ('view', 'summary'))"), 4);
+	    " ('view', 'summary'), ('table', 'rlg_log'),"
+	    " ('trigger', 'rlg_state_delete_log'))"), 6);
 	sql_text(path, "SELECT policy, client, window_start_ms, count,"
 	    " expires_ms FROM rlg_state", text, sizeof text);
 	ck_assert_str_eq(text, "default|10.0.0.1|1699999980000|1|"
@@ -312,7 +622,7 @@ START_TEST(test_reopen_keeps_state)
 		ck_assert(hit(s, &p, "c", T1 + i, NULL));
 	rlg_store_close(s);
 
-	s = open_ok(path, 2000);       /* user_version 1: schema kept */
+	s = open_ok(path, 2000);       /* user_version 2: schema kept */
 	ck_assert(hit(s, &p, "c", T1 + 10, &d));
 	ck_assert_int_eq(d.remaining, 1);
 	rlg_store_close(s);
@@ -610,6 +920,486 @@ START_TEST(test_null_safe)
 }
 END_TEST
 
+/* ---- algorithms --------------------------------------------------- */
+
+/*
+ * 8 requests at each of these instants (ms after WIN0, a multiple of the
+ * 10 s window), limit 5 per 10 s (token bucket: one every 2 s, burst 3);
+ * the admissions per burst, counted by hand from app/limiter.h:
+ *   fixed_window    the aligned windows 0, 10 s, 20 s, 30 s: 5 each.
+ *   sliding_window  at 10 s the previous 5 still weigh fully: none; at
+ *                   15 s they weigh 2.5: 3; at 25 s 3 * 0.5 + c < 5: 4;
+ *                   at 34.999 s 4 * 0.5001 + c < 5: 3; at 35 s none.
+ *   token_bucket    3 at once; then as the tat allows (now + 4 s).
+ *   sliding_log     5 whenever the last 5 left the window: at 10 s
+ *                   (0 <= 10 - 10), 25 s and 35 s, not at 34.999 s.
+ */
+static const int64_t burst_at_ms[8] = {
+	0, 4000, 9999, 10000, 15000, 25000, 34999, 35000
+};
+static const struct {
+	enum rlg_algorithm algorithm;
+	int admitted[8];
+} burst_cases[] = {
+	{ RLG_ALG_FIXED_WINDOW,   { 5, 0, 0, 5, 0, 5, 5, 0 } },
+	{ RLG_ALG_SLIDING_WINDOW, { 5, 0, 0, 0, 3, 4, 3, 0 } },
+	{ RLG_ALG_TOKEN_BUCKET,   { 3, 2, 2, 1, 2, 3, 3, 0 } },
+	{ RLG_ALG_SLIDING_LOG,    { 5, 0, 0, 5, 0, 5, 0, 5 } },
+};
+
+/* Loop test: _i picks the algorithm. */
+START_TEST(test_algorithm_bursts)
+{
+	char *path = path_in("bursts.db");
+	struct rlg_policy p = alg_policy(name_alg,
+	    burst_cases[_i].algorithm, 5, 10, 3);
+	const char *what = rlg_algorithm_name(p.algorithm);
+	struct rlg_decision d, want;
+	struct sim m = { .p = &p };
+	struct rlg_store *s;
+	int b, k, admitted;
+
+	s = open_ok(path, 2000);
+	for (b = 0; b < 8; b++) {
+		admitted = 0;
+		for (k = 0; k < 8; k++) {
+			admitted += hit(s, &p, "c", WIN0 + burst_at_ms[b], &d);
+			sim_step(&m, WIN0 + burst_at_ms[b], &want);
+			check_same(&d, &want, what, b * 8 + k);
+		}
+		ck_assert_msg(admitted == burst_cases[_i].admitted[b],
+		    "%s: burst at %lld ms: %d admitted, %d expected", what,
+		    (long long)burst_at_ms[b], admitted,
+		    burst_cases[_i].admitted[b]);
+		check_row(path, &m, "c");
+	}
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
+ * 3000 requests of 3 clients, time moving on by 0-299 ms and now and then
+ * back by up to 3 s: every decision, row and log equals the simulation's.
+ */
+START_TEST(test_algorithm_sequence)
+{
+	static const enum rlg_algorithm algs[4] = { RLG_ALG_FIXED_WINDOW,
+	    RLG_ALG_SLIDING_WINDOW, RLG_ALG_TOKEN_BUCKET,
+	    RLG_ALG_SLIDING_LOG };
+	static const char *const clients[3] = { "a", "b", "c" };
+	char *path = path_in("sequence.db");
+	struct rlg_policy p = alg_policy(name_alg, algs[_i], 7, 2, 4);
+	struct rlg_decision d, want;
+	struct sim m[3];
+	struct rlg_store *s;
+	uint64_t x = 88172645463325252ULL;
+	int64_t now = T1;
+	long i, admitted = 0;
+	int c;
+
+	memset(m, 0, sizeof m);
+	for (c = 0; c < 3; c++)
+		m[c].p = &p;
+	s = open_ok(path, 2000);
+	for (i = 0; i < 3000; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		if (x % 40 == 0)
+			now -= (int64_t)(x >> 8) % 3000;
+		else
+			now += (int64_t)(x >> 8) % 300;
+		c = (int)((x >> 20) % 3);
+		admitted += hit(s, &p, clients[c], now, &d);
+		sim_step(&m[c], now, &want);
+		check_same(&d, &want, rlg_algorithm_name(p.algorithm), i);
+	}
+	for (c = 0; c < 3; c++)
+		check_row(path, &m[c], clients[c]);
+	/* Both paths ran: some admitted, some rejected. */
+	ck_assert_int_gt(admitted, 300);
+	ck_assert_int_lt(admitted, 2900);
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
+ * 3 per second (sliding_log), 5 per 10 s (token_bucket, burst 5) and 5
+ * per 10 s (sliding_log) on every request: the 4th in one second is
+ * rejected by the first and advances none of them.
+ */
+START_TEST(test_algorithms_all_or_nothing)
+{
+	char *path = path_in("mixed.db"), text[512];
+	struct rlg_policy sec = alg_policy(name_sl, RLG_ALG_SLIDING_LOG, 3, 1,
+	    0);
+	struct rlg_policy bucket = alg_policy(name_tb, RLG_ALG_TOKEN_BUCKET, 5,
+	    10, 5);
+	struct rlg_policy ten = alg_policy(name_ten, RLG_ALG_SLIDING_LOG, 5, 10,
+	    0);
+	struct rlg_store_item items[3] = {
+		{ &sec, "c" }, { &bucket, "c" }, { &ten, "c" }
+	};
+	struct rlg_decision d[3];
+	struct rlg_store *s;
+	int i;
+
+	s = open_ok(path, 2000);
+	for (i = 0; i < 3; i++) {
+		ck_assert_int_eq(rlg_store_step(s, items, 3, T1 + 100 * i, d),
+		    RLG_OK);
+		ck_assert(d[0].admitted && d[1].admitted && d[2].admitted);
+	}
+	ck_assert_int_eq(d[0].remaining, 0);
+	ck_assert_int_eq(d[1].remaining, 2);
+	ck_assert_int_eq(d[2].remaining, 2);
+	/* The 4th in that second: only the first policy says no. */
+	ck_assert_int_eq(rlg_store_step(s, items, 3, T1 + 300, d), RLG_OK);
+	ck_assert(!d[0].admitted && d[1].admitted && d[2].admitted);
+	ck_assert_int_eq(d[0].retry_ms, 700);
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_log"), 6);
+	log_dump(path, "sl", "c", text, sizeof text);
+	ck_assert_str_eq(text, "1699999981000:0,1699999981100:0,"
+	    "1699999981200:0");
+	ck_assert_int_eq(sql_int(path, "SELECT tat_us FROM rlg_state WHERE"
+	    " policy = 'tb'"), T1 * 1000 + 3 * 2000000);
+	ck_assert_int_eq(sql_int(path, "SELECT count FROM rlg_state WHERE"
+	    " policy = 'ten'"), 3);
+
+	/*
+	 * Once the three have left the 1 s window: the first admits 3
+	 * again, the bucket 2 more (tat T1 + 6 s, up to 8 s ahead of now),
+	 * the 10 s log 2 more (5): the third request is rejected by two.
+	 */
+	ck_assert_int_eq(rlg_store_step(s, items, 3, T1 + 1200, d), RLG_OK);
+	ck_assert(d[0].admitted && d[1].admitted && d[2].admitted);
+	ck_assert_int_eq(rlg_store_step(s, items, 3, T1 + 1200, d), RLG_OK);
+	ck_assert(d[0].admitted && d[1].admitted && d[2].admitted);
+	ck_assert_int_eq(d[2].remaining, 0);
+	ck_assert_int_eq(rlg_store_step(s, items, 3, T1 + 1200, d), RLG_OK);
+	ck_assert(d[0].admitted && !d[1].admitted && !d[2].admitted);
+	/* Exact rows: the 1 s log lost the rows that left its window. */
+	log_dump(path, "sl", "c", text, sizeof text);
+	ck_assert_str_eq(text, "1699999982200:0,1699999982200:1");
+	log_dump(path, "ten", "c", text, sizeof text);
+	ck_assert_str_eq(text, "1699999981000:0,1699999981100:0,"
+	    "1699999981200:0,1699999982200:0,1699999982200:1");
+	state_dump(path, "sl", "c", text, sizeof text);
+	ck_assert_str_eq(text, "1699999982200|2|1699999984000|0|0");
+	state_dump(path, "ten", "c", text, sizeof text);
+	ck_assert_str_eq(text, "1699999981000|5|1699999993000|0|0");
+	ck_assert_int_eq(sql_int(path, "SELECT tat_us FROM rlg_state WHERE"
+	    " policy = 'tb'"), T1 * 1000 + 5 * 2000000);
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_log"), 7);
+
+	/* The same sliding_log twice on one request counts twice. */
+	items[0].policy = &ten;
+	items[1].policy = &ten;
+	items[0].client = items[1].client = "d";
+	for (i = 0; i < 2; i++) {
+		ck_assert_int_eq(rlg_store_step(s, items, 2, T1, d), RLG_OK);
+		ck_assert(d[0].admitted && d[1].admitted);
+		ck_assert_int_eq(d[1].remaining, 3 - 2 * i);
+	}
+	ck_assert_int_eq(rlg_store_step(s, items, 2, T1, d), RLG_OK);
+	ck_assert(d[0].admitted && !d[1].admitted);
+	ck_assert_int_eq(d[1].retry_ms, 10000);
+	log_dump(path, "ten", "d", text, sizeof text);
+	ck_assert_str_eq(text, "1699999981000:0,1699999981000:1,"
+	    "1699999981000:2,1699999981000:3");
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
+ * The sliding log's rows follow the window: 10 per 5 s, a request every
+ * 100 ms from two clients for 20 s. Never more rows than the limit; the
+ * rows of a client that stops go with its state row when that expires;
+ * an operator's DELETE of a state row resets the log too.
+ */
+START_TEST(test_sliding_log_rows)
+{
+	char *path = path_in("slide.db"), sql[256];
+	struct rlg_policy p = alg_policy(name_sl, RLG_ALG_SLIDING_LOG, 10, 5,
+	    0);
+	struct rlg_decision d;
+	struct rlg_store *s;
+	sqlite3 *watch;
+	sqlite3_stmt *st;
+	int64_t deleted, now = WIN0;
+	long admitted[2] = { 0, 0 };
+	int t, c;
+
+	s = open_ok(path, 2000);
+	ck_assert_int_eq(sqlite3_open_v2(path, &watch, SQLITE_OPEN_READONLY,
+	    NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(watch, "SELECT coalesce(max(n), 0)"
+	    " FROM (SELECT count(*) AS n FROM rlg_log GROUP BY client)", -1,
+	    &st, NULL), SQLITE_OK);
+	for (t = 0; t < 200; t++) {
+		now = WIN0 + 100 * t;
+		for (c = 0; c < 2; c++)
+			admitted[c] += hit(s, &p, c == 0 ? "a" : "b", now, &d);
+		ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+		ck_assert_int_le(sqlite3_column_int64(st, 0), 10);
+		if (t >= 50)          /* full ever since 0.9 s, trimmed */
+			ck_assert_int_eq(sqlite3_column_int64(st, 0), 10);
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(watch);
+	/* 10 in each 5 s: at 0, 5, 10, 15 s. The rows: those of 15 s. */
+	ck_assert_int_eq(admitted[0], 40);
+	ck_assert_int_eq(admitted[1], 40);
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_log"), 20);
+	ck_assert_int_eq(sql_int(path, "SELECT min(ts_ms) FROM rlg_log"),
+	    WIN0 + 15000);
+	/* The newest row leaves the window at 20.9 s: stored as 21 s. */
+	ck_assert_int_eq(sql_int(path, "SELECT expires_ms FROM rlg_state"
+	    " WHERE client = 'a'"), WIN0 + 21000);
+
+	/* Before that: nothing to prune. */
+	ck_assert_int_eq(rlg_store_prune(s, WIN0 + 20999, &deleted), RLG_OK);
+	ck_assert_int_eq(deleted, 0);
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_log"), 20);
+	/* Client b goes on; a stops and is pruned with its rows. */
+	ck_assert(hit(s, &p, "b", WIN0 + 20000, NULL));
+	ck_assert_int_eq(rlg_store_prune(s, WIN0 + 21000, &deleted), RLG_OK);
+	ck_assert_int_eq(deleted, 1);
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_log WHERE"
+	    " client = 'a'"), 0);
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_log WHERE"
+	    " client = 'b'"), 10);
+
+	/* An operator resets b by hand: its log goes too. */
+	ck_assert(!hit(s, &p, "b", WIN0 + 20000, NULL));
+	sql_exec(path, "DELETE FROM rlg_state WHERE client = 'b'");
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_log"), 0);
+	ck_assert(hit(s, &p, "b", WIN0 + 20000, &d));
+	ck_assert_int_eq(d.remaining, 9);
+
+	/*
+	 * 2500 expired clients with 10 rows each: every row goes, in
+	 * transactions that the store sizes by the rows they take along.
+	 */
+	snprintf(sql, sizeof sql, "WITH RECURSIVE i(n) AS (SELECT 0 UNION ALL"
+	    " SELECT n + 1 FROM i WHERE n < 2499) INSERT INTO rlg_state"
+	    " SELECT 'sl', 'x' || n, %lld, 10, %lld, 0, 0 FROM i",
+	    (long long)WIN0, (long long)WIN0 + 5000);
+	sql_exec(path, sql);
+	sql_exec(path, "WITH RECURSIVE k(n) AS (SELECT 0 UNION ALL"
+	    " SELECT n + 1 FROM k WHERE n < 9) INSERT INTO rlg_log"
+	    " SELECT policy, client, window_start_ms + 100 * k.n, 0"
+	    " FROM rlg_state, k WHERE client LIKE 'x%'");
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_log"), 25001);
+	ck_assert_int_eq(rlg_store_prune(s, WIN0 + 20000, &deleted), RLG_OK);
+	ck_assert_int_eq(deleted, 2500);
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_log"), 1);
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_state"), 1);
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
+ * A token bucket's expiry (its tat) is stored rounded up to a whole
+ * second: requests whose tat stays in that second update the row without
+ * the expiry (the tat still exact); the next second writes a new one.
+ */
+START_TEST(test_expiry_rounded)
+{
+	char *path = path_in("expiry.db"), text[128];
+	struct rlg_policy tb = alg_policy(name_tb, RLG_ALG_TOKEN_BUCKET, 3, 1,
+	    3);
+	struct rlg_store *s;
+
+	s = open_ok(path, 2000);
+	ck_assert(hit(s, &tb, "c", T1, NULL));
+	state_dump(path, "tb", "c", text, sizeof text);
+	ck_assert_str_eq(text, "0|0|1699999982000|0|1699999981333334");
+	ck_assert(hit(s, &tb, "c", T1, NULL));
+	state_dump(path, "tb", "c", text, sizeof text);
+	ck_assert_str_eq(text, "0|0|1699999982000|0|1699999981666668");
+	ck_assert(hit(s, &tb, "c", T1, NULL));
+	state_dump(path, "tb", "c", text, sizeof text);
+	ck_assert_str_eq(text, "0|0|1699999983000|0|1699999982000002");
+	ck_assert(!hit(s, &tb, "c", T1, NULL));
+	rlg_store_close(s);
+}
+END_TEST
+
+/* The views show what each algorithm keeps. */
+START_TEST(test_views_algorithms)
+{
+	char *path = path_in("views.db"), text[256];
+	struct rlg_policy tb = alg_policy(name_tb, RLG_ALG_TOKEN_BUCKET, 5, 10,
+	    3);
+	struct rlg_policy sw = alg_policy(name_sw, RLG_ALG_SLIDING_WINDOW, 5,
+	    10, 0);
+	struct rlg_policy sl = alg_policy(name_sl, RLG_ALG_SLIDING_LOG, 5, 10,
+	    0);
+	struct rlg_store *s;
+	int i;
+
+	s = open_ok(path, 2000);
+	ck_assert(hit(s, &tb, "c", T1, NULL));
+	ck_assert(hit(s, &sw, "c", T1, NULL));
+	ck_assert(hit(s, &sw, "c", T1, NULL));
+	ck_assert(hit(s, &sw, "c", WIN0 + 10500, NULL));
+	for (i = 0; i < 3; i++)
+		ck_assert(hit(s, &sl, "c", T1 + 250 * i, NULL));
+
+	sql_text(path, "SELECT count, window_start, resets_at, prev_count,"
+	    " tat, log_rows FROM clients WHERE policy = 'tb'", text,
+	    sizeof text);
+	ck_assert_str_eq(text, "0|NULL|2023-11-14 22:13:03|0|"
+	    "2023-11-14 22:13:03.000|0");
+	sql_text(path, "SELECT count, window_start, resets_at, prev_count,"
+	    " tat, log_rows FROM clients WHERE policy = 'sw'", text,
+	    sizeof text);
+	ck_assert_str_eq(text, "1|2023-11-14 22:13:10|2023-11-14 22:13:30|2|"
+	    "NULL|0");
+	sql_text(path, "SELECT count, window_start, resets_at, prev_count,"
+	    " tat, log_rows FROM clients WHERE policy = 'sl'", text,
+	    sizeof text);
+	ck_assert_str_eq(text, "3|2023-11-14 22:13:01|2023-11-14 22:13:12|0|"
+	    "NULL|3");
+	sql_text(path, "SELECT policy, expired_rows, log_rows FROM summary"
+	    " WHERE policy = 'sl'", text, sizeof text);
+	ck_assert_str_eq(text, "sl|1|3");
+	rlg_store_close(s);
+}
+END_TEST
+
+/* ---- schema ------------------------------------------------------- */
+
+/*
+ * A file of the first rlgate (schema version 1, three rows) opened by this
+ * one: migrated in place, rows kept, counting goes on from them, and the
+ * tables look as in a new file.
+ */
+START_TEST(test_migrate_v1)
+{
+	char *path = path_in("v1.db"), *fresh = path_in("v2.db");
+	char text[512], want[512];
+	static const char objects[] = "SELECT group_concat(type || ':' ||"
+	    " name, ',') FROM (SELECT type, name FROM sqlite_master"
+	    " ORDER BY type, name)";
+	static const char columns[] = "SELECT group_concat(name || ':' ||"
+	    " type || ':' || \"notnull\" || ':' || coalesce(dflt_value, '')"
+	    " || ':' || pk, ',') FROM pragma_table_info('rlg_state')";
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_decision d;
+	struct rlg_store *s;
+
+	make_v1(path);
+	s = open_ok(path, 2000);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 2);
+	sql_text(path, "SELECT group_concat(policy || ',' || client || ',' ||"
+	    " window_start_ms || ',' || count || ',' || expires_ms || ',' ||"
+	    " prev_count || ',' || tat_us, ';') FROM (SELECT * FROM rlg_state"
+	    " ORDER BY policy, client)", text, sizeof text);
+	ck_assert_str_eq(text,
+	    "default,10.0.0.1,1699999980000,3,1700000040000,0,0;"
+	    "default,10.0.0.2,1699999980000,5,1700000040000,0,0;"
+	    "hour,10.0.0.1,1699999200000,42,1700002800000,0,0");
+
+	/* The same objects and columns as a new file, and working views. */
+	rlg_store_close(open_ok(fresh, 2000));
+	sql_text(fresh, objects, want, sizeof want);
+	sql_text(path, objects, text, sizeof text);
+	ck_assert_str_eq(text, want);
+	sql_text(fresh, columns, want, sizeof want);
+	sql_text(path, columns, text, sizeof text);
+	ck_assert_str_eq(text, want);
+	sql_text(path, "SELECT policy, client, count, window_start, prev_count,"
+	    " tat, log_rows, expired FROM clients ORDER BY policy, client",
+	    text, sizeof text);
+	ck_assert_str_eq(text, "default|10.0.0.1|3|2023-11-14 22:13:00|0|NULL|"
+	    "0|1");
+	ck_assert_int_eq(sql_int(path, "SELECT sum(total_count) FROM summary"),
+	    0);
+
+	/* Counting goes on from the kept rows. */
+	ck_assert(hit(s, &p, "10.0.0.1", T1, &d));
+	ck_assert_int_eq(d.remaining, 1);
+	ck_assert(!hit(s, &p, "10.0.0.2", T1, NULL));
+	ck_assert_int_eq(sql_int(path, "SELECT count FROM rlg_state WHERE"
+	    " policy = 'default' AND client = '10.0.0.1'"), 4);
+	rlg_store_close(s);
+
+	/* Opened again: nothing more to do. */
+	s = open_ok(path, 2000);
+	ck_assert(hit(s, &p, "10.0.0.1", T1, &d));
+	ck_assert_int_eq(d.remaining, 0);
+	rlg_store_close(s);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 2);
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_state"), 3);
+}
+END_TEST
+
+/*
+ * 8 processes open one version 1 file at once, 20 times: every open
+ * succeeds, one of them migrates, every step counts, no row is lost.
+ */
+START_TEST(test_processes_migrate)
+{
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_store_config cfg;
+	struct rlg_store *s;
+	struct rlg_decision d;
+	struct rlg_store_item item;
+	pid_t pids[8];
+	char path[256], client[32];
+	int round, i, go[2], status, failed = 0;
+	char byte;
+
+	for (round = 0; round < 20; round++) {
+		snprintf(path, sizeof path, "%s/v1-%d.db", case_dir, round);
+		make_v1(path);
+		ck_assert_int_eq(pipe(go), 0);
+		for (i = 0; i < 8; i++) {
+			pids[i] = fork();
+			ck_assert_int_ge(pids[i], 0);
+			if (pids[i] != 0)
+				continue;
+			close(go[1]);
+			if (read(go[0], &byte, 1) != 0)
+				_exit(2);
+			cfg.path = path;
+			cfg.busy_timeout_ms = 10000;
+			cfg.on_error = RLG_ON_ERROR_CLOSED;
+			snprintf(client, sizeof client, "10.9.0.%d", i);
+			item.policy = &p;
+			item.client = client;
+			if (rlg_store_open(&cfg, &s) != RLG_OK ||
+			    rlg_store_step(s, &item, 1, T1, &d) != RLG_OK ||
+			    !d.admitted) {
+				fprintf(stderr, "%s\n", rlg_store_errmsg(s));
+				_exit(1);
+			}
+			rlg_store_close(s);
+			_exit(0);
+		}
+		close(go[0]);
+		close(go[1]);              /* EOF: all start at once */
+		for (i = 0; i < 8; i++) {
+			ck_assert_int_eq(waitpid(pids[i], &status, 0),
+			    pids[i]);
+			if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+				failed++;
+		}
+		ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 2);
+		ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM"
+		    " rlg_state"), 3 + 8);
+		ck_assert_int_eq(sql_int(path, "SELECT sum(count) FROM"
+		    " rlg_state WHERE policy = 'default'"), 3 + 5 + 8);
+		ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM"
+		    " pragma_table_info('rlg_state')"), 7);
+	}
+	ck_assert_int_eq(failed, 0);
+}
+END_TEST
+
 /* ---- concurrency -------------------------------------------------- */
 
 /* Requests each worker sends to client c in the many-clients tests. */
@@ -621,7 +1411,8 @@ sent_to(int client)
 
 /*
  * One worker: its own handle on path; one client (CONC_SENT requests) or
- * NCLIENTS clients (sent_to(c) each, interleaved, from a different start).
+ * NCLIENTS clients (sent_to(c) each, interleaved, from a different start),
+ * or the algorithms (run_algorithms).
  */
 static void
 run_worker(struct worker *w)
@@ -644,7 +1435,9 @@ run_worker(struct worker *w)
 		    rlg_store_errmsg(s));
 		w->errors++;
 	}
-	if (!w->many) {
+	if (w->many == MODE_ALGS) {
+		run_algorithms(s, w);
+	} else if (w->many == MODE_ONE) {
 		item.policy = &one;
 		item.client = "hot";
 		for (i = 0; i < CONC_SENT; i++) {
@@ -679,6 +1472,46 @@ run_worker(struct worker *w)
 		}
 	}
 	rlg_store_close(s);
+}
+
+/*
+ * ALGS_SENT times, at one fixed instant: a sliding_log request, a
+ * token_bucket request (client "hot" each) and one request under both
+ * (client "both").
+ */
+static void
+run_algorithms(struct rlg_store *s, struct worker *w)
+{
+	struct rlg_policy log = alg_policy(name_sl, RLG_ALG_SLIDING_LOG,
+	    ALGS_LOG_LIMIT, 60, 0);
+	struct rlg_policy bucket = alg_policy(name_tb, RLG_ALG_TOKEN_BUCKET,
+	    ALGS_BUCKET_LIMIT, 60, ALGS_BUCKET_BURST);
+	struct rlg_store_item items[2] = { { &log, "both" },
+	    { &bucket, "both" } };
+	struct rlg_store_item one;
+	struct rlg_decision d[2];
+	long *count;
+	int i, k, rc;
+
+	for (i = 0; i < ALGS_SENT; i++) {
+		for (k = 0; k < 3; k++) {
+			one.policy = k == 0 ? &log : &bucket;
+			one.client = "hot";
+			if (k < 2)
+				rc = rlg_store_step(s, &one, 1, T1, d);
+			else
+				rc = rlg_store_step(s, items, 2, T1, d);
+			count = k == 0 ? &w->admitted_log : k == 1 ?
+			    &w->admitted_bucket : &w->admitted_both;
+			if (rc != RLG_OK) {
+				snprintf(w->errmsg, sizeof w->errmsg, "%s",
+				    rlg_store_errmsg(s));
+				w->errors++;
+			} else if (d[0].admitted && (k < 2 || d[1].admitted)) {
+				(*count)++;
+			}
+		}
+	}
 }
 
 static void *
@@ -784,7 +1617,7 @@ check_totals(const char *path, int many, struct worker *w)
 		for (c = 0; c < NCLIENTS; c++)
 			per[c] += w[i].per_client[c];
 	}
-	if (!many) {
+	if (many == MODE_ONE) {
 		ck_assert_int_eq(total, CONC_LIMIT);
 		ck_assert_int_eq(sql_int(path, "SELECT count FROM rlg_state"
 		    " WHERE client = 'hot'"), CONC_LIMIT);
@@ -806,13 +1639,70 @@ check_totals(const char *path, int many, struct worker *w)
 	    NCLIENTS);
 }
 
+/*
+ * At one instant the sliding log admits exactly its limit, the bucket
+ * exactly its burst, both together the smaller; the rows say so too.
+ */
+static void
+check_algorithms(const char *path, struct worker *w)
+{
+	long log = 0, bucket = 0, both = 0;
+	int i;
+
+	for (i = 0; i < NWORKERS; i++) {
+		ck_assert_msg(w[i].errors == 0, "worker %d: %ld errors: %s",
+		    i, w[i].errors, w[i].errmsg);
+		log += w[i].admitted_log;
+		bucket += w[i].admitted_bucket;
+		both += w[i].admitted_both;
+	}
+	ck_assert_int_eq(log, ALGS_LOG_LIMIT);
+	ck_assert_int_eq(bucket, ALGS_BUCKET_BURST);
+	ck_assert_int_eq(both, ALGS_BUCKET_BURST);
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_log WHERE"
+	    " client = 'hot'"), ALGS_LOG_LIMIT);
+	ck_assert_int_eq(sql_int(path, "SELECT max(seq) FROM rlg_log WHERE"
+	    " client = 'hot'"), ALGS_LOG_LIMIT - 1);
+	ck_assert_int_eq(sql_int(path, "SELECT count FROM rlg_state WHERE"
+	    " policy = 'sl' AND client = 'hot'"), ALGS_LOG_LIMIT);
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_log WHERE"
+	    " client = 'both'"), ALGS_BUCKET_BURST);
+	/* tat: burst emission intervals of 100 ms after T1. */
+	ck_assert_int_eq(sql_int(path, "SELECT tat_us FROM rlg_state WHERE"
+	    " policy = 'tb' AND client = 'hot'"),
+	    T1 * 1000 + ALGS_BUCKET_BURST * 100000);
+	ck_assert_int_eq(sql_int(path, "SELECT tat_us FROM rlg_state WHERE"
+	    " policy = 'tb' AND client = 'both'"),
+	    T1 * 1000 + ALGS_BUCKET_BURST * 100000);
+}
+
+START_TEST(test_processes_algorithms)
+{
+	char *path = path_in("procsalg.db");
+	struct worker w[NWORKERS];
+
+	run_processes(path, MODE_ALGS, w);
+	check_algorithms(path, w);
+}
+END_TEST
+
+START_TEST(test_threads_algorithms)
+{
+	char *path = path_in("threadsalg.db");
+	struct worker w[NWORKERS];
+
+	run_threads(path, MODE_ALGS, w);
+	check_algorithms(path, w);
+}
+END_TEST
+
 START_TEST(test_threads_one_client)
 {
 	char *path = path_in("threads1.db");
 	struct worker w[NWORKERS];
 
-	run_threads(path, 0, w);
-	check_totals(path, 0, w);
+	run_threads(path, MODE_ONE, w);
+	check_totals(path, MODE_ONE, w);
 }
 END_TEST
 
@@ -821,8 +1711,8 @@ START_TEST(test_processes_one_client)
 	char *path = path_in("procs1.db");
 	struct worker w[NWORKERS];
 
-	run_processes(path, 0, w);
-	check_totals(path, 0, w);
+	run_processes(path, MODE_ONE, w);
+	check_totals(path, MODE_ONE, w);
 }
 END_TEST
 
@@ -831,8 +1721,8 @@ START_TEST(test_threads_many_clients)
 	char *path = path_in("threadsn.db");
 	struct worker w[NWORKERS];
 
-	run_threads(path, 1, w);
-	check_totals(path, 1, w);
+	run_threads(path, MODE_MANY, w);
+	check_totals(path, MODE_MANY, w);
 }
 END_TEST
 
@@ -841,8 +1731,8 @@ START_TEST(test_processes_many_clients)
 	char *path = path_in("procsn.db");
 	struct worker w[NWORKERS];
 
-	run_processes(path, 1, w);
-	check_totals(path, 1, w);
+	run_processes(path, MODE_MANY, w);
+	check_totals(path, MODE_MANY, w);
 }
 END_TEST
 
@@ -889,7 +1779,7 @@ START_TEST(test_processes_open_new_file)
 			if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 				failed++;
 		}
-		ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 1);
+		ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 2);
 	}
 	ck_assert_int_eq(failed, 0);
 }
@@ -923,7 +1813,7 @@ START_TEST(test_missing_directory)
 	ck_assert(d.admitted);
 	ck_assert_int_eq(d.remaining, 4);
 	ck_assert_int_eq(file_mode(path), 0600);
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 1);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 2);
 	ck_assert_int_eq(rlg_store_prune(s, T1, NULL), RLG_OK);
 	rlg_store_close(s);
 }
@@ -954,7 +1844,7 @@ START_TEST(test_garbage_file)
 	ck_assert(d.admitted);
 	ck_assert_int_eq(d.remaining, 4);
 	ck_assert_int_eq(file_mode(path), 0600);
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 1);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 2);
 	rlg_store_close(s);
 }
 END_TEST
@@ -976,7 +1866,7 @@ START_TEST(test_deleted_while_open)
 	ck_assert(hit(s, &p, "c", T1 + 1000, &d));
 	ck_assert_int_eq(d.remaining, 4);
 	ck_assert_int_eq(file_mode(path), 0600);
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 1);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 2);
 	ck_assert_int_eq(sql_int(path, "SELECT count FROM rlg_state"), 1);
 
 	/* All three files, as an operator should. */
@@ -1072,20 +1962,20 @@ START_TEST(test_newer_schema)
 	struct rlg_store_item item = { &p, "c" };
 	struct rlg_decision d;
 	struct rlg_store *s = NULL;
-	const char *want = "database schema version 2 is newer than this"
-	    " rlgate (1)";
+	const char *want = "database schema version 3 is newer than this"
+	    " rlgate (2)";
 
 	rlg_store_close(open_ok(path, 2000));
-	sql_exec(path, "PRAGMA user_version = 2");
+	sql_exec(path, "PRAGMA user_version = 3");
 	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_ESTORE);
 	ck_assert_msg(strstr(rlg_store_errmsg(s), want) != NULL, "%s",
 	    rlg_store_errmsg(s));
 	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
 	ck_assert_msg(strstr(rlg_store_errmsg(s), want) != NULL, "%s",
 	    rlg_store_errmsg(s));
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 2);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 3);
 
-	sql_exec(path, "PRAGMA user_version = 1");
+	sql_exec(path, "PRAGMA user_version = 2");
 	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_OK);
 	ck_assert(d.admitted);
 	rlg_store_close(s);
@@ -1151,6 +2041,27 @@ rlg_store_suite(void)
 	tcase_add_test(tc, test_null_safe);
 	suite_add_tcase(s, tc);
 
+	tc = tcase_create("algorithms");
+	tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
+	tcase_add_checked_fixture(tc, case_setup, NULL);
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, test_algorithm_bursts, 0,
+	    (int)(sizeof burst_cases / sizeof burst_cases[0]));
+	tcase_add_loop_test(tc, test_algorithm_sequence, 0, 4);
+	tcase_add_test(tc, test_algorithms_all_or_nothing);
+	tcase_add_test(tc, test_sliding_log_rows);
+	tcase_add_test(tc, test_expiry_rounded);
+	tcase_add_test(tc, test_views_algorithms);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("schema");
+	tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
+	tcase_add_checked_fixture(tc, case_setup, NULL);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_migrate_v1);
+	tcase_add_test(tc, test_processes_migrate);
+	suite_add_tcase(s, tc);
+
 	tc = tcase_create("concurrency");
 	tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
 	tcase_add_checked_fixture(tc, case_setup, NULL);
@@ -1160,6 +2071,8 @@ rlg_store_suite(void)
 	tcase_add_test(tc, test_threads_many_clients);
 	tcase_add_test(tc, test_processes_many_clients);
 	tcase_add_test(tc, test_processes_open_new_file);
+	tcase_add_test(tc, test_processes_algorithms);
+	tcase_add_test(tc, test_threads_algorithms);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("errors");

@@ -1,6 +1,7 @@
 /*
  * bench_store.c: decisions per second of the two ways to make one
- * fixed-window step atomic in SQLite, measured side by side.
+ * fixed-window step atomic in SQLite, measured side by side; then each
+ * algorithm through the store, and the bytes of database it costs.
  *
  *   A  rlg_store_step: BEGIN IMMEDIATE; SELECT the state; the pure limiter
  *      in C; UPSERT the new state only if admitted; COMMIT (ROLLBACK when
@@ -17,7 +18,21 @@
  * request sequence, and that both admit exactly the limit under two
  * threads; it exits 1 if not.
  *
- * Usage: bench_store [SECONDS_PER_ROUND]   (default 1; 36 rounds in all)
+ * The per-algorithm table runs rlg_store_step alone, one thread, for
+ * fixed_window, sliding_window, token_bucket and sliding_log: one hot key
+ * whose limit is never reached (every request admitted and written), one
+ * hot key over its limit (every request rejected), 10,000 keys in turn
+ * (admitted). A limit that one key never reaches is 1e9 per year for the
+ * counters and the bucket (burst 1e9); the sliding log keeps one row per
+ * request, at most 100,000, so it gets 100,000 per second: the hot key
+ * then has as many rows in its window as requests in the last second, and
+ * every decision reads them all (the table says how many), and on a clock
+ * of its own with 10, 100 and 1,000 rows in its window. Then the file
+ * size per client: 10,000 clients with one admitted request each, and for
+ * the sliding log 500 clients at their limit of 100 (a row per request).
+ *
+ * Usage: bench_store [SECONDS_PER_ROUND]   (default 1: 36 + 27 rounds,
+ * about 80 s in all; 0.1 gives a quick look in about 15 s)
  */
 #include <errno.h>
 #include <ftw.h>
@@ -38,8 +53,13 @@
 #include "util.h"
 
 #define ROUNDS 3
+#define ALG_ROUNDS 2
 #define NKEYS_MAX 10000
 #define BUSY_MS 10000
+/* The size table: clients, and sliding-log clients at their limit. */
+#define SIZE_CLIENTS 10000
+#define SIZE_LOG_CLIENTS 500
+#define SIZE_LOG_LIMIT 100
 
 /* B: the whole fixed-window step as one statement. ?1 policy, ?2 client,
  * ?3 window start of now, ?4 window_ms, ?5 limit. A clock that went back
@@ -103,9 +123,39 @@ static void *exact_main(void *arg);
 static char *table_dump(const char *path);
 static int rm_entry(const char *path, const struct stat *st, int flag,
     struct FTW *ftw);
+static struct rlg_policy fixed_policy(int64_t limit, int64_t window_ms);
+static struct rlg_policy alg_policy(enum rlg_algorithm a, int kind);
+static double alg_round(const char *path, const struct rlg_policy *p,
+    int nkeys, double seconds, long *errors, long *ops, long *admitted);
+static int alg_table(const char *dir, double seconds);
+static double log_rows_round(const char *path, int rows, double seconds,
+    long *errors);
+static int64_t file_bytes(const char *path);
+static int64_t size_run(const char *path, const struct rlg_policy *p,
+    int nclients, int per_client);
+static int size_table(const char *dir);
 
 static char keys[NKEYS_MAX][20];
 static char policy_name[] = "bench";
+
+static const enum rlg_algorithm algorithms[] = {
+	RLG_ALG_FIXED_WINDOW, RLG_ALG_SLIDING_WINDOW, RLG_ALG_TOKEN_BUCKET,
+	RLG_ALG_SLIDING_LOG,
+};
+#define NALGS (sizeof algorithms / sizeof algorithms[0])
+
+/* The scenarios of the per-algorithm table; kind for alg_policy. */
+enum { KIND_ADMIT = 0, KIND_REJECT };
+static const struct {
+	const char *name;
+	int kind;
+	int nkeys;
+} alg_scenarios[] = {
+	{ "1 hot key, admitted", KIND_ADMIT, 1 },
+	{ "1 hot key, rejected", KIND_REJECT, 1 },
+	{ "10000 keys, admitted", KIND_ADMIT, NKEYS_MAX },
+};
+#define NALGSC (sizeof alg_scenarios / sizeof alg_scenarios[0])
 
 static double
 mono(void)
@@ -209,8 +259,8 @@ static void *
 runner_main(void *arg)
 {
 	struct runner *r = arg;
-	struct rlg_policy p = { policy_name, RLG_ALG_FIXED_WINDOW,
-	    r->sc->limit, RLG_WINDOW_S_MAX * 1000, RLG_KEY_IP };
+	struct rlg_policy p = fixed_policy(r->sc->limit,
+	    RLG_WINDOW_S_MAX * 1000);
 	struct conn c;
 	double deadline;
 	bool admitted;
@@ -283,8 +333,7 @@ run_round(int variant, const struct scenario *sc, const char *path,
 static void
 warm_up(int variant, const struct scenario *sc, const char *path)
 {
-	struct rlg_policy p = { policy_name, RLG_ALG_FIXED_WINDOW, sc->limit,
-	    RLG_WINDOW_S_MAX * 1000, RLG_KEY_IP };
+	struct rlg_policy p = fixed_policy(sc->limit, RLG_WINDOW_S_MAX * 1000);
 	struct conn c;
 	bool admitted;
 	long i, n;
@@ -307,8 +356,7 @@ warm_up(int variant, const struct scenario *sc, const char *path)
 static int
 check_sequence(const char *dir)
 {
-	struct rlg_policy p = { policy_name, RLG_ALG_FIXED_WINDOW, 7, 1000,
-	    RLG_KEY_IP };
+	struct rlg_policy p = fixed_policy(7, 1000);
 	struct conn c[2];
 	char path[2][300], *dump[2];
 	long admitted[2] = { 0, 0 }, mismatches = 0, errors = 0, i;
@@ -368,8 +416,7 @@ static void *
 exact_main(void *arg)
 {
 	struct exact *e = arg;
-	struct rlg_policy p = { policy_name, RLG_ALG_FIXED_WINDOW, 3000,
-	    60000, RLG_KEY_IP };
+	struct rlg_policy p = fixed_policy(3000, 60000);
 	struct conn c;
 	bool admitted;
 	int i;
@@ -451,6 +498,294 @@ table_dump(const char *path)
 	return out;
 }
 
+static struct rlg_policy
+fixed_policy(int64_t limit, int64_t window_ms)
+{
+	struct rlg_policy p = { .name = policy_name,
+	    .algorithm = RLG_ALG_FIXED_WINDOW, .limit = limit,
+	    .window_ms = window_ms, .key = RLG_KEY_IP };
+
+	return p;
+}
+
+/*
+ * KIND_ADMIT: a limit no key reaches in a run (see the top); KIND_REJECT:
+ * 10 per year, reached in the warm-up.
+ */
+static struct rlg_policy
+alg_policy(enum rlg_algorithm a, int kind)
+{
+	struct rlg_policy p = { .name = policy_name, .algorithm = a,
+	    .limit = RLG_LIMIT_MAX, .window_ms = RLG_WINDOW_S_MAX * 1000,
+	    .burst = 0, .key = RLG_KEY_IP };
+
+	if (kind == KIND_REJECT) {
+		p.limit = 10;
+	} else if (a == RLG_ALG_SLIDING_LOG) {
+		p.limit = RLG_SLIDING_LOG_LIMIT_MAX;
+		p.window_ms = 1000;
+	}
+	if (a == RLG_ALG_TOKEN_BUCKET)
+		p.burst = p.limit;
+	return p;
+}
+
+/*
+ * One timed round of rlg_store_step on nkeys keys in turn, real clock;
+ * decisions per second. *ops gets the decisions, *admitted the admitted
+ * ones.
+ */
+static double
+alg_round(const char *path, const struct rlg_policy *p, int nkeys,
+    double seconds, long *errors, long *ops, long *admitted)
+{
+	struct conn c;
+	double t0, t1, deadline;
+	bool adm;
+	int k = 0, i;
+
+	if (conn_open(&c, 0, path) != 0)
+		exit(1);
+	t0 = mono();
+	deadline = t0 + seconds;
+	do {
+		for (i = 0; i < 32; i++) {
+			if (conn_step(&c, p, keys[k], rlg_now_ms(),
+			    &adm) != 0) {
+				if (*errors == 0)
+					fprintf(stderr, "bench: %s\n",
+					    conn_errmsg(&c));
+				(*errors)++;
+			} else {
+				*admitted += adm;
+			}
+			(*ops)++;
+			if (++k == nkeys)
+				k = 0;
+		}
+	} while ((t1 = mono()) < deadline);
+	conn_close(&c);
+	return (double)*ops / (t1 - t0);
+}
+
+/*
+ * Decisions per second of each algorithm in each scenario: a new file
+ * each, warmed up untimed (every key once; the rejected key past its
+ * limit), then ALG_ROUNDS rounds. Every decision must be as the scenario
+ * says (all admitted, or all rejected). 0, or -1 if not.
+ */
+static int
+alg_table(const char *dir, double seconds)
+{
+	double rate[NALGS][NALGSC];
+	long log_rows[NALGS];
+	char path[300], sql[128];
+	struct rlg_policy p;
+	long errors = 0, ops, admitted, expect, wrong = 0;
+	size_t a, sc;
+	int round, i;
+	bool adm;
+	struct conn c;
+	sqlite3 *db;
+	sqlite3_stmt *st;
+
+	printf("\nper algorithm: rlg_store_step, 1 thread, decisions/s (mean"
+	    " of %d rounds of %.2g s)\n", ALG_ROUNDS, seconds);
+	for (a = 0; a < NALGS; a++) {
+		log_rows[a] = -1;
+		for (sc = 0; sc < NALGSC; sc++) {
+			p = alg_policy(algorithms[a], alg_scenarios[sc].kind);
+			snprintf(path, sizeof path, "%s/alg-%zu-%zu.db", dir,
+			    a, sc);
+			create_db(path);
+			if (conn_open(&c, 0, path) != 0)
+				exit(1);
+			for (i = 0; i < alg_scenarios[sc].nkeys + 20; i++)
+				(void)conn_step(&c, &p,
+				    keys[i % alg_scenarios[sc].nkeys],
+				    rlg_now_ms(), &adm);
+			conn_close(&c);
+			rate[a][sc] = 0;
+			for (round = 0; round < ALG_ROUNDS; round++) {
+				ops = admitted = 0;
+				rate[a][sc] += alg_round(path, &p,
+				    alg_scenarios[sc].nkeys, seconds, &errors,
+				    &ops, &admitted) / ALG_ROUNDS;
+				expect = alg_scenarios[sc].kind ==
+				    KIND_ADMIT ? ops : 0;
+				if (admitted != expect)
+					wrong++;
+			}
+			if (algorithms[a] != RLG_ALG_SLIDING_LOG || sc != 0)
+				continue;
+			/* The hot key's rows in its window at the end. */
+			snprintf(sql, sizeof sql, "SELECT count(*) FROM"
+			    " rlg_log WHERE client = '%s'", keys[0]);
+			if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY,
+			    NULL) == SQLITE_OK && sqlite3_prepare_v2(db, sql,
+			    -1, &st, NULL) == SQLITE_OK) {
+				if (sqlite3_step(st) == SQLITE_ROW)
+					log_rows[a] = sqlite3_column_int(st,
+					    0);
+				sqlite3_finalize(st);
+			}
+			sqlite3_close(db);
+		}
+	}
+	printf("%-15s %20s %20s %20s\n", "algorithm", alg_scenarios[0].name,
+	    alg_scenarios[1].name, alg_scenarios[2].name);
+	for (a = 0; a < NALGS; a++) {
+		printf("%-15s %20.0f %20.0f %20.0f",
+		    rlg_algorithm_name(algorithms[a]), rate[a][0], rate[a][1],
+		    rate[a][2]);
+		if (log_rows[a] >= 0)
+			printf("   (hot key: %ld rows in its 1 s window)",
+			    log_rows[a]);
+		printf("\n");
+		fflush(stdout);
+	}
+
+	/* The sliding log's cost grows with the rows a decision reads. */
+	printf("sliding_log, 1 hot key with K rows in its window, admitted:");
+	for (i = 10; i <= 1000; i *= 10) {
+		snprintf(path, sizeof path, "%s/rows-%d.db", dir, i);
+		printf(" K=%d %.0f/s%s", i, log_rows_round(path, i, seconds,
+		    &errors), i < 1000 ? "," : "\n");
+		fflush(stdout);
+	}
+	if (errors > 0 || wrong > 0)
+		printf("%ld store errors, %ld rounds with unexpected"
+		    " decisions: FAILED\n", errors, wrong);
+	return errors == 0 && wrong == 0 ? 0 : -1;
+}
+
+/*
+ * One hot sliding_log key on a clock of its own that moves 1000 / rows ms
+ * per request, limit 2 * rows per second: the window always holds rows
+ * entries (rows - 1 read, one added, one trimmed). Decisions per second
+ * of one round, after a warm-up that fills the window.
+ */
+static double
+log_rows_round(const char *path, int rows, double seconds, long *errors)
+{
+	struct rlg_policy p = { .name = policy_name,
+	    .algorithm = RLG_ALG_SLIDING_LOG, .limit = 2 * rows,
+	    .window_ms = 1000, .key = RLG_KEY_IP };
+	int64_t now = rlg_now_ms(), step = 1000 / rows;
+	struct conn c;
+	double t0, t1, deadline;
+	bool adm;
+	long ops = 0;
+	int i;
+
+	create_db(path);
+	if (conn_open(&c, 0, path) != 0)
+		exit(1);
+	for (i = 0; i < rows; i++, now += step) {
+		if (conn_step(&c, &p, keys[0], now, &adm) != 0 || !adm)
+			(*errors)++;
+	}
+	t0 = mono();
+	deadline = t0 + seconds;
+	do {
+		for (i = 0; i < 32; i++, now += step, ops++) {
+			if (conn_step(&c, &p, keys[0], now, &adm) != 0 || !adm)
+				(*errors)++;
+		}
+	} while ((t1 = mono()) < deadline);
+	conn_close(&c);
+	return (double)ops / (t1 - t0);
+}
+
+/* The size of path in bytes (after the last connection closed). */
+static int64_t
+file_bytes(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? (int64_t)st.st_size : -1;
+}
+
+/*
+ * A new file; nclients keys, per_client admitted requests each, 1 ms
+ * apart (a fixed clock: the size does not depend on the pace). Returns
+ * the file size once every connection is closed (the last one
+ * checkpoints the WAL into the file), or -1 if a request was not
+ * admitted.
+ */
+static int64_t
+size_run(const char *path, const struct rlg_policy *p, int nclients,
+    int per_client)
+{
+	struct conn c;
+	int64_t now = 1700000000000;
+	bool adm;
+	int i, k, bad = 0;
+
+	create_db(path);
+	if (conn_open(&c, 0, path) != 0)
+		exit(1);
+	for (i = 0; i < nclients; i++) {
+		for (k = 0; k < per_client; k++) {
+			if (conn_step(&c, p, keys[i], now + k, &adm) != 0 ||
+			    !adm)
+				bad++;
+		}
+	}
+	conn_close(&c);
+	return bad == 0 ? file_bytes(path) : -1;
+}
+
+/* Bytes of database per client, per algorithm. 0, or -1. */
+static int
+size_table(const char *dir)
+{
+	struct rlg_policy p;
+	char path[300];
+	int64_t empty, bytes;
+	size_t a;
+	int ok = 1;
+
+	snprintf(path, sizeof path, "%s/size-empty.db", dir);
+	create_db(path);
+	empty = file_bytes(path);
+	printf("\nbytes of database per client (file size after N clients,"
+	    " WAL checkpointed; an empty database is %lld bytes)\n",
+	    (long long)empty);
+	printf("%-15s %8s %10s %12s %14s %16s\n", "algorithm", "clients",
+	    "requests", "file bytes", "bytes/client", "bytes/log row");
+	for (a = 0; a < NALGS; a++) {
+		p = alg_policy(algorithms[a], KIND_ADMIT);
+		snprintf(path, sizeof path, "%s/size-%zu.db", dir, a);
+		bytes = size_run(path, &p, SIZE_CLIENTS, 1);
+		if (bytes < 0)
+			ok = 0;
+		printf("%-15s %8d %10d %12lld %14.1f %16s\n",
+		    rlg_algorithm_name(algorithms[a]), SIZE_CLIENTS,
+		    SIZE_CLIENTS, (long long)bytes,
+		    (double)bytes / SIZE_CLIENTS,
+		    algorithms[a] == RLG_ALG_SLIDING_LOG ? "(1 row each)" :
+		    "-");
+	}
+	/* The sliding log, each client at its limit of 100 per minute. */
+	p = alg_policy(RLG_ALG_SLIDING_LOG, KIND_ADMIT);
+	p.limit = SIZE_LOG_LIMIT;
+	p.window_ms = 60000;
+	snprintf(path, sizeof path, "%s/size-log.db", dir);
+	bytes = size_run(path, &p, SIZE_LOG_CLIENTS, SIZE_LOG_LIMIT);
+	if (bytes < 0)
+		ok = 0;
+	printf("%-15s %8d %10d %12lld %14.1f %16.1f   (limit %d, all"
+	    " used)\n", "sliding_log", SIZE_LOG_CLIENTS,
+	    SIZE_LOG_CLIENTS * SIZE_LOG_LIMIT, (long long)bytes,
+	    (double)bytes / SIZE_LOG_CLIENTS,
+	    (double)bytes / (SIZE_LOG_CLIENTS * SIZE_LOG_LIMIT),
+	    SIZE_LOG_LIMIT);
+	if (!ok)
+		printf("a request of the size runs was rejected: FAILED\n");
+	return ok ? 0 : -1;
+}
+
 static int
 rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
@@ -473,7 +808,7 @@ main(int argc, char **argv)
 		{ "10000 keys, admitted", RLG_LIMIT_MAX, 10000, 2 },
 	};
 	const size_t nsc = sizeof scenarios / sizeof scenarios[0];
-	double seconds = 1.0, rate[2], sum[2], ratio;
+	double seconds = 1.0, rate[2], sum[2], ratio, t_begin = mono();
 	char dir[] = "/tmp/rlg-bench-XXXXXX", path[2][300], *end;
 	long errors = 0;
 	size_t s;
@@ -537,7 +872,11 @@ main(int argc, char **argv)
 		printf("\n%ld store errors during the timed rounds\n", errors);
 		failed = 1;
 	}
+	if (alg_table(dir, seconds) != 0)
+		failed = 1;
+	if (size_table(dir) != 0)
+		failed = 1;
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	printf("\n%s\n", failed ? "FAILED" : "ok");
+	printf("\n%s (%.0f s)\n", failed ? "FAILED" : "ok", mono() - t_begin);
 	return failed ? 1 : 0;
 }
