@@ -22,6 +22,8 @@
 static void usage(FILE *f);
 static int parse_threads(const char *s, int *out);
 static int open_log(const char *path);
+static void describe_policies(const struct rlg_config *cfg, char *buf,
+    size_t len);
 
 static void
 usage(FILE *f)
@@ -64,6 +66,33 @@ parse_threads(const char *s, int *out)
 	return 0;
 }
 
+/* "default fixed_window 60/60s, burst token_bucket 10/1s burst 5" */
+static void
+describe_policies(const struct rlg_config *cfg, char *buf, size_t len)
+{
+	size_t i, used = 0;
+	int n;
+
+	buf[0] = '\0';
+	for (i = 0; i < cfg->npolicies && used < len; i++) {
+		const struct rlg_policy *p = &cfg->policies[i];
+
+		n = snprintf(buf + used, len - used, "%s%s %s %lld/%llds",
+		    i > 0 ? ", " : "", p->name, rlg_algorithm_name(p->algorithm),
+		    (long long)p->limit, (long long)(p->window_ms / 1000));
+		if (n < 0)
+			break;
+		used += (size_t)n;
+		if (p->algorithm == RLG_ALG_TOKEN_BUCKET && used < len) {
+			n = snprintf(buf + used, len - used, " burst %lld",
+			    (long long)p->burst);
+			if (n < 0)
+				break;
+			used += (size_t)n;
+		}
+	}
+}
+
 /* Points stderr, where rlg_log writes, at the end of the file at path. */
 static int
 open_log(const char *path)
@@ -100,6 +129,7 @@ main(int argc, char **argv)
 	};
 	const char *config_opt = NULL, *log_opt = NULL, *path;
 	struct rlg_config *cfg;
+	char policies[1024];
 	int c, threads = THREADS_DEFAULT, check_only = 0, rc, problems;
 
 	while ((c = getopt_long(argc, argv, "c:t:l:CVh", opts, NULL)) != -1) {
@@ -158,15 +188,13 @@ main(int argc, char **argv)
 	}
 
 	if (rlg_server_is_fastcgi()) {
+		describe_policies(cfg, policies, sizeof policies);
 		rlg_log("rlgate %s serving FastCGI with %d thread%s: config %s, "
-		    "store %s (on_error = %s), policy %s: %s %lld per %lld s",
+		    "store %s (on_error = %s), headers %s, policies: %s",
 		    PACKAGE_VERSION, threads, threads == 1 ? "" : "s",
 		    path != NULL ? path : "built-in defaults", cfg->store.path,
 		    rlg_on_error_name(cfg->store.on_error),
-		    cfg->policies[0].name,
-		    rlg_algorithm_name(cfg->policies[0].algorithm),
-		    (long long)cfg->policies[0].limit,
-		    (long long)(cfg->policies[0].window_ms / 1000));
+		    rlg_style_name(cfg->style), policies);
 		rc = rlg_server_run_fastcgi(cfg, threads);
 	} else if (getenv("GATEWAY_INTERFACE") != NULL) {
 		rc = rlg_server_run_cgi(cfg);

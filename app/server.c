@@ -28,8 +28,6 @@ static int fcgx_write(void *ctx, const char *buf, size_t len);
 static int stdout_write(void *ctx, const char *buf, size_t len);
 static void store_failed(struct rlg_worker *w, int64_t now_ms);
 static void store_ok(struct rlg_worker *w, int64_t now_ms);
-static const struct rlg_decision *pick_report(const struct rlg_decision *d,
-    size_t n, bool admitted);
 static enum rlg_outcome route(const struct rlg_request *r);
 static void *fastcgi_thread(void *arg);
 
@@ -106,32 +104,6 @@ store_ok(struct rlg_worker *w, int64_t now_ms)
 	w->store_failing_since_ms = 0;
 }
 
-/*
- * The decision the headers report. Admitted: the policy with the fewest
- * remaining requests (ties: the soonest reset). Rejected: among the
- * policies that rejected, the one that admits again last, so Retry-After
- * is never too early.
- */
-static const struct rlg_decision *
-pick_report(const struct rlg_decision *d, size_t n, bool admitted)
-{
-	const struct rlg_decision *best = NULL;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		if (admitted) {
-			if (best == NULL || d[i].remaining < best->remaining ||
-			    (d[i].remaining == best->remaining &&
-			    d[i].reset_ms < best->reset_ms))
-				best = &d[i];
-		} else if (!d[i].admitted) {
-			if (best == NULL || d[i].retry_ms > best->retry_ms)
-				best = &d[i];
-		}
-	}
-	return best;
-}
-
 static enum rlg_outcome
 route(const struct rlg_request *r)
 {
@@ -154,16 +126,16 @@ rlg_server_handle(struct rlg_worker *w, char *const *envp, int64_t now_ms,
     rlg_write_fn write, void *ctx)
 {
 	const struct rlg_config *cfg = w->cfg;
-	struct rlg_store_item items[1];
-	struct rlg_decision decisions[1];
+	struct rlg_store_item items[RLG_POLICIES_MAX];
+	struct rlg_decision decisions[RLG_POLICIES_MAX];
 	struct rlg_request req;
 	struct rlg_answer a;
 	size_t i, n = cfg->npolicies;
 	bool admitted = true;
 
 	rlg_request_parse(&req, envp);
-	if (n > sizeof items / sizeof items[0])
-		n = sizeof items / sizeof items[0];
+	if (n > RLG_POLICIES_MAX)
+		n = RLG_POLICIES_MAX;      /* the config never allows more */
 	for (i = 0; i < n; i++) {
 		items[i].policy = &cfg->policies[i];
 		items[i].client = req.client;
@@ -171,20 +143,21 @@ rlg_server_handle(struct rlg_worker *w, char *const *envp, int64_t now_ms,
 
 	memset(&a, 0, sizeof a);
 	a.style = cfg->style;
+	a.errors = cfg->errors;
 	a.head = req.method == RLG_METHOD_HEAD;
+	a.policies = cfg->policies;
 	if (rlg_store_step(w->store, items, n, now_ms, decisions) != RLG_OK) {
 		store_failed(w, now_ms);
-		if (cfg->store.on_error == RLG_ON_ERROR_CLOSED) {
-			a.outcome = RLG_OUT_STORE_DOWN;
-			return rlg_response_write(&a, write, ctx);
-		}
-		a.outcome = route(&req);     /* on_error = open: pass, unreported */
+		/* on_error = open: pass, with nothing to report. */
+		a.outcome = cfg->store.on_error == RLG_ON_ERROR_CLOSED ?
+		    RLG_OUT_STORE_DOWN : route(&req);
 		return rlg_response_write(&a, write, ctx);
 	}
 	store_ok(w, now_ms);
 	for (i = 0; i < n; i++)
 		admitted = admitted && decisions[i].admitted;
-	a.decision = pick_report(decisions, n, admitted);
+	a.decisions = decisions;
+	a.n = n;
 	a.outcome = admitted ? route(&req) : RLG_OUT_REJECTED;
 	return rlg_response_write(&a, write, ctx);
 }

@@ -8,6 +8,7 @@ pkgs=(
 	build-essential autoconf automake pkg-config   # the toolchain
 	libfcgi-dev libsqlite3-dev libinih-dev check   # libraries and Check
 	spawn-fcgi lighttpd apache2 sqlite3 curl       # run it, test it, inspect it
+	gnuplot-nox                                    # the boundary-burst picture
 )
 
 missing=()
