@@ -39,7 +39,6 @@
 __extension__ typedef __int128 i128;
 
 static bool policy_ok(const struct rlg_policy *p, enum rlg_algorithm alg);
-static int64_t clamp_time(int64_t t_ms);
 static int64_t align_start(int64_t start_ms, int64_t window_ms);
 static int64_t clamp_count(int64_t count, int64_t limit);
 static int64_t ceil_div(i128 num, int64_t den);
@@ -72,8 +71,8 @@ policy_ok(const struct rlg_policy *p, enum rlg_algorithm alg)
  * year 9999 as its last millisecond: both are far from any real request,
  * and the bound is what makes the sums below safe.
  */
-static int64_t
-clamp_time(int64_t t_ms)
+int64_t
+rlg_limiter_clamp_time(int64_t t_ms)
 {
 	if (t_ms < 0)
 		return 0;
@@ -91,7 +90,7 @@ clamp_time(int64_t t_ms)
 static int64_t
 align_start(int64_t start_ms, int64_t window_ms)
 {
-	start_ms = clamp_time(start_ms);
+	start_ms = rlg_limiter_clamp_time(start_ms);
 	return start_ms - start_ms % window_ms;
 }
 
@@ -164,7 +163,7 @@ rlg_limiter_fixed_window(const struct rlg_policy *policy,
 
 	if (!policy_ok(policy, RLG_ALG_FIXED_WINDOW))
 		return RLG_EINVAL;
-	now_ms = clamp_time(now_ms);
+	now_ms = rlg_limiter_clamp_time(now_ms);
 	start = now_ms - now_ms % policy->window_ms;
 	/* A damaged row, or one from before the window was changed. */
 	st.window_start_ms = align_start(st.window_start_ms, policy->window_ms);
@@ -231,7 +230,7 @@ rlg_limiter_sliding_window(const struct rlg_policy *policy,
 		return RLG_EINVAL;
 	w = policy->window_ms;
 	limit = policy->limit;
-	now_ms = clamp_time(now_ms);
+	now_ms = rlg_limiter_clamp_time(now_ms);
 	now = now_ms;
 	start = now - now % w;
 	st.window_start_ms = align_start(st.window_start_ms, w);
@@ -317,7 +316,7 @@ rlg_limiter_token_bucket(const struct rlg_policy *policy,
 
 	if (!policy_ok(policy, RLG_ALG_TOKEN_BUCKET))
 		return RLG_EINVAL;
-	now_ms = clamp_time(now_ms);
+	now_ms = rlg_limiter_clamp_time(now_ms);
 	now_us = now_ms * 1000;
 	t_us = (policy->window_ms * 1000 + policy->limit - 1) / policy->limit;
 	tau = (i128)(policy->burst - 1) * t_us;
@@ -383,7 +382,7 @@ rlg_limiter_sliding_log(const struct rlg_policy *policy,
 		return RLG_EINVAL;
 	w = policy->window_ms;
 	limit = policy->limit;
-	now_ms = clamp_time(now_ms);
+	now_ms = rlg_limiter_clamp_time(now_ms);
 
 	/* The first entry inside the window: log_ms[lo] > now - window. */
 	lo = 0;
@@ -405,10 +404,10 @@ rlg_limiter_sliding_log(const struct rlg_policy *policy,
 		oldest = now_ms;
 		newest = now_ms;
 		if (m > 0) {
-			if (clamp_time(log_ms[lo]) < oldest)
-				oldest = clamp_time(log_ms[lo]);
-			if (clamp_time(log_ms[n - 1]) > newest)
-				newest = clamp_time(log_ms[n - 1]);
+			if (rlg_limiter_clamp_time(log_ms[lo]) < oldest)
+				oldest = rlg_limiter_clamp_time(log_ms[lo]);
+			if (rlg_limiter_clamp_time(log_ms[n - 1]) > newest)
+				newest = rlg_limiter_clamp_time(log_ms[n - 1]);
 		}
 		*append = true;
 		out->count = (int64_t)m + 1;
@@ -427,13 +426,13 @@ rlg_limiter_sliding_log(const struct rlg_policy *policy,
 	 * delay is at least 1 ms.
 	 */
 	out->count = (int64_t)m;
-	out->window_start_ms = clamp_time(log_ms[lo]);
-	out->expires_ms = clamp_time(log_ms[n - 1]) + w;
+	out->window_start_ms = rlg_limiter_clamp_time(log_ms[lo]);
+	out->expires_ms = rlg_limiter_clamp_time(log_ms[n - 1]) + w;
 	if (out->expires_ms < now_ms + 1)
 		out->expires_ms = now_ms + 1;     /* an unsorted log */
 	d->admitted = false;
 	d->remaining = 0;
-	d->retry_ms = clamp_time(log_ms[n - (size_t)limit]) + w - now_ms;
+	d->retry_ms = rlg_limiter_clamp_time(log_ms[n - (size_t)limit]) + w - now_ms;
 	if (d->retry_ms < 1)
 		d->retry_ms = 1;                  /* an unsorted log */
 	d->reset_ms = d->retry_ms;

@@ -154,6 +154,13 @@ int rlg_limiter_sliding_log(const struct rlg_policy *policy,
     struct rlg_state *out, struct rlg_decision *d);
 
 /*
+ * A time as every algorithm sees it: before the epoch counts as the epoch,
+ * after RLG_TIME_MS_MAX as RLG_TIME_MS_MAX (the bound that keeps every sum
+ * safe). The store uses it too, so both agree on "now".
+ */
+int64_t rlg_limiter_clamp_time(int64_t t_ms);
+
+/*
  * Names for the config and logs: "fixed_window", "sliding_window",
  * "token_bucket", "sliding_log". NULL if unknown.
  */

@@ -169,7 +169,6 @@ static int sq_save(struct sq_store *s, const struct rlg_store_item *item,
     const struct sq_item *x);
 static int sq_save_log(struct sq_store *s, const struct rlg_store_item *item,
     const struct sq_item *x, int64_t now_ms);
-static int64_t sq_clamp_time(int64_t t_ms);
 static int64_t sq_expires(int64_t expires_ms);
 static int sq_failed(struct sq_store *s, int rc);
 static void sq_sqlite_error(struct sq_store *s, const char *op, int rc);
@@ -439,7 +438,7 @@ sq_decide_log(struct sq_store *s, const struct rlg_store_item *items,
 {
 	const struct rlg_policy *p = items[i].policy;
 	struct sq_item *x = &s->scratch[i];
-	int64_t now = sq_clamp_time(now_ms), seq;
+	int64_t now = rlg_limiter_clamp_time(now_ms), seq;
 	size_t n, k = 0, j, at, drop;
 	int rc;
 
@@ -1185,7 +1184,7 @@ sq_save_log(struct sq_store *s, const struct rlg_store_item *item,
     const struct sq_item *x, int64_t now_ms)
 {
 	sqlite3_stmt *st;
-	int64_t now = sq_clamp_time(now_ms);
+	int64_t now = rlg_limiter_clamp_time(now_ms);
 	int rc;
 
 	if (!x->append)
@@ -1216,17 +1215,6 @@ sq_expires(int64_t expires_ms)
 		return expires_ms;
 	r = expires_ms % SQ_EXPIRES_GRAIN_MS;
 	return r == 0 ? expires_ms : expires_ms + SQ_EXPIRES_GRAIN_MS - r;
-}
-
-/* now_ms as the limiter sees it: [0, RLG_TIME_MS_MAX]. */
-static int64_t
-sq_clamp_time(int64_t t_ms)
-{
-	if (t_ms < 0)
-		return 0;
-	if (t_ms > RLG_TIME_MS_MAX)
-		return RLG_TIME_MS_MAX;
-	return t_ms;
 }
 
 /*
