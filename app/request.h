@@ -18,6 +18,13 @@
 #define RLG_METHOD_MAX  15
 #define RLG_PATH_MAX    2047
 
+/* The FastCGI role the web server asked for (FCGI_ROLE); CGI: responder. */
+enum rlg_role {
+	RLG_ROLE_RESPONDER = 0,
+	RLG_ROLE_AUTHORIZER,
+	RLG_ROLE_OTHER,            /* FILTER or unknown */
+};
+
 enum rlg_method {
 	RLG_METHOD_OTHER = 0,
 	RLG_METHOD_GET,
@@ -29,7 +36,13 @@ struct rlg_request {
 	enum rlg_method method;
 	char path[RLG_PATH_MAX + 1];     /* decoded path, no query string */
 	bool path_ok;                    /* false: missing, too long or bad escape */
-	char client[RLG_CLIENT_KEY_MAX + 1];     /* the client key for the store */
+	char client[RLG_CLIENT_KEY_MAX + 1];     /* the IP key (key = ip) */
+	enum rlg_role role;
+	struct rlg_addr addr;            /* the client address, if addr_ok */
+	bool addr_ok;                    /* false: RLG_CLIENT_UNKNOWN */
+	bool via_proxy;                  /* addr came from Forwarded/X-Forwarded-For */
+	char *const *envp;               /* borrowed for the request's duration:
+	                                    header keys are read from it */
 };
 
 /* The key every client without a usable address shares. */
@@ -43,12 +56,29 @@ const char *rlg_request_param(char *const *envp, const char *name);
 
 /*
  * Fills r from envp. The path comes from REQUEST_URI (else SCRIPT_NAME +
- * PATH_INFO), without its query string, percent-decoded. The client key is
- * the address in REMOTE_ADDR in canonical text form ("192.0.2.1",
- * "2001:db8::1"); a missing or malformed address gets RLG_CLIENT_UNKNOWN.
- * Never fails: malformed input shows in the fields.
+ * PATH_INFO), without its query string, percent-decoded. The role from
+ * FCGI_ROLE. The client address is REMOTE_ADDR, unless REMOTE_ADDR is in
+ * cc->trusted_proxies: then it is taken from Forwarded (RFC 7239), else
+ * X-Forwarded-For, walking from the right past trusted hops (the first
+ * untrusted hop is the client; a malformed hop stops the walk and the last
+ * trusted address is used). r->client is its key: IPv4 whole, IPv6 masked
+ * to cc->ipv6_prefix; RLG_CLIENT_UNKNOWN without a usable address. cc may
+ * be NULL (no trusted proxies, prefix 64). Never fails: malformed input
+ * shows in the fields.
  */
-void rlg_request_parse(struct rlg_request *r, char *const *envp);
+void rlg_request_parse(struct rlg_request *r, char *const *envp,
+    const struct rlg_client_config *cc);
+
+/*
+ * The store key of r for policy p (p->key bits): "IPKEY" for ip,
+ * "k:HEX" for header:NAME (a keyed BLAKE2b hash of the header's value with
+ * cc->key_secret: never the key itself), "IPKEY|k:HEX" for both; a request
+ * without the header falls back to the IP key. Returns RLG_OK, or
+ * RLG_ENOSPC if out (len bytes) is too small.
+ */
+int rlg_request_policy_key(const struct rlg_request *r,
+    const struct rlg_policy *p, const struct rlg_client_config *cc,
+    char *out, size_t len);
 
 /*
  * Writes the canonical client key for the address text addr into key

@@ -15,6 +15,7 @@ main(void)
 
 	sr = srunner_create(rlg_limiter_suite());
 	srunner_add_suite(sr, rlg_config_suite());
+	srunner_add_suite(sr, rlg_net_suite());
 	srunner_add_suite(sr, rlg_request_suite());
 	srunner_add_suite(sr, rlg_response_suite());
 	srunner_add_suite(sr, rlg_store_suite());

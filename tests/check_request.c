@@ -1,8 +1,13 @@
 /*
  * check_request.c: parameters -> request: path decoding and the query
- * string, methods, and the client key from REMOTE_ADDR, with the hostile
- * cases (missing, malformed, oversized) that must never crash a worker.
+ * string, methods and roles, the client address from REMOTE_ADDR or, behind
+ * a trusted proxy, from Forwarded / X-Forwarded-For, and the policy keys
+ * (IP, hashed header, both), with the hostile cases (missing, malformed,
+ * oversized, spoofed) that must never crash a worker or let a client pick
+ * its own key.
  */
+#include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check_rlgate.h"
@@ -30,7 +35,7 @@ parse(struct rlg_request *r, const char *method, const char *uri,
 		envp[n++] = a;
 	}
 	envp[n] = NULL;
-	rlg_request_parse(r, envp);
+	rlg_request_parse(r, envp, NULL);
 }
 
 START_TEST(test_basic_get)
@@ -71,10 +76,10 @@ START_TEST(test_script_name_fallback)
 	char *none[] = { "REQUEST_METHOD=GET", NULL };
 	struct rlg_request r;
 
-	rlg_request_parse(&r, envp);
+	rlg_request_parse(&r, envp, NULL);
 	ck_assert(r.path_ok);
 	ck_assert_str_eq(r.path, "/api/v1/resources");
-	rlg_request_parse(&r, none);
+	rlg_request_parse(&r, none, NULL);
 	ck_assert(!r.path_ok);
 	ck_assert_str_eq(r.client, RLG_CLIENT_UNKNOWN);
 }
@@ -128,7 +133,9 @@ START_TEST(test_client_keys)
 	char key[64];
 
 	parse(&r, "GET", "/", "2001:DB8:0:0:0:0:0:1");
-	ck_assert_str_eq(r.client, "2001:db8::1");
+	ck_assert_str_eq(r.client, "2001:db8::/64");   /* default /64 */
+	ck_assert(r.addr_ok);
+	ck_assert(!r.via_proxy);
 	parse(&r, "GET", "/", "127.0.0.2");
 	ck_assert_str_eq(r.client, "127.0.0.2");
 	parse(&r, "GET", "/", "");
@@ -141,6 +148,13 @@ START_TEST(test_client_keys)
 	ck_assert_str_eq(r.client, RLG_CLIENT_UNKNOWN);
 	parse(&r, "GET", "/", NULL);
 	ck_assert_str_eq(r.client, RLG_CLIENT_UNKNOWN);
+	ck_assert(!r.addr_ok);
+	ck_assert_int_eq(rlg_request_client_key("2001:DB8::1", key, sizeof key),
+	    RLG_OK);
+	ck_assert_str_eq(key, "2001:db8::1");
+	ck_assert_int_eq(rlg_request_client_key("::ffff:10.1.2.3", key,
+	    sizeof key), RLG_OK);
+	ck_assert_str_eq(key, "10.1.2.3");
 	ck_assert_int_eq(rlg_request_client_key("10.1.2.3", key, 4),
 	    RLG_EINVAL);
 	ck_assert_str_eq(key, "unk");
@@ -155,12 +169,12 @@ START_TEST(test_missing_everything)
 	struct rlg_request r;
 	char method[300];
 
-	rlg_request_parse(&r, envp);
+	rlg_request_parse(&r, envp, NULL);
 	ck_assert_int_eq(r.method, RLG_METHOD_OTHER);
 	ck_assert_str_eq(r.method_name, "");
 	ck_assert(!r.path_ok);
 	ck_assert_str_eq(r.client, RLG_CLIENT_UNKNOWN);
-	rlg_request_parse(&r, NULL);
+	rlg_request_parse(&r, NULL, NULL);
 	ck_assert(!r.path_ok);
 	memset(method, 'G', sizeof method - 1);
 	method[sizeof method - 1] = '\0';
@@ -170,20 +184,516 @@ START_TEST(test_missing_everything)
 }
 END_TEST
 
+/*
+ * The proxies trusted below: 10.0.0.0/8, 2001:db8:ffff::/48 and ::1;
+ * IPv6 clients grouped by /64; API keys hashed with "s3cret".
+ */
+static struct rlg_cidr trusted[3];
+static struct rlg_client_config ccfg;
+/* envp of the last who(): requests borrow it, so it outlives the call. */
+static char *g_envp[16];
+
+static const struct rlg_client_config *
+cc(void)
+{
+	static const char *nets[] = { "10.0.0.0/8", "2001:db8:ffff::/48",
+	    "::1" };
+	size_t i;
+
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(rlg_cidr_parse(nets[i], &trusted[i]), 0);
+	ccfg.trusted_proxies = trusted;
+	ccfg.ntrusted = 3;
+	ccfg.ipv6_prefix = 64;
+	ccfg.key_secret = "s3cret";
+	return &ccfg;
+}
+
+/*
+ * Parses the NULL-terminated "NAME=value" arguments; returns r->client.
+ * With the shared config, a request that carries only Forwarded is read
+ * as from proxies that set Forwarded (forwarded_header = forwarded); the
+ * choice itself is tested in test_forwarded_header_choice.
+ */
+static const char *
+who(struct rlg_request *r, const struct rlg_client_config *c, ...)
+{
+	struct rlg_client_config fwd;
+	bool has_fwd = false, has_xff = false;
+	va_list ap;
+	size_t n = 0;
+	char *e;
+
+	va_start(ap, c);
+	while ((e = va_arg(ap, char *)) != NULL) {
+		ck_assert_uint_lt(n, 15);
+		g_envp[n++] = e;
+		has_fwd = has_fwd || strncmp(e, "HTTP_FORWARDED=", 15) == 0;
+		has_xff = has_xff || strncmp(e, "HTTP_X_FORWARDED_FOR=", 21) == 0;
+	}
+	va_end(ap);
+	g_envp[n] = NULL;
+	if (c == &ccfg && has_fwd && !has_xff) {
+		fwd = ccfg;
+		fwd.forwarded_header = RLG_FWD_FORWARDED;
+		c = &fwd;
+	}
+	rlg_request_parse(r, g_envp, c);
+	return r->client;
+}
+
+/*
+ * Only the header the trusted proxies set is read: a proxy that sets
+ * X-Forwarded-For and passes the client's own Forwarded through must not
+ * let the client choose its key, and the other way round.
+ */
+START_TEST(test_forwarded_header_choice)
+{
+	struct rlg_client_config xff = *cc(), fwd = *cc();
+	char *env1[] = { "REMOTE_ADDR=10.0.0.1",
+	    "HTTP_FORWARDED=for=198.51.100.66",
+	    "HTTP_X_FORWARDED_FOR=203.0.113.5", NULL };
+	char *env2[] = { "REMOTE_ADDR=10.0.0.1",
+	    "HTTP_FORWARDED=for=198.51.100.66", NULL };
+	struct rlg_request r;
+
+	xff.forwarded_header = RLG_FWD_X_FORWARDED_FOR;
+	fwd.forwarded_header = RLG_FWD_FORWARDED;
+	rlg_request_parse(&r, env1, &xff);
+	ck_assert_str_eq(r.client, "203.0.113.5");
+	rlg_request_parse(&r, env2, &xff);
+	ck_assert_str_eq(r.client, "10.0.0.1");     /* spoof ignored */
+	ck_assert(!r.via_proxy);
+	rlg_request_parse(&r, env1, &fwd);
+	ck_assert_str_eq(r.client, "198.51.100.66");
+	ck_assert(r.via_proxy);
+}
+END_TEST
+
+#define PEER "REMOTE_ADDR=10.0.0.1"
+
+START_TEST(test_roles)
+{
+	struct rlg_request r;
+
+	who(&r, NULL, PEER, NULL);
+	ck_assert_int_eq(r.role, RLG_ROLE_RESPONDER);
+	who(&r, NULL, "FCGI_ROLE=RESPONDER", NULL);
+	ck_assert_int_eq(r.role, RLG_ROLE_RESPONDER);
+	who(&r, NULL, "FCGI_ROLE=AUTHORIZER", NULL);
+	ck_assert_int_eq(r.role, RLG_ROLE_AUTHORIZER);
+	who(&r, NULL, "FCGI_ROLE=FILTER", NULL);
+	ck_assert_int_eq(r.role, RLG_ROLE_OTHER);
+	who(&r, NULL, "FCGI_ROLE=authorizer", NULL);
+	ck_assert_int_eq(r.role, RLG_ROLE_OTHER);
+	who(&r, NULL, "FCGI_ROLE=", NULL);
+	ck_assert_int_eq(r.role, RLG_ROLE_OTHER);
+	ck_assert_ptr_eq(r.envp, g_envp);
+}
+END_TEST
+
+START_TEST(test_xff_walk)
+{
+	const struct rlg_client_config *c = cc();
+	struct rlg_request r;
+
+	ck_assert_str_eq(who(&r, c, PEER,
+	    "HTTP_X_FORWARDED_FOR=203.0.113.5", NULL), "203.0.113.5");
+	ck_assert(r.via_proxy);
+	ck_assert(r.addr_ok);
+	/* right to left past two trusted hops; the spoofed left one ignored */
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_X_FORWARDED_FOR="
+	    "198.51.100.1, 203.0.113.5, 10.0.0.2, 10.1.1.1", NULL),
+	    "203.0.113.5");
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_X_FORWARDED_FOR="
+	    "1.1.1.1,203.0.113.5,10.0.0.2", NULL), "203.0.113.5");
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_X_FORWARDED_FOR="
+	    "203.0.113.5\t,\t 10.0.0.2  ", NULL), "203.0.113.5");
+	/* every hop trusted: the leftmost */
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_X_FORWARDED_FOR="
+	    "10.0.0.3, 10.0.0.2", NULL), "10.0.0.3");
+	ck_assert(r.via_proxy);
+	/* IPv6 peer and hops, mapped peer */
+	ck_assert_str_eq(who(&r, c, "REMOTE_ADDR=::1", "HTTP_X_FORWARDED_FOR="
+	    "2001:db8:1:2::7, 2001:db8:ffff::9", NULL), "2001:db8:1:2::/64");
+	ck_assert_str_eq(who(&r, c, "REMOTE_ADDR=::ffff:10.0.0.1",
+	    "HTTP_X_FORWARDED_FOR=203.0.113.5", NULL), "203.0.113.5");
+	ck_assert_str_eq(who(&r, c, PEER,
+	    "HTTP_X_FORWARDED_FOR=::ffff:192.0.2.1", NULL), "192.0.2.1");
+	/* no header: the peer */
+	ck_assert_str_eq(who(&r, c, PEER, NULL), "10.0.0.1");
+	ck_assert(!r.via_proxy);
+}
+END_TEST
+
+START_TEST(test_forwarded_walk)
+{
+	const struct rlg_client_config *c = cc();
+	struct rlg_request r;
+
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_FORWARDED="
+	    "for=192.0.2.60;proto=http;by=203.0.113.43", NULL), "192.0.2.60");
+	ck_assert(r.via_proxy);
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_FORWARDED="
+	    "For=\"[2001:db8:cafe::17]:4711\"", NULL), "2001:db8:cafe::/64");
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_FORWARDED="
+	    "for=\"[2001:db8:cafe::17]\"", NULL), "2001:db8:cafe::/64");
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_FORWARDED="
+	    "for=192.0.2.43, for=198.51.100.17;by=10.0.0.9, for=10.0.0.5,"
+	    "for=\"[2001:db8:ffff::1]:80\"", NULL), "198.51.100.17");
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_FORWARDED="
+	    "FOR=192.0.2.1", NULL), "192.0.2.1");
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_FORWARDED="
+	    "for=\"192.0.2.1:80\"", NULL), "192.0.2.1");
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_FORWARDED="
+	    "for=\"192.0.2.1:_port-1\"", NULL), "192.0.2.1");
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_FORWARDED="
+	    "for=\"192.0.2.\\1\"", NULL), "192.0.2.1");
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_FORWARDED="
+	    "proto=https ; for=192.0.2.1 ;by=_a", NULL), "192.0.2.1");
+	/* empty elements are skipped */
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_FORWARDED="
+	    "for=192.0.2.1, ,for=10.0.0.5", NULL), "192.0.2.1");
+	/* all trusted: the leftmost */
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_FORWARDED="
+	    "for=\"[2001:db8:ffff::1]\", for=10.0.0.5", NULL),
+	    "2001:db8:ffff::/64");
+	/* A Forwarded that names no address leaves the peer. */
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_FORWARDED=proto=https", NULL),
+	    "10.0.0.1");
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_FORWARDED=", NULL),
+	    "10.0.0.1");
+}
+END_TEST
+
+START_TEST(test_untrusted_peer)
+{
+	const struct rlg_client_config *c = cc();
+	struct rlg_client_config none = { 0 };
+	struct rlg_request r;
+
+	/* a client talking to us directly cannot pick its key */
+	ck_assert_str_eq(who(&r, c, "REMOTE_ADDR=203.0.113.9",
+	    "HTTP_X_FORWARDED_FOR=10.0.0.7", NULL), "203.0.113.9");
+	ck_assert(!r.via_proxy);
+	ck_assert_str_eq(who(&r, c, "REMOTE_ADDR=203.0.113.9",
+	    "HTTP_FORWARDED=for=198.51.100.1",
+	    "HTTP_X_FORWARDED_FOR=198.51.100.1", NULL), "203.0.113.9");
+	ck_assert_str_eq(who(&r, c, "REMOTE_ADDR=2001:db8:1::1",
+	    "HTTP_X_FORWARDED_FOR=198.51.100.1", NULL), "2001:db8:1::/64");
+	/* no config, or no trusted proxies: the headers are never read */
+	ck_assert_str_eq(who(&r, NULL, PEER,
+	    "HTTP_X_FORWARDED_FOR=198.51.100.1", NULL), "10.0.0.1");
+	none.ipv6_prefix = 64;
+	ck_assert_str_eq(who(&r, &none, PEER,
+	    "HTTP_FORWARDED=for=198.51.100.1", NULL), "10.0.0.1");
+	ck_assert(!r.via_proxy);
+	/* no usable peer: unknown, headers or not */
+	ck_assert_str_eq(who(&r, c, "REMOTE_ADDR=bogus",
+	    "HTTP_X_FORWARDED_FOR=198.51.100.1", NULL), RLG_CLIENT_UNKNOWN);
+	ck_assert(!r.addr_ok);
+	ck_assert(!r.via_proxy);
+}
+END_TEST
+
+START_TEST(test_malformed_hops)
+{
+	static const char *to_peer[] = {
+	    "HTTP_X_FORWARDED_FOR=203.0.113.5, garbage",
+	    "HTTP_X_FORWARDED_FOR=203.0.113.5, 10.0.0.2:8080",
+	    "HTTP_X_FORWARDED_FOR=unknown",
+	    "HTTP_X_FORWARDED_FOR=",
+	    "HTTP_X_FORWARDED_FOR= , ",
+	    "HTTP_X_FORWARDED_FOR=203.0.113.5,",
+	    "HTTP_X_FORWARDED_FOR=fe80::1%eth0",
+	    "HTTP_X_FORWARDED_FOR=[2001:db8::1]",
+	    "HTTP_X_FORWARDED_FOR=203.0.113.5 198.51.100.1",
+	    "HTTP_FORWARDED=for=unknown",
+	    "HTTP_FORWARDED=for=_hidden",
+	    "HTTP_FORWARDED=for=\"_hidden:_port\"",
+	    "HTTP_FORWARDED=for=192.0.2.1:80",           /* needs quotes */
+	    "HTTP_FORWARDED=for=2001:db8::1",
+	    "HTTP_FORWARDED=for=\"2001:db8::1\"",        /* needs brackets */
+	    "HTTP_FORWARDED=for=\"[192.0.2.1]\"",
+	    "HTTP_FORWARDED=for=\"[2001:db8::1\"",
+	    "HTTP_FORWARDED=for=\"[2001:db8::1]x\"",
+	    "HTTP_FORWARDED=for=\"[2001:db8::1]:\"",
+	    "HTTP_FORWARDED=for=\"[2001:db8::1]:123456\"",
+	    "HTTP_FORWARDED=for=\"192.0.2.1:_\"",
+	    "HTTP_FORWARDED=for=\"192.0.2.1:8_0\"",
+	    "HTTP_FORWARDED=for=192.0.2.1;for=192.0.2.2",
+	    "HTTP_FORWARDED=for=192.0.2.1;proto=http, by=10.0.0.5",
+	    "HTTP_FORWARDED=for=\"192.0.2.1",
+	    "HTTP_FORWARDED=for=\"x, for=203.0.113.5",   /* swallows the rest */
+	    "HTTP_FORWARDED=for=\"x, for=\"[2001:db8::1]\"",
+	    "HTTP_FORWARDED=for=",
+	    "HTTP_FORWARDED=for=192.0.2.1 x",
+	    "HTTP_FORWARDED==192.0.2.1;for=192.0.2.1",
+	    "HTTP_FORWARDED=for=\"192.0.2.1\r\n\"",
+	    "HTTP_FORWARDED=for=192.0.2.1\r\n",
+	};
+	const struct rlg_client_config *c = cc();
+	struct rlg_request r;
+	size_t i;
+
+	for (i = 0; i < sizeof to_peer / sizeof to_peer[0]; i++) {
+		ck_assert_msg(strcmp(who(&r, c, PEER, to_peer[i], NULL),
+		    "10.0.0.1") == 0, "%s -> %s", to_peer[i], r.client);
+		ck_assert_msg(!r.via_proxy, "%s", to_peer[i]);
+		ck_assert(r.addr_ok);
+	}
+	/* a bad hop stops the walk at the last trusted one */
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_X_FORWARDED_FOR="
+	    "203.0.113.5, garbage, 10.0.0.2", NULL), "10.0.0.2");
+	ck_assert(r.via_proxy);
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_X_FORWARDED_FOR="
+	    "203.0.113.5,,10.0.0.2", NULL), "10.0.0.2");
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_X_FORWARDED_FOR="
+	    "203.0.113.5\r\n, 10.0.0.2", NULL), "10.0.0.2");
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_FORWARDED="
+	    "for=192.0.2.9, for=_hidden, for=10.0.0.5", NULL), "10.0.0.5");
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_FORWARDED="
+	    "for=192.0.2.9, for=unknown;proto=http, for=\"[::1]\"", NULL), "::/64");
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_FORWARDED="
+	    "for=192.0.2.9, by=10.0.0.7, for=10.0.0.5", NULL), "10.0.0.5");
+	/* a broken element left of the client does not matter */
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_FORWARDED="
+	    "for=\"oops, for=192.0.2.9\" x, for=198.51.100.3, for=10.0.0.5",
+	    NULL), "198.51.100.3");
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_X_FORWARDED_FOR="
+	    "garbage, 198.51.100.3", NULL), "198.51.100.3");
+}
+END_TEST
+
+START_TEST(test_oversized_headers)
+{
+	const struct rlg_client_config *c = cc();
+	struct rlg_request r;
+	char *h = malloc(12 * 1024);
+	size_t n;
+	int i;
+
+	ck_assert_ptr_nonnull(h);
+	/* 100 hops: only the 64 rightmost are examined */
+	n = (size_t)sprintf(h, "HTTP_X_FORWARDED_FOR=198.51.100.1");
+	for (i = 1; i < 100; i++)
+		n += (size_t)sprintf(h + n, ", 10.0.0.%d", i);
+	ck_assert_str_eq(who(&r, c, PEER, h, NULL), "10.0.0.36");
+	ck_assert(r.via_proxy);
+	/* the client right of many trusted hops is still found */
+	n = (size_t)sprintf(h, "HTTP_X_FORWARDED_FOR=");
+	for (i = 0; i < 100; i++)
+		n += (size_t)sprintf(h + n, "198.51.100.%d, ", i);
+	sprintf(h + n, "203.0.113.5, 10.0.0.2");
+	ck_assert_str_eq(who(&r, c, PEER, h, NULL), "203.0.113.5");
+	n = (size_t)sprintf(h, "HTTP_FORWARDED=");
+	for (i = 0; i < 100; i++)
+		n += (size_t)sprintf(h + n, "for=198.51.100.%d, ", i);
+	sprintf(h + n, "for=203.0.113.5, for=10.0.0.2");
+	ck_assert_str_eq(who(&r, c, PEER, h, NULL), "203.0.113.5");
+	/* 10 KiB: not read at all, the peer is the client */
+	n = (size_t)sprintf(h, "HTTP_X_FORWARDED_FOR=");
+	while (n < 10 * 1024)
+		n += (size_t)sprintf(h + n, "10.0.0.7, ");
+	sprintf(h + n, "203.0.113.5, 10.0.0.2");
+	ck_assert_str_eq(who(&r, c, PEER, h, NULL), "10.0.0.1");
+	ck_assert(!r.via_proxy);
+	memcpy(h, "HTTP_FORWARDED=for=1", 20);
+	memset(h + 20, ' ', 10 * 1024);
+	sprintf(h + 20 + 10 * 1024, ", for=203.0.113.5");
+	ck_assert_str_eq(who(&r, c, PEER, h, NULL), "10.0.0.1");
+	/* a long single hop */
+	n = (size_t)sprintf(h, "HTTP_FORWARDED=for=\"");
+	memset(h + n, '1', 200);
+	sprintf(h + n + 200, "\"");
+	ck_assert_str_eq(who(&r, c, PEER, h, NULL), "10.0.0.1");
+	free(h);
+}
+END_TEST
+
+START_TEST(test_ipv6_grouping)
+{
+	struct rlg_client_config c = *cc();
+	struct rlg_request r;
+	char a[RLG_CLIENT_KEY_MAX + 1];
+
+	snprintf(a, sizeof a, "%s",
+	    who(&r, &c, "REMOTE_ADDR=2001:db8:1:2::1", NULL));
+	ck_assert_str_eq(a, "2001:db8:1:2::/64");
+	ck_assert_str_eq(who(&r, &c, "REMOTE_ADDR=2001:db8:1:2:aaaa:bbbb:cccc:9",
+	    NULL), a);
+	ck_assert_str_ne(who(&r, &c, "REMOTE_ADDR=2001:db8:1:3::1", NULL), a);
+	c.ipv6_prefix = 56;
+	ck_assert_str_eq(who(&r, &c, "REMOTE_ADDR=2001:db8:1:2::1", NULL),
+	    "2001:db8:1::/56");
+	c.ipv6_prefix = 128;
+	ck_assert_str_eq(who(&r, &c, "REMOTE_ADDR=2001:db8:1:2::1", NULL),
+	    "2001:db8:1:2::1");
+	/* the mapped form is the IPv4 client, whatever the prefix */
+	ck_assert_str_eq(who(&r, &c, "REMOTE_ADDR=::ffff:192.0.2.1", NULL),
+	    "192.0.2.1");
+	ck_assert_str_eq(who(&r, NULL, "REMOTE_ADDR=::ffff:192.0.2.1", NULL),
+	    who(&r, NULL, "REMOTE_ADDR=192.0.2.1", NULL));
+	ck_assert(r.addr.v4);
+	/* cc NULL groups by /64 */
+	ck_assert_str_eq(who(&r, NULL, "REMOTE_ADDR=2001:db8::1", NULL),
+	    "2001:db8::/64");
+}
+END_TEST
+
+static int
+pkey(const struct rlg_request *r, unsigned key, const char *hdr,
+    const struct rlg_client_config *c, char *out, size_t len)
+{
+	struct rlg_policy p;
+
+	memset(&p, 0, sizeof p);
+	p.key = key;
+	p.key_header = (char *)hdr;
+	return rlg_request_policy_key(r, &p, c, out, len);
+}
+
+START_TEST(test_policy_keys)
+{
+	struct rlg_client_config c = *cc();
+	struct rlg_request r;
+	char k1[RLG_CLIENT_KEY_MAX + 1], k2[RLG_CLIENT_KEY_MAX + 1];
+	char both[RLG_CLIENT_KEY_MAX + 1], want[2 * RLG_CLIENT_KEY_MAX];
+	const unsigned HB = RLG_KEY_HEADER, IB = RLG_KEY_IP;
+	size_t i;
+
+	who(&r, &c, "REMOTE_ADDR=192.0.2.1",
+	    "HTTP_X_API_KEY=secret-api-key-123", NULL);
+	ck_assert_int_eq(pkey(&r, IB, NULL, &c, k1, sizeof k1), RLG_OK);
+	ck_assert_str_eq(k1, "192.0.2.1");
+	ck_assert_int_eq(pkey(&r, 0, NULL, &c, k1, sizeof k1), RLG_OK);
+	ck_assert_str_eq(k1, "192.0.2.1");
+	/* hashed: keyed BLAKE2b-128, key = BLAKE2b-256("s3cret") */
+	ck_assert_int_eq(pkey(&r, HB, "X-Api-Key", &c, k1, sizeof k1), RLG_OK);
+	ck_assert_str_eq(k1, "k:1e9fa79d0abd750df4e8c23251848502");
+	ck_assert_ptr_null(strstr(k1, "secret"));
+	ck_assert_int_eq(pkey(&r, HB, "x-api-key", &c, k2, sizeof k2), RLG_OK);
+	ck_assert_str_eq(k1, k2);
+	/* composite */
+	ck_assert_int_eq(pkey(&r, IB | HB, "X-Api-Key", &c, both, sizeof both),
+	    RLG_OK);
+	snprintf(want, sizeof want, "192.0.2.1|%s", k1);
+	ck_assert_str_eq(both, want);
+	/* same value from another address: same header key */
+	who(&r, &c, "REMOTE_ADDR=198.51.100.4",
+	    "HTTP_X_API_KEY=secret-api-key-123", NULL);
+	ck_assert_int_eq(pkey(&r, HB, "X-Api-Key", &c, k2, sizeof k2), RLG_OK);
+	ck_assert_str_eq(k1, k2);
+	/* another value, another key */
+	who(&r, &c, "REMOTE_ADDR=198.51.100.4",
+	    "HTTP_X_API_KEY=secret-api-key-124", NULL);
+	ck_assert_int_eq(pkey(&r, HB, "X-Api-Key", &c, k2, sizeof k2), RLG_OK);
+	ck_assert_str_ne(k1, k2);
+	/* another secret, another key */
+	who(&r, &c, "REMOTE_ADDR=198.51.100.4",
+	    "HTTP_X_API_KEY=secret-api-key-123", NULL);
+	c.key_secret = "other";
+	ck_assert_int_eq(pkey(&r, HB, "X-Api-Key", &c, k2, sizeof k2), RLG_OK);
+	ck_assert_str_ne(k1, k2);
+	ck_assert_uint_eq(strlen(k2), 34);
+	c.key_secret = NULL;
+	ck_assert_int_eq(pkey(&r, HB, "X-Api-Key", &c, k2, sizeof k2), RLG_OK);
+	ck_assert_str_ne(k1, k2);
+	ck_assert_uint_eq(strlen(k2), 34);
+	c.key_secret = "s3cret";
+	/* absent or empty header: the IP key */
+	who(&r, &c, "REMOTE_ADDR=2001:db8::1", NULL);
+	ck_assert_int_eq(pkey(&r, HB, "X-Api-Key", &c, k2, sizeof k2), RLG_OK);
+	ck_assert_str_eq(k2, "2001:db8::/64");
+	ck_assert_int_eq(pkey(&r, IB | HB, "X-Api-Key", &c, k2, sizeof k2),
+	    RLG_OK);
+	ck_assert_str_eq(k2, "2001:db8::/64");
+	who(&r, &c, "REMOTE_ADDR=2001:db8::1", "HTTP_X_API_KEY=", NULL);
+	ck_assert_int_eq(pkey(&r, HB, "X-Api-Key", &c, k2, sizeof k2), RLG_OK);
+	ck_assert_str_eq(k2, "2001:db8::/64");
+	who(&r, &c, "HTTP_X_API_KEY=abc", NULL);
+	ck_assert_int_eq(pkey(&r, IB | HB, "X-Api-Key", &c, k2, sizeof k2),
+	    RLG_OK);
+	/* no REMOTE_ADDR: the shared "unknown" address key */
+	ck_assert_str_eq(k2, "unknown|k:80958e28babe7458d332e1297cf663bd");
+	ck_assert_int_eq(pkey(&r, IB, "X-Api-Key", &c, k2, sizeof k2), RLG_OK);
+	ck_assert_str_eq(k2, "unknown");
+	/* CR/LF in the value never reaches the key */
+	who(&r, &c, PEER, "HTTP_X_API_KEY=a\r\nSet-Cookie: x", NULL);
+	ck_assert_int_eq(pkey(&r, IB | HB, "X-Api-Key", &c, k2, sizeof k2),
+	    RLG_OK);
+	for (i = 0; k2[i] != '\0'; i++)
+		ck_assert(k2[i] != '\r' && k2[i] != '\n');
+}
+END_TEST
+
+START_TEST(test_policy_key_bounds)
+{
+	const struct rlg_client_config *c = cc();
+	struct rlg_request r;
+	char out[64], name[300];
+	char *big = malloc(64 * 1024);
+
+	who(&r, c, "REMOTE_ADDR=192.0.2.1", "HTTP_X_API_KEY=v", NULL);
+	ck_assert_int_eq(pkey(&r, RLG_KEY_HEADER, "X-Api-Key", c, out, 35),
+	    RLG_OK);
+	ck_assert_int_eq(pkey(&r, RLG_KEY_HEADER, "X-Api-Key", c, out, 34),
+	    RLG_ENOSPC);
+	ck_assert_str_eq(out, "");
+	ck_assert_int_eq(pkey(&r, RLG_KEY_IP | RLG_KEY_HEADER, "X-Api-Key", c,
+	    out, 10 + 35), RLG_OK);
+	ck_assert_str_eq(out, "192.0.2.1|k:ca4d0e57dc189b9b1729e4f77677f78e");
+	ck_assert_int_eq(pkey(&r, RLG_KEY_IP | RLG_KEY_HEADER, "X-Api-Key", c,
+	    out, 10 + 34), RLG_ENOSPC);
+	ck_assert_int_eq(pkey(&r, RLG_KEY_IP, NULL, c, out, 10), RLG_OK);
+	ck_assert_int_eq(pkey(&r, RLG_KEY_IP, NULL, c, out, 9), RLG_ENOSPC);
+	ck_assert_int_eq(pkey(&r, RLG_KEY_IP, NULL, c, out, 0), RLG_ENOSPC);
+	/* a huge value is hashed like any other */
+	ck_assert_ptr_nonnull(big);
+	memcpy(big, "HTTP_X_API_KEY=", 15);
+	memset(big + 15, 'x', 64 * 1024 - 16);
+	big[64 * 1024 - 1] = '\0';
+	who(&r, c, "REMOTE_ADDR=192.0.2.1", big, NULL);
+	ck_assert_int_eq(pkey(&r, RLG_KEY_HEADER, "X-Api-Key", c, out,
+	    sizeof out), RLG_OK);
+	ck_assert_uint_eq(strlen(out), 34);
+	/* a header name too long to be a CGI variable: the IP key */
+	memset(name, 'A', sizeof name - 1);
+	name[sizeof name - 1] = '\0';
+	ck_assert_int_eq(pkey(&r, RLG_KEY_HEADER, name, c, out, sizeof out),
+	    RLG_OK);
+	ck_assert_str_eq(out, "192.0.2.1");
+	free(big);
+}
+END_TEST
+
 Suite *
 rlg_request_suite(void)
 {
 	Suite *s = suite_create("request");
 	TCase *core = tcase_create("core"), *hostile = tcase_create("hostile");
+	TCase *proxy = tcase_create("proxy"), *keys = tcase_create("keys");
 
 	tcase_add_test(core, test_basic_get);
 	tcase_add_test(core, test_param_lookup);
 	tcase_add_test(core, test_script_name_fallback);
 	tcase_add_test(core, test_client_keys);
+	tcase_add_test(core, test_roles);
+	tcase_add_test(proxy, test_xff_walk);
+	tcase_add_test(proxy, test_forwarded_walk);
+	tcase_add_test(proxy, test_forwarded_header_choice);
+	tcase_add_test(proxy, test_untrusted_peer);
+	tcase_add_test(proxy, test_ipv6_grouping);
+	tcase_add_test(keys, test_policy_keys);
+	tcase_add_test(keys, test_policy_key_bounds);
+	tcase_add_test(hostile, test_malformed_hops);
+	tcase_add_test(hostile, test_oversized_headers);
 	tcase_add_test(hostile, test_bad_paths);
 	tcase_add_test(hostile, test_decode_bounds);
 	tcase_add_test(hostile, test_missing_everything);
 	suite_add_tcase(s, core);
+	suite_add_tcase(s, proxy);
+	suite_add_tcase(s, keys);
 	suite_add_tcase(s, hostile);
 	return s;
 }
