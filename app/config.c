@@ -12,11 +12,14 @@
  * number and all are printed at the end, in line order, so an operator
  * fixes a config in one pass.
  *
- * Policies are built in file order, one per distinct [policy NAME]; a
- * repeated section merges into the first, as every section does. Checks
- * that span keys (burst needs token_bucket, sliding_log caps the limit) run
- * once the whole file is read, since the keys may come in any order; their
- * problems carry the line of the key at fault, so the sort puts them in
+ * Policies are built in file order, one per distinct [policy NAME], and
+ * routes likewise, one per distinct [route NAME]; a repeated section merges
+ * into the first, as every section does. Checks that span keys or sections
+ * (burst needs token_bucket, sliding_log caps the limit, a header key needs
+ * [client] key_secret, a route names policies that may come later in the
+ * file) run once the whole file is read, since the keys may come in any
+ * order; their problems carry the line of the key at fault (or of the
+ * section header, for a key that is missing), so the sort puts them in
  * place.
  */
 #include <assert.h>
@@ -48,7 +51,10 @@ enum rlg_sect {
 	RLG_SECT_STORE,
 	RLG_SECT_HEADERS,
 	RLG_SECT_RESPONSE,
+	RLG_SECT_CLIENT,
+	RLG_SECT_LOG,
 	RLG_SECT_POLICY,       /* [policy NAME]: the policy rlg_parse.cur */
+	RLG_SECT_ROUTE,        /* [route NAME]: the route rlg_parse.cur */
 };
 
 /* A word of the config and the enum value it stands for. */
@@ -66,6 +72,20 @@ struct rlg_policy_build {
 	bool algorithm_ok;     /* algorithm was set to a known value */
 	int limit_line;        /* line of a valid limit, or 0: default */
 	int burst_line;        /* line of a valid burst, or 0: default */
+	int key_line;          /* line of a valid key, or 0: default (ip) */
+};
+
+/*
+ * What the parse knows of one route beyond the route: its label, its
+ * header's line (a missing key is reported there) and the policy names of
+ * its policies key, resolved to indexes once every policy is known.
+ */
+struct rlg_route_build {
+	char label[sizeof "[route ]" + RLG_POLICY_NAME_MAX];
+	int line;              /* the first [route NAME] header */
+	char **names;          /* nnames policy names; none with "none" */
+	size_t nnames;
+	int policies_line;     /* line of a valid policies, or 0 */
 };
 
 struct rlg_parse;
@@ -104,10 +124,11 @@ struct rlg_parse {
 	size_t linecap;        /* bytes allocated at line */
 
 	enum rlg_sect sect;    /* section of the next key line */
-	size_t cur;            /* RLG_SECT_POLICY: index in pols */
+	size_t cur;            /* index in pols or routes, per sect */
 	/*
 	 * The line each key was first set on, or 0, per scope: scope 0 holds
-	 * the keys outside policies, scope 1 + i those of pols[i]. Indexed
+	 * the keys outside policies and routes, scope 1 + i those of pols[i],
+	 * scope 1 + RLG_POLICIES_MAX + i those of routes[i]. Indexed
 	 * scope * RLG_NKEYS + the key's index in rlg_keys.
 	 */
 	int *first_line;
@@ -119,6 +140,11 @@ struct rlg_parse {
 	struct rlg_policy_build *builds;   /* one per pols entry */
 	size_t npols;
 	bool too_many;         /* the cap on policies has been reported */
+	/* The [route NAME] sections so far, in file order. */
+	struct rlg_route *routes;          /* RLG_ROUTES_MAX allocated */
+	struct rlg_route_build *rbuilds;   /* one per routes entry */
+	size_t nroutes;
+	bool too_many_routes;  /* the cap on routes has been reported */
 
 	struct rlg_problem *problems;
 	size_t nproblems;
@@ -135,11 +161,20 @@ static int rlg_src_getc(struct rlg_parse *p);
 static void rlg_end_line(struct rlg_parse *p);
 static void rlg_classify_line(struct rlg_parse *p, const char *buf);
 static void rlg_section_line(struct rlg_parse *p);
+static bool rlg_sect_is(const char *inner, const char *word,
+    const char **rest);
 static void rlg_policy_section(struct rlg_parse *p, const char *name);
-static bool rlg_policy_name_ok(struct rlg_parse *p, const char *name);
+static void rlg_route_section(struct rlg_parse *p, const char *name);
+static bool rlg_section_name_ok(struct rlg_parse *p, const char *kind,
+    const char *name);
 static void rlg_policies_finish(struct rlg_parse *p);
+static void rlg_routes_finish(struct rlg_parse *p);
+static void rlg_policy_free_fields(struct rlg_policy *pol);
+static void rlg_route_free_fields(struct rlg_route *r);
 static struct rlg_policy *rlg_cur_policy(struct rlg_parse *p);
 static struct rlg_policy_build *rlg_cur_build(struct rlg_parse *p);
+static struct rlg_route *rlg_cur_route(struct rlg_parse *p);
+static struct rlg_route_build *rlg_cur_rbuild(struct rlg_parse *p);
 static int *rlg_first_line(struct rlg_parse *p, size_t scope, size_t key);
 static size_t rlg_key_index(enum rlg_sect sect, const char *name);
 static void rlg_syntax_error(struct rlg_parse *p);
@@ -162,6 +197,13 @@ static bool rlg_parse_int(const char *s, long long min, long long max,
 static const struct rlg_word *rlg_word_find(const char *s,
     const struct rlg_word *words);
 static char *rlg_word_list(const struct rlg_word *words);
+static bool rlg_list_split(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value, size_t max, const char *what, char ***items,
+    size_t *n);
+static void rlg_list_free(char **items, size_t n);
+static bool rlg_header_name_ok(const char *s);
+static void rlg_set_cidrs(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value, struct rlg_cidr **nets, size_t *n);
 static bool rlg_set_word(struct rlg_parse *p, const struct rlg_key *k,
     const char *value, const struct rlg_word *words, int *out);
 static void rlg_set_int(struct rlg_parse *p, const struct rlg_key *k,
@@ -187,6 +229,30 @@ static void rlg_set_burst(struct rlg_parse *p, const struct rlg_key *k,
     const char *value);
 static void rlg_set_key(struct rlg_parse *p, const struct rlg_key *k,
     const char *value);
+static void rlg_set_mode(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value);
+static void rlg_set_policy_exempt(struct rlg_parse *p,
+    const struct rlg_key *k, const char *value);
+static void rlg_set_trusted_proxies(struct rlg_parse *p,
+    const struct rlg_key *k, const char *value);
+static void rlg_set_forwarded_header(struct rlg_parse *p,
+    const struct rlg_key *k, const char *value);
+static void rlg_set_ipv6_prefix(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value);
+static void rlg_set_client_exempt(struct rlg_parse *p,
+    const struct rlg_key *k, const char *value);
+static void rlg_set_key_secret(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value);
+static void rlg_set_report_exempt(struct rlg_parse *p,
+    const struct rlg_key *k, const char *value);
+static void rlg_set_log_level(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value);
+static void rlg_set_route_path(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value);
+static void rlg_set_route_methods(struct rlg_parse *p,
+    const struct rlg_key *k, const char *value);
+static void rlg_set_route_policies(struct rlg_parse *p,
+    const struct rlg_key *k, const char *value);
 
 /* Every key of every section; a key not here is an error. */
 static const struct rlg_key rlg_keys[] = {
@@ -194,14 +260,27 @@ static const struct rlg_key rlg_keys[] = {
 	{ RLG_SECT_STORE, "busy_timeout_ms", rlg_set_busy_timeout },
 	{ RLG_SECT_STORE, "on_error", rlg_set_on_error },
 	{ RLG_SECT_HEADERS, "style", rlg_set_style },
+	{ RLG_SECT_HEADERS, "report_exempt", rlg_set_report_exempt },
 	{ RLG_SECT_RESPONSE, "errors", rlg_set_errors },
+	{ RLG_SECT_CLIENT, "trusted_proxies", rlg_set_trusted_proxies },
+	{ RLG_SECT_CLIENT, "ipv6_prefix", rlg_set_ipv6_prefix },
+	{ RLG_SECT_CLIENT, "forwarded_header", rlg_set_forwarded_header },
+	{ RLG_SECT_CLIENT, "exempt", rlg_set_client_exempt },
+	{ RLG_SECT_CLIENT, "key_secret", rlg_set_key_secret },
+	{ RLG_SECT_LOG, "level", rlg_set_log_level },
 	{ RLG_SECT_POLICY, "algorithm", rlg_set_algorithm },
 	{ RLG_SECT_POLICY, "limit", rlg_set_limit },
 	{ RLG_SECT_POLICY, "window", rlg_set_window },
 	{ RLG_SECT_POLICY, "burst", rlg_set_burst },
 	{ RLG_SECT_POLICY, "key", rlg_set_key },
+	{ RLG_SECT_POLICY, "mode", rlg_set_mode },
+	{ RLG_SECT_POLICY, "exempt", rlg_set_policy_exempt },
+	{ RLG_SECT_ROUTE, "path", rlg_set_route_path },
+	{ RLG_SECT_ROUTE, "methods", rlg_set_route_methods },
+	{ RLG_SECT_ROUTE, "policies", rlg_set_route_policies },
 };
 #define RLG_NKEYS (sizeof rlg_keys / sizeof rlg_keys[0])
+#define RLG_NSCOPES (1 + RLG_POLICIES_MAX + RLG_ROUTES_MAX)
 
 /* The words each enum key accepts, in the order the messages list them. */
 static const struct rlg_word rlg_on_error_words[] = {
@@ -229,6 +308,27 @@ static const struct rlg_word rlg_algorithm_words[] = {
 	{ "sliding_log", RLG_ALG_SLIDING_LOG },
 	{ NULL, 0 }
 };
+static const struct rlg_word rlg_mode_words[] = {
+	{ "enforce", RLG_MODE_ENFORCE },
+	{ "dry_run", RLG_MODE_DRY_RUN },
+	{ NULL, 0 }
+};
+static const struct rlg_word rlg_yes_no_words[] = {
+	{ "yes", 1 },
+	{ "no", 0 },
+	{ NULL, 0 }
+};
+static const struct rlg_word rlg_forwarded_words[] = {
+	{ "x-forwarded-for", RLG_FWD_X_FORWARDED_FOR },
+	{ "forwarded", RLG_FWD_FORWARDED },
+	{ NULL, 0 }
+};
+static const struct rlg_word rlg_log_level_words[] = {
+	{ "error", RLG_LOG_ERROR },
+	{ "warn", RLG_LOG_WARN },
+	{ "info", RLG_LOG_INFO },
+	{ NULL, 0 }
+};
 
 struct rlg_config *
 rlg_config_defaults(void)
@@ -253,6 +353,16 @@ rlg_config_defaults(void)
 	pol->window_ms = (int64_t)RLG_DEFAULT_WINDOW_S * 1000;
 	pol->burst = pol->limit;
 	pol->key = RLG_KEY_IP;
+	pol->mode = RLG_MODE_ENFORCE;
+
+	/* No routes: every request gets every policy. */
+	cfg->ndefault = 1;
+	cfg->default_policies = rlg_xcalloc(cfg->ndefault,
+	    sizeof *cfg->default_policies);
+	cfg->default_policies[0] = 0;
+	cfg->client.ipv6_prefix = RLG_DEFAULT_IPV6_PREFIX;
+	cfg->report_exempt = false;
+	cfg->log_level = RLG_LOG_WARN;
 	return cfg;
 }
 
@@ -311,8 +421,15 @@ rlg_config_free(struct rlg_config *cfg)
 	free(cfg->source);
 	free(cfg->store.path);
 	for (i = 0; i < cfg->npolicies; i++)
-		free(cfg->policies[i].name);
+		rlg_policy_free_fields(&cfg->policies[i]);
 	free(cfg->policies);
+	for (i = 0; i < cfg->nroutes; i++)
+		rlg_route_free_fields(&cfg->routes[i]);
+	free(cfg->routes);
+	free(cfg->default_policies);
+	free(cfg->client.trusted_proxies);
+	free(cfg->client.exempt);
+	free(cfg->client.key_secret);
 	free(cfg);
 }
 
@@ -358,6 +475,20 @@ rlg_error_format_name(enum rlg_error_format f)
 	return "unknown";
 }
 
+const char *
+rlg_log_level_name(enum rlg_log_level l)
+{
+	switch (l) {
+	case RLG_LOG_ERROR:
+		return "error";
+	case RLG_LOG_WARN:
+		return "warn";
+	case RLG_LOG_INFO:
+		return "info";
+	}
+	return "unknown";
+}
+
 /*
  * The one parse behind both loaders: reads fp, or text when fp is NULL,
  * over the defaults. Returns 0 and the config in *out, or the number of
@@ -377,11 +508,13 @@ rlg_config_parse(const char *name, FILE *fp, const char *text, FILE *errs,
 	p.fp = fp;
 	p.text = text;
 	p.sect = RLG_SECT_NONE;
-	p.first_line = rlg_xcalloc((1 + RLG_POLICIES_MAX) * RLG_NKEYS,
+	p.first_line = rlg_xcalloc(RLG_NSCOPES * RLG_NKEYS,
 	    sizeof *p.first_line);
 	p.cfg = rlg_config_defaults();
 	p.pols = rlg_xcalloc(RLG_POLICIES_MAX, sizeof *p.pols);
 	p.builds = rlg_xcalloc(RLG_POLICIES_MAX, sizeof *p.builds);
+	p.routes = rlg_xcalloc(RLG_ROUTES_MAX, sizeof *p.routes);
+	p.rbuilds = rlg_xcalloc(RLG_ROUTES_MAX, sizeof *p.rbuilds);
 
 	rlg_config_set_inih();
 	rc = ini_parse_stream(rlg_config_reader, &p, rlg_config_handler, &p);
@@ -392,6 +525,7 @@ rlg_config_parse(const char *name, FILE *fp, const char *text, FILE *errs,
 	else if (rc < 0)
 		rlg_problem(&p, 0, "cannot parse: out of memory");
 	rlg_policies_finish(&p);
+	rlg_routes_finish(&p);
 
 	n = p.nproblems > INT_MAX ? INT_MAX : (int)p.nproblems;
 	if (p.nproblems > 1)
@@ -547,7 +681,12 @@ rlg_config_handler(void *user, const char *section, const char *name,
 		    rlg_sect_label(p), name);
 		return 1;
 	}
-	scope = p->sect == RLG_SECT_POLICY ? 1 + p->cur : 0;
+	if (p->sect == RLG_SECT_POLICY)
+		scope = 1 + p->cur;
+	else if (p->sect == RLG_SECT_ROUTE)
+		scope = 1 + RLG_POLICIES_MAX + p->cur;
+	else
+		scope = 0;
 	first = rlg_first_line(p, scope, i);
 	if (*first != 0) {
 		rlg_key_problem(p, k, "set twice (first on line %d)", *first);
@@ -640,7 +779,8 @@ static void
 rlg_section_line(struct rlg_parse *p)
 {
 	const char *end, *rest;
-	char *inner, *pname;
+	const char *pname;
+	char *inner;
 
 	end = rlg_find_chars_or_comment(p->line + 1, "]");
 	if (*end != ']') {
@@ -670,17 +810,43 @@ rlg_section_line(struct rlg_parse *p)
 		p->sect = RLG_SECT_HEADERS;
 	} else if (strcmp(inner, "response") == 0) {
 		p->sect = RLG_SECT_RESPONSE;
-	} else if (strncmp(inner, "policy", 6) == 0 &&
-	    (inner[6] == '\0' || isspace((unsigned char)inner[6]))) {
-		pname = rlg_lskip(inner + 6);
+	} else if (strcmp(inner, "client") == 0) {
+		p->sect = RLG_SECT_CLIENT;
+	} else if (strcmp(inner, "log") == 0) {
+		p->sect = RLG_SECT_LOG;
+	} else if (rlg_sect_is(inner, "policy", &pname)) {
 		if (*pname == '\0')
 			rlg_problem(p, p->lineno, "section [policy] has no name "
 			    "(expected [policy NAME])");
 		else
 			rlg_policy_section(p, pname);
+	} else if (rlg_sect_is(inner, "route", &pname)) {
+		if (*pname == '\0')
+			rlg_problem(p, p->lineno, "section [route] has no name "
+			    "(expected [route NAME])");
+		else
+			rlg_route_section(p, pname);
 	} else {
 		rlg_problem(p, p->lineno, "unknown section [%s]", inner);
 	}
+}
+
+/*
+ * Whether inner is word alone or word, whitespace and more ("policy x");
+ * *rest is then what follows, without leading whitespace.
+ */
+static bool
+rlg_sect_is(const char *inner, const char *word, const char **rest)
+{
+	size_t n = strlen(word);
+
+	if (strncmp(inner, word, n) != 0 ||
+	    (inner[n] != '\0' && !isspace((unsigned char)inner[n])))
+		return false;
+	for (inner += n; isspace((unsigned char)*inner); inner++)
+		continue;
+	*rest = inner;
+	return true;
 }
 
 /*
@@ -694,7 +860,7 @@ rlg_policy_section(struct rlg_parse *p, const char *name)
 	struct rlg_policy *pol;
 	size_t i;
 
-	if (!rlg_policy_name_ok(p, name))
+	if (!rlg_section_name_ok(p, "policy", name))
 		return;
 	for (i = 0; i < p->npols; i++) {
 		if (strcmp(p->pols[i].name, name) == 0) {
@@ -720,6 +886,7 @@ rlg_policy_section(struct rlg_parse *p, const char *name)
 	pol->window_ms = (int64_t)RLG_DEFAULT_WINDOW_S * 1000;
 	pol->burst = 0;        /* until the end: the limit, unless set */
 	pol->key = RLG_KEY_IP;
+	pol->mode = RLG_MODE_ENFORCE;
 	snprintf(p->builds[p->npols].label, sizeof p->builds[p->npols].label,
 	    "[policy %s]", name);
 	p->sect = RLG_SECT_POLICY;
@@ -727,12 +894,50 @@ rlg_policy_section(struct rlg_parse *p, const char *name)
 }
 
 /*
- * Whether name (not empty) may name a policy: at most RLG_POLICY_NAME_MAX
- * bytes of [A-Za-z0-9_.-], as it goes into the database and the logs
- * unquoted. Reports it if not. No locale: isalnum would take more.
+ * A "[route NAME]" header with a non-empty name: the route of that name, a
+ * new one if it is the first such section, or a reported problem (a bad
+ * name, one route too many). Like rlg_policy_section.
+ */
+static void
+rlg_route_section(struct rlg_parse *p, const char *name)
+{
+	struct rlg_route_build *b;
+	size_t i;
+
+	if (!rlg_section_name_ok(p, "route", name))
+		return;
+	for (i = 0; i < p->nroutes; i++) {
+		if (strcmp(p->routes[i].name, name) == 0) {
+			p->sect = RLG_SECT_ROUTE;
+			p->cur = i;
+			return;
+		}
+	}
+	if (p->nroutes == RLG_ROUTES_MAX) {
+		if (!p->too_many_routes)
+			rlg_problem(p, p->lineno, "too many routes: "
+			    "[route %s] would be number %d, at most %d are "
+			    "allowed", name, RLG_ROUTES_MAX + 1,
+			    RLG_ROUTES_MAX);
+		p->too_many_routes = true;
+		return;
+	}
+	p->routes[p->nroutes].name = rlg_xstrdup(name);
+	b = &p->rbuilds[p->nroutes];
+	snprintf(b->label, sizeof b->label, "[route %s]", name);
+	b->line = p->lineno;
+	p->sect = RLG_SECT_ROUTE;
+	p->cur = p->nroutes++;
+}
+
+/*
+ * Whether name (not empty) may name a policy or a route (kind says which,
+ * for the message): at most RLG_POLICY_NAME_MAX bytes of [A-Za-z0-9_.-],
+ * as it goes into the database and the logs unquoted. Reports it if not.
+ * No locale: isalnum would take more.
  */
 static bool
-rlg_policy_name_ok(struct rlg_parse *p, const char *name)
+rlg_section_name_ok(struct rlg_parse *p, const char *kind, const char *name)
 {
 	const char *s;
 
@@ -740,14 +945,14 @@ rlg_policy_name_ok(struct rlg_parse *p, const char *name)
 		if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
 		    (*s >= '0' && *s <= '9') || *s == '_' || *s == '.' ||
 		    *s == '-')) {
-			rlg_problem(p, p->lineno, "bad policy name \"%s\": "
-			    "only A-Z a-z 0-9 _ . - are allowed", name);
+			rlg_problem(p, p->lineno, "bad %s name \"%s\": "
+			    "only A-Z a-z 0-9 _ . - are allowed", kind, name);
 			return false;
 		}
 	}
 	if ((size_t)(s - name) > RLG_POLICY_NAME_MAX) {
-		rlg_problem(p, p->lineno, "bad policy name \"%s\": at most %d "
-		    "bytes (got %zu)", name, RLG_POLICY_NAME_MAX,
+		rlg_problem(p, p->lineno, "bad %s name \"%s\": at most %d "
+		    "bytes (got %zu)", kind, name, RLG_POLICY_NAME_MAX,
 		    (size_t)(s - name));
 		return false;
 	}
@@ -756,9 +961,9 @@ rlg_policy_name_ok(struct rlg_parse *p, const char *name)
 
 /*
  * After the whole file: the checks that span keys of one policy, the
- * burst default, and the policies of the file in place of the built-in
- * one. A policy whose algorithm was bad (already reported) is not
- * checked further: its algorithm is unknown.
+ * burst default, the key_secret a header key needs, and the policies of
+ * the file in place of the built-in one. A policy whose algorithm was bad
+ * (already reported) is not checked further: its algorithm is unknown.
  */
 static void
 rlg_policies_finish(struct rlg_parse *p)
@@ -766,13 +971,23 @@ rlg_policies_finish(struct rlg_parse *p)
 	struct rlg_policy *pol;
 	struct rlg_policy_build *b;
 	size_t i, alg_key;
+	bool secret_set;
 
 	alg_key = rlg_key_index(RLG_SECT_POLICY, "algorithm");
+	/* A key_secret that was set but bad is reported for itself. */
+	secret_set = *rlg_first_line(p, 0,
+	    rlg_key_index(RLG_SECT_CLIENT, "key_secret")) != 0;
 	for (i = 0; i < p->npols; i++) {
 		pol = &p->pols[i];
 		b = &p->builds[i];
 		if (b->burst_line == 0)
 			pol->burst = pol->limit;
+		if (b->key_line != 0 && (pol->key & RLG_KEY_HEADER) != 0 &&
+		    !secret_set)
+			rlg_problem(p, b->key_line, "%s key: header keys are "
+			    "stored hashed: set [client] key_secret (at least "
+			    "%d random bytes, e.g. openssl rand -hex 32)",
+			    b->label, RLG_KEY_SECRET_MIN);
 		if (!b->algorithm_ok && *rlg_first_line(p, 1 + i, alg_key) != 0)
 			continue;
 		if (b->burst_line != 0 && pol->algorithm != RLG_ALG_TOKEN_BUCKET)
@@ -792,13 +1007,105 @@ rlg_policies_finish(struct rlg_parse *p)
 		return;
 	}
 	for (i = 0; i < p->cfg->npolicies; i++)
-		free(p->cfg->policies[i].name);
+		rlg_policy_free_fields(&p->cfg->policies[i]);
 	free(p->cfg->policies);
 	p->cfg->policies = rlg_xcalloc(p->npols, sizeof *p->cfg->policies);
 	memcpy(p->cfg->policies, p->pols, p->npols * sizeof *p->pols);
 	p->cfg->npolicies = p->npols;
 	free(p->pols);
 	free(p->builds);
+}
+
+/*
+ * After the policies are final: each route's policy names become indexes
+ * (an unknown name is reported at the route's policies line), a route
+ * without path or policies is reported at its header, and the routes of
+ * the file go to the config, with the policies of a request that matches
+ * none of them.
+ */
+static void
+rlg_routes_finish(struct rlg_parse *p)
+{
+	struct rlg_config *cfg = p->cfg;
+	struct rlg_route_build *b;
+	struct rlg_route *r;
+	size_t i, j, n, path_key, pols_key;
+
+	path_key = rlg_key_index(RLG_SECT_ROUTE, "path");
+	pols_key = rlg_key_index(RLG_SECT_ROUTE, "policies");
+	for (i = 0; i < p->nroutes; i++) {
+		r = &p->routes[i];
+		b = &p->rbuilds[i];
+		if (*rlg_first_line(p, 1 + RLG_POLICIES_MAX + i, path_key) == 0)
+			rlg_problem(p, b->line, "%s has no path: set path = "
+			    "/PATH (or /PREFIX* for a prefix)", b->label);
+		if (*rlg_first_line(p, 1 + RLG_POLICIES_MAX + i, pols_key) == 0)
+			rlg_problem(p, b->line, "%s has no policies: set "
+			    "policies = NAME, ... (or policies = none: not "
+			    "limited)", b->label);
+		if (b->nnames > 0)
+			r->policies = rlg_xcalloc(b->nnames,
+			    sizeof *r->policies);
+		for (j = 0; j < b->nnames; j++) {
+			for (n = 0; n < cfg->npolicies; n++)
+				if (strcmp(cfg->policies[n].name,
+				    b->names[j]) == 0)
+					break;
+			if (n == cfg->npolicies)
+				rlg_problem(p, b->policies_line, "%s policies: "
+				    "no [policy %s]", b->label, b->names[j]);
+			else
+				r->policies[r->npolicies++] = n;
+		}
+		rlg_list_free(b->names, b->nnames);
+	}
+	if (p->nroutes > 0) {
+		cfg->routes = rlg_xcalloc(p->nroutes, sizeof *cfg->routes);
+		memcpy(cfg->routes, p->routes, p->nroutes * sizeof *p->routes);
+		cfg->nroutes = p->nroutes;
+	}
+	free(p->routes);
+	free(p->rbuilds);
+
+	free(cfg->default_policies);
+	cfg->default_policies = NULL;
+	cfg->ndefault = 0;
+	if (cfg->nroutes == 0) {
+		cfg->default_policies = rlg_xcalloc(cfg->npolicies,
+		    sizeof *cfg->default_policies);
+		for (i = 0; i < cfg->npolicies; i++)
+			cfg->default_policies[i] = i;
+		cfg->ndefault = cfg->npolicies;
+		return;
+	}
+	for (i = 0; i < cfg->npolicies; i++) {
+		if (strcmp(cfg->policies[i].name, "default") == 0) {
+			cfg->default_policies = rlg_xcalloc(1,
+			    sizeof *cfg->default_policies);
+			cfg->default_policies[0] = i;
+			cfg->ndefault = 1;
+			break;
+		}
+	}
+}
+
+/* Frees what a policy owns, not the policy itself. */
+static void
+rlg_policy_free_fields(struct rlg_policy *pol)
+{
+	free(pol->name);
+	free(pol->key_header);
+	free(pol->exempt);
+}
+
+/* Frees what a route owns, not the route itself. */
+static void
+rlg_route_free_fields(struct rlg_route *r)
+{
+	free(r->name);
+	free(r->path);
+	rlg_list_free(r->methods, r->nmethods);
+	free(r->policies);
 }
 
 /* The policy the current [policy NAME] section sets. */
@@ -816,11 +1123,26 @@ rlg_cur_build(struct rlg_parse *p)
 	return &p->builds[p->cur];
 }
 
+/* The route the current [route NAME] section sets. */
+static struct rlg_route *
+rlg_cur_route(struct rlg_parse *p)
+{
+	assert(p->sect == RLG_SECT_ROUTE && p->cur < p->nroutes);
+	return &p->routes[p->cur];
+}
+
+static struct rlg_route_build *
+rlg_cur_rbuild(struct rlg_parse *p)
+{
+	assert(p->sect == RLG_SECT_ROUTE && p->cur < p->nroutes);
+	return &p->rbuilds[p->cur];
+}
+
 /* Where the first line of rlg_keys[key] in scope is kept (see first_line). */
 static int *
 rlg_first_line(struct rlg_parse *p, size_t scope, size_t key)
 {
-	assert(scope <= RLG_POLICIES_MAX && key < RLG_NKEYS);
+	assert(scope < RLG_NSCOPES && key < RLG_NKEYS);
 	return &p->first_line[scope * RLG_NKEYS + key];
 }
 
@@ -893,8 +1215,14 @@ rlg_sect_label(const struct rlg_parse *p)
 		return "[headers]";
 	case RLG_SECT_RESPONSE:
 		return "[response]";
+	case RLG_SECT_CLIENT:
+		return "[client]";
+	case RLG_SECT_LOG:
+		return "[log]";
 	case RLG_SECT_POLICY:
 		return p->builds[p->cur].label;
+	case RLG_SECT_ROUTE:
+		return p->rbuilds[p->cur].label;
 	case RLG_SECT_NONE:
 	case RLG_SECT_BAD:
 		break;
@@ -1183,15 +1511,381 @@ rlg_set_burst(struct rlg_parse *p, const struct rlg_key *k,
 	}
 }
 
+/*
+ * key = ip | header:NAME | both, comma-separated in any order. NAME is kept
+ * as written (header names compare without case when a request is read).
+ * Each bad item is its own problem; the policy changes only if all are
+ * good. Whether a key_secret is there waits for the end.
+ */
 static void
 rlg_set_key(struct rlg_parse *p, const struct rlg_key *k, const char *value)
 {
-	if (strcmp(value, "ip") == 0)
-		rlg_cur_policy(p)->key = RLG_KEY_IP;
-	else if (strncmp(value, "header:", 7) == 0 && value[7] != '\0')
-		rlg_key_problem(p, k, "\"%s\" is not supported yet "
-		    "(supported: ip)", value);
-	else
-		rlg_key_problem(p, k, "must be one of ip, header:NAME "
-		    "(got \"%s\")", value);
+	struct rlg_policy *pol = rlg_cur_policy(p);
+	const char *header = NULL, *name;
+	unsigned bits = 0;
+	char **items;
+	size_t i, n, len;
+	bool ok = true;
+
+	if (!rlg_list_split(p, k, value, 2, "items", &items, &n))
+		return;
+	for (i = 0; i < n; i++) {
+		if (strcmp(items[i], "ip") == 0) {
+			if ((bits & RLG_KEY_IP) != 0) {
+				rlg_key_problem(p, k, "ip given twice "
+				    "(got \"%s\")", value);
+				ok = false;
+			}
+			bits |= RLG_KEY_IP;
+			continue;
+		}
+		if (strncmp(items[i], "header:", 7) != 0 ||
+		    items[i][7] == '\0') {
+			rlg_key_problem(p, k, "must be one of ip, header:NAME "
+			    "(got \"%s\")", items[i]);
+			ok = false;
+			continue;
+		}
+		name = items[i] + 7;
+		len = strlen(name);
+		if (!rlg_header_name_ok(name)) {
+			rlg_key_problem(p, k, "header name must be an HTTP "
+			    "token: A-Z a-z 0-9 and !#$%%&'*+-.^_`|~ "
+			    "(got \"%s\")", name);
+			ok = false;
+		} else if (len > RLG_HEADER_NAME_MAX) {
+			rlg_key_problem(p, k, "header name must be at most "
+			    "%d bytes (got %zu)", RLG_HEADER_NAME_MAX, len);
+			ok = false;
+		} else if (header != NULL) {
+			rlg_key_problem(p, k, "at most one header:NAME "
+			    "(got \"%s\")", value);
+			ok = false;
+		}
+		header = name;
+		bits |= RLG_KEY_HEADER;
+	}
+	if (ok) {
+		pol->key = bits;
+		free(pol->key_header);
+		pol->key_header = header != NULL ? rlg_xstrdup(header) : NULL;
+		rlg_cur_build(p)->key_line = p->lineno;
+	}
+	rlg_list_free(items, n);
+}
+
+static void
+rlg_set_mode(struct rlg_parse *p, const struct rlg_key *k, const char *value)
+{
+	int v;
+
+	if (rlg_set_word(p, k, value, rlg_mode_words, &v))
+		rlg_cur_policy(p)->mode = (enum rlg_mode)v;
+}
+
+static void
+rlg_set_policy_exempt(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	struct rlg_policy *pol = rlg_cur_policy(p);
+
+	rlg_set_cidrs(p, k, value, &pol->exempt, &pol->nexempt);
+}
+
+static void
+rlg_set_trusted_proxies(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	rlg_set_cidrs(p, k, value, &p->cfg->client.trusted_proxies,
+	    &p->cfg->client.ntrusted);
+}
+
+static void
+rlg_set_ipv6_prefix(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	long long v;
+	bool ok;
+
+	rlg_set_int(p, k, value, 1, 128, &v, &ok);
+	if (ok)
+		p->cfg->client.ipv6_prefix = (int)v;
+}
+
+static void
+rlg_set_client_exempt(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	rlg_set_cidrs(p, k, value, &p->cfg->client.exempt,
+	    &p->cfg->client.nexempt);
+}
+
+/* A secret: the message gives its length, never the value. */
+static void
+rlg_set_key_secret(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	size_t len = strlen(value);
+
+	if (len < RLG_KEY_SECRET_MIN) {
+		rlg_key_problem(p, k, "must be at least %d bytes (got %zu "
+		    "bytes)", RLG_KEY_SECRET_MIN, len);
+		return;
+	}
+	free(p->cfg->client.key_secret);
+	p->cfg->client.key_secret = rlg_xstrdup(value);
+}
+
+static void
+rlg_set_report_exempt(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	int v;
+
+	if (rlg_set_word(p, k, value, rlg_yes_no_words, &v))
+		p->cfg->report_exempt = v != 0;
+}
+
+/*
+ * Only the header the trusted proxies set is read: one they merely pass
+ * through would let a client choose its own key.
+ */
+static void
+rlg_set_forwarded_header(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	int v;
+
+	if (rlg_set_word(p, k, value, rlg_forwarded_words, &v))
+		p->cfg->client.forwarded_header = (enum rlg_forwarded_header)v;
+}
+
+static void
+rlg_set_log_level(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	int v;
+
+	if (rlg_set_word(p, k, value, rlg_log_level_words, &v))
+		p->cfg->log_level = (enum rlg_log_level)v;
+}
+
+/* "/exact" or "/prefix*": a '*' only at the end, stored without it. */
+static void
+rlg_set_route_path(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	struct rlg_route *r = rlg_cur_route(p);
+	const char *star;
+	size_t len = strlen(value);
+
+	if (value[0] != '/') {
+		rlg_key_problem(p, k, "must start with \"/\" (got \"%s\")",
+		    value);
+		return;
+	}
+	star = strchr(value, '*');
+	if (star != NULL && star != value + len - 1) {
+		rlg_key_problem(p, k, "\"*\" may only end the path, for a "
+		    "prefix match (got \"%s\")", value);
+		return;
+	}
+	free(r->path);
+	r->path = rlg_xstrdup(value);
+	r->prefix = star != NULL;
+	if (r->prefix)
+		r->path[len - 1] = '\0';
+}
+
+/* Method names as a request carries them: uppercase letters, no repeat. */
+static void
+rlg_set_route_methods(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	struct rlg_route *r = rlg_cur_route(p);
+	const char *c;
+	char **items;
+	size_t i, j, n;
+	bool ok = true;
+
+	if (!rlg_list_split(p, k, value, RLG_ROUTE_METHODS_MAX, "methods",
+	    &items, &n))
+		return;
+	for (i = 0; i < n; i++) {
+		for (c = items[i]; *c >= 'A' && *c <= 'Z'; c++)
+			continue;
+		if (*c != '\0') {
+			rlg_key_problem(p, k, "not a method: uppercase "
+			    "letters only (got \"%s\")", items[i]);
+			ok = false;
+			continue;
+		}
+		for (j = 0; j < i; j++) {
+			if (strcmp(items[j], items[i]) == 0) {
+				rlg_key_problem(p, k, "%s given twice "
+				    "(got \"%s\")", items[i], value);
+				ok = false;
+				break;
+			}
+		}
+	}
+	if (!ok) {
+		rlg_list_free(items, n);
+		return;
+	}
+	rlg_list_free(r->methods, r->nmethods);
+	r->methods = items;
+	r->nmethods = n;
+}
+
+/*
+ * Policy names, resolved at the end (a [policy] may come later), or
+ * "none" alone: the route is not limited.
+ */
+static void
+rlg_set_route_policies(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	struct rlg_route_build *b = rlg_cur_rbuild(p);
+	char **items;
+	size_t i, j, n;
+	bool ok = true;
+
+	if (!rlg_list_split(p, k, value, RLG_POLICIES_MAX, "policies",
+	    &items, &n))
+		return;
+	for (i = 0; i < n; i++) {
+		if (strcmp(items[i], "none") == 0 && n > 1) {
+			rlg_key_problem(p, k, "none must stand alone "
+			    "(got \"%s\")", value);
+			ok = false;
+			break;
+		}
+		for (j = 0; j < i; j++) {
+			if (strcmp(items[j], items[i]) == 0) {
+				rlg_key_problem(p, k, "[policy %s] given "
+				    "twice (got \"%s\")", items[i], value);
+				ok = false;
+				break;
+			}
+		}
+	}
+	if (!ok) {
+		rlg_list_free(items, n);
+		return;
+	}
+	b->policies_line = p->lineno;
+	if (n == 1 && strcmp(items[0], "none") == 0) {
+		rlg_list_free(items, n);
+		return;
+	}
+	b->names = items;
+	b->nnames = n;
+}
+
+/*
+ * Splits value at commas into trimmed items (a new array of new strings,
+ * free with rlg_list_free). Reports an empty item, or more than max of
+ * them (what names them in the message), and returns false.
+ */
+static bool
+rlg_list_split(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value, size_t max, const char *what, char ***items,
+    size_t *n)
+{
+	const char *s, *e, *comma;
+	size_t count = 1, i;
+	char **v;
+
+	for (s = value; *s != '\0'; s++)
+		if (*s == ',')
+			count++;
+	if (count > max) {
+		rlg_key_problem(p, k, "at most %zu %s (got %zu)", max, what,
+		    count);
+		return false;
+	}
+	v = rlg_xcalloc(count, sizeof *v);
+	s = value;
+	for (i = 0; i < count; i++) {
+		comma = strchr(s, ',');
+		e = comma != NULL ? comma : s + strlen(s);
+		while (s < e && isspace((unsigned char)*s))
+			s++;
+		while (e > s && isspace((unsigned char)e[-1]))
+			e--;
+		if (e == s) {
+			rlg_key_problem(p, k, "empty item in the list "
+			    "(got \"%s\")", value);
+			rlg_list_free(v, i);
+			return false;
+		}
+		v[i] = rlg_xmalloc((size_t)(e - s) + 1);
+		memcpy(v[i], s, (size_t)(e - s));
+		v[i][e - s] = '\0';
+		if (comma != NULL)
+			s = comma + 1;
+	}
+	*items = v;
+	*n = count;
+	return true;
+}
+
+static void
+rlg_list_free(char **items, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(items[i]);
+	free(items);
+}
+
+/* An HTTP token (RFC 9110 tchar), not empty. */
+static bool
+rlg_header_name_ok(const char *s)
+{
+	if (*s == '\0')
+		return false;
+	for (; *s != '\0'; s++)
+		if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+		    (*s >= '0' && *s <= '9') ||
+		    strchr("!#$%&'*+-.^_`|~", *s) != NULL))
+			return false;
+	return true;
+}
+
+/*
+ * A list of networks (rlg_cidr_parse) into a new array *nets of *n. Each
+ * bad item is its own problem; nothing is stored unless all are good.
+ */
+static void
+rlg_set_cidrs(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value, struct rlg_cidr **nets, size_t *n)
+{
+	struct rlg_cidr *v;
+	char **items;
+	size_t i, count;
+	bool ok = true;
+
+	if (!rlg_list_split(p, k, value, RLG_CIDRS_MAX, "networks", &items,
+	    &count))
+		return;
+	v = rlg_xcalloc(count, sizeof *v);
+	for (i = 0; i < count; i++) {
+		if (rlg_cidr_parse(items[i], &v[i]) != 0) {
+			rlg_key_problem(p, k, "not an IP address or "
+			    "ADDR/LEN network with zero host bits "
+			    "(got \"%s\")", items[i]);
+			ok = false;
+		}
+	}
+	rlg_list_free(items, count);
+	if (!ok) {
+		free(v);
+		return;
+	}
+	free(*nets);
+	*nets = v;
+	*n = count;
 }

@@ -9,6 +9,7 @@
 #ifndef RLG_CONFIG_H
 #define RLG_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -46,6 +47,55 @@ struct rlg_store_config {
 	enum rlg_on_error on_error;
 };
 
+/* Log levels: error (store errors), warn (+ rejections, dry-run would-be
+ * rejections), info (+ start-up and recovery notes, every decision). */
+enum rlg_log_level {
+	RLG_LOG_ERROR = 0,
+	RLG_LOG_WARN,
+	RLG_LOG_INFO,
+};
+
+/*
+ * [route NAME]: which policies apply to which requests. Routes are tried
+ * in file order; the first whose path and method match decides.
+ */
+struct rlg_route {
+	char *name;
+	char *path;                /* as configured, without a trailing '*' */
+	bool prefix;               /* path ended in '*': a prefix match */
+	char **methods;            /* nmethods method names; 0: any method */
+	size_t nmethods;
+	size_t *policies;          /* indexes into cfg->policies */
+	size_t npolicies;          /* 0 with policies = none: exempt */
+};
+
+/* Which forwarding header trusted proxies set (only that one is read). */
+enum rlg_forwarded_header {
+	RLG_FWD_X_FORWARDED_FOR = 0,
+	RLG_FWD_FORWARDED,          /* RFC 7239 Forwarded: for= */
+};
+
+/* [client]: who the client is. */
+struct rlg_client_config {
+	enum rlg_forwarded_header forwarded_header;
+	struct rlg_cidr *trusted_proxies;   /* ntrusted networks */
+	size_t ntrusted;
+	int ipv6_prefix;           /* 1..128: IPv6 clients grouped by prefix */
+	struct rlg_cidr *exempt;   /* never limited by any policy */
+	size_t nexempt;
+	char *key_secret;          /* keys the hash of API keys; NULL if unset */
+};
+
+#define RLG_DEFAULT_IPV6_PREFIX 64
+#define RLG_ROUTES_MAX 256
+/* Caps on the lists of the config: networks in one trusted_proxies or
+ * exempt, methods of one route; a key header name is 1..64 bytes of an
+ * HTTP token; key_secret is at least 16 bytes. */
+#define RLG_CIDRS_MAX          64
+#define RLG_ROUTE_METHODS_MAX  16
+#define RLG_HEADER_NAME_MAX    64
+#define RLG_KEY_SECRET_MIN     16
+
 struct rlg_config {
 	char *source;              /* the file it came from, or NULL: built-in */
 	struct rlg_store_config store;
@@ -53,6 +103,18 @@ struct rlg_config {
 	enum rlg_error_format errors;  /* [response] errors */
 	struct rlg_policy *policies;   /* npolicies entries, in file order */
 	size_t npolicies;              /* 1..RLG_POLICIES_MAX */
+	struct rlg_route *routes;      /* nroutes [route NAME], in file order */
+	size_t nroutes;
+	/*
+	 * The policies of a request that matches no route: with no routes,
+	 * every policy; with routes, [policy default] if there is one, else
+	 * none. Indexes into policies.
+	 */
+	size_t *default_policies;
+	size_t ndefault;
+	struct rlg_client_config client;
+	bool report_exempt;            /* [headers] report_exempt */
+	enum rlg_log_level log_level;  /* [log] level */
 };
 
 /* Built-in defaults (used when no config file is found). */
@@ -104,5 +166,7 @@ void rlg_config_free(struct rlg_config *cfg);
 const char *rlg_on_error_name(enum rlg_on_error e);
 const char *rlg_style_name(enum rlg_header_style s);
 const char *rlg_error_format_name(enum rlg_error_format f);
+/* "error", "warn", "info" ("unknown" for anything else). */
+const char *rlg_log_level_name(enum rlg_log_level l);
 
 #endif

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "net.h"
+
 enum rlg_algorithm {
 	RLG_ALG_FIXED_WINDOW = 0,   /* the seed's: windows aligned on multiples */
 	RLG_ALG_SLIDING_WINDOW,     /* counter + previous window's weighted count */
@@ -20,8 +22,16 @@ enum rlg_algorithm {
 	RLG_ALG_SLIDING_LOG,        /* exact: one timestamp per admitted request */
 };
 
+/* What identifies a client for a policy: bits, both for a composite key. */
 enum rlg_key_kind {
-	RLG_KEY_IP = 0,
+	RLG_KEY_IP = 1,          /* the client address (IPv6 by prefix) */
+	RLG_KEY_HEADER = 2,      /* a request header (an API key), hashed */
+};
+
+/* enforce: rejections are 429s; dry_run: computed, logged, not enforced. */
+enum rlg_mode {
+	RLG_MODE_ENFORCE = 0,
+	RLG_MODE_DRY_RUN,
 };
 
 /* Upper bounds the config enforces, so no sum below can overflow. */
@@ -44,7 +54,12 @@ struct rlg_policy {
 	int64_t window_ms;             /* window length in ms, whole seconds */
 	int64_t burst;                 /* token bucket: requests at once, >= 1
 	                                  (default: limit); others: unused */
-	enum rlg_key_kind key;
+	/* The rest is not used by the algorithms: how the server applies it. */
+	unsigned key;                  /* enum rlg_key_kind bits; 0 means ip */
+	char *key_header;              /* key = header:NAME: NAME, else NULL */
+	enum rlg_mode mode;
+	struct rlg_cidr *exempt;       /* clients never limited by this policy */
+	size_t nexempt;
 };
 
 /*

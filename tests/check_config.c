@@ -1,7 +1,10 @@
 /*
  * check_config.c: the config loader. "core" checks what a good file
  * becomes, "policies" the [policy NAME] sections (order, defaults, names,
- * the cap, the checks that span keys), "errors" that every kind of problem
+ * the cap, the checks that span keys), "clients" who a client is (key,
+ * mode, exempt, [client], [headers] report_exempt, [log]), "routes" the
+ * [route NAME] sections and the policies of a request that matches none,
+ * "errors" that every kind of problem
  * is reported on its own line with its exact line number and text, all of
  * them in one pass, and "files" the loading from disk and the choice of the
  * file to load.
@@ -46,6 +49,15 @@ struct rlg_t_word {
 #define RLG_T_ALGORITHMS \
     "must be one of fixed_window, sliding_window, token_bucket, sliding_log"
 #define RLG_T_STYLES "must be one of draft03, ietf, x-ratelimit, all, none"
+#define RLG_T_NEED_SECRET "header keys are stored hashed: set [client] " \
+    "key_secret (at least 16 random bytes, e.g. openssl rand -hex 32)"
+#define RLG_T_KEYS "must be one of ip, header:NAME"
+#define RLG_T_TOKEN "header name must be an HTTP token: " \
+    "A-Z a-z 0-9 and !#$%&'*+-.^_`|~"
+#define RLG_T_CIDR "not an IP address or ADDR/LEN network with zero " \
+    "host bits"
+#define RLG_T_EMPTY_ITEM "empty item in the list"
+#define RLG_T_SECRET "openssl rand -hex 32"
 
 static const struct rlg_t_bad rlg_t_bad_values[] = {
 	{ "policy default", "limit", "abc",
@@ -137,8 +149,7 @@ static const struct rlg_t_bad rlg_t_bad_values[] = {
 	{ "policy a.b-c_9", "window", "1m",
 	    "[policy a.b-c_9] window: " RLG_T_WINDOW_RANGE " (got \"1m\")" },
 	{ "policy default", "key", "header:X-Api-Key",
-	    "[policy default] key: \"header:X-Api-Key\" is not supported yet "
-	    "(supported: ip)" },
+	    "[policy default] key: " RLG_T_NEED_SECRET },
 	{ "policy default", "key", "header:",
 	    "[policy default] key: must be one of ip, header:NAME "
 	    "(got \"header:\")" },
@@ -153,8 +164,127 @@ static const struct rlg_t_bad rlg_t_bad_values[] = {
 	    "[store] path: must not be empty" },
 	{ "headers", "style", "",
 	    "[headers] style: must not be empty" },
+	/* key: each item, spaces around commas, one header, no repeats */
+	{ "policy default", "key", "header:X Y",
+	    "[policy default] key: " RLG_T_TOKEN " (got \"X Y\")" },
+	{ "policy default", "key", "header: X-Api-Key",
+	    "[policy default] key: " RLG_T_TOKEN " (got \" X-Api-Key\")" },
+	{ "policy default", "key", "header:X:Y",
+	    "[policy default] key: " RLG_T_TOKEN " (got \"X:Y\")" },
+	{ "policy default", "key", "header:X\xC3\xA9",
+	    "[policy default] key: " RLG_T_TOKEN " (got \"X\xC3\xA9\")" },
+	{ "policy default", "key", "header:(x)",
+	    "[policy default] key: " RLG_T_TOKEN " (got \"(x)\")" },
+	{ "policy default", "key", "header:"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+	    "[policy default] key: header name must be at most 64 bytes "
+	    "(got 65)" },
+	{ "policy default", "key", "ip, ip",
+	    "[policy default] key: ip given twice (got \"ip, ip\")" },
+	{ "policy default", "key", "header:A, header:B",
+	    "[policy default] key: at most one header:NAME "
+	    "(got \"header:A, header:B\")" },
+	{ "policy default", "key", "ip, header:A, header:B",
+	    "[policy default] key: at most 2 items (got 3)" },
+	{ "policy default", "key", "ip,",
+	    "[policy default] key: " RLG_T_EMPTY_ITEM " (got \"ip,\")" },
+	{ "policy default", "key", ", ip",
+	    "[policy default] key: " RLG_T_EMPTY_ITEM " (got \", ip\")" },
+	{ "policy default", "key", "ip header:A",
+	    "[policy default] key: " RLG_T_KEYS " (got \"ip header:A\")" },
+	{ "policy default", "key", "ip, Header:A",
+	    "[policy default] key: " RLG_T_KEYS " (got \"Header:A\")" },
+	/* mode */
+	{ "policy default", "mode", "dry-run",
+	    "[policy default] mode: must be one of enforce, dry_run "
+	    "(got \"dry-run\")" },
+	{ "policy default", "mode", "Enforce",
+	    "[policy default] mode: must be one of enforce, dry_run "
+	    "(got \"Enforce\")" },
+	{ "policy default", "mode", "",
+	    "[policy default] mode: must not be empty" },
+	/* exempt, trusted_proxies: networks */
+	{ "policy default", "exempt", "10.0.0.1/8",
+	    "[policy default] exempt: " RLG_T_CIDR " (got \"10.0.0.1/8\")" },
+	{ "policy default", "exempt", "10.0.0.0/33",
+	    "[policy default] exempt: " RLG_T_CIDR " (got \"10.0.0.0/33\")" },
+	{ "policy default", "exempt", "localhost",
+	    "[policy default] exempt: " RLG_T_CIDR " (got \"localhost\")" },
+	{ "policy default", "exempt", "10.0.0.0/8,,10.1.0.0/16",
+	    "[policy default] exempt: " RLG_T_EMPTY_ITEM
+	    " (got \"10.0.0.0/8,,10.1.0.0/16\")" },
+	{ "client", "exempt", "2001:db8::1/32",
+	    "[client] exempt: " RLG_T_CIDR " (got \"2001:db8::1/32\")" },
+	{ "client", "exempt", "",
+	    "[client] exempt: must not be empty" },
+	{ "client", "trusted_proxies", "10.0.0.0/8 10.1.0.0/16",
+	    "[client] trusted_proxies: " RLG_T_CIDR
+	    " (got \"10.0.0.0/8 10.1.0.0/16\")" },
+	{ "client", "trusted_proxies", "127.0.0.1,",
+	    "[client] trusted_proxies: " RLG_T_EMPTY_ITEM
+	    " (got \"127.0.0.1,\")" },
+	/* ipv6_prefix, key_secret */
+	{ "client", "ipv6_prefix", "0",
+	    "[client] ipv6_prefix: must be an integer from 1 to 128 "
+	    "(got \"0\")" },
+	{ "client", "ipv6_prefix", "129",
+	    "[client] ipv6_prefix: must be an integer from 1 to 128 "
+	    "(got \"129\")" },
+	{ "client", "ipv6_prefix", "/64",
+	    "[client] ipv6_prefix: must be an integer from 1 to 128 "
+	    "(got \"/64\")" },
+	{ "client", "key_secret", "0123456789abcde",
+	    "[client] key_secret: must be at least 16 bytes (got 15 bytes)" },
+	{ "client", "key_secret", "",
+	    "[client] key_secret: must not be empty" },
+	/* [headers] report_exempt, [log] level */
+	{ "headers", "report_exempt", "true",
+	    "[headers] report_exempt: must be one of yes, no (got \"true\")" },
+	{ "headers", "report_exempt", "YES",
+	    "[headers] report_exempt: must be one of yes, no (got \"YES\")" },
+	{ "log", "level", "debug",
+	    "[log] level: must be one of error, warn, info (got \"debug\")" },
+	{ "log", "level", "warning",
+	    "[log] level: must be one of error, warn, info "
+	    "(got \"warning\")" },
 };
 #define RLG_T_NBAD (sizeof rlg_t_bad_values / sizeof rlg_t_bad_values[0])
+
+/* Bad values of [route r] keys; the other keys a route needs are set
+ * after them (see test_bad_route_value). */
+static const struct rlg_t_bad rlg_t_bad_route_values[] = {
+	{ "route r", "path", "login",
+	    "[route r] path: must start with \"/\" (got \"login\")" },
+	{ "route r", "path", "*",
+	    "[route r] path: must start with \"/\" (got \"*\")" },
+	{ "route r", "path", "/a*/b",
+	    "[route r] path: \"*\" may only end the path, for a prefix match "
+	    "(got \"/a*/b\")" },
+	{ "route r", "path", "/static/**",
+	    "[route r] path: \"*\" may only end the path, for a prefix match "
+	    "(got \"/static/**\")" },
+	{ "route r", "methods", "get",
+	    "[route r] methods: not a method: uppercase letters only "
+	    "(got \"get\")" },
+	{ "route r", "methods", "GET POST",
+	    "[route r] methods: not a method: uppercase letters only "
+	    "(got \"GET POST\")" },
+	{ "route r", "methods", "M-SEARCH",
+	    "[route r] methods: not a method: uppercase letters only "
+	    "(got \"M-SEARCH\")" },
+	{ "route r", "methods", "GET, GET",
+	    "[route r] methods: GET given twice (got \"GET, GET\")" },
+	{ "route r", "methods", "GET,",
+	    "[route r] methods: " RLG_T_EMPTY_ITEM " (got \"GET,\")" },
+	{ "route r", "policies", "none, a",
+	    "[route r] policies: none must stand alone (got \"none, a\")" },
+	{ "route r", "policies", "a, b, a",
+	    "[route r] policies: [policy a] given twice (got \"a, b, a\")" },
+	{ "route r", "policies", "a,,b",
+	    "[route r] policies: " RLG_T_EMPTY_ITEM " (got \"a,,b\")" },
+};
+#define RLG_T_NBAD_ROUTE \
+    (sizeof rlg_t_bad_route_values / sizeof rlg_t_bad_route_values[0])
 
 /* The example config of DESIGN.md, verbatim. */
 static const char rlg_t_design_example[] =
@@ -1008,8 +1138,7 @@ START_TEST(test_many_errors)
 	    "1000000000 (got \"0\")\n"
 	    "t.conf:11: [policy default] limit: set twice (first on line 10)\n"
 	    "t.conf:12: [policy default] window: must not be empty\n"
-	    "t.conf:13: [policy default] key: \"header:X-Api-Key\" is not "
-	    "supported yet (supported: ip)\n"
+	    "t.conf:13: [policy default] key: " RLG_T_NEED_SECRET "\n"
 	    "t.conf:15: [policy api] burst: applies only to algorithm = "
 	    "token_bucket\n"
 	    "t.conf:16: [policy api] limit: sliding_log keeps one row per "
@@ -1387,6 +1516,710 @@ START_TEST(test_pick)
 }
 END_TEST
 
+/* ---- clients: [client], key, mode, exempt, [headers], [log] ------------- */
+
+/* A [client] key_secret line, 16 bytes exactly. */
+#define RLG_T_SECRET_LINE "[client]\nkey_secret = 0123456789abcdef\n"
+
+/* n networks "10.0.N.0/24, ..." (N from 0), as a new string. */
+static char *
+rlg_t_cidrs(size_t n)
+{
+	char *s, *t;
+	size_t i;
+
+	s = rlg_t_fmt("%s", "");
+	for (i = 0; i < n; i++) {
+		t = rlg_t_fmt("%s%s10.0.%zu.0/24", s, i > 0 ? ", " : "", i);
+		free(s);
+		s = t;
+	}
+	return s;
+}
+
+/* n methods "AA, AB, ...", as a new string. */
+static char *
+rlg_t_methods(size_t n)
+{
+	char *s, *t;
+	size_t i;
+
+	s = rlg_t_fmt("%s", "");
+	for (i = 0; i < n; i++) {
+		t = rlg_t_fmt("%s%sM%c", s, i > 0 ? "," : "",
+		    (char)('A' + (int)i));
+		free(s);
+		s = t;
+	}
+	return s;
+}
+
+/* c is the IPv4 network a.b.c.d/len, as IPv4-mapped IPv6. */
+static void
+rlg_t_v4(const struct rlg_cidr *c, unsigned a, unsigned b, unsigned cc,
+    unsigned d, int len)
+{
+	static const unsigned char mapped[12] =
+	    { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	ck_assert(c->addr.v4);
+	ck_assert_int_eq(memcmp(c->addr.b, mapped, sizeof mapped), 0);
+	ck_assert_uint_eq(c->addr.b[12], a);
+	ck_assert_uint_eq(c->addr.b[13], b);
+	ck_assert_uint_eq(c->addr.b[14], cc);
+	ck_assert_uint_eq(c->addr.b[15], d);
+	ck_assert_int_eq(c->prefix_len, 96 + len);
+}
+
+START_TEST(test_new_defaults)
+{
+	struct rlg_config *cfg = rlg_config_defaults();
+	int round;
+
+	for (round = 0; round < 2; round++) {
+		ck_assert_uint_eq(cfg->nroutes, 0);
+		ck_assert_ptr_null(cfg->routes);
+		ck_assert_uint_eq(cfg->ndefault, 1);
+		ck_assert_uint_eq(cfg->default_policies[0], 0);
+		ck_assert_uint_eq(cfg->client.ntrusted, 0);
+		ck_assert_ptr_null(cfg->client.trusted_proxies);
+		ck_assert_int_eq(cfg->client.ipv6_prefix,
+		    RLG_DEFAULT_IPV6_PREFIX);
+		ck_assert_int_eq(cfg->client.ipv6_prefix, 64);
+		ck_assert_uint_eq(cfg->client.nexempt, 0);
+		ck_assert_ptr_null(cfg->client.exempt);
+		ck_assert_ptr_null(cfg->client.key_secret);
+		ck_assert(!cfg->report_exempt);
+		ck_assert_int_eq(cfg->log_level, RLG_LOG_WARN);
+		ck_assert_int_eq(cfg->policies[0].key, RLG_KEY_IP);
+		ck_assert_ptr_null(cfg->policies[0].key_header);
+		ck_assert_int_eq(cfg->policies[0].mode, RLG_MODE_ENFORCE);
+		ck_assert_uint_eq(cfg->policies[0].nexempt, 0);
+		ck_assert_ptr_null(cfg->policies[0].exempt);
+		rlg_config_free(cfg);
+		/* The same from a file that sets none of it; a policy of
+		 * the file gets the same defaults. */
+		cfg = rlg_t_ok(round == 0 ?
+		    "[client]\n[log]\n[headers]\n" :
+		    "[client]\n[log]\n[policy default]\nlimit = 3\n");
+	}
+	ck_assert_int_eq(cfg->policies[0].limit, 3);
+	rlg_config_free(cfg);
+}
+END_TEST
+
+/* A good key value and what it becomes. */
+struct rlg_t_key {
+	const char *value;
+	unsigned bits;
+	const char *header;    /* NULL: none */
+};
+
+static const struct rlg_t_key rlg_t_keys[] = {
+	{ "ip", RLG_KEY_IP, NULL },
+	{ "header:X-Api-Key", RLG_KEY_HEADER, "X-Api-Key" },
+	{ "header:x-api-key", RLG_KEY_HEADER, "x-api-key" },
+	{ "ip, header:X-Api-Key", RLG_KEY_IP | RLG_KEY_HEADER, "X-Api-Key" },
+	{ "header:Authorization,ip", RLG_KEY_IP | RLG_KEY_HEADER,
+	    "Authorization" },
+	{ "  header:K  ,   ip  ", RLG_KEY_IP | RLG_KEY_HEADER, "K" },
+	{ "header:!#$%&'*+-.^_`|~09AZaz", RLG_KEY_HEADER,
+	    "!#$%&'*+-.^_`|~09AZaz" },
+	{ "header:"
+	    "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh",
+	    RLG_KEY_HEADER,
+	    "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh" },
+};
+#define RLG_T_NKEYS (sizeof rlg_t_keys / sizeof rlg_t_keys[0])
+
+START_TEST(test_policy_key)
+{
+	const struct rlg_t_key *w = &rlg_t_keys[_i];
+	struct rlg_config *cfg;
+	char *text;
+
+	text = rlg_t_fmt("[policy p]\nkey = %s ; a comment\n"
+	    RLG_T_SECRET_LINE, w->value);
+	cfg = rlg_t_ok(text);
+	ck_assert_uint_eq(cfg->policies[0].key, w->bits);
+	if (w->header == NULL)
+		ck_assert_ptr_null(cfg->policies[0].key_header);
+	else
+		ck_assert_str_eq(cfg->policies[0].key_header, w->header);
+	ck_assert_str_eq(cfg->client.key_secret, "0123456789abcdef");
+	rlg_config_free(cfg);
+	free(text);
+}
+END_TEST
+
+START_TEST(test_key_items_each_reported)
+{
+	/* Every bad item of one key is its own problem; the header length
+	 * is counted only for a token. */
+	rlg_t_expect(
+	    "[policy p]\n"
+	    "key = IP, header:a b\n",
+	    2,
+	    "t.conf:2: [policy p] key: " RLG_T_KEYS " (got \"IP\")\n"
+	    "t.conf:2: [policy p] key: " RLG_T_TOKEN " (got \"a b\")\n");
+}
+END_TEST
+
+START_TEST(test_key_secret_required)
+{
+	struct rlg_config *cfg;
+
+	/* At the key line of every policy with a header key, whatever the
+	 * order of the sections; ip alone needs no secret. */
+	rlg_t_expect(
+	    "[policy a]\n"                  /* 1 */
+	    "key = ip, header:X-Api-Key\n"  /* 2 */
+	    "[policy b]\n"                  /* 3 */
+	    "key = ip\n"                    /* 4 */
+	    "[policy c]\n"                  /* 5 */
+	    "limit = 5\n"                   /* 6 */
+	    "key = header:X-Token\n"        /* 7 */
+	    "[client]\n"                    /* 8 */
+	    "ipv6_prefix = 56\n",           /* 9 */
+	    2,
+	    "t.conf:2: [policy a] key: " RLG_T_NEED_SECRET "\n"
+	    "t.conf:7: [policy c] key: " RLG_T_NEED_SECRET "\n");
+
+	/* Set after the policies: fine. */
+	cfg = rlg_t_ok(
+	    "[policy a]\nkey = header:X-Api-Key\n"
+	    "[client]\nkey_secret = 00112233445566778899aabbccddeeff\n");
+	ck_assert_uint_eq(cfg->policies[0].key, RLG_KEY_HEADER);
+	ck_assert_str_eq(cfg->policies[0].key_header, "X-Api-Key");
+	ck_assert_str_eq(cfg->client.key_secret,
+	    "00112233445566778899aabbccddeeff");
+	rlg_config_free(cfg);
+
+	/* A secret that is too short is reported once, for itself (its
+	 * value never printed), not again at each header key. */
+	rlg_t_expect(
+	    "[client]\nkey_secret = short-secret\n"
+	    "[policy a]\nkey = header:X-Api-Key\n",
+	    1,
+	    "t.conf:2: [client] key_secret: must be at least 16 bytes "
+	    "(got 12 bytes)\n");
+}
+END_TEST
+
+START_TEST(test_mode)
+{
+	struct rlg_config *cfg = rlg_t_ok(
+	    "[policy a]\nmode = dry_run\n"
+	    "[policy b]\nmode = enforce\n"
+	    "[policy c]\n");
+
+	ck_assert_int_eq(cfg->policies[0].mode, RLG_MODE_DRY_RUN);
+	ck_assert_int_eq(cfg->policies[1].mode, RLG_MODE_ENFORCE);
+	ck_assert_int_eq(cfg->policies[2].mode, RLG_MODE_ENFORCE);
+	rlg_config_free(cfg);
+}
+END_TEST
+
+START_TEST(test_policy_exempt)
+{
+	struct rlg_config *cfg = rlg_t_ok(
+	    "[policy a]\n"
+	    "exempt = 10.0.0.0/8, 192.0.2.1 ,2001:db8::/32,::1\n"
+	    "[policy b]\n"
+	    "exempt = 198.51.100.0/24\n"
+	    "[policy c]\n");
+	const struct rlg_policy *a = &cfg->policies[0];
+	static const unsigned char v6[16] =
+	    { 0x20, 0x01, 0x0d, 0xb8 };
+	static const unsigned char lo[16] =
+	    { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 };
+
+	ck_assert_uint_eq(a->nexempt, 4);
+	rlg_t_v4(&a->exempt[0], 10, 0, 0, 0, 8);
+	rlg_t_v4(&a->exempt[1], 192, 0, 2, 1, 32);
+	ck_assert(!a->exempt[2].addr.v4);
+	ck_assert_int_eq(memcmp(a->exempt[2].addr.b, v6, 16), 0);
+	ck_assert_int_eq(a->exempt[2].prefix_len, 32);
+	ck_assert(!a->exempt[3].addr.v4);
+	ck_assert_int_eq(memcmp(a->exempt[3].addr.b, lo, 16), 0);
+	ck_assert_int_eq(a->exempt[3].prefix_len, 128);
+	ck_assert_uint_eq(cfg->policies[1].nexempt, 1);
+	rlg_t_v4(&cfg->policies[1].exempt[0], 198, 51, 100, 0, 24);
+	ck_assert_uint_eq(cfg->policies[2].nexempt, 0);
+	ck_assert_ptr_null(cfg->policies[2].exempt);
+	rlg_config_free(cfg);
+
+	/* Each bad network is its own problem, named. */
+	rlg_t_expect(
+	    "[policy a]\n"
+	    "exempt = 10.0.0.0/8, 10.0.0.1/8, 192.0.2.0/24, nope, ::1/200\n",
+	    3,
+	    "t.conf:2: [policy a] exempt: " RLG_T_CIDR
+	    " (got \"10.0.0.1/8\")\n"
+	    "t.conf:2: [policy a] exempt: " RLG_T_CIDR " (got \"nope\")\n"
+	    "t.conf:2: [policy a] exempt: " RLG_T_CIDR " (got \"::1/200\")\n");
+}
+END_TEST
+
+START_TEST(test_cidrs_max)
+{
+	static const char *const where[][2] = {
+		{ "policy a", "[policy a] exempt" },
+		{ "client", "[client] exempt" },
+		{ "client", "[client] trusted_proxies" },
+	};
+	struct rlg_config *cfg;
+	char *list, *text, *want;
+	const char *key;
+	size_t i;
+
+	/* 64 of them are fine. */
+	list = rlg_t_cidrs(RLG_CIDRS_MAX);
+	text = rlg_t_fmt("[policy a]\nexempt = %s\n[client]\nexempt = %s\n"
+	    "trusted_proxies = %s\n", list, list, list);
+	cfg = rlg_t_ok(text);
+	ck_assert_uint_eq(cfg->policies[0].nexempt, 64);
+	ck_assert_uint_eq(cfg->client.nexempt, 64);
+	ck_assert_uint_eq(cfg->client.ntrusted, 64);
+	rlg_t_v4(&cfg->policies[0].exempt[63], 10, 0, 63, 0, 24);
+	rlg_t_v4(&cfg->client.exempt[0], 10, 0, 0, 0, 24);
+	rlg_t_v4(&cfg->client.trusted_proxies[63], 10, 0, 63, 0, 24);
+	rlg_config_free(cfg);
+	free(text);
+	free(list);
+
+	/* 65 are one problem, in each place. */
+	list = rlg_t_cidrs(RLG_CIDRS_MAX + 1);
+	for (i = 0; i < sizeof where / sizeof where[0]; i++) {
+		key = strrchr(where[i][1], ' ') + 1;
+		text = rlg_t_fmt("[%s]\n%s = %s\n", where[i][0], key, list);
+		want = rlg_t_fmt("t.conf:2: %s: at most 64 networks "
+		    "(got 65)\n", where[i][1]);
+		rlg_t_expect(text, 1, want);
+		free(want);
+		free(text);
+	}
+	free(list);
+}
+END_TEST
+
+START_TEST(test_client)
+{
+	struct rlg_config *cfg = rlg_t_ok(
+	    "[client]\n"
+	    "trusted_proxies = 127.0.0.1, ::1, 10.1.0.0/16\n"
+	    "ipv6_prefix = 48\n"
+	    "exempt = 203.0.113.7\n"
+	    "key_secret = a secret with spaces, commas; and more\n");
+
+	ck_assert_uint_eq(cfg->client.ntrusted, 3);
+	rlg_t_v4(&cfg->client.trusted_proxies[0], 127, 0, 0, 1, 32);
+	ck_assert(!cfg->client.trusted_proxies[1].addr.v4);
+	ck_assert_int_eq(cfg->client.trusted_proxies[1].prefix_len, 128);
+	rlg_t_v4(&cfg->client.trusted_proxies[2], 10, 1, 0, 0, 16);
+	ck_assert_int_eq(cfg->client.ipv6_prefix, 48);
+	ck_assert_uint_eq(cfg->client.nexempt, 1);
+	rlg_t_v4(&cfg->client.exempt[0], 203, 0, 113, 7, 32);
+	/* A ';' not after a space is part of the value. */
+	ck_assert_str_eq(cfg->client.key_secret,
+	    "a secret with spaces, commas; and more");
+	rlg_config_free(cfg);
+
+	/* The ends of the ipv6_prefix range. */
+	cfg = rlg_t_ok("[client]\nipv6_prefix = 1\n");
+	ck_assert_int_eq(cfg->client.ipv6_prefix, 1);
+	rlg_config_free(cfg);
+	cfg = rlg_t_ok("[client]\nipv6_prefix = 128\n");
+	ck_assert_int_eq(cfg->client.ipv6_prefix, 128);
+	rlg_config_free(cfg);
+
+	/* A key set twice in [client], over two sections. */
+	rlg_t_expect(
+	    "[client]\nexempt = 10.0.0.0/8\n[client]\nexempt = ::1\n",
+	    1,
+	    "t.conf:4: [client] exempt: set twice (first on line 2)\n");
+	/* [client] keys belong to [client] only. */
+	rlg_t_expect(
+	    "[policy a]\ntrusted_proxies = ::1\n[client]\nmode = enforce\n",
+	    2,
+	    "t.conf:2: [policy a] unknown key \"trusted_proxies\"\n"
+	    "t.conf:4: [client] unknown key \"mode\"\n");
+}
+END_TEST
+
+START_TEST(test_forwarded_header)
+{
+	struct rlg_config *cfg;
+
+	cfg = rlg_t_ok("[client]\n");
+	ck_assert_int_eq(cfg->client.forwarded_header, RLG_FWD_X_FORWARDED_FOR);
+	rlg_config_free(cfg);
+	cfg = rlg_t_ok("[client]\nforwarded_header = forwarded\n");
+	ck_assert_int_eq(cfg->client.forwarded_header, RLG_FWD_FORWARDED);
+	rlg_config_free(cfg);
+	cfg = rlg_t_ok("[client]\nforwarded_header = x-forwarded-for\n");
+	ck_assert_int_eq(cfg->client.forwarded_header, RLG_FWD_X_FORWARDED_FOR);
+	rlg_config_free(cfg);
+	rlg_t_expect("[client]\nforwarded_header = both\n", 1,
+	    "t.conf:2: [client] forwarded_header: must be one of "
+	    "x-forwarded-for, forwarded (got \"both\")\n");
+}
+END_TEST
+
+START_TEST(test_headers_log)
+{
+	static const struct rlg_t_word levels[] = {
+		{ "error", RLG_LOG_ERROR },
+		{ "warn", RLG_LOG_WARN },
+		{ "info", RLG_LOG_INFO },
+	};
+	struct rlg_config *cfg;
+	char *text;
+	size_t i;
+
+	cfg = rlg_t_ok("[headers]\nreport_exempt = yes\nstyle = ietf\n");
+	ck_assert(cfg->report_exempt);
+	ck_assert_int_eq(cfg->style, RLG_STYLE_IETF);
+	rlg_config_free(cfg);
+	cfg = rlg_t_ok("[headers]\nreport_exempt = no\n");
+	ck_assert(!cfg->report_exempt);
+	rlg_config_free(cfg);
+
+	for (i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+		text = rlg_t_fmt("[log]\nlevel = %s\n", levels[i].word);
+		cfg = rlg_t_ok(text);
+		ck_assert_int_eq(cfg->log_level, levels[i].value);
+		ck_assert_str_eq(rlg_log_level_name(cfg->log_level),
+		    levels[i].word);
+		rlg_config_free(cfg);
+		free(text);
+	}
+	ck_assert_str_eq(rlg_log_level_name((enum rlg_log_level)99),
+	    "unknown");
+	rlg_t_expect("[log]\nstyle = none\nlevel = info\nlevel = error\n", 2,
+	    "t.conf:2: [log] unknown key \"style\"\n"
+	    "t.conf:4: [log] level: set twice (first on line 3)\n");
+}
+END_TEST
+
+/* ---- routes ------------------------------------------------------------- */
+
+/* n sections "[route rN]\npath = /N\npolicies = none\n", as a new string. */
+static char *
+rlg_t_routes(size_t n)
+{
+	char *s, *t;
+	size_t i;
+
+	s = rlg_t_fmt("%s", "");
+	for (i = 1; i <= n; i++) {
+		t = rlg_t_fmt("%s[route r%zu]\npath = /%zu\npolicies = none\n",
+		    s, i, i);
+		free(s);
+		s = t;
+	}
+	return s;
+}
+
+START_TEST(test_routes)
+{
+	/* File order; prefix paths stored without '*'; methods; policies
+	 * resolved to indexes, also to a [policy] later in the file; none;
+	 * a repeated [route] merges into the first, keeping its place. */
+	struct rlg_config *cfg = rlg_t_ok(
+	    "[policy strict]\nlimit = 5\n"
+	    "[route login]\n"
+	    "path = /login\n"
+	    "methods = POST\n"
+	    "[route static]\n"
+	    "path = /static/*\n"
+	    "policies = none\n"
+	    "[route api]\n"
+	    "path = /api/v1/*\n"
+	    "methods = GET, HEAD ,PUT,DELETE\n"
+	    "policies = hourly, strict\n"
+	    "[route root]\n"
+	    "path = /*\n"
+	    "policies = default\n"
+	    "[policy hourly]\nwindow = 3600\n"
+	    "[route login]\n"
+	    "policies = strict\n"
+	    "[policy default]\n");
+	const struct rlg_route *r;
+
+	ck_assert_uint_eq(cfg->npolicies, 3);
+	ck_assert_uint_eq(cfg->nroutes, 4);
+
+	r = &cfg->routes[0];
+	ck_assert_str_eq(r->name, "login");
+	ck_assert_str_eq(r->path, "/login");
+	ck_assert(!r->prefix);
+	ck_assert_uint_eq(r->nmethods, 1);
+	ck_assert_str_eq(r->methods[0], "POST");
+	ck_assert_uint_eq(r->npolicies, 1);
+	ck_assert_uint_eq(r->policies[0], 0);
+
+	r = &cfg->routes[1];
+	ck_assert_str_eq(r->name, "static");
+	ck_assert_str_eq(r->path, "/static/");
+	ck_assert(r->prefix);
+	ck_assert_uint_eq(r->nmethods, 0);
+	ck_assert_ptr_null(r->methods);
+	ck_assert_uint_eq(r->npolicies, 0);
+
+	r = &cfg->routes[2];
+	ck_assert_str_eq(r->name, "api");
+	ck_assert_str_eq(r->path, "/api/v1/");
+	ck_assert(r->prefix);
+	ck_assert_uint_eq(r->nmethods, 4);
+	ck_assert_str_eq(r->methods[0], "GET");
+	ck_assert_str_eq(r->methods[1], "HEAD");
+	ck_assert_str_eq(r->methods[2], "PUT");
+	ck_assert_str_eq(r->methods[3], "DELETE");
+	ck_assert_uint_eq(r->npolicies, 2);
+	ck_assert_uint_eq(r->policies[0], 1);
+	ck_assert_uint_eq(r->policies[1], 0);
+
+	r = &cfg->routes[3];
+	ck_assert_str_eq(r->name, "root");
+	ck_assert_str_eq(r->path, "/");
+	ck_assert(r->prefix);
+	ck_assert_uint_eq(r->npolicies, 1);
+	ck_assert_uint_eq(r->policies[0], 2);
+
+	/* With routes: [policy default] only. */
+	ck_assert_uint_eq(cfg->ndefault, 1);
+	ck_assert_uint_eq(cfg->default_policies[0], 2);
+	rlg_config_free(cfg);
+
+	/* Sixteen methods, and the longest route name. */
+	cfg = rlg_t_ok("[route "
+	    "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr]\n"
+	    "path = /x\npolicies = none\n"
+	    "methods = MA,MB,MC,MD,ME,MF,MG,MH,MI,MJ,MK,ML,MM,MN,MO,MP\n");
+	ck_assert_uint_eq(cfg->routes[0].nmethods, 16);
+	ck_assert_str_eq(cfg->routes[0].methods[15], "MP");
+	ck_assert_uint_eq(strlen(cfg->routes[0].name), 64);
+	rlg_config_free(cfg);
+}
+END_TEST
+
+START_TEST(test_default_policies)
+{
+	struct rlg_config *cfg;
+
+	/* No routes: every policy, in order. */
+	cfg = rlg_t_ok("[policy a]\n[policy default]\n[policy c]\n");
+	ck_assert_uint_eq(cfg->ndefault, 3);
+	ck_assert_uint_eq(cfg->default_policies[0], 0);
+	ck_assert_uint_eq(cfg->default_policies[1], 1);
+	ck_assert_uint_eq(cfg->default_policies[2], 2);
+	rlg_config_free(cfg);
+
+	/* No routes, no policies: the built-in one. */
+	cfg = rlg_t_ok("");
+	ck_assert_uint_eq(cfg->ndefault, 1);
+	ck_assert_uint_eq(cfg->default_policies[0], 0);
+	rlg_config_free(cfg);
+
+	/* Routes and [policy default]: that one alone. */
+	cfg = rlg_t_ok("[policy a]\n[policy b]\n[policy default]\n"
+	    "[route r]\npath = /r\npolicies = a, b\n");
+	ck_assert_uint_eq(cfg->ndefault, 1);
+	ck_assert_uint_eq(cfg->default_policies[0], 2);
+	rlg_config_free(cfg);
+
+	/* Routes without [policy default]: none. */
+	cfg = rlg_t_ok("[policy a]\n[policy Default]\n"
+	    "[route r]\npath = /r\npolicies = a\n");
+	ck_assert_uint_eq(cfg->ndefault, 0);
+	ck_assert_ptr_null(cfg->default_policies);
+	rlg_config_free(cfg);
+
+	/* Routes with no [policy] at all: the built-in "default", which a
+	 * route may name too. */
+	cfg = rlg_t_ok("[route r]\npath = /r\npolicies = default\n");
+	ck_assert_uint_eq(cfg->npolicies, 1);
+	ck_assert_uint_eq(cfg->routes[0].npolicies, 1);
+	ck_assert_uint_eq(cfg->routes[0].policies[0], 0);
+	ck_assert_uint_eq(cfg->ndefault, 1);
+	ck_assert_uint_eq(cfg->default_policies[0], 0);
+	rlg_config_free(cfg);
+}
+END_TEST
+
+START_TEST(test_bad_route_value)
+{
+	const struct rlg_t_bad *b = &rlg_t_bad_route_values[_i];
+	char *text, *want;
+
+	/* The keys a route needs, unless it is the one under test. */
+	text = rlg_t_fmt("[route r]\n%s = %s\n%s%s", b->key, b->value,
+	    strcmp(b->key, "path") != 0 ? "path = /p\n" : "",
+	    strcmp(b->key, "policies") != 0 ? "policies = none\n" : "");
+	want = rlg_t_fmt("t.conf:2: %s\n", b->msg);
+	rlg_t_expect(text, 1, want);
+	free(want);
+	free(text);
+}
+END_TEST
+
+START_TEST(test_route_errors)
+{
+	char *methods, *text, *want;
+
+	/* Missing keys at the (first) header; unknown policies at the
+	 * policies line, one problem per name. */
+	rlg_t_expect(
+	    "[policy a]\n"                  /* 1 */
+	    "[route nopath]\n"              /* 2 */
+	    "policies = a\n"                /* 3 */
+	    "[route nopolicies]\n"          /* 4 */
+	    "path = /x\n"                   /* 5 */
+	    "[route nothing]\n"             /* 6 */
+	    "[route unknown]\n"             /* 7 */
+	    "path = /u\n"                   /* 8 */
+	    "policies = a, nope, b\n"       /* 9 */
+	    "[route nopath]\n"              /* 10 */
+	    "methods = GET\n"               /* 11 */
+	    "[route]\n"                     /* 12 */
+	    "[route a/b]\n"                 /* 13 */
+	    "path = /ignored\n"             /* 14 */
+	    "[route ok]\n"                  /* 15 */
+	    "path = /ok\n"                  /* 16 */
+	    "policies = a\n"                /* 17 */
+	    "methods = GET\n"               /* 18 */
+	    "methods = POST\n",             /* 19 */
+	    9,
+	    "t.conf:2: [route nopath] has no path: set path = /PATH "
+	    "(or /PREFIX* for a prefix)\n"
+	    "t.conf:4: [route nopolicies] has no policies: set policies = "
+	    "NAME, ... (or policies = none: not limited)\n"
+	    "t.conf:6: [route nothing] has no path: set path = /PATH "
+	    "(or /PREFIX* for a prefix)\n"
+	    "t.conf:6: [route nothing] has no policies: set policies = "
+	    "NAME, ... (or policies = none: not limited)\n"
+	    "t.conf:9: [route unknown] policies: no [policy nope]\n"
+	    "t.conf:9: [route unknown] policies: no [policy b]\n"
+	    "t.conf:12: section [route] has no name (expected [route NAME])\n"
+	    "t.conf:13: bad route name \"a/b\": only A-Z a-z 0-9 _ . - are "
+	    "allowed\n"
+	    "t.conf:19: [route ok] methods: set twice (first on line 18)\n");
+
+	/* A bad path or policies counts as set: no "has no" on top. */
+	rlg_t_expect("[route r]\npath = x\npolicies = ,\n", 2,
+	    "t.conf:2: [route r] path: must start with \"/\" (got \"x\")\n"
+	    "t.conf:3: [route r] policies: " RLG_T_EMPTY_ITEM
+	    " (got \",\")\n");
+
+	/* 17 methods. */
+	methods = rlg_t_methods(RLG_ROUTE_METHODS_MAX + 1);
+	text = rlg_t_fmt("[route r]\npath = /\npolicies = none\n"
+	    "methods = %s\n", methods);
+	want = rlg_t_fmt("t.conf:4: [route r] methods: at most 16 methods "
+	    "(got 17)\n");
+	rlg_t_expect(text, 1, want);
+	free(want);
+	free(text);
+	free(methods);
+
+	/* A long route name. */
+	rlg_t_expect("[route "
+	    "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr]"
+	    "\n", 1,
+	    "t.conf:1: bad route name \""
+	    "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr"
+	    "\": at most 64 bytes (got 65)\n");
+	/* Route keys belong to routes. */
+	rlg_t_expect("[policy a]\nmethods = GET\n[route r]\npath = /\n"
+	    "policies = a\nlimit = 5\n", 2,
+	    "t.conf:2: [policy a] unknown key \"methods\"\n"
+	    "t.conf:6: [route r] unknown key \"limit\"\n");
+}
+END_TEST
+
+START_TEST(test_routes_max)
+{
+	struct rlg_config *cfg;
+	char *text, *more, *want;
+
+	ck_assert_int_eq(RLG_ROUTES_MAX, 256);
+	text = rlg_t_routes(RLG_ROUTES_MAX);
+	more = rlg_t_fmt("%s[route r1]\nmethods = GET\n", text);
+	cfg = rlg_t_ok(more);
+	ck_assert_uint_eq(cfg->nroutes, RLG_ROUTES_MAX);
+	ck_assert_str_eq(cfg->routes[0].name, "r1");
+	ck_assert_uint_eq(cfg->routes[0].nmethods, 1);
+	ck_assert_str_eq(cfg->routes[255].name, "r256");
+	ck_assert_str_eq(cfg->routes[255].path, "/256");
+	/* No [policy]: the built-in "default" is the default. */
+	ck_assert_uint_eq(cfg->ndefault, 1);
+	rlg_config_free(cfg);
+	free(more);
+	free(text);
+
+	/* One more is one problem, on its header; its keys are ignored. */
+	text = rlg_t_routes(RLG_ROUTES_MAX + 1);
+	more = rlg_t_fmt("%s[route r258]\npath = bad\n", text);
+	want = rlg_t_fmt("t.conf:%d: too many routes: [route r257] would be "
+	    "number 257, at most 256 are allowed\n", 3 * 256 + 1);
+	rlg_t_expect(more, 1, want);
+	free(want);
+	free(more);
+	free(text);
+}
+END_TEST
+
+START_TEST(test_new_mixed)
+{
+	/* Every kind of new problem, reported all at once in line order,
+	 * those found after the whole file (key_secret, unknown policy,
+	 * missing keys) in their place among the others. */
+	rlg_t_expect(
+	    "[route login]\n"               /* 1 */
+	    "path = /login\n"               /* 2 */
+	    "policies = strict, gone\n"     /* 3 */
+	    "methods = post\n"              /* 4 */
+	    "[policy strict]\n"             /* 5 */
+	    "key = header:X-Api-Key\n"      /* 6: no key_secret */
+	    "mode = dryrun\n"               /* 7 */
+	    "exempt = 10.0.0.1/8\n"         /* 8 */
+	    "[client]\n"                    /* 9 */
+	    "trusted_proxies = ::1, x\n"    /* 10 */
+	    "ipv6_prefix = 0\n"             /* 11 */
+	    "[headers]\n"                   /* 12 */
+	    "report_exempt = maybe\n"       /* 13 */
+	    "[log]\n"                       /* 14 */
+	    "level = debug\n"               /* 15 */
+	    "[route static]\n"              /* 16: no policies */
+	    "path = /st*tic\n"              /* 17 */
+	    "[policy api]\n"                /* 18 */
+	    "key = ip, header:A B\n",       /* 19: bad, so no secret asked */
+	    12,
+	    "t.conf:3: [route login] policies: no [policy gone]\n"
+	    "t.conf:4: [route login] methods: not a method: uppercase "
+	    "letters only (got \"post\")\n"
+	    "t.conf:6: [policy strict] key: " RLG_T_NEED_SECRET "\n"
+	    "t.conf:7: [policy strict] mode: must be one of enforce, dry_run "
+	    "(got \"dryrun\")\n"
+	    "t.conf:8: [policy strict] exempt: " RLG_T_CIDR
+	    " (got \"10.0.0.1/8\")\n"
+	    "t.conf:10: [client] trusted_proxies: " RLG_T_CIDR
+	    " (got \"x\")\n"
+	    "t.conf:11: [client] ipv6_prefix: must be an integer from 1 to "
+	    "128 (got \"0\")\n"
+	    "t.conf:13: [headers] report_exempt: must be one of yes, no "
+	    "(got \"maybe\")\n"
+	    "t.conf:15: [log] level: must be one of error, warn, info "
+	    "(got \"debug\")\n"
+	    "t.conf:16: [route static] has no policies: set policies = "
+	    "NAME, ... (or policies = none: not limited)\n"
+	    "t.conf:17: [route static] path: \"*\" may only end the path, "
+	    "for a prefix match (got \"/st*tic\")\n"
+	    "t.conf:19: [policy api] key: " RLG_T_TOKEN " (got \"A B\")\n");
+}
+END_TEST
+
 Suite *
 rlg_config_suite(void)
 {
@@ -1419,6 +2252,29 @@ rlg_config_suite(void)
 	tcase_add_test(tc, test_sliding_log_limit);
 	tcase_add_test(tc, test_policy_names);
 	tcase_add_test(tc, test_policies_max);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("clients");
+	tcase_add_test(tc, test_new_defaults);
+	tcase_add_loop_test(tc, test_policy_key, 0, (int)RLG_T_NKEYS);
+	tcase_add_test(tc, test_key_items_each_reported);
+	tcase_add_test(tc, test_key_secret_required);
+	tcase_add_test(tc, test_mode);
+	tcase_add_test(tc, test_policy_exempt);
+	tcase_add_test(tc, test_cidrs_max);
+	tcase_add_test(tc, test_client);
+	tcase_add_test(tc, test_headers_log);
+	tcase_add_test(tc, test_forwarded_header);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("routes");
+	tcase_add_test(tc, test_routes);
+	tcase_add_test(tc, test_default_policies);
+	tcase_add_loop_test(tc, test_bad_route_value, 0,
+	    (int)RLG_T_NBAD_ROUTE);
+	tcase_add_test(tc, test_route_errors);
+	tcase_add_test(tc, test_routes_max);
+	tcase_add_test(tc, test_new_mixed);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("errors");

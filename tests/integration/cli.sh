@@ -148,7 +148,7 @@ run -- --config "$example" --check-config
 is "$RC" 0 "www/rlgate.conf.example passes --check-config"
 is "$ERR" "" "www/rlgate.conf.example has no problems"
 # and it names every key
-for key in path busy_timeout_ms on_error style errors algorithm limit window burst key; do
+for key in path busy_timeout_ms on_error style report_exempt errors ipv6_prefix forwarded_header level algorithm limit window burst key mode exempt methods policies; do
 	grep -qE "^$key = " "$example"
 	ok $? "www/rlgate.conf.example sets $key"
 done
