@@ -21,10 +21,16 @@
 /* The longest client key a store accepts, in bytes, without the NUL. */
 #define RLG_CLIENT_KEY_MAX 255
 
-/* One policy to apply to one client within a step. */
+/*
+ * One policy to apply to one client within a step. An advisory item (a
+ * dry_run policy, or an exempt client the operator wants reported) is
+ * decided and stored like the others, but its rejection does not reject
+ * the request, and its state advances only when it admits.
+ */
 struct rlg_store_item {
 	const struct rlg_policy *policy;
 	const char *client;        /* client key, NUL-terminated, <= RLG_CLIENT_KEY_MAX */
+	bool advisory;
 };
 
 struct rlg_store_ops;

@@ -359,7 +359,8 @@ sq_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
 		if ((rc = sq_decide(s, items, i, now_ms, &decisions[i])) !=
 		    RLG_OK)
 			return rc;
-		if (!decisions[i].admitted)
+		/* An advisory item (dry run) never rejects the request. */
+		if (!decisions[i].admitted && !items[i].advisory)
 			admitted = false;
 	}
 
@@ -371,6 +372,8 @@ sq_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
 		return RLG_OK;
 	}
 	for (i = 0; i < n; i++) {
+		if (!decisions[i].admitted)
+			continue;       /* an advisory rejection consumes nothing */
 		if (items[i].policy->algorithm == RLG_ALG_SLIDING_LOG)
 			rc = sq_save_log(s, &items[i], &s->scratch[i], now_ms);
 		else

@@ -310,7 +310,7 @@ static int
 hit(struct rlg_store *s, const struct rlg_policy *p, const char *client,
     int64_t now, struct rlg_decision *d)
 {
-	struct rlg_store_item item = { p, client };
+	struct rlg_store_item item = { p, client, false };
 	struct rlg_decision tmp;
 	int rc;
 
@@ -792,7 +792,9 @@ START_TEST(test_policies_all_or_nothing)
 	char *path = path_in("policies.db");
 	struct rlg_policy burst = policy(2, 1), hour = policy(10, 3600);
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_item items[2];
+	struct rlg_store_item items[2] = {
+		{ NULL, NULL, false }, { NULL, NULL, false }
+	};
 	struct rlg_decision d[2];
 	struct rlg_store *s;
 
@@ -1028,6 +1030,48 @@ END_TEST
  * per 10 s (sliding_log) on every request: the 4th in one second is
  * rejected by the first and advances none of them.
  */
+/*
+ * An advisory item (a dry_run policy) is decided and stored, but its
+ * rejection rejects nothing, and only its admissions advance it.
+ */
+START_TEST(test_advisory_items)
+{
+	char *path = path_in("advisory.db");
+	struct rlg_policy strict = alg_policy(name_sl, RLG_ALG_SLIDING_LOG, 2,
+	    10, 0);
+	struct rlg_policy main_p = alg_policy(name_ten, RLG_ALG_FIXED_WINDOW,
+	    5, 10, 0);
+	struct rlg_store_item items[2] = {
+		{ &strict, "c", true }, { &main_p, "c", false }
+	};
+	struct rlg_decision d[2];
+	struct rlg_store *s;
+	int i, admitted = 0;
+
+	s = open_ok(path, 2000);
+	for (i = 0; i < 7; i++) {
+		ck_assert_int_eq(rlg_store_step(s, items, 2, T1 + i, d), RLG_OK);
+		if (i < 2)
+			ck_assert(d[0].admitted);
+		else
+			ck_assert(!d[0].admitted);   /* would reject: dry run */
+		if (d[1].admitted)
+			admitted++;
+	}
+	/* The enforcing policy alone decided: 5 of 7. */
+	ck_assert_int_eq(admitted, 5);
+	ck_assert_int_eq(sql_int(path, "SELECT count FROM rlg_state WHERE"
+	    " policy = 'ten'"), 5);
+	/* The dry-run log holds only what it admitted. */
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_log"), 2);
+	/* Once the enforcing policy rejects, nothing advances. */
+	items[0].advisory = false;
+	ck_assert_int_eq(rlg_store_step(s, items, 2, T1 + 20000, d), RLG_OK);
+	ck_assert(d[0].admitted && d[1].admitted);
+	rlg_store_close(s);
+}
+END_TEST
+
 START_TEST(test_algorithms_all_or_nothing)
 {
 	char *path = path_in("mixed.db"), text[512];
@@ -1038,7 +1082,7 @@ START_TEST(test_algorithms_all_or_nothing)
 	struct rlg_policy ten = alg_policy(name_ten, RLG_ALG_SLIDING_LOG, 5, 10,
 	    0);
 	struct rlg_store_item items[3] = {
-		{ &sec, "c" }, { &bucket, "c" }, { &ten, "c" }
+		{ &sec, "c", false }, { &bucket, "c", false }, { &ten, "c", false }
 	};
 	struct rlg_decision d[3];
 	struct rlg_store *s;
@@ -1347,7 +1391,7 @@ START_TEST(test_processes_migrate)
 	struct rlg_store_config cfg;
 	struct rlg_store *s;
 	struct rlg_decision d;
-	struct rlg_store_item item;
+	struct rlg_store_item item = { NULL, NULL, false };
 	pid_t pids[8];
 	char path[256], client[32];
 	int round, i, go[2], status, failed = 0;
@@ -1421,7 +1465,7 @@ run_worker(struct worker *w)
 	struct rlg_policy many = policy(MANY_LIMIT, 60);
 	struct rlg_store_config cfg;
 	struct rlg_store *s = NULL;
-	struct rlg_store_item item;
+	struct rlg_store_item item = { NULL, NULL, false };
 	struct rlg_decision d;
 	char path[256], client[32];
 	int i, r, c;
@@ -1486,9 +1530,9 @@ run_algorithms(struct rlg_store *s, struct worker *w)
 	    ALGS_LOG_LIMIT, 60, 0);
 	struct rlg_policy bucket = alg_policy(name_tb, RLG_ALG_TOKEN_BUCKET,
 	    ALGS_BUCKET_LIMIT, 60, ALGS_BUCKET_BURST);
-	struct rlg_store_item items[2] = { { &log, "both" },
-	    { &bucket, "both" } };
-	struct rlg_store_item one;
+	struct rlg_store_item items[2] = { { &log, "both", false },
+	    { &bucket, "both", false } };
+	struct rlg_store_item one = { NULL, NULL, false };
 	struct rlg_decision d[2];
 	long *count;
 	int i, k, rc;
@@ -1792,7 +1836,7 @@ START_TEST(test_missing_directory)
 	char *dir = path_in("missing"), *path = path_in("missing/rl.db");
 	struct rlg_policy p = policy(5, 60);
 	struct rlg_store_config cfg = { path, 2000, RLG_ON_ERROR_CLOSED };
-	struct rlg_store_item item = { &p, "c" };
+	struct rlg_store_item item = { &p, "c", false };
 	struct rlg_decision d;
 	struct rlg_store *s = NULL;
 
@@ -1824,7 +1868,7 @@ START_TEST(test_garbage_file)
 	char *path = path_in("garbage.db");
 	struct rlg_policy p = policy(5, 60);
 	struct rlg_store_config cfg = { path, 2000, RLG_ON_ERROR_CLOSED };
-	struct rlg_store_item item = { &p, "c" };
+	struct rlg_store_item item = { &p, "c", false };
 	struct rlg_decision d;
 	struct rlg_store *s = NULL;
 
@@ -1888,7 +1932,7 @@ START_TEST(test_replaced_while_open)
 {
 	char *path = path_in("replaced.db"), *junk = path_in("junk");
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_item item = { &p, "c" };
+	struct rlg_store_item item = { &p, "c", false };
 	struct rlg_decision d;
 	struct rlg_store *s;
 
@@ -1916,7 +1960,7 @@ START_TEST(test_lock_held)
 {
 	char *path = path_in("locked.db");
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_item item = { &p, "c" };
+	struct rlg_store_item item = { &p, "c", false };
 	struct rlg_decision d;
 	struct rlg_store *s;
 	struct timespec t0, t1;
@@ -1959,7 +2003,7 @@ START_TEST(test_newer_schema)
 	char *path = path_in("newer.db");
 	struct rlg_policy p = policy(5, 60);
 	struct rlg_store_config cfg = { path, 2000, RLG_ON_ERROR_CLOSED };
-	struct rlg_store_item item = { &p, "c" };
+	struct rlg_store_item item = { &p, "c", false };
 	struct rlg_decision d;
 	struct rlg_store *s = NULL;
 	const char *want = "database schema version 3 is newer than this"
@@ -1986,7 +2030,7 @@ START_TEST(test_bad_items)
 {
 	char *path = path_in("items.db"), key[RLG_CLIENT_KEY_MAX + 2];
 	struct rlg_policy p = policy(5, 60), bad = policy(0, 60);
-	struct rlg_store_item item = { &p, key };
+	struct rlg_store_item item = { &p, key, false };
 	struct rlg_decision d;
 	struct rlg_store *s;
 
@@ -2049,6 +2093,7 @@ rlg_store_suite(void)
 	    (int)(sizeof burst_cases / sizeof burst_cases[0]));
 	tcase_add_loop_test(tc, test_algorithm_sequence, 0, 4);
 	tcase_add_test(tc, test_algorithms_all_or_nothing);
+	tcase_add_test(tc, test_advisory_items);
 	tcase_add_test(tc, test_sliding_log_rows);
 	tcase_add_test(tc, test_expiry_rounded);
 	tcase_add_test(tc, test_views_algorithms);
