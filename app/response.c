@@ -70,6 +70,7 @@ static const struct outcome_text texts[] = {
 	[RLG_OUT_BAD_METHOD] = { 405, "Method Not Allowed", BODY_405 },
 	[RLG_OUT_BAD_REQUEST] = { 400, "Bad Request", BODY_400 },
 	[RLG_OUT_STORE_DOWN] = { 503, "Service Unavailable", BODY_503 },
+	[RLG_OUT_AUTHORIZED] = { 200, "OK", "" },
 };
 
 /*
@@ -93,6 +94,7 @@ static void put_trio(struct buf *b, const char *prefix,
     const struct rlg_decision *d);
 static void put_ietf(struct buf *b, const struct rlg_answer *a);
 static void put_ratelimit(struct buf *b, const struct rlg_answer *a);
+static int format_authorized(const struct rlg_answer *a, struct buf *b);
 static void put_body(struct buf *b, const struct rlg_answer *a,
     const struct outcome_text *t, bool problem);
 static bool has_decisions(const struct rlg_answer *a);
@@ -396,6 +398,32 @@ put_body(struct buf *b, const struct rlg_answer *a,
 	put(b, "]}");
 }
 
+/*
+ * A FastCGI Authorizer's "yes": Status first (lighttpd drops lines before
+ * it), then the state as Variable-* headers, which the web server hands
+ * to the backend as environment (Variable-RateLimit-Limit becomes
+ * RATELIMIT_LIMIT under lighttpd, RateLimit_Limit under Apache) and does
+ * not send to the client; no body, the server serves the request itself.
+ * The whole answer goes out in one write: Apache replaces a 429 whose body
+ * comes in a later record with its own page.
+ */
+static int
+format_authorized(const struct rlg_answer *a, struct buf *b)
+{
+	put(b, "Status: 200 OK\r\n");
+	if (has_decisions(a) && a->style != RLG_STYLE_NONE)
+		put_trio(b, "Variable-RateLimit-",
+		    &a->decisions[rlg_response_pick(a->decisions, a->n)]);
+	put(b, "\r\n");
+	if (b->err == 0 && b->used > (size_t)INT_MAX)
+		b->err = RLG_ENOSPC;
+	if (b->err != 0) {
+		b->p[0] = '\0';
+		return b->err;
+	}
+	return (int)b->used;
+}
+
 int
 rlg_response_format(const struct rlg_answer *a, char *out, size_t len)
 {
@@ -414,6 +442,8 @@ rlg_response_format(const struct rlg_answer *a, char *out, size_t len)
 		return RLG_EINVAL;
 	t = &texts[a->outcome];
 	problem = a->errors == RLG_ERRORS_PROBLEM && t->code >= 400;
+	if (a->outcome == RLG_OUT_AUTHORIZED)
+		return format_authorized(a, &b);
 
 	/* Measured first: HEAD announces the length GET would send. */
 	put_body(&body, a, t, problem);

@@ -28,6 +28,8 @@ enum rlg_outcome {
 	RLG_OUT_BAD_METHOD,     /* 405 with Allow */
 	RLG_OUT_BAD_REQUEST,    /* 400: a path that cannot be read */
 	RLG_OUT_STORE_DOWN,     /* 503 with Retry-After (on_error = closed) */
+	RLG_OUT_AUTHORIZED,     /* FastCGI Authorizer: 200, Variable-* headers,
+	                           no body (the web server serves the request) */
 };
 
 /*

@@ -68,9 +68,9 @@ static bool json_valid(const char *s);
 
 /* Three policies, one per shape of RateLimit-Policy member. */
 static const struct rlg_policy pol[3] = {
-	{ "per-second", RLG_ALG_FIXED_WINDOW, 10, 1000, 0, RLG_KEY_IP },
-	{ "per.minute", RLG_ALG_SLIDING_WINDOW, 100, 60000, 0, RLG_KEY_IP },
-	{ "burst_bucket", RLG_ALG_TOKEN_BUCKET, 1000, 3600000, 50, RLG_KEY_IP },
+	{ "per-second", RLG_ALG_FIXED_WINDOW, 10, 1000, 0, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0 },
+	{ "per.minute", RLG_ALG_SLIDING_WINDOW, 100, 60000, 0, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0 },
+	{ "burst_bucket", RLG_ALG_TOKEN_BUCKET, 1000, 3600000, 50, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0 },
 };
 
 static const struct rlg_decision d_one[1] = {
@@ -556,6 +556,31 @@ START_TEST(test_200)
 }
 END_TEST
 
+/* The FastCGI Authorizer's yes: Status first, Variable-* only, no body. */
+START_TEST(test_authorized)
+{
+	struct rlg_decision d = { true, 5, 4, 45000, 0 };
+	struct rlg_answer a = draft03(RLG_OUT_AUTHORIZED, &d, false);
+
+	ck_assert_str_eq(answer(&a),
+	    "Status: 200 OK\r\n"
+	    "Variable-RateLimit-Limit: 5\r\n"
+	    "Variable-RateLimit-Remaining: 4\r\n"
+	    "Variable-RateLimit-Reset: 45\r\n"
+	    "\r\n");
+	a.decisions = NULL;
+	a.n = 0;
+	ck_assert_str_eq(answer(&a), "Status: 200 OK\r\n\r\n");
+	/* The rejected answer of an authorizer is the 429 itself. */
+	d.admitted = false;
+	d.remaining = 0;
+	d.retry_ms = 3000;
+	a = draft03(RLG_OUT_REJECTED, &d, false);
+	ck_assert(strncmp(answer(&a), "Status: 429 Too Many Requests\r\n",
+	    31) == 0);
+}
+END_TEST
+
 START_TEST(test_429)
 {
 	struct rlg_decision d = { false, 5, 0, 11200, 11200 };
@@ -951,7 +976,7 @@ START_TEST(test_32_policies_fit)
 		snprintf(prefix, sizeof prefix, "p%02zu.-_Z", i);
 		memcpy(names[i], prefix, strlen(prefix));
 		many[i] = (struct rlg_policy){ names[i], RLG_ALG_TOKEN_BUCKET,
-		    RLG_LIMIT_MAX, window_ms, RLG_BURST_MAX, RLG_KEY_IP };
+		    RLG_LIMIT_MAX, window_ms, RLG_BURST_MAX, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0 };
 	}
 	for (rejected = 0; rejected <= 1; rejected++) {
 		for (i = 0; i < NAMES_MAX; i++)
@@ -1021,9 +1046,9 @@ END_TEST
 START_TEST(test_names_escaped)
 {
 	struct rlg_policy odd[2] = {
-		{ "in\"ner\\q", RLG_ALG_FIXED_WINDOW, 10, 1000, 0, RLG_KEY_IP },
+		{ "in\"ner\\q", RLG_ALG_FIXED_WINDOW, 10, 1000, 0, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0 },
 		{ "a\r\nX-Injected: 1", RLG_ALG_FIXED_WINDOW, 10, 1000, 0,
-		    RLG_KEY_IP },
+		    RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0 },
 	};
 	const struct rlg_decision d[2] = {
 		{ false, 10, 0, 900, 900 },
@@ -1074,6 +1099,7 @@ rlg_response_suite(void)
 	TCase *limits = tcase_create("limits");
 
 	tcase_add_test(core, test_200);
+	tcase_add_test(core, test_authorized);
 	tcase_add_test(core, test_429);
 	tcase_add_test(core, test_all_200_exact);
 	tcase_add_test(core, test_all_429_exact);
