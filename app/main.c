@@ -180,6 +180,10 @@ main(int argc, char **argv)
 		    path, problems, problems == 1 ? "" : "s");
 		return RLG_EXIT_CONFIG;
 	}
+	if (cfg->nroutes > 0 && cfg->ndefault == 0)
+		fprintf(stderr, "rlgate: note: %s has routes but no "
+		    "[policy default]: requests that match no route are not "
+		    "limited\n", path != NULL ? path : "the configuration");
 	if (check_only) {
 		printf("%s: configuration ok\n",
 		    path != NULL ? path : "built-in defaults");
@@ -190,11 +194,13 @@ main(int argc, char **argv)
 	if (rlg_server_is_fastcgi()) {
 		describe_policies(cfg, policies, sizeof policies);
 		rlg_log("rlgate %s serving FastCGI with %d thread%s: config %s, "
-		    "store %s (on_error = %s), headers %s, policies: %s",
+		    "store %s (on_error = %s), headers %s, %zu route%s, "
+		    "policies: %s",
 		    PACKAGE_VERSION, threads, threads == 1 ? "" : "s",
 		    path != NULL ? path : "built-in defaults", cfg->store.path,
 		    rlg_on_error_name(cfg->store.on_error),
-		    rlg_style_name(cfg->style), policies);
+		    rlg_style_name(cfg->style), cfg->nroutes,
+		    cfg->nroutes == 1 ? "" : "s", policies);
 		rc = rlg_server_run_fastcgi(cfg, threads);
 	} else if (getenv("GATEWAY_INTERFACE") != NULL) {
 		rc = rlg_server_run_cgi(cfg);

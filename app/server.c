@@ -29,6 +29,11 @@ static int stdout_write(void *ctx, const char *buf, size_t len);
 static void store_failed(struct rlg_worker *w, int64_t now_ms);
 static void store_ok(struct rlg_worker *w, int64_t now_ms);
 static enum rlg_outcome route(const struct rlg_request *r);
+static const struct rlg_route *match_route(const struct rlg_config *cfg,
+    const struct rlg_request *r);
+static void log_rejection(const struct rlg_worker *w, const char *event,
+    const struct rlg_route *rt, const struct rlg_store_item *items,
+    const struct rlg_decision *d, size_t n, bool advisory);
 static void *fastcgi_thread(void *arg);
 
 /* FastCGI accept is serialized, as in fcgi2's threaded example. */
@@ -99,8 +104,9 @@ store_ok(struct rlg_worker *w, int64_t now_ms)
 {
 	if (w->store_failing_since_ms == 0)
 		return;
-	rlg_log("store recovered after %lld ms",
-	    (long long)(now_ms - w->store_failing_since_ms));
+	if (w->cfg->log_level >= RLG_LOG_WARN)
+		rlg_log("store recovered after %lld ms",
+		    (long long)(now_ms - w->store_failing_since_ms));
 	w->store_failing_since_ms = 0;
 }
 
@@ -117,9 +123,77 @@ route(const struct rlg_request *r)
 }
 
 /*
- * Every request that reaches rlgate counts against its client's quota,
- * whatever its path or method: a client probing random paths is limited
- * like one calling the endpoint, and every answer carries the headers.
+ * The first [route] whose path and method match decides the policies; a
+ * request no route matches gets the default policies (every policy when
+ * there are no routes). NULL: no route matched.
+ */
+static const struct rlg_route *
+match_route(const struct rlg_config *cfg, const struct rlg_request *r)
+{
+	size_t i, j;
+
+	if (!r->path_ok)
+		return NULL;
+	for (i = 0; i < cfg->nroutes; i++) {
+		const struct rlg_route *rt = &cfg->routes[i];
+		bool method_ok = rt->nmethods == 0;
+
+		if (rt->prefix ? strncmp(r->path, rt->path, strlen(rt->path)) != 0
+		    : strcmp(r->path, rt->path) != 0)
+			continue;
+		for (j = 0; j < rt->nmethods && !method_ok; j++)
+			method_ok = strcmp(rt->methods[j], r->method_name) == 0;
+		if (method_ok)
+			return rt;
+	}
+	return NULL;
+}
+
+/*
+ * One line per rejected request (and per dry-run would-be rejection), in
+ * a stable key=value form for log tools: the client's store key (an API
+ * key only as its hash), the route, the policies that said no, and when
+ * the client may come back. Nothing from the request is written raw.
+ */
+static void
+log_rejection(const struct rlg_worker *w, const char *event,
+    const struct rlg_route *rt, const struct rlg_store_item *items,
+    const struct rlg_decision *d, size_t n, bool advisory)
+{
+	char names[512];
+	const char *client = NULL;
+	int64_t retry_ms = 0;
+	size_t i, used = 0;
+	int k;
+
+	if (w->cfg->log_level < RLG_LOG_WARN)
+		return;
+	names[0] = '\0';
+	for (i = 0; i < n; i++) {
+		if (d[i].admitted || items[i].advisory != advisory)
+			continue;
+		if (client == NULL)
+			client = items[i].client;
+		if (d[i].retry_ms > retry_ms)
+			retry_ms = d[i].retry_ms;
+		k = snprintf(names + used, sizeof names - used, "%s%s",
+		    used > 0 ? "," : "", items[i].policy->name);
+		if (k < 0 || (size_t)k >= sizeof names - used)
+			break;
+		used += (size_t)k;
+	}
+	if (client == NULL)
+		return;
+	rlg_log("event=%s client=%s route=%s policy=%s retry_after_s=%lld",
+	    event, client, rt != NULL ? rt->name : "-", names,
+	    (long long)rlg_response_seconds(retry_ms));
+}
+
+/*
+ * Every request that reaches rlgate counts against its client's quota
+ * under the policies its route names. As a responder, rlgate answers its
+ * own endpoint (404/405 elsewhere); as a FastCGI Authorizer, it says yes
+ * (200, the state in Variable-* headers) or answers the 429 itself.
  */
 int
 rlg_server_handle(struct rlg_worker *w, char *const *envp, int64_t now_ms,
@@ -128,37 +202,78 @@ rlg_server_handle(struct rlg_worker *w, char *const *envp, int64_t now_ms,
 	const struct rlg_config *cfg = w->cfg;
 	struct rlg_store_item items[RLG_POLICIES_MAX];
 	struct rlg_decision decisions[RLG_POLICIES_MAX];
+	struct rlg_policy policies[RLG_POLICIES_MAX];
+	char keys[RLG_POLICIES_MAX][RLG_CLIENT_KEY_MAX + 1];
+	const struct rlg_route *rt;
+	const size_t *list;
 	struct rlg_request req;
 	struct rlg_answer a;
-	size_t i, n = cfg->npolicies;
-	bool admitted = true;
+	size_t i, nlist, n = 0;
+	bool admitted = true, authorizer, dry_rejected = false;
 
-	rlg_request_parse(&req, envp);
-	if (n > RLG_POLICIES_MAX)
-		n = RLG_POLICIES_MAX;      /* the config never allows more */
-	for (i = 0; i < n; i++) {
-		items[i].policy = &cfg->policies[i];
-		items[i].client = req.client;
+	rlg_request_parse(&req, envp, &cfg->client);
+	authorizer = req.role == RLG_ROLE_AUTHORIZER;
+	rt = match_route(cfg, &req);
+	list = rt != NULL ? rt->policies : cfg->default_policies;
+	nlist = rt != NULL ? rt->npolicies : cfg->ndefault;
+
+	for (i = 0; i < nlist && n < RLG_POLICIES_MAX; i++) {
+		const struct rlg_policy *p = &cfg->policies[list[i]];
+		bool exempt = req.addr_ok &&
+		    (rlg_cidr_any(cfg->client.exempt, cfg->client.nexempt,
+		    &req.addr) || rlg_cidr_any(p->exempt, p->nexempt, &req.addr));
+
+		if (exempt && !cfg->report_exempt)
+			continue;
+		if (rlg_request_policy_key(&req, p, &cfg->client, keys[n],
+		    sizeof keys[n]) != RLG_OK)
+			snprintf(keys[n], sizeof keys[n], "%s", req.client);
+		policies[n] = *p;
+		items[n].policy = p;
+		items[n].client = keys[n];
+		items[n].advisory = exempt || p->mode == RLG_MODE_DRY_RUN;
+		n++;
 	}
 
 	memset(&a, 0, sizeof a);
 	a.style = cfg->style;
 	a.errors = cfg->errors;
 	a.head = req.method == RLG_METHOD_HEAD;
-	a.policies = cfg->policies;
-	if (rlg_store_step(w->store, items, n, now_ms, decisions) != RLG_OK) {
+	a.policies = policies;
+	if (n > 0 && rlg_store_step(w->store, items, n, now_ms, decisions) !=
+	    RLG_OK) {
 		store_failed(w, now_ms);
 		/* on_error = open: pass, with nothing to report. */
-		a.outcome = cfg->store.on_error == RLG_ON_ERROR_CLOSED ?
-		    RLG_OUT_STORE_DOWN : route(&req);
+		if (cfg->store.on_error == RLG_ON_ERROR_CLOSED)
+			a.outcome = RLG_OUT_STORE_DOWN;
+		else
+			a.outcome = authorizer ? RLG_OUT_AUTHORIZED : route(&req);
 		return rlg_response_write(&a, write, ctx);
 	}
-	store_ok(w, now_ms);
-	for (i = 0; i < n; i++)
-		admitted = admitted && decisions[i].admitted;
-	a.decisions = decisions;
+	if (n > 0)
+		store_ok(w, now_ms);
+	for (i = 0; i < n; i++) {
+		if (decisions[i].admitted)
+			continue;
+		if (items[i].advisory)
+			dry_rejected = true;
+		else
+			admitted = false;
+	}
+	if (!admitted)
+		log_rejection(w, "reject", rt, items, decisions, n, false);
+	else if (n > 0 && cfg->log_level >= RLG_LOG_INFO)
+		rlg_log("event=admit client=%s route=%s", items[0].client,
+		    rt != NULL ? rt->name : "-");
+	if (dry_rejected)
+		log_rejection(w, "dry_run_reject", rt, items, decisions, n,
+		    true);
+	a.decisions = n > 0 ? decisions : NULL;
 	a.n = n;
-	a.outcome = admitted ? route(&req) : RLG_OUT_REJECTED;
+	if (!admitted)
+		a.outcome = RLG_OUT_REJECTED;
+	else
+		a.outcome = authorizer ? RLG_OUT_AUTHORIZED : route(&req);
 	return rlg_response_write(&a, write, ctx);
 }
 
