@@ -33,7 +33,7 @@ static const struct rlg_route *match_route(const struct rlg_config *cfg,
     const struct rlg_request *r);
 static void log_rejection(const struct rlg_worker *w, const char *event,
     const struct rlg_route *rt, const struct rlg_store_item *items,
-    const struct rlg_decision *d, size_t n, bool advisory);
+    const struct rlg_decision *d, size_t n, const bool *which);
 static void *fastcgi_thread(void *arg);
 
 /* FastCGI accept is serialized, as in fcgi2's threaded example. */
@@ -152,13 +152,14 @@ match_route(const struct rlg_config *cfg, const struct rlg_request *r)
 /*
  * One line per rejected request (and per dry-run would-be rejection), in
  * a stable key=value form for log tools: the client's store key (an API
- * key only as its hash), the route, the policies that said no, and when
- * the client may come back. Nothing from the request is written raw.
+ * key only as its hash), the route, the policies that said no (those
+ * which[i] selects), and when the client may come back. Nothing from the
+ * request is written raw.
  */
 static void
 log_rejection(const struct rlg_worker *w, const char *event,
     const struct rlg_route *rt, const struct rlg_store_item *items,
-    const struct rlg_decision *d, size_t n, bool advisory)
+    const struct rlg_decision *d, size_t n, const bool *which)
 {
 	char names[512];
 	const char *client = NULL;
@@ -170,7 +171,7 @@ log_rejection(const struct rlg_worker *w, const char *event,
 		return;
 	names[0] = '\0';
 	for (i = 0; i < n; i++) {
-		if (d[i].admitted || items[i].advisory != advisory)
+		if (d[i].admitted || !which[i])
 			continue;
 		if (client == NULL)
 			client = items[i].client;
@@ -204,6 +205,7 @@ rlg_server_handle(struct rlg_worker *w, char *const *envp, int64_t now_ms,
 	struct rlg_decision decisions[RLG_POLICIES_MAX];
 	struct rlg_policy policies[RLG_POLICIES_MAX];
 	char keys[RLG_POLICIES_MAX][RLG_CLIENT_KEY_MAX + 1];
+	bool enforced[RLG_POLICIES_MAX], dry[RLG_POLICIES_MAX];
 	const struct rlg_route *rt;
 	const size_t *list;
 	struct rlg_request req;
@@ -232,6 +234,9 @@ rlg_server_handle(struct rlg_worker *w, char *const *envp, int64_t now_ms,
 		items[n].policy = p;
 		items[n].client = keys[n];
 		items[n].advisory = exempt || p->mode == RLG_MODE_DRY_RUN;
+		enforced[n] = !items[n].advisory;
+		/* A reported exemption is not a dry run: never logged. */
+		dry[n] = !exempt && p->mode == RLG_MODE_DRY_RUN;
 		n++;
 	}
 
@@ -255,19 +260,26 @@ rlg_server_handle(struct rlg_worker *w, char *const *envp, int64_t now_ms,
 	for (i = 0; i < n; i++) {
 		if (decisions[i].admitted)
 			continue;
-		if (items[i].advisory)
+		if (dry[i])
 			dry_rejected = true;
-		else
+		else if (enforced[i])
 			admitted = false;
 	}
 	if (!admitted)
-		log_rejection(w, "reject", rt, items, decisions, n, false);
+		log_rejection(w, "reject", rt, items, decisions, n, enforced);
 	else if (n > 0 && cfg->log_level >= RLG_LOG_INFO)
 		rlg_log("event=admit client=%s route=%s", items[0].client,
 		    rt != NULL ? rt->name : "-");
 	if (dry_rejected)
-		log_rejection(w, "dry_run_reject", rt, items, decisions, n,
-		    true);
+		log_rejection(w, "dry_run_reject", rt, items, decisions, n, dry);
+	/*
+	 * A rejected request is answered for the enforcing policies only: an
+	 * advisory one that would also reject must not set Retry-After or
+	 * appear among the violated policies.
+	 */
+	for (i = 0; !admitted && i < n; i++)
+		if (items[i].advisory)
+			decisions[i].admitted = true;
 	a.decisions = n > 0 ? decisions : NULL;
 	a.n = n;
 	if (!admitted)
