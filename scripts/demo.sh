@@ -13,7 +13,7 @@ stop() {
 	local f pid
 	for f in "$run"/lighttpd.pid "$run"/rlgate.pids; do
 		[ -f "$f" ] || continue
-		while read -r pid; do
+		while read -r pid || [ -n "$pid" ]; do
 			[ -n "$pid" ] && kill "$pid" 2>/dev/null || true
 		done < "$f"
 		rm -f "$f"
@@ -29,7 +29,7 @@ stop)
 	;;
 status)
 	for f in "$run"/lighttpd.pid "$run"/rlgate.pids; do
-		[ -f "$f" ] && while read -r pid; do
+		[ -f "$f" ] && while read -r pid || [ -n "$pid" ]; do
 			kill -0 "$pid" 2>/dev/null && echo "running: $(basename "$f" .pid) pid $pid"
 		done < "$f"
 	done
