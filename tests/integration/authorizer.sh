@@ -56,8 +56,11 @@ start_rlgate_tcp() {
 # make_docroot DIR: DIR/static/hello.txt and DIR/static/env.cgi (prints its
 # environment, sorted).
 make_docroot() {
-	mkdir -p "$1/static"
+	mkdir -p "$1/static/public"
 	printf '%s\n' "$HELLO" >"$1/static/hello.txt"
+	echo free >"$1/static/public/free.txt"
+	chmod 755 "$1/static/public"
+	chmod 644 "$1/static/public/free.txt"
 	cat >"$1/static/env.cgi" <<'EOF'
 #!/bin/sh
 printf 'Content-Type: text/plain\r\n\r\n'
@@ -65,6 +68,12 @@ env | sort
 EOF
 	chmod 755 "$1" "$1/static" "$1/static/env.cgi"
 	chmod 644 "$1/static/hello.txt"
+}
+
+# add_public_route CONF: routes work in the authorizer role too: requests
+# under /static/public/ are exempt, every other one gets [policy default].
+add_public_route() {
+	printf '\n[route public]\npath = /static/public/*\npolicies = none\n' >>"$1"
 }
 
 # body_has_line LINE: true if the last body has exactly that line.
@@ -127,6 +136,14 @@ check_guard() {
 	done
 	is "$codes" "404 200 200 429" "$s: a missing file is counted (404, then 2 x 200, then 429)"
 
+	# --- a route with policies = none, inside the guarded folder: the
+	# authorizer says yes to a client the default policy refuses
+	req "$base/static/public/free.txt"
+	is "$STATUS" 200 "$s: [route public] policies = none: served to a limited client"
+	is "$BODY" free "$s: [route public]: the file's body"
+	req "$url"
+	is "$STATUS" 429 "$s: ... while the default policy still refuses it"
+
 	# --- outside the guarded folder: not counted, not limited
 	req "$base/open.txt"
 	is "$STATUS" 200 "$s: a file outside the guarded folder is served to a limited client"
@@ -140,6 +157,7 @@ chmod 755 "$lt"
 make_docroot "$lt/htdocs"
 echo open >"$lt/htdocs/open.txt"
 write_rlgate_conf "$lt/rlgate.conf" "$lt/rlgate.db" $LIMIT $WINDOW
+add_public_route "$lt/rlgate.conf"
 start_rlgate_fcgi rlgate-lt "$lt/rlgate.sock" "$lt/rlgate.conf" 2 --threads 2
 
 LT_PORT=$(free_port) || bail_out "no free port"
@@ -178,6 +196,7 @@ ap="$T/apache"
 mkdir -p "$ap"
 chmod 755 "$ap"
 write_rlgate_conf "$ap/rlgate.conf" "$ap/rlgate.db" $LIMIT $WINDOW
+add_public_route "$ap/rlgate.conf"
 RLGATE_PORT=$(free_port) || bail_out "no free port"
 start_rlgate_tcp rlgate-ap "$RLGATE_PORT" "$ap/rlgate.conf" 2 --threads 2
 
