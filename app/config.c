@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <ini.h>
@@ -369,6 +370,7 @@ rlg_config_defaults(void)
 int
 rlg_config_load(const char *path, FILE *errs, struct rlg_config **out)
 {
+	struct stat st;
 	FILE *fp;
 	int n;
 
@@ -381,6 +383,15 @@ rlg_config_load(const char *path, FILE *errs, struct rlg_config **out)
 			    strerror(errno));
 		return 1;
 	}
+	/*
+	 * A config anyone may write is a limit anyone may lift: warn (it is
+	 * not a problem that stops rlgate; the operator decides).
+	 */
+	if (errs != NULL && fstat(fileno(fp), &st) == 0 &&
+	    (st.st_mode & S_IWOTH) != 0)
+		fprintf(errs, "%s: warning: the file is world-writable: anyone "
+		    "on this machine can change the limits (chmod o-w %s)\n",
+		    path, path);
 	n = rlg_config_parse(path, fp, NULL, errs, out);
 	fclose(fp);
 	return n;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check_rlgate.h"
@@ -1396,6 +1397,43 @@ START_TEST(test_load_file)
 }
 END_TEST
 
+/* A world-writable config loads, with one warning naming the fix. */
+START_TEST(test_world_writable_warning)
+{
+	static const char text[] = "[policy default]\nlimit = 7\n";
+	struct rlg_config *cfg = NULL;
+	char *path, *buf = NULL, *want;
+	size_t len = 0;
+	FILE *errs;
+
+	path = rlg_t_file(text, sizeof text - 1);
+	ck_assert_int_eq(chmod(path, 0666), 0);
+	errs = open_memstream(&buf, &len);
+	ck_assert_ptr_nonnull(errs);
+	ck_assert_int_eq(rlg_config_load(path, errs, &cfg), 0);
+	fclose(errs);
+	want = rlg_t_fmt("%s: warning: the file is world-writable: anyone on "
+	    "this machine can change the limits (chmod o-w %s)\n", path, path);
+	ck_assert_str_eq(buf, want);
+	ck_assert_ptr_nonnull(cfg);
+	ck_assert_int_eq(cfg->policies[0].limit, 7);
+	rlg_config_free(cfg);
+	free(buf);
+	free(want);
+	/* 0644: no warning */
+	ck_assert_int_eq(chmod(path, 0644), 0);
+	buf = NULL;
+	errs = open_memstream(&buf, &len);
+	ck_assert_int_eq(rlg_config_load(path, errs, &cfg), 0);
+	fclose(errs);
+	ck_assert_str_eq(buf, "");
+	rlg_config_free(cfg);
+	free(buf);
+	unlink(path);
+	free(path);
+}
+END_TEST
+
 START_TEST(test_load_file_errors)
 {
 	/* The messages name the file; a NUL byte spoils only its line;
@@ -2291,6 +2329,7 @@ rlg_config_suite(void)
 
 	tc = tcase_create("files");
 	tcase_add_test(tc, test_load_file);
+	tcase_add_test(tc, test_world_writable_warning);
 	tcase_add_test(tc, test_load_file_errors);
 	tcase_add_test(tc, test_load_missing);
 	tcase_add_test(tc, test_load_directory);
