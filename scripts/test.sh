@@ -3,7 +3,8 @@
 #   1. make check: the Check unit tests and the integration tests with real
 #      lighttpd, Apache, spawn-fcgi and SQLite;
 #   2. the same again in a build with -fsanitize=address,undefined;
-#   3. the request-parsing fuzzer (libFuzzer, clang) for a bounded time
+#   3. the fuzzers (request parsing, config, responses; libFuzzer, clang)
+#      for a bounded time
 #      (FUZZ_SECONDS, default 60);
 #   4. make distcheck (the tarball builds and passes its tests).
 # Ends with one line "N passed, N failed" counting every test that ran, and
@@ -45,7 +46,7 @@ run_suite() {   # run_suite NAME [configure options]: build, make check, tally
 run_suite normal
 run_suite asan --enable-sanitizers
 
-echo "=== fuzz: request parsing, ${FUZZ_SECONDS:-60} s ==="
+echo "=== fuzz: request, config, response, ${FUZZ_SECONDS:-60} s in all ==="
 if bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}" >_build/fuzz.log 2>&1; then
 	tail -n 1 _build/fuzz.log
 	passed=$((passed + 1))
