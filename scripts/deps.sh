@@ -10,6 +10,7 @@ pkgs=(
 	libsodium-dev clang                            # API-key hashing; the fuzzers
 	spawn-fcgi lighttpd apache2 sqlite3 curl       # run it, test it, inspect it
 	gnuplot-nox                                    # the boundary-burst picture
+	valgrind                                       # memcheck over one integration run
 )
 
 missing=()
