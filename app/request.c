@@ -139,22 +139,6 @@ bad:
 	return RLG_EINVAL;
 }
 
-int
-rlg_request_client_key(const char *addr, char *key, size_t keylen)
-{
-	struct rlg_addr a;
-	char text[RLG_ADDR_TEXT_MAX];
-
-	if (addr == NULL || rlg_addr_parse(addr, &a) != 0 ||
-	    strlen(rlg_addr_key(&a, 128, text)) >= keylen) {
-		if (keylen > 0)
-			snprintf(key, keylen, "%s", RLG_CLIENT_UNKNOWN);
-		return RLG_EINVAL;
-	}
-	memcpy(key, text, strlen(text) + 1);
-	return RLG_OK;
-}
-
 static enum rlg_method
 method_of(const char *m)
 {

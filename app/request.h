@@ -81,13 +81,6 @@ int rlg_request_policy_key(const struct rlg_request *r,
     char *out, size_t len);
 
 /*
- * Writes the canonical client key for the address text addr into key
- * (keylen bytes). Returns RLG_OK, or RLG_EINVAL (and RLG_CLIENT_UNKNOWN in
- * key) when addr is not an IPv4 or IPv6 address.
- */
-int rlg_request_client_key(const char *addr, char *key, size_t keylen);
-
-/*
  * Percent-decodes the path part of uri (up to '?' or '#') into out
  * (outlen bytes). Returns RLG_OK, RLG_ENOSPC if it does not fit, or
  * RLG_EINVAL for a bad escape or an encoded NUL.
