@@ -419,6 +419,18 @@ BODY_429='{"error":{"code":429,"message":"Too Many Requests. Rate limit exceeded
 RE_BODY_200='^\{"status":"success","data":.*\}$'
 RE_BODY_ERR='^\{"error":\{"code":%d,.*\}\}$'
 
+# check_429 LIMIT WINDOW: the last answer is the seed's 429 for a fixed
+# window of LIMIT per WINDOW seconds: status, type, every header, body.
+check_429() {
+	is "$STATUS" 429 "request $(($1 + 1)): 429"
+	is "$(header Content-Type)" application/json "429: Content-Type: application/json"
+	is "$(header RateLimit-Limit)" "$1" "429: RateLimit-Limit $1"
+	is "$(header RateLimit-Remaining)" 0 "429: RateLimit-Remaining 0"
+	between "$(header RateLimit-Reset)" 1 "$2" "429: RateLimit-Reset in 1..$2"
+	between "$(header Retry-After)" 1 "$2" "429: Retry-After in 1..$2"
+	is "$BODY" "$BODY_429" "429: the seed's JSON error body"
+}
+
 # re_err CODE: the regex for a JSON error body with that code.
 re_err() {
 	# shellcheck disable=SC2059

@@ -62,13 +62,7 @@ for i in $(seq 1 $LIMIT); do
 	like "$BODY" "$RE_BODY_200" "request $i: success JSON body"
 done
 recall r6
-is "$STATUS" 429 "request $((LIMIT + 1)): 429"
-is "$(header Content-Type)" application/json "429: Content-Type: application/json"
-is "$(header RateLimit-Limit)" $LIMIT "429: RateLimit-Limit $LIMIT"
-is "$(header RateLimit-Remaining)" 0 "429: RateLimit-Remaining 0"
-between "$(header RateLimit-Reset)" 1 $WINDOW "429: RateLimit-Reset in 1..$WINDOW"
-between "$(header Retry-After)" 1 $WINDOW "429: Retry-After in 1..$WINDOW"
-is "$BODY" "$BODY_429" "429: the seed's JSON error body"
+check_429 "$LIMIT" "$WINDOW"
 recall r7
 is "$STATUS" 429 "a query string does not get around the limit"
 
