@@ -11,6 +11,8 @@ pkgs=(
 	spawn-fcgi lighttpd apache2 sqlite3 curl       # run it, test it, inspect it
 	gnuplot-nox                                    # the boundary-burst picture
 	valgrind                                       # memcheck over one integration run
+	libcurl4-openssl-dev                           # the load generator (tests/loadgen.c)
+	cppcheck clang-tidy                            # static analysis (scripts/lint.sh)
 )
 
 missing=()

@@ -160,7 +160,7 @@ pid_alive() {
 	local _pid _comm st
 	kill -0 "$1" 2>/dev/null || return 1
 	if [ -r "/proc/$1/stat" ]; then
-		read -r _pid _comm st _ <"/proc/$1/stat" 2>/dev/null || return 1
+		{ read -r _pid _comm st _ <"/proc/$1/stat"; } 2>/dev/null || return 1
 	else
 		st=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
 	fi
@@ -274,6 +274,17 @@ wait_for_file() {
 		sleep 0.05
 	done
 	return 1
+}
+
+# wait_until MS CMD [ARGS...]: runs CMD every 50 ms until it succeeds (0) or
+# MS milliseconds have passed (1).
+wait_until() {
+	local deadline=$(($(now_ms) + $1))
+	shift
+	until "$@"; do
+		[ "$(now_ms)" -ge "$deadline" ] && return 1
+		sleep 0.05
+	done
 }
 
 # now_ms: wall-clock milliseconds since the epoch.

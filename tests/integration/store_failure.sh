@@ -4,7 +4,8 @@
 # line in the error log; the running workers recover by themselves when the
 # fault goes away. on_error = open: the same faults let requests through.
 # Faults: the database's directory missing; the database locked by another
-# process for longer than busy_timeout_ms.
+# process for longer than busy_timeout_ms; the database file deleted while
+# rlgate serves.
 : "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
@@ -129,6 +130,25 @@ is "$STATUS" 200 "lock released: 200"
 is "$(header RateLimit-Remaining)" $((LIMIT - 2)) "... and the failed requests were not counted"
 is "$(sql "$db" "SELECT count FROM rlg_state WHERE client = '127.0.0.1'")" 2 \
     "the database holds count 2"
+
+# --- the database file is deleted while rlgate serves: within a second the
+# running worker notices that the path names no file, says so once, and
+# starts a new database there (the counts were in the deleted file)
+off=$(log_size closed)
+rm -f "$db" "$db-wal" "$db-shm"
+sleep 1.2
+req "$url"
+is "$STATUS" 200 "database deleted: the running rlgate answers 200"
+is "$(header RateLimit-Remaining)" $((LIMIT - 1)) "... counting in a new database (RateLimit-Remaining $((LIMIT - 1)))"
+[ -f "$db" ]
+ok $? "... which it created at the same path"
+is "$(sql "$db" "SELECT count FROM rlg_state WHERE client = '127.0.0.1'")" 1 \
+    "the new database holds count 1"
+is "$(stat -c %a "$db")" 600 "the new database has mode 0600"
+lines=$(new_store_lines closed "$off")
+is "$(printf '%s\n' "$lines" | grep -c .)" 1 "deleted: one line in the error log"
+like "$lines" 'deleted or replaced: reopening' "... saying the file was deleted or replaced"
+is "$(cat "$T/closed.pid")" "$pids_before" "deleted: the same process serves"
 
 stop_rlgate_fcgi closed
 
