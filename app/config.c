@@ -636,18 +636,18 @@ rlg_config_reader(char *buf, int num, void *stream)
 			c = rlg_src_getc(p);
 	}
 	len = n;
-	if (len > 0 && buf[len - 1] == '\n')
+	if (buf[len - 1] == '\n')	/* len = n > 0 */
 		len--;
 	if (len > 0 && buf[len - 1] == '\r')
 		len--;
 	if (truncated || len > max) {
 		rlg_problem(p, p->lineno, "line too long (max %zu bytes)", max);
-		strcpy(buf, "\n");
+		memcpy(buf, "\n", 2);
 		return buf;
 	}
 	if (nul) {
 		rlg_problem(p, p->lineno, "line holds a NUL byte");
-		strcpy(buf, "\n");
+		memcpy(buf, "\n", 2);
 		return buf;
 	}
 	rlg_classify_line(p, buf);
@@ -854,8 +854,8 @@ rlg_sect_is(const char *inner, const char *word, const char **rest)
 	if (strncmp(inner, word, n) != 0 ||
 	    (inner[n] != '\0' && !isspace((unsigned char)inner[n])))
 		return false;
-	for (inner += n; isspace((unsigned char)*inner); inner++)
-		continue;
+	for (inner += n; isspace((unsigned char)*inner);)
+		inner++;
 	*rest = inner;
 	return true;
 }
@@ -1356,18 +1356,22 @@ static char *
 rlg_word_list(const struct rlg_word *words)
 {
 	const struct rlg_word *w;
-	size_t len = 1;
+	size_t len = 1, at = 0, n;
 	char *s;
 
 	for (w = words; w->name != NULL; w++)
 		len += strlen(w->name) + 2;
 	s = rlg_xmalloc(len);
-	*s = '\0';
 	for (w = words; w->name != NULL; w++) {
-		if (w != words)
-			strcat(s, ", ");
-		strcat(s, w->name);
+		if (w != words) {
+			memcpy(s + at, ", ", 2);
+			at += 2;
+		}
+		n = strlen(w->name);
+		memcpy(s + at, w->name, n);
+		at += n;
 	}
+	s[at] = '\0';
 	return s;
 }
 
@@ -1723,8 +1727,8 @@ rlg_set_route_methods(struct rlg_parse *p, const struct rlg_key *k,
 	    &items, &n))
 		return;
 	for (i = 0; i < n; i++) {
-		for (c = items[i]; *c >= 'A' && *c <= 'Z'; c++)
-			continue;
+		for (c = items[i]; *c >= 'A' && *c <= 'Z';)
+			c++;
 		if (*c != '\0') {
 			rlg_key_problem(p, k, "not a method: uppercase "
 			    "letters only (got \"%s\")", items[i]);

@@ -425,7 +425,7 @@ client_from_proxy(char *const *envp, const struct rlg_client_config *cc,
 		return false;
 	hs.n = 0;
 	if (forwarded) {
-		if (split_forwarded(h, &hs) <= 0)
+		if (split_forwarded(h, &hs) == 0)
 			return false;
 	} else {
 		split_xff(h, &hs);
@@ -520,7 +520,7 @@ rlg_request_policy_key(const struct rlg_request *r,
 		for (i = 0; p->key_header[i] != '\0'; i++) {
 			int c = (unsigned char)p->key_header[i];
 
-			name[5 + i] = c == '-' ? '_' : (char)toupper(c);
+			name[5 + i] = (char)(c == '-' ? '_' : toupper(c));
 		}
 		name[5 + i] = '\0';
 		value = rlg_request_param(r->envp, name);

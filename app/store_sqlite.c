@@ -534,7 +534,7 @@ sq_prune(struct rlg_store *base, int64_t now_ms, int64_t *deleted)
 		/* Counted with the trigger's; modulo 2^32 (SQLite 3.35). */
 		rows = (unsigned)sqlite3_total_changes(s->db) - before;
 		if (changes > 0 && rows > 0) {
-			next = (int64_t)changes * SQ_PRUNE_ROWS / rows;
+			next = (int64_t)changes * (int64_t)SQ_PRUNE_ROWS / rows;
 			s->prune_batch = next < 1 ? 1 : next > SQ_PRUNE_BATCH ?
 			    SQ_PRUNE_BATCH : (int)next;
 		}
@@ -753,7 +753,7 @@ sq_create_file(struct sq_store *s)
 	dir = rlg_xstrdup(s->path);
 	slash = strrchr(dir, '/');
 	if (slash == NULL)
-		strcpy(dir, ".");
+		memcpy(dir, ".", 2);   /* s->path is not empty: len >= 1 */
 	else if (slash == dir)
 		dir[1] = '\0';
 	else

@@ -6,7 +6,9 @@
 #   3. the fuzzers (request parsing, config, responses; libFuzzer, clang)
 #      for a bounded time
 #      (FUZZ_SECONDS, default 60);
-#   4. make distcheck (the tarball builds and passes its tests).
+#   4. make distcheck (the tarball builds and passes its tests);
+#   5. lint: cppcheck and clang-tidy over app/*.c (scripts/lint.sh), one
+#      result per tool.
 # Ends with one line "N passed, N failed" counting every test that ran, and
 # exits non-zero if any failed.
 set -uo pipefail
@@ -65,6 +67,22 @@ else
 	echo "test.sh: make distcheck failed (full log: _build/distcheck.log)"
 	failed=$((failed + 1))
 fi
+
+echo "=== lint: cppcheck, clang-tidy ==="
+mkdir -p _build
+bash scripts/lint.sh >_build/lint.log 2>&1
+lint_rc=$?
+lint_ok=$(grep -c '^ok ' _build/lint.log)
+lint_bad=$(grep -c '^not ok ' _build/lint.log)
+if [ "$lint_rc" -eq 0 ] && [ "$lint_bad" -eq 0 ] && [ "$lint_ok" -gt 0 ]; then
+	grep -E '^(not )?ok ' _build/lint.log
+else
+	tail -n 60 _build/lint.log
+	# It failed without saying which tool: count the step once.
+	[ "$lint_bad" -eq 0 ] && lint_bad=1
+	echo "test.sh: lint failed (full log: _build/lint.log)"
+fi
+passed=$((passed + lint_ok)) failed=$((failed + lint_bad))
 
 if [ "$skipped" -gt 0 ]; then
 	echo "$passed passed, $failed failed, $skipped skipped"
