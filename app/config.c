@@ -212,6 +212,8 @@ static void rlg_set_int(struct rlg_parse *p, const struct rlg_key *k,
     bool *ok);
 static void rlg_set_store_path(struct rlg_parse *p, const struct rlg_key *k,
     const char *value);
+static void rlg_set_max_clients(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value);
 static void rlg_set_busy_timeout(struct rlg_parse *p,
     const struct rlg_key *k, const char *value);
 static void rlg_set_on_error(struct rlg_parse *p, const struct rlg_key *k,
@@ -260,6 +262,7 @@ static const struct rlg_key rlg_keys[] = {
 	{ RLG_SECT_STORE, "path", rlg_set_store_path },
 	{ RLG_SECT_STORE, "busy_timeout_ms", rlg_set_busy_timeout },
 	{ RLG_SECT_STORE, "on_error", rlg_set_on_error },
+	{ RLG_SECT_STORE, "max_clients", rlg_set_max_clients },
 	{ RLG_SECT_HEADERS, "style", rlg_set_style },
 	{ RLG_SECT_HEADERS, "report_exempt", rlg_set_report_exempt },
 	{ RLG_SECT_RESPONSE, "errors", rlg_set_errors },
@@ -341,6 +344,7 @@ rlg_config_defaults(void)
 	cfg->source = NULL;
 	cfg->store.path = rlg_xstrdup(RLG_DEFAULT_DB_PATH);
 	cfg->store.busy_timeout_ms = RLG_DEFAULT_BUSY_TIMEOUT_MS;
+	cfg->store.max_clients = RLG_DEFAULT_MAX_CLIENTS;
 	cfg->store.on_error = RLG_ON_ERROR_CLOSED;
 	cfg->style = RLG_STYLE_DRAFT03;
 	cfg->errors = RLG_ERRORS_JSON;
@@ -1433,6 +1437,18 @@ rlg_set_busy_timeout(struct rlg_parse *p, const struct rlg_key *k,
 	rlg_set_int(p, k, value, 0, RLG_BUSY_TIMEOUT_MS_MAX, &v, &ok);
 	if (ok)
 		p->cfg->store.busy_timeout_ms = (int)v;
+}
+
+static void
+rlg_set_max_clients(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	long long v;
+	bool ok;
+
+	rlg_set_int(p, k, value, 0, RLG_MAX_CLIENTS_MAX, &v, &ok);
+	if (ok)
+		p->cfg->store.max_clients = v;
 }
 
 static void

@@ -45,6 +45,11 @@ struct rlg_store_config {
 	char *path;                /* SQLite file */
 	int busy_timeout_ms;       /* how long to wait for a lock */
 	enum rlg_on_error on_error;
+	/*
+	 * The most clients one policy keeps state for at once; 0: no limit.
+	 * A request of a new client past it is a store failure (on_error).
+	 */
+	int64_t max_clients;
 };
 
 /* Log levels: error (store errors), warn (+ rejections, dry-run would-be
@@ -121,6 +126,8 @@ struct rlg_config {
 #define RLG_DEFAULT_DB_PATH      LOCALSTATEDIR "/lib/rlgate/rlgate.db"
 #define RLG_DEFAULT_CONFIG_PATH  SYSCONFDIR "/rlgate.conf"
 #define RLG_DEFAULT_BUSY_TIMEOUT_MS 2000
+#define RLG_DEFAULT_MAX_CLIENTS 1000000
+#define RLG_MAX_CLIENTS_MAX 1000000000
 #define RLG_DEFAULT_LIMIT        60
 #define RLG_DEFAULT_WINDOW_S     60
 

@@ -28,6 +28,7 @@ static int fcgx_write(void *ctx, const char *buf, size_t len);
 static int stdout_write(void *ctx, const char *buf, size_t len);
 static void store_failed(struct rlg_worker *w, int64_t now_ms);
 static void store_ok(struct rlg_worker *w, int64_t now_ms);
+static void store_full(struct rlg_worker *w, int64_t now_ms);
 static enum rlg_outcome route(const struct rlg_request *r);
 static const struct rlg_route *match_route(const struct rlg_config *cfg,
     const struct rlg_request *r);
@@ -108,6 +109,30 @@ store_ok(struct rlg_worker *w, int64_t now_ms)
 		rlg_log("store recovered after %lld ms",
 		    (long long)(now_ms - w->store_failing_since_ms));
 	w->store_failing_since_ms = 0;
+}
+
+/*
+ * The store refused a new client (max_clients): a line at once, then at
+ * most one per RLG_ERROR_LOG_INTERVAL_MS, saying how many more were
+ * refused in between. The store itself works, so this is no failure.
+ */
+static void
+store_full(struct rlg_worker *w, int64_t now_ms)
+{
+	const char *mode = rlg_on_error_name(w->cfg->store.on_error);
+
+	if (now_ms < w->next_full_log_ms) {
+		w->suppressed_full++;
+		return;
+	}
+	if (w->suppressed_full > 0)
+		rlg_log("%s (on_error = %s; %ld more refused since the last"
+		    " line)", rlg_store_errmsg(w->store), mode,
+		    w->suppressed_full);
+	else
+		rlg_log("%s (on_error = %s)", rlg_store_errmsg(w->store), mode);
+	w->next_full_log_ms = now_ms + RLG_ERROR_LOG_INTERVAL_MS;
+	w->suppressed_full = 0;
 }
 
 static enum rlg_outcome
@@ -211,6 +236,7 @@ rlg_server_handle(struct rlg_worker *w, char *const *envp, int64_t now_ms,
 	struct rlg_request req;
 	struct rlg_answer a;
 	size_t i, nlist, n = 0;
+	int rc;
 	bool admitted = true, authorizer, dry_rejected = false;
 
 	rlg_request_parse(&req, envp, &cfg->client);
@@ -245,9 +271,14 @@ rlg_server_handle(struct rlg_worker *w, char *const *envp, int64_t now_ms,
 	a.errors = cfg->errors;
 	a.head = req.method == RLG_METHOD_HEAD;
 	a.policies = policies;
-	if (n > 0 && rlg_store_step(w->store, items, n, now_ms, decisions) !=
-	    RLG_OK) {
-		store_failed(w, now_ms);
+	if (n > 0 && (rc = rlg_store_step(w->store, items, n, now_ms,
+	    decisions)) != RLG_OK) {
+		if (rc == RLG_EFULL) {
+			store_ok(w, now_ms);
+			store_full(w, now_ms);
+		} else {
+			store_failed(w, now_ms);
+		}
 		/* on_error = open: pass, with nothing to report. */
 		if (cfg->store.on_error == RLG_ON_ERROR_CLOSED)
 			a.outcome = RLG_OUT_STORE_DOWN;

@@ -20,6 +20,8 @@ struct rlg_worker {
 	int64_t store_failing_since_ms;   /* 0 while the store works */
 	int64_t next_error_log_ms;
 	long suppressed_errors;
+	int64_t next_full_log_ms;          /* max_clients reached: log pacing */
+	long suppressed_full;
 };
 
 /* The resource endpoint. */

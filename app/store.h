@@ -69,9 +69,13 @@ int rlg_store_open(const struct rlg_store_config *cfg, struct rlg_store **out);
  * policy i's decision. The request is admitted when every decision is; only
  * then are the new states written. Returns RLG_OK (admitted or not), or
  * RLG_ESTORE when the store failed (nothing written, decisions undefined),
- * or RLG_EINVAL for a request no store could take: n == 0, an item without
- * policy or client, a client key longer than RLG_CLIENT_KEY_MAX, a policy
- * the limiter refuses (nothing written; rlg_store_errmsg says which).
+ * or RLG_EFULL when admitting would give a policy state for more than
+ * max_clients clients even after pruning expired ones (nothing written,
+ * decisions undefined; clients the store already holds are never refused
+ * for it), or RLG_EINVAL for a request no store could take: n == 0, an
+ * item without policy or client, a client key longer than
+ * RLG_CLIENT_KEY_MAX, a policy the limiter refuses (nothing written;
+ * rlg_store_errmsg says which).
  * The same (policy, client) twice in items counts twice. now_ms, the
  * caller's wall clock, also paces the backend's cheap health checks (the
  * SQLite store looks once a second whether its file was deleted or

@@ -17,8 +17,15 @@
  * state row (count, oldest, expires_ms = newest + window) is what pruning
  * goes by: a trigger of the schema deletes the log with the state row.
  *
- * The schema is db/schema.sql (version 2). A version 1 file, from the
- * first rlgate, is migrated in place when opened (sq_migrations).
+ * The schema is db/schema.sql (version 3). Files of versions 1 and 2 are
+ * migrated in place when opened (sq_migrations).
+ *
+ * max_clients: the schema's triggers keep, per policy, the number of its
+ * rows in rlg_clients, in the same transaction. A step that adds a client
+ * reads that count before it commits; past max_clients it first prunes one
+ * batch of expired rows in the same transaction, and if the policy is
+ * still over, rolls back and returns RLG_EFULL. Clients that have a row
+ * are never refused for it, and nobody's state is evicted to make room.
  *
  * The handle heals by itself. If the file cannot be opened (directory
  * missing, not a database, newer schema, read-only) the handle still
@@ -52,7 +59,7 @@
 extern const char rlg_schema_sql[];
 
 /* The PRAGMA user_version that db/schema.sql sets. */
-#define SQ_SCHEMA_VERSION 2
+#define SQ_SCHEMA_VERSION 3
 
 /*
  * Rows deleted per prune transaction, about: keeps the write lock short.
@@ -92,6 +99,7 @@ enum sq_stmt {
 	SQ_LOG_SELECT,
 	SQ_LOG_INSERT,
 	SQ_LOG_TRIM,
+	SQ_CLIENTS,
 	SQ_NSTMT
 };
 
@@ -108,6 +116,7 @@ struct sq_store {
 	struct rlg_store base;        /* first: rlg_store_* dispatch on it */
 	char *path;                   /* the database file, owned */
 	int busy_timeout_ms;          /* how long to wait for the write lock */
+	int64_t max_clients;          /* per policy; 0: no limit */
 	sqlite3 *db;                  /* NULL while closed: next call opens */
 	sqlite3_stmt *stmt[SQ_NSTMT];
 	dev_t dev;                    /* the file db opened, to notice */
@@ -158,6 +167,11 @@ static int sq_decide_log(struct sq_store *s,
     const struct rlg_store_item *items, size_t i, int64_t now_ms,
     struct rlg_decision *d);
 static int sq_refused(struct sq_store *s, const struct rlg_policy *policy);
+static int sq_check_room(struct sq_store *s,
+    const struct rlg_store_item *items, size_t n,
+    const struct rlg_decision *decisions, int64_t now_ms);
+static int sq_clients(struct sq_store *s, const char *policy,
+    int64_t *clients);
 static bool sq_same_key(const struct rlg_store_item *a,
     const struct rlg_store_item *b);
 static int sq_load(struct sq_store *s, const struct rlg_store_item *item,
@@ -238,6 +252,9 @@ static const char *const sq_sql[SQ_NSTMT] = {
 	[SQ_LOG_TRIM] =
 	    "DELETE FROM rlg_log"
 	    " WHERE policy = ?1 AND client = ?2 AND ts_ms <= ?3",
+	/* The schema's triggers keep this count (max_clients). */
+	[SQ_CLIENTS] =
+	    "SELECT clients FROM rlg_clients WHERE policy = ?1",
 };
 
 /*
@@ -253,6 +270,9 @@ static const char *const sq_sql[SQ_NSTMT] = {
  * 1 -> 2: the columns of sliding_window and token_bucket (appended, as
  * ALTER TABLE adds them; schema.sql lists them last too), and the views,
  * which show them. rlg_log and its trigger are new in schema.sql.
+ *
+ * 2 -> 3: nothing to alter. schema.sql adds rlg_clients, its triggers and
+ * the counts of the rows already there.
  */
 static const char *const sq_migrations[SQ_SCHEMA_VERSION] = {
 	[1] =
@@ -262,6 +282,7 @@ static const char *const sq_migrations[SQ_SCHEMA_VERSION] = {
 	    " tat_us INTEGER NOT NULL DEFAULT 0;"
 	    "DROP VIEW IF EXISTS clients;"
 	    "DROP VIEW IF EXISTS summary;",
+	[2] = "",
 };
 
 /* Result codes by name, for messages: sqlite3_errstr has no names. */
@@ -326,6 +347,7 @@ sq_open(const struct rlg_store_config *cfg, struct rlg_store **out)
 	s->path = rlg_xstrdup(cfg->path != NULL ? cfg->path : "");
 	s->busy_timeout_ms = cfg->busy_timeout_ms > 0 ?
 	    cfg->busy_timeout_ms : 0;
+	s->max_clients = cfg->max_clients > 0 ? cfg->max_clients : 0;
 	s->nscratch = 4;
 	s->scratch = rlg_xcalloc(s->nscratch, sizeof *s->scratch);
 	s->prune_batch = SQ_PRUNE_BATCH;
@@ -381,9 +403,82 @@ sq_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
 		if (rc != SQLITE_OK)
 			return sq_failed(s, rc);
 	}
+	if (s->max_clients > 0 &&
+	    (rc = sq_check_room(s, items, n, decisions, now_ms)) != RLG_OK)
+		return rc;
 	if ((rc = sq_run(s, "step", s->stmt[SQ_COMMIT])) != SQLITE_OK)
 		return sq_failed(s, rc);
 	return RLG_OK;
+}
+
+/*
+ * Before the commit of an admitted step: every policy to which the step
+ * may have added a client (a state row that was not there; a sliding_log
+ * item, whose row is not read) must hold at most max_clients. Over it, one
+ * batch of expired rows is pruned in this transaction and the count read
+ * again. RLG_OK; else the transaction is rolled back and RLG_EFULL (or
+ * RLG_ESTORE) returned.
+ */
+static int
+sq_check_room(struct sq_store *s, const struct rlg_store_item *items,
+    size_t n, const struct rlg_decision *decisions, int64_t now_ms)
+{
+	sqlite3_stmt *st = s->stmt[SQ_PRUNE];
+	bool pruned = false;
+	int64_t clients;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < n; i++) {
+		if (!decisions[i].admitted || (s->scratch[i].stored &&
+		    items[i].policy->algorithm != RLG_ALG_SLIDING_LOG))
+			continue;
+		if ((rc = sq_clients(s, items[i].policy->name, &clients)) !=
+		    SQLITE_OK)
+			return sq_failed(s, rc);
+		if (clients > s->max_clients && !pruned) {
+			pruned = true;
+			sqlite3_bind_int64(st, 1, now_ms);
+			sqlite3_bind_int(st, 2, SQ_PRUNE_BATCH);
+			if ((rc = sq_run(s, "prune", st)) != SQLITE_OK ||
+			    (rc = sq_clients(s, items[i].policy->name,
+			    &clients)) != SQLITE_OK)
+				return sq_failed(s, rc);
+		}
+		if (clients > s->max_clients) {
+			sq_seterr(s, "store full: policy \"%s\" holds state"
+			    " for max_clients = %lld clients; new clients"
+			    " are refused until states expire",
+			    items[i].policy->name,
+			    (long long)s->max_clients);
+			if ((rc = sq_run(s, "step", s->stmt[SQ_ROLLBACK])) !=
+			    SQLITE_OK)
+				return sq_failed(s, rc);
+			return RLG_EFULL;
+		}
+	}
+	return RLG_OK;
+}
+
+/* The number of clients policy holds state for (0 if it has none). */
+static int
+sq_clients(struct sq_store *s, const char *policy, int64_t *clients)
+{
+	sqlite3_stmt *st = s->stmt[SQ_CLIENTS];
+	int rc;
+
+	*clients = 0;
+	sqlite3_bind_text(st, 1, policy, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*clients = sqlite3_column_int64(st, 0);
+	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+		rc = SQLITE_OK;
+	else
+		sq_sqlite_error(s, "step", rc);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return rc;
 }
 
 /*

@@ -13,6 +13,7 @@
 #define RLG_EINVAL  (-1)   /* bad argument or input */
 #define RLG_ESTORE  (-2)   /* the store failed: apply on_error */
 #define RLG_ENOSPC  (-3)   /* an output buffer was too small */
+#define RLG_EFULL   (-4)   /* the store holds max_clients: apply on_error */
 
 /*
  * Writes one line to stderr (the web server's error log): "rlgate[pid]: "

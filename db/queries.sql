@@ -13,9 +13,13 @@
 -- them readable. Deleting a row of rlg_state deletes that client's rows of
 -- rlg_log with it (a trigger), so every reset below covers the sliding log.
 
--- Schema version (2 for this rlgate; rlgate migrates a version 1 file by
--- itself when it opens it).
+-- Schema version (3 for this rlgate; rlgate migrates a version 1 or 2 file
+-- by itself when it opens it).
 PRAGMA user_version;
+
+-- Clients held per policy, what [store] max_clients is checked against
+-- (kept by triggers; stale rows count until the next prune).
+SELECT policy, clients FROM rlg_clients ORDER BY clients DESC;
 
 -- Per policy: active clients, requests admitted in current windows, stale
 -- rows awaiting the next prune.

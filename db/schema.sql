@@ -1,4 +1,4 @@
--- db/schema.sql: the rlgate database, schema version 2.
+-- db/schema.sql: the rlgate database, schema version 3.
 --
 -- rlgate compiles this file in and applies it by itself, in one BEGIN
 -- IMMEDIATE transaction, after checking PRAGMA user_version again under
@@ -9,13 +9,16 @@
 --     prev_count and tat_us, DROP VIEW clients and summary), then this file,
 --     whose IF NOT EXISTS statements add what is new (rlg_log, its trigger,
 --     the views anew). The rows are kept.
--- The last statement sets user_version to 2. rlgate refuses a file whose
+--   2 (a file of rlgate before max_clients): this file as it is; its IF NOT
+--     EXISTS statements add rlg_clients, its triggers, and its counts of
+--     the rows already there.
+-- The last statement sets user_version to 3. rlgate refuses a file whose
 -- version is newer than it knows.
 --
--- Every statement is IF NOT EXISTS, so feeding this file to a version 2
--- database by hand (sqlite3 rlgate.db < schema.sql) changes nothing. Never
--- feed it to a version 1 file: it would set version 2 without the new
--- columns and views. Let rlgate migrate that one.
+-- Every statement is IF NOT EXISTS (or OR IGNORE), so feeding this file to
+-- a version 3 database by hand (sqlite3 rlgate.db < schema.sql) changes
+-- nothing. Never feed it to a version 1 file: it would set version 3
+-- without the new columns and views. Let rlgate migrate that one.
 --
 -- Times are integers: milliseconds since 1970-01-01 00:00:00 UTC (tat_us:
 -- microseconds). The views below turn them into readable UTC times for the
@@ -91,6 +94,33 @@ BEGIN
 	DELETE FROM rlg_log WHERE policy = old.policy AND client = old.client;
 END;
 
+-- How many clients each policy holds state for: one row per policy, kept
+-- exact by the triggers below in the same transaction as the insert or
+-- delete (an UPSERT that updates fires no INSERT trigger). rlgate reads it
+-- when a request adds a client, to enforce [store] max_clients without
+-- counting rows. The INSERT counts the rows of a file that had none of
+-- this (a migrated version 2 file); it does nothing to a version 3 one.
+CREATE TABLE IF NOT EXISTS rlg_clients (
+	policy  TEXT    NOT NULL PRIMARY KEY,  -- [policy NAME] of the config
+	clients INTEGER NOT NULL               -- its rows in rlg_state
+) WITHOUT ROWID;
+
+CREATE TRIGGER IF NOT EXISTS rlg_state_count_insert
+AFTER INSERT ON rlg_state
+BEGIN
+	INSERT INTO rlg_clients (policy, clients) VALUES (new.policy, 1)
+	    ON CONFLICT (policy) DO UPDATE SET clients = clients + 1;
+END;
+
+CREATE TRIGGER IF NOT EXISTS rlg_state_count_delete
+AFTER DELETE ON rlg_state
+BEGIN
+	UPDATE rlg_clients SET clients = clients - 1 WHERE policy = old.policy;
+END;
+
+INSERT OR IGNORE INTO rlg_clients (policy, clients)
+	SELECT policy, count(*) FROM rlg_state GROUP BY policy;
+
 -- One row per (policy, client) with readable times (UTC):
 --   policy, client, count   as in rlg_state
 --   window_start  start of the counted window (sliding_log: the oldest
@@ -153,4 +183,4 @@ SELECT
 FROM rlg_state AS s CROSS JOIN now LEFT JOIN logs ON logs.policy = s.policy
 GROUP BY s.policy;
 
-PRAGMA user_version = 2;
+PRAGMA user_version = 3;

@@ -46,7 +46,9 @@ run_suite() {   # run_suite NAME [configure options]: build, make check, tally
 }
 
 run_suite normal
-run_suite asan --enable-sanitizers
+# The sanitizer build floods the store with 200,000 keys, not 1,000,000:
+# the same code paths, a fifth of the time.
+FLOOD_KEYS=200000 run_suite asan --enable-sanitizers
 
 echo "=== fuzz: request, config, response, ${FUZZ_SECONDS:-60} s in all ==="
 if bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}" >_build/fuzz.log 2>&1; then
@@ -59,7 +61,8 @@ else
 fi
 
 echo "=== make distcheck ==="
-if make -C _build/normal distcheck >_build/distcheck.log 2>&1; then
+# The tarball's tests flood with 200,000 keys too: the 1,000,000 ran above.
+if FLOOD_KEYS=200000 make -C _build/normal distcheck >_build/distcheck.log 2>&1; then
 	echo "test.sh: make distcheck passed"
 	passed=$((passed + 1))
 else

@@ -46,6 +46,7 @@ struct rlg_t_word {
 #define RLG_T_LIMIT_RANGE "must be an integer from 1 to 1000000000"
 #define RLG_T_WINDOW_RANGE "must be an integer from 1 to 31622400"
 #define RLG_T_BUSY_RANGE "must be an integer from 0 to 600000"
+#define RLG_T_MAXC_RANGE "must be an integer from 0 to 1000000000"
 #define RLG_T_BURST_RANGE "must be an integer from 1 to 1000000000"
 #define RLG_T_ALGORITHMS \
     "must be one of fixed_window, sliding_window, token_bucket, sliding_log"
@@ -105,6 +106,13 @@ static const struct rlg_t_bad rlg_t_bad_values[] = {
 	{ "store", "busy_timeout_ms", "99999999999999999999",
 	    "[store] busy_timeout_ms: " RLG_T_BUSY_RANGE
 	    " (got \"99999999999999999999\")" },
+	{ "store", "max_clients", "-1",
+	    "[store] max_clients: " RLG_T_MAXC_RANGE " (got \"-1\")" },
+	{ "store", "max_clients", "1000000001",
+	    "[store] max_clients: " RLG_T_MAXC_RANGE
+	    " (got \"1000000001\")" },
+	{ "store", "max_clients", "1e6",
+	    "[store] max_clients: " RLG_T_MAXC_RANGE " (got \"1e6\")" },
 	{ "store", "on_error", "Closed",
 	    "[store] on_error: must be one of closed, open (got \"Closed\")" },
 	{ "store", "on_error", "fail",
@@ -441,6 +449,7 @@ START_TEST(test_defaults)
 	ck_assert_str_eq(cfg->store.path, LOCALSTATEDIR "/lib/rlgate/rlgate.db");
 	ck_assert_int_eq(cfg->store.busy_timeout_ms, 2000);
 	ck_assert_int_eq(cfg->store.on_error, RLG_ON_ERROR_CLOSED);
+	ck_assert_int_eq(cfg->store.max_clients, 1000000);
 	ck_assert_int_eq(cfg->style, RLG_STYLE_DRAFT03);
 	ck_assert_int_eq(cfg->errors, RLG_ERRORS_JSON);
 	ck_assert_uint_eq(cfg->npolicies, 1);
@@ -492,6 +501,7 @@ START_TEST(test_full_file)
 	    "path = /srv/rl/state.db\n"
 	    "busy_timeout_ms = 600000\n"
 	    "on_error = open\n"
+	    "max_clients = 0\n"
 	    "[headers]\n"
 	    "style = draft03\n"
 	    "[response]\n"
@@ -507,6 +517,7 @@ START_TEST(test_full_file)
 	ck_assert_str_eq(cfg->store.path, "/srv/rl/state.db");
 	ck_assert_int_eq(cfg->store.busy_timeout_ms, 600000);
 	ck_assert_int_eq(cfg->store.on_error, RLG_ON_ERROR_OPEN);
+	ck_assert_int_eq(cfg->store.max_clients, 0);
 	ck_assert_int_eq(cfg->style, RLG_STYLE_DRAFT03);
 	ck_assert_int_eq(cfg->errors, RLG_ERRORS_PROBLEM);
 	ck_assert_uint_eq(cfg->npolicies, 1);

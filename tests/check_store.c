@@ -290,7 +290,7 @@ policy(int64_t limit, int64_t window_s)
 static struct rlg_store *
 open_ok(const char *path, int busy_ms)
 {
-	struct rlg_store_config cfg;
+	struct rlg_store_config cfg = { 0 };
 	struct rlg_store *s = NULL;
 	char p[256];
 	int rc;
@@ -578,6 +578,209 @@ make_v1(const char *path)
 	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 1);
 }
 
+/* One request that must not fail but may find the store full: true if
+ * admitted, false if refused with RLG_EFULL (never merely rejected). */
+static bool
+hit_full(struct rlg_store *s, const struct rlg_policy *p, const char *client,
+    int64_t now)
+{
+	struct rlg_store_item item = { p, client, false };
+	struct rlg_decision d;
+	int rc = rlg_store_step(s, &item, 1, now, &d);
+
+	ck_assert_msg(rc == RLG_OK || rc == RLG_EFULL, "step: %s",
+	    rlg_store_errmsg(s));
+	if (rc == RLG_OK)
+		ck_assert(d.admitted);
+	return rc == RLG_OK;
+}
+
+/* ---- max_clients ---------------------------------------------------- */
+
+/* A handle with [store] max_clients = max. */
+static struct rlg_store *
+open_max(const char *path, int64_t max)
+{
+	struct rlg_store_config cfg = { 0 };
+	struct rlg_store *s = NULL;
+	char p[256];
+
+	snprintf(p, sizeof p, "%s", path);
+	cfg.path = p;
+	cfg.busy_timeout_ms = 2000;
+	cfg.max_clients = max;
+	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_OK);
+	return s;
+}
+
+/* rlg_clients agrees with the rows of rlg_state, policy by policy. */
+static void
+check_client_counts(const char *path)
+{
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM (SELECT policy,"
+	    " count(*) AS n FROM rlg_state GROUP BY policy) AS r"
+	    " LEFT JOIN rlg_clients AS c USING (policy)"
+	    " WHERE c.clients IS NOT r.n"), 0);
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_clients AS c"
+	    " WHERE c.clients != (SELECT count(*) FROM rlg_state AS r"
+	    " WHERE r.policy = c.policy)"), 0);
+}
+
+/*
+ * Full: a new client is refused with RLG_EFULL and nothing is written;
+ * the clients already held go on exactly, rejections included; once
+ * their states expire the step itself prunes them and admits again.
+ */
+START_TEST(test_max_clients)
+{
+	char *path = path_in("full.db");
+	struct rlg_policy p = policy(2, 60);
+	struct rlg_store_item item = { &p, "d", false };
+	struct rlg_decision d;
+	struct rlg_store *s = open_max(path, 3);
+
+	ck_assert(hit(s, &p, "a", T1, NULL));
+	ck_assert(hit(s, &p, "b", T1, NULL));
+	ck_assert(hit(s, &p, "c", T1, NULL));
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1 + 1, &d), RLG_EFULL);
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "store full: policy"
+	    " \"default\" holds state for max_clients = 3 clients") != NULL,
+	    "%s", rlg_store_errmsg(s));
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_state WHERE"
+	    " client = 'd'"), 0);
+	ck_assert_int_eq(sql_int(path, "SELECT clients FROM rlg_clients"), 3);
+
+	/* The clients held: counted, then rejected, never refused. */
+	ck_assert(hit(s, &p, "a", T1 + 2, &d));
+	ck_assert_int_eq(d.remaining, 0);
+	ck_assert(!hit(s, &p, "a", T1 + 3, NULL));
+	ck_assert_int_eq(sql_int(path, "SELECT count FROM rlg_state WHERE"
+	    " client = 'a'"), 2);
+
+	/* Still full one ms before the window ends; room after it. */
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, WIN0 + 59999, &d),
+	    RLG_EFULL);
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, WIN0 + 60000, &d),
+	    RLG_OK);
+	ck_assert(d.admitted);
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_state"), 1);
+	ck_assert_int_eq(sql_int(path, "SELECT clients FROM rlg_clients"), 1);
+	check_client_counts(path);
+	rlg_store_close(s);
+}
+END_TEST
+
+/* One full policy refuses the whole step: the other one writes nothing. */
+START_TEST(test_max_clients_per_policy)
+{
+	char *path = path_in("full2.db");
+	struct rlg_policy a = policy(5, 60), b = policy(5, 3600);
+	struct rlg_store_item items[2] = { { &a, "x", false },
+	    { &b, "x", false } };
+	struct rlg_decision d[2];
+	struct rlg_store *s = open_max(path, 2);
+
+	b.name = name_hour;
+	ck_assert(hit(s, &b, "h1", T1, NULL));
+	ck_assert(hit(s, &b, "h2", T1, NULL));
+	ck_assert_int_eq(rlg_store_step(s, items, 2, T1, d), RLG_EFULL);
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_state WHERE"
+	    " client = 'x'"), 0);
+	/* "default" alone has room: its own count is what matters. */
+	ck_assert(hit(s, &a, "x", T1, NULL));
+	ck_assert(hit(s, &a, "y", T1, NULL));
+	ck_assert_int_eq(rlg_store_step(s, items, 1, T1, d), RLG_OK);
+	check_client_counts(path);
+	rlg_store_close(s);
+}
+END_TEST
+
+/* sliding_log (whose row the step does not read) and max_clients = 0. */
+START_TEST(test_max_clients_sliding_log_and_unlimited)
+{
+	char *path = path_in("full3.db"), client[32];
+	struct rlg_policy p = alg_policy(name_sl, RLG_ALG_SLIDING_LOG, 3, 60,
+	    0);
+	struct rlg_policy f = policy(1, 60);
+	struct rlg_store_item item = { &p, "new", false };
+	struct rlg_decision d;
+	struct rlg_store *s = open_max(path, 2);
+	int i;
+
+	ck_assert(hit(s, &p, "a", T1, NULL));
+	ck_assert(hit(s, &p, "b", T1, NULL));
+	ck_assert(hit(s, &p, "a", T1 + 1, NULL));   /* held: not refused */
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1 + 2, &d), RLG_EFULL);
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_log WHERE"
+	    " client = 'new'"), 0);
+	check_client_counts(path);
+	rlg_store_close(s);
+
+	s = open_max(path, 0);
+	for (i = 0; i < 50; i++) {
+		snprintf(client, sizeof client, "c%d", i);
+		ck_assert(hit(s, &f, client, T1, NULL));
+	}
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1 + 2, &d), RLG_OK);
+	check_client_counts(path);
+	rlg_store_close(s);
+}
+END_TEST
+
+/* Rows deleted by hand (an operator's reset) leave the count exact. */
+START_TEST(test_client_counts_follow_deletes)
+{
+	char *path = path_in("counts.db"), client[32];
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_store *s = open_max(path, 5);
+	int i;
+
+	for (i = 0; i < 5; i++) {
+		snprintf(client, sizeof client, "c%d", i);
+		ck_assert(hit(s, &p, client, T1, NULL));
+	}
+	sql_exec(path, "DELETE FROM rlg_state WHERE client IN ('c1', 'c3')");
+	ck_assert_int_eq(sql_int(path, "SELECT clients FROM rlg_clients"), 3);
+	ck_assert(hit(s, &p, "n1", T1, NULL));
+	ck_assert(hit(s, &p, "n2", T1, NULL));
+	ck_assert(!hit_full(s, &p, "n3", T1));
+	sql_exec(path, "DELETE FROM rlg_state");
+	ck_assert_int_eq(sql_int(path, "SELECT clients FROM rlg_clients"), 0);
+	check_client_counts(path);
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
+ * A version 2 file (no rlg_clients, rows already there) gets the table,
+ * its triggers and the counts of its rows when opened.
+ */
+START_TEST(test_migrate_v2)
+{
+	char *path = path_in("v2.db"), text[256];
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_store *s = open_ok(path, 2000);
+
+	ck_assert(hit(s, &p, "a", T1, NULL));
+	rlg_store_close(s);
+	sql_exec(path, "DROP TRIGGER rlg_state_count_insert;"
+	    " DROP TRIGGER rlg_state_count_delete; DROP TABLE rlg_clients;"
+	    " INSERT INTO rlg_state (policy, client, window_start_ms, count,"
+	    " expires_ms) VALUES ('default', 'b', 0, 1, 4102444800000),"
+	    " ('hour', 'a', 0, 1, 4102444800000); PRAGMA user_version = 2");
+	s = open_max(path, 3);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 3);
+	sql_text(path, "SELECT group_concat(policy || ':' || clients, ',')"
+	    " FROM (SELECT * FROM rlg_clients ORDER BY policy)", text,
+	    sizeof text);
+	ck_assert_str_eq(text, "default:2,hour:1");
+	ck_assert(hit(s, &p, "c", T1, NULL));
+	ck_assert(!hit_full(s, &p, "d", T1));
+	check_client_counts(path);
+	rlg_store_close(s);
+}
+END_TEST
+
 /* ---- core --------------------------------------------------------- */
 
 START_TEST(test_new_file_schema)
@@ -593,14 +796,16 @@ START_TEST(test_new_file_schema)
 	snprintf(wal, sizeof wal, "%s-wal", path);
 	ck_assert_int_eq(file_mode(wal), 0600);   /* sqlite copies the mode */
 
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 2);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 3);
 	sql_text(path, "PRAGMA journal_mode", text, sizeof text);
 	ck_assert_str_eq(text, "wal");
 	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master"
 	    " WHERE (type, name) IN (VALUES ('table', 'rlg_state'),"
 	    " ('index', 'rlg_state_expires'), ('view', 'clients'),"
 	    " ('view', 'summary'), ('table', 'rlg_log'),"
-	    " ('trigger', 'rlg_state_delete_log'))"), 6);
+	    " ('trigger', 'rlg_state_delete_log'), ('table', 'rlg_clients'),"
+	    " ('trigger', 'rlg_state_count_insert'),"
+	    " ('trigger', 'rlg_state_count_delete'))"), 9);
 	sql_text(path, "SELECT policy, client, window_start_ms, count,"
 	    " expires_ms FROM rlg_state", text, sizeof text);
 	ck_assert_str_eq(text, "default|10.0.0.1|1699999980000|1|"
@@ -622,7 +827,7 @@ START_TEST(test_reopen_keeps_state)
 		ck_assert(hit(s, &p, "c", T1 + i, NULL));
 	rlg_store_close(s);
 
-	s = open_ok(path, 2000);       /* user_version 2: schema kept */
+	s = open_ok(path, 2000);       /* user_version 3: schema kept */
 	ck_assert(hit(s, &p, "c", T1 + 10, &d));
 	ck_assert_int_eq(d.remaining, 1);
 	rlg_store_close(s);
@@ -900,6 +1105,7 @@ START_TEST(test_prune)
 	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_state"), 10);
 	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_state WHERE"
 	    " client LIKE 'new-%'"), 10);
+	ck_assert_int_eq(sql_int(path, "SELECT clients FROM rlg_clients"), 10);
 	ck_assert_int_eq(rlg_store_prune(s, WIN0 + 60000, &deleted), RLG_OK);
 	ck_assert_int_eq(deleted, 0);
 	ck_assert_int_eq(rlg_store_prune(s, WIN0 + 180000, NULL), RLG_OK);
@@ -1337,7 +1543,7 @@ START_TEST(test_migrate_v1)
 
 	make_v1(path);
 	s = open_ok(path, 2000);
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 2);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 3);
 	sql_text(path, "SELECT group_concat(policy || ',' || client || ',' ||"
 	    " window_start_ms || ',' || count || ',' || expires_ms || ',' ||"
 	    " prev_count || ',' || tat_us, ';') FROM (SELECT * FROM rlg_state"
@@ -1346,6 +1552,11 @@ START_TEST(test_migrate_v1)
 	    "default,10.0.0.1,1699999980000,3,1700000040000,0,0;"
 	    "default,10.0.0.2,1699999980000,5,1700000040000,0,0;"
 	    "hour,10.0.0.1,1699999200000,42,1700002800000,0,0");
+	/* rlg_clients counts the kept rows. */
+	sql_text(path, "SELECT group_concat(policy || ':' || clients, ',')"
+	    " FROM (SELECT * FROM rlg_clients ORDER BY policy)", text,
+	    sizeof text);
+	ck_assert_str_eq(text, "default:2,hour:1");
 
 	/* The same objects and columns as a new file, and working views. */
 	rlg_store_close(open_ok(fresh, 2000));
@@ -1376,7 +1587,7 @@ START_TEST(test_migrate_v1)
 	ck_assert(hit(s, &p, "10.0.0.1", T1, &d));
 	ck_assert_int_eq(d.remaining, 0);
 	rlg_store_close(s);
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 2);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 3);
 	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_state"), 3);
 }
 END_TEST
@@ -1388,7 +1599,7 @@ END_TEST
 START_TEST(test_processes_migrate)
 {
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_config cfg;
+	struct rlg_store_config cfg = { 0 };
 	struct rlg_store *s;
 	struct rlg_decision d;
 	struct rlg_store_item item = { NULL, NULL, false };
@@ -1432,7 +1643,7 @@ START_TEST(test_processes_migrate)
 			if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 				failed++;
 		}
-		ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 2);
+		ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 3);
 		ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM"
 		    " rlg_state"), 3 + 8);
 		ck_assert_int_eq(sql_int(path, "SELECT sum(count) FROM"
@@ -1463,7 +1674,7 @@ run_worker(struct worker *w)
 {
 	struct rlg_policy one = policy(CONC_LIMIT, 60);
 	struct rlg_policy many = policy(MANY_LIMIT, 60);
-	struct rlg_store_config cfg;
+	struct rlg_store_config cfg = { 0 };
 	struct rlg_store *s = NULL;
 	struct rlg_store_item item = { NULL, NULL, false };
 	struct rlg_decision d;
@@ -1786,7 +1997,7 @@ END_TEST
  */
 START_TEST(test_processes_open_new_file)
 {
-	struct rlg_store_config cfg;
+	struct rlg_store_config cfg = { 0 };
 	struct rlg_store *s;
 	pid_t pids[8];
 	char path[256];
@@ -1823,7 +2034,7 @@ START_TEST(test_processes_open_new_file)
 			if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 				failed++;
 		}
-		ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 2);
+		ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 3);
 	}
 	ck_assert_int_eq(failed, 0);
 }
@@ -1835,7 +2046,8 @@ START_TEST(test_missing_directory)
 {
 	char *dir = path_in("missing"), *path = path_in("missing/rl.db");
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_config cfg = { path, 2000, RLG_ON_ERROR_CLOSED };
+	struct rlg_store_config cfg = { .path = path, .busy_timeout_ms = 2000,
+	    .on_error = RLG_ON_ERROR_CLOSED };
 	struct rlg_store_item item = { &p, "c", false };
 	struct rlg_decision d;
 	struct rlg_store *s = NULL;
@@ -1857,7 +2069,7 @@ START_TEST(test_missing_directory)
 	ck_assert(d.admitted);
 	ck_assert_int_eq(d.remaining, 4);
 	ck_assert_int_eq(file_mode(path), 0600);
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 2);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 3);
 	ck_assert_int_eq(rlg_store_prune(s, T1, NULL), RLG_OK);
 	rlg_store_close(s);
 }
@@ -1867,7 +2079,8 @@ START_TEST(test_garbage_file)
 {
 	char *path = path_in("garbage.db");
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_config cfg = { path, 2000, RLG_ON_ERROR_CLOSED };
+	struct rlg_store_config cfg = { .path = path, .busy_timeout_ms = 2000,
+	    .on_error = RLG_ON_ERROR_CLOSED };
 	struct rlg_store_item item = { &p, "c", false };
 	struct rlg_decision d;
 	struct rlg_store *s = NULL;
@@ -1888,7 +2101,7 @@ START_TEST(test_garbage_file)
 	ck_assert(d.admitted);
 	ck_assert_int_eq(d.remaining, 4);
 	ck_assert_int_eq(file_mode(path), 0600);
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 2);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 3);
 	rlg_store_close(s);
 }
 END_TEST
@@ -1910,7 +2123,7 @@ START_TEST(test_deleted_while_open)
 	ck_assert(hit(s, &p, "c", T1 + 1000, &d));
 	ck_assert_int_eq(d.remaining, 4);
 	ck_assert_int_eq(file_mode(path), 0600);
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 2);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 3);
 	ck_assert_int_eq(sql_int(path, "SELECT count FROM rlg_state"), 1);
 
 	/* All three files, as an operator should. */
@@ -2002,24 +2215,25 @@ START_TEST(test_newer_schema)
 {
 	char *path = path_in("newer.db");
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_config cfg = { path, 2000, RLG_ON_ERROR_CLOSED };
+	struct rlg_store_config cfg = { .path = path, .busy_timeout_ms = 2000,
+	    .on_error = RLG_ON_ERROR_CLOSED };
 	struct rlg_store_item item = { &p, "c", false };
 	struct rlg_decision d;
 	struct rlg_store *s = NULL;
-	const char *want = "database schema version 3 is newer than this"
-	    " rlgate (2)";
+	const char *want = "database schema version 4 is newer than this"
+	    " rlgate (3)";
 
 	rlg_store_close(open_ok(path, 2000));
-	sql_exec(path, "PRAGMA user_version = 3");
+	sql_exec(path, "PRAGMA user_version = 4");
 	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_ESTORE);
 	ck_assert_msg(strstr(rlg_store_errmsg(s), want) != NULL, "%s",
 	    rlg_store_errmsg(s));
 	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
 	ck_assert_msg(strstr(rlg_store_errmsg(s), want) != NULL, "%s",
 	    rlg_store_errmsg(s));
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 3);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 4);
 
-	sql_exec(path, "PRAGMA user_version = 2");
+	sql_exec(path, "PRAGMA user_version = 3");
 	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_OK);
 	ck_assert(d.admitted);
 	rlg_store_close(s);
@@ -2083,6 +2297,10 @@ rlg_store_suite(void)
 	tcase_add_test(tc, test_clients_view);
 	tcase_add_test(tc, test_prune);
 	tcase_add_test(tc, test_null_safe);
+	tcase_add_test(tc, test_max_clients);
+	tcase_add_test(tc, test_max_clients_per_policy);
+	tcase_add_test(tc, test_max_clients_sliding_log_and_unlimited);
+	tcase_add_test(tc, test_client_counts_follow_deletes);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("algorithms");
@@ -2104,6 +2322,7 @@ rlg_store_suite(void)
 	tcase_add_checked_fixture(tc, case_setup, NULL);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_migrate_v1);
+	tcase_add_test(tc, test_migrate_v2);
 	tcase_add_test(tc, test_processes_migrate);
 	suite_add_tcase(s, tc);
 

@@ -169,7 +169,7 @@ mono(void)
 static int
 conn_open(struct conn *c, int variant, const char *path)
 {
-	struct rlg_store_config cfg;
+	struct rlg_store_config cfg = { 0 };
 	char p[512];
 
 	memset(c, 0, sizeof *c);

@@ -199,5 +199,50 @@ is "$(header RateLimit-Remaining)" $((LIMIT - 2)) "open: the request let through
 
 rlgate_pids_alive open
 ok $? "rlgate survived every fault"
+stop_rlgate_fcgi open
+
+# ============================================================================
+# max_clients: the store holds state for 3 clients at most
+for mode in closed open; do
+	db="$T/full-$mode.db"
+	conf="$T/full-$mode.conf"
+	write_rlgate_conf "$conf" "$db" $LIMIT $WINDOW $mode $BUSY_MS
+	sed -i 's/^\[store\]$/[store]\nmax_clients = 3/' "$conf"
+	start_rlgate_fcgi "full-$mode" "$sock" "$conf" 1 --threads 1
+	for c in 1 2 3; do
+		req --interface "127.0.0.$c" "$url"
+		[ "$STATUS" = 200 ] || break
+	done
+	is "$STATUS" 200 "max_clients = 3, $mode: 3 clients admitted"
+	for c in 4 5; do
+		req --interface "127.0.0.$c" "$url"
+		if [ $mode = closed ]; then
+			is "$STATUS" 503 "full, closed: a 4th client (127.0.0.$c) gets 503"
+			between "$(header Retry-After)" 1 60 "full, closed: Retry-After in 1..60"
+		else
+			is "$STATUS" 200 "full, open: a 4th client (127.0.0.$c) passes"
+		fi
+		has_header RateLimit-Remaining
+		ok $((! $?)) "full, $mode: no RateLimit-Remaining (nothing counted)"
+	done
+	req --interface 127.0.0.2 "$url"
+	is "$STATUS" 200 "full, $mode: a client the store holds still gets 200"
+	is "$(header RateLimit-Remaining)" $((LIMIT - 2)) "... and is counted (RateLimit-Remaining $((LIMIT - 2)))"
+	is "$(sql "$db" "SELECT count(*) FROM rlg_state")" 3 "full, $mode: the database holds 3 clients"
+	is "$(sql "$db" "SELECT clients FROM rlg_clients")" 3 "full, $mode: rlg_clients says 3"
+	lines=$(store_log_lines "$T/full-$mode.log")
+	is "$(printf '%s\n' "$lines" | grep -c .)" 1 "full, $mode: one log line for two refused clients"
+	like "$lines" "store full: policy \"default\" holds state for max_clients = 3 clients.*on_error = $mode" \
+	    "... naming the policy, max_clients and on_error"
+	diag "log: $lines"
+	# an operator frees a slot by hand: the next new client gets in
+	sql "$db" "DELETE FROM rlg_state WHERE client = '127.0.0.1'"
+	req --interface 127.0.0.4 "$url"
+	is "$STATUS" 200 "full, $mode: a slot freed by hand admits a new client"
+	is "$(header RateLimit-Remaining)" $((LIMIT - 1)) "... counted from 1"
+	rlgate_pids_alive "full-$mode"
+	ok $? "full, $mode: rlgate still runs"
+	stop_rlgate_fcgi "full-$mode"
+done
 
 done_testing
