@@ -12,9 +12,14 @@
  * (floor(now_ms / window_ms)). A request is sent only when at least
  * --guard-ms remain in the current window, and loadgen waits --guard-ms
  * into a new window before sending again; each answer is filed under the
- * window in which the request was sent. A request whose answer arrives in
- * a later window than it was sent is "ambiguous" (its window is not known
- * for sure); the summary counts them, and a test wants zero.
+ * window in which the request was sent. An answer that arrives in a later
+ * window than its request was sent in (a stall of more than --guard-ms)
+ * is filed by its RateLimit-Reset header (draft03: seconds until the
+ * window it was counted in ends): counted just before the boundary, it
+ * says at most the stall; counted after, nearly a whole window. A reset
+ * of at most half a window files it under the window it was sent in,
+ * else under the next. The summary counts these "late" answers, and as
+ * "ambiguous" the late ones without the header (a test wants zero).
  *
  * In each window, client i plans to send min + (hash(i, window) %
  * (max - min + 1)) requests (--per-client MIN:MAX), in a rotating order so
@@ -39,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,6 +58,7 @@ struct lane {                   /* one in-flight slot */
 	uint32_t left;          /* requests still to send for client */
 	int64_t sent_us;        /* when the request in flight was sent */
 	int64_t window;         /* its window index */
+	long reset_s;           /* its answer's RateLimit-Reset; -1: none */
 };
 
 static struct {
@@ -74,7 +81,7 @@ static long nwindows;           /* windows allocated in cells */
 static struct cell *cells;      /* [nwindows][clients] */
 static uint32_t *lat_us;        /* one latency per answer */
 static uint64_t nlat, cap_lat;
-static uint64_t nsent, ndone, n200, n429, nother, ambiguous;
+static uint64_t nsent, ndone, n200, n429, nother, late, ambiguous;
 
 static int64_t
 now_us(void)
@@ -128,6 +135,20 @@ discard(char *p, size_t size, size_t n, void *ud)
 	return size * n;
 }
 
+/* Keeps the RateLimit-Reset of the answer (header names are any case). */
+static size_t
+on_header(char *p, size_t size, size_t n, void *ud)
+{
+	struct lane *l = ud;
+	static const char name[] = "ratelimit-reset:";
+	size_t len = size * n;
+
+	if (len > sizeof(name) - 1 &&
+	    strncasecmp(p, name, sizeof(name) - 1) == 0)
+		l->reset_s = strtol(p + sizeof(name) - 1, NULL, 10);
+	return len;
+}
+
 static void
 lane_send(CURLM *multi, struct lane *l, int64_t window)
 {
@@ -137,6 +158,7 @@ lane_send(CURLM *multi, struct lane *l, int64_t window)
 	snprintf(iface, sizeof(iface), "host!%s", addr);
 	curl_easy_setopt(l->easy, CURLOPT_INTERFACE, iface);
 	l->window = window;
+	l->reset_s = -1;
 	l->sent_us = now_us();
 	nsent++;
 	curl_multi_add_handle(multi, l->easy);
@@ -145,14 +167,20 @@ lane_send(CURLM *multi, struct lane *l, int64_t window)
 static void
 record(struct lane *l, CURLcode rc)
 {
-	int64_t done_us = now_us();
+	int64_t done_us = now_us(), window = l->window;
 	long status = 0;
-	struct cell *c = cell_at(l->window, l->client);
+	struct cell *c;
 
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(l->easy, CURLINFO_RESPONSE_CODE, &status);
-	if (done_us / 1000 / opt.window_ms != l->window)
-		ambiguous++;
+	if (done_us / 1000 / opt.window_ms != window) {
+		late++;
+		if (l->reset_s < 0)
+			ambiguous++;
+		else if (l->reset_s * 1000 > opt.window_ms / 2)
+			window++;
+	}
+	c = cell_at(window, l->client);
 	if (nlat == cap_lat) {
 		cap_lat = cap_lat ? cap_lat * 2 : 65536;
 		lat_us = realloc(lat_us, cap_lat * sizeof(*lat_us));
@@ -355,6 +383,8 @@ main(int argc, char **argv)
 		curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, opt.timeout_ms);
 		curl_easy_setopt(e, CURLOPT_PRIVATE, (char *)&lanes[i]);
+		curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+		curl_easy_setopt(e, CURLOPT_HEADERDATA, &lanes[i]);
 		lanes[i].easy = e;
 		lanes[i].client = -1;
 	}
@@ -407,11 +437,12 @@ main(int argc, char **argv)
 	secs = (double)(t1 - t0) / 1e6;
 	printf("requests %" PRIu64 "\nwindows %ld\nclients %ld\nseconds %.1f\n"
 	    "requests_per_s %.0f\nstatus_200 %" PRIu64 "\nstatus_429 %" PRIu64
-	    "\nstatus_other %" PRIu64 "\nambiguous %" PRIu64 "\n"
+	    "\nstatus_other %" PRIu64 "\nlate %" PRIu64 "\nambiguous %"
+	    PRIu64 "\n"
 	    "p50_ms %.2f\np99_ms %.2f\nmax_ms %.2f\n",
 	    ndone, windows, opt.clients, secs,
 	    secs > 0 ? (double)ndone / secs : 0.0, n200, n429, nother,
-	    ambiguous,
+	    late, ambiguous,
 	    nlat ? lat_us[nlat / 2] / 1000.0 : 0.0,
 	    nlat ? lat_us[nlat * 99 / 100] / 1000.0 : 0.0,
 	    nlat ? lat_us[nlat - 1] / 1000.0 : 0.0);
