@@ -236,12 +236,14 @@ port_in_use() {
 	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
-# free_port: prints a free TCP port on 127.0.0.1 from 20000-60000; fails
+# free_port: prints a free TCP port on 127.0.0.1 from 10000-32767; fails
 # if none found. Use: PORT=$(free_port) || bail_out "no free port"
 free_port() {
 	local i p
 	for i in $(seq 1 100); do
-		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40001))
+		# below Linux's ephemeral range (32768-60999): a client
+		# connection's local port can never take it in between
+		p=$((10000 + (RANDOM * 32768 + RANDOM) % 22768))
 		if ! port_in_use "$p"; then
 			echo "$p"
 			return 0
