@@ -214,6 +214,8 @@ static void rlg_set_store_path(struct rlg_parse *p, const struct rlg_key *k,
     const char *value);
 static void rlg_set_max_clients(struct rlg_parse *p, const struct rlg_key *k,
     const char *value);
+static void rlg_set_rejection_cache(struct rlg_parse *p,
+    const struct rlg_key *k, const char *value);
 static void rlg_set_busy_timeout(struct rlg_parse *p,
     const struct rlg_key *k, const char *value);
 static void rlg_set_on_error(struct rlg_parse *p, const struct rlg_key *k,
@@ -263,6 +265,7 @@ static const struct rlg_key rlg_keys[] = {
 	{ RLG_SECT_STORE, "busy_timeout_ms", rlg_set_busy_timeout },
 	{ RLG_SECT_STORE, "on_error", rlg_set_on_error },
 	{ RLG_SECT_STORE, "max_clients", rlg_set_max_clients },
+	{ RLG_SECT_STORE, "rejection_cache", rlg_set_rejection_cache },
 	{ RLG_SECT_HEADERS, "style", rlg_set_style },
 	{ RLG_SECT_HEADERS, "report_exempt", rlg_set_report_exempt },
 	{ RLG_SECT_RESPONSE, "errors", rlg_set_errors },
@@ -345,6 +348,7 @@ rlg_config_defaults(void)
 	cfg->store.path = rlg_xstrdup(RLG_DEFAULT_DB_PATH);
 	cfg->store.busy_timeout_ms = RLG_DEFAULT_BUSY_TIMEOUT_MS;
 	cfg->store.max_clients = RLG_DEFAULT_MAX_CLIENTS;
+	cfg->store.rejection_cache = RLG_DEFAULT_REJECTION_CACHE;
 	cfg->store.on_error = RLG_ON_ERROR_CLOSED;
 	cfg->style = RLG_STYLE_DRAFT03;
 	cfg->errors = RLG_ERRORS_JSON;
@@ -1449,6 +1453,18 @@ rlg_set_max_clients(struct rlg_parse *p, const struct rlg_key *k,
 	rlg_set_int(p, k, value, 0, RLG_MAX_CLIENTS_MAX, &v, &ok);
 	if (ok)
 		p->cfg->store.max_clients = v;
+}
+
+static void
+rlg_set_rejection_cache(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	long long v;
+	bool ok;
+
+	rlg_set_int(p, k, value, 0, RLG_REJECTION_CACHE_MAX, &v, &ok);
+	if (ok)
+		p->cfg->store.rejection_cache = v;
 }
 
 static void

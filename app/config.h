@@ -50,6 +50,8 @@ struct rlg_store_config {
 	 * A request of a new client past it is a store failure (on_error).
 	 */
 	int64_t max_clients;
+	/* Rejections remembered per worker thread (store_cache.c); 0: off. */
+	int64_t rejection_cache;
 };
 
 /* Log levels: error (store errors), warn (+ rejections, dry-run would-be
@@ -128,6 +130,8 @@ struct rlg_config {
 #define RLG_DEFAULT_BUSY_TIMEOUT_MS 2000
 #define RLG_DEFAULT_MAX_CLIENTS 1000000
 #define RLG_MAX_CLIENTS_MAX 1000000000
+#define RLG_DEFAULT_REJECTION_CACHE 4096
+#define RLG_REJECTION_CACHE_MAX 1048576
 #define RLG_DEFAULT_LIMIT        60
 #define RLG_DEFAULT_WINDOW_S     60
 

@@ -1,8 +1,8 @@
 /*
  * store.c: the store calls, dispatched through the handle's operations
- * table. Only the SQLite backend exists; rlg_store_open picks it. Keeping
- * the dispatch here lets a Redis backend, a rejection cache or group commit
- * slot in later without the callers changing.
+ * table. rlg_store_open opens the SQLite backend behind the rejection
+ * cache (store_cache.c); the dispatch lets a Redis backend or group commit
+ * slot in the same way without the callers changing.
  */
 #include <stddef.h>
 
@@ -12,7 +12,8 @@
 int
 rlg_store_open(const struct rlg_store_config *cfg, struct rlg_store **out)
 {
-	return rlg_store_sqlite_ops.open(cfg, out);
+	/* The SQLite store, behind a rejection cache unless it is off. */
+	return rlg_store_cache_ops.open(cfg, out);
 }
 
 int

@@ -52,6 +52,29 @@ struct rlg_store_ops {
 };
 
 extern const struct rlg_store_ops rlg_store_sqlite_ops;
+/* The rejection cache in front of the SQLite store (store_cache.c). */
+extern const struct rlg_store_ops rlg_store_cache_ops;
+
+/* What a rejection cache has done, for tests and benchmarks. */
+struct rlg_store_cache_stats {
+	uint64_t hits;             /* rejections answered from memory */
+	uint64_t misses;           /* steps that went to the store */
+	uint64_t stored;           /* rejections remembered */
+};
+
+/*
+ * Wraps inner in a rejection cache of about entries entries (rounded up to
+ * a power of two): repeat rejections are answered from memory, exactly as
+ * the store would answer them, until the earliest moment one could be
+ * admitted (store_cache.c says why that is exact). Returns the new handle,
+ * which owns inner, or inner itself when entries <= 0 or inner is NULL.
+ */
+struct rlg_store *rlg_store_cache_wrap(struct rlg_store *inner,
+    int64_t entries);
+
+/* The cache's counters, or NULL if s is no rejection cache. */
+const struct rlg_store_cache_stats *rlg_store_cache_stats(
+    const struct rlg_store *s);
 
 /*
  * Opens a connection to the store that cfg names (creating the SQLite file

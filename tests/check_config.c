@@ -113,6 +113,12 @@ static const struct rlg_t_bad rlg_t_bad_values[] = {
 	    " (got \"1000000001\")" },
 	{ "store", "max_clients", "1e6",
 	    "[store] max_clients: " RLG_T_MAXC_RANGE " (got \"1e6\")" },
+	{ "store", "rejection_cache", "-1",
+	    "[store] rejection_cache: must be an integer from 0 to 1048576"
+	    " (got \"-1\")" },
+	{ "store", "rejection_cache", "1048577",
+	    "[store] rejection_cache: must be an integer from 0 to 1048576"
+	    " (got \"1048577\")" },
 	{ "store", "on_error", "Closed",
 	    "[store] on_error: must be one of closed, open (got \"Closed\")" },
 	{ "store", "on_error", "fail",
@@ -450,6 +456,7 @@ START_TEST(test_defaults)
 	ck_assert_int_eq(cfg->store.busy_timeout_ms, 2000);
 	ck_assert_int_eq(cfg->store.on_error, RLG_ON_ERROR_CLOSED);
 	ck_assert_int_eq(cfg->store.max_clients, 1000000);
+	ck_assert_int_eq(cfg->store.rejection_cache, 4096);
 	ck_assert_int_eq(cfg->style, RLG_STYLE_DRAFT03);
 	ck_assert_int_eq(cfg->errors, RLG_ERRORS_JSON);
 	ck_assert_uint_eq(cfg->npolicies, 1);
@@ -502,6 +509,7 @@ START_TEST(test_full_file)
 	    "busy_timeout_ms = 600000\n"
 	    "on_error = open\n"
 	    "max_clients = 0\n"
+	    "rejection_cache = 0\n"
 	    "[headers]\n"
 	    "style = draft03\n"
 	    "[response]\n"
@@ -518,6 +526,7 @@ START_TEST(test_full_file)
 	ck_assert_int_eq(cfg->store.busy_timeout_ms, 600000);
 	ck_assert_int_eq(cfg->store.on_error, RLG_ON_ERROR_OPEN);
 	ck_assert_int_eq(cfg->store.max_clients, 0);
+	ck_assert_int_eq(cfg->store.rejection_cache, 0);
 	ck_assert_int_eq(cfg->style, RLG_STYLE_DRAFT03);
 	ck_assert_int_eq(cfg->errors, RLG_ERRORS_PROBLEM);
 	ck_assert_uint_eq(cfg->npolicies, 1);

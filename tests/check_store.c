@@ -115,6 +115,9 @@ static void sim_log_dump(const struct sim *m, char *buf, size_t size);
 static void make_v1(const char *path);
 
 /* The per-run directory (parent) and the per-test one inside it (child). */
+/* Rejection cache entries of the concurrency workers' handles (0: none). */
+static int64_t conc_cache;
+
 static char base_dir[64];
 static char case_dir[128];
 static int case_seq;
@@ -597,9 +600,9 @@ hit_full(struct rlg_store *s, const struct rlg_policy *p, const char *client,
 
 /* ---- max_clients ---------------------------------------------------- */
 
-/* A handle with [store] max_clients = max. */
+/* A handle with [store] max_clients and rejection_cache as given. */
 static struct rlg_store *
-open_max(const char *path, int64_t max)
+open_with(const char *path, int64_t max_clients, int64_t cache)
 {
 	struct rlg_store_config cfg = { 0 };
 	struct rlg_store *s = NULL;
@@ -608,7 +611,8 @@ open_max(const char *path, int64_t max)
 	snprintf(p, sizeof p, "%s", path);
 	cfg.path = p;
 	cfg.busy_timeout_ms = 2000;
-	cfg.max_clients = max;
+	cfg.max_clients = max_clients;
+	cfg.rejection_cache = cache;
 	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_OK);
 	return s;
 }
@@ -637,7 +641,7 @@ START_TEST(test_max_clients)
 	struct rlg_policy p = policy(2, 60);
 	struct rlg_store_item item = { &p, "d", false };
 	struct rlg_decision d;
-	struct rlg_store *s = open_max(path, 3);
+	struct rlg_store *s = open_with(path, 3, 0);
 
 	ck_assert(hit(s, &p, "a", T1, NULL));
 	ck_assert(hit(s, &p, "b", T1, NULL));
@@ -678,7 +682,7 @@ START_TEST(test_max_clients_per_policy)
 	struct rlg_store_item items[2] = { { &a, "x", false },
 	    { &b, "x", false } };
 	struct rlg_decision d[2];
-	struct rlg_store *s = open_max(path, 2);
+	struct rlg_store *s = open_with(path, 2, 0);
 
 	b.name = name_hour;
 	ck_assert(hit(s, &b, "h1", T1, NULL));
@@ -704,7 +708,7 @@ START_TEST(test_max_clients_sliding_log_and_unlimited)
 	struct rlg_policy f = policy(1, 60);
 	struct rlg_store_item item = { &p, "new", false };
 	struct rlg_decision d;
-	struct rlg_store *s = open_max(path, 2);
+	struct rlg_store *s = open_with(path, 2, 0);
 	int i;
 
 	ck_assert(hit(s, &p, "a", T1, NULL));
@@ -716,7 +720,7 @@ START_TEST(test_max_clients_sliding_log_and_unlimited)
 	check_client_counts(path);
 	rlg_store_close(s);
 
-	s = open_max(path, 0);
+	s = open_with(path, 0, 0);
 	for (i = 0; i < 50; i++) {
 		snprintf(client, sizeof client, "c%d", i);
 		ck_assert(hit(s, &f, client, T1, NULL));
@@ -732,7 +736,7 @@ START_TEST(test_client_counts_follow_deletes)
 {
 	char *path = path_in("counts.db"), client[32];
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store *s = open_max(path, 5);
+	struct rlg_store *s = open_with(path, 5, 0);
 	int i;
 
 	for (i = 0; i < 5; i++) {
@@ -768,7 +772,7 @@ START_TEST(test_migrate_v2)
 	    " INSERT INTO rlg_state (policy, client, window_start_ms, count,"
 	    " expires_ms) VALUES ('default', 'b', 0, 1, 4102444800000),"
 	    " ('hour', 'a', 0, 1, 4102444800000); PRAGMA user_version = 2");
-	s = open_max(path, 3);
+	s = open_with(path, 3, 0);
 	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 3);
 	sql_text(path, "SELECT group_concat(policy || ':' || clients, ',')"
 	    " FROM (SELECT * FROM rlg_clients ORDER BY policy)", text,
@@ -778,6 +782,211 @@ START_TEST(test_migrate_v2)
 	ck_assert(!hit_full(s, &p, "d", T1));
 	check_client_counts(path);
 	rlg_store_close(s);
+}
+END_TEST
+
+/* ---- the rejection cache (store_cache.c) ----------------------------- */
+
+/*
+ * The same requests at the same instants into two files, one store with
+ * the cache and one without: every decision is the same, field by field,
+ * and the cache answered most rejections. Bursts every 97 ms over three
+ * windows, with pauses, so rejections, retries that come due and new
+ * windows all happen; one and two policies per request.
+ */
+static void
+check_cache_differential(const struct rlg_policy *ps, size_t np,
+    const char *tag, uint64_t min_hits)
+{
+	char a[64], b[64];
+	struct rlg_store *c, *u;
+	struct rlg_store_item items[2];
+	struct rlg_decision dc[2], du[2];
+	const struct rlg_store_cache_stats *st;
+	int64_t t = T1;
+	size_t i;
+	int k, rc, rejected = 0;
+
+	snprintf(a, sizeof a, "cache-%s.db", tag);
+	snprintf(b, sizeof b, "plain-%s.db", tag);
+	c = open_with(path_in(a), 0, 64);
+	u = open_with(path_in(b), 0, 0);
+	ck_assert_ptr_nonnull(rlg_store_cache_stats(c));
+	ck_assert_ptr_null(rlg_store_cache_stats(u));
+	for (i = 0; i < np; i++) {
+		items[i].policy = &ps[i];
+		items[i].client = "10.9.9.9";
+		items[i].advisory = false;
+	}
+	for (k = 0; k < 900; k++) {
+		t += (k % 40 == 39) ? 1500 : 97;
+		rc = rlg_store_step(c, items, np, t, dc);
+		ck_assert_int_eq(rc, RLG_OK);
+		ck_assert_int_eq(rlg_store_step(u, items, np, t, du), RLG_OK);
+		for (i = 0; i < np; i++) {
+			ck_assert_msg(dc[i].admitted == du[i].admitted &&
+			    dc[i].limit == du[i].limit &&
+			    dc[i].remaining == du[i].remaining &&
+			    dc[i].reset_ms == du[i].reset_ms &&
+			    dc[i].retry_ms == du[i].retry_ms,
+			    "%s, request %d at +%lld ms, policy %zu: cached"
+			    " %d/%lld/%lld/%lld, store %d/%lld/%lld/%lld", tag,
+			    k, (long long)(t - T1), i, dc[i].admitted,
+			    (long long)dc[i].remaining,
+			    (long long)dc[i].reset_ms,
+			    (long long)dc[i].retry_ms, du[i].admitted,
+			    (long long)du[i].remaining,
+			    (long long)du[i].reset_ms,
+			    (long long)du[i].retry_ms);
+			if (!du[i].admitted)
+				rejected++;
+		}
+	}
+	st = rlg_store_cache_stats(c);
+	ck_assert_msg(st->hits >= min_hits && rejected > 0, "%s: %llu hits",
+	    tag, (unsigned long long)st->hits);
+	rlg_store_close(c);
+	rlg_store_close(u);
+}
+
+START_TEST(test_cache_exact_each_algorithm)
+{
+	struct rlg_policy fw = alg_policy(name_alg, RLG_ALG_FIXED_WINDOW, 5,
+	    2, 0);
+	struct rlg_policy sw = alg_policy(name_sw, RLG_ALG_SLIDING_WINDOW, 5,
+	    2, 0);
+	struct rlg_policy tb = alg_policy(name_tb, RLG_ALG_TOKEN_BUCKET, 5, 2,
+	    3);
+	struct rlg_policy sl = alg_policy(name_sl, RLG_ALG_SLIDING_LOG, 5, 2,
+	    0);
+	struct rlg_policy two[2];
+
+	check_cache_differential(&fw, 1, "fixed", 300);
+	check_cache_differential(&sw, 1, "sliding", 300);
+	check_cache_differential(&tb, 1, "bucket", 300);
+	check_cache_differential(&sl, 1, "log", 300);
+	two[0] = fw;
+	two[1] = sl;
+	two[1].limit = 7;
+	check_cache_differential(two, 2, "fixed+log", 10);
+	two[0] = tb;
+	two[1] = sw;
+	check_cache_differential(two, 2, "bucket+sliding", 10);
+}
+END_TEST
+
+/*
+ * What the cache leaves to the store: a request rejected by only some of
+ * its policies, advisory items, a clock that went back before the
+ * rejection, and the instant the earliest retry comes due.
+ */
+START_TEST(test_cache_leaves_to_store)
+{
+	char *path = path_in("cacheleft.db");
+	struct rlg_policy p = policy(1, 60), q = policy(100, 60);
+	struct rlg_store_item items[2] = { { &p, "c", false },
+	    { &q, "c", false } };
+	struct rlg_decision d[2];
+	struct rlg_store *s = open_with(path, 0, 16);
+	const struct rlg_store_cache_stats *st = rlg_store_cache_stats(s);
+
+	q.name = name_hour;
+	ck_assert(hit(s, &p, "c", T1, NULL));
+	/* Only p rejects: not remembered. */
+	ck_assert_int_eq(rlg_store_step(s, items, 2, T1 + 1, d), RLG_OK);
+	ck_assert(!d[0].admitted && d[1].admitted);
+	ck_assert_uint_eq(st->stored, 0);
+	/* Advisory: not remembered. */
+	items[0].advisory = true;
+	ck_assert_int_eq(rlg_store_step(s, items, 1, T1 + 2, d), RLG_OK);
+	ck_assert_uint_eq(st->stored, 0);
+	items[0].advisory = false;
+	/* Remembered, then a hit. */
+	ck_assert(!hit(s, &p, "c", T1 + 3, NULL));
+	ck_assert_uint_eq(st->stored, 1);
+	ck_assert(!hit(s, &p, "c", T1 + 4, &d[0]));
+	ck_assert_uint_eq(st->hits, 1);
+	ck_assert_int_eq(d[0].retry_ms, WIN0 + 60000 - (T1 + 4));
+	/* A clock gone back before the rejection: the store answers. */
+	ck_assert(!hit(s, &p, "c", T1 + 2, NULL));
+	ck_assert_uint_eq(st->hits, 1);
+	/* The last millisecond is a hit; the retry instant goes to the store. */
+	ck_assert(!hit(s, &p, "c", WIN0 + 59999, NULL));
+	ck_assert_uint_eq(st->hits, 2);
+	ck_assert(hit(s, &p, "c", WIN0 + 60000, NULL));
+	ck_assert_uint_eq(st->hits, 2);
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
+ * Documented: a client reset by hand stays rejected by a handle that
+ * remembers its rejection until the retry time; a handle without the
+ * cache sees the reset at once.
+ */
+START_TEST(test_cache_reset_by_hand)
+{
+	char *path = path_in("cachereset.db");
+	struct rlg_policy p = policy(1, 60);
+	struct rlg_store *c = open_with(path, 0, 16);
+	struct rlg_store *u = open_with(path, 0, 0);
+
+	ck_assert(hit(c, &p, "r", T1, NULL));
+	ck_assert(!hit(c, &p, "r", T1 + 1, NULL));
+	sql_exec(path, "DELETE FROM rlg_state WHERE client = 'r'");
+	ck_assert(!hit(c, &p, "r", T1 + 2, NULL));
+	ck_assert(hit(u, &p, "r", T1 + 3, NULL));
+	rlg_store_close(c);
+	rlg_store_close(u);
+}
+END_TEST
+
+/* The concurrency tests again, every handle with a cache. */
+START_TEST(test_cache_processes_one_client)
+{
+	char *path = path_in("cprocs1.db");
+	struct worker w[NWORKERS];
+
+	conc_cache = 64;
+	run_processes(path, MODE_ONE, w);
+	conc_cache = 0;
+	check_totals(path, MODE_ONE, w);
+}
+END_TEST
+
+START_TEST(test_cache_processes_many_clients)
+{
+	char *path = path_in("cprocsn.db");
+	struct worker w[NWORKERS];
+
+	conc_cache = 64;
+	run_processes(path, MODE_MANY, w);
+	conc_cache = 0;
+	check_totals(path, MODE_MANY, w);
+}
+END_TEST
+
+START_TEST(test_cache_processes_algorithms)
+{
+	char *path = path_in("cprocsalg.db");
+	struct worker w[NWORKERS];
+
+	conc_cache = 64;
+	run_processes(path, MODE_ALGS, w);
+	conc_cache = 0;
+	check_algorithms(path, w);
+}
+END_TEST
+
+START_TEST(test_cache_threads_algorithms)
+{
+	char *path = path_in("cthreadsalg.db");
+	struct worker w[NWORKERS];
+
+	conc_cache = 64;
+	run_threads(path, MODE_ALGS, w);
+	conc_cache = 0;
+	check_algorithms(path, w);
 }
 END_TEST
 
@@ -1685,6 +1894,7 @@ run_worker(struct worker *w)
 	cfg.path = path;
 	cfg.busy_timeout_ms = 30000;
 	cfg.on_error = RLG_ON_ERROR_CLOSED;
+	cfg.rejection_cache = conc_cache;
 	if (rlg_store_open(&cfg, &s) != RLG_OK) {
 		snprintf(w->errmsg, sizeof w->errmsg, "%s",
 		    rlg_store_errmsg(s));
@@ -2297,6 +2507,9 @@ rlg_store_suite(void)
 	tcase_add_test(tc, test_clients_view);
 	tcase_add_test(tc, test_prune);
 	tcase_add_test(tc, test_null_safe);
+	tcase_add_test(tc, test_cache_exact_each_algorithm);
+	tcase_add_test(tc, test_cache_leaves_to_store);
+	tcase_add_test(tc, test_cache_reset_by_hand);
 	tcase_add_test(tc, test_max_clients);
 	tcase_add_test(tc, test_max_clients_per_policy);
 	tcase_add_test(tc, test_max_clients_sliding_log_and_unlimited);
@@ -2337,6 +2550,10 @@ rlg_store_suite(void)
 	tcase_add_test(tc, test_processes_open_new_file);
 	tcase_add_test(tc, test_processes_algorithms);
 	tcase_add_test(tc, test_threads_algorithms);
+	tcase_add_test(tc, test_cache_processes_one_client);
+	tcase_add_test(tc, test_cache_processes_many_clients);
+	tcase_add_test(tc, test_cache_processes_algorithms);
+	tcase_add_test(tc, test_cache_threads_algorithms);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("errors");

@@ -1,0 +1,261 @@
+/*
+ * store_cache.c: the free rejected path. A store that wraps another one
+ * (the SQLite store) and answers repeat rejections from memory.
+ *
+ * Why it is exact: a rejected request changes no state (rlg_store_step
+ * writes only when every policy admits), so once every policy of a request
+ * has rejected a client at t0, that client's state for those policies can
+ * change only through an admission, and no admission is possible before
+ * the earliest time one of them admits (its retry_ms): every other process
+ * and thread finds the same state and rejects too. Until then the limiter,
+ * run again on that unchanged state at t, gives the same absolute times:
+ * reset_ms and retry_ms count down from t0's, remaining stays 0. So the
+ * cache keeps, per request (the same policies for the same clients, in
+ * order), the limit and the absolute reset and retry instants of each
+ * decision, and answers from them while t0 <= now < the earliest retry.
+ *
+ * What it caches: only steps in which every item rejected and none is
+ * advisory. A request that only some of its policies reject goes to the
+ * store: an admission through another route could make another of its
+ * policies reject too, which would change the answer. Advisory items (dry
+ * run, reported exemptions) go to the store so their decisions stay live.
+ *
+ * Bounds: a fixed table of entries per handle (one handle per worker
+ * thread, so no locks), direct-mapped by a seeded FNV-1a hash of the key;
+ * a new entry overwrites whatever held its slot. Keys longer than
+ * RLG_CACHE_KEY_MAX and steps of more than RLG_CACHE_ITEMS_MAX items are
+ * not cached. Nothing is allocated per request.
+ *
+ * What it changes: a client reset by hand in the database (DELETE FROM
+ * rlg_state) stays rejected by a worker that cached it until its retry
+ * time, at most one window; [store] rejection_cache = 0 turns it off.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store.h"
+#include "util.h"
+
+/* Per entry: the items of a cacheable step, and their key's bytes. */
+#define RLG_CACHE_ITEMS_MAX 4
+#define RLG_CACHE_KEY_MAX 320
+
+struct cache_decision {
+	int64_t limit;
+	int64_t reset_at_ms;          /* t0 + reset_ms */
+	int64_t retry_at_ms;          /* t0 + retry_ms */
+};
+
+struct cache_entry {
+	uint64_t hash;                /* 0: empty */
+	int64_t since_ms;             /* t0: the store's rejection */
+	int64_t until_ms;             /* the earliest retry: invalid from then */
+	uint16_t n;                   /* items */
+	uint16_t keylen;
+	struct cache_decision d[RLG_CACHE_ITEMS_MAX];
+	char key[RLG_CACHE_KEY_MAX];
+};
+
+struct cache_store {
+	struct rlg_store base;        /* first: rlg_store_* dispatch on it */
+	struct rlg_store *inner;      /* owned */
+	struct cache_entry *entries;  /* nentries, a power of two */
+	size_t mask;
+	uint64_t seed;
+	struct rlg_store_cache_stats stats;
+};
+
+static int cache_open(const struct rlg_store_config *cfg,
+    struct rlg_store **out);
+static int cache_step(struct rlg_store *base,
+    const struct rlg_store_item *items, size_t n, int64_t now_ms,
+    struct rlg_decision *decisions);
+static int cache_prune(struct rlg_store *base, int64_t now_ms,
+    int64_t *deleted);
+static const char *cache_errmsg(const struct rlg_store *base);
+static void cache_close(struct rlg_store *base);
+static size_t cache_key(const struct rlg_store_item *items, size_t n,
+    char *key);
+static uint64_t cache_hash(uint64_t seed, const char *key, size_t len);
+
+const struct rlg_store_ops rlg_store_cache_ops = {
+	.name = "rejection-cache",
+	.open = cache_open,
+	.step = cache_step,
+	.prune = cache_prune,
+	.errmsg = cache_errmsg,
+	.close = cache_close,
+};
+
+/* Opens cfg's store and wraps it: what rlg_store_open does. */
+static int
+cache_open(const struct rlg_store_config *cfg, struct rlg_store **out)
+{
+	struct rlg_store *inner = NULL;
+	int rc;
+
+	rc = rlg_store_sqlite_ops.open(cfg, &inner);
+	*out = rlg_store_cache_wrap(inner, cfg->rejection_cache);
+	return rc;
+}
+
+struct rlg_store *
+rlg_store_cache_wrap(struct rlg_store *inner, int64_t entries)
+{
+	struct cache_store *c;
+	size_t size = 1;
+
+	if (inner == NULL || entries <= 0)
+		return inner;
+	while (size < (size_t)entries && size < ((size_t)1 << 24))
+		size <<= 1;
+	c = rlg_xcalloc(1, sizeof *c);
+	c->base.ops = &rlg_store_cache_ops;
+	c->inner = inner;
+	c->entries = rlg_xcalloc(size, sizeof *c->entries);
+	c->mask = size - 1;
+	/* Per handle, so nobody can aim keys at one slot from outside. */
+	c->seed = 0xcbf29ce484222325u ^ (uint64_t)(uintptr_t)c ^
+	    (uint64_t)rlg_now_ms() * 0x9e3779b97f4a7c15u;
+	return &c->base;
+}
+
+const struct rlg_store_cache_stats *
+rlg_store_cache_stats(const struct rlg_store *s)
+{
+	if (s == NULL || s->ops != &rlg_store_cache_ops)
+		return NULL;
+	return &((const struct cache_store *)s)->stats;
+}
+
+static int
+cache_step(struct rlg_store *base, const struct rlg_store_item *items,
+    size_t n, int64_t now_ms, struct rlg_decision *decisions)
+{
+	struct cache_store *c = (struct cache_store *)base;
+	struct cache_entry *e;
+	char key[RLG_CACHE_KEY_MAX];
+	size_t keylen = 0, i;
+	uint64_t h = 0;
+	int64_t until;
+	int rc;
+
+	if (n >= 1 && n <= RLG_CACHE_ITEMS_MAX && items != NULL &&
+	    decisions != NULL)
+		keylen = cache_key(items, n, key);
+	if (keylen > 0) {
+		h = cache_hash(c->seed, key, keylen);
+		e = &c->entries[h & c->mask];
+		if (e->hash == h && e->n == n && e->keylen == keylen &&
+		    now_ms >= e->since_ms && now_ms < e->until_ms &&
+		    memcmp(e->key, key, keylen) == 0) {
+			for (i = 0; i < n; i++) {
+				decisions[i].admitted = false;
+				decisions[i].limit = e->d[i].limit;
+				decisions[i].remaining = 0;
+				decisions[i].reset_ms =
+				    e->d[i].reset_at_ms - now_ms;
+				decisions[i].retry_ms =
+				    e->d[i].retry_at_ms - now_ms;
+			}
+			c->stats.hits++;
+			return RLG_OK;
+		}
+	}
+	c->stats.misses++;
+	rc = rlg_store_step(c->inner, items, n, now_ms, decisions);
+	if (rc != RLG_OK || keylen == 0)
+		return rc;
+	/* Cacheable: every item rejected by the store, none advisory. */
+	until = INT64_MAX;
+	for (i = 0; i < n; i++) {
+		if (decisions[i].admitted || items[i].advisory ||
+		    decisions[i].retry_ms <= 0 || decisions[i].reset_ms <= 0 ||
+		    decisions[i].remaining != 0)
+			return rc;
+		if (now_ms + decisions[i].retry_ms < until)
+			until = now_ms + decisions[i].retry_ms;
+	}
+	e = &c->entries[h & c->mask];
+	e->hash = h;
+	e->since_ms = now_ms;
+	e->until_ms = until;
+	e->n = (uint16_t)n;
+	e->keylen = (uint16_t)keylen;
+	memcpy(e->key, key, keylen);
+	for (i = 0; i < n; i++) {
+		e->d[i].limit = decisions[i].limit;
+		e->d[i].reset_at_ms = now_ms + decisions[i].reset_ms;
+		e->d[i].retry_at_ms = now_ms + decisions[i].retry_ms;
+	}
+	c->stats.stored++;
+	return rc;
+}
+
+static int
+cache_prune(struct rlg_store *base, int64_t now_ms, int64_t *deleted)
+{
+	struct cache_store *c = (struct cache_store *)base;
+
+	return rlg_store_prune(c->inner, now_ms, deleted);
+}
+
+static const char *
+cache_errmsg(const struct rlg_store *base)
+{
+	const struct cache_store *c = (const struct cache_store *)base;
+
+	return rlg_store_errmsg(c->inner);
+}
+
+static void
+cache_close(struct rlg_store *base)
+{
+	struct cache_store *c = (struct cache_store *)base;
+
+	rlg_store_close(c->inner);
+	free(c->entries);
+	free(c);
+}
+
+/*
+ * The step's identity: each item's policy name and client, NUL-separated,
+ * into key (RLG_CACHE_KEY_MAX bytes). Returns its length, or 0 when it
+ * does not fit or an item lacks a policy or client (the store says why).
+ */
+static size_t
+cache_key(const struct rlg_store_item *items, size_t n, char *key)
+{
+	size_t len = 0, a, b, i;
+
+	for (i = 0; i < n; i++) {
+		if (items[i].policy == NULL || items[i].policy->name == NULL ||
+		    items[i].client == NULL)
+			return 0;
+		a = strlen(items[i].policy->name) + 1;
+		b = strlen(items[i].client) + 1;
+		if (a + b > RLG_CACHE_KEY_MAX - len)
+			return 0;
+		memcpy(key + len, items[i].policy->name, a);
+		len += a;
+		memcpy(key + len, items[i].client, b);
+		len += b;
+	}
+	return len;
+}
+
+/* FNV-1a, seeded; never 0 (0 marks an empty slot). */
+static uint64_t
+cache_hash(uint64_t seed, const char *key, size_t len)
+{
+	uint64_t h = seed;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= (unsigned char)key[i];
+		h *= 0x100000001b3u;
+	}
+	return h != 0 ? h : 1;
+}
