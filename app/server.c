@@ -175,8 +175,9 @@ match_route(const struct rlg_config *cfg, const struct rlg_request *r)
 }
 
 /*
- * One line per rejected request (and per dry-run would-be rejection), in
- * a stable key=value form for log tools: the client's store key (an API
+ * One line per rejection the store decides (and per dry-run would-be
+ * rejection; repeats answered by the rejection cache only at level info),
+ * in a stable key=value form for log tools: the client's store key (an API
  * key only as its hash), the route, the policies that said no (those
  * which[i] selects), and when the client may come back. Nothing from the
  * request is written raw.
@@ -235,7 +236,9 @@ rlg_server_handle(struct rlg_worker *w, char *const *envp, int64_t now_ms,
 	const size_t *list;
 	struct rlg_request req;
 	struct rlg_answer a;
+	const struct rlg_store_cache_stats *cache;
 	size_t i, nlist, n = 0;
+	uint64_t hits;
 	int rc;
 	bool admitted = true, authorizer, dry_rejected = false;
 
@@ -271,6 +274,8 @@ rlg_server_handle(struct rlg_worker *w, char *const *envp, int64_t now_ms,
 	a.errors = cfg->errors;
 	a.head = req.method == RLG_METHOD_HEAD;
 	a.policies = policies;
+	cache = rlg_store_cache_stats(w->store);
+	hits = cache != NULL ? cache->hits : 0;
 	if (n > 0 && (rc = rlg_store_step(w->store, items, n, now_ms,
 	    decisions)) != RLG_OK) {
 		if (rc == RLG_EFULL) {
@@ -296,7 +301,13 @@ rlg_server_handle(struct rlg_worker *w, char *const *envp, int64_t now_ms,
 		else if (enforced[i])
 			admitted = false;
 	}
-	if (!admitted)
+	/*
+	 * A repeat rejection answered by the rejection cache is the same
+	 * decision as the one logged when the store took it: logged again only
+	 * at level info, so a flood does not write a line per request.
+	 */
+	if (!admitted && (cache == NULL || cache->hits == hits ||
+	    cfg->log_level >= RLG_LOG_INFO))
 		log_rejection(w, "reject", rt, items, decisions, n, enforced);
 	else if (n > 0 && cfg->log_level >= RLG_LOG_INFO)
 		rlg_log("event=admit client=%s route=%s", items[0].client,

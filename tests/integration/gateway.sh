@@ -38,13 +38,16 @@ CUR=            # the name of the running rlgate (its $T/NAME.pid, .log)
 DB=             # its database
 
 # conf NAME: writes $T/NAME.conf from a [store] section with its own
-# database ($T/NAME.db) and the rest from stdin; sets DB.
+# database ($T/NAME.db) and the rest from stdin; sets DB. The rejection
+# cache is off (rejection_cache = $CACHE, default 0), so that every 429 is
+# the store's decision and logs its event=reject line; part 6c turns it on.
 conf() {
 	DB="$T/$1.db"
 	{
 		echo "; written by $(basename "$0")"
 		echo "[store]"
 		echo "path = $DB"
+		echo "rejection_cache = ${CACHE:-0}"
 		echo
 		cat
 	} >"$T/$1.conf"
@@ -525,6 +528,33 @@ use_rlgate quiet
 is "$(seq_codes 3 "$url" | sed 's/:[0-9-]*//g')" "200 429 429" "level = error: 200, then 429s"
 is "$(grep -c 'event=' "$T/quiet.log" | tr -d ' ')" 0 "level = error: no event= line for the rejections"
 rlgate_pids_alive quiet
+ok $? "rlgate still runs"
+
+# ---- 6c. the rejection cache and the log ----------------------------------------------
+# With the cache on, a repeat 429 answered from memory is the decision
+# already logged when the store took it: at level warn one line per worker
+# thread that went to the store (2 processes x 2 threads: at most 4) for
+# 20 rejections, at level info one per 429.
+for level in warn info; do
+	CACHE=4096 conf "cached-$level" <<EOF
+[log]
+level = $level
+
+[policy default]
+limit = 1
+window = $WINDOW
+EOF
+	use_rlgate "cached-$level"
+	codes=$(seq_codes 21 "$url" | sed 's/:[0-9-]*//g')
+	is "$codes" "200$(printf ' 429%.0s' $(seq 1 20))" "cache, level $level: 200, then 20 429s"
+	lines=$(grep -c 'event=reject' "$T/cached-$level.log" | tr -d ' ')
+	if [ "$level" = warn ]; then
+		between "$lines" 1 4 "cache, level warn: 1 to 4 event=reject lines for 20 429s (got $lines)"
+	else
+		is "$lines" 20 "cache, level info: one event=reject line per 429"
+	fi
+done
+rlgate_pids_alive cached-info
 ok $? "rlgate still runs"
 
 done_testing
