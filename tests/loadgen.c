@@ -22,11 +22,12 @@
  * "ambiguous" the late ones without the header (a test wants zero).
  *
  * In each window, client i plans to send min + (hash(i, window) %
- * (max - min + 1)) requests (--per-client MIN:MAX), in a rotating order so
- * that a window that ends early does not always starve the same clients.
- * loadgen stops once it has sent --total requests over at least
- * --min-windows windows (finishing the window it is in), or after
- * --max-seconds (exit status 3).
+ * (max - min + 1)) requests (--per-client MIN:MAX); each window starts
+ * with the client after the last one the window before reached, so a
+ * window that ends early starves nobody. loadgen stops once it has sent
+ * --total requests over at least --min-windows windows and every client
+ * has sent (finishing the window it is in), or after --max-seconds (exit
+ * status 3).
  *
  * Output: --out FILE gets one line per (window, client) that sent anything:
  *     WINDOW_START_MS ADDRESS SENT N200 N429 NOTHER
@@ -82,6 +83,9 @@ static struct cell *cells;      /* [nwindows][clients] */
 static uint32_t *lat_us;        /* one latency per answer */
 static uint64_t nlat, cap_lat;
 static uint64_t nsent, ndone, n200, n429, nother, late, ambiguous;
+static long rotate;             /* the client the next window starts with */
+static long nseen;              /* clients that have sent */
+static bool *seen;              /* [clients] */
 
 static int64_t
 now_us(void)
@@ -239,7 +243,7 @@ static uint64_t
 run_window(CURLM *multi, struct lane *lanes, int64_t window)
 {
 	int64_t stop_us = ((window + 1) * opt.window_ms - opt.guard_ms) * 1000;
-	long next = 0, start = (long)((window * 7919) % opt.clients);
+	long next = 0, start = rotate;
 	long inflight = 0, i;
 	uint64_t sent0 = nsent;
 
@@ -256,6 +260,11 @@ run_window(CURLM *multi, struct lane *lanes, int64_t window)
 			if (next >= opt.clients)
 				break;
 			l->client = (start + next++) % opt.clients;
+			rotate = (l->client + 1) % opt.clients;
+			if (!seen[l->client]) {
+				seen[l->client] = true;
+				nseen++;
+			}
 			l->left = planned(l->client, window);
 			l->left--;
 			lane_send(multi, l, window);
@@ -393,7 +402,8 @@ main(int argc, char **argv)
 	deadline_us = t0 + (int64_t)opt.max_seconds * 1000000;
 	nwindows = opt.max_seconds * 1000 / opt.window_ms + 3;
 	cells = calloc((size_t)nwindows * (size_t)opt.clients, sizeof(*cells));
-	if (cells == NULL)
+	seen = calloc((size_t)opt.clients, sizeof(*seen));
+	if (cells == NULL || seen == NULL)
 		die("out of memory");
 	/* the current window (guard_ms into it at the earliest) */
 	window = t0 / 1000 / opt.window_ms;
@@ -404,14 +414,16 @@ main(int argc, char **argv)
 			break;
 		if (run_window(multi, lanes, window) > 0)
 			windows++;
-		if (nsent >= opt.total && windows >= opt.min_windows)
+		if (nsent >= opt.total && windows >= opt.min_windows &&
+		    nseen == opt.clients)
 			break;
 		window = now_us() / 1000 / opt.window_ms + 1;
 		if (window - first_window >= nwindows)
 			break;
 	}
 	t1 = now_us();
-	reached = nsent >= opt.total && windows >= opt.min_windows;
+	reached = nsent >= opt.total && windows >= opt.min_windows &&
+	    nseen == opt.clients;
 
 	out = fopen(opt.out, "w");
 	if (out == NULL) {
@@ -453,6 +465,7 @@ main(int argc, char **argv)
 	curl_global_cleanup();
 	free(lanes);
 	free(cells);
+	free(seen);
 	free(lat_us);
 	return reached ? 0 : 3;
 }
