@@ -187,7 +187,17 @@ stop_pids() {
 	for p in "$@"; do
 		wait "$p" 2>/dev/null
 	done
+	# and see the others (spawn-fcgi's, reparented to init) gone, so
+	# that their sockets are closed before anything reuses them
+	for p in "$@"; do
+		wait_until 5000 pid_gone "$p"
+	done
 	return 0
+}
+
+# pid_gone PID: true once PID no longer runs.
+pid_gone() {
+	! pid_alive "$1"
 }
 
 _cleanup() {
