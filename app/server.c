@@ -37,9 +37,6 @@ static void log_rejection(const struct rlg_worker *w, const char *event,
     const struct rlg_decision *d, size_t n, const bool *which);
 static void *fastcgi_thread(void *arg);
 
-/* FastCGI accept is serialized, as in fcgi2's threaded example. */
-static pthread_mutex_t accept_lock = PTHREAD_MUTEX_INITIALIZER;
-
 static int
 fcgx_write(void *ctx, const char *buf, size_t len)
 {
@@ -368,10 +365,16 @@ fastcgi_thread(void *arg)
 		rlg_worker_fini(&w);
 		return NULL;
 	}
+	/*
+	 * No lock around the accept, unlike fcgi2's threaded example: Linux
+	 * lets threads accept() on one socket at once (libfcgi serializes
+	 * only where USE_LOCKING says a platform cannot), and a kept
+	 * FastCGI connection (nginx fastcgi_keep_conn) makes FCGX_Accept_r
+	 * wait on that connection: under a lock, every other thread of the
+	 * process would wait with it.
+	 */
 	for (;;) {
-		pthread_mutex_lock(&accept_lock);
 		rc = FCGX_Accept_r(&req);
-		pthread_mutex_unlock(&accept_lock);
 		if (rc < 0) {
 			rlg_log("FastCGI accept failed (%d): stopping this worker",
 			    rc);
