@@ -13,6 +13,7 @@ pkgs=(
 	valgrind                                       # memcheck over one integration run
 	libcurl4-openssl-dev                           # the load generator (tests/loadgen.c)
 	cppcheck clang-tidy                            # static analysis (scripts/lint.sh)
+	wrk nginx-light                                # the benchmarks (make bench-e2e)
 )
 
 missing=()

@@ -1,0 +1,617 @@
+#!/bin/bash
+# tests/bench/e2e.sh: rlgate end to end, behind a real web server, against a
+# no-op FastCGI responder (tests/bench/noop, the ceiling), side by side.
+#
+#     bash tests/bench/e2e.sh [OUTFILE]          (default ./bench-e2e.md)
+#
+# For each scenario it starts, per run, a fresh backend (spawn-fcgi -F
+# BENCH_PROCS of rlgate --threads BENCH_THREADS with a fresh database, or
+# of noop with the same processes and threads) and a fresh web server
+# (lighttpd, or nginx) on 127.0.0.1, checks with one curl that the answer
+# is the one intended (200, or 429 for the rejected scenarios; it stops
+# with a clear message if not), warms up with wrk for BENCH_WARMUP s
+# (discarded), then measures with
+#     wrk -t BENCH_WRK_THREADS -c BENCH_CONNECTIONS -d BENCH_SECONDS --latency
+# The runs alternate rlgate, noop, rlgate, noop, ... (BENCH_PAIRS pairs),
+# so drift (CPU frequency, other load) hits both alike. Each pair gives the
+# ratio of requests/s rlgate / noop; the summary is the median over pairs.
+# The CPU time each process used during the measured run (web server,
+# backend workers, wrk) is read from /proc, so the tables say where the
+# CPU went.
+#
+# Output: the tables (markdown) on stdout and in OUTFILE; one row per run
+# in OUTFILE with .md replaced by (or followed by) .tsv:
+#     server  scenario  kind  pair  reqs_per_s  p50_ms  p99_ms
+# Progress goes to stderr. Exit 0 with the tables, 1 on any error (every
+# server is stopped by pid on the way out).
+#
+# Environment:
+#   RLGATE_SRCDIR      source tree (default: two levels above this script)
+#   RLGATE_BUILDDIR    build tree (default: RLGATE_SRCDIR)
+#   RLGATE_BIN         rlgate (default: RLGATE_BUILDDIR/app/rlgate)
+#   NOOP_BIN           noop (default: RLGATE_BUILDDIR/tests/bench/noop)
+#   BENCH_SECONDS      measured seconds per run (default 5)
+#   BENCH_WARMUP       warm-up seconds per run, discarded (default 1)
+#   BENCH_PAIRS        rlgate/noop pairs per scenario (default 3)
+#   BENCH_PROCS        spawn-fcgi -F (default 2)
+#   BENCH_THREADS      --threads of rlgate and noop (default 1)
+#   BENCH_WRK_THREADS  wrk -t (default 2)
+#   BENCH_CONNECTIONS  wrk -c (default 16)
+#   BENCH_KEEPCONN_THREADS  --threads for the nginx keep-conn scenario
+#                      (default: BENCH_CONNECTIONS / BENCH_PROCS rounded up,
+#                      so every upstream connection nginx keeps has a worker)
+#   BENCH_NGINX_WORKERS  nginx worker_processes (default 1, as lighttpd's
+#                      one process)
+#   BENCH_SCENARIOS    space-separated scenario names to run (default: all;
+#                      "list" prints them and exits)
+#   BENCH_KEEP_TMP     1 keeps the temporary directory (configs, logs, wrk
+#                      output) and prints its name
+#
+# Scenarios (one client, 127.0.0.1; URL /api/v1/resources):
+#   <algorithm>_admitted   behind lighttpd; a limit never reached:
+#                          1000000000 per 60 s (token_bucket: burst the
+#                          same); sliding_log 100000 per 1 s (its maximum
+#                          limit; the log then holds about one second of
+#                          requests, a steady state, where a long window
+#                          would grow the log, and each decision's cost,
+#                          with every request)
+#   <algorithm>_rejected   behind lighttpd; 1 per 3600 s, used up by the
+#                          check before the warm-up, so every measured
+#                          request is a 429 (noop still answers 200);
+#                          rlgate logs one event=reject line per 429 (the
+#                          default [log] level = warn)
+#   fixed_window_rejected_nolog
+#                          the same with [log] level = error: no line per
+#                          429, what the log line costs
+#   nginx_fixed_window_admitted, nginx_fixed_window_rejected
+#                          behind nginx, one FastCGI connection per request
+#                          (fastcgi_keep_conn off), as lighttpd does
+#   nginx_keepconn_fixed_window_admitted
+#                          behind nginx with upstream keepalive 16 and
+#                          fastcgi_keep_conn on, backends with
+#                          BENCH_KEEPCONN_THREADS threads: libfcgi serves a
+#                          kept connection until nginx closes it, so with
+#                          fewer worker threads than connections nginx keeps
+#                          open, requests queue behind idle connections
+#                          (seconds of tail latency)
+# <algorithm> is fixed_window, sliding_window, token_bucket, sliding_log.
+
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+BENCH_PROG=e2e.sh
+# shellcheck source=tests/bench/lib-bench.sh
+. "$here/lib-bench.sh"
+
+: "${RLGATE_SRCDIR:=$(cd "$here/../.." && pwd)}"
+: "${RLGATE_BUILDDIR:=$RLGATE_SRCDIR}"
+: "${RLGATE_BIN:=$RLGATE_BUILDDIR/app/rlgate}"
+: "${NOOP_BIN:=$RLGATE_BUILDDIR/tests/bench/noop}"
+: "${BENCH_SECONDS:=5}"
+: "${BENCH_WARMUP:=1}"
+: "${BENCH_PAIRS:=3}"
+: "${BENCH_PROCS:=2}"
+: "${BENCH_THREADS:=1}"
+: "${BENCH_WRK_THREADS:=2}"
+: "${BENCH_CONNECTIONS:=16}"
+: "${BENCH_KEEPCONN_THREADS:=$(((BENCH_CONNECTIONS + BENCH_PROCS - 1) / BENCH_PROCS))}"
+: "${BENCH_NGINX_WORKERS:=1}"
+: "${BENCH_SCENARIOS:=}"
+LIGHTTPD_BIN=${LIGHTTPD_BIN:-$(command -v lighttpd 2>/dev/null || echo /usr/sbin/lighttpd)}
+NGINX_BIN=${NGINX_BIN:-$(command -v nginx 2>/dev/null || echo /usr/sbin/nginx)}
+URL_PATH=/api/v1/resources
+
+OUT=${1:-./bench-e2e.md}
+case $OUT in
+*.md) TSV=${OUT%.md}.tsv ;;
+*) TSV=$OUT.tsv ;;
+esac
+
+# id server algorithm kind backend-threads keepconn rlgate-log-level
+ALL_SCENARIOS="
+fixed_window_admitted                lighttpd fixed_window   admitted base off warn
+fixed_window_rejected                lighttpd fixed_window   rejected base off warn
+fixed_window_rejected_nolog          lighttpd fixed_window   rejected base off error
+sliding_window_admitted              lighttpd sliding_window admitted base off warn
+sliding_window_rejected              lighttpd sliding_window rejected base off warn
+token_bucket_admitted                lighttpd token_bucket   admitted base off warn
+token_bucket_rejected                lighttpd token_bucket   rejected base off warn
+sliding_log_admitted                 lighttpd sliding_log    admitted base off warn
+sliding_log_rejected                 lighttpd sliding_log    rejected base off warn
+nginx_fixed_window_admitted          nginx    fixed_window   admitted base off warn
+nginx_fixed_window_rejected          nginx    fixed_window   rejected base off warn
+nginx_keepconn_fixed_window_admitted nginx    fixed_window   admitted keep on  warn"
+
+# ---- checks ----------------------------------------------------------------
+
+for v in BENCH_SECONDS BENCH_WARMUP BENCH_PAIRS BENCH_PROCS BENCH_THREADS \
+    BENCH_WRK_THREADS BENCH_CONNECTIONS BENCH_KEEPCONN_THREADS \
+    BENCH_NGINX_WORKERS; do
+	[[ ${!v} =~ ^[1-9][0-9]{0,3}$ ]] ||
+		die "$v must be an integer from 1 to 9999 (got \"${!v}\")"
+done
+[ "$BENCH_CONNECTIONS" -ge "$BENCH_WRK_THREADS" ] ||
+	die "BENCH_CONNECTIONS ($BENCH_CONNECTIONS) must be at least BENCH_WRK_THREADS ($BENCH_WRK_THREADS)"
+
+if [ "$BENCH_SCENARIOS" = list ]; then
+	awk 'NF { print $1 }' <<<"$ALL_SCENARIOS"
+	exit 0
+fi
+SCENARIOS=()
+if [ -z "${BENCH_SCENARIOS// /}" ]; then
+	while read -r id _; do
+		[ -n "$id" ] && SCENARIOS+=("$id")
+	done <<<"$ALL_SCENARIOS"
+else
+	for s in $BENCH_SCENARIOS; do
+		awk -v s="$s" '$1 == s { f = 1 } END { exit !f }' <<<"$ALL_SCENARIOS" ||
+			die "unknown scenario \"$s\" in BENCH_SCENARIOS (BENCH_SCENARIOS=list prints them)"
+		SCENARIOS+=("$s")
+	done
+fi
+
+scen_field() {   # scen_field ID N: field N (2 server .. 7 log level)
+	awk -v s="$1" -v n="$2" '$1 == s { print $n }' <<<"$ALL_SCENARIOS"
+}
+
+need_servers=
+for s in "${SCENARIOS[@]}"; do
+	need_servers="$need_servers $(scen_field "$s" 2)"
+done
+need_cmd wrk curl spawn-fcgi awk sort stat
+[[ $need_servers == *lighttpd* ]] && { [ -x "$LIGHTTPD_BIN" ] || die "lighttpd not found (LIGHTTPD_BIN=$LIGHTTPD_BIN)"; }
+[[ $need_servers == *nginx* ]] && { [ -x "$NGINX_BIN" ] || die "nginx not found (NGINX_BIN=$NGINX_BIN)"; }
+[ -x "$RLGATE_BIN" ] || die "rlgate not found or not executable: $RLGATE_BIN (set RLGATE_BIN or RLGATE_BUILDDIR)"
+[ -x "$NOOP_BIN" ] || die "noop not found or not executable: $NOOP_BIN (make tests/bench/noop, or set NOOP_BIN)"
+{ : >"$OUT"; } 2>/dev/null || die "cannot write $OUT"
+{ : >"$TSV"; } 2>/dev/null || die "cannot write $TSV"
+
+CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
+bench_tmpdir
+
+# ---- one run -----------------------------------------------------------------
+
+# write_rlgate_conf FILE DB ALGORITHM KIND LOG_LEVEL
+write_rlgate_conf() {
+	local limit window burst=
+	if [ "$4" = rejected ]; then
+		limit=1 window=3600
+		[ "$3" = token_bucket ] && burst=1
+	elif [ "$3" = sliding_log ]; then
+		limit=100000 window=1
+	else
+		limit=1000000000 window=60
+		[ "$3" = token_bucket ] && burst=1000000000
+	fi
+	{
+		echo "; written by e2e.sh"
+		echo "[store]"
+		echo "path = $2"
+		echo
+		echo "[headers]"
+		echo "style = draft03"
+		echo
+		echo "[log]"
+		echo "level = $5"
+		echo
+		echo "[policy default]"
+		echo "algorithm = $3"
+		echo "limit = $limit"
+		echo "window = $window"
+		[ -n "$burst" ] && echo "burst = $burst"
+		echo "key = ip"
+	} >"$1"
+}
+
+# write_lighttpd_conf FILE DIR PORT SOCKET: lighttpd 1.4 defaults but for
+# these lines; no mod_accesslog, so no access log. The mount is the one of
+# www/lighttpd/rlgate.conf.
+write_lighttpd_conf() {
+	mkdir -p "$2/htdocs"
+	cat >"$1" <<EOF
+# written by e2e.sh
+server.bind          = "127.0.0.1"
+server.port          = $3
+server.document-root = "$2/htdocs"
+server.pid-file      = "$2/lighttpd.pid"
+server.errorlog      = "$2/lighttpd-error.log"
+server.upload-dirs   = ( "$2" )
+server.modules      += ( "mod_fastcgi" )
+fastcgi.server       = (
+    "/api/" => ((
+        "socket"      => "$4",
+        "check-local" => "disable",
+    ))
+)
+EOF
+}
+
+# write_nginx_conf FILE DIR PORT SOCKET KEEPCONN(on|off)
+write_nginx_conf() {
+	local params upstream keep
+	if [ -r /etc/nginx/fastcgi_params ]; then
+		params="include /etc/nginx/fastcgi_params;"
+	else
+		params="fastcgi_param QUERY_STRING \$query_string;
+            fastcgi_param REQUEST_METHOD \$request_method;
+            fastcgi_param CONTENT_TYPE \$content_type;
+            fastcgi_param CONTENT_LENGTH \$content_length;
+            fastcgi_param SCRIPT_NAME \$fastcgi_script_name;
+            fastcgi_param REQUEST_URI \$request_uri;
+            fastcgi_param DOCUMENT_URI \$document_uri;
+            fastcgi_param SERVER_PROTOCOL \$server_protocol;
+            fastcgi_param GATEWAY_INTERFACE CGI/1.1;
+            fastcgi_param REMOTE_ADDR \$remote_addr;
+            fastcgi_param REMOTE_PORT \$remote_port;
+            fastcgi_param SERVER_ADDR \$server_addr;
+            fastcgi_param SERVER_PORT \$server_port;
+            fastcgi_param SERVER_NAME \$server_name;"
+	fi
+	if [ "$5" = on ]; then
+		upstream="server unix:$4;
+        keepalive 16;"
+		keep=on
+	else
+		upstream="server unix:$4;"
+		keep=off
+	fi
+	mkdir -p "$2/nginx-tmp"
+	cat >"$1" <<EOF
+# written by e2e.sh
+daemon off;
+master_process on;
+worker_processes $BENCH_NGINX_WORKERS;
+pid $2/nginx.pid;
+error_log $2/nginx-error.log warn;
+events {
+    worker_connections 1024;
+}
+http {
+    access_log off;
+    client_body_temp_path $2/nginx-tmp/body;
+    proxy_temp_path $2/nginx-tmp/proxy;
+    fastcgi_temp_path $2/nginx-tmp/fastcgi;
+    uwsgi_temp_path $2/nginx-tmp/uwsgi;
+    scgi_temp_path $2/nginx-tmp/scgi;
+    upstream rlgate_backend {
+        $upstream
+    }
+    server {
+        listen 127.0.0.1:$3;
+        location /api/ {
+            $params
+            fastcgi_pass rlgate_backend;
+            fastcgi_keep_conn $keep;
+        }
+    }
+}
+EOF
+}
+
+# check_answer URL KIND(rlgate|noop) EXPECT(200|429) WHAT: one curl; dies
+# unless the status is EXPECT and the answer comes from the right backend.
+check_answer() {
+	local url=$1 kind=$2 want=$3 what=$4 got hdr="$RUN/check.headers"
+	got=$(curl -sS --max-time 5 -D "$hdr" -o "$RUN/check.body" \
+	    -w '%{http_code}' "$url" 2>"$RUN/check.err") ||
+		die "$what: curl $url failed: $(cat "$RUN/check.err")"
+	[ "$got" = "$want" ] ||
+		die "$what: expected HTTP $want from $url, got $got: $(head -c 300 "$RUN/check.body"); backend log: $(tail -n 2 "$RUN/backend.log" 2>/dev/null); server log: $(tail -n 2 "$RUN"/*error.log 2>/dev/null)"
+	if [ "$kind" = rlgate ]; then
+		grep -qi '^RateLimit-Limit:' "$hdr" ||
+			die "$what: the $got from $url has no RateLimit-Limit header: is it rlgate?"
+		if [ "$want" = 429 ]; then
+			grep -qi '^Retry-After:' "$hdr" ||
+				die "$what: the 429 from $url has no Retry-After"
+		fi
+	else
+		grep -qi '^X-Noop-Limit-00:' "$hdr" ||
+			die "$what: the answer from $url has no X-Noop-Limit-00 header: is it noop?"
+	fi
+}
+
+# stop_run: stops the web server and the backend of the current run.
+stop_run() {
+	local pids=()
+	[ -n "${SERVER_PID:-}" ] && pids+=("$SERVER_PID")
+	[ ${#BACKEND_PIDS[@]} -gt 0 ] && pids+=("${BACKEND_PIDS[@]}")
+	STOP_GRACE_MS=3000 stop_pids "${pids[@]}"
+	untrack_pid "${pids[@]}"
+	SERVER_PID=''
+	BACKEND_PIDS=()
+}
+
+# start_server SERVER SOCKET KEEPCONN WHAT: lighttpd or nginx on a free
+# port of 127.0.0.1, in the background; sets SERVER_PID and port. A port
+# taken between the choice and the bind (by a client's ephemeral port,
+# say) is retried with another one, up to 3 times.
+start_server() {
+	local server=$1 sock=$2 keepconn=$3 what=$4 try
+	for try in 1 2 3; do
+		port=$(free_port) || die "no free port on 127.0.0.1"
+		if [ "$server" = lighttpd ]; then
+			write_lighttpd_conf "$RUN/lighttpd.conf" "$RUN" "$port" "$sock"
+			"$LIGHTTPD_BIN" -tt -f "$RUN/lighttpd.conf" >"$RUN/server.out" 2>&1 ||
+				die "$what: lighttpd rejects its config: $(head -3 "$RUN/server.out")"
+			"$LIGHTTPD_BIN" -D -f "$RUN/lighttpd.conf" </dev/null >>"$RUN/server.out" 2>&1 &
+		else
+			write_nginx_conf "$RUN/nginx.conf" "$RUN" "$port" "$sock" "$keepconn"
+			"$NGINX_BIN" -t -q -e "$RUN/nginx-error.log" -c "$RUN/nginx.conf" \
+			    -p "$RUN" >"$RUN/server.out" 2>&1 ||
+				die "$what: nginx rejects its config: $(head -3 "$RUN/server.out")"
+			"$NGINX_BIN" -e "$RUN/nginx-error.log" -c "$RUN/nginx.conf" \
+			    -p "$RUN" </dev/null >>"$RUN/server.out" 2>&1 &
+		fi
+		SERVER_PID=$!
+		track_pid "$SERVER_PID"
+		wait_for_port "$port" 10 "$SERVER_PID" && return 0
+		STOP_GRACE_MS=2000 stop_pids "$SERVER_PID"
+		untrack_pid "$SERVER_PID"
+		SERVER_PID=''
+		if ! grep -qs 'in use' "$RUN/server.out" "$RUN"/*error.log; then
+			break
+		fi
+		note "$what: port $port was taken before $server could bind it (try $try); another one"
+		rm -f "$RUN"/*error.log
+	done
+	die "$what: $server did not listen on 127.0.0.1:$port: $(tail -3 "$RUN/server.out"; tail -3 "$RUN"/*error.log 2>/dev/null)"
+}
+
+NRUN=0
+SERVER_PID=
+BACKEND_PIDS=()
+
+# run_one SCENARIO KIND(rlgate|noop) PAIR: one measured run; appends its
+# row to $BT/runs.tsv (server scenario kind pair rps p50 p99 requests
+# non2xx sockerr server_cpu backend_cpu wrk_cpu rss_list db wal).
+run_one() {
+	local scen=$1 kind=$2 pair=$3 server algo skind tsel keepconn threads
+	local sock url what p rc wrk_s t0 t1 cpu_s0 cpu_s1 cpu_b0 cpu_b1
+	local cpu_w0 cpu_w1 wall_ms rss db=0 wal=0
+	local -a spid=() server_pids=()
+	server=$(scen_field "$scen" 2)
+	algo=$(scen_field "$scen" 3)
+	skind=$(scen_field "$scen" 4)
+	tsel=$(scen_field "$scen" 5)
+	keepconn=$(scen_field "$scen" 6)
+	threads=$BENCH_THREADS
+	[ "$tsel" = keep ] && threads=$BENCH_KEEPCONN_THREADS
+	NRUN=$((NRUN + 1))
+	RUN=$BT/run$NRUN-$scen-$kind-$pair
+	mkdir -p "$RUN" || die "mkdir $RUN failed"
+	chmod 755 "$RUN" || die "chmod $RUN failed"
+	what="$server $scen $kind pair $pair"
+	sock=$RUN/fcgi.sock
+
+	# the backend: spawn-fcgi -F N; a /bin/sh wrapper keeps each worker's
+	# stderr (spawn-fcgi points it at /dev/null) and execs it (same pid)
+	if [ "$kind" = rlgate ]; then
+		write_rlgate_conf "$RUN/rlgate.conf" "$RUN/rlgate.db" "$algo" "$skind" \
+		    "$(scen_field "$scen" 7)"
+		set -- "$RLGATE_BIN" --config "$RUN/rlgate.conf" --threads "$threads"
+	else
+		set -- "$NOOP_BIN" --threads "$threads"
+	fi
+	# shellcheck disable=SC2016
+	# (the pids it wrote are tracked before its status is looked at, so a
+	# partial start leaves nothing running)
+	spawn-fcgi -s "$sock" -M 0666 -F "$BENCH_PROCS" -P "$RUN/backend.pid" \
+	    -- /bin/sh -c 'log=$1; shift; exec "$@" 2>>"$log"' backend-log \
+	    "$RUN/backend.log" "$@" </dev/null >"$RUN/spawn.log" 2>&1
+	rc=$?
+	BACKEND_PIDS=()
+	if [ -r "$RUN/backend.pid" ]; then
+		while read -r p || [ -n "$p" ]; do
+			[[ $p =~ ^[0-9]+$ ]] || continue
+			BACKEND_PIDS+=("$p")
+			track_pid "$p"
+		done <"$RUN/backend.pid"
+	fi
+	[ "$rc" -eq 0 ] || die "$what: spawn-fcgi failed: $(tail -3 "$RUN/spawn.log")"
+	[ ${#BACKEND_PIDS[@]} -eq "$BENCH_PROCS" ] ||
+		die "$what: spawn-fcgi -F $BENCH_PROCS wrote ${#BACKEND_PIDS[@]} pids"
+	[ -S "$sock" ] || die "$what: no socket at $sock"
+
+	# the web server
+	start_server "$server" "$sock" "$keepconn" "$what"
+	for p in "${BACKEND_PIDS[@]}"; do
+		pid_alive "$p" || die "$what: backend pid $p exited at start: $(tail -3 "$RUN/backend.log")"
+	done
+	server_pids=("$SERVER_PID")
+	if [ "$server" = nginx ]; then
+		# the master's workers (by parent pid), once they are up
+		for _ in $(seq 1 100); do
+			mapfile -t spid < <(pgrep -P "$SERVER_PID")
+			[ ${#spid[@]} -ge "$BENCH_NGINX_WORKERS" ] && break
+			sleep 0.02
+		done
+		server_pids+=("${spid[@]}")
+	fi
+
+	url=http://127.0.0.1:$port$URL_PATH
+	if [ "$kind" = rlgate ] && [ "$skind" = rejected ]; then
+		check_answer "$url" rlgate 200 "$what (first request, using the quota up)"
+		check_answer "$url" rlgate 429 "$what"
+	else
+		check_answer "$url" "$kind" 200 "$what"
+	fi
+
+	wrk_s=$((BENCH_WARMUP + 30))
+	timeout -k 5 "$wrk_s" wrk -t"$BENCH_WRK_THREADS" -c"$BENCH_CONNECTIONS" \
+	    -d"${BENCH_WARMUP}s" "$url" >"$RUN/warmup.out" 2>&1 ||
+		die "$what: the warm-up wrk failed: $(tail -3 "$RUN/warmup.out")"
+
+	wrk_s=$((BENCH_SECONDS + 30))
+	cpu_s0=$(cpu_ticks "${server_pids[@]}")
+	cpu_b0=$(cpu_ticks "${BACKEND_PIDS[@]}")
+	cpu_w0=$(children_ticks)
+	t0=$(now_ms)
+	timeout -k 5 "$wrk_s" wrk -t"$BENCH_WRK_THREADS" -c"$BENCH_CONNECTIONS" \
+	    -d"${BENCH_SECONDS}s" --latency "$url" >"$RUN/wrk.out" 2>&1 ||
+		die "$what: wrk failed: $(tail -3 "$RUN/wrk.out")"
+	t1=$(now_ms)
+	cpu_s1=$(cpu_ticks "${server_pids[@]}")
+	cpu_b1=$(cpu_ticks "${BACKEND_PIDS[@]}")
+	cpu_w1=$(children_ticks)
+	rss=
+	for p in "${BACKEND_PIDS[@]}"; do
+		pid_alive "$p" || die "$what: backend pid $p died during the run: $(tail -3 "$RUN/backend.log")"
+		rss="$rss${rss:+,}$(rss_kb "$p")"
+	done
+	if [ "$kind" = rlgate ]; then
+		db=$(file_size "$RUN/rlgate.db")
+		wal=$(file_size "$RUN/rlgate.db-wal")
+	fi
+	stop_run
+
+	parse_wrk "$RUN/wrk.out" ||
+		die "$what: cannot read wrk's output: $(cat "$RUN/wrk.out")"
+	wall_ms=$((t1 - t0))
+	[ "$wall_ms" -gt 0 ] || wall_ms=1
+	pct() { awk -v a="$1" -v b="$2" -v hz="$CLK_TCK" -v ms="$wall_ms" \
+	    'BEGIN { printf "%.0f", (b - a) / hz / (ms / 1000) * 100 }'; }
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+	    "$server" "$scen" "$kind" "$pair" "$WRK_RPS" "$WRK_P50_MS" \
+	    "$WRK_P99_MS" "$WRK_REQUESTS" "$WRK_NON2XX" "$WRK_SOCKERR" \
+	    "$(pct "$cpu_s0" "$cpu_s1")" "$(pct "$cpu_b0" "$cpu_b1")" \
+	    "$(pct "$cpu_w0" "$cpu_w1")" "$rss" "$db" "$wal" >>"$BT/runs.tsv"
+
+	# the answers must be what the scenario says: all 2xx when admitted
+	# (and for noop), all 429 when rejected
+	if [ "$kind" = rlgate ] && [ "$skind" = rejected ]; then
+		[ "$WRK_NON2XX" -eq "$WRK_REQUESTS" ] ||
+			note "WARNING: $what: $((WRK_REQUESTS - WRK_NON2XX)) of $WRK_REQUESTS answers were not 429"
+	elif [ "$WRK_NON2XX" -ne 0 ]; then
+		note "WARNING: $what: $WRK_NON2XX of $WRK_REQUESTS answers were not 2xx"
+	fi
+	[ "$WRK_SOCKERR" -eq 0 ] || note "WARNING: $what: $WRK_SOCKERR socket errors"
+	note "$what: $WRK_RPS req/s, p50 $WRK_P50_MS ms, p99 $WRK_P99_MS ms"
+}
+
+# ---- the runs ----------------------------------------------------------------
+
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+started=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
+total=$((${#SCENARIOS[@]} * BENCH_PAIRS * 2))
+note "${#SCENARIOS[@]} scenarios x $BENCH_PAIRS pairs = $total runs of ${BENCH_SECONDS} s (+ ${BENCH_WARMUP} s warm-up); load average $load_start"
+: >"$BT/runs.tsv"
+for scen in "${SCENARIOS[@]}"; do
+	for pair in $(seq 1 "$BENCH_PAIRS"); do
+		run_one "$scen" rlgate "$pair"
+		run_one "$scen" noop "$pair"
+	done
+done
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# ---- the report -----------------------------------------------------------------
+
+# col ROWS_FILE SERVER SCEN KIND FIELD: that field of every matching run.
+col() {
+	awk -F'\t' -v sv="$2" -v sc="$3" -v k="$4" -v f="$5" \
+	    '$1 == sv && $2 == sc && $3 == k { print $f }' "$1"
+}
+fmt0() { awk -v v="$1" 'BEGIN { printf "%.0f", v }'; }
+fmt2() { awk -v v="$1" 'BEGIN { printf "%.2f", v }'; }
+
+# ratios SERVER SCEN: the per-pair ratios rlgate/noop of requests/s.
+ratios() {
+	awk -F'\t' -v sv="$1" -v sc="$2" '
+		$1 == sv && $2 == sc && $3 == "rlgate" { r[$4] = $5 }
+		$1 == sv && $2 == sc && $3 == "noop" { n[$4] = $5 }
+		END { for (p in r) if (p in n && n[p] > 0) printf "%.6f\n", r[p] / n[p] }' \
+	    "$BT/runs.tsv"
+}
+
+rlgate_version=$("$RLGATE_BIN" --version 2>/dev/null | head -1)
+cpu_model=$(awk -F': *' '$1 ~ /^model name/ { print $2; exit }' /proc/cpuinfo)
+lighttpd_v=$("$LIGHTTPD_BIN" -v 2>&1 | head -1)
+nginx_v=$("$NGINX_BIN" -v 2>&1 | head -1)
+wrk_v=$(wrk -v 2>&1 | head -1 | awk '{ print $1, $2 }')
+
+R=$BT/report.md
+{
+	echo "# rlgate end to end: rlgate vs a no-op FastCGI responder"
+	echo
+	echo "Medians over $BENCH_PAIRS pairs of runs (rlgate, noop, rlgate, noop, ...);"
+	echo "ratio = the median of the per-pair ratios rlgate req/s / noop req/s."
+	echo "noop answers 200 to everything, also in the rejected scenarios."
+	for server in lighttpd nginx; do
+		grep -q "^$server"$'\t' "$BT/runs.tsv" || continue
+		echo
+		echo "## $server"
+		echo
+		echo "| scenario | rlgate req/s | noop req/s | ratio | rlgate p50 ms | p99 ms | noop p50 ms | p99 ms |"
+		echo "|---|---|---|---|---|---|---|---|"
+		for scen in "${SCENARIOS[@]}"; do
+			[ "$(scen_field "$scen" 2)" = "$server" ] || continue
+			# shellcheck disable=SC2046
+			printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$scen" \
+			    "$(fmt0 "$(median $(col "$BT/runs.tsv" "$server" "$scen" rlgate 5))")" \
+			    "$(fmt0 "$(median $(col "$BT/runs.tsv" "$server" "$scen" noop 5))")" \
+			    "$(fmt2 "$(median $(ratios "$server" "$scen"))")" \
+			    "$(fmt2 "$(median $(col "$BT/runs.tsv" "$server" "$scen" rlgate 6))")" \
+			    "$(fmt2 "$(median $(col "$BT/runs.tsv" "$server" "$scen" rlgate 7))")" \
+			    "$(fmt2 "$(median $(col "$BT/runs.tsv" "$server" "$scen" noop 6))")" \
+			    "$(fmt2 "$(median $(col "$BT/runs.tsv" "$server" "$scen" noop 7))")"
+		done
+	done
+	echo
+	echo "## Every run"
+	echo
+	echo "CPU: % of one core used during the measured run by the web server"
+	echo "(nginx: master + workers), by the backend's workers together, and by wrk."
+	echo
+	echo "| server | scenario | pair | kind | req/s | p50 ms | p99 ms | requests | non-2xx | socket errors | server CPU % | backend CPU % | wrk CPU % | ratio |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+	awk -F'\t' '
+		$3 == "rlgate" { r[$1 SUBSEP $2 SUBSEP $4] = $5 }
+		$3 == "noop" { n[$1 SUBSEP $2 SUBSEP $4] = $5 }
+		{ row[NR] = $0 }
+		END {
+			for (i = 1; i <= NR; i++) {
+				split(row[i], f, "\t")
+				k = f[1] SUBSEP f[2] SUBSEP f[4]
+				ratio = "-"
+				if (f[3] == "rlgate" && n[k] > 0)
+					ratio = sprintf("%.2f", r[k] / n[k])
+				printf "| %s | %s | %s | %s | %.0f | %.2f | %.2f | %s | %s | %s | %s | %s | %s | %s |\n",
+				    f[1], f[2], f[4], f[3], f[5], f[6], f[7], f[8],
+				    f[9], f[10], f[11], f[12], f[13], ratio
+			}
+		}' "$BT/runs.tsv"
+	echo
+	echo "## Memory and database"
+	echo
+	echo "RSS (VmRSS) of each backend worker at the end of its last measured run,"
+	echo "and rlgate's database file and its -wal after it (while still open)."
+	echo
+	echo "| server | scenario | rlgate RSS kB per worker | noop RSS kB per worker | db bytes | wal bytes |"
+	echo "|---|---|---|---|---|---|"
+	for scen in "${SCENARIOS[@]}"; do
+		server=$(scen_field "$scen" 2)
+		printf '| %s | %s | %s | %s | %s | %s |\n' "$server" "$scen" \
+		    "$(col "$BT/runs.tsv" "$server" "$scen" rlgate 14 | tail -1 | sed 's/,/, /g')" \
+		    "$(col "$BT/runs.tsv" "$server" "$scen" noop 14 | tail -1 | sed 's/,/, /g')" \
+		    "$(col "$BT/runs.tsv" "$server" "$scen" rlgate 15 | tail -1)" \
+		    "$(col "$BT/runs.tsv" "$server" "$scen" rlgate 16 | tail -1)"
+	done
+	echo
+	echo "## Machine and parameters"
+	echo
+	echo "- machine: $(nproc) CPUs, $cpu_model; load average $load_start at the start, $load_end at the end"
+	echo "- software: $lighttpd_v; $nginx_v; $wrk_v; $rlgate_version"
+	echo "- started $started; $BENCH_PAIRS pairs per scenario, ${BENCH_SECONDS} s measured after ${BENCH_WARMUP} s of warm-up per run"
+	echo "- wrk -t$BENCH_WRK_THREADS -c$BENCH_CONNECTIONS -d${BENCH_SECONDS}s --latency http://127.0.0.1:PORT$URL_PATH (one client address)"
+	echo "- backend: spawn-fcgi -F $BENCH_PROCS, --threads $BENCH_THREADS (nginx_keepconn: --threads $BENCH_KEEPCONN_THREADS), a fresh process set and database per run; rlgate [headers] style = draft03, [log] level = warn (one line per 429; _nolog: error), one [policy default]"
+	echo "- lighttpd: one process, mod_fastcgi to the unix socket (no bin-path, check-local disable), no access log, other settings default"
+	echo "- nginx: master_process on, worker_processes $BENCH_NGINX_WORKERS, access_log off, fastcgi_pass to the unix socket, /etc/nginx/fastcgi_params; fastcgi_keep_conn off, except nginx_keepconn: upstream keepalive 16, fastcgi_keep_conn on"
+	echo "- limits: admitted 1000000000 per 60 s (token_bucket burst 1000000000), sliding_log 100000 per 1 s; rejected 1 per 3600 s (token_bucket burst 1), used up before the warm-up"
+	echo "- rlgate $RLGATE_BIN; noop $NOOP_BIN"
+} >"$R"
+
+cp "$R" "$OUT" || die "cannot write $OUT"
+{
+	printf '# server\tscenario\tkind\tpair\treqs_per_s\tp50_ms\tp99_ms\n'
+	cut -f1-7 "$BT/runs.tsv"
+} >"$TSV" || die "cannot write $TSV"
+cat "$R"
+note "wrote $OUT and $TSV"

@@ -1,0 +1,263 @@
+# shellcheck shell=bash
+# tests/bench/lib-bench.sh: helpers for the end-to-end benchmark (e2e.sh).
+#
+# Sourced, not run. Unlike tests/integration/lib.sh this prints no TAP: a
+# benchmark either produces its tables or stops with one clear error line
+# (die). The process handling follows lib.sh: every server is recorded by
+# pid and stopped on exit, ports are picked free on 127.0.0.1, and every
+# wait is bounded.
+
+set -u
+export LC_ALL=C
+PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
+
+BENCH_PROG=${BENCH_PROG:-$(basename "$0")}
+_bench_pids=()
+BT=
+
+# die MESSAGE...: one error line on stderr, exit 1 (the EXIT trap stops
+# every server still running).
+die() {
+	echo "$BENCH_PROG: error: $*" >&2
+	[ -z "$BT" ] || [ "${BENCH_KEEP_TMP:-0}" = 1 ] ||
+		echo "$BENCH_PROG: (BENCH_KEEP_TMP=1 keeps the configs and logs)" >&2
+	exit 1
+}
+
+# note MESSAGE...: a progress line on stderr (stdout carries the tables).
+note() {
+	echo "$BENCH_PROG: $*" >&2
+}
+
+# need_cmd CMD...: dies unless every command exists.
+need_cmd() {
+	local c
+	for c in "$@"; do
+		command -v "$c" >/dev/null 2>&1 || die "required command not found: $c"
+	done
+}
+
+# now_ms: wall-clock milliseconds since the epoch.
+now_ms() {
+	local s=${EPOCHREALTIME%[.,]*} f=${EPOCHREALTIME#*[.,]}
+	echo $((s * 1000 + 10#${f:0:3}))
+}
+
+# pid_alive PID: true while PID runs (a zombie counts as gone).
+pid_alive() {
+	local _pid _comm st
+	kill -0 "$1" 2>/dev/null || return 1
+	{ read -r _pid _comm st _ <"/proc/$1/stat"; } 2>/dev/null || return 1
+	[[ $st != Z* ]]
+}
+
+# track_pid PID...: stopped by pid on exit.
+track_pid() {
+	_bench_pids+=("$@")
+}
+
+# untrack_pid PID...: no longer stopped on exit (once stopped: the pid may
+# be reused by some other process later).
+untrack_pid() {
+	local p q keep=()
+	for p in "${_bench_pids[@]}"; do
+		for q in "$@"; do
+			[ "$p" = "$q" ] && continue 2
+		done
+		keep+=("$p")
+	done
+	_bench_pids=("${keep[@]}")
+}
+
+# stop_pids PID...: SIGTERM, up to STOP_GRACE_MS (default 3000) ms to go,
+# then SIGKILL; reaps those that are our children. Bounded.
+stop_pids() {
+	local p alive deadline
+	[ $# -gt 0 ] || return 0
+	for p in "$@"; do
+		pid_alive "$p" && kill -TERM "$p" 2>/dev/null
+	done
+	deadline=$(($(now_ms) + ${STOP_GRACE_MS:-3000}))
+	while :; do
+		alive=0
+		for p in "$@"; do
+			pid_alive "$p" && alive=1
+		done
+		[ $alive -eq 0 ] && break
+		[ "$(now_ms)" -ge "$deadline" ] && break
+		sleep 0.02
+	done
+	for p in "$@"; do
+		pid_alive "$p" && kill -KILL "$p" 2>/dev/null
+	done
+	for p in "$@"; do
+		wait "$p" 2>/dev/null
+	done
+	return 0
+}
+
+_bench_cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM HUP
+	if [ ${#_bench_pids[@]} -gt 0 ]; then
+		STOP_GRACE_MS=2000 stop_pids "${_bench_pids[@]}"
+	fi
+	if [ -n "$BT" ] && [ -d "$BT" ]; then
+		if [ "${BENCH_KEEP_TMP:-0}" = 1 ]; then
+			note "kept temporary directory $BT"
+		else
+			rm -rf "$BT"
+		fi
+	fi
+	exit $rc
+}
+trap _bench_cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+# bench_tmpdir: sets BT to a new temporary directory, mode 755 (nginx
+# workers run as nobody and must reach the sockets inside), removed on exit.
+bench_tmpdir() {
+	BT=$(mktemp -d "${TMPDIR:-/tmp}/rlgate-bench.XXXXXX") || die "mktemp -d failed"
+	chmod 755 "$BT" || die "chmod $BT failed"
+	[ -x "$(dirname "$BT")" ] || die "$(dirname "$BT") is not traversable"
+}
+
+# port_in_use PORT: true if something listens on 127.0.0.1:PORT.
+port_in_use() {
+	if command -v ss >/dev/null 2>&1; then
+		[ -n "$(ss -Htln "sport = :$1" 2>/dev/null)" ] && return 0
+	fi
+	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# free_port: prints a free TCP port on 127.0.0.1, below the kernel's
+# ephemeral range (ip_local_port_range) when there is room for it, so no
+# client connection can take it between this check and the server's bind:
+# 20000 up to that range (or up to 60000 when the range starts too low).
+free_port() {
+	local _ p lo=20000 hi=60000 eph
+	eph=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+	if [[ $eph =~ ^[0-9]+$ ]] && [ "$eph" -gt 21000 ]; then
+		hi=$((eph - 1))
+	fi
+	for _ in $(seq 1 100); do
+		p=$((lo + (RANDOM * 32768 + RANDOM) % (hi - lo + 1)))
+		if ! port_in_use "$p"; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# wait_for_port PORT TIMEOUT_S [PID]: until 127.0.0.1:PORT accepts; fails
+# after TIMEOUT_S or as soon as PID (if given) is gone.
+wait_for_port() {
+	local port=$1 timeout=$2 pid=${3:-} _
+	for _ in $(seq 1 $((timeout * 50))); do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			return 0
+		fi
+		if [ -n "$pid" ] && ! pid_alive "$pid"; then
+			return 1
+		fi
+		sleep 0.02
+	done
+	return 1
+}
+
+# wait_for_file PATH TIMEOUT_S: until PATH exists.
+wait_for_file() {
+	local _
+	for _ in $(seq 1 $(($2 * 50))); do
+		[ -e "$1" ] && return 0
+		sleep 0.02
+	done
+	return 1
+}
+
+# cpu_ticks PID...: prints the user + system clock ticks the processes
+# have used so far (0 for one that is gone). Divide by CLK_TCK.
+cpu_ticks() {
+	local p line rest sum=0
+	local -a f
+	for p in "$@"; do
+		line=
+		{ read -r line <"/proc/$p/stat"; } 2>/dev/null
+		[ -n "$line" ] || continue
+		rest=${line##*) }         # after "(comm) ": state is field 3
+		read -r -a f <<<"$rest"
+		sum=$((sum + f[11] + f[12]))   # utime, stime: fields 14, 15
+	done
+	echo "$sum"
+}
+
+# children_ticks: the user + system ticks of this shell's waited-for
+# children so far (cutime + cstime of /proc/$$/stat).
+children_ticks() {
+	local line rest
+	local -a f
+	read -r line <"/proc/$$/stat"
+	rest=${line##*) }
+	read -r -a f <<<"$rest"
+	echo $((f[13] + f[14]))           # cutime, cstime: fields 16, 17
+}
+
+# rss_kb PID: VmRSS of PID in kB (empty if gone).
+rss_kb() {
+	awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status" 2>/dev/null
+}
+
+# file_size PATH: bytes, 0 if absent.
+file_size() {
+	if [ -e "$1" ]; then stat -c %s "$1"; else echo 0; fi
+}
+
+# median NUMBER...: the median (the mean of the two middle ones for an even
+# count), printed with %.6g precision kept by awk.
+median() {
+	printf '%s\n' "$@" | sort -g | awk '
+		{ v[NR] = $1 }
+		END {
+			if (NR == 0) exit 1
+			if (NR % 2) print v[(NR + 1) / 2]
+			else printf "%.6f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2
+		}'
+}
+
+# wrk_ms VALUE: a wrk duration ("812.00us", "1.07ms", "2.01s", "1.00m")
+# in milliseconds, 3 decimals.
+wrk_ms() {
+	awk -v v="$1" 'BEGIN {
+		if (v ~ /us$/)      { sub(/us$/, "", v); printf "%.3f\n", v / 1000 }
+		else if (v ~ /ms$/) { sub(/ms$/, "", v); printf "%.3f\n", v }
+		else if (v ~ /m$/)  { sub(/m$/, "", v);  printf "%.3f\n", v * 60000 }
+		else if (v ~ /s$/)  { sub(/s$/, "", v);  printf "%.3f\n", v * 1000 }
+		else exit 1
+	}'
+}
+
+# parse_wrk FILE: sets WRK_RPS, WRK_P50_MS, WRK_P99_MS, WRK_REQUESTS,
+# WRK_NON2XX (0 if wrk printed none) and WRK_SOCKERR (the sum of connect,
+# read, write and timeout errors) from wrk --latency output; fails if a
+# value is missing.
+parse_wrk() {
+	local file=$1 v
+	WRK_RPS=$(awk '$1 == "Requests/sec:" { print $2 }' "$file")
+	v=$(awk '$1 == "50%" { print $2 }' "$file")
+	WRK_P50_MS=$(wrk_ms "$v" 2>/dev/null)
+	v=$(awk '$1 == "99%" { print $2 }' "$file")
+	WRK_P99_MS=$(wrk_ms "$v" 2>/dev/null)
+	WRK_REQUESTS=$(awk '$2 == "requests" && $3 == "in" { print $1 }' "$file")
+	WRK_NON2XX=$(awk '/Non-2xx or 3xx responses:/ { print $NF }' "$file")
+	: "${WRK_NON2XX:=0}"
+	WRK_SOCKERR=$(awk '/Socket errors:/ {
+		gsub(/,/, ""); print $4 + $6 + $8 + $10 }' "$file")
+	: "${WRK_SOCKERR:=0}"
+	[[ $WRK_RPS =~ ^[0-9]+(\.[0-9]+)?$ ]] &&
+	    [[ $WRK_P50_MS =~ ^[0-9]+\.[0-9]+$ ]] &&
+	    [[ $WRK_P99_MS =~ ^[0-9]+\.[0-9]+$ ]] &&
+	    [[ $WRK_REQUESTS =~ ^[0-9]+$ ]]
+}
