@@ -57,6 +57,7 @@ struct worker {
 	const char *path;
 	int many;                      /* MODE_* */
 	int id;
+	int64_t cache;                 /* rejection cache entries (0: none) */
 	pthread_barrier_t *barrier;    /* threads: start together */
 	long admitted;
 	long errors;
@@ -95,8 +96,10 @@ static int file_mode(const char *path);
 static int sent_to(int client);
 static void run_worker(struct worker *w);
 static void *thread_main(void *arg);
-static void run_threads(const char *path, int many, struct worker *w);
-static void run_processes(const char *path, int many, struct worker *w);
+static void run_threads(const char *path, int many, int64_t cache,
+    struct worker *w);
+static void run_processes(const char *path, int many, int64_t cache,
+    struct worker *w);
 static void check_totals(const char *path, int many, struct worker *w);
 static void run_algorithms(struct rlg_store *s, struct worker *w);
 static void check_algorithms(const char *path, struct worker *w);
@@ -115,9 +118,6 @@ static void sim_log_dump(const struct sim *m, char *buf, size_t size);
 static void make_v1(const char *path);
 
 /* The per-run directory (parent) and the per-test one inside it (child). */
-/* Rejection cache entries of the concurrency workers' handles (0: none). */
-static int64_t conc_cache;
-
 static char base_dir[64];
 static char case_dir[128];
 static int case_seq;
@@ -947,9 +947,7 @@ START_TEST(test_cache_processes_one_client)
 	char *path = path_in("cprocs1.db");
 	struct worker w[NWORKERS];
 
-	conc_cache = 64;
-	run_processes(path, MODE_ONE, w);
-	conc_cache = 0;
+	run_processes(path, MODE_ONE, 64, w);
 	check_totals(path, MODE_ONE, w);
 }
 END_TEST
@@ -959,9 +957,7 @@ START_TEST(test_cache_processes_many_clients)
 	char *path = path_in("cprocsn.db");
 	struct worker w[NWORKERS];
 
-	conc_cache = 64;
-	run_processes(path, MODE_MANY, w);
-	conc_cache = 0;
+	run_processes(path, MODE_MANY, 64, w);
 	check_totals(path, MODE_MANY, w);
 }
 END_TEST
@@ -971,9 +967,7 @@ START_TEST(test_cache_processes_algorithms)
 	char *path = path_in("cprocsalg.db");
 	struct worker w[NWORKERS];
 
-	conc_cache = 64;
-	run_processes(path, MODE_ALGS, w);
-	conc_cache = 0;
+	run_processes(path, MODE_ALGS, 64, w);
 	check_algorithms(path, w);
 }
 END_TEST
@@ -983,9 +977,7 @@ START_TEST(test_cache_threads_algorithms)
 	char *path = path_in("cthreadsalg.db");
 	struct worker w[NWORKERS];
 
-	conc_cache = 64;
-	run_threads(path, MODE_ALGS, w);
-	conc_cache = 0;
+	run_threads(path, MODE_ALGS, 64, w);
 	check_algorithms(path, w);
 }
 END_TEST
@@ -1894,7 +1886,7 @@ run_worker(struct worker *w)
 	cfg.path = path;
 	cfg.busy_timeout_ms = 30000;
 	cfg.on_error = RLG_ON_ERROR_CLOSED;
-	cfg.rejection_cache = conc_cache;
+	cfg.rejection_cache = w->cache;
 	if (rlg_store_open(&cfg, &s) != RLG_OK) {
 		snprintf(w->errmsg, sizeof w->errmsg, "%s",
 		    rlg_store_errmsg(s));
@@ -1991,7 +1983,7 @@ thread_main(void *arg)
 
 /* NWORKERS threads open path together (a new file) and send at once. */
 static void
-run_threads(const char *path, int many, struct worker *w)
+run_threads(const char *path, int many, int64_t cache, struct worker *w)
 {
 	pthread_barrier_t barrier;
 	pthread_t t[NWORKERS];
@@ -2003,6 +1995,7 @@ run_threads(const char *path, int many, struct worker *w)
 		w[i].path = path;
 		w[i].many = many;
 		w[i].id = i;
+		w[i].cache = cache;
 		w[i].barrier = &barrier;
 		ck_assert_int_eq(pthread_create(&t[i], NULL, thread_main,
 		    &w[i]), 0);
@@ -2014,7 +2007,8 @@ run_threads(const char *path, int many, struct worker *w)
 
 /* NWORKERS processes, released together through a pipe, results back. */
 static void
-run_processes(const char *path, int many, struct worker *w)
+run_processes(const char *path, int many, int64_t cache,
+    struct worker *w)
 {
 	int go[2], res[2], i, status;
 	pid_t pids[NWORKERS];
@@ -2029,6 +2023,7 @@ run_processes(const char *path, int many, struct worker *w)
 		w[i].path = path;
 		w[i].many = many;
 		w[i].id = i;
+		w[i].cache = cache;
 		pids[i] = fork();
 		ck_assert_int_ge(pids[i], 0);
 		if (pids[i] == 0) {
@@ -2146,7 +2141,7 @@ START_TEST(test_processes_algorithms)
 	char *path = path_in("procsalg.db");
 	struct worker w[NWORKERS];
 
-	run_processes(path, MODE_ALGS, w);
+	run_processes(path, MODE_ALGS, 0, w);
 	check_algorithms(path, w);
 }
 END_TEST
@@ -2156,7 +2151,7 @@ START_TEST(test_threads_algorithms)
 	char *path = path_in("threadsalg.db");
 	struct worker w[NWORKERS];
 
-	run_threads(path, MODE_ALGS, w);
+	run_threads(path, MODE_ALGS, 0, w);
 	check_algorithms(path, w);
 }
 END_TEST
@@ -2166,7 +2161,7 @@ START_TEST(test_threads_one_client)
 	char *path = path_in("threads1.db");
 	struct worker w[NWORKERS];
 
-	run_threads(path, MODE_ONE, w);
+	run_threads(path, MODE_ONE, 0, w);
 	check_totals(path, MODE_ONE, w);
 }
 END_TEST
@@ -2176,7 +2171,7 @@ START_TEST(test_processes_one_client)
 	char *path = path_in("procs1.db");
 	struct worker w[NWORKERS];
 
-	run_processes(path, MODE_ONE, w);
+	run_processes(path, MODE_ONE, 0, w);
 	check_totals(path, MODE_ONE, w);
 }
 END_TEST
@@ -2186,7 +2181,7 @@ START_TEST(test_threads_many_clients)
 	char *path = path_in("threadsn.db");
 	struct worker w[NWORKERS];
 
-	run_threads(path, MODE_MANY, w);
+	run_threads(path, MODE_MANY, 0, w);
 	check_totals(path, MODE_MANY, w);
 }
 END_TEST
@@ -2196,7 +2191,7 @@ START_TEST(test_processes_many_clients)
 	char *path = path_in("procsn.db");
 	struct worker w[NWORKERS];
 
-	run_processes(path, MODE_MANY, w);
+	run_processes(path, MODE_MANY, 0, w);
 	check_totals(path, MODE_MANY, w);
 }
 END_TEST
