@@ -17,10 +17,10 @@
  * into the first, as every section does. Checks that span keys or sections
  * (burst needs token_bucket, sliding_log caps the limit, a header key needs
  * [client] key_secret, a route names policies that may come later in the
- * file) run once the whole file is read, since the keys may come in any
- * order; their problems carry the line of the key at fault (or of the
- * section header, for a key that is missing), so the sort puts them in
- * place.
+ * file, the [store] keys that belong to one backend) run once the whole
+ * file is read, since the keys may come in any order; their problems
+ * carry the line of the key at fault (or of the section header, for a key
+ * that is missing), so the sort puts them in place.
  */
 #include <assert.h>
 #include <ctype.h>
@@ -34,6 +34,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <sys/un.h>
+
 #include <ini.h>
 
 #include "config.h"
@@ -44,6 +47,10 @@
 
 /* The longest busy_timeout_ms: ten minutes. */
 #define RLG_BUSY_TIMEOUT_MS_MAX  600000
+
+/* The longest Redis host name (DNS: 253) and unix socket path (sun_path). */
+#define RLG_REDIS_HOST_MAX  253
+#define RLG_REDIS_SOCKET_MAX  (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
 
 /* Where the next key line goes. */
 enum rlg_sect {
@@ -147,6 +154,18 @@ struct rlg_parse {
 	size_t nroutes;
 	bool too_many_routes;  /* the cap on routes has been reported */
 
+	/*
+	 * The [store] keys whose meaning depends on the backend: the line of
+	 * each one set to a valid value, or 0, for rlg_store_finish.
+	 */
+	int backend_line;
+	bool backend_bad;      /* backend was set to an unknown value */
+	int url_line;
+	int connect_timeout_line;
+	int timeout_line;
+	int clock_line;
+	int max_clients_line;
+
 	struct rlg_problem *problems;
 	size_t nproblems;
 	size_t capproblems;
@@ -169,6 +188,7 @@ static void rlg_route_section(struct rlg_parse *p, const char *name);
 static bool rlg_section_name_ok(struct rlg_parse *p, const char *kind,
     const char *name);
 static void rlg_policies_finish(struct rlg_parse *p);
+static void rlg_store_finish(struct rlg_parse *p);
 static void rlg_routes_finish(struct rlg_parse *p);
 static void rlg_policy_free_fields(struct rlg_policy *pol);
 static void rlg_route_free_fields(struct rlg_route *r);
@@ -220,6 +240,25 @@ static void rlg_set_busy_timeout(struct rlg_parse *p,
     const struct rlg_key *k, const char *value);
 static void rlg_set_on_error(struct rlg_parse *p, const struct rlg_key *k,
     const char *value);
+static void rlg_set_backend(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value);
+static void rlg_set_url(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value);
+static void rlg_set_connect_timeout(struct rlg_parse *p,
+    const struct rlg_key *k, const char *value);
+static void rlg_set_timeout(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value);
+static void rlg_set_clock(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value);
+static char *rlg_url_masked(const char *url);
+static int rlg_url_unix(struct rlg_store_config *sc, const char *rest,
+    char *why, size_t size);
+static int rlg_url_tcp(struct rlg_store_config *sc, const char *rest,
+    char *why, size_t size);
+static bool rlg_url_decode(const char *s, size_t len, char **out);
+static bool rlg_url_number(const char *s, size_t len, long long max,
+    long long *out);
+static void rlg_redis_fields_free(struct rlg_store_config *sc);
 static void rlg_set_style(struct rlg_parse *p, const struct rlg_key *k,
     const char *value);
 static void rlg_set_errors(struct rlg_parse *p, const struct rlg_key *k,
@@ -266,6 +305,11 @@ static const struct rlg_key rlg_keys[] = {
 	{ RLG_SECT_STORE, "on_error", rlg_set_on_error },
 	{ RLG_SECT_STORE, "max_clients", rlg_set_max_clients },
 	{ RLG_SECT_STORE, "rejection_cache", rlg_set_rejection_cache },
+	{ RLG_SECT_STORE, "backend", rlg_set_backend },
+	{ RLG_SECT_STORE, "url", rlg_set_url },
+	{ RLG_SECT_STORE, "connect_timeout_ms", rlg_set_connect_timeout },
+	{ RLG_SECT_STORE, "timeout_ms", rlg_set_timeout },
+	{ RLG_SECT_STORE, "clock", rlg_set_clock },
 	{ RLG_SECT_HEADERS, "style", rlg_set_style },
 	{ RLG_SECT_HEADERS, "report_exempt", rlg_set_report_exempt },
 	{ RLG_SECT_RESPONSE, "errors", rlg_set_errors },
@@ -293,6 +337,16 @@ static const struct rlg_key rlg_keys[] = {
 static const struct rlg_word rlg_on_error_words[] = {
 	{ "closed", RLG_ON_ERROR_CLOSED },
 	{ "open", RLG_ON_ERROR_OPEN },
+	{ NULL, 0 }
+};
+static const struct rlg_word rlg_backend_words[] = {
+	{ "sqlite", RLG_BACKEND_SQLITE },
+	{ "redis", RLG_BACKEND_REDIS },
+	{ NULL, 0 }
+};
+static const struct rlg_word rlg_clock_words[] = {
+	{ "redis", RLG_CLOCK_REDIS },
+	{ "local", RLG_CLOCK_LOCAL },
 	{ NULL, 0 }
 };
 static const struct rlg_word rlg_style_words[] = {
@@ -350,6 +404,11 @@ rlg_config_defaults(void)
 	cfg->store.max_clients = RLG_DEFAULT_MAX_CLIENTS;
 	cfg->store.rejection_cache = RLG_DEFAULT_REJECTION_CACHE;
 	cfg->store.on_error = RLG_ON_ERROR_CLOSED;
+	cfg->store.backend = RLG_BACKEND_SQLITE;
+	cfg->store.redis_port = RLG_DEFAULT_REDIS_PORT;
+	cfg->store.connect_timeout_ms = RLG_DEFAULT_REDIS_TIMEOUT_MS;
+	cfg->store.timeout_ms = RLG_DEFAULT_REDIS_TIMEOUT_MS;
+	cfg->store.clock = RLG_CLOCK_REDIS;
 	cfg->style = RLG_STYLE_DRAFT03;
 	cfg->errors = RLG_ERRORS_JSON;
 
@@ -430,6 +489,372 @@ rlg_config_pick(const char *opt)
 	return NULL;
 }
 
+int
+rlg_config_redis_url(struct rlg_store_config *sc, const char *url,
+    char *why, size_t size)
+{
+	struct rlg_store_config tmp;
+	int rc;
+
+	assert(sc != NULL && url != NULL && why != NULL);
+	memset(&tmp, 0, sizeof tmp);
+	tmp.redis_port = RLG_DEFAULT_REDIS_PORT;
+	if (strncmp(url, "redis://", 8) == 0) {
+		rc = rlg_url_tcp(&tmp, url + 8, why, size);
+	} else if (strncmp(url, "unix:", 5) == 0) {
+		rc = rlg_url_unix(&tmp, url + 5, why, size);
+	} else if (strncmp(url, "rediss://", 9) == 0) {
+		snprintf(why, size, "rediss:// (TLS) is not supported: use "
+		    "redis:// on a trusted network, or a unix socket");
+		rc = -1;
+	} else {
+		snprintf(why, size, "must start with redis:// or unix:");
+		rc = -1;
+	}
+	if (rc != 0) {
+		rlg_redis_fields_free(&tmp);
+		return -1;
+	}
+	rlg_redis_fields_free(sc);
+	sc->redis_host = tmp.redis_host;
+	sc->redis_port = tmp.redis_port;
+	sc->redis_socket = tmp.redis_socket;
+	sc->redis_user = tmp.redis_user;
+	sc->redis_password = tmp.redis_password;
+	sc->redis_db = tmp.redis_db;
+	return 0;
+}
+
+const char *
+rlg_store_describe(const struct rlg_store_config *sc, char *buf, size_t size)
+{
+	char db[24] = "";
+
+	if (sc->backend == RLG_BACKEND_SQLITE) {
+		snprintf(buf, size, "sqlite %s", sc->path != NULL ? sc->path :
+		    "(no path)");
+		return buf;
+	}
+	if (sc->redis_socket != NULL) {
+		if (sc->redis_db != 0)
+			snprintf(db, sizeof db, "?db=%d", sc->redis_db);
+		snprintf(buf, size, "redis unix:%s%s", sc->redis_socket, db);
+		return buf;
+	}
+	if (sc->redis_host == NULL) {
+		snprintf(buf, size, "redis (no url)");
+		return buf;
+	}
+	if (sc->redis_db != 0)
+		snprintf(db, sizeof db, "/%d", sc->redis_db);
+	snprintf(buf, size, strchr(sc->redis_host, ':') != NULL ?
+	    "redis [%s]:%d%s" : "redis %s:%d%s", sc->redis_host,
+	    sc->redis_port, db);
+	return buf;
+}
+
+/*
+ * redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], rest after "redis://". The
+ * userinfo ends at the last '@', so a password may hold '@' and '/'
+ * as they are; %XX escapes are decoded too.
+ */
+static int
+rlg_url_tcp(struct rlg_store_config *sc, const char *rest, char *why,
+    size_t size)
+{
+	const char *at, *host, *end, *colon, *s;
+	char addr[INET6_ADDRSTRLEN + 64];
+	struct in6_addr a6;
+	long long v;
+	size_t len;
+
+	at = strrchr(rest, '@');
+	if (at != NULL) {
+		colon = memchr(rest, ':', (size_t)(at - rest));
+		if (colon == NULL) {
+			snprintf(why, size, "a user needs a password "
+			    "(redis://USER:PASSWORD@HOST)");
+			return -1;
+		}
+		if (colon + 1 == at) {
+			snprintf(why, size, "empty password");
+			return -1;
+		}
+		if ((colon > rest && !rlg_url_decode(rest,
+		    (size_t)(colon - rest), &sc->redis_user)) ||
+		    !rlg_url_decode(colon + 1, (size_t)(at - colon - 1),
+		    &sc->redis_password)) {
+			snprintf(why, size, "bad %%XX escape in the user or "
+			    "password");
+			return -1;
+		}
+		host = at + 1;
+	} else {
+		host = rest;
+	}
+
+	if (*host == '[') {
+		end = strchr(host, ']');
+		len = end != NULL ? (size_t)(end - host - 1) : 0;
+		if (end == NULL || len == 0 || len >= sizeof addr) {
+			snprintf(why, size, "bad IPv6 address in brackets");
+			return -1;
+		}
+		memcpy(addr, host + 1, len);
+		addr[len] = '\0';
+		/* A zone (fe80::1%eth0) goes to getaddrinfo as it is. */
+		s = strchr(addr, '%');
+		if (s != NULL)
+			addr[s - addr] = '\0';
+		if (inet_pton(AF_INET6, addr, &a6) != 1) {
+			snprintf(why, size, "bad IPv6 address in brackets");
+			return -1;
+		}
+		sc->redis_host = rlg_xmalloc(len + 1);
+		memcpy(sc->redis_host, host + 1, len);
+		sc->redis_host[len] = '\0';
+		s = end + 1;
+	} else {
+		for (s = host; *s != '\0' && *s != ':' && *s != '/'; s++) {
+			if (!((*s >= 'A' && *s <= 'Z') ||
+			    (*s >= 'a' && *s <= 'z') ||
+			    (*s >= '0' && *s <= '9') || *s == '.' ||
+			    *s == '-' || *s == '_')) {
+				snprintf(why, size, "bad host: a name of "
+				    "A-Z a-z 0-9 . - _, an IPv4 address, or "
+				    "an IPv6 address in brackets");
+				return -1;
+			}
+		}
+		len = (size_t)(s - host);
+		if (len == 0) {
+			snprintf(why, size, "no host");
+			return -1;
+		}
+		if (len > RLG_REDIS_HOST_MAX) {
+			snprintf(why, size, "host longer than %d bytes",
+			    RLG_REDIS_HOST_MAX);
+			return -1;
+		}
+		sc->redis_host = rlg_xmalloc(len + 1);
+		memcpy(sc->redis_host, host, len);
+		sc->redis_host[len] = '\0';
+	}
+
+	if (*s == ':') {
+		end = s + 1 + strcspn(s + 1, "/");
+		if (!rlg_url_number(s + 1, (size_t)(end - s - 1), 65535, &v) ||
+		    v < 1) {
+			snprintf(why, size, "port must be an integer from 1 "
+			    "to 65535");
+			return -1;
+		}
+		sc->redis_port = (int)v;
+		s = end;
+	}
+	if (*s == '/') {
+		len = strlen(s + 1);
+		if (len > 0 && !rlg_url_number(s + 1, len, RLG_REDIS_DB_MAX,
+		    &v)) {
+			snprintf(why, size, "database must be an integer from "
+			    "0 to %d", RLG_REDIS_DB_MAX);
+			return -1;
+		}
+		sc->redis_db = len > 0 ? (int)v : 0;
+		s += 1 + len;
+	}
+	if (*s != '\0') {
+		snprintf(why, size, "unexpected \"%c\" after the host",
+		    *s);
+		return -1;
+	}
+	return 0;
+}
+
+/* unix:/PATH[?db=N][&password=P][&user=U], rest after "unix:". */
+static int
+rlg_url_unix(struct rlg_store_config *sc, const char *rest, char *why,
+    size_t size)
+{
+	const char *q, *item, *eq, *next;
+	char **field;
+	long long v;
+	size_t len;
+
+	if (strncmp(rest, "///", 3) == 0)
+		rest += 2;                 /* unix:///PATH: an empty authority */
+	if (*rest != '/') {
+		snprintf(why, size, "the socket path must be absolute "
+		    "(unix:/PATH)");
+		return -1;
+	}
+	q = strchr(rest, '?');
+	len = q != NULL ? (size_t)(q - rest) : strlen(rest);
+	if (len > RLG_REDIS_SOCKET_MAX) {
+		snprintf(why, size, "socket path longer than %zu bytes",
+		    (size_t)RLG_REDIS_SOCKET_MAX);
+		return -1;
+	}
+	sc->redis_socket = rlg_xmalloc(len + 1);
+	memcpy(sc->redis_socket, rest, len);
+	sc->redis_socket[len] = '\0';
+	for (item = q != NULL ? q + 1 : NULL; item != NULL; item = next) {
+		next = strchr(item, '&');
+		len = next != NULL ? (size_t)(next - item) : strlen(item);
+		if (next != NULL)
+			next++;
+		eq = memchr(item, '=', len);
+		if (eq == NULL) {
+			snprintf(why, size, "parameters are NAME=VALUE: db, "
+			    "password, user");
+			return -1;
+		}
+		len -= (size_t)(eq + 1 - item);
+		if ((size_t)(eq - item) == 2 && strncmp(item, "db", 2) == 0) {
+			if (!rlg_url_number(eq + 1, len, RLG_REDIS_DB_MAX,
+			    &v)) {
+				snprintf(why, size, "database must be an "
+				    "integer from 0 to %d", RLG_REDIS_DB_MAX);
+				return -1;
+			}
+			sc->redis_db = (int)v;
+			continue;
+		}
+		if ((size_t)(eq - item) == 8 &&
+		    strncmp(item, "password", 8) == 0)
+			field = &sc->redis_password;
+		else if ((size_t)(eq - item) == 4 &&
+		    strncmp(item, "user", 4) == 0)
+			field = &sc->redis_user;
+		else {
+			snprintf(why, size, "unknown parameter \"%.*s\": db, "
+			    "password, user", (int)(eq - item) > 32 ? 32 :
+			    (int)(eq - item), item);
+			return -1;
+		}
+		free(*field);
+		*field = NULL;
+		if (len == 0) {
+			snprintf(why, size, "empty %.*s", (int)(eq - item),
+			    item);
+			return -1;
+		}
+		if (!rlg_url_decode(eq + 1, len, field)) {
+			snprintf(why, size, "bad %%XX escape in the user or "
+			    "password");
+			return -1;
+		}
+	}
+	if (sc->redis_user != NULL && sc->redis_password == NULL) {
+		snprintf(why, size, "a user needs a password");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * s[0..len) with %XX escapes decoded, into a new string *out. false for
+ * a bad escape or one that gives a NUL byte.
+ */
+static bool
+rlg_url_decode(const char *s, size_t len, char **out)
+{
+	char *d;
+	size_t i, n = 0;
+	int hi, lo;
+
+	d = rlg_xmalloc(len + 1);
+	for (i = 0; i < len; i++) {
+		if (s[i] != '%') {
+			d[n++] = s[i];
+			continue;
+		}
+		hi = i + 2 < len ? rlg_hexval((unsigned char)s[i + 1]) : -1;
+		lo = hi >= 0 ? rlg_hexval((unsigned char)s[i + 2]) : -1;
+		if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+			free(d);
+			return false;
+		}
+		d[n++] = (char)(hi * 16 + lo);
+		i += 2;
+	}
+	d[n] = '\0';
+	free(*out);
+	*out = d;
+	return true;
+}
+
+/* s[0..len): digits only, at most max. */
+static bool
+rlg_url_number(const char *s, size_t len, long long max, long long *out)
+{
+	long long v = 0;
+	size_t i;
+
+	if (len == 0 || len > 19)
+		return false;
+	for (i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		v = v * 10 + (s[i] - '0');
+		if (v > max)
+			return false;
+	}
+	*out = v;
+	return true;
+}
+
+/*
+ * url for a message, with the password masked: "redis://u:***@h" and
+ * "unix:/p?password=***". A new string.
+ */
+static char *
+rlg_url_masked(const char *url)
+{
+	const char *at, *colon, *pw, *end;
+	size_t n, size;
+	char *s;
+
+	if (strncmp(url, "redis://", 8) == 0 || strncmp(url, "rediss://", 9) ==
+	    0) {
+		at = strrchr(url, '@');
+		colon = at != NULL ? memchr(url + 8, ':', (size_t)(at - url -
+		    8)) : NULL;
+		if (colon == NULL)
+			return rlg_xstrdup(url);
+		n = (size_t)(colon + 1 - url);
+		size = n + 3 + strlen(at) + 1;
+		s = rlg_xmalloc(size);
+		snprintf(s, size, "%.*s***%s", (int)n, url, at);
+		return s;
+	}
+	pw = strstr(url, "password=");
+	if (pw == NULL || (pw[-1] != '?' && pw[-1] != '&'))
+		return rlg_xstrdup(url);
+	pw += 9;
+	end = pw + strcspn(pw, "&");
+	n = (size_t)(pw - url);
+	size = n + 3 + strlen(end) + 1;
+	s = rlg_xmalloc(size);
+	snprintf(s, size, "%.*s***%s", (int)n, url, end);
+	return s;
+}
+
+/* Frees the redis_* strings of sc and sets them to NULL. */
+static void
+rlg_redis_fields_free(struct rlg_store_config *sc)
+{
+	free(sc->redis_host);
+	free(sc->redis_socket);
+	free(sc->redis_user);
+	free(sc->redis_password);
+	sc->redis_host = NULL;
+	sc->redis_socket = NULL;
+	sc->redis_user = NULL;
+	sc->redis_password = NULL;
+	sc->redis_db = 0;
+}
+
 void
 rlg_config_free(struct rlg_config *cfg)
 {
@@ -439,6 +864,7 @@ rlg_config_free(struct rlg_config *cfg)
 		return;
 	free(cfg->source);
 	free(cfg->store.path);
+	rlg_redis_fields_free(&cfg->store);
 	for (i = 0; i < cfg->npolicies; i++)
 		rlg_policy_free_fields(&cfg->policies[i]);
 	free(cfg->policies);
@@ -460,6 +886,30 @@ rlg_on_error_name(enum rlg_on_error e)
 		return "closed";
 	case RLG_ON_ERROR_OPEN:
 		return "open";
+	}
+	return "unknown";
+}
+
+const char *
+rlg_store_backend_name(enum rlg_store_backend b)
+{
+	switch (b) {
+	case RLG_BACKEND_SQLITE:
+		return "sqlite";
+	case RLG_BACKEND_REDIS:
+		return "redis";
+	}
+	return "unknown";
+}
+
+const char *
+rlg_store_clock_name(enum rlg_store_clock c)
+{
+	switch (c) {
+	case RLG_CLOCK_REDIS:
+		return "redis";
+	case RLG_CLOCK_LOCAL:
+		return "local";
 	}
 	return "unknown";
 }
@@ -545,6 +995,7 @@ rlg_config_parse(const char *name, FILE *fp, const char *text, FILE *errs,
 		rlg_problem(&p, 0, "cannot parse: out of memory");
 	rlg_policies_finish(&p);
 	rlg_routes_finish(&p);
+	rlg_store_finish(&p);
 
 	n = p.nproblems > INT_MAX ? INT_MAX : (int)p.nproblems;
 	if (p.nproblems > 1)
@@ -1108,6 +1559,51 @@ rlg_routes_finish(struct rlg_parse *p)
 	}
 }
 
+/*
+ * After the whole file: the [store] keys that belong to one backend only.
+ * Each is reported on its own line. Redis keys with the SQLite backend
+ * are an error, not a no-op: an operator who set url but not backend =
+ * redis would get one SQLite file per machine, each client a full quota
+ * on each. max_clients set with Redis likewise promises a bound that
+ * Redis does not keep (its memory follows maxmemory and key expiry). With
+ * a backend that was itself bad (already reported) nothing is checked.
+ */
+static void
+rlg_store_finish(struct rlg_parse *p)
+{
+	const struct rlg_store_config *sc = &p->cfg->store;
+	const struct {
+		const char *name;
+		int line;
+	} redis_only[] = {
+		{ "url", p->url_line },
+		{ "connect_timeout_ms", p->connect_timeout_line },
+		{ "timeout_ms", p->timeout_line },
+		{ "clock", p->clock_line },
+	};
+	size_t i;
+
+	if (p->backend_bad)
+		return;
+	if (sc->backend == RLG_BACKEND_SQLITE) {
+		for (i = 0; i < sizeof redis_only / sizeof redis_only[0]; i++)
+			if (redis_only[i].line != 0)
+				rlg_problem(p, redis_only[i].line, "[store] %s: "
+				    "applies only to backend = redis",
+				    redis_only[i].name);
+		return;
+	}
+	/* A url that was set but bad is reported for itself. */
+	if (p->url_line == 0 && *rlg_first_line(p, 0,
+	    rlg_key_index(RLG_SECT_STORE, "url")) == 0)
+		rlg_problem(p, p->backend_line, "[store] backend: redis needs "
+		    "[store] url = redis://HOST:PORT or unix:/PATH");
+	if (p->max_clients_line != 0)
+		rlg_problem(p, p->max_clients_line, "[store] max_clients: "
+		    "applies only to backend = sqlite: Redis memory is bounded "
+		    "by its maxmemory and by the expiry of the keys");
+}
+
 /* Frees what a policy owns, not the policy itself. */
 static void
 rlg_policy_free_fields(struct rlg_policy *pol)
@@ -1451,8 +1947,10 @@ rlg_set_max_clients(struct rlg_parse *p, const struct rlg_key *k,
 	bool ok;
 
 	rlg_set_int(p, k, value, 0, RLG_MAX_CLIENTS_MAX, &v, &ok);
-	if (ok)
+	if (ok) {
 		p->cfg->store.max_clients = v;
+		p->max_clients_line = p->lineno;
+	}
 }
 
 static void
@@ -1475,6 +1973,80 @@ rlg_set_on_error(struct rlg_parse *p, const struct rlg_key *k,
 
 	if (rlg_set_word(p, k, value, rlg_on_error_words, &v))
 		p->cfg->store.on_error = (enum rlg_on_error)v;
+}
+
+/*
+ * backend, url, connect_timeout_ms, timeout_ms and clock are checked
+ * against each other at the end (rlg_store_finish): the keys may come in
+ * any order.
+ */
+static void
+rlg_set_backend(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	int v;
+
+	if (rlg_set_word(p, k, value, rlg_backend_words, &v)) {
+		p->cfg->store.backend = (enum rlg_store_backend)v;
+		p->backend_line = p->lineno;
+	} else {
+		p->backend_bad = true;
+	}
+}
+
+/* The message quotes the url with its password masked: errors are logged. */
+static void
+rlg_set_url(struct rlg_parse *p, const struct rlg_key *k, const char *value)
+{
+	char why[256], *shown;
+
+	if (rlg_config_redis_url(&p->cfg->store, value, why, sizeof why) == 0) {
+		p->url_line = p->lineno;
+		return;
+	}
+	shown = rlg_url_masked(value);
+	rlg_key_problem(p, k, "%s (got \"%s\")", why, shown);
+	free(shown);
+}
+
+static void
+rlg_set_connect_timeout(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	long long v;
+	bool ok;
+
+	rlg_set_int(p, k, value, 1, RLG_REDIS_TIMEOUT_MS_MAX, &v, &ok);
+	if (ok) {
+		p->cfg->store.connect_timeout_ms = (int)v;
+		p->connect_timeout_line = p->lineno;
+	}
+}
+
+static void
+rlg_set_timeout(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	long long v;
+	bool ok;
+
+	rlg_set_int(p, k, value, 1, RLG_REDIS_TIMEOUT_MS_MAX, &v, &ok);
+	if (ok) {
+		p->cfg->store.timeout_ms = (int)v;
+		p->timeout_line = p->lineno;
+	}
+}
+
+static void
+rlg_set_clock(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	int v;
+
+	if (rlg_set_word(p, k, value, rlg_clock_words, &v)) {
+		p->cfg->store.clock = (enum rlg_store_clock)v;
+		p->clock_line = p->lineno;
+	}
 }
 
 static void

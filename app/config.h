@@ -41,17 +41,52 @@ enum rlg_error_format {
 #define RLG_POLICIES_MAX     32
 #define RLG_POLICY_NAME_MAX  64
 
+/* [store] backend: where the limiter state lives (store.h). */
+enum rlg_store_backend {
+	RLG_BACKEND_SQLITE = 0,    /* one file, shared by the gateway's processes */
+	RLG_BACKEND_REDIS,         /* one Redis server, shared by many gateways */
+};
+
+/* [store] clock (Redis): whose clock says what time it is. */
+enum rlg_store_clock {
+	RLG_CLOCK_REDIS = 0,       /* Redis TIME, inside the script */
+	RLG_CLOCK_LOCAL,           /* the gateway's own (the caller's now_ms) */
+};
+
+/*
+ * All zero is a valid SQLite config without a path; the Redis fields
+ * (redis_*, timeouts, clock) are used only with backend = redis and are
+ * filled from [store] url by rlg_config_redis_url.
+ */
 struct rlg_store_config {
+	enum rlg_store_backend backend;
 	char *path;                /* SQLite file */
 	int busy_timeout_ms;       /* how long to wait for a lock */
 	enum rlg_on_error on_error;
 	/*
 	 * The most clients one policy keeps state for at once; 0: no limit.
 	 * A request of a new client past it is a store failure (on_error).
+	 * SQLite only: Redis memory is bounded by maxmemory and key expiry.
 	 */
 	int64_t max_clients;
 	/* Rejections remembered per worker thread (store_cache.c); 0: off. */
 	int64_t rejection_cache;
+	/*
+	 * Redis: a TCP host and port, or a unix socket (then redis_host is
+	 * NULL). redis_host is a name or an address, an IPv6 one without
+	 * its brackets. AUTH follows the connect when redis_password is set
+	 * (with redis_user, an ACL user, if set too); SELECT when redis_db
+	 * is not 0. The password is never logged.
+	 */
+	char *redis_host;
+	int redis_port;            /* 1..65535 */
+	char *redis_socket;        /* absolute path, or NULL */
+	char *redis_user;          /* or NULL: the default user */
+	char *redis_password;      /* or NULL: no AUTH */
+	int redis_db;              /* 0..RLG_REDIS_DB_MAX */
+	int connect_timeout_ms;    /* connect (TCP or socket); 0: the default */
+	int timeout_ms;            /* each command; 0: the default */
+	enum rlg_store_clock clock;
 };
 
 /* Log levels: error (store errors), warn (+ rejections, dry-run would-be
@@ -132,6 +167,10 @@ struct rlg_config {
 #define RLG_MAX_CLIENTS_MAX 1000000000
 #define RLG_DEFAULT_REJECTION_CACHE 4096
 #define RLG_REJECTION_CACHE_MAX 1048576
+#define RLG_DEFAULT_REDIS_PORT 6379
+#define RLG_DEFAULT_REDIS_TIMEOUT_MS 500      /* connect and each command */
+#define RLG_REDIS_TIMEOUT_MS_MAX 60000
+#define RLG_REDIS_DB_MAX 2147483647
 #define RLG_DEFAULT_LIMIT        60
 #define RLG_DEFAULT_WINDOW_S     60
 
@@ -170,13 +209,37 @@ int rlg_config_load_string(const char *text, const char *name, FILE *errs,
  */
 const char *rlg_config_pick(const char *opt);
 
+/*
+ * Parses a Redis address into sc's redis_* fields, replacing what they
+ * held:
+ *   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]   (PORT 6379 by default)
+ *   unix:/PATH[?db=N][&password=P][&user=U]      (unix:///PATH too)
+ * HOST is a name, an IPv4 address or an IPv6 one in brackets; USER and
+ * PASSWORD may hold %XX escapes (%40 for '@'). Returns 0, or -1 with why
+ * the url is refused in why (size bytes; never the password) and sc
+ * unchanged.
+ */
+int rlg_config_redis_url(struct rlg_store_config *sc, const char *url,
+    char *why, size_t size);
+
+/*
+ * Where the store is, for the logs, never with a password: "sqlite PATH",
+ * "redis HOST:PORT[/DB]", "redis [V6ADDR]:PORT", "redis unix:PATH[?db=N]".
+ * Writes into buf (size bytes) and returns it.
+ */
+const char *rlg_store_describe(const struct rlg_store_config *sc, char *buf,
+    size_t size);
+
 /* Frees a config; NULL does nothing. */
 void rlg_config_free(struct rlg_config *cfg);
 
-/* Names for the logs: "closed"/"open", "draft03", "json"/"problem". */
+/* Names for the logs: "closed"/"open", "draft03", "json"/"problem",
+ * "sqlite"/"redis", "redis"/"local". */
 const char *rlg_on_error_name(enum rlg_on_error e);
 const char *rlg_style_name(enum rlg_header_style s);
 const char *rlg_error_format_name(enum rlg_error_format f);
+const char *rlg_store_backend_name(enum rlg_store_backend b);
+const char *rlg_store_clock_name(enum rlg_store_clock c);
 /* "error", "warn", "info" ("unknown" for anything else). */
 const char *rlg_log_level_name(enum rlg_log_level l);
 

@@ -129,7 +129,7 @@ main(int argc, char **argv)
 	};
 	const char *config_opt = NULL, *log_opt = NULL, *path;
 	struct rlg_config *cfg;
-	char policies[1024];
+	char policies[1024], store[512];
 	int c, threads = THREADS_DEFAULT, check_only = 0, rc, problems;
 
 	while ((c = getopt_long(argc, argv, "c:t:l:CVh", opts, NULL)) != -1) {
@@ -197,7 +197,8 @@ main(int argc, char **argv)
 		    "store %s (on_error = %s), headers %s, %zu route%s, "
 		    "policies: %s",
 		    PACKAGE_VERSION, threads, threads == 1 ? "" : "s",
-		    path != NULL ? path : "built-in defaults", cfg->store.path,
+		    path != NULL ? path : "built-in defaults",
+		    rlg_store_describe(&cfg->store, store, sizeof store),
 		    rlg_on_error_name(cfg->store.on_error),
 		    rlg_style_name(cfg->style), cfg->nroutes,
 		    cfg->nroutes == 1 ? "" : "s", policies);

@@ -59,7 +59,6 @@ struct fwd_hops {
 	size_t n;
 };
 
-static int hexval(int c);
 static enum rlg_method method_of(const char *m);
 static enum rlg_role role_of(const char *role);
 static bool is_tchar(int c);
@@ -92,18 +91,6 @@ rlg_request_param(char *const *envp, const char *name)
 	return NULL;
 }
 
-static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int
 rlg_request_decode_path(const char *uri, char *out, size_t outlen)
 {
@@ -116,8 +103,8 @@ rlg_request_decode_path(const char *uri, char *out, size_t outlen)
 		int c = (unsigned char)*p;
 
 		if (c == '%') {
-			int hi = hexval((unsigned char)p[1]);
-			int lo = hi < 0 ? -1 : hexval((unsigned char)p[2]);
+			int hi = rlg_hexval((unsigned char)p[1]);
+			int lo = hi < 0 ? -1 : rlg_hexval((unsigned char)p[2]);
 
 			if (hi < 0 || lo < 0)
 				goto bad;

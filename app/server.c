@@ -433,6 +433,8 @@ rlg_server_run_cgi(const struct rlg_config *cfg)
 	struct rlg_worker w;
 	int rc;
 
+	/* Writing to a Redis connection the server closed must not kill us. */
+	signal(SIGPIPE, SIG_IGN);
 	rlg_worker_init(&w, cfg);
 	rc = rlg_server_handle(&w, environ, rlg_now_ms(), stdout_write,
 	    stdout);

@@ -1,8 +1,9 @@
 /*
  * store.c: the store calls, dispatched through the handle's operations
- * table. rlg_store_open opens the SQLite backend behind the rejection
- * cache (store_cache.c); the dispatch lets a Redis backend or group commit
- * slot in the same way without the callers changing.
+ * table. rlg_store_open opens the backend that [store] backend names,
+ * SQLite (store_sqlite.c) or Redis (store_redis.c), and wraps it in the
+ * rejection cache (store_cache.c) unless rejection_cache = 0: the callers
+ * never know which one they talk to.
  */
 #include <stddef.h>
 
@@ -12,8 +13,16 @@
 int
 rlg_store_open(const struct rlg_store_config *cfg, struct rlg_store **out)
 {
-	/* The SQLite store, behind a rejection cache unless it is off. */
-	return rlg_store_cache_ops.open(cfg, out);
+	const struct rlg_store_ops *backend;
+	struct rlg_store *inner = NULL;
+	int rc;
+
+	backend = cfg->backend == RLG_BACKEND_REDIS ? &rlg_store_redis_ops :
+	    &rlg_store_sqlite_ops;
+	/* A handle even on failure (it heals): the cache goes on it too. */
+	rc = backend->open(cfg, &inner);
+	*out = rlg_store_cache_wrap(inner, cfg->rejection_cache);
+	return rc;
 }
 
 int

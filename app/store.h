@@ -5,9 +5,11 @@
  * the heart of rlgate: for one request it reads the state of every policy
  * that applies, runs the limiter on each, and writes the new states only if
  * every policy admits the request, all in one atomic write, so counting is
- * exact however many processes and threads share the store. The operations
- * table lets other backends (Redis) and later a rejection cache or group
- * commit sit behind the same calls.
+ * exact however many processes and threads share the store. Two backends
+ * sit behind one operations table: SQLite (store_sqlite.c: one file, the
+ * processes of one machine) and Redis (store_redis.c: one server, many
+ * gateways), chosen by [store] backend; a rejection cache (store_cache.c)
+ * wraps either. Callers see the same calls and the same semantics.
  */
 #ifndef RLG_STORE_H
 #define RLG_STORE_H
@@ -40,7 +42,7 @@ struct rlg_store {
 	const struct rlg_store_ops *ops;
 };
 
-/* A backend: the SQLite one in store_sqlite.c. */
+/* A backend (store_sqlite.c, store_redis.c), or a wrapper (store_cache.c). */
 struct rlg_store_ops {
 	const char *name;
 	int (*open)(const struct rlg_store_config *cfg, struct rlg_store **out);
@@ -52,7 +54,14 @@ struct rlg_store_ops {
 };
 
 extern const struct rlg_store_ops rlg_store_sqlite_ops;
-/* The rejection cache in front of the SQLite store (store_cache.c). */
+/*
+ * The Redis store: one connection per handle, one EVALSHA per step; a lost
+ * connection is reopened after a backoff (100 ms doubling to 5 s) during
+ * which steps fail at once. Its prune deletes nothing: keys expire.
+ */
+extern const struct rlg_store_ops rlg_store_redis_ops;
+/* The rejection cache in front of either store (store_cache.c); no open:
+ * rlg_store_cache_wrap makes it. */
 extern const struct rlg_store_ops rlg_store_cache_ops;
 
 /* What a rejection cache has done, for tests and benchmarks. */
@@ -77,13 +86,15 @@ const struct rlg_store_cache_stats *rlg_store_cache_stats(
     const struct rlg_store *s);
 
 /*
- * Opens a connection to the store that cfg names (creating the SQLite file
- * with its schema on first use, mode 0600). On success returns RLG_OK and
- * the handle in *out, owned by the caller (rlg_store_close). On failure
- * returns RLG_ESTORE and still sets *out to a handle whose rlg_store_errmsg
- * says why, and which later calls retry to open; so a store that is missing
- * at start-up heals by itself when the fault goes away. The handle copies
- * what it needs from cfg.
+ * Opens a connection to the store that cfg names: cfg->backend picks
+ * SQLite (creating the file with its schema on first use, mode 0600) or
+ * Redis (connect, AUTH, SELECT, SCRIPT LOAD), behind a rejection cache of
+ * cfg->rejection_cache entries unless that is 0. On success returns RLG_OK
+ * and the handle in *out, owned by the caller (rlg_store_close). On
+ * failure returns RLG_ESTORE and still sets *out to a handle whose
+ * rlg_store_errmsg says why, and which later calls retry to open; so a
+ * store that is missing at start-up heals by itself when the fault goes
+ * away (Redis: after a backoff). The handle copies what it needs from cfg.
  */
 int rlg_store_open(const struct rlg_store_config *cfg, struct rlg_store **out);
 
@@ -93,15 +104,18 @@ int rlg_store_open(const struct rlg_store_config *cfg, struct rlg_store **out);
  * then are the new states written. Returns RLG_OK (admitted or not), or
  * RLG_ESTORE when the store failed (nothing written, decisions undefined),
  * or RLG_EFULL when admitting would give a policy state for more than
- * max_clients clients even after pruning expired ones (nothing written,
- * decisions undefined; clients the store already holds are never refused
- * for it), or RLG_EINVAL for a request no store could take: n == 0, an
- * item without policy or client, a client key longer than
- * RLG_CLIENT_KEY_MAX, a policy the limiter refuses (nothing written;
- * rlg_store_errmsg says which).
- * The same (policy, client) twice in items counts twice. now_ms, the
- * caller's wall clock, also paces the backend's cheap health checks (the
- * SQLite store looks once a second whether its file was deleted or
+ * max_clients clients even after pruning expired ones (SQLite only; nothing
+ * written, decisions undefined; clients the store already holds are never
+ * refused for it), or RLG_EINVAL for a request no store could take: n == 0,
+ * an item without policy or client, a client key longer than
+ * RLG_CLIENT_KEY_MAX (Redis: also one that is empty or starts with '}',
+ * which would empty its hash tag), a policy the limiter refuses (nothing
+ * written; rlg_store_errmsg says which).
+ * The same (policy, client) twice in items counts twice. now_ms is the
+ * caller's wall clock: the time the algorithms run at, except with Redis
+ * and [store] clock = redis, where the script reads Redis TIME so that
+ * every gateway agrees. It also paces the SQLite store's cheap health
+ * checks (it looks once a second whether its file was deleted or
  * replaced), so pass the real time.
  */
 int rlg_store_step(struct rlg_store *s, const struct rlg_store_item *items,
@@ -110,7 +124,7 @@ int rlg_store_step(struct rlg_store *s, const struct rlg_store_item *items,
 /*
  * Deletes states that expired before now_ms, so the store follows the number
  * of active clients. *deleted (if not NULL) gets the count. RLG_OK or
- * RLG_ESTORE.
+ * RLG_ESTORE. Redis expires its keys by itself: RLG_OK, 0 deleted.
  */
 int rlg_store_prune(struct rlg_store *s, int64_t now_ms, int64_t *deleted);
 

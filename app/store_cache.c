@@ -67,8 +67,6 @@ struct cache_store {
 	struct rlg_store_cache_stats stats;
 };
 
-static int cache_open(const struct rlg_store_config *cfg,
-    struct rlg_store **out);
 static int cache_step(struct rlg_store *base,
     const struct rlg_store_item *items, size_t n, int64_t now_ms,
     struct rlg_decision *decisions);
@@ -82,24 +80,12 @@ static uint64_t cache_hash(uint64_t seed, const char *key, size_t len);
 
 const struct rlg_store_ops rlg_store_cache_ops = {
 	.name = "rejection-cache",
-	.open = cache_open,
+	.open = NULL,           /* made by rlg_store_cache_wrap, not opened */
 	.step = cache_step,
 	.prune = cache_prune,
 	.errmsg = cache_errmsg,
 	.close = cache_close,
 };
-
-/* Opens cfg's store and wraps it: what rlg_store_open does. */
-static int
-cache_open(const struct rlg_store_config *cfg, struct rlg_store **out)
-{
-	struct rlg_store *inner = NULL;
-	int rc;
-
-	rc = rlg_store_sqlite_ops.open(cfg, &inner);
-	*out = rlg_store_cache_wrap(inner, cfg->rejection_cache);
-	return rc;
-}
 
 struct rlg_store *
 rlg_store_cache_wrap(struct rlg_store *inner, int64_t entries)

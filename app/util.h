@@ -27,6 +27,9 @@ void *rlg_xmalloc(size_t size);
 void *rlg_xcalloc(size_t n, size_t size);
 char *rlg_xstrdup(const char *s);
 
+/* The value of a hex digit (0-9, a-f, A-F), or -1. */
+int rlg_hexval(int c);
+
 /* Wall-clock time in milliseconds since the epoch (CLOCK_REALTIME). */
 int64_t rlg_now_ms(void);
 

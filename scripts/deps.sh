@@ -14,7 +14,31 @@ pkgs=(
 	libcurl4-openssl-dev                           # the load generator (tests/loadgen.c)
 	cppcheck clang-tidy                            # static analysis (scripts/lint.sh)
 	wrk nginx-light                                # the benchmarks (make bench-e2e)
+	libhiredis-dev redis-server redis-tools        # the Redis store and its tests
 )
+
+# redis-server's package runs a system service on 6379. The tests start
+# their own servers on other ports and must never meet it: stop it and keep
+# it from starting at boot. Errors are ignored (no systemd in a container,
+# no service, not running).
+quiet_redis() {
+	[ "$(id -u)" -eq 0 ] || return 0
+	dpkg-query -W -f='${Status}' redis-server 2>/dev/null | grep -q 'ok installed' || return 0
+	if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+		systemctl stop redis-server >/dev/null 2>&1 || true
+		systemctl disable redis-server >/dev/null 2>&1 || true
+	else
+		service redis-server stop >/dev/null 2>&1 || true
+		update-rc.d redis-server disable >/dev/null 2>&1 || true
+	fi
+	# A server the service scripts no longer know about: by its pidfile.
+	local pidfile=/run/redis/redis-server.pid pid
+	if [ -r "$pidfile" ] && pid=$(cat "$pidfile") && [ -n "$pid" ] &&
+	    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = redis-server ]; then
+		kill "$pid" 2>/dev/null || true
+	fi
+	return 0
+}
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -22,7 +46,10 @@ for p in "${pkgs[@]}"; do
 		missing+=("$p")
 	fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then
+	quiet_redis
+	exit 0
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "deps.sh: missing packages: ${missing[*]}; run as root to install them" >&2
@@ -42,3 +69,4 @@ trap '[ $own_policy -eq 1 ] && rm -f "$policy"' EXIT
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${missing[@]}"
+quiet_redis

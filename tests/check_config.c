@@ -6,7 +6,9 @@
  * [route NAME] sections and the policies of a request that matches none,
  * "errors" that every kind of problem
  * is reported on its own line with its exact line number and text, all of
- * them in one pass, and "files" the loading from disk and the choice of the
+ * them in one pass, "redis" the [store] keys of the Redis backend (url
+ * forms, the keys of one backend set with the other, passwords masked in
+ * the messages), and "files" the loading from disk and the choice of the
  * file to load.
  */
 #include <stdarg.h>
@@ -60,6 +62,11 @@ struct rlg_t_word {
     "host bits"
 #define RLG_T_EMPTY_ITEM "empty item in the list"
 #define RLG_T_SECRET "openssl rand -hex 32"
+#define RLG_T_REDIS_TIMEOUT "must be an integer from 1 to 60000"
+#define RLG_T_PORT "port must be an integer from 1 to 65535"
+#define RLG_T_DB "database must be an integer from 0 to 2147483647"
+#define RLG_T_HOST "bad host: a name of A-Z a-z 0-9 . - _, an IPv4 " \
+    "address, or an IPv6 address in brackets"
 
 static const struct rlg_t_bad rlg_t_bad_values[] = {
 	{ "policy default", "limit", "abc",
@@ -262,6 +269,130 @@ static const struct rlg_t_bad rlg_t_bad_values[] = {
 	{ "log", "level", "warning",
 	    "[log] level: must be one of error, warn, info "
 	    "(got \"warning\")" },
+	/* [store] backend, url, connect_timeout_ms, timeout_ms, clock */
+	{ "store", "backend", "mysql",
+	    "[store] backend: must be one of sqlite, redis (got \"mysql\")" },
+	{ "store", "backend", "Redis",
+	    "[store] backend: must be one of sqlite, redis (got \"Redis\")" },
+	{ "store", "backend", "",
+	    "[store] backend: must not be empty" },
+	{ "store", "clock", "utc",
+	    "[store] clock: must be one of redis, local (got \"utc\")" },
+	{ "store", "clock", "",
+	    "[store] clock: must not be empty" },
+	{ "store", "connect_timeout_ms", "0",
+	    "[store] connect_timeout_ms: " RLG_T_REDIS_TIMEOUT " (got \"0\")" },
+	{ "store", "connect_timeout_ms", "60001",
+	    "[store] connect_timeout_ms: " RLG_T_REDIS_TIMEOUT
+	    " (got \"60001\")" },
+	{ "store", "connect_timeout_ms", "1s",
+	    "[store] connect_timeout_ms: " RLG_T_REDIS_TIMEOUT " (got \"1s\")" },
+	{ "store", "timeout_ms", "-1",
+	    "[store] timeout_ms: " RLG_T_REDIS_TIMEOUT " (got \"-1\")" },
+	{ "store", "timeout_ms", "0",
+	    "[store] timeout_ms: " RLG_T_REDIS_TIMEOUT " (got \"0\")" },
+	{ "store", "url", "",
+	    "[store] url: must not be empty" },
+	{ "store", "url", "http://h:1",
+	    "[store] url: must start with redis:// or unix: (got \"http://h:1\")" },
+	{ "store", "url", "REDIS://h",
+	    "[store] url: must start with redis:// or unix: (got \"REDIS://h\")" },
+	{ "store", "url", "rediss://:pw@h:1",
+	    "[store] url: rediss:// (TLS) is not supported: use redis:// on a "
+	    "trusted network, or a unix socket (got \"rediss://:***@h:1\")" },
+	{ "store", "url", "redis://",
+	    "[store] url: no host (got \"redis://\")" },
+	{ "store", "url", "redis://:6379",
+	    "[store] url: no host (got \"redis://:6379\")" },
+	{ "store", "url", "redis://h:0",
+	    "[store] url: " RLG_T_PORT " (got \"redis://h:0\")" },
+	{ "store", "url", "redis://h:65536",
+	    "[store] url: " RLG_T_PORT " (got \"redis://h:65536\")" },
+	{ "store", "url", "redis://h:",
+	    "[store] url: " RLG_T_PORT " (got \"redis://h:\")" },
+	{ "store", "url", "redis://h:63x",
+	    "[store] url: " RLG_T_PORT " (got \"redis://h:63x\")" },
+	{ "store", "url", "redis://h:-1",
+	    "[store] url: " RLG_T_PORT " (got \"redis://h:-1\")" },
+	{ "store", "url", "redis://h/1x",
+	    "[store] url: " RLG_T_DB " (got \"redis://h/1x\")" },
+	{ "store", "url", "redis://h/2147483648",
+	    "[store] url: " RLG_T_DB " (got \"redis://h/2147483648\")" },
+	{ "store", "url", "redis://ho st",
+	    "[store] url: " RLG_T_HOST " (got \"redis://ho st\")" },
+	{ "store", "url", "redis://h?db=1",
+	    "[store] url: " RLG_T_HOST " (got \"redis://h?db=1\")" },
+	{ "store", "url", "redis://::1:6379",
+	    "[store] url: no host (got \"redis://::1:6379\")" },
+	{ "store", "url", "redis://[::1",
+	    "[store] url: bad IPv6 address in brackets (got \"redis://[::1\")" },
+	{ "store", "url", "redis://[]:1",
+	    "[store] url: bad IPv6 address in brackets (got \"redis://[]:1\")" },
+	{ "store", "url", "redis://[10.0.0.1]:1",
+	    "[store] url: bad IPv6 address in brackets "
+	    "(got \"redis://[10.0.0.1]:1\")" },
+	{ "store", "url", "redis://[::1]x",
+	    "[store] url: unexpected \"x\" after the host "
+	    "(got \"redis://[::1]x\")" },
+	{ "store", "url", "redis://user@h",
+	    "[store] url: a user needs a password (redis://USER:PASSWORD@HOST) "
+	    "(got \"redis://user@h\")" },
+	{ "store", "url", "redis://:@h",
+	    "[store] url: empty password (got \"redis://:***@h\")" },
+	{ "store", "url", "redis://:se%zzcret@h:1",
+	    "[store] url: bad %XX escape in the user or password "
+	    "(got \"redis://:***@h:1\")" },
+	{ "store", "url", "redis://:se%00cret@h",
+	    "[store] url: bad %XX escape in the user or password "
+	    "(got \"redis://:***@h\")" },
+	{ "store", "url", "redis://u:secret@h:99999",
+	    "[store] url: " RLG_T_PORT " (got \"redis://u:***@h:99999\")" },
+	{ "store", "url", "redis://"
+	    "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+	    "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+	    "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+	    "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+	    "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhh",
+	    "[store] url: host longer than 253 bytes "
+	    "(got \"redis://"
+	    "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+	    "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+	    "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+	    "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+	    "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+	    "\")" },
+	{ "store", "url", "unix:redis.sock",
+	    "[store] url: the socket path must be absolute (unix:/PATH) "
+	    "(got \"unix:redis.sock\")" },
+	{ "store", "url", "unix:",
+	    "[store] url: the socket path must be absolute (unix:/PATH) "
+	    "(got \"unix:\")" },
+	{ "store", "url", "unix:"
+	    "/sssssssssssssssssssssssssssssssssssssssssssssssssssssss"
+	    "ssssssssssssssssssssssssssssssssssssssssssssssssssss",
+	    "[store] url: socket path longer than 107 bytes "
+	    "(got \"unix:"
+	    "/sssssssssssssssssssssssssssssssssssssssssssssssssssssss"
+	    "ssssssssssssssssssssssssssssssssssssssssssssssssssss"
+	    "\")" },
+	{ "store", "url", "unix:/r.sock?db=x",
+	    "[store] url: " RLG_T_DB " (got \"unix:/r.sock?db=x\")" },
+	{ "store", "url", "unix:/r.sock?db=",
+	    "[store] url: " RLG_T_DB " (got \"unix:/r.sock?db=\")" },
+	{ "store", "url", "unix:/r.sock?foo=1",
+	    "[store] url: unknown parameter \"foo\": db, password, user "
+	    "(got \"unix:/r.sock?foo=1\")" },
+	{ "store", "url", "unix:/r.sock?db",
+	    "[store] url: parameters are NAME=VALUE: db, password, user "
+	    "(got \"unix:/r.sock?db\")" },
+	{ "store", "url", "unix:/r.sock?password=",
+	    "[store] url: empty password (got \"unix:/r.sock?password=***\")" },
+	{ "store", "url", "unix:/r.sock?user=u",
+	    "[store] url: a user needs a password "
+	    "(got \"unix:/r.sock?user=u\")" },
+	{ "store", "url", "unix:/r.sock?password=p%2&db=1",
+	    "[store] url: bad %XX escape in the user or password "
+	    "(got \"unix:/r.sock?password=***&db=1\")" },
 };
 #define RLG_T_NBAD (sizeof rlg_t_bad_values / sizeof rlg_t_bad_values[0])
 
@@ -2278,6 +2409,229 @@ START_TEST(test_new_mixed)
 }
 END_TEST
 
+/* ---- [store]: the Redis backend ------------------------------------------ */
+
+/* A url that must parse, and what it becomes. */
+static const struct {
+	const char *url;
+	const char *host;          /* NULL: a socket */
+	int port;
+	const char *socket;
+	const char *user;
+	const char *password;
+	int db;
+	const char *described;     /* rlg_store_describe */
+} rlg_t_urls[] = {
+	{ "redis://127.0.0.1:6379", "127.0.0.1", 6379, NULL, NULL, NULL, 0,
+	    "redis 127.0.0.1:6379" },
+	{ "redis://localhost", "localhost", 6379, NULL, NULL, NULL, 0,
+	    "redis localhost:6379" },
+	{ "redis://redis-1.internal_net:1/0", "redis-1.internal_net", 1, NULL,
+	    NULL, NULL, 0, "redis redis-1.internal_net:1" },
+	{ "redis://h:65535/", "h", 65535, NULL, NULL, NULL, 0,
+	    "redis h:65535" },
+	{ "redis://h/15", "h", 6379, NULL, NULL, NULL, 15, "redis h:6379/15" },
+	{ "redis://h:7000/2147483647", "h", 7000, NULL, NULL, NULL,
+	    2147483647, "redis h:7000/2147483647" },
+	{ "redis://[::1]:6380/3", "::1", 6380, NULL, NULL, NULL, 3,
+	    "redis [::1]:6380/3" },
+	{ "redis://[fe80::1%eth0]", "fe80::1%eth0", 6379, NULL, NULL, NULL, 0,
+	    "redis [fe80::1%eth0]:6379" },
+	{ "redis://:s3cret@10.0.0.5:6380/2", "10.0.0.5", 6380, NULL, NULL,
+	    "s3cret", 2, "redis 10.0.0.5:6380/2" },
+	{ "redis://alice:pw@h", "h", 6379, NULL, "alice", "pw", 0,
+	    "redis h:6379" },
+	/* '@', ':' and '/' in a password as they are; %XX decoded. */
+	{ "redis://:p@ss:w/rd@h:1/4", "h", 1, NULL, NULL, "p@ss:w/rd", 4,
+	    "redis h:1/4" },
+	{ "redis://a%3Ab:x%25y%40z@h", "h", 6379, NULL, "a:b", "x%y@z", 0,
+	    "redis h:6379" },
+	{ "unix:/run/redis/redis.sock", NULL, 6379, "/run/redis/redis.sock",
+	    NULL, NULL, 0, "redis unix:/run/redis/redis.sock" },
+	{ "unix:///run/redis.sock?db=7", NULL, 6379, "/run/redis.sock", NULL,
+	    NULL, 7, "redis unix:/run/redis.sock?db=7" },
+	{ "unix:/r.sock?password=a%26b&db=1&user=u", NULL, 6379, "/r.sock",
+	    "u", "a&b", 1, "redis unix:/r.sock?db=1" },
+};
+#define RLG_T_NURLS (sizeof rlg_t_urls / sizeof rlg_t_urls[0])
+
+START_TEST(test_redis_url)
+{
+	char *text, buf[256];
+	struct rlg_config *cfg;
+
+	text = rlg_t_fmt("[store]\nbackend = redis\nurl = %s\n",
+	    rlg_t_urls[_i].url);
+	cfg = rlg_t_ok(text);
+	ck_assert_int_eq(cfg->store.backend, RLG_BACKEND_REDIS);
+	if (rlg_t_urls[_i].host != NULL)
+		ck_assert_str_eq(cfg->store.redis_host, rlg_t_urls[_i].host);
+	else
+		ck_assert_ptr_null(cfg->store.redis_host);
+	ck_assert_int_eq(cfg->store.redis_port, rlg_t_urls[_i].port);
+	if (rlg_t_urls[_i].socket != NULL)
+		ck_assert_str_eq(cfg->store.redis_socket,
+		    rlg_t_urls[_i].socket);
+	else
+		ck_assert_ptr_null(cfg->store.redis_socket);
+	if (rlg_t_urls[_i].user != NULL)
+		ck_assert_str_eq(cfg->store.redis_user, rlg_t_urls[_i].user);
+	else
+		ck_assert_ptr_null(cfg->store.redis_user);
+	if (rlg_t_urls[_i].password != NULL)
+		ck_assert_str_eq(cfg->store.redis_password,
+		    rlg_t_urls[_i].password);
+	else
+		ck_assert_ptr_null(cfg->store.redis_password);
+	ck_assert_int_eq(cfg->store.redis_db, rlg_t_urls[_i].db);
+	ck_assert_str_eq(rlg_store_describe(&cfg->store, buf, sizeof buf),
+	    rlg_t_urls[_i].described);
+	rlg_config_free(cfg);
+	free(text);
+}
+END_TEST
+
+/* Every [store] key of the Redis backend, and the defaults. */
+START_TEST(test_redis_store)
+{
+	struct rlg_config *cfg;
+	char buf[256];
+
+	cfg = rlg_config_defaults();
+	ck_assert_int_eq(cfg->store.backend, RLG_BACKEND_SQLITE);
+	ck_assert_int_eq(cfg->store.connect_timeout_ms, 500);
+	ck_assert_int_eq(cfg->store.timeout_ms, 500);
+	ck_assert_int_eq(cfg->store.clock, RLG_CLOCK_REDIS);
+	ck_assert_ptr_null(cfg->store.redis_host);
+	ck_assert_ptr_null(cfg->store.redis_socket);
+	ck_assert_str_eq(rlg_store_describe(&cfg->store, buf, sizeof buf),
+	    "sqlite " RLG_DEFAULT_DB_PATH);
+	rlg_config_free(cfg);
+
+	cfg = rlg_t_ok(
+	    "[store]\n"
+	    "backend = redis\n"
+	    "url = redis://:pw@10.1.2.3:6380/5\n"
+	    "connect_timeout_ms = 1\n"
+	    "timeout_ms = 60000\n"
+	    "clock = local\n"
+	    "on_error = open\n"
+	    "rejection_cache = 0\n"
+	    "path = /ignored.db\n"
+	    "busy_timeout_ms = 10\n");
+	ck_assert_int_eq(cfg->store.backend, RLG_BACKEND_REDIS);
+	ck_assert_str_eq(cfg->store.redis_host, "10.1.2.3");
+	ck_assert_int_eq(cfg->store.redis_port, 6380);
+	ck_assert_str_eq(cfg->store.redis_password, "pw");
+	ck_assert_int_eq(cfg->store.redis_db, 5);
+	ck_assert_int_eq(cfg->store.connect_timeout_ms, 1);
+	ck_assert_int_eq(cfg->store.timeout_ms, 60000);
+	ck_assert_int_eq(cfg->store.clock, RLG_CLOCK_LOCAL);
+	ck_assert_int_eq(cfg->store.on_error, RLG_ON_ERROR_OPEN);
+	ck_assert_int_eq(cfg->store.rejection_cache, 0);
+	/* Never the password. */
+	ck_assert_str_eq(rlg_store_describe(&cfg->store, buf, sizeof buf),
+	    "redis 10.1.2.3:6380/5");
+	rlg_config_free(cfg);
+
+	/* The keys in any order; clock = redis; backend = sqlite alone. */
+	cfg = rlg_t_ok("[store]\nclock = redis\nurl = unix:/s\n"
+	    "backend = redis\n");
+	ck_assert_int_eq(cfg->store.clock, RLG_CLOCK_REDIS);
+	ck_assert_str_eq(cfg->store.redis_socket, "/s");
+	rlg_config_free(cfg);
+	cfg = rlg_t_ok("[store]\nbackend = sqlite\nmax_clients = 5\n");
+	ck_assert_int_eq(cfg->store.backend, RLG_BACKEND_SQLITE);
+	ck_assert_int_eq(cfg->store.max_clients, 5);
+	rlg_config_free(cfg);
+
+	ck_assert_str_eq(rlg_store_backend_name(RLG_BACKEND_SQLITE), "sqlite");
+	ck_assert_str_eq(rlg_store_backend_name(RLG_BACKEND_REDIS), "redis");
+	ck_assert_str_eq(rlg_store_clock_name(RLG_CLOCK_REDIS), "redis");
+	ck_assert_str_eq(rlg_store_clock_name(RLG_CLOCK_LOCAL), "local");
+}
+END_TEST
+
+/*
+ * The keys of one backend with the other: each on its own line, in line
+ * order, with the other problems of the file.
+ */
+START_TEST(test_redis_store_errors)
+{
+	/* Redis keys without backend = redis. */
+	rlg_t_expect(
+	    "[store]\n"                                  /* 1 */
+	    "url = redis://h:1\n"                        /* 2 */
+	    "clock = local\n"                            /* 3 */
+	    "[policy default]\n"                         /* 4 */
+	    "limit = 0\n"                                /* 5 */
+	    "[store]\n"                                  /* 6 */
+	    "timeout_ms = 5\n"                           /* 7 */
+	    "connect_timeout_ms = 5\n",                  /* 8 */
+	    5,
+	    "t.conf:2: [store] url: applies only to backend = redis\n"
+	    "t.conf:3: [store] clock: applies only to backend = redis\n"
+	    "t.conf:5: [policy default] limit: " RLG_T_LIMIT_RANGE
+	    " (got \"0\")\n"
+	    "t.conf:7: [store] timeout_ms: applies only to backend = redis\n"
+	    "t.conf:8: [store] connect_timeout_ms: applies only to backend = "
+	    "redis\n");
+	rlg_t_expect(
+	    "[store]\nbackend = sqlite\nurl = unix:/s\n", 1,
+	    "t.conf:3: [store] url: applies only to backend = redis\n");
+	/* Redis without a url; with max_clients. */
+	rlg_t_expect(
+	    "[store]\nmax_clients = 10\non_error = open\nbackend = redis\n", 2,
+	    "t.conf:2: [store] max_clients: applies only to backend = sqlite: "
+	    "Redis memory is bounded by its maxmemory and by the expiry of "
+	    "the keys\n"
+	    "t.conf:4: [store] backend: redis needs [store] url = "
+	    "redis://HOST:PORT or unix:/PATH\n");
+	/* A bad url is reported for itself only. */
+	rlg_t_expect(
+	    "[store]\nbackend = redis\nurl = redis://h:0\n", 1,
+	    "t.conf:3: [store] url: port must be an integer from 1 to 65535 "
+	    "(got \"redis://h:0\")\n");
+	/* A bad backend: the others are not checked against it. */
+	rlg_t_expect(
+	    "[store]\nbackend = memcached\nurl = redis://h\nmax_clients = 1\n",
+	    1,
+	    "t.conf:2: [store] backend: must be one of sqlite, redis "
+	    "(got \"memcached\")\n");
+	/* Set twice. */
+	rlg_t_expect(
+	    "[store]\nbackend = redis\nurl = redis://a\nurl = redis://b\n", 1,
+	    "t.conf:4: [store] url: set twice (first on line 3)\n");
+}
+END_TEST
+
+/* rlg_config_redis_url itself: the reason, and sc untouched on failure. */
+START_TEST(test_redis_url_api)
+{
+	struct rlg_store_config sc;
+	char why[256];
+
+	memset(&sc, 0, sizeof sc);
+	ck_assert_int_eq(rlg_config_redis_url(&sc, "redis://:pw@h:2/3", why,
+	    sizeof why), 0);
+	ck_assert_int_eq(rlg_config_redis_url(&sc, "redis://x:99999", why,
+	    sizeof why), -1);
+	ck_assert_str_eq(why, "port must be an integer from 1 to 65535");
+	ck_assert_str_eq(sc.redis_host, "h");
+	ck_assert_str_eq(sc.redis_password, "pw");
+	ck_assert_int_eq(sc.redis_port, 2);
+	ck_assert_int_eq(sc.redis_db, 3);
+	/* Replaced as a whole: no password left from the last url. */
+	ck_assert_int_eq(rlg_config_redis_url(&sc, "unix:/s", why,
+	    sizeof why), 0);
+	ck_assert_ptr_null(sc.redis_host);
+	ck_assert_ptr_null(sc.redis_password);
+	ck_assert_str_eq(sc.redis_socket, "/s");
+	ck_assert_int_eq(sc.redis_db, 0);
+	free(sc.redis_socket);
+}
+END_TEST
+
 Suite *
 rlg_config_suite(void)
 {
@@ -2345,6 +2699,13 @@ rlg_config_suite(void)
 	tcase_add_test(tc, test_duplicate_key);
 	tcase_add_test(tc, test_unknown_section_and_key);
 	tcase_add_test(tc, test_errs_null);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("redis");
+	tcase_add_loop_test(tc, test_redis_url, 0, (int)RLG_T_NURLS);
+	tcase_add_test(tc, test_redis_store);
+	tcase_add_test(tc, test_redis_store_errors);
+	tcase_add_test(tc, test_redis_url_api);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("files");

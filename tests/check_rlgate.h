@@ -10,8 +10,10 @@
 Suite *rlg_config_suite(void);
 Suite *rlg_limiter_suite(void);
 Suite *rlg_net_suite(void);
+Suite *rlg_redis_script_suite(void);
 Suite *rlg_request_suite(void);
 Suite *rlg_response_suite(void);
 Suite *rlg_store_suite(void);
+Suite *rlg_store_redis_suite(void);
 
 #endif

@@ -17,24 +17,51 @@
  * while open, a lock held past busy_timeout_ms, a newer schema; each one
  * reported with a clear message and healed by the same handle once the
  * fault is gone. Times are fixed; the only waits are the lock timeouts.
+ *
+ * The suite "store_redis" runs the tests of what a step decides and writes
+ * (every algorithm, several policies per request, advisory items, the same
+ * key twice, rejections that write nothing, the rejection cache, the
+ * concurrency of threads and processes) again through the same interface
+ * against a redis-server the suite starts (tests/redis_fixture.h), with
+ * [store] backend = redis and clock = local: the same fixed times, the same
+ * expected decisions, the stored state read back with HGET and LRANGE in
+ * place of SQL (the helpers below pick by the backend of the test case).
+ * Each path a test names is one Redis database (SELECT), flushed before
+ * each test. The SQLite-only tests (files, schema, views, max_clients,
+ * pruning) stay in "store". Its "redis" case holds the Redis-only tests:
+ * Redis down at open and killed mid-run (RLG_ESTORE naming the server,
+ * then recovery), the reconnect backoff (no traffic while it runs), a
+ * timeout, NOSCRIPT after SCRIPT FLUSH, clock = redis, AUTH (password, ACL
+ * user, a wrong one), a unix socket, key expiry, strict replies (a fake
+ * server), hash-tag-breaking client keys; servers of their own are
+ * started on 127.0.0.1 and stopped by pid.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <hiredis/hiredis.h>
 #include <sqlite3.h>
 
 #include "check_rlgate.h"
+#include "redis_fixture.h"
 #include "store.h"
 #include "util.h"
 
@@ -73,13 +100,41 @@ struct worker {
 struct sim {
 	const struct rlg_policy *p;
 	struct rlg_state st;           /* the row: written when admitted */
+	int64_t written_ms;            /* now of the last admission */
 	int64_t log[SIM_LOG_MAX];      /* sliding_log: the rows, ascending */
 	size_t n;
 };
 
+/* Redis: how long a test waits for a store to heal, and polls. */
+#define HEAL_MS 15000
+#define POLL_MS 20
+
 static void base_setup(void);
 static void base_teardown(void);
+static void redis_base_setup(void);
+static void redis_base_teardown(void);
 static void case_setup(void);
+static int redis_db_of(const char *path);
+static void store_cfg(struct rlg_store_config *cfg, const char *path,
+    int busy_ms);
+static void store_cfg_url(struct rlg_store_config *cfg, const char *url);
+static void store_cfg_free(struct rlg_store_config *cfg);
+static redisReply *rcmd(int port, const char *password, int db,
+    const char *fmt, ...);
+static redisReply *rdb(const char *path, const char *fmt, ...);
+static void redis_key(char *buf, size_t size, const char *policy_name,
+    const char *client, bool log);
+static int64_t state_field(const char *path, const char *policy_name,
+    const char *client, const char *field);
+static int64_t count_of(const char *path, const char *policy_name,
+    const char *client);
+static int64_t nstates(const char *path);
+static int64_t nlog(const char *path, const char *policy_name,
+    const char *client);
+static void reset_client(const char *path, const char *client);
+static void probe_start(const char *path);
+static bool probe_changed(const char *path);
+static int64_t redis_dirty(const char *path);
 static int rm_entry(const char *path, const struct stat *st, int flag,
     struct FTW *ftw);
 static char *path_in(const char *name);
@@ -121,6 +176,18 @@ static void make_v1(const char *path);
 static char base_dir[64];
 static char case_dir[128];
 static int case_seq;
+
+/*
+ * The backend of the running test case: set by its unchecked fixture,
+ * which runs before the case's tests (and their forks). Redis: the
+ * suite's server, and the paths the test named, one database each.
+ */
+static enum rlg_store_backend backend = RLG_BACKEND_SQLITE;
+static struct rlg_test_redis redis_srv;
+static bool redis_up;
+#define REDIS_DBS 16
+static char redis_paths[REDIS_DBS][256];
+static int redis_npaths;
 
 static char name_default[] = "default";
 static char name_burst[] = "burst";
@@ -249,13 +316,24 @@ base_teardown(void)
 	nftw(base_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* Each test gets a directory of its own, removed with the base. */
+/*
+ * Each test gets a directory of its own, removed with the base; with
+ * Redis, an empty server and no path mapped to a database yet.
+ */
 static void
 case_setup(void)
 {
+	redisReply *r;
+
 	snprintf(case_dir, sizeof case_dir, "%s/t%d-%ld", base_dir,
 	    ++case_seq, (long)getpid());
 	ck_assert_int_eq(mkdir(case_dir, 0700), 0);
+	if (backend != RLG_BACKEND_REDIS)
+		return;
+	ck_assert_msg(redis_up, "the suite's redis-server did not start");
+	redis_npaths = 0;
+	r = rcmd(redis_srv.port, NULL, 0, "FLUSHALL");
+	freeReplyObject(r);
 }
 
 static int
@@ -277,7 +355,327 @@ path_in(const char *name)
 	char *p = bufs[next++ % 4];
 
 	snprintf(p, sizeof bufs[0], "%s/%s", case_dir, name);
+	/* Here, in the test: a worker process then finds it mapped. */
+	if (backend == RLG_BACKEND_REDIS)
+		(void)redis_db_of(p);
 	return p;
+}
+
+/* ---- two backends --------------------------------------------------- */
+
+static void
+redis_base_setup(void)
+{
+	base_setup();
+	backend = RLG_BACKEND_REDIS;
+	/* A connection Redis closed must fail a write, not kill the test. */
+	signal(SIGPIPE, SIG_IGN);
+	redis_up = rlg_test_redis_start(&redis_srv) == 0;
+}
+
+static void
+redis_base_teardown(void)
+{
+	rlg_test_redis_stop(&redis_srv);
+	redis_up = false;
+	backend = RLG_BACKEND_SQLITE;
+	base_teardown();
+}
+
+/* The Redis database that stands for path in this test (registered). */
+static int
+redis_db_of(const char *path)
+{
+	int i;
+
+	for (i = 0; i < redis_npaths; i++)
+		if (strcmp(redis_paths[i], path) == 0)
+			return i;
+	ck_assert_int_lt(redis_npaths, REDIS_DBS);
+	snprintf(redis_paths[redis_npaths], sizeof redis_paths[0], "%s",
+	    path);
+	return redis_npaths++;
+}
+
+/*
+ * A config for the test's backend: the SQLite file path, or the Redis
+ * database that stands for it, clock = local so that the fixed times of
+ * the tests are the times the script runs at. store_cfg_free frees it.
+ */
+static void
+store_cfg(struct rlg_store_config *cfg, const char *path, int busy_ms)
+{
+	char url[128];
+
+	memset(cfg, 0, sizeof *cfg);
+	cfg->on_error = RLG_ON_ERROR_CLOSED;
+	if (backend == RLG_BACKEND_SQLITE) {
+		cfg->path = rlg_xstrdup(path);
+		cfg->busy_timeout_ms = busy_ms;
+		return;
+	}
+	snprintf(url, sizeof url, "%s/%d", redis_srv.url, redis_db_of(path));
+	store_cfg_url(cfg, url);
+	cfg->clock = RLG_CLOCK_LOCAL;
+}
+
+/* A Redis config for url (through the config's own parser). */
+static void
+store_cfg_url(struct rlg_store_config *cfg, const char *url)
+{
+	char why[256];
+
+	cfg->backend = RLG_BACKEND_REDIS;
+	ck_assert_msg(rlg_config_redis_url(cfg, url, why, sizeof why) == 0,
+	    "%s: %s", url, why);
+	/* Generous: sanitizer builds and a loaded machine are slow. */
+	cfg->connect_timeout_ms = 2000;
+	cfg->timeout_ms = 5000;
+}
+
+static void
+store_cfg_free(struct rlg_store_config *cfg)
+{
+	free(cfg->path);
+	free(cfg->redis_host);
+	free(cfg->redis_socket);
+	free(cfg->redis_user);
+	free(cfg->redis_password);
+	memset(cfg, 0, sizeof *cfg);
+}
+
+/*
+ * One command to the server on 127.0.0.1:port (AUTH with password if not
+ * NULL, SELECT db); the reply, never NULL nor an error, caller frees.
+ */
+static redisReply *
+rcmd(int port, const char *password, int db, const char *fmt, ...)
+{
+	struct timeval tv = { 5, 0 };
+	redisContext *c;
+	redisReply *r;
+	va_list ap;
+
+	c = redisConnectWithTimeout("127.0.0.1", port, tv);
+	ck_assert_msg(c != NULL && c->err == 0, "connect to %d: %s", port,
+	    c != NULL ? c->errstr : "out of memory");
+	redisSetTimeout(c, tv);
+	if (password != NULL) {
+		r = redisCommand(c, "AUTH %s", password);
+		ck_assert(r != NULL && r->type == REDIS_REPLY_STATUS);
+		freeReplyObject(r);
+	}
+	r = redisCommand(c, "SELECT %d", db);
+	ck_assert(r != NULL && r->type == REDIS_REPLY_STATUS);
+	freeReplyObject(r);
+	va_start(ap, fmt);
+	r = redisvCommand(c, fmt, ap);
+	va_end(ap);
+	ck_assert_msg(r != NULL, "%s: %s", fmt, c->errstr);
+	ck_assert_msg(r->type != REDIS_REPLY_ERROR, "%s: %s", fmt, r->str);
+	redisFree(c);
+	return r;
+}
+
+/* One command to the suite's server, in the database of path. */
+static redisReply *
+rdb(const char *path, const char *fmt, ...)
+{
+	struct timeval tv = { 5, 0 };
+	redisContext *c;
+	redisReply *r;
+	va_list ap;
+
+	c = redisConnectWithTimeout("127.0.0.1", redis_srv.port, tv);
+	ck_assert_msg(c != NULL && c->err == 0, "connect: %s",
+	    c != NULL ? c->errstr : "out of memory");
+	redisSetTimeout(c, tv);
+	r = redisCommand(c, "SELECT %d", redis_db_of(path));
+	ck_assert(r != NULL && r->type == REDIS_REPLY_STATUS);
+	freeReplyObject(r);
+	va_start(ap, fmt);
+	r = redisvCommand(c, fmt, ap);
+	va_end(ap);
+	ck_assert_msg(r != NULL, "%s: %s", fmt, c->errstr);
+	ck_assert_msg(r->type != REDIS_REPLY_ERROR, "%s: %s", fmt, r->str);
+	redisFree(c);
+	return r;
+}
+
+/* rlg:{CLIENT}:POLICY, or its log rlg:{CLIENT}:POLICY:log. */
+static void
+redis_key(char *buf, size_t size, const char *policy_name,
+    const char *client, bool log)
+{
+	snprintf(buf, size, "rlg:{%s}:%s%s", client, policy_name,
+	    log ? ":log" : "");
+}
+
+/* One field of a (policy, client) state; -1 when it has no state. */
+static int64_t
+state_field(const char *path, const char *policy_name, const char *client,
+    const char *field)
+{
+	char key[512], *sql;
+	redisReply *r;
+	int64_t v = -1;
+
+	if (backend == RLG_BACKEND_SQLITE) {
+		sql = sqlite3_mprintf("SELECT %s FROM rlg_state WHERE"
+		    " policy = %Q AND client = %Q", field, policy_name,
+		    client);
+		v = sql_int(path, sql);
+		sqlite3_free(sql);
+		return v;
+	}
+	redis_key(key, sizeof key, policy_name, client, false);
+	r = rdb(path, "EXISTS %s", key);
+	if (r->integer == 1) {
+		freeReplyObject(r);
+		r = rdb(path, "HGET %s %s", key, field);
+		/* A field the script did not write is 0, as in a fresh row. */
+		v = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) :
+		    0;
+	}
+	freeReplyObject(r);
+	return v;
+}
+
+static int64_t
+count_of(const char *path, const char *policy_name, const char *client)
+{
+	return state_field(path, policy_name, client, "count");
+}
+
+/* How many (policy, client) states the store holds. */
+static int64_t
+nstates(const char *path)
+{
+	redisReply *r;
+	int64_t n = 0;
+	size_t i, len;
+
+	if (backend == RLG_BACKEND_SQLITE)
+		return sql_int(path, "SELECT count(*) FROM rlg_state");
+	r = rdb(path, "KEYS rlg:*");
+	for (i = 0; i < r->elements; i++) {
+		len = r->element[i]->len;
+		if (len < 4 || strcmp(r->element[i]->str + len - 4, ":log") !=
+		    0)
+			n++;
+	}
+	freeReplyObject(r);
+	return n;
+}
+
+/* Sliding-log entries of policy and client (NULL: any). */
+static int64_t
+nlog(const char *path, const char *policy_name, const char *client)
+{
+	char *sql, pattern[512];
+	redisReply *r, *len;
+	int64_t n = 0;
+	size_t i;
+
+	if (backend == RLG_BACKEND_SQLITE) {
+		sql = sqlite3_mprintf("SELECT count(*) FROM rlg_log WHERE"
+		    " (%Q IS NULL OR policy = %Q) AND (%Q IS NULL OR"
+		    " client = %Q)", policy_name, policy_name, client,
+		    client);
+		n = sql_int(path, sql);
+		sqlite3_free(sql);
+		return n;
+	}
+	redis_key(pattern, sizeof pattern, policy_name != NULL ?
+	    policy_name : "*", client != NULL ? client : "*", true);
+	r = rdb(path, "KEYS %s", pattern);
+	for (i = 0; i < r->elements; i++) {
+		len = rdb(path, "LLEN %s", r->element[i]->str);
+		n += len->integer;
+		freeReplyObject(len);
+	}
+	freeReplyObject(r);
+	return n;
+}
+
+/* An operator's reset of one client: every state (and log) of it. */
+static void
+reset_client(const char *path, const char *client)
+{
+	char *sql, pattern[512];
+	redisReply *r, *del;
+	size_t i;
+
+	if (backend == RLG_BACKEND_SQLITE) {
+		sql = sqlite3_mprintf("DELETE FROM rlg_state WHERE client = %Q",
+		    client);
+		sql_exec(path, sql);
+		sqlite3_free(sql);
+		return;
+	}
+	snprintf(pattern, sizeof pattern, "rlg:{%s}:*", client);
+	r = rdb(path, "KEYS %s", pattern);
+	for (i = 0; i < r->elements; i++) {
+		del = rdb(path, "DEL %s", r->element[i]->str);
+		freeReplyObject(del);
+	}
+	freeReplyObject(r);
+}
+
+/*
+ * Whether anything was written between probe_start and probe_changed:
+ * SQLite's data_version moves when another connection commits; Redis
+ * counts every write in rdb_changes_since_last_save (no persistence here,
+ * so nothing resets it).
+ */
+static sqlite3 *probe_db;
+static sqlite3_stmt *probe_st;
+static int64_t probe_v0;
+
+static void
+probe_start(const char *path)
+{
+	if (backend == RLG_BACKEND_REDIS) {
+		probe_v0 = redis_dirty(path);
+		return;
+	}
+	ck_assert_int_eq(sqlite3_open_v2(path, &probe_db,
+	    SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(probe_db, "PRAGMA data_version",
+	    -1, &probe_st, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(probe_st), SQLITE_ROW);
+	probe_v0 = sqlite3_column_int64(probe_st, 0);
+	sqlite3_reset(probe_st);
+}
+
+static bool
+probe_changed(const char *path)
+{
+	int64_t v1;
+
+	if (backend == RLG_BACKEND_REDIS)
+		return redis_dirty(path) != probe_v0;
+	ck_assert_int_eq(sqlite3_step(probe_st), SQLITE_ROW);
+	v1 = sqlite3_column_int64(probe_st, 0);
+	sqlite3_finalize(probe_st);
+	sqlite3_close(probe_db);
+	probe_st = NULL;
+	probe_db = NULL;
+	return v1 != probe_v0;
+}
+
+/* The server's count of writes (INFO persistence). */
+static int64_t
+redis_dirty(const char *path)
+{
+	redisReply *r = rdb(path, "INFO persistence");
+	const char *at = strstr(r->str, "rdb_changes_since_last_save:");
+	int64_t v;
+
+	ck_assert_ptr_nonnull(at);
+	v = strtoll(at + strlen("rdb_changes_since_last_save:"), NULL, 10);
+	freeReplyObject(r);
+	return v;
 }
 
 static struct rlg_policy
@@ -293,16 +691,13 @@ policy(int64_t limit, int64_t window_s)
 static struct rlg_store *
 open_ok(const char *path, int busy_ms)
 {
-	struct rlg_store_config cfg = { 0 };
+	struct rlg_store_config cfg;
 	struct rlg_store *s = NULL;
-	char p[256];
 	int rc;
 
-	snprintf(p, sizeof p, "%s", path);
-	cfg.path = p;
-	cfg.busy_timeout_ms = busy_ms;
-	cfg.on_error = RLG_ON_ERROR_CLOSED;
+	store_cfg(&cfg, path, busy_ms);
 	rc = rlg_store_open(&cfg, &s);
+	store_cfg_free(&cfg);
 	ck_assert_msg(rc == RLG_OK, "open %s: %s", path, rlg_store_errmsg(s));
 	ck_assert_ptr_nonnull(s);
 	return s;
@@ -443,8 +838,10 @@ sim_step(struct sim *m, int64_t now, struct rlg_decision *d)
 	if (p->algorithm != RLG_ALG_SLIDING_LOG) {
 		ck_assert_int_eq(rlg_limiter_step(p, &m->st, now, &out, d),
 		    RLG_OK);
-		if (d->admitted)
+		if (d->admitted) {
 			m->st = out;
+			m->written_ms = now;
+		}
 		return;
 	}
 	for (lo = 0; lo < m->n && m->log[lo] <= now - p->window_ms; lo++)
@@ -457,6 +854,7 @@ sim_step(struct sim *m, int64_t now, struct rlg_decision *d)
 	if (!append)
 		return;
 	m->st = out;
+	m->written_ms = now;
 	for (lo = 0; lo < m->n && m->log[lo] <= now - p->window_ms; lo++)
 		;
 	memmove(m->log, m->log + lo, (m->n - lo) * sizeof m->log[0]);
@@ -488,8 +886,11 @@ check_same(const struct rlg_decision *got, const struct rlg_decision *want,
 }
 
 /*
- * The stored row (and log) of client equals the simulation's; the store
- * rounds expiries up to a whole second.
+ * The stored row (and log) of client equals the simulation's; both stores
+ * round expiries up to a whole second. Redis keys expire in real time,
+ * PEXPIREd by expires_ms - now of their last write: a state whose expiry
+ * was that close to the last write may be gone already, and is then as
+ * fresh (no state) for both.
  */
 static void
 check_row(const char *path, const struct sim *m, const char *client)
@@ -497,6 +898,9 @@ check_row(const char *path, const struct sim *m, const char *client)
 	char got[4096], want[4096];
 
 	state_dump(path, m->p->name, client, got, sizeof got);
+	if (backend == RLG_BACKEND_REDIS && got[0] == '\0' &&
+	    m->st.expires_ms - m->written_ms < 1000)
+		return;
 	snprintf(want, sizeof want, "%lld|%lld|%lld|%lld|%lld",
 	    (long long)m->st.window_start_ms, (long long)m->st.count,
 	    (long long)((m->st.expires_ms + 999) / 1000 * 1000),
@@ -514,7 +918,23 @@ static void
 state_dump(const char *path, const char *policy_name, const char *client,
     char *buf, size_t size)
 {
+	static const char *const fields[5] = { "window_start_ms", "count",
+	    "expires_ms", "prev_count", "tat_us" };
 	char *sql;
+	size_t len = 0;
+	int i;
+
+	if (backend == RLG_BACKEND_REDIS) {
+		buf[0] = '\0';
+		if (state_field(path, policy_name, client, "count") < 0)
+			return;
+		for (i = 0; i < 5 && len < size; i++)
+			len += (size_t)snprintf(buf + len, size - len,
+			    "%s%lld", i > 0 ? "|" : "",
+			    (long long)state_field(path, policy_name, client,
+			    fields[i]));
+		return;
+	}
 
 	sql = sqlite3_mprintf("SELECT window_start_ms, count, expires_ms,"
 	    " prev_count, tat_us FROM rlg_state WHERE policy = %Q AND"
@@ -523,12 +943,35 @@ state_dump(const char *path, const char *policy_name, const char *client,
 	sqlite3_free(sql);
 }
 
-/* The client's log rows as "ts_ms:seq,...", ascending; "" if none. */
+/*
+ * The client's log rows as "ts_ms:seq,...", ascending; "" if none. A
+ * Redis log holds only the times: seq counts within one ms, as SQLite's.
+ */
 static void
 log_dump(const char *path, const char *policy_name, const char *client,
     char *buf, size_t size)
 {
-	char *sql;
+	char *sql, key[512];
+	redisReply *r;
+	size_t i, len = 0;
+	int seq = 0;
+
+	if (backend == RLG_BACKEND_REDIS) {
+		buf[0] = '\0';
+		redis_key(key, sizeof key, policy_name, client, true);
+		r = rdb(path, "LRANGE %s 0 -1", key);
+		for (i = 0; i < r->elements && len < size; i++) {
+			ck_assert_int_eq(r->element[i]->type,
+			    REDIS_REPLY_STRING);
+			seq = i > 0 && strcmp(r->element[i]->str,
+			    r->element[i - 1]->str) == 0 ? seq + 1 : 0;
+			len += (size_t)snprintf(buf + len, size - len,
+			    "%s%s:%d", i > 0 ? "," : "", r->element[i]->str,
+			    seq);
+		}
+		freeReplyObject(r);
+		return;
+	}
 
 	sql = sqlite3_mprintf("SELECT coalesce(group_concat(ts_ms || ':' ||"
 	    " seq, ','), '') FROM (SELECT ts_ms, seq FROM rlg_log WHERE"
@@ -604,16 +1047,16 @@ hit_full(struct rlg_store *s, const struct rlg_policy *p, const char *client,
 static struct rlg_store *
 open_with(const char *path, int64_t max_clients, int64_t cache)
 {
-	struct rlg_store_config cfg = { 0 };
+	struct rlg_store_config cfg;
 	struct rlg_store *s = NULL;
-	char p[256];
+	int rc;
 
-	snprintf(p, sizeof p, "%s", path);
-	cfg.path = p;
-	cfg.busy_timeout_ms = 2000;
+	store_cfg(&cfg, path, 2000);
 	cfg.max_clients = max_clients;
 	cfg.rejection_cache = cache;
-	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_OK);
+	rc = rlg_store_open(&cfg, &s);
+	store_cfg_free(&cfg);
+	ck_assert_msg(rc == RLG_OK, "open %s: %s", path, rlg_store_errmsg(s));
 	return s;
 }
 
@@ -933,7 +1376,7 @@ START_TEST(test_cache_reset_by_hand)
 
 	ck_assert(hit(c, &p, "r", T1, NULL));
 	ck_assert(!hit(c, &p, "r", T1 + 1, NULL));
-	sql_exec(path, "DELETE FROM rlg_state WHERE client = 'r'");
+	reset_client(path, "r");
 	ck_assert(!hit(c, &p, "r", T1 + 2, NULL));
 	ck_assert(hit(u, &p, "r", T1 + 3, NULL));
 	rlg_store_close(c);
@@ -1032,7 +1475,7 @@ START_TEST(test_reopen_keeps_state)
 	ck_assert(hit(s, &p, "c", T1 + 10, &d));
 	ck_assert_int_eq(d.remaining, 1);
 	rlg_store_close(s);
-	ck_assert_int_eq(sql_int(path, "SELECT count FROM rlg_state"), 4);
+	ck_assert_int_eq(count_of(path, "default", "c"), 4);
 }
 END_TEST
 
@@ -1061,7 +1504,7 @@ START_TEST(test_limit_in_window)
 	/* The last millisecond of the window still rejects. */
 	ck_assert(!hit(s, &p, "10.0.0.1", WIN0 + 59999, &d));
 	ck_assert_int_eq(d.retry_ms, 1);
-	ck_assert_int_eq(sql_int(path, "SELECT count FROM rlg_state"), 5);
+	ck_assert_int_eq(count_of(path, "default", "10.0.0.1"), 5);
 	rlg_store_close(s);
 }
 END_TEST
@@ -1083,15 +1526,15 @@ START_TEST(test_new_window_resets)
 	ck_assert(hit(s, &p, "c", WIN0 + 60000, &d));
 	ck_assert_int_eq(d.remaining, 2);
 	ck_assert_int_eq(d.reset_ms, 60000);
-	ck_assert_int_eq(sql_int(path, "SELECT window_start_ms FROM"
-	    " rlg_state"), WIN0 + 60000);
-	ck_assert_int_eq(sql_int(path, "SELECT count FROM rlg_state"), 1);
+	ck_assert_int_eq(state_field(path, "default", "c", "window_start_ms"),
+	    WIN0 + 60000);
+	ck_assert_int_eq(count_of(path, "default", "c"), 1);
 
 	/* Two windows skipped: a fresh count again. */
 	ck_assert(hit(s, &p, "c", WIN0 + 180005, &d));
 	ck_assert_int_eq(d.remaining, 2);
-	ck_assert_int_eq(sql_int(path, "SELECT count FROM rlg_state"), 1);
-	ck_assert_int_eq(sql_int(path, "SELECT expires_ms FROM rlg_state"),
+	ck_assert_int_eq(count_of(path, "default", "c"), 1);
+	ck_assert_int_eq(state_field(path, "default", "c", "expires_ms"),
 	    WIN0 + 240000);
 	rlg_store_close(s);
 }
@@ -1101,40 +1544,33 @@ START_TEST(test_rejected_writes_nothing)
 {
 	char *path = path_in("reject.db"), before[256], after[256];
 	struct rlg_policy p = policy(2, 60);
+	struct rlg_policy q = alg_policy(name_sl, RLG_ALG_SLIDING_LOG, 1, 60,
+	    0);
 	struct rlg_store *s;
-	sqlite3 *watch;
-	sqlite3_stmt *st;
-	int64_t v0, v1;
 	int i;
 
 	s = open_ok(path, 2000);
 	ck_assert(hit(s, &p, "c", T1, NULL));
 	ck_assert(hit(s, &p, "c", T1, NULL));
-	sql_text(path, "SELECT * FROM rlg_state", before, sizeof before);
+	ck_assert(hit(s, &q, "c", T1, NULL));
+	state_dump(path, "default", "c", before, sizeof before);
 
-	/* data_version moves when another connection commits anything. */
-	ck_assert_int_eq(sqlite3_open_v2(path, &watch, SQLITE_OPEN_READWRITE,
-	    NULL), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_prepare_v2(watch, "PRAGMA data_version", -1,
-	    &st, NULL), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
-	v0 = sqlite3_column_int64(st, 0);
-	sqlite3_reset(st);
-
-	for (i = 0; i < 20; i++)
+	/* Nothing at all is written: not the state, not an expiry. */
+	probe_start(path);
+	for (i = 0; i < 20; i++) {
 		ck_assert(!hit(s, &p, "c", T1 + 100 * i, NULL));
-
-	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
-	v1 = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	sqlite3_close(watch);
-	ck_assert_int_eq(v1, v0);
-	sql_text(path, "SELECT * FROM rlg_state", after, sizeof after);
+		ck_assert(!hit(s, &q, "c", T1 + 100 * i, NULL));
+	}
+	ck_assert(!probe_changed(path));
+	state_dump(path, "default", "c", after, sizeof after);
 	ck_assert_str_eq(after, before);
-	ck_assert_int_eq(sql_int(path, "SELECT count FROM rlg_state"), 2);
+	ck_assert_int_eq(count_of(path, "default", "c"), 2);
+	ck_assert_int_eq(nlog(path, "sl", "c"), 1);
 
-	/* An admitted request does commit: the probe works. */
+	/* An admitted request does write: the probe works. */
+	probe_start(path);
 	ck_assert(hit(s, &p, "other", T1, NULL));
+	ck_assert(probe_changed(path));
 	rlg_store_close(s);
 }
 END_TEST
@@ -1158,10 +1594,8 @@ START_TEST(test_distinct_clients)
 	ck_assert(!hit(s, &p, "10.0.0.2", T1, NULL));
 	ck_assert(hit(s, &p, "2001:db8::/64", T1, &d));
 	ck_assert_int_eq(d.remaining, 2);
-	ck_assert_int_eq(sql_int(path, "SELECT count FROM rlg_state WHERE"
-	    " client = '10.0.0.1'"), 3);
-	ck_assert_int_eq(sql_int(path, "SELECT count FROM rlg_state WHERE"
-	    " client = '2001:db8::/64'"), 1);
+	ck_assert_int_eq(count_of(path, "default", "10.0.0.1"), 3);
+	ck_assert_int_eq(count_of(path, "default", "2001:db8::/64"), 1);
 	rlg_store_close(s);
 }
 END_TEST
@@ -1186,9 +1620,16 @@ START_TEST(test_one_row_per_client)
 			}
 		}
 	}
-	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_state"), 6);
-	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_state WHERE"
-	    " window_start_ms = 1699999980000 + 4 * 60000 AND count = 2"), 6);
+	ck_assert_int_eq(nstates(path), 6);
+	for (c = 0; c < 3; c++) {
+		for (k = 0; k < 2; k++) {
+			ck_assert_int_eq(state_field(path, k == 0 ? "default" :
+			    "hour", clients[c], "window_start_ms"),
+			    WIN0 + 4 * 60000);
+			ck_assert_int_eq(count_of(path, k == 0 ? "default" :
+			    "hour", clients[c]), 2);
+		}
+	}
 	rlg_store_close(s);
 }
 END_TEST
@@ -1221,15 +1662,13 @@ START_TEST(test_policies_all_or_nothing)
 	ck_assert_int_eq(rlg_store_step(s, items, 2, T1 + 999, d), RLG_OK);
 	ck_assert(!d[0].admitted);
 	ck_assert(d[1].admitted);
-	ck_assert_int_eq(sql_int(path, "SELECT count FROM rlg_state WHERE"
-	    " policy = 'hour'"), 2);
+	ck_assert_int_eq(count_of(path, "hour", "c"), 2);
 
 	/* The next second: both admit, hour counts 3. */
 	ck_assert_int_eq(rlg_store_step(s, items, 2, T1 + 1000, d), RLG_OK);
 	ck_assert(d[0].admitted && d[1].admitted);
 	ck_assert_int_eq(d[1].remaining, 7);
-	ck_assert_int_eq(sql_int(path, "SELECT count FROM rlg_state WHERE"
-	    " policy = 'hour'"), 3);
+	ck_assert_int_eq(count_of(path, "hour", "c"), 3);
 
 	/* The same policy twice counts twice; all or nothing still. */
 	items[0].policy = &p;
@@ -1242,8 +1681,7 @@ START_TEST(test_policies_all_or_nothing)
 	ck_assert_int_eq(d[1].remaining, 1);
 	ck_assert_int_eq(rlg_store_step(s, items, 2, T1, d), RLG_OK);
 	ck_assert(d[0].admitted && !d[1].admitted);
-	ck_assert_int_eq(sql_int(path, "SELECT count FROM rlg_state WHERE"
-	    " client = 'd'"), 4);
+	ck_assert_int_eq(count_of(path, "default", "d"), 4);
 	rlg_store_close(s);
 }
 END_TEST
@@ -1467,10 +1905,9 @@ START_TEST(test_advisory_items)
 	}
 	/* The enforcing policy alone decided: 5 of 7. */
 	ck_assert_int_eq(admitted, 5);
-	ck_assert_int_eq(sql_int(path, "SELECT count FROM rlg_state WHERE"
-	    " policy = 'ten'"), 5);
+	ck_assert_int_eq(count_of(path, "ten", "c"), 5);
 	/* The dry-run log holds only what it admitted. */
-	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_log"), 2);
+	ck_assert_int_eq(nlog(path, NULL, NULL), 2);
 	/* Once the enforcing policy rejects, nothing advances. */
 	items[0].advisory = false;
 	ck_assert_int_eq(rlg_store_step(s, items, 2, T1 + 20000, d), RLG_OK);
@@ -1508,14 +1945,13 @@ START_TEST(test_algorithms_all_or_nothing)
 	ck_assert_int_eq(rlg_store_step(s, items, 3, T1 + 300, d), RLG_OK);
 	ck_assert(!d[0].admitted && d[1].admitted && d[2].admitted);
 	ck_assert_int_eq(d[0].retry_ms, 700);
-	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_log"), 6);
+	ck_assert_int_eq(nlog(path, NULL, NULL), 6);
 	log_dump(path, "sl", "c", text, sizeof text);
 	ck_assert_str_eq(text, "1699999981000:0,1699999981100:0,"
 	    "1699999981200:0");
-	ck_assert_int_eq(sql_int(path, "SELECT tat_us FROM rlg_state WHERE"
-	    " policy = 'tb'"), T1 * 1000 + 3 * 2000000);
-	ck_assert_int_eq(sql_int(path, "SELECT count FROM rlg_state WHERE"
-	    " policy = 'ten'"), 3);
+	ck_assert_int_eq(state_field(path, "tb", "c", "tat_us"),
+	    T1 * 1000 + 3 * 2000000);
+	ck_assert_int_eq(count_of(path, "ten", "c"), 3);
 
 	/*
 	 * Once the three have left the 1 s window: the first admits 3
@@ -1539,9 +1975,9 @@ START_TEST(test_algorithms_all_or_nothing)
 	ck_assert_str_eq(text, "1699999982200|2|1699999984000|0|0");
 	state_dump(path, "ten", "c", text, sizeof text);
 	ck_assert_str_eq(text, "1699999981000|5|1699999993000|0|0");
-	ck_assert_int_eq(sql_int(path, "SELECT tat_us FROM rlg_state WHERE"
-	    " policy = 'tb'"), T1 * 1000 + 5 * 2000000);
-	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_log"), 7);
+	ck_assert_int_eq(state_field(path, "tb", "c", "tat_us"),
+	    T1 * 1000 + 5 * 2000000);
+	ck_assert_int_eq(nlog(path, NULL, NULL), 7);
 
 	/* The same sliding_log twice on one request counts twice. */
 	items[0].policy = &ten;
@@ -1875,23 +2311,21 @@ run_worker(struct worker *w)
 {
 	struct rlg_policy one = policy(CONC_LIMIT, 60);
 	struct rlg_policy many = policy(MANY_LIMIT, 60);
-	struct rlg_store_config cfg = { 0 };
+	struct rlg_store_config cfg;
 	struct rlg_store *s = NULL;
 	struct rlg_store_item item = { NULL, NULL, false };
 	struct rlg_decision d;
-	char path[256], client[32];
+	char client[32];
 	int i, r, c;
 
-	snprintf(path, sizeof path, "%s", w->path);
-	cfg.path = path;
-	cfg.busy_timeout_ms = 30000;
-	cfg.on_error = RLG_ON_ERROR_CLOSED;
+	store_cfg(&cfg, w->path, 30000);
 	cfg.rejection_cache = w->cache;
 	if (rlg_store_open(&cfg, &s) != RLG_OK) {
 		snprintf(w->errmsg, sizeof w->errmsg, "%s",
 		    rlg_store_errmsg(s));
 		w->errors++;
 	}
+	store_cfg_free(&cfg);
 	if (w->many == MODE_ALGS) {
 		run_algorithms(s, w);
 	} else if (w->many == MODE_ONE) {
@@ -2066,7 +2500,7 @@ static void
 check_totals(const char *path, int many, struct worker *w)
 {
 	long total = 0, per[NCLIENTS], expect, sum_expect = 0;
-	char sql[128];
+	char client[32];
 	int i, c;
 
 	memset(per, 0, sizeof per);
@@ -2079,8 +2513,7 @@ check_totals(const char *path, int many, struct worker *w)
 	}
 	if (many == MODE_ONE) {
 		ck_assert_int_eq(total, CONC_LIMIT);
-		ck_assert_int_eq(sql_int(path, "SELECT count FROM rlg_state"
-		    " WHERE client = 'hot'"), CONC_LIMIT);
+		ck_assert_int_eq(count_of(path, "default", "hot"), CONC_LIMIT);
 		return;
 	}
 	for (c = 0; c < NCLIENTS; c++) {
@@ -2090,13 +2523,11 @@ check_totals(const char *path, int many, struct worker *w)
 		sum_expect += expect;
 		ck_assert_msg(per[c] == expect, "client %d: admitted %ld,"
 		    " expected %ld", c, per[c], expect);
-		snprintf(sql, sizeof sql, "SELECT count FROM rlg_state WHERE"
-		    " client = '10.1.0.%d'", c);
-		ck_assert_int_eq(sql_int(path, sql), expect);
+		snprintf(client, sizeof client, "10.1.0.%d", c);
+		ck_assert_int_eq(count_of(path, "default", client), expect);
 	}
 	ck_assert_int_eq(total, sum_expect);
-	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_state"),
-	    NCLIENTS);
+	ck_assert_int_eq(nstates(path), NCLIENTS);
 }
 
 /*
@@ -2119,20 +2550,16 @@ check_algorithms(const char *path, struct worker *w)
 	ck_assert_int_eq(log, ALGS_LOG_LIMIT);
 	ck_assert_int_eq(bucket, ALGS_BUCKET_BURST);
 	ck_assert_int_eq(both, ALGS_BUCKET_BURST);
-	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_log WHERE"
-	    " client = 'hot'"), ALGS_LOG_LIMIT);
-	ck_assert_int_eq(sql_int(path, "SELECT max(seq) FROM rlg_log WHERE"
-	    " client = 'hot'"), ALGS_LOG_LIMIT - 1);
-	ck_assert_int_eq(sql_int(path, "SELECT count FROM rlg_state WHERE"
-	    " policy = 'sl' AND client = 'hot'"), ALGS_LOG_LIMIT);
-	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_log WHERE"
-	    " client = 'both'"), ALGS_BUCKET_BURST);
+	ck_assert_int_eq(nlog(path, "sl", "hot"), ALGS_LOG_LIMIT);
+	if (backend == RLG_BACKEND_SQLITE)
+		ck_assert_int_eq(sql_int(path, "SELECT max(seq) FROM rlg_log"
+		    " WHERE client = 'hot'"), ALGS_LOG_LIMIT - 1);
+	ck_assert_int_eq(count_of(path, "sl", "hot"), ALGS_LOG_LIMIT);
+	ck_assert_int_eq(nlog(path, "sl", "both"), ALGS_BUCKET_BURST);
 	/* tat: burst emission intervals of 100 ms after T1. */
-	ck_assert_int_eq(sql_int(path, "SELECT tat_us FROM rlg_state WHERE"
-	    " policy = 'tb' AND client = 'hot'"),
+	ck_assert_int_eq(state_field(path, "tb", "hot", "tat_us"),
 	    T1 * 1000 + ALGS_BUCKET_BURST * 100000);
-	ck_assert_int_eq(sql_int(path, "SELECT tat_us FROM rlg_state WHERE"
-	    " policy = 'tb' AND client = 'both'"),
+	ck_assert_int_eq(state_field(path, "tb", "both", "tat_us"),
 	    T1 * 1000 + ALGS_BUCKET_BURST * 100000);
 }
 
@@ -2476,8 +2903,851 @@ START_TEST(test_bad_items)
 	item.policy = &p;
 	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_OK);
 	ck_assert_int_eq(d.remaining, 4);
-	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_state"), 2);
+	ck_assert_int_eq(nstates(path), 2);
 	rlg_store_close(s);
+}
+END_TEST
+
+/* ---- Redis only ----------------------------------------------------- */
+
+/*
+ * A redis-server of a test's own, on a port it chooses (so it can be
+ * killed and started again on the same one), with a password or a unix
+ * socket if asked; started and stopped by pid, its dir removed at the end.
+ */
+struct own_redis {
+	pid_t pid;
+	int port;
+	char dir[64];
+	char sock[128];                /* unix socket path, or "" */
+	const char *password;          /* requirepass, or NULL */
+};
+
+/* A port on 127.0.0.1 that nothing listens on right now. */
+static int
+free_port(void)
+{
+	struct sockaddr_in sa;
+	unsigned seed = (unsigned)getpid() ^ (unsigned)time(NULL);
+	int fd, i, port;
+
+	for (i = 0; i < 200; i++) {
+		port = 33000 + (int)(rand_r(&seed) % 20000);
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		ck_assert_int_ge(fd, 0);
+		memset(&sa, 0, sizeof sa);
+		sa.sin_family = AF_INET;
+		sa.sin_port = htons((unsigned short)port);
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
+			close(fd);
+			return port;
+		}
+		close(fd);
+	}
+	ck_abort_msg("no free port");
+	return -1;
+}
+
+static void
+sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Whether the server answers PING (after AUTH, if it has a password). */
+static bool
+own_answers(const struct own_redis *o)
+{
+	struct timeval tv = { 0, 200 * 1000 };
+	redisContext *c;
+	redisReply *r = NULL;
+	bool ok = false;
+
+	c = redisConnectWithTimeout("127.0.0.1", o->port, tv);
+	if (c == NULL)
+		return false;
+	if (c->err == 0 && redisSetTimeout(c, tv) == REDIS_OK) {
+		if (o->password != NULL)
+			r = redisCommand(c, "AUTH %s", o->password);
+		if (o->password == NULL || (r != NULL &&
+		    r->type == REDIS_REPLY_STATUS)) {
+			freeReplyObject(r);
+			r = redisCommand(c, "PING");
+			ok = r != NULL && r->type == REDIS_REPLY_STATUS;
+		}
+		freeReplyObject(r);
+	}
+	redisFree(c);
+	return ok;
+}
+
+/* Starts (or starts again) o's server; waits until it answers. */
+static void
+own_start(struct own_redis *o)
+{
+	char port[16], log[96];
+	int fd, waited;
+
+	if (o->dir[0] == '\0') {
+		snprintf(o->dir, sizeof o->dir, "/tmp/rlg-own-redis-XXXXXX");
+		ck_assert_ptr_nonnull(mkdtemp(o->dir));
+	}
+	snprintf(port, sizeof port, "%d", o->port);
+	snprintf(log, sizeof log, "%s/redis.log", o->dir);
+	fflush(NULL);
+	o->pid = fork();
+	ck_assert_int_ge(o->pid, 0);
+	if (o->pid == 0) {
+		/* Dies with the test, should that fail before stopping it. */
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+		fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		if (fd >= 0) {
+			dup2(fd, STDOUT_FILENO);
+			dup2(fd, STDERR_FILENO);
+		}
+		for (fd = STDERR_FILENO + 1; fd < 1024; fd++)
+			close(fd);
+		if (o->password != NULL && o->sock[0] != '\0')
+			execlp("redis-server", "redis-server", "--port", port,
+			    "--bind", "127.0.0.1", "--save", "", "--appendonly",
+			    "no", "--dir", o->dir, "--requirepass",
+			    o->password, "--unixsocket", o->sock,
+			    "--unixsocketperm", "700", (char *)NULL);
+		else if (o->password != NULL)
+			execlp("redis-server", "redis-server", "--port", port,
+			    "--bind", "127.0.0.1", "--save", "", "--appendonly",
+			    "no", "--dir", o->dir, "--requirepass",
+			    o->password, (char *)NULL);
+		else if (o->sock[0] != '\0')
+			execlp("redis-server", "redis-server", "--port", port,
+			    "--bind", "127.0.0.1", "--save", "", "--appendonly",
+			    "no", "--dir", o->dir, "--unixsocket", o->sock,
+			    "--unixsocketperm", "700", (char *)NULL);
+		else
+			execlp("redis-server", "redis-server", "--port", port,
+			    "--bind", "127.0.0.1", "--save", "", "--appendonly",
+			    "no", "--dir", o->dir, (char *)NULL);
+		_exit(127);
+	}
+	for (waited = 0; waited < HEAL_MS; waited += POLL_MS) {
+		if (own_answers(o))
+			return;
+		ck_assert_msg(waitpid(o->pid, NULL, WNOHANG) == 0,
+		    "redis-server on port %d exited (see %s)", o->port, log);
+		sleep_ms(POLL_MS);
+	}
+	ck_abort_msg("redis-server on port %d did not answer", o->port);
+}
+
+/* Stops it with sig (SIGKILL: as a crash) and reaps it, bounded. */
+static void
+own_stop(struct own_redis *o, int sig)
+{
+	int waited;
+
+	if (o->pid <= 0)
+		return;
+	kill(o->pid, sig);
+	for (waited = 0; waited < 5000; waited += POLL_MS) {
+		if (waitpid(o->pid, NULL, WNOHANG) == o->pid) {
+			o->pid = 0;
+			return;
+		}
+		sleep_ms(POLL_MS);
+	}
+	kill(o->pid, SIGKILL);
+	waitpid(o->pid, NULL, 0);
+	o->pid = 0;
+}
+
+static void
+own_cleanup(struct own_redis *o)
+{
+	own_stop(o, SIGTERM);
+	if (o->dir[0] != '\0')
+		nftw(o->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	o->dir[0] = '\0';
+}
+
+/* A Redis store on url, clock = local; its open's result in *rc. */
+static struct rlg_store *
+open_url(const char *url, int timeout_ms, int *rc)
+{
+	struct rlg_store_config cfg;
+	struct rlg_store *s = NULL;
+
+	memset(&cfg, 0, sizeof cfg);
+	store_cfg_url(&cfg, url);
+	cfg.clock = RLG_CLOCK_LOCAL;
+	if (timeout_ms > 0)
+		cfg.timeout_ms = timeout_ms;
+	*rc = rlg_store_open(&cfg, &s);
+	store_cfg_free(&cfg);
+	ck_assert_ptr_nonnull(s);
+	return s;
+}
+
+/* Steps until the store answers, at most HEAL_MS; the last result. */
+static int
+step_until_ok(struct rlg_store *s, const struct rlg_policy *p,
+    const char *client, struct rlg_decision *d)
+{
+	struct rlg_store_item item = { p, client, false };
+	int64_t t0 = mono_ms();
+	int rc;
+
+	while ((rc = rlg_store_step(s, &item, 1, T1, d)) != RLG_OK &&
+	    mono_ms() - t0 < HEAL_MS)
+		sleep_ms(POLL_MS);
+	return rc;
+}
+
+/* errmsg names the server (and not a password). */
+static void
+check_names(const struct rlg_store *s, int port, const char *also)
+{
+	const char *msg = rlg_store_errmsg(s);
+	char name[64];
+
+	snprintf(name, sizeof name, "redis 127.0.0.1:%d", port);
+	ck_assert_msg(strstr(msg, name) != NULL, "%s", msg);
+	if (also != NULL)
+		ck_assert_msg(strstr(msg, also) != NULL, "%s", msg);
+}
+
+/*
+ * Down at open: RLG_ESTORE with a usable handle whose errmsg names the
+ * server; steps fail at once meanwhile; the same handle heals once a
+ * server listens there.
+ */
+START_TEST(test_redis_down_at_open)
+{
+	struct own_redis o = { .port = free_port() };
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_store_item item = { &p, "c", false };
+	struct rlg_decision d;
+	struct rlg_store *s;
+	char url[64];
+	int64_t t0;
+	int rc;
+
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d", o.port);
+	s = open_url(url, 0, &rc);
+	ck_assert_int_eq(rc, RLG_ESTORE);
+	check_names(s, o.port, "refused");
+	t0 = mono_ms();
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
+	ck_assert_int_lt(mono_ms() - t0, 50);
+	check_names(s, o.port, "refused");
+	ck_assert_int_eq(rlg_store_prune(s, T1, NULL), RLG_OK);
+
+	own_start(&o);
+	ck_assert_msg(step_until_ok(s, &p, "c", &d) == RLG_OK, "%s",
+	    rlg_store_errmsg(s));
+	ck_assert(d.admitted);
+	ck_assert_int_eq(d.remaining, 4);
+	rlg_store_close(s);
+	own_cleanup(&o);
+}
+END_TEST
+
+/*
+ * Killed mid-run: RLG_ESTORE naming the server; started again on the same
+ * port, the same handle goes on (from a fresh state: no persistence).
+ */
+START_TEST(test_redis_killed_mid_run)
+{
+	struct own_redis o = { .port = free_port() };
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_store_item item = { &p, "c", false };
+	struct rlg_decision d;
+	struct rlg_store *s;
+	char url[64];
+	int rc, i;
+
+	own_start(&o);
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d", o.port);
+	s = open_url(url, 0, &rc);
+	ck_assert_msg(rc == RLG_OK, "%s", rlg_store_errmsg(s));
+	for (i = 0; i < 3; i++)
+		ck_assert(hit(s, &p, "c", T1, NULL));
+
+	own_stop(&o, SIGKILL);
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
+	check_names(s, o.port, NULL);
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
+	check_names(s, o.port, NULL);
+
+	own_start(&o);
+	ck_assert_msg(step_until_ok(s, &p, "c", &d) == RLG_OK, "%s",
+	    rlg_store_errmsg(s));
+	ck_assert(d.admitted);
+	ck_assert_int_eq(d.remaining, 4);
+	ck_assert(hit(s, &p, "c", T1, &d));
+	ck_assert_int_eq(d.remaining, 3);
+	rlg_store_close(s);
+	own_cleanup(&o);
+}
+END_TEST
+
+/* Connections waiting on the listener, accepted and closed: how many. */
+static int
+drain(int lfd)
+{
+	int fd, n = 0;
+
+	while ((fd = accept(lfd, NULL, NULL)) >= 0) {
+		close(fd);
+		n++;
+	}
+	ck_assert(errno == EAGAIN || errno == EWOULDBLOCK);
+	return n;
+}
+
+/*
+ * A server that accepts and never answers: each connect times out after
+ * timeout_ms; then no connection at all until the backoff is over (100
+ * ms, then 200 ms), so a dead Redis costs nothing per request.
+ */
+START_TEST(test_redis_backoff)
+{
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_store_item item = { &p, "c", false };
+	struct sockaddr_in sa;
+	struct rlg_decision d;
+	struct rlg_store *s;
+	socklen_t len = sizeof sa;
+	int lfd, port, rc, i;
+	int64_t t0;
+	char url[64];
+
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	ck_assert_int_ge(lfd, 0);
+	memset(&sa, 0, sizeof sa);
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+	ck_assert_int_eq(listen(lfd, 64), 0);
+	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&sa, &len), 0);
+	port = ntohs(sa.sin_port);
+
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
+	t0 = mono_ms();
+	s = open_url(url, 100, &rc);
+	ck_assert_int_eq(rc, RLG_ESTORE);
+	ck_assert_int_ge(mono_ms() - t0, 90);
+	check_names(s, port, "timed out after 100 ms");
+	ck_assert_int_eq(drain(lfd), 1);
+
+	/* Within the first backoff: fail at once, no connection. */
+	t0 = mono_ms();
+	for (i = 0; i < 20; i++)
+		ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d),
+		    RLG_ESTORE);
+	ck_assert_int_lt(mono_ms() - t0, 50);
+	ck_assert_int_eq(drain(lfd), 0);
+	check_names(s, port, "timed out");
+
+	/* After it: one attempt, then a backoff of 200 ms. */
+	sleep_ms(150);
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
+	ck_assert_int_eq(drain(lfd), 1);
+	sleep_ms(60);
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
+	ck_assert_int_eq(drain(lfd), 0);
+	sleep_ms(250);
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
+	ck_assert_int_eq(drain(lfd), 1);
+	rlg_store_close(s);
+	close(lfd);
+}
+END_TEST
+
+/* SCRIPT FLUSH under a live handle: NOSCRIPT, loaded again, answered. */
+START_TEST(test_redis_noscript)
+{
+	char *path = path_in("noscript");
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_decision d;
+	struct rlg_store *s = open_ok(path, 0);
+	redisReply *r;
+
+	ck_assert(hit(s, &p, "c", T1, &d));
+	ck_assert_int_eq(d.remaining, 4);
+	r = rdb(path, "SCRIPT FLUSH");
+	freeReplyObject(r);
+	ck_assert(hit(s, &p, "c", T1, &d));
+	ck_assert_int_eq(d.remaining, 3);
+	ck_assert(hit(s, &p, "c", T1, &d));
+	ck_assert_int_eq(d.remaining, 2);
+	rlg_store_close(s);
+}
+END_TEST
+
+/* Redis TIME in ms. */
+static int64_t
+redis_time_ms(const char *path)
+{
+	redisReply *r = rdb(path, "TIME");
+	int64_t t;
+
+	ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
+	ck_assert_uint_eq(r->elements, 2);
+	t = strtoll(r->element[0]->str, NULL, 10) * 1000 +
+	    strtoll(r->element[1]->str, NULL, 10) / 1000;
+	freeReplyObject(r);
+	return t;
+}
+
+/*
+ * clock = redis: the caller's now_ms (here 1970) is not used; the window
+ * and the log follow Redis TIME.
+ */
+START_TEST(test_redis_clock)
+{
+	char *path = path_in("clock");
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_policy sl = alg_policy(name_sl, RLG_ALG_SLIDING_LOG, 3, 10,
+	    0);
+	struct rlg_store_item item = { &p, "c", false };
+	struct rlg_store_config cfg;
+	struct rlg_decision d;
+	struct rlg_store *s = NULL;
+	char text[256];
+	int64_t before, after, ws, ts;
+
+	store_cfg(&cfg, path, 0);
+	cfg.clock = RLG_CLOCK_REDIS;
+	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_OK);
+	store_cfg_free(&cfg);
+
+	before = redis_time_ms(path);
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, 1, &d), RLG_OK);
+	item.policy = &sl;
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, 1, &d), RLG_OK);
+	after = redis_time_ms(path);
+	ck_assert(d.admitted);
+
+	ws = state_field(path, "default", "c", "window_start_ms");
+	ck_assert_int_ge(ws, before - before % 60000);
+	ck_assert_int_le(ws, after - after % 60000);
+	log_dump(path, "sl", "c", text, sizeof text);
+	ts = strtoll(text, NULL, 10);
+	ck_assert_msg(ts >= before && ts <= after, "log %s, TIME %lld..%lld",
+	    text, (long long)before, (long long)after);
+	/* The reset counts from Redis' now too: at most one window away. */
+	ck_assert_int_le(d.reset_ms, 10000);
+	ck_assert_int_ge(d.reset_ms, 10000 - (after - before) - 1);
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
+ * AUTH: a password with '@' and ':' in the url, an ACL user, a wrong
+ * password and none: clear errors that never show the password.
+ */
+START_TEST(test_redis_auth)
+{
+	struct own_redis o = { .port = free_port(),
+	    .password = "pw@with:colon" };
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_policy sl = alg_policy(name_sl, RLG_ALG_SLIDING_LOG, 2, 10,
+	    0);
+	struct rlg_policy tb = alg_policy(name_tb, RLG_ALG_TOKEN_BUCKET, 5, 10,
+	    3);
+	struct rlg_store_item item = { &p, "t", false };
+	struct rlg_store_config cfg;
+	struct rlg_decision d;
+	struct rlg_store *s;
+	redisReply *r;
+	char url[128];
+	int rc;
+
+	own_start(&o);
+	snprintf(url, sizeof url, "redis://:pw@with:colon@127.0.0.1:%d",
+	    o.port);
+	s = open_url(url, 0, &rc);
+	ck_assert_msg(rc == RLG_OK, "%s", rlg_store_errmsg(s));
+	ck_assert(hit(s, &p, "c", T1, &d));
+	rlg_store_close(s);
+
+	snprintf(url, sizeof url, "redis://:badsecret@127.0.0.1:%d", o.port);
+	s = open_url(url, 0, &rc);
+	ck_assert_int_eq(rc, RLG_ESTORE);
+	check_names(s, o.port, "AUTH failed");
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "WRONGPASS") != NULL, "%s",
+	    rlg_store_errmsg(s));
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "badsecret") == NULL, "%s",
+	    rlg_store_errmsg(s));
+	rlg_store_close(s);
+
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d", o.port);
+	s = open_url(url, 0, &rc);
+	ck_assert_int_eq(rc, RLG_ESTORE);
+	check_names(s, o.port, "NOAUTH");
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "[store] url") != NULL,
+	    "%s", rlg_store_errmsg(s));
+	rlg_store_close(s);
+
+	/*
+	 * An ACL user with the README's permissions (and only those), and a
+	 * database of its own.
+	 */
+	r = rcmd(o.port, o.password, 0, "ACL SETUSER alice on >alice%%pw"
+	    " ~rlg:* resetchannels -@all +ping +select +evalsha +script|load"
+	    " +hmget +hset +lrange +linsert +ltrim +rpush +pexpire +time");
+	freeReplyObject(r);
+	snprintf(url, sizeof url, "redis://alice:alice%%25pw@127.0.0.1:%d/3",
+	    o.port);
+	s = open_url(url, 0, &rc);
+	ck_assert_msg(rc == RLG_OK, "%s", rlg_store_errmsg(s));
+	ck_assert(hit(s, &p, "u", T1, &d));
+	ck_assert(hit(s, &sl, "u", T1, &d));
+	ck_assert(hit(s, &sl, "u", T1 + 1, &d));
+	ck_assert(!hit(s, &sl, "u", T1 + 2, &d));
+	ck_assert(hit(s, &tb, "u", T1, &d));
+	rlg_store_close(s);
+	/* clock = redis: TIME in the script is allowed too. */
+	memset(&cfg, 0, sizeof cfg);
+	store_cfg_url(&cfg, url);
+	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_OK);
+	store_cfg_free(&cfg);
+	ck_assert_msg(rlg_store_step(s, &item, 1, 0, &d) == RLG_OK, "%s",
+	    rlg_store_errmsg(s));
+	ck_assert(d.admitted);
+	rlg_store_close(s);
+	r = rcmd(o.port, o.password, 3, "EXISTS rlg:{u}:default");
+	ck_assert_int_eq(r->integer, 1);
+	freeReplyObject(r);
+	snprintf(url, sizeof url, "redis://alice:nope@127.0.0.1:%d/3",
+	    o.port);
+	s = open_url(url, 0, &rc);
+	ck_assert_int_eq(rc, RLG_ESTORE);
+	check_names(s, o.port, "AUTH failed");
+	rlg_store_close(s);
+	own_cleanup(&o);
+}
+END_TEST
+
+/* A unix socket with ?db=N, and a database that does not exist. */
+START_TEST(test_redis_unix_socket)
+{
+	struct own_redis o = { .port = free_port() };
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_decision d;
+	struct rlg_store *s;
+	redisReply *r;
+	char url[256];
+	int rc;
+
+	snprintf(o.dir, sizeof o.dir, "/tmp/rlg-own-redis-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(o.dir));
+	snprintf(o.sock, sizeof o.sock, "%s/redis.sock", o.dir);
+	own_start(&o);
+	snprintf(url, sizeof url, "unix:%s?db=2", o.sock);
+	s = open_url(url, 0, &rc);
+	ck_assert_msg(rc == RLG_OK, "%s", rlg_store_errmsg(s));
+	ck_assert(hit(s, &p, "c", T1, &d));
+	ck_assert(hit(s, &p, "c", T1, &d));
+	ck_assert_int_eq(d.remaining, 3);
+	rlg_store_close(s);
+	r = rcmd(o.port, NULL, 2, "HGET rlg:{c}:default count");
+	ck_assert_str_eq(r->str, "2");
+	freeReplyObject(r);
+
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d/99", o.port);
+	s = open_url(url, 0, &rc);
+	ck_assert_int_eq(rc, RLG_ESTORE);
+	check_names(s, o.port, "SELECT failed");
+	rlg_store_close(s);
+	own_cleanup(&o);
+}
+END_TEST
+
+/* Every key written expires: PEXPIRE by expires_ms - now. */
+START_TEST(test_redis_keys_expire)
+{
+	char *path = path_in("expire");
+	struct rlg_policy fw = policy(5, 60);
+	struct rlg_policy sl = alg_policy(name_sl, RLG_ALG_SLIDING_LOG, 3, 10,
+	    0);
+	struct rlg_policy tb = alg_policy(name_tb, RLG_ALG_TOKEN_BUCKET, 5, 10,
+	    3);
+	struct rlg_store *s = open_ok(path, 0);
+	redisReply *r, *ttl;
+	int64_t deleted = -1;
+	size_t i;
+
+	ck_assert(hit(s, &fw, "c", T1, NULL));
+	ck_assert(hit(s, &sl, "c", T1, NULL));
+	ck_assert(hit(s, &tb, "c", T1, NULL));
+	r = rdb(path, "PTTL rlg:{c}:default");
+	ck_assert_int_gt(r->integer, 58000);
+	ck_assert_int_le(r->integer, 59000);
+	freeReplyObject(r);
+	r = rdb(path, "PTTL rlg:{c}:sl");
+	ck_assert_int_gt(r->integer, 9000);
+	ck_assert_int_le(r->integer, 10000);
+	freeReplyObject(r);
+	r = rdb(path, "PTTL rlg:{c}:sl:log");
+	ck_assert_int_gt(r->integer, 9000);
+	ck_assert_int_le(r->integer, 10000);
+	freeReplyObject(r);
+	/* tat = T1 + 2 s. */
+	r = rdb(path, "PTTL rlg:{c}:tb");
+	ck_assert_int_gt(r->integer, 1000);
+	ck_assert_int_le(r->integer, 2000);
+	freeReplyObject(r);
+	r = rdb(path, "KEYS *");
+	ck_assert_uint_eq(r->elements, 4);
+	for (i = 0; i < r->elements; i++) {
+		ttl = rdb(path, "PTTL %s", r->element[i]->str);
+		ck_assert_msg(ttl->integer > 0, "%s: PTTL %lld",
+		    r->element[i]->str, (long long)ttl->integer);
+		freeReplyObject(ttl);
+	}
+	freeReplyObject(r);
+
+	/* prune has nothing to do: the keys expire by themselves. */
+	ck_assert_int_eq(rlg_store_prune(s, WIN0 + 3600000, &deleted), RLG_OK);
+	ck_assert_int_eq(deleted, 0);
+	ck_assert_int_eq(nstates(path), 3);
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
+ * Client keys: braces inside are harmless (one prefix tags every key of
+ * the client); an empty key or one that starts with '}' would leave the
+ * tag empty and is refused.
+ */
+START_TEST(test_redis_client_keys)
+{
+	char *path = path_in("keys");
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_store_item item = { &p, "", false };
+	struct rlg_decision d;
+	struct rlg_store *s = open_ok(path, 0);
+	const char *good[] = { "a}b", "a", "{x}", "x{", "10.0.0.1|k:0a1b",
+	    "2001:db8::/64", "unknown" };
+	size_t i;
+
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_EINVAL);
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "hash tag") != NULL, "%s",
+	    rlg_store_errmsg(s));
+	item.client = "}x";
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_EINVAL);
+	for (i = 0; i < sizeof good / sizeof good[0]; i++) {
+		ck_assert(hit(s, &p, good[i], T1, &d));
+		ck_assert(hit(s, &p, good[i], T1, &d));
+		ck_assert_int_eq(d.remaining, 3);
+		ck_assert_int_eq(count_of(path, "default", good[i]), 2);
+	}
+	ck_assert_int_eq(nstates(path), (int64_t)(sizeof good /
+	    sizeof good[0]));
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
+ * A fake Redis that answers SCRIPT LOAD with a SHA1, AUTH and SELECT with
+ * +OK, and EVALSHA with fake_reply: what a malformed reply does.
+ */
+struct fake {
+	int lfd;
+	int port;
+	pthread_t tid;
+	pthread_mutex_t mu;
+	const char *reply;             /* to EVALSHA */
+	int loads;                     /* SCRIPT LOADs seen */
+	int evals;                     /* EVALSHAs seen */
+	volatile int stop;
+};
+
+/* The length of the first whole RESP command in buf, or 0; its name. */
+static size_t
+resp_command(const char *buf, size_t len, char *name, size_t size)
+{
+	const char *at = buf, *end = buf + len, *nl;
+	long n, i, blen;
+
+	if (len < 4 || *at != '*' || (nl = memchr(at, '\n', len)) == NULL)
+		return 0;
+	n = strtol(at + 1, NULL, 10);
+	at = nl + 1;
+	for (i = 0; i < n; i++) {
+		if (at >= end || *at != '$' ||
+		    (nl = memchr(at, '\n', (size_t)(end - at))) == NULL)
+			return 0;
+		blen = strtol(at + 1, NULL, 10);
+		at = nl + 1;
+		if (end - at < blen + 2)
+			return 0;
+		if (i == 0)
+			snprintf(name, size, "%.*s", (int)blen, at);
+		at += blen + 2;
+	}
+	return (size_t)(at - buf);
+}
+
+static void *
+fake_main(void *arg)
+{
+	static char buf[1 << 18];
+	struct fake *f = arg;
+	char name[32];
+	const char *out;
+	size_t have, used;
+	ssize_t got;
+	int fd;
+
+	while (!f->stop) {
+		if ((fd = accept(f->lfd, NULL, NULL)) < 0) {
+			sleep_ms(5);
+			continue;
+		}
+		have = 0;
+		for (;;) {
+			got = read(fd, buf + have, sizeof buf - have);
+			if (got <= 0)
+				break;
+			have += (size_t)got;
+			while ((used = resp_command(buf, have, name,
+			    sizeof name)) > 0) {
+				pthread_mutex_lock(&f->mu);
+				if (strcasecmp(name, "SCRIPT") == 0) {
+					f->loads++;
+					out = "$40\r\n0123456789abcdef0123456789"
+					    "abcdef01234567\r\n";
+				} else if (strcasecmp(name, "EVALSHA") == 0) {
+					f->evals++;
+					out = f->reply;
+				} else {
+					out = "+OK\r\n";
+				}
+				pthread_mutex_unlock(&f->mu);
+				if (write(fd, out, strlen(out)) < 0)
+					break;
+				memmove(buf, buf + used, have - used);
+				have -= used;
+			}
+		}
+		close(fd);
+	}
+	return NULL;
+}
+
+static void
+fake_start(struct fake *f)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof sa;
+
+	memset(f, 0, sizeof *f);
+	pthread_mutex_init(&f->mu, NULL);
+	f->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	ck_assert_int_ge(f->lfd, 0);
+	memset(&sa, 0, sizeof sa);
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(f->lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+	ck_assert_int_eq(listen(f->lfd, 16), 0);
+	ck_assert_int_eq(getsockname(f->lfd, (struct sockaddr *)&sa, &len),
+	    0);
+	f->port = ntohs(sa.sin_port);
+	ck_assert_int_eq(pthread_create(&f->tid, NULL, fake_main, f), 0);
+}
+
+static void
+fake_stop(struct fake *f)
+{
+	f->stop = 1;
+	pthread_join(f->tid, NULL);
+	close(f->lfd);
+	pthread_mutex_destroy(&f->mu);
+}
+
+/*
+ * Malformed replies are store failures (RLG_ESTORE, errmsg naming the
+ * server and what was wrong); a well-formed one is taken field by field;
+ * NOSCRIPT twice in a row is retried once only.
+ */
+START_TEST(test_redis_strict_reply)
+{
+	static const struct {
+		const char *reply;
+		const char *msg;       /* NULL: RLG_OK */
+	} cases[] = {
+		{ ":1\r\n", "unexpected reply: an integer," },
+		{ "*2\r\n:1\r\n:1\r\n", "unexpected reply: an array of 2," },
+		{ "*6\r\n:1\r\n:1\r\n:5\r\n$1\r\n4\r\n:1000\r\n:0\r\n",
+		    "element 3 is a string" },
+		{ "*6\r\n:1\r\n:2\r\n:5\r\n:4\r\n:1000\r\n:0\r\n",
+		    "element 1 is out of range (2)" },
+		{ "*6\r\n:1\r\n:1\r\n:5\r\n:-4\r\n:1000\r\n:0\r\n",
+		    "element 3 is out of range (-4)" },
+		{ "*6\r\n:1\r\n:1\r\n:5\r\n*0\r\n:1000\r\n:0\r\n",
+		    "element 3 is an array" },
+		{ "-ERR rlgate: bad argument\r\n",
+		    "EVALSHA failed: ERR rlgate: bad argument" },
+		{ "$-1\r\n", "unexpected reply: nil," },
+		{ "-NOSCRIPT No matching script\r\n",
+		    "EVALSHA failed: NOSCRIPT" },
+		{ "*6\r\n:1700000000000\r\n:1\r\n:5\r\n:4\r\n:1000\r\n:0\r\n",
+		    NULL },
+	};
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_store_item item = { &p, "c", false };
+	struct rlg_decision d;
+	struct rlg_store *s;
+	struct fake f;
+	char url[64];
+	size_t i;
+	int rc, loads;
+
+	fake_start(&f);
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d", f.port);
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		pthread_mutex_lock(&f.mu);
+		f.reply = cases[i].reply;
+		loads = f.loads;
+		pthread_mutex_unlock(&f.mu);
+		s = open_url(url, 0, &rc);
+		ck_assert_msg(rc == RLG_OK, "%s", rlg_store_errmsg(s));
+		rc = rlg_store_step(s, &item, 1, T1, &d);
+		if (cases[i].msg == NULL) {
+			ck_assert_int_eq(rc, RLG_OK);
+			ck_assert(d.admitted);
+			ck_assert_int_eq(d.limit, 5);
+			ck_assert_int_eq(d.remaining, 4);
+			ck_assert_int_eq(d.reset_ms, 1000);
+			ck_assert_int_eq(d.retry_ms, 0);
+		} else {
+			ck_assert_msg(rc == RLG_ESTORE, "case %zu", i);
+			check_names(s, f.port, cases[i].msg);
+		}
+		rlg_store_close(s);
+		pthread_mutex_lock(&f.mu);
+		/* NOSCRIPT: loaded at connect and once again, no more. */
+		ck_assert_int_eq(f.loads - loads,
+		    strncmp(cases[i].reply, "-NOSCRIPT", 9) == 0 ? 2 : 1);
+		pthread_mutex_unlock(&f.mu);
+	}
+	fake_stop(&f);
 }
 END_TEST
 
@@ -2562,6 +3832,78 @@ rlg_store_suite(void)
 	tcase_add_test(tc, test_lock_held);
 	tcase_add_test(tc, test_newer_schema);
 	tcase_add_test(tc, test_bad_items);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+/*
+ * The tests of what a step decides and writes, against Redis (see the top
+ * of this file), and the Redis-only ones.
+ */
+Suite *
+rlg_store_redis_suite(void)
+{
+	Suite *s = suite_create("store_redis");
+	TCase *tc;
+
+	tc = tcase_create("core");
+	tcase_add_unchecked_fixture(tc, redis_base_setup, redis_base_teardown);
+	tcase_add_checked_fixture(tc, case_setup, NULL);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_reopen_keeps_state);
+	tcase_add_test(tc, test_limit_in_window);
+	tcase_add_test(tc, test_new_window_resets);
+	tcase_add_test(tc, test_rejected_writes_nothing);
+	tcase_add_test(tc, test_distinct_clients);
+	tcase_add_test(tc, test_one_row_per_client);
+	tcase_add_test(tc, test_policies_all_or_nothing);
+	tcase_add_test(tc, test_cache_exact_each_algorithm);
+	tcase_add_test(tc, test_cache_leaves_to_store);
+	tcase_add_test(tc, test_cache_reset_by_hand);
+	tcase_add_test(tc, test_bad_items);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("algorithms");
+	tcase_add_unchecked_fixture(tc, redis_base_setup, redis_base_teardown);
+	tcase_add_checked_fixture(tc, case_setup, NULL);
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, test_algorithm_bursts, 0,
+	    (int)(sizeof burst_cases / sizeof burst_cases[0]));
+	tcase_add_loop_test(tc, test_algorithm_sequence, 0, 4);
+	tcase_add_test(tc, test_algorithms_all_or_nothing);
+	tcase_add_test(tc, test_advisory_items);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("concurrency");
+	tcase_add_unchecked_fixture(tc, redis_base_setup, redis_base_teardown);
+	tcase_add_checked_fixture(tc, case_setup, NULL);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_threads_one_client);
+	tcase_add_test(tc, test_processes_one_client);
+	tcase_add_test(tc, test_threads_many_clients);
+	tcase_add_test(tc, test_processes_many_clients);
+	tcase_add_test(tc, test_processes_algorithms);
+	tcase_add_test(tc, test_threads_algorithms);
+	tcase_add_test(tc, test_cache_processes_one_client);
+	tcase_add_test(tc, test_cache_processes_many_clients);
+	tcase_add_test(tc, test_cache_processes_algorithms);
+	tcase_add_test(tc, test_cache_threads_algorithms);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("redis");
+	tcase_add_unchecked_fixture(tc, redis_base_setup, redis_base_teardown);
+	tcase_add_checked_fixture(tc, case_setup, NULL);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_redis_down_at_open);
+	tcase_add_test(tc, test_redis_killed_mid_run);
+	tcase_add_test(tc, test_redis_backoff);
+	tcase_add_test(tc, test_redis_noscript);
+	tcase_add_test(tc, test_redis_clock);
+	tcase_add_test(tc, test_redis_auth);
+	tcase_add_test(tc, test_redis_unix_socket);
+	tcase_add_test(tc, test_redis_keys_expire);
+	tcase_add_test(tc, test_redis_client_keys);
+	tcase_add_test(tc, test_redis_strict_reply);
 	suite_add_tcase(s, tc);
 	return s;
 }

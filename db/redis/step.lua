@@ -1,0 +1,645 @@
+-- step.lua: one rate-limit step of the Redis store, atomic as a script.
+--
+-- The algorithms of app/limiter.c and the step of app/store_sqlite.c
+-- (sq_step), replicated: every item is decided in order on the state
+-- stored before the step (a later item with the same keys sees the state
+-- an earlier one left, so the same (policy, client) twice counts twice);
+-- the request is admitted when every non-advisory item admits; then, and
+-- only then, each admitted item writes its state. A rejected request
+-- writes nothing; neither does an advisory item that rejects.
+--
+-- KEYS[2i-1]: hash rlg:{C}:P of item i, fields window_start_ms count
+--   prev_count tat_us expires_ms (the columns of rlg_state);
+-- KEYS[2i]: list rlg:{C}:P:log, the sliding log, ascending ms.
+-- ARGV[1]: now in ms (decimal), or "" for the server's TIME.
+-- ARGV[2]: n; then per item algorithm (0 fixed_window, 1 sliding_window,
+--   2 token_bucket, 3 sliding_log), limit, window_ms, burst, advisory.
+-- Reply: now_ms used, then per item admitted (0/1), limit, remaining,
+--   reset_ms, retry_ms: struct rlg_decision.
+--
+-- Numbers: Lua's are doubles, exact for integers up to 2^53. Times in ms,
+-- counts and windows are far below that (the limiter clamps times to
+-- year 9999, 2.5e14 ms). Two things are not: a count times a window (up
+-- to 1e9 * 3.2e10) and GCRA microseconds (2^53 us is the year 2255). For
+-- those the script checks the magnitude and, only when it could pass
+-- 2^53, computes with small exact big integers (base 2^24 limbs), so every
+-- decision and every stored value is the limiter's to the last unit. Only
+-- a damaged tat_us near 2^63 could give a retry_ms beyond 2^53 ms, which
+-- the reply then rounds. Integers are written with %d, never with Lua's
+-- default "%.14g".
+
+local TIME_MS_MAX = 253402300799999          -- RLG_TIME_MS_MAX
+local LIMIT_MAX = 1000000000                 -- RLG_LIMIT_MAX, RLG_BURST_MAX
+local WINDOW_MS_MAX = 366 * 24 * 3600 * 1000 -- RLG_WINDOW_S_MAX in ms
+local LOG_LIMIT_MAX = 100000                 -- RLG_SLIDING_LOG_LIMIT_MAX
+local GCRA_TAU_MAX_US = 1000000000000000000  -- 1e18, exact as a double
+local EXPIRES_GRAIN_MS = 1000                -- SQ_EXPIRES_GRAIN_MS
+local SAFE = 4503599627370496                -- 2^52: plain doubles below
+local BASE = 16777216                        -- 2^24: a big integer's limb
+
+local floor = math.floor
+
+local FIXED_WINDOW, SLIDING_WINDOW, TOKEN_BUCKET, SLIDING_LOG = 0, 1, 2, 3
+
+local function fmt(x)
+  return string.format("%d", x)
+end
+
+-- A decimal integer ("-" allowed), or nil.
+local function parse_int(s)
+  if type(s) ~= "string" or not string.find(s, "^%-?%d+$") then
+    return nil
+  end
+  return tonumber(s)
+end
+
+-- A stored field: missing or damaged counts as 0, as a fresh row does.
+local function field(s)
+  return parse_int(s) or 0
+end
+
+-- rlg_limiter_clamp_time
+local function clamp_time(t)
+  if t <= 0 then
+    return 0
+  end
+  if t > TIME_MS_MAX then
+    return TIME_MS_MAX
+  end
+  return t
+end
+
+-- align_start: the aligned window a stored start falls in. a % w is
+-- exact for 0 <= a < 2^53: floor(a / w) cannot round up to the next
+-- integer while a < 2^53.
+local function align_start(start, w)
+  start = clamp_time(start)
+  return start - start % w
+end
+
+local function clamp_count(c, limit)
+  if c < 0 then
+    return 0
+  end
+  if c > limit then
+    return limit
+  end
+  return c
+end
+
+-- Big integers: nonnegative, little-endian arrays of base 2^24 limbs, no
+-- leading zero limb (zero is {}). A limb product is below 2^48, so every
+-- partial sum below stays exact.
+local function big_of(x)  -- x: a nonnegative integral double
+  local r = {}
+  while x > 0 do
+    local q = floor(x / BASE)
+    r[#r + 1] = x - q * BASE
+    x = q
+  end
+  return r
+end
+
+local function big_trim(r)
+  while #r > 0 and r[#r] == 0 do
+    r[#r] = nil
+  end
+  return r
+end
+
+local function big_cmp(a, b)
+  if #a ~= #b then
+    return #a < #b and -1 or 1
+  end
+  for i = #a, 1, -1 do
+    if a[i] ~= b[i] then
+      return a[i] < b[i] and -1 or 1
+    end
+  end
+  return 0
+end
+
+local function big_add(a, b)
+  local r, carry = {}, 0
+  for i = 1, math.max(#a, #b) do
+    local t = (a[i] or 0) + (b[i] or 0) + carry
+    carry = t >= BASE and 1 or 0
+    r[i] = t - carry * BASE
+  end
+  if carry > 0 then
+    r[#r + 1] = carry
+  end
+  return r
+end
+
+local function big_sub(a, b)  -- a >= b
+  local r, borrow = {}, 0
+  for i = 1, #a do
+    local t = a[i] - (b[i] or 0) - borrow
+    borrow = t < 0 and 1 or 0
+    r[i] = t + borrow * BASE
+  end
+  return big_trim(r)
+end
+
+local function big_mul(a, b)
+  local r = {}
+  for i = 1, #a + #b do
+    r[i] = 0
+  end
+  for i = 1, #a do
+    local carry = 0
+    for j = 1, #b do
+      local t = r[i + j - 1] + a[i] * b[j] + carry
+      carry = floor(t / BASE)
+      r[i + j - 1] = t - carry * BASE
+    end
+    local k = i + #b
+    while carry > 0 do
+      local t = (r[k] or 0) + carry
+      carry = floor(t / BASE)
+      r[k] = t - carry * BASE
+      k = k + 1
+    end
+  end
+  return big_trim(r)
+end
+
+-- The nearest double (exact below 2^53).
+local function big_num(a)
+  local x = 0
+  for i = #a, 1, -1 do
+    x = x * BASE + a[i]
+  end
+  return x
+end
+
+-- floor(a / d) and a % d for 0 < d < 2^24: long division, exact.
+local function big_divsmall(a, d)
+  local q, r = {}, 0
+  for i = #a, 1, -1 do
+    local t = r * BASE + a[i]
+    q[i] = floor(t / d)
+    r = t - q[i] * d
+  end
+  return big_trim(q), r
+end
+
+-- floor(a / d) as a double for 0 < d < 2^53, or nil when it is 2^50 or
+-- more. A double estimate, then corrected by exact products (it is off
+-- by at most 2 below 2^50).
+local function big_div(a, d)
+  if d < BASE then
+    local q = big_divsmall(a, d)
+    return big_num(q)
+  end
+  local q = floor(big_num(a) / d)
+  if q >= SAFE / 4 then
+    return nil
+  end
+  local bd = big_of(d)
+  for _ = 1, 8 do
+    if q > 0 and big_cmp(big_mul(big_of(q), bd), a) > 0 then
+      q = q - 1
+    elseif big_cmp(big_mul(big_of(q + 1), bd), a) <= 0 then
+      q = q + 1
+    else
+      return q
+    end
+  end
+  error("rlgate: big_div did not converge")
+end
+
+-- A nonnegative decimal string, exactly; nil if negative or damaged.
+local function big_parse(s)
+  if type(s) ~= "string" or not string.find(s, "^%d+$") then
+    return nil
+  end
+  local r = {}
+  for i = 1, #s do
+    local carry = string.byte(s, i) - 48
+    for j = 1, #r do
+      local t = r[j] * 10 + carry
+      carry = floor(t / BASE)
+      r[j] = t - carry * BASE
+    end
+    if carry > 0 then
+      r[#r + 1] = carry
+    end
+  end
+  return big_trim(r)
+end
+
+local function big_str(a)
+  if #a == 0 then
+    return "0"
+  end
+  local parts, r = {}, nil
+  while #a > 0 do
+    a, r = big_divsmall(a, 1000000)
+    parts[#parts + 1] = r
+  end
+  local s = fmt(parts[#parts])
+  for i = #parts - 1, 1, -1 do
+    s = s .. string.format("%06d", parts[i])
+  end
+  return s
+end
+
+-- Two kits of the same operations: plain doubles when every value of the
+-- computation is known to stay below 2^52, big integers otherwise.
+-- mul takes two plain integers; add, sub (a >= b), lt take kit values;
+-- div(a, d) is floor(a / d) as a plain number for a plain d (nil: huge).
+local NUM = {
+  of = function(x) return x end,
+  mul = function(a, b) return a * b end,
+  add = function(a, b) return a + b end,
+  sub = function(a, b) return a - b end,
+  lt = function(a, b) return a < b end,
+  div = function(a, d) return floor(a / d) end,
+  str = fmt,
+}
+local BIG = {
+  of = big_of,
+  mul = function(a, b) return big_mul(big_of(a), big_of(b)) end,
+  add = big_add,
+  sub = big_sub,
+  lt = function(a, b) return big_cmp(a, b) < 0 end,
+  div = big_div,
+  str = big_str,
+}
+
+-- rlg_limiter_fixed_window. in: stored fields; returns decision, state.
+local function fixed_window(limit, w, st, now_ms)
+  now_ms = clamp_time(now_ms)
+  local start = now_ms - now_ms % w
+  local ws = align_start(st.ws, w)
+  local count = clamp_count(st.count, limit)
+  if start > ws or count == 0 then
+    -- A new window, or a fresh client.
+    ws = start
+    count = 0
+  elseif start < ws then
+    -- The clock went back: count in the stored (later) window, delays
+    -- measured from its start.
+    start = ws
+    if now_ms < start then
+      now_ms = start
+    end
+  end
+  local wend = ws + w
+  if count < limit then
+    count = count + 1
+    return { admitted = true, remaining = limit - count,
+      reset = wend - now_ms, retry = 0 },
+      { ws = ws, count = count, prev = 0, tat = "0", expires = wend }
+  end
+  return { admitted = false, remaining = 0, reset = wend - now_ms,
+    retry = wend - now_ms }, nil
+end
+
+-- rlg_limiter_sliding_window: prev * (W - e) + count * W < limit * W,
+-- compared exactly (in the big kit when limit * W could pass 2^52).
+local function sliding_window(limit, w, st, now_ms)
+  local K = (2 * limit * w < SAFE) and NUM or BIG
+  now_ms = clamp_time(now_ms)
+  local now = now_ms
+  local start = now - now % w
+  local ws = align_start(st.ws, w)
+  local count = clamp_count(st.count, limit)
+  local prev = clamp_count(st.prev, limit)
+  if ws > start then
+    -- The clock went back: decide as at the stored window's start.
+    start = ws
+    now = start
+  elseif ws == start - w then
+    prev = count
+    count = 0
+  elseif ws < start then
+    prev = 0
+    count = 0
+  end
+  ws = start
+  local e = now - start
+  local lw = K.mul(limit, w)
+  local used = K.add(K.mul(prev, w - e), K.mul(count, w))
+  if K.lt(used, lw) then
+    count = count + 1
+    local expires = start + 2 * w
+    -- ceil(room / W) more at this instant, room = lw - used after it.
+    local after = K.add(K.mul(prev, w - e), K.mul(count, w))
+    local remaining = 0
+    if K.lt(after, lw) then
+      remaining = K.div(K.add(K.sub(lw, after), K.of(w - 1)), w)
+    end
+    return { admitted = true, remaining = remaining,
+      reset = expires - now_ms, retry = 0 },
+      { ws = ws, count = count, prev = prev, tat = "0", expires = expires }
+  end
+  -- Rejected: the next window's first ms (one later when full), unless
+  -- the decay of prev admits earlier: at x ms before this window's end
+  -- iff prev * x < room = (limit - count) * W.
+  local retry = (w - e) + (count >= limit and 1 or 0)
+  local room = K.mul(limit - count, w)
+  if prev > 0 and K.lt(K.of(0), room) then
+    local x = K.div(K.sub(room, K.of(1)), prev)
+    -- nil: x is past 2^50, so past w - e too.
+    if x ~= nil and x >= 1 and x < w - e and (w - e) - x < retry then
+      retry = (w - e) - x
+    end
+  end
+  retry = retry + (now - now_ms)
+  return { admitted = false, remaining = 0, reset = retry, retry = retry },
+    nil
+end
+
+-- rlg_limiter_token_bucket: GCRA in microseconds, the emission interval
+-- T rounded up, the tolerance (burst - 1) * T capped at 1e18 us.
+local function token_bucket(limit, w, burst, st, now_ms)
+  now_ms = clamp_time(now_ms)
+  local t_us = floor((w * 1000 + limit - 1) / limit)  -- exact: < 2^45
+  local p = (burst - 1) * t_us
+  local tat_n = field(st.tat)
+  local K, now_us, tau, tat
+  if now_ms * 1000 + p + t_us < SAFE and tat_n < SAFE then
+    -- Every value below stays under 2^53 (p < 2^52 < 1e18: no cap).
+    K, now_us, tau, tat = NUM, now_ms * 1000, p, tat_n
+  else
+    K = BIG
+    now_us = big_mul(big_of(now_ms), big_of(1000))
+    tau = big_mul(big_of(burst - 1), big_of(t_us))
+    if big_cmp(tau, big_of(GCRA_TAU_MAX_US)) > 0 then
+      tau = big_of(GCRA_TAU_MAX_US)
+    end
+    tat = big_parse(st.tat) or {}    -- negative or damaged: before now
+  end
+  if K.lt(tat, now_us) then
+    tat = now_us
+  end
+  local lhs = K.add(now_us, tau)
+  if K.lt(lhs, tat) then
+    -- now < tat - tau: rejected until then, in whole ms rounded up.
+    local retry = K.div(K.add(K.sub(tat, lhs), K.of(999)), 1000)
+    return { admitted = false, remaining = 0, reset = retry, retry = retry },
+      nil
+  end
+  local tat_new = K.add(tat, K.of(t_us))
+  local expires = K.div(K.add(tat_new, K.of(999)), 1000)
+  local remaining = 0
+  if not K.lt(lhs, tat_new) then
+    remaining = K.div(K.sub(lhs, tat_new), t_us) + 1
+  end
+  return { admitted = true, remaining = remaining,
+    reset = expires - now_ms, retry = 0 },
+    { ws = 0, count = 0, prev = 0, tat = K.str(tat_new), expires = expires }
+end
+
+-- rlg_limiter_sliding_log on log[1..n], ascending.
+local function sliding_log(limit, w, log, now_ms)
+  now_ms = clamp_time(now_ms)
+  local n = #log
+  -- The first entry inside the window: log[lo] > now - window.
+  local lo, hi = 1, n + 1
+  while lo < hi do
+    local mid = floor((lo + hi) / 2)
+    if log[mid] > now_ms - w then
+      hi = mid
+    else
+      lo = mid + 1
+    end
+  end
+  local m = n - lo + 1
+  if m < limit then
+    local oldest, newest = now_ms, now_ms
+    if m > 0 then
+      oldest = math.min(oldest, clamp_time(log[lo]))
+      newest = math.max(newest, clamp_time(log[n]))
+    end
+    return { admitted = true, remaining = limit - m - 1,
+      reset = newest + w - now_ms, retry = 0 },
+      { ws = oldest, count = m + 1, prev = 0, tat = "0",
+        expires = newest + w }
+  end
+  -- Full: admitted again once log[n - limit + 1] has slid out.
+  local retry = clamp_time(log[n - limit + 1]) + w - now_ms
+  if retry < 1 then
+    retry = 1                                -- an unsorted log
+  end
+  return { admitted = false, remaining = 0, reset = retry, retry = retry },
+    nil
+end
+
+-- The whole list of a sliding log, read once per step: strings (LINSERT
+-- needs the stored text as its pivot) and numbers.
+local logs = {}
+local function log_of(key)
+  local l = logs[key]
+  if l == nil then
+    local raw = redis.call("LRANGE", key, 0, -1)
+    l = { raw = raw, ms = {} }
+    for i = 1, #raw do
+      l.ms[i] = field(raw[i])
+    end
+    logs[key] = l
+  end
+  return l
+end
+
+-- sq_decide_log: the newest limit entries inside the window, plus k at
+-- now for the earlier items of this step with the same keys that append
+-- (their writes come after every decision), the newest limit kept.
+local function log_entries(key, limit, w, now, k)
+  local ms = log_of(key).ms
+  local sel = {}
+  local i = #ms
+  while i >= 1 and ms[i] > now - w and #sel < limit do
+    sel[#sel + 1] = ms[i]
+    i = i - 1
+  end
+  local log = {}
+  for j = #sel, 1, -1 do
+    log[#log + 1] = sel[j]
+  end
+  if k > 0 then
+    local at = #log
+    while at > 0 and log[at] > now do
+      at = at - 1
+    end
+    for _ = 1, k do
+      table.insert(log, at + 1, now)
+    end
+    while #log > limit do
+      table.remove(log, 1)
+    end
+  end
+  return log
+end
+
+-- sq_save_log: now joins the log after the entries <= now (so it stays
+-- ascending when the clock went back), and entries <= now - window go.
+local function log_append(key, now, w)
+  local l = log_of(key)
+  local c = 0
+  while c < #l.ms and l.ms[c + 1] <= now - w do
+    c = c + 1
+  end
+  if c > 0 then
+    redis.call("LTRIM", key, c, -1)
+    local ms, raw = {}, {}
+    for i = c + 1, #l.ms do
+      ms[#ms + 1] = l.ms[i]
+      raw[#raw + 1] = l.raw[i]
+    end
+    l.ms, l.raw = ms, raw
+  end
+  local at = #l.ms
+  while at > 0 and l.ms[at] > now do
+    at = at - 1
+  end
+  if at == #l.ms then
+    redis.call("RPUSH", key, fmt(now))
+  else
+    -- The first entry > now is the first with its text: all before are
+    -- <= now.
+    redis.call("LINSERT", key, "BEFORE", l.raw[at + 1], fmt(now))
+  end
+  table.insert(l.ms, at + 1, now)
+  table.insert(l.raw, at + 1, fmt(now))
+end
+
+-- sq_expires: stored expiries rounded up to a whole second.
+local function round_expires(e)
+  if e <= 0 then
+    return e
+  end
+  local r = e % EXPIRES_GRAIN_MS
+  return r == 0 and e or e + EXPIRES_GRAIN_MS - r
+end
+
+-- ---- the step ------------------------------------------------------------
+
+local function bad(msg)
+  return redis.error_reply("rlgate: " .. msg)
+end
+
+local n = parse_int(ARGV[2])
+if n == nil or n < 1 or #ARGV ~= 2 + 5 * n or #KEYS ~= 2 * n then
+  return bad("expected ARGV now, n, then 5 per item, and 2 keys per item")
+end
+
+local now_ms
+if ARGV[1] == "" then
+  -- The server's clock, so gateways with skewed clocks agree.
+  if redis.replicate_commands ~= nil then
+    redis.replicate_commands()      -- TIME before writes (Redis < 5)
+  end
+  local t = redis.call("TIME")
+  now_ms = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
+else
+  now_ms = parse_int(ARGV[1])
+  if now_ms == nil then
+    return bad("now_ms is not an integer")
+  end
+end
+now_ms = clamp_time(now_ms)
+
+local items = {}
+for i = 1, n do
+  local b = 3 + 5 * (i - 1)
+  local it = {
+    alg = parse_int(ARGV[b]), limit = parse_int(ARGV[b + 1]),
+    w = parse_int(ARGV[b + 2]), burst = parse_int(ARGV[b + 3]),
+    advisory = ARGV[b + 4], key = KEYS[2 * i - 1], logkey = KEYS[2 * i],
+  }
+  if it.alg == nil or it.alg < 0 or it.alg > 3 or it.limit == nil or
+      it.w == nil or it.burst == nil or
+      (it.advisory ~= "0" and it.advisory ~= "1") then
+    return bad("item " .. i .. ": malformed policy arguments")
+  end
+  -- policy_ok: the limiter refuses what the config never builds.
+  if it.limit < 1 or it.limit > LIMIT_MAX or it.w < 1 or
+      it.w > WINDOW_MS_MAX or
+      (it.alg == TOKEN_BUCKET and (it.burst < 1 or it.burst > LIMIT_MAX)) or
+      (it.alg == SLIDING_LOG and it.limit > LOG_LIMIT_MAX) then
+    return bad("item " .. i .. ": policy out of range")
+  end
+  it.advisory = it.advisory == "1"
+  items[i] = it
+end
+
+-- Decide every item; nothing is written yet.
+local admitted = true
+for i = 1, n do
+  local it = items[i]
+  if it.alg == SLIDING_LOG then
+    local k = 0
+    for j = 1, i - 1 do
+      if items[j].key == it.key and items[j].append then
+        k = k + 1
+      end
+    end
+    local log = log_entries(it.logkey, it.limit, it.w, now_ms, k)
+    it.d, it.out = sliding_log(it.limit, it.w, log, now_ms)
+    it.append = it.d.admitted
+  else
+    -- The state an earlier item with the same keys leaves, else the
+    -- stored one (a missing hash is the all-zero state).
+    local st
+    for j = i - 1, 1, -1 do
+      if items[j].key == it.key then
+        st = items[j].out or items[j].st
+        break
+      end
+    end
+    if st == nil then
+      local f = redis.call("HMGET", it.key, "window_start_ms", "count",
+        "prev_count", "tat_us")
+      st = { ws = field(f[1]), count = field(f[2]), prev = field(f[3]),
+        tat = f[4] or "0" }
+    end
+    it.st = st
+    if it.alg == FIXED_WINDOW then
+      it.d, it.out = fixed_window(it.limit, it.w, st, now_ms)
+    elseif it.alg == SLIDING_WINDOW then
+      it.d, it.out = sliding_window(it.limit, it.w, st, now_ms)
+    else
+      it.d, it.out = token_bucket(it.limit, it.w, it.burst, st, now_ms)
+    end
+  end
+  -- An advisory item (dry run) never rejects the request.
+  if not it.d.admitted and not it.advisory then
+    admitted = false
+  end
+end
+
+-- Admitted: every admitted item writes its state, in order (the last of
+-- the same keys wins); each key written expires with its state.
+if admitted then
+  for i = 1, n do
+    local it = items[i]
+    if it.d.admitted then
+      local o = it.out
+      local expires = round_expires(o.expires)
+      local ttl = fmt(math.max(1, expires - now_ms))
+      if it.alg == SLIDING_LOG then
+        log_append(it.logkey, now_ms, it.w)
+        redis.call("PEXPIRE", it.logkey, ttl)
+      end
+      redis.call("HSET", it.key, "window_start_ms", fmt(o.ws),
+        "count", fmt(o.count), "prev_count", fmt(o.prev),
+        "tat_us", o.tat, "expires_ms", fmt(expires))
+      redis.call("PEXPIRE", it.key, ttl)
+    end
+  end
+end
+
+local reply = { now_ms }
+for i = 1, n do
+  local d = items[i].d
+  reply[#reply + 1] = d.admitted and 1 or 0
+  reply[#reply + 1] = items[i].limit
+  reply[#reply + 1] = d.remaining
+  reply[#reply + 1] = d.reset
+  reply[#reply + 1] = d.retry
+end
+return reply
