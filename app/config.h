@@ -41,6 +41,19 @@ enum rlg_error_format {
 #define RLG_POLICIES_MAX     32
 #define RLG_POLICY_NAME_MAX  64
 
+/* PRAGMA synchronous: normal (no fsync per commit) or full. */
+enum rlg_sync {
+	RLG_SYNC_NORMAL = 0,
+	RLG_SYNC_FULL,
+};
+
+/* Group commit of the SQLite store (store_sqlite.c). */
+enum rlg_group {
+	RLG_GROUP_AUTO = 0,
+	RLG_GROUP_ON,
+	RLG_GROUP_OFF,
+};
+
 struct rlg_store_config {
 	char *path;                /* SQLite file */
 	int busy_timeout_ms;       /* how long to wait for a lock */
@@ -52,6 +65,8 @@ struct rlg_store_config {
 	int64_t max_clients;
 	/* Rejections remembered per worker thread (store_cache.c); 0: off. */
 	int64_t rejection_cache;
+	enum rlg_sync synchronous;     /* PRAGMA synchronous */
+	enum rlg_group group_commit;   /* auto: on with synchronous = full */
 };
 
 /* Log levels: error (store errors), warn (+ rejections, dry-run would-be
