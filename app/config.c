@@ -220,6 +220,10 @@ static void rlg_set_busy_timeout(struct rlg_parse *p,
     const struct rlg_key *k, const char *value);
 static void rlg_set_on_error(struct rlg_parse *p, const struct rlg_key *k,
     const char *value);
+static void rlg_set_synchronous(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value);
+static void rlg_set_group_commit(struct rlg_parse *p,
+    const struct rlg_key *k, const char *value);
 static void rlg_set_style(struct rlg_parse *p, const struct rlg_key *k,
     const char *value);
 static void rlg_set_errors(struct rlg_parse *p, const struct rlg_key *k,
@@ -266,6 +270,8 @@ static const struct rlg_key rlg_keys[] = {
 	{ RLG_SECT_STORE, "on_error", rlg_set_on_error },
 	{ RLG_SECT_STORE, "max_clients", rlg_set_max_clients },
 	{ RLG_SECT_STORE, "rejection_cache", rlg_set_rejection_cache },
+	{ RLG_SECT_STORE, "synchronous", rlg_set_synchronous },
+	{ RLG_SECT_STORE, "group_commit", rlg_set_group_commit },
 	{ RLG_SECT_HEADERS, "style", rlg_set_style },
 	{ RLG_SECT_HEADERS, "report_exempt", rlg_set_report_exempt },
 	{ RLG_SECT_RESPONSE, "errors", rlg_set_errors },
@@ -293,6 +299,17 @@ static const struct rlg_key rlg_keys[] = {
 static const struct rlg_word rlg_on_error_words[] = {
 	{ "closed", RLG_ON_ERROR_CLOSED },
 	{ "open", RLG_ON_ERROR_OPEN },
+	{ NULL, 0 }
+};
+static const struct rlg_word rlg_sync_words[] = {
+	{ "normal", RLG_SYNC_NORMAL },
+	{ "full", RLG_SYNC_FULL },
+	{ NULL, 0 }
+};
+static const struct rlg_word rlg_group_words[] = {
+	{ "auto", RLG_GROUP_AUTO },
+	{ "on", RLG_GROUP_ON },
+	{ "off", RLG_GROUP_OFF },
 	{ NULL, 0 }
 };
 static const struct rlg_word rlg_style_words[] = {
@@ -350,6 +367,8 @@ rlg_config_defaults(void)
 	cfg->store.max_clients = RLG_DEFAULT_MAX_CLIENTS;
 	cfg->store.rejection_cache = RLG_DEFAULT_REJECTION_CACHE;
 	cfg->store.on_error = RLG_ON_ERROR_CLOSED;
+	cfg->store.synchronous = RLG_SYNC_NORMAL;
+	cfg->store.group_commit = RLG_GROUP_AUTO;
 	cfg->style = RLG_STYLE_DRAFT03;
 	cfg->errors = RLG_ERRORS_JSON;
 
@@ -1475,6 +1494,26 @@ rlg_set_on_error(struct rlg_parse *p, const struct rlg_key *k,
 
 	if (rlg_set_word(p, k, value, rlg_on_error_words, &v))
 		p->cfg->store.on_error = (enum rlg_on_error)v;
+}
+
+static void
+rlg_set_synchronous(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	int v;
+
+	if (rlg_set_word(p, k, value, rlg_sync_words, &v))
+		p->cfg->store.synchronous = (enum rlg_sync)v;
+}
+
+static void
+rlg_set_group_commit(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	int v;
+
+	if (rlg_set_word(p, k, value, rlg_group_words, &v))
+		p->cfg->store.group_commit = (enum rlg_group)v;
 }
 
 static void

@@ -161,6 +161,8 @@ struct sq_store {
 	char *path;                   /* the database file, owned */
 	int busy_timeout_ms;          /* how long to wait for the write lock */
 	bool sync_full;               /* PRAGMA synchronous = FULL */
+	struct timespec busy_since;   /* sq_busy: when this wait began */
+	uint64_t busy_waits;          /* sq_busy: pauses so far */
 	struct sq_group *group;       /* group commit, or NULL */
 	pthread_cond_t cv;            /* group: this handle's waiter wakes */
 	int64_t max_clients;          /* per policy; 0: no limit */
@@ -205,6 +207,7 @@ static void sq_lead(struct sq_store *s, struct sq_waiter *batch);
 static struct sq_group *sq_group_join(const char *path);
 static void sq_group_leave(struct sq_group *g);
 static void sq_grow_scratch(struct sq_store *s, size_t n);
+static int sq_busy(void *arg, int count);
 static int sq_check_items(struct sq_store *s,
     const struct rlg_store_item *items, size_t n,
     const struct rlg_decision *decisions);
@@ -944,6 +947,38 @@ sq_close(struct rlg_store *base)
 	free(s);
 }
 
+/*
+ * The busy handler: waits for the write lock another connection holds,
+ * up to busy_timeout_ms. A step holds the lock for tens of microseconds
+ * (a millisecond or so with synchronous = full), so the pauses start at
+ * 50 us and double up to 2 ms; SQLite's own handler sleeps 1 ms at
+ * first and up to 100 ms, long enough for other processes to take the
+ * lock again and again meanwhile (tails of hundreds of ms under load).
+ */
+static int
+sq_busy(void *arg, int count)
+{
+	struct sq_store *s = arg;
+	struct timespec now, pause;
+	int64_t waited_us, pause_us;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (count == 0)
+		s->busy_since = now;
+	waited_us = (int64_t)(now.tv_sec - s->busy_since.tv_sec) * 1000000 +
+	    (now.tv_nsec - s->busy_since.tv_nsec) / 1000;
+	if (waited_us >= (int64_t)s->busy_timeout_ms * 1000)
+		return 0;
+	pause_us = count < 6 ? (int64_t)50 << count : 2000;
+	if (pause_us > (int64_t)s->busy_timeout_ms * 1000 - waited_us)
+		pause_us = (int64_t)s->busy_timeout_ms * 1000 - waited_us;
+	s->busy_waits++;
+	pause.tv_sec = 0;
+	pause.tv_nsec = (long)pause_us * 1000;
+	nanosleep(&pause, NULL);
+	return 1;
+}
+
 /* Refuses a malformed request before it reaches the database. */
 static int
 sq_check_items(struct sq_store *s, const struct rlg_store_item *items,
@@ -1049,7 +1084,7 @@ sq_connect(struct sq_store *s)
 		goto fail;
 	}
 	sqlite3_extended_result_codes(s->db, 1);
-	sqlite3_busy_timeout(s->db, s->busy_timeout_ms);
+	sqlite3_busy_handler(s->db, sq_busy, s);
 	if (sqlite3_db_readonly(s->db, "main") == 1) {
 		sq_seterr(s, "sqlite open on %s: the file is read-only for"
 		    " this process (SQLITE_READONLY)", s->path);
