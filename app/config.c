@@ -165,6 +165,8 @@ struct rlg_parse {
 	int timeout_line;
 	int clock_line;
 	int max_clients_line;
+	int synchronous_line;
+	int group_commit_line;
 
 	struct rlg_problem *problems;
 	size_t nproblems;
@@ -259,6 +261,10 @@ static bool rlg_url_decode(const char *s, size_t len, char **out);
 static bool rlg_url_number(const char *s, size_t len, long long max,
     long long *out);
 static void rlg_redis_fields_free(struct rlg_store_config *sc);
+static void rlg_set_synchronous(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value);
+static void rlg_set_group_commit(struct rlg_parse *p,
+    const struct rlg_key *k, const char *value);
 static void rlg_set_style(struct rlg_parse *p, const struct rlg_key *k,
     const char *value);
 static void rlg_set_errors(struct rlg_parse *p, const struct rlg_key *k,
@@ -310,6 +316,8 @@ static const struct rlg_key rlg_keys[] = {
 	{ RLG_SECT_STORE, "connect_timeout_ms", rlg_set_connect_timeout },
 	{ RLG_SECT_STORE, "timeout_ms", rlg_set_timeout },
 	{ RLG_SECT_STORE, "clock", rlg_set_clock },
+	{ RLG_SECT_STORE, "synchronous", rlg_set_synchronous },
+	{ RLG_SECT_STORE, "group_commit", rlg_set_group_commit },
 	{ RLG_SECT_HEADERS, "style", rlg_set_style },
 	{ RLG_SECT_HEADERS, "report_exempt", rlg_set_report_exempt },
 	{ RLG_SECT_RESPONSE, "errors", rlg_set_errors },
@@ -347,6 +355,17 @@ static const struct rlg_word rlg_backend_words[] = {
 static const struct rlg_word rlg_clock_words[] = {
 	{ "redis", RLG_CLOCK_REDIS },
 	{ "local", RLG_CLOCK_LOCAL },
+	{ NULL, 0 }
+};
+static const struct rlg_word rlg_sync_words[] = {
+	{ "normal", RLG_SYNC_NORMAL },
+	{ "full", RLG_SYNC_FULL },
+	{ NULL, 0 }
+};
+static const struct rlg_word rlg_group_words[] = {
+	{ "auto", RLG_GROUP_AUTO },
+	{ "on", RLG_GROUP_ON },
+	{ "off", RLG_GROUP_OFF },
 	{ NULL, 0 }
 };
 static const struct rlg_word rlg_style_words[] = {
@@ -409,6 +428,8 @@ rlg_config_defaults(void)
 	cfg->store.connect_timeout_ms = RLG_DEFAULT_REDIS_TIMEOUT_MS;
 	cfg->store.timeout_ms = RLG_DEFAULT_REDIS_TIMEOUT_MS;
 	cfg->store.clock = RLG_CLOCK_REDIS;
+	cfg->store.synchronous = RLG_SYNC_NORMAL;
+	cfg->store.group_commit = RLG_GROUP_AUTO;
 	cfg->style = RLG_STYLE_DRAFT03;
 	cfg->errors = RLG_ERRORS_JSON;
 
@@ -1565,7 +1586,8 @@ rlg_routes_finish(struct rlg_parse *p)
  * are an error, not a no-op: an operator who set url but not backend =
  * redis would get one SQLite file per machine, each client a full quota
  * on each. max_clients set with Redis likewise promises a bound that
- * Redis does not keep (its memory follows maxmemory and key expiry). With
+ * Redis does not keep (its memory follows maxmemory and key expiry), and
+ * synchronous or group_commit a durability or a batching it has not. With
  * a backend that was itself bad (already reported) nothing is checked.
  */
 static void
@@ -1602,6 +1624,13 @@ rlg_store_finish(struct rlg_parse *p)
 		rlg_problem(p, p->max_clients_line, "[store] max_clients: "
 		    "applies only to backend = sqlite: Redis memory is bounded "
 		    "by its maxmemory and by the expiry of the keys");
+	if (p->synchronous_line != 0)
+		rlg_problem(p, p->synchronous_line, "[store] synchronous: "
+		    "applies only to backend = sqlite: Redis durability is its"
+		    " own appendfsync");
+	if (p->group_commit_line != 0)
+		rlg_problem(p, p->group_commit_line, "[store] group_commit: "
+		    "applies only to backend = sqlite");
 }
 
 /* Frees what a policy owns, not the policy itself. */
@@ -2046,6 +2075,30 @@ rlg_set_clock(struct rlg_parse *p, const struct rlg_key *k,
 	if (rlg_set_word(p, k, value, rlg_clock_words, &v)) {
 		p->cfg->store.clock = (enum rlg_store_clock)v;
 		p->clock_line = p->lineno;
+	}
+}
+
+static void
+rlg_set_synchronous(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	int v;
+
+	if (rlg_set_word(p, k, value, rlg_sync_words, &v)) {
+		p->cfg->store.synchronous = (enum rlg_sync)v;
+		p->synchronous_line = p->lineno;
+	}
+}
+
+static void
+rlg_set_group_commit(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	int v;
+
+	if (rlg_set_word(p, k, value, rlg_group_words, &v)) {
+		p->cfg->store.group_commit = (enum rlg_group)v;
+		p->group_commit_line = p->lineno;
 	}
 }
 

@@ -41,6 +41,19 @@ enum rlg_error_format {
 #define RLG_POLICIES_MAX     32
 #define RLG_POLICY_NAME_MAX  64
 
+/* [store] synchronous (SQLite): normal (no fsync per commit) or full. */
+enum rlg_sync {
+	RLG_SYNC_NORMAL = 0,
+	RLG_SYNC_FULL,
+};
+
+/* [store] group_commit of the SQLite store (store_sqlite.c). */
+enum rlg_group {
+	RLG_GROUP_AUTO = 0,
+	RLG_GROUP_ON,
+	RLG_GROUP_OFF,
+};
+
 /* [store] backend: where the limiter state lives (store.h). */
 enum rlg_store_backend {
 	RLG_BACKEND_SQLITE = 0,    /* one file, shared by the gateway's processes */
@@ -87,6 +100,9 @@ struct rlg_store_config {
 	int connect_timeout_ms;    /* connect (TCP or socket); 0: the default */
 	int timeout_ms;            /* each command; 0: the default */
 	enum rlg_store_clock clock;
+	/* SQLite only: commits. */
+	enum rlg_sync synchronous;     /* PRAGMA synchronous */
+	enum rlg_group group_commit;   /* auto: on with synchronous = full */
 };
 
 /* Log levels: error (store errors), warn (+ rejections, dry-run would-be

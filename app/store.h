@@ -85,6 +85,19 @@ struct rlg_store *rlg_store_cache_wrap(struct rlg_store *inner,
 const struct rlg_store_cache_stats *rlg_store_cache_stats(
     const struct rlg_store *s);
 
+/* What group commit has done in this process, for tests and benchmarks. */
+struct rlg_store_group_stats {
+	uint64_t batches;          /* transactions committed by a leader */
+	uint64_t steps;            /* requests they carried */
+};
+
+/*
+ * The counters of the group commit that the SQLite handle s takes part
+ * in: 0, or -1 (zeros) when s is no SQLite handle or has no group commit.
+ */
+int rlg_store_group_stats(const struct rlg_store *s,
+    struct rlg_store_group_stats *out);
+
 /*
  * Opens a connection to the store that cfg names: cfg->backend picks
  * SQLite (creating the file with its schema on first use, mode 0600) or

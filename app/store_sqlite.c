@@ -7,8 +7,11 @@
  * lock taken by BEGIN IMMEDIATE makes read, decide and write one atomic step
  * for every process and thread that shares the file, so counting is exact;
  * a rejected request ends in ROLLBACK and writes nothing. The file is in WAL
- * mode with synchronous=NORMAL: readers (the operator's sqlite3 shell) never
- * block the gateway, and a commit costs no fsync.
+ * mode: readers (the operator's sqlite3 shell) never block the gateway.
+ * With synchronous = normal (the default) a commit costs no fsync; with
+ * full it costs one, and group commit (below) lets the threads of a
+ * process share it. A step that finds the write lock taken waits in
+ * sq_busy, in pauses of 50 us doubling to 2 ms, up to busy_timeout_ms.
  *
  * A sliding_log policy keeps one rlg_log row per admitted request: the step
  * reads the client's in-window rows into a buffer of the handle, and when
@@ -39,6 +42,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -100,8 +104,51 @@ enum sq_stmt {
 	SQ_LOG_INSERT,
 	SQ_LOG_TRIM,
 	SQ_CLIENTS,
+	SQ_SAVEPOINT,
+	SQ_RELEASE,
+	SQ_ROLLBACK_TO,
 	SQ_NSTMT
 };
+
+/* A waiter's result while it is not known yet, and "run it alone". */
+#define SQ_PENDING (-1000)
+#define SQ_ALONE   (-1001)
+
+/*
+ * Group commit. The handles of one process that open the same path with
+ * group commit on share one sq_group. A step queues itself there; the
+ * first thread to find no leader takes the whole queue and runs it on its
+ * own connection in one transaction, each request in queue order exactly
+ * as if it came alone (it sees the writes of those before it), then
+ * commits once and wakes them. Requests that arrive meanwhile make the
+ * next batch. Any failure inside a batch rolls it back whole and every
+ * request of it runs again alone, so errors stay per request and nothing
+ * is half written.
+ */
+struct sq_waiter {
+	struct sq_store *s;               /* the waiting thread's handle */
+	const struct rlg_store_item *items;
+	size_t n;
+	int64_t now_ms;
+	struct rlg_decision *decisions;
+	int rc;                           /* SQ_PENDING until done */
+	int res;                          /* the leader's result, then rc */
+	struct sq_waiter *next;
+};
+
+struct sq_group {
+	char *path;                       /* the key: the database path */
+	int refs;                         /* handles sharing it */
+	pthread_mutex_t mu;               /* guards all below */
+	struct sq_waiter *head;           /* the queue, oldest first */
+	struct sq_waiter **tailp;
+	bool leading;                     /* a batch is running */
+	struct rlg_store_group_stats stats;
+	struct sq_group *next;            /* sq_groups list */
+};
+
+static pthread_mutex_t sq_groups_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct sq_group *sq_groups;
 
 /* Step scratch for one item: the state read and the state to write. */
 struct sq_item {
@@ -116,6 +163,11 @@ struct sq_store {
 	struct rlg_store base;        /* first: rlg_store_* dispatch on it */
 	char *path;                   /* the database file, owned */
 	int busy_timeout_ms;          /* how long to wait for the write lock */
+	bool sync_full;               /* PRAGMA synchronous = FULL */
+	struct timespec busy_since;   /* sq_busy: when this wait began */
+	uint64_t busy_waits;          /* sq_busy: pauses so far */
+	struct sq_group *group;       /* group commit, or NULL */
+	pthread_cond_t cv;            /* group: this handle's waiter wakes */
 	int64_t max_clients;          /* per policy; 0: no limit */
 	sqlite3 *db;                  /* NULL while closed: next call opens */
 	sqlite3_stmt *stmt[SQ_NSTMT];
@@ -145,6 +197,20 @@ static int sq_prune(struct rlg_store *base, int64_t now_ms, int64_t *deleted);
 static const char *sq_errmsg(const struct rlg_store *base);
 static void sq_close(struct rlg_store *base);
 
+static int sq_step_alone(struct sq_store *s,
+    const struct rlg_store_item *items, size_t n, int64_t now_ms,
+    struct rlg_decision *decisions);
+static int sq_apply(struct sq_store *s, const struct rlg_store_item *items,
+    size_t n, int64_t now_ms, struct rlg_decision *decisions, bool nested,
+    bool *wrote);
+static int sq_group_step(struct sq_store *s,
+    const struct rlg_store_item *items, size_t n, int64_t now_ms,
+    struct rlg_decision *decisions);
+static void sq_lead(struct sq_store *s, struct sq_waiter *batch);
+static struct sq_group *sq_group_join(const char *path);
+static void sq_group_leave(struct sq_group *g);
+static void sq_grow_scratch(struct sq_store *s, size_t n);
+static int sq_busy(void *arg, int count);
 static int sq_check_items(struct sq_store *s,
     const struct rlg_store_item *items, size_t n,
     const struct rlg_decision *decisions);
@@ -255,6 +321,10 @@ static const char *const sq_sql[SQ_NSTMT] = {
 	/* The schema's triggers keep this count (max_clients). */
 	[SQ_CLIENTS] =
 	    "SELECT clients FROM rlg_clients WHERE policy = ?1",
+	/* Group commit: one request's writes, undone alone if it is full. */
+	[SQ_SAVEPOINT] = "SAVEPOINT rlg_step",
+	[SQ_RELEASE] = "RELEASE rlg_step",
+	[SQ_ROLLBACK_TO] = "ROLLBACK TO rlg_step",
 };
 
 /*
@@ -348,6 +418,12 @@ sq_open(const struct rlg_store_config *cfg, struct rlg_store **out)
 	s->busy_timeout_ms = cfg->busy_timeout_ms > 0 ?
 	    cfg->busy_timeout_ms : 0;
 	s->max_clients = cfg->max_clients > 0 ? cfg->max_clients : 0;
+	s->sync_full = cfg->synchronous == RLG_SYNC_FULL;
+	if (cfg->group_commit == RLG_GROUP_ON ||
+	    (cfg->group_commit == RLG_GROUP_AUTO && s->sync_full)) {
+		s->group = sq_group_join(s->path);
+		pthread_cond_init(&s->cv, NULL);
+	}
 	s->nscratch = 4;
 	s->scratch = rlg_xcalloc(s->nscratch, sizeof *s->scratch);
 	s->prune_batch = SQ_PRUNE_BATCH;
@@ -361,22 +437,60 @@ sq_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
     int64_t now_ms, struct rlg_decision *decisions)
 {
 	struct sq_store *s = (struct sq_store *)base;
-	bool admitted = true;
-	size_t i;
 	int rc;
 
 	if ((rc = sq_check_items(s, items, n, decisions)) != RLG_OK)
 		return rc;
+	if (s->group != NULL)
+		return sq_group_step(s, items, n, now_ms, decisions);
+	return sq_step_alone(s, items, n, now_ms, decisions);
+}
+
+/* One request in a transaction of its own. */
+static int
+sq_step_alone(struct sq_store *s, const struct rlg_store_item *items,
+    size_t n, int64_t now_ms, struct rlg_decision *decisions)
+{
+	bool wrote;
+	int rc, end;
+
 	if (sq_ready(s, now_ms) != 0)
 		return RLG_ESTORE;
-	if (n > s->nscratch) {
-		free(s->scratch);
-		s->nscratch = n;
-		s->scratch = rlg_xcalloc(n, sizeof *s->scratch);
-	}
-
 	if ((rc = sq_run(s, "step", s->stmt[SQ_BEGIN])) != SQLITE_OK)
 		return sq_failed(s, rc);
+	rc = sq_apply(s, items, n, now_ms, decisions, false, &wrote);
+	if (rc == RLG_EFULL || (rc == RLG_OK && !wrote)) {
+		/* Rejected or full: no quota consumed, nothing written. */
+		if ((end = sq_run(s, "step", s->stmt[SQ_ROLLBACK])) !=
+		    SQLITE_OK)
+			return sq_failed(s, end);
+		return rc;
+	}
+	if (rc != RLG_OK)
+		return rc;
+	if ((rc = sq_run(s, "step", s->stmt[SQ_COMMIT])) != SQLITE_OK)
+		return sq_failed(s, rc);
+	return RLG_OK;
+}
+
+/*
+ * The decisions and writes of one request inside an open transaction.
+ * *wrote tells whether it was admitted (its states written). RLG_OK, or
+ * RLG_EFULL with nothing of this request written (when nested, its writes
+ * are undone to a savepoint; else the caller rolls back), the transaction
+ * still open; else the transaction is rolled back and RLG_ESTORE or
+ * RLG_EINVAL returned.
+ */
+static int
+sq_apply(struct sq_store *s, const struct rlg_store_item *items, size_t n,
+    int64_t now_ms, struct rlg_decision *decisions, bool nested, bool *wrote)
+{
+	bool admitted = true, fresh = false;
+	size_t i;
+	int rc;
+
+	*wrote = false;
+	sq_grow_scratch(s, n);
 	for (i = 0; i < n; i++) {
 		if ((rc = sq_decide(s, items, i, now_ms, &decisions[i])) !=
 		    RLG_OK)
@@ -385,14 +499,15 @@ sq_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
 		if (!decisions[i].admitted && !items[i].advisory)
 			admitted = false;
 	}
-
-	if (!admitted) {
-		/* Rejected: no quota consumed, nothing written. */
-		if ((rc = sq_run(s, "step", s->stmt[SQ_ROLLBACK])) !=
-		    SQLITE_OK)
-			return sq_failed(s, rc);
+	if (!admitted)
 		return RLG_OK;
-	}
+	/* Only a request that may add a client can find the store full. */
+	for (i = 0; i < n && s->max_clients > 0 && !fresh; i++)
+		fresh = decisions[i].admitted && (!s->scratch[i].stored ||
+		    items[i].policy->algorithm == RLG_ALG_SLIDING_LOG);
+	if (fresh && nested &&
+	    (rc = sq_run(s, "step", s->stmt[SQ_SAVEPOINT])) != SQLITE_OK)
+		return sq_failed(s, rc);
 	for (i = 0; i < n; i++) {
 		if (!decisions[i].admitted)
 			continue;       /* an advisory rejection consumes nothing */
@@ -403,12 +518,184 @@ sq_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
 		if (rc != SQLITE_OK)
 			return sq_failed(s, rc);
 	}
-	if (s->max_clients > 0 &&
-	    (rc = sq_check_room(s, items, n, decisions, now_ms)) != RLG_OK)
+	if (!fresh) {
+		*wrote = true;
+		return RLG_OK;
+	}
+	rc = sq_check_room(s, items, n, decisions, now_ms);
+	if (rc == RLG_EFULL) {
+		if (nested && ((rc = sq_run(s, "step",
+		    s->stmt[SQ_ROLLBACK_TO])) != SQLITE_OK ||
+		    (rc = sq_run(s, "step", s->stmt[SQ_RELEASE])) !=
+		    SQLITE_OK))
+			return sq_failed(s, rc);
+		return RLG_EFULL;
+	}
+	if (rc != RLG_OK)
 		return rc;
-	if ((rc = sq_run(s, "step", s->stmt[SQ_COMMIT])) != SQLITE_OK)
+	if (nested && (rc = sq_run(s, "step", s->stmt[SQ_RELEASE])) !=
+	    SQLITE_OK)
 		return sq_failed(s, rc);
+	*wrote = true;
 	return RLG_OK;
+}
+
+/*
+ * A step through the group: queue, then either lead a batch (the whole
+ * queue) or wait until a leader has done this request. A request the
+ * batch could not finish runs again alone.
+ */
+static int
+sq_group_step(struct sq_store *s, const struct rlg_store_item *items,
+    size_t n, int64_t now_ms, struct rlg_decision *decisions)
+{
+	struct sq_group *g = s->group;
+	struct sq_waiter w, *x, *next, *batch;
+
+	w.s = s;
+	w.items = items;
+	w.n = n;
+	w.now_ms = now_ms;
+	w.decisions = decisions;
+	w.rc = SQ_PENDING;
+	w.next = NULL;
+	pthread_mutex_lock(&g->mu);
+	*g->tailp = &w;
+	g->tailp = &w.next;
+	while (w.rc == SQ_PENDING && g->leading)
+		pthread_cond_wait(&s->cv, &g->mu);
+	if (w.rc == SQ_PENDING) {
+		batch = g->head;
+		g->head = NULL;
+		g->tailp = &g->head;
+		g->leading = true;
+		pthread_mutex_unlock(&g->mu);
+		sq_lead(s, batch);
+		pthread_mutex_lock(&g->mu);
+		g->leading = false;
+		g->stats.batches++;
+		for (x = batch; x != NULL; x = next) {
+			next = x->next;   /* x may return once signalled */
+			x->rc = x->res;
+			g->stats.steps++;
+			if (x != &w)
+				pthread_cond_signal(&x->s->cv);
+		}
+		/* The oldest of those who came meanwhile leads next. */
+		if (g->head != NULL)
+			pthread_cond_signal(&g->head->s->cv);
+	}
+	pthread_mutex_unlock(&g->mu);
+	if (w.rc == SQ_ALONE)
+		return sq_step_alone(s, items, n, now_ms, decisions);
+	return w.rc;
+}
+
+/*
+ * Runs a batch in one transaction on the leader's connection and sets
+ * every waiter's res, outside the group's mutex: the leader hands it over
+ * as rc under the mutex, so a waiter woken early never reads it half done. Each request is applied as if alone;
+ * one that finds its policy full is undone to its savepoint and gets
+ * RLG_EFULL. Any other failure rolls the batch back and sends everyone to
+ * run alone.
+ */
+static void
+sq_lead(struct sq_store *s, struct sq_waiter *batch)
+{
+	struct sq_waiter *x;
+	bool wrote;
+	int rc;
+
+	if (sq_ready(s, batch->now_ms) != 0 ||
+	    sq_run(s, "step", s->stmt[SQ_BEGIN]) != SQLITE_OK)
+		goto alone;
+	for (x = batch; x != NULL; x = x->next) {
+		rc = sq_apply(s, x->items, x->n, x->now_ms, x->decisions,
+		    true, &wrote);
+		if (rc != RLG_OK && rc != RLG_EFULL)
+			goto alone;     /* the transaction is rolled back */
+		if (rc == RLG_EFULL && x->s != s)
+			memcpy(x->s->errmsg, s->errmsg, sizeof s->errmsg);
+		x->res = rc;
+	}
+	if ((rc = sq_run(s, "step", s->stmt[SQ_COMMIT])) != SQLITE_OK) {
+		(void)sq_failed(s, rc);
+		goto alone;
+	}
+	return;
+
+alone:
+	if (s->db != NULL && !sqlite3_get_autocommit(s->db))
+		(void)sq_failed(s, SQLITE_ERROR);
+	for (x = batch; x != NULL; x = x->next)
+		x->res = SQ_ALONE;
+}
+
+/* The group of this process for path, made on first use. */
+static struct sq_group *
+sq_group_join(const char *path)
+{
+	struct sq_group *g;
+
+	pthread_mutex_lock(&sq_groups_mu);
+	for (g = sq_groups; g != NULL; g = g->next)
+		if (strcmp(g->path, path) == 0)
+			break;
+	if (g == NULL) {
+		g = rlg_xcalloc(1, sizeof *g);
+		g->path = rlg_xstrdup(path);
+		pthread_mutex_init(&g->mu, NULL);
+		g->tailp = &g->head;
+		g->next = sq_groups;
+		sq_groups = g;
+	}
+	g->refs++;
+	pthread_mutex_unlock(&sq_groups_mu);
+	return g;
+}
+
+static void
+sq_group_leave(struct sq_group *g)
+{
+	struct sq_group **pp;
+
+	pthread_mutex_lock(&sq_groups_mu);
+	if (--g->refs == 0) {
+		for (pp = &sq_groups; *pp != g; pp = &(*pp)->next)
+			;
+		*pp = g->next;
+		pthread_mutex_destroy(&g->mu);
+		free(g->path);
+		free(g);
+	}
+	pthread_mutex_unlock(&sq_groups_mu);
+}
+
+int
+rlg_store_group_stats(const struct rlg_store *base,
+    struct rlg_store_group_stats *out)
+{
+	const struct sq_store *s = (const struct sq_store *)base;
+
+	memset(out, 0, sizeof *out);
+	if (base == NULL || base->ops != &rlg_store_sqlite_ops ||
+	    s->group == NULL)
+		return -1;
+	pthread_mutex_lock(&s->group->mu);
+	*out = s->group->stats;
+	pthread_mutex_unlock(&s->group->mu);
+	return 0;
+}
+
+/* Makes room for n items in the step scratch. */
+static void
+sq_grow_scratch(struct sq_store *s, size_t n)
+{
+	if (n > s->nscratch) {
+		free(s->scratch);
+		s->nscratch = n;
+		s->scratch = rlg_xcalloc(n, sizeof *s->scratch);
+	}
 }
 
 /*
@@ -416,8 +703,8 @@ sq_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
  * may have added a client (a state row that was not there; a sliding_log
  * item, whose row is not read) must hold at most max_clients. Over it, one
  * batch of expired rows is pruned in this transaction and the count read
- * again. RLG_OK; else the transaction is rolled back and RLG_EFULL (or
- * RLG_ESTORE) returned.
+ * again. RLG_OK; RLG_EFULL with the transaction still open (the caller
+ * undoes the step); or RLG_ESTORE with the transaction rolled back.
  */
 static int
 sq_check_room(struct sq_store *s, const struct rlg_store_item *items,
@@ -451,9 +738,6 @@ sq_check_room(struct sq_store *s, const struct rlg_store_item *items,
 			    " are refused until states expire",
 			    items[i].policy->name,
 			    (long long)s->max_clients);
-			if ((rc = sq_run(s, "step", s->stmt[SQ_ROLLBACK])) !=
-			    SQLITE_OK)
-				return sq_failed(s, rc);
 			return RLG_EFULL;
 		}
 	}
@@ -656,10 +940,46 @@ sq_close(struct rlg_store *base)
 	if (s == NULL)
 		return;
 	sq_disconnect(s);
+	if (s->group != NULL) {
+		sq_group_leave(s->group);
+		pthread_cond_destroy(&s->cv);
+	}
 	free(s->scratch);
 	free(s->log_ms);
 	free(s->path);
 	free(s);
+}
+
+/*
+ * The busy handler: waits for the write lock another connection holds,
+ * up to busy_timeout_ms. A step holds the lock for tens of microseconds
+ * (a millisecond or so with synchronous = full), so the pauses start at
+ * 50 us and double up to 2 ms; SQLite's own handler sleeps 1 ms at
+ * first and up to 100 ms, long enough for other processes to take the
+ * lock again and again meanwhile (tails of hundreds of ms under load).
+ */
+static int
+sq_busy(void *arg, int count)
+{
+	struct sq_store *s = arg;
+	struct timespec now, pause;
+	int64_t waited_us, pause_us;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (count == 0)
+		s->busy_since = now;
+	waited_us = (int64_t)(now.tv_sec - s->busy_since.tv_sec) * 1000000 +
+	    (now.tv_nsec - s->busy_since.tv_nsec) / 1000;
+	if (waited_us >= (int64_t)s->busy_timeout_ms * 1000)
+		return 0;
+	pause_us = count < 6 ? (int64_t)50 << count : 2000;
+	if (pause_us > (int64_t)s->busy_timeout_ms * 1000 - waited_us)
+		pause_us = (int64_t)s->busy_timeout_ms * 1000 - waited_us;
+	s->busy_waits++;
+	pause.tv_sec = 0;
+	pause.tv_nsec = (long)pause_us * 1000;
+	nanosleep(&pause, NULL);
+	return 1;
 }
 
 /* Refuses a malformed request before it reaches the database. */
@@ -767,14 +1087,15 @@ sq_connect(struct sq_store *s)
 		goto fail;
 	}
 	sqlite3_extended_result_codes(s->db, 1);
-	sqlite3_busy_timeout(s->db, s->busy_timeout_ms);
+	sqlite3_busy_handler(s->db, sq_busy, s);
 	if (sqlite3_db_readonly(s->db, "main") == 1) {
 		sq_seterr(s, "sqlite open on %s: the file is read-only for"
 		    " this process (SQLITE_READONLY)", s->path);
 		goto fail;
 	}
 	if (sq_check_header(s) != 0 || sq_set_wal(s) != 0 ||
-	    sq_exec(s, "open", "PRAGMA synchronous = NORMAL") != 0 ||
+	    sq_exec(s, "open", s->sync_full ? "PRAGMA synchronous = FULL" :
+	    "PRAGMA synchronous = NORMAL") != 0 ||
 	    sq_apply_schema(s) != 0)
 		goto fail;
 	for (i = 0; i < SQ_NSTMT; i++) {

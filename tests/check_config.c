@@ -130,6 +130,13 @@ static const struct rlg_t_bad rlg_t_bad_values[] = {
 	    "[store] on_error: must be one of closed, open (got \"Closed\")" },
 	{ "store", "on_error", "fail",
 	    "[store] on_error: must be one of closed, open (got \"fail\")" },
+	{ "store", "synchronous", "off",
+	    "[store] synchronous: must be one of normal, full (got \"off\")" },
+	{ "store", "synchronous", "FULL",
+	    "[store] synchronous: must be one of normal, full (got \"FULL\")" },
+	{ "store", "group_commit", "yes",
+	    "[store] group_commit: must be one of auto, on, off"
+	    " (got \"yes\")" },
 	{ "headers", "style", "x",
 	    "[headers] style: " RLG_T_STYLES " (got \"x\")" },
 	{ "headers", "style", "DRAFT03",
@@ -588,6 +595,8 @@ START_TEST(test_defaults)
 	ck_assert_int_eq(cfg->store.on_error, RLG_ON_ERROR_CLOSED);
 	ck_assert_int_eq(cfg->store.max_clients, 1000000);
 	ck_assert_int_eq(cfg->store.rejection_cache, 4096);
+	ck_assert_int_eq(cfg->store.synchronous, RLG_SYNC_NORMAL);
+	ck_assert_int_eq(cfg->store.group_commit, RLG_GROUP_AUTO);
 	ck_assert_int_eq(cfg->style, RLG_STYLE_DRAFT03);
 	ck_assert_int_eq(cfg->errors, RLG_ERRORS_JSON);
 	ck_assert_uint_eq(cfg->npolicies, 1);
@@ -641,6 +650,8 @@ START_TEST(test_full_file)
 	    "on_error = open\n"
 	    "max_clients = 0\n"
 	    "rejection_cache = 0\n"
+	    "synchronous = full\n"
+	    "group_commit = off\n"
 	    "[headers]\n"
 	    "style = draft03\n"
 	    "[response]\n"
@@ -658,6 +669,8 @@ START_TEST(test_full_file)
 	ck_assert_int_eq(cfg->store.on_error, RLG_ON_ERROR_OPEN);
 	ck_assert_int_eq(cfg->store.max_clients, 0);
 	ck_assert_int_eq(cfg->store.rejection_cache, 0);
+	ck_assert_int_eq(cfg->store.synchronous, RLG_SYNC_FULL);
+	ck_assert_int_eq(cfg->store.group_commit, RLG_GROUP_OFF);
 	ck_assert_int_eq(cfg->style, RLG_STYLE_DRAFT03);
 	ck_assert_int_eq(cfg->errors, RLG_ERRORS_PROBLEM);
 	ck_assert_uint_eq(cfg->npolicies, 1);
@@ -2587,6 +2600,14 @@ START_TEST(test_redis_store_errors)
 	    "the keys\n"
 	    "t.conf:4: [store] backend: redis needs [store] url = "
 	    "redis://HOST:PORT or unix:/PATH\n");
+	/* The SQLite store's commit settings mean nothing to Redis. */
+	rlg_t_expect(
+	    "[store]\nbackend = redis\nurl = redis://h\nsynchronous = full\n"
+	    "group_commit = on\n", 2,
+	    "t.conf:4: [store] synchronous: applies only to backend = sqlite:"
+	    " Redis durability is its own appendfsync\n"
+	    "t.conf:5: [store] group_commit: applies only to backend = "
+	    "sqlite\n");
 	/* A bad url is reported for itself only. */
 	rlg_t_expect(
 	    "[store]\nbackend = redis\nurl = redis://h:0\n", 1,

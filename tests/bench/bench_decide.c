@@ -168,6 +168,8 @@ struct options {
 	int only_threads;
 	long only_keys;
 	int only_store;
+	bool sync_full;          /* --sync full: both rlgate and the baseline */
+	enum rlg_group group;    /* --group */
 };
 
 static double mono(void);
@@ -220,6 +222,7 @@ static void write_tsv(FILE *f);
 
 static char policy_name[] = "bench";
 static struct rlg_config *defaults;      /* production store defaults */
+static bool naive_sync_full;             /* the baseline's synchronous */
 static char store_dir[NSTORES][PATH_MAX];
 static bool store_dir_made[NSTORES];
 static const int *threads_list;
@@ -412,8 +415,10 @@ naive_open(struct naive *nv, const char *path, char *err, size_t errsize)
 	if (sqlite3_open_v2(path, &nv->db, SQLITE_OPEN_READWRITE |
 	    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
 	    sqlite3_busy_timeout(nv->db, BUSY_TIMEOUT_MS) != SQLITE_OK ||
-	    sqlite3_exec(nv->db, "PRAGMA journal_mode = WAL;"
-	    " PRAGMA synchronous = NORMAL", NULL, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_exec(nv->db, naive_sync_full ?
+	    "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL" :
+	    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL",
+	    NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v3(nv->db,
 	    "INSERT INTO rlg_state"
 	    " (policy, client, window_start_ms, count, expires_ms)"
@@ -1074,6 +1079,8 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "tsv", required_argument, NULL, 't' },
 		{ "dir", required_argument, NULL, 'd' },
 		{ "only", required_argument, NULL, 'O' },
+		{ "sync", required_argument, NULL, 'S' },
+		{ "group", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1090,6 +1097,8 @@ parse_options(int argc, char **argv, struct options *o)
 	o->only_threads = 0;
 	o->only_keys = 0;
 	o->only_store = -1;
+	o->sync_full = false;
+	o->group = RLG_GROUP_AUTO;
 	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 's':
@@ -1118,6 +1127,28 @@ parse_options(int argc, char **argv, struct options *o)
 		case 'O':
 			if (parse_only(optarg, o) != 0)
 				return -1;
+			break;
+		case 'S':
+			if (strcmp(optarg, "normal") != 0 &&
+			    strcmp(optarg, "full") != 0) {
+				fprintf(stderr, "bench_decide: --sync: normal"
+				    " or full (got \"%s\")\n", optarg);
+				return -1;
+			}
+			o->sync_full = strcmp(optarg, "full") == 0;
+			break;
+		case 'G':
+			if (strcmp(optarg, "auto") == 0)
+				o->group = RLG_GROUP_AUTO;
+			else if (strcmp(optarg, "on") == 0)
+				o->group = RLG_GROUP_ON;
+			else if (strcmp(optarg, "off") == 0)
+				o->group = RLG_GROUP_OFF;
+			else {
+				fprintf(stderr, "bench_decide: --group: auto,"
+				    " on or off (got \"%s\")\n", optarg);
+				return -1;
+			}
 			break;
 		case 'h':
 			usage(stdout);
@@ -1159,6 +1190,10 @@ main(int argc, char **argv)
 	    sizeof quick_threads[0] : NTHREADS_MAX;
 	nkeys_list = o.quick ? 3 : NKEYS_MAX;
 	defaults = rlg_config_defaults();
+	defaults->store.synchronous = o.sync_full ? RLG_SYNC_FULL :
+	    RLG_SYNC_NORMAL;
+	defaults->store.group_commit = o.group;
+	naive_sync_full = o.sync_full;
 	defaults->store.busy_timeout_ms = BUSY_TIMEOUT_MS;
 
 	xsnprintf(store_dir[0], sizeof store_dir[0],

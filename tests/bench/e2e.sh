@@ -40,6 +40,7 @@
 #   BENCH_KEEPCONN_THREADS  --threads for the nginx keep-conn scenario
 #                      (default: BENCH_CONNECTIONS / BENCH_PROCS rounded up,
 #                      so every upstream connection nginx keeps has a worker)
+#   BENCH_GROUP_THREADS  --threads for the _full scenarios (default 8)
 #   BENCH_NGINX_WORKERS  nginx worker_processes (default 1, as lighttpd's
 #                      one process)
 #   BENCH_SCENARIOS    space-separated scenario names to run (default: all;
@@ -66,6 +67,12 @@
 #   nginx_fixed_window_admitted, nginx_fixed_window_rejected
 #                          behind nginx, one FastCGI connection per request
 #                          (fastcgi_keep_conn off), as lighttpd does
+#   fixed_window_admitted_full, fixed_window_admitted_full_group
+#                          behind lighttpd, backends with
+#                          BENCH_GROUP_THREADS threads, [store]
+#                          synchronous = full (an fsync per commit), group
+#                          commit off, then on: what group commit wins
+#                          where commits wait on the disk
 #   nginx_keepconn_fixed_window_admitted
 #                          behind nginx with upstream keepalive 16 and
 #                          fastcgi_keep_conn on, backends with
@@ -95,6 +102,7 @@ BENCH_PROG=e2e.sh
 : "${BENCH_CONNECTIONS:=16}"
 : "${BENCH_KEEPCONN_THREADS:=$(((BENCH_CONNECTIONS + BENCH_PROCS - 1) / BENCH_PROCS))}"
 : "${BENCH_NGINX_WORKERS:=1}"
+: "${BENCH_GROUP_THREADS:=8}"
 : "${BENCH_SCENARIOS:=}"
 LIGHTTPD_BIN=${LIGHTTPD_BIN:-$(command -v lighttpd 2>/dev/null || echo /usr/sbin/lighttpd)}
 NGINX_BIN=${NGINX_BIN:-$(command -v nginx 2>/dev/null || echo /usr/sbin/nginx)}
@@ -106,7 +114,7 @@ case $OUT in
 *) TSV=$OUT.tsv ;;
 esac
 
-# id server algorithm kind backend-threads keepconn rlgate-log-level
+# id server algorithm kind backend-threads keepconn rlgate-log-level store
 ALL_SCENARIOS="
 fixed_window_admitted                lighttpd fixed_window   admitted base off warn
 fixed_window_rejected                lighttpd fixed_window   rejected base off warn
@@ -119,13 +127,15 @@ sliding_log_admitted                 lighttpd sliding_log    admitted base off w
 sliding_log_rejected                 lighttpd sliding_log    rejected base off warn
 nginx_fixed_window_admitted          nginx    fixed_window   admitted base off warn
 nginx_fixed_window_rejected          nginx    fixed_window   rejected base off warn
+fixed_window_admitted_full           lighttpd fixed_window   admitted group off warn full
+fixed_window_admitted_full_group     lighttpd fixed_window   admitted group off warn fullgroup
 nginx_keepconn_fixed_window_admitted nginx    fixed_window   admitted keep on  warn"
 
 # ---- checks ----------------------------------------------------------------
 
 for v in BENCH_SECONDS BENCH_WARMUP BENCH_PAIRS BENCH_PROCS BENCH_THREADS \
     BENCH_WRK_THREADS BENCH_CONNECTIONS BENCH_KEEPCONN_THREADS \
-    BENCH_NGINX_WORKERS; do
+    BENCH_NGINX_WORKERS BENCH_GROUP_THREADS; do
 	[[ ${!v} =~ ^[1-9][0-9]{0,3}$ ]] ||
 		die "$v must be an integer from 1 to 9999 (got \"${!v}\")"
 done
@@ -170,7 +180,8 @@ bench_tmpdir
 
 # ---- one run -----------------------------------------------------------------
 
-# write_rlgate_conf FILE DB ALGORITHM KIND LOG_LEVEL
+# write_rlgate_conf FILE DB ALGORITHM KIND LOG_LEVEL [STORE]
+# STORE: full (synchronous = full, group commit off) or fullgroup (on).
 write_rlgate_conf() {
 	local limit window burst=
 	if [ "$4" = rejected ]; then
@@ -186,6 +197,10 @@ write_rlgate_conf() {
 		echo "; written by e2e.sh"
 		echo "[store]"
 		echo "path = $2"
+		case ${6:-} in
+		full) echo "synchronous = full"; echo "group_commit = off" ;;
+		fullgroup) echo "synchronous = full"; echo "group_commit = on" ;;
+		esac
 		echo
 		echo "[headers]"
 		echo "style = draft03"
@@ -375,6 +390,7 @@ run_one() {
 	keepconn=$(scen_field "$scen" 6)
 	threads=$BENCH_THREADS
 	[ "$tsel" = keep ] && threads=$BENCH_KEEPCONN_THREADS
+	[ "$tsel" = group ] && threads=$BENCH_GROUP_THREADS
 	NRUN=$((NRUN + 1))
 	RUN=$BT/run$NRUN-$scen-$kind-$pair
 	mkdir -p "$RUN" || die "mkdir $RUN failed"
@@ -386,7 +402,7 @@ run_one() {
 	# stderr (spawn-fcgi points it at /dev/null) and execs it (same pid)
 	if [ "$kind" = rlgate ]; then
 		write_rlgate_conf "$RUN/rlgate.conf" "$RUN/rlgate.db" "$algo" "$skind" \
-		    "$(scen_field "$scen" 7)"
+		    "$(scen_field "$scen" 7)" "$(scen_field "$scen" 8)"
 		set -- "$RLGATE_BIN" --config "$RUN/rlgate.conf" --threads "$threads"
 	else
 		set -- "$NOOP_BIN" --threads "$threads"
@@ -601,7 +617,7 @@ R=$BT/report.md
 	echo "- software: $lighttpd_v; $nginx_v; $wrk_v; $rlgate_version"
 	echo "- started $started; $BENCH_PAIRS pairs per scenario, ${BENCH_SECONDS} s measured after ${BENCH_WARMUP} s of warm-up per run"
 	echo "- wrk -t$BENCH_WRK_THREADS -c$BENCH_CONNECTIONS -d${BENCH_SECONDS}s --latency http://127.0.0.1:PORT$URL_PATH (one client address)"
-	echo "- backend: spawn-fcgi -F $BENCH_PROCS, --threads $BENCH_THREADS (nginx_keepconn: --threads $BENCH_KEEPCONN_THREADS), a fresh process set and database per run; rlgate [headers] style = draft03, [log] level = warn (one line per 429; _nolog: error), one [policy default]"
+	echo "- backend: spawn-fcgi -F $BENCH_PROCS, --threads $BENCH_THREADS (nginx_keepconn: --threads $BENCH_KEEPCONN_THREADS; _full: --threads $BENCH_GROUP_THREADS, synchronous = full, group_commit off, then on), a fresh process set and database per run; rlgate [headers] style = draft03, [log] level = warn (one line per 429; _nolog: error), one [policy default]"
 	echo "- lighttpd: one process, mod_fastcgi to the unix socket (no bin-path, check-local disable), no access log, other settings default"
 	echo "- nginx: master_process on, worker_processes $BENCH_NGINX_WORKERS, access_log off, fastcgi_pass to the unix socket, /etc/nginx/fastcgi_params; fastcgi_keep_conn off, except nginx_keepconn: upstream keepalive 16, fastcgi_keep_conn on"
 	echo "- limits: admitted 1000000000 per 60 s (token_bucket burst 1000000000), sliding_log 100000 per 1 s; rejected 1 per 3600 s (token_bucket burst 1), used up before the warm-up"
