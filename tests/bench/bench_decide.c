@@ -1,30 +1,42 @@
 /*
  * bench_decide.c: decisions per second through rlg_store_step (issue 6,
- * "Fast at the limit"), in process, against the naive responder.
+ * "Fast at the limit"), in process, against the naive responder; and the
+ * Redis store beside the SQLite one (issue 7, part 6).
  *
- * For each store (a file on a normal disk directory, and the same on
- * tmpfs, /dev/shm, called "memory"), each algorithm, 1, 2 and 8 threads
+ * For each store (a file on a normal disk directory, the same on tmpfs,
+ * /dev/shm, called "memory", and a redis-server on 127.0.0.1 that this
+ * program starts, called "redis"), each algorithm, 1, 2 and 8 threads
  * and 1, 1,000, 100,000 and 1,000,000 client keys, threads each with a
- * store handle of their own on one file (as rlgate's worker threads have)
- * call rlg_store_step for one policy and one key picked uniformly at
- * random (a per-thread xorshift64*) from the set, keys shaped like IPv4
- * addresses ("10.a.b.c"). The policies never reject (the admitted path:
- * every decision reads and writes one row). The rejected path: the hot
- * key, limit 1 already spent, one thread, through rlg_store_open (what the
- * server opens, with whatever wraps the SQLite store: a rejection cache
- * answers these from memory) and through the SQLite backend alone
- * (rlg_store_sqlite_ops: BEGIN IMMEDIATE, SELECT, ROLLBACK). Handles get
- * the production defaults (rlg_config_defaults) but busy_timeout_ms 5000.
+ * store handle of their own on one file or one server (as rlgate's worker
+ * threads have) call rlg_store_step for one policy and one key picked
+ * uniformly at random (a per-thread xorshift64*) from the set, keys shaped
+ * like IPv4 addresses ("10.a.b.c"). The policies never reject (the
+ * admitted path: every decision reads and writes one row, or one hash).
+ * The rejected path: the hot key, limit 1 already spent, one thread,
+ * through rlg_store_open (what the server opens, with whatever wraps the
+ * store: a rejection cache answers these from memory) and through the
+ * backend alone (rlg_store_sqlite_ops: BEGIN IMMEDIATE, SELECT, ROLLBACK;
+ * rlg_store_redis_ops: one EVALSHA that writes nothing). Handles get the
+ * production defaults (rlg_config_defaults) but busy_timeout_ms 5000; the
+ * Redis ones [store] backend = redis, clock = redis (Redis TIME, the
+ * default), a TCP connection per handle.
  *
  * A true ":memory:" database cannot be shared by the separate connections
  * of the threads, and the store opens only files, so "memory" is a file on
  * tmpfs: no disk, but the same SQLite code, locks and system calls.
  *
+ * The redis-server is the test fixture's (tests/redis_fixture.c): a child
+ * on 127.0.0.1 at a free port in 10000-32767, --save "" --appendonly no,
+ * in a temporary directory, stopped by pid at the end (and by the parent
+ * death signal if this program dies). Without redis-server in PATH a run
+ * that includes the redis store stops at once with a message (exit 1).
+ *
  * The baseline, the naive responder: one autocommit
  *   INSERT ... ON CONFLICT (policy, client) DO UPDATE SET count = count + 1
  * per decision on the same kind of file (rlgate's schema, WAL,
  * synchronous=NORMAL, busy_timeout 5000), prepared once per connection,
- * with the same threads and keys. It counts, it does not limit.
+ * with the same threads and keys. It counts, it does not limit. (SQLite
+ * stores only: Redis has no such row.)
  *
  * Each file is made by the store (its schema), then every key of the set
  * is written directly with sqlite3 in one transaction, in key order: the
@@ -32,28 +44,42 @@
  * limiter on a fresh state, the expiry rounded up to the second as the
  * store rounds it), and for the sliding log that request's rlg_log row;
  * so the timed decisions update rows and never time the inserts (a child
- * process writes them, so its page cache never shows in VmRSS). One
- * rlg_store_step then checks that the store finds the rows (its client
- * count does not move). Each measurement opens the handles, waits on a
- * barrier, runs a warm-up, then counts the decisions completed in a fixed
- * time (CLOCK_MONOTONIC); now_ms is the wall clock (rlg_now_ms), as in
- * production. VmRSS is read while the handles are still open.
+ * process writes them, so its page cache never shows in VmRSS). Redis is
+ * emptied (FLUSHALL) and gets the same states as the script writes them
+ * (HSET of the hash, RPUSH of the log, PEXPIRE until the state is stale),
+ * pipelined, 1,000 keys per round trip. One rlg_store_step then checks
+ * that the store finds the rows (its client count, or Redis' key count,
+ * does not move). States that go stale within a second or two (the token
+ * bucket's, whose expiry is its next token, and the 1 s sliding log's)
+ * expire from Redis during the run as in production: a decision then
+ * finds no key and writes a new one, where SQLite finds a stale row.
+ * Each measurement opens the handles, waits on a barrier, runs a warm-up,
+ * then counts the decisions completed in a fixed time (CLOCK_MONOTONIC);
+ * now_ms is the wall clock (rlg_now_ms), as in production. VmRSS is read
+ * while the handles are still open; with Redis, the server's CPU time over
+ * the timed phase (/proc/PID/stat) too. In the 1-thread runs each
+ * rlg_store_step is timed (CLOCK_MONOTONIC before and after, into a
+ * histogram of 1.6% buckets): p50 and p99 per decision.
  *
  * Output: markdown tables on stdout and in --out, one TSV row per
- * measurement in --tsv (store, algorithm, threads, keys, decisions_per_s)
- * for gnuplot, progress on stderr. Exits 1 on any store error or on a
- * decision that is not the one expected, 64 on a bad command line.
+ * measurement in --tsv (store, algorithm, threads, keys, decisions_per_s,
+ * p50_us, p99_us; "-" where no latency was taken) for gnuplot, progress
+ * on stderr. Exits 1 on any store error, on a decision that is not the
+ * one expected or without redis-server, 64 on a bad command line.
  *
  * Usage: bench_decide [--seconds S] [--quick] [--out FILE] [--tsv FILE]
- *                     [--dir DIR] [--only ALG[,THREADS[,KEYS[,STORE]]]]
- * The default run (128 measurements of 3 s) takes 8 to 10 minutes;
- * --quick about 2; --only runs one cell, e.g. under perf.
+ *                     [--dir DIR] [--stores LIST]
+ *                     [--only ALG[,THREADS[,KEYS[,STORE]]]]
+ * The default run (192 measurements of 3 s, 3 stores) takes 12 to 15
+ * minutes; --quick about 3; --stores disk,redis compares the two that
+ * matter in production; --only runs one cell, e.g. under perf.
  */
 #include <errno.h>
 #include <ftw.h>
 #include <getopt.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -67,12 +93,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <hiredis/hiredis.h>
 #include <sqlite3.h>
 
 #include "config.h"
 #include "limiter.h"
 #include "store.h"
 #include "util.h"
+#include "../redis_fixture.h"
 
 #define BUSY_TIMEOUT_MS 5000
 #define MAX_THREADS 8
@@ -82,10 +110,22 @@
 #define EXPIRES_GRAIN_MS 1000
 /* The sliding log of the admitted runs: RLG_SLIDING_LOG_LIMIT_MAX per 1 s. */
 #define LOG_WINDOW_MS 1000
+/* Redis populating: keys per pipelined round trip. */
+#define REDIS_BATCH 1000
+/* A populated Redis state that lives this long is counted after the check. */
+#define REDIS_LONG_TTL_MS 60000
+/*
+ * The latency histogram: 64 buckets per power of two of nanoseconds (1.6%
+ * wide), exact below 128 ns, up to 2^44 ns.
+ */
+#define LAT_SUB ((size_t)64)
+#define LAT_SUB_BITS 6
+#define LAT_EXACT (2 * LAT_SUB)
+#define LAT_BUCKETS (LAT_SUB * 40)
 
 enum engine {
 	ENG_STORE = 0,       /* rlg_store_open + rlg_store_step */
-	ENG_SQLITE,          /* rlg_store_sqlite_ops alone, no wrapper */
+	ENG_BACKEND,         /* the store's backend alone, no wrapper */
 	ENG_BASELINE,        /* the naive autocommit UPSERT */
 };
 
@@ -104,13 +144,17 @@ static const int quick_threads[] = { 1, 8 };
 static const long all_keys[] = { 1, 1000, 100000, 1000000 };
 #define NTHREADS_MAX (sizeof all_threads / sizeof all_threads[0])
 #define NKEYS_MAX (sizeof all_keys / sizeof all_keys[0])
-#define NSTORES 2
+#define NSTORES 3
+#define STORE_DISK 0
+#define STORE_MEMORY 1
+#define STORE_REDIS 2
 
-static const char *const store_names[NSTORES] = { "disk", "memory" };
+static const char *const store_names[NSTORES] = { "disk", "memory", "redis" };
 
 /* One timed measurement. */
 struct job {
-	const char *path;
+	const char *path;        /* the SQLite file; unused for Redis */
+	int store;               /* STORE_* */
 	enum engine engine;
 	const struct rlg_policy *policy;
 	long nkeys;
@@ -118,6 +162,7 @@ struct job {
 	int nthreads;
 	double warm_s;           /* untimed, after the handles are open */
 	double seconds;          /* timed */
+	bool latency;            /* time each step (1 thread only) */
 	/* Set by the main thread between the ready and go barriers. */
 	double warm_end;         /* CLOCK_MONOTONIC: counting starts */
 	double end;              /* counting stops */
@@ -145,15 +190,20 @@ struct cell {
 	bool done;
 	double rate;             /* decisions per second */
 	long rss_kb;             /* VmRSS at the end, handles open */
+	bool has_latency;
+	double p50_us;           /* per rlg_store_step, 1 thread */
+	double p99_us;
+	double redis_cpu_us;     /* redis-server CPU per decision; < 0: none */
 };
 
-/* What populating one file gave. */
+/* What populating one file (or Redis) gave. */
 struct fileinfo {
 	bool done;
-	int64_t bytes;           /* page_count * page_size after populating */
+	int64_t bytes;           /* page_count * page_size after populating;
+	                            Redis: used_memory over the empty server's */
 	double seconds;          /* populating took */
-	long rows;               /* rlg_state rows */
-	long log_rows;           /* rlg_log rows */
+	long rows;               /* rlg_state rows; Redis: state hashes */
+	long log_rows;           /* rlg_log rows; Redis: log lists */
 };
 
 struct options {
@@ -168,6 +218,7 @@ struct options {
 	int only_threads;
 	long only_keys;
 	int only_store;
+	bool stores[NSTORES];    /* --stores, and --only's STORE */
 	bool sync_full;          /* --sync full: both rlgate and the baseline */
 	enum rlg_group group;    /* --group */
 };
@@ -184,7 +235,10 @@ static long rng_pick(uint64_t *x, long n);
 static int64_t expires_rounded(int64_t expires_ms);
 static struct rlg_policy admit_policy(enum rlg_algorithm a);
 static struct rlg_policy reject_policy(enum rlg_algorithm a);
-static int store_open(enum engine e, const char *path,
+static int first_state(const struct rlg_policy *p, long i, int64_t now_ms,
+    char *key, struct rlg_state *out, bool *append);
+static bool short_lived(const struct rlg_policy *p);
+static int store_open(enum engine e, int store, const char *path,
     struct rlg_store **out, char *err, size_t errsize);
 static int naive_open(struct naive *nv, const char *path, char *err,
     size_t errsize);
@@ -196,15 +250,23 @@ static int run_job_apart(struct job *j, struct cell *c, char *backend,
     size_t backend_size);
 static int run_job(struct job *j, struct cell *c, char *backend,
     size_t backend_size);
+static void lat_record(double seconds);
+static double lat_quantile(double q);
+static long redis_cpu_ticks(void);
 static int create_db(const char *path);
-static int populate_apart(const char *path, const struct rlg_policy *p,
-    long nkeys, struct fileinfo *fi);
+static int populate_apart(int store, const char *path,
+    const struct rlg_policy *p, long nkeys, struct fileinfo *fi);
 static int populate(const char *path, const struct rlg_policy *p,
     long nkeys, struct fileinfo *fi);
 static int insert_key(sqlite3_stmt *st_state, sqlite3_stmt *st_log,
     const struct rlg_policy *p, long i, int64_t now_ms);
-static int check_populated(const char *path, const struct rlg_policy *p,
-    long nkeys, bool expect_admit);
+static redisContext *redis_connect(char *err, size_t errsize);
+static int redis_cmd_int(redisContext *c, const char *cmd, long long *v);
+static int redis_used_memory(redisContext *c, long long *bytes);
+static int redis_populate(const struct rlg_policy *p, long nkeys,
+    struct fileinfo *fi);
+static int check_populated(int store, const char *path,
+    const struct rlg_policy *p, long nkeys, bool expect_admit);
 static int query_int64(sqlite3 *db, const char *sql, int64_t *v);
 static void remove_db(const char *path);
 static long vm_kb(const char *field);
@@ -213,10 +275,14 @@ static void cpu_model(char *buf, size_t size);
 static int rm_entry(const char *path, const struct stat *st, int flag,
     struct FTW *ftw);
 static void cleanup(void);
+static int redis_in_path(void);
 static void usage(FILE *f);
 static int parse_only(const char *spec, struct options *o);
+static int parse_stores(const char *spec, struct options *o);
 static int parse_options(int argc, char **argv, struct options *o);
 static const char *row_name(size_t r);
+static void table_head(FILE *md, const char *first, bool threads);
+static const char *redis_version(char *buf, size_t size);
 static void report(FILE *md, const struct options *o, double elapsed);
 static void write_tsv(FILE *f);
 
@@ -231,6 +297,13 @@ static size_t nkeys_list;
 static char key_order[256];              /* 0..255 sorted as decimal strings */
 static bool key_order_ready;
 static char backend_open[32];            /* ops->name of rlg_store_open */
+static bool store_run[NSTORES];          /* stores of this run */
+static struct rlg_config *redis_conf;    /* defaults, backend = redis */
+static struct rlg_test_redis redis;      /* the server; pid 0: none */
+static pid_t main_pid;                   /* cleanup() runs only here */
+/* The 1-thread runs' step times; only their one worker writes it. */
+static uint32_t lat_hist[LAT_BUCKETS];
+static uint64_t lat_count;
 
 /* Results: [store][row][threads index][keys index]. */
 static struct cell admitted[NSTORES][NROWS][NTHREADS_MAX][NKEYS_MAX];
@@ -377,25 +450,75 @@ reject_policy(enum rlg_algorithm a)
 }
 
 /*
- * A store handle on path with the production defaults (rlg_config_defaults)
- * but busy_timeout_ms = BUSY_TIMEOUT_MS. ENG_STORE: rlg_store_open, what
- * the server opens; ENG_SQLITE: the SQLite backend alone. 0, or -1 with
- * the store's message in err (the handle is closed).
+ * Key i's client key into key (KEY_LEN bytes) and the state the store
+ * writes for its first admitted request at now_ms (the pure limiter on a
+ * fresh state); *append: the sliding log gets an entry at now_ms. 0, or
+ * -1 if the limiter refused it.
  */
 static int
-store_open(enum engine e, const char *path, struct rlg_store **out,
-    char *err, size_t errsize)
+first_state(const struct rlg_policy *p, long i, int64_t now_ms, char *key,
+    struct rlg_state *out, bool *append)
+{
+	struct rlg_state zero = { 0 };
+	struct rlg_decision d;
+	int rc;
+
+	key_format(key, i);
+	*append = false;
+	if (p->algorithm == RLG_ALG_SLIDING_LOG)
+		rc = rlg_limiter_sliding_log(p, NULL, 0, now_ms, append, out,
+		    &d);
+	else
+		rc = rlg_limiter_step(p, &zero, now_ms, out, &d);
+	if (rc != RLG_OK || !d.admitted) {
+		fprintf(stderr, "bench_decide: the limiter refused the first"
+		    " request of %s\n", key);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Whether a first request's state goes stale (and its Redis keys expire)
+ * within REDIS_LONG_TTL_MS: the admitted token bucket's (its next token)
+ * and sliding log's (its 1 s window).
+ */
+static bool
+short_lived(const struct rlg_policy *p)
+{
+	struct rlg_state st;
+	char key[KEY_LEN];
+	bool append;
+
+	return first_state(p, 0, 0, key, &st, &append) == 0 &&
+	    expires_rounded(st.expires_ms) < REDIS_LONG_TTL_MS;
+}
+
+/*
+ * A store handle with the production defaults (rlg_config_defaults) but
+ * busy_timeout_ms = BUSY_TIMEOUT_MS: on path (SQLite), or on the bench's
+ * redis-server (store STORE_REDIS: backend = redis, clock = redis).
+ * ENG_STORE: rlg_store_open, what the server opens; ENG_BACKEND: the
+ * backend alone. 0, or -1 with the store's message in err (the handle is
+ * closed).
+ */
+static int
+store_open(enum engine e, int store, const char *path,
+    struct rlg_store **out, char *err, size_t errsize)
 {
 	struct rlg_store_config *cfg = &defaults->store;
 	int rc;
 
-	/* Only the main thread changes the path, between runs. */
-	if (strcmp(cfg->path, path) != 0) {
+	if (store == STORE_REDIS) {
+		cfg = &redis_conf->store;
+	} else if (strcmp(cfg->path, path) != 0) {
+		/* Only the main thread changes the path, between runs. */
 		free(cfg->path);
 		cfg->path = rlg_xstrdup(path);
 	}
-	if (e == ENG_SQLITE)
-		rc = rlg_store_sqlite_ops.open(cfg, out);
+	if (e == ENG_BACKEND)
+		rc = (store == STORE_REDIS ? &rlg_store_redis_ops :
+		    &rlg_store_sqlite_ops)->open(cfg, out);
 	else
 		rc = rlg_store_open(cfg, out);
 	if (rc != RLG_OK) {
@@ -482,14 +605,14 @@ worker_main(void *arg)
 	uint64_t x = 0x9E3779B97F4A7C15ULL * (uint64_t)(w->id + 1) ^
 	    (uint64_t)j->nkeys;
 	char key[KEY_LEN];
-	double t;
+	double t, t0 = 0;
 	int rc;
 
 	if (j->engine == ENG_BASELINE)
 		w->failed = naive_open(&nv, j->path, w->errmsg,
 		    sizeof w->errmsg) != 0;
 	else
-		w->failed = store_open(j->engine, j->path, &store,
+		w->failed = store_open(j->engine, j->store, j->path, &store,
 		    w->errmsg, sizeof w->errmsg) != 0;
 	if (store != NULL)
 		xsnprintf(w->backend, sizeof w->backend, "%s",
@@ -499,6 +622,8 @@ worker_main(void *arg)
 	pthread_barrier_wait(&j->barrier);      /* go: warm_end, end set */
 	while (!w->failed) {
 		key_format(key, rng_pick(&x, j->nkeys));
+		if (j->latency)
+			t0 = mono();
 		if (j->engine == ENG_BASELINE) {
 			rc = naive_step(&nv, key, rlg_now_ms(), j->policy,
 			    w->errmsg, sizeof w->errmsg);
@@ -520,6 +645,8 @@ worker_main(void *arg)
 			if (j->engine != ENG_BASELINE &&
 			    d.admitted != j->expect_admit)
 				w->wrong++;
+			if (j->latency)
+				lat_record(t - t0);
 		}
 	}
 	pthread_barrier_wait(&j->barrier);      /* stop */
@@ -586,9 +713,15 @@ run_job(struct job *j, struct cell *c, char *backend, size_t backend_size)
 {
 	static struct worker w[MAX_THREADS];
 	pthread_t t[MAX_THREADS];
-	long ops = 0, wrong = 0;
+	struct timespec ts;
+	long ops = 0, wrong = 0, ticks0 = -1, ticks1 = -1, hz;
+	double left;
 	int i, failed = 0;
 
+	if (j->latency) {
+		memset(lat_hist, 0, sizeof lat_hist);
+		lat_count = 0;
+	}
 	pthread_barrier_init(&j->barrier, NULL, (unsigned)j->nthreads + 1);
 	for (i = 0; i < j->nthreads; i++) {
 		memset(&w[i], 0, sizeof w[i]);
@@ -604,7 +737,18 @@ run_job(struct job *j, struct cell *c, char *backend, size_t backend_size)
 	j->warm_end = mono() + j->warm_s;
 	j->end = j->warm_end + j->seconds;
 	pthread_barrier_wait(&j->barrier);      /* go */
+	if (j->store == STORE_REDIS) {
+		/* The server's CPU over the timed phase: from warm_end. */
+		while ((left = j->warm_end - mono()) > 0) {
+			ts.tv_sec = (time_t)left;
+			ts.tv_nsec = (long)((left - (double)ts.tv_sec) * 1e9);
+			(void)nanosleep(&ts, NULL);
+		}
+		ticks0 = redis_cpu_ticks();
+	}
 	pthread_barrier_wait(&j->barrier);      /* stop */
+	if (ticks0 >= 0)
+		ticks1 = redis_cpu_ticks();
 	c->rss_kb = vm_kb("VmRSS:");
 	pthread_barrier_wait(&j->barrier);      /* release */
 	for (i = 0; i < j->nthreads; i++) {
@@ -627,8 +771,101 @@ run_job(struct job *j, struct cell *c, char *backend, size_t backend_size)
 		failed = 1;
 	}
 	c->rate = (double)ops / j->seconds;
+	c->has_latency = j->latency && lat_count > 0;
+	if (c->has_latency) {
+		c->p50_us = lat_quantile(0.50);
+		c->p99_us = lat_quantile(0.99);
+	}
+	hz = sysconf(_SC_CLK_TCK);
+	c->redis_cpu_us = ticks0 >= 0 && ticks1 >= ticks0 && ops > 0 &&
+	    hz > 0 ? (double)(ticks1 - ticks0) / (double)hz * 1e6 /
+	    (double)ops : -1;
 	c->done = !failed;
 	return failed ? -1 : 0;
+}
+
+/* One step's time into the histogram (lat_hist, lat_count). */
+static void
+lat_record(double seconds)
+{
+	uint64_t ns = seconds > 0 ? (uint64_t)(seconds * 1e9) : 0;
+	unsigned e;
+	size_t b;
+
+	if (ns < LAT_EXACT) {
+		b = (size_t)ns;
+	} else {
+		/* e >= LAT_SUB_BITS + 1: the top LAT_SUB_BITS bits below it. */
+		e = 63u - (unsigned)__builtin_clzll(ns);
+		b = (size_t)(e - LAT_SUB_BITS + 1) * LAT_SUB +
+		    (size_t)((ns >> (e - LAT_SUB_BITS)) & (LAT_SUB - 1));
+	}
+	if (b >= LAT_BUCKETS)
+		b = LAT_BUCKETS - 1;
+	lat_hist[b]++;
+	lat_count++;
+}
+
+/* The q-quantile of the histogram, in us: the middle of its bucket. */
+static double
+lat_quantile(double q)
+{
+	uint64_t want = (uint64_t)(q * (double)lat_count), seen = 0;
+	double lo, width;
+	size_t b;
+	unsigned e;
+
+	if (want < 1)
+		want = 1;
+	for (b = 0; b < LAT_BUCKETS; b++) {
+		seen += lat_hist[b];
+		if (seen >= want)
+			break;
+	}
+	if (b >= LAT_BUCKETS)
+		b = LAT_BUCKETS - 1;
+	if (b < LAT_EXACT) {
+		lo = (double)b;
+		width = 1;
+	} else {
+		e = (unsigned)(b / LAT_SUB) + LAT_SUB_BITS - 1;
+		width = (double)(1ULL << (e - LAT_SUB_BITS));
+		lo = (double)(LAT_SUB + b % LAT_SUB) * width;
+	}
+	return (lo + width / 2) / 1000;
+}
+
+/* User + system clock ticks of the redis-server so far, or -1. */
+static long
+redis_cpu_ticks(void)
+{
+	char path[64], line[1024], *p, *tok, *save = NULL, *end;
+	unsigned long v, sum = 0;
+	FILE *f;
+	int field, got = 0;
+
+	if (redis.pid <= 0)
+		return -1;
+	xsnprintf(path, sizeof path, "/proc/%ld/stat", (long)redis.pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	p = fgets(line, sizeof line, f);
+	fclose(f);
+	/* After "(comm) ": state is field 3, utime and stime 14 and 15. */
+	if (p == NULL || (p = strrchr(line, ')')) == NULL)
+		return -1;
+	for (field = 3, tok = strtok_r(p + 1, " ", &save); tok != NULL &&
+	    field <= 15; field++, tok = strtok_r(NULL, " ", &save)) {
+		if (field < 14)
+			continue;
+		errno = 0;
+		v = strtoul(tok, &end, 10);
+		if (errno != 0 || end == tok)
+			return -1;
+		sum += v;
+		got++;
+	}
+	return got == 2 ? (long)sum : -1;
 }
 
 /* A new file with rlgate's schema, made by the store itself. 0 or -1. */
@@ -639,7 +876,8 @@ create_db(const char *path)
 	char err[600];
 
 	remove_db(path);
-	if (store_open(ENG_SQLITE, path, &s, err, sizeof err) != 0) {
+	if (store_open(ENG_BACKEND, STORE_DISK, path, &s, err, sizeof err) !=
+	    0) {
 		fprintf(stderr, "bench_decide: %s\n", err);
 		return -1;
 	}
@@ -648,13 +886,14 @@ create_db(const char *path)
 }
 
 /*
- * populate() in a child process, so that its page cache (and the heap it
- * leaves behind) never shows in this process's VmRSS. fi gets the
- * child's figures and the time. 0 or -1.
+ * populate(), or redis_populate() for the redis store, in a child
+ * process, so that its page cache (and the heap it leaves behind) never
+ * shows in this process's VmRSS. fi gets the child's figures and the
+ * time. 0 or -1.
  */
 static int
-populate_apart(const char *path, const struct rlg_policy *p, long nkeys,
-    struct fileinfo *fi)
+populate_apart(int store, const char *path, const struct rlg_policy *p,
+    long nkeys, struct fileinfo *fi)
 {
 	struct fileinfo got = { 0 };
 	double t0 = mono();
@@ -670,7 +909,8 @@ populate_apart(const char *path, const struct rlg_policy *p, long nkeys,
 	}
 	if (pid == 0) {
 		close(fd[0]);
-		status = populate(path, p, nkeys, &got) == 0 ? 0 : 1;
+		status = (store == STORE_REDIS ? redis_populate(p, nkeys,
+		    &got) : populate(path, p, nkeys, &got)) == 0 ? 0 : 1;
 		if (write(fd[1], &got, sizeof got) != (ssize_t)sizeof got)
 			status = 1;
 		_exit(status);
@@ -793,23 +1033,13 @@ static int
 insert_key(sqlite3_stmt *st_state, sqlite3_stmt *st_log,
     const struct rlg_policy *p, long i, int64_t now_ms)
 {
-	struct rlg_state zero = { 0 }, out;
-	struct rlg_decision d;
+	struct rlg_state out;
 	char key[KEY_LEN];
-	bool append = false;
+	bool append;
 	int rc;
 
-	key_format(key, i);
-	if (p->algorithm == RLG_ALG_SLIDING_LOG)
-		rc = rlg_limiter_sliding_log(p, NULL, 0, now_ms, &append,
-		    &out, &d);
-	else
-		rc = rlg_limiter_step(p, &zero, now_ms, &out, &d);
-	if (rc != RLG_OK || !d.admitted) {
-		fprintf(stderr, "bench_decide: the limiter refused the first"
-		    " request of %s\n", key);
+	if (first_state(p, i, now_ms, key, &out, &append) != 0)
 		return -1;
-	}
 	sqlite3_bind_text(st_state, 1, p->name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st_state, 2, key, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st_state, 3, out.window_start_ms);
@@ -831,46 +1061,221 @@ insert_key(sqlite3_stmt *st_state, sqlite3_stmt *st_log,
 	return rc == SQLITE_DONE ? 0 : -1;
 }
 
+/* A connection to the bench's redis-server, or NULL with why in err. */
+static redisContext *
+redis_connect(char *err, size_t errsize)
+{
+	struct timeval connect_tv = { 5, 0 }, tv = { 60, 0 };
+	redisContext *c;
+
+	c = redisConnectWithTimeout("127.0.0.1", redis.port, connect_tv);
+	if (c == NULL || c->err != 0 || redisSetTimeout(c, tv) != REDIS_OK) {
+		xsnprintf(err, errsize, "redis 127.0.0.1:%d: %s", redis.port,
+		    c != NULL ? c->errstr : "out of memory");
+		redisFree(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* An integer reply of a command without arguments (DBSIZE). 0 or -1. */
+static int
+redis_cmd_int(redisContext *c, const char *cmd, long long *v)
+{
+	redisReply *rep = redisCommand(c, cmd);
+	int rc = -1;
+
+	if (rep != NULL && rep->type == REDIS_REPLY_INTEGER) {
+		*v = rep->integer;
+		rc = 0;
+	} else {
+		fprintf(stderr, "bench_decide: redis %s: %s\n", cmd,
+		    rep == NULL ? c->errstr : rep->type == REDIS_REPLY_ERROR ?
+		    rep->str : "unexpected reply");
+	}
+	freeReplyObject(rep);
+	return rc;
+}
+
+/* INFO memory's used_memory, in bytes. 0 or -1. */
+static int
+redis_used_memory(redisContext *c, long long *bytes)
+{
+	redisReply *rep = redisCommand(c, "INFO memory");
+	const char *at;
+	int rc = -1;
+
+	if (rep != NULL && rep->type == REDIS_REPLY_STRING &&
+	    (at = strstr(rep->str, "used_memory:")) != NULL) {
+		*bytes = strtoll(at + strlen("used_memory:"), NULL, 10);
+		rc = 0;
+	} else {
+		fprintf(stderr, "bench_decide: redis INFO memory: %s\n",
+		    rep == NULL ? c->errstr : "no used_memory");
+	}
+	freeReplyObject(rep);
+	return rc;
+}
+
 /*
- * One rlg_store_step on the last key: the decision must be the expected
- * one, and the policy's client count (the schema's triggers keep it)
- * must still be nkeys: the store found the populated row. 0 or -1.
+ * Empties Redis (FLUSHALL), then writes keys 0..nkeys-1 as the script
+ * writes a first admitted request at one instant: the hash rlg:{C}:bench
+ * (HSET of the five fields, the expiry rounded up to the second), for the
+ * sliding log the list rlg:{C}:bench:log (RPUSH of the instant), each
+ * with PEXPIRE until the state is stale; pipelined, REDIS_BATCH keys per
+ * round trip. fi gets used_memory over the empty server's and the keys.
+ * 0 or -1.
  */
 static int
-check_populated(const char *path, const struct rlg_policy *p, long nkeys,
-    bool expect_admit)
+redis_populate(const struct rlg_policy *p, long nkeys, struct fileinfo *fi)
+{
+	redisContext *c;
+	redisReply *rep = NULL;
+	struct rlg_state out;
+	char key[KEY_LEN], hkey[KEY_LEN + 64], lkey[KEY_LEN + 80], err[256];
+	long long base = 0, used = 0, keys = 0, want;
+	int64_t now = rlg_now_ms(), expires, ttl = 1;
+	long i, pending = 0, lists = 0;
+	bool append = false;
+	int rc = -1;
+
+	if ((c = redis_connect(err, sizeof err)) == NULL) {
+		fprintf(stderr, "bench_decide: %s\n", err);
+		return -1;
+	}
+	rep = redisCommand(c, "FLUSHALL");
+	if (rep == NULL || rep->type != REDIS_REPLY_STATUS) {
+		fprintf(stderr, "bench_decide: redis FLUSHALL: %s\n",
+		    rep == NULL ? c->errstr : rep->type == REDIS_REPLY_ERROR ?
+		    rep->str : "unexpected reply");
+		goto out;
+	}
+	freeReplyObject(rep);
+	rep = NULL;
+	if (redis_used_memory(c, &base) != 0)
+		goto out;
+	for (i = 0; i < nkeys; i++) {
+		if (first_state(p, i, now, key, &out, &append) != 0)
+			goto out;
+		expires = expires_rounded(out.expires_ms);
+		ttl = expires - now > 1 ? expires - now : 1;
+		xsnprintf(hkey, sizeof hkey, "rlg:{%s}:%s", key, p->name);
+		if (redisAppendCommand(c, "HSET %s window_start_ms %lld count"
+		    " %lld prev_count %lld tat_us %lld expires_ms %lld", hkey,
+		    (long long)out.window_start_ms, (long long)out.count,
+		    (long long)out.prev_count, (long long)out.tat_us,
+		    (long long)expires) != REDIS_OK ||
+		    redisAppendCommand(c, "PEXPIRE %s %lld", hkey,
+		    (long long)ttl) != REDIS_OK)
+			goto out;
+		pending += 2;
+		if (append) {
+			xsnprintf(lkey, sizeof lkey, "%s:log", hkey);
+			if (redisAppendCommand(c, "RPUSH %s %lld", lkey,
+			    (long long)rlg_limiter_clamp_time(now)) !=
+			    REDIS_OK || redisAppendCommand(c, "PEXPIRE %s %lld",
+			    lkey, (long long)ttl) != REDIS_OK)
+				goto out;
+			pending += 2;
+			lists++;
+		}
+		if ((i + 1) % REDIS_BATCH != 0 && i + 1 != nkeys)
+			continue;
+		for (; pending > 0; pending--) {
+			if (redisGetReply(c, (void **)&rep) != REDIS_OK ||
+			    rep == NULL) {
+				fprintf(stderr, "bench_decide: redis populate:"
+				    " %s\n", c->errstr);
+				goto out;
+			}
+			if (rep->type == REDIS_REPLY_ERROR) {
+				fprintf(stderr, "bench_decide: redis populate:"
+				    " %s\n", rep->str);
+				goto out;
+			}
+			freeReplyObject(rep);
+			rep = NULL;
+		}
+	}
+	if (redis_cmd_int(c, "DBSIZE", &keys) != 0 ||
+	    redis_used_memory(c, &used) != 0)
+		goto out;
+	fi->bytes = used - base;
+	fi->rows = nkeys;
+	fi->log_rows = lists;
+	fi->done = true;
+	/* States that go stale within a minute may be gone already. */
+	want = (long long)nkeys + lists;
+	rc = keys == want || (ttl < REDIS_LONG_TTL_MS && keys <= want) ? 0 : -1;
+	if (rc != 0)
+		fprintf(stderr, "bench_decide: redis: %lld keys for %ld"
+		    " clients\n", keys, nkeys);
+out:
+	freeReplyObject(rep);
+	redisFree(c);
+	return rc;
+}
+
+/*
+ * One rlg_store_step (the backend alone) on the last key: the decision
+ * must be the expected one, and the policy's client count (the schema's
+ * triggers keep it; Redis: its key count, when the states outlive the
+ * check) must still be nkeys: the store found the populated row. 0 or -1.
+ */
+static int
+check_populated(int store, const char *path, const struct rlg_policy *p,
+    long nkeys, bool expect_admit)
 {
 	struct rlg_store *s = NULL;
 	struct rlg_store_item item = { p, NULL, false };
 	struct rlg_decision d;
+	redisContext *c;
 	sqlite3 *db = NULL;
 	int64_t clients = -1;
+	long long keys = -1;
 	char key[KEY_LEN], err[600];
+	bool exact = true, ok;
 	int rc;
 
 	key_format(key, nkeys - 1);
 	item.client = key;
-	if (store_open(ENG_SQLITE, path, &s, err, sizeof err) != 0) {
+	if (store_open(ENG_BACKEND, store, path, &s, err, sizeof err) != 0) {
 		fprintf(stderr, "bench_decide: %s\n", err);
 		return -1;
 	}
 	rc = rlg_store_step(s, &item, 1, rlg_now_ms(), &d);
 	if (rc != RLG_OK)
 		fprintf(stderr, "bench_decide: %s: rlg_store_step: %s\n",
-		    path, rlg_store_errmsg(s));
+		    store == STORE_REDIS ? "redis" : path, rlg_store_errmsg(s));
 	rlg_store_close(s);
 	if (rc != RLG_OK)
 		return -1;
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) !=
-	    SQLITE_OK || query_int64(db, "SELECT clients FROM rlg_clients"
-	    " WHERE policy = 'bench'", &clients) != 0)
-		clients = -1;
-	sqlite3_close(db);
-	if (d.admitted != expect_admit || clients != nkeys) {
-		fprintf(stderr, "bench_decide: %s: populated rows not as the"
+	if (store == STORE_REDIS) {
+		if ((c = redis_connect(err, sizeof err)) == NULL ||
+		    redis_cmd_int(c, "DBSIZE", &keys) != 0)
+			keys = -1;
+		redisFree(c);
+		/* Keys per client: the hash, and the sliding log's list. */
+		clients = p->algorithm == RLG_ALG_SLIDING_LOG ? keys / 2 :
+		    keys;
+		/* Short-lived states (see redis_populate) may be gone. */
+		exact = !short_lived(p);
+	} else {
+		if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) !=
+		    SQLITE_OK || query_int64(db, "SELECT clients FROM"
+		    " rlg_clients WHERE policy = 'bench'", &clients) != 0)
+			clients = -1;
+		sqlite3_close(db);
+	}
+	ok = d.admitted == expect_admit && (exact ? clients == nkeys :
+	    clients >= 0 && clients <= nkeys);
+	if (!ok) {
+		fprintf(stderr, "bench_decide: %s: populated %s not as the"
 		    " store writes them (decision %s, %lld clients for %ld"
-		    " keys)\n", path, d.admitted ? "admitted" : "rejected",
-		    (long long)clients, nkeys);
+		    " keys)\n", store == STORE_REDIS ? "redis" : path,
+		    store == STORE_REDIS ? "keys" : "rows",
+		    d.admitted ? "admitted" : "rejected", (long long)clients,
+		    nkeys);
 		return -1;
 	}
 	return 0;
@@ -986,18 +1391,52 @@ rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 	return 0;
 }
 
-/* Removes the directories this run made, whatever it left in them. */
+/*
+ * Removes the directories this run made, whatever it left in them, and
+ * stops the redis-server; in the main process only (a child that calls
+ * exit() must not stop what the parent still uses).
+ */
 static void
 cleanup(void)
 {
 	int s;
 
+	if (getpid() != main_pid)
+		return;
 	for (s = 0; s < NSTORES; s++) {
 		if (store_dir_made[s])
 			(void)nftw(store_dir[s], rm_entry, 16,
 			    FTW_DEPTH | FTW_PHYS);
 		store_dir_made[s] = false;
 	}
+	if (redis.pid > 0 || redis.dir[0] != '\0')
+		rlg_test_redis_stop(&redis);
+}
+
+/* 0 if an executable redis-server is in PATH, else -1. */
+static int
+redis_in_path(void)
+{
+	char buf[PATH_MAX], dir[PATH_MAX];
+	const char *path = getenv("PATH"), *p, *colon;
+	size_t len;
+
+	for (p = path != NULL ? path : ""; *p != '\0'; p = colon + 1) {
+		colon = strchr(p, ':');
+		if (colon == NULL)
+			colon = p + strlen(p);
+		len = (size_t)(colon - p);
+		if (len > 0 && len < sizeof dir) {
+			memcpy(dir, p, len);
+			dir[len] = '\0';
+			xsnprintf(buf, sizeof buf, "%s/redis-server", dir);
+			if (access(buf, X_OK) == 0)
+				return 0;
+		}
+		if (*colon == '\0')
+			break;
+	}
+	return -1;
 }
 
 static void
@@ -1006,6 +1445,9 @@ usage(FILE *f)
 	fprintf(f,
 	    "usage: bench_decide [--seconds S] [--quick] [--out FILE]"
 	    " [--tsv FILE] [--dir DIR]\n"
+	    "                    [--stores LIST] [--only"
+	    " ALG[,THREADS[,KEYS[,STORE]]]] [--sync full|normal]\n"
+	    "                    [--group auto|on|off]\n"
 	    "  --seconds S  timed span of each measurement (default 3;"
 	    " 0.1 to 60)\n"
 	    "  --quick      smoke test: 1 s, 1 and 8 threads, 1, 1000 and"
@@ -1016,10 +1458,19 @@ usage(FILE *f)
 	    "  --dir DIR    where the disk store's temporary directory is"
 	    " made (default /var/tmp);\n"
 	    "               the memory store's is made in /dev/shm\n"
+	    "  --stores LIST  the stores to run, comma-separated, of disk,"
+	    " memory, redis\n"
+	    "               (default all three; redis needs redis-server in"
+	    " PATH)\n"
 	    "  --only ALG[,THREADS[,KEYS[,STORE]]]  one cell of the matrix,"
 	    " e.g. to profile:\n"
-	    "               fixed_window,1,1,disk (ALG may be baseline; no"
-	    " rejected runs)\n");
+	    "               fixed_window,1,1,disk or"
+	    " fixed_window,1,1000,redis (ALG may be\n"
+	    "               baseline, SQLite stores only; no rejected"
+	    " runs)\n"
+	    "  --sync MODE  [store] synchronous of the SQLite stores and"
+	    " the baseline\n"
+	    "  --group MODE [store] group_commit of the SQLite stores\n");
 }
 
 /* --only ALG[,THREADS[,KEYS[,STORE]]], each from the matrix. 0 or -1. */
@@ -1059,14 +1510,46 @@ parse_only(const char *spec, struct options *o)
 			if (strcmp(field[3], store_names[i]) == 0)
 				o->only_store = (int)i;
 		}
-		ok = o->only_store >= 0;
+		ok = o->only_store >= 0 && !(o->only_store == STORE_REDIS &&
+		    o->only_row == ROW_BASELINE);
 	}
 	if (!ok)
 		fprintf(stderr, "bench_decide: --only: ALG[,THREADS[,KEYS["
 		    ",STORE]]] with ALG an algorithm or baseline, THREADS 1, 2"
-		    " or 8, KEYS 1, 1000, 100000 or 1000000, STORE disk or"
-		    " memory (got \"%s\")\n", spec);
+		    " or 8, KEYS 1, 1000, 100000 or 1000000, STORE disk, memory"
+		    " or redis (baseline: not redis) (got \"%s\")\n", spec);
 	return ok ? 0 : -1;
+}
+
+/* --stores LIST: store names, comma-separated. 0 or -1. */
+static int
+parse_stores(const char *spec, struct options *o)
+{
+	char buf[128], *name, *save = NULL;
+	size_t i;
+	bool ok = true, any = false, found;
+
+	xsnprintf(buf, sizeof buf, "%s", spec);
+	for (i = 0; i < NSTORES; i++)
+		o->stores[i] = false;
+	for (name = strtok_r(buf, ",", &save); name != NULL && ok;
+	    name = strtok_r(NULL, ",", &save)) {
+		found = false;
+		for (i = 0; i < NSTORES; i++) {
+			if (strcmp(name, store_names[i]) == 0) {
+				o->stores[i] = true;
+				found = true;
+			}
+		}
+		ok = found;
+		any = any || found;
+	}
+	if (!ok || !any) {
+		fprintf(stderr, "bench_decide: --stores: a comma-separated"
+		    " list of disk, memory and redis (got \"%s\")\n", spec);
+		return -1;
+	}
+	return 0;
 }
 
 static int
@@ -1079,6 +1562,7 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "tsv", required_argument, NULL, 't' },
 		{ "dir", required_argument, NULL, 'd' },
 		{ "only", required_argument, NULL, 'O' },
+		{ "stores", required_argument, NULL, 'T' },
 		{ "sync", required_argument, NULL, 'S' },
 		{ "group", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
@@ -1086,6 +1570,7 @@ parse_options(int argc, char **argv, struct options *o)
 	};
 	bool seconds_set = false;
 	char *end;
+	size_t i;
 	int ch;
 
 	o->seconds = 3.0;
@@ -1097,6 +1582,8 @@ parse_options(int argc, char **argv, struct options *o)
 	o->only_threads = 0;
 	o->only_keys = 0;
 	o->only_store = -1;
+	for (i = 0; i < NSTORES; i++)
+		o->stores[i] = true;
 	o->sync_full = false;
 	o->group = RLG_GROUP_AUTO;
 	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -1126,6 +1613,10 @@ parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'O':
 			if (parse_only(optarg, o) != 0)
+				return -1;
+			break;
+		case 'T':
+			if (parse_stores(optarg, o) != 0)
 				return -1;
 			break;
 		case 'S':
@@ -1162,6 +1653,17 @@ parse_options(int argc, char **argv, struct options *o)
 		usage(stderr);
 		return -1;
 	}
+	/* --only's STORE narrows --stores (or all of them) to one. */
+	if (o->only_store >= 0) {
+		if (!o->stores[o->only_store]) {
+			fprintf(stderr, "bench_decide: --only names store %s,"
+			    " which --stores leaves out\n",
+			    store_names[o->only_store]);
+			return -1;
+		}
+		for (i = 0; i < NSTORES; i++)
+			o->stores[i] = (int)i == o->only_store;
+	}
 	if (o->quick && !seconds_set)
 		o->seconds = 1.0;
 	o->warm_s = o->seconds >= 2 ? 0.3 : 0.2;
@@ -1174,14 +1676,19 @@ main(int argc, char **argv)
 	struct options o;
 	struct rlg_policy pol;
 	struct job j;
-	char path[PATH_MAX + 64], buf[64], backend[32];
+	char path[PATH_MAX + 64], buf[64], backend[32], why[256];
 	double t_begin = mono();
 	FILE *md, *tsv;
 	size_t s, r, ti, ki;
 	int failed = 0, e;
+	bool sqlite_store;
 
 	if (parse_options(argc, argv, &o) != 0)
 		return RLG_EXIT_USAGE;
+	memcpy(store_run, o.stores, sizeof store_run);
+	main_pid = getpid();
+	/* A Redis connection the server closed must not kill us (as rlgate). */
+	(void)signal(SIGPIPE, SIG_IGN);
 	/* --quick trims the matrix; --only picks from the whole of it. */
 	if (o.only_row >= 0)
 		o.quick = false;
@@ -1196,12 +1703,44 @@ main(int argc, char **argv)
 	naive_sync_full = o.sync_full;
 	defaults->store.busy_timeout_ms = BUSY_TIMEOUT_MS;
 
-	xsnprintf(store_dir[0], sizeof store_dir[0],
+	xsnprintf(store_dir[STORE_DISK], sizeof store_dir[STORE_DISK],
 	    "%s/rlg-bench-decide-XXXXXX", o.dir);
-	xsnprintf(store_dir[1], sizeof store_dir[1],
+	xsnprintf(store_dir[STORE_MEMORY], sizeof store_dir[STORE_MEMORY],
 	    "/dev/shm/rlg-bench-decide-XXXXXX");
 	atexit(cleanup);
+	if (store_run[STORE_REDIS]) {
+		if (redis_in_path() != 0) {
+			fprintf(stderr, "bench_decide: redis-server is not"
+			    " installed (not in PATH): the redis store needs"
+			    " it (scripts/deps.sh installs the redis-server"
+			    " package); --stores disk,memory runs without"
+			    " it\n");
+			rlg_config_free(defaults);
+			return 1;
+		}
+		if (rlg_test_redis_start(&redis) != 0) {
+			fprintf(stderr, "bench_decide: could not start"
+			    " redis-server (above)\n");
+			rlg_config_free(defaults);
+			return 1;
+		}
+		fprintf(stderr, "bench_decide: redis-server pid %ld on"
+		    " 127.0.0.1:%d\n", (long)redis.pid, redis.port);
+		redis_conf = rlg_config_defaults();
+		redis_conf->store.backend = RLG_BACKEND_REDIS;
+		redis_conf->store.clock = RLG_CLOCK_REDIS;
+		if (rlg_config_redis_url(&redis_conf->store, redis.url, why,
+		    sizeof why) != 0) {
+			fprintf(stderr, "bench_decide: %s: %s\n", redis.url,
+			    why);
+			rlg_config_free(defaults);
+			rlg_config_free(redis_conf);
+			return 1;
+		}
+	}
 	for (s = 0; s < NSTORES; s++) {
+		if (s == STORE_REDIS || !store_run[s])
+			continue;
 		if (mkdtemp(store_dir[s]) == NULL) {
 			fprintf(stderr, "bench_decide: mkdtemp %s: %s\n",
 			    store_dir[s], strerror(errno));
@@ -1217,8 +1756,9 @@ main(int argc, char **argv)
 	}
 
 	for (s = 0; s < NSTORES && !failed; s++) {
-		if (o.only_store >= 0 && (int)s != o.only_store)
+		if (!store_run[s])
 			continue;
+		sqlite_store = s != STORE_REDIS;
 		for (ki = 0; ki < nkeys_list && !failed; ki++) {
 			long nkeys = all_keys[ki];
 
@@ -1227,16 +1767,19 @@ main(int argc, char **argv)
 			for (r = 0; r < NROWS && !failed; r++) {
 				if (o.only_row >= 0 && (int)r != o.only_row)
 					continue;
+				/* The naive UPSERT is SQLite's. */
+				if (r == ROW_BASELINE && !sqlite_store)
+					continue;
 				pol = admit_policy(r == ROW_BASELINE ?
 				    RLG_ALG_FIXED_WINDOW : algorithms[r]);
 				xsnprintf(path, sizeof path, "%s/%s-%ld.db",
-				    store_dir[s], r == ROW_BASELINE ?
-				    "baseline" :
+				    sqlite_store ? store_dir[s] : "redis",
+				    r == ROW_BASELINE ? "baseline" :
 				    rlg_algorithm_name(pol.algorithm), nkeys);
-				if (create_db(path) != 0 ||
-				    populate_apart(path, &pol, nkeys,
+				if ((sqlite_store && create_db(path) != 0) ||
+				    populate_apart((int)s, path, &pol, nkeys,
 				    &files[s][r][ki]) != 0 ||
-				    check_populated(path, &pol, nkeys,
+				    check_populated((int)s, path, &pol, nkeys,
 				    true) != 0) {
 					failed = 1;
 					break;
@@ -1252,8 +1795,11 @@ main(int argc, char **argv)
 						continue;
 					memset(&j, 0, sizeof j);
 					j.path = path;
+					j.store = (int)s;
 					j.engine = r == ROW_BASELINE ?
 					    ENG_BASELINE : ENG_STORE;
+					j.latency = threads_list[ti] == 1 &&
+					    r != ROW_BASELINE;
 					j.policy = &pol;
 					j.nkeys = nkeys;
 					j.expect_admit = true;
@@ -1271,15 +1817,30 @@ main(int argc, char **argv)
 						    sizeof backend_open);
 					fprintf(stderr, "%-6s %-15s %7ld keys"
 					    " %d thr: %12s decisions/s,"
-					    " VmRSS %ld kB\n", store_names[s],
+					    " VmRSS %ld kB", store_names[s],
 					    r == ROW_BASELINE ? "baseline" :
 					    rlg_algorithm_name(pol.algorithm),
 					    nkeys, threads_list[ti],
 					    group(admitted[s][r][ti][ki].rate,
 					    buf, sizeof buf),
 					    admitted[s][r][ti][ki].rss_kb);
+					if (admitted[s][r][ti][ki].has_latency)
+						fprintf(stderr, ", p50 %.1f us,"
+						    " p99 %.1f us",
+						    admitted[s][r][ti][ki].
+						    p50_us,
+						    admitted[s][r][ti][ki].
+						    p99_us);
+					if (admitted[s][r][ti][ki].
+					    redis_cpu_us >= 0)
+						fprintf(stderr, ", redis-server"
+						    " %.1f us CPU/decision",
+						    admitted[s][r][ti][ki].
+						    redis_cpu_us);
+					fprintf(stderr, "\n");
 				}
-				remove_db(path);
+				if (sqlite_store)
+					remove_db(path);
 			}
 		}
 		/* The rejected path: hot key, limit 1 spent, 1 thread. */
@@ -1287,19 +1848,21 @@ main(int argc, char **argv)
 			pol = reject_policy(algorithms[r]);
 			for (e = 0; e < 2 && !failed; e++) {
 				xsnprintf(path, sizeof path,
-				    "%s/rejected-%s.db", store_dir[s],
+				    "%s/rejected-%s.db", sqlite_store ?
+				    store_dir[s] : "redis",
 				    rlg_algorithm_name(pol.algorithm));
-				if (create_db(path) != 0 ||
-				    populate_apart(path, &pol, 1,
+				if ((sqlite_store && create_db(path) != 0) ||
+				    populate_apart((int)s, path, &pol, 1,
 				    &(struct fileinfo){ 0 }) != 0 ||
-				    check_populated(path, &pol, 1, false) !=
-				    0) {
+				    check_populated((int)s, path, &pol, 1,
+				    false) != 0) {
 					failed = 1;
 					break;
 				}
 				memset(&j, 0, sizeof j);
 				j.path = path;
-				j.engine = e == 0 ? ENG_STORE : ENG_SQLITE;
+				j.store = (int)s;
+				j.engine = e == 0 ? ENG_STORE : ENG_BACKEND;
 				j.policy = &pol;
 				j.nkeys = 1;
 				j.expect_admit = false;
@@ -1314,10 +1877,12 @@ main(int argc, char **argv)
 				fprintf(stderr, "%-6s %-15s rejected, %s:"
 				    " %12s decisions/s\n", store_names[s],
 				    rlg_algorithm_name(pol.algorithm),
-				    e == 0 ? "rlg_store_open" : "SQLite store",
+				    e == 0 ? "rlg_store_open" : sqlite_store ?
+				    "SQLite store" : "Redis store",
 				    group(rejected[s][r][e].rate, buf,
 				    sizeof buf));
-				remove_db(path);
+				if (sqlite_store)
+					remove_db(path);
 			}
 		}
 	}
@@ -1327,6 +1892,7 @@ main(int argc, char **argv)
 		fclose(md);
 		fclose(tsv);
 		rlg_config_free(defaults);
+		rlg_config_free(redis_conf);
 		return 1;
 	}
 	report(md, &o, mono() - t_begin);
@@ -1335,10 +1901,12 @@ main(int argc, char **argv)
 		fprintf(stderr, "bench_decide: writing %s or %s: %s\n", o.out,
 		    o.tsv, strerror(errno));
 		rlg_config_free(defaults);
+		rlg_config_free(redis_conf);
 		return 1;
 	}
 	fprintf(stderr, "bench_decide: wrote %s and %s\n", o.out, o.tsv);
 	rlg_config_free(defaults);
+	rlg_config_free(redis_conf);
 	return 0;
 }
 
@@ -1350,29 +1918,87 @@ row_name(size_t r)
 	    rlg_algorithm_name(algorithms[r]);
 }
 
+/*
+ * The header of a table whose columns are the key counts: "| FIRST |
+ * threads |" (or without threads) and its alignment line.
+ */
+static void
+table_head(FILE *md, const char *first, bool threads)
+{
+	char b1[32];
+	size_t ki;
+
+	emit(md, "| %s |%s", first, threads ? " threads |" : "");
+	for (ki = 0; ki < nkeys_list; ki++)
+		emit(md, " %s key%s |", group((double)all_keys[ki], b1,
+		    sizeof b1), all_keys[ki] == 1 ? "" : "s");
+	emit(md, "\n|---|%s", threads ? "---:|" : "");
+	for (ki = 0; ki < nkeys_list; ki++)
+		emit(md, "---:|");
+	emit(md, "\n");
+}
+
+/* The redis-server's version (INFO server), or "?". */
+static const char *
+redis_version(char *buf, size_t size)
+{
+	redisContext *c;
+	redisReply *rep;
+	const char *at;
+	char err[256];
+
+	xsnprintf(buf, size, "?");
+	if ((c = redis_connect(err, sizeof err)) == NULL)
+		return buf;
+	rep = redisCommand(c, "INFO server");
+	if (rep != NULL && rep->type == REDIS_REPLY_STRING &&
+	    (at = strstr(rep->str, "redis_version:")) != NULL) {
+		at += strlen("redis_version:");
+		xsnprintf(buf, size, "%.*s", (int)strcspn(at, "\r\n"), at);
+	}
+	freeReplyObject(rep);
+	redisFree(c);
+	return buf;
+}
+
 static void
 report(FILE *md, const struct options *o, double elapsed)
 {
-	char cpu[256], fs[2][32], b1[32], b2[32], b3[32];
+	char cpu[256], fs[NSTORES][32], b1[32], b2[32], b3[32], rver[32];
 	struct utsname un;
 	double load[3] = { -1, -1, -1 }, ratio;
-	size_t s, r, ti, ki, a;
+	size_t s, r, ti, ki, a, ref;
 	const struct fileinfo *fi;
 	const struct cell *c, *cb;
+	struct rlg_policy pol;
+	bool any_sqlite = store_run[STORE_DISK] || store_run[STORE_MEMORY];
+	bool first;
 
 	cpu_model(cpu, sizeof cpu);
 	if (uname(&un) != 0)
 		xsnprintf(un.release, sizeof un.release, "?");
 	(void)getloadavg(load, 3);
-	for (s = 0; s < NSTORES; s++)
-		fs_name(store_dir[s], fs[s], sizeof fs[s]);
+	for (s = 0; s < NSTORES; s++) {
+		if (s != STORE_REDIS && store_run[s])
+			fs_name(store_dir[s], fs[s], sizeof fs[s]);
+		else
+			xsnprintf(fs[s], sizeof fs[s], "-");
+	}
+	if (store_run[STORE_REDIS])
+		redis_version(rver, sizeof rver);
+	else
+		xsnprintf(rver, sizeof rver, "-");
+	/* SQLite's figures to set Redis' beside: the disk file's. */
+	ref = store_run[STORE_DISK] ? STORE_DISK : STORE_MEMORY;
 
 	emit(md, "# bench_decide: decisions per second through"
 	    " rlg_store_step\n\n");
-	emit(md, "machine: %ld CPUs (nproc), %s, Linux %s, SQLite %s;"
+	emit(md, "machine: %ld CPUs (nproc), %s, Linux %s, SQLite %s%s%s;"
 	    " load average at the end %.2f %.2f %.2f\n\n",
 	    sysconf(_SC_NPROCESSORS_ONLN), cpu, un.release,
-	    sqlite3_libversion(), load[0], load[1], load[2]);
+	    sqlite3_libversion(), store_run[STORE_REDIS] ?
+	    ", redis-server " : "", store_run[STORE_REDIS] ? rver : "",
+	    load[0], load[1], load[2]);
 	emit(md, "parameters: %.3g s timed per measurement after a %.3g s"
 	    " warm-up%s; threads:", o->seconds, o->warm_s,
 	    o->quick ? " (--quick)" : "");
@@ -1381,29 +2007,52 @@ report(FILE *md, const struct options *o, double elapsed)
 	emit(md, "; keys:");
 	for (ki = 0; ki < nkeys_list; ki++)
 		emit(md, " %s", group((double)all_keys[ki], b1, sizeof b1));
+	emit(md, "; stores:");
+	for (s = 0; s < NSTORES; s++)
+		if (store_run[s])
+			emit(md, " %s", store_names[s]);
 	emit(md, "; whole run %.0f s\n\n", elapsed);
-	emit(md, "stores: disk = files in %s (%s), memory = files in %s"
-	    " (%s). WAL, synchronous=NORMAL, busy_timeout %d ms, one"
-	    " connection per thread. A true :memory: database cannot be"
-	    " shared by the threads' separate connections and the store"
-	    " opens only files, so \"memory\" is the same file on tmpfs.\n\n",
-	    store_dir[0], fs[0], store_dir[1], fs[1], BUSY_TIMEOUT_MS);
+	for (s = 0; s < NSTORES; s++) {
+		if (s == STORE_REDIS || !store_run[s])
+			continue;
+		emit(md, "%s = files in %s (%s); ", store_names[s],
+		    store_dir[s], fs[s]);
+	}
+	if (any_sqlite)
+		emit(md, "WAL, synchronous=%s, busy_timeout %d ms, one"
+		    " connection per thread. A true :memory: database cannot"
+		    " be shared by the threads' separate connections and the"
+		    " store opens only files, so \"memory\" is the same file"
+		    " on tmpfs.\n\n", o->sync_full ? "FULL" : "NORMAL",
+		    BUSY_TIMEOUT_MS);
+	if (store_run[STORE_REDIS])
+		emit(md, "redis = redis-server %s on 127.0.0.1:%d, started by"
+		    " this program (--save \"\" --appendonly no: no"
+		    " persistence), on the same 2 CPUs as the threads; one"
+		    " TCP connection per thread (loopback: no network delay),"
+		    " [store] backend = redis, clock = redis (the script"
+		    " reads Redis TIME), timeout_ms %d; one EVALSHA per"
+		    " decision.\n\n", rver, redis.port,
+		    redis_conf != NULL ? redis_conf->store.timeout_ms : 0);
 	emit(md, "rlgate: rlg_store_open (backend \"%s\") with the"
-	    " production defaults (rlg_config_defaults: max_clients %lld,"
-	    " ...), busy_timeout_ms %d; one policy per step; now_ms ="
-	    " rlg_now_ms(). Policies: 1e9 requests per 366 days (token"
-	    " bucket burst 1e9), never reached; sliding_log %lld per %d ms"
-	    " (its largest limit: one row per admitted request, so a key"
-	    " holds at most a second's worth of rows; the hot key holds as"
-	    " many rows as it gets decisions per second, and each decision"
-	    " reads them all).\n\n", backend_open,
-	    (long long)defaults->store.max_clients, BUSY_TIMEOUT_MS,
+	    " production defaults (rlg_config_defaults: max_clients %lld"
+	    " (SQLite), rejection_cache %lld, ...), busy_timeout_ms %d; one"
+	    " policy per step; now_ms = rlg_now_ms(). Policies: 1e9"
+	    " requests per 366 days (token bucket burst 1e9), never"
+	    " reached; sliding_log %lld per %d ms (its largest limit: one"
+	    " row per admitted request, so a key holds at most a second's"
+	    " worth of rows; the hot key holds as many rows as it gets"
+	    " decisions per second, and each decision reads them all).\n\n",
+	    backend_open, (long long)defaults->store.max_clients,
+	    (long long)defaults->store.rejection_cache, BUSY_TIMEOUT_MS,
 	    (long long)RLG_SLIDING_LOG_LIMIT_MAX, LOG_WINDOW_MS);
-	emit(md, "baseline: one autocommit `INSERT INTO rlg_state (policy,"
-	    " client, window_start_ms, count, expires_ms) VALUES (...) ON"
-	    " CONFLICT (policy, client) DO UPDATE SET count = count + 1`"
-	    " per decision, prepared once per connection, on a file of the"
-	    " same schema and settings.\n\n");
+	if (any_sqlite)
+		emit(md, "baseline: one autocommit `INSERT INTO rlg_state"
+		    " (policy, client, window_start_ms, count, expires_ms)"
+		    " VALUES (...) ON CONFLICT (policy, client) DO UPDATE SET"
+		    " count = count + 1` per decision, prepared once per"
+		    " connection, on a file of the same schema and"
+		    " settings.\n\n");
 	emit(md, "keys: \"10.a.b.c\", key i = 10.(i>>16).(i>>8&255).(i&255),"
 	    " each decision picks one uniformly at random (xorshift64* per"
 	    " thread). Every file is populated before timing: all keys"
@@ -1412,20 +2061,28 @@ report(FILE *md, const struct options *o, double elapsed)
 	    " limiter on a fresh state; the sliding log with its rlg_log"
 	    " row); one rlg_store_step then checks that the store finds the"
 	    " rows. Each algorithm and the baseline get a file of their"
-	    " own, used by the 1-, 2- and 8-thread runs in turn.\n\n");
+	    " own, used by the 1-, 2- and 8-thread runs in turn.");
+	if (store_run[STORE_REDIS])
+		emit(md, " Redis is emptied (FLUSHALL) per algorithm and key"
+		    " set and gets the same states as the script writes them"
+		    " (HSET, RPUSH for the sliding log, PEXPIRE), pipelined"
+		    " %d keys per round trip. The token bucket's states (stale"
+		    " at its next token, about 32 ms, rounded up to 1 s) and"
+		    " the 1 s sliding log's expire from Redis within a second"
+		    " or two, as in production: with many keys most of their"
+		    " decisions find no key and write a new one, where SQLite"
+		    " reads a stale row.", REDIS_BATCH);
+	emit(md, "\n\n");
 
 	for (s = 0; s < NSTORES; s++) {
+		if (!store_run[s])
+			continue;
 		emit(md, "## Admitted, %s store: decisions/s\n\n",
 		    store_names[s]);
-		emit(md, "| algorithm | threads |");
-		for (ki = 0; ki < nkeys_list; ki++)
-			emit(md, " %s key%s |", group((double)all_keys[ki], b1,
-			    sizeof b1), all_keys[ki] == 1 ? "" : "s");
-		emit(md, "\n|---|---:|");
-		for (ki = 0; ki < nkeys_list; ki++)
-			emit(md, "---:|");
-		emit(md, "\n");
+		table_head(md, "algorithm", true);
 		for (r = 0; r < NROWS; r++) {
+			if (r == ROW_BASELINE && s == STORE_REDIS)
+				continue;
 			for (ti = 0; ti < nthreads_list; ti++) {
 				emit(md, "| %s | %d |", row_name(r),
 				    threads_list[ti]);
@@ -1443,116 +2100,250 @@ report(FILE *md, const struct options *o, double elapsed)
 		emit(md, "\n");
 	}
 
-	emit(md, "## rlgate / baseline, fixed_window (issue 6 target: >= 2"
-	    " with 8 threads on one file)\n\n");
-	emit(md, "| store | threads |");
-	for (ki = 0; ki < nkeys_list; ki++)
-		emit(md, " %s key%s |", group((double)all_keys[ki], b1,
-		    sizeof b1), all_keys[ki] == 1 ? "" : "s");
+	if (store_run[STORE_REDIS] && store_run[ref]) {
+		emit(md, "## Redis / SQLite (%s store): decisions/s of the"
+		    " redis store over the %s store's\n\n", store_names[ref],
+		    store_names[ref]);
+		table_head(md, "algorithm", true);
+		for (r = 0; r < NALGS; r++) {
+			for (ti = 0; ti < nthreads_list; ti++) {
+				emit(md, "| %s | %d |", row_name(r),
+				    threads_list[ti]);
+				for (ki = 0; ki < nkeys_list; ki++) {
+					c = &admitted[STORE_REDIS][r][ti][ki];
+					cb = &admitted[ref][r][ti][ki];
+					if (c->done && cb->done && cb->rate > 0)
+						emit(md, " %.2f |", c->rate /
+						    cb->rate);
+					else
+						emit(md, " - |");
+				}
+				emit(md, "\n");
+			}
+		}
+		emit(md, "\n");
+	}
+
+	emit(md, "## Latency per decision, 1 thread: p50 / p99 (us)\n\n");
+	emit(md, "CLOCK_MONOTONIC before and after each rlg_store_step of"
+	    " the 1-thread runs above (admitted path, every decision of the"
+	    " timed phase), in buckets 1.6%% wide; the figure is the"
+	    " bucket's middle.\n\n");
+	emit(md, "| algorithm | keys |");
+	for (s = 0; s < NSTORES; s++)
+		if (store_run[s])
+			emit(md, " %s p50 | %s p99 |", store_names[s],
+			    store_names[s]);
 	emit(md, "\n|---|---:|");
-	for (ki = 0; ki < nkeys_list; ki++)
-		emit(md, "---:|");
+	for (s = 0; s < NSTORES; s++)
+		if (store_run[s])
+			emit(md, "---:|---:|");
 	emit(md, "\n");
-	for (s = 0; s < NSTORES; s++) {
-		for (ti = 0; ti < nthreads_list; ti++) {
-			emit(md, "| %s | %d |", store_names[s],
-			    threads_list[ti]);
-			for (ki = 0; ki < nkeys_list; ki++) {
-				c = &admitted[s][0][ti][ki];
-				cb = &admitted[s][ROW_BASELINE][ti][ki];
-				ratio = c->done && cb->done && cb->rate > 0 ?
-				    c->rate / cb->rate : -1;
-				if (ratio < 0)
-					emit(md, " - |");
+	for (r = 0; r < NALGS; r++) {
+		for (ki = 0; ki < nkeys_list; ki++) {
+			first = true;
+			for (s = 0; s < NSTORES; s++)
+				for (ti = 0; ti < nthreads_list; ti++)
+					if (store_run[s] && admitted[s][r][ti]
+					    [ki].has_latency)
+						first = false;
+			if (first)
+				continue;
+			emit(md, "| %s | %s |", row_name(r),
+			    group((double)all_keys[ki], b1, sizeof b1));
+			for (s = 0; s < NSTORES; s++) {
+				if (!store_run[s])
+					continue;
+				c = NULL;
+				for (ti = 0; ti < nthreads_list; ti++)
+					if (admitted[s][r][ti][ki].has_latency)
+						c = &admitted[s][r][ti][ki];
+				if (c != NULL)
+					emit(md, " %.1f | %.1f |", c->p50_us,
+					    c->p99_us);
 				else
-					emit(md, " %.2f%s |", ratio,
-					    threads_list[ti] == MAX_THREADS ?
-					    (ratio >= 2 ? " (met)" :
-					    " (not met)") : "");
+					emit(md, " - | - |");
 			}
 			emit(md, "\n");
 		}
 	}
 	emit(md, "\n");
 
+	if (store_run[STORE_REDIS]) {
+		emit(md, "## redis-server CPU per decision (us)\n\n");
+		emit(md, "The server's user + system time over the timed"
+		    " phase (/proc/PID/stat, 10 ms ticks) over the decisions:"
+		    " what one decision costs the Redis machine, so 1e6 / this"
+		    " is what one Redis core can decide per second.\n\n");
+		table_head(md, "algorithm", true);
+		for (r = 0; r < NALGS; r++) {
+			for (ti = 0; ti < nthreads_list; ti++) {
+				emit(md, "| %s | %d |", row_name(r),
+				    threads_list[ti]);
+				for (ki = 0; ki < nkeys_list; ki++) {
+					c = &admitted[STORE_REDIS][r][ti][ki];
+					if (c->done && c->redis_cpu_us >= 0)
+						emit(md, " %.1f |",
+						    c->redis_cpu_us);
+					else
+						emit(md, " - |");
+				}
+				emit(md, "\n");
+			}
+		}
+		emit(md, "\n");
+	}
+
+	if (any_sqlite) {
+		emit(md, "## rlgate / baseline, fixed_window (issue 6 target:"
+		    " >= 2 with 8 threads on one file)\n\n");
+		table_head(md, "store", true);
+		for (s = 0; s < NSTORES; s++) {
+			if (!store_run[s] || s == STORE_REDIS)
+				continue;
+			for (ti = 0; ti < nthreads_list; ti++) {
+				emit(md, "| %s | %d |", store_names[s],
+				    threads_list[ti]);
+				for (ki = 0; ki < nkeys_list; ki++) {
+					c = &admitted[s][0][ti][ki];
+					cb = &admitted[s][ROW_BASELINE][ti][ki];
+					ratio = c->done && cb->done &&
+					    cb->rate > 0 ? c->rate / cb->rate :
+					    -1;
+					if (ratio < 0)
+						emit(md, " - |");
+					else
+						emit(md, " %.2f%s |", ratio,
+						    threads_list[ti] ==
+						    MAX_THREADS ? (ratio >= 2 ?
+						    " (met)" : " (not met)") :
+						    "");
+				}
+				emit(md, "\n");
+			}
+		}
+		emit(md, "\n");
+	}
+
 	emit(md, "## Rejected: hot key, limit 1 spent, 1 thread:"
 	    " decisions/s\n\n");
 	emit(md, "rlg_store_open is what the server opens (backend \"%s\");"
 	    " \"SQLite store\" is rlg_store_sqlite_ops alone (BEGIN"
-	    " IMMEDIATE, SELECT, limiter, ROLLBACK).\n\n", backend_open);
+	    " IMMEDIATE, SELECT, limiter, ROLLBACK); \"Redis store\" is"
+	    " rlg_store_redis_ops alone (one EVALSHA that reads the state"
+	    " and writes nothing).\n\n", backend_open);
 	emit(md, "| algorithm |");
 	for (s = 0; s < NSTORES; s++)
-		emit(md, " %s, rlg_store_open | %s, SQLite store |",
-		    store_names[s], store_names[s]);
+		if (store_run[s])
+			emit(md, " %s, rlg_store_open | %s, %s store |",
+			    store_names[s], store_names[s],
+			    s == STORE_REDIS ? "Redis" : "SQLite");
 	emit(md, "\n|---|");
 	for (s = 0; s < NSTORES; s++)
-		emit(md, "---:|---:|");
+		if (store_run[s])
+			emit(md, "---:|---:|");
 	emit(md, "\n");
 	for (a = 0; a < NALGS; a++) {
 		emit(md, "| %s |", rlg_algorithm_name(algorithms[a]));
-		for (s = 0; s < NSTORES; s++)
+		for (s = 0; s < NSTORES; s++) {
+			if (!store_run[s])
+				continue;
 			emit(md, " %s | %s |", rejected[s][a][0].done ?
 			    group(rejected[s][a][0].rate, b1, sizeof b1) : "-",
 			    rejected[s][a][1].done ?
 			    group(rejected[s][a][1].rate, b2, sizeof b2) :
 			    "-");
+		}
 		emit(md, "\n");
 	}
 	emit(md, "\n");
 
 	emit(md, "## Memory\n\n");
-	emit(md, "Database bytes per client: page_count * page_size /"
-	    " rlg_state rows, right after populating (the disk and memory"
-	    " files are identical; the 1-key file is the schema's few"
-	    " pages).\n\n");
-	emit(md, "| algorithm |");
-	for (ki = 0; ki < nkeys_list; ki++)
-		emit(md, " %s key%s |", group((double)all_keys[ki], b1,
-		    sizeof b1), all_keys[ki] == 1 ? "" : "s");
-	emit(md, "\n|---|");
-	for (ki = 0; ki < nkeys_list; ki++)
-		emit(md, "---:|");
-	emit(md, "\n");
-	for (r = 0; r < NROWS; r++) {
-		emit(md, "| %s |", row_name(r));
-		for (ki = 0; ki < nkeys_list; ki++) {
-			fi = &files[0][r][ki];
-			if (!fi->done || fi->rows == 0)
-				emit(md, " - |");
-			else if (fi->rows == 1)
-				emit(md, " (%s B in all) |", group((double)
-				    fi->bytes, b1, sizeof b1));
-			else
-				emit(md, " %.1f (%s B) |",
-				    (double)fi->bytes / (double)fi->rows,
-				    group((double)fi->bytes, b1, sizeof b1));
+	if (any_sqlite) {
+		emit(md, "Database bytes per client (%s store):"
+		    " page_count * page_size / rlg_state rows, right after"
+		    " populating (the disk and memory files are identical;"
+		    " the 1-key file is the schema's few pages).\n\n",
+		    store_names[ref]);
+		table_head(md, "algorithm", false);
+		for (r = 0; r < NROWS; r++) {
+			emit(md, "| %s |", row_name(r));
+			for (ki = 0; ki < nkeys_list; ki++) {
+				fi = &files[ref][r][ki];
+				if (!fi->done || fi->rows == 0)
+					emit(md, " - |");
+				else if (fi->rows == 1)
+					emit(md, " (%s B in all) |", group(
+					    (double)fi->bytes, b1, sizeof b1));
+				else
+					emit(md, " %.1f (%s B) |",
+					    (double)fi->bytes /
+					    (double)fi->rows, group((double)
+					    fi->bytes, b1, sizeof b1));
+			}
+			emit(md, "\n");
+		}
+		if (nkeys_list > 2 && files[ref][0][2].done)
+			emit(md, "\nfixed_window, 100,000 keys: %.1f bytes per"
+			    " active client (%s bytes for %s rows).\n",
+			    (double)files[ref][0][2].bytes /
+			    (double)files[ref][0][2].rows,
+			    group((double)files[ref][0][2].bytes, b1,
+			    sizeof b1), group((double)files[ref][0][2].rows,
+			    b2, sizeof b2));
+		emit(md, "\n");
+	}
+	if (store_run[STORE_REDIS]) {
+		emit(md, "Redis bytes per client: INFO memory used_memory"
+		    " after populating over the empty server's, per client"
+		    " (one hash; 1,000 keys or more). The token bucket's and"
+		    " the sliding log's keys expire within 1 to 2 s, faster"
+		    " than a large set is written, so Redis holds only the"
+		    " clients of the last second or two: \"expire\".\n\n");
+		table_head(md, "algorithm", false);
+		for (r = 0; r < NALGS; r++) {
+			pol = admit_policy(algorithms[r]);
+			emit(md, "| %s |", row_name(r));
+			for (ki = 0; ki < nkeys_list; ki++) {
+				fi = &files[STORE_REDIS][r][ki];
+				if (fi->done && short_lived(&pol))
+					emit(md, " expire |");
+				else if (!fi->done || fi->rows < 1000)
+					emit(md, " - |");
+				else
+					emit(md, " %.0f |", (double)fi->bytes /
+					    (double)fi->rows);
+			}
+			emit(md, "\n");
 		}
 		emit(md, "\n");
 	}
-	if (nkeys_list > 2 && files[0][0][2].done)
-		emit(md, "\nfixed_window, 100,000 keys: %.1f bytes per active"
-		    " client (%s bytes for %s rows).\n",
-		    (double)files[0][0][2].bytes / (double)files[0][0][2].rows,
-		    group((double)files[0][0][2].bytes, b1, sizeof b1),
-		    group((double)files[0][0][2].rows, b2, sizeof b2));
-	emit(md, "\nPopulating took (s, disk / memory; child process, one"
-	    " transaction per file):\n\n| algorithm |");
-	for (ki = 0; ki < nkeys_list; ki++)
-		emit(md, " %s key%s |", group((double)all_keys[ki], b1,
-		    sizeof b1), all_keys[ki] == 1 ? "" : "s");
-	emit(md, "\n|---|");
-	for (ki = 0; ki < nkeys_list; ki++)
-		emit(md, "---:|");
-	emit(md, "\n");
+	emit(md, "Populating took (s, ");
+	first = true;
+	for (s = 0; s < NSTORES; s++) {
+		if (store_run[s]) {
+			emit(md, "%s%s", first ? "" : " / ", store_names[s]);
+			first = false;
+		}
+	}
+	emit(md, "; SQLite: a child process, one transaction per file;"
+	    " Redis: a child process, pipelined):\n\n");
+	table_head(md, "algorithm", false);
 	for (r = 0; r < NROWS; r++) {
 		emit(md, "| %s |", row_name(r));
 		for (ki = 0; ki < nkeys_list; ki++) {
-			if (files[0][r][ki].done && files[1][r][ki].done)
-				emit(md, " %.1f / %.1f |",
-				    files[0][r][ki].seconds,
-				    files[1][r][ki].seconds);
-			else
-				emit(md, " - |");
+			first = true;
+			for (s = 0; s < NSTORES; s++) {
+				if (!store_run[s])
+					continue;
+				if (files[s][r][ki].done)
+					emit(md, "%s%.1f", first ? " " : " / ",
+					    files[s][r][ki].seconds);
+				else
+					emit(md, "%s-", first ? " " : " / ");
+				first = false;
+			}
+			emit(md, " |");
 		}
 		emit(md, "\n");
 	}
@@ -1564,7 +2355,8 @@ report(FILE *md, const struct options *o, double elapsed)
 	    " measurement's alone: the program and its libraries (about"
 	    " 3.5 MB of file pages), the threads' stacks, and per"
 	    " connection its schema, statements and page cache (SQLite's"
-	    " default cache_size, -2000: up to about 2 MB):\n\n");
+	    " default cache_size, -2000: up to about 2 MB; a Redis"
+	    " connection holds only its buffers):\n\n");
 	emit(md, "| store | keys |");
 	for (ti = 0; ti < nthreads_list; ti++)
 		emit(md, " %d thr |", threads_list[ti]);
@@ -1573,6 +2365,8 @@ report(FILE *md, const struct options *o, double elapsed)
 		emit(md, "---:|");
 	emit(md, "---:|\n");
 	for (s = 0; s < NSTORES; s++) {
+		if (!store_run[s])
+			continue;
 		for (ki = 0; ki < nkeys_list; ki++) {
 			long max = 0;
 
@@ -1593,14 +2387,18 @@ report(FILE *md, const struct options *o, double elapsed)
 	}
 }
 
-/* One row per measurement: store algorithm threads keys decisions_per_s. */
+/*
+ * One row per measurement: store algorithm threads keys decisions_per_s
+ * p50_us p99_us (the latency of a 1-thread run; "-" for the others).
+ */
 static void
 write_tsv(FILE *f)
 {
 	size_t s, r, ti, ki, a;
 	const struct cell *c;
 
-	fprintf(f, "# store\talgorithm\tthreads\tkeys\tdecisions_per_s\n");
+	fprintf(f, "# store\talgorithm\tthreads\tkeys\tdecisions_per_s"
+	    "\tp50_us\tp99_us\n");
 	for (s = 0; s < NSTORES; s++) {
 		for (r = 0; r < NROWS; r++) {
 			for (ti = 0; ti < nthreads_list; ti++) {
@@ -1608,25 +2406,31 @@ write_tsv(FILE *f)
 					c = &admitted[s][r][ti][ki];
 					if (!c->done)
 						continue;
-					fprintf(f, "%s\t%s\t%d\t%ld\t%.0f\n",
+					fprintf(f, "%s\t%s\t%d\t%ld\t%.0f",
 					    store_names[s], r == ROW_BASELINE ?
 					    "baseline" :
 					    rlg_algorithm_name(algorithms[r]),
 					    threads_list[ti], all_keys[ki],
 					    c->rate);
+					if (c->has_latency)
+						fprintf(f, "\t%.2f\t%.2f\n",
+						    c->p50_us, c->p99_us);
+					else
+						fprintf(f, "\t-\t-\n");
 				}
 			}
 		}
 		for (a = 0; a < NALGS; a++) {
 			if (rejected[s][a][0].done)
-				fprintf(f, "%s\t%s_rejected\t1\t1\t%.0f\n",
+				fprintf(f, "%s\t%s_rejected\t1\t1\t%.0f\t-\t-\n",
 				    store_names[s],
 				    rlg_algorithm_name(algorithms[a]),
 				    rejected[s][a][0].rate);
 			if (rejected[s][a][1].done)
-				fprintf(f, "%s\t%s_rejected_sqlite\t1\t1"
-				    "\t%.0f\n", store_names[s],
+				fprintf(f, "%s\t%s_rejected_%s\t1\t1"
+				    "\t%.0f\t-\t-\n", store_names[s],
 				    rlg_algorithm_name(algorithms[a]),
+				    s == STORE_REDIS ? "redis" : "sqlite",
 				    rejected[s][a][1].rate);
 		}
 	}

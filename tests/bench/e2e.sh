@@ -16,8 +16,8 @@
 # so drift (CPU frequency, other load) hits both alike. Each pair gives the
 # ratio of requests/s rlgate / noop; the summary is the median over pairs.
 # The CPU time each process used during the measured run (web server,
-# backend workers, wrk) is read from /proc, so the tables say where the
-# CPU went.
+# backend workers, wrk, and the redis-server of the _redis scenarios) is
+# read from /proc, so the tables say where the CPU went.
 #
 # Output: the tables (markdown) on stdout and in OUTFILE; one row per run
 # in OUTFILE with .md replaced by (or followed by) .tsv:
@@ -47,6 +47,10 @@
 #                      "list" prints them and exits)
 #   BENCH_KEEP_TMP     1 keeps the temporary directory (configs, logs, wrk
 #                      output) and prints its name
+#   REDIS_SERVER_BIN   redis-server for the _redis scenarios (default: the
+#                      one in PATH, else /usr/bin/redis-server)
+#   REDIS_CLI_BIN      redis-cli, to wait for it to answer PING (default:
+#                      the one in PATH, else /usr/bin/redis-cli)
 #
 # Scenarios (one client, 127.0.0.1; URL /api/v1/resources):
 #   <algorithm>_admitted   behind lighttpd; a limit never reached:
@@ -81,6 +85,21 @@
 #                          fewer worker threads than connections nginx keeps
 #                          open, requests queue behind idle connections
 #                          (seconds of tail latency)
+#   fixed_window_admitted_redis, fixed_window_rejected_redis
+#                          as fixed_window_admitted and _rejected, but
+#                          rlgate with [store] backend = redis (clock =
+#                          redis, the default): before each rlgate run the
+#                          script starts a fresh redis-server on a free
+#                          port of 127.0.0.1 (--save "" --appendonly no,
+#                          in the run's directory), waits until it answers
+#                          PING, and stops it by pid with the run; every
+#                          worker holds one TCP connection to it. Against
+#                          the same no-op ceiling, so rlgate+SQLite and
+#                          rlgate+Redis read side by side in one report.
+#                          Redis shares the machine's CPUs with the rest;
+#                          its CPU time is its own column. Rejected: the
+#                          rejection cache answers the repeats, as with
+#                          SQLite
 # <algorithm> is fixed_window, sliding_window, token_bucket, sliding_log.
 
 set -u
@@ -106,6 +125,8 @@ BENCH_PROG=e2e.sh
 : "${BENCH_SCENARIOS:=}"
 LIGHTTPD_BIN=${LIGHTTPD_BIN:-$(command -v lighttpd 2>/dev/null || echo /usr/sbin/lighttpd)}
 NGINX_BIN=${NGINX_BIN:-$(command -v nginx 2>/dev/null || echo /usr/sbin/nginx)}
+REDIS_SERVER_BIN=${REDIS_SERVER_BIN:-$(command -v redis-server 2>/dev/null || echo /usr/bin/redis-server)}
+REDIS_CLI_BIN=${REDIS_CLI_BIN:-$(command -v redis-cli 2>/dev/null || echo /usr/bin/redis-cli)}
 URL_PATH=/api/v1/resources
 
 OUT=${1:-./bench-e2e.md}
@@ -115,6 +136,7 @@ case $OUT in
 esac
 
 # id server algorithm kind backend-threads keepconn rlgate-log-level store
+# (store: empty for SQLite with the defaults, full, fullgroup, redis)
 ALL_SCENARIOS="
 fixed_window_admitted                lighttpd fixed_window   admitted base off warn
 fixed_window_rejected                lighttpd fixed_window   rejected base off warn
@@ -129,7 +151,9 @@ nginx_fixed_window_admitted          nginx    fixed_window   admitted base off w
 nginx_fixed_window_rejected          nginx    fixed_window   rejected base off warn
 fixed_window_admitted_full           lighttpd fixed_window   admitted group off warn full
 fixed_window_admitted_full_group     lighttpd fixed_window   admitted group off warn fullgroup
-nginx_keepconn_fixed_window_admitted nginx    fixed_window   admitted keep on  warn"
+nginx_keepconn_fixed_window_admitted nginx    fixed_window   admitted keep on  warn
+fixed_window_admitted_redis          lighttpd fixed_window   admitted base off warn redis
+fixed_window_rejected_redis          lighttpd fixed_window   rejected base off warn redis"
 
 # ---- checks ----------------------------------------------------------------
 
@@ -159,17 +183,25 @@ else
 	done
 fi
 
-scen_field() {   # scen_field ID N: field N (2 server .. 7 log level)
+scen_field() {   # scen_field ID N: field N (2 server .. 7 log level, 8 store)
 	awk -v s="$1" -v n="$2" '$1 == s { print $n }' <<<"$ALL_SCENARIOS"
 }
 
 need_servers=
+need_redis=
 for s in "${SCENARIOS[@]}"; do
 	need_servers="$need_servers $(scen_field "$s" 2)"
+	[ "$(scen_field "$s" 8)" = redis ] && need_redis=1
 done
 need_cmd wrk curl spawn-fcgi awk sort stat
 [[ $need_servers == *lighttpd* ]] && { [ -x "$LIGHTTPD_BIN" ] || die "lighttpd not found (LIGHTTPD_BIN=$LIGHTTPD_BIN)"; }
 [[ $need_servers == *nginx* ]] && { [ -x "$NGINX_BIN" ] || die "nginx not found (NGINX_BIN=$NGINX_BIN)"; }
+if [ -n "$need_redis" ]; then
+	[ -x "$REDIS_SERVER_BIN" ] ||
+		die "redis-server not found (REDIS_SERVER_BIN=$REDIS_SERVER_BIN): the _redis scenarios need it (scripts/deps.sh installs redis-server)"
+	[ -x "$REDIS_CLI_BIN" ] ||
+		die "redis-cli not found (REDIS_CLI_BIN=$REDIS_CLI_BIN): the _redis scenarios need it (scripts/deps.sh installs redis-tools)"
+fi
 [ -x "$RLGATE_BIN" ] || die "rlgate not found or not executable: $RLGATE_BIN (set RLGATE_BIN or RLGATE_BUILDDIR)"
 [ -x "$NOOP_BIN" ] || die "noop not found or not executable: $NOOP_BIN (make tests/bench/noop, or set NOOP_BIN)"
 { : >"$OUT"; } 2>/dev/null || die "cannot write $OUT"
@@ -181,7 +213,8 @@ bench_tmpdir
 # ---- one run -----------------------------------------------------------------
 
 # write_rlgate_conf FILE DB ALGORITHM KIND LOG_LEVEL [STORE]
-# STORE: full (synchronous = full, group commit off) or fullgroup (on).
+# STORE: full (synchronous = full, group commit off), fullgroup (on), or
+# redis (backend = redis on 127.0.0.1:$REDIS_PORT; no DB file).
 write_rlgate_conf() {
 	local limit window burst=
 	if [ "$4" = rejected ]; then
@@ -196,7 +229,13 @@ write_rlgate_conf() {
 	{
 		echo "; written by e2e.sh"
 		echo "[store]"
-		echo "path = $2"
+		case ${6:-} in
+		redis)
+			echo "backend = redis"
+			echo "url = redis://127.0.0.1:$REDIS_PORT"
+			;;
+		*) echo "path = $2" ;;
+		esac
 		case ${6:-} in
 		full) echo "synchronous = full"; echo "group_commit = off" ;;
 		fullgroup) echo "synchronous = full"; echo "group_commit = on" ;;
@@ -324,15 +363,49 @@ check_answer() {
 	fi
 }
 
-# stop_run: stops the web server and the backend of the current run.
+# stop_run: stops the web server, the backend and the redis-server of the
+# current run.
 stop_run() {
 	local pids=()
 	[ -n "${SERVER_PID:-}" ] && pids+=("$SERVER_PID")
 	[ ${#BACKEND_PIDS[@]} -gt 0 ] && pids+=("${BACKEND_PIDS[@]}")
+	[ -n "${REDIS_PID:-}" ] && pids+=("$REDIS_PID")
 	STOP_GRACE_MS=3000 stop_pids "${pids[@]}"
 	untrack_pid "${pids[@]}"
 	SERVER_PID=''
 	BACKEND_PIDS=()
+	REDIS_PID=''
+}
+
+# start_redis WHAT: a fresh redis-server on a free port of 127.0.0.1, no
+# persistence, in $RUN/redis, in the background; sets REDIS_PID and
+# REDIS_PORT once it answers PING (at most 10 s). A port taken before it
+# binds is retried with another one, up to 3 times.
+start_redis() {
+	local what=$1 try
+	mkdir -p "$RUN/redis" || die "mkdir $RUN/redis failed"
+	for try in 1 2 3; do
+		REDIS_PORT=$(free_port) || die "no free port on 127.0.0.1"
+		"$REDIS_SERVER_BIN" --port "$REDIS_PORT" --bind 127.0.0.1 \
+		    --save "" --appendonly no --dir "$RUN/redis" \
+		    --daemonize no </dev/null >>"$RUN/redis.log" 2>&1 &
+		REDIS_PID=$!
+		track_pid "$REDIS_PID"
+		for _ in $(seq 1 500); do
+			if [ "$(timeout -k 1 2 "$REDIS_CLI_BIN" -h 127.0.0.1 \
+			    -p "$REDIS_PORT" ping 2>/dev/null)" = PONG ]; then
+				return 0
+			fi
+			pid_alive "$REDIS_PID" || break
+			sleep 0.02
+		done
+		STOP_GRACE_MS=2000 stop_pids "$REDIS_PID"
+		untrack_pid "$REDIS_PID"
+		REDIS_PID=''
+		grep -qs 'in use' "$RUN/redis.log" || break
+		note "$what: port $REDIS_PORT was taken before redis-server could bind it (try $try); another one"
+	done
+	die "$what: redis-server did not answer PING on 127.0.0.1:$REDIS_PORT: $(tail -3 "$RUN/redis.log")"
 }
 
 # start_server SERVER SOCKET KEEPCONN WHAT: lighttpd or nginx on a free
@@ -374,20 +447,26 @@ start_server() {
 NRUN=0
 SERVER_PID=
 BACKEND_PIDS=()
+REDIS_PID=
+REDIS_PORT=
+REDIS_RAN=
 
 # run_one SCENARIO KIND(rlgate|noop) PAIR: one measured run; appends its
 # row to $BT/runs.tsv (server scenario kind pair rps p50 p99 requests
-# non2xx sockerr server_cpu backend_cpu wrk_cpu rss_list db wal).
+# non2xx sockerr server_cpu backend_cpu wrk_cpu rss_list db wal redis_cpu;
+# db and wal "-" with Redis, redis_cpu "-" without).
 run_one() {
 	local scen=$1 kind=$2 pair=$3 server algo skind tsel keepconn threads
 	local sock url what p rc wrk_s t0 t1 cpu_s0 cpu_s1 cpu_b0 cpu_b1
-	local cpu_w0 cpu_w1 wall_ms rss db=0 wal=0
+	local cpu_w0 cpu_w1 cpu_r0=0 cpu_r1=0 wall_ms rss db=0 wal=0 store
+	local redis_cpu=-
 	local -a spid=() server_pids=()
 	server=$(scen_field "$scen" 2)
 	algo=$(scen_field "$scen" 3)
 	skind=$(scen_field "$scen" 4)
 	tsel=$(scen_field "$scen" 5)
 	keepconn=$(scen_field "$scen" 6)
+	store=$(scen_field "$scen" 8)
 	threads=$BENCH_THREADS
 	[ "$tsel" = keep ] && threads=$BENCH_KEEPCONN_THREADS
 	[ "$tsel" = group ] && threads=$BENCH_GROUP_THREADS
@@ -401,8 +480,12 @@ run_one() {
 	# the backend: spawn-fcgi -F N; a /bin/sh wrapper keeps each worker's
 	# stderr (spawn-fcgi points it at /dev/null) and execs it (same pid)
 	if [ "$kind" = rlgate ]; then
+		if [ "$store" = redis ]; then
+			start_redis "$what"
+			REDIS_RAN=1
+		fi
 		write_rlgate_conf "$RUN/rlgate.conf" "$RUN/rlgate.db" "$algo" "$skind" \
-		    "$(scen_field "$scen" 7)" "$(scen_field "$scen" 8)"
+		    "$(scen_field "$scen" 7)" "$store"
 		set -- "$RLGATE_BIN" --config "$RUN/rlgate.conf" --threads "$threads"
 	else
 		set -- "$NOOP_BIN" --threads "$threads"
@@ -460,6 +543,7 @@ run_one() {
 	cpu_s0=$(cpu_ticks "${server_pids[@]}")
 	cpu_b0=$(cpu_ticks "${BACKEND_PIDS[@]}")
 	cpu_w0=$(children_ticks)
+	[ -n "$REDIS_PID" ] && cpu_r0=$(cpu_ticks "$REDIS_PID")
 	t0=$(now_ms)
 	timeout -k 5 "$wrk_s" wrk -t"$BENCH_WRK_THREADS" -c"$BENCH_CONNECTIONS" \
 	    -d"${BENCH_SECONDS}s" --latency "$url" >"$RUN/wrk.out" 2>&1 ||
@@ -468,12 +552,16 @@ run_one() {
 	cpu_s1=$(cpu_ticks "${server_pids[@]}")
 	cpu_b1=$(cpu_ticks "${BACKEND_PIDS[@]}")
 	cpu_w1=$(children_ticks)
+	[ -n "$REDIS_PID" ] && cpu_r1=$(cpu_ticks "$REDIS_PID")
 	rss=
 	for p in "${BACKEND_PIDS[@]}"; do
 		pid_alive "$p" || die "$what: backend pid $p died during the run: $(tail -3 "$RUN/backend.log")"
 		rss="$rss${rss:+,}$(rss_kb "$p")"
 	done
-	if [ "$kind" = rlgate ]; then
+	if [ -n "$REDIS_PID" ]; then
+		pid_alive "$REDIS_PID" || die "$what: redis-server died during the run: $(tail -3 "$RUN/redis.log")"
+		db=- wal=-
+	elif [ "$kind" = rlgate ]; then
 		db=$(file_size "$RUN/rlgate.db")
 		wal=$(file_size "$RUN/rlgate.db-wal")
 	fi
@@ -485,11 +573,14 @@ run_one() {
 	[ "$wall_ms" -gt 0 ] || wall_ms=1
 	pct() { awk -v a="$1" -v b="$2" -v hz="$CLK_TCK" -v ms="$wall_ms" \
 	    'BEGIN { printf "%.0f", (b - a) / hz / (ms / 1000) * 100 }'; }
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+	[ "$store" = redis ] && [ "$kind" = rlgate ] &&
+		redis_cpu=$(pct "$cpu_r0" "$cpu_r1")
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
 	    "$server" "$scen" "$kind" "$pair" "$WRK_RPS" "$WRK_P50_MS" \
 	    "$WRK_P99_MS" "$WRK_REQUESTS" "$WRK_NON2XX" "$WRK_SOCKERR" \
 	    "$(pct "$cpu_s0" "$cpu_s1")" "$(pct "$cpu_b0" "$cpu_b1")" \
-	    "$(pct "$cpu_w0" "$cpu_w1")" "$rss" "$db" "$wal" >>"$BT/runs.tsv"
+	    "$(pct "$cpu_w0" "$cpu_w1")" "$rss" "$db" "$wal" "$redis_cpu" \
+	    >>"$BT/runs.tsv"
 
 	# the answers must be what the scenario says: all 2xx when admitted
 	# (and for noop), all 429 when rejected
@@ -542,6 +633,9 @@ cpu_model=$(awk -F': *' '$1 ~ /^model name/ { print $2; exit }' /proc/cpuinfo)
 lighttpd_v=$("$LIGHTTPD_BIN" -v 2>&1 | head -1)
 nginx_v=$("$NGINX_BIN" -v 2>&1 | head -1)
 wrk_v=$(wrk -v 2>&1 | head -1 | awk '{ print $1, $2 }')
+redis_v=
+[ -n "$REDIS_RAN" ] &&
+	redis_v="; redis-server $("$REDIS_SERVER_BIN" --version 2>/dev/null | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^v=/) { sub(/^v=/, "", $i); print $i } }')"
 
 R=$BT/report.md
 {
@@ -574,10 +668,11 @@ R=$BT/report.md
 	echo "## Every run"
 	echo
 	echo "CPU: % of one core used during the measured run by the web server"
-	echo "(nginx: master + workers), by the backend's workers together, and by wrk."
+	echo "(nginx: master + workers), by the backend's workers together, by wrk,"
+	echo "and by the redis-server of the _redis scenarios' rlgate runs."
 	echo
-	echo "| server | scenario | pair | kind | req/s | p50 ms | p99 ms | requests | non-2xx | socket errors | server CPU % | backend CPU % | wrk CPU % | ratio |"
-	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+	echo "| server | scenario | pair | kind | req/s | p50 ms | p99 ms | requests | non-2xx | socket errors | server CPU % | backend CPU % | wrk CPU % | redis CPU % | ratio |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 	awk -F'\t' '
 		$3 == "rlgate" { r[$1 SUBSEP $2 SUBSEP $4] = $5 }
 		$3 == "noop" { n[$1 SUBSEP $2 SUBSEP $4] = $5 }
@@ -589,16 +684,17 @@ R=$BT/report.md
 				ratio = "-"
 				if (f[3] == "rlgate" && n[k] > 0)
 					ratio = sprintf("%.2f", r[k] / n[k])
-				printf "| %s | %s | %s | %s | %.0f | %.2f | %.2f | %s | %s | %s | %s | %s | %s | %s |\n",
+				printf "| %s | %s | %s | %s | %.0f | %.2f | %.2f | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 				    f[1], f[2], f[4], f[3], f[5], f[6], f[7], f[8],
-				    f[9], f[10], f[11], f[12], f[13], ratio
+				    f[9], f[10], f[11], f[12], f[13], f[17], ratio
 			}
 		}' "$BT/runs.tsv"
 	echo
 	echo "## Memory and database"
 	echo
 	echo "RSS (VmRSS) of each backend worker at the end of its last measured run,"
-	echo "and rlgate's database file and its -wal after it (while still open)."
+	echo "and rlgate's database file and its -wal after it (while still open;"
+	echo "\"-\" with Redis, which holds the state)."
 	echo
 	echo "| server | scenario | rlgate RSS kB per worker | noop RSS kB per worker | db bytes | wal bytes |"
 	echo "|---|---|---|---|---|---|"
@@ -614,12 +710,14 @@ R=$BT/report.md
 	echo "## Machine and parameters"
 	echo
 	echo "- machine: $(nproc) CPUs, $cpu_model; load average $load_start at the start, $load_end at the end"
-	echo "- software: $lighttpd_v; $nginx_v; $wrk_v; $rlgate_version"
+	echo "- software: $lighttpd_v; $nginx_v; $wrk_v; $rlgate_version$redis_v"
 	echo "- started $started; $BENCH_PAIRS pairs per scenario, ${BENCH_SECONDS} s measured after ${BENCH_WARMUP} s of warm-up per run"
 	echo "- wrk -t$BENCH_WRK_THREADS -c$BENCH_CONNECTIONS -d${BENCH_SECONDS}s --latency http://127.0.0.1:PORT$URL_PATH (one client address)"
 	echo "- backend: spawn-fcgi -F $BENCH_PROCS, --threads $BENCH_THREADS (nginx_keepconn: --threads $BENCH_KEEPCONN_THREADS; _full: --threads $BENCH_GROUP_THREADS, synchronous = full, group_commit off, then on), a fresh process set and database per run; rlgate [headers] style = draft03, [log] level = warn (one line per 429; _nolog: error), one [policy default]"
 	echo "- lighttpd: one process, mod_fastcgi to the unix socket (no bin-path, check-local disable), no access log, other settings default"
 	echo "- nginx: master_process on, worker_processes $BENCH_NGINX_WORKERS, access_log off, fastcgi_pass to the unix socket, /etc/nginx/fastcgi_params; fastcgi_keep_conn off, except nginx_keepconn: upstream keepalive 16, fastcgi_keep_conn on"
+	[ -n "$REDIS_RAN" ] &&
+		echo "- redis (_redis scenarios): a fresh redis-server per rlgate run on 127.0.0.1 (TCP, a free port), --save \"\" --appendonly no, on the same CPUs; rlgate [store] backend = redis, url = redis://127.0.0.1:PORT, clock = redis, other keys default (timeout_ms 500, rejection_cache 4096); one connection per worker thread"
 	echo "- limits: admitted 1000000000 per 60 s (token_bucket burst 1000000000), sliding_log 100000 per 1 s; rejected 1 per 3600 s (token_bucket burst 1), used up before the warm-up"
 	echo "- rlgate $RLGATE_BIN; noop $NOOP_BIN"
 } >"$R"
