@@ -257,6 +257,8 @@ static int rlg_url_unix(struct rlg_store_config *sc, const char *rest,
     char *why, size_t size);
 static int rlg_url_tcp(struct rlg_store_config *sc, const char *rest,
     char *why, size_t size);
+static int rlg_url_host(const char **sp, char **hostp, int *portp,
+    char *why, size_t size);
 static bool rlg_url_decode(const char *s, size_t len, char **out);
 static bool rlg_url_number(const char *s, size_t len, long long max,
     long long *out);
@@ -341,6 +343,12 @@ static const struct rlg_key rlg_keys[] = {
 #define RLG_NKEYS (sizeof rlg_keys / sizeof rlg_keys[0])
 #define RLG_NSCOPES (1 + RLG_POLICIES_MAX + RLG_ROUTES_MAX)
 
+/*
+ * backend = redis_cluster is the Redis store in its cluster mode: backend
+ * RLG_BACKEND_REDIS with redis_cluster set (rlg_set_backend).
+ */
+#define RLG_BACKEND_WORD_CLUSTER (-1)
+
 /* The words each enum key accepts, in the order the messages list them. */
 static const struct rlg_word rlg_on_error_words[] = {
 	{ "closed", RLG_ON_ERROR_CLOSED },
@@ -350,6 +358,7 @@ static const struct rlg_word rlg_on_error_words[] = {
 static const struct rlg_word rlg_backend_words[] = {
 	{ "sqlite", RLG_BACKEND_SQLITE },
 	{ "redis", RLG_BACKEND_REDIS },
+	{ "redis_cluster", RLG_BACKEND_WORD_CLUSTER },
 	{ NULL, 0 }
 };
 static const struct rlg_word rlg_clock_words[] = {
@@ -543,13 +552,18 @@ rlg_config_redis_url(struct rlg_store_config *sc, const char *url,
 	sc->redis_user = tmp.redis_user;
 	sc->redis_password = tmp.redis_password;
 	sc->redis_db = tmp.redis_db;
+	sc->redis_seeds = tmp.redis_seeds;
+	sc->redis_nseeds = tmp.redis_nseeds;
 	return 0;
 }
 
 const char *
 rlg_store_describe(const struct rlg_store_config *sc, char *buf, size_t size)
 {
+	const char *host;
 	char db[24] = "";
+	size_t len, i;
+	int port;
 
 	if (sc->backend == RLG_BACKEND_SQLITE) {
 		snprintf(buf, size, "sqlite %s", sc->path != NULL ? sc->path :
@@ -568,6 +582,22 @@ rlg_store_describe(const struct rlg_store_config *sc, char *buf, size_t size)
 	}
 	if (sc->redis_db != 0)
 		snprintf(db, sizeof db, "/%d", sc->redis_db);
+	if (sc->redis_cluster) {
+		/* The seed nodes, as many as fit. */
+		len = (size_t)snprintf(buf, size, "redis_cluster ");
+		for (i = 0; i <= sc->redis_nseeds && len < size; i++) {
+			host = i == 0 ? sc->redis_host :
+			    sc->redis_seeds[i - 1].host;
+			port = i == 0 ? sc->redis_port :
+			    sc->redis_seeds[i - 1].port;
+			len += (size_t)snprintf(buf + len, size - len,
+			    strchr(host, ':') != NULL ? "%s[%s]:%d" :
+			    "%s%s:%d", i > 0 ? "," : "", host, port);
+		}
+		if (len < size)
+			snprintf(buf + len, size - len, "%s", db);
+		return buf;
+	}
 	snprintf(buf, size, strchr(sc->redis_host, ':') != NULL ?
 	    "redis [%s]:%d%s" : "redis %s:%d%s", sc->redis_host,
 	    sc->redis_port, db);
@@ -575,19 +605,21 @@ rlg_store_describe(const struct rlg_store_config *sc, char *buf, size_t size)
 }
 
 /*
- * redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], rest after "redis://". The
- * userinfo ends at the last '@', so a password may hold '@' and '/'
- * as they are; %XX escapes are decoded too.
+ * redis://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...][/DB], rest after
+ * "redis://". The userinfo ends at the last '@', so a password may hold
+ * '@', '/' and ',' as they are; %XX escapes are decoded too. The first
+ * HOST:PORT goes to redis_host and redis_port, the others (a Redis
+ * Cluster's seed nodes) to redis_seeds.
  */
 static int
 rlg_url_tcp(struct rlg_store_config *sc, const char *rest, char *why,
     size_t size)
 {
-	const char *at, *host, *end, *colon, *s;
-	char addr[INET6_ADDRSTRLEN + 64];
-	struct in6_addr a6;
+	const char *at, *host, *colon, *s;
 	long long v;
-	size_t len;
+	size_t len, i;
+	char *h;
+	int port;
 
 	at = strrchr(rest, '@');
 	if (at != NULL) {
@@ -614,6 +646,69 @@ rlg_url_tcp(struct rlg_store_config *sc, const char *rest, char *why,
 		host = rest;
 	}
 
+	s = host;
+	for (i = 0;; i++) {
+		if (i == RLG_REDIS_SEEDS_MAX) {
+			snprintf(why, size, "more than %d HOST:PORT in the "
+			    "list", RLG_REDIS_SEEDS_MAX);
+			return -1;
+		}
+		if (i > 0 && (*s == ',' || *s == '/' || *s == '\0')) {
+			snprintf(why, size, "empty HOST:PORT in the list");
+			return -1;
+		}
+		if (rlg_url_host(&s, &h, &port, why, size) != 0)
+			return -1;
+		if (i == 0) {
+			sc->redis_host = h;
+			sc->redis_port = port;
+		} else {
+			if (sc->redis_seeds == NULL)
+				sc->redis_seeds = rlg_xcalloc(
+				    RLG_REDIS_SEEDS_MAX - 1,
+				    sizeof *sc->redis_seeds);
+			sc->redis_seeds[i - 1].host = h;
+			sc->redis_seeds[i - 1].port = port;
+			sc->redis_nseeds = i;
+		}
+		if (*s != ',')
+			break;
+		s++;
+	}
+	if (*s == '/') {
+		len = strlen(s + 1);
+		if (len > 0 && !rlg_url_number(s + 1, len, RLG_REDIS_DB_MAX,
+		    &v)) {
+			snprintf(why, size, "database must be an integer from "
+			    "0 to %d", RLG_REDIS_DB_MAX);
+			return -1;
+		}
+		sc->redis_db = len > 0 ? (int)v : 0;
+		s += 1 + len;
+	}
+	if (*s != '\0') {
+		snprintf(why, size, "unexpected \"%c\" after the host",
+		    *s);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * One HOST[:PORT] at *sp, up to a ',', a '/' or the end; *sp is moved
+ * past it. The host (a new string) into *hostp, the port (6379 if none)
+ * into *portp. 0, or -1 with why set and nothing allocated.
+ */
+static int
+rlg_url_host(const char **sp, char **hostp, int *portp, char *why,
+    size_t size)
+{
+	const char *host = *sp, *end, *s;
+	char addr[INET6_ADDRSTRLEN + 64], *h;
+	struct in6_addr a6;
+	long long v;
+	size_t len;
+
 	if (*host == '[') {
 		end = strchr(host, ']');
 		len = end != NULL ? (size_t)(end - host - 1) : 0;
@@ -631,12 +726,11 @@ rlg_url_tcp(struct rlg_store_config *sc, const char *rest, char *why,
 			snprintf(why, size, "bad IPv6 address in brackets");
 			return -1;
 		}
-		sc->redis_host = rlg_xmalloc(len + 1);
-		memcpy(sc->redis_host, host + 1, len);
-		sc->redis_host[len] = '\0';
+		host++;
 		s = end + 1;
 	} else {
-		for (s = host; *s != '\0' && *s != ':' && *s != '/'; s++) {
+		for (s = host; *s != '\0' && *s != ':' && *s != '/' &&
+		    *s != ','; s++) {
 			if (!((*s >= 'A' && *s <= 'Z') ||
 			    (*s >= 'a' && *s <= 'z') ||
 			    (*s >= '0' && *s <= '9') || *s == '.' ||
@@ -657,38 +751,24 @@ rlg_url_tcp(struct rlg_store_config *sc, const char *rest, char *why,
 			    RLG_REDIS_HOST_MAX);
 			return -1;
 		}
-		sc->redis_host = rlg_xmalloc(len + 1);
-		memcpy(sc->redis_host, host, len);
-		sc->redis_host[len] = '\0';
 	}
-
+	*portp = RLG_DEFAULT_REDIS_PORT;
 	if (*s == ':') {
-		end = s + 1 + strcspn(s + 1, "/");
+		end = s + 1 + strcspn(s + 1, "/,");
 		if (!rlg_url_number(s + 1, (size_t)(end - s - 1), 65535, &v) ||
 		    v < 1) {
 			snprintf(why, size, "port must be an integer from 1 "
 			    "to 65535");
 			return -1;
 		}
-		sc->redis_port = (int)v;
+		*portp = (int)v;
 		s = end;
 	}
-	if (*s == '/') {
-		len = strlen(s + 1);
-		if (len > 0 && !rlg_url_number(s + 1, len, RLG_REDIS_DB_MAX,
-		    &v)) {
-			snprintf(why, size, "database must be an integer from "
-			    "0 to %d", RLG_REDIS_DB_MAX);
-			return -1;
-		}
-		sc->redis_db = len > 0 ? (int)v : 0;
-		s += 1 + len;
-	}
-	if (*s != '\0') {
-		snprintf(why, size, "unexpected \"%c\" after the host",
-		    *s);
-		return -1;
-	}
+	h = rlg_xmalloc(len + 1);
+	memcpy(h, host, len);
+	h[len] = '\0';
+	*hostp = h;
+	*sp = s;
 	return 0;
 }
 
@@ -861,10 +941,17 @@ rlg_url_masked(const char *url)
 	return s;
 }
 
-/* Frees the redis_* strings of sc and sets them to NULL. */
+/* Frees the redis_* strings and seeds of sc and sets them to NULL. */
 static void
 rlg_redis_fields_free(struct rlg_store_config *sc)
 {
+	size_t i;
+
+	for (i = 0; i < sc->redis_nseeds; i++)
+		free(sc->redis_seeds[i].host);
+	free(sc->redis_seeds);
+	sc->redis_seeds = NULL;
+	sc->redis_nseeds = 0;
 	free(sc->redis_host);
 	free(sc->redis_socket);
 	free(sc->redis_user);
@@ -1587,8 +1674,11 @@ rlg_routes_finish(struct rlg_parse *p)
  * redis would get one SQLite file per machine, each client a full quota
  * on each. max_clients set with Redis likewise promises a bound that
  * Redis does not keep (its memory follows maxmemory and key expiry), and
- * synchronous or group_commit a durability or a batching it has not. With
- * a backend that was itself bad (already reported) nothing is checked.
+ * synchronous or group_commit a durability or a batching it has not. A
+ * list of seed nodes with backend = redis would silently use the first
+ * node only; a Redis Cluster is reached over TCP and has database 0 only.
+ * With a backend that was itself bad (already reported) nothing is
+ * checked.
  */
 static void
 rlg_store_finish(struct rlg_parse *p)
@@ -1603,6 +1693,7 @@ rlg_store_finish(struct rlg_parse *p)
 		{ "timeout_ms", p->timeout_line },
 		{ "clock", p->clock_line },
 	};
+	bool cluster = sc->redis_cluster;
 	size_t i;
 
 	if (p->backend_bad)
@@ -1611,15 +1702,28 @@ rlg_store_finish(struct rlg_parse *p)
 		for (i = 0; i < sizeof redis_only / sizeof redis_only[0]; i++)
 			if (redis_only[i].line != 0)
 				rlg_problem(p, redis_only[i].line, "[store] %s: "
-				    "applies only to backend = redis",
-				    redis_only[i].name);
+				    "applies only to backend = redis or "
+				    "redis_cluster", redis_only[i].name);
 		return;
 	}
 	/* A url that was set but bad is reported for itself. */
 	if (p->url_line == 0 && *rlg_first_line(p, 0,
 	    rlg_key_index(RLG_SECT_STORE, "url")) == 0)
-		rlg_problem(p, p->backend_line, "[store] backend: redis needs "
-		    "[store] url = redis://HOST:PORT or unix:/PATH");
+		rlg_problem(p, p->backend_line, cluster ? "[store] backend: "
+		    "redis_cluster needs [store] url = redis://HOST:PORT"
+		    "[,HOST:PORT...] (seed nodes)" : "[store] backend: redis "
+		    "needs [store] url = redis://HOST:PORT or unix:/PATH");
+	if (p->url_line != 0 && !cluster && sc->redis_nseeds > 0)
+		rlg_problem(p, p->url_line, "[store] url: several HOST:PORT "
+		    "are the seed nodes of a Redis Cluster: set backend = "
+		    "redis_cluster, or name one server");
+	if (p->url_line != 0 && cluster && sc->redis_socket != NULL)
+		rlg_problem(p, p->url_line, "[store] url: backend = "
+		    "redis_cluster needs redis://HOST:PORT[,HOST:PORT...]: "
+		    "cluster nodes talk TCP");
+	if (p->url_line != 0 && cluster && sc->redis_db != 0)
+		rlg_problem(p, p->url_line, "[store] url: a Redis Cluster has "
+		    "database 0 only (got /%d)", sc->redis_db);
 	if (p->max_clients_line != 0)
 		rlg_problem(p, p->max_clients_line, "[store] max_clients: "
 		    "applies only to backend = sqlite: Redis memory is bounded "
@@ -2016,7 +2120,9 @@ rlg_set_backend(struct rlg_parse *p, const struct rlg_key *k,
 	int v;
 
 	if (rlg_set_word(p, k, value, rlg_backend_words, &v)) {
-		p->cfg->store.backend = (enum rlg_store_backend)v;
+		p->cfg->store.redis_cluster = v == RLG_BACKEND_WORD_CLUSTER;
+		p->cfg->store.backend = v == RLG_BACKEND_WORD_CLUSTER ?
+		    RLG_BACKEND_REDIS : (enum rlg_store_backend)v;
 		p->backend_line = p->lineno;
 	} else {
 		p->backend_bad = true;

@@ -57,7 +57,14 @@ enum rlg_group {
 /* [store] backend: where the limiter state lives (store.h). */
 enum rlg_store_backend {
 	RLG_BACKEND_SQLITE = 0,    /* one file, shared by the gateway's processes */
-	RLG_BACKEND_REDIS,         /* one Redis server, shared by many gateways */
+	RLG_BACKEND_REDIS,         /* Redis, shared by many gateways: one server,
+	                              or a Redis Cluster (redis_cluster) */
+};
+
+/* One more seed node of a Redis Cluster ([store] url). */
+struct rlg_redis_seed {
+	char *host;                /* as redis_host */
+	int port;
 };
 
 /* [store] clock (Redis): whose clock says what time it is. */
@@ -68,7 +75,8 @@ enum rlg_store_clock {
 
 /*
  * All zero is a valid SQLite config without a path; the Redis fields
- * (redis_*, timeouts, clock) are used only with backend = redis and are
+ * (redis_*, timeouts, clock) are used only with backend = redis (which
+ * [store] backend = redis_cluster is too, with redis_cluster set) and are
  * filled from [store] url by rlg_config_redis_url.
  */
 struct rlg_store_config {
@@ -97,6 +105,16 @@ struct rlg_store_config {
 	char *redis_user;          /* or NULL: the default user */
 	char *redis_password;      /* or NULL: no AUTH */
 	int redis_db;              /* 0..RLG_REDIS_DB_MAX */
+	/*
+	 * [store] backend = redis_cluster: the Redis store (backend is
+	 * RLG_BACKEND_REDIS) talks to a Redis Cluster, whose seed nodes are
+	 * redis_host:redis_port and then redis_seeds, in url order
+	 * (redis://HOST:PORT,HOST:PORT,...). The config allows a list only
+	 * with it. The seeds are owned.
+	 */
+	bool redis_cluster;
+	struct rlg_redis_seed *redis_seeds;
+	size_t redis_nseeds;       /* < RLG_REDIS_SEEDS_MAX */
 	int connect_timeout_ms;    /* connect (TCP or socket); 0: the default */
 	int timeout_ms;            /* each command; 0: the default */
 	enum rlg_store_clock clock;
@@ -187,6 +205,7 @@ struct rlg_config {
 #define RLG_DEFAULT_REDIS_TIMEOUT_MS 500      /* connect and each command */
 #define RLG_REDIS_TIMEOUT_MS_MAX 60000
 #define RLG_REDIS_DB_MAX 2147483647
+#define RLG_REDIS_SEEDS_MAX 32                /* HOST:PORT in one url */
 #define RLG_DEFAULT_LIMIT        60
 #define RLG_DEFAULT_WINDOW_S     60
 
@@ -229,18 +248,23 @@ const char *rlg_config_pick(const char *opt);
  * Parses a Redis address into sc's redis_* fields, replacing what they
  * held:
  *   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]   (PORT 6379 by default)
+ *   redis://[[USER]:PASSWORD@]HOST[:PORT],HOST[:PORT]...[/DB]
  *   unix:/PATH[?db=N][&password=P][&user=U]      (unix:///PATH too)
  * HOST is a name, an IPv4 address or an IPv6 one in brackets; USER and
- * PASSWORD may hold %XX escapes (%40 for '@'). Returns 0, or -1 with why
- * the url is refused in why (size bytes; never the password) and sc
- * unchanged.
+ * PASSWORD may hold %XX escapes (%40 for '@'). A list (at most
+ * RLG_REDIS_SEEDS_MAX) names the seed nodes of a Redis Cluster: the first
+ * goes to redis_host and redis_port, the others to redis_seeds; whether
+ * the backend wants a list is the config's check, not this one's.
+ * Returns 0, or -1 with why the url is refused in why (size bytes; never
+ * the password) and sc unchanged.
  */
 int rlg_config_redis_url(struct rlg_store_config *sc, const char *url,
     char *why, size_t size);
 
 /*
  * Where the store is, for the logs, never with a password: "sqlite PATH",
- * "redis HOST:PORT[/DB]", "redis [V6ADDR]:PORT", "redis unix:PATH[?db=N]".
+ * "redis HOST:PORT[/DB]", "redis [V6ADDR]:PORT", "redis unix:PATH[?db=N]",
+ * "redis_cluster HOST:PORT,HOST:PORT..." (the seed nodes).
  * Writes into buf (size bytes) and returns it.
  */
 const char *rlg_store_describe(const struct rlg_store_config *sc, char *buf,

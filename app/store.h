@@ -57,7 +57,10 @@ extern const struct rlg_store_ops rlg_store_sqlite_ops;
 /*
  * The Redis store: one connection per handle, one EVALSHA per step; a lost
  * connection is reopened after a backoff (100 ms doubling to 5 s) during
- * which steps fail at once. Its prune deletes nothing: keys expire.
+ * which steps fail at once. Its prune deletes nothing: keys expire. On a
+ * Redis Cluster (redis_cluster in the config): one connection per master,
+ * one EVALSHA per slot, and a step whose clients lie in several slots is
+ * atomic per slot only (store_redis.c says what that means).
  */
 extern const struct rlg_store_ops rlg_store_redis_ops;
 /* The rejection cache in front of either store (store_cache.c); no open:
@@ -115,7 +118,8 @@ int rlg_store_open(const struct rlg_store_config *cfg, struct rlg_store **out);
  * One request: applies items[0..n) at now_ms, atomically. decisions[i] gets
  * policy i's decision. The request is admitted when every decision is; only
  * then are the new states written. Returns RLG_OK (admitted or not), or
- * RLG_ESTORE when the store failed (nothing written, decisions undefined),
+ * RLG_ESTORE when the store failed (nothing written, decisions undefined;
+ * on a Redis Cluster, items of several slots: see store_redis.c),
  * or RLG_EFULL when admitting would give a policy state for more than
  * max_clients clients even after pruning expired ones (SQLite only; nothing
  * written, decisions undefined; clients the store already holds are never

@@ -1,7 +1,7 @@
 /*
- * store_redis.c: the Redis store, one hiredis connection per handle (a
- * handle belongs to one worker thread), for many gateways sharing one
- * limit.
+ * store_redis.c: the Redis store, for many gateways sharing one limit:
+ * one Redis server, or a Redis Cluster ([store] backend = redis_cluster).
+ * A handle belongs to one worker thread and holds its own connections.
  *
  * A step is one EVALSHA of db/redis/step.lua (compiled in as
  * rlg_redis_script_lua): Redis runs a script alone, so reading the states
@@ -10,7 +10,10 @@
  * SQLite transaction is for one machine. The keys and the arguments are
  * the contract's (README "Many gateways: the Redis store"):
  *   KEYS[2i-1] = rlg:{CLIENT}:POLICY       the state hash of item i
- *   KEYS[2i]   = rlg:{CLIENT}:POLICY:log   its sliding log (a list)
+ *   KEYS[2i]   = rlg:{CLIENT}:POLICY:log   its sliding log (a list), for
+ *                                          a sliding_log item; for the
+ *                                          others, which never touch it,
+ *                                          KEYS[2i-1] again (see below)
  *   ARGV = now_ms ("" for Redis TIME), n, then per item: algorithm,
  *          limit, window_ms, burst, advisory
  * and the reply is an array of 1 + 5n integers: the now_ms used, then per
@@ -18,33 +21,94 @@
  * checked strictly; anything else is a store failure.
  *
  * The hash tag {CLIENT} puts one client's keys in one slot, so the script
- * touches one slot (Redis Cluster, later). Redis hashes what lies between
- * the first '{' and the first '}' after it; for one client that is the
- * same prefix of every key, whatever the key holds, unless it is empty (a
- * client key that is empty or starts with '}'): then Redis hashes whole
- * keys, and the state and the log of one client could land in two slots.
- * Those are refused (RLG_EINVAL). rlgate's own keys (IP addresses, IPv6
- * prefixes, "k:" and hex, "unknown") never are. Policy names hold no ':'
- * or '}' (config.c), so no two (policy, client) pairs share a key.
+ * of a request whose policies all key on one client touches one slot.
+ * Redis hashes what lies between the first '{' and the first '}' after
+ * it; for one client that is the same prefix of every key, whatever the
+ * key holds, unless it is empty (a client key that is empty or starts
+ * with '}'): then Redis hashes whole keys, and the state and the log of
+ * one client could land in two slots. Those are refused (RLG_EINVAL).
+ * rlgate's own keys (IP addresses, IPv6 prefixes, "k:" and hex,
+ * "unknown") never are. Policy names hold no ':' or '}' (config.c), so no
+ * two (policy, client) pairs share a key.
  *
  * The script is loaded (SCRIPT LOAD) on every connect, which gives its
  * SHA1; a NOSCRIPT reply (SCRIPT FLUSH, a failover to a server that lacks
- * it) loads it again and retries once.
+ * it) loads it again on that server and retries once.
  *
  * Failures: any error (connect, AUTH, SELECT, timeout, a closed
  * connection, an error reply, a malformed reply) fails the step with
  * RLG_ESTORE and an errmsg naming the server and the cause, and drops the
  * connection: a connection in an unknown state (a reply may still be on
- * its way) is never reused. The next connect waits for a backoff, 100 ms
- * doubling to 5 s and reset by the next step that succeeds; until then
- * steps fail at once without touching the network, so a dead Redis costs
- * the gateway no timeouts. One line is logged when the store is lost and
- * one when it answers again. Backoffs follow the monotonic clock, not the
- * caller's now_ms (which the tests fix, and which may step).
+ * its way) is never reused. The next connect to that server waits for a
+ * backoff, 100 ms doubling to 5 s and reset by the next step that
+ * succeeds there; until then steps that need it fail at once without
+ * touching the network, so a dead Redis costs the gateway no timeouts.
+ * One line is logged when a server is lost and one when it answers
+ * again. Backoffs follow the monotonic clock, not the caller's now_ms
+ * (which the tests fix, and which may step).
+ *
+ * Redis Cluster. The handle keeps a slot map (the master of each of the
+ * 16384 slots, from CLUSTER SLOTS, asked of a node it knows or else of the
+ * seed nodes of the url) and one connection per master, each opened when
+ * a request first needs it and each with its own backoff and lost/back
+ * log lines, as the single server's. The slot of a request is CRC16 of
+ * its client's hash tag mod 16384. The map is read at open and again,
+ * at most every RD_REFRESH_MIN_MS, before a request that follows a MOVED,
+ * a CLUSTERDOWN or a failed server (a failover moves slots). Replies:
+ *   MOVED slot host:port  the slot has moved: the map says so at once,
+ *                         the command goes there; a full refresh follows.
+ *   ASK slot host:port    the slot is being migrated and the keys are not
+ *                         (or no longer) here: ASKING, then the command on
+ *                         that node, once; the map is left as it is.
+ *   NOSCRIPT              SCRIPT LOAD on that node, the command again once.
+ *   TRYAGAIN              a migration holds some keys of the command on
+ *                         each side: again after 5, 10, 20, 40, 80 ms,
+ *                         then a store failure (the server is not lost).
+ *   CLUSTERDOWN           once more (after a refresh), then a failure of
+ *                         that server, with its backoff.
+ * At most RD_REDIRECTS_MAX redirections per try, then a failure.
+ * During a migration Redis serves a multi-key command only when the keys
+ * are all on one side (else TRYAGAIN), and one on the importing side
+ * after ASK only when they all exist or there is only one distinct key.
+ * So an item that is not a sliding log names its state key twice instead
+ * of its (never used, never existing) log key: a request of one policy
+ * per client, the usual one, then has one distinct key and is served on
+ * either side throughout a migration. Several policies of one client
+ * whose keys only partly exist, and a sliding log's first request, get
+ * TRYAGAIN (retried as above) while their slot moves.
+ *
+ * A request whose items lie in several slots (policies keyed by different
+ * clients: one by address, one by API key) cannot be one script: Redis
+ * runs a script on the keys of one slot only. Its items are split into
+ * slot groups (each in item order; groups ordered by their first item)
+ * and decided check-then-commit:
+ *   1. check each group but the last: the group's items followed by a
+ *      probe, two fixed_window items of limit 1 on the group's first
+ *      state key, whose second always rejects (it sees the first's count
+ *      of 1, or the same full state the first rejected on), so the script
+ *      decides every item exactly as it would and writes nothing;
+ *   2. if a check rejects, the last group is checked too and the request
+ *      is rejected: nothing was written anywhere;
+ *   3. else the last group is run for real: it is its own check; if it
+ *      rejects, nothing was written anywhere;
+ *   4. else the other groups are run for real, in order.
+ * Each group is atomic; the request as a whole is not. A request refused
+ * by any policy over its quota costs no quota anywhere (steps 2 and 3).
+ * But the state can change between a group's check and its commit (other
+ * requests of the same clients, on other gateways): if a group then
+ * rejects in step 4, the request is rejected (the later groups are not
+ * run), and the groups committed before it (the last one, and those
+ * before it in order) have each counted it once. So across slots a
+ * policy can count a request that another policy rejected, one per such
+ * race: the counts stay exact for the requests admitted, and can run
+ * ahead of them by the rejected requests that raced. A store failure in
+ * step 4 likewise leaves the groups committed so far counted. A request
+ * of one slot is one round trip; of G slots, G when rejected in step 2
+ * or 3, else (admitted, or a race lost in step 4) up to 2G - 1.
  *
  * Per request nothing is allocated but hiredis' own command buffer and
  * reply: the EVALSHA arguments are built in buffers of the handle, which
- * grow to the largest request seen.
+ * grow to the largest request seen (a refresh of the slot map allocates).
  *
  * hiredis writes with write(2): a process that uses this store must
  * ignore SIGPIPE (server.c does), or a connection that Redis closed could
@@ -78,22 +142,35 @@ extern const char rlg_redis_script_lua[];
 /* The reply: now_ms, then this many integers per item. */
 #define RD_PER_ITEM 5
 
-struct rd_store {
-	struct rlg_store base;        /* first: rlg_store_* dispatch on it */
-	/* Where and how to connect, copied from the config; owned. */
-	char *host;                   /* or NULL: socket */
-	int port;
-	char *socket;                 /* unix socket path, or NULL */
-	char *user;                   /* ACL user, or NULL */
-	char *password;               /* AUTH, or NULL; never logged */
-	int db;                       /* SELECT when not 0 */
-	int connect_timeout_ms;
-	int timeout_ms;               /* each command */
-	bool local_clock;             /* clock = local: pass the caller's now */
-	char name[320];               /* "redis HOST:PORT[/DB]", for messages */
+/* Redis Cluster: its hash slots. */
+#define RD_SLOTS 16384
+/* MOVED and ASK followed for one command, at most. */
+#define RD_REDIRECTS_MAX 5
+/* TRYAGAIN: this many retries, the first after this wait, doubling. */
+#define RD_TRYAGAIN_MAX 5
+#define RD_TRYAGAIN_WAIT_MS 5
+/* CLUSTERDOWN: retried this many times before the server counts as lost. */
+#define RD_CLUSTERDOWN_MAX 1
+/* The slot map is read again at most this often. */
+#define RD_REFRESH_MIN_MS 100
+/* Nodes asked for CLUSTER SLOTS in one refresh, at most. */
+#define RD_REFRESH_TRIES 3
+/* Nodes one handle knows, at most: a cluster has up to about 1000. */
+#define RD_NODES_MAX 2048
+/* The probe of a check (see the top): two items of fixed_window, limit 1. */
+#define RD_PROBE_ITEMS 2
 
+/*
+ * One Redis server: where it is, the connection to it, its health. The
+ * single server of backend = redis, or a node of a cluster.
+ */
+struct rd_node {
+	char *host;                   /* or NULL: socket; owned */
+	int port;
+	char *socket;                 /* unix socket path, or NULL; owned */
+	bool seed;                    /* cluster: named by the url: kept */
+	char name[320];               /* "redis HOST:PORT[/DB]", for messages */
 	redisContext *c;              /* NULL while disconnected */
-	char sha[41];                 /* the script's SHA1 (SCRIPT LOAD) */
 	/*
 	 * Health: down from the first failure until a step succeeds again;
 	 * backoff_ms is the wait after the next failure (0: healthy: the
@@ -104,6 +181,40 @@ struct rd_store {
 	int64_t down_since_ms;
 	int64_t backoff_ms;
 	int64_t retry_at_ms;
+	char err[512];                /* why it is down: its last errmsg */
+};
+
+struct rd_store {
+	struct rlg_store base;        /* first: rlg_store_* dispatch on it */
+	/* How to talk to every server, copied from the config; owned. */
+	char *user;                   /* ACL user, or NULL */
+	char *password;               /* AUTH, or NULL; never logged */
+	int db;                       /* SELECT when not 0 */
+	int connect_timeout_ms;
+	int timeout_ms;               /* each command */
+	bool local_clock;             /* clock = local: pass the caller's now */
+	char name[320];               /* "redis HOST:PORT[/DB]", the store */
+	char sha[41];                 /* the script's SHA1 (SCRIPT LOAD) */
+
+	/*
+	 * The servers: the single one (nnodes == 1), or the cluster's known
+	 * nodes, the seeds first. Grown on demand; a refresh of the slot
+	 * map drops the nodes that are neither seeds nor in the map.
+	 */
+	bool cluster;
+	struct rd_node *nodes;
+	size_t nnodes;
+	size_t capnodes;
+	/*
+	 * Cluster: the master of each slot, as an index in nodes plus one
+	 * (0: unknown). map_loaded once a CLUSTER SLOTS was read; map_stale
+	 * when it should be read again, not before refresh_at_ms.
+	 */
+	uint16_t *slots;
+	bool map_loaded;
+	bool map_stale;
+	int64_t refresh_at_ms;
+	char map_err[512];            /* why the last reading failed */
 
 	/*
 	 * EVALSHA's argument vector, reused by every step: argv[i] points
@@ -115,6 +226,16 @@ struct rd_store {
 	size_t argcap;                /* entries in argv and argvlen */
 	char *text;
 	size_t textcap;               /* bytes in text */
+	/*
+	 * Cluster, a step's slot groups: the slot of each item, the items in
+	 * group order (order[gstart[g]..gstart[g + 1])), the slot of each
+	 * group. Each array has itemcap entries (gstart one more).
+	 */
+	uint16_t *item_slot;
+	size_t *order;
+	size_t *gstart;
+	uint16_t *gslot;
+	size_t itemcap;
 
 	char errmsg[512];             /* the last error, NUL-terminated */
 };
@@ -131,25 +252,53 @@ static void rd_close(struct rlg_store *base);
 static int rd_check_items(struct rd_store *s,
     const struct rlg_store_item *items, size_t n,
     const struct rlg_decision *decisions, int64_t now_ms);
-static int rd_ready(struct rd_store *s);
-static int rd_connect(struct rd_store *s);
-static int rd_command_ok(struct rd_store *s, redisReply *reply,
-    const char *what);
-static int rd_load_script(struct rd_store *s);
+static size_t rd_node_add(struct rd_store *s, const char *host, int port,
+    const char *socket);
+static void rd_node_name(struct rd_store *s, struct rd_node *node);
+static int rd_ready(struct rd_store *s, size_t ni);
+static int rd_connect(struct rd_store *s, struct rd_node *node);
+static int rd_command_ok(struct rd_store *s, struct rd_node *node,
+    redisReply *reply, const char *what);
+static int rd_load_script(struct rd_store *s, struct rd_node *node);
 static int rd_build(struct rd_store *s, const struct rlg_store_item *items,
-    size_t n, int64_t now_ms);
+    const size_t *idx, size_t m, bool probe, int64_t now_ms);
 static char *rd_put(char *at, const char *s, size_t len);
-static int rd_decisions(struct rd_store *s, const redisReply *reply,
-    size_t n, struct rlg_decision *decisions);
-static bool rd_noscript(const redisReply *reply);
-static int rd_failed(struct rd_store *s);
-static void rd_io_error(struct rd_store *s, const char *what);
-static void rd_disconnect(struct rd_store *s);
+static int rd_decisions(struct rd_store *s, const struct rd_node *node,
+    const redisReply *reply, size_t nreply, const size_t *idx, size_t m,
+    struct rlg_decision *decisions);
+static bool rd_error_is(const redisReply *reply, const char *word);
+static void rd_node_ok(struct rd_store *s, size_t ni);
+static int rd_failed(struct rd_store *s, size_t ni);
+static void rd_io_error(struct rd_store *s, const struct rd_node *node,
+    const char *what);
+static void rd_disconnect(struct rd_node *node);
 static void rd_seterr(struct rd_store *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static const char *rd_reply_type(int type);
 static int64_t rd_mono_ms(void);
 static struct timeval rd_tv(int ms);
+
+static int rd_cluster_step(struct rd_store *s,
+    const struct rlg_store_item *items, size_t n, int64_t now_ms,
+    struct rlg_decision *decisions);
+static size_t rd_group(struct rd_store *s, const struct rlg_store_item *items,
+    size_t n);
+static int rd_group_run(struct rd_store *s,
+    const struct rlg_store_item *items, size_t g, bool probe,
+    int64_t now_ms, struct rlg_decision *decisions, bool *admitted);
+static int rd_cluster_exec(struct rd_store *s, unsigned slot, int argc,
+    redisReply **out, size_t *nodep);
+static redisReply *rd_exec_on(struct rd_store *s, size_t ni, bool asking,
+    int argc);
+static int rd_redirect(struct rd_store *s, size_t ni,
+    const redisReply *reply, unsigned *slotp, size_t *target);
+static int rd_map_ready(struct rd_store *s);
+static int rd_refresh(struct rd_store *s);
+static int rd_slots_apply(struct rd_store *s, size_t ni,
+    const redisReply *reply);
+static void rd_compact(struct rd_store *s);
+static unsigned rd_slot(const char *client);
+static void rd_sleep_ms(int64_t ms);
 
 const struct rlg_store_ops rlg_store_redis_ops = {
 	.name = "redis",
@@ -165,15 +314,11 @@ rd_open(const struct rlg_store_config *cfg, struct rlg_store **out)
 {
 	struct rlg_store_config named;
 	struct rd_store *s;
+	size_t i, ni;
 
 	assert(cfg != NULL && out != NULL);
 	s = rlg_xcalloc(1, sizeof *s);
 	s->base.ops = &rlg_store_redis_ops;
-	s->host = cfg->redis_host != NULL ? rlg_xstrdup(cfg->redis_host) :
-	    NULL;
-	s->port = cfg->redis_port;
-	s->socket = cfg->redis_socket != NULL ?
-	    rlg_xstrdup(cfg->redis_socket) : NULL;
 	s->user = cfg->redis_user != NULL ? rlg_xstrdup(cfg->redis_user) :
 	    NULL;
 	s->password = cfg->redis_password != NULL ?
@@ -184,19 +329,43 @@ rd_open(const struct rlg_store_config *cfg, struct rlg_store **out)
 	s->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms :
 	    RLG_DEFAULT_REDIS_TIMEOUT_MS;
 	s->local_clock = cfg->clock == RLG_CLOCK_LOCAL;
+	s->cluster = cfg->redis_cluster;
 	/* Named as Redis even when opened directly, whatever cfg->backend. */
 	named = *cfg;
 	named.backend = RLG_BACKEND_REDIS;
 	rlg_store_describe(&named, s->name, sizeof s->name);
 	snprintf(s->errmsg, sizeof s->errmsg, "no error");
 	*out = &s->base;
-	if (s->host == NULL && s->socket == NULL) {
+	if (cfg->redis_host == NULL && cfg->redis_socket == NULL) {
 		rd_seterr(s, "redis: no [store] url configured");
 		return RLG_ESTORE;
 	}
-	if (rd_connect(s) != 0)
-		return rd_failed(s);
-	return RLG_OK;
+	if (!s->cluster) {
+		if (cfg->redis_nseeds > 0) {
+			rd_seterr(s, "%s: several servers in [store] url need"
+			    " backend = redis_cluster", s->name);
+			return RLG_ESTORE;
+		}
+		(void)rd_node_add(s, cfg->redis_host, cfg->redis_port,
+		    cfg->redis_socket);
+		if (rd_connect(s, &s->nodes[0]) != 0)
+			return rd_failed(s, 0);
+		return RLG_OK;
+	}
+
+	if (cfg->redis_socket != NULL || s->db != 0) {
+		rd_seterr(s, "%s: a Redis Cluster is reached over TCP, in"
+		    " database 0", s->name);
+		return RLG_ESTORE;
+	}
+	s->slots = rlg_xcalloc(RD_SLOTS, sizeof *s->slots);
+	for (i = 0; i <= cfg->redis_nseeds; i++) {
+		ni = rd_node_add(s, i == 0 ? cfg->redis_host :
+		    cfg->redis_seeds[i - 1].host, i == 0 ? cfg->redis_port :
+		    cfg->redis_seeds[i - 1].port, NULL);
+		s->nodes[ni].seed = true;
+	}
+	return rd_map_ready(s) == 0 ? RLG_OK : RLG_ESTORE;
 }
 
 static int
@@ -209,30 +378,31 @@ rd_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
 
 	if ((rc = rd_check_items(s, items, n, decisions, now_ms)) != RLG_OK)
 		return rc;
-	if (rd_ready(s) != 0)
+	if (s->nnodes == 0)
+		return RLG_ESTORE;      /* no url: errmsg says so since open */
+	if (s->cluster)
+		return rd_cluster_step(s, items, n, now_ms, decisions);
+	if (rd_ready(s, 0) != 0)
 		return RLG_ESTORE;
-	argc = rd_build(s, items, n, now_ms);
-	reply = redisCommandArgv(s->c, argc, s->argv, s->argvlen);
-	if (reply != NULL && rd_noscript(reply)) {
+	argc = rd_build(s, items, NULL, n, false, now_ms);
+	reply = redisCommandArgv(s->nodes[0].c, argc, s->argv, s->argvlen);
+	if (reply != NULL && rd_error_is(reply, "NOSCRIPT")) {
 		/* Flushed or failed over: load it again, retry once. */
 		freeReplyObject(reply);
-		if (rd_load_script(s) != 0)
-			return rd_failed(s);
-		reply = redisCommandArgv(s->c, argc, s->argv, s->argvlen);
+		if (rd_load_script(s, &s->nodes[0]) != 0)
+			return rd_failed(s, 0);
+		reply = redisCommandArgv(s->nodes[0].c, argc, s->argv,
+		    s->argvlen);
 	}
 	if (reply == NULL) {
-		rd_io_error(s, "EVALSHA");
-		return rd_failed(s);
+		rd_io_error(s, &s->nodes[0], "EVALSHA");
+		return rd_failed(s, 0);
 	}
-	rc = rd_decisions(s, reply, n, decisions);
+	rc = rd_decisions(s, &s->nodes[0], reply, n, NULL, n, decisions);
 	freeReplyObject(reply);
 	if (rc != 0)
-		return rd_failed(s);
-	if (s->down)
-		rlg_log("store back: %s answers again after %lld ms", s->name,
-		    (long long)(rd_mono_ms() - s->down_since_ms));
-	s->down = false;
-	s->backoff_ms = 0;
+		return rd_failed(s, 0);
+	rd_node_ok(s, 0);
 	return RLG_OK;
 }
 
@@ -259,12 +429,17 @@ static void
 rd_close(struct rlg_store *base)
 {
 	struct rd_store *s = (struct rd_store *)base;
+	size_t i;
 
 	if (s == NULL)
 		return;
-	rd_disconnect(s);
-	free(s->host);
-	free(s->socket);
+	for (i = 0; i < s->nnodes; i++) {
+		rd_disconnect(&s->nodes[i]);
+		free(s->nodes[i].host);
+		free(s->nodes[i].socket);
+	}
+	free(s->nodes);
+	free(s->slots);
 	free(s->user);
 	if (s->password != NULL) {
 		explicit_bzero(s->password, strlen(s->password));
@@ -273,6 +448,10 @@ rd_close(struct rlg_store *base)
 	free(s->argv);
 	free(s->argvlen);
 	free(s->text);
+	free(s->item_slot);
+	free(s->order);
+	free(s->gstart);
+	free(s->gslot);
 	free(s);
 }
 
@@ -337,23 +516,77 @@ rd_check_items(struct rd_store *s, const struct rlg_store_item *items,
 }
 
 /*
- * A connection to step on: the open one, or a new one if the backoff
+ * The index of the node at host:port (or socket), added if new (not
+ * connected). Indices stay valid until the next rd_compact; pointers
+ * into nodes only until the next add.
+ */
+static size_t
+rd_node_add(struct rd_store *s, const char *host, int port,
+    const char *socket)
+{
+	struct rd_node *node, *grown;
+	size_t i;
+
+	for (i = 0; i < s->nnodes; i++) {
+		node = &s->nodes[i];
+		if (socket != NULL ? node->socket != NULL &&
+		    strcmp(node->socket, socket) == 0 : node->host != NULL &&
+		    node->port == port && strcmp(node->host, host) == 0)
+			return i;
+	}
+	if (s->nnodes == s->capnodes) {
+		s->capnodes = s->capnodes == 0 ? 4 : s->capnodes * 2;
+		grown = rlg_xcalloc(s->capnodes, sizeof *grown);
+		if (s->nnodes > 0)
+			memcpy(grown, s->nodes, s->nnodes * sizeof *grown);
+		free(s->nodes);
+		s->nodes = grown;
+	}
+	node = &s->nodes[s->nnodes];
+	memset(node, 0, sizeof *node);
+	node->host = host != NULL ? rlg_xstrdup(host) : NULL;
+	node->port = port;
+	node->socket = socket != NULL ? rlg_xstrdup(socket) : NULL;
+	rd_node_name(s, node);
+	return s->nnodes++;
+}
+
+/* "redis HOST:PORT[/DB]" for the single server (the store's name), and
+ * "redis_cluster node HOST:PORT" for a cluster's. */
+static void
+rd_node_name(struct rd_store *s, struct rd_node *node)
+{
+	/* A cluster node always has a host (no socket). */
+	const char *host = node->host != NULL ? node->host : "";
+
+	if (!s->cluster)
+		snprintf(node->name, sizeof node->name, "%s", s->name);
+	else
+		snprintf(node->name, sizeof node->name, strchr(host, ':') !=
+		    NULL ? "redis_cluster node [%s]:%d" :
+		    "redis_cluster node %s:%d", host, node->port);
+}
+
+/*
+ * A connection to node ni: the open one, or a new one if its backoff
  * allows. 0, or -1 (errmsg set; a failed connect extends the backoff).
  */
 static int
-rd_ready(struct rd_store *s)
+rd_ready(struct rd_store *s, size_t ni)
 {
+	struct rd_node *node = &s->nodes[ni];
 	int64_t now;
 
-	if (s->c != NULL)
+	if (node->c != NULL)
 		return 0;
-	if (s->host == NULL && s->socket == NULL)
-		return -1;              /* no url: errmsg says so since open */
 	now = rd_mono_ms();
-	if (now < s->retry_at_ms)
-		return -1;              /* errmsg still names the cause */
-	if (rd_connect(s) != 0) {
-		(void)rd_failed(s);
+	if (now < node->retry_at_ms) {
+		/* Its own cause: the last errmsg may be another's. */
+		rd_seterr(s, "%s", node->err);
+		return -1;
+	}
+	if (rd_connect(s, node) != 0) {
+		(void)rd_failed(s, ni);
 		return -1;
 	}
 	return 0;
@@ -364,32 +597,33 @@ rd_ready(struct rd_store *s)
  * 0, or -1 with errmsg set and no connection.
  */
 static int
-rd_connect(struct rd_store *s)
+rd_connect(struct rd_store *s, struct rd_node *node)
 {
 	redisReply *reply;
 
-	assert(s->c == NULL);
-	if (s->socket != NULL)
-		s->c = redisConnectUnixWithTimeout(s->socket,
+	assert(node->c == NULL);
+	if (node->socket != NULL)
+		node->c = redisConnectUnixWithTimeout(node->socket,
 		    rd_tv(s->connect_timeout_ms));
 	else
-		s->c = redisConnectWithTimeout(s->host, s->port,
+		node->c = redisConnectWithTimeout(node->host, node->port,
 		    rd_tv(s->connect_timeout_ms));
-	if (s->c == NULL) {
-		rd_seterr(s, "%s: cannot connect: out of memory", s->name);
+	if (node->c == NULL) {
+		rd_seterr(s, "%s: cannot connect: out of memory", node->name);
 		return -1;
 	}
-	if (s->c->err != 0) {
-		rd_io_error(s, "connect");
+	if (node->c->err != 0) {
+		rd_io_error(s, node, "connect");
 		goto fail;
 	}
-	if (redisSetTimeout(s->c, rd_tv(s->timeout_ms)) != REDIS_OK) {
-		rd_io_error(s, "setting the timeout");
+	if (redisSetTimeout(node->c, rd_tv(s->timeout_ms)) != REDIS_OK) {
+		rd_io_error(s, node, "setting the timeout");
 		goto fail;
 	}
 	/* TCP only: on a socket it fails and leaves the context in error. */
-	if (s->socket == NULL && redisEnableKeepAlive(s->c) != REDIS_OK) {
-		rd_io_error(s, "keepalive");
+	if (node->socket == NULL && redisEnableKeepAlive(node->c) !=
+	    REDIS_OK) {
+		rd_io_error(s, node, "keepalive");
 		goto fail;
 	}
 	if (s->password == NULL) {
@@ -398,47 +632,48 @@ rd_connect(struct rd_store *s)
 		 * would refuse the script's large unauthenticated SCRIPT
 		 * LOAD with a mere protocol error.
 		 */
-		reply = redisCommand(s->c, "PING");
-		if (rd_command_ok(s, reply, "PING") != 0)
+		reply = redisCommand(node->c, "PING");
+		if (rd_command_ok(s, node, reply, "PING") != 0)
 			goto fail;
 	} else {
 		if (s->user != NULL)
-			reply = redisCommand(s->c, "AUTH %s %s", s->user,
+			reply = redisCommand(node->c, "AUTH %s %s", s->user,
 			    s->password);
 		else
-			reply = redisCommand(s->c, "AUTH %s", s->password);
-		if (rd_command_ok(s, reply, "AUTH") != 0)
+			reply = redisCommand(node->c, "AUTH %s", s->password);
+		if (rd_command_ok(s, node, reply, "AUTH") != 0)
 			goto fail;
 	}
 	if (s->db != 0) {
-		reply = redisCommand(s->c, "SELECT %d", s->db);
-		if (rd_command_ok(s, reply, "SELECT") != 0)
+		reply = redisCommand(node->c, "SELECT %d", s->db);
+		if (rd_command_ok(s, node, reply, "SELECT") != 0)
 			goto fail;
 	}
-	if (rd_load_script(s) != 0)
+	if (rd_load_script(s, node) != 0)
 		goto fail;
 	return 0;
 
 fail:
-	rd_disconnect(s);
+	rd_disconnect(node);
 	return -1;
 }
 
 /* reply (freed here) to a command that answers +OK. 0, or -1 (errmsg). */
 static int
-rd_command_ok(struct rd_store *s, redisReply *reply, const char *what)
+rd_command_ok(struct rd_store *s, struct rd_node *node, redisReply *reply,
+    const char *what)
 {
 	int rc = -1;
 
 	if (reply == NULL)
-		rd_io_error(s, what);
+		rd_io_error(s, node, what);
 	else if (reply->type == REDIS_REPLY_ERROR)
-		rd_seterr(s, "%s: %s failed: %.*s%s", s->name, what,
+		rd_seterr(s, "%s: %s failed: %.*s%s", node->name, what,
 		    (int)(reply->len > 200 ? 200 : reply->len), reply->str,
 		    strncmp(reply->str, "NOAUTH", 6) == 0 ? " (the password"
 		    " goes in [store] url)" : "");
 	else if (reply->type != REDIS_REPLY_STATUS)
-		rd_seterr(s, "%s: %s: unexpected reply (%s)", s->name, what,
+		rd_seterr(s, "%s: %s: unexpected reply (%s)", node->name, what,
 		    rd_reply_type(reply->type));
 	else
 		rc = 0;
@@ -448,36 +683,37 @@ rd_command_ok(struct rd_store *s, redisReply *reply, const char *what)
 
 /* SCRIPT LOAD: the SHA1 into s->sha. 0, or -1 (errmsg). */
 static int
-rd_load_script(struct rd_store *s)
+rd_load_script(struct rd_store *s, struct rd_node *node)
 {
 	redisReply *reply;
 	size_t i;
 	int rc = -1;
 
-	reply = redisCommand(s->c, "SCRIPT LOAD %s", rlg_redis_script_lua);
+	reply = redisCommand(node->c, "SCRIPT LOAD %s", rlg_redis_script_lua);
 	if (reply == NULL) {
-		rd_io_error(s, "SCRIPT LOAD");
+		rd_io_error(s, node, "SCRIPT LOAD");
 		return -1;
 	}
 	if (reply->type == REDIS_REPLY_ERROR) {
-		rd_seterr(s, "%s: SCRIPT LOAD failed: %.*s%s", s->name,
+		rd_seterr(s, "%s: SCRIPT LOAD failed: %.*s%s", node->name,
 		    (int)(reply->len > 200 ? 200 : reply->len), reply->str,
 		    strncmp(reply->str, "NOAUTH", 6) == 0 ? " (the password"
 		    " goes in [store] url)" : "");
 	} else if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
 		rd_seterr(s, "%s: SCRIPT LOAD: unexpected reply (%s)",
-		    s->name, rd_reply_type(reply->type));
+		    node->name, rd_reply_type(reply->type));
 	} else {
 		for (i = 0; i < 40; i++)
 			if (strchr("0123456789abcdef", reply->str[i]) == NULL)
 				break;
 		if (i == 40) {
+			/* The same text gives the same SHA1 everywhere. */
 			memcpy(s->sha, reply->str, 40);
 			s->sha[40] = '\0';
 			rc = 0;
 		} else {
 			rd_seterr(s, "%s: SCRIPT LOAD: not a SHA1: %.40s",
-			    s->name, reply->str);
+			    node->name, reply->str);
 		}
 	}
 	freeReplyObject(reply);
@@ -485,23 +721,30 @@ rd_load_script(struct rd_store *s)
 }
 
 /*
- * EVALSHA sha 2n KEYS... now n ARGS... into s->argv, growing the buffers
- * if this request is the largest yet. Returns argc.
+ * EVALSHA sha 2n KEYS... now n ARGS... into s->argv for the items
+ * idx[0..m) (idx NULL: items[0..m)), and with probe the two items of a
+ * check (see the top) after them, growing the buffers if this request is
+ * the largest yet. Returns argc.
  */
 static int
-rd_build(struct rd_store *s, const struct rlg_store_item *items, size_t n,
-    int64_t now_ms)
+rd_build(struct rd_store *s, const struct rlg_store_item *items,
+    const size_t *idx, size_t m, bool probe, int64_t now_ms)
 {
+	static const char *const probe_args[RD_PER_ITEM] = { "0", "1",
+	    "1000", "0", "0" };
+	size_t n = m + (probe ? RD_PROBE_ITEMS : 0);
 	size_t argc = 5 + 7 * n, need = (size_t)3 * RD_NUM, i, k, a, len;
+	const struct rlg_store_item *it;
 	const struct rlg_policy *p;
 	char *at;
 	int64_t v[RD_PER_ITEM];
 
 	/* "rlg:{" C "}:" P, and the same with ":log", each NUL-ended. */
-	for (i = 0; i < n; i++)
-		need += 2 * (strlen(items[i].client) +
-		    strlen(items[i].policy->name) + 8) + 4 +
-		    (size_t)RD_PER_ITEM * RD_NUM;
+	for (i = 0; i < m; i++) {
+		it = &items[idx != NULL ? idx[i] : i];
+		need += 2 * (strlen(it->client) + strlen(it->policy->name) +
+		    8) + 4 + (size_t)RD_PER_ITEM * RD_NUM;
+	}
 	if (argc > s->argcap) {
 		free(s->argv);
 		free(s->argvlen);
@@ -523,19 +766,35 @@ rd_build(struct rd_store *s, const struct rlg_store_item *items, size_t n,
 	s->argv[2] = at;
 	s->argvlen[2] = (size_t)snprintf(at, RD_NUM, "%zu", 2 * n);
 	at += s->argvlen[2] + 1;
-	for (i = 0, a = 3; i < n; i++) {
+	for (i = 0, a = 3; i < m; i++) {
+		it = &items[idx != NULL ? idx[i] : i];
+		s->argv[a] = at;
+		at = rd_put(at, "rlg:{", 5);
+		at = rd_put(at, it->client, strlen(it->client));
+		at = rd_put(at, "}:", 2);
+		at = rd_put(at, it->policy->name, strlen(it->policy->name));
+		s->argvlen[a] = (size_t)(at - s->argv[a]);
+		*at++ = '\0';
+		a++;
+		if (it->policy->algorithm != RLG_ALG_SLIDING_LOG) {
+			/* Unused: the state key again (see the top). */
+			s->argv[a] = s->argv[a - 1];
+			s->argvlen[a] = s->argvlen[a - 1];
+			a++;
+			continue;
+		}
+		s->argv[a] = at;
+		at = rd_put(at, s->argv[a - 1], s->argvlen[a - 1]);
+		at = rd_put(at, ":log", 4);
+		s->argvlen[a] = (size_t)(at - s->argv[a]);
+		*at++ = '\0';
+		a++;
+	}
+	for (i = m; i < n; i++) {
+		/* The probe: the first state key, four times. */
 		for (k = 0; k < 2; k++, a++) {
-			s->argv[a] = at;
-			at = rd_put(at, "rlg:{", 5);
-			at = rd_put(at, items[i].client,
-			    strlen(items[i].client));
-			at = rd_put(at, "}:", 2);
-			at = rd_put(at, items[i].policy->name,
-			    strlen(items[i].policy->name));
-			if (k == 1)
-				at = rd_put(at, ":log", 4);
-			s->argvlen[a] = (size_t)(at - s->argv[a]);
-			*at++ = '\0';
+			s->argv[a] = s->argv[3];
+			s->argvlen[a] = s->argvlen[3];
 		}
 	}
 	/* ARGV[1]: "" makes the script read Redis TIME. */
@@ -549,18 +808,25 @@ rd_build(struct rd_store *s, const struct rlg_store_item *items, size_t n,
 	s->argv[a] = at;
 	s->argvlen[a] = (size_t)snprintf(at, RD_NUM, "%zu", n);
 	at += s->argvlen[a++] + 1;
-	for (i = 0; i < n; i++) {
-		p = items[i].policy;
+	for (i = 0; i < m; i++) {
+		it = &items[idx != NULL ? idx[i] : i];
+		p = it->policy;
 		v[0] = (int64_t)p->algorithm;
 		v[1] = p->limit;
 		v[2] = p->window_ms;
 		v[3] = p->burst;
-		v[4] = items[i].advisory ? 1 : 0;
+		v[4] = it->advisory ? 1 : 0;
 		for (k = 0; k < RD_PER_ITEM; k++, a++) {
 			s->argv[a] = at;
 			s->argvlen[a] = (size_t)snprintf(at, RD_NUM, "%lld",
 			    (long long)v[k]);
 			at += s->argvlen[a] + 1;
+		}
+	}
+	for (i = m; i < n; i++) {
+		for (k = 0; k < RD_PER_ITEM; k++, a++) {
+			s->argv[a] = probe_args[k];
+			s->argvlen[a] = strlen(probe_args[k]);
 		}
 	}
 	assert(a == argc && (size_t)(at - s->text) <= need);
@@ -576,11 +842,14 @@ rd_put(char *at, const char *s, size_t len)
 }
 
 /*
- * The script's reply into decisions[0..n): an array of 1 + 5n integers,
- * admitted 0 or 1, the others never negative. 0, or -1 (errmsg).
+ * The script's reply from node, for nreply items, into decisions: the
+ * first m reply items go to decisions[idx[j]] (idx NULL: decisions[j]).
+ * The reply is an array of 1 + 5 nreply integers, admitted 0 or 1, the
+ * others never negative. 0, or -1 (errmsg).
  */
 static int
-rd_decisions(struct rd_store *s, const redisReply *reply, size_t n,
+rd_decisions(struct rd_store *s, const struct rd_node *node,
+    const redisReply *reply, size_t nreply, const size_t *idx, size_t m,
     struct rlg_decision *decisions)
 {
 	const redisReply *const *e;
@@ -589,12 +858,15 @@ rd_decisions(struct rd_store *s, const redisReply *reply, size_t n,
 	size_t i, k;
 
 	if (reply->type == REDIS_REPLY_ERROR) {
-		rd_seterr(s, "%s: EVALSHA failed: %.*s", s->name,
-		    (int)(reply->len > 300 ? 300 : reply->len), reply->str);
+		rd_seterr(s, "%s: EVALSHA failed: %.*s%s", node->name,
+		    (int)(reply->len > 300 ? 300 : reply->len), reply->str,
+		    !s->cluster && (rd_error_is(reply, "MOVED") ||
+		    rd_error_is(reply, "ASK")) ? " (a Redis Cluster node:"
+		    " set [store] backend = redis_cluster)" : "");
 		return -1;
 	}
 	if (reply->type != REDIS_REPLY_ARRAY ||
-	    reply->elements != 1 + RD_PER_ITEM * n) {
+	    reply->elements != 1 + RD_PER_ITEM * nreply) {
 		if (reply->type == REDIS_REPLY_ARRAY)
 			snprintf(got, sizeof got, "an array of %zu",
 			    reply->elements);
@@ -603,8 +875,8 @@ rd_decisions(struct rd_store *s, const redisReply *reply, size_t n,
 			    rd_reply_type(reply->type));
 		rd_seterr(s, "%s: EVALSHA: unexpected reply: %s, not an"
 		    " array of %zu integers (is db/redis/step.lua the"
-		    " script of this rlgate?)", s->name, got,
-		    1 + RD_PER_ITEM * n);
+		    " script of this rlgate?)", node->name, got,
+		    1 + RD_PER_ITEM * nreply);
 		return -1;
 	}
 	e = (const redisReply *const *)reply->element;
@@ -614,16 +886,16 @@ rd_decisions(struct rd_store *s, const redisReply *reply, size_t n,
 			if (e[k]->type == REDIS_REPLY_INTEGER)
 				rd_seterr(s, "%s: EVALSHA: unexpected reply:"
 				    " element %zu is out of range (%lld)",
-				    s->name, k, (long long)e[k]->integer);
+				    node->name, k, (long long)e[k]->integer);
 			else
 				rd_seterr(s, "%s: EVALSHA: unexpected reply:"
-				    " element %zu is %s", s->name, k,
+				    " element %zu is %s", node->name, k,
 				    rd_reply_type(e[k]->type));
 			return -1;
 		}
 	}
-	for (i = 0; i < n; i++) {
-		d = &decisions[i];
+	for (i = 0; i < m; i++) {
+		d = &decisions[idx != NULL ? idx[i] : i];
 		k = 1 + RD_PER_ITEM * i;
 		d->admitted = e[k]->integer == 1;
 		d->limit = e[k + 1]->integer;
@@ -634,67 +906,91 @@ rd_decisions(struct rd_store *s, const redisReply *reply, size_t n,
 	return 0;
 }
 
+/* An error reply whose first word is word ("MOVED", "NOSCRIPT"). */
 static bool
-rd_noscript(const redisReply *reply)
+rd_error_is(const redisReply *reply, const char *word)
 {
-	return reply->type == REDIS_REPLY_ERROR && reply->len >= 8 &&
-	    strncmp(reply->str, "NOSCRIPT", 8) == 0;
+	size_t len = strlen(word);
+
+	return reply->type == REDIS_REPLY_ERROR && reply->len >= len &&
+	    strncmp(reply->str, word, len) == 0 &&
+	    (reply->str[len] == ' ' || reply->str[len] == '\0');
+}
+
+/* Node ni answered a step: healthy again, and said so once. */
+static void
+rd_node_ok(struct rd_store *s, size_t ni)
+{
+	struct rd_node *node = &s->nodes[ni];
+
+	if (node->down)
+		rlg_log("store back: %s answers again after %lld ms",
+		    node->name, (long long)(rd_mono_ms() -
+		    node->down_since_ms));
+	node->down = false;
+	node->backoff_ms = 0;
 }
 
 /*
- * After an error (errmsg set): drops the connection and waits out the
- * next backoff before connecting again; the first failure is logged.
- * Returns RLG_ESTORE.
+ * After an error of node ni (errmsg set): drops its connection and waits
+ * out the next backoff before connecting again; the first failure is
+ * logged. A cluster's slot map is read again soon: the slots of a failed
+ * master may have moved to a replica. Returns RLG_ESTORE.
  */
 static int
-rd_failed(struct rd_store *s)
+rd_failed(struct rd_store *s, size_t ni)
 {
+	struct rd_node *node = &s->nodes[ni];
 	int64_t now = rd_mono_ms();
 
-	rd_disconnect(s);
-	s->backoff_ms = s->backoff_ms == 0 ? RD_BACKOFF_MIN_MS :
-	    s->backoff_ms * 2 > RD_BACKOFF_MAX_MS ? RD_BACKOFF_MAX_MS :
-	    s->backoff_ms * 2;
-	s->retry_at_ms = now + s->backoff_ms;
-	if (!s->down) {
-		s->down = true;
-		s->down_since_ms = now;
+	rd_disconnect(node);
+	memcpy(node->err, s->errmsg, sizeof node->err);
+	node->backoff_ms = node->backoff_ms == 0 ? RD_BACKOFF_MIN_MS :
+	    node->backoff_ms * 2 > RD_BACKOFF_MAX_MS ? RD_BACKOFF_MAX_MS :
+	    node->backoff_ms * 2;
+	node->retry_at_ms = now + node->backoff_ms;
+	if (!node->down) {
+		node->down = true;
+		node->down_since_ms = now;
 		rlg_log("store lost: %s (reconnecting after %d ms, then"
 		    " backing off up to %d s)", s->errmsg, RD_BACKOFF_MIN_MS,
 		    RD_BACKOFF_MAX_MS / 1000);
 	}
+	if (s->cluster)
+		s->map_stale = true;
 	return RLG_ESTORE;
 }
 
 /* errmsg for a failed hiredis call: the context's error, timeouts named. */
 static void
-rd_io_error(struct rd_store *s, const char *what)
+rd_io_error(struct rd_store *s, const struct rd_node *node, const char *what)
 {
 	int err = errno;
 
-	if (s->c == NULL) {
-		rd_seterr(s, "%s: %s: no connection", s->name, what);
+	if (node->c == NULL) {
+		rd_seterr(s, "%s: %s: no connection", node->name, what);
 		return;
 	}
-	if (s->c->err == REDIS_ERR_IO && (err == EAGAIN ||
+	if (node->c->err == REDIS_ERR_IO && (err == EAGAIN ||
 	    err == EWOULDBLOCK || err == ETIMEDOUT || err == EINPROGRESS))
-		rd_seterr(s, "%s: %s: timed out after %d ms", s->name, what,
+		rd_seterr(s, "%s: %s: timed out after %d ms", node->name, what,
 		    strcmp(what, "connect") == 0 ? s->connect_timeout_ms :
 		    s->timeout_ms);
-	else if (s->c->err == REDIS_ERR_EOF)
+	else if (node->c->err == REDIS_ERR_EOF)
 		rd_seterr(s, "%s: %s: the server closed the connection",
-		    s->name, what);
+		    node->name, what);
 	else
-		rd_seterr(s, "%s: %s: %s", s->name, what,
-		    s->c->errstr[0] != '\0' ? s->c->errstr : "I/O error");
+		rd_seterr(s, "%s: %s: %s", node->name, what,
+		    node->c->errstr[0] != '\0' ? node->c->errstr :
+		    "I/O error");
 }
 
 static void
-rd_disconnect(struct rd_store *s)
+rd_disconnect(struct rd_node *node)
 {
-	if (s->c != NULL) {
-		redisFree(s->c);
-		s->c = NULL;
+	if (node->c != NULL) {
+		redisFree(node->c);
+		node->c = NULL;
 	}
 }
 
@@ -747,4 +1043,542 @@ rd_tv(int ms)
 	tv.tv_sec = ms / 1000;
 	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
 	return tv;
+}
+
+/* ---- Redis Cluster ------------------------------------------------------ */
+
+/*
+ * A step on a cluster: one script per slot group, check-then-commit when
+ * there are several (see the top).
+ */
+static int
+rd_cluster_step(struct rd_store *s, const struct rlg_store_item *items,
+    size_t n, int64_t now_ms, struct rlg_decision *decisions)
+{
+	size_t ng, g;
+	bool admitted, rejected = false;
+
+	ng = rd_group(s, items, n);
+	if (ng == 1)
+		return rd_group_run(s, items, 0, false, now_ms, decisions,
+		    &admitted) == 0 ? RLG_OK : RLG_ESTORE;
+	/* 1. Check every group but the last. */
+	for (g = 0; g + 1 < ng; g++) {
+		if (rd_group_run(s, items, g, true, now_ms, decisions,
+		    &admitted) != 0)
+			return RLG_ESTORE;
+		rejected = rejected || !admitted;
+	}
+	/* 2. Rejected: the last group's decisions too; nothing written. */
+	if (rejected)
+		return rd_group_run(s, items, ng - 1, true, now_ms, decisions,
+		    &admitted) == 0 ? RLG_OK : RLG_ESTORE;
+	/* 3. The last group for real: its own check. */
+	if (rd_group_run(s, items, ng - 1, false, now_ms, decisions,
+	    &admitted) != 0)
+		return RLG_ESTORE;
+	if (!admitted)
+		return RLG_OK;
+	/* 4. The others for real; one that rejects now lost a race. */
+	for (g = 0; g + 1 < ng; g++) {
+		if (rd_group_run(s, items, g, false, now_ms, decisions,
+		    &admitted) != 0)
+			return RLG_ESTORE;
+		if (!admitted)
+			break;
+	}
+	return RLG_OK;
+}
+
+/*
+ * Splits items[0..n) into slot groups (s->order, s->gstart, s->gslot):
+ * each group in item order, the groups in the order of their first item.
+ * Returns the number of groups.
+ */
+static size_t
+rd_group(struct rd_store *s, const struct rlg_store_item *items, size_t n)
+{
+	size_t i, g, ng = 0, *at;
+
+	if (n > s->itemcap) {
+		free(s->item_slot);
+		free(s->order);
+		free(s->gstart);
+		free(s->gslot);
+		s->itemcap = n;
+		s->item_slot = rlg_xcalloc(n, sizeof *s->item_slot);
+		s->order = rlg_xcalloc(n, sizeof *s->order);
+		s->gstart = rlg_xcalloc(n + 1, sizeof *s->gstart);
+		s->gslot = rlg_xcalloc(n, sizeof *s->gslot);
+	}
+	for (i = 0; i < n; i++) {
+		s->item_slot[i] = (uint16_t)rd_slot(items[i].client);
+		for (g = 0; g < ng && s->gslot[g] != s->item_slot[i]; g++)
+			;
+		if (g == ng) {
+			s->gslot[ng] = s->item_slot[i];
+			s->gstart[ng++] = 0;
+		}
+		s->gstart[g]++;        /* for now: the size of group g */
+	}
+	/* Sizes to starts, then each item at its group's next place. */
+	for (g = 0, i = 0; g < ng; g++) {
+		i += s->gstart[g];
+		s->gstart[g] = i - s->gstart[g];
+	}
+	s->gstart[ng] = n;
+	at = s->order;
+	for (g = 0; g < ng; g++)
+		for (i = 0; i < n; i++)
+			if (s->item_slot[i] == s->gslot[g])
+				*at++ = i;
+	return ng;
+}
+
+/*
+ * Runs group g's script, a check (probe) or for real, on the master of
+ * its slot; its decisions into decisions, and in *admitted whether every
+ * non-advisory item of the group admits (for real: whether it wrote).
+ * 0, or -1 (errmsg).
+ */
+static int
+rd_group_run(struct rd_store *s, const struct rlg_store_item *items,
+    size_t g, bool probe, int64_t now_ms, struct rlg_decision *decisions,
+    bool *admitted)
+{
+	const size_t *idx = s->order + s->gstart[g];
+	size_t m = s->gstart[g + 1] - s->gstart[g], ni, j;
+	redisReply *reply;
+	int argc, rc;
+
+	argc = rd_build(s, items, idx, m, probe, now_ms);
+	if (rd_cluster_exec(s, s->gslot[g], argc, &reply, &ni) != 0)
+		return -1;
+	rc = rd_decisions(s, &s->nodes[ni], reply, m + (probe ?
+	    RD_PROBE_ITEMS : 0), idx, m, decisions);
+	freeReplyObject(reply);
+	if (rc != 0) {
+		(void)rd_failed(s, ni);
+		return -1;
+	}
+	rd_node_ok(s, ni);
+	*admitted = true;
+	for (j = 0; j < m; j++)
+		if (!decisions[idx[j]].admitted && !items[idx[j]].advisory)
+			*admitted = false;
+	return 0;
+}
+
+/*
+ * The command in s->argv (argc) on the master of slot, following MOVED
+ * and ASK, reloading the script after NOSCRIPT, retrying TRYAGAIN and
+ * CLUSTERDOWN, as the top says. 0 with the reply (*out, the caller frees;
+ * an error reply other than those is the caller's to report) and the
+ * node that gave it; or -1 (errmsg set).
+ */
+static int
+rd_cluster_exec(struct rd_store *s, unsigned slot, int argc,
+    redisReply **out, size_t *nodep)
+{
+	int redirects = 0, tryagain = 0, down = 0;
+	bool asking = false, reloaded = false;
+	redisReply *reply;
+	unsigned rslot;
+	size_t ni, target;
+
+	if (rd_map_ready(s) != 0)
+		return -1;
+	ni = (size_t)s->slots[slot] - 1;
+	for (;;) {
+		if (s->slots[slot] == 0 && !asking) {
+			rd_seterr(s, "%s: no master serves slot %u (CLUSTER"
+			    " SLOTS)", s->name, slot);
+			s->map_stale = true;
+			return -1;
+		}
+		if (rd_ready(s, ni) != 0)
+			return -1;
+		reply = rd_exec_on(s, ni, asking, argc);
+		if (reply == NULL) {
+			(void)rd_failed(s, ni);
+			return -1;
+		}
+		if (reply->type != REDIS_REPLY_ERROR) {
+			*out = reply;
+			*nodep = ni;
+			return 0;
+		}
+		if (rd_error_is(reply, "NOSCRIPT") && !reloaded) {
+			freeReplyObject(reply);
+			reloaded = true;
+			if (rd_load_script(s, &s->nodes[ni]) != 0) {
+				(void)rd_failed(s, ni);
+				return -1;
+			}
+			continue;
+		}
+		if (rd_error_is(reply, "MOVED") || rd_error_is(reply, "ASK")) {
+			if (++redirects > RD_REDIRECTS_MAX) {
+				rd_seterr(s, "%s: EVALSHA: more than %d"
+				    " redirections for slot %u (the last: "
+				    "%.*s)", s->nodes[ni].name,
+				    RD_REDIRECTS_MAX, slot,
+				    (int)(reply->len > 200 ? 200 : reply->len),
+				    reply->str);
+				freeReplyObject(reply);
+				s->map_stale = true;
+				return -1;
+			}
+			if (rd_redirect(s, ni, reply, &rslot, &target) != 0) {
+				freeReplyObject(reply);
+				(void)rd_failed(s, ni);
+				return -1;
+			}
+			asking = rd_error_is(reply, "ASK");
+			freeReplyObject(reply);
+			if (!asking) {
+				/* Moved for good: the map follows at once. */
+				s->slots[rslot] = (uint16_t)(target + 1);
+				s->map_stale = true;
+			}
+			ni = target;
+			continue;
+		}
+		if (rd_error_is(reply, "TRYAGAIN") &&
+		    tryagain < RD_TRYAGAIN_MAX) {
+			freeReplyObject(reply);
+			rd_sleep_ms((int64_t)RD_TRYAGAIN_WAIT_MS << tryagain);
+			tryagain++;
+			/* From the slot's master again (the keys may have
+			 * moved on meanwhile), with its own redirections. */
+			asking = false;
+			redirects = 0;
+			ni = (size_t)s->slots[slot] - 1;
+			continue;
+		}
+		if (rd_error_is(reply, "TRYAGAIN")) {
+			rd_seterr(s, "%s: EVALSHA: %.*s (slot %u is being"
+			    " migrated; tried %d times)", s->nodes[ni].name,
+			    (int)(reply->len > 200 ? 200 : reply->len),
+			    reply->str, slot, tryagain + 1);
+			freeReplyObject(reply);
+			return -1;
+		}
+		if (rd_error_is(reply, "CLUSTERDOWN") &&
+		    down < RD_CLUSTERDOWN_MAX) {
+			freeReplyObject(reply);
+			down++;
+			s->map_stale = true;
+			(void)rd_map_ready(s);
+			asking = false;
+			ni = (size_t)s->slots[slot] - 1;
+			continue;
+		}
+		*out = reply;
+		*nodep = ni;
+		return 0;
+	}
+}
+
+/*
+ * Sends the command in s->argv to node ni, after ASKING if asking (in one
+ * write). The command's reply, or NULL (errmsg set) when the connection
+ * failed or ASKING was refused.
+ */
+static redisReply *
+rd_exec_on(struct rd_store *s, size_t ni, bool asking, int argc)
+{
+	struct rd_node *node = &s->nodes[ni];
+	redisReply *ok = NULL, *reply = NULL;
+	void *r;
+
+	if (!asking) {
+		reply = redisCommandArgv(node->c, argc, s->argv, s->argvlen);
+		if (reply == NULL)
+			rd_io_error(s, node, "EVALSHA");
+		return reply;
+	}
+	if (redisAppendCommand(node->c, "ASKING") != REDIS_OK ||
+	    redisAppendCommandArgv(node->c, argc, s->argv, s->argvlen) !=
+	    REDIS_OK || redisGetReply(node->c, &r) != REDIS_OK) {
+		rd_io_error(s, node, "ASKING");
+		return NULL;
+	}
+	ok = r;
+	if (redisGetReply(node->c, &r) != REDIS_OK) {
+		freeReplyObject(ok);
+		rd_io_error(s, node, "EVALSHA");
+		return NULL;
+	}
+	reply = r;
+	if (ok->type != REDIS_REPLY_STATUS) {
+		rd_seterr(s, "%s: ASKING failed: %.*s", node->name,
+		    ok->type == REDIS_REPLY_ERROR ? (int)(ok->len > 200 ? 200 :
+		    ok->len) : 0, ok->type == REDIS_REPLY_ERROR ? ok->str : "");
+		freeReplyObject(reply);
+		reply = NULL;
+	}
+	freeReplyObject(ok);
+	return reply;
+}
+
+/*
+ * "MOVED slot host:port" or "ASK slot host:port" from node ni: the slot
+ * into *slotp, the node it names (added if new) into *target. An empty
+ * host is ni's own (a node that does not know its address). 0, or -1
+ * (errmsg).
+ */
+static int
+rd_redirect(struct rd_store *s, size_t ni, const redisReply *reply,
+    unsigned *slotp, size_t *target)
+{
+	const char *at, *colon, *end, *c;
+	char host[256];
+	long slot, port;
+	char *stop;
+
+	at = strchr(reply->str, ' ');
+	if (at == NULL)
+		goto bad;
+	errno = 0;
+	slot = strtol(at + 1, &stop, 10);
+	if (errno != 0 || stop == at + 1 || *stop != ' ' || slot < 0 ||
+	    slot >= RD_SLOTS)
+		goto bad;
+	at = stop + 1;
+	end = at + strcspn(at, " \r\n");
+	colon = NULL;
+	for (c = at; c < end; c++)
+		if (*c == ':')
+			colon = c;
+	if (colon == NULL || (size_t)(colon - at) >= sizeof host)
+		goto bad;
+	port = strtol(colon + 1, &stop, 10);
+	if (stop == colon + 1 || stop != end || port < 1 || port > 65535)
+		goto bad;
+	if (colon == at)
+		snprintf(host, sizeof host, "%s", s->nodes[ni].host);
+	else
+		snprintf(host, sizeof host, "%.*s", (int)(colon - at), at);
+	if (s->nnodes >= RD_NODES_MAX) {
+		rd_seterr(s, "%s: more than %d cluster nodes", s->name,
+		    RD_NODES_MAX);
+		return -1;
+	}
+	*slotp = (unsigned)slot;
+	*target = rd_node_add(s, host, (int)port, NULL);
+	return 0;
+
+bad:
+	rd_seterr(s, "%s: EVALSHA: a redirection rlgate cannot read: %.*s",
+	    s->nodes[ni].name, (int)(reply->len > 200 ? 200 : reply->len),
+	    reply->str);
+	return -1;
+}
+
+/*
+ * Reads the slot map if there is none yet, or if it is stale and the last
+ * reading is RD_REFRESH_MIN_MS old. 0 when there is a map to go by (a
+ * stale one too: better than none), or -1 (errmsg).
+ */
+static int
+rd_map_ready(struct rd_store *s)
+{
+	int64_t now;
+
+	if (s->map_loaded && !s->map_stale)
+		return 0;
+	now = rd_mono_ms();
+	if (now < s->refresh_at_ms) {
+		if (!s->map_loaded)
+			rd_seterr(s, "%s", s->map_err);
+		return s->map_loaded ? 0 : -1;
+	}
+	s->refresh_at_ms = now + RD_REFRESH_MIN_MS;
+	if (rd_refresh(s) == 0) {
+		s->map_loaded = true;
+		s->map_stale = false;
+		return 0;
+	}
+	memcpy(s->map_err, s->errmsg, sizeof s->map_err);
+	return s->map_loaded ? 0 : -1;
+}
+
+/*
+ * CLUSTER SLOTS from the first node that answers, at most
+ * RD_REFRESH_TRIES of them: the connected ones first, then the others
+ * (seeds included) whose backoff is over. 0, or -1 (errmsg).
+ */
+static int
+rd_refresh(struct rd_store *s)
+{
+	redisReply *reply;
+	int tries = 0, pass, rc;
+	int64_t now = rd_mono_ms();
+	size_t i;
+
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < s->nnodes && tries < RD_REFRESH_TRIES; i++) {
+			if ((pass == 0) != (s->nodes[i].c != NULL) ||
+			    (pass == 1 && now < s->nodes[i].retry_at_ms))
+				continue;
+			tries++;
+			if (rd_ready(s, i) != 0)
+				continue;
+			reply = redisCommand(s->nodes[i].c, "CLUSTER SLOTS");
+			if (reply == NULL) {
+				rd_io_error(s, &s->nodes[i], "CLUSTER SLOTS");
+				(void)rd_failed(s, i);
+				continue;
+			}
+			rc = rd_slots_apply(s, i, reply);
+			freeReplyObject(reply);
+			if (rc != 0) {
+				(void)rd_failed(s, i);
+				continue;
+			}
+			/*
+			 * Not "back" yet: that takes a step (a node may
+			 * answer this and CLUSTERDOWN to every step).
+			 */
+			rd_compact(s);
+			return 0;
+		}
+	}
+	if (tries == 0)
+		rd_seterr(s, "%s: no node to ask for the slot map: every"
+		    " one is backing off after an error", s->name);
+	return -1;
+}
+
+/*
+ * A CLUSTER SLOTS reply from node ni into the slot map: checked whole
+ * first, so a bad reply changes nothing. Each entry is [first, last,
+ * [host, port, id, ...] of the master, replicas...]. 0, or -1 (errmsg).
+ */
+static int
+rd_slots_apply(struct rd_store *s, size_t ni, const redisReply *reply)
+{
+	const redisReply *e, *m;
+	size_t i, at, slot;
+	const char *host;
+
+	if (reply->type == REDIS_REPLY_ERROR) {
+		rd_seterr(s, "%s: CLUSTER SLOTS failed: %.*s%s",
+		    s->nodes[ni].name,
+		    (int)(reply->len > 200 ? 200 : reply->len), reply->str,
+		    strstr(reply->str, "cluster support disabled") != NULL ?
+		    " (not a cluster: set [store] backend = redis)" : "");
+		return -1;
+	}
+	if (reply->type != REDIS_REPLY_ARRAY)
+		goto bad;
+	for (i = 0; i < reply->elements; i++) {
+		e = reply->element[i];
+		if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
+		    e->element[0]->type != REDIS_REPLY_INTEGER ||
+		    e->element[1]->type != REDIS_REPLY_INTEGER ||
+		    e->element[0]->integer < 0 ||
+		    e->element[0]->integer > e->element[1]->integer ||
+		    e->element[1]->integer >= RD_SLOTS)
+			goto bad;
+		m = e->element[2];
+		if (m->type != REDIS_REPLY_ARRAY || m->elements < 2 ||
+		    m->element[0]->type != REDIS_REPLY_STRING ||
+		    m->element[0]->len > 255 ||
+		    m->element[1]->type != REDIS_REPLY_INTEGER ||
+		    m->element[1]->integer < 1 ||
+		    m->element[1]->integer > 65535)
+			goto bad;
+	}
+	if (s->nnodes + reply->elements > RD_NODES_MAX) {
+		rd_seterr(s, "%s: more than %d cluster nodes", s->name,
+		    RD_NODES_MAX);
+		return -1;
+	}
+	memset(s->slots, 0, RD_SLOTS * sizeof *s->slots);
+	for (i = 0; i < reply->elements; i++) {
+		e = reply->element[i];
+		m = e->element[2];
+		/* "" or "?": the node does not know its address; ni's. */
+		host = m->element[0]->str;
+		if (host[0] == '\0' || strcmp(host, "?") == 0)
+			host = s->nodes[ni].host;
+		at = rd_node_add(s, host, (int)m->element[1]->integer, NULL);
+		for (slot = (size_t)e->element[0]->integer;
+		    slot <= (size_t)e->element[1]->integer; slot++)
+			s->slots[slot] = (uint16_t)(at + 1);
+	}
+	return 0;
+
+bad:
+	rd_seterr(s, "%s: CLUSTER SLOTS: unexpected reply", s->nodes[ni].name);
+	return -1;
+}
+
+/*
+ * Drops the nodes that are neither seeds nor the master of a slot
+ * (closing their connections), and renumbers the map.
+ */
+static void
+rd_compact(struct rd_store *s)
+{
+	size_t i, j, *to;
+	bool *used;
+
+	used = rlg_xcalloc(s->nnodes, sizeof *used);
+	to = rlg_xcalloc(s->nnodes, sizeof *to);
+	for (i = 0; i < RD_SLOTS; i++)
+		if (s->slots[i] != 0)
+			used[s->slots[i] - 1] = true;
+	for (i = 0, j = 0; i < s->nnodes; i++) {
+		if (!used[i] && !s->nodes[i].seed) {
+			rd_disconnect(&s->nodes[i]);
+			free(s->nodes[i].host);
+			free(s->nodes[i].socket);
+			continue;
+		}
+		to[i] = j;
+		if (i != j)
+			s->nodes[j] = s->nodes[i];
+		j++;
+	}
+	s->nnodes = j;
+	for (i = 0; i < RD_SLOTS; i++)
+		if (s->slots[i] != 0)
+			s->slots[i] = (uint16_t)(to[s->slots[i] - 1] + 1);
+	free(used);
+	free(to);
+}
+
+/*
+ * The slot of a client's keys: CRC16 (XMODEM, as Redis) of its hash tag,
+ * the key up to its first '}' (never empty: rd_check_items), mod 16384.
+ */
+static unsigned
+rd_slot(const char *client)
+{
+	unsigned crc = 0;
+	const unsigned char *p;
+	int k;
+
+	for (p = (const unsigned char *)client; *p != '\0' && *p != '}';
+	    p++) {
+		crc ^= (unsigned)*p << 8;
+		for (k = 0; k < 8; k++)
+			crc = (crc & 0x8000) != 0 ? (crc << 1) ^ 0x1021 :
+			    crc << 1;
+		crc &= 0xffff;
+	}
+	return crc & (RD_SLOTS - 1);
+}
+
+static void
+rd_sleep_ms(int64_t ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000),
+	    (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
 }

@@ -278,9 +278,9 @@ static const struct rlg_t_bad rlg_t_bad_values[] = {
 	    "(got \"warning\")" },
 	/* [store] backend, url, connect_timeout_ms, timeout_ms, clock */
 	{ "store", "backend", "mysql",
-	    "[store] backend: must be one of sqlite, redis (got \"mysql\")" },
+	    "[store] backend: must be one of sqlite, redis, redis_cluster (got \"mysql\")" },
 	{ "store", "backend", "Redis",
-	    "[store] backend: must be one of sqlite, redis (got \"Redis\")" },
+	    "[store] backend: must be one of sqlite, redis, redis_cluster (got \"Redis\")" },
 	{ "store", "backend", "",
 	    "[store] backend: must not be empty" },
 	{ "store", "clock", "utc",
@@ -2565,6 +2565,8 @@ START_TEST(test_redis_store)
 }
 END_TEST
 
+#define RLG_T_REDIS_ONLY "applies only to backend = redis or redis_cluster"
+
 /*
  * The keys of one backend with the other: each on its own line, in line
  * order, with the other problems of the file.
@@ -2582,16 +2584,15 @@ START_TEST(test_redis_store_errors)
 	    "timeout_ms = 5\n"                           /* 7 */
 	    "connect_timeout_ms = 5\n",                  /* 8 */
 	    5,
-	    "t.conf:2: [store] url: applies only to backend = redis\n"
-	    "t.conf:3: [store] clock: applies only to backend = redis\n"
+	    "t.conf:2: [store] url: " RLG_T_REDIS_ONLY "\n"
+	    "t.conf:3: [store] clock: " RLG_T_REDIS_ONLY "\n"
 	    "t.conf:5: [policy default] limit: " RLG_T_LIMIT_RANGE
 	    " (got \"0\")\n"
-	    "t.conf:7: [store] timeout_ms: applies only to backend = redis\n"
-	    "t.conf:8: [store] connect_timeout_ms: applies only to backend = "
-	    "redis\n");
+	    "t.conf:7: [store] timeout_ms: " RLG_T_REDIS_ONLY "\n"
+	    "t.conf:8: [store] connect_timeout_ms: " RLG_T_REDIS_ONLY "\n");
 	rlg_t_expect(
 	    "[store]\nbackend = sqlite\nurl = unix:/s\n", 1,
-	    "t.conf:3: [store] url: applies only to backend = redis\n");
+	    "t.conf:3: [store] url: " RLG_T_REDIS_ONLY "\n");
 	/* Redis without a url; with max_clients. */
 	rlg_t_expect(
 	    "[store]\nmax_clients = 10\non_error = open\nbackend = redis\n", 2,
@@ -2617,8 +2618,8 @@ START_TEST(test_redis_store_errors)
 	rlg_t_expect(
 	    "[store]\nbackend = memcached\nurl = redis://h\nmax_clients = 1\n",
 	    1,
-	    "t.conf:2: [store] backend: must be one of sqlite, redis "
-	    "(got \"memcached\")\n");
+	    "t.conf:2: [store] backend: must be one of sqlite, redis, "
+	    "redis_cluster (got \"memcached\")\n");
 	/* Set twice. */
 	rlg_t_expect(
 	    "[store]\nbackend = redis\nurl = redis://a\nurl = redis://b\n", 1,
@@ -2650,6 +2651,200 @@ START_TEST(test_redis_url_api)
 	ck_assert_str_eq(sc.redis_socket, "/s");
 	ck_assert_int_eq(sc.redis_db, 0);
 	free(sc.redis_socket);
+}
+END_TEST
+
+/* ---- [store]: a Redis Cluster ------------------------------------------- */
+
+/* A cluster url that must parse: its seed nodes, and the description. */
+static const struct {
+	const char *url;
+	const char *seeds;         /* "HOST:PORT HOST:PORT ..." */
+	const char *password;
+	const char *described;
+} rlg_t_cluster_urls[] = {
+	{ "redis://127.0.0.1:7000", "127.0.0.1:7000", NULL,
+	    "redis_cluster 127.0.0.1:7000" },
+	{ "redis://a:7000,b:7001,c", "a:7000 b:7001 c:6379", NULL,
+	    "redis_cluster a:7000,b:7001,c:6379" },
+	{ "redis://:pw@10.0.0.1:7000,10.0.0.2:7000/", "10.0.0.1:7000"
+	    " 10.0.0.2:7000", "pw",
+	    "redis_cluster 10.0.0.1:7000,10.0.0.2:7000" },
+	/* The password ends at the last '@': a ',' in it is its own. */
+	{ "redis://u:p,w@h1:1,[::1]:2/0", "h1:1 ::1:2", "p,w",
+	    "redis_cluster h1:1,[::1]:2" },
+	{ "redis://[fe80::1%eth0]:7001,x_y.z-1:65535", "fe80::1%eth0:7001"
+	    " x_y.z-1:65535", NULL,
+	    "redis_cluster [fe80::1%eth0]:7001,x_y.z-1:65535" },
+};
+#define RLG_T_NCLUSTER_URLS \
+	(sizeof rlg_t_cluster_urls / sizeof rlg_t_cluster_urls[0])
+
+START_TEST(test_redis_cluster_url)
+{
+	char *text, buf[256], seeds[256];
+	struct rlg_config *cfg;
+	size_t i, len;
+
+	/* backend after url: the keys come in any order. */
+	text = rlg_t_fmt("[store]\nurl = %s\nbackend = redis_cluster\n",
+	    rlg_t_cluster_urls[_i].url);
+	cfg = rlg_t_ok(text);
+	/* The Redis store, in its cluster mode. */
+	ck_assert_int_eq(cfg->store.backend, RLG_BACKEND_REDIS);
+	ck_assert(cfg->store.redis_cluster);
+	len = (size_t)snprintf(seeds, sizeof seeds, "%s:%d",
+	    cfg->store.redis_host, cfg->store.redis_port);
+	for (i = 0; i < cfg->store.redis_nseeds; i++)
+		len += (size_t)snprintf(seeds + len, sizeof seeds - len,
+		    " %s:%d", cfg->store.redis_seeds[i].host,
+		    cfg->store.redis_seeds[i].port);
+	ck_assert_str_eq(seeds, rlg_t_cluster_urls[_i].seeds);
+	if (rlg_t_cluster_urls[_i].password != NULL)
+		ck_assert_str_eq(cfg->store.redis_password,
+		    rlg_t_cluster_urls[_i].password);
+	else
+		ck_assert_ptr_null(cfg->store.redis_password);
+	ck_assert_int_eq(cfg->store.redis_db, 0);
+	ck_assert_ptr_null(cfg->store.redis_socket);
+	ck_assert_str_eq(rlg_store_describe(&cfg->store, buf, sizeof buf),
+	    rlg_t_cluster_urls[_i].described);
+	rlg_config_free(cfg);
+	free(text);
+
+	/* The same url with backend = redis: one server, a list refused. */
+	text = rlg_t_fmt("[store]\nbackend = redis\nurl = %s\n",
+	    rlg_t_cluster_urls[_i].url);
+	if (strchr(rlg_t_cluster_urls[_i].seeds, ' ') == NULL) {
+		cfg = rlg_t_ok(text);
+		ck_assert(!cfg->store.redis_cluster);
+		ck_assert_uint_eq(cfg->store.redis_nseeds, 0);
+		rlg_config_free(cfg);
+	} else {
+		rlg_t_expect(text, 1, "t.conf:3: [store] url: several "
+		    "HOST:PORT are the seed nodes of a Redis Cluster: set "
+		    "backend = redis_cluster, or name one server\n");
+	}
+	free(text);
+}
+END_TEST
+
+/* What a cluster url may not be, each with its line; the password masked. */
+START_TEST(test_redis_cluster_errors)
+{
+	char *text, *list;
+	size_t i, len;
+
+	rlg_t_expect(
+	    "[store]\n"                                  /* 1 */
+	    "backend = redis_cluster\n"                  /* 2 */
+	    "url = unix:/run/redis.sock\n"               /* 3 */
+	    "max_clients = 5\n",                         /* 4 */
+	    2,
+	    "t.conf:3: [store] url: backend = redis_cluster needs "
+	    "redis://HOST:PORT[,HOST:PORT...]: cluster nodes talk TCP\n"
+	    "t.conf:4: [store] max_clients: applies only to backend = sqlite: "
+	    "Redis memory is bounded by its maxmemory and by the expiry of "
+	    "the keys\n");
+	rlg_t_expect(
+	    "[store]\nurl = redis://:pw@a:1,b:2/3\nbackend = redis_cluster\n",
+	    1,
+	    "t.conf:2: [store] url: a Redis Cluster has database 0 only "
+	    "(got /3)\n");
+	rlg_t_expect(
+	    "[store]\nbackend = redis_cluster\n", 1,
+	    "t.conf:2: [store] backend: redis_cluster needs [store] url = "
+	    "redis://HOST:PORT[,HOST:PORT...] (seed nodes)\n");
+	rlg_t_expect(
+	    "[store]\nbackend = redis_cluster\nurl = redis://:pw@a:1,,b:2\n",
+	    1,
+	    "t.conf:3: [store] url: empty HOST:PORT in the list "
+	    "(got \"redis://:***@a:1,,b:2\")\n");
+	rlg_t_expect(
+	    "[store]\nbackend = redis_cluster\nurl = redis://a:1,\n", 1,
+	    "t.conf:3: [store] url: empty HOST:PORT in the list "
+	    "(got \"redis://a:1,\")\n");
+	rlg_t_expect(
+	    "[store]\nbackend = redis_cluster\nurl = redis://a:1,b:0\n", 1,
+	    "t.conf:3: [store] url: port must be an integer from 1 to 65535 "
+	    "(got \"redis://a:1,b:0\")\n");
+	rlg_t_expect(
+	    "[store]\nbackend = redis_cluster\nurl = redis://a:1,b!:2\n", 1,
+	    "t.conf:3: [store] url: bad host: a name of A-Z a-z 0-9 . - _, an "
+	    "IPv4 address, or an IPv6 address in brackets "
+	    "(got \"redis://a:1,b!:2\")\n");
+	rlg_t_expect(
+	    "[store]\nbackend = redis_cluster\nurl = redis://a:1,[::1:2\n",
+	    1,
+	    "t.conf:3: [store] url: bad IPv6 address in brackets "
+	    "(got \"redis://a:1,[::1:2\")\n");
+	rlg_t_expect(
+	    "[store]\nbackend = redis_cluster\nurl = redis://a:1,b:2x\n", 1,
+	    "t.conf:3: [store] url: port must be an integer from 1 to 65535 "
+	    "(got \"redis://a:1,b:2x\")\n");
+
+	/* RLG_REDIS_SEEDS_MAX seed nodes, and one more. */
+	list = malloc(16 * (RLG_REDIS_SEEDS_MAX + 1) + 1);
+	ck_assert_ptr_nonnull(list);
+	for (i = 0, len = 0; i < RLG_REDIS_SEEDS_MAX; i++)
+		len += (size_t)sprintf(list + len, "%sn%zu:%zu", i > 0 ? "," :
+		    "", i, 7000 + i);
+	text = rlg_t_fmt("[store]\nbackend = redis_cluster\nurl = redis://%s"
+	    "\n", list);
+	{
+		struct rlg_config *cfg = rlg_t_ok(text);
+
+		ck_assert_uint_eq(cfg->store.redis_nseeds,
+		    RLG_REDIS_SEEDS_MAX - 1);
+		ck_assert_str_eq(cfg->store.redis_seeds[RLG_REDIS_SEEDS_MAX -
+		    2].host, "n31");
+		rlg_config_free(cfg);
+	}
+	free(text);
+	sprintf(list + len, ",n:1");
+	text = rlg_t_fmt("[store]\nbackend = redis_cluster\nurl = redis://%s"
+	    "\n", list);
+	{
+		char *errs;
+		struct rlg_config *cfg;
+		int n;
+
+		errs = rlg_t_load(text, &n, &cfg);
+		ck_assert_int_eq(n, 1);
+		ck_assert_ptr_null(cfg);
+		ck_assert_msg(strstr(errs, "t.conf:3: [store] url: more than "
+		    "32 HOST:PORT in the list (got") == errs, "%s", errs);
+		free(errs);
+	}
+	free(text);
+	free(list);
+}
+END_TEST
+
+/* rlg_config_redis_url replaces a list as a whole; sc kept on failure. */
+START_TEST(test_redis_cluster_url_api)
+{
+	struct rlg_store_config sc;
+	char why[256];
+
+	memset(&sc, 0, sizeof sc);
+	ck_assert_int_eq(rlg_config_redis_url(&sc, "redis://a:1,b:2,c:3",
+	    why, sizeof why), 0);
+	ck_assert_uint_eq(sc.redis_nseeds, 2);
+	ck_assert_str_eq(sc.redis_seeds[1].host, "c");
+	ck_assert_int_eq(sc.redis_seeds[1].port, 3);
+	ck_assert_int_eq(rlg_config_redis_url(&sc, "redis://x:1,y:0", why,
+	    sizeof why), -1);
+	ck_assert_str_eq(why, "port must be an integer from 1 to 65535");
+	ck_assert_uint_eq(sc.redis_nseeds, 2);
+	ck_assert_str_eq(sc.redis_host, "a");
+	ck_assert_int_eq(rlg_config_redis_url(&sc, "redis://d", why,
+	    sizeof why), 0);
+	ck_assert_uint_eq(sc.redis_nseeds, 0);
+	ck_assert_ptr_null(sc.redis_seeds);
+	ck_assert_str_eq(sc.redis_host, "d");
+	ck_assert_int_eq(sc.redis_port, 6379);
+	free(sc.redis_host);
 }
 END_TEST
 
@@ -2727,6 +2922,10 @@ rlg_config_suite(void)
 	tcase_add_test(tc, test_redis_store);
 	tcase_add_test(tc, test_redis_store_errors);
 	tcase_add_test(tc, test_redis_url_api);
+	tcase_add_loop_test(tc, test_redis_cluster_url, 0,
+	    (int)RLG_T_NCLUSTER_URLS);
+	tcase_add_test(tc, test_redis_cluster_errors);
+	tcase_add_test(tc, test_redis_cluster_url_api);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("files");

@@ -16,5 +16,6 @@ Suite *rlg_request_suite(void);
 Suite *rlg_response_suite(void);
 Suite *rlg_store_suite(void);
 Suite *rlg_store_redis_suite(void);
+Suite *rlg_store_redis_cluster_suite(void);
 
 #endif

@@ -35,6 +35,21 @@
  * user, a wrong one), a unix socket, key expiry, strict replies (a fake
  * server), hash-tag-breaking client keys; servers of their own are
  * started on 127.0.0.1 and stopped by pid.
+ *
+ * The suite "store_redis_cluster" runs the same shared tests against a
+ * three-master Redis Cluster the suite creates (redis_fixture.h), with
+ * [store] backend = redis_cluster: every path is database 0 (the only
+ * one), every master is flushed before each test, the helpers find a key
+ * on its master (following MOVED) and scan every master. Its "cluster"
+ * case: clients spread over the masters on the slots Redis computes, with
+ * no redirection; a slot migrated between requests (ASK, then MOVED) and
+ * under load from four threads, counts exact; NOSCRIPT on every master;
+ * two policies keyed by clients in two slots, checked then committed (no
+ * quota spent by a rejected request, round trips counted); the seeds
+ * (dead, one dead, not a cluster); an ACL user; the bounds on MOVED, ASK,
+ * TRYAGAIN and CLUSTERDOWN against a fake node. "cluster_faults": a
+ * master stopped (RLG_ESTORE for its clients, answers for the others,
+ * CLUSTERDOWN once the cluster needs full coverage) and started again.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -113,6 +128,9 @@ static void base_setup(void);
 static void base_teardown(void);
 static void redis_base_setup(void);
 static void redis_base_teardown(void);
+static void cluster_base_setup(void);
+static void cluster_base_teardown(void);
+static int key_servers(const char *path, int *ports, int *db);
 static void case_setup(void);
 static int redis_db_of(const char *path);
 static void store_cfg(struct rlg_store_config *cfg, const char *path,
@@ -185,6 +203,13 @@ static int case_seq;
 static enum rlg_store_backend backend = RLG_BACKEND_SQLITE;
 static struct rlg_test_redis redis_srv;
 static bool redis_up;
+/*
+ * Suite store_redis_cluster: the Redis backend against the suite's
+ * three-master cluster; every path is database 0 (a cluster has no
+ * other), every master is flushed before each test.
+ */
+static bool cluster_mode;
+static struct rlg_test_redis_cluster cluster_srv;
 #define REDIS_DBS 16
 static char redis_paths[REDIS_DBS][256];
 static int redis_npaths;
@@ -324,6 +349,7 @@ static void
 case_setup(void)
 {
 	redisReply *r;
+	int i;
 
 	snprintf(case_dir, sizeof case_dir, "%s/t%d-%ld", base_dir,
 	    ++case_seq, (long)getpid());
@@ -332,6 +358,13 @@ case_setup(void)
 		return;
 	ck_assert_msg(redis_up, "the suite's redis-server did not start");
 	redis_npaths = 0;
+	if (cluster_mode) {
+		for (i = 0; i < RLG_TEST_CLUSTER_NODES; i++) {
+			r = rcmd(cluster_srv.port[i], NULL, 0, "FLUSHALL");
+			freeReplyObject(r);
+		}
+		return;
+	}
 	r = rcmd(redis_srv.port, NULL, 0, "FLUSHALL");
 	freeReplyObject(r);
 }
@@ -382,6 +415,47 @@ redis_base_teardown(void)
 	base_teardown();
 }
 
+static void
+cluster_base_setup(void)
+{
+	base_setup();
+	backend = RLG_BACKEND_REDIS;
+	cluster_mode = true;
+	signal(SIGPIPE, SIG_IGN);
+	redis_up = rlg_test_redis_cluster_start(&cluster_srv) == 0;
+}
+
+static void
+cluster_base_teardown(void)
+{
+	rlg_test_redis_cluster_stop(&cluster_srv);
+	redis_up = false;
+	cluster_mode = false;
+	backend = RLG_BACKEND_SQLITE;
+	base_teardown();
+}
+
+/*
+ * The servers that hold the test's keys, into ports (at most
+ * RLG_TEST_CLUSTER_NODES) and their database into *db: the suite's
+ * server and the database of path, or every master of the cluster.
+ */
+static int
+key_servers(const char *path, int *ports, int *db)
+{
+	int i;
+
+	if (!cluster_mode) {
+		ports[0] = redis_srv.port;
+		*db = redis_db_of(path);
+		return 1;
+	}
+	for (i = 0; i < RLG_TEST_CLUSTER_NODES; i++)
+		ports[i] = cluster_srv.port[i];
+	*db = 0;
+	return RLG_TEST_CLUSTER_NODES;
+}
+
 /* The Redis database that stands for path in this test (registered). */
 static int
 redis_db_of(const char *path)
@@ -414,8 +488,15 @@ store_cfg(struct rlg_store_config *cfg, const char *path, int busy_ms)
 		cfg->busy_timeout_ms = busy_ms;
 		return;
 	}
-	snprintf(url, sizeof url, "%s/%d", redis_srv.url, redis_db_of(path));
-	store_cfg_url(cfg, url);
+	if (cluster_mode) {
+		(void)redis_db_of(path);
+		store_cfg_url(cfg, cluster_srv.url);
+		cfg->redis_cluster = true;
+	} else {
+		snprintf(url, sizeof url, "%s/%d", redis_srv.url,
+		    redis_db_of(path));
+		store_cfg_url(cfg, url);
+	}
 	cfg->clock = RLG_CLOCK_LOCAL;
 }
 
@@ -436,6 +517,11 @@ store_cfg_url(struct rlg_store_config *cfg, const char *url)
 static void
 store_cfg_free(struct rlg_store_config *cfg)
 {
+	size_t i;
+
+	for (i = 0; i < cfg->redis_nseeds; i++)
+		free(cfg->redis_seeds[i].host);
+	free(cfg->redis_seeds);
 	free(cfg->path);
 	free(cfg->redis_host);
 	free(cfg->redis_socket);
@@ -477,7 +563,10 @@ rcmd(int port, const char *password, int db, const char *fmt, ...)
 	return r;
 }
 
-/* One command to the suite's server, in the database of path. */
+/*
+ * One command to the suite's server, in the database of path; on the
+ * cluster, to the master of the key (following MOVED).
+ */
 static redisReply *
 rdb(const char *path, const char *fmt, ...)
 {
@@ -485,20 +574,31 @@ rdb(const char *path, const char *fmt, ...)
 	redisContext *c;
 	redisReply *r;
 	va_list ap;
+	int port, hops;
 
-	c = redisConnectWithTimeout("127.0.0.1", redis_srv.port, tv);
-	ck_assert_msg(c != NULL && c->err == 0, "connect: %s",
-	    c != NULL ? c->errstr : "out of memory");
-	redisSetTimeout(c, tv);
-	r = redisCommand(c, "SELECT %d", redis_db_of(path));
-	ck_assert(r != NULL && r->type == REDIS_REPLY_STATUS);
-	freeReplyObject(r);
-	va_start(ap, fmt);
-	r = redisvCommand(c, fmt, ap);
-	va_end(ap);
-	ck_assert_msg(r != NULL, "%s: %s", fmt, c->errstr);
+	port = cluster_mode ? cluster_srv.port[0] : redis_srv.port;
+	for (hops = 0;; hops++) {
+		c = redisConnectWithTimeout("127.0.0.1", port, tv);
+		ck_assert_msg(c != NULL && c->err == 0, "connect: %s",
+		    c != NULL ? c->errstr : "out of memory");
+		redisSetTimeout(c, tv);
+		r = redisCommand(c, "SELECT %d", cluster_mode ? 0 :
+		    redis_db_of(path));
+		ck_assert(r != NULL && r->type == REDIS_REPLY_STATUS);
+		freeReplyObject(r);
+		va_start(ap, fmt);
+		r = redisvCommand(c, fmt, ap);
+		va_end(ap);
+		ck_assert_msg(r != NULL, "%s: %s", fmt, c->errstr);
+		redisFree(c);
+		if (!cluster_mode || hops == 3 ||
+		    r->type != REDIS_REPLY_ERROR ||
+		    strncmp(r->str, "MOVED ", 6) != 0)
+			break;
+		port = atoi(strrchr(r->str, ':') + 1);
+		freeReplyObject(r);
+	}
 	ck_assert_msg(r->type != REDIS_REPLY_ERROR, "%s: %s", fmt, r->str);
-	redisFree(c);
 	return r;
 }
 
@@ -551,20 +651,24 @@ count_of(const char *path, const char *policy_name, const char *client)
 static int64_t
 nstates(const char *path)
 {
+	int ports[RLG_TEST_CLUSTER_NODES], db, k, nk;
 	redisReply *r;
 	int64_t n = 0;
 	size_t i, len;
 
 	if (backend == RLG_BACKEND_SQLITE)
 		return sql_int(path, "SELECT count(*) FROM rlg_state");
-	r = rdb(path, "KEYS rlg:*");
-	for (i = 0; i < r->elements; i++) {
-		len = r->element[i]->len;
-		if (len < 4 || strcmp(r->element[i]->str + len - 4, ":log") !=
-		    0)
-			n++;
+	nk = key_servers(path, ports, &db);
+	for (k = 0; k < nk; k++) {
+		r = rcmd(ports[k], NULL, db, "KEYS rlg:*");
+		for (i = 0; i < r->elements; i++) {
+			len = r->element[i]->len;
+			if (len < 4 || strcmp(r->element[i]->str + len - 4,
+			    ":log") != 0)
+				n++;
+		}
+		freeReplyObject(r);
 	}
-	freeReplyObject(r);
 	return n;
 }
 
@@ -572,6 +676,7 @@ nstates(const char *path)
 static int64_t
 nlog(const char *path, const char *policy_name, const char *client)
 {
+	int ports[RLG_TEST_CLUSTER_NODES], db, k, nk;
 	char *sql, pattern[512];
 	redisReply *r, *len;
 	int64_t n = 0;
@@ -588,13 +693,17 @@ nlog(const char *path, const char *policy_name, const char *client)
 	}
 	redis_key(pattern, sizeof pattern, policy_name != NULL ?
 	    policy_name : "*", client != NULL ? client : "*", true);
-	r = rdb(path, "KEYS %s", pattern);
-	for (i = 0; i < r->elements; i++) {
-		len = rdb(path, "LLEN %s", r->element[i]->str);
-		n += len->integer;
-		freeReplyObject(len);
+	nk = key_servers(path, ports, &db);
+	for (k = 0; k < nk; k++) {
+		r = rcmd(ports[k], NULL, db, "KEYS %s", pattern);
+		for (i = 0; i < r->elements; i++) {
+			len = rcmd(ports[k], NULL, db, "LLEN %s",
+			    r->element[i]->str);
+			n += len->integer;
+			freeReplyObject(len);
+		}
+		freeReplyObject(r);
 	}
-	freeReplyObject(r);
 	return n;
 }
 
@@ -602,6 +711,7 @@ nlog(const char *path, const char *policy_name, const char *client)
 static void
 reset_client(const char *path, const char *client)
 {
+	int ports[RLG_TEST_CLUSTER_NODES], db, k, nk;
 	char *sql, pattern[512];
 	redisReply *r, *del;
 	size_t i;
@@ -614,12 +724,16 @@ reset_client(const char *path, const char *client)
 		return;
 	}
 	snprintf(pattern, sizeof pattern, "rlg:{%s}:*", client);
-	r = rdb(path, "KEYS %s", pattern);
-	for (i = 0; i < r->elements; i++) {
-		del = rdb(path, "DEL %s", r->element[i]->str);
-		freeReplyObject(del);
+	nk = key_servers(path, ports, &db);
+	for (k = 0; k < nk; k++) {
+		r = rcmd(ports[k], NULL, db, "KEYS %s", pattern);
+		for (i = 0; i < r->elements; i++) {
+			del = rcmd(ports[k], NULL, db, "DEL %s",
+			    r->element[i]->str);
+			freeReplyObject(del);
+		}
+		freeReplyObject(r);
 	}
-	freeReplyObject(r);
 }
 
 /*
@@ -664,17 +778,24 @@ probe_changed(const char *path)
 	return v1 != probe_v0;
 }
 
-/* The server's count of writes (INFO persistence). */
+/* The servers' count of writes (INFO persistence), summed. */
 static int64_t
 redis_dirty(const char *path)
 {
-	redisReply *r = rdb(path, "INFO persistence");
-	const char *at = strstr(r->str, "rdb_changes_since_last_save:");
-	int64_t v;
+	int ports[RLG_TEST_CLUSTER_NODES], db, k, nk;
+	const char *at;
+	redisReply *r;
+	int64_t v = 0;
 
-	ck_assert_ptr_nonnull(at);
-	v = strtoll(at + strlen("rdb_changes_since_last_save:"), NULL, 10);
-	freeReplyObject(r);
+	nk = key_servers(path, ports, &db);
+	for (k = 0; k < nk; k++) {
+		r = rcmd(ports[k], NULL, db, "INFO persistence");
+		at = strstr(r->str, "rdb_changes_since_last_save:");
+		ck_assert_ptr_nonnull(at);
+		v += strtoll(at + strlen("rdb_changes_since_last_save:"),
+		    NULL, 10);
+		freeReplyObject(r);
+	}
 	return v;
 }
 
@@ -1241,9 +1362,9 @@ static void
 check_cache_differential(const struct rlg_policy *ps, size_t np,
     const char *tag, uint64_t min_hits)
 {
-	char a[64], b[64];
+	char a[64], b[64], ca[64], cb[64];
 	struct rlg_store *c, *u;
-	struct rlg_store_item items[2];
+	struct rlg_store_item items[2], uitems[2];
 	struct rlg_decision dc[2], du[2];
 	const struct rlg_store_cache_stats *st;
 	int64_t t = T1;
@@ -1256,16 +1377,25 @@ check_cache_differential(const struct rlg_policy *ps, size_t np,
 	u = open_with(path_in(b), 0, 0);
 	ck_assert_ptr_nonnull(rlg_store_cache_stats(c));
 	ck_assert_ptr_null(rlg_store_cache_stats(u));
+	/*
+	 * A client of its own for each store and each call: stores that
+	 * share one keyspace (a Redis Cluster has database 0 only) must not
+	 * meet.
+	 */
+	snprintf(ca, sizeof ca, "cached-%s", tag);
+	snprintf(cb, sizeof cb, "plain-%s", tag);
 	for (i = 0; i < np; i++) {
 		items[i].policy = &ps[i];
-		items[i].client = "10.9.9.9";
+		items[i].client = ca;
 		items[i].advisory = false;
+		uitems[i] = items[i];
+		uitems[i].client = cb;
 	}
 	for (k = 0; k < 900; k++) {
 		t += (k % 40 == 39) ? 1500 : 97;
 		rc = rlg_store_step(c, items, np, t, dc);
 		ck_assert_int_eq(rc, RLG_OK);
-		ck_assert_int_eq(rlg_store_step(u, items, np, t, du), RLG_OK);
+		ck_assert_int_eq(rlg_store_step(u, uitems, np, t, du), RLG_OK);
 		for (i = 0; i < np; i++) {
 			ck_assert_msg(dc[i].admitted == du[i].admitted &&
 			    dc[i].limit == du[i].limit &&
@@ -3575,6 +3705,8 @@ struct fake {
 	const char *reply;             /* to EVALSHA */
 	int loads;                     /* SCRIPT LOADs seen */
 	int evals;                     /* EVALSHAs seen */
+	int askings;                   /* ASKINGs seen */
+	char slots[128];               /* to CLUSTER (SLOTS), if set */
 	volatile int stop;
 };
 
@@ -3636,7 +3768,12 @@ fake_main(void *arg)
 				} else if (strcasecmp(name, "EVALSHA") == 0) {
 					f->evals++;
 					out = f->reply;
+				} else if (strcasecmp(name, "CLUSTER") == 0 &&
+				    f->slots[0] != '\0') {
+					out = f->slots;
 				} else {
+					if (strcasecmp(name, "ASKING") == 0)
+						f->askings++;
 					out = "+OK\r\n";
 				}
 				pthread_mutex_unlock(&f->mu);
@@ -3840,14 +3977,1067 @@ rlg_store_suite(void)
  * The tests of what a step decides and writes, against Redis (see the top
  * of this file), and the Redis-only ones.
  */
-Suite *
-rlg_store_redis_suite(void)
+/* ---- Redis Cluster (suite store_redis_cluster) ------------------------ */
+
+/* One command to cluster node i (0..2), database 0; never an error. */
+#define CL(i, ...) rcmd(cluster_srv.port[i], NULL, 0, __VA_ARGS__)
+
+/* The slot of a key, as the cluster says (CLUSTER KEYSLOT). */
+static int
+cl_keyslot(const char *key)
 {
-	Suite *s = suite_create("store_redis");
+	redisReply *r = CL(0, "CLUSTER KEYSLOT %s", key);
+	int slot = (int)r->integer;
+
+	freeReplyObject(r);
+	return slot;
+}
+
+/* The node (0..2) that serves slot, as node `ask` sees it; -1: none. */
+static int
+cl_owner_seen_by(int ask, int slot)
+{
+	redisReply *r = CL(ask, "CLUSTER SLOTS"), *e;
+	int i, port = -1;
+	size_t k;
+
+	for (k = 0; k < r->elements; k++) {
+		e = r->element[k];
+		if (slot >= e->element[0]->integer &&
+		    slot <= e->element[1]->integer)
+			port = (int)e->element[2]->element[1]->integer;
+	}
+	freeReplyObject(r);
+	for (i = 0; i < RLG_TEST_CLUSTER_NODES; i++)
+		if (cluster_srv.port[i] == port)
+			return i;
+	return -1;
+}
+
+static int
+cl_owner(int slot)
+{
+	return cl_owner_seen_by(0, slot);
+}
+
+/* The node that serves client's keys. */
+static int
+cl_client_node(const char *client)
+{
+	char key[512];
+
+	redis_key(key, sizeof key, "default", client, false);
+	return cl_owner(cl_keyslot(key));
+}
+
+/* A client key "PREFIX-N" whose keys node i serves, into buf. */
+static void
+cl_client_on(int i, const char *prefix, char *buf, size_t size)
+{
+	int n;
+
+	for (n = 0; n < 1000; n++) {
+		snprintf(buf, size, "%s-%d", prefix, n);
+		if (cl_client_node(buf) == i)
+			return;
+	}
+	ck_abort_msg("no client of node %d", i);
+}
+
+/*
+ * A number from INFO section of node i: the integer after field (e.g.
+ * "errorstat_MOVED:count=", "cmdstat_evalsha:calls="); 0 when absent.
+ */
+static int64_t
+cl_info(int i, const char *section, const char *field)
+{
+	redisReply *r = CL(i, "INFO %s", section);
+	const char *at = strstr(r->str, field);
+	int64_t v = at != NULL ? strtoll(at + strlen(field), NULL, 10) : 0;
+
+	freeReplyObject(r);
+	return v;
+}
+
+/* Summed over the three masters. */
+static int64_t
+cl_info_sum(const char *section, const char *field)
+{
+	int64_t v = 0;
+	int i;
+
+	for (i = 0; i < RLG_TEST_CLUSTER_NODES; i++)
+		v += cl_info(i, section, field);
+	return v;
+}
+
+static void
+cl_resetstat(void)
+{
+	redisReply *r;
+	int i;
+
+	for (i = 0; i < RLG_TEST_CLUSTER_NODES; i++) {
+		r = CL(i, "CONFIG RESETSTAT");
+		freeReplyObject(r);
+	}
+}
+
+/*
+ * The count field of a state read on node i itself, -1 when it has none
+ * there: ASKING first, so that a node importing the slot answers too.
+ */
+static int64_t
+cl_count_on(int i, const char *policy_name, const char *client)
+{
+	struct timeval tv = { 5, 0 };
+	redisContext *c;
+	redisReply *r;
+	char key[512];
+	int64_t v;
+
+	redis_key(key, sizeof key, policy_name, client, false);
+	c = redisConnectWithTimeout("127.0.0.1", cluster_srv.port[i], tv);
+	ck_assert(c != NULL && c->err == 0);
+	redisSetTimeout(c, tv);
+	r = redisCommand(c, "ASKING");
+	ck_assert(r != NULL && r->type == REDIS_REPLY_STATUS);
+	freeReplyObject(r);
+	r = redisCommand(c, "HGET %s count", key);
+	ck_assert(r != NULL);
+	/* ASK: a node migrating the slot away has no such key. */
+	ck_assert_msg(r->type != REDIS_REPLY_ERROR || strncmp(r->str, "ASK ",
+	    4) == 0, "HGET %s: %s", key, r->str);
+	v = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : -1;
+	freeReplyObject(r);
+	redisFree(c);
+	return v;
+}
+
+/* "CLUSTER MYID" of node i into id. */
+static void
+cl_id(int i, char *id, size_t size)
+{
+	redisReply *r = CL(i, "CLUSTER MYID");
+
+	snprintf(id, size, "%s", r->str);
+	freeReplyObject(r);
+}
+
+/* Migration, step 1: slot IMPORTING on b from a, MIGRATING on a to b. */
+static void
+cl_migrate_open(int slot, int a, int b)
+{
+	char ida[64], idb[64];
+	redisReply *r;
+
+	cl_id(a, ida, sizeof ida);
+	cl_id(b, idb, sizeof idb);
+	r = CL(b, "CLUSTER SETSLOT %d IMPORTING %s", slot, ida);
+	freeReplyObject(r);
+	r = CL(a, "CLUSTER SETSLOT %d MIGRATING %s", slot, idb);
+	freeReplyObject(r);
+}
+
+/* Step 2: MIGRATE every key of slot from a to b; how many there were. */
+static size_t
+cl_migrate_keys(int slot, int a, int b)
+{
+	const char *argv[1000 + 8];
+	char port[16];
+	redisReply *keys, *r;
+	struct timeval tv = { 5, 0 };
+	redisContext *c;
+	size_t n, i;
+
+	keys = CL(a, "CLUSTER GETKEYSINSLOT %d 1000", slot);
+	n = keys->elements;
+	if (n > 0) {
+		snprintf(port, sizeof port, "%d", cluster_srv.port[b]);
+		argv[0] = "MIGRATE";
+		argv[1] = "127.0.0.1";
+		argv[2] = port;
+		argv[3] = "";
+		argv[4] = "0";
+		argv[5] = "5000";
+		argv[6] = "KEYS";
+		for (i = 0; i < n; i++)
+			argv[7 + i] = keys->element[i]->str;
+		c = redisConnectWithTimeout("127.0.0.1", cluster_srv.port[a],
+		    tv);
+		ck_assert(c != NULL && c->err == 0);
+		redisSetTimeout(c, tv);
+		r = redisCommandArgv(c, (int)(7 + n), argv, NULL);
+		ck_assert_msg(r != NULL && r->type == REDIS_REPLY_STATUS,
+		    "MIGRATE: %s", r != NULL && r->str != NULL ? r->str :
+		    c->errstr);
+		freeReplyObject(r);
+		redisFree(c);
+	}
+	freeReplyObject(keys);
+	return n;
+}
+
+/* Step 3: slot belongs to b, told to b, to a, then to the third. */
+static void
+cl_migrate_close(int slot, int a, int b)
+{
+	char idb[64];
+	redisReply *r;
+	int i;
+
+	cl_id(b, idb, sizeof idb);
+	r = CL(b, "CLUSTER SETSLOT %d NODE %s", slot, idb);
+	freeReplyObject(r);
+	r = CL(a, "CLUSTER SETSLOT %d NODE %s", slot, idb);
+	freeReplyObject(r);
+	for (i = 0; i < RLG_TEST_CLUSTER_NODES; i++) {
+		if (i == a || i == b)
+			continue;
+		r = CL(i, "CLUSTER SETSLOT %d NODE %s", slot, idb);
+		freeReplyObject(r);
+	}
+}
+
+/*
+ * Many clients spread over the three masters, each counted exactly, with
+ * its keys on the master of its slot: rlgate's slot is the cluster's
+ * (CLUSTER KEYSLOT, COUNTKEYSINSLOT) for every kind of client key, and
+ * once the map is read no request is redirected.
+ */
+START_TEST(test_cluster_spread)
+{
+	char *path = path_in("spread");
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_policy sl = alg_policy(name_sl, RLG_ALG_SLIDING_LOG, 3, 10,
+	    0);
+	struct rlg_store *s = open_ok(path, 0);
+	const char *odd[] = { "a}b", "{x}", "x{", "10.0.0.1|k:0a1b",
+	    "2001:db8::/64", "unknown", "k:ffee" };
+	char client[64], key[512];
+	int per_node[RLG_TEST_CLUSTER_NODES] = { 0 };
+	int i, k, slot, owner;
+	size_t j;
+	redisReply *r;
+	int64_t total = 0;
+
+	cl_resetstat();
+	for (i = 0; i < 300; i++) {
+		snprintf(client, sizeof client, "10.%d.%d.%d", i % 7, i / 7,
+		    i % 251);
+		for (k = 0; k < 7; k++)
+			ck_assert_int_eq(hit(s, &p, client, T1, NULL), k < 5);
+	}
+	for (j = 0; j < sizeof odd / sizeof odd[0]; j++) {
+		ck_assert(hit(s, &p, odd[j], T1, NULL));
+		ck_assert(hit(s, &sl, odd[j], T1, NULL));
+		ck_assert(hit(s, &sl, odd[j], T1 + 1, NULL));
+	}
+	/* Not one MOVED or ASK: every request went to the right master. */
+	ck_assert_int_eq(cl_info_sum("errorstats", "errorstat_MOVED:count="),
+	    0);
+	ck_assert_int_eq(cl_info_sum("errorstats", "errorstat_ASK:count="),
+	    0);
+
+	for (i = 0; i < 300; i++) {
+		snprintf(client, sizeof client, "10.%d.%d.%d", i % 7, i / 7,
+		    i % 251);
+		redis_key(key, sizeof key, "default", client, false);
+		slot = cl_keyslot(key);
+		owner = cl_owner(slot);
+		ck_assert_int_ge(owner, 0);
+		per_node[owner]++;
+		ck_assert_int_eq(cl_count_on(owner, "default", client), 5);
+		r = CL(owner, "CLUSTER COUNTKEYSINSLOT %d", slot);
+		ck_assert_int_ge(r->integer, 1);
+		freeReplyObject(r);
+	}
+	for (j = 0; j < sizeof odd / sizeof odd[0]; j++) {
+		redis_key(key, sizeof key, "sl", odd[j], true);
+		owner = cl_owner(cl_keyslot(key));
+		ck_assert_int_eq(cl_count_on(owner, "default", odd[j]), 1);
+		ck_assert_int_eq(cl_count_on(owner, "sl", odd[j]), 2);
+		r = CL(owner, "LLEN %s", key);
+		ck_assert_int_eq(r->integer, 2);
+		freeReplyObject(r);
+	}
+	for (i = 0; i < RLG_TEST_CLUSTER_NODES; i++) {
+		ck_assert_msg(per_node[i] >= 50, "node %d holds %d clients",
+		    i, per_node[i]);
+		r = CL(i, "DBSIZE");
+		total += r->integer;
+		freeReplyObject(r);
+	}
+	/* 300 states, and per odd client two states and one log. */
+	ck_assert_int_eq(total, 300 + 3 * (int64_t)(sizeof odd /
+	    sizeof odd[0]));
+	ck_assert_int_eq(nstates(path), 300 + 2 * (int64_t)(sizeof odd /
+	    sizeof odd[0]));
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
+ * A client's slot moves from its master a to b while its requests go on,
+ * the counts exact before, during and after: keys still on a are served
+ * there; a new client of the slot, and this one once its keys moved, are
+ * served on b after ASK (the map unchanged); once the slot is b's, MOVED
+ * takes the handle there for good. A sliding log (two keys) follows too,
+ * and so does a request of two policies whose keys all moved; a request
+ * of two policies of a new client gets TRYAGAIN until the slot has moved.
+ */
+START_TEST(test_cluster_migration)
+{
+	char *path = path_in("migrate");
+	struct rlg_policy p = policy(100, 60);
+	struct rlg_policy sl = alg_policy(name_sl, RLG_ALG_SLIDING_LOG, 50, 60,
+	    0);
+	struct rlg_policy q = policy(100, 60);
+	struct rlg_store *s = open_ok(path, 0);
+	struct rlg_store_item items[2];
+	char c[32], d[64], e[64], key[512];
+	struct rlg_decision dd, two[2];
+	int slot, a, b, i, n = 0;
+	int64_t asks, moved, t0;
+
+	snprintf(c, sizeof c, "203.0.113.7");
+	redis_key(key, sizeof key, "default", c, false);
+	slot = cl_keyslot(key);
+	a = cl_owner(slot);
+	b = (a + 1) % RLG_TEST_CLUSTER_NODES;
+	/* Other clients of the same slot (their tag is c), new during it. */
+	snprintf(d, sizeof d, "%s}new", c);
+	snprintf(e, sizeof e, "%s}two", c);
+	q.name = name_hour;
+	cl_resetstat();
+
+	/* Before. */
+	for (i = 0; i < 10; i++, n++)
+		ck_assert(hit(s, &p, c, T1, NULL));
+	ck_assert(hit(s, &sl, c, T1, NULL));
+	ck_assert_int_eq(cl_count_on(a, "default", c), 10);
+
+	/* During, the keys still on a: served there. */
+	cl_migrate_open(slot, a, b);
+	for (i = 0; i < 10; i++, n++)
+		ck_assert(hit(s, &p, c, T1, NULL));
+	ck_assert(hit(s, &sl, c, T1, NULL));
+	ck_assert_int_eq(cl_count_on(a, "default", c), 20);
+	ck_assert_int_eq(cl_info(a, "errorstats", "errorstat_ASK:count="),
+	    0);
+	/* A new client of the slot: ASK to b, served there. */
+	for (i = 0; i < 5; i++) {
+		ck_assert(hit(s, &p, d, T1, &dd));
+		ck_assert_int_eq(dd.remaining, 99 - i);
+	}
+	asks = cl_info(a, "errorstats", "errorstat_ASK:count=");
+	ck_assert_int_eq(asks, 5);
+	ck_assert_int_eq(cl_count_on(b, "default", d), 5);
+	ck_assert_int_eq(cl_count_on(a, "default", d), -1);   /* an ASK */
+	asks++;
+
+	/* During, the keys moved to b: ASK, served on b. */
+	ck_assert_uint_eq(cl_migrate_keys(slot, a, b), 3);
+	for (i = 0; i < 10; i++, n++) {
+		ck_assert(hit(s, &p, c, T1, &dd));
+		ck_assert_int_eq(dd.remaining, 100 - n - 1);
+	}
+	ck_assert(hit(s, &sl, c, T1, &dd));
+	ck_assert_int_eq(dd.remaining, 50 - 3);
+	ck_assert_int_eq(cl_info(a, "errorstats", "errorstat_ASK:count="),
+	    asks + 11);
+	/* Two policies, every key there: served after ASK too. */
+	items[0] = (struct rlg_store_item){ &p, c, false };
+	items[1] = (struct rlg_store_item){ &sl, c, false };
+	ck_assert_msg(rlg_store_step(s, items, 2, T1, two) == RLG_OK, "%s",
+	    rlg_store_errmsg(s));
+	ck_assert(two[0].admitted && two[1].admitted);
+	ck_assert_int_eq(two[0].remaining, 100 - ++n);
+	ck_assert_int_eq(two[1].remaining, 50 - 4);
+	/*
+	 * Two policies of a new client: its keys are missing on both
+	 * sides, and Redis answers TRYAGAIN to several keys missing on the
+	 * importing side: retried, then a failure that wrote nothing.
+	 */
+	items[0].client = e;
+	items[1] = (struct rlg_store_item){ &q, e, false };
+	t0 = mono_ms();
+	ck_assert_int_eq(rlg_store_step(s, items, 2, T1, two), RLG_ESTORE);
+	ck_assert_int_ge(mono_ms() - t0, 5 + 10 + 20 + 40 + 80);
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "TRYAGAIN") != NULL, "%s",
+	    rlg_store_errmsg(s));
+	ck_assert_int_eq(cl_count_on(b, "default", e), -1);
+	ck_assert_int_eq(cl_count_on(b, "hour", e), -1);
+	ck_assert_int_eq(cl_count_on(b, "default", c), 31);
+	ck_assert_int_eq(cl_count_on(a, "default", c), -1);
+	/* The map was not changed by ASK: still a first. */
+	ck_assert_int_eq(cl_info_sum("errorstats", "errorstat_MOVED:count="),
+	    0);
+
+	/* After: the slot is b's; MOVED once, then straight to b. */
+	cl_migrate_close(slot, a, b);
+	ck_assert_int_eq(rlg_store_step(s, items, 2, T1, two), RLG_OK);
+	ck_assert(two[0].admitted && two[1].admitted);
+	ck_assert_int_eq(cl_count_on(b, "hour", e), 1);
+	for (i = 0; i < 10; i++, n++)
+		ck_assert(hit(s, &p, c, T1, NULL));
+	moved = cl_info(a, "errorstats", "errorstat_MOVED:count=");
+	ck_assert_int_eq(moved, 1);
+	ck_assert_int_eq(cl_count_on(b, "default", c), 41);
+	for (; n < 100; n++)
+		ck_assert(hit(s, &p, c, T1, NULL));
+	ck_assert(!hit(s, &p, c, T1, &dd));
+	ck_assert_int_gt(dd.retry_ms, 0);
+	ck_assert_int_eq(count_of(path, "default", c), 100);
+	ck_assert_int_eq(count_of(path, "default", d), 5);
+	ck_assert_int_eq(cl_count_on(b, "sl", c), 4);
+	ck_assert_int_eq(cl_info(a, "errorstats", "errorstat_MOVED:count="),
+	    1);
+	/* Another handle, whose map is fresh: no redirection at all. */
+	rlg_store_close(s);
+	s = open_ok(path, 0);
+	ck_assert(hit(s, &p, d, T1, &dd));
+	ck_assert_int_eq(dd.remaining, 94);
+	ck_assert_int_eq(cl_info(a, "errorstats", "errorstat_MOVED:count="),
+	    1);
+	rlg_store_close(s);
+}
+END_TEST
+
+/* Threads hammering one client while its slot moves. */
+struct mig_worker {
+	pthread_t tid;
+	const char *path;
+	const char *client;
+	const struct rlg_policy *p;
+	volatile int *stop;
+	long sent;
+	long admitted;
+	long errors;
+	char errmsg[256];
+};
+
+static void *
+mig_main(void *arg)
+{
+	struct mig_worker *w = arg;
+	struct rlg_store_config cfg;
+	struct rlg_store_item item = { w->p, w->client, false };
+	struct rlg_decision d;
+	struct rlg_store *s = NULL;
+	int rc;
+
+	store_cfg(&cfg, w->path, 0);
+	rc = rlg_store_open(&cfg, &s);
+	store_cfg_free(&cfg);
+	if (rc != RLG_OK) {
+		snprintf(w->errmsg, sizeof w->errmsg, "%s",
+		    rlg_store_errmsg(s));
+		w->errors++;
+	}
+	while (!*w->stop && w->sent < 200000) {
+		rc = rlg_store_step(s, &item, 1, T1, &d);
+		w->sent++;
+		if (rc != RLG_OK) {
+			w->errors++;
+			snprintf(w->errmsg, sizeof w->errmsg, "%s",
+			    rlg_store_errmsg(s));
+		} else if (d.admitted) {
+			__atomic_add_fetch(&w->admitted, 1, __ATOMIC_RELAXED);
+		}
+	}
+	rlg_store_close(s);
+	return NULL;
+}
+
+/*
+ * Four threads, a handle each, send one client's requests without pause
+ * while its slot moves (the three steps, a pause after each): not one
+ * error, and exactly limit admitted and counted.
+ */
+START_TEST(test_cluster_migration_load)
+{
+	enum { NW = 4, LIMIT = 3000 };
+	char *path = path_in("migload");
+	struct rlg_policy p = policy(LIMIT, 600);
+	struct mig_worker w[NW];
+	volatile int stop = 0;
+	char key[512];
+	long admitted, sent = 0, errors = 0;
+	int64_t t0;
+	int slot, a, b, i;
+
+	redis_key(key, sizeof key, "default", "198.51.100.9", false);
+	slot = cl_keyslot(key);
+	a = cl_owner(slot);
+	b = (a + 2) % RLG_TEST_CLUSTER_NODES;
+	cl_resetstat();
+	memset(w, 0, sizeof w);
+	for (i = 0; i < NW; i++) {
+		w[i].path = path;
+		w[i].client = "198.51.100.9";
+		w[i].p = &p;
+		w[i].stop = &stop;
+		ck_assert_int_eq(pthread_create(&w[i].tid, NULL, mig_main,
+		    &w[i]), 0);
+	}
+	/* Some of the quota used before the migration starts. */
+	for (t0 = mono_ms(); mono_ms() - t0 < 20000; sleep_ms(2)) {
+		for (admitted = 0, i = 0; i < NW; i++)
+			admitted += __atomic_load_n(&w[i].admitted,
+			    __ATOMIC_RELAXED);
+		if (admitted >= LIMIT / 5)
+			break;
+	}
+	cl_migrate_open(slot, a, b);
+	sleep_ms(30);
+	(void)cl_migrate_keys(slot, a, b);
+	sleep_ms(30);
+	cl_migrate_close(slot, a, b);
+	sleep_ms(30);
+	/* Then until the quota is gone, and a little more. */
+	for (t0 = mono_ms(); mono_ms() - t0 < 20000; sleep_ms(2)) {
+		for (admitted = 0, i = 0; i < NW; i++)
+			admitted += __atomic_load_n(&w[i].admitted,
+			    __ATOMIC_RELAXED);
+		if (admitted >= LIMIT)
+			break;
+	}
+	sleep_ms(20);
+	stop = 1;
+	for (admitted = 0, i = 0; i < NW; i++) {
+		pthread_join(w[i].tid, NULL);
+		admitted += w[i].admitted;
+		sent += w[i].sent;
+		errors += w[i].errors;
+		ck_assert_msg(w[i].errors == 0, "thread %d: %ld errors: %s",
+		    i, w[i].errors, w[i].errmsg);
+	}
+	ck_assert_int_eq(errors, 0);
+	ck_assert_int_gt(sent, LIMIT);
+	ck_assert_int_eq(admitted, LIMIT);
+	ck_assert_int_eq(cl_count_on(b, "default", "198.51.100.9"), LIMIT);
+	ck_assert_int_eq(cl_owner(slot), b);
+	/* The requests did meet the migration: ASK during it, MOVED after. */
+	ck_assert_int_gt(cl_info(a, "errorstats", "errorstat_ASK:count="), 0);
+	ck_assert_int_gt(cl_info(a, "errorstats", "errorstat_MOVED:count="),
+	    0);
+}
+END_TEST
+
+/* SCRIPT FLUSH on every master: NOSCRIPT, loaded again there, counted. */
+START_TEST(test_cluster_noscript)
+{
+	char *path = path_in("noscript");
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_decision d;
+	struct rlg_store *s = open_ok(path, 0);
+	char client[RLG_TEST_CLUSTER_NODES][64];
+	redisReply *r;
+	int i;
+
+	for (i = 0; i < RLG_TEST_CLUSTER_NODES; i++) {
+		cl_client_on(i, "ns", client[i], sizeof client[i]);
+		ck_assert(hit(s, &p, client[i], T1, &d));
+		ck_assert_int_eq(d.remaining, 4);
+	}
+	cl_resetstat();
+	for (i = 0; i < RLG_TEST_CLUSTER_NODES; i++) {
+		r = CL(i, "SCRIPT FLUSH");
+		freeReplyObject(r);
+	}
+	for (i = 0; i < RLG_TEST_CLUSTER_NODES; i++) {
+		ck_assert(hit(s, &p, client[i], T1, &d));
+		ck_assert_int_eq(d.remaining, 3);
+		ck_assert(hit(s, &p, client[i], T1, &d));
+		ck_assert_int_eq(d.remaining, 2);
+		ck_assert_int_eq(cl_count_on(i, "default", client[i]), 3);
+		/* Once per node: NOSCRIPT, SCRIPT LOAD, the retry. */
+		ck_assert_int_eq(cl_info(i, "errorstats",
+		    "errorstat_NOSCRIPT:count="), 1);
+		ck_assert_int_eq(cl_info(i, "commandstats",
+		    "cmdstat_script|load:calls="), 1);
+	}
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
+ * Two policies keyed by two clients in two slots, as the top of
+ * store_redis.c documents: checked, then committed. A request rejected
+ * by either policy costs no quota in the other, whatever the order of the
+ * items; an admitted one counts in both. Round trips: one EVALSHA for one
+ * slot, two for a rejection at the check, three for an admission. An
+ * advisory item in another slot never rejects, and is written only when
+ * the request is admitted and it admits.
+ */
+START_TEST(test_cluster_two_slots)
+{
+	char *path = path_in("twoslots");
+	struct rlg_policy ip = policy(3, 60), key = policy(5, 60);
+	struct rlg_store *s = open_ok(path, 0);
+	struct rlg_store_item items[2];
+	struct rlg_decision d[2];
+	const char *ca = "192.0.2.1", *cb = "k:00aa";
+	char ka[512], kb[512];
+	int i;
+
+	key.name = name_hour;
+	redis_key(ka, sizeof ka, "default", ca, false);
+	redis_key(kb, sizeof kb, "hour", cb, false);
+	ck_assert_int_ne(cl_keyslot(ka), cl_keyslot(kb));
+	items[0] = (struct rlg_store_item){ &ip, ca, false };
+	items[1] = (struct rlg_store_item){ &key, cb, false };
+
+	cl_resetstat();
+	ck_assert(hit(s, &ip, ca, T1, NULL));
+	ck_assert_int_eq(cl_info_sum("commandstats",
+	    "cmdstat_evalsha:calls="), 1);
+
+	cl_resetstat();
+	for (i = 0; i < 2; i++) {
+		ck_assert_int_eq(rlg_store_step(s, items, 2, T1, d), RLG_OK);
+		ck_assert(d[0].admitted && d[1].admitted);
+		ck_assert_int_eq(d[0].remaining, 3 - 2 - i);
+		ck_assert_int_eq(d[1].remaining, 5 - 1 - i);
+	}
+	ck_assert_int_eq(cl_info_sum("commandstats",
+	    "cmdstat_evalsha:calls="), 6);
+	ck_assert_int_eq(count_of(path, "default", ca), 3);
+	ck_assert_int_eq(count_of(path, "hour", cb), 2);
+
+	/* ip is full: rejected, and cb's quota untouched, either order. */
+	cl_resetstat();
+	ck_assert_int_eq(rlg_store_step(s, items, 2, T1, d), RLG_OK);
+	ck_assert(!d[0].admitted && d[1].admitted);
+	ck_assert_int_gt(d[0].retry_ms, 0);
+	ck_assert_int_eq(d[1].remaining, 2);
+	ck_assert_int_eq(cl_info_sum("commandstats",
+	    "cmdstat_evalsha:calls="), 2);
+	items[0] = (struct rlg_store_item){ &key, cb, false };
+	items[1] = (struct rlg_store_item){ &ip, ca, false };
+	ck_assert_int_eq(rlg_store_step(s, items, 2, T1, d), RLG_OK);
+	ck_assert(d[0].admitted && !d[1].admitted);
+	ck_assert_int_eq(d[0].remaining, 2);
+	ck_assert_int_eq(count_of(path, "default", ca), 3);
+	ck_assert_int_eq(count_of(path, "hour", cb), 2);
+
+	/* key full (a fresh address): the fresh address stays untouched. */
+	for (i = 0; i < 3; i++)
+		ck_assert(hit(s, &key, cb, T1, NULL));
+	items[0] = (struct rlg_store_item){ &ip, "192.0.2.2", false };
+	items[1] = (struct rlg_store_item){ &key, cb, false };
+	ck_assert_int_eq(rlg_store_step(s, items, 2, T1, d), RLG_OK);
+	ck_assert(d[0].admitted && !d[1].admitted);
+	ck_assert_int_eq(count_of(path, "default", "192.0.2.2"), -1);
+	ck_assert_int_eq(count_of(path, "hour", cb), 5);
+
+	/* Advisory in the other slot: rejecting, it does not reject. */
+	items[1].advisory = true;
+	ck_assert_int_eq(rlg_store_step(s, items, 2, T1, d), RLG_OK);
+	ck_assert(d[0].admitted && !d[1].admitted);
+	ck_assert_int_eq(count_of(path, "default", "192.0.2.2"), 1);
+	ck_assert_int_eq(count_of(path, "hour", cb), 5);
+	/* Admitting, it is written with the admitted request. */
+	items[1] = (struct rlg_store_item){ &key, "k:00bb", true };
+	ck_assert_int_eq(rlg_store_step(s, items, 2, T1, d), RLG_OK);
+	ck_assert(d[0].admitted && d[1].admitted);
+	ck_assert_int_eq(count_of(path, "default", "192.0.2.2"), 2);
+	ck_assert_int_eq(count_of(path, "hour", "k:00bb"), 1);
+	rlg_store_close(s);
+}
+END_TEST
+
+/* Threads sending two-slot requests: what they may and may not do. */
+struct two_worker {
+	pthread_t tid;
+	const char *path;
+	const struct rlg_policy *p;
+	const struct rlg_policy *q;
+	long admitted;
+	long errors;
+};
+
+static void *
+two_main(void *arg)
+{
+	struct two_worker *w = arg;
+	struct rlg_store_config cfg;
+	struct rlg_store_item items[2] = { { w->p, "192.0.2.50", false },
+	    { w->q, "k:77", false } };
+	struct rlg_decision d[2];
+	struct rlg_store *s = NULL;
+	int i;
+
+	store_cfg(&cfg, w->path, 0);
+	if (rlg_store_open(&cfg, &s) != RLG_OK)
+		w->errors++;
+	store_cfg_free(&cfg);
+	for (i = 0; i < 150; i++) {
+		if (rlg_store_step(s, items, 2, T1, d) != RLG_OK)
+			w->errors++;
+		else if (d[0].admitted && d[1].admitted)
+			w->admitted++;
+	}
+	rlg_store_close(s);
+	return NULL;
+}
+
+/*
+ * Under concurrency, two slots, both limits reachable: no policy ever
+ * counts past its limit, each counts every admitted request, and runs
+ * ahead of them only by the requests that lost a race between a check
+ * and its commit (README): at most one per request rejected.
+ */
+START_TEST(test_cluster_two_slots_concurrent)
+{
+	enum { NW = 4 };
+	char *path = path_in("twoconc");
+	struct rlg_policy p = policy(100, 60), q = policy(100, 60);
+	struct two_worker w[NW];
+	long admitted = 0;
+	int64_t cp, cq;
+	int i;
+
+	q.name = name_hour;
+	memset(w, 0, sizeof w);
+	for (i = 0; i < NW; i++) {
+		w[i].path = path;
+		w[i].p = &p;
+		w[i].q = &q;
+		ck_assert_int_eq(pthread_create(&w[i].tid, NULL, two_main,
+		    &w[i]), 0);
+	}
+	for (i = 0; i < NW; i++) {
+		pthread_join(w[i].tid, NULL);
+		ck_assert_int_eq(w[i].errors, 0);
+		admitted += w[i].admitted;
+	}
+	cp = count_of(path, "default", "192.0.2.50");
+	cq = count_of(path, "hour", "k:77");
+	ck_assert_int_le(cp, 100);
+	ck_assert_int_le(cq, 100);
+	ck_assert_int_ge(cp, admitted);
+	ck_assert_int_ge(cq, admitted);
+	ck_assert_int_ge(admitted, 100 - (cp - admitted) - (cq - admitted));
+	ck_assert_int_le(admitted, 100);
+}
+END_TEST
+
+/*
+ * The seeds: none answering is RLG_ESTORE at open with a usable handle
+ * naming a node, whose steps fail at once; a dead seed before a live one
+ * is passed over. A cluster url at a server that is no cluster, and a
+ * single-server url at a cluster node, say what to set.
+ */
+START_TEST(test_cluster_seeds)
+{
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_store_item item = { &p, "c", false };
+	struct rlg_store_config cfg;
+	struct rlg_test_redis plain;
+	struct rlg_decision d;
+	struct rlg_store *s = NULL;
+	char url[256], name[64];
+	int dead = free_port(), i, rc;
+	int64_t t0;
+
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d", dead);
+	memset(&cfg, 0, sizeof cfg);
+	store_cfg_url(&cfg, url);
+	cfg.redis_cluster = true;
+	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_ESTORE);
+	store_cfg_free(&cfg);
+	snprintf(name, sizeof name, "redis_cluster node 127.0.0.1:%d", dead);
+	ck_assert_msg(strstr(rlg_store_errmsg(s), name) != NULL &&
+	    strstr(rlg_store_errmsg(s), "refused") != NULL, "%s",
+	    rlg_store_errmsg(s));
+	t0 = mono_ms();
+	for (i = 0; i < 20; i++)
+		ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d),
+		    RLG_ESTORE);
+	ck_assert_int_lt(mono_ms() - t0, 50);
+	rlg_store_close(s);
+
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d,127.0.0.1:%d", dead,
+	    cluster_srv.port[1]);
+	memset(&cfg, 0, sizeof cfg);
+	store_cfg_url(&cfg, url);
+	cfg.redis_cluster = true;
+	cfg.clock = RLG_CLOCK_LOCAL;
+	rc = rlg_store_open(&cfg, &s);
+	store_cfg_free(&cfg);
+	ck_assert_msg(rc == RLG_OK, "%s", rlg_store_errmsg(s));
+	ck_assert(hit(s, &p, "c", T1, &d));
+	ck_assert_int_eq(d.remaining, 4);
+	rlg_store_close(s);
+
+	ck_assert_int_eq(rlg_test_redis_start(&plain), 0);
+	memset(&cfg, 0, sizeof cfg);
+	store_cfg_url(&cfg, plain.url);
+	cfg.redis_cluster = true;
+	rc = rlg_store_open(&cfg, &s);
+	store_cfg_free(&cfg);
+	rlg_test_redis_stop(&plain);
+	ck_assert_int_eq(rc, RLG_ESTORE);
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "set [store] backend ="
+	    " redis") != NULL, "%s", rlg_store_errmsg(s));
+	rlg_store_close(s);
+
+	/* backend = redis at one node: a client another node serves. */
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d", cluster_srv.port[0]);
+	s = open_url(url, 0, &rc);
+	ck_assert_int_eq(rc, RLG_OK);
+	cl_client_on(1, "x", name, sizeof name);
+	item.client = name;
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "MOVED") != NULL &&
+	    strstr(rlg_store_errmsg(s), "backend = redis_cluster") != NULL,
+	    "%s", rlg_store_errmsg(s));
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
+ * An ACL user with the README's permissions for a cluster (the single
+ * server's, and CLUSTER SLOTS and ASKING), created on every master:
+ * clients of every master are counted, through a migration's ASK too.
+ */
+START_TEST(test_cluster_acl)
+{
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_store_config cfg;
+	struct rlg_decision d;
+	struct rlg_store *s = NULL;
+	char client[64], url[256], key[512];
+	redisReply *r;
+	int i, slot, a, b, rc;
+
+	for (i = 0; i < RLG_TEST_CLUSTER_NODES; i++) {
+		r = CL(i, "ACL SETUSER rlgate on >s3cret ~rlg:* resetchannels"
+		    " -@all +ping +evalsha +script|load +hmget +hset +lrange"
+		    " +linsert +ltrim +rpush +pexpire +time +cluster|slots"
+		    " +asking");
+		freeReplyObject(r);
+	}
+	snprintf(url, sizeof url, "redis://rlgate:s3cret@127.0.0.1:%d,"
+	    "127.0.0.1:%d", cluster_srv.port[2], cluster_srv.port[0]);
+	memset(&cfg, 0, sizeof cfg);
+	store_cfg_url(&cfg, url);
+	cfg.redis_cluster = true;
+	cfg.clock = RLG_CLOCK_LOCAL;
+	rc = rlg_store_open(&cfg, &s);
+	store_cfg_free(&cfg);
+	ck_assert_msg(rc == RLG_OK, "%s", rlg_store_errmsg(s));
+	for (i = 0; i < RLG_TEST_CLUSTER_NODES; i++) {
+		cl_client_on(i, "acl", client, sizeof client);
+		ck_assert(hit(s, &p, client, T1, &d));
+		ck_assert(hit(s, &p, client, T1, &d));
+		ck_assert_int_eq(d.remaining, 3);
+	}
+	/* A new client of a slot being migrated: ASK, ASKING, served. */
+	redis_key(key, sizeof key, "default", "acl-new", false);
+	slot = cl_keyslot(key);
+	a = cl_owner(slot);
+	b = (a + 1) % RLG_TEST_CLUSTER_NODES;
+	cl_migrate_open(slot, a, b);
+	ck_assert_msg(hit(s, &p, "acl-new", T1, &d), "%s", rlg_store_errmsg(s));
+	ck_assert_int_eq(cl_count_on(b, "default", "acl-new"), 1);
+	cl_migrate_close(slot, a, b);
+	ck_assert(hit(s, &p, "acl-new", T1, &d));
+	ck_assert_int_eq(d.remaining, 3);
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
+ * The bounds, against a fake node that serves every slot itself and
+ * answers EVALSHA with one reply: MOVED and ASK to itself are followed 5
+ * times, then an error; TRYAGAIN is retried 5 times (waiting), then an
+ * error that does not take the node down; CLUSTERDOWN is tried twice,
+ * then the node is lost and backs off.
+ */
+START_TEST(test_cluster_redirect_bounds)
+{
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_store_item item = { &p, "c", false };
+	struct rlg_store_config cfg;
+	struct rlg_decision d;
+	struct rlg_store *s = NULL;
+	char url[64], moved[64], ask[64];
+	struct fake f;
+	int evals;
+	int64_t t0;
+
+	fake_start(&f);
+	snprintf(f.slots, sizeof f.slots, "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n"
+	    "$9\r\n127.0.0.1\r\n:%d\r\n", f.port);
+	snprintf(moved, sizeof moved, "-MOVED 7 127.0.0.1:%d\r\n", f.port);
+	snprintf(ask, sizeof ask, "-ASK 7 :%d\r\n", f.port);
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d", f.port);
+	memset(&cfg, 0, sizeof cfg);
+	store_cfg_url(&cfg, url);
+	cfg.redis_cluster = true;
+	cfg.clock = RLG_CLOCK_LOCAL;
+	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_OK);
+
+	pthread_mutex_lock(&f.mu);
+	f.reply = moved;
+	evals = f.evals;
+	pthread_mutex_unlock(&f.mu);
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "more than 5 redirections")
+	    != NULL, "%s", rlg_store_errmsg(s));
+	pthread_mutex_lock(&f.mu);
+	ck_assert_int_eq(f.evals - evals, 6);
+	f.reply = ask;
+	evals = f.evals;
+	pthread_mutex_unlock(&f.mu);
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "more than 5 redirections")
+	    != NULL, "%s", rlg_store_errmsg(s));
+	pthread_mutex_lock(&f.mu);
+	ck_assert_int_eq(f.evals - evals, 6);
+	ck_assert_int_eq(f.askings, 5);
+
+	f.reply = "-TRYAGAIN Multiple keys request during rehashing of"
+	    " slot\r\n";
+	evals = f.evals;
+	pthread_mutex_unlock(&f.mu);
+	t0 = mono_ms();
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
+	ck_assert_int_ge(mono_ms() - t0, 5 + 10 + 20 + 40 + 80);
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "TRYAGAIN") != NULL &&
+	    strstr(rlg_store_errmsg(s), "tried 6 times") != NULL, "%s",
+	    rlg_store_errmsg(s));
+	pthread_mutex_lock(&f.mu);
+	ck_assert_int_eq(f.evals - evals, 6);
+	f.reply = "*6\r\n:1700000000000\r\n:1\r\n:5\r\n:4\r\n:1000\r\n:0\r\n";
+	pthread_mutex_unlock(&f.mu);
+	/* Not lost: the next step goes through at once. */
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_OK);
+	ck_assert_int_eq(d.remaining, 4);
+
+	pthread_mutex_lock(&f.mu);
+	f.reply = "-CLUSTERDOWN The cluster is down\r\n";
+	evals = f.evals;
+	pthread_mutex_unlock(&f.mu);
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "CLUSTERDOWN") != NULL,
+	    "%s", rlg_store_errmsg(s));
+	/* Lost: backing off, no traffic. */
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "CLUSTERDOWN") != NULL,
+	    "%s", rlg_store_errmsg(s));
+	pthread_mutex_lock(&f.mu);
+	ck_assert_int_eq(f.evals - evals, 2);
+	pthread_mutex_unlock(&f.mu);
+	rlg_store_close(s);
+	store_cfg_free(&cfg);
+	fake_stop(&f);
+}
+END_TEST
+
+/*
+ * A master stopped: RLG_ESTORE for the clients of its slots (naming it,
+ * at once during its backoff) while the clients of the other masters are
+ * answered and counted, as long as the cluster serves a partial slot
+ * space (cluster-require-full-coverage no); with the default (yes) the
+ * cluster goes down once it notices, and every request fails
+ * (CLUSTERDOWN). Started again, it rejoins and the same handle heals.
+ */
+START_TEST(test_cluster_master_down)
+{
+	char *path = path_in("down");
+	struct rlg_policy p = policy(1000, 600);
+	struct rlg_store_item item = { &p, NULL, false };
+	struct rlg_store *s = open_ok(path, 0);
+	char client[RLG_TEST_CLUSTER_NODES][64], name[64];
+	int64_t want[RLG_TEST_CLUSTER_NODES], t0;
+	struct rlg_decision d;
+	redisReply *r;
+	int i, rounds;
+
+	for (i = 0; i < RLG_TEST_CLUSTER_NODES; i++) {
+		cl_client_on(i, "down", client[i], sizeof client[i]);
+		ck_assert(hit(s, &p, client[i], T1, NULL));
+		want[i] = 1;
+		r = CL(i, "CONFIG SET cluster-require-full-coverage no");
+		freeReplyObject(r);
+	}
+	ck_assert_int_eq(rlg_test_redis_cluster_stop_node(&cluster_srv, 0),
+	    0);
+	snprintf(name, sizeof name, "redis_cluster node 127.0.0.1:%d",
+	    cluster_srv.port[0]);
+	/* Until the others mark it failed, and on: 1 and 2 answer. */
+	t0 = mono_ms();
+	for (rounds = 0; mono_ms() - t0 < 15000; rounds++) {
+		item.client = client[0];
+		ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d),
+		    RLG_ESTORE);
+		ck_assert_msg(strstr(rlg_store_errmsg(s), name) != NULL, "%s",
+		    rlg_store_errmsg(s));
+		for (i = 1; i < RLG_TEST_CLUSTER_NODES; i++) {
+			ck_assert(hit(s, &p, client[i], T1, &d));
+			ck_assert_int_eq(d.remaining, 1000 - ++want[i]);
+		}
+		r = CL(1, "CLUSTER NODES");
+		if (strstr(r->str, "master,fail") != NULL && rounds > 10) {
+			freeReplyObject(r);
+			break;
+		}
+		freeReplyObject(r);
+		sleep_ms(POLL_MS);
+	}
+	ck_assert_int_lt(mono_ms() - t0, 15000);
+	for (i = 1; i < RLG_TEST_CLUSTER_NODES; i++)
+		ck_assert_int_eq(cl_count_on(i, "default", client[i]),
+		    want[i]);
+
+	/* Full coverage required: the cluster is down for everyone. */
+	for (i = 1; i < RLG_TEST_CLUSTER_NODES; i++) {
+		r = CL(i, "CONFIG SET cluster-require-full-coverage yes");
+		freeReplyObject(r);
+	}
+	ck_assert_int_eq(rlg_test_redis_cluster_wait(&cluster_srv, "fail",
+	    15000), 0);
+	item.client = client[1];
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "CLUSTERDOWN") != NULL,
+	    "%s", rlg_store_errmsg(s));
+
+	/* Back: it rejoins (empty: no persistence); the handle heals. */
+	ck_assert_int_eq(rlg_test_redis_cluster_start_node(&cluster_srv, 0),
+	    0);
+	ck_assert_int_eq(rlg_test_redis_cluster_wait(&cluster_srv, "ok",
+	    30000), 0);
+	want[0] = 0;
+	for (i = 0; i < RLG_TEST_CLUSTER_NODES; i++) {
+		ck_assert_msg(step_until_ok(s, &p, client[i], &d) == RLG_OK,
+		    "%s", rlg_store_errmsg(s));
+		ck_assert_int_eq(d.remaining, 1000 - ++want[i]);
+		ck_assert_int_eq(cl_count_on(i, "default", client[i]),
+		    want[i]);
+	}
+	rlg_store_close(s);
+	/* Ours now: stopped here, reaped here. */
+	ck_assert_int_eq(rlg_test_redis_cluster_stop_node(&cluster_srv, 0),
+	    0);
+}
+END_TEST
+
+/*
+ * The test cases "core", "algorithms" and "concurrency" of the Redis
+ * suites: the tests shared with SQLite, against the servers that setup
+ * starts (one redis-server, or a cluster).
+ */
+static void
+add_shared_tcases(Suite *s, void (*setup)(void), void (*teardown)(void))
+{
 	TCase *tc;
 
 	tc = tcase_create("core");
-	tcase_add_unchecked_fixture(tc, redis_base_setup, redis_base_teardown);
+	tcase_add_unchecked_fixture(tc, setup, teardown);
 	tcase_add_checked_fixture(tc, case_setup, NULL);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_reopen_keeps_state);
@@ -3864,7 +5054,7 @@ rlg_store_redis_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("algorithms");
-	tcase_add_unchecked_fixture(tc, redis_base_setup, redis_base_teardown);
+	tcase_add_unchecked_fixture(tc, setup, teardown);
 	tcase_add_checked_fixture(tc, case_setup, NULL);
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, test_algorithm_bursts, 0,
@@ -3875,7 +5065,7 @@ rlg_store_redis_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("concurrency");
-	tcase_add_unchecked_fixture(tc, redis_base_setup, redis_base_teardown);
+	tcase_add_unchecked_fixture(tc, setup, teardown);
 	tcase_add_checked_fixture(tc, case_setup, NULL);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_threads_one_client);
@@ -3889,6 +5079,15 @@ rlg_store_redis_suite(void)
 	tcase_add_test(tc, test_cache_processes_algorithms);
 	tcase_add_test(tc, test_cache_threads_algorithms);
 	suite_add_tcase(s, tc);
+}
+
+Suite *
+rlg_store_redis_suite(void)
+{
+	Suite *s = suite_create("store_redis");
+	TCase *tc;
+
+	add_shared_tcases(s, redis_base_setup, redis_base_teardown);
 
 	tc = tcase_create("redis");
 	tcase_add_unchecked_fixture(tc, redis_base_setup, redis_base_teardown);
@@ -3904,6 +5103,42 @@ rlg_store_redis_suite(void)
 	tcase_add_test(tc, test_redis_keys_expire);
 	tcase_add_test(tc, test_redis_client_keys);
 	tcase_add_test(tc, test_redis_strict_reply);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+Suite *
+rlg_store_redis_cluster_suite(void)
+{
+	Suite *s = suite_create("store_redis_cluster");
+	TCase *tc;
+
+	add_shared_tcases(s, cluster_base_setup, cluster_base_teardown);
+
+	tc = tcase_create("cluster");
+	tcase_add_unchecked_fixture(tc, cluster_base_setup,
+	    cluster_base_teardown);
+	tcase_add_checked_fixture(tc, case_setup, NULL);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_cluster_spread);
+	tcase_add_test(tc, test_cluster_noscript);
+	tcase_add_test(tc, test_cluster_two_slots);
+	tcase_add_test(tc, test_cluster_two_slots_concurrent);
+	tcase_add_test(tc, test_cluster_seeds);
+	tcase_add_test(tc, test_cluster_redirect_bounds);
+	tcase_add_test(tc, test_cluster_acl);
+	/* These move slots: last. */
+	tcase_add_test(tc, test_cluster_migration);
+	tcase_add_test(tc, test_cluster_migration_load);
+	suite_add_tcase(s, tc);
+
+	/* A master stopped and started again: a cluster of its own. */
+	tc = tcase_create("cluster_faults");
+	tcase_add_unchecked_fixture(tc, cluster_base_setup,
+	    cluster_base_teardown);
+	tcase_add_checked_fixture(tc, case_setup, NULL);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_cluster_master_down);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -7,11 +7,18 @@
  * at random in 10000-32767 and checked free with a bind; another process
  * may still take it before redis-server does, so a server that exits at
  * start-up is retried on another port a few times. Every wait is bounded.
+ *
+ * The cluster: three such servers with --cluster-enabled yes, each with
+ * its nodes file in the one directory, on ports whose cluster bus port
+ * (port + 10000) is free too; redis-cli --cluster create joins them (run
+ * as a child, killed if it takes too long), then every node is polled
+ * until CLUSTER INFO says cluster_state:ok.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,12 +46,22 @@
 #define RF_START_MS 10000        /* until PING answers (ASan is slow) */
 #define RF_STOP_MS 5000          /* after SIGTERM, before SIGKILL */
 #define RF_POLL_MS 20
+#define RF_BUS_OFFSET 10000      /* a cluster node's bus port */
+#define RF_CREATE_MS 60000       /* redis-cli --cluster create */
+#define RF_CLUSTER_OK_MS 30000   /* then until cluster_state:ok */
 
-static int rf_free_port(void);
+static int rf_free_port(int max, bool bus);
+static bool rf_port_free(int port);
 static pid_t rf_spawn(const struct rlg_test_redis *r);
+static pid_t rf_exec_server(int port, const char *dir, const char *log,
+    bool cluster);
+static int rf_wait_up(pid_t *pid, int port);
+static int rf_cluster_create(struct rlg_test_redis_cluster *cl);
+static int rf_cluster_state(int port, char *buf, size_t size);
 static int rf_ping(int port);
 static void rf_sleep_ms(long ms);
 static int rf_reap(pid_t pid, long wait_ms);
+static bool rf_gone(pid_t pid);
 static void rf_rmdir(const char *dir);
 
 int
@@ -60,7 +77,7 @@ rlg_test_redis_start(struct rlg_test_redis *r)
 		return -1;
 	}
 	for (attempt = 0; attempt < RF_ATTEMPTS; attempt++) {
-		if ((r->port = rf_free_port()) < 0)
+		if ((r->port = rf_free_port(RF_PORT_MAX, false)) < 0)
 			continue;
 		snprintf(r->url, sizeof r->url, "redis://127.0.0.1:%d",
 		    r->port);
@@ -113,47 +130,71 @@ rlg_test_redis_stop(struct rlg_test_redis *r)
 	}
 }
 
-/* A port in range that nothing listens on right now, or -1. */
+/*
+ * A port in RF_PORT_MIN..max that nothing listens on right now (with bus:
+ * nor on port + RF_BUS_OFFSET), or -1.
+ */
 static int
-rf_free_port(void)
+rf_free_port(int max, bool bus)
 {
 	static unsigned seed;
-	struct sockaddr_in sa;
-	int fd, i, port, one = 1;
+	int i, port;
 
 	if (seed == 0)
 		seed = (unsigned)getpid() ^ (unsigned)time(NULL);
 	for (i = 0; i < 100; i++) {
 		port = RF_PORT_MIN + (int)(rand_r(&seed) %
-		    (RF_PORT_MAX - RF_PORT_MIN + 1));
-		if ((fd = socket(AF_INET, SOCK_STREAM, 0)) < 0)
-			return -1;
-		(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
-		    sizeof one);
-		memset(&sa, 0, sizeof sa);
-		sa.sin_family = AF_INET;
-		sa.sin_port = htons((unsigned short)port);
-		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
-			close(fd);
+		    (unsigned)(max - RF_PORT_MIN + 1));
+		if (rf_port_free(port) &&
+		    (!bus || rf_port_free(port + RF_BUS_OFFSET)))
 			return port;
-		}
-		close(fd);
 	}
 	fprintf(stderr, "redis fixture: no free port found\n");
 	return -1;
+}
+
+/* Whether a bind to 127.0.0.1:port succeeds now. */
+static bool
+rf_port_free(int port)
+{
+	struct sockaddr_in sa;
+	int fd, one = 1;
+	bool ok;
+
+	if ((fd = socket(AF_INET, SOCK_STREAM, 0)) < 0)
+		return false;
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	memset(&sa, 0, sizeof sa);
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((unsigned short)port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ok = bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+	close(fd);
+	return ok;
 }
 
 /* fork + exec redis-server, output to DIR/redis.log. Its pid, or -1. */
 static pid_t
 rf_spawn(const struct rlg_test_redis *r)
 {
-	char port[16], log[96];
+	return rf_exec_server(r->port, r->dir, "redis.log", false);
+}
+
+/*
+ * fork + exec redis-server on 127.0.0.1:port in dir, output to dir/log;
+ * a cluster node keeps its nodes file in dir/nodes-PORT.conf. Its pid,
+ * or -1.
+ */
+static pid_t
+rf_exec_server(int port, const char *dir, const char *log, bool cluster)
+{
+	char portstr[16], logpath[160], nodes[160];
 	pid_t pid;
 	int fd, maxfd;
 
-	snprintf(port, sizeof port, "%d", r->port);
-	snprintf(log, sizeof log, "%s/redis.log", r->dir);
+	snprintf(portstr, sizeof portstr, "%d", port);
+	snprintf(logpath, sizeof logpath, "%s/%s", dir, log);
+	snprintf(nodes, sizeof nodes, "%s/nodes-%d.conf", dir, port);
 	fflush(NULL);
 	if ((pid = fork()) < 0) {
 		fprintf(stderr, "redis fixture: fork: %s\n", strerror(errno));
@@ -165,7 +206,7 @@ rf_spawn(const struct rlg_test_redis *r)
 #ifdef __linux__
 	(void)prctl(PR_SET_PDEATHSIG, SIGTERM);
 #endif
-	if ((fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600)) >= 0) {
+	if ((fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND, 0600)) >= 0) {
 		(void)dup2(fd, STDOUT_FILENO);
 		(void)dup2(fd, STDERR_FILENO);
 		if (fd > STDERR_FILENO)
@@ -182,12 +223,266 @@ rf_spawn(const struct rlg_test_redis *r)
 		maxfd = 65536;
 	for (fd = STDERR_FILENO + 1; fd < maxfd; fd++)
 		(void)close(fd);
-	execlp("redis-server", "redis-server", "--port", port,
-	    "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-	    "--dir", r->dir, "--daemonize", "no", (char *)NULL);
+	if (cluster)
+		execlp("redis-server", "redis-server", "--port", portstr,
+		    "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		    "--dir", dir, "--daemonize", "no",
+		    "--cluster-enabled", "yes",
+		    "--cluster-config-file", nodes,
+		    "--cluster-node-timeout", "2000", (char *)NULL);
+	else
+		execlp("redis-server", "redis-server", "--port", portstr,
+		    "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		    "--dir", dir, "--daemonize", "no", (char *)NULL);
 	fprintf(stderr, "redis fixture: exec redis-server: %s\n",
 	    strerror(errno));
 	_exit(127);
+}
+
+/*
+ * Waits (bounded) until the server *pid on port answers PING: 0; -1 when
+ * it exited (*pid set to 0: the port was taken, or worse) or never
+ * answered.
+ */
+static int
+rf_wait_up(pid_t *pid, int port)
+{
+	int waited;
+
+	for (waited = 0; waited < RF_START_MS; waited += RF_POLL_MS) {
+		if (waitpid(*pid, NULL, WNOHANG) == *pid) {
+			*pid = 0;
+			return -1;
+		}
+		if (rf_ping(port) == 0)
+			return 0;
+		rf_sleep_ms(RF_POLL_MS);
+	}
+	fprintf(stderr, "redis fixture: redis-server on port %d did not"
+	    " answer PING in %d ms\n", port, RF_START_MS);
+	return -1;
+}
+
+int
+rlg_test_redis_cluster_start(struct rlg_test_redis_cluster *cl)
+{
+	char log[32];
+	int i, attempt;
+
+	memset(cl, 0, sizeof *cl);
+	snprintf(cl->dir, sizeof cl->dir, "/tmp/rlg-cluster-XXXXXX");
+	if (mkdtemp(cl->dir) == NULL) {
+		fprintf(stderr, "redis fixture: mkdtemp: %s\n",
+		    strerror(errno));
+		cl->dir[0] = '\0';
+		return -1;
+	}
+	for (i = 0; i < RLG_TEST_CLUSTER_NODES; i++) {
+		for (attempt = 0; attempt < RF_ATTEMPTS; attempt++) {
+			/* Bus ports (port + 10000) stay <= 32767 too. */
+			cl->port[i] = rf_free_port(RF_PORT_MAX - RF_BUS_OFFSET,
+			    true);
+			if (cl->port[i] < 0 || (i > 0 &&
+			    cl->port[i] == cl->port[i - 1]) || (i > 1 &&
+			    cl->port[i] == cl->port[i - 2]))
+				continue;
+			snprintf(log, sizeof log, "redis-%d.log", cl->port[i]);
+			cl->pid[i] = rf_exec_server(cl->port[i], cl->dir, log,
+			    true);
+			if (cl->pid[i] < 0) {
+				cl->pid[i] = 0;
+				goto fail;
+			}
+			if (rf_wait_up(&cl->pid[i], cl->port[i]) == 0)
+				break;
+			if (cl->pid[i] > 0)
+				goto fail;
+		}
+		if (cl->pid[i] == 0)
+			goto fail;
+	}
+	snprintf(cl->url, sizeof cl->url, "redis://127.0.0.1:%d,"
+	    "127.0.0.1:%d,127.0.0.1:%d", cl->port[0], cl->port[1],
+	    cl->port[2]);
+	if (rf_cluster_create(cl) != 0)
+		goto fail;
+	if (rlg_test_redis_cluster_wait(cl, "ok", RF_CLUSTER_OK_MS) != 0) {
+		fprintf(stderr, "redis fixture: the cluster was not ok after"
+		    " %d ms\n", RF_CLUSTER_OK_MS);
+		goto fail;
+	}
+	return 0;
+
+fail:
+	fprintf(stderr, "redis fixture: could not start the cluster (see"
+	    " %s)\n", cl->dir);
+	rlg_test_redis_cluster_stop(cl);
+	return -1;
+}
+
+void
+rlg_test_redis_cluster_stop(struct rlg_test_redis_cluster *cl)
+{
+	int i;
+
+	for (i = 0; i < RLG_TEST_CLUSTER_NODES; i++)
+		(void)rlg_test_redis_cluster_stop_node(cl, i);
+	if (cl->dir[0] != '\0') {
+		rf_rmdir(cl->dir);
+		cl->dir[0] = '\0';
+	}
+}
+
+/*
+ * A test (a forked Check child) may stop a node its parent started: that
+ * pid is not its child to reap, so it waits until the process is a zombie
+ * or gone (its ports free).
+ */
+int
+rlg_test_redis_cluster_stop_node(struct rlg_test_redis_cluster *cl, int i)
+{
+	int rc = 0;
+
+	if (cl->pid[i] > 0) {
+		if (kill(cl->pid[i], SIGTERM) == 0 &&
+		    rf_reap(cl->pid[i], RF_STOP_MS) != 0) {
+			(void)kill(cl->pid[i], SIGKILL);
+			rc = rf_reap(cl->pid[i], RF_STOP_MS);
+		}
+		cl->pid[i] = 0;
+	}
+	return rc;
+}
+
+int
+rlg_test_redis_cluster_start_node(struct rlg_test_redis_cluster *cl, int i)
+{
+	char log[32];
+
+	if (cl->pid[i] > 0)
+		return 0;
+	snprintf(log, sizeof log, "redis-%d.log", cl->port[i]);
+	cl->pid[i] = rf_exec_server(cl->port[i], cl->dir, log, true);
+	if (cl->pid[i] < 0) {
+		cl->pid[i] = 0;
+		return -1;
+	}
+	return rf_wait_up(&cl->pid[i], cl->port[i]);
+}
+
+int
+rlg_test_redis_cluster_wait(const struct rlg_test_redis_cluster *cl,
+    const char *want, long wait_ms)
+{
+	char state[16];
+	bool fail = strcmp(want, "fail") == 0;
+	long waited;
+	int i, ok;
+
+	for (waited = 0; waited <= wait_ms; waited += 100) {
+		ok = 0;
+		for (i = 0; i < RLG_TEST_CLUSTER_NODES; i++) {
+			if (cl->pid[i] <= 0) {
+				ok += !fail;
+				continue;
+			}
+			if (rf_cluster_state(cl->port[i], state,
+			    sizeof state) != 0)
+				continue;
+			if (strcmp(state, want) == 0)
+				ok++;
+		}
+		if (fail ? ok > 0 : ok == RLG_TEST_CLUSTER_NODES)
+			return 0;
+		rf_sleep_ms(100);
+	}
+	return -1;
+}
+
+/*
+ * redis-cli --cluster create P1 P2 P3 --cluster-replicas 0 --cluster-yes,
+ * output to DIR/create.log; killed if it runs past RF_CREATE_MS. 0 when
+ * it exits 0.
+ */
+static int
+rf_cluster_create(struct rlg_test_redis_cluster *cl)
+{
+	char addr[RLG_TEST_CLUSTER_NODES][32], log[160];
+	long waited;
+	pid_t pid, got;
+	int fd, status, i;
+
+	for (i = 0; i < RLG_TEST_CLUSTER_NODES; i++)
+		snprintf(addr[i], sizeof addr[i], "127.0.0.1:%d", cl->port[i]);
+	snprintf(log, sizeof log, "%s/create.log", cl->dir);
+	fflush(NULL);
+	if ((pid = fork()) < 0) {
+		fprintf(stderr, "redis fixture: fork: %s\n", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		if ((fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600)) >= 0) {
+			(void)dup2(fd, STDOUT_FILENO);
+			(void)dup2(fd, STDERR_FILENO);
+			if (fd > STDERR_FILENO)
+				close(fd);
+		}
+		if ((fd = open("/dev/null", O_RDONLY)) >= 0) {
+			(void)dup2(fd, STDIN_FILENO);
+			if (fd > STDERR_FILENO)
+				close(fd);
+		}
+		execlp("redis-cli", "redis-cli", "--cluster", "create",
+		    addr[0], addr[1], addr[2], "--cluster-replicas", "0",
+		    "--cluster-yes", (char *)NULL);
+		fprintf(stderr, "redis fixture: exec redis-cli: %s\n",
+		    strerror(errno));
+		_exit(127);
+	}
+	for (waited = 0; waited <= RF_CREATE_MS; waited += RF_POLL_MS) {
+		got = waitpid(pid, &status, WNOHANG);
+		if (got == pid) {
+			if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+				return 0;
+			fprintf(stderr, "redis fixture: redis-cli --cluster"
+			    " create failed (see %s)\n", log);
+			return -1;
+		}
+		rf_sleep_ms(RF_POLL_MS);
+	}
+	(void)kill(pid, SIGKILL);
+	(void)rf_reap(pid, RF_STOP_MS);
+	fprintf(stderr, "redis fixture: redis-cli --cluster create took more"
+	    " than %d ms\n", RF_CREATE_MS);
+	return -1;
+}
+
+/* cluster_state of the node on port ("ok", "fail") into buf: 0 or -1. */
+static int
+rf_cluster_state(int port, char *buf, size_t size)
+{
+	struct timeval tv = { 0, 500 * 1000 };
+	redisContext *c;
+	redisReply *rep;
+	const char *at;
+	int rc = -1;
+
+	c = redisConnectWithTimeout("127.0.0.1", port, tv);
+	if (c == NULL)
+		return -1;
+	if (c->err == 0 && redisSetTimeout(c, tv) == REDIS_OK &&
+	    (rep = redisCommand(c, "CLUSTER INFO")) != NULL) {
+		if (rep->type == REDIS_REPLY_STRING &&
+		    (at = strstr(rep->str, "cluster_state:")) != NULL) {
+			at += strlen("cluster_state:");
+			snprintf(buf, size, "%.*s", (int)strcspn(at, "\r\n"),
+			    at);
+			rc = 0;
+		}
+		freeReplyObject(rep);
+	}
+	redisFree(c);
+	return rc;
 }
 
 /* 0 when the server on 127.0.0.1:port answers PONG. */
@@ -222,7 +517,10 @@ rf_sleep_ms(long ms)
 		;
 }
 
-/* Waits up to wait_ms for pid to exit and reaps it: 0, or -1 if alive. */
+/*
+ * Waits up to wait_ms for pid to exit and reaps it: 0, or -1 if alive. A
+ * pid that is not our child is waited for until it is a zombie or gone.
+ */
 static int
 rf_reap(pid_t pid, long wait_ms)
 {
@@ -231,11 +529,33 @@ rf_reap(pid_t pid, long wait_ms)
 
 	for (waited = 0; waited <= wait_ms; waited += RF_POLL_MS) {
 		got = waitpid(pid, NULL, WNOHANG);
-		if (got == pid || (got < 0 && errno == ECHILD))
+		if (got == pid)
+			return 0;
+		if (got < 0 && errno == ECHILD && rf_gone(pid))
 			return 0;
 		rf_sleep_ms(RF_POLL_MS);
 	}
 	return -1;
+}
+
+/* Whether pid has exited: gone, or a zombie (Linux: /proc). */
+static bool
+rf_gone(pid_t pid)
+{
+	char path[64], buf[256], *paren;
+	FILE *f;
+	bool zombie = false;
+
+	if (kill(pid, 0) != 0 && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return errno == ENOENT;
+	if (fgets(buf, sizeof buf, f) != NULL &&
+	    (paren = strrchr(buf, ')')) != NULL)
+		zombie = paren[1] == ' ' && paren[2] == 'Z';
+	fclose(f);
+	return zombie;
 }
 
 /* Removes dir and the files in it (the server writes no subdirectories). */

@@ -10,7 +10,10 @@
 --
 -- KEYS[2i-1]: hash rlg:{C}:P of item i, fields window_start_ms count
 --   prev_count tat_us expires_ms (the columns of rlg_state);
--- KEYS[2i]: list rlg:{C}:P:log, the sliding log, ascending ms.
+-- KEYS[2i]: list rlg:{C}:P:log, the sliding log, ascending ms, for a
+--   sliding_log item; for the others the state key again (never read:
+--   Redis Cluster answers TRYAGAIN during a slot migration to a script
+--   whose keys are partly missing, and a log key never exists for them).
 -- ARGV[1]: now in ms (decimal), or "" for the server's TIME.
 -- ARGV[2]: n; then per item algorithm (0 fixed_window, 1 sliding_window,
 --   2 token_bucket, 3 sliding_log), limit, window_ms, burst, advisory.

@@ -387,11 +387,12 @@ recall() {
 # in_one_window SECONDS CMD [ARGS...]: waits for the start of a window, runs
 # CMD (requests only, kept with keep), and if CMD did not finish inside the
 # window it started in (a slow machine), runs it again in the next one: a
-# fixed window starts every count afresh. Up to 3 tries; fails after that.
+# fixed window starts every count afresh. Up to 5 tries (a loaded machine
+# can take a few); fails after that.
 in_one_window() {
 	local w=$1 try w0 w1
 	shift
-	for try in 1 2 3; do
+	for try in 1 2 3 4 5; do
 		wait_for_window_start "$w"
 		w0=$(($(now_ms) / (w * 1000)))
 		"$@"
