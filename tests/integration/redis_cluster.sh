@@ -32,6 +32,8 @@
 : "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
+# shellcheck source=tests/integration/lib-gateways.sh
+. "$RLGATE_SRCDIR/tests/integration/lib-gateways.sh" || { echo "Bail out! cannot read lib-gateways.sh"; exit 99; }
 
 REDIS_SERVER=${REDIS_SERVER:-redis-server}
 REDIS_CLI=${REDIS_CLI:-redis-cli}
@@ -134,22 +136,8 @@ errorstat() {
 
 # ---- two gateways --------------------------------------------------------------
 
-run1="$T/run1"
-run2="$T/run2"
-mkdir -p "$run1" "$run2"
-chmod 755 "$run1" "$run2"
-P1=$(free_port) || bail_out "no free port"
-P2=$(free_port) || bail_out "no free port"
-for _ in 1 2 3 4 5; do
-	[ "$P2" != "$P1" ] && break
-	P2=$(free_port) || bail_out "no free port"
-done
-[ "$P2" != "$P1" ] || bail_out "no second free port"
-write_lighttpd_demo_conf "$T/lighttpd1.conf" "$P1" "$run1"
-write_lighttpd_demo_conf "$T/lighttpd2.conf" "$P2" "$run2"
-URL[1]="http://127.0.0.1:$P1/api/v1/resources"
-URL[2]="http://127.0.0.1:$P2/api/v1/resources"
-STARTED_LIGHTTPD=0
+gateways_init "${PORTS[@]}" $((PORTS[0] + 10000)) $((PORTS[1] + 10000)) \
+    $((PORTS[2] + 10000))   # and the cluster bus ports
 SEEDS="redis://127.0.0.1:${PORTS[0]},127.0.0.1:${PORTS[1]},127.0.0.1:${PORTS[2]}"
 
 # gwconf NAME: writes $T/NAME.conf, the cluster store, no rejection cache
@@ -171,31 +159,6 @@ EOF
 	} >"$T/$1.conf"
 }
 
-# use_gateways NAME: NAME's rlgate behind both lighttpds; one request from
-# 127.0.0.250 through each proves the pair answers.
-CUR=
-use_gateways() {
-	local name=$1 g
-	if [ -n "$CUR" ]; then
-		stop_rlgate_fcgi "$CUR-1"
-		stop_rlgate_fcgi "$CUR-2"
-	fi
-	"$RLGATE_BIN" --check-config --config "$T/$name.conf" >"$T/$name.check" 2>&1 ||
-		bail_out "rlgate rejects $name.conf: $(head -5 "$T/$name.check")"
-	start_rlgate_fcgi "$name-1" "$run1/rlgate.sock" "$T/$name.conf" $NPROC --threads $NTHREADS
-	start_rlgate_fcgi "$name-2" "$run2/rlgate.sock" "$T/$name.conf" $NPROC --threads $NTHREADS
-	CUR=$name
-	if [ $STARTED_LIGHTTPD = 0 ]; then
-		start_lighttpd "$T/lighttpd1.conf" "$P1"
-		start_lighttpd "$T/lighttpd2.conf" "$P2"
-		STARTED_LIGHTTPD=1
-	fi
-	for g in 1 2; do
-		req --interface 127.0.0.250 "${URL[$g]}"
-		[ "$STATUS" = 200 ] ||
-			bail_out "gateway $g ($name) does not answer: $STATUS $BODY $(tail -3 "$T/$name-$g.log")"
-	done
-}
 
 # hammer CLIENT TAG N: N requests from CLIENT to each gateway at the same
 # time (two curl --parallel, 16 connections each), in the background;
