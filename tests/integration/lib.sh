@@ -188,9 +188,12 @@ stop_pids() {
 		wait "$p" 2>/dev/null
 	done
 	# and see the others (spawn-fcgi's, reparented to init) gone, so
-	# that their sockets are closed before anything reuses them
+	# that their sockets are closed before anything reuses them (the
+	# kernel closes a process's files after tearing down its memory: for
+	# an ASan build, terabytes of shadow mappings, seconds on a loaded
+	# machine)
 	for p in "$@"; do
-		wait_until 5000 pid_gone "$p"
+		wait_until 15000 pid_gone "$p"
 	done
 	return 0
 }
@@ -496,16 +499,24 @@ EOF
 # log up and execs rlgate (same pid). spawn-fcgi's messages go to
 # $T/NAME.spawn.log.
 start_rlgate_fcgi() {
-	local name=$1 sock=$2 conf=$3 n=$4 p
+	local name=$1 sock=$2 conf=$3 n=$4 p try
 	shift 4
 	rm -f "$T/$name.pid"
 	: >>"$T/$name.log"
-	# shellcheck disable=SC2016
-	spawn-fcgi -s "$sock" -M 0666 -F "$n" -P "$T/$name.pid" \
-	    -- /bin/sh -c 'log=$1; shift; exec "$@" 2>>"$log"' rlgate-log \
-	    "$T/$name.log" "$RLGATE_BIN" --config "$conf" "$@" \
-	    </dev/null >>"$T/$name.spawn.log" 2>&1 ||
-		bail_out "spawn-fcgi failed: $(tail -5 "$T/$name.spawn.log")"
+	# A process of the previous set on this socket may still be exiting
+	# (see stop_pids): spawn-fcgi then finds the socket in use. Up to 10 s.
+	for try in $(seq 1 20); do
+		# shellcheck disable=SC2016
+		spawn-fcgi -s "$sock" -M 0666 -F "$n" -P "$T/$name.pid" \
+		    -- /bin/sh -c 'log=$1; shift; exec "$@" 2>>"$log"' rlgate-log \
+		    "$T/$name.log" "$RLGATE_BIN" --config "$conf" "$@" \
+		    </dev/null >>"$T/$name.spawn.log" 2>&1 && break
+		if [ "$try" -eq 20 ] ||
+		    ! tail -1 "$T/$name.spawn.log" | grep -q 'already in use'; then
+			bail_out "spawn-fcgi failed: $(tail -5 "$T/$name.spawn.log")"
+		fi
+		sleep 0.5
+	done
 	RLGATE_PIDS=()
 	# shellcheck disable=SC2013
 	for p in $(cat "$T/$name.pid"); do
