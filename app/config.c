@@ -109,11 +109,13 @@ struct rlg_key {
 	rlg_key_set_fn *set;
 };
 
-/* One problem: the line it is on (0: the whole file) and its text. */
+/* One problem: the line it is on (0: the whole file) and its text. A
+ * warning is printed like a problem but does not stop rlgate. */
 struct rlg_problem {
 	int line;
 	size_t seq;            /* order of discovery, to keep the sort stable */
 	char *msg;
+	bool warning;
 };
 
 /* Everything one parse needs; inih hands it to the reader and handler. */
@@ -212,6 +214,11 @@ static void rlg_vproblem(struct rlg_parse *p, int line, const char *fmt,
     va_list ap) __attribute__((format(printf, 3, 0)));
 static void rlg_key_problem(struct rlg_parse *p, const struct rlg_key *k,
     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void rlg_key_warning(struct rlg_parse *p, const struct rlg_key *k,
+    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void rlg_key_vproblem(struct rlg_parse *p, const struct rlg_key *k,
+    bool warning, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 static char *rlg_vformat(const char *fmt, va_list ap)
     __attribute__((format(printf, 1, 0)));
 static int rlg_problem_cmp(const void *a, const void *b);
@@ -1105,16 +1112,21 @@ rlg_config_parse(const char *name, FILE *fp, const char *text, FILE *errs,
 	rlg_routes_finish(&p);
 	rlg_store_finish(&p);
 
-	n = p.nproblems > INT_MAX ? INT_MAX : (int)p.nproblems;
+	n = 0;
 	if (p.nproblems > 1)
 		qsort(p.problems, p.nproblems, sizeof *p.problems,
 		    rlg_problem_cmp);
 	for (i = 0; i < p.nproblems; i++) {
+		const char *w = p.problems[i].warning ? "warning: " : "";
+
+		if (!p.problems[i].warning && n < INT_MAX)
+			n++;
 		if (errs != NULL && p.problems[i].line > 0)
-			fprintf(errs, "%s:%d: %s\n", p.name,
-			    p.problems[i].line, p.problems[i].msg);
+			fprintf(errs, "%s:%d: %s%s\n", p.name,
+			    p.problems[i].line, w, p.problems[i].msg);
 		else if (errs != NULL)
-			fprintf(errs, "%s: %s\n", p.name, p.problems[i].msg);
+			fprintf(errs, "%s: %s%s\n", p.name, w,
+			    p.problems[i].msg);
 		free(p.problems[i].msg);
 	}
 	free(p.problems);
@@ -1916,14 +1928,34 @@ rlg_key_problem(struct rlg_parse *p, const struct rlg_key *k,
     const char *fmt, ...)
 {
 	va_list ap;
-	char *msg;
 
 	va_start(ap, fmt);
-	msg = rlg_vformat(fmt, ap);
+	rlg_key_vproblem(p, k, false, fmt, ap);
 	va_end(ap);
+}
+
+/* Like rlg_key_problem, but a warning: printed, not counted. */
+static void
+rlg_key_warning(struct rlg_parse *p, const struct rlg_key *k,
+    const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	rlg_key_vproblem(p, k, true, fmt, ap);
+	va_end(ap);
+}
+
+static void
+rlg_key_vproblem(struct rlg_parse *p, const struct rlg_key *k, bool warning,
+    const char *fmt, va_list ap)
+{
+	char *msg = rlg_vformat(fmt, ap);
+
 	assert(k->sect == p->sect);
 	rlg_problem(p, p->lineno, "%s %s: %s", rlg_sect_label(p), k->name,
 	    msg);
+	p->problems[p->nproblems - 1].warning = warning;
 	free(msg);
 }
 
@@ -2374,8 +2406,29 @@ static void
 rlg_set_trusted_proxies(struct rlg_parse *p, const struct rlg_key *k,
     const char *value)
 {
+	const struct rlg_client_config *cc = &p->cfg->client;
+	size_t i;
+
 	rlg_set_cidrs(p, k, value, &p->cfg->client.trusted_proxies,
 	    &p->cfg->client.ntrusted);
+	/*
+	 * 0.0.0.0/0 (or ::/0) believes every peer's forwarding header: any
+	 * client then names its own key. Allowed (a front that strips and
+	 * sets the header, with rlgate reachable only through it), said.
+	 * An IPv4 network is stored over 16 bytes: /0 is 96 there.
+	 */
+	for (i = 0; i < cc->ntrusted; i++) {
+		const struct rlg_cidr *n = &cc->trusted_proxies[i];
+
+		if (n->prefix_len == 0 ||
+		    (n->addr.v4 && n->prefix_len <= 96)) {
+			rlg_key_warning(p, k, "%s trusts every peer: any "
+			    "client that reaches rlgate directly chooses its "
+			    "own key with a forwarding header; list only your "
+			    "proxies", n->addr.v4 ? "0.0.0.0/0" : "::/0");
+			break;
+		}
+	}
 }
 
 static void

@@ -5,18 +5,32 @@
  * Input here is hostile: every parameter may be missing, huge, or full of
  * bytes no browser sends. Each value is copied into a bounded buffer or
  * rejected; nothing is borrowed past the request, and nothing fails loudly:
- * the router answers 400 for a path it cannot read, and a client without a
- * usable address shares the RLG_CLIENT_UNKNOWN key.
+ * a request rlgate cannot route or key safely carries a flaw (r->flaw),
+ * which the gate answers with 400, and a client without a usable address
+ * shares the RLG_CLIENT_UNKNOWN key.
  *
  * The client address is REMOTE_ADDR unless that peer is a trusted proxy.
  * Then Forwarded (RFC 7239) or X-Forwarded-For names it, read from the
  * right: every proxy appends the address it saw, so the hops to the right
  * were written by proxies we trust and the first untrusted one is the
  * client; anything to its left was written by the client and is ignored.
- * A hop we cannot read (malformed, "unknown", "_obfuscated") ends the walk
- * at the last trusted address, the nearest one we can vouch for. The work
- * is bounded: a header over RLG_FWD_HEADER_MAX bytes is not read at all
- * (the peer is the client), and at most RLG_FWD_HOPS_MAX hops are examined.
+ * The walk never falls back to a shared or exempt key: a hop it needs and
+ * cannot read (malformed, a for= value that is no node, a header over
+ * RLG_FWD_HEADER_MAX bytes, more than RLG_FWD_HOPS_MAX trusted hops) is a
+ * flaw, and the request is refused (400); a hop that says it hides the
+ * address ("unknown", an "_obfuscated" node, a Forwarded element without
+ * for=) makes the client RLG_CLIENT_UNKNOWN, which no exemption covers.
+ *
+ * Look-alike headers: the web server names a header HTTP_ + its name in
+ * upper case with '-' as '_', so X-Forwarded-For and X_Forwarded_For (or
+ * x-forwarded_for) arrive as two parameters of the same name, one set by
+ * the proxy and one by the client. A header rlgate reads for identity that
+ * comes more than once is a flaw: it is never resolved by order.
+ *
+ * The path is the one the web server will serve: percent-decoded once, dot
+ * segments removed (RFC 3986 section 5.2.4) and repeated slashes merged,
+ * as lighttpd and Apache do before they map a URL to a file; an encoded
+ * '/' or NUL, a bad escape or a path over RLG_PATH_MAX bytes is a flaw.
  *
  * An API key header never reaches the store: policy keys carry a keyed
  * BLAKE2b hash of it (libsodium), so the database, its logs and the
@@ -44,12 +58,17 @@
 /* Bytes of the header hash in a policy key ("k:" + 2 hex digits each). */
 #define RLG_KEY_HASH_BYTES 16
 
-/* One hop: the raw text of an X-Forwarded-For entry or of a Forwarded
- * for= value (quoted: still escaped); s == NULL for an unreadable hop. */
+/*
+ * One hop: the raw text of an X-Forwarded-For entry or of a Forwarded
+ * for= value (quoted: still escaped). bad: the element is malformed (a
+ * syntax error, for= twice); s == NULL and !bad: a Forwarded element
+ * without for=, which names no address.
+ */
 struct fwd_hop {
 	const char *s;
 	size_t len;
 	bool quoted;
+	bool bad;
 };
 
 /* The last RLG_FWD_HOPS_MAX hops of a header; n counts all of them, the
@@ -59,20 +78,41 @@ struct fwd_hops {
 	size_t n;
 };
 
+/* What one hop says. */
+enum hop_kind {
+	HOP_ADDR,                  /* an address */
+	HOP_HIDDEN,                /* "unknown", "_obfuscated", no for= */
+	HOP_BAD,                   /* nothing we can read */
+};
+
+/* Where the walk behind a trusted peer ended. */
+enum walk_end {
+	WALK_PEER,                 /* no header naming anyone: the peer */
+	WALK_CLIENT,               /* the client's address from the header */
+	WALK_HIDDEN,               /* a trusted proxy hides the client */
+	WALK_BAD,                  /* malformed or oversized: a flaw */
+	WALK_DUPLICATE,            /* the header came twice: a flaw */
+};
+
 static enum rlg_method method_of(const char *m);
 static enum rlg_role role_of(const char *role);
 static bool is_tchar(int c);
 static const char *skip_ows(const char *p);
+static const char *absolute_form_path(const char *uri);
+static void normalize_path(char *path);
 static void hops_push(struct fwd_hops *hs, const char *s, size_t len,
-    bool quoted);
+    bool quoted, bool bad);
 static void split_xff(const char *h, struct fwd_hops *hs);
-static size_t split_forwarded(const char *h, struct fwd_hops *hs);
-static int parse_node(const struct fwd_hop *hop, bool forwarded,
+static void split_forwarded(const char *h, struct fwd_hops *hs);
+static enum hop_kind parse_node(const struct fwd_hop *hop, bool forwarded,
     struct rlg_addr *out);
-static bool walk_hops(const struct fwd_hops *hs, bool forwarded,
+static bool obfuscated_ok(const char *s);
+static enum hop_kind parse_host_port(char *node, bool forwarded,
+    struct rlg_addr *out);
+static enum walk_end walk_hops(const struct fwd_hops *hs, bool forwarded,
     const struct rlg_client_config *cc, const struct rlg_addr *peer,
     struct rlg_addr *out);
-static bool client_from_proxy(char *const *envp,
+static enum walk_end client_from_proxy(char *const *envp,
     const struct rlg_client_config *cc, const struct rlg_addr *peer,
     struct rlg_addr *out);
 static void sodium_start(void);
@@ -92,13 +132,82 @@ rlg_request_param(char *const *envp, const char *name)
 }
 
 int
+rlg_request_header(char *const *envp, const char *name, const char **value)
+{
+	size_t len = strlen(name);
+	int n = 0;
+
+	*value = NULL;
+	if (envp == NULL)
+		return 0;
+	for (; *envp != NULL; envp++) {
+		if (strncmp(*envp, name, len) != 0 || (*envp)[len] != '=')
+			continue;
+		if (n++ > 0) {
+			*value = NULL;
+			return 2;
+		}
+		*value = *envp + len + 1;
+	}
+	return n;
+}
+
+const char *
+rlg_flaw_name(enum rlg_flaw f)
+{
+	switch (f) {
+	case RLG_FLAW_NONE:
+		return "none";
+	case RLG_FLAW_PATH:
+		return "bad_path";
+	case RLG_FLAW_DUPLICATE:
+		return "duplicate_header";
+	case RLG_FLAW_FORWARDED:
+		return "bad_forwarded";
+	}
+	return "unknown";
+}
+
+/*
+ * An absolute-form request target ("http://host:port/path?q", RFC 9112
+ * section 3.2.2), which Apache passes in REQUEST_URI as the client sent
+ * it: the path part, "" when it has none (the server serves "/"), or NULL
+ * when uri is no absolute URI.
+ */
+static const char *
+absolute_form_path(const char *uri)
+{
+	const char *p = uri;
+
+	if (!isalpha((unsigned char)*p))
+		return NULL;
+	while (isalnum((unsigned char)*p) || *p == '+' || *p == '-' ||
+	    *p == '.')
+		p++;
+	if (strncmp(p, "://", 3) != 0)
+		return NULL;
+	p += 3;
+	return p + strcspn(p, "/?#");
+}
+
+int
 rlg_request_decode_path(const char *uri, char *out, size_t outlen)
 {
 	size_t n = 0;
 	const char *p;
 
-	if (outlen == 0)
+	if (outlen < 2)
 		return RLG_ENOSPC;
+	if (uri[0] != '/') {
+		uri = absolute_form_path(uri);
+		if (uri == NULL)
+			goto bad;
+		if (*uri != '/') {
+			/* "http://host" or "http://host?q": the root. */
+			memcpy(out, "/", 2);
+			return RLG_OK;
+		}
+	}
 	for (p = uri; *p != '\0' && *p != '?' && *p != '#'; p++) {
 		int c = (unsigned char)*p;
 
@@ -109,7 +218,13 @@ rlg_request_decode_path(const char *uri, char *out, size_t outlen)
 			if (hi < 0 || lo < 0)
 				goto bad;
 			c = hi * 16 + lo;
-			if (c == 0)
+			/*
+			 * An encoded NUL ends no C string safely; an encoded
+			 * '/' is a separator to some servers and a name byte
+			 * to others (Apache refuses it, lighttpd keeps it):
+			 * either reading could be the wrong one.
+			 */
+			if (c == 0 || c == '/')
 				goto bad;
 			p += 2;
 		}
@@ -120,10 +235,55 @@ rlg_request_decode_path(const char *uri, char *out, size_t outlen)
 		out[n++] = (char)c;
 	}
 	out[n] = '\0';
+	normalize_path(out);
 	return RLG_OK;
 bad:
 	out[0] = '\0';
 	return RLG_EINVAL;
+}
+
+/*
+ * Rewrites an absolute path in place as the server resolves it: repeated
+ * slashes merged, "." segments dropped, each ".." removing the segment
+ * before it (never above the root), as RFC 3986 section 5.2.4 removes dot
+ * segments; a path that ends in a dot segment or a slash ends in '/'.
+ * The result is never longer than the input.
+ */
+static void
+normalize_path(char *path)
+{
+	char *in = path, *out = path, *seg;
+	size_t len;
+
+	/* out always ends in '/' between segments: "/", "/a/", ... */
+	*out++ = '/';
+	for (;;) {
+		while (*in == '/')
+			in++;
+		if (*in == '\0')
+			break;
+		seg = in;
+		len = strcspn(seg, "/");
+		in = seg + len;
+		if (len == 1 && seg[0] == '.')
+			continue;
+		if (len == 2 && seg[0] == '.' && seg[1] == '.') {
+			if (out - path > 1) {
+				out--;
+				while (out[-1] != '/')
+					out--;
+			}
+			continue;
+		}
+		memmove(out, seg, len);
+		out += len;
+		if (*in == '\0') {
+			*out = '\0';
+			return;         /* a last segment without '/' */
+		}
+		*out++ = '/';
+	}
+	*out = '\0';
 }
 
 static enum rlg_method
@@ -164,59 +324,61 @@ skip_ows(const char *p)
 }
 
 static void
-hops_push(struct fwd_hops *hs, const char *s, size_t len, bool quoted)
+hops_push(struct fwd_hops *hs, const char *s, size_t len, bool quoted,
+    bool bad)
 {
 	struct fwd_hop *h = &hs->ring[hs->n % RLG_FWD_HOPS_MAX];
 
 	h->s = s;
 	h->len = len;
 	h->quoted = quoted;
+	h->bad = bad;
 	hs->n++;
 }
 
 /*
  * X-Forwarded-For: "client, proxy1, proxy2", optional whitespace around
  * the commas (several header lines arrive joined with ", "). An empty
- * entry is kept as a hop, and fails to parse like any other bad one.
+ * entry is kept as a hop, and fails to parse like any other bad one; a
+ * value of nothing but whitespace names nobody (no hop at all).
  */
 static void
 split_xff(const char *h, struct fwd_hops *hs)
 {
 	const char *p = h, *end;
+	size_t len;
 
+	if (*skip_ows(h) == '\0')
+		return;
 	for (;;) {
 		p = skip_ows(p);
 		end = p + strcspn(p, ",");
-		hops_push(hs, p, (size_t)(end - p), false);
-		while (hs->ring[(hs->n - 1) % RLG_FWD_HOPS_MAX].len > 0 &&
-		    (end[-1] == ' ' || end[-1] == '\t')) {
-			hs->ring[(hs->n - 1) % RLG_FWD_HOPS_MAX].len--;
-			end--;
-		}
-		p += strcspn(p, ",");
-		if (*p == '\0')
+		len = (size_t)(end - p);
+		while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+		hops_push(hs, p, len, false, false);
+		if (*end == '\0')
 			break;
-		p++;
+		p = end + 1;
 	}
 }
 
 /*
  * Forwarded (RFC 7239 section 4): elements separated by ",", each a list
  * of name=value pairs separated by ";", a value a token or a quoted
- * string. One hop per non-empty element: its for= value, or an unreadable
- * hop when the element is malformed, lacks for= or repeats it. A syntax
- * error skips to the next comma outside quotes, so an unterminated quote
- * swallows everything after it into one unreadable hop. Returns how many
- * for= parameters were seen (0: the header names no addresses).
+ * string. One hop per non-empty element: its for= value; a bad hop when
+ * the element is malformed or repeats for=; a hop naming no address when
+ * it lacks for=. A syntax error skips to the next comma outside quotes, so
+ * an unterminated quote swallows everything after it into one bad hop,
+ * which is the newest, and the walk refuses it.
  */
-static size_t
+static void
 split_forwarded(const char *h, struct fwd_hops *hs)
 {
 	const char *p = h, *name, *v;
-	size_t nfor_total = 0;
 
 	for (;;) {
-		struct fwd_hop hop = { NULL, 0, false };
+		struct fwd_hop hop = { NULL, 0, false, false };
 		size_t npairs = 0, nfor = 0, namelen;
 		bool bad = false, in_q;
 
@@ -282,142 +444,187 @@ split_forwarded(const char *h, struct fwd_hops *hs)
 					break;
 			}
 		}
-		nfor_total += nfor;
-		if (bad || nfor != 1)
-			hop.s = NULL;
-		if (bad || npairs > 0)
-			hops_push(hs, hop.s, hop.len, hop.quoted);
+		if (bad || nfor > 1)
+			hops_push(hs, NULL, 0, false, true);
+		else if (npairs > 0)
+			hops_push(hs, hop.s, hop.len, hop.quoted, false);
 		if (*p == '\0')
 			break;
 		p++;
 	}
-	return nfor_total;
 }
 
 /*
- * Reads one hop as an address. X-Forwarded-For: a bare IPv4 or IPv6
- * address. Forwarded (RFC 7239 section 6): IPv4 or "[IPv6]", optionally
- * ":port" or ":_obfport"; a port needs the quotes, which the splitter
- * enforces (':' is no token character). "unknown" and "_obfuscated"
- * identifiers name no address. Returns 0, or -1 if the hop names no
- * address we can use.
+ * Reads one hop. X-Forwarded-For: an IPv4 or IPv6 address, or the node
+ * forms below (some proxies add a port), or "unknown". Forwarded (RFC 7239
+ * section 6): IPv4 or "[IPv6]", optionally ":port" or ":_obfport", or
+ * "unknown" or an "_obfuscated" identifier (a port needs the quotes,
+ * which the splitter enforces: ':' is no token character).
  */
-static int
+static enum hop_kind
 parse_node(const struct fwd_hop *hop, bool forwarded, struct rlg_addr *out)
 {
-	char node[RLG_FWD_NODE_MAX], host[RLG_FWD_NODE_MAX];
-	const char *port, *close;
+	char node[RLG_FWD_NODE_MAX];
 	size_t n = 0, i;
 
-	if (hop->s == NULL || hop->len == 0 || hop->len >= sizeof node)
-		return -1;
+	if (hop->bad)
+		return HOP_BAD;
+	if (hop->s == NULL)
+		return HOP_HIDDEN;
+	if (hop->len == 0 || hop->len >= sizeof node)
+		return HOP_BAD;
 	for (i = 0; i < hop->len; i++) {
 		if (hop->quoted && hop->s[i] == '\\' && i + 1 < hop->len)
 			i++;
 		node[n++] = hop->s[i];
 	}
 	node[n] = '\0';
-	if (!forwarded)
-		return rlg_addr_parse(node, out);
+	if (!forwarded) {
+		if (rlg_addr_parse(node, out) == 0)
+			return HOP_ADDR;
+		if (strcasecmp(node, "unknown") == 0)
+			return HOP_HIDDEN;
+	}
+	return parse_host_port(node, forwarded, out);
+}
 
-	if (node[0] == '[') {
-		close = strchr(node, ']');
-		if (close == NULL)
-			return -1;
-		n = (size_t)(close - node - 1);
-		memcpy(host, node + 1, n);
-		host[n] = '\0';
-		if (strchr(host, ':') == NULL)
-			return -1;      /* "[192.0.2.1]": brackets are for IPv6 */
-		port = close + 1;
-	} else {
-		n = strcspn(node, ":");
-		memcpy(host, node, n);
-		host[n] = '\0';
-		/* "unknown", "_hidden", or a bare IPv6 without brackets */
-		if (strchr(host, '.') == NULL || host[0] == '_')
-			return -1;
-		port = node + n;
+/* An obfuscated identifier after its '_' (RFC 7239 section 6.3). */
+static bool
+obfuscated_ok(const char *s)
+{
+	if (*s == '\0')
+		return false;
+	for (; *s != '\0'; s++) {
+		if (!isalnum((unsigned char)*s) && strchr("._-", *s) == NULL)
+			return false;
 	}
-	if (*port != '\0') {
-		if (*port++ != ':' || *port == '\0')
-			return -1;
-		if (*port == '_') {
-			if (port[1] == '\0')
-				return -1;
-			for (port++; *port != '\0'; port++) {
-				if (!isalnum((unsigned char)*port) &&
-				    strchr("._-", *port) == NULL)
-					return -1;
-			}
-		} else if (strlen(port) > 5 ||
-		    strspn(port, "0123456789") != strlen(port)) {
-			return -1;
-		}
-	}
-	return rlg_addr_parse(host, out);
+	return true;
 }
 
 /*
- * Walks hs from the right, starting from the trusted peer. Writes the
- * client to out and returns true when it came from the header, false when
- * the walk ended at the peer.
+ * node = nodename [ ":" node-port ] (RFC 7239 section 6), cut in place.
+ * X-Forwarded-For takes no obfuscated names or ports.
  */
-static bool
+static enum hop_kind
+parse_host_port(char *node, bool forwarded, struct rlg_addr *out)
+{
+	char *host, *port = NULL, *mark;
+	bool hidden = false;
+
+	if (node[0] == '[') {
+		mark = strchr(node, ']');
+		if (mark == NULL)
+			return HOP_BAD;
+		*mark = '\0';
+		host = node + 1;
+		if (strchr(host, ':') == NULL)
+			return HOP_BAD;     /* "[192.0.2.1]": brackets are for IPv6 */
+		if (mark[1] == ':')
+			port = mark + 2;
+		else if (mark[1] != '\0')
+			return HOP_BAD;
+	} else {
+		host = node;
+		mark = strchr(node, ':');
+		if (mark != NULL) {
+			*mark = '\0';
+			port = mark + 1;
+		}
+		if (strcasecmp(host, "unknown") == 0) {
+			hidden = true;
+		} else if (host[0] == '_') {
+			if (!forwarded || !obfuscated_ok(host + 1))
+				return HOP_BAD;
+			hidden = true;
+		} else if (strchr(host, '.') == NULL) {
+			return HOP_BAD;     /* a bare IPv6 needs brackets */
+		}
+	}
+	if (port != NULL) {
+		if (*port == '_') {
+			if (!forwarded || !obfuscated_ok(port + 1))
+				return HOP_BAD;
+		} else if (*port == '\0' || strlen(port) > 5 ||
+		    strspn(port, "0123456789") != strlen(port)) {
+			return HOP_BAD;
+		}
+	}
+	if (hidden)
+		return HOP_HIDDEN;
+	return rlg_addr_parse(host, out) == 0 ? HOP_ADDR : HOP_BAD;
+}
+
+/*
+ * Walks hs from the right, starting from the trusted peer: the first
+ * untrusted address is the client (out); every hop trusted, the leftmost.
+ * A hop that hides the client ends the walk as WALK_HIDDEN; one we cannot
+ * read, or more than RLG_FWD_HOPS_MAX hops all trusted, as WALK_BAD.
+ */
+static enum walk_end
 walk_hops(const struct fwd_hops *hs, bool forwarded,
     const struct rlg_client_config *cc, const struct rlg_addr *peer,
     struct rlg_addr *out)
 {
-	struct rlg_addr last = *peer, a;
-	bool from_header = false;
+	struct rlg_addr a;
 	size_t i;
 
+	*out = *peer;
+	if (hs->n == 0)
+		return WALK_PEER;
 	for (i = 0; i < hs->n && i < RLG_FWD_HOPS_MAX; i++) {
 		const struct fwd_hop *hop =
 		    &hs->ring[(hs->n - 1 - i) % RLG_FWD_HOPS_MAX];
 
-		if (parse_node(hop, forwarded, &a) != 0)
+		switch (parse_node(hop, forwarded, &a)) {
+		case HOP_BAD:
+			return WALK_BAD;
+		case HOP_HIDDEN:
+			return WALK_HIDDEN;
+		case HOP_ADDR:
 			break;
-		if (!rlg_cidr_any(cc->trusted_proxies, cc->ntrusted, &a)) {
-			*out = a;
-			return true;
 		}
-		last = a;
-		from_header = true;
+		*out = a;
+		if (!rlg_cidr_any(cc->trusted_proxies, cc->ntrusted, &a))
+			return WALK_CLIENT;
 	}
-	*out = last;
-	return from_header;
+	return hs->n > RLG_FWD_HOPS_MAX ? WALK_BAD : WALK_CLIENT;
 }
 
 /*
  * The client behind a trusted peer, from the one header the operator says
  * the trusted proxies set (cc->forwarded_header): a header a proxy merely
- * passes through would let the client choose its key. Returns true when
- * out came from that header; else out is the peer.
+ * passes through would let the client choose its key. out is the client
+ * for WALK_CLIENT, else the peer.
  */
-static bool
+static enum walk_end
 client_from_proxy(char *const *envp, const struct rlg_client_config *cc,
     const struct rlg_addr *peer, struct rlg_addr *out)
 {
 	bool forwarded = cc->forwarded_header == RLG_FWD_FORWARDED;
 	struct fwd_hops hs;
+	enum walk_end end;
 	const char *h;
+	int count;
 
 	*out = *peer;
-	h = rlg_request_param(envp, forwarded ? "HTTP_FORWARDED" :
-	    "HTTP_X_FORWARDED_FOR");
-	/* Oversized: no hop in it can be trusted. */
-	if (h == NULL || strnlen(h, RLG_FWD_HEADER_MAX + 1) >
-	    RLG_FWD_HEADER_MAX)
-		return false;
+	count = rlg_request_header(envp, forwarded ? "HTTP_FORWARDED" :
+	    "HTTP_X_FORWARDED_FOR", &h);
+	if (count > 1)
+		return WALK_DUPLICATE;
+	if (count == 0)
+		return WALK_PEER;
+	/* Oversized: the hops we need may be anywhere in it. */
+	if (strnlen(h, RLG_FWD_HEADER_MAX + 1) > RLG_FWD_HEADER_MAX)
+		return WALK_BAD;
 	hs.n = 0;
-	if (forwarded) {
-		if (split_forwarded(h, &hs) == 0)
-			return false;
-	} else {
+	if (forwarded)
+		split_forwarded(h, &hs);
+	else
 		split_xff(h, &hs);
-	}
-	return walk_hops(&hs, forwarded, cc, peer, out);
+	end = walk_hops(&hs, forwarded, cc, peer, out);
+	if (end != WALK_CLIENT)
+		*out = *peer;
+	return end;
 }
 
 void
@@ -426,6 +633,7 @@ rlg_request_parse(struct rlg_request *r, char *const *envp,
 {
 	const char *method, *uri, *script, *info;
 	struct rlg_addr peer;
+	enum walk_end end;
 	int n;
 
 	memset(r, 0, sizeof *r);
@@ -436,18 +644,19 @@ rlg_request_parse(struct rlg_request *r, char *const *envp,
 	if (method == NULL)
 		method = "";
 	snprintf(r->method_name, sizeof r->method_name, "%s", method);
+	r->method_ok = strlen(method) < sizeof r->method_name;
 	r->method = method_of(method);
 
 	/*
 	 * REQUEST_URI is what the client sent, under lighttpd, Apache
 	 * mod_proxy_fcgi and CGI alike; SCRIPT_NAME and PATH_INFO depend on
 	 * how the server mounts us and are already decoded, so they are only
-	 * the fallback, taken as they are.
+	 * the fallback, taken as they are (but for the dot segments).
 	 */
 	uri = rlg_request_param(envp, "REQUEST_URI");
 	if (uri != NULL) {
-		r->path_ok = uri[0] == '/' &&
-		    rlg_request_decode_path(uri, r->path, sizeof r->path) == RLG_OK;
+		r->path_ok = rlg_request_decode_path(uri, r->path,
+		    sizeof r->path) == RLG_OK;
 	} else {
 		script = rlg_request_param(envp, "SCRIPT_NAME");
 		info = rlg_request_param(envp, "PATH_INFO");
@@ -458,19 +667,46 @@ rlg_request_parse(struct rlg_request *r, char *const *envp,
 		n = snprintf(r->path, sizeof r->path, "%s%s", script, info);
 		r->path_ok = r->path[0] == '/' && n > 0 &&
 		    (size_t)n < sizeof r->path;
+		if (r->path_ok)
+			normalize_path(r->path);
 	}
-	if (!r->path_ok)
+	if (!r->path_ok) {
 		r->path[0] = '\0';
+		r->flaw = RLG_FLAW_PATH;
+	}
 
 	if (rlg_addr_parse(rlg_request_param(envp, "REMOTE_ADDR"), &peer) != 0) {
 		snprintf(r->client, sizeof r->client, "%s", RLG_CLIENT_UNKNOWN);
 		return;
 	}
 	r->addr = peer;
-	if (cc != NULL && cc->ntrusted > 0 &&
-	    rlg_cidr_any(cc->trusted_proxies, cc->ntrusted, &peer))
-		r->via_proxy = client_from_proxy(envp, cc, &peer, &r->addr);
 	r->addr_ok = true;
+	if (cc != NULL && cc->ntrusted > 0 &&
+	    rlg_cidr_any(cc->trusted_proxies, cc->ntrusted, &peer)) {
+		end = client_from_proxy(envp, cc, &peer, &r->addr);
+		switch (end) {
+		case WALK_PEER:
+			break;
+		case WALK_CLIENT:
+			r->via_proxy = true;
+			break;
+		case WALK_HIDDEN:
+			r->via_proxy = true;
+			r->addr_ok = false;
+			snprintf(r->client, sizeof r->client, "%s",
+			    RLG_CLIENT_UNKNOWN);
+			return;
+		case WALK_BAD:
+		case WALK_DUPLICATE:
+			/* Refused; keyed (for the log) as the peer, which no
+			 * exemption may cover. */
+			r->addr_ok = false;
+			if (r->flaw == RLG_FLAW_NONE)
+				r->flaw = end == WALK_BAD ?
+				    RLG_FLAW_FORWARDED : RLG_FLAW_DUPLICATE;
+			break;
+		}
+	}
 	rlg_addr_key(&r->addr, cc != NULL ? cc->ipv6_prefix :
 	    RLG_DEFAULT_IPV6_PREFIX, r->client);
 }
@@ -510,7 +746,9 @@ rlg_request_policy_key(const struct rlg_request *r,
 			name[5 + i] = (char)(c == '-' ? '_' : toupper(c));
 		}
 		name[5 + i] = '\0';
-		value = rlg_request_param(r->envp, name);
+		/* X-API-Key beside X_API_Key: the client would choose. */
+		if (rlg_request_header(r->envp, name, &value) > 1)
+			return RLG_EINVAL;
 		if (value != NULL && value[0] == '\0')
 			value = NULL;
 	}

@@ -16,13 +16,30 @@
 #include "store.h"
 
 #define RLG_METHOD_MAX  15
-#define RLG_PATH_MAX    2047
+/* The longest path read, decoded: Apache's LimitRequestLine is 8190. */
+#define RLG_PATH_MAX    8191
 
 /* The FastCGI role the web server asked for (FCGI_ROLE); CGI: responder. */
 enum rlg_role {
 	RLG_ROLE_RESPONDER = 0,
 	RLG_ROLE_AUTHORIZER,
 	RLG_ROLE_OTHER,            /* FILTER or unknown */
+};
+
+/*
+ * Why rlgate cannot decide for a request: the gate answers it 400, counts
+ * it under no policy and logs the flaw. Each one would otherwise let a
+ * client choose what it is counted as, or fall back to a shared key.
+ */
+enum rlg_flaw {
+	RLG_FLAW_NONE = 0,
+	RLG_FLAW_PATH,             /* no path, over RLG_PATH_MAX, a bad %-escape,
+	                              an encoded NUL or '/' */
+	RLG_FLAW_DUPLICATE,        /* a header read for identity came twice
+	                              (look-alike spellings: X_Forwarded_For) */
+	RLG_FLAW_FORWARDED,        /* a trusted proxy's forwarding header that
+	                              cannot be read: malformed, over 8 KiB,
+	                              over 64 trusted hops */
 };
 
 enum rlg_method {
@@ -33,14 +50,18 @@ enum rlg_method {
 
 struct rlg_request {
 	char method_name[RLG_METHOD_MAX + 1];   /* as sent, truncated */
+	bool method_ok;                  /* false: longer than RLG_METHOD_MAX */
 	enum rlg_method method;
-	char path[RLG_PATH_MAX + 1];     /* decoded path, no query string */
-	bool path_ok;                    /* false: missing, too long or bad escape */
+	char path[RLG_PATH_MAX + 1];     /* the path the server serves: decoded,
+	                                    normalised, no query string */
+	bool path_ok;                    /* false: see RLG_FLAW_PATH */
+	enum rlg_flaw flaw;              /* RLG_FLAW_NONE, or why to refuse it */
 	char client[RLG_CLIENT_KEY_MAX + 1];     /* the IP key (key = ip) */
 	enum rlg_role role;
 	struct rlg_addr addr;            /* the client address, if addr_ok */
-	bool addr_ok;                    /* false: RLG_CLIENT_UNKNOWN */
-	bool via_proxy;                  /* addr came from Forwarded/X-Forwarded-For */
+	bool addr_ok;                    /* false: RLG_CLIENT_UNKNOWN, or a flaw:
+	                                    no exemption applies */
+	bool via_proxy;                  /* from Forwarded/X-Forwarded-For */
 	char *const *envp;               /* borrowed for the request's duration:
 	                                    header keys are read from it */
 };
@@ -55,16 +76,30 @@ struct rlg_request {
 const char *rlg_request_param(char *const *envp, const char *name);
 
 /*
+ * Looks up the header parameter NAME ("HTTP_X_API_KEY") in envp. Returns
+ * how many times it is there: 0 (*value NULL), 1 (*value points into
+ * envp) or 2 for "more than once" (*value NULL): the web server gives
+ * look-alike spellings of a header (X-Api-Key, X_Api_Key) one name, so a
+ * client can add its own copy beside the one a proxy set.
+ */
+int rlg_request_header(char *const *envp, const char *name,
+    const char **value);
+
+/*
  * Fills r from envp. The path comes from REQUEST_URI (else SCRIPT_NAME +
- * PATH_INFO), without its query string, percent-decoded. The role from
+ * PATH_INFO) as rlg_request_decode_path reads it. The role from
  * FCGI_ROLE. The client address is REMOTE_ADDR, unless REMOTE_ADDR is in
- * cc->trusted_proxies: then it is taken from Forwarded (RFC 7239), else
- * X-Forwarded-For, walking from the right past trusted hops (the first
- * untrusted hop is the client; a malformed hop stops the walk and the last
- * trusted address is used). r->client is its key: IPv4 whole, IPv6 masked
- * to cc->ipv6_prefix; RLG_CLIENT_UNKNOWN without a usable address. cc may
- * be NULL (no trusted proxies, prefix 64). Never fails: malformed input
- * shows in the fields.
+ * cc->trusted_proxies: then it is taken from the one header they set
+ * (cc->forwarded_header: Forwarded of RFC 7239, or X-Forwarded-For),
+ * walking from the right past trusted hops: the first untrusted hop is the
+ * client; every hop trusted, the leftmost. A hop that hides the client
+ * ("unknown", "_obfuscated", no for=) gives RLG_CLIENT_UNKNOWN; a header
+ * that is malformed where the walk reads it, over 8 KiB or over 64 hops
+ * all trusted is RLG_FLAW_FORWARDED, one that came twice
+ * RLG_FLAW_DUPLICATE (r->client is then the peer's key, addr_ok false).
+ * r->client is the key: IPv4 whole, IPv6 masked to cc->ipv6_prefix;
+ * RLG_CLIENT_UNKNOWN without a usable address. cc may be NULL (no trusted
+ * proxies, prefix 64). Never fails: malformed input shows in r->flaw.
  */
 void rlg_request_parse(struct rlg_request *r, char *const *envp,
     const struct rlg_client_config *cc);
@@ -73,18 +108,30 @@ void rlg_request_parse(struct rlg_request *r, char *const *envp,
  * The store key of r for policy p (p->key bits): "IPKEY" for ip,
  * "k:HEX" for header:NAME (a keyed BLAKE2b hash of the header's value with
  * cc->key_secret: never the key itself), "IPKEY|k:HEX" for both; a request
- * without the header falls back to the IP key. Returns RLG_OK, or
- * RLG_ENOSPC if out (len bytes) is too small.
+ * without the header (or with it empty) falls back to the IP key, so the
+ * key came from the header exactly when it differs from r->client.
+ * Returns RLG_OK, RLG_EINVAL when the header came more than once (the
+ * request must be refused: RLG_FLAW_DUPLICATE), or RLG_ENOSPC if out (len
+ * bytes) is too small.
  */
 int rlg_request_policy_key(const struct rlg_request *r,
     const struct rlg_policy *p, const struct rlg_client_config *cc,
     char *out, size_t len);
 
 /*
- * Percent-decodes the path part of uri (up to '?' or '#') into out
- * (outlen bytes). Returns RLG_OK, RLG_ENOSPC if it does not fit, or
- * RLG_EINVAL for a bad escape or an encoded NUL.
+ * The path the web server serves for the request target uri, into out
+ * (outlen bytes): the path part (up to '?' or '#'; of an absolute-form
+ * "http://host/path" too), percent-decoded once, then normalised as
+ * lighttpd and Apache do before they pick a file: repeated slashes merged,
+ * "." and ".." segments removed (RFC 3986 section 5.2.4, never above
+ * "/"). Returns RLG_OK, RLG_ENOSPC if the decoded path does not fit, or
+ * RLG_EINVAL for a target that is no absolute path or URI, a bad escape,
+ * an encoded NUL or an encoded '/' (%2F: a separator to some servers, a
+ * name byte to others).
  */
 int rlg_request_decode_path(const char *uri, char *out, size_t outlen);
+
+/* "bad_path", "duplicate_header", "bad_forwarded" ("none"): for the log. */
+const char *rlg_flaw_name(enum rlg_flaw f);
 
 #endif

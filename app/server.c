@@ -32,6 +32,10 @@ static void store_full(struct rlg_worker *w, int64_t now_ms);
 static enum rlg_outcome route(const struct rlg_request *r);
 static const struct rlg_route *match_route(const struct rlg_config *cfg,
     const struct rlg_request *r);
+static void log_flaw(struct rlg_worker *w, const struct rlg_request *r,
+    const char *reason, const char *detail, int64_t now_ms);
+static const char *flaw_header(const struct rlg_config *cfg,
+    const struct rlg_request *r);
 static void log_rejection(const struct rlg_worker *w, const char *event,
     const struct rlg_route *rt, const struct rlg_store_item *items,
     const struct rlg_decision *d, size_t n, const bool *which);
@@ -147,7 +151,9 @@ route(const struct rlg_request *r)
 /*
  * The first [route] whose path and method match decides the policies; a
  * request no route matches gets the default policies (every policy when
- * there are no routes). NULL: no route matched.
+ * there are no routes). NULL: no route matched. A route that lists GET
+ * takes HEAD too, as every server answers HEAD with GET's headers; a
+ * method too long to read matches no list.
  */
 static const struct rlg_route *
 match_route(const struct rlg_config *cfg, const struct rlg_request *r)
@@ -163,12 +169,37 @@ match_route(const struct rlg_config *cfg, const struct rlg_request *r)
 		if (rt->prefix ? strncmp(r->path, rt->path, strlen(rt->path)) != 0
 		    : strcmp(r->path, rt->path) != 0)
 			continue;
-		for (j = 0; j < rt->nmethods && !method_ok; j++)
-			method_ok = strcmp(rt->methods[j], r->method_name) == 0;
+		for (j = 0; j < rt->nmethods && !method_ok && r->method_ok; j++)
+			method_ok = strcmp(rt->methods[j], r->method_name) == 0 ||
+			    (r->method == RLG_METHOD_HEAD &&
+			    strcmp(rt->methods[j], "GET") == 0);
 		if (method_ok)
 			return rt;
 	}
 	return NULL;
+}
+
+/*
+ * A request rlgate refuses unread (a flaw, or an API key header sent
+ * twice): one line at once, then at most one per RLG_ERROR_LOG_INTERVAL_MS
+ * with how many more came in between, so a flood of them costs no disk.
+ * Only the peer's key and fixed words are written, never request bytes.
+ */
+static void
+log_flaw(struct rlg_worker *w, const struct rlg_request *r,
+    const char *reason, const char *detail, int64_t now_ms)
+{
+	if (w->cfg->log_level < RLG_LOG_WARN)
+		return;
+	if (now_ms < w->next_flaw_log_ms) {
+		w->suppressed_flaws++;
+		return;
+	}
+	rlg_log("event=bad_request peer=%s reason=%s header=%s suppressed=%ld",
+	    r->client, reason, detail != NULL ? detail : "-",
+	    w->suppressed_flaws);
+	w->next_flaw_log_ms = now_ms + RLG_ERROR_LOG_INTERVAL_MS;
+	w->suppressed_flaws = 0;
 }
 
 /*
@@ -214,10 +245,26 @@ log_rejection(const struct rlg_worker *w, const char *event,
 }
 
 /*
+ * The header a flaw is about, for the log: the forwarding header the
+ * trusted proxies set, or none (a path).
+ */
+static const char *
+flaw_header(const struct rlg_config *cfg, const struct rlg_request *r)
+{
+	if (r->flaw != RLG_FLAW_FORWARDED && r->flaw != RLG_FLAW_DUPLICATE)
+		return NULL;
+	return cfg->client.forwarded_header == RLG_FWD_FORWARDED ?
+	    "Forwarded" : "X-Forwarded-For";
+}
+
+/*
  * Every request that reaches rlgate counts against its client's quota
  * under the policies its route names. As a responder, rlgate answers its
  * own endpoint (404/405 elsewhere); as a FastCGI Authorizer, it says yes
- * (200, the state in Variable-* headers) or answers the 429 itself.
+ * (200, the state in Variable-* headers) or answers the 429 itself. A
+ * request it cannot route or key safely (a flaw: see request.h) is
+ * answered 400 in either role, counted by no policy: it never reaches
+ * the backend, and never borrows somebody else's key.
  */
 int
 rlg_server_handle(struct rlg_worker *w, char *const *envp, int64_t now_ms,
@@ -234,13 +281,24 @@ rlg_server_handle(struct rlg_worker *w, char *const *envp, int64_t now_ms,
 	struct rlg_request req;
 	struct rlg_answer a;
 	const struct rlg_store_cache_stats *cache;
-	size_t i, nlist, n = 0;
+	size_t i, nlist, n = 0, shown;
 	uint64_t hits;
 	int rc;
 	bool admitted = true, authorizer, dry_rejected = false;
 
 	rlg_request_parse(&req, envp, &cfg->client);
 	authorizer = req.role == RLG_ROLE_AUTHORIZER;
+	memset(&a, 0, sizeof a);
+	a.style = cfg->style;
+	a.errors = cfg->errors;
+	a.head = req.method == RLG_METHOD_HEAD;
+	a.policies = policies;
+	if (req.flaw != RLG_FLAW_NONE) {
+		log_flaw(w, &req, rlg_flaw_name(req.flaw),
+		    flaw_header(cfg, &req), now_ms);
+		a.outcome = RLG_OUT_BAD_REQUEST;
+		return rlg_response_write(&a, write, ctx);
+	}
 	rt = match_route(cfg, &req);
 	list = rt != NULL ? rt->policies : cfg->default_policies;
 	nlist = rt != NULL ? rt->npolicies : cfg->ndefault;
@@ -253,10 +311,16 @@ rlg_server_handle(struct rlg_worker *w, char *const *envp, int64_t now_ms,
 
 		if (exempt && !cfg->report_exempt)
 			continue;
-		if (rlg_request_policy_key(&req, p, &cfg->client, keys[n],
-		    sizeof keys[n]) != RLG_OK)
+		rc = rlg_request_policy_key(&req, p, &cfg->client, keys[n],
+		    sizeof keys[n]);
+		if (rc == RLG_EINVAL) {
+			log_flaw(w, &req, rlg_flaw_name(RLG_FLAW_DUPLICATE),
+			    p->key_header, now_ms);
+			a.outcome = RLG_OUT_BAD_REQUEST;
+			return rlg_response_write(&a, write, ctx);
+		}
+		if (rc != RLG_OK)
 			snprintf(keys[n], sizeof keys[n], "%s", req.client);
-		policies[n] = *p;
 		items[n].policy = p;
 		items[n].client = keys[n];
 		items[n].advisory = exempt || p->mode == RLG_MODE_DRY_RUN;
@@ -266,11 +330,6 @@ rlg_server_handle(struct rlg_worker *w, char *const *envp, int64_t now_ms,
 		n++;
 	}
 
-	memset(&a, 0, sizeof a);
-	a.style = cfg->style;
-	a.errors = cfg->errors;
-	a.head = req.method == RLG_METHOD_HEAD;
-	a.policies = policies;
 	cache = rlg_store_cache_stats(w->store);
 	hits = cache != NULL ? cache->hits : 0;
 	if (n > 0 && (rc = rlg_store_step(w->store, items, n, now_ms,
@@ -312,15 +371,24 @@ rlg_server_handle(struct rlg_worker *w, char *const *envp, int64_t now_ms,
 	if (dry_rejected)
 		log_rejection(w, "dry_run_reject", rt, items, decisions, n, dry);
 	/*
-	 * A rejected request is answered for the enforcing policies only: an
-	 * advisory one that would also reject must not set Retry-After or
-	 * appear among the violated policies.
+	 * What the client sees: a dry-run policy is a trial, logged and
+	 * stored but never shown (a client that honours the headers would
+	 * back off for a limit that is not enforced), as nginx's
+	 * limit_req_dry_run. A rejected request is answered for the
+	 * enforcing policies only: a reported exemption that would also
+	 * reject must not set Retry-After or appear among the violated ones.
 	 */
-	for (i = 0; !admitted && i < n; i++)
-		if (items[i].advisory)
-			decisions[i].admitted = true;
-	a.decisions = n > 0 ? decisions : NULL;
-	a.n = n;
+	for (i = 0, shown = 0; i < n; i++) {
+		if (dry[i])
+			continue;
+		policies[shown] = *items[i].policy;
+		decisions[shown] = decisions[i];
+		if (!admitted && items[i].advisory)
+			decisions[shown].admitted = true;
+		shown++;
+	}
+	a.decisions = shown > 0 ? decisions : NULL;
+	a.n = shown;
 	if (!admitted)
 		a.outcome = RLG_OUT_REJECTED;
 	else

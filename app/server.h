@@ -22,6 +22,8 @@ struct rlg_worker {
 	long suppressed_errors;
 	int64_t next_full_log_ms;          /* max_clients reached: log pacing */
 	long suppressed_full;
+	int64_t next_flaw_log_ms;          /* refused requests: log pacing */
+	long suppressed_flaws;
 };
 
 /* The resource endpoint. */

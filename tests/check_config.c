@@ -2005,6 +2005,54 @@ START_TEST(test_cidrs_max)
 }
 END_TEST
 
+/*
+ * trusted_proxies = 0.0.0.0/0 lets any client name its key: allowed (a
+ * front may strip and set the header), but warned about, on its line;
+ * a warning is no problem (the count stays 0, the config loads).
+ */
+START_TEST(test_trust_everyone_warning)
+{
+	static const struct { const char *nets, *word; } cases[] = {
+		{ "0.0.0.0/0", "0.0.0.0/0" },
+		{ "10.0.0.1, ::/0", "::/0" },
+		{ "::ffff:0.0.0.0/96", "0.0.0.0/0" },
+	};
+	struct rlg_config *cfg;
+	char text[128], want[512], *errs;
+	size_t i;
+	int n;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		snprintf(text, sizeof text,
+		    "[store]\npath = /tmp/x.db\n[client]\ntrusted_proxies = %s\n",
+		    cases[i].nets);
+		errs = rlg_t_load(text, &n, &cfg);
+		snprintf(want, sizeof want, "t.conf:4: warning: [client] "
+		    "trusted_proxies: %s trusts every peer: any client that "
+		    "reaches rlgate directly chooses its own key with a "
+		    "forwarding header; list only your proxies\n",
+		    cases[i].word);
+		ck_assert_str_eq(errs, want);
+		ck_assert_int_eq(n, 0);
+		ck_assert_ptr_nonnull(cfg);
+		rlg_config_free(cfg);
+		free(errs);
+	}
+	/* /1 is no warning; a warning beside a problem: only one counts */
+	errs = rlg_t_load("[client]\ntrusted_proxies = 0.0.0.0/1\n", &n, &cfg);
+	ck_assert_str_eq(errs, "");
+	rlg_config_free(cfg);
+	free(errs);
+	errs = rlg_t_load("[client]\ntrusted_proxies = ::/0\nipv6_prefix = 0\n",
+	    &n, &cfg);
+	ck_assert_int_eq(n, 1);
+	ck_assert_ptr_null(cfg);
+	ck_assert_ptr_nonnull(strstr(errs, "t.conf:2: warning:"));
+	ck_assert_ptr_nonnull(strstr(errs, "t.conf:3: [client] ipv6_prefix"));
+	free(errs);
+}
+END_TEST
+
 START_TEST(test_client)
 {
 	struct rlg_config *cfg = rlg_t_ok(
@@ -2931,6 +2979,7 @@ rlg_config_suite(void)
 	tc = tcase_create("files");
 	tcase_add_test(tc, test_load_file);
 	tcase_add_test(tc, test_world_writable_warning);
+	tcase_add_test(tc, test_trust_everyone_warning);
 	tcase_add_test(tc, test_load_file_errors);
 	tcase_add_test(tc, test_load_missing);
 	tcase_add_test(tc, test_load_directory);

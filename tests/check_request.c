@@ -18,7 +18,7 @@ static void
 parse(struct rlg_request *r, const char *method, const char *uri,
     const char *addr)
 {
-	char m[64], u[4200], a[300];
+	char m[64], u[RLG_PATH_MAX + 64], a[300];
 	char *envp[5];
 	int n = 0;
 
@@ -88,11 +88,21 @@ END_TEST
 START_TEST(test_bad_paths)
 {
 	struct rlg_request r;
-	char longuri[4096];
+	char longuri[RLG_PATH_MAX + 10];
 
 	parse(&r, "GET", "/api/%zz", "10.0.0.1");
 	ck_assert(!r.path_ok);
+	ck_assert_int_eq(r.flaw, RLG_FLAW_PATH);
 	ck_assert_str_eq(r.path, "");
+	/* an encoded '/': a separator to some servers, a name to others */
+	parse(&r, "GET", "/static/public%2F..%2Fsecret.txt", "10.0.0.1");
+	ck_assert(!r.path_ok);
+	parse(&r, "GET", "/a%2fb", "10.0.0.1");
+	ck_assert(!r.path_ok);
+	parse(&r, "OPTIONS", "*", "10.0.0.1");
+	ck_assert(!r.path_ok);
+	parse(&r, "GET", "host/x", "10.0.0.1");
+	ck_assert(!r.path_ok);
 	parse(&r, "GET", "/api/%00x", "10.0.0.1");
 	ck_assert(!r.path_ok);
 	parse(&r, "GET", "/api/%4", "10.0.0.1");
@@ -104,10 +114,79 @@ START_TEST(test_bad_paths)
 	longuri[sizeof longuri - 1] = '\0';
 	parse(&r, "GET", longuri, "10.0.0.1");
 	ck_assert(!r.path_ok);
+	ck_assert_int_eq(r.flaw, RLG_FLAW_PATH);
+	/* the longest that fits */
+	longuri[RLG_PATH_MAX] = '\0';
+	parse(&r, "GET", longuri, "10.0.0.1");
+	ck_assert(r.path_ok);
+	ck_assert_int_eq(r.flaw, RLG_FLAW_NONE);
 	/* Non-UTF-8 and CR/LF bytes decode, and simply do not match. */
 	parse(&r, "GET", "/api/%ff%0d%0a", "10.0.0.1");
 	ck_assert(r.path_ok);
 	ck_assert_str_eq(r.path, "/api/\xff\r\n");
+}
+END_TEST
+
+/*
+ * The path the server serves: lighttpd and Apache decode once, then
+ * remove dot segments and merge slashes before they map the URL, so a
+ * route must match that path, not the raw one.
+ */
+START_TEST(test_normalised_paths)
+{
+	static const struct { const char *uri, *path; } cases[] = {
+		{ "/static/public/../secret.txt", "/static/secret.txt" },
+		{ "/static/public/%2e%2e/secret.txt", "/static/secret.txt" },
+		{ "/static/public/.%2E/.%2e/secret.txt", "/secret.txt" },
+		{ "/x/../login", "/login" },
+		{ "//login", "/login" },
+		{ "/./login", "/login" },
+		{ "/api//v1///resources", "/api/v1/resources" },
+		{ "/a/b/..", "/a/" },
+		{ "/a/b/../", "/a/" },
+		{ "/a/.", "/a/" },
+		{ "/a/./", "/a/" },
+		{ "/..", "/" },
+		{ "/../../etc/passwd", "/etc/passwd" },
+		{ "/a/../../b", "/b" },
+		{ "/", "/" },
+		{ "/.", "/" },
+		{ "/a/...", "/a/..." },
+		{ "/a/..b/.c", "/a/..b/.c" },
+		{ "/a/b/", "/a/b/" },
+		{ "/a?x=/../b", "/a" },
+		{ "/%41/%2E./%42", "/B" },
+		{ "http://example.test/x/../login?q", "/login" },
+		{ "HTTPS://example.test:8443//a", "/a" },
+		{ "http://example.test", "/" },
+		{ "http://example.test?x", "/" },
+	};
+	struct rlg_request r;
+	char *fallback[] = { "REQUEST_METHOD=GET", "SCRIPT_NAME=/static",
+	    "PATH_INFO=/public/../secret.txt", NULL };
+	size_t i;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		parse(&r, "GET", cases[i].uri, "10.0.0.1");
+		ck_assert_msg(r.path_ok, "%s", cases[i].uri);
+		ck_assert_msg(strcmp(r.path, cases[i].path) == 0,
+		    "%s -> %s (want %s)", cases[i].uri, r.path, cases[i].path);
+	}
+	rlg_request_parse(&r, fallback, NULL);
+	ck_assert(r.path_ok);
+	ck_assert_str_eq(r.path, "/static/secret.txt");
+}
+END_TEST
+
+START_TEST(test_long_method)
+{
+	struct rlg_request r;
+
+	parse(&r, "GETGETGETGETGET", "/", "10.0.0.1");
+	ck_assert(r.method_ok);
+	parse(&r, "GETGETGETGETGETX", "/", "10.0.0.1");
+	ck_assert(!r.method_ok);
+	ck_assert_str_eq(r.method_name, "GETGETGETGETGET");
 }
 END_TEST
 
@@ -217,13 +296,18 @@ who(struct rlg_request *r, const struct rlg_client_config *c, ...)
 
 	va_start(ap, c);
 	while ((e = va_arg(ap, char *)) != NULL) {
-		ck_assert_uint_lt(n, 15);
+		ck_assert_uint_lt(n, 14);
 		g_envp[n++] = e;
 		has_fwd = has_fwd || strncmp(e, "HTTP_FORWARDED=", 15) == 0;
 		has_xff = has_xff || strncmp(e, "HTTP_X_FORWARDED_FOR=", 21) == 0;
 	}
 	va_end(ap);
 	g_envp[n] = NULL;
+	/* A path, so that only the identity can be a flaw. */
+	if (rlg_request_param(g_envp, "REQUEST_URI") == NULL) {
+		g_envp[n++] = "REQUEST_URI=/";
+		g_envp[n] = NULL;
+	}
 	if (c == &ccfg && has_fwd && !has_xff) {
 		fwd = ccfg;
 		fwd.forwarded_header = RLG_FWD_FORWARDED;
@@ -349,11 +433,18 @@ START_TEST(test_forwarded_walk)
 	ck_assert_str_eq(who(&r, c, PEER, "HTTP_FORWARDED="
 	    "for=\"[2001:db8:ffff::1]\", for=10.0.0.5", NULL),
 	    "2001:db8:ffff::/64");
-	/* A Forwarded that names no address leaves the peer. */
+	/* An element without for= hides the client: unknown, not the peer. */
 	ck_assert_str_eq(who(&r, c, PEER, "HTTP_FORWARDED=proto=https", NULL),
-	    "10.0.0.1");
+	    RLG_CLIENT_UNKNOWN);
+	ck_assert(!r.addr_ok);
+	ck_assert_int_eq(r.flaw, RLG_FLAW_NONE);
+	/* An empty one names nobody: the peer. */
 	ck_assert_str_eq(who(&r, c, PEER, "HTTP_FORWARDED=", NULL),
 	    "10.0.0.1");
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_FORWARDED= , ,", NULL),
+	    "10.0.0.1");
+	ck_assert(r.addr_ok);
+	ck_assert(!r.via_proxy);
 }
 END_TEST
 
@@ -387,21 +478,35 @@ START_TEST(test_untrusted_peer)
 }
 END_TEST
 
+/*
+ * A hop the walk needs and cannot read refuses the request (a flaw), and
+ * never makes the client the peer: the proxy's key is shared by every
+ * client behind it, and may be exempt. Its key stays the peer's, for the
+ * log only, and no exemption applies (addr_ok is false).
+ */
+static void
+assert_flaw(struct rlg_request *r, const struct rlg_client_config *c,
+    const char *h, enum rlg_flaw flaw)
+{
+	who(r, c, PEER, h, NULL);
+	ck_assert_msg(r->flaw == flaw, "%.60s -> flaw %d", h, (int)r->flaw);
+	ck_assert_msg(!r->addr_ok, "%.60s: addr_ok", h);
+	ck_assert_str_eq(r->client, "10.0.0.1");
+}
+
 START_TEST(test_malformed_hops)
 {
-	static const char *to_peer[] = {
+	static const char *refused[] = {
 	    "HTTP_X_FORWARDED_FOR=203.0.113.5, garbage",
-	    "HTTP_X_FORWARDED_FOR=203.0.113.5, 10.0.0.2:8080",
-	    "HTTP_X_FORWARDED_FOR=unknown",
-	    "HTTP_X_FORWARDED_FOR=",
 	    "HTTP_X_FORWARDED_FOR= , ",
 	    "HTTP_X_FORWARDED_FOR=203.0.113.5,",
 	    "HTTP_X_FORWARDED_FOR=fe80::1%eth0",
-	    "HTTP_X_FORWARDED_FOR=[2001:db8::1]",
 	    "HTTP_X_FORWARDED_FOR=203.0.113.5 198.51.100.1",
-	    "HTTP_FORWARDED=for=unknown",
-	    "HTTP_FORWARDED=for=_hidden",
-	    "HTTP_FORWARDED=for=\"_hidden:_port\"",
+	    "HTTP_X_FORWARDED_FOR=_hidden",
+	    "HTTP_X_FORWARDED_FOR=192.0.2.1:_port",
+	    "HTTP_X_FORWARDED_FOR=203.0.113.5, garbage, 10.0.0.2",
+	    "HTTP_X_FORWARDED_FOR=203.0.113.5,,10.0.0.2",
+	    "HTTP_X_FORWARDED_FOR=203.0.113.5\r\n, 10.0.0.2",
 	    "HTTP_FORWARDED=for=192.0.2.1:80",           /* needs quotes */
 	    "HTTP_FORWARDED=for=2001:db8::1",
 	    "HTTP_FORWARDED=for=\"2001:db8::1\"",        /* needs brackets */
@@ -412,47 +517,114 @@ START_TEST(test_malformed_hops)
 	    "HTTP_FORWARDED=for=\"[2001:db8::1]:123456\"",
 	    "HTTP_FORWARDED=for=\"192.0.2.1:_\"",
 	    "HTTP_FORWARDED=for=\"192.0.2.1:8_0\"",
+	    "HTTP_FORWARDED=for=\"999.0.2.1\"",
 	    "HTTP_FORWARDED=for=192.0.2.1;for=192.0.2.2",
-	    "HTTP_FORWARDED=for=192.0.2.1;proto=http, by=10.0.0.5",
 	    "HTTP_FORWARDED=for=\"192.0.2.1",
-	    "HTTP_FORWARDED=for=\"x, for=203.0.113.5",   /* swallows the rest */
+	    /* the client's open quote swallows the element its proxy added */
+	    "HTTP_FORWARDED=for=\"x, for=203.0.113.5",
 	    "HTTP_FORWARDED=for=\"x, for=\"[2001:db8::1]\"",
 	    "HTTP_FORWARDED=for=",
 	    "HTTP_FORWARDED=for=192.0.2.1 x",
 	    "HTTP_FORWARDED==192.0.2.1;for=192.0.2.1",
 	    "HTTP_FORWARDED=for=\"192.0.2.1\r\n\"",
 	    "HTTP_FORWARDED=for=192.0.2.1\r\n",
+	    "HTTP_FORWARDED=for=198.51.100.1, x, for=10.0.0.5",
+	};
+	static const char *hidden[] = {
+	    "HTTP_X_FORWARDED_FOR=unknown",
+	    "HTTP_X_FORWARDED_FOR=203.0.113.5, UNKNOWN, 10.0.0.2",
+	    "HTTP_FORWARDED=for=unknown",
+	    "HTTP_FORWARDED=for=_hidden",
+	    "HTTP_FORWARDED=for=\"_hidden:_port\"",
+	    "HTTP_FORWARDED=for=\"unknown:80\"",
+	    "HTTP_FORWARDED=for=192.0.2.1;proto=http, by=10.0.0.5",
+	    "HTTP_FORWARDED=for=192.0.2.9, for=_hidden, for=10.0.0.5",
+	    "HTTP_FORWARDED=for=192.0.2.9, for=unknown;proto=http, "
+	    "for=\"[::1]\"",
+	    "HTTP_FORWARDED=for=192.0.2.9, by=10.0.0.7, for=10.0.0.5",
 	};
 	const struct rlg_client_config *c = cc();
 	struct rlg_request r;
 	size_t i;
 
-	for (i = 0; i < sizeof to_peer / sizeof to_peer[0]; i++) {
-		ck_assert_msg(strcmp(who(&r, c, PEER, to_peer[i], NULL),
-		    "10.0.0.1") == 0, "%s -> %s", to_peer[i], r.client);
-		ck_assert_msg(!r.via_proxy, "%s", to_peer[i]);
-		ck_assert(r.addr_ok);
+	for (i = 0; i < sizeof refused / sizeof refused[0]; i++)
+		assert_flaw(&r, c, refused[i], RLG_FLAW_FORWARDED);
+	/* hidden by a trusted proxy: the shared unknown key, never exempt */
+	for (i = 0; i < sizeof hidden / sizeof hidden[0]; i++) {
+		ck_assert_msg(strcmp(who(&r, c, PEER, hidden[i], NULL),
+		    RLG_CLIENT_UNKNOWN) == 0, "%s -> %s", hidden[i], r.client);
+		ck_assert_int_eq(r.flaw, RLG_FLAW_NONE);
+		ck_assert(!r.addr_ok);
+		ck_assert(r.via_proxy);
 	}
-	/* a bad hop stops the walk at the last trusted one */
+	/* what proxies add in X-Forwarded-For besides a bare address */
 	ck_assert_str_eq(who(&r, c, PEER, "HTTP_X_FORWARDED_FOR="
-	    "203.0.113.5, garbage, 10.0.0.2", NULL), "10.0.0.2");
-	ck_assert(r.via_proxy);
+	    "203.0.113.5, 10.0.0.2:8080", NULL), "203.0.113.5");
 	ck_assert_str_eq(who(&r, c, PEER, "HTTP_X_FORWARDED_FOR="
-	    "203.0.113.5,,10.0.0.2", NULL), "10.0.0.2");
+	    "203.0.113.5:1234", NULL), "203.0.113.5");
 	ck_assert_str_eq(who(&r, c, PEER, "HTTP_X_FORWARDED_FOR="
-	    "203.0.113.5\r\n, 10.0.0.2", NULL), "10.0.0.2");
-	ck_assert_str_eq(who(&r, c, PEER, "HTTP_FORWARDED="
-	    "for=192.0.2.9, for=_hidden, for=10.0.0.5", NULL), "10.0.0.5");
-	ck_assert_str_eq(who(&r, c, PEER, "HTTP_FORWARDED="
-	    "for=192.0.2.9, for=unknown;proto=http, for=\"[::1]\"", NULL), "::/64");
-	ck_assert_str_eq(who(&r, c, PEER, "HTTP_FORWARDED="
-	    "for=192.0.2.9, by=10.0.0.7, for=10.0.0.5", NULL), "10.0.0.5");
+	    "[2001:db8::1]:443", NULL), "2001:db8::/64");
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_X_FORWARDED_FOR="
+	    "[2001:db8::1]", NULL), "2001:db8::/64");
 	/* a broken element left of the client does not matter */
 	ck_assert_str_eq(who(&r, c, PEER, "HTTP_FORWARDED="
 	    "for=\"oops, for=192.0.2.9\" x, for=198.51.100.3, for=10.0.0.5",
 	    NULL), "198.51.100.3");
+	ck_assert_int_eq(r.flaw, RLG_FLAW_NONE);
 	ck_assert_str_eq(who(&r, c, PEER, "HTTP_X_FORWARDED_FOR="
 	    "garbage, 198.51.100.3", NULL), "198.51.100.3");
+	ck_assert_str_eq(who(&r, c, PEER, "HTTP_X_FORWARDED_FOR="
+	    "unknown, 198.51.100.3", NULL), "198.51.100.3");
+	ck_assert(r.addr_ok);
+}
+END_TEST
+
+/*
+ * lighttpd names X-Forwarded-For and X_Forwarded_For alike: the proxy's
+ * header and the client's look-alike arrive as two parameters of one
+ * name. Neither is believed, whichever comes first; from an untrusted
+ * peer they are not read at all.
+ */
+START_TEST(test_duplicate_headers)
+{
+	const struct rlg_client_config *c = cc();
+	struct rlg_request r;
+	const char *v;
+	char *two[] = { "HTTP_X_API_KEY=a", "HTTP_X_API_KEYS=b",
+	    "HTTP_X_API_KEY=c", NULL };
+	char *one[] = { "HTTP_X_API_KEYS=b", "HTTP_X_API_KEY=c", NULL };
+
+	ck_assert_int_eq(rlg_request_header(two, "HTTP_X_API_KEY", &v), 2);
+	ck_assert_ptr_null(v);
+	ck_assert_int_eq(rlg_request_header(one, "HTTP_X_API_KEY", &v), 1);
+	ck_assert_str_eq(v, "c");
+	ck_assert_int_eq(rlg_request_header(one, "HTTP_X_API", &v), 0);
+	ck_assert_ptr_null(v);
+	ck_assert_int_eq(rlg_request_header(NULL, "HTTP_X_API_KEY", &v), 0);
+
+	who(&r, c, PEER, "HTTP_X_FORWARDED_FOR=198.51.100.7",
+	    "HTTP_X_FORWARDED_FOR=203.0.113.5", NULL);
+	ck_assert_int_eq(r.flaw, RLG_FLAW_DUPLICATE);
+	ck_assert(!r.addr_ok);
+	ck_assert_str_eq(r.client, "10.0.0.1");
+	who(&r, c, PEER, "HTTP_X_FORWARDED_FOR=203.0.113.5",
+	    "HTTP_X_FORWARDED_FOR=198.51.100.7", NULL);
+	ck_assert_int_eq(r.flaw, RLG_FLAW_DUPLICATE);
+	who(&r, c, PEER, "HTTP_FORWARDED=for=198.51.100.7",
+	    "HTTP_FORWARDED=for=203.0.113.5", NULL);
+	ck_assert_int_eq(r.flaw, RLG_FLAW_DUPLICATE);
+	/* the header the proxies do not set is never read: no flaw */
+	who(&r, c, PEER, "HTTP_X_FORWARDED_FOR=203.0.113.5",
+	    "HTTP_FORWARDED=for=1.1.1.1", "HTTP_FORWARDED=for=2.2.2.2", NULL);
+	ck_assert_int_eq(r.flaw, RLG_FLAW_NONE);
+	ck_assert_str_eq(r.client, "203.0.113.5");
+	/* an untrusted peer: neither is read */
+	who(&r, c, "REMOTE_ADDR=203.0.113.9",
+	    "HTTP_X_FORWARDED_FOR=198.51.100.7",
+	    "HTTP_X_FORWARDED_FOR=10.0.0.7", NULL);
+	ck_assert_int_eq(r.flaw, RLG_FLAW_NONE);
+	ck_assert_str_eq(r.client, "203.0.113.9");
+	ck_assert(r.addr_ok);
 }
 END_TEST
 
@@ -465,13 +637,17 @@ START_TEST(test_oversized_headers)
 	int i;
 
 	ck_assert_ptr_nonnull(h);
-	/* 100 hops: only the 64 rightmost are examined */
+	/* 100 hops, the 64 rightmost all trusted: unreadable, refused */
 	n = (size_t)sprintf(h, "HTTP_X_FORWARDED_FOR=198.51.100.1");
 	for (i = 1; i < 100; i++)
 		n += (size_t)sprintf(h + n, ", 10.0.0.%d", i);
-	ck_assert_str_eq(who(&r, c, PEER, h, NULL), "10.0.0.36");
-	ck_assert(r.via_proxy);
-	/* the client right of many trusted hops is still found */
+	assert_flaw(&r, c, h, RLG_FLAW_FORWARDED);
+	/* 64 hops all trusted: the leftmost */
+	n = (size_t)sprintf(h, "HTTP_X_FORWARDED_FOR=10.0.0.200");
+	for (i = 1; i < 64; i++)
+		n += (size_t)sprintf(h + n, ", 10.0.0.%d", i);
+	ck_assert_str_eq(who(&r, c, PEER, h, NULL), "10.0.0.200");
+	/* the client right of many hops is still found */
 	n = (size_t)sprintf(h, "HTTP_X_FORWARDED_FOR=");
 	for (i = 0; i < 100; i++)
 		n += (size_t)sprintf(h + n, "198.51.100.%d, ", i);
@@ -482,22 +658,21 @@ START_TEST(test_oversized_headers)
 		n += (size_t)sprintf(h + n, "for=198.51.100.%d, ", i);
 	sprintf(h + n, "for=203.0.113.5, for=10.0.0.2");
 	ck_assert_str_eq(who(&r, c, PEER, h, NULL), "203.0.113.5");
-	/* 10 KiB: not read at all, the peer is the client */
+	/* over 8 KiB: the hops we need could be anywhere; refused */
 	n = (size_t)sprintf(h, "HTTP_X_FORWARDED_FOR=");
 	while (n < 10 * 1024)
 		n += (size_t)sprintf(h + n, "10.0.0.7, ");
 	sprintf(h + n, "203.0.113.5, 10.0.0.2");
-	ck_assert_str_eq(who(&r, c, PEER, h, NULL), "10.0.0.1");
-	ck_assert(!r.via_proxy);
+	assert_flaw(&r, c, h, RLG_FLAW_FORWARDED);
 	memcpy(h, "HTTP_FORWARDED=for=1", 20);
 	memset(h + 20, ' ', 10 * 1024);
 	sprintf(h + 20 + 10 * 1024, ", for=203.0.113.5");
-	ck_assert_str_eq(who(&r, c, PEER, h, NULL), "10.0.0.1");
+	assert_flaw(&r, c, h, RLG_FLAW_FORWARDED);
 	/* a long single hop */
 	n = (size_t)sprintf(h, "HTTP_FORWARDED=for=\"");
 	memset(h + n, '1', 200);
 	sprintf(h + n + 200, "\"");
-	ck_assert_str_eq(who(&r, c, PEER, h, NULL), "10.0.0.1");
+	assert_flaw(&r, c, h, RLG_FLAW_FORWARDED);
 	free(h);
 }
 END_TEST
@@ -609,6 +784,13 @@ START_TEST(test_policy_keys)
 	ck_assert_str_eq(k2, "unknown|k:80958e28babe7458d332e1297cf663bd");
 	ck_assert_int_eq(pkey(&r, IB, "X-Api-Key", &c, k2, sizeof k2), RLG_OK);
 	ck_assert_str_eq(k2, "unknown");
+	/* X-API-Key beside X_API_Key: refused, whichever comes first */
+	who(&r, &c, PEER, "HTTP_X_API_KEY=victim", "HTTP_X_API_KEY=mine", NULL);
+	ck_assert_int_eq(pkey(&r, HB, "X-Api-Key", &c, k2, sizeof k2),
+	    RLG_EINVAL);
+	ck_assert_int_eq(pkey(&r, IB | HB, "X-Api-Key", &c, k2, sizeof k2),
+	    RLG_EINVAL);
+	ck_assert_int_eq(pkey(&r, IB, "X-Api-Key", &c, k2, sizeof k2), RLG_OK);
 	/* CR/LF in the value never reaches the key */
 	who(&r, &c, PEER, "HTTP_X_API_KEY=a\r\nSet-Cookie: x", NULL);
 	ck_assert_int_eq(pkey(&r, IB | HB, "X-Api-Key", &c, k2, sizeof k2),
@@ -678,9 +860,12 @@ rlg_request_suite(void)
 	tcase_add_test(keys, test_policy_keys);
 	tcase_add_test(keys, test_policy_key_bounds);
 	tcase_add_test(hostile, test_malformed_hops);
+	tcase_add_test(hostile, test_duplicate_headers);
 	tcase_add_test(hostile, test_oversized_headers);
 	tcase_add_test(hostile, test_bad_paths);
 	tcase_add_test(hostile, test_decode_bounds);
+	tcase_add_test(hostile, test_normalised_paths);
+	tcase_add_test(hostile, test_long_method);
 	tcase_add_test(hostile, test_missing_everything);
 	suite_add_tcase(s, core);
 	suite_add_tcase(s, proxy);

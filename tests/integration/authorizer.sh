@@ -31,28 +31,6 @@ LIMIT=3
 WINDOW=3600
 HELLO='hello from a guarded static file'
 
-# start_rlgate_tcp NAME PORT CONFIG NPROC [RLGATE_ARGS...]: as
-# start_rlgate_fcgi (lib.sh), but spawn-fcgi listens on 127.0.0.1:PORT.
-start_rlgate_tcp() {
-	local name=$1 port=$2 conf=$3 n=$4 p
-	shift 4
-	rm -f "$T/$name.pid"
-	: >>"$T/$name.log"
-	# shellcheck disable=SC2016
-	spawn-fcgi -a 127.0.0.1 -p "$port" -F "$n" -P "$T/$name.pid" \
-	    -- /bin/sh -c 'log=$1; shift; exec "$@" 2>>"$log"' rlgate-log \
-	    "$T/$name.log" "$RLGATE_BIN" --config "$conf" "$@" \
-	    </dev/null >>"$T/$name.spawn.log" 2>&1 ||
-		bail_out "spawn-fcgi -p $port failed: $(tail -5 "$T/$name.spawn.log")"
-	# shellcheck disable=SC2013
-	for p in $(cat "$T/$name.pid"); do
-		track_pid "$p"
-	done
-	wait_for_port "$port" 5 || bail_out "rlgate does not listen on 127.0.0.1:$port"
-	sleep 0.3
-	rlgate_pids_alive "$name" || bail_out "rlgate exited at start: $(tail -5 "$T/$name.log")"
-}
-
 # make_docroot DIR: DIR/static/hello.txt and DIR/static/env.cgi (prints its
 # environment, sorted).
 make_docroot() {

@@ -99,18 +99,6 @@ last_body() {
 	cat "$T/last.body"
 }
 
-# seq_codes N [CURL_ARGS...] URL: N requests; prints "STATUS:Remaining ..."
-# ("-" for a missing RateLimit-Remaining).
-seq_codes() {
-	local n=$1 r out=
-	shift
-	for _ in $(seq 1 "$n"); do
-		req "$@"
-		r=$(header RateLimit-Remaining)
-		out="$out $STATUS:${r:--}"
-	done
-	printf '%s' "${out# }"
-}
 
 # log_events NAME EVENT: the log lines of $T/NAME.log with event=EVENT.
 log_events() {
@@ -324,20 +312,40 @@ is "$(row default 198.51.100.21)" "" "no row for the address in the ignored Forw
 via 127.0.0.2 "from untrusted 127.0.0.2 with X-Forwarded-For: the header is ignored (a client cannot pick its key)" \
     --interface 127.0.0.2 -H 'X-Forwarded-For: 198.51.100.10'
 is "$(row default 198.51.100.10)" "" "no row for the address an untrusted peer claimed"
-via 127.0.0.1 "malformed X-Forwarded-For 'garbage, ,,': the walk stops at the trusted peer 127.0.0.1" \
+# refused DESC CURL_ARGS...: one GET of the endpoint from the trusted
+# peer: 400, no rate-limit header, and nothing counted under anyone (a
+# malformed header never makes the client the proxy, whose key every
+# client behind it shares).
+refused() {
+	local d=$1 total0 total1
+	shift
+	total0=$(sql "$DB" "SELECT coalesce(sum(count), 0) FROM rlg_state")
+	req "$@" "$url"
+	total1=$(sql "$DB" "SELECT coalesce(sum(count), 0) FROM rlg_state")
+	if [ "$STATUS" = 400 ] && [ "$total1" = "$total0" ] &&
+	    ! has_header RateLimit-Remaining; then
+		pass "$d: 400, counted by nobody"
+	else
+		fail "$d: 400, counted by nobody" "status $STATUS; counts $total0 -> $total1"
+	fi
+}
+refused "malformed X-Forwarded-For 'garbage, ,,'" \
     -H 'X-Forwarded-For: garbage, ,,'
-via 127.0.0.1 "X-Forwarded-For '198.51.100.11, garbage': a bad hop on the right stops the walk (127.0.0.1)" \
+refused "X-Forwarded-For '198.51.100.11, garbage': a bad hop where the walk starts" \
     -H 'X-Forwarded-For: 198.51.100.11, garbage'
 is "$(row default 198.51.100.11)" "" "no row for the hop left of the bad one"
+is "$(row default 127.0.0.1)" 1 "... nor for the peer (only the one request that named nobody else)"
 big=$(printf '198.51.100.%d, ' $(seq 1 250) $(seq 1 250) $(seq 1 250) | head -c 10230)
 big="${big%, *}, 198.51.100.99"
 [ ${#big} -gt 9000 ] || bail_out "the big header is only ${#big} bytes"
-via 127.0.0.1 "a ${#big}-byte X-Forwarded-For (over 8 KiB: not read, the peer)" \
+refused "a ${#big}-byte X-Forwarded-For (over 8 KiB)" \
     -H "X-Forwarded-For: $big"
 is "$(row default 198.51.100.99)" "" "no row for the oversized header's last hop"
 rlgate_pids_alive identity
 ok $? "rlgate survived the malformed and oversized headers"
-is "$(grep -c 'event=' "$T/identity.log" | tr -d ' ')" 0 "identity: nothing rejected, nothing logged"
+is "$(grep -c 'event=reject' "$T/identity.log" | tr -d ' ')" 0 "identity: nothing rejected"
+like "$(grep -m1 'event=bad_request' "$T/identity.log")" 'event=bad_request peer=127\.0\.0\.1 reason=bad_forwarded header=X-Forwarded-For suppressed=0$' \
+    "identity: the first refused request logged as event=bad_request, by the peer's address"
 
 conf identity_fwd <<EOF
 [client]
@@ -357,7 +365,7 @@ via 2001:db8:1:2::/64 'Forwarded: for="[2001:db8:1:2:ffff::9]" (the same /64, th
     -H 'Forwarded: for="[2001:db8:1:2:ffff::9]"'
 via 198.51.100.30 "Forwarded: for=198.51.100.30;proto=http, for=127.0.0.1 (a trusted hop on the right is skipped)" \
     -H 'Forwarded: for=198.51.100.30;proto=http, for=127.0.0.1'
-via 127.0.0.1 "Forwarded: for=unknown: no address, the peer" \
+via unknown "Forwarded: for=unknown: the proxy hides the client: the shared key unknown, never the proxy's" \
     -H 'Forwarded: for=unknown'
 via 127.0.0.1 "forwarded_header = forwarded: X-Forwarded-For is ignored" \
     -H 'X-Forwarded-For: 198.51.100.22'
@@ -484,8 +492,8 @@ limit = 2
 window = $WINDOW
 EOF
 use_rlgate dry
-is "$(seq_codes 5 "$url")" "200:1 200:0 200:0 200:0 200:0" \
-    "dry_run trial (limit 2): 5 x 200, Remaining 0 from the 2nd on"
+is "$(seq_codes 5 "$url")" "200:- 200:- 200:- 200:- 200:-" \
+    "dry_run trial (limit 2): 5 x 200, and no RateLimit-Remaining (a trial never shows)"
 has_header Retry-After
 ok $((! $?)) "dry_run: no Retry-After"
 is "$(row trial 127.0.0.1)" 2 "dry_run: the would-be rejections use no quota (count 2)"
@@ -506,8 +514,8 @@ limit = 3
 window = $WINDOW
 EOF
 use_rlgate dry2
-is "$(seq_codes 5 "$url" | sed 's/:[0-9-]*//g')" "200 200 200 429 429" \
-    "dry_run beside enforcing hard (limit 3): hard still rejects the 4th and 5th"
+is "$(seq_codes 5 "$url")" "200:2 200:1 200:0 429:0 429:0" \
+    "dry_run beside enforcing hard (limit 3): the headers are hard's alone; hard rejects the 4th and 5th"
 is "$(header RateLimit-Limit)" 3 "dry_run beside hard: the 429's RateLimit-Limit is hard's 3 (a dry_run policy never shows as the rejecting one)"
 like "$(last_body)" '"violated-policies":\["hard"\]\}$' "dry_run beside hard: the 429's problem+json names only hard as violated"
 is "$(rows_of 127.0.0.1)" "hard:3 trial:2" "dry_run beside hard: rows hard 3, trial 2"

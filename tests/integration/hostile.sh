@@ -86,10 +86,10 @@ hostile "API key of bytes 0x80-0xff" -H "X-API-Key: $(printf '\x80\xfe\xff\xc3\x
 is "$STATUS" 200 "non-UTF-8 API key: 200"
 xff=$(for i in $(seq 1 600); do printf '10.%d.%d.1, ' $((i / 250)) $((i % 250)); done)
 hostile "7 KiB X-Forwarded-For" -H "X-Forwarded-For: ${xff}203.0.113.9" "$url"
-is "$STATUS" 200 "7 KiB X-Forwarded-For: 200 (counted under the peer)"
+is "$STATUS" 200 "7 KiB X-Forwarded-For: 200 (the rightmost hop, 203.0.113.9, is the client)"
 hostile "X-Forwarded-For with CR LF" -H $'X-Forwarded-For: 203.0.113.7\r\nX-Evil: 1' "$url"
 hostile "garbage X-Forwarded-For" -H "X-Forwarded-For: ]]::zz::[[, 999.1.1.1, -" "$url"
-is "$STATUS" 200 "garbage X-Forwarded-For: 200"
+is "$STATUS" 400 "garbage X-Forwarded-For from the trusted peer: 400 (never the peer's key)"
 many=()
 for i in $(seq 1 100); do many+=(-H "X-Filler-$i: $(head -c 60 /dev/zero | tr '\0' f)"); done
 hostile "100 extra headers" "${many[@]}" "$url"
@@ -154,7 +154,7 @@ cgi_hostile "100 KB REQUEST_URI" REMOTE_ADDR=127.0.0.1 REQUEST_URI="/api/$big"
 cgi_hostile "100 KB API key" REQUEST_URI=/api/v1/resources REMOTE_ADDR=127.0.0.1 HTTP_X_API_KEY="$big"
 is "$STATUS" 200 "CGI, 100 KB API key: 200"
 cgi_hostile "100 KB X-Forwarded-For" REQUEST_URI=/api/v1/resources REMOTE_ADDR=127.0.0.1 HTTP_X_FORWARDED_FOR="$big"
-is "$STATUS" 200 "CGI, 100 KB X-Forwarded-For: 200 (counted under the peer)"
+is "$STATUS" 400 "CGI, 100 KB X-Forwarded-For from the trusted peer: 400 (never the peer's key)"
 cgi_hostile "no REMOTE_ADDR, no REQUEST_URI"
 is "$(sql "$T/cgi.db" "SELECT count(*) FROM rlg_state WHERE client GLOB '*xxxxxxxx*' OR client GLOB '*Evil*'")" 0 \
     "CGI: no raw key or injected text in the database"

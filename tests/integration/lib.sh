@@ -406,6 +406,19 @@ in_one_window() {
 	return 1
 }
 
+# seq_codes N [CURL_ARGS...] URL: N requests; prints "STATUS:Remaining ..."
+# ("-" for a missing RateLimit-Remaining).
+seq_codes() {
+	local n=$1 r out=
+	shift
+	for _ in $(seq 1 "$n"); do
+		req "$@"
+		r=$(header RateLimit-Remaining)
+		out="$out $STATUS:${r:--}"
+	done
+	printf '%s' "${out# }"
+}
+
 # hreq [CURL_ARGS...] URL: a HEAD request (curl -I): STATUS and headers as
 # req; BODY is empty (curl reads no body for HEAD).
 hreq() {
@@ -531,6 +544,28 @@ start_rlgate_fcgi() {
 	for p in "${RLGATE_PIDS[@]}"; do
 		pid_alive "$p" || bail_out "rlgate (pid $p) exited at start: $(tail -5 "$T/$name.log")"
 	done
+}
+
+# start_rlgate_tcp NAME PORT CONFIG NPROC [RLGATE_ARGS...]: as
+# start_rlgate_fcgi, but spawn-fcgi listens on 127.0.0.1:PORT.
+start_rlgate_tcp() {
+	local name=$1 port=$2 conf=$3 n=$4 p
+	shift 4
+	rm -f "$T/$name.pid"
+	: >>"$T/$name.log"
+	# shellcheck disable=SC2016
+	spawn-fcgi -a 127.0.0.1 -p "$port" -F "$n" -P "$T/$name.pid" \
+	    -- /bin/sh -c 'log=$1; shift; exec "$@" 2>>"$log"' rlgate-log \
+	    "$T/$name.log" "$RLGATE_BIN" --config "$conf" "$@" \
+	    </dev/null >>"$T/$name.spawn.log" 2>&1 ||
+		bail_out "spawn-fcgi -p $port failed: $(tail -5 "$T/$name.spawn.log")"
+	# shellcheck disable=SC2013
+	for p in $(cat "$T/$name.pid"); do
+		track_pid "$p"
+	done
+	wait_for_port "$port" 5 || bail_out "rlgate does not listen on 127.0.0.1:$port"
+	sleep 0.3
+	rlgate_pids_alive "$name" || bail_out "rlgate exited at start: $(tail -5 "$T/$name.log")"
 }
 
 # stop_rlgate_fcgi NAME: stops the processes listed in $T/NAME.pid (SIGTERM,

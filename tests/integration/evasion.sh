@@ -1,0 +1,378 @@
+#!/usr/bin/env bash
+# evasion.sh: a hostile client tries to get around its limit, through real
+# front proxies and real Authorizer fronts. Each part reproduces a way
+# around the quota that an earlier rlgate allowed, and checks it is shut:
+#   1. look-alike headers: behind a trusted front proxy (Apache mod_proxy,
+#      lighttpd mod_proxy) the client's X_Forwarded_For or X_API_Key
+#      reaches rlgate beside the header the proxy set, under the same
+#      parameter name; rlgate refuses the request (400), never picks one;
+#   2. malformed forwarding headers: an unterminated Forwarded quote that
+#      swallows the element the proxy appends, an X-Forwarded-For over
+#      8 KiB; refused (400), never counted as the (exempt) proxy;
+#   3. paths in the Authorizer role (lighttpd and Apache): routes match the
+#      path the server serves (dot segments, repeated slashes, %2e), an
+#      encoded '/' and an unreadable path are refused; GET routes take HEAD;
+#   4. dry run: a dry_run policy never shows in the client's headers.
+# Topology: client (127.0.0.x) -> front proxy on 127.0.0.1 -> backend
+# lighttpd -> spawn-fcgi -> rlgate, whose peer is the front (127.0.0.1, a
+# trusted proxy); or client -> lighttpd/Apache -> rlgate as Authorizer.
+: "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
+# shellcheck source=tests/integration/lib.sh
+. "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
+
+need_cmd lighttpd spawn-fcgi sqlite3 curl
+[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
+make_tmpdir
+
+WINDOW=3600
+run="$T/run"
+mkdir -p "$run"
+chmod 755 "$run"
+sock="$run/rlgate.sock"
+CUR=
+DB=
+
+# use_conf NAME: writes $T/NAME.conf ([store] with its own database, the
+# rejection cache off, then stdin), restarts rlgate on it (2 processes x 2
+# threads on $sock) and waits for room in the window.
+use_conf() {
+	DB="$T/$1.db"
+	{
+		echo "; written by $(basename "$0")"
+		printf '[store]\npath = %s\nrejection_cache = 0\n\n' "$DB"
+		cat
+	} >"$T/$1.conf"
+	[ -n "$CUR" ] && stop_rlgate_fcgi "$CUR"
+	rm -f "$sock"
+	"$RLGATE_BIN" --check-config --config "$T/$1.conf" >"$T/$1.check" 2>&1 ||
+		bail_out "rlgate rejects $1.conf: $(cat "$T/$1.check")"
+	start_rlgate_fcgi "$1" "$sock" "$T/$1.conf" 2 --threads 2
+	CUR=$1
+	ensure_window_room $WINDOW 30
+}
+
+# rows: every rlg_state row as "policy/client=count", sorted.
+rows() {
+	sql "$DB" "SELECT policy || '/' || client || '=' || count FROM rlg_state ORDER BY 1" |
+	    tr '\n' ' ' | sed 's/ $//'
+}
+
+# times N WORD: "WORD WORD ..." (N times).
+times() {
+	local out=
+	for _ in $(seq 1 "$1"); do out="$out $2"; done
+	printf '%s' "${out# }"
+}
+
+# ---- the backend: lighttpd + rlgate (responder), a 64 KiB header limit ----
+
+BE_PORT=$(free_port) || bail_out "no free port"
+write_lighttpd_demo_conf "$T/backend.conf" "$BE_PORT" "$run" "$sock"
+echo 'server.max-request-field-size := 65536' >>"$T/backend.conf"
+
+# ---- the fronts: lighttpd mod_proxy (X-Forwarded-For and, with
+# proxy.forwarded, Forwarded: for=), Apache mod_proxy_http (X-Forwarded-For)
+
+LF_PORT=$(free_port) || bail_out "no free port"
+mkdir -p "$T/lfront"
+chmod 755 "$T/lfront"
+cat >"$T/lfront.conf" <<EOF
+# written by $(basename "$0"): a front proxy
+server.bind          = "127.0.0.1"
+server.port          = $LF_PORT
+server.document-root = "$T/lfront"
+server.pid-file      = "$T/lfront/lighttpd.pid"
+server.errorlog      = "$T/lfront/error.log"
+server.modules      += ( "mod_proxy" )
+proxy.server         = ( "" => (( "host" => "127.0.0.1", "port" => $BE_PORT )) )
+proxy.forwarded      = ( "for" => 1 )
+server.max-request-field-size = 65536
+EOF
+
+use_conf lookalike <<EOF
+[client]
+trusted_proxies = 127.0.0.1
+exempt = 127.0.0.1, 198.51.100.1
+key_secret = 00112233445566778899aabbccddeeff
+
+[policy by_ip]
+limit = 3
+window = $WINDOW
+key = ip
+
+[policy by_key]
+limit = 3
+window = $WINDOW
+key = header:X-API-Key
+EOF
+start_lighttpd "$T/backend.conf" "$BE_PORT"
+start_lighttpd "$T/lfront.conf" "$LF_PORT"
+FRONTS="lighttpd=http://127.0.0.1:$LF_PORT"
+if apache_available && [ -f "$APACHE_MODULES/mod_proxy_http.so" ]; then
+	AF_PORT=$(free_port) || bail_out "no free port"
+	write_apache_conf "$T/afront/httpd.conf" "$AF_PORT" "$T/afront" \
+	    "$(_apache_module proxy_http)
+ProxyPass / http://127.0.0.1:$BE_PORT/
+ProxyPassReverse / http://127.0.0.1:$BE_PORT/"
+	start_apache "$T/afront/httpd.conf" "$AF_PORT"
+	FRONTS="$FRONTS apache=http://127.0.0.1:$AF_PORT"
+else
+	diag "Apache with mod_proxy_http is not installed: the Apache front is skipped"
+fi
+
+# ---- 1. look-alike headers ---------------------------------------------------
+
+n=0
+for f in $FRONTS; do
+	name=${f%%=*}
+	base=${f#*=}/api/v1/resources
+	n=$((n + 1))
+	c=127.0.0.$((10 + n))           # this front's honest client
+	# X_Forwarded_For: a fresh address each time, a victim's, an exempt one
+	got=
+	for spoof in 203.0.113.1 203.0.113.2 203.0.113.3 203.0.113.4 198.51.100.1; do
+		req --interface "$c" -H "X_Forwarded_For: $spoof" "$base"
+		got="$got $STATUS"
+	done
+	is "${got# }" "$(times 5 400)" \
+	    "$name front: X_Forwarded_For beside the proxy's X-Forwarded-For (fresh, exempt addresses): 5 x 400"
+	req --interface "$c" -H "x-forwarded_for: 203.0.113.9" "$base"
+	is "$STATUS" 400 "$name front: x-forwarded_for (another spelling): 400"
+	like "$BODY" "$(re_err 400)" "$name front: the JSON 400 body"
+	has_header RateLimit-Remaining
+	ok $((! $?)) "$name front: no rate-limit header on the 400"
+	# an API key look-alike, sent before the real one
+	got=
+	for i in 1 2 3 4 5; do
+		req --interface "$c" -H "X_API_Key: victim-$i" -H "X-API-Key: mine-$n" "$base"
+		got="$got $STATUS"
+	done
+	is "${got# }" "$(times 5 400)" "$name front: X_API_Key beside X-API-Key: 5 x 400"
+	is "$(sql "$DB" "SELECT count(*) FROM rlg_state WHERE client LIKE '203.0.113.%' OR client = '198.51.100.1'")" 0 \
+	    "$name front: no row for any spoofed address"
+	is "$(sql "$DB" "SELECT count(*) FROM rlg_state WHERE policy = 'by_key'")" $((n - 1)) \
+	    "$name front: no row for any look-alike API key"
+	# the honest requests are keyed by the address the front saw
+	is "$(seq_codes 4 --interface "$c" -H "X-API-Key: mine-$n" "$base")" "200:2 200:1 200:0 429:0" \
+	    "$name front: the same client without look-alikes: its own 3, then 429"
+	is "$(sql "$DB" "SELECT count FROM rlg_state WHERE policy = 'by_ip' AND client = '$c'")" 3 \
+	    "$name front: counted as $c, the address the front saw"
+done
+like "$(grep -m1 'reason=duplicate_header' "$T/lookalike.log")" \
+    '^rlgate\[[0-9]+\]: event=bad_request peer=127\.0\.0\.1 reason=duplicate_header header=X-Forwarded-For suppressed=0$' \
+    "look-alikes are logged as event=bad_request reason=duplicate_header"
+
+# ---- 2. malformed forwarding headers -----------------------------------------
+
+# An X-Forwarded-For over 8 KiB, through a front that allows big headers:
+# once counted as the trusted (here exempt) peer, free for ever. (Apache
+# refuses a header over 8 KiB itself, even joined from several lines.)
+xff=$(printf '10.%d.%d.1, ' $(for i in $(seq 1 1000); do echo $((i / 200)) $((i % 200)); done) | head -c 9000)
+xff="${xff%, *}"
+[ ${#xff} -gt 8500 ] || bail_out "the X-Forwarded-For is only ${#xff} bytes"
+got=
+for i in 1 2 3 4 5; do
+	req --interface 127.0.0.20 -H "X-Forwarded-For: $xff" "http://127.0.0.1:$LF_PORT/api/v1/resources"
+	got="$got $STATUS"
+done
+is "${got# }" "$(times 5 400)" "lighttpd front: a 9 KB X-Forwarded-For: 5 x 400, never the exempt proxy's key"
+like "$BODY" "$(re_err 400)" "lighttpd front: ... rlgate's JSON 400"
+
+use_conf forwarded <<EOF
+[client]
+trusted_proxies = 127.0.0.1
+forwarded_header = forwarded
+exempt = 127.0.0.1
+
+[policy by_ip]
+limit = 3
+window = $WINDOW
+EOF
+lf=http://127.0.0.1:$LF_PORT/api/v1/resources
+got=
+for i in 1 2 3 4 5; do
+	req --interface 127.0.0.21 -H 'Forwarded: for="' "$lf"
+	got="$got $STATUS"
+done
+is "${got# }" "$(times 5 400)" \
+    "lighttpd front: Forwarded: for=\" swallowing the proxy's element: 5 x 400 (not the exempt proxy)"
+req --interface 127.0.0.21 -H 'Forwarded: for="x, for=127.0.0.1' "$lf"
+is "$STATUS" 400 "lighttpd front: a quoted string that ends in a fake trusted hop: 400"
+is "$(seq_codes 4 --interface 127.0.0.21 "$lf")" "200:2 200:1 200:0 429:0" \
+    "lighttpd front: the same client, well-formed: Forwarded: for=127.0.0.21, its own 3, then 429"
+req --interface 127.0.0.21 -H 'Forwarded: for=192.0.2.1' "$lf"
+is "$STATUS" 429 "lighttpd front: what the client wrote left of the proxy's element is ignored: 429"
+is "$(rows)" "by_ip/127.0.0.21=3" "only the client's own row (nothing for the proxy or any spoof)"
+like "$(grep -m1 'event=bad_request' "$T/forwarded.log")" \
+    'peer=127\.0\.0\.1 reason=bad_forwarded header=Forwarded ' "logged: reason=bad_forwarded"
+
+# ---- 3. the Authorizer role: the path the server serves ------------------------
+
+AUTH_CONF=$(cat <<EOF
+[client]
+trusted_proxies = 127.0.0.1
+
+[policy default]
+limit = 3
+window = $WINDOW
+
+[policy login]
+limit = 1
+window = $WINDOW
+
+[route public]
+path = /static/public/*
+policies = none
+
+[route login]
+path = /login
+methods = GET
+policies = login
+EOF
+)
+
+# make_docroot DIR: static/secret.txt (guarded), static/public/free.txt
+# (exempt), login (a route of its own).
+make_docroot() {
+	mkdir -p "$1/static/public"
+	echo secret >"$1/static/secret.txt"
+	echo free >"$1/static/public/free.txt"
+	echo login >"$1/login"
+	chmod -R a+rX "$1"
+}
+
+# check_paths SERVER BASE: the sequence, for one server; client addresses
+# 127.0.0.3x (lighttpd) or 127.0.0.4x (Apache): PREFIX.
+check_paths() {
+	local s=$1 base=$2 p=$3 got
+	got=
+	for _ in 1 2 3 4 5; do
+		req --path-as-is --interface "${p}1" "$base/static/public/../secret.txt"
+		got="$got $STATUS:$BODY"
+	done
+	is "${got# }" "200:secret 200:secret 200:secret 429:$BODY_429 429:$BODY_429" \
+	    "$s: /static/public/../secret.txt: the guarded file's 3 under default, then 429"
+	req --path-as-is --interface "${p}1" "$base/static/public/%2e%2e/secret.txt"
+	is "$STATUS" 429 "$s: /static/public/%2e%2e/secret.txt: the same file, 429"
+	req --path-as-is --interface "${p}1" "$base/static/public//../secret.txt"
+	is "$STATUS" 429 "$s: /static/public//../secret.txt: 429"
+	req --path-as-is --interface "${p}1" "$base/static/public/free.txt"
+	is "$STATUS:$BODY" "200:free" "$s: the public route still serves its own files"
+	req --path-as-is --interface "${p}1" "$base/static/public%2F..%2Fsecret.txt"
+	isnt "$STATUS" 200 "$s: an encoded '/' is not served as exempt ($STATUS)"
+	# an exact route, reached under other spellings of its path
+	got=
+	for v in /login //login /./login /x/../login /static/%2e%2e/login; do
+		req --path-as-is --interface "${p}2" "$base$v"
+		got="$got $STATUS"
+	done
+	is "${got# }" "200 429 429 429 429" \
+	    "$s: /login, then //login, /./login, /x/../login, /static/%2e%2e/login: all the login route's (1, then 429)"
+	is "$(sql "$DB" "SELECT count FROM rlg_state WHERE policy = 'login' AND client = '${p}2'")" 1 \
+	    "$s: every spelling counted under the login route (limit 1: one admitted)"
+	# a malformed header from a trusted peer: denied with rlgate's 400
+	req -H 'X-Forwarded-For: garbage' "$base/static/secret.txt"
+	is "$STATUS:$(header Content-Type)" "400:application/json" \
+	    "$s: a malformed X-Forwarded-For from the trusted peer: 400, application/json"
+	like "$BODY" "$(re_err 400)" "$s: ... rlgate's JSON 400, not the file"
+	# a GET route takes HEAD
+	got=
+	for _ in 1 2 3; do
+		hreq --interface "${p}3" "$base/login"
+		got="$got $STATUS"
+	done
+	is "${got# }" "200 429 429" "$s: HEAD on [route login] (methods = GET): limited as GET (1, then 429)"
+}
+
+lt="$T/lt-auth"
+mkdir -p "$lt"
+chmod 755 "$lt"
+make_docroot "$lt/htdocs"
+use_conf auth_lt <<<"$AUTH_CONF"
+LA_PORT=$(free_port) || bail_out "no free port"
+cat >"$lt/lighttpd.conf" <<EOF
+# written by $(basename "$0")
+server.bind          = "127.0.0.1"
+server.port          = $LA_PORT
+server.document-root = "$lt/htdocs"
+server.pid-file      = "$lt/lighttpd.pid"
+server.errorlog      = "$lt/error.log"
+mimetype.assign      = ( "" => "text/plain" )
+var.rlgate_authorizer_socket = "$sock"
+var.rlgate_guard             = "/"
+include "$RLGATE_SRCDIR/www/lighttpd/authorizer.conf"
+EOF
+start_lighttpd "$lt/lighttpd.conf" "$LA_PORT"
+check_paths lighttpd "http://127.0.0.1:$LA_PORT" 127.0.0.3
+
+if apache_available && [ -f "$APACHE_MODULES/mod_authnz_fcgi.so" ]; then
+	ap="$T/ap-auth"
+	mkdir -p "$ap"
+	chmod 755 "$ap"
+	printf '; written by %s\n[store]\npath = %s\nrejection_cache = 0\n\n%s\n' \
+	    "$(basename "$0")" "$ap/rlgate.db" "$AUTH_CONF" >"$ap/rlgate.conf"
+	RP=$(free_port) || bail_out "no free port"
+	start_rlgate_tcp rlgate-ap "$RP" "$ap/rlgate.conf" 2 --threads 2
+	AA_PORT=$(free_port) || bail_out "no free port"
+	write_apache_conf "$ap/httpd.conf" "$AA_PORT" "$ap" \
+	    "$(for m in authn_core authz_user authnz_fcgi headers; do _apache_module $m; done)
+Define RLGATE_PORT $RP
+Define RLGATE_GUARD /
+Include \"$RLGATE_SRCDIR/www/apache/authorizer.conf\""
+	make_docroot "$ap/htdocs"
+	start_apache "$ap/httpd.conf" "$AA_PORT"
+	DB_LT=$DB
+	DB="$ap/rlgate.db"
+	check_paths apache "http://127.0.0.1:$AA_PORT" 127.0.0.4
+	DB=$DB_LT
+else
+	diag "Apache with mod_authnz_fcgi is not installed: its Authorizer part is skipped"
+fi
+
+# A path rlgate cannot read fails closed in the Authorizer role: CGI mode
+# hands it any length (lighttpd and Apache stop at 8 KiB themselves).
+long=/static/public/$(head -c 9000 /dev/zero | tr '\0' a)
+out=$(env -i PATH="$PATH" GATEWAY_INTERFACE=CGI/1.1 FCGI_ROLE=AUTHORIZER \
+    REQUEST_METHOD=GET REMOTE_ADDR=127.0.0.50 REQUEST_URI="$long" \
+    "$RLGATE_BIN" --config "$T/auth_lt.conf" 2>/dev/null </dev/null | head -1 | tr -d '\r')
+is "$out" "Status: 400 Bad Request" "Authorizer: a 9 KB path under the exempt prefix: 400, not authorized"
+
+# ---- 4. dry run: never in the client's headers ---------------------------------
+
+use_conf dry <<EOF
+[headers]
+style = all
+
+[policy hard]
+limit = 2
+window = 60
+
+[policy trial]
+mode = dry_run
+limit = 1
+window = 60
+EOF
+ensure_window_room 60 10
+be=http://127.0.0.1:$BE_PORT/api/v1/resources
+req --interface 127.0.0.60 "$be"
+is "$STATUS:$(header RateLimit-Remaining):$(header X-RateLimit-Remaining)" "200:1:1" \
+    "lighttpd: beside hard (2/60 s), a dry_run trial (1/60 s): the first answer says Remaining 1 (hard's)"
+unlike "$(header RateLimit-Policy)" 'trial' "lighttpd: RateLimit-Policy does not name the trial"
+unlike "$(header RateLimit)" 'trial' "lighttpd: RateLimit does not name the trial"
+req --interface 127.0.0.60 "$be"
+is "$STATUS:$(header RateLimit-Remaining)" "200:0" "lighttpd: the second: Remaining 0 (hard's)"
+req --interface 127.0.0.60 "$be"
+is "$STATUS" 429 "lighttpd: the third: 429 from hard"
+grep -q 'event=dry_run_reject client=127.0.0.60 ' "$T/dry.log"
+ok $? "the trial's would-be rejection is logged"
+is "$(sql "$DB" "SELECT count FROM rlg_state WHERE policy = 'trial' AND client = '127.0.0.60'")" 1 \
+    "the trial is stored (count 1)"
+if [ -n "${AF_PORT:-}" ]; then
+	req --interface 127.0.0.61 "http://127.0.0.1:$AF_PORT/api/v1/resources"
+	is "$STATUS:$(header RateLimit-Remaining)" "200:1" "through the Apache front: Remaining 1 too"
+fi
+
+rlgate_pids_alive "$CUR"
+ok $? "rlgate survived every attempt"
+
+done_testing
