@@ -80,6 +80,7 @@ struct rlg_policy_build {
 	bool algorithm_ok;     /* algorithm was set to a known value */
 	int limit_line;        /* line of a valid limit, or 0: default */
 	int burst_line;        /* line of a valid burst, or 0: default */
+	int new_keys_line;     /* line of a valid new_keys_per_ip, or 0 */
 	int key_line;          /* line of a valid key, or 0: default (ip) */
 };
 
@@ -192,6 +193,8 @@ static void rlg_route_section(struct rlg_parse *p, const char *name);
 static bool rlg_section_name_ok(struct rlg_parse *p, const char *kind,
     const char *name);
 static void rlg_policies_finish(struct rlg_parse *p);
+static void rlg_new_keys_policy(struct rlg_parse *p, struct rlg_policy *pol,
+    const struct rlg_policy_build *b);
 static void rlg_store_finish(struct rlg_parse *p);
 static void rlg_routes_finish(struct rlg_parse *p);
 static void rlg_policy_free_fields(struct rlg_policy *pol);
@@ -284,6 +287,8 @@ static void rlg_set_limit(struct rlg_parse *p, const struct rlg_key *k,
     const char *value);
 static void rlg_set_window(struct rlg_parse *p, const struct rlg_key *k,
     const char *value);
+static void rlg_set_new_keys(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value);
 static void rlg_set_burst(struct rlg_parse *p, const struct rlg_key *k,
     const char *value);
 static void rlg_set_key(struct rlg_parse *p, const struct rlg_key *k,
@@ -340,6 +345,7 @@ static const struct rlg_key rlg_keys[] = {
 	{ RLG_SECT_POLICY, "limit", rlg_set_limit },
 	{ RLG_SECT_POLICY, "window", rlg_set_window },
 	{ RLG_SECT_POLICY, "burst", rlg_set_burst },
+	{ RLG_SECT_POLICY, "new_keys_per_ip", rlg_set_new_keys },
 	{ RLG_SECT_POLICY, "key", rlg_set_key },
 	{ RLG_SECT_POLICY, "mode", rlg_set_mode },
 	{ RLG_SECT_POLICY, "exempt", rlg_set_policy_exempt },
@@ -1448,10 +1454,19 @@ static void
 rlg_policy_section(struct rlg_parse *p, const char *name)
 {
 	struct rlg_policy *pol;
-	size_t i;
+	size_t i, len;
 
 	if (!rlg_section_name_ok(p, "policy", name))
 		return;
+	len = strlen(name);
+	if (len >= sizeof RLG_NEW_KEYS_SUFFIX - 1 &&
+	    strcmp(name + len - (sizeof RLG_NEW_KEYS_SUFFIX - 1),
+	    RLG_NEW_KEYS_SUFFIX) == 0) {
+		rlg_problem(p, p->lineno, "bad policy name \"%s\": names "
+		    "ending in \"%s\" are rlgate's own (the bound on new "
+		    "keys of a policy)", name, RLG_NEW_KEYS_SUFFIX);
+		return;
+	}
 	for (i = 0; i < p->npols; i++) {
 		if (strcmp(p->pols[i].name, name) == 0) {
 			p->sect = RLG_SECT_POLICY;
@@ -1477,6 +1492,7 @@ rlg_policy_section(struct rlg_parse *p, const char *name)
 	pol->burst = 0;        /* until the end: the limit, unless set */
 	pol->key = RLG_KEY_IP;
 	pol->mode = RLG_MODE_ENFORCE;
+	pol->new_keys = RLG_DEFAULT_NEW_KEYS;
 	snprintf(p->builds[p->npols].label, sizeof p->builds[p->npols].label,
 	    "[policy %s]", name);
 	p->sect = RLG_SECT_POLICY;
@@ -1591,6 +1607,8 @@ rlg_policies_finish(struct rlg_parse *p)
 			    (long long)RLG_SLIDING_LOG_LIMIT_MAX,
 			    (long long)pol->limit);
 	}
+	for (i = 0; i < p->npols; i++)
+		rlg_new_keys_policy(p, &p->pols[i], &p->builds[i]);
 	if (p->npols == 0) {
 		free(p->pols);
 		free(p->builds);
@@ -1604,6 +1622,42 @@ rlg_policies_finish(struct rlg_parse *p)
 	p->cfg->npolicies = p->npols;
 	free(p->pols);
 	free(p->builds);
+}
+
+/*
+ * The bound on new keys of a policy keyed by a header: a fixed window of
+ * new_keys per the policy's window, counted per client address under its
+ * own name, NAME.new_keys (the store charges it only for a key it holds
+ * no live state for; see struct rlg_store_item). Without a header key
+ * there is nothing to mint: the key is reported if set, ignored if not.
+ */
+static void
+rlg_new_keys_policy(struct rlg_parse *p, struct rlg_policy *pol,
+    const struct rlg_policy_build *b)
+{
+	struct rlg_policy *charge;
+	size_t len;
+
+	if ((pol->key & RLG_KEY_HEADER) == 0) {
+		if (b->new_keys_line != 0)
+			rlg_problem(p, b->new_keys_line, "%s new_keys_per_ip: "
+			    "applies only to a key with header:NAME",
+			    b->label);
+		return;
+	}
+	if (pol->new_keys == 0)
+		return;
+	charge = rlg_xcalloc(1, sizeof *charge);
+	len = strlen(pol->name) + sizeof RLG_NEW_KEYS_SUFFIX;
+	charge->name = rlg_xmalloc(len);
+	snprintf(charge->name, len, "%s%s", pol->name, RLG_NEW_KEYS_SUFFIX);
+	charge->algorithm = RLG_ALG_FIXED_WINDOW;
+	charge->limit = pol->new_keys;
+	charge->window_ms = pol->window_ms;
+	charge->burst = pol->new_keys;
+	charge->key = RLG_KEY_IP;
+	charge->mode = pol->mode;
+	pol->new_keys_policy = charge;
 }
 
 /*
@@ -1756,6 +1810,10 @@ rlg_policy_free_fields(struct rlg_policy *pol)
 	free(pol->name);
 	free(pol->key_header);
 	free(pol->exempt);
+	if (pol->new_keys_policy != NULL) {
+		free(pol->new_keys_policy->name);
+		free(pol->new_keys_policy);
+	}
 }
 
 /* Frees what a route owns, not the route itself. */
@@ -2318,6 +2376,20 @@ rlg_set_burst(struct rlg_parse *p, const struct rlg_key *k,
 	if (ok) {
 		rlg_cur_policy(p)->burst = v;
 		rlg_cur_build(p)->burst_line = p->lineno;
+	}
+}
+
+static void
+rlg_set_new_keys(struct rlg_parse *p, const struct rlg_key *k,
+    const char *value)
+{
+	long long v;
+	bool ok;
+
+	rlg_set_int(p, k, value, 0, RLG_LIMIT_MAX, &v, &ok);
+	if (ok) {
+		rlg_cur_policy(p)->new_keys = v;
+		rlg_cur_build(p)->new_keys_line = p->lineno;
 	}
 }
 

@@ -206,6 +206,11 @@ struct rlg_config {
 #define RLG_REDIS_TIMEOUT_MS_MAX 60000
 #define RLG_REDIS_DB_MAX 2147483647
 #define RLG_REDIS_SEEDS_MAX 32                /* HOST:PORT in one url */
+/* [policy] new_keys_per_ip: new header keys per address and window. */
+#define RLG_DEFAULT_NEW_KEYS     100
+/* The name of a policy's bound on new keys: NAME + this; no [policy]
+ * name may end in it. */
+#define RLG_NEW_KEYS_SUFFIX      ".new_keys"
 #define RLG_DEFAULT_LIMIT        60
 #define RLG_DEFAULT_WINDOW_S     60
 

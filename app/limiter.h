@@ -60,6 +60,14 @@ struct rlg_policy {
 	enum rlg_mode mode;
 	struct rlg_cidr *exempt;       /* clients never limited by this policy */
 	size_t nexempt;
+	/*
+	 * With a header key: how many new keys (keys with no live state)
+	 * one client address may start per window; 0: no bound. The bound
+	 * is a policy of its own, fixed_window, named NAME.new_keys, owned
+	 * here (NULL without a header key or with new_keys 0).
+	 */
+	int64_t new_keys;
+	struct rlg_policy *new_keys_policy;
 };
 
 /*

@@ -41,6 +41,10 @@ static void log_rejection(const struct rlg_worker *w, const char *event,
     const struct rlg_decision *d, size_t n, const bool *which);
 static void *fastcgi_thread(void *arg);
 
+/* Items of one step: a policy each, and a charge for a new key after each
+ * policy keyed by a header. */
+#define RLG_ITEMS_MAX (2 * RLG_POLICIES_MAX)
+
 static int
 fcgx_write(void *ctx, const char *buf, size_t len)
 {
@@ -271,17 +275,17 @@ rlg_server_handle(struct rlg_worker *w, char *const *envp, int64_t now_ms,
     rlg_write_fn write, void *ctx)
 {
 	const struct rlg_config *cfg = w->cfg;
-	struct rlg_store_item items[RLG_POLICIES_MAX];
-	struct rlg_decision decisions[RLG_POLICIES_MAX];
-	struct rlg_policy policies[RLG_POLICIES_MAX];
+	struct rlg_store_item items[RLG_ITEMS_MAX];
+	struct rlg_decision decisions[RLG_ITEMS_MAX];
+	struct rlg_policy policies[RLG_ITEMS_MAX];
 	char keys[RLG_POLICIES_MAX][RLG_CLIENT_KEY_MAX + 1];
-	bool enforced[RLG_POLICIES_MAX], dry[RLG_POLICIES_MAX];
+	bool enforced[RLG_ITEMS_MAX], dry[RLG_ITEMS_MAX];
 	const struct rlg_route *rt;
 	const size_t *list;
 	struct rlg_request req;
 	struct rlg_answer a;
 	const struct rlg_store_cache_stats *cache;
-	size_t i, nlist, n = 0, shown;
+	size_t i, nlist, n = 0, nkeys = 0, shown;
 	uint64_t hits;
 	int rc;
 	bool admitted = true, authorizer, dry_rejected = false;
@@ -303,7 +307,7 @@ rlg_server_handle(struct rlg_worker *w, char *const *envp, int64_t now_ms,
 	list = rt != NULL ? rt->policies : cfg->default_policies;
 	nlist = rt != NULL ? rt->npolicies : cfg->ndefault;
 
-	for (i = 0; i < nlist && n < RLG_POLICIES_MAX; i++) {
+	for (i = 0; i < nlist && nkeys < RLG_POLICIES_MAX; i++) {
 		const struct rlg_policy *p = &cfg->policies[list[i]];
 		bool exempt = req.addr_ok &&
 		    (rlg_cidr_any(cfg->client.exempt, cfg->client.nexempt,
@@ -311,8 +315,8 @@ rlg_server_handle(struct rlg_worker *w, char *const *envp, int64_t now_ms,
 
 		if (exempt && !cfg->report_exempt)
 			continue;
-		rc = rlg_request_policy_key(&req, p, &cfg->client, keys[n],
-		    sizeof keys[n]);
+		rc = rlg_request_policy_key(&req, p, &cfg->client, keys[nkeys],
+		    sizeof keys[nkeys]);
 		if (rc == RLG_EINVAL) {
 			log_flaw(w, &req, rlg_flaw_name(RLG_FLAW_DUPLICATE),
 			    p->key_header, now_ms);
@@ -320,14 +324,33 @@ rlg_server_handle(struct rlg_worker *w, char *const *envp, int64_t now_ms,
 			return rlg_response_write(&a, write, ctx);
 		}
 		if (rc != RLG_OK)
-			snprintf(keys[n], sizeof keys[n], "%s", req.client);
+			snprintf(keys[nkeys], sizeof keys[nkeys], "%s",
+			    req.client);
 		items[n].policy = p;
-		items[n].client = keys[n];
+		items[n].client = keys[nkeys];
 		items[n].advisory = exempt || p->mode == RLG_MODE_DRY_RUN;
+		items[n].if_new = false;
 		enforced[n] = !items[n].advisory;
 		/* A reported exemption is not a dry run: never logged. */
 		dry[n] = !exempt && p->mode == RLG_MODE_DRY_RUN;
 		n++;
+		/*
+		 * A key from the header (not the address fallback) that the
+		 * store holds nothing for costs its client address one of
+		 * the policy's new keys: one address cannot mint keys until
+		 * the store is full and lock everyone else out.
+		 */
+		if (p->new_keys_policy != NULL &&
+		    strcmp(keys[nkeys], req.client) != 0) {
+			items[n] = items[n - 1];
+			items[n].policy = p->new_keys_policy;
+			items[n].client = req.client;
+			items[n].if_new = true;
+			enforced[n] = enforced[n - 1];
+			dry[n] = dry[n - 1];
+			n++;
+		}
+		nkeys++;
 	}
 
 	cache = rlg_store_cache_stats(w->store);
@@ -379,7 +402,8 @@ rlg_server_handle(struct rlg_worker *w, char *const *envp, int64_t now_ms,
 	 * reject must not set Retry-After or appear among the violated ones.
 	 */
 	for (i = 0, shown = 0; i < n; i++) {
-		if (dry[i])
+		/* A charge for a new key shows only when it refuses. */
+		if (dry[i] || (items[i].if_new && decisions[i].admitted))
 			continue;
 		policies[shown] = *items[i].policy;
 		decisions[shown] = decisions[i];

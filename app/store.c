@@ -53,6 +53,16 @@ rlg_store_errmsg(const struct rlg_store *s)
 }
 
 void
+rlg_store_skipped(const struct rlg_policy *p, struct rlg_decision *d)
+{
+	d->admitted = true;
+	d->limit = p->limit;
+	d->remaining = p->limit;
+	d->reset_ms = 0;
+	d->retry_ms = 0;
+}
+
+void
 rlg_store_close(struct rlg_store *s)
 {
 	if (s != NULL)

@@ -28,11 +28,21 @@
  * dry_run policy, or an exempt client the operator wants reported) is
  * decided and stored like the others, but its rejection does not reject
  * the request, and its state advances only when it admits.
+ *
+ * An if_new item is a charge for a new key: it applies only when the
+ * item just before it (which is no if_new item; the first item never is
+ * one) finds no live state for its
+ * client, i.e. the request would start a new key (no row, or an expired
+ * one; sliding_log: no request in the window). Then it is decided like
+ * any other, in the same atomic step (policy->new_keys_policy, counted
+ * per client address). Otherwise it is skipped: decided admitted with
+ * remaining = limit and reset_ms = retry_ms = 0, nothing read or written.
  */
 struct rlg_store_item {
 	const struct rlg_policy *policy;
 	const char *client;        /* client key, NUL-terminated, <= RLG_CLIENT_KEY_MAX */
 	bool advisory;
+	bool if_new;
 };
 
 struct rlg_store_ops;
@@ -124,8 +134,9 @@ int rlg_store_open(const struct rlg_store_config *cfg, struct rlg_store **out);
  * max_clients clients even after pruning expired ones (SQLite only; nothing
  * written, decisions undefined; clients the store already holds are never
  * refused for it), or RLG_EINVAL for a request no store could take: n == 0,
- * an item without policy or client, a client key longer than
- * RLG_CLIENT_KEY_MAX (Redis: also one that is empty or starts with '}',
+ * an item without policy or client, an if_new item with no key item
+ * before it, a client key
+ * longer than RLG_CLIENT_KEY_MAX (Redis: also one that is empty or starts with '}',
  * which would empty its hash tag), a policy the limiter refuses (nothing
  * written; rlg_store_errmsg says which).
  * The same (policy, client) twice in items counts twice. now_ms is the
@@ -147,6 +158,13 @@ int rlg_store_prune(struct rlg_store *s, int64_t now_ms, int64_t *deleted);
 
 /* The last error, for the log. Never NULL. */
 const char *rlg_store_errmsg(const struct rlg_store *s);
+
+/*
+ * The decision of an if_new item that does not apply (its key is not
+ * new): admitted, remaining = limit, reset_ms = retry_ms = 0. For the
+ * backends and the rejection cache.
+ */
+void rlg_store_skipped(const struct rlg_policy *p, struct rlg_decision *d);
 
 /* Closes the connection; NULL does nothing. */
 void rlg_store_close(struct rlg_store *s);

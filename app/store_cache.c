@@ -19,6 +19,9 @@
  * store: an admission through another route could make another of its
  * policies reject too, which would change the answer. Advisory items (dry
  * run, reported exemptions) go to the store so their decisions stay live.
+ * Charges for a new key (if_new items) are left out of the step's identity
+ * and of the test: a rejecting item has live state, so the charge after it
+ * is skipped, which is what the cache answers for it (rlg_store_skipped).
  *
  * Bounds: a fixed table of entries per handle (one handle per worker
  * thread, so no locks), direct-mapped by a seeded FNV-1a hash of the key;
@@ -75,7 +78,7 @@ static int cache_prune(struct rlg_store *base, int64_t now_ms,
 static const char *cache_errmsg(const struct rlg_store *base);
 static void cache_close(struct rlg_store *base);
 static size_t cache_key(const struct rlg_store_item *items, size_t n,
-    char *key);
+    char *key, size_t *m);
 static uint64_t cache_hash(uint64_t seed, const char *key, size_t len);
 
 const struct rlg_store_ops rlg_store_cache_ops = {
@@ -123,28 +126,33 @@ cache_step(struct rlg_store *base, const struct rlg_store_item *items,
 	struct cache_store *c = (struct cache_store *)base;
 	struct cache_entry *e;
 	char key[RLG_CACHE_KEY_MAX];
-	size_t keylen = 0, i;
+	size_t keylen = 0, m = 0, i, j;
 	uint64_t h = 0;
 	int64_t until;
 	int rc;
 
-	if (n >= 1 && n <= RLG_CACHE_ITEMS_MAX && items != NULL &&
-	    decisions != NULL)
-		keylen = cache_key(items, n, key);
+	if (n >= 1 && items != NULL && decisions != NULL)
+		keylen = cache_key(items, n, key, &m);
 	if (keylen > 0) {
 		h = cache_hash(c->seed, key, keylen);
 		e = &c->entries[h & c->mask];
-		if (e->hash == h && e->n == n && e->keylen == keylen &&
+		if (e->hash == h && e->n == m && e->keylen == keylen &&
 		    now_ms >= e->since_ms && now_ms < e->until_ms &&
 		    memcmp(e->key, key, keylen) == 0) {
-			for (i = 0; i < n; i++) {
+			for (i = 0, j = 0; i < n; i++) {
+				if (items[i].if_new) {
+					rlg_store_skipped(items[i].policy,
+					    &decisions[i]);
+					continue;
+				}
 				decisions[i].admitted = false;
-				decisions[i].limit = e->d[i].limit;
+				decisions[i].limit = e->d[j].limit;
 				decisions[i].remaining = 0;
 				decisions[i].reset_ms =
-				    e->d[i].reset_at_ms - now_ms;
+				    e->d[j].reset_at_ms - now_ms;
 				decisions[i].retry_ms =
-				    e->d[i].retry_at_ms - now_ms;
+				    e->d[j].retry_at_ms - now_ms;
+				j++;
 			}
 			c->stats.hits++;
 			return RLG_OK;
@@ -154,9 +162,11 @@ cache_step(struct rlg_store *base, const struct rlg_store_item *items,
 	rc = rlg_store_step(c->inner, items, n, now_ms, decisions);
 	if (rc != RLG_OK || keylen == 0)
 		return rc;
-	/* Cacheable: every item rejected by the store, none advisory. */
+	/* Cacheable: every key item rejected by the store, none advisory. */
 	until = INT64_MAX;
 	for (i = 0; i < n; i++) {
+		if (items[i].if_new)
+			continue;
 		if (decisions[i].admitted || items[i].advisory ||
 		    decisions[i].retry_ms <= 0 || decisions[i].reset_ms <= 0 ||
 		    decisions[i].remaining != 0)
@@ -168,13 +178,16 @@ cache_step(struct rlg_store *base, const struct rlg_store_item *items,
 	e->hash = h;
 	e->since_ms = now_ms;
 	e->until_ms = until;
-	e->n = (uint16_t)n;
+	e->n = (uint16_t)m;
 	e->keylen = (uint16_t)keylen;
 	memcpy(e->key, key, keylen);
-	for (i = 0; i < n; i++) {
-		e->d[i].limit = decisions[i].limit;
-		e->d[i].reset_at_ms = now_ms + decisions[i].reset_ms;
-		e->d[i].retry_at_ms = now_ms + decisions[i].retry_ms;
+	for (i = 0, j = 0; i < n; i++) {
+		if (items[i].if_new)
+			continue;
+		e->d[j].limit = decisions[i].limit;
+		e->d[j].reset_at_ms = now_ms + decisions[i].reset_ms;
+		e->d[j].retry_at_ms = now_ms + decisions[i].retry_ms;
+		j++;
 	}
 	c->stats.stored++;
 	return rc;
@@ -207,18 +220,26 @@ cache_close(struct rlg_store *base)
 }
 
 /*
- * The step's identity: each item's policy name and client, NUL-separated,
- * into key (RLG_CACHE_KEY_MAX bytes). Returns its length, or 0 when it
- * does not fit or an item lacks a policy or client (the store says why).
+ * The step's identity: the policy name and client of each item but the
+ * charges for a new key (*m of them, at most RLG_CACHE_ITEMS_MAX),
+ * NUL-separated, into key (RLG_CACHE_KEY_MAX bytes). Returns its length,
+ * or 0 when it does not fit, there are too many or none, or an item lacks
+ * a policy or client (the store says why).
  */
 static size_t
-cache_key(const struct rlg_store_item *items, size_t n, char *key)
+cache_key(const struct rlg_store_item *items, size_t n, char *key,
+    size_t *m)
 {
 	size_t len = 0, a, b, i;
 
+	*m = 0;
 	for (i = 0; i < n; i++) {
 		if (items[i].policy == NULL || items[i].policy->name == NULL ||
 		    items[i].client == NULL)
+			return 0;
+		if (items[i].if_new)
+			continue;
+		if (++*m > RLG_CACHE_ITEMS_MAX)
 			return 0;
 		a = strlen(items[i].policy->name) + 1;
 		b = strlen(items[i].client) + 1;

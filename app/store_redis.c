@@ -236,6 +236,15 @@ struct rd_store {
 	size_t *gstart;
 	uint16_t *gslot;
 	size_t itemcap;
+	/*
+	 * Cluster, a step with charges for new keys (rd_cluster_step): the
+	 * items sent, the index of each in the step, their decisions. ccap
+	 * entries each.
+	 */
+	struct rlg_store_item *citems;
+	size_t *cmap;
+	struct rlg_decision *cdec;
+	size_t ccap;
 
 	char errmsg[512];             /* the last error, NUL-terminated */
 };
@@ -279,6 +288,12 @@ static int64_t rd_mono_ms(void);
 static struct timeval rd_tv(int ms);
 
 static int rd_cluster_step(struct rd_store *s,
+    const struct rlg_store_item *items, size_t n, int64_t now_ms,
+    struct rlg_decision *decisions);
+static void rd_grow_charges(struct rd_store *s, size_t n);
+static int rd_cluster_exists(struct rd_store *s,
+    const struct rlg_store_item *item);
+static int rd_cluster_groups(struct rd_store *s,
     const struct rlg_store_item *items, size_t n, int64_t now_ms,
     struct rlg_decision *decisions);
 static size_t rd_group(struct rd_store *s, const struct rlg_store_item *items,
@@ -452,6 +467,9 @@ rd_close(struct rlg_store *base)
 	free(s->order);
 	free(s->gstart);
 	free(s->gslot);
+	free(s->citems);
+	free(s->cmap);
+	free(s->cdec);
 	free(s);
 }
 
@@ -488,6 +506,11 @@ rd_check_items(struct rd_store *s, const struct rlg_store_item *items,
 		    RLG_CLIENT_KEY_MAX) {
 			rd_seterr(s, "store step: client key longer than %d"
 			    " bytes", RLG_CLIENT_KEY_MAX);
+			return RLG_EINVAL;
+		}
+		if (items[i].if_new && (i == 0 || items[i - 1].if_new)) {
+			rd_seterr(s, "store step: item %zu is a charge for a"
+			    " new key (if_new) with no key before it", i);
 			return RLG_EINVAL;
 		}
 		if (items[i].client[0] == '\0' || items[i].client[0] == '}') {
@@ -815,7 +838,8 @@ rd_build(struct rd_store *s, const struct rlg_store_item *items,
 		v[1] = p->limit;
 		v[2] = p->window_ms;
 		v[3] = p->burst;
-		v[4] = it->advisory ? 1 : 0;
+		/* flags: 1 advisory, 2 a charge for a new key */
+		v[4] = (it->advisory ? 1 : 0) | (it->if_new ? 2 : 0);
 		for (k = 0; k < RD_PER_ITEM; k++, a++) {
 			s->argv[a] = at;
 			s->argvlen[a] = (size_t)snprintf(at, RD_NUM, "%lld",
@@ -1048,11 +1072,119 @@ rd_tv(int ms)
 /* ---- Redis Cluster ------------------------------------------------------ */
 
 /*
- * A step on a cluster: one script per slot group, check-then-commit when
- * there are several (see the top).
+ * A step on a cluster. A charge for a new key (if_new) goes to the script
+ * of its key when both share a slot; when they do not, the script of the
+ * charge cannot see the key's state, so the key is looked at first
+ * (EXISTS on its state key, which expires with its state, rounded up to
+ * the second): a key that exists is not new, and the charge is decided
+ * skipped here and not sent; else it is sent as a plain item. Like the
+ * rest of a request across slots this is not atomic: a key that appears
+ * or expires in between is charged or not by that one request.
  */
 static int
 rd_cluster_step(struct rd_store *s, const struct rlg_store_item *items,
+    size_t n, int64_t now_ms, struct rlg_decision *decisions)
+{
+	size_t i, m = 0;
+	int exists, rc;
+
+	for (i = 1; i < n && !items[i].if_new; i++)
+		;
+	if (i == n)
+		return rd_cluster_groups(s, items, n, now_ms, decisions);
+	rd_grow_charges(s, n);
+	for (i = 0; i < n; i++) {
+		s->citems[m] = items[i];
+		s->cmap[m] = i;
+		if (items[i].if_new &&
+		    rd_slot(items[i].client) != rd_slot(items[i - 1].client)) {
+			if ((exists = rd_cluster_exists(s, &items[i - 1])) < 0)
+				return RLG_ESTORE;
+			if (exists) {
+				rlg_store_skipped(items[i].policy,
+				    &decisions[i]);
+				continue;
+			}
+			s->citems[m].if_new = false;
+		}
+		m++;
+	}
+	rc = rd_cluster_groups(s, s->citems, m, now_ms, s->cdec);
+	for (i = 0; rc == RLG_OK && i < m; i++)
+		decisions[s->cmap[i]] = s->cdec[i];
+	return rc;
+}
+
+/* Makes room for n items in the charge scratch of the handle. */
+static void
+rd_grow_charges(struct rd_store *s, size_t n)
+{
+	if (n <= s->ccap)
+		return;
+	free(s->citems);
+	free(s->cmap);
+	free(s->cdec);
+	s->ccap = n;
+	s->citems = rlg_xcalloc(n, sizeof *s->citems);
+	s->cmap = rlg_xcalloc(n, sizeof *s->cmap);
+	s->cdec = rlg_xcalloc(n, sizeof *s->cdec);
+}
+
+/*
+ * Whether item's state key exists, asked of its slot's master: 1, 0, or
+ * -1 (errmsg; the store failed).
+ */
+static int
+rd_cluster_exists(struct rd_store *s, const struct rlg_store_item *item)
+{
+	size_t need, ni;
+	redisReply *reply;
+	char *at;
+	int rc = -1;
+
+	need = strlen(item->client) + strlen(item->policy->name) + 8;
+	if (s->argcap < 2) {
+		free(s->argv);
+		free(s->argvlen);
+		s->argcap = 2;
+		s->argv = rlg_xcalloc(2, sizeof *s->argv);
+		s->argvlen = rlg_xcalloc(2, sizeof *s->argvlen);
+	}
+	if (need > s->textcap) {
+		free(s->text);
+		s->textcap = need;
+		s->text = rlg_xmalloc(need);
+	}
+	at = s->text;
+	at = rd_put(at, "rlg:{", 5);
+	at = rd_put(at, item->client, strlen(item->client));
+	at = rd_put(at, "}:", 2);
+	at = rd_put(at, item->policy->name, strlen(item->policy->name));
+	s->argv[0] = "EXISTS";
+	s->argvlen[0] = 6;
+	s->argv[1] = s->text;
+	s->argvlen[1] = (size_t)(at - s->text);
+	if (rd_cluster_exec(s, rd_slot(item->client), 2, &reply, &ni) != 0)
+		return -1;
+	if (reply->type == REDIS_REPLY_INTEGER &&
+	    (reply->integer == 0 || reply->integer == 1)) {
+		rc = (int)reply->integer;
+		rd_node_ok(s, ni);
+	} else {
+		rd_seterr(s, "%s: EXISTS: unexpected reply (%s)",
+		    s->nodes[ni].name, rd_reply_type(reply->type));
+		(void)rd_failed(s, ni);
+	}
+	freeReplyObject(reply);
+	return rc;
+}
+
+/*
+ * The items of a step on a cluster: one script per slot group,
+ * check-then-commit when there are several (see the top).
+ */
+static int
+rd_cluster_groups(struct rd_store *s, const struct rlg_store_item *items,
     size_t n, int64_t now_ms, struct rlg_decision *decisions)
 {
 	size_t ng, g;

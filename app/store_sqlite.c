@@ -155,6 +155,8 @@ struct sq_item {
 	struct rlg_state in;
 	struct rlg_state out;
 	bool stored;                  /* a row exists when out is written */
+	bool live;                    /* the client had live state (not new) */
+	bool skip;                    /* an if_new item not applied */
 	bool append;                  /* sliding_log: add the log row */
 	int64_t seq;                  /* sliding_log: its seq */
 };
@@ -492,6 +494,12 @@ sq_apply(struct sq_store *s, const struct rlg_store_item *items, size_t n,
 	*wrote = false;
 	sq_grow_scratch(s, n);
 	for (i = 0; i < n; i++) {
+		/* A charge for a new key, and the key is not new. */
+		s->scratch[i].skip = items[i].if_new && s->scratch[i - 1].live;
+		if (s->scratch[i].skip) {
+			rlg_store_skipped(items[i].policy, &decisions[i]);
+			continue;
+		}
 		if ((rc = sq_decide(s, items, i, now_ms, &decisions[i])) !=
 		    RLG_OK)
 			return rc;
@@ -503,14 +511,16 @@ sq_apply(struct sq_store *s, const struct rlg_store_item *items, size_t n,
 		return RLG_OK;
 	/* Only a request that may add a client can find the store full. */
 	for (i = 0; i < n && s->max_clients > 0 && !fresh; i++)
-		fresh = decisions[i].admitted && (!s->scratch[i].stored ||
+		fresh = decisions[i].admitted && !s->scratch[i].skip &&
+		    (!s->scratch[i].stored ||
 		    items[i].policy->algorithm == RLG_ALG_SLIDING_LOG);
 	if (fresh && nested &&
 	    (rc = sq_run(s, "step", s->stmt[SQ_SAVEPOINT])) != SQLITE_OK)
 		return sq_failed(s, rc);
 	for (i = 0; i < n; i++) {
-		if (!decisions[i].admitted)
-			continue;       /* an advisory rejection consumes nothing */
+		/* An advisory rejection consumes nothing; a skip is none. */
+		if (!decisions[i].admitted || s->scratch[i].skip)
+			continue;
 		if (items[i].policy->algorithm == RLG_ALG_SLIDING_LOG)
 			rc = sq_save_log(s, &items[i], &s->scratch[i], now_ms);
 		else
@@ -717,7 +727,8 @@ sq_check_room(struct sq_store *s, const struct rlg_store_item *items,
 	int rc;
 
 	for (i = 0; i < n; i++) {
-		if (!decisions[i].admitted || (s->scratch[i].stored &&
+		if (!decisions[i].admitted || s->scratch[i].skip ||
+		    (s->scratch[i].stored &&
 		    items[i].policy->algorithm != RLG_ALG_SLIDING_LOG))
 			continue;
 		if ((rc = sq_clients(s, items[i].policy->name, &clients)) !=
@@ -797,6 +808,7 @@ sq_decide(struct sq_store *s, const struct rlg_store_item *items, size_t i,
 	}
 	if (!found && (rc = sq_load(s, &items[i], x)) != SQLITE_OK)
 		return sq_failed(s, rc);
+	x->live = x->stored && x->in.expires_ms > now_ms;
 	if (rlg_limiter_step(items[i].policy, &x->in, now_ms, &x->out, d) !=
 	    RLG_OK)
 		return sq_refused(s, items[i].policy);
@@ -852,6 +864,7 @@ sq_decide_log(struct sq_store *s, const struct rlg_store_item *items,
 	}
 	x->seq = seq + (int64_t)k;
 	x->stored = false;
+	x->live = n > 0;
 	if (rlg_limiter_sliding_log(p, s->log_ms, n, now_ms, &x->append,
 	    &x->out, d) != RLG_OK)
 		return sq_refused(s, p);
@@ -1004,6 +1017,11 @@ sq_check_items(struct sq_store *s, const struct rlg_store_item *items,
 		    RLG_CLIENT_KEY_MAX) {
 			sq_seterr(s, "store step: client key longer than %d"
 			    " bytes", RLG_CLIENT_KEY_MAX);
+			return RLG_EINVAL;
+		}
+		if (items[i].if_new && (i == 0 || items[i - 1].if_new)) {
+			sq_seterr(s, "store step: item %zu is a charge for a"
+			    " new key (if_new) with no key before it", i);
 			return RLG_EINVAL;
 		}
 	}

@@ -2010,6 +2010,53 @@ END_TEST
  * front may strip and set the header), but warned about, on its line;
  * a warning is no problem (the count stays 0, the config loads).
  */
+/*
+ * new_keys_per_ip: a header-keyed policy gets its bound on new keys, a
+ * fixed window of NAME.new_keys (default 100 per the policy's window);
+ * 0 turns it off; it is an error on a policy without a header key, and no
+ * policy may take a name of that form.
+ */
+START_TEST(test_new_keys_per_ip)
+{
+	struct rlg_config *cfg = rlg_t_ok(
+	    "[client]\nkey_secret = 0123456789abcdef0123\n"
+	    "[policy api]\nkey = header:X-Api-Key\nwindow = 30\nmode = dry_run\n"
+	    "[policy both]\nkey = ip, header:X-Api-Key\nnew_keys_per_ip = 7\n"
+	    "[policy off]\nkey = header:X-Api-Key\nnew_keys_per_ip = 0\n"
+	    "[policy ip]\n");
+	const struct rlg_policy *nk;
+
+	ck_assert_uint_eq(cfg->npolicies, 4);
+	nk = cfg->policies[0].new_keys_policy;
+	ck_assert_ptr_nonnull(nk);
+	ck_assert_str_eq(nk->name, "api.new_keys");
+	ck_assert_int_eq(nk->algorithm, RLG_ALG_FIXED_WINDOW);
+	ck_assert_int_eq(nk->limit, RLG_DEFAULT_NEW_KEYS);
+	ck_assert_int_eq(nk->window_ms, 30000);
+	ck_assert_int_eq(nk->mode, RLG_MODE_DRY_RUN);
+	nk = cfg->policies[1].new_keys_policy;
+	ck_assert_ptr_nonnull(nk);
+	ck_assert_str_eq(nk->name, "both.new_keys");
+	ck_assert_int_eq(nk->limit, 7);
+	ck_assert_int_eq(nk->window_ms, 60000);
+	ck_assert_ptr_null(cfg->policies[2].new_keys_policy);
+	ck_assert_ptr_null(cfg->policies[3].new_keys_policy);
+	rlg_config_free(cfg);
+
+	rlg_t_expect("[policy ip]\nnew_keys_per_ip = 5\n", 1,
+	    "t.conf:2: [policy ip] new_keys_per_ip: applies only to a key "
+	    "with header:NAME\n");
+	rlg_t_expect("[client]\nkey_secret = 0123456789abcdef0123\n"
+	    "[policy k]\nkey = header:A\nnew_keys_per_ip = -1\n", 1,
+	    "t.conf:5: [policy k] new_keys_per_ip: must be an integer from 0 "
+	    "to 1000000000 (got \"-1\")\n");
+	rlg_t_expect("[policy x.new_keys]\n", 1,
+	    "t.conf:1: bad policy name \"x.new_keys\": names ending in "
+	    "\".new_keys\" are rlgate's own (the bound on new keys of a "
+	    "policy)\n");
+}
+END_TEST
+
 START_TEST(test_trust_everyone_warning)
 {
 	static const struct { const char *nets, *word; } cases[] = {
@@ -2980,6 +3027,7 @@ rlg_config_suite(void)
 	tcase_add_test(tc, test_load_file);
 	tcase_add_test(tc, test_world_writable_warning);
 	tcase_add_test(tc, test_trust_everyone_warning);
+	tcase_add_test(tc, test_new_keys_per_ip);
 	tcase_add_test(tc, test_load_file_errors);
 	tcase_add_test(tc, test_load_missing);
 	tcase_add_test(tc, test_load_directory);

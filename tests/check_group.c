@@ -137,6 +137,7 @@ gthread(void *arg)
 		item.policy = w->p;
 		item.client = "hot";
 		item.advisory = false;
+		item.if_new = false;
 		if (w->mode == G_NEW_CLIENTS) {
 			snprintf(client, sizeof client, "10.%d.0.%d", w->id,
 			    i);

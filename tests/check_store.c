@@ -829,7 +829,7 @@ static int
 hit(struct rlg_store *s, const struct rlg_policy *p, const char *client,
     int64_t now, struct rlg_decision *d)
 {
-	struct rlg_store_item item = { p, client, false };
+	struct rlg_store_item item = { p, client, false, false };
 	struct rlg_decision tmp;
 	int rc;
 
@@ -1151,7 +1151,7 @@ static bool
 hit_full(struct rlg_store *s, const struct rlg_policy *p, const char *client,
     int64_t now)
 {
-	struct rlg_store_item item = { p, client, false };
+	struct rlg_store_item item = { p, client, false, false };
 	struct rlg_decision d;
 	int rc = rlg_store_step(s, &item, 1, now, &d);
 
@@ -1203,7 +1203,7 @@ START_TEST(test_max_clients)
 {
 	char *path = path_in("full.db");
 	struct rlg_policy p = policy(2, 60);
-	struct rlg_store_item item = { &p, "d", false };
+	struct rlg_store_item item = { &p, "d", false, false };
 	struct rlg_decision d;
 	struct rlg_store *s = open_with(path, 3, 0);
 
@@ -1243,8 +1243,8 @@ START_TEST(test_max_clients_per_policy)
 {
 	char *path = path_in("full2.db");
 	struct rlg_policy a = policy(5, 60), b = policy(5, 3600);
-	struct rlg_store_item items[2] = { { &a, "x", false },
-	    { &b, "x", false } };
+	struct rlg_store_item items[2] = { { &a, "x", false, false },
+	    { &b, "x", false, false } };
 	struct rlg_decision d[2];
 	struct rlg_store *s = open_with(path, 2, 0);
 
@@ -1270,7 +1270,7 @@ START_TEST(test_max_clients_sliding_log_and_unlimited)
 	struct rlg_policy p = alg_policy(name_sl, RLG_ALG_SLIDING_LOG, 3, 60,
 	    0);
 	struct rlg_policy f = policy(1, 60);
-	struct rlg_store_item item = { &p, "new", false };
+	struct rlg_store_item item = { &p, "new", false, false };
 	struct rlg_decision d;
 	struct rlg_store *s = open_with(path, 2, 0);
 	int i;
@@ -1388,6 +1388,7 @@ check_cache_differential(const struct rlg_policy *ps, size_t np,
 		items[i].policy = &ps[i];
 		items[i].client = ca;
 		items[i].advisory = false;
+		items[i].if_new = false;
 		uitems[i] = items[i];
 		uitems[i].client = cb;
 	}
@@ -1457,8 +1458,8 @@ START_TEST(test_cache_leaves_to_store)
 {
 	char *path = path_in("cacheleft.db");
 	struct rlg_policy p = policy(1, 60), q = policy(100, 60);
-	struct rlg_store_item items[2] = { { &p, "c", false },
-	    { &q, "c", false } };
+	struct rlg_store_item items[2] = { { &p, "c", false, false },
+	    { &q, "c", false, false } };
 	struct rlg_decision d[2];
 	struct rlg_store *s = open_with(path, 0, 16);
 	const struct rlg_store_cache_stats *st = rlg_store_cache_stats(s);
@@ -1770,7 +1771,7 @@ START_TEST(test_policies_all_or_nothing)
 	struct rlg_policy burst = policy(2, 1), hour = policy(10, 3600);
 	struct rlg_policy p = policy(5, 60);
 	struct rlg_store_item items[2] = {
-		{ NULL, NULL, false }, { NULL, NULL, false }
+		{ NULL, NULL, false, false }, { NULL, NULL, false, false }
 	};
 	struct rlg_decision d[2];
 	struct rlg_store *s;
@@ -2017,7 +2018,7 @@ START_TEST(test_advisory_items)
 	struct rlg_policy main_p = alg_policy(name_ten, RLG_ALG_FIXED_WINDOW,
 	    5, 10, 0);
 	struct rlg_store_item items[2] = {
-		{ &strict, "c", true }, { &main_p, "c", false }
+		{ &strict, "c", true, false }, { &main_p, "c", false, false }
 	};
 	struct rlg_decision d[2];
 	struct rlg_store *s;
@@ -2046,6 +2047,96 @@ START_TEST(test_advisory_items)
 }
 END_TEST
 
+/*
+ * A charge for a new key (if_new) after a key item: applied when the key
+ * has no live state, skipped when it has, all in the step: a client
+ * address starts at most 3 new keys per 10 s window, every algorithm of
+ * the key's policy; keys it holds go on while it may start no new one.
+ * The rejection cache answers a skipped charge as the store does.
+ */
+START_TEST(test_new_key_charges)
+{
+	static const enum rlg_algorithm algs[] = { RLG_ALG_FIXED_WINDOW,
+	    RLG_ALG_SLIDING_WINDOW, RLG_ALG_TOKEN_BUCKET, RLG_ALG_SLIDING_LOG };
+	static char name_nk[] = "alg.new_keys";
+	char *path = path_in("charges.db");
+	struct rlg_policy key = alg_policy(name_alg, algs[_i], 2, 10, 2);
+	struct rlg_policy charge = alg_policy(name_nk, RLG_ALG_FIXED_WINDOW, 3,
+	    10, 3);
+	struct rlg_store_item items[2] = {
+		{ &key, "k:1", false, false }, { &charge, "10.0.0.1", false, true }
+	};
+	char kbuf[8];
+	struct rlg_decision d[2];
+	struct rlg_store *s;
+	int i;
+
+	s = open_with(path, 0, _i == 0 ? 4096 : 0);
+	/* k:1 .. k:3 are new: each costs one of the 3 */
+	for (i = 1; i <= 3; i++) {
+		snprintf(kbuf, sizeof kbuf, "k:%d", i);
+		items[0].client = kbuf;
+		ck_assert_int_eq(rlg_store_step(s, items, 2, T1, d), RLG_OK);
+		ck_assert(d[0].admitted && d[1].admitted);
+		ck_assert_int_eq(d[1].remaining, 3 - i);
+	}
+	ck_assert_int_eq(count_of(path, "alg.new_keys", "10.0.0.1"), 3);
+	/* a 4th new key: refused by the charge, nothing written */
+	items[0].client = "k:4";
+	ck_assert_int_eq(rlg_store_step(s, items, 2, T1 + 1, d), RLG_OK);
+	ck_assert(d[0].admitted);
+	ck_assert(!d[1].admitted);
+	ck_assert_int_gt(d[1].retry_ms, 0);
+	ck_assert_int_eq(nstates(path), 4);
+	/* a key the address holds: no charge (skipped), admitted */
+	items[0].client = "k:1";
+	ck_assert_int_eq(rlg_store_step(s, items, 2, T1 + 2, d), RLG_OK);
+	ck_assert(d[0].admitted && d[1].admitted);
+	ck_assert_int_eq(d[1].remaining, 3);
+	ck_assert_int_eq(d[1].retry_ms, 0);
+	ck_assert_int_eq(d[1].reset_ms, 0);
+	ck_assert_int_eq(count_of(path, "alg.new_keys", "10.0.0.1"), 3);
+	/* k:1 exhausted (limit 2): rejected by its key; twice, so that a
+	 * cache answers the second, and the charge stays skipped */
+	for (i = 0; i < 2; i++) {
+		ck_assert_int_eq(rlg_store_step(s, items, 2, T1 + 3 + i, d),
+		    RLG_OK);
+		ck_assert(!d[0].admitted);
+		ck_assert(d[1].admitted);
+		ck_assert_int_eq(d[1].remaining, 3);
+	}
+	/* another address starts its own */
+	items[0].client = "k:4";
+	items[1].client = "10.0.0.2";
+	ck_assert_int_eq(rlg_store_step(s, items, 2, T1 + 5, d), RLG_OK);
+	ck_assert(d[0].admitted && d[1].admitted);
+	/* an advisory charge (a dry run) refuses nothing */
+	items[0].client = "k:5";
+	items[1].client = "10.0.0.1";
+	items[1].advisory = true;
+	ck_assert_int_eq(rlg_store_step(s, items, 2, T1 + 6, d), RLG_OK);
+	ck_assert(d[0].admitted && !d[1].admitted);
+	ck_assert_int_eq(count_of(path, "alg.new_keys", "10.0.0.1"), 3);
+	items[1].advisory = false;
+	/* a charge with no key before it */
+	ck_assert_int_eq(rlg_store_step(s, items + 1, 1, T1 + 7, d),
+	    RLG_EINVAL);
+	items[0].if_new = true;
+	ck_assert_int_eq(rlg_store_step(s, items, 2, T1 + 7, d), RLG_EINVAL);
+	items[0].if_new = false;
+	/*
+	 * The next window (and past every state's expiry): new again. A
+	 * cluster asks whether the key's state key still exists (its slot
+	 * differs from the charge's), which in real time it does: skipped.
+	 */
+	items[0].client = "k:1";
+	ck_assert_int_eq(rlg_store_step(s, items, 2, T1 + 60000, d), RLG_OK);
+	ck_assert(d[0].admitted && d[1].admitted);
+	ck_assert_int_eq(d[1].remaining, cluster_mode ? 3 : 2);
+	rlg_store_close(s);
+}
+END_TEST
+
 START_TEST(test_algorithms_all_or_nothing)
 {
 	char *path = path_in("mixed.db"), text[512];
@@ -2056,7 +2147,7 @@ START_TEST(test_algorithms_all_or_nothing)
 	struct rlg_policy ten = alg_policy(name_ten, RLG_ALG_SLIDING_LOG, 5, 10,
 	    0);
 	struct rlg_store_item items[3] = {
-		{ &sec, "c", false }, { &bucket, "c", false }, { &ten, "c", false }
+		{ &sec, "c", false, false }, { &bucket, "c", false, false }, { &ten, "c", false, false }
 	};
 	struct rlg_decision d[3];
 	struct rlg_store *s;
@@ -2369,7 +2460,7 @@ START_TEST(test_processes_migrate)
 	struct rlg_store_config cfg = { 0 };
 	struct rlg_store *s;
 	struct rlg_decision d;
-	struct rlg_store_item item = { NULL, NULL, false };
+	struct rlg_store_item item = { NULL, NULL, false, false };
 	pid_t pids[8];
 	char path[256], client[32];
 	int round, i, go[2], status, failed = 0;
@@ -2443,7 +2534,7 @@ run_worker(struct worker *w)
 	struct rlg_policy many = policy(MANY_LIMIT, 60);
 	struct rlg_store_config cfg;
 	struct rlg_store *s = NULL;
-	struct rlg_store_item item = { NULL, NULL, false };
+	struct rlg_store_item item = { NULL, NULL, false, false };
 	struct rlg_decision d;
 	char client[32];
 	int i, r, c;
@@ -2507,9 +2598,9 @@ run_algorithms(struct rlg_store *s, struct worker *w)
 	    ALGS_LOG_LIMIT, 60, 0);
 	struct rlg_policy bucket = alg_policy(name_tb, RLG_ALG_TOKEN_BUCKET,
 	    ALGS_BUCKET_LIMIT, 60, ALGS_BUCKET_BURST);
-	struct rlg_store_item items[2] = { { &log, "both", false },
-	    { &bucket, "both", false } };
-	struct rlg_store_item one = { NULL, NULL, false };
+	struct rlg_store_item items[2] = { { &log, "both", false, false },
+	    { &bucket, "both", false, false } };
+	struct rlg_store_item one = { NULL, NULL, false, false };
 	struct rlg_decision d[2];
 	long *count;
 	int i, k, rc;
@@ -2810,7 +2901,7 @@ START_TEST(test_missing_directory)
 	struct rlg_policy p = policy(5, 60);
 	struct rlg_store_config cfg = { .path = path, .busy_timeout_ms = 2000,
 	    .on_error = RLG_ON_ERROR_CLOSED };
-	struct rlg_store_item item = { &p, "c", false };
+	struct rlg_store_item item = { &p, "c", false, false };
 	struct rlg_decision d;
 	struct rlg_store *s = NULL;
 
@@ -2843,7 +2934,7 @@ START_TEST(test_garbage_file)
 	struct rlg_policy p = policy(5, 60);
 	struct rlg_store_config cfg = { .path = path, .busy_timeout_ms = 2000,
 	    .on_error = RLG_ON_ERROR_CLOSED };
-	struct rlg_store_item item = { &p, "c", false };
+	struct rlg_store_item item = { &p, "c", false, false };
 	struct rlg_decision d;
 	struct rlg_store *s = NULL;
 
@@ -2907,7 +2998,7 @@ START_TEST(test_replaced_while_open)
 {
 	char *path = path_in("replaced.db"), *junk = path_in("junk");
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_item item = { &p, "c", false };
+	struct rlg_store_item item = { &p, "c", false, false };
 	struct rlg_decision d;
 	struct rlg_store *s;
 
@@ -2935,7 +3026,7 @@ START_TEST(test_lock_held)
 {
 	char *path = path_in("locked.db");
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_item item = { &p, "c", false };
+	struct rlg_store_item item = { &p, "c", false, false };
 	struct rlg_decision d;
 	struct rlg_store *s;
 	struct timespec t0, t1;
@@ -2979,7 +3070,7 @@ START_TEST(test_newer_schema)
 	struct rlg_policy p = policy(5, 60);
 	struct rlg_store_config cfg = { .path = path, .busy_timeout_ms = 2000,
 	    .on_error = RLG_ON_ERROR_CLOSED };
-	struct rlg_store_item item = { &p, "c", false };
+	struct rlg_store_item item = { &p, "c", false, false };
 	struct rlg_decision d;
 	struct rlg_store *s = NULL;
 	const char *want = "database schema version 4 is newer than this"
@@ -3006,7 +3097,7 @@ START_TEST(test_bad_items)
 {
 	char *path = path_in("items.db"), key[RLG_CLIENT_KEY_MAX + 2];
 	struct rlg_policy p = policy(5, 60), bad = policy(0, 60);
-	struct rlg_store_item item = { &p, key, false };
+	struct rlg_store_item item = { &p, key, false, false };
 	struct rlg_decision d;
 	struct rlg_store *s;
 
@@ -3235,7 +3326,7 @@ static int
 step_until_ok(struct rlg_store *s, const struct rlg_policy *p,
     const char *client, struct rlg_decision *d)
 {
-	struct rlg_store_item item = { p, client, false };
+	struct rlg_store_item item = { p, client, false, false };
 	int64_t t0 = mono_ms();
 	int rc;
 
@@ -3267,7 +3358,7 @@ START_TEST(test_redis_down_at_open)
 {
 	struct own_redis o = { .port = free_port() };
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_item item = { &p, "c", false };
+	struct rlg_store_item item = { &p, "c", false, false };
 	struct rlg_decision d;
 	struct rlg_store *s;
 	char url[64];
@@ -3303,7 +3394,7 @@ START_TEST(test_redis_killed_mid_run)
 {
 	struct own_redis o = { .port = free_port() };
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_item item = { &p, "c", false };
+	struct rlg_store_item item = { &p, "c", false, false };
 	struct rlg_decision d;
 	struct rlg_store *s;
 	char url[64];
@@ -3356,7 +3447,7 @@ drain(int lfd)
 START_TEST(test_redis_backoff)
 {
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_item item = { &p, "c", false };
+	struct rlg_store_item item = { &p, "c", false, false };
 	struct sockaddr_in sa;
 	struct rlg_decision d;
 	struct rlg_store *s;
@@ -3453,7 +3544,7 @@ START_TEST(test_redis_clock)
 	struct rlg_policy p = policy(5, 60);
 	struct rlg_policy sl = alg_policy(name_sl, RLG_ALG_SLIDING_LOG, 3, 10,
 	    0);
-	struct rlg_store_item item = { &p, "c", false };
+	struct rlg_store_item item = { &p, "c", false, false };
 	struct rlg_store_config cfg;
 	struct rlg_decision d;
 	struct rlg_store *s = NULL;
@@ -3499,7 +3590,7 @@ START_TEST(test_redis_auth)
 	    0);
 	struct rlg_policy tb = alg_policy(name_tb, RLG_ALG_TOKEN_BUCKET, 5, 10,
 	    3);
-	struct rlg_store_item item = { &p, "t", false };
+	struct rlg_store_item item = { &p, "t", false, false };
 	struct rlg_store_config cfg;
 	struct rlg_decision d;
 	struct rlg_store *s;
@@ -3669,7 +3760,7 @@ START_TEST(test_redis_client_keys)
 {
 	char *path = path_in("keys");
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_item item = { &p, "", false };
+	struct rlg_store_item item = { &p, "", false, false };
 	struct rlg_decision d;
 	struct rlg_store *s = open_ok(path, 0);
 	const char *good[] = { "a}b", "a", "{x}", "x{", "10.0.0.1|k:0a1b",
@@ -3848,7 +3939,7 @@ START_TEST(test_redis_strict_reply)
 		    NULL },
 	};
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_item item = { &p, "c", false };
+	struct rlg_store_item item = { &p, "c", false, false };
 	struct rlg_decision d;
 	struct rlg_store *s;
 	struct fake f;
@@ -3927,6 +4018,7 @@ rlg_store_suite(void)
 	tcase_add_loop_test(tc, test_algorithm_sequence, 0, 4);
 	tcase_add_test(tc, test_algorithms_all_or_nothing);
 	tcase_add_test(tc, test_advisory_items);
+	tcase_add_loop_test(tc, test_new_key_charges, 0, 4);
 	tcase_add_test(tc, test_sliding_log_rows);
 	tcase_add_test(tc, test_expiry_rounded);
 	tcase_add_test(tc, test_views_algorithms);
@@ -4347,8 +4439,8 @@ START_TEST(test_cluster_migration)
 	ck_assert_int_eq(cl_info(a, "errorstats", "errorstat_ASK:count="),
 	    asks + 11);
 	/* Two policies, every key there: served after ASK too. */
-	items[0] = (struct rlg_store_item){ &p, c, false };
-	items[1] = (struct rlg_store_item){ &sl, c, false };
+	items[0] = (struct rlg_store_item){ &p, c, false, false };
+	items[1] = (struct rlg_store_item){ &sl, c, false, false };
 	ck_assert_msg(rlg_store_step(s, items, 2, T1, two) == RLG_OK, "%s",
 	    rlg_store_errmsg(s));
 	ck_assert(two[0].admitted && two[1].admitted);
@@ -4360,7 +4452,7 @@ START_TEST(test_cluster_migration)
 	 * importing side: retried, then a failure that wrote nothing.
 	 */
 	items[0].client = e;
-	items[1] = (struct rlg_store_item){ &q, e, false };
+	items[1] = (struct rlg_store_item){ &q, e, false, false };
 	t0 = mono_ms();
 	ck_assert_int_eq(rlg_store_step(s, items, 2, T1, two), RLG_ESTORE);
 	ck_assert_int_ge(mono_ms() - t0, 5 + 10 + 20 + 40 + 80);
@@ -4422,7 +4514,7 @@ mig_main(void *arg)
 {
 	struct mig_worker *w = arg;
 	struct rlg_store_config cfg;
-	struct rlg_store_item item = { w->p, w->client, false };
+	struct rlg_store_item item = { w->p, w->client, false, false };
 	struct rlg_decision d;
 	struct rlg_store *s = NULL;
 	int rc;
@@ -4586,8 +4678,8 @@ START_TEST(test_cluster_two_slots)
 	redis_key(ka, sizeof ka, "default", ca, false);
 	redis_key(kb, sizeof kb, "hour", cb, false);
 	ck_assert_int_ne(cl_keyslot(ka), cl_keyslot(kb));
-	items[0] = (struct rlg_store_item){ &ip, ca, false };
-	items[1] = (struct rlg_store_item){ &key, cb, false };
+	items[0] = (struct rlg_store_item){ &ip, ca, false, false };
+	items[1] = (struct rlg_store_item){ &key, cb, false, false };
 
 	cl_resetstat();
 	ck_assert(hit(s, &ip, ca, T1, NULL));
@@ -4614,8 +4706,8 @@ START_TEST(test_cluster_two_slots)
 	ck_assert_int_eq(d[1].remaining, 2);
 	ck_assert_int_eq(cl_info_sum("commandstats",
 	    "cmdstat_evalsha:calls="), 2);
-	items[0] = (struct rlg_store_item){ &key, cb, false };
-	items[1] = (struct rlg_store_item){ &ip, ca, false };
+	items[0] = (struct rlg_store_item){ &key, cb, false, false };
+	items[1] = (struct rlg_store_item){ &ip, ca, false, false };
 	ck_assert_int_eq(rlg_store_step(s, items, 2, T1, d), RLG_OK);
 	ck_assert(d[0].admitted && !d[1].admitted);
 	ck_assert_int_eq(d[0].remaining, 2);
@@ -4625,8 +4717,8 @@ START_TEST(test_cluster_two_slots)
 	/* key full (a fresh address): the fresh address stays untouched. */
 	for (i = 0; i < 3; i++)
 		ck_assert(hit(s, &key, cb, T1, NULL));
-	items[0] = (struct rlg_store_item){ &ip, "192.0.2.2", false };
-	items[1] = (struct rlg_store_item){ &key, cb, false };
+	items[0] = (struct rlg_store_item){ &ip, "192.0.2.2", false, false };
+	items[1] = (struct rlg_store_item){ &key, cb, false, false };
 	ck_assert_int_eq(rlg_store_step(s, items, 2, T1, d), RLG_OK);
 	ck_assert(d[0].admitted && !d[1].admitted);
 	ck_assert_int_eq(count_of(path, "default", "192.0.2.2"), -1);
@@ -4639,7 +4731,7 @@ START_TEST(test_cluster_two_slots)
 	ck_assert_int_eq(count_of(path, "default", "192.0.2.2"), 1);
 	ck_assert_int_eq(count_of(path, "hour", cb), 5);
 	/* Admitting, it is written with the admitted request. */
-	items[1] = (struct rlg_store_item){ &key, "k:00bb", true };
+	items[1] = (struct rlg_store_item){ &key, "k:00bb", true, false };
 	ck_assert_int_eq(rlg_store_step(s, items, 2, T1, d), RLG_OK);
 	ck_assert(d[0].admitted && d[1].admitted);
 	ck_assert_int_eq(count_of(path, "default", "192.0.2.2"), 2);
@@ -4663,8 +4755,8 @@ two_main(void *arg)
 {
 	struct two_worker *w = arg;
 	struct rlg_store_config cfg;
-	struct rlg_store_item items[2] = { { w->p, "192.0.2.50", false },
-	    { w->q, "k:77", false } };
+	struct rlg_store_item items[2] = { { w->p, "192.0.2.50", false, false },
+	    { w->q, "k:77", false, false } };
 	struct rlg_decision d[2];
 	struct rlg_store *s = NULL;
 	int i;
@@ -4733,7 +4825,7 @@ END_TEST
 START_TEST(test_cluster_seeds)
 {
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_item item = { &p, "c", false };
+	struct rlg_store_item item = { &p, "c", false, false };
 	struct rlg_store_config cfg;
 	struct rlg_test_redis plain;
 	struct rlg_decision d;
@@ -4860,7 +4952,7 @@ END_TEST
 START_TEST(test_cluster_redirect_bounds)
 {
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_item item = { &p, "c", false };
+	struct rlg_store_item item = { &p, "c", false, false };
 	struct rlg_store_config cfg;
 	struct rlg_decision d;
 	struct rlg_store *s = NULL;
@@ -4950,7 +5042,7 @@ START_TEST(test_cluster_master_down)
 {
 	char *path = path_in("down");
 	struct rlg_policy p = policy(1000, 600);
-	struct rlg_store_item item = { &p, NULL, false };
+	struct rlg_store_item item = { &p, NULL, false, false };
 	struct rlg_store *s = open_ok(path, 0);
 	char client[RLG_TEST_CLUSTER_NODES][64], name[64];
 	int64_t want[RLG_TEST_CLUSTER_NODES], t0;
@@ -5062,6 +5154,7 @@ add_shared_tcases(Suite *s, void (*setup)(void), void (*teardown)(void))
 	tcase_add_loop_test(tc, test_algorithm_sequence, 0, 4);
 	tcase_add_test(tc, test_algorithms_all_or_nothing);
 	tcase_add_test(tc, test_advisory_items);
+	tcase_add_loop_test(tc, test_new_key_charges, 0, 4);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("concurrency");

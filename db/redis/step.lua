@@ -16,7 +16,11 @@
 --   whose keys are partly missing, and a log key never exists for them).
 -- ARGV[1]: now in ms (decimal), or "" for the server's TIME.
 -- ARGV[2]: n; then per item algorithm (0 fixed_window, 1 sliding_window,
---   2 token_bucket, 3 sliding_log), limit, window_ms, burst, advisory.
+--   2 token_bucket, 3 sliding_log), limit, window_ms, burst, flags: 1 for
+--   advisory, plus 2 for a charge for a new key (if_new: struct
+--   rlg_store_item), which applies only when the item before it (no such
+--   charge itself) has no live state, and is otherwise skipped: admitted,
+--   remaining = limit, reset = retry = 0, nothing read or written.
 -- Reply: now_ms used, then per item admitted (0/1), limit, remaining,
 --   reset_ms, retry_ms: struct rlg_decision.
 --
@@ -552,12 +556,18 @@ for i = 1, n do
   local it = {
     alg = parse_int(ARGV[b]), limit = parse_int(ARGV[b + 1]),
     w = parse_int(ARGV[b + 2]), burst = parse_int(ARGV[b + 3]),
-    advisory = ARGV[b + 4], key = KEYS[2 * i - 1], logkey = KEYS[2 * i],
+    flags = ARGV[b + 4], key = KEYS[2 * i - 1], logkey = KEYS[2 * i],
   }
   if it.alg == nil or it.alg < 0 or it.alg > 3 or it.limit == nil or
       it.w == nil or it.burst == nil or
-      (it.advisory ~= "0" and it.advisory ~= "1") then
+      not string.find(it.flags, "^[0-3]$") then
     return bad("item " .. i .. ": malformed policy arguments")
+  end
+  it.flags = tonumber(it.flags)
+  it.advisory = it.flags % 2 == 1
+  it.if_new = it.flags >= 2
+  if it.if_new and (i == 1 or items[i - 1].if_new) then
+    return bad("item " .. i .. ": a charge for a new key with no key before it")
   end
   -- policy_ok: the limiter refuses what the config never builds.
   if it.limit < 1 or it.limit > LIMIT_MAX or it.w < 1 or
@@ -566,7 +576,6 @@ for i = 1, n do
       (it.alg == SLIDING_LOG and it.limit > LOG_LIMIT_MAX) then
     return bad("item " .. i .. ": policy out of range")
   end
-  it.advisory = it.advisory == "1"
   items[i] = it
 end
 
@@ -574,7 +583,11 @@ end
 local admitted = true
 for i = 1, n do
   local it = items[i]
-  if it.alg == SLIDING_LOG then
+  if it.if_new and items[i - 1].live then
+    -- The key before it is not new: nothing to charge.
+    it.skip = true
+    it.d = { admitted = true, remaining = it.limit, reset = 0, retry = 0 }
+  elseif it.alg == SLIDING_LOG then
     local k = 0
     for j = 1, i - 1 do
       if items[j].key == it.key and items[j].append then
@@ -582,6 +595,7 @@ for i = 1, n do
       end
     end
     local log = log_entries(it.logkey, it.limit, it.w, now_ms, k)
+    it.live = #log > 0
     it.d, it.out = sliding_log(it.limit, it.w, log, now_ms)
     it.append = it.d.admitted
   else
@@ -596,11 +610,12 @@ for i = 1, n do
     end
     if st == nil then
       local f = redis.call("HMGET", it.key, "window_start_ms", "count",
-        "prev_count", "tat_us")
+        "prev_count", "tat_us", "expires_ms")
       st = { ws = field(f[1]), count = field(f[2]), prev = field(f[3]),
-        tat = f[4] or "0" }
+        tat = f[4] or "0", expires = field(f[5]) }
     end
     it.st = st
+    it.live = st.expires ~= nil and st.expires > now_ms
     if it.alg == FIXED_WINDOW then
       it.d, it.out = fixed_window(it.limit, it.w, st, now_ms)
     elseif it.alg == SLIDING_WINDOW then
@@ -620,7 +635,7 @@ end
 if admitted then
   for i = 1, n do
     local it = items[i]
-    if it.d.admitted then
+    if it.d.admitted and not it.skip then
       local o = it.out
       local expires = round_expires(o.expires)
       local ttl = fmt(math.max(1, expires - now_ms))

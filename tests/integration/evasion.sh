@@ -12,7 +12,9 @@
 #   3. paths in the Authorizer role (lighttpd and Apache): routes match the
 #      path the server serves (dot segments, repeated slashes, %2e), an
 #      encoded '/' and an unreadable path are refused; GET routes take HEAD;
-#   4. dry run: a dry_run policy never shows in the client's headers.
+#   4. dry run: a dry_run policy never shows in the client's headers;
+#   5. a key flood: one address minting API keys cannot fill the store and
+#      lock every new client out (new_keys_per_ip).
 # Topology: client (127.0.0.x) -> front proxy on 127.0.0.1 -> backend
 # lighttpd -> spawn-fcgi -> rlgate, whose peer is the front (127.0.0.1, a
 # trusted proxy); or client -> lighttpd/Apache -> rlgate as Authorizer.
@@ -371,6 +373,61 @@ if [ -n "${AF_PORT:-}" ]; then
 	req --interface 127.0.0.61 "http://127.0.0.1:$AF_PORT/api/v1/resources"
 	is "$STATUS:$(header RateLimit-Remaining)" "200:1" "through the Apache front: Remaining 1 too"
 fi
+
+# ---- 5. a key flood from one address -------------------------------------------
+
+# The store holds state for at most 20 clients per policy; one address
+# minting API keys used to fill it, and every new client after it got 503
+# (or, with on_error = open, passed uncounted). Now an address starts at
+# most new_keys_per_ip new keys per window.
+use_conf flood <<EOF
+[store]
+max_clients = 20
+[client]
+trusted_proxies = 127.0.0.1
+key_secret = 00112233445566778899aabbccddeeff
+
+[policy per_key]
+limit = 5
+window = $WINDOW
+key = ip, header:X-API-Key
+new_keys_per_ip = 4
+EOF
+# flood URL ADDR N: N requests from ADDR, each with a fresh key; prints
+# the statuses.
+flood() {
+	local out= i
+	for i in $(seq 1 "$3"); do
+		req --interface "$2" -H "X-API-Key: flood-$2-$i" "$1"
+		out="$out $STATUS"
+	done
+	printf '%s' "${out# }"
+}
+n=70
+for f in "lighttpd=http://127.0.0.1:$BE_PORT" $FRONTS; do
+	name=${f%%=*}
+	[ "$n" -gt 70 ] && name="$name front"
+	a=127.0.0.$n b=127.0.0.$((n + 1))
+	n=$((n + 2))
+	u=${f#*=}/api/v1/resources
+	is "$(flood "$u" "$a" 12)" "200 200 200 200 $(times 8 429)" \
+	    "$name: 12 fresh keys from $a: 4 admitted, then 429 (new_keys_per_ip = 4)"
+	between "$(header Retry-After)" 1 $WINDOW "$name: ... with Retry-After"
+	is "$(header RateLimit-Limit)" 4 "$name: ... the 429 reports the bound (RateLimit-Limit 4)"
+	req --interface "$a" -H "X-API-Key: flood-$a-1" "$u"
+	is "$STATUS:$(header RateLimit-Remaining)" "200:3" "$name: a key $a already holds goes on (Remaining 3)"
+	req --interface "$b" -H "X-API-Key: newcomer-$b" "$u"
+	is "$STATUS" 200 "$name: a new client from $b with a new key: 200, not locked out"
+done
+nf=$(((n - 70) / 2))
+is "$(sql "$DB" "SELECT count(*) FROM rlg_state WHERE policy = 'per_key'")" $((nf * 5)) \
+    "the store holds 4 keys per flooding address and 1 per newcomer ($((nf * 5)) of max_clients 20)"
+want=
+for i in $(seq 70 2 $((n - 1))); do want="$want 127.0.0.$i=4 127.0.0.$((i + 1))=1"; done
+is "$(sql "$DB" "SELECT group_concat(client || '=' || count, ' ') FROM (SELECT * FROM rlg_state WHERE policy = 'per_key.new_keys' ORDER BY client)")" \
+    "${want# }" "the bound is counted per address, as policy per_key.new_keys"
+grep -q 'event=reject client=127.0.0.70 route=- policy=per_key.new_keys ' "$T/flood.log"
+ok $? "the refusals are logged as rejections by per_key.new_keys"
 
 rlgate_pids_alive "$CUR"
 ok $? "rlgate survived every attempt"
