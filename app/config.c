@@ -1645,6 +1645,22 @@ rlg_new_keys_policy(struct rlg_parse *p, struct rlg_policy *pol,
 			    b->label);
 		return;
 	}
+	/*
+	 * One address may then hold every row the store allows: say so
+	 * (the bound's window may be short, so this is no error).
+	 */
+	if (p->cfg->store.backend == RLG_BACKEND_SQLITE &&
+	    p->cfg->store.max_clients > 0 &&
+	    (pol->new_keys == 0 || pol->new_keys >= p->cfg->store.max_clients)) {
+		rlg_problem(p, b->new_keys_line != 0 ? b->new_keys_line :
+		    b->key_line, "%s new_keys_per_ip: %lld%s lets one "
+		    "address start as many keys as [store] max_clients (%lld) "
+		    "holds, and lock every new client out", b->label,
+		    (long long)pol->new_keys,
+		    pol->new_keys == 0 ? " (no bound)" : "",
+		    (long long)p->cfg->store.max_clients);
+		p->problems[p->nproblems - 1].warning = true;
+	}
 	if (pol->new_keys == 0)
 		return;
 	charge = rlg_xcalloc(1, sizeof *charge);

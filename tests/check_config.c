@@ -2019,12 +2019,15 @@ END_TEST
 START_TEST(test_new_keys_per_ip)
 {
 	struct rlg_config *cfg = rlg_t_ok(
+	    "[store]\nmax_clients = 0\n"
 	    "[client]\nkey_secret = 0123456789abcdef0123\n"
 	    "[policy api]\nkey = header:X-Api-Key\nwindow = 30\nmode = dry_run\n"
 	    "[policy both]\nkey = ip, header:X-Api-Key\nnew_keys_per_ip = 7\n"
 	    "[policy off]\nkey = header:X-Api-Key\nnew_keys_per_ip = 0\n"
 	    "[policy ip]\n");
 	const struct rlg_policy *nk;
+	char *errs;
+	int n;
 
 	ck_assert_uint_eq(cfg->npolicies, 4);
 	nk = cfg->policies[0].new_keys_policy;
@@ -2050,6 +2053,20 @@ START_TEST(test_new_keys_per_ip)
 	    "[policy k]\nkey = header:A\nnew_keys_per_ip = -1\n", 1,
 	    "t.conf:5: [policy k] new_keys_per_ip: must be an integer from 0 "
 	    "to 1000000000 (got \"-1\")\n");
+	/* a bound as large as the store: warned about, on its line */
+	errs = rlg_t_load("[store]\nmax_clients = 50\n"
+	    "[client]\nkey_secret = 0123456789abcdef0123\n"
+	    "[policy k]\nkey = header:A\nnew_keys_per_ip = 50\n"
+	    "[policy z]\nkey = header:A\nnew_keys_per_ip = 0\n", &n, &cfg);
+	ck_assert_int_eq(n, 0);
+	ck_assert_str_eq(errs, "t.conf:7: warning: [policy k] new_keys_per_ip: "
+	    "50 lets one address start as many keys as [store] max_clients "
+	    "(50) holds, and lock every new client out\n"
+	    "t.conf:10: warning: [policy z] new_keys_per_ip: 0 (no bound) "
+	    "lets one address start as many keys as [store] max_clients (50) "
+	    "holds, and lock every new client out\n");
+	rlg_config_free(cfg);
+	free(errs);
 	rlg_t_expect("[policy x.new_keys]\n", 1,
 	    "t.conf:1: bad policy name \"x.new_keys\": names ending in "
 	    "\".new_keys\" are rlgate's own (the bound on new keys of a "
