@@ -19,7 +19,10 @@
  *              trickled connect, redirections and TRYAGAIN on a cluster
  *              end in a store failure "timed out" within a generous
  *              multiple of timeout_ms (connect_timeout_ms added when the
- *              step connects), never after the whole trickle.
+ *              step connects), never after the whole trickle;
+ *   "cache"    the rejection cache in front of any store adds delays to
+ *              now_ms only when the sum fits, so a huge delay from any
+ *              backend never overflows.
  * Timing assertions are loose (3x the deadline, or more); the message
  * ("timed out after N ms") says which path failed.
  */
@@ -619,6 +622,115 @@ START_TEST(test_cluster_tryagain_bounded)
 }
 END_TEST
 
+/* ---- cache -------------------------------------------------------------- */
+
+/*
+ * A store that rejects every request with delay_ms as reset and retry:
+ * whatever any backend could hand the rejection cache.
+ */
+struct fx_stub {
+	struct rlg_store base;
+	int64_t delay_ms;
+	int steps;
+};
+
+static int
+fx_stub_step(struct rlg_store *base, const struct rlg_store_item *items,
+    size_t n, int64_t now_ms, struct rlg_decision *decisions)
+{
+	struct fx_stub *st = (struct fx_stub *)base;
+	size_t i;
+
+	(void)items;
+	(void)now_ms;
+	st->steps++;
+	for (i = 0; i < n; i++) {
+		decisions[i].admitted = false;
+		decisions[i].limit = 5;
+		decisions[i].remaining = 0;
+		decisions[i].reset_ms = st->delay_ms;
+		decisions[i].retry_ms = st->delay_ms;
+	}
+	return RLG_OK;
+}
+
+static int
+fx_stub_prune(struct rlg_store *base, int64_t now_ms, int64_t *deleted)
+{
+	(void)base;
+	(void)now_ms;
+	*deleted = 0;
+	return RLG_OK;
+}
+
+static const char *
+fx_stub_errmsg(const struct rlg_store *base)
+{
+	(void)base;
+	return "stub";
+}
+
+static void
+fx_stub_close(struct rlg_store *base)
+{
+	(void)base;
+}
+
+static const struct rlg_store_ops fx_stub_ops = {
+	.name = "stub",
+	.step = fx_stub_step,
+	.prune = fx_stub_prune,
+	.errmsg = fx_stub_errmsg,
+	.close = fx_stub_close,
+};
+
+/*
+ * now_ms + delay is taken only when it fits: a delay of 2^63 - 1 is
+ * passed on as the store said it and not remembered (it was a signed
+ * overflow, and a negative "until" made the entry useless); the largest
+ * delay that fits is remembered and counted down exactly; a time before
+ * the epoch is not remembered either.
+ */
+START_TEST(test_cache_huge_delay)
+{
+	struct rlg_store_item item = { &fx_policy, "10.0.0.1", false };
+	const struct rlg_store_cache_stats *st;
+	struct fx_stub stub = { { &fx_stub_ops }, INT64_MAX, 0 };
+	struct rlg_decision d;
+	struct rlg_store *c;
+
+	c = rlg_store_cache_wrap(&stub.base, 16);
+	ck_assert_ptr_ne(c, &stub.base);
+	st = rlg_store_cache_stats(c);
+	ck_assert_ptr_nonnull(st);
+
+	ck_assert_int_eq(rlg_store_step(c, &item, 1, FX_T1, &d), RLG_OK);
+	ck_assert(!d.admitted);
+	ck_assert_int_eq(d.retry_ms, INT64_MAX);
+	ck_assert_uint_eq(st->stored, 0);
+	ck_assert_int_eq(rlg_store_step(c, &item, 1, FX_T1 + 1, &d), RLG_OK);
+	ck_assert_int_eq(stub.steps, 2);
+	ck_assert_uint_eq(st->hits, 0);
+
+	/* The largest delay that fits: remembered, counted down. */
+	stub.delay_ms = INT64_MAX - FX_T1;
+	ck_assert_int_eq(rlg_store_step(c, &item, 1, FX_T1, &d), RLG_OK);
+	ck_assert_uint_eq(st->stored, 1);
+	ck_assert_int_eq(rlg_store_step(c, &item, 1, FX_T1 + 7, &d), RLG_OK);
+	ck_assert_int_eq(stub.steps, 3);
+	ck_assert_uint_eq(st->hits, 1);
+	ck_assert_int_eq(d.retry_ms, INT64_MAX - FX_T1 - 7);
+	ck_assert_int_eq(d.reset_ms, INT64_MAX - FX_T1 - 7);
+
+	/* Before the epoch: answered by the store, not remembered. */
+	item.client = "10.0.0.2";
+	stub.delay_ms = 1000;
+	ck_assert_int_eq(rlg_store_step(c, &item, 1, -5000, &d), RLG_OK);
+	ck_assert_uint_eq(st->stored, 1);
+	rlg_store_close(c);
+}
+END_TEST
+
 /* A connection the fake closed must fail a write, not kill the runner. */
 static void
 fx_setup(void)
@@ -657,5 +769,8 @@ rlg_redis_faults_suite(void)
 	tcase_add_test(tc, test_cluster_tryagain_bounded);
 	suite_add_tcase(s, tc);
 
+	tc = tcase_create("cache");
+	tcase_add_test(tc, test_cache_huge_delay);
+	suite_add_tcase(s, tc);
 	return s;
 }
