@@ -48,7 +48,8 @@
  * SELECT and ASKING say OK; CLUSTER SLOTS, MOVED and ASK name slots,
  * ports and host names (or addresses) that can be. No array of more than
  * RD_ARRAY_MAX elements is allocated and no reply of more than
- * RD_REPLY_BYTES_MAX bytes read. Text from the server that goes into a
+ * RD_REPLY_BYTES_MAX bytes read; bytes beyond the replies a command asked
+ * for (which the next command would take for its own) fail it too. Text from the server that goes into a
  * message (an error reply) is cut to 200 bytes, control bytes shown as
  * '?'.
  *
@@ -1012,6 +1013,13 @@ rd_exchange(struct rd_store *s, struct rd_node *node, const char *what,
 			    node->name, what, reader->errstr);
 			goto fail;
 		}
+	}
+	/* More than was asked for: the next command would read it. */
+	if (reader->pos < reader->len) {
+		rd_seterr(s, "%s: %s: %zu bytes more than %zu repl%s",
+		    node->name, what, reader->len - reader->pos, nreplies,
+		    nreplies == 1 ? "y" : "ies");
+		goto fail;
 	}
 	return 0;
 

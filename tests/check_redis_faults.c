@@ -12,8 +12,8 @@
  *              naming the server, the field and the value), never a
  *              decision; under the sanitizer build nothing overflows on
  *              the way (the rejection cache included); SCRIPT LOAD's and
- *              PING's replies, a reply too large to hold, a slot map with
- *              a bad host;
+ *              PING's replies, a reply too large to hold, more replies
+ *              than asked for, a slot map with a bad host;
  *   "deadline" timeout_ms is one deadline for all of a step's commands: a
  *              reply trickled one byte at a time, a silent server, a
  *              trickled connect, redirections and TRYAGAIN on a cluster
@@ -467,6 +467,30 @@ START_TEST(test_reply_too_large)
 }
 END_TEST
 
+/*
+ * Two replies to one EVALSHA: the first is well formed, but the second
+ * would be taken by the next step for its own (another client's
+ * decision): the connection is out of step and the step fails.
+ */
+START_TEST(test_reply_extra)
+{
+	struct rlg_store_item item = { &fx_policy, "10.0.0.1", false };
+	struct rlg_decision d;
+	struct rlg_store *s;
+	struct fx f;
+	int rc;
+
+	fx_start(&f, "extra-reply", 0);
+	s = fx_open(&f, false, 2000, 2000, 0, &rc);
+	ck_assert_msg(rc == RLG_OK, "%s", rlg_store_errmsg(s));
+	rc = rlg_store_step(s, &item, 1, FX_T1, &d);
+	ck_assert_int_eq(rc, RLG_ESTORE);
+	fx_expect(s, &f, "EVALSHA", "bytes more than 1 reply");
+	rlg_store_close(s);
+	fx_stop(&f);
+}
+END_TEST
+
 /* A slot map whose master's host holds a control byte is refused whole. */
 START_TEST(test_cluster_slots_checked)
 {
@@ -756,6 +780,7 @@ rlg_redis_faults_suite(void)
 	tcase_add_test(tc, test_script_load_changes);
 	tcase_add_test(tc, test_ping_checked);
 	tcase_add_loop_test(tc, test_reply_too_large, 0, 2);
+	tcase_add_test(tc, test_reply_extra);
 	tcase_add_test(tc, test_cluster_slots_checked);
 	suite_add_tcase(s, tc);
 

@@ -68,6 +68,7 @@ enum fr_mode {
 	FR_TYPE_STRING,         /* retry_ms as a bulk string */
 	FR_TYPE_NESTED,         /* retry_ms as an array */
 	FR_ARITY_SHORT,         /* one integer short */
+	FR_EXTRA_REPLY,         /* EVALSHA answered twice */
 	FR_TRICKLE,             /* EVALSHA's reply one byte every N ms */
 	FR_TRICKLE_ALL,         /* every reply so, PING and SCRIPT LOAD too */
 	FR_SILENT,              /* EVALSHA never answered */
@@ -108,6 +109,7 @@ static const struct {
 	{ "type-string", FR_TYPE_STRING },
 	{ "type-nested", FR_TYPE_NESTED },
 	{ "arity-short", FR_ARITY_SHORT },
+	{ "extra-reply", FR_EXTRA_REPLY },
 	{ "trickle", FR_TRICKLE },
 	{ "trickle-all", FR_TRICKLE_ALL },
 	{ "silent", FR_SILENT },
@@ -522,6 +524,8 @@ fr_command(struct fr_conn *c, int argc, const char **argv,
 			return;
 		}
 		fr_evalsha(c, argc, argv, argvlen);
+		if (mode == FR_EXTRA_REPLY)
+			fr_evalsha(c, argc, argv, argvlen);
 	} else {
 		fr_putf(c, all, "-ERR unknown command '%.*s'\r\n",
 		    (int)(argvlen[0] > 32 ? 32 : argvlen[0]), argv[0]);
