@@ -60,7 +60,7 @@
 struct fx {
 	pid_t pid;
 	int port;
-	char dir[64];
+	char dir[64];              /* where it writes its port, until read */
 	char url[64];
 };
 
@@ -153,13 +153,17 @@ fx_start(struct fx *f, const char *mode, int trickle_ms)
 	ck_assert_int_eq(fscanf(pf, "%d", &f->port), 1);
 	fclose(pf);
 	snprintf(f->url, sizeof f->url, "redis://127.0.0.1:%d", f->port);
+	/* Read: gone now, so a failing test leaves nothing behind. */
+	(void)unlink(portf);
+	(void)unlink(pidf);
+	(void)rmdir(f->dir);
+	f->dir[0] = '\0';
 }
 
-/* SIGTERM, a bounded wait, SIGKILL; the directory removed. */
+/* SIGTERM, a bounded wait, SIGKILL. */
 static void
 fx_stop(struct fx *f)
 {
-	char path[96];
 	int64_t t0;
 
 	if (f->pid > 0) {
@@ -174,14 +178,6 @@ fx_stop(struct fx *f)
 			fx_sleep_ms(5);
 		}
 		f->pid = 0;
-	}
-	if (f->dir[0] != '\0') {
-		snprintf(path, sizeof path, "%s/port", f->dir);
-		(void)unlink(path);
-		snprintf(path, sizeof path, "%s/pid", f->dir);
-		(void)unlink(path);
-		(void)rmdir(f->dir);
-		f->dir[0] = '\0';
 	}
 }
 
