@@ -263,6 +263,8 @@ static void rlg_set_timeout(struct rlg_parse *p, const struct rlg_key *k,
 static void rlg_set_clock(struct rlg_parse *p, const struct rlg_key *k,
     const char *value);
 static char *rlg_url_masked(const char *url);
+static bool rlg_url_param_name(const char *s, size_t len);
+static bool rlg_url_word(const char *s, size_t len, const char *word);
 static int rlg_url_unix(struct rlg_store_config *sc, const char *rest,
     char *why, size_t size);
 static int rlg_url_tcp(struct rlg_store_config *sc, const char *rest,
@@ -574,7 +576,7 @@ const char *
 rlg_store_describe(const struct rlg_store_config *sc, char *buf, size_t size)
 {
 	const char *host;
-	char db[24] = "";
+	char db[24] = "", *unix_url, *shown;
 	size_t len, i;
 	int port;
 
@@ -584,9 +586,16 @@ rlg_store_describe(const struct rlg_store_config *sc, char *buf, size_t size)
 		return buf;
 	}
 	if (sc->redis_socket != NULL) {
+		/* A path may hold what looks like a secret: masked alike. */
 		if (sc->redis_db != 0)
 			snprintf(db, sizeof db, "?db=%d", sc->redis_db);
-		snprintf(buf, size, "redis unix:%s%s", sc->redis_socket, db);
+		len = strlen(sc->redis_socket) + 6;
+		unix_url = rlg_xmalloc(len);
+		snprintf(unix_url, len, "unix:%s", sc->redis_socket);
+		shown = rlg_url_masked(unix_url);
+		snprintf(buf, size, "redis %s%s", shown, db);
+		free(shown);
+		free(unix_url);
 		return buf;
 	}
 	if (sc->redis_host == NULL) {
@@ -919,39 +928,93 @@ rlg_url_number(const char *s, size_t len, long long max, long long *out)
 }
 
 /*
- * url for a message, with the password masked: "redis://u:***@h" and
- * "unix:/p?password=***". A new string.
+ * url for a message, whatever its shape, valid or not, with every part
+ * that may be a secret replaced by three stars: the userinfo, up to the
+ * last '@' (where rlg_url_tcp ends it), from after "SCHEME://", else
+ * after "unix:", else from the start ("redis://<stars>@h"); and in a
+ * query, from the first '?' or '&', every value but db's and every item
+ * that is no NAME=VALUE ("unix:/p?password=<stars>&db=1"). A new string.
  */
 static char *
 rlg_url_masked(const char *url)
 {
-	const char *at, *colon, *pw, *end;
-	size_t n, size;
+	size_t len = strlen(url), i, from, at, q, item, end, eq, out;
+	bool *hide, dbl = false;
 	char *s;
 
-	if (strncmp(url, "redis://", 8) == 0 || strncmp(url, "rediss://", 9) ==
-	    0) {
-		at = strrchr(url, '@');
-		colon = at != NULL ? memchr(url + 8, ':', (size_t)(at - url -
-		    8)) : NULL;
-		if (colon == NULL)
-			return rlg_xstrdup(url);
-		n = (size_t)(colon + 1 - url);
-		size = n + 3 + strlen(at) + 1;
-		s = rlg_xmalloc(size);
-		snprintf(s, size, "%.*s***%s", (int)n, url, at);
-		return s;
+	hide = rlg_xcalloc(len + 1, sizeof *hide);
+	/* The scheme, if any: a letter, then letters, digits, + - . */
+	for (i = 0; i < len && (isalpha((unsigned char)url[i]) || (i > 0 &&
+	    (isdigit((unsigned char)url[i]) || url[i] == '+' ||
+	    url[i] == '-' || url[i] == '.'))); i++)
+		;
+	from = 0;
+	if (i > 0 && i < len && url[i] == ':') {
+		dbl = strncmp(url + i, "://", 3) == 0;
+		if (dbl)
+			from = i + 3;
+		else if (rlg_url_word(url, i, "unix"))
+			from = i + 1;
 	}
-	pw = strstr(url, "password=");
-	if (pw == NULL || (pw[-1] != '?' && pw[-1] != '&'))
-		return rlg_xstrdup(url);
-	pw += 9;
-	end = pw + strcspn(pw, "&");
-	n = (size_t)(pw - url);
-	size = n + 3 + strlen(end) + 1;
-	s = rlg_xmalloc(size);
-	snprintf(s, size, "%.*s***%s", (int)n, url, end);
+	/* The userinfo: a '@' ends it; with "//" the last one anywhere. */
+	q = from + strcspn(url + from, "?&");
+	for (at = dbl ? len : q; at > from && url[at - 1] != '@'; at--)
+		;
+	for (i = from; at > from && i < at - 1; i++)
+		hide[i] = true;
+	/* The query: each item NAME=VALUE, '&' between them. */
+	for (item = q; item < len; item = end) {
+		item++;
+		end = item + strcspn(url + item, "&");
+		eq = item + strcspn(url + item, "=");
+		if (eq < end && rlg_url_param_name(url + item, eq - item)) {
+			if (rlg_url_word(url + item, eq - item, "db"))
+				continue;
+			for (i = eq + 1; i < end; i++)
+				hide[i] = true;
+		} else if (eq < end || !(rlg_url_word(url + item, end - item,
+		    "db") || rlg_url_word(url + item, end - item,
+		    "password") || rlg_url_word(url + item, end - item,
+		    "user"))) {
+			/* Not NAME=VALUE: a piece of a value, maybe. */
+			for (i = item; i < end; i++)
+				hide[i] = true;
+		}
+	}
+	/* Each run of hidden bytes becomes one "***". */
+	s = rlg_xmalloc(3 * len + 1);
+	for (i = 0, out = 0; i < len; i++) {
+		if (!hide[i])
+			s[out++] = url[i];
+		else if (i == 0 || !hide[i - 1]) {
+			memcpy(s + out, "***", 3);
+			out += 3;
+		}
+	}
+	s[out] = '\0';
+	free(hide);
 	return s;
+}
+
+/* Whether s[0..len) is word. */
+static bool
+rlg_url_word(const char *s, size_t len, const char *word)
+{
+	return len == strlen(word) && memcmp(s, word, len) == 0;
+}
+
+/* A query parameter's name: 1 to 32 of A-Z a-z 0-9 _ -. */
+static bool
+rlg_url_param_name(const char *s, size_t len)
+{
+	size_t i;
+
+	if (len == 0 || len > 32)
+		return false;
+	for (i = 0; i < len; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '-')
+			return false;
+	return true;
 }
 
 /* Frees the redis_* strings and seeds of sc and sets them to NULL. */

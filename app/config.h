@@ -115,8 +115,10 @@ struct rlg_store_config {
 	bool redis_cluster;
 	struct rlg_redis_seed *redis_seeds;
 	size_t redis_nseeds;       /* < RLG_REDIS_SEEDS_MAX */
-	int connect_timeout_ms;    /* connect (TCP or socket); 0: the default */
-	int timeout_ms;            /* each command; 0: the default */
+	int connect_timeout_ms;    /* the connects of a step, together (TCP or
+	                              socket); 0: the default */
+	int timeout_ms;            /* the commands of a step: one deadline;
+	                              0: the default */
 	enum rlg_store_clock clock;
 	/* SQLite only: commits. */
 	enum rlg_sync synchronous;     /* PRAGMA synchronous */
@@ -202,7 +204,8 @@ struct rlg_config {
 #define RLG_DEFAULT_REJECTION_CACHE 4096
 #define RLG_REJECTION_CACHE_MAX 1048576
 #define RLG_DEFAULT_REDIS_PORT 6379
-#define RLG_DEFAULT_REDIS_TIMEOUT_MS 500      /* connect and each command */
+#define RLG_DEFAULT_REDIS_TIMEOUT_MS 500      /* a request's connects, and
+                                                 its commands */
 #define RLG_REDIS_TIMEOUT_MS_MAX 60000
 #define RLG_REDIS_DB_MAX 2147483647
 #define RLG_REDIS_SEEDS_MAX 32                /* HOST:PORT in one url */

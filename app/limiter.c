@@ -112,6 +112,53 @@ ceil_div(i128 num, int64_t den)
 	return (int64_t)((num + den - 1) / den);
 }
 
+/*
+ * The bounds of limiter.h, derived from the algorithms below (each
+ * clamps stored times to RLG_TIME_MS_MAX, so skew = RLG_TIME_MS_MAX -
+ * now bounds how far ahead a stored state can be):
+ *   fixed_window: reset_ms = retry_ms = end - now with now moved up to
+ *     the stored window's start when that is later: 1..W.
+ *   sliding_window: reset_ms = start + 2W - now_ms; retry_ms <= W + 1 +
+ *     (start - now_ms); start is the stored start when that is later.
+ *   sliding_log: newest + W - now_ms and oldest + W - now_ms, the entries
+ *     clamped: <= W + skew.
+ *   token_bucket: admitted, ceil(tat_new / 1000) - now_ms with tat_new <=
+ *     now + tau + T: <= ceil((tau + T) / 1000). Rejected, ceil((tat - tau
+ *     - now) / 1000) where a tat that rlgate stored is at most (a time <=
+ *     RLG_TIME_MS_MAX) + tau' + T' of whatever policy stored it: tau' <=
+ *     RLG_GCRA_TAU_MAX_US, T' <= RLG_WINDOW_S_MAX seconds.
+ * remaining: see each algorithm's "the k-th further request" comment.
+ */
+int
+rlg_limiter_bounds(const struct rlg_policy *policy, int64_t now_ms,
+    struct rlg_limiter_bounds *b)
+{
+	int64_t skew;
+
+	if (!policy_ok(policy, policy->algorithm) ||
+	    rlg_algorithm_name(policy->algorithm) == NULL)
+		return RLG_EINVAL;
+	skew = RLG_TIME_MS_MAX - rlg_limiter_clamp_time(now_ms);
+	b->remaining_max = policy->limit - 1;
+	switch (policy->algorithm) {
+	case RLG_ALG_FIXED_WINDOW:
+		b->delay_max = policy->window_ms;
+		break;
+	case RLG_ALG_SLIDING_WINDOW:
+		b->delay_max = 2 * policy->window_ms + skew;
+		break;
+	case RLG_ALG_SLIDING_LOG:
+		b->delay_max = policy->window_ms + skew;
+		break;
+	case RLG_ALG_TOKEN_BUCKET:
+		b->remaining_max = policy->burst - 1;
+		b->delay_max = RLG_GCRA_TAU_MAX_US / 1000 +
+		    RLG_WINDOW_S_MAX * 1000 + skew;
+		break;
+	}
+	return RLG_OK;
+}
+
 const char *
 rlg_algorithm_name(enum rlg_algorithm a)
 {

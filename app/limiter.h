@@ -184,6 +184,35 @@ int rlg_limiter_sliding_log(const struct rlg_policy *policy,
 int64_t rlg_limiter_clamp_time(int64_t t_ms);
 
 /*
+ * What a step of a policy can answer, for a store whose limiter runs
+ * elsewhere (Redis runs db/redis/step.lua) and whose answers must be held
+ * to what this one can produce:
+ *   remaining_max: an admitted request's remaining is 0..remaining_max
+ *     (token_bucket: burst - 1, the others: limit - 1); a rejected one's
+ *     is 0;
+ *   delay_max: reset_ms, and a rejected request's retry_ms, are
+ *     1..delay_max (an admitted request's retry_ms is 0).
+ * delay_max holds for any state that rlgate stored at any time in
+ * [0, RLG_TIME_MS_MAX], under any policy (a state outlives a change of the
+ * config). fixed_window: window_ms, always. The others: their longest
+ * delay on one clock (sliding_window two windows, sliding_log one,
+ * token_bucket the largest tolerance plus the longest emission interval,
+ * 1e15 ms + one year, since a tat_us stored under another policy
+ * survives) plus RLG_TIME_MS_MAX - now_ms, because a state stored by a
+ * clock ahead of now_ms (another gateway's, or this one's before a step
+ * back) counts from its own time. now_ms is clamped as the algorithms
+ * clamp it, so now_ms + delay_max never overflows. RLG_OK, or RLG_EINVAL
+ * for a policy the limiter refuses.
+ */
+struct rlg_limiter_bounds {
+	int64_t remaining_max;
+	int64_t delay_max;
+};
+
+int rlg_limiter_bounds(const struct rlg_policy *policy, int64_t now_ms,
+    struct rlg_limiter_bounds *b);
+
+/*
  * Names for the config and logs: "fixed_window", "sliding_window",
  * "token_bucket", "sliding_log". NULL if unknown.
  */

@@ -243,6 +243,8 @@ rlg_response_seconds(int64_t ms)
 	if (ms <= 0)
 		return 1;
 	s = ms / 1000 + (ms % 1000 != 0);
+	if (s > RLG_RESPONSE_SECONDS_MAX)
+		return RLG_RESPONSE_SECONDS_MAX;
 	return s < 1 ? 1 : s;
 }
 

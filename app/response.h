@@ -78,7 +78,18 @@ int rlg_response_write(const struct rlg_answer *a, rlg_write_fn write,
  */
 int rlg_response_format(const struct rlg_answer *a, char *buf, size_t len);
 
-/* Whole seconds for a header from a duration in ms: rounded up, at least 1. */
+/*
+ * The most seconds a header says: 2^31 (68 years), the value RFC 9111
+ * (1.2.2) tells a recipient to take for any larger delta-seconds, so a
+ * duration no limiter gives (a store that was lied to) never becomes a
+ * header a client cannot parse or would wait on forever.
+ */
+#define RLG_RESPONSE_SECONDS_MAX 2147483648LL
+
+/*
+ * Whole seconds for a header from a duration in ms: rounded up, at least
+ * 1, at most RLG_RESPONSE_SECONDS_MAX.
+ */
 int64_t rlg_response_seconds(int64_t ms);
 
 /*

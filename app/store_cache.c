@@ -27,7 +27,11 @@
  * thread, so no locks), direct-mapped by a seeded FNV-1a hash of the key;
  * a new entry overwrites whatever held its slot. Keys longer than
  * RLG_CACHE_KEY_MAX and steps of more than RLG_CACHE_ITEMS_MAX items are
- * not cached. Nothing is allocated per request.
+ * not cached. Nothing is allocated per request. Instants are now_ms plus
+ * a delay, taken only when now_ms >= 0 and the sum fits an int64_t: a
+ * delay no limiter gives (a store that was lied to) is passed on as the
+ * store said it and not remembered, and every difference taken on a hit
+ * (two instants >= 0) fits too.
  *
  * What it changes: a client reset by hand in the database (DELETE FROM
  * rlg_state) stays rejected by a worker that cached it until its retry
@@ -162,14 +166,21 @@ cache_step(struct rlg_store *base, const struct rlg_store_item *items,
 	rc = rlg_store_step(c->inner, items, n, now_ms, decisions);
 	if (rc != RLG_OK || keylen == 0)
 		return rc;
-	/* Cacheable: every key item rejected by the store, none advisory. */
+	/*
+	 * Cacheable: every key item rejected by the store, none advisory,
+	 * and every instant now_ms + delay representable (see the top).
+	 */
+	if (now_ms < 0)
+		return rc;
 	until = INT64_MAX;
 	for (i = 0; i < n; i++) {
 		if (items[i].if_new)
 			continue;
 		if (decisions[i].admitted || items[i].advisory ||
 		    decisions[i].retry_ms <= 0 || decisions[i].reset_ms <= 0 ||
-		    decisions[i].remaining != 0)
+		    decisions[i].remaining != 0 ||
+		    decisions[i].retry_ms > INT64_MAX - now_ms ||
+		    decisions[i].reset_ms > INT64_MAX - now_ms)
 			return rc;
 		if (now_ms + decisions[i].retry_ms < until)
 			until = now_ms + decisions[i].retry_ms;

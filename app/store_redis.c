@@ -35,14 +35,51 @@
  * SHA1; a NOSCRIPT reply (SCRIPT FLUSH, a failover to a server that lacks
  * it) loads it again on that server and retries once.
  *
+ * Distrust: every value of every reply is checked before it is used, and
+ * anything else than what a Redis running this script can say is a
+ * store failure, never a decision. The step's reply is an array of
+ * exactly 1 + 5n integers; now_ms is a time the limiter can use (0 to
+ * RLG_TIME_MS_MAX); per item, admitted is 0 or 1, limit is the policy's,
+ * remaining, reset_ms and retry_ms lie within rlg_limiter_bounds (the
+ * most the algorithms give for that policy at that now_ms, from any state
+ * rlgate can have stored), retry_ms is 0 when admitted and reset_ms
+ * equals retry_ms when rejected, as limiter.h promises. SCRIPT LOAD gives
+ * 40 lowercase hex digits, the same for every load; PING says PONG, AUTH,
+ * SELECT and ASKING say OK; CLUSTER SLOTS, MOVED and ASK name slots,
+ * ports and host names (or addresses) that can be. No array of more than
+ * RD_ARRAY_MAX elements is allocated and no reply of more than
+ * RD_REPLY_BYTES_MAX bytes read; bytes beyond the replies a command asked
+ * for (which the next command would take for its own) fail it too. Text from the server that goes into a
+ * message (an error reply) is cut to 200 bytes, control bytes shown as
+ * '?'.
+ *
+ * Deadline: [store] timeout_ms is one deadline for the commands of a step
+ * (or of an open): every write and every byte of every reply, the
+ * reload after NOSCRIPT, the redirections and TRYAGAIN waits of a
+ * cluster, a refresh of the slot map, must be done timeout_ms after the
+ * step began, or the step fails ("timed out after N ms"). Connects have
+ * their own budget: connect_timeout_ms for all the connects of the step
+ * together, the handshake after each (PING or AUTH, SELECT, SCRIPT LOAD)
+ * counting as commands; the time spent connecting does not eat into
+ * timeout_ms. So a step waits at most connect_timeout_ms + timeout_ms for
+ * Redis, whatever the servers do (a name to resolve aside: getaddrinfo
+ * has no timeout). hiredis is used to connect and to parse replies;
+ * rlgate writes with send(MSG_DONTWAIT | MSG_NOSIGNAL) and reads with
+ * poll() against the deadline, since hiredis' own timeout (SO_RCVTIMEO)
+ * applies to each read: a server that trickled its reply one byte at a
+ * time could hold a request for as long as it liked.
+ *
  * Failures: any error (connect, AUTH, SELECT, timeout, a closed
- * connection, an error reply, a malformed reply) fails the step with
+ * connection, an error reply, a reply out of range) fails the step with
  * RLG_ESTORE and an errmsg naming the server and the cause, and drops the
  * connection: a connection in an unknown state (a reply may still be on
- * its way) is never reused. The next connect to that server waits for a
- * backoff, 100 ms doubling to 5 s and reset by the next step that
- * succeeds there; until then steps that need it fail at once without
- * touching the network, so a dead Redis costs the gateway no timeouts.
+ * its way) is never reused. (A step that runs out of time before it sends
+ * anything to a server, its deadline spent on another, fails without
+ * blaming that server: its connection stays and no backoff starts.) The
+ * next connect to a server that failed waits for a backoff, 100 ms
+ * doubling to 5 s and reset by the next step that succeeds there; until
+ * then steps that need it fail at once without touching the network, so
+ * a dead Redis costs the gateway no timeouts.
  * One line is logged when a server is lost and one when it answers
  * again. Backoffs follow the monotonic clock, not the caller's now_ms
  * (which the tests fix, and which may step).
@@ -106,21 +143,22 @@
  * of one slot is one round trip; of G slots, G when rejected in step 2
  * or 3, else (admitted, or a race lost in step 4) up to 2G - 1.
  *
- * Per request nothing is allocated but hiredis' own command buffer and
- * reply: the EVALSHA arguments are built in buffers of the handle, which
- * grow to the largest request seen (a refresh of the slot map allocates).
- *
- * hiredis writes with write(2): a process that uses this store must
- * ignore SIGPIPE (server.c does), or a connection that Redis closed could
- * kill it.
+ * Per request nothing is allocated but hiredis' reply: the EVALSHA
+ * arguments and the command's bytes are built in buffers of the handle,
+ * which grow to the largest request seen (a refresh of the slot map
+ * allocates).
  */
 #include <assert.h>
 #include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
 
@@ -159,6 +197,24 @@ extern const char rlg_redis_script_lua[];
 #define RD_NODES_MAX 2048
 /* The probe of a check (see the top): two items of fixed_window, limit 1. */
 #define RD_PROBE_ITEMS 2
+/*
+ * The largest array a reply may hold (a step's: 1 + 5 x 34 items; CLUSTER
+ * SLOTS: one entry per slot range, at most 16384), and the most bytes of
+ * one command's replies (a slot map of 16384 ranges with replicas).
+ */
+#define RD_ARRAY_MAX 65536
+#define RD_REPLY_BYTES_MAX (16 << 20)
+/* Bytes read from the socket at once. */
+#define RD_READ_CHUNK 16384
+/* A server's text in a message: at most this many bytes, and a NUL. */
+#define RD_SAID 201
+
+/* The element count of hiredis' createArray: int before 1.0. */
+#if HIREDIS_MAJOR >= 1
+typedef size_t rd_nelem;
+#else
+typedef int rd_nelem;
+#endif
 
 /*
  * One Redis server: where it is, the connection to it, its health. The
@@ -190,11 +246,25 @@ struct rd_store {
 	char *user;                   /* ACL user, or NULL */
 	char *password;               /* AUTH, or NULL; never logged */
 	int db;                       /* SELECT when not 0 */
-	int connect_timeout_ms;
-	int timeout_ms;               /* each command */
+	int connect_timeout_ms;       /* all the connects of one step */
+	int timeout_ms;               /* all the commands of one step */
 	bool local_clock;             /* clock = local: pass the caller's now */
 	char name[320];               /* "redis HOST:PORT[/DB]", the store */
-	char sha[41];                 /* the script's SHA1 (SCRIPT LOAD) */
+	char sha[41];                 /* the script's SHA1 (SCRIPT LOAD); ""
+	                                 until the first load */
+	/*
+	 * The budgets of the step (or open) under way, on the monotonic
+	 * clock (see the top): its commands are done by deadline_ms, its
+	 * connects may take connect_left_ms more. late: the last failure
+	 * came before anything was sent to that server (out of time).
+	 */
+	int64_t deadline_ms;
+	int64_t connect_left_ms;
+	bool late;
+	/* The bytes of the commands to send (RESP), grown, never shrunk. */
+	char *out;
+	size_t outlen;
+	size_t outcap;
 
 	/*
 	 * The servers: the single one (nnodes == 1), or the cluster's known
@@ -258,6 +328,7 @@ static int rd_prune(struct rlg_store *base, int64_t now_ms,
 static const char *rd_errmsg(const struct rlg_store *base);
 static void rd_close(struct rlg_store *base);
 
+static void rd_budget(struct rd_store *s);
 static int rd_check_items(struct rd_store *s,
     const struct rlg_store_item *items, size_t n,
     const struct rlg_decision *decisions, int64_t now_ms);
@@ -266,15 +337,34 @@ static size_t rd_node_add(struct rd_store *s, const char *host, int port,
 static void rd_node_name(struct rd_store *s, struct rd_node *node);
 static int rd_ready(struct rd_store *s, size_t ni);
 static int rd_connect(struct rd_store *s, struct rd_node *node);
+static int rd_command(struct rd_store *s, struct rd_node *node,
+    const char *what, int argc, const char *const *argv,
+    const size_t *argvlen, redisReply **out);
 static int rd_command_ok(struct rd_store *s, struct rd_node *node,
-    redisReply *reply, const char *what);
+    redisReply *reply, const char *what, const char *want);
 static int rd_load_script(struct rd_store *s, struct rd_node *node);
+static void rd_format(struct rd_store *s, int argc,
+    const char *const *argv, const size_t *argvlen);
+static int rd_exchange(struct rd_store *s, struct rd_node *node,
+    const char *what, size_t nreplies, redisReply **replies);
+static int rd_wait(struct rd_store *s, int fd, short events);
+static void rd_timed_out(struct rd_store *s, const struct rd_node *node,
+    const char *what);
+static void *rd_create_array(const redisReadTask *task, rd_nelem elements);
+static void rd_fn_setup(void);
+static void rd_reader_init(void);
+static const char *rd_said(const char *str, size_t len, char *buf);
+static bool rd_host_ok(const char *host, size_t len);
 static int rd_build(struct rd_store *s, const struct rlg_store_item *items,
     const size_t *idx, size_t m, bool probe, int64_t now_ms);
 static char *rd_put(char *at, const char *s, size_t len);
 static int rd_decisions(struct rd_store *s, const struct rd_node *node,
-    const redisReply *reply, size_t nreply, const size_t *idx, size_t m,
+    const redisReply *reply, const struct rlg_store_item *items,
+    size_t nreply, const size_t *idx, size_t m,
     struct rlg_decision *decisions);
+static int rd_field(struct rd_store *s, const struct rd_node *node,
+    const redisReply *const *e, size_t k, const struct rlg_policy *p,
+    int64_t lo, int64_t hi);
 static bool rd_error_is(const redisReply *reply, const char *word);
 static void rd_node_ok(struct rd_store *s, size_t ni);
 static int rd_failed(struct rd_store *s, size_t ni);
@@ -291,6 +381,8 @@ static int rd_cluster_step(struct rd_store *s,
     const struct rlg_store_item *items, size_t n, int64_t now_ms,
     struct rlg_decision *decisions);
 static void rd_grow_charges(struct rd_store *s, size_t n);
+static bool rd_skipped(const redisReply *const *e, size_t k,
+    const struct rlg_policy *p);
 static int rd_cluster_exists(struct rd_store *s,
     const struct rlg_store_item *item);
 static int rd_cluster_groups(struct rd_store *s,
@@ -306,7 +398,8 @@ static int rd_cluster_exec(struct rd_store *s, unsigned slot, int argc,
 static redisReply *rd_exec_on(struct rd_store *s, size_t ni, bool asking,
     int argc);
 static int rd_redirect(struct rd_store *s, size_t ni,
-    const redisReply *reply, unsigned *slotp, size_t *target);
+    const redisReply *reply, unsigned want, unsigned *slotp,
+    size_t *target);
 static int rd_map_ready(struct rd_store *s);
 static int rd_refresh(struct rd_store *s);
 static int rd_slots_apply(struct rd_store *s, size_t ni,
@@ -314,6 +407,17 @@ static int rd_slots_apply(struct rd_store *s, size_t ni,
 static void rd_compact(struct rd_store *s);
 static unsigned rd_slot(const char *client);
 static void rd_sleep_ms(int64_t ms);
+
+/*
+ * hiredis' reply functions with one change: an array of more than
+ * RD_ARRAY_MAX elements is refused (the reader fails: rd_exchange says
+ * why) before it is allocated. Set up once for every thread.
+ */
+static redisReplyObjectFunctions rd_fn;
+static redisReplyObjectFunctions rd_default_fn;
+static pthread_once_t rd_fn_once = PTHREAD_ONCE_INIT;
+/* The size of the array refused last in this thread, or 0. */
+static _Thread_local long long rd_refused_array;
 
 const struct rlg_store_ops rlg_store_redis_ops = {
 	.name = "redis",
@@ -351,6 +455,7 @@ rd_open(const struct rlg_store_config *cfg, struct rlg_store **out)
 	rlg_store_describe(&named, s->name, sizeof s->name);
 	snprintf(s->errmsg, sizeof s->errmsg, "no error");
 	*out = &s->base;
+	rd_budget(s);
 	if (cfg->redis_host == NULL && cfg->redis_socket == NULL) {
 		rd_seterr(s, "redis: no [store] url configured");
 		return RLG_ESTORE;
@@ -395,25 +500,24 @@ rd_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
 		return rc;
 	if (s->nnodes == 0)
 		return RLG_ESTORE;      /* no url: errmsg says so since open */
+	rd_budget(s);
 	if (s->cluster)
 		return rd_cluster_step(s, items, n, now_ms, decisions);
 	if (rd_ready(s, 0) != 0)
 		return RLG_ESTORE;
 	argc = rd_build(s, items, NULL, n, false, now_ms);
-	reply = redisCommandArgv(s->nodes[0].c, argc, s->argv, s->argvlen);
+	reply = rd_exec_on(s, 0, false, argc);
 	if (reply != NULL && rd_error_is(reply, "NOSCRIPT")) {
 		/* Flushed or failed over: load it again, retry once. */
 		freeReplyObject(reply);
 		if (rd_load_script(s, &s->nodes[0]) != 0)
 			return rd_failed(s, 0);
-		reply = redisCommandArgv(s->nodes[0].c, argc, s->argv,
-		    s->argvlen);
+		reply = rd_exec_on(s, 0, false, argc);
 	}
-	if (reply == NULL) {
-		rd_io_error(s, &s->nodes[0], "EVALSHA");
+	if (reply == NULL)
 		return rd_failed(s, 0);
-	}
-	rc = rd_decisions(s, &s->nodes[0], reply, n, NULL, n, decisions);
+	rc = rd_decisions(s, &s->nodes[0], reply, items, n, NULL, n,
+	    decisions);
 	freeReplyObject(reply);
 	if (rc != 0)
 		return rd_failed(s, 0);
@@ -463,6 +567,7 @@ rd_close(struct rlg_store *base)
 	free(s->argv);
 	free(s->argvlen);
 	free(s->text);
+	free(s->out);
 	free(s->item_slot);
 	free(s->order);
 	free(s->gstart);
@@ -471,6 +576,18 @@ rd_close(struct rlg_store *base)
 	free(s->cmap);
 	free(s->cdec);
 	free(s);
+}
+
+/*
+ * A step (or an open) begins: timeout_ms for its commands, from now, and
+ * connect_timeout_ms for its connects (see the top).
+ */
+static void
+rd_budget(struct rd_store *s)
+{
+	s->deadline_ms = rd_mono_ms() + s->timeout_ms;
+	s->connect_left_ms = s->connect_timeout_ms;
+	s->late = false;
 }
 
 /*
@@ -616,21 +733,39 @@ rd_ready(struct rd_store *s, size_t ni)
 }
 
 /*
- * Connects, sets the command timeout, AUTH, SELECT and loads the script.
- * 0, or -1 with errmsg set and no connection.
+ * Connects within what is left of the connect budget (the time it takes
+ * is added to the command deadline, see the top), then PING or AUTH,
+ * SELECT and loads the script by the command deadline. 0, or -1 with
+ * errmsg set and no connection.
  */
 static int
 rd_connect(struct rd_store *s, struct rd_node *node)
 {
+	const char *argv[3];
+	size_t argvlen[3];
 	redisReply *reply;
+	char db[RD_NUM];
+	int64_t t0, took;
+	int argc;
 
 	assert(node->c == NULL);
+	if (s->connect_left_ms <= 0) {
+		rd_seterr(s, "%s: connect: no time left (this request spent"
+		    " connect_timeout_ms = %d ms on other connects)",
+		    node->name, s->connect_timeout_ms);
+		s->late = true;
+		return -1;
+	}
+	t0 = rd_mono_ms();
 	if (node->socket != NULL)
 		node->c = redisConnectUnixWithTimeout(node->socket,
-		    rd_tv(s->connect_timeout_ms));
+		    rd_tv((int)s->connect_left_ms));
 	else
 		node->c = redisConnectWithTimeout(node->host, node->port,
-		    rd_tv(s->connect_timeout_ms));
+		    rd_tv((int)s->connect_left_ms));
+	took = rd_mono_ms() - t0;
+	s->connect_left_ms -= took;
+	s->deadline_ms += took;
 	if (node->c == NULL) {
 		rd_seterr(s, "%s: cannot connect: out of memory", node->name);
 		return -1;
@@ -639,37 +774,51 @@ rd_connect(struct rd_store *s, struct rd_node *node)
 		rd_io_error(s, node, "connect");
 		goto fail;
 	}
-	if (redisSetTimeout(node->c, rd_tv(s->timeout_ms)) != REDIS_OK) {
-		rd_io_error(s, node, "setting the timeout");
-		goto fail;
-	}
 	/* TCP only: on a socket it fails and leaves the context in error. */
 	if (node->socket == NULL && redisEnableKeepAlive(node->c) !=
 	    REDIS_OK) {
 		rd_io_error(s, node, "keepalive");
 		goto fail;
 	}
+	/* Arrays no larger than RD_ARRAY_MAX (rd_create_array). */
+	rd_reader_init();
+	node->c->reader->fn = &rd_fn;
 	if (s->password == NULL) {
 		/*
 		 * A server that wants a password says NOAUTH to this; it
 		 * would refuse the script's large unauthenticated SCRIPT
 		 * LOAD with a mere protocol error.
 		 */
-		reply = redisCommand(node->c, "PING");
-		if (rd_command_ok(s, node, reply, "PING") != 0)
+		argv[0] = "PING";
+		argvlen[0] = 4;
+		if (rd_command(s, node, "PING", 1, argv, argvlen, &reply) !=
+		    0 || rd_command_ok(s, node, reply, "PING", "PONG") != 0)
 			goto fail;
 	} else {
-		if (s->user != NULL)
-			reply = redisCommand(node->c, "AUTH %s %s", s->user,
-			    s->password);
-		else
-			reply = redisCommand(node->c, "AUTH %s", s->password);
-		if (rd_command_ok(s, node, reply, "AUTH") != 0)
+		argc = 0;
+		argv[argc] = "AUTH";
+		argvlen[argc++] = 4;
+		if (s->user != NULL) {
+			argv[argc] = s->user;
+			argvlen[argc++] = strlen(s->user);
+		}
+		argv[argc] = s->password;
+		argvlen[argc++] = strlen(s->password);
+		if (rd_command(s, node, "AUTH", argc, argv, argvlen, &reply) !=
+		    0 || rd_command_ok(s, node, reply, "AUTH", "OK") != 0) {
+			/* The password is in the command buffer: gone. */
+			explicit_bzero(s->out, s->outlen);
 			goto fail;
+		}
+		explicit_bzero(s->out, s->outlen);
 	}
 	if (s->db != 0) {
-		reply = redisCommand(node->c, "SELECT %d", s->db);
-		if (rd_command_ok(s, node, reply, "SELECT") != 0)
+		argv[0] = "SELECT";
+		argvlen[0] = 6;
+		argv[1] = db;
+		argvlen[1] = (size_t)snprintf(db, sizeof db, "%d", s->db);
+		if (rd_command(s, node, "SELECT", 2, argv, argvlen, &reply) !=
+		    0 || rd_command_ok(s, node, reply, "SELECT", "OK") != 0)
 			goto fail;
 	}
 	if (rd_load_script(s, node) != 0)
@@ -681,66 +830,349 @@ fail:
 	return -1;
 }
 
-/* reply (freed here) to a command that answers +OK. 0, or -1 (errmsg). */
+/*
+ * One command (argv, argvlen: argc arguments) to node, its reply into
+ * *out by the step's deadline. 0, or -1 (errmsg; *out untouched).
+ */
+static int
+rd_command(struct rd_store *s, struct rd_node *node, const char *what,
+    int argc, const char *const *argv, const size_t *argvlen,
+    redisReply **out)
+{
+	s->outlen = 0;
+	rd_format(s, argc, argv, argvlen);
+	return rd_exchange(s, node, what, 1, out);
+}
+
+/*
+ * reply (freed here) to a command that answers +want: the status, and
+ * nothing else. 0, or -1 (errmsg).
+ */
 static int
 rd_command_ok(struct rd_store *s, struct rd_node *node, redisReply *reply,
-    const char *what)
+    const char *what, const char *want)
 {
+	char said[RD_SAID];
 	int rc = -1;
 
-	if (reply == NULL)
-		rd_io_error(s, node, what);
-	else if (reply->type == REDIS_REPLY_ERROR)
-		rd_seterr(s, "%s: %s failed: %.*s%s", node->name, what,
-		    (int)(reply->len > 200 ? 200 : reply->len), reply->str,
+	if (reply->type == REDIS_REPLY_ERROR)
+		rd_seterr(s, "%s: %s failed: %s%s", node->name, what,
+		    rd_said(reply->str, reply->len, said),
 		    strncmp(reply->str, "NOAUTH", 6) == 0 ? " (the password"
 		    " goes in [store] url)" : "");
 	else if (reply->type != REDIS_REPLY_STATUS)
-		rd_seterr(s, "%s: %s: unexpected reply (%s)", node->name, what,
-		    rd_reply_type(reply->type));
+		rd_seterr(s, "%s: %s: unexpected reply (%s), not +%s",
+		    node->name, what, rd_reply_type(reply->type), want);
+	else if (reply->len != strlen(want) ||
+	    memcmp(reply->str, want, reply->len) != 0)
+		rd_seterr(s, "%s: %s: unexpected reply +%s, not +%s",
+		    node->name, what, rd_said(reply->str, reply->len, said),
+		    want);
 	else
 		rc = 0;
 	freeReplyObject(reply);
 	return rc;
 }
 
-/* SCRIPT LOAD: the SHA1 into s->sha. 0, or -1 (errmsg). */
+/*
+ * SCRIPT LOAD: the SHA1 into s->sha: 40 lowercase hex digits (no NUL
+ * among them), and the same as every load before (the text is the same:
+ * another SHA1 is not the script rlgate sent). 0, or -1 (errmsg).
+ */
 static int
 rd_load_script(struct rd_store *s, struct rd_node *node)
 {
+	static const char *const argv[3] = { "SCRIPT", "LOAD",
+	    rlg_redis_script_lua };
+	size_t argvlen[3] = { 6, 4, strlen(rlg_redis_script_lua) };
+	char said[RD_SAID];
 	redisReply *reply;
 	size_t i;
 	int rc = -1;
 
-	reply = redisCommand(node->c, "SCRIPT LOAD %s", rlg_redis_script_lua);
-	if (reply == NULL) {
-		rd_io_error(s, node, "SCRIPT LOAD");
+	if (rd_command(s, node, "SCRIPT LOAD", 3, argv, argvlen, &reply) !=
+	    0)
 		return -1;
-	}
+	for (i = 0; reply->type == REDIS_REPLY_STRING && reply->len == 40 &&
+	    i < 40; i++)
+		if (!((reply->str[i] >= '0' && reply->str[i] <= '9') ||
+		    (reply->str[i] >= 'a' && reply->str[i] <= 'f')))
+			break;
 	if (reply->type == REDIS_REPLY_ERROR) {
-		rd_seterr(s, "%s: SCRIPT LOAD failed: %.*s%s", node->name,
-		    (int)(reply->len > 200 ? 200 : reply->len), reply->str,
+		rd_seterr(s, "%s: SCRIPT LOAD failed: %s%s", node->name,
+		    rd_said(reply->str, reply->len, said),
 		    strncmp(reply->str, "NOAUTH", 6) == 0 ? " (the password"
 		    " goes in [store] url)" : "");
-	} else if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
-		rd_seterr(s, "%s: SCRIPT LOAD: unexpected reply (%s)",
-		    node->name, rd_reply_type(reply->type));
+	} else if (reply->type != REDIS_REPLY_STRING) {
+		rd_seterr(s, "%s: SCRIPT LOAD: unexpected reply (%s), not a"
+		    " SHA1", node->name, rd_reply_type(reply->type));
+	} else if (reply->len != 40 || i < 40) {
+		rd_seterr(s, "%s: SCRIPT LOAD: not a SHA1 (40 lowercase hex"
+		    " digits): %zu bytes \"%s\"", node->name, reply->len,
+		    rd_said(reply->str, reply->len, said));
+	} else if (s->sha[0] != '\0' && memcmp(s->sha, reply->str, 40) != 0) {
+		rd_seterr(s, "%s: SCRIPT LOAD: SHA1 %.40s, but %s before: not"
+		    " the script rlgate sent", node->name, reply->str, s->sha);
 	} else {
-		for (i = 0; i < 40; i++)
-			if (strchr("0123456789abcdef", reply->str[i]) == NULL)
-				break;
-		if (i == 40) {
-			/* The same text gives the same SHA1 everywhere. */
-			memcpy(s->sha, reply->str, 40);
-			s->sha[40] = '\0';
-			rc = 0;
-		} else {
-			rd_seterr(s, "%s: SCRIPT LOAD: not a SHA1: %.40s",
-			    node->name, reply->str);
-		}
+		memcpy(s->sha, reply->str, 40);
+		s->sha[40] = '\0';
+		rc = 0;
 	}
 	freeReplyObject(reply);
 	return rc;
+}
+
+/*
+ * Appends the command argv[0..argc) to s->out in RESP (an array of bulk
+ * strings), growing it if needed.
+ */
+static void
+rd_format(struct rd_store *s, int argc, const char *const *argv,
+    const size_t *argvlen)
+{
+	size_t need = RD_NUM + 3, i;
+	char *grown;
+	int len;
+
+	for (i = 0; i < (size_t)argc; i++)
+		need += RD_NUM + 5 + argvlen[i];
+	if (s->outlen + need > s->outcap) {
+		s->outcap = s->outlen + need;
+		grown = rlg_xmalloc(s->outcap);
+		if (s->outlen > 0)
+			memcpy(grown, s->out, s->outlen);
+		free(s->out);
+		s->out = grown;
+	}
+	len = snprintf(s->out + s->outlen, RD_NUM + 3, "*%d\r\n", argc);
+	s->outlen += (size_t)len;
+	for (i = 0; i < (size_t)argc; i++) {
+		len = snprintf(s->out + s->outlen, RD_NUM + 3, "$%zu\r\n",
+		    argvlen[i]);
+		s->outlen += (size_t)len;
+		memcpy(s->out + s->outlen, argv[i], argvlen[i]);
+		s->outlen += argvlen[i];
+		memcpy(s->out + s->outlen, "\r\n", 2);
+		s->outlen += 2;
+	}
+}
+
+/*
+ * Sends s->out to node and reads nreplies replies into replies[], all by
+ * the step's deadline (see the top): never more than RD_REPLY_BYTES_MAX
+ * bytes read, no array of more than RD_ARRAY_MAX elements. 0 (the caller
+ * frees the replies), or -1 (errmsg; none kept; s->late when the time was
+ * up before anything was sent, the connection then as it was).
+ */
+static int
+rd_exchange(struct rd_store *s, struct rd_node *node, const char *what,
+    size_t nreplies, redisReply **replies)
+{
+	redisReader *reader = node->c->reader;
+	char buf[RD_READ_CHUNK];
+	size_t off = 0, got = 0, bytes = 0;
+	ssize_t n;
+	void *r;
+	int fd = node->c->fd, w;
+
+	s->late = false;
+	rd_refused_array = 0;
+	if (rd_mono_ms() >= s->deadline_ms) {
+		rd_timed_out(s, node, what);
+		s->late = true;
+		return -1;
+	}
+	while (off < s->outlen) {
+		n = send(fd, s->out + off, s->outlen - off,
+		    MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n >= 0) {
+			off += (size_t)n;
+			continue;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			goto io;
+		if ((w = rd_wait(s, fd, POLLOUT)) != 0)
+			goto waited;
+	}
+	while (got < nreplies) {
+		if (redisReaderGetReply(reader, &r) != REDIS_OK) {
+			if (rd_refused_array > 0)
+				rd_seterr(s, "%s: %s: a reply rlgate cannot"
+				    " read: an array of %lld elements (at most"
+				    " %d)", node->name, what,
+				    rd_refused_array, RD_ARRAY_MAX);
+			else
+				rd_seterr(s, "%s: %s: a reply rlgate cannot"
+				    " read: %s", node->name, what,
+				    reader->errstr);
+			goto fail;
+		}
+		if (r != NULL) {
+			replies[got++] = r;
+			continue;
+		}
+		if ((w = rd_wait(s, fd, POLLIN)) != 0)
+			goto waited;
+		n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+		if (n == 0) {
+			rd_seterr(s, "%s: %s: the server closed the connection",
+			    node->name, what);
+			goto fail;
+		}
+		if (n < 0) {
+			if (errno == EINTR || errno == EAGAIN ||
+			    errno == EWOULDBLOCK)
+				continue;
+			goto io;
+		}
+		bytes += (size_t)n;
+		if (bytes > RD_REPLY_BYTES_MAX) {
+			rd_seterr(s, "%s: %s: the reply is larger than %d MiB",
+			    node->name, what, RD_REPLY_BYTES_MAX >> 20);
+			goto fail;
+		}
+		if (redisReaderFeed(reader, buf, (size_t)n) != REDIS_OK) {
+			rd_seterr(s, "%s: %s: a reply rlgate cannot read: %s",
+			    node->name, what, reader->errstr);
+			goto fail;
+		}
+	}
+	/* More than was asked for: the next command would read it. */
+	if (reader->pos < reader->len) {
+		rd_seterr(s, "%s: %s: %zu bytes more than %zu repl%s",
+		    node->name, what, reader->len - reader->pos, nreplies,
+		    nreplies == 1 ? "y" : "ies");
+		goto fail;
+	}
+	return 0;
+
+waited:
+	if (w > 0) {
+		rd_timed_out(s, node, what);
+		goto fail;
+	}
+io:
+	rd_seterr(s, "%s: %s: %s", node->name, what, errno == EPIPE ||
+	    errno == ECONNRESET ? "the server closed the connection" :
+	    strerror(errno));
+fail:
+	while (got > 0)
+		freeReplyObject(replies[--got]);
+	return -1;
+}
+
+/*
+ * Until fd is ready for events (POLLIN, POLLOUT) or the step's deadline:
+ * 0 ready (or in error: the next read or write says which), 1 the
+ * deadline passed, -1 poll failed (errno).
+ */
+static int
+rd_wait(struct rd_store *s, int fd, short events)
+{
+	struct pollfd pfd;
+	int64_t left;
+	int n;
+
+	for (;;) {
+		left = s->deadline_ms - rd_mono_ms();
+		if (left <= 0)
+			return 1;
+		pfd.fd = fd;
+		pfd.events = events;
+		pfd.revents = 0;
+		n = poll(&pfd, 1, left > INT_MAX ? INT_MAX : (int)left);
+		if (n > 0)
+			return 0;
+		if (n < 0 && errno != EINTR)
+			return -1;
+	}
+}
+
+/* errmsg for a command past the step's deadline. */
+static void
+rd_timed_out(struct rd_store *s, const struct rd_node *node,
+    const char *what)
+{
+	rd_seterr(s, "%s: %s: timed out after %d ms", node->name, what,
+	    s->timeout_ms);
+}
+
+/*
+ * An array of more than RD_ARRAY_MAX elements is refused before hiredis
+ * allocates it (rd_fn, rd_reader_init).
+ */
+static void *
+rd_create_array(const redisReadTask *task, rd_nelem elements)
+{
+	if (elements > RD_ARRAY_MAX) {
+		rd_refused_array = (long long)elements;
+		return NULL;
+	}
+	return rd_default_fn.createArray(task, elements);
+}
+
+static void
+rd_fn_setup(void)
+{
+	redisReader *r = redisReaderCreate();
+
+	if (r == NULL) {
+		rlg_log("out of memory: hiredis reader");
+		abort();
+	}
+	rd_default_fn = *r->fn;
+	redisReaderFree(r);
+	rd_fn = rd_default_fn;
+	rd_fn.createArray = rd_create_array;
+}
+
+static void
+rd_reader_init(void)
+{
+	(void)pthread_once(&rd_fn_once, rd_fn_setup);
+}
+
+/*
+ * A server's text for a message: at most RD_SAID - 1 bytes of str, each
+ * byte outside printable ASCII shown as '?'. Returns buf.
+ */
+static const char *
+rd_said(const char *str, size_t len, char *buf)
+{
+	size_t i;
+
+	if (len > RD_SAID - 1)
+		len = RD_SAID - 1;
+	for (i = 0; i < len; i++) {
+		buf[i] = str[i];
+		if (str[i] < 0x20 || str[i] >= 0x7f)
+			buf[i] = '?';
+	}
+	buf[len] = '\0';
+	return buf;
+}
+
+/*
+ * A host a server may name (CLUSTER SLOTS, MOVED, ASK): 1 to 255 bytes of
+ * a name or an address, IPv6 included (':', and '%' for a zone).
+ */
+static bool
+rd_host_ok(const char *host, size_t len)
+{
+	size_t i;
+
+	if (len == 0 || len > 255)
+		return false;
+	for (i = 0; i < len; i++)
+		if (!((host[i] >= 'a' && host[i] <= 'z') ||
+		    (host[i] >= 'A' && host[i] <= 'Z') ||
+		    (host[i] >= '0' && host[i] <= '9') || host[i] == '.' ||
+		    host[i] == '-' || host[i] == '_' || host[i] == ':' ||
+		    host[i] == '%'))
+			return false;
+	return true;
 }
 
 /*
@@ -866,24 +1298,33 @@ rd_put(char *at, const char *s, size_t len)
 }
 
 /*
- * The script's reply from node, for nreply items, into decisions: the
+ * The script's reply from node, for nreply items (items[idx[j]] for the
+ * first m, idx NULL: items[j]; then the probe's), into decisions: the
  * first m reply items go to decisions[idx[j]] (idx NULL: decisions[j]).
- * The reply is an array of 1 + 5 nreply integers, admitted 0 or 1, the
- * others never negative. 0, or -1 (errmsg).
+ * Every value is checked (see the top) before any is used. 0, or -1
+ * (errmsg names the element, its field, its value and the range).
  */
 static int
 rd_decisions(struct rd_store *s, const struct rd_node *node,
-    const redisReply *reply, size_t nreply, const size_t *idx, size_t m,
+    const redisReply *reply, const struct rlg_store_item *items,
+    size_t nreply, const size_t *idx, size_t m,
     struct rlg_decision *decisions)
 {
+	/* The probe's items: fixed_window, limit 1 (rd_build). */
+	static const struct rlg_policy probe = { .name = (char *)"probe",
+	    .algorithm = RLG_ALG_FIXED_WINDOW, .limit = 1, .window_ms = 1000 };
 	const redisReply *const *e;
+	const struct rlg_store_item *it;
+	const struct rlg_policy *p;
+	struct rlg_limiter_bounds b;
 	struct rlg_decision *d;
-	char got[48];
+	char got[48], said[RD_SAID];
 	size_t i, k;
+	int64_t now;
 
 	if (reply->type == REDIS_REPLY_ERROR) {
-		rd_seterr(s, "%s: EVALSHA failed: %.*s%s", node->name,
-		    (int)(reply->len > 300 ? 300 : reply->len), reply->str,
+		rd_seterr(s, "%s: EVALSHA failed: %s%s", node->name,
+		    rd_said(reply->str, reply->len, said),
 		    !s->cluster && (rd_error_is(reply, "MOVED") ||
 		    rd_error_is(reply, "ASK")) ? " (a Redis Cluster node:"
 		    " set [store] backend = redis_cluster)" : "");
@@ -904,19 +1345,43 @@ rd_decisions(struct rd_store *s, const struct rd_node *node,
 		return -1;
 	}
 	e = (const redisReply *const *)reply->element;
-	for (k = 0; k < reply->elements; k++) {
-		if (e[k]->type != REDIS_REPLY_INTEGER || e[k]->integer < 0 ||
-		    (k % RD_PER_ITEM == 1 && e[k]->integer > 1)) {
-			if (e[k]->type == REDIS_REPLY_INTEGER)
-				rd_seterr(s, "%s: EVALSHA: unexpected reply:"
-				    " element %zu is out of range (%lld)",
-				    node->name, k, (long long)e[k]->integer);
-			else
-				rd_seterr(s, "%s: EVALSHA: unexpected reply:"
-				    " element %zu is %s", node->name, k,
-				    rd_reply_type(e[k]->type));
+	if (rd_field(s, node, e, 0, NULL, 0, RLG_TIME_MS_MAX) != 0)
+		return -1;
+	now = e[0]->integer;
+	for (i = 0; i < nreply; i++) {
+		it = i < m ? &items[idx != NULL ? idx[i] : i] : NULL;
+		p = it != NULL ? it->policy : &probe;
+		if (rlg_limiter_bounds(p, now, &b) != RLG_OK) {
+			/* rd_check_items let only good policies through. */
+			rd_seterr(s, "%s: EVALSHA: item %zu: no bounds for its"
+			    " policy", node->name, i);
 			return -1;
 		}
+		k = 1 + RD_PER_ITEM * i;
+		if (rd_field(s, node, e, k, p, 0, 1) != 0)
+			return -1;
+		/* A charge for a new key that did not apply: skipped. */
+		if (it != NULL && it->if_new && e[k]->integer == 1 &&
+		    rd_skipped(e, k, p))
+			continue;
+		if (e[k]->integer == 1) {
+			if (rd_field(s, node, e, k + 1, p, p->limit,
+			    p->limit) != 0 ||
+			    rd_field(s, node, e, k + 2, p, 0,
+			    b.remaining_max) != 0 ||
+			    rd_field(s, node, e, k + 3, p, 1,
+			    b.delay_max) != 0 ||
+			    rd_field(s, node, e, k + 4, p, 0, 0) != 0)
+				return -1;
+			continue;
+		}
+		/* Rejected: reset_ms is retry_ms (limiter.h). */
+		if (rd_field(s, node, e, k + 1, p, p->limit, p->limit) != 0 ||
+		    rd_field(s, node, e, k + 2, p, 0, 0) != 0 ||
+		    rd_field(s, node, e, k + 4, p, 1, b.delay_max) != 0 ||
+		    rd_field(s, node, e, k + 3, p, e[k + 4]->integer,
+		    e[k + 4]->integer) != 0)
+			return -1;
 	}
 	for (i = 0; i < m; i++) {
 		d = &decisions[idx != NULL ? idx[i] : i];
@@ -928,6 +1393,65 @@ rd_decisions(struct rd_store *s, const struct rd_node *node,
 		d->retry_ms = e[k + 4]->integer;
 	}
 	return 0;
+}
+
+/*
+ * Whether the reply of an item from element k (admitted) is exactly what
+ * the script answers for a skipped charge (rlg_store_skipped): limit and
+ * remaining the policy's limit, reset_ms and retry_ms 0.
+ */
+static bool
+rd_skipped(const redisReply *const *e, size_t k, const struct rlg_policy *p)
+{
+	size_t f;
+
+	for (f = 1; f < RD_PER_ITEM; f++)
+		if (e[k + f]->type != REDIS_REPLY_INTEGER)
+			return false;
+	return e[k + 1]->integer == p->limit && e[k + 2]->integer == p->limit &&
+	    e[k + 3]->integer == 0 && e[k + 4]->integer == 0;
+}
+
+/*
+ * Element k of the step's reply e, a field of item (k - 1) / 5 of policy
+ * p (now_ms when k is 0), must be an integer from lo to hi. Only a value
+ * that is not costs a message. 0, or -1 (errmsg: the element, the field,
+ * the value and the range).
+ */
+static int
+rd_field(struct rd_store *s, const struct rd_node *node,
+    const redisReply *const *e, size_t k, const struct rlg_policy *p,
+    int64_t lo, int64_t hi)
+{
+	static const char *const fields[RD_PER_ITEM] = { "admitted", "limit",
+	    "remaining", "reset_ms", "retry_ms" };
+	size_t item = (k - 1) / RD_PER_ITEM, f = (k - 1) % RD_PER_ITEM;
+	char what[200], range[64];
+
+	if (e[k]->type == REDIS_REPLY_INTEGER && e[k]->integer >= lo &&
+	    e[k]->integer <= hi)
+		return 0;
+	if (k == 0)
+		snprintf(what, sizeof what, "now_ms");
+	else
+		snprintf(what, sizeof what, "%s of item %zu (policy \"%.64s\"%s)",
+		    fields[f], item, p->name, f == 0 ? "" :
+		    e[k - f]->integer == 1 ? ", admitted" : ", rejected");
+	if (e[k]->type != REDIS_REPLY_INTEGER) {
+		rd_seterr(s, "%s: EVALSHA: unexpected reply: element %zu is"
+		    " %s, not an integer: %s", node->name, k,
+		    rd_reply_type(e[k]->type), what);
+		return -1;
+	}
+	if (lo == hi)
+		snprintf(range, sizeof range, "%lld", (long long)lo);
+	else
+		snprintf(range, sizeof range, "%lld to %lld", (long long)lo,
+		    (long long)hi);
+	rd_seterr(s, "%s: EVALSHA: unexpected reply: element %zu is out of"
+	    " range (%lld): %s must be %s", node->name, k,
+	    (long long)e[k]->integer, what, range);
+	return -1;
 }
 
 /* An error reply whose first word is word ("MOVED", "NOSCRIPT"). */
@@ -959,7 +1483,9 @@ rd_node_ok(struct rd_store *s, size_t ni)
  * After an error of node ni (errmsg set): drops its connection and waits
  * out the next backoff before connecting again; the first failure is
  * logged. A cluster's slot map is read again soon: the slots of a failed
- * master may have moved to a replica. Returns RLG_ESTORE.
+ * master may have moved to a replica. But a step that ran out of time
+ * before it sent node ni anything (s->late) is no fault of the node's:
+ * nothing changes. Returns RLG_ESTORE.
  */
 static int
 rd_failed(struct rd_store *s, size_t ni)
@@ -967,6 +1493,10 @@ rd_failed(struct rd_store *s, size_t ni)
 	struct rd_node *node = &s->nodes[ni];
 	int64_t now = rd_mono_ms();
 
+	if (s->late) {
+		s->late = false;
+		return RLG_ESTORE;
+	}
 	rd_disconnect(node);
 	memcpy(node->err, s->errmsg, sizeof node->err);
 	node->backoff_ms = node->backoff_ms == 0 ? RD_BACKOFF_MIN_MS :
@@ -1286,7 +1816,7 @@ rd_group_run(struct rd_store *s, const struct rlg_store_item *items,
 	argc = rd_build(s, items, idx, m, probe, now_ms);
 	if (rd_cluster_exec(s, s->gslot[g], argc, &reply, &ni) != 0)
 		return -1;
-	rc = rd_decisions(s, &s->nodes[ni], reply, m + (probe ?
+	rc = rd_decisions(s, &s->nodes[ni], reply, items, m + (probe ?
 	    RD_PROBE_ITEMS : 0), idx, m, decisions);
 	freeReplyObject(reply);
 	if (rc != 0) {
@@ -1313,10 +1843,12 @@ rd_cluster_exec(struct rd_store *s, unsigned slot, int argc,
     redisReply **out, size_t *nodep)
 {
 	int redirects = 0, tryagain = 0, down = 0;
-	bool asking = false, reloaded = false;
+	bool asking = false, reloaded = false, late;
+	char said[RD_SAID], how[64];
 	redisReply *reply;
 	unsigned rslot;
 	size_t ni, target;
+	int64_t wait;
 
 	if (rd_map_ready(s) != 0)
 		return -1;
@@ -1353,15 +1885,15 @@ rd_cluster_exec(struct rd_store *s, unsigned slot, int argc,
 			if (++redirects > RD_REDIRECTS_MAX) {
 				rd_seterr(s, "%s: EVALSHA: more than %d"
 				    " redirections for slot %u (the last: "
-				    "%.*s)", s->nodes[ni].name,
+				    "%s)", s->nodes[ni].name,
 				    RD_REDIRECTS_MAX, slot,
-				    (int)(reply->len > 200 ? 200 : reply->len),
-				    reply->str);
+				    rd_said(reply->str, reply->len, said));
 				freeReplyObject(reply);
 				s->map_stale = true;
 				return -1;
 			}
-			if (rd_redirect(s, ni, reply, &rslot, &target) != 0) {
+			if (rd_redirect(s, ni, reply, slot, &rslot,
+			    &target) != 0) {
 				freeReplyObject(reply);
 				(void)rd_failed(s, ni);
 				return -1;
@@ -1376,23 +1908,33 @@ rd_cluster_exec(struct rd_store *s, unsigned slot, int argc,
 			ni = target;
 			continue;
 		}
-		if (rd_error_is(reply, "TRYAGAIN") &&
-		    tryagain < RD_TRYAGAIN_MAX) {
-			freeReplyObject(reply);
-			rd_sleep_ms((int64_t)RD_TRYAGAIN_WAIT_MS << tryagain);
-			tryagain++;
-			/* From the slot's master again (the keys may have
-			 * moved on meanwhile), with its own redirections. */
-			asking = false;
-			redirects = 0;
-			ni = (size_t)s->slots[slot] - 1;
-			continue;
-		}
 		if (rd_error_is(reply, "TRYAGAIN")) {
-			rd_seterr(s, "%s: EVALSHA: %.*s (slot %u is being"
-			    " migrated; tried %d times)", s->nodes[ni].name,
-			    (int)(reply->len > 200 ? 200 : reply->len),
-			    reply->str, slot, tryagain + 1);
+			/* A wait that would end past the deadline: none. */
+			wait = (int64_t)RD_TRYAGAIN_WAIT_MS << tryagain;
+			late = wait >= s->deadline_ms - rd_mono_ms();
+			if (tryagain < RD_TRYAGAIN_MAX && !late) {
+				freeReplyObject(reply);
+				rd_sleep_ms(wait);
+				tryagain++;
+				/*
+				 * From the slot's master again (the keys may
+				 * have moved on meanwhile), with its own
+				 * redirections.
+				 */
+				asking = false;
+				redirects = 0;
+				ni = (size_t)s->slots[slot] - 1;
+				continue;
+			}
+			if (tryagain < RD_TRYAGAIN_MAX)
+				snprintf(how, sizeof how, ", timed out after"
+				    " %d ms", s->timeout_ms);
+			else
+				how[0] = '\0';
+			rd_seterr(s, "%s: EVALSHA: %s (slot %u is being"
+			    " migrated; tried %d times%s)", s->nodes[ni].name,
+			    rd_said(reply->str, reply->len, said), slot,
+			    tryagain + 1, how);
 			freeReplyObject(reply);
 			return -1;
 		}
@@ -1414,44 +1956,31 @@ rd_cluster_exec(struct rd_store *s, unsigned slot, int argc,
 
 /*
  * Sends the command in s->argv to node ni, after ASKING if asking (in one
- * write). The command's reply, or NULL (errmsg set) when the connection
- * failed or ASKING was refused.
+ * write), by the step's deadline. The command's reply, or NULL (errmsg
+ * set) when the exchange failed or ASKING was refused.
  */
 static redisReply *
 rd_exec_on(struct rd_store *s, size_t ni, bool asking, int argc)
 {
+	static const char *const ask[1] = { "ASKING" };
+	static const size_t asklen[1] = { 6 };
 	struct rd_node *node = &s->nodes[ni];
-	redisReply *ok = NULL, *reply = NULL;
-	void *r;
+	redisReply *r[2];
 
-	if (!asking) {
-		reply = redisCommandArgv(node->c, argc, s->argv, s->argvlen);
-		if (reply == NULL)
-			rd_io_error(s, node, "EVALSHA");
-		return reply;
-	}
-	if (redisAppendCommand(node->c, "ASKING") != REDIS_OK ||
-	    redisAppendCommandArgv(node->c, argc, s->argv, s->argvlen) !=
-	    REDIS_OK || redisGetReply(node->c, &r) != REDIS_OK) {
-		rd_io_error(s, node, "ASKING");
+	s->outlen = 0;
+	if (asking)
+		rd_format(s, 1, ask, asklen);
+	rd_format(s, argc, s->argv, s->argvlen);
+	if (rd_exchange(s, node, asking ? "ASKING, EVALSHA" : "EVALSHA",
+	    asking ? 2 : 1, r) != 0)
+		return NULL;
+	if (!asking)
+		return r[0];
+	if (rd_command_ok(s, node, r[0], "ASKING", "OK") != 0) {
+		freeReplyObject(r[1]);
 		return NULL;
 	}
-	ok = r;
-	if (redisGetReply(node->c, &r) != REDIS_OK) {
-		freeReplyObject(ok);
-		rd_io_error(s, node, "EVALSHA");
-		return NULL;
-	}
-	reply = r;
-	if (ok->type != REDIS_REPLY_STATUS) {
-		rd_seterr(s, "%s: ASKING failed: %.*s", node->name,
-		    ok->type == REDIS_REPLY_ERROR ? (int)(ok->len > 200 ? 200 :
-		    ok->len) : 0, ok->type == REDIS_REPLY_ERROR ? ok->str : "");
-		freeReplyObject(reply);
-		reply = NULL;
-	}
-	freeReplyObject(ok);
-	return reply;
+	return r[1];
 }
 
 /*
@@ -1462,10 +1991,10 @@ rd_exec_on(struct rd_store *s, size_t ni, bool asking, int argc)
  */
 static int
 rd_redirect(struct rd_store *s, size_t ni, const redisReply *reply,
-    unsigned *slotp, size_t *target)
+    unsigned want, unsigned *slotp, size_t *target)
 {
 	const char *at, *colon, *end, *c;
-	char host[256];
+	char host[256], said[RD_SAID];
 	long slot, port;
 	char *stop;
 
@@ -1474,8 +2003,9 @@ rd_redirect(struct rd_store *s, size_t ni, const redisReply *reply,
 		goto bad;
 	errno = 0;
 	slot = strtol(at + 1, &stop, 10);
+	/* The keys' slot, which rlgate computed as Redis does. */
 	if (errno != 0 || stop == at + 1 || *stop != ' ' || slot < 0 ||
-	    slot >= RD_SLOTS)
+	    slot >= RD_SLOTS || (unsigned)slot != want)
 		goto bad;
 	at = stop + 1;
 	end = at + strcspn(at, " \r\n");
@@ -1483,7 +2013,8 @@ rd_redirect(struct rd_store *s, size_t ni, const redisReply *reply,
 	for (c = at; c < end; c++)
 		if (*c == ':')
 			colon = c;
-	if (colon == NULL || (size_t)(colon - at) >= sizeof host)
+	if (colon == NULL || (size_t)(colon - at) >= sizeof host ||
+	    (colon > at && !rd_host_ok(at, (size_t)(colon - at))))
 		goto bad;
 	port = strtol(colon + 1, &stop, 10);
 	if (stop == colon + 1 || stop != end || port < 1 || port > 65535)
@@ -1502,9 +2033,9 @@ rd_redirect(struct rd_store *s, size_t ni, const redisReply *reply,
 	return 0;
 
 bad:
-	rd_seterr(s, "%s: EVALSHA: a redirection rlgate cannot read: %.*s",
-	    s->nodes[ni].name, (int)(reply->len > 200 ? 200 : reply->len),
-	    reply->str);
+	rd_seterr(s, "%s: EVALSHA: a redirection rlgate cannot read (for"
+	    " slot %u): %s", s->nodes[ni].name, want,
+	    rd_said(reply->str, reply->len, said));
 	return -1;
 }
 
@@ -1544,6 +2075,8 @@ rd_map_ready(struct rd_store *s)
 static int
 rd_refresh(struct rd_store *s)
 {
+	static const char *const argv[2] = { "CLUSTER", "SLOTS" };
+	static const size_t argvlen[2] = { 7, 5 };
 	redisReply *reply;
 	int tries = 0, pass, rc;
 	int64_t now = rd_mono_ms();
@@ -1557,9 +2090,8 @@ rd_refresh(struct rd_store *s)
 			tries++;
 			if (rd_ready(s, i) != 0)
 				continue;
-			reply = redisCommand(s->nodes[i].c, "CLUSTER SLOTS");
-			if (reply == NULL) {
-				rd_io_error(s, &s->nodes[i], "CLUSTER SLOTS");
+			if (rd_command(s, &s->nodes[i], "CLUSTER SLOTS", 2,
+			    argv, argvlen, &reply) != 0) {
 				(void)rd_failed(s, i);
 				continue;
 			}
@@ -1591,37 +2123,68 @@ rd_refresh(struct rd_store *s)
 static int
 rd_slots_apply(struct rd_store *s, size_t ni, const redisReply *reply)
 {
-	const redisReply *e, *m;
+	const redisReply *e, *m, *h;
+	char said[RD_SAID];
 	size_t i, at, slot;
 	const char *host;
 
 	if (reply->type == REDIS_REPLY_ERROR) {
-		rd_seterr(s, "%s: CLUSTER SLOTS failed: %.*s%s",
-		    s->nodes[ni].name,
-		    (int)(reply->len > 200 ? 200 : reply->len), reply->str,
+		rd_seterr(s, "%s: CLUSTER SLOTS failed: %s%s",
+		    s->nodes[ni].name, rd_said(reply->str, reply->len, said),
 		    strstr(reply->str, "cluster support disabled") != NULL ?
 		    " (not a cluster: set [store] backend = redis)" : "");
 		return -1;
 	}
-	if (reply->type != REDIS_REPLY_ARRAY)
-		goto bad;
+	if (reply->type != REDIS_REPLY_ARRAY || reply->elements > RD_SLOTS) {
+		rd_seterr(s, "%s: CLUSTER SLOTS: unexpected reply: %s%s",
+		    s->nodes[ni].name, rd_reply_type(reply->type),
+		    reply->type == REDIS_REPLY_ARRAY ? " of more entries than"
+		    " slots" : "");
+		return -1;
+	}
 	for (i = 0; i < reply->elements; i++) {
 		e = reply->element[i];
 		if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
 		    e->element[0]->type != REDIS_REPLY_INTEGER ||
 		    e->element[1]->type != REDIS_REPLY_INTEGER ||
-		    e->element[0]->integer < 0 ||
+		    e->element[2]->type != REDIS_REPLY_ARRAY ||
+		    e->element[2]->elements < 2 ||
+		    e->element[2]->element[0]->type != REDIS_REPLY_STRING ||
+		    e->element[2]->element[1]->type != REDIS_REPLY_INTEGER) {
+			rd_seterr(s, "%s: CLUSTER SLOTS: unexpected reply:"
+			    " entry %zu is not [first slot, last slot, [host,"
+			    " port, ...], ...]", s->nodes[ni].name, i);
+			return -1;
+		}
+		if (e->element[0]->integer < 0 ||
 		    e->element[0]->integer > e->element[1]->integer ||
-		    e->element[1]->integer >= RD_SLOTS)
-			goto bad;
+		    e->element[1]->integer >= RD_SLOTS) {
+			rd_seterr(s, "%s: CLUSTER SLOTS: unexpected reply:"
+			    " entry %zu: slots %lld to %lld, not within 0 to"
+			    " %d", s->nodes[ni].name, i,
+			    (long long)e->element[0]->integer,
+			    (long long)e->element[1]->integer, RD_SLOTS - 1);
+			return -1;
+		}
 		m = e->element[2];
-		if (m->type != REDIS_REPLY_ARRAY || m->elements < 2 ||
-		    m->element[0]->type != REDIS_REPLY_STRING ||
-		    m->element[0]->len > 255 ||
-		    m->element[1]->type != REDIS_REPLY_INTEGER ||
-		    m->element[1]->integer < 1 ||
-		    m->element[1]->integer > 65535)
-			goto bad;
+		h = m->element[0];
+		/* "" or "?": the node does not know its address; ni's. */
+		if (!(h->len == 0 || (h->len == 1 && h->str[0] == '?') ||
+		    rd_host_ok(h->str, h->len))) {
+			rd_seterr(s, "%s: CLUSTER SLOTS: unexpected reply:"
+			    " entry %zu: the master's host \"%s\" is no host"
+			    " name or address", s->nodes[ni].name, i,
+			    rd_said(h->str, h->len, said));
+			return -1;
+		}
+		if (m->element[1]->integer < 1 ||
+		    m->element[1]->integer > 65535) {
+			rd_seterr(s, "%s: CLUSTER SLOTS: unexpected reply:"
+			    " entry %zu: the master's port %lld is not 1 to"
+			    " 65535", s->nodes[ni].name, i,
+			    (long long)m->element[1]->integer);
+			return -1;
+		}
 	}
 	if (s->nnodes + reply->elements > RD_NODES_MAX) {
 		rd_seterr(s, "%s: more than %d cluster nodes", s->name,
@@ -1632,20 +2195,17 @@ rd_slots_apply(struct rd_store *s, size_t ni, const redisReply *reply)
 	for (i = 0; i < reply->elements; i++) {
 		e = reply->element[i];
 		m = e->element[2];
-		/* "" or "?": the node does not know its address; ni's. */
-		host = m->element[0]->str;
-		if (host[0] == '\0' || strcmp(host, "?") == 0)
-			host = s->nodes[ni].host;
+		h = m->element[0];
+		/* A cluster's nodes are all reached over TCP (rd_open). */
+		assert(s->nodes[ni].host != NULL);
+		host = h->len == 0 || (h->len == 1 && h->str[0] == '?') ?
+		    s->nodes[ni].host : h->str;
 		at = rd_node_add(s, host, (int)m->element[1]->integer, NULL);
 		for (slot = (size_t)e->element[0]->integer;
 		    slot <= (size_t)e->element[1]->integer; slot++)
 			s->slots[slot] = (uint16_t)(at + 1);
 	}
 	return 0;
-
-bad:
-	rd_seterr(s, "%s: CLUSTER SLOTS: unexpected reply", s->nodes[ni].name);
-	return -1;
 }
 
 /*

@@ -306,7 +306,7 @@ static const struct rlg_t_bad rlg_t_bad_values[] = {
 	    "[store] url: must start with redis:// or unix: (got \"REDIS://h\")" },
 	{ "store", "url", "rediss://:pw@h:1",
 	    "[store] url: rediss:// (TLS) is not supported: use redis:// on a "
-	    "trusted network, or a unix socket (got \"rediss://:***@h:1\")" },
+	    "trusted network, or a unix socket (got \"rediss://***@h:1\")" },
 	{ "store", "url", "redis://",
 	    "[store] url: no host (got \"redis://\")" },
 	{ "store", "url", "redis://:6379",
@@ -343,17 +343,17 @@ static const struct rlg_t_bad rlg_t_bad_values[] = {
 	    "(got \"redis://[::1]x\")" },
 	{ "store", "url", "redis://user@h",
 	    "[store] url: a user needs a password (redis://USER:PASSWORD@HOST) "
-	    "(got \"redis://user@h\")" },
+	    "(got \"redis://***@h\")" },
 	{ "store", "url", "redis://:@h",
-	    "[store] url: empty password (got \"redis://:***@h\")" },
+	    "[store] url: empty password (got \"redis://***@h\")" },
 	{ "store", "url", "redis://:se%zzcret@h:1",
 	    "[store] url: bad %XX escape in the user or password "
-	    "(got \"redis://:***@h:1\")" },
+	    "(got \"redis://***@h:1\")" },
 	{ "store", "url", "redis://:se%00cret@h",
 	    "[store] url: bad %XX escape in the user or password "
-	    "(got \"redis://:***@h\")" },
+	    "(got \"redis://***@h\")" },
 	{ "store", "url", "redis://u:secret@h:99999",
-	    "[store] url: " RLG_T_PORT " (got \"redis://u:***@h:99999\")" },
+	    "[store] url: " RLG_T_PORT " (got \"redis://***@h:99999\")" },
 	{ "store", "url", "redis://"
 	    "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
 	    "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
@@ -388,15 +388,15 @@ static const struct rlg_t_bad rlg_t_bad_values[] = {
 	    "[store] url: " RLG_T_DB " (got \"unix:/r.sock?db=\")" },
 	{ "store", "url", "unix:/r.sock?foo=1",
 	    "[store] url: unknown parameter \"foo\": db, password, user "
-	    "(got \"unix:/r.sock?foo=1\")" },
+	    "(got \"unix:/r.sock?foo=***\")" },
 	{ "store", "url", "unix:/r.sock?db",
 	    "[store] url: parameters are NAME=VALUE: db, password, user "
 	    "(got \"unix:/r.sock?db\")" },
 	{ "store", "url", "unix:/r.sock?password=",
-	    "[store] url: empty password (got \"unix:/r.sock?password=***\")" },
+	    "[store] url: empty password (got \"unix:/r.sock?password=\")" },
 	{ "store", "url", "unix:/r.sock?user=u",
 	    "[store] url: a user needs a password "
-	    "(got \"unix:/r.sock?user=u\")" },
+	    "(got \"unix:/r.sock?user=***\")" },
 	{ "store", "url", "unix:/r.sock?password=p%2&db=1",
 	    "[store] url: bad %XX escape in the user or password "
 	    "(got \"unix:/r.sock?password=***&db=1\")" },
@@ -2616,6 +2616,70 @@ START_TEST(test_redis_url)
 }
 END_TEST
 
+/*
+ * Urls that carry a secret in any shape, valid or not: the userinfo
+ * without a ':' (redis://SECRET@h), a user, another scheme or none, a
+ * password or user in a query, a password with '&' in it, a misspelt
+ * parameter. Each is refused (or, the last ones, accepted), and neither
+ * the problem printed nor rlg_store_describe shows a secret ("xyzzy",
+ * "plugh").
+ */
+static const struct {
+	const char *url;
+	bool valid;
+} rlg_t_secret_urls[] = {
+	{ "redis://xyzzy@h", false },
+	{ "redis://xyzzy@h:99999", false },
+	{ "redis://plugh:xyzzy@h:0", false },
+	{ "redis://plugh:xy@zzy@h:0", false },
+	{ "REDIS://plugh:xyzzy@h", false },
+	{ "rediss://xyzzy@h", false },
+	{ "http://plugh:xyzzy@h", false },
+	{ "xyzzy@h", false },
+	{ "plugh:xyzzy@h", false },
+	{ "redis:xyzzy@h", false },
+	{ "redis://h/0?password=xyzzy", false },
+	{ "redis://h?user=plugh&password=xyzzy", false },
+	{ "unix://plugh:xyzzy@/p", true },     /* a path "//plugh..." */
+	{ "unix:/p?user=plugh", false },
+	{ "unix:/p?password=xyzzy&user=plugh&db=x", false },
+	{ "unix:/p?password=xyzzy&plugh", false },
+	{ "unix:/p?pass=xyzzy", false },
+	{ "unix:/p?db=1&passwd=xyzzy", false },
+	{ "unix:/p?db=1&user=plugh&password=xyzzy", true },
+	{ "unix:/p&password=xyzzy", true },
+	{ "redis://plugh:xyzzy@h", true },
+};
+#define RLG_T_NSECRET_URLS \
+	(sizeof rlg_t_secret_urls / sizeof rlg_t_secret_urls[0])
+
+START_TEST(test_redis_url_masked)
+{
+	struct rlg_config *cfg;
+	char *text, *errs, buf[512];
+	int n;
+
+	text = rlg_t_fmt("[store]\nbackend = redis\nurl = %s\n",
+	    rlg_t_secret_urls[_i].url);
+	errs = rlg_t_load(text, &n, &cfg);
+	if (rlg_t_secret_urls[_i].valid) {
+		ck_assert_msg(n == 0, "%s", errs);
+		rlg_store_describe(&cfg->store, buf, sizeof buf);
+		ck_assert_msg(strstr(buf, "xyzzy") == NULL &&
+		    strstr(buf, "plugh") == NULL, "%s", buf);
+		rlg_config_free(cfg);
+	} else {
+		ck_assert_int_eq(n, 1);
+		ck_assert_msg(strstr(errs, "[store] url: ") != NULL, "%s", errs);
+		ck_assert_msg(strstr(errs, "***") != NULL, "%s", errs);
+	}
+	ck_assert_msg(strstr(errs, "xyzzy") == NULL &&
+	    strstr(errs, "plugh") == NULL, "%s", errs);
+	free(errs);
+	free(text);
+}
+END_TEST
+
 /* Every [store] key of the Redis backend, and the defaults. */
 START_TEST(test_redis_store)
 {
@@ -2871,7 +2935,7 @@ START_TEST(test_redis_cluster_errors)
 	    "[store]\nbackend = redis_cluster\nurl = redis://:pw@a:1,,b:2\n",
 	    1,
 	    "t.conf:3: [store] url: empty HOST:PORT in the list "
-	    "(got \"redis://:***@a:1,,b:2\")\n");
+	    "(got \"redis://***@a:1,,b:2\")\n");
 	rlg_t_expect(
 	    "[store]\nbackend = redis_cluster\nurl = redis://a:1,\n", 1,
 	    "t.conf:3: [store] url: empty HOST:PORT in the list "
@@ -3031,6 +3095,8 @@ rlg_config_suite(void)
 
 	tc = tcase_create("redis");
 	tcase_add_loop_test(tc, test_redis_url, 0, (int)RLG_T_NURLS);
+	tcase_add_loop_test(tc, test_redis_url_masked, 0,
+	    (int)RLG_T_NSECRET_URLS);
 	tcase_add_test(tc, test_redis_store);
 	tcase_add_test(tc, test_redis_store_errors);
 	tcase_add_test(tc, test_redis_url_api);

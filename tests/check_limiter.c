@@ -1835,6 +1835,152 @@ START_TEST(test_prop_random)
 }
 END_TEST
 
+/*
+ * rlg_limiter_bounds holds for every state rlgate itself can store: each
+ * run stores states through the algorithm under other policies of the
+ * same algorithm (any limit, window, burst) at times anywhere in [0,
+ * RLG_TIME_MS_MAX], often ahead of the step checked (a skewed clock),
+ * then decides at now and must stay within the bounds the Redis store
+ * holds its replies to.
+ */
+START_TEST(test_bounds_hold)
+{
+	static const int64_t limits[] = { 1, 2, 5, 60, 1000, RLG_LIMIT_MAX };
+	static const int64_t windows[] = { 1000, 60000, HOUR_MS,
+	    WINDOW_MS_MAX };
+	static const int64_t times[] = { 0, 1, T0, RLG_TIME_MS_MAX - 1,
+	    RLG_TIME_MS_MAX };
+	struct rlg_limiter_bounds b;
+	struct rlg_policy p, q;
+	struct rlg_state st, out;
+	struct rlg_decision d;
+	int64_t log[64], now, t;
+	uint64_t rnd = 0x9e3779b97f4a7c15u;
+	size_t n, lo, k;
+	bool append;
+	int run, i, a;
+
+#define RND() (rnd = rnd * 6364136223846793005u + 1442695040888963407u, \
+	rnd >> 17)
+#define PICK(arr) (arr[RND() % (sizeof arr / sizeof arr[0])])
+#define ATIME() (RND() % 3 == 0 ? PICK(times) : \
+	(int64_t)(RND() % (uint64_t)(RLG_TIME_MS_MAX + 1)))
+	for (run = 0; run < 20000; run++) {
+		a = (int)(RND() % 4);
+		memset(&st, 0, sizeof st);
+		n = 0;
+		now = ATIME();
+		for (i = 0; i < 4; i++) {
+			memset(&q, 0, sizeof q);
+			q.algorithm = (enum rlg_algorithm)a;
+			q.limit = a == RLG_ALG_SLIDING_LOG ? 1 + (int64_t)(RND() %
+			    8) : PICK(limits);
+			q.window_ms = PICK(windows);
+			q.burst = RND() % 2 ? q.limit : PICK(limits);
+			/* Often just before now, else anywhere (skew). */
+			t = RND() % 2 ? now - (int64_t)(RND() % 3) : ATIME();
+			if (a == RLG_ALG_SLIDING_LOG) {
+				/* The store passes the in-window suffix. */
+				for (lo = 0; lo < n && log[lo] <= t -
+				    q.window_ms; lo++)
+					;
+				if (n - lo > (size_t)q.limit)
+					lo = n - (size_t)q.limit;
+				REQUIRE_EQ(rlg_limiter_sliding_log(&q,
+				    log + lo, n - lo, t, &append, &out, &d),
+				    RLG_OK);
+				if (append && n < 64) {
+					for (k = n; k > 0 && log[k - 1] > t;
+					    k--)
+						log[k] = log[k - 1];
+					log[k] = t;
+					n++;
+				}
+			} else {
+				REQUIRE_EQ(rlg_limiter_step(&q, &st, t, &out,
+				    &d), RLG_OK);
+				st = out;
+			}
+		}
+		p = q;
+		p.limit = a == RLG_ALG_SLIDING_LOG ? 1 + (int64_t)(RND() %
+		    8) : PICK(limits);
+		p.window_ms = PICK(windows);
+		p.burst = RND() % 2 ? p.limit : PICK(limits);
+		if (a == RLG_ALG_SLIDING_LOG) {
+			for (lo = 0; lo < n && log[lo] <= now - p.window_ms;
+			    lo++)
+				;
+			/* At most limit newest, as the stores keep. */
+			if (n - lo > (size_t)p.limit)
+				lo = n - (size_t)p.limit;
+			REQUIRE_EQ(rlg_limiter_sliding_log(&p, log + lo,
+			    n - lo, now, &append, &out, &d), RLG_OK);
+		} else {
+			REQUIRE_EQ(rlg_limiter_step(&p, &st, now, &out, &d),
+			    RLG_OK);
+		}
+		REQUIRE_EQ(rlg_limiter_bounds(&p, now, &b), RLG_OK);
+		REQUIRE_EQ(d.limit, p.limit);
+		if (d.admitted) {
+			REQUIRE(d.remaining >= 0 &&
+			    d.remaining <= b.remaining_max);
+			REQUIRE_EQ(d.retry_ms, 0);
+			REQUIRE(d.reset_ms >= 1 && d.reset_ms <= b.delay_max);
+		} else {
+			REQUIRE_EQ(d.remaining, 0);
+			REQUIRE(d.retry_ms >= 1 && d.retry_ms <= b.delay_max);
+			REQUIRE_EQ(d.reset_ms, d.retry_ms);
+		}
+		/* now (clamped) + delay_max cannot overflow. */
+		REQUIRE(b.delay_max <= INT64_MAX - RLG_TIME_MS_MAX);
+	}
+#undef RND
+#undef PICK
+#undef ATIME
+
+	/* The bounds themselves, and a policy the limiter refuses. */
+	memset(&p, 0, sizeof p);
+	p.limit = 10;
+	p.window_ms = 60000;
+	ck_assert_int_eq(rlg_limiter_bounds(&p, T0, &b), RLG_OK);
+	ck_assert_int_eq(b.remaining_max, 9);
+	ck_assert_int_eq(b.delay_max, 60000);
+	p.algorithm = RLG_ALG_SLIDING_WINDOW;
+	ck_assert_int_eq(rlg_limiter_bounds(&p, RLG_TIME_MS_MAX, &b), RLG_OK);
+	ck_assert_int_eq(b.delay_max, 120000);
+	ck_assert_int_eq(rlg_limiter_bounds(&p, INT64_MAX, &b), RLG_OK);
+	ck_assert_int_eq(b.delay_max, 120000);
+	ck_assert_int_eq(rlg_limiter_bounds(&p, INT64_MIN, &b), RLG_OK);
+	ck_assert_int_eq(b.delay_max, 120000 + RLG_TIME_MS_MAX);
+	p.algorithm = RLG_ALG_TOKEN_BUCKET;
+	p.burst = 25;
+	ck_assert_int_eq(rlg_limiter_bounds(&p, RLG_TIME_MS_MAX, &b), RLG_OK);
+	ck_assert_int_eq(b.remaining_max, 24);
+	ck_assert_int_eq(b.delay_max, 1000000000000000LL +
+	    RLG_WINDOW_S_MAX * 1000);
+	/*
+	 * Reached: the latest tat_us a store can hold (the latest time, the
+	 * largest tolerance and emission interval of another policy), read
+	 * at the epoch by a policy without tolerance.
+	 */
+	memset(&st, 0, sizeof st);
+	st.tat_us = RLG_TIME_MS_MAX * 1000 + 1000000000000000000LL +
+	    WINDOW_MS_MAX * 1000;
+	p.limit = 1;
+	p.window_ms = 1000;
+	p.burst = 1;
+	ck_assert_int_eq(rlg_limiter_step(&p, &st, 0, &out, &d), RLG_OK);
+	ck_assert_int_eq(rlg_limiter_bounds(&p, 0, &b), RLG_OK);
+	ck_assert(!d.admitted);
+	ck_assert_int_eq(d.retry_ms, b.delay_max);
+	p.burst = 0;
+	ck_assert_int_eq(rlg_limiter_bounds(&p, T0, &b), RLG_EINVAL);
+	p.algorithm = (enum rlg_algorithm)7;
+	ck_assert_int_eq(rlg_limiter_bounds(&p, T0, &b), RLG_EINVAL);
+}
+END_TEST
+
 Suite *
 rlg_limiter_suite(void)
 {
@@ -1880,6 +2026,7 @@ rlg_limiter_suite(void)
 	tcase_add_test(limits, test_large_limits);
 	tcase_add_test(limits, test_token_bucket_burst);
 	tcase_add_test(limits, test_damaged_rows);
+	tcase_add_test(limits, test_bounds_hold);
 
 	tcase_add_test(props, test_prop_hammer);
 	tcase_add_test(props, test_prop_boundary_attack);

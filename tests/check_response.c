@@ -927,6 +927,23 @@ START_TEST(test_seconds_rounding)
 }
 END_TEST
 
+/*
+ * A huge duration never becomes a huge header: at most 2^31 seconds, the
+ * value RFC 9111 (1.2.2) tells a recipient to read any larger
+ * delta-seconds as. 2^63 - 1 ms was sent as 9223372036854776.
+ */
+START_TEST(test_seconds_cap)
+{
+	ck_assert_int_eq(rlg_response_seconds(INT64_MAX), 2147483648LL);
+	ck_assert_int_eq(rlg_response_seconds(INT64_MAX - 999), 2147483648LL);
+	ck_assert_int_eq(rlg_response_seconds(2147483648000LL), 2147483648LL);
+	ck_assert_int_eq(rlg_response_seconds(2147483648001LL), 2147483648LL);
+	ck_assert_int_eq(rlg_response_seconds(2147483647000LL), 2147483647LL);
+	ck_assert_int_eq(rlg_response_seconds(2147483646001LL), 2147483647LL);
+	ck_assert_int_eq(rlg_response_seconds(INT64_MIN), 1);
+}
+END_TEST
+
 START_TEST(test_retry_never_below_one)
 {
 	struct rlg_decision d = { false, 1, 0, 1, 1 };
@@ -1113,6 +1130,7 @@ rlg_response_suite(void)
 	tcase_add_test(parsers, test_sf_parse_invalid);
 	tcase_add_test(parsers, test_json_checker);
 	tcase_add_test(limits, test_seconds_rounding);
+	tcase_add_test(limits, test_seconds_cap);
 	tcase_add_test(limits, test_retry_never_below_one);
 	tcase_add_test(limits, test_retry_covers_every_reset);
 	tcase_add_test(limits, test_32_policies_fit);

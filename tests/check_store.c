@@ -3785,8 +3785,9 @@ START_TEST(test_redis_client_keys)
 END_TEST
 
 /*
- * A fake Redis that answers SCRIPT LOAD with a SHA1, AUTH and SELECT with
- * +OK, and EVALSHA with fake_reply: what a malformed reply does.
+ * A fake Redis that answers SCRIPT LOAD with a SHA1, PING with +PONG,
+ * AUTH and SELECT with +OK, and EVALSHA with fake_reply: what a malformed
+ * reply does.
  */
 struct fake {
 	int lfd;
@@ -3862,6 +3863,8 @@ fake_main(void *arg)
 				} else if (strcasecmp(name, "CLUSTER") == 0 &&
 				    f->slots[0] != '\0') {
 					out = f->slots;
+				} else if (strcasecmp(name, "PING") == 0) {
+					out = "+PONG\r\n";
 				} else {
 					if (strcasecmp(name, "ASKING") == 0)
 						f->askings++;
@@ -4964,8 +4967,10 @@ START_TEST(test_cluster_redirect_bounds)
 	fake_start(&f);
 	snprintf(f.slots, sizeof f.slots, "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n"
 	    "$9\r\n127.0.0.1\r\n:%d\r\n", f.port);
-	snprintf(moved, sizeof moved, "-MOVED 7 127.0.0.1:%d\r\n", f.port);
-	snprintf(ask, sizeof ask, "-ASK 7 :%d\r\n", f.port);
+	/* 7365: the slot of the client "c" (a redirection names it). */
+	snprintf(moved, sizeof moved, "-MOVED 7365 127.0.0.1:%d\r\n",
+	    f.port);
+	snprintf(ask, sizeof ask, "-ASK 7365 :%d\r\n", f.port);
 	snprintf(url, sizeof url, "redis://127.0.0.1:%d", f.port);
 	memset(&cfg, 0, sizeof cfg);
 	store_cfg_url(&cfg, url);
