@@ -3,11 +3,11 @@
  *
  * FastCGI: libfcgi's reentrant API on the socket a spawner (spawn-fcgi, or
  * the web server) left on fd 0; N threads per process, each with its own
- * store connection, each looping FCGX_Accept_r -> handle -> FCGX_Finish_r.
- * CGI: one request from environ to stdout, through the same handler. The
- * handler routes, asks the store for one atomic decision and answers; it
- * is the only place that applies on_error. Only this file includes
- * fcgiapp.h.
+ * gate (gate.c: its store connection), each looping FCGX_Accept_r ->
+ * rlg_gate_handle -> FCGX_Finish_r -> rlg_gate_idle. CGI: one request
+ * from environ to stdout, through the same gate. What to answer is the
+ * gate's; this file only moves bytes and owns the threads and signals.
+ * Only this file includes fcgiapp.h.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -19,6 +19,7 @@
 
 #include <fcgiapp.h>
 
+#include "gate.h"
 #include "server.h"
 #include "util.h"
 
@@ -26,24 +27,7 @@ extern char **environ;
 
 static int fcgx_write(void *ctx, const char *buf, size_t len);
 static int stdout_write(void *ctx, const char *buf, size_t len);
-static void store_failed(struct rlg_worker *w, int64_t now_ms);
-static void store_ok(struct rlg_worker *w, int64_t now_ms);
-static void store_full(struct rlg_worker *w, int64_t now_ms);
-static enum rlg_outcome route(const struct rlg_request *r);
-static const struct rlg_route *match_route(const struct rlg_config *cfg,
-    const struct rlg_request *r);
-static void log_flaw(struct rlg_worker *w, const struct rlg_request *r,
-    const char *reason, const char *detail, int64_t now_ms);
-static const char *flaw_header(const struct rlg_config *cfg,
-    const struct rlg_request *r);
-static void log_rejection(const struct rlg_worker *w, const char *event,
-    const struct rlg_route *rt, const struct rlg_store_item *items,
-    const struct rlg_decision *d, size_t n, const bool *which);
 static void *fastcgi_thread(void *arg);
-
-/* Items of one step: a policy each, and a charge for a new key after each
- * policy keyed by a header. */
-#define RLG_ITEMS_MAX (2 * RLG_POLICIES_MAX)
 
 static int
 fcgx_write(void *ctx, const char *buf, size_t len)
@@ -63,375 +47,6 @@ stdout_write(void *ctx, const char *buf, size_t len)
 	return 0;
 }
 
-void
-rlg_worker_init(struct rlg_worker *w, const struct rlg_config *cfg)
-{
-	memset(w, 0, sizeof *w);
-	w->cfg = cfg;
-	if (rlg_store_open(&cfg->store, &w->store) != RLG_OK)
-		store_failed(w, rlg_now_ms());
-}
-
-void
-rlg_worker_fini(struct rlg_worker *w)
-{
-	rlg_store_close(w->store);
-	w->store = NULL;
-}
-
-/*
- * One line when the store starts failing, then at most one per
- * RLG_ERROR_LOG_INTERVAL_MS while it goes on, and one when it heals: the
- * error log names the fault without drowning in it.
- */
-static void
-store_failed(struct rlg_worker *w, int64_t now_ms)
-{
-	const char *mode = rlg_on_error_name(w->cfg->store.on_error);
-
-	if (w->store_failing_since_ms == 0) {
-		w->store_failing_since_ms = now_ms;
-		w->next_error_log_ms = now_ms + RLG_ERROR_LOG_INTERVAL_MS;
-		w->suppressed_errors = 0;
-		rlg_log("store error: %s (on_error = %s)",
-		    rlg_store_errmsg(w->store), mode);
-	} else if (now_ms >= w->next_error_log_ms) {
-		rlg_log("store still failing: %s (%ld more errors; on_error = %s)",
-		    rlg_store_errmsg(w->store), w->suppressed_errors + 1, mode);
-		w->next_error_log_ms = now_ms + RLG_ERROR_LOG_INTERVAL_MS;
-		w->suppressed_errors = 0;
-	} else {
-		w->suppressed_errors++;
-	}
-}
-
-static void
-store_ok(struct rlg_worker *w, int64_t now_ms)
-{
-	if (w->store_failing_since_ms == 0)
-		return;
-	if (w->cfg->log_level >= RLG_LOG_WARN)
-		rlg_log("store recovered after %lld ms",
-		    (long long)(now_ms - w->store_failing_since_ms));
-	w->store_failing_since_ms = 0;
-}
-
-/*
- * The store refused a new client (max_clients): a line at once, then at
- * most one per RLG_ERROR_LOG_INTERVAL_MS, saying how many more were
- * refused in between. The store itself works, so this is no failure.
- */
-static void
-store_full(struct rlg_worker *w, int64_t now_ms)
-{
-	const char *mode = rlg_on_error_name(w->cfg->store.on_error);
-
-	if (now_ms < w->next_full_log_ms) {
-		w->suppressed_full++;
-		return;
-	}
-	if (w->suppressed_full > 0)
-		rlg_log("%s (on_error = %s; %ld more refused since the last"
-		    " line)", rlg_store_errmsg(w->store), mode,
-		    w->suppressed_full);
-	else
-		rlg_log("%s (on_error = %s)", rlg_store_errmsg(w->store), mode);
-	w->next_full_log_ms = now_ms + RLG_ERROR_LOG_INTERVAL_MS;
-	w->suppressed_full = 0;
-}
-
-static enum rlg_outcome
-route(const struct rlg_request *r)
-{
-	if (!r->path_ok)
-		return RLG_OUT_BAD_REQUEST;
-	if (strcmp(r->path, RLG_RESOURCE_PATH) != 0)
-		return RLG_OUT_NOT_FOUND;
-	if (r->method != RLG_METHOD_GET && r->method != RLG_METHOD_HEAD)
-		return RLG_OUT_BAD_METHOD;
-	return RLG_OUT_ADMITTED;
-}
-
-/*
- * The first [route] whose path and method match decides the policies; a
- * request no route matches gets the default policies (every policy when
- * there are no routes). NULL: no route matched. A route that lists GET
- * takes HEAD too, as every server answers HEAD with GET's headers; a
- * method too long to read matches no list.
- */
-static const struct rlg_route *
-match_route(const struct rlg_config *cfg, const struct rlg_request *r)
-{
-	size_t i, j;
-
-	if (!r->path_ok)
-		return NULL;
-	for (i = 0; i < cfg->nroutes; i++) {
-		const struct rlg_route *rt = &cfg->routes[i];
-		bool method_ok = rt->nmethods == 0;
-
-		if (rt->prefix ? strncmp(r->path, rt->path, strlen(rt->path)) != 0
-		    : strcmp(r->path, rt->path) != 0)
-			continue;
-		for (j = 0; j < rt->nmethods && !method_ok && r->method_ok; j++)
-			method_ok = strcmp(rt->methods[j], r->method_name) == 0 ||
-			    (r->method == RLG_METHOD_HEAD &&
-			    strcmp(rt->methods[j], "GET") == 0);
-		if (method_ok)
-			return rt;
-	}
-	return NULL;
-}
-
-/*
- * A request rlgate refuses unread (a flaw, or an API key header sent
- * twice): one line at once, then at most one per RLG_ERROR_LOG_INTERVAL_MS
- * with how many more came in between, so a flood of them costs no disk.
- * Only the peer's key and fixed words are written, never request bytes.
- */
-static void
-log_flaw(struct rlg_worker *w, const struct rlg_request *r,
-    const char *reason, const char *detail, int64_t now_ms)
-{
-	if (w->cfg->log_level < RLG_LOG_WARN)
-		return;
-	if (now_ms < w->next_flaw_log_ms) {
-		w->suppressed_flaws++;
-		return;
-	}
-	rlg_log("event=bad_request peer=%s reason=%s header=%s suppressed=%ld",
-	    r->client, reason, detail != NULL ? detail : "-",
-	    w->suppressed_flaws);
-	w->next_flaw_log_ms = now_ms + RLG_ERROR_LOG_INTERVAL_MS;
-	w->suppressed_flaws = 0;
-}
-
-/*
- * One line per rejection the store decides (and per dry-run would-be
- * rejection; repeats answered by the rejection cache only at level info),
- * in a stable key=value form for log tools: the client's store key (an API
- * key only as its hash), the route, the policies that said no (those
- * which[i] selects), and when the client may come back. Nothing from the
- * request is written raw.
- */
-static void
-log_rejection(const struct rlg_worker *w, const char *event,
-    const struct rlg_route *rt, const struct rlg_store_item *items,
-    const struct rlg_decision *d, size_t n, const bool *which)
-{
-	char names[512];
-	const char *client = NULL;
-	int64_t retry_ms = 0;
-	size_t i, used = 0;
-	int k;
-
-	if (w->cfg->log_level < RLG_LOG_WARN)
-		return;
-	names[0] = '\0';
-	for (i = 0; i < n; i++) {
-		if (d[i].admitted || !which[i])
-			continue;
-		if (client == NULL)
-			client = items[i].client;
-		if (d[i].retry_ms > retry_ms)
-			retry_ms = d[i].retry_ms;
-		k = snprintf(names + used, sizeof names - used, "%s%s",
-		    used > 0 ? "," : "", items[i].policy->name);
-		if (k < 0 || (size_t)k >= sizeof names - used)
-			break;
-		used += (size_t)k;
-	}
-	if (client == NULL)
-		return;
-	rlg_log("event=%s client=%s route=%s policy=%s retry_after_s=%lld",
-	    event, client, rt != NULL ? rt->name : "-", names,
-	    (long long)rlg_response_seconds(retry_ms));
-}
-
-/*
- * The header a flaw is about, for the log: the forwarding header the
- * trusted proxies set, or none (a path).
- */
-static const char *
-flaw_header(const struct rlg_config *cfg, const struct rlg_request *r)
-{
-	if (r->flaw != RLG_FLAW_FORWARDED && r->flaw != RLG_FLAW_DUPLICATE)
-		return NULL;
-	return cfg->client.forwarded_header == RLG_FWD_FORWARDED ?
-	    "Forwarded" : "X-Forwarded-For";
-}
-
-/*
- * Every request that reaches rlgate counts against its client's quota
- * under the policies its route names. As a responder, rlgate answers its
- * own endpoint (404/405 elsewhere); as a FastCGI Authorizer, it says yes
- * (200, the state in Variable-* headers) or answers the 429 itself. A
- * request it cannot route or key safely (a flaw: see request.h) is
- * answered 400 in either role, counted by no policy: it never reaches
- * the backend, and never borrows somebody else's key.
- */
-int
-rlg_server_handle(struct rlg_worker *w, char *const *envp, int64_t now_ms,
-    rlg_write_fn write, void *ctx)
-{
-	const struct rlg_config *cfg = w->cfg;
-	struct rlg_store_item items[RLG_ITEMS_MAX];
-	struct rlg_decision decisions[RLG_ITEMS_MAX];
-	struct rlg_policy policies[RLG_ITEMS_MAX];
-	char keys[RLG_POLICIES_MAX][RLG_CLIENT_KEY_MAX + 1];
-	bool enforced[RLG_ITEMS_MAX], dry[RLG_ITEMS_MAX];
-	const struct rlg_route *rt;
-	const size_t *list;
-	struct rlg_request req;
-	struct rlg_answer a;
-	const struct rlg_store_cache_stats *cache;
-	size_t i, nlist, n = 0, nkeys = 0, shown;
-	uint64_t hits;
-	int rc;
-	bool admitted = true, authorizer, dry_rejected = false;
-
-	rlg_request_parse(&req, envp, &cfg->client);
-	authorizer = req.role == RLG_ROLE_AUTHORIZER;
-	memset(&a, 0, sizeof a);
-	a.style = cfg->style;
-	a.errors = cfg->errors;
-	a.head = req.method == RLG_METHOD_HEAD;
-	a.policies = policies;
-	if (req.flaw != RLG_FLAW_NONE) {
-		log_flaw(w, &req, rlg_flaw_name(req.flaw),
-		    flaw_header(cfg, &req), now_ms);
-		a.outcome = RLG_OUT_BAD_REQUEST;
-		return rlg_response_write(&a, write, ctx);
-	}
-	rt = match_route(cfg, &req);
-	list = rt != NULL ? rt->policies : cfg->default_policies;
-	nlist = rt != NULL ? rt->npolicies : cfg->ndefault;
-
-	for (i = 0; i < nlist && nkeys < RLG_POLICIES_MAX; i++) {
-		const struct rlg_policy *p = &cfg->policies[list[i]];
-		bool exempt = req.addr_ok &&
-		    (rlg_cidr_any(cfg->client.exempt, cfg->client.nexempt,
-		    &req.addr) || rlg_cidr_any(p->exempt, p->nexempt, &req.addr));
-
-		if (exempt && !cfg->report_exempt)
-			continue;
-		rc = rlg_request_policy_key(&req, p, &cfg->client, keys[nkeys],
-		    sizeof keys[nkeys]);
-		if (rc == RLG_EINVAL) {
-			log_flaw(w, &req, rlg_flaw_name(RLG_FLAW_DUPLICATE),
-			    p->key_header, now_ms);
-			a.outcome = RLG_OUT_BAD_REQUEST;
-			return rlg_response_write(&a, write, ctx);
-		}
-		if (rc != RLG_OK)
-			snprintf(keys[nkeys], sizeof keys[nkeys], "%s",
-			    req.client);
-		items[n].policy = p;
-		items[n].client = keys[nkeys];
-		items[n].advisory = exempt || p->mode == RLG_MODE_DRY_RUN;
-		items[n].if_new = false;
-		enforced[n] = !items[n].advisory;
-		/* A reported exemption is not a dry run: never logged. */
-		dry[n] = !exempt && p->mode == RLG_MODE_DRY_RUN;
-		n++;
-		/*
-		 * A key from the header (not the address fallback) that the
-		 * store holds nothing for costs its client address one of
-		 * the policy's new keys: one address cannot mint keys until
-		 * the store is full and lock everyone else out.
-		 */
-		if (p->new_keys_policy != NULL &&
-		    strcmp(keys[nkeys], req.client) != 0) {
-			items[n] = items[n - 1];
-			items[n].policy = p->new_keys_policy;
-			items[n].client = req.client;
-			items[n].if_new = true;
-			enforced[n] = enforced[n - 1];
-			dry[n] = dry[n - 1];
-			n++;
-		}
-		nkeys++;
-	}
-
-	cache = rlg_store_cache_stats(w->store);
-	hits = cache != NULL ? cache->hits : 0;
-	if (n > 0 && (rc = rlg_store_step(w->store, items, n, now_ms,
-	    decisions)) != RLG_OK) {
-		if (rc == RLG_EFULL) {
-			store_ok(w, now_ms);
-			store_full(w, now_ms);
-		} else {
-			store_failed(w, now_ms);
-		}
-		/* on_error = open: pass, with nothing to report. */
-		if (cfg->store.on_error == RLG_ON_ERROR_CLOSED)
-			a.outcome = RLG_OUT_STORE_DOWN;
-		else
-			a.outcome = authorizer ? RLG_OUT_AUTHORIZED : route(&req);
-		return rlg_response_write(&a, write, ctx);
-	}
-	if (n > 0)
-		store_ok(w, now_ms);
-	for (i = 0; i < n; i++) {
-		if (decisions[i].admitted)
-			continue;
-		if (dry[i])
-			dry_rejected = true;
-		else if (enforced[i])
-			admitted = false;
-	}
-	/*
-	 * A repeat rejection answered by the rejection cache is the same
-	 * decision as the one logged when the store took it: logged again only
-	 * at level info, so a flood does not write a line per request.
-	 */
-	if (!admitted && (cache == NULL || cache->hits == hits ||
-	    cfg->log_level >= RLG_LOG_INFO))
-		log_rejection(w, "reject", rt, items, decisions, n, enforced);
-	else if (n > 0 && cfg->log_level >= RLG_LOG_INFO)
-		rlg_log("event=admit client=%s route=%s", items[0].client,
-		    rt != NULL ? rt->name : "-");
-	if (dry_rejected)
-		log_rejection(w, "dry_run_reject", rt, items, decisions, n, dry);
-	/*
-	 * What the client sees: a dry-run policy is a trial, logged and
-	 * stored but never shown (a client that honours the headers would
-	 * back off for a limit that is not enforced), as nginx's
-	 * limit_req_dry_run. A rejected request is answered for the
-	 * enforcing policies only: a reported exemption that would also
-	 * reject must not set Retry-After or appear among the violated ones.
-	 */
-	for (i = 0, shown = 0; i < n; i++) {
-		/* A charge for a new key shows only when it refuses. */
-		if (dry[i] || (items[i].if_new && decisions[i].admitted))
-			continue;
-		policies[shown] = *items[i].policy;
-		decisions[shown] = decisions[i];
-		if (!admitted && items[i].advisory)
-			decisions[shown].admitted = true;
-		shown++;
-	}
-	a.decisions = shown > 0 ? decisions : NULL;
-	a.n = shown;
-	if (!admitted)
-		a.outcome = RLG_OUT_REJECTED;
-	else
-		a.outcome = authorizer ? RLG_OUT_AUTHORIZED : route(&req);
-	return rlg_response_write(&a, write, ctx);
-}
-
-void
-rlg_worker_idle(struct rlg_worker *w, int64_t now_ms)
-{
-	int64_t deleted = 0;
-
-	if (now_ms < w->next_prune_ms || w->store_failing_since_ms != 0)
-		return;
-	w->next_prune_ms = now_ms + RLG_PRUNE_INTERVAL_MS;
-	if (rlg_store_prune(w->store, now_ms, &deleted) != RLG_OK)
-		rlg_log("store prune failed: %s", rlg_store_errmsg(w->store));
-}
-
 int
 rlg_server_is_fastcgi(void)
 {
@@ -447,14 +62,14 @@ static void *
 fastcgi_thread(void *arg)
 {
 	struct thread_arg *t = arg;
-	struct rlg_worker w;
+	struct rlg_gate g;
 	FCGX_Request req;
 	int rc;
 
-	rlg_worker_init(&w, t->cfg);
+	rlg_gate_init(&g, t->cfg);
 	if (FCGX_InitRequest(&req, 0, 0) != 0) {
 		rlg_log("FCGX_InitRequest failed");
-		rlg_worker_fini(&w);
+		rlg_gate_fini(&g);
 		return NULL;
 	}
 	/*
@@ -472,13 +87,13 @@ fastcgi_thread(void *arg)
 			    rc);
 			break;
 		}
-		rlg_server_handle(&w, req.envp, rlg_now_ms(), fcgx_write,
+		rlg_gate_handle(&g, req.envp, rlg_now_ms(), fcgx_write,
 		    req.out);
 		FCGX_Finish_r(&req);
-		rlg_worker_idle(&w, rlg_now_ms());
+		rlg_gate_idle(&g, rlg_now_ms());
 	}
 	FCGX_Free(&req, 1);
-	rlg_worker_fini(&w);
+	rlg_gate_fini(&g);
 	return NULL;
 }
 
@@ -522,20 +137,19 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, int nthreads)
 int
 rlg_server_run_cgi(const struct rlg_config *cfg)
 {
-	struct rlg_worker w;
+	struct rlg_gate g;
 	int rc;
 
 	/* Writing to a Redis connection the server closed must not kill us. */
 	signal(SIGPIPE, SIG_IGN);
-	rlg_worker_init(&w, cfg);
-	rc = rlg_server_handle(&w, environ, rlg_now_ms(), stdout_write,
-	    stdout);
+	rlg_gate_init(&g, cfg);
+	rc = rlg_gate_handle(&g, environ, rlg_now_ms(), stdout_write, stdout);
 	/*
 	 * The web server waits for a CGI process to exit, so pruning here
 	 * delays the client: do it for about one request in a hundred.
 	 */
 	if (rlg_now_ms() % 100 == 0)
-		rlg_worker_idle(&w, rlg_now_ms());
-	rlg_worker_fini(&w);
+		rlg_gate_idle(&g, rlg_now_ms());
+	rlg_gate_fini(&g);
 	return rc == 0 ? 0 : 74;        /* EX_IOERR */
 }

@@ -44,6 +44,12 @@ rlg_store_prune(struct rlg_store *s, int64_t now_ms, int64_t *deleted)
 	return s->ops->prune(s, now_ms, deleted);
 }
 
+bool
+rlg_store_cached(const struct rlg_store *s)
+{
+	return s != NULL && s->cached;
+}
+
 const char *
 rlg_store_errmsg(const struct rlg_store *s)
 {

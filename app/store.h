@@ -50,6 +50,7 @@ struct rlg_store_ops;
 /* Every backend's handle starts with this, so the calls below dispatch. */
 struct rlg_store {
 	const struct rlg_store_ops *ops;
+	bool cached;               /* the last step was answered from memory */
 };
 
 /* A backend (store_sqlite.c, store_redis.c), or a wrapper (store_cache.c). */
@@ -155,6 +156,13 @@ int rlg_store_step(struct rlg_store *s, const struct rlg_store_item *items,
  * RLG_ESTORE. Redis expires its keys by itself: RLG_OK, 0 deleted.
  */
 int rlg_store_prune(struct rlg_store *s, int64_t now_ms, int64_t *deleted);
+
+/*
+ * Whether the last rlg_store_step on s was answered from memory by the
+ * rejection cache (a repeat of a rejection the store decided before)
+ * rather than by the store. false for a NULL handle.
+ */
+bool rlg_store_cached(const struct rlg_store *s);
 
 /* The last error, for the log. Never NULL. */
 const char *rlg_store_errmsg(const struct rlg_store *s);

@@ -159,9 +159,11 @@ cache_step(struct rlg_store *base, const struct rlg_store_item *items,
 				j++;
 			}
 			c->stats.hits++;
+			c->base.cached = true;
 			return RLG_OK;
 		}
 	}
+	c->base.cached = false;
 	c->stats.misses++;
 	rc = rlg_store_step(c->inner, items, n, now_ms, decisions);
 	if (rc != RLG_OK || keylen == 0)

@@ -18,6 +18,7 @@ main(void)
 	srunner_add_suite(sr, rlg_net_suite());
 	srunner_add_suite(sr, rlg_request_suite());
 	srunner_add_suite(sr, rlg_response_suite());
+	srunner_add_suite(sr, rlg_gate_suite());
 	srunner_add_suite(sr, rlg_store_suite());
 	srunner_add_suite(sr, rlg_store_redis_suite());
 	srunner_add_suite(sr, rlg_store_redis_cluster_suite());

@@ -716,7 +716,7 @@ START_TEST(test_cache_huge_delay)
 {
 	struct rlg_store_item item = { &fx_policy, "10.0.0.1", false, false };
 	const struct rlg_store_cache_stats *st;
-	struct fx_stub stub = { { &fx_stub_ops }, INT64_MAX, 0 };
+	struct fx_stub stub = { { &fx_stub_ops, false }, INT64_MAX, 0 };
 	struct rlg_decision d;
 	struct rlg_store *c;
 

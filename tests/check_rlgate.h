@@ -8,6 +8,7 @@
 #include <check.h>
 
 Suite *rlg_config_suite(void);
+Suite *rlg_gate_suite(void);
 Suite *rlg_group_suite(void);
 Suite *rlg_limiter_suite(void);
 Suite *rlg_net_suite(void);

@@ -38,7 +38,7 @@
 
 #include <sqlite3.h>
 
-#include "server.h"
+#include "gate.h"
 #include "store.h"
 #include "util.h"
 

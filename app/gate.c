@@ -1,0 +1,457 @@
+/*
+ * gate.c: the decision for one request (gate.h).
+ *
+ * A request that reaches rlgate counts against its client's quota under
+ * the policies its route names. As a responder, rlgate answers its own
+ * endpoint (404/405 elsewhere); as a FastCGI Authorizer, it says yes (200,
+ * the state in Variable-* headers) or answers the 429 itself. A request it
+ * cannot route or key safely (a flaw: request.h) is answered 400 in
+ * either role and counted by no policy: it never reaches the backend, and
+ * never borrows somebody else's key. The gate is the only place that
+ * applies on_error.
+ *
+ * Logging is paced per gate (one worker thread): a store failure, the
+ * store refusing new clients (max_clients) and refused requests each log
+ * one line at once, then at most one per RLG_ERROR_LOG_INTERVAL_MS with
+ * how many were not written; a rejection logs one line when the store
+ * decides it, not when the rejection cache repeats it (but at level info).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "gate.h"
+#include "util.h"
+
+/* The items of one store step and what the gate knows of each. */
+struct gate_items {
+	struct rlg_store_item items[RLG_GATE_ITEMS_MAX];
+	bool enforced[RLG_GATE_ITEMS_MAX];  /* may reject the request */
+	bool dry[RLG_GATE_ITEMS_MAX];       /* a dry_run policy's */
+	size_t n;
+	char keys[RLG_POLICIES_MAX][RLG_CLIENT_KEY_MAX + 1];
+};
+
+static void store_failed(struct rlg_gate *g, int64_t now_ms);
+static void store_ok(struct rlg_gate *g, int64_t now_ms);
+static void store_full(struct rlg_gate *g, int64_t now_ms);
+static enum rlg_outcome endpoint(const struct rlg_request *r);
+static const struct rlg_route *match_route(const struct rlg_config *cfg,
+    const struct rlg_request *r);
+static int gather(struct rlg_gate *g, const struct rlg_request *req,
+    const struct rlg_route *rt, struct gate_items *gi, int64_t now_ms);
+static void log_flaw(struct rlg_gate *g, const struct rlg_request *r,
+    const char *reason, const char *header, int64_t now_ms);
+static const char *flaw_header(const struct rlg_config *cfg,
+    const struct rlg_request *r);
+static void log_rejection(const struct rlg_gate *g, const char *event,
+    const struct rlg_route *rt, const struct gate_items *gi,
+    const struct rlg_decision *d, const bool *which);
+static bool log_decisions(const struct rlg_gate *g,
+    const struct gate_items *gi, const struct rlg_verdict *v,
+    const struct rlg_decision *d);
+static void show(const struct gate_items *gi, bool admitted,
+    const struct rlg_decision *d, struct rlg_verdict *v);
+
+void
+rlg_gate_init(struct rlg_gate *g, const struct rlg_config *cfg)
+{
+	memset(g, 0, sizeof *g);
+	g->cfg = cfg;
+	if (rlg_store_open(&cfg->store, &g->store) != RLG_OK)
+		store_failed(g, rlg_now_ms());
+}
+
+void
+rlg_gate_fini(struct rlg_gate *g)
+{
+	rlg_store_close(g->store);
+	g->store = NULL;
+}
+
+/*
+ * One line when the store starts failing, then at most one per
+ * RLG_ERROR_LOG_INTERVAL_MS while it goes on, and one when it heals: the
+ * error log names the fault without drowning in it.
+ */
+static void
+store_failed(struct rlg_gate *g, int64_t now_ms)
+{
+	const char *mode = rlg_on_error_name(g->cfg->store.on_error);
+
+	if (g->store_failing_since_ms == 0) {
+		g->store_failing_since_ms = now_ms;
+		g->next_error_log_ms = now_ms + RLG_ERROR_LOG_INTERVAL_MS;
+		g->suppressed_errors = 0;
+		rlg_log("store error: %s (on_error = %s)",
+		    rlg_store_errmsg(g->store), mode);
+	} else if (now_ms >= g->next_error_log_ms) {
+		rlg_log("store still failing: %s (%ld more errors; on_error = %s)",
+		    rlg_store_errmsg(g->store), g->suppressed_errors + 1, mode);
+		g->next_error_log_ms = now_ms + RLG_ERROR_LOG_INTERVAL_MS;
+		g->suppressed_errors = 0;
+	} else {
+		g->suppressed_errors++;
+	}
+}
+
+static void
+store_ok(struct rlg_gate *g, int64_t now_ms)
+{
+	if (g->store_failing_since_ms == 0)
+		return;
+	if (g->cfg->log_level >= RLG_LOG_WARN)
+		rlg_log("store recovered after %lld ms",
+		    (long long)(now_ms - g->store_failing_since_ms));
+	g->store_failing_since_ms = 0;
+}
+
+/*
+ * The store refused a new client (max_clients): a line at once, then at
+ * most one per RLG_ERROR_LOG_INTERVAL_MS, saying how many more were
+ * refused in between. The store itself works, so this is no failure.
+ */
+static void
+store_full(struct rlg_gate *g, int64_t now_ms)
+{
+	const char *mode = rlg_on_error_name(g->cfg->store.on_error);
+
+	if (now_ms < g->next_full_log_ms) {
+		g->suppressed_full++;
+		return;
+	}
+	if (g->suppressed_full > 0)
+		rlg_log("%s (on_error = %s; %ld more refused since the last"
+		    " line)", rlg_store_errmsg(g->store), mode,
+		    g->suppressed_full);
+	else
+		rlg_log("%s (on_error = %s)", rlg_store_errmsg(g->store), mode);
+	g->next_full_log_ms = now_ms + RLG_ERROR_LOG_INTERVAL_MS;
+	g->suppressed_full = 0;
+}
+
+/* What the responder answers a request that may pass: its endpoint. */
+static enum rlg_outcome
+endpoint(const struct rlg_request *r)
+{
+	if (!r->path_ok)
+		return RLG_OUT_BAD_REQUEST;
+	if (strcmp(r->path, RLG_RESOURCE_PATH) != 0)
+		return RLG_OUT_NOT_FOUND;
+	if (r->method != RLG_METHOD_GET && r->method != RLG_METHOD_HEAD)
+		return RLG_OUT_BAD_METHOD;
+	return RLG_OUT_ADMITTED;
+}
+
+/*
+ * The first [route] whose path and method match decides the policies; a
+ * request no route matches gets the default policies (every policy when
+ * there are no routes). NULL: no route matched. A route that lists GET
+ * takes HEAD too, as every server answers HEAD with GET's headers; a
+ * method too long to read matches no list.
+ */
+static const struct rlg_route *
+match_route(const struct rlg_config *cfg, const struct rlg_request *r)
+{
+	size_t i, j;
+
+	if (!r->path_ok)
+		return NULL;
+	for (i = 0; i < cfg->nroutes; i++) {
+		const struct rlg_route *rt = &cfg->routes[i];
+		bool method_ok = rt->nmethods == 0;
+
+		if (rt->prefix ? strncmp(r->path, rt->path, strlen(rt->path)) != 0
+		    : strcmp(r->path, rt->path) != 0)
+			continue;
+		for (j = 0; j < rt->nmethods && !method_ok && r->method_ok; j++)
+			method_ok = strcmp(rt->methods[j], r->method_name) == 0 ||
+			    (r->method == RLG_METHOD_HEAD &&
+			    strcmp(rt->methods[j], "GET") == 0);
+		if (method_ok)
+			return rt;
+	}
+	return NULL;
+}
+
+/*
+ * The items of the request's step: one per policy of its route that
+ * applies (an exempt client skips a policy, or is only reported with
+ * report_exempt), each keyed by the policy's key, and after a key taken
+ * from a header, the charge for a new key of the policy's bound. RLG_OK,
+ * or RLG_EINVAL when a key header came twice (logged: the request must
+ * be refused).
+ */
+static int
+gather(struct rlg_gate *g, const struct rlg_request *req,
+    const struct rlg_route *rt, struct gate_items *gi, int64_t now_ms)
+{
+	const struct rlg_config *cfg = g->cfg;
+	const size_t *list = rt != NULL ? rt->policies : cfg->default_policies;
+	size_t nlist = rt != NULL ? rt->npolicies : cfg->ndefault;
+	size_t i, nkeys = 0, n = 0;
+	int rc;
+
+	for (i = 0; i < nlist && nkeys < RLG_POLICIES_MAX; i++) {
+		const struct rlg_policy *p = &cfg->policies[list[i]];
+		bool exempt = req->addr_ok &&
+		    (rlg_cidr_any(cfg->client.exempt, cfg->client.nexempt,
+		    &req->addr) || rlg_cidr_any(p->exempt, p->nexempt,
+		    &req->addr));
+		char *key = gi->keys[nkeys++];
+
+		if (exempt && !cfg->report_exempt)
+			continue;
+		rc = rlg_request_policy_key(req, p, &cfg->client, key,
+		    RLG_CLIENT_KEY_MAX + 1);
+		if (rc == RLG_EINVAL) {
+			log_flaw(g, req, rlg_flaw_name(RLG_FLAW_DUPLICATE),
+			    p->key_header, now_ms);
+			return RLG_EINVAL;
+		}
+		if (rc != RLG_OK)
+			snprintf(key, RLG_CLIENT_KEY_MAX + 1, "%s", req->client);
+		gi->items[n].policy = p;
+		gi->items[n].client = key;
+		gi->items[n].advisory = exempt || p->mode == RLG_MODE_DRY_RUN;
+		gi->items[n].if_new = false;
+		gi->enforced[n] = !gi->items[n].advisory;
+		/* A reported exemption is not a dry run: never logged. */
+		gi->dry[n] = !exempt && p->mode == RLG_MODE_DRY_RUN;
+		n++;
+		/*
+		 * A key from the header (not the address fallback) that the
+		 * store holds nothing for costs its client address one of
+		 * the policy's new keys: one address cannot mint keys until
+		 * the store is full and lock everyone else out.
+		 */
+		if (p->new_keys_policy != NULL && strcmp(key, req->client) != 0) {
+			gi->items[n] = gi->items[n - 1];
+			gi->items[n].policy = p->new_keys_policy;
+			gi->items[n].client = req->client;
+			gi->items[n].if_new = true;
+			gi->enforced[n] = gi->enforced[n - 1];
+			gi->dry[n] = gi->dry[n - 1];
+			n++;
+		}
+	}
+	gi->n = n;
+	return RLG_OK;
+}
+
+/*
+ * A request rlgate refuses unread (a flaw, or an API key header sent
+ * twice): one line at once, then at most one per RLG_ERROR_LOG_INTERVAL_MS
+ * with how many more came in between, so a flood of them costs no disk.
+ * Only the peer's key and fixed words are written, never request bytes.
+ */
+static void
+log_flaw(struct rlg_gate *g, const struct rlg_request *r,
+    const char *reason, const char *header, int64_t now_ms)
+{
+	if (g->cfg->log_level < RLG_LOG_WARN)
+		return;
+	if (now_ms < g->next_flaw_log_ms) {
+		g->suppressed_flaws++;
+		return;
+	}
+	rlg_log("event=bad_request peer=%s reason=%s header=%s suppressed=%ld",
+	    r->client, reason, header != NULL ? header : "-",
+	    g->suppressed_flaws);
+	g->next_flaw_log_ms = now_ms + RLG_ERROR_LOG_INTERVAL_MS;
+	g->suppressed_flaws = 0;
+}
+
+/*
+ * The header a flaw is about, for the log: the forwarding header the
+ * trusted proxies set, or none (a path).
+ */
+static const char *
+flaw_header(const struct rlg_config *cfg, const struct rlg_request *r)
+{
+	if (r->flaw != RLG_FLAW_FORWARDED && r->flaw != RLG_FLAW_DUPLICATE)
+		return NULL;
+	return cfg->client.forwarded_header == RLG_FWD_FORWARDED ?
+	    "Forwarded" : "X-Forwarded-For";
+}
+
+/*
+ * One line per rejection the store decides (and per dry-run would-be
+ * rejection), in a stable key=value form for log tools: the client's
+ * store key (an API key only as its hash), the route, the policies that
+ * said no (those which[i] selects), and when the client may come back.
+ * Nothing from the request is written raw.
+ */
+static void
+log_rejection(const struct rlg_gate *g, const char *event,
+    const struct rlg_route *rt, const struct gate_items *gi,
+    const struct rlg_decision *d, const bool *which)
+{
+	char names[512];
+	const char *client = NULL;
+	int64_t retry_ms = 0;
+	size_t i, used = 0;
+	int k;
+
+	if (g->cfg->log_level < RLG_LOG_WARN)
+		return;
+	names[0] = '\0';
+	for (i = 0; i < gi->n; i++) {
+		if (d[i].admitted || !which[i])
+			continue;
+		if (client == NULL)
+			client = gi->items[i].client;
+		if (d[i].retry_ms > retry_ms)
+			retry_ms = d[i].retry_ms;
+		k = snprintf(names + used, sizeof names - used, "%s%s",
+		    used > 0 ? "," : "", gi->items[i].policy->name);
+		if (k < 0 || (size_t)k >= sizeof names - used)
+			break;
+		used += (size_t)k;
+	}
+	if (client == NULL)
+		return;
+	rlg_log("event=%s client=%s route=%s policy=%s retry_after_s=%lld",
+	    event, client, rt != NULL ? rt->name : "-", names,
+	    (long long)rlg_response_seconds(retry_ms));
+}
+
+/*
+ * Logs what the step decided, and returns whether the request is
+ * admitted: every enforcing item admits (advisory ones never reject). A
+ * repeat rejection answered by the rejection cache is the same decision
+ * as the one logged when the store took it: logged again only at level
+ * info, so a flood does not write a line per request.
+ */
+static bool
+log_decisions(const struct rlg_gate *g, const struct gate_items *gi,
+    const struct rlg_verdict *v, const struct rlg_decision *d)
+{
+	bool admitted = true, dry_rejected = false;
+	size_t i;
+
+	for (i = 0; i < gi->n; i++) {
+		if (d[i].admitted)
+			continue;
+		if (gi->dry[i])
+			dry_rejected = true;
+		else if (gi->enforced[i])
+			admitted = false;
+	}
+	if (!admitted && (!v->cached || g->cfg->log_level >= RLG_LOG_INFO))
+		log_rejection(g, "reject", v->route, gi, d, gi->enforced);
+	else if (admitted && gi->n > 0 && g->cfg->log_level >= RLG_LOG_INFO)
+		rlg_log("event=admit client=%s route=%s", gi->items[0].client,
+		    v->route != NULL ? v->route->name : "-");
+	if (dry_rejected)
+		log_rejection(g, "dry_run_reject", v->route, gi, d, gi->dry);
+	return admitted;
+}
+
+/*
+ * What the client sees: a dry-run policy is a trial, logged and stored but
+ * never shown (a client that honours the headers would back off for a
+ * limit that is not enforced), as nginx's limit_req_dry_run; a charge for
+ * a new key shows only when it refuses. A rejected request is answered
+ * for the enforcing policies only: a reported exemption that would also
+ * reject must not set Retry-After or appear among the violated ones.
+ */
+static void
+show(const struct gate_items *gi, bool admitted, const struct rlg_decision *d,
+    struct rlg_verdict *v)
+{
+	size_t i, shown = 0;
+
+	for (i = 0; i < gi->n; i++) {
+		if (gi->dry[i] || (gi->items[i].if_new && d[i].admitted))
+			continue;
+		v->policies[shown] = *gi->items[i].policy;
+		v->decisions[shown] = d[i];
+		if (!admitted && gi->items[i].advisory)
+			v->decisions[shown].admitted = true;
+		shown++;
+	}
+	v->answer.decisions = shown > 0 ? v->decisions : NULL;
+	v->answer.n = shown;
+}
+
+void
+rlg_gate_decide(struct rlg_gate *g, char *const *envp, int64_t now_ms,
+    struct rlg_verdict *v)
+{
+	const struct rlg_config *cfg = g->cfg;
+	struct rlg_decision d[RLG_GATE_ITEMS_MAX];
+	struct gate_items gi;
+	struct rlg_request req;
+	bool authorizer;
+	int rc;
+
+	rlg_request_parse(&req, envp, &cfg->client);
+	authorizer = req.role == RLG_ROLE_AUTHORIZER;
+	memset(&v->answer, 0, sizeof v->answer);
+	v->answer.style = cfg->style;
+	v->answer.errors = cfg->errors;
+	v->answer.head = req.method == RLG_METHOD_HEAD;
+	v->answer.policies = v->policies;
+	v->route = NULL;
+	v->cached = false;
+	if (req.flaw != RLG_FLAW_NONE) {
+		log_flaw(g, &req, rlg_flaw_name(req.flaw),
+		    flaw_header(cfg, &req), now_ms);
+		v->answer.outcome = RLG_OUT_BAD_REQUEST;
+		return;
+	}
+	v->route = match_route(cfg, &req);
+	if (gather(g, &req, v->route, &gi, now_ms) != RLG_OK) {
+		v->answer.outcome = RLG_OUT_BAD_REQUEST;
+		return;
+	}
+	if (gi.n > 0) {
+		rc = rlg_store_step(g->store, gi.items, gi.n, now_ms, d);
+		v->cached = rlg_store_cached(g->store);
+		if (rc != RLG_OK) {
+			if (rc == RLG_EFULL) {
+				store_ok(g, now_ms);
+				store_full(g, now_ms);
+			} else {
+				store_failed(g, now_ms);
+			}
+			/* on_error = open: pass, with nothing to report. */
+			if (cfg->store.on_error == RLG_ON_ERROR_CLOSED)
+				v->answer.outcome = RLG_OUT_STORE_DOWN;
+			else
+				v->answer.outcome = authorizer ?
+				    RLG_OUT_AUTHORIZED : endpoint(&req);
+			return;
+		}
+		store_ok(g, now_ms);
+	}
+	if (!log_decisions(g, &gi, v, d)) {
+		show(&gi, false, d, v);
+		v->answer.outcome = RLG_OUT_REJECTED;
+		return;
+	}
+	show(&gi, true, d, v);
+	v->answer.outcome = authorizer ? RLG_OUT_AUTHORIZED : endpoint(&req);
+}
+
+int
+rlg_gate_handle(struct rlg_gate *g, char *const *envp, int64_t now_ms,
+    rlg_write_fn write, void *ctx)
+{
+	struct rlg_verdict v;
+
+	rlg_gate_decide(g, envp, now_ms, &v);
+	return rlg_response_write(&v.answer, write, ctx);
+}
+
+void
+rlg_gate_idle(struct rlg_gate *g, int64_t now_ms)
+{
+	int64_t deleted = 0;
+
+	if (now_ms < g->next_prune_ms || g->store_failing_since_ms != 0)
+		return;
+	g->next_prune_ms = now_ms + RLG_PRUNE_INTERVAL_MS;
+	if (rlg_store_prune(g->store, now_ms, &deleted) != RLG_OK)
+		rlg_log("store prune failed: %s", rlg_store_errmsg(g->store));
+}

@@ -1,0 +1,94 @@
+/*
+ * gate.h: the decision for one request, between the transport (server.c:
+ * FastCGI or CGI) and the store. From the request's parameters it reads
+ * the request (request.c), refuses what it cannot key or route safely,
+ * picks the route and its policies, derives each policy's key, runs the
+ * store's one atomic step, applies on_error, chooses the answer and says
+ * what to log. It knows nothing of FastCGI, SQL or header syntax: the
+ * answer it builds is written by response.c.
+ */
+#ifndef RLG_GATE_H
+#define RLG_GATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "request.h"
+#include "response.h"
+#include "store.h"
+
+/* Items of one step: a policy each, and a charge for a new key after each
+ * policy keyed by a header (new_keys_per_ip). */
+#define RLG_GATE_ITEMS_MAX (2 * RLG_POLICIES_MAX)
+
+/* The resource endpoint of the responder role. */
+#define RLG_RESOURCE_PATH "/api/v1/resources"
+
+/* How often a gate prunes expired states, between requests. */
+#define RLG_PRUNE_INTERVAL_MS 10000
+/* Store errors, refused clients and refused requests are logged once, then
+ * at most once per this interval. */
+#define RLG_ERROR_LOG_INTERVAL_MS 10000
+
+/*
+ * One worker thread's gate: its store connection and the pacing of its
+ * log lines. Owned by the thread; not shared.
+ */
+struct rlg_gate {
+	const struct rlg_config *cfg;      /* borrowed, outlives the gate */
+	struct rlg_store *store;           /* owned */
+	int64_t next_prune_ms;
+	int64_t store_failing_since_ms;    /* 0 while the store works */
+	int64_t next_error_log_ms;
+	long suppressed_errors;
+	int64_t next_full_log_ms;          /* max_clients reached */
+	long suppressed_full;
+	int64_t next_flaw_log_ms;          /* refused requests */
+	long suppressed_flaws;
+};
+
+/*
+ * What the gate decided for one request: the answer, and the arrays it
+ * points into (the policies shown and their decisions). route is the
+ * [route] that matched, or NULL; cached tells whether the store's step
+ * was answered by the rejection cache.
+ */
+struct rlg_verdict {
+	struct rlg_answer answer;
+	const struct rlg_route *route;
+	bool cached;
+	struct rlg_policy policies[RLG_GATE_ITEMS_MAX];
+	struct rlg_decision decisions[RLG_GATE_ITEMS_MAX];
+};
+
+/* Sets up a gate for cfg, opening its store connection (a store that
+ * fails to open is logged; its handle heals by itself). */
+void rlg_gate_init(struct rlg_gate *g, const struct rlg_config *cfg);
+
+/* Closes the gate's store connection. */
+void rlg_gate_fini(struct rlg_gate *g);
+
+/*
+ * Decides for the request whose parameters are envp ("NAME=value"
+ * strings: the FastCGI params or environ) at now_ms, into *v, and logs
+ * what the config's [log] level asks for. Never fails: bad input is an
+ * answer (400), a failing store follows on_error.
+ */
+void rlg_gate_decide(struct rlg_gate *g, char *const *envp, int64_t now_ms,
+    struct rlg_verdict *v);
+
+/*
+ * rlg_gate_decide, then the answer written through write/ctx. Returns 0,
+ * or the writer's negative result.
+ */
+int rlg_gate_handle(struct rlg_gate *g, char *const *envp, int64_t now_ms,
+    rlg_write_fn write, void *ctx);
+
+/*
+ * Housekeeping after a request has been answered: prunes expired states
+ * at most once per RLG_PRUNE_INTERVAL_MS (not while the store fails).
+ */
+void rlg_gate_idle(struct rlg_gate *g, int64_t now_ms);
+
+#endif

@@ -1,0 +1,404 @@
+/*
+ * check_gate.c: the decision for one request (gate.c), fed CGI/FastCGI
+ * parameter arrays as a web server sends them, on a real SQLite file:
+ * the outcome and what the answer shows (responder and Authorizer),
+ * routes and methods, refused requests, dry run, the bound on new keys,
+ * on_error, the rejection cache's repeats, and the log lines each writes
+ * (captured from stderr).
+ */
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check_rlgate.h"
+#include "gate.h"
+#include "util.h"
+
+/* 2023-11-14 22:13:00 UTC, a multiple of 60 s; and one second into it. */
+#define T0 ((int64_t)1699999980000)
+#define T1 (T0 + 1000)
+
+static char dir[] = "/tmp/rlg-check-gate-XXXXXX";
+static int dir_made;
+static int case_no;
+
+/* The gate under test, on cfg (owned by the test). */
+static struct rlg_config *cfg;
+static struct rlg_gate gate;
+
+/* stderr while a test captures the log. */
+static int saved_fd = -1;
+static char log_path[256];
+
+/* Each test (forked by Check) works in a directory of its own. */
+static void
+setup(void)
+{
+	if (!dir_made) {
+		ck_assert_ptr_nonnull(mkdtemp(dir));
+		dir_made = 1;
+	}
+	case_no++;
+}
+
+static int
+rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void
+teardown(void)
+{
+	if (dir_made)
+		(void)nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/*
+ * A gate on the config text: its [store] path is a new file of the
+ * test's directory, unless text starts with a [store] path of its own.
+ */
+static void
+gate_on(const char *text)
+{
+	char full[4096];
+	int n;
+
+	if (strncmp(text, "[store]\npath = ", 15) == 0)
+		n = snprintf(full, sizeof full, "%s", text);
+	else
+		n = snprintf(full, sizeof full, "[store]\npath = %s/g%d.db\n%s",
+		    dir, case_no, text);
+	ck_assert(n > 0 && (size_t)n < sizeof full);
+	ck_assert_int_eq(rlg_config_load_string(full, "gate.conf", stderr,
+	    &cfg), 0);
+	rlg_gate_init(&gate, cfg);
+}
+
+static void
+gate_off(void)
+{
+	rlg_gate_fini(&gate);
+	rlg_config_free(cfg);
+	cfg = NULL;
+}
+
+/* Decides for the NULL-terminated "NAME=value" parameters at now. */
+static void
+ask(struct rlg_verdict *v, int64_t now, ...)
+{
+	char *envp[16];
+	va_list ap;
+	size_t n = 0;
+	char *e;
+
+	va_start(ap, now);
+	while ((e = va_arg(ap, char *)) != NULL) {
+		ck_assert_uint_lt(n, 15);
+		envp[n++] = e;
+	}
+	va_end(ap);
+	envp[n] = NULL;
+	rlg_gate_decide(&gate, envp, now, v);
+}
+
+#define GET "REQUEST_METHOD=GET"
+#define RES "REQUEST_URI=/api/v1/resources"
+#define A1 "REMOTE_ADDR=10.0.0.1"
+#define A2 "REMOTE_ADDR=10.0.0.2"
+
+/* Sends stderr (the log) to a file until log_end. */
+static void
+log_begin(void)
+{
+	int fd;
+
+	snprintf(log_path, sizeof log_path, "%s/log%d.txt", dir, case_no);
+	fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	saved_fd = dup(STDERR_FILENO);
+	ck_assert_int_ge(saved_fd, 0);
+	ck_assert_int_ge(dup2(fd, STDERR_FILENO), 0);
+	close(fd);
+}
+
+/* Restores stderr; returns how many log lines contain needle. */
+static int
+log_end(const char *needle)
+{
+	char line[2048];
+	FILE *f;
+	int n = 0;
+
+	ck_assert_int_ge(dup2(saved_fd, STDERR_FILENO), 0);
+	close(saved_fd);
+	saved_fd = -1;
+	f = fopen(log_path, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof line, f) != NULL)
+		if (strstr(line, needle) != NULL)
+			n++;
+	fclose(f);
+	return n;
+}
+
+/* The responder: the endpoint within the quota, then 429; other paths
+ * and methods counted too (404, 405). */
+START_TEST(test_responder)
+{
+	struct rlg_verdict v;
+
+	gate_on("[policy default]\nlimit = 3\nwindow = 60\n");
+	ask(&v, T1, GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_ADMITTED);
+	ck_assert_uint_eq(v.answer.n, 1);
+	ck_assert_str_eq(v.answer.policies[0].name, "default");
+	ck_assert_int_eq(v.answer.decisions[0].remaining, 2);
+	ck_assert(!v.cached);
+	ck_assert_ptr_null(v.route);
+	ask(&v, T1, GET, "REQUEST_URI=/elsewhere", A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_NOT_FOUND);
+	ck_assert_int_eq(v.answer.decisions[0].remaining, 1);
+	ask(&v, T1, "REQUEST_METHOD=POST", RES, A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_BAD_METHOD);
+	ck_assert_int_eq(v.answer.decisions[0].remaining, 0);
+	ask(&v, T1, GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	ck_assert(!v.answer.decisions[0].admitted);
+	ck_assert_int_eq(v.answer.decisions[0].retry_ms, 59000);
+	/* another client, its own quota; HEAD is answered headers only */
+	ask(&v, T1, "REQUEST_METHOD=HEAD", RES, A2, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_ADMITTED);
+	ck_assert(v.answer.head);
+	ck_assert_int_eq(v.answer.decisions[0].remaining, 2);
+	/* the next window */
+	ask(&v, T0 + 60000, GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_ADMITTED);
+	gate_off();
+}
+END_TEST
+
+/* The Authorizer: yes (200, Variable-*) or the 429 itself. */
+START_TEST(test_authorizer)
+{
+	struct rlg_verdict v;
+
+	gate_on("[policy default]\nlimit = 1\nwindow = 60\n");
+	ask(&v, T1, "FCGI_ROLE=AUTHORIZER", GET, "REQUEST_URI=/static/x.css",
+	    A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_AUTHORIZED);
+	ck_assert_uint_eq(v.answer.n, 1);
+	ask(&v, T1, "FCGI_ROLE=AUTHORIZER", GET, "REQUEST_URI=/static/x.css",
+	    A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	/* a path it cannot read fails closed: 400, not authorized */
+	ask(&v, T1, "FCGI_ROLE=AUTHORIZER", GET, "REQUEST_URI=/a%2Fb", A2,
+	    NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_BAD_REQUEST);
+	ck_assert_uint_eq(v.answer.n, 0);
+	gate_off();
+}
+END_TEST
+
+/* Routes: first match, prefixes, policies = none, GET takes HEAD, the
+ * path the server serves; the route is in the verdict. */
+START_TEST(test_routes)
+{
+	struct rlg_verdict v;
+
+	gate_on("[policy default]\nlimit = 5\n"
+	    "[policy login]\nlimit = 1\n"
+	    "[route login]\npath = /login\nmethods = GET\npolicies = login\n"
+	    "[route free]\npath = /static/public/*\npolicies = none\n");
+	ask(&v, T1, GET, "REQUEST_URI=/x/../login", A1, NULL);
+	ck_assert_ptr_nonnull(v.route);
+	ck_assert_str_eq(v.route->name, "login");
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_NOT_FOUND);
+	ck_assert_str_eq(v.answer.policies[0].name, "login");
+	ask(&v, T1, "REQUEST_METHOD=HEAD", "REQUEST_URI=//login", A1, NULL);
+	ck_assert_str_eq(v.route->name, "login");
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	/* another method: no route, [policy default] */
+	ask(&v, T1, "REQUEST_METHOD=POST", "REQUEST_URI=/login", A1, NULL);
+	ck_assert_ptr_null(v.route);
+	ck_assert_str_eq(v.answer.policies[0].name, "default");
+	/* the free route: no policy, nothing to show */
+	ask(&v, T1, GET, "REQUEST_URI=/static/public/a.png", A1, NULL);
+	ck_assert_str_eq(v.route->name, "free");
+	ck_assert_uint_eq(v.answer.n, 0);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_NOT_FOUND);
+	/* ... but not a path that leaves it */
+	ask(&v, T1, GET, "REQUEST_URI=/static/public/../secret", A1, NULL);
+	ck_assert_ptr_null(v.route);
+	ck_assert_uint_eq(v.answer.n, 1);
+	gate_off();
+}
+END_TEST
+
+/* Refused unread: counted by none, logged once then paced. */
+START_TEST(test_refused)
+{
+	struct rlg_verdict v;
+	int i;
+
+	gate_on("[client]\ntrusted_proxies = 10.0.0.1\n"
+	    "key_secret = 0123456789abcdef0123\n"
+	    "[policy default]\nlimit = 2\n"
+	    "[policy k]\nkey = header:X-Api-Key\nlimit = 2\n");
+	log_begin();
+	for (i = 0; i < 5; i++) {
+		ask(&v, T1 + i, GET, RES, A1, "HTTP_X_FORWARDED_FOR=1.2.3.4",
+		    "HTTP_X_FORWARDED_FOR=5.6.7.8", NULL);
+		ck_assert_int_eq(v.answer.outcome, RLG_OUT_BAD_REQUEST);
+		ck_assert_uint_eq(v.answer.n, 0);
+	}
+	ask(&v, T1, GET, RES, A2, "HTTP_X_API_KEY=a", "HTTP_X_API_KEY=b",
+	    NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_BAD_REQUEST);
+	ask(&v, T1, GET, "REQUEST_URI=/%zz", A2, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_BAD_REQUEST);
+	/* one line for the lot within 10 s; then one with the count */
+	ck_assert_int_eq(log_end("event=bad_request"), 1);
+	log_begin();
+	ask(&v, T1 + 20000, GET, "REQUEST_URI=/%zz", A2, NULL);
+	ck_assert_int_eq(log_end("reason=bad_path header=- suppressed=6"), 1);
+	/* nothing was counted: both clients have their whole quota */
+	ask(&v, T1, GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.decisions[0].remaining, 1);
+	ask(&v, T1, GET, RES, A2, NULL);
+	ck_assert_int_eq(v.answer.decisions[0].remaining, 1);
+	gate_off();
+}
+END_TEST
+
+/* A dry-run policy is decided, stored and logged, never shown. */
+START_TEST(test_dry_run_hidden)
+{
+	struct rlg_verdict v;
+
+	gate_on("[policy hard]\nlimit = 2\n"
+	    "[policy trial]\nlimit = 1\nmode = dry_run\n");
+	log_begin();
+	ask(&v, T1, GET, RES, A1, NULL);
+	ck_assert_uint_eq(v.answer.n, 1);
+	ck_assert_str_eq(v.answer.policies[0].name, "hard");
+	ck_assert_int_eq(v.answer.decisions[0].remaining, 1);
+	ask(&v, T1, GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_ADMITTED);
+	ck_assert_uint_eq(v.answer.n, 1);
+	ck_assert_int_eq(log_end("event=dry_run_reject client=10.0.0.1 "
+	    "route=- policy=trial"), 1);
+	gate_off();
+}
+END_TEST
+
+/* The bound on new keys: shown and logged only when it refuses. */
+START_TEST(test_new_keys)
+{
+	struct rlg_verdict v;
+	char key[32];
+	int i;
+
+	gate_on("[client]\nkey_secret = 0123456789abcdef0123\n"
+	    "[policy k]\nkey = ip, header:X-Api-Key\nlimit = 5\n"
+	    "new_keys_per_ip = 2\n");
+	log_begin();
+	for (i = 0; i < 3; i++) {
+		snprintf(key, sizeof key, "HTTP_X_API_KEY=key-%d", i);
+		ask(&v, T1, GET, RES, A1, key, NULL);
+		if (i < 2) {
+			ck_assert_int_eq(v.answer.outcome, RLG_OUT_ADMITTED);
+			ck_assert_uint_eq(v.answer.n, 1);
+			ck_assert_str_eq(v.answer.policies[0].name, "k");
+		}
+	}
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	ck_assert_uint_eq(v.answer.n, 2);
+	ck_assert_str_eq(v.answer.policies[1].name, "k.new_keys");
+	ck_assert(!v.answer.decisions[1].admitted);
+	ck_assert_int_eq(v.answer.decisions[1].limit, 2);
+	ck_assert_int_eq(log_end("policy=k.new_keys "), 1);
+	/* a held key goes on; no header: the address key, no charge */
+	ask(&v, T1, GET, RES, A1, "HTTP_X_API_KEY=key-0", NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_ADMITTED);
+	ask(&v, T1, GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_ADMITTED);
+	ck_assert_uint_eq(v.answer.n, 1);
+	gate_off();
+}
+END_TEST
+
+/* A store that cannot open: on_error decides, one log line. */
+START_TEST(test_on_error)
+{
+	struct rlg_verdict v;
+	char text[512];
+
+	snprintf(text, sizeof text, "[store]\npath = %s/missing/x.db\n"
+	    "on_error = closed\n", dir);
+	log_begin();
+	gate_on(text);
+	ask(&v, T1, GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_STORE_DOWN);
+	ck_assert_uint_eq(v.answer.n, 0);
+	ask(&v, T1 + 1, GET, RES, A1, NULL);
+	gate_off();
+	ck_assert_int_eq(log_end("store error:"), 1);
+	snprintf(text, sizeof text, "[store]\npath = %s/missing/x.db\n"
+	    "on_error = open\n", dir);
+	log_begin();
+	gate_on(text);
+	ask(&v, T1, GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_ADMITTED);
+	ck_assert_uint_eq(v.answer.n, 0);
+	ask(&v, T1, "FCGI_ROLE=AUTHORIZER", GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_AUTHORIZED);
+	gate_off();
+	(void)log_end("");
+}
+END_TEST
+
+/* A repeat answered by the rejection cache is reported as such, and
+ * logged once (at warn). */
+START_TEST(test_cached_repeats)
+{
+	struct rlg_verdict v;
+	int i;
+
+	gate_on("[store]\nrejection_cache = 64\n[policy default]\nlimit = 1\n");
+	log_begin();
+	for (i = 0; i < 4; i++) {
+		ask(&v, T1 + i, GET, RES, A1, NULL);
+		ck_assert(v.cached == (i >= 2));
+	}
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	ck_assert_int_eq(log_end("event=reject"), 1);
+	gate_off();
+}
+END_TEST
+
+Suite *
+rlg_gate_suite(void)
+{
+	Suite *s = suite_create("gate");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_responder);
+	tcase_add_test(tc, test_authorizer);
+	tcase_add_test(tc, test_routes);
+	tcase_add_test(tc, test_refused);
+	tcase_add_test(tc, test_dry_run_hidden);
+	tcase_add_test(tc, test_new_keys);
+	tcase_add_test(tc, test_on_error);
+	tcase_add_test(tc, test_cached_repeats);
+	suite_add_tcase(s, tc);
+	return s;
+}
