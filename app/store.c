@@ -6,9 +6,15 @@
  * never know which one they talk to.
  */
 #include <stddef.h>
+#include <string.h>
 
 #include "store.h"
+#include "store_stats.h"
 #include "util.h"
+
+static int check_items(struct rlg_store *s,
+    const struct rlg_store_item *items, size_t n,
+    const struct rlg_decision *decisions);
 
 int
 rlg_store_open(const struct rlg_store_config *cfg, struct rlg_store **out)
@@ -29,9 +35,51 @@ int
 rlg_store_step(struct rlg_store *s, const struct rlg_store_item *items,
     size_t n, int64_t now_ms, struct rlg_decision *decisions)
 {
+	int rc;
+
 	if (s == NULL)
 		return RLG_ESTORE;
+	s->cached = false;
+	if ((rc = check_items(s, items, n, decisions)) != RLG_OK)
+		return rc;
 	return s->ops->step(s, items, n, now_ms, decisions);
+}
+
+/*
+ * Refuses, once for every backend, a request no store could take: no
+ * item, an item without policy or client, a client key too long, a charge
+ * for a new key with no key item before it.
+ */
+static int
+check_items(struct rlg_store *s, const struct rlg_store_item *items,
+    size_t n, const struct rlg_decision *decisions)
+{
+	size_t i;
+
+	if (items == NULL || decisions == NULL || n == 0) {
+		rlg_store_seterr(s, "store step: no policy to apply");
+		return RLG_EINVAL;
+	}
+	for (i = 0; i < n; i++) {
+		if (items[i].policy == NULL || items[i].policy->name == NULL ||
+		    items[i].client == NULL) {
+			rlg_store_seterr(s, "store step: item %zu has no policy"
+			    " or no client key", i);
+			return RLG_EINVAL;
+		}
+		if (strnlen(items[i].client, RLG_CLIENT_KEY_MAX + 1) >
+		    RLG_CLIENT_KEY_MAX) {
+			rlg_store_seterr(s, "store step: client key longer than"
+			    " %d bytes", RLG_CLIENT_KEY_MAX);
+			return RLG_EINVAL;
+		}
+		if (items[i].if_new && (i == 0 || items[i - 1].if_new)) {
+			rlg_store_seterr(s, "store step: item %zu is a charge"
+			    " for a new key (if_new) with no key before it", i);
+			return RLG_EINVAL;
+		}
+	}
+	return RLG_OK;
 }
 
 int
@@ -55,17 +103,15 @@ rlg_store_errmsg(const struct rlg_store *s)
 {
 	if (s == NULL)
 		return "no store handle";
-	return s->ops->errmsg(s);
+	return s->errmsg;
 }
 
 void
-rlg_store_skipped(const struct rlg_policy *p, struct rlg_decision *d)
+rlg_store_stats(const struct rlg_store *s, struct rlg_store_stats *out)
 {
-	d->admitted = true;
-	d->limit = p->limit;
-	d->remaining = p->limit;
-	d->reset_ms = 0;
-	d->retry_ms = 0;
+	memset(out, 0, sizeof *out);
+	if (s != NULL && s->ops->stats != NULL)
+		s->ops->stats(s, out);
 }
 
 void

@@ -14,8 +14,10 @@
 #ifndef RLG_STORE_H
 #define RLG_STORE_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "config.h"
 #include "limiter.h"
@@ -46,11 +48,19 @@ struct rlg_store_item {
 };
 
 struct rlg_store_ops;
+struct rlg_store_stats;
 
-/* Every backend's handle starts with this, so the calls below dispatch. */
+/* The longest error message a handle keeps, with its NUL. */
+#define RLG_STORE_ERRMSG_MAX 512
+
+/*
+ * Every backend's handle starts with this, so the calls below dispatch:
+ * its operations, and what the callers read of any handle alike.
+ */
 struct rlg_store {
 	const struct rlg_store_ops *ops;
 	bool cached;               /* the last step was answered from memory */
+	char errmsg[RLG_STORE_ERRMSG_MAX];  /* the last error (rlg_store_errmsg) */
 };
 
 /* A backend (store_sqlite.c, store_redis.c), or a wrapper (store_cache.c). */
@@ -60,8 +70,10 @@ struct rlg_store_ops {
 	int (*step)(struct rlg_store *s, const struct rlg_store_item *items,
 	    size_t n, int64_t now_ms, struct rlg_decision *decisions);
 	int (*prune)(struct rlg_store *s, int64_t now_ms, int64_t *deleted);
-	const char *(*errmsg)(const struct rlg_store *s);
 	void (*close)(struct rlg_store *s);
+	/* What it has done, for tests and benchmarks (store_stats.h);
+	 * NULL: nothing to count. */
+	void (*stats)(const struct rlg_store *s, struct rlg_store_stats *out);
 };
 
 extern const struct rlg_store_ops rlg_store_sqlite_ops;
@@ -78,13 +90,6 @@ extern const struct rlg_store_ops rlg_store_redis_ops;
  * rlg_store_cache_wrap makes it. */
 extern const struct rlg_store_ops rlg_store_cache_ops;
 
-/* What a rejection cache has done, for tests and benchmarks. */
-struct rlg_store_cache_stats {
-	uint64_t hits;             /* rejections answered from memory */
-	uint64_t misses;           /* steps that went to the store */
-	uint64_t stored;           /* rejections remembered */
-};
-
 /*
  * Wraps inner in a rejection cache of about entries entries (rounded up to
  * a power of two): repeat rejections are answered from memory, exactly as
@@ -94,23 +99,6 @@ struct rlg_store_cache_stats {
  */
 struct rlg_store *rlg_store_cache_wrap(struct rlg_store *inner,
     int64_t entries);
-
-/* The cache's counters, or NULL if s is no rejection cache. */
-const struct rlg_store_cache_stats *rlg_store_cache_stats(
-    const struct rlg_store *s);
-
-/* What group commit has done in this process, for tests and benchmarks. */
-struct rlg_store_group_stats {
-	uint64_t batches;          /* transactions committed by a leader */
-	uint64_t steps;            /* requests they carried */
-};
-
-/*
- * The counters of the group commit that the SQLite handle s takes part
- * in: 0, or -1 (zeros) when s is no SQLite handle or has no group commit.
- */
-int rlg_store_group_stats(const struct rlg_store *s,
-    struct rlg_store_group_stats *out);
 
 /*
  * Opens a connection to the store that cfg names: cfg->backend picks
@@ -168,11 +156,37 @@ bool rlg_store_cached(const struct rlg_store *s);
 const char *rlg_store_errmsg(const struct rlg_store *s);
 
 /*
+ * Sets s's error message, printf-style: for the backends and wrappers
+ * (inline, so that they need nothing of store.c).
+ */
+static inline void rlg_store_seterr(struct rlg_store *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static inline void
+rlg_store_seterr(struct rlg_store *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(s->errmsg, sizeof s->errmsg, fmt, ap);
+	va_end(ap);
+}
+
+/*
  * The decision of an if_new item that does not apply (its key is not
  * new): admitted, remaining = limit, reset_ms = retry_ms = 0. For the
- * backends and the rejection cache.
+ * backends and the rejection cache (inline: they need nothing of
+ * store.c).
  */
-void rlg_store_skipped(const struct rlg_policy *p, struct rlg_decision *d);
+static inline void
+rlg_store_skipped(const struct rlg_policy *p, struct rlg_decision *d)
+{
+	d->admitted = true;
+	d->limit = p->limit;
+	d->remaining = p->limit;
+	d->reset_ms = 0;
+	d->retry_ms = 0;
+}
 
 /* Closes the connection; NULL does nothing. */
 void rlg_store_close(struct rlg_store *s);

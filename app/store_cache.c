@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "store.h"
+#include "store_stats.h"
 #include "util.h"
 
 /* Per entry: the items of a cacheable step, and their key's bytes. */
@@ -71,7 +72,9 @@ struct cache_store {
 	struct cache_entry *entries;  /* nentries, a power of two */
 	size_t mask;
 	uint64_t seed;
-	struct rlg_store_cache_stats stats;
+	uint64_t hits;                /* rejections answered from memory */
+	uint64_t misses;              /* steps that went to the store */
+	uint64_t stored;              /* rejections remembered */
 };
 
 static int cache_step(struct rlg_store *base,
@@ -79,8 +82,9 @@ static int cache_step(struct rlg_store *base,
     struct rlg_decision *decisions);
 static int cache_prune(struct rlg_store *base, int64_t now_ms,
     int64_t *deleted);
-static const char *cache_errmsg(const struct rlg_store *base);
 static void cache_close(struct rlg_store *base);
+static void cache_stats(const struct rlg_store *base,
+    struct rlg_store_stats *out);
 static size_t cache_key(const struct rlg_store_item *items, size_t n,
     char *key, size_t *m);
 static uint64_t cache_hash(uint64_t seed, const char *key, size_t len);
@@ -90,8 +94,8 @@ const struct rlg_store_ops rlg_store_cache_ops = {
 	.open = NULL,           /* made by rlg_store_cache_wrap, not opened */
 	.step = cache_step,
 	.prune = cache_prune,
-	.errmsg = cache_errmsg,
 	.close = cache_close,
+	.stats = cache_stats,
 };
 
 struct rlg_store *
@@ -109,18 +113,11 @@ rlg_store_cache_wrap(struct rlg_store *inner, int64_t entries)
 	c->inner = inner;
 	c->entries = rlg_xcalloc(size, sizeof *c->entries);
 	c->mask = size - 1;
+	memcpy(c->base.errmsg, inner->errmsg, sizeof c->base.errmsg);
 	/* Per handle, so nobody can aim keys at one slot from outside. */
 	c->seed = 0xcbf29ce484222325u ^ (uint64_t)(uintptr_t)c ^
 	    (uint64_t)rlg_now_ms() * 0x9e3779b97f4a7c15u;
 	return &c->base;
-}
-
-const struct rlg_store_cache_stats *
-rlg_store_cache_stats(const struct rlg_store *s)
-{
-	if (s == NULL || s->ops != &rlg_store_cache_ops)
-		return NULL;
-	return &((const struct cache_store *)s)->stats;
 }
 
 static int
@@ -158,15 +155,21 @@ cache_step(struct rlg_store *base, const struct rlg_store_item *items,
 				    e->d[j].retry_at_ms - now_ms;
 				j++;
 			}
-			c->stats.hits++;
+			c->hits++;
 			c->base.cached = true;
 			return RLG_OK;
 		}
 	}
 	c->base.cached = false;
-	c->stats.misses++;
-	rc = rlg_store_step(c->inner, items, n, now_ms, decisions);
-	if (rc != RLG_OK || keylen == 0)
+	c->misses++;
+	/* The items were checked by rlg_store_step, for both of us. */
+	rc = c->inner->ops->step(c->inner, items, n, now_ms, decisions);
+	if (rc != RLG_OK) {
+		memcpy(c->base.errmsg, c->inner->errmsg,
+		    sizeof c->base.errmsg);
+		return rc;
+	}
+	if (keylen == 0)
 		return rc;
 	/*
 	 * Cacheable: every key item rejected by the store, none advisory,
@@ -202,7 +205,7 @@ cache_step(struct rlg_store *base, const struct rlg_store_item *items,
 		e->d[j].retry_at_ms = now_ms + decisions[i].retry_ms;
 		j++;
 	}
-	c->stats.stored++;
+	c->stored++;
 	return rc;
 }
 
@@ -210,16 +213,13 @@ static int
 cache_prune(struct rlg_store *base, int64_t now_ms, int64_t *deleted)
 {
 	struct cache_store *c = (struct cache_store *)base;
+	int rc;
 
-	return rlg_store_prune(c->inner, now_ms, deleted);
-}
-
-static const char *
-cache_errmsg(const struct rlg_store *base)
-{
-	const struct cache_store *c = (const struct cache_store *)base;
-
-	return rlg_store_errmsg(c->inner);
+	rc = c->inner->ops->prune(c->inner, now_ms, deleted);
+	if (rc != RLG_OK)
+		memcpy(c->base.errmsg, c->inner->errmsg,
+		    sizeof c->base.errmsg);
+	return rc;
 }
 
 static void
@@ -227,9 +227,23 @@ cache_close(struct rlg_store *base)
 {
 	struct cache_store *c = (struct cache_store *)base;
 
-	rlg_store_close(c->inner);
+	c->inner->ops->close(c->inner);
 	free(c->entries);
 	free(c);
+}
+
+/* Its own counters, and those of the store it wraps. */
+static void
+cache_stats(const struct rlg_store *base, struct rlg_store_stats *out)
+{
+	const struct cache_store *c = (const struct cache_store *)base;
+
+	if (c->inner->ops->stats != NULL)
+		c->inner->ops->stats(c->inner, out);
+	out->cache = true;
+	out->cache_hits = c->hits;
+	out->cache_misses = c->misses;
+	out->cache_stored = c->stored;
 }
 
 /*

@@ -316,7 +316,6 @@ struct rd_store {
 	struct rlg_decision *cdec;
 	size_t ccap;
 
-	char errmsg[512];             /* the last error, NUL-terminated */
 };
 
 static int rd_open(const struct rlg_store_config *cfg,
@@ -325,13 +324,11 @@ static int rd_step(struct rlg_store *base, const struct rlg_store_item *items,
     size_t n, int64_t now_ms, struct rlg_decision *decisions);
 static int rd_prune(struct rlg_store *base, int64_t now_ms,
     int64_t *deleted);
-static const char *rd_errmsg(const struct rlg_store *base);
 static void rd_close(struct rlg_store *base);
 
 static void rd_budget(struct rd_store *s);
 static int rd_check_items(struct rd_store *s,
-    const struct rlg_store_item *items, size_t n,
-    const struct rlg_decision *decisions, int64_t now_ms);
+    const struct rlg_store_item *items, size_t n, int64_t now_ms);
 static size_t rd_node_add(struct rd_store *s, const char *host, int port,
     const char *socket);
 static void rd_node_name(struct rd_store *s, struct rd_node *node);
@@ -424,7 +421,6 @@ const struct rlg_store_ops rlg_store_redis_ops = {
 	.open = rd_open,
 	.step = rd_step,
 	.prune = rd_prune,
-	.errmsg = rd_errmsg,
 	.close = rd_close,
 };
 
@@ -453,7 +449,7 @@ rd_open(const struct rlg_store_config *cfg, struct rlg_store **out)
 	named = *cfg;
 	named.backend = RLG_BACKEND_REDIS;
 	rlg_store_describe(&named, s->name, sizeof s->name);
-	snprintf(s->errmsg, sizeof s->errmsg, "no error");
+	snprintf(s->base.errmsg, sizeof s->base.errmsg, "no error");
 	*out = &s->base;
 	rd_budget(s);
 	if (cfg->redis_host == NULL && cfg->redis_socket == NULL) {
@@ -496,7 +492,7 @@ rd_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
 	redisReply *reply;
 	int argc, rc;
 
-	if ((rc = rd_check_items(s, items, n, decisions, now_ms)) != RLG_OK)
+	if ((rc = rd_check_items(s, items, n, now_ms)) != RLG_OK)
 		return rc;
 	if (s->nnodes == 0)
 		return RLG_ESTORE;      /* no url: errmsg says so since open */
@@ -534,14 +530,6 @@ rd_prune(struct rlg_store *base, int64_t now_ms, int64_t *deleted)
 	if (deleted != NULL)
 		*deleted = 0;
 	return RLG_OK;
-}
-
-static const char *
-rd_errmsg(const struct rlg_store *base)
-{
-	const struct rd_store *s = (const struct rd_store *)base;
-
-	return s->errmsg;
 }
 
 static void
@@ -591,14 +579,14 @@ rd_budget(struct rd_store *s)
 }
 
 /*
- * Refuses a request no store could take (the SQLite store's messages),
- * and a client key that would leave the hash tag empty. Each policy goes
+ * Refuses (rlg_store_step has checked what every store refuses) a client
+ * key that would leave the hash tag empty. Each policy goes
  * through the pure limiter once on an empty state, so a policy it would
  * refuse is refused here as the SQLite store refuses it, before Redis.
  */
 static int
 rd_check_items(struct rd_store *s, const struct rlg_store_item *items,
-    size_t n, const struct rlg_decision *decisions, int64_t now_ms)
+    size_t n, int64_t now_ms)
 {
 	const struct rlg_policy *p;
 	struct rlg_state zero, out;
@@ -607,29 +595,9 @@ rd_check_items(struct rd_store *s, const struct rlg_store_item *items,
 	size_t i;
 	int rc;
 
-	if (items == NULL || decisions == NULL || n == 0) {
-		rd_seterr(s, "store step: no policy to apply");
-		return RLG_EINVAL;
-	}
 	memset(&zero, 0, sizeof zero);
 	for (i = 0; i < n; i++) {
 		p = items[i].policy;
-		if (p == NULL || p->name == NULL || items[i].client == NULL) {
-			rd_seterr(s, "store step: item %zu has no policy or"
-			    " no client key", i);
-			return RLG_EINVAL;
-		}
-		if (strnlen(items[i].client, RLG_CLIENT_KEY_MAX + 1) >
-		    RLG_CLIENT_KEY_MAX) {
-			rd_seterr(s, "store step: client key longer than %d"
-			    " bytes", RLG_CLIENT_KEY_MAX);
-			return RLG_EINVAL;
-		}
-		if (items[i].if_new && (i == 0 || items[i - 1].if_new)) {
-			rd_seterr(s, "store step: item %zu is a charge for a"
-			    " new key (if_new) with no key before it", i);
-			return RLG_EINVAL;
-		}
 		if (items[i].client[0] == '\0' || items[i].client[0] == '}') {
 			rd_seterr(s, "store step: client key \"%s\" would"
 			    " leave the Redis hash tag {...} empty",
@@ -1498,7 +1466,7 @@ rd_failed(struct rd_store *s, size_t ni)
 		return RLG_ESTORE;
 	}
 	rd_disconnect(node);
-	memcpy(node->err, s->errmsg, sizeof node->err);
+	memcpy(node->err, s->base.errmsg, sizeof node->err);
 	node->backoff_ms = node->backoff_ms == 0 ? RD_BACKOFF_MIN_MS :
 	    node->backoff_ms * 2 > RD_BACKOFF_MAX_MS ? RD_BACKOFF_MAX_MS :
 	    node->backoff_ms * 2;
@@ -1507,7 +1475,7 @@ rd_failed(struct rd_store *s, size_t ni)
 		node->down = true;
 		node->down_since_ms = now;
 		rlg_log("store lost: %s (reconnecting after %d ms, then"
-		    " backing off up to %d s)", s->errmsg, RD_BACKOFF_MIN_MS,
+		    " backing off up to %d s)", s->base.errmsg, RD_BACKOFF_MIN_MS,
 		    RD_BACKOFF_MAX_MS / 1000);
 	}
 	if (s->cluster)
@@ -1554,7 +1522,7 @@ rd_seterr(struct rd_store *s, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(s->errmsg, sizeof s->errmsg, fmt, ap);
+	vsnprintf(s->base.errmsg, sizeof s->base.errmsg, fmt, ap);
 	va_end(ap);
 }
 
@@ -2063,7 +2031,7 @@ rd_map_ready(struct rd_store *s)
 		s->map_stale = false;
 		return 0;
 	}
-	memcpy(s->map_err, s->errmsg, sizeof s->map_err);
+	memcpy(s->map_err, s->base.errmsg, sizeof s->map_err);
 	return s->map_loaded ? 0 : -1;
 }
 

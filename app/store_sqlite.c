@@ -57,6 +57,7 @@
 #include <sqlite3.h>
 
 #include "store.h"
+#include "store_stats.h"
 #include "util.h"
 
 /* db/schema.sql, compiled in by the build as app/schema.c. */
@@ -143,7 +144,8 @@ struct sq_group {
 	struct sq_waiter *head;           /* the queue, oldest first */
 	struct sq_waiter **tailp;
 	bool leading;                     /* a batch is running */
-	struct rlg_store_group_stats stats;
+	uint64_t batches;                 /* transactions a leader committed */
+	uint64_t steps;                   /* requests they carried */
 	struct sq_group *next;            /* sq_groups list */
 };
 
@@ -189,14 +191,14 @@ struct sq_store {
 	int64_t *log_ms;
 	size_t log_cap;               /* entries allocated in log_ms */
 	int prune_batch;              /* state rows per prune transaction */
-	char errmsg[512];             /* the last error, NUL-terminated */
 };
 
 static int sq_open(const struct rlg_store_config *cfg, struct rlg_store **out);
 static int sq_step(struct rlg_store *base, const struct rlg_store_item *items,
     size_t n, int64_t now_ms, struct rlg_decision *decisions);
 static int sq_prune(struct rlg_store *base, int64_t now_ms, int64_t *deleted);
-static const char *sq_errmsg(const struct rlg_store *base);
+static void sq_stats(const struct rlg_store *base,
+    struct rlg_store_stats *out);
 static void sq_close(struct rlg_store *base);
 
 static int sq_step_alone(struct sq_store *s,
@@ -213,9 +215,6 @@ static struct sq_group *sq_group_join(const char *path);
 static void sq_group_leave(struct sq_group *g);
 static void sq_grow_scratch(struct sq_store *s, size_t n);
 static int sq_busy(void *arg, int count);
-static int sq_check_items(struct sq_store *s,
-    const struct rlg_store_item *items, size_t n,
-    const struct rlg_decision *decisions);
 static int sq_ready(struct sq_store *s, int64_t now_ms);
 static bool sq_same_file(const struct sq_store *s);
 static int sq_connect(struct sq_store *s);
@@ -254,8 +253,6 @@ static int sq_save_log(struct sq_store *s, const struct rlg_store_item *item,
 static int64_t sq_expires(int64_t expires_ms);
 static int sq_failed(struct sq_store *s, int rc);
 static void sq_sqlite_error(struct sq_store *s, const char *op, int rc);
-static void sq_seterr(struct sq_store *s, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
 static bool sq_unusable(int rc);
 static const char *sq_code_name(int rc, char *buf, size_t size);
 
@@ -264,8 +261,8 @@ const struct rlg_store_ops rlg_store_sqlite_ops = {
 	.open = sq_open,
 	.step = sq_step,
 	.prune = sq_prune,
-	.errmsg = sq_errmsg,
 	.close = sq_close,
+	.stats = sq_stats,
 };
 
 static const char *const sq_sql[SQ_NSTMT] = {
@@ -429,7 +426,7 @@ sq_open(const struct rlg_store_config *cfg, struct rlg_store **out)
 	s->nscratch = 4;
 	s->scratch = rlg_xcalloc(s->nscratch, sizeof *s->scratch);
 	s->prune_batch = SQ_PRUNE_BATCH;
-	snprintf(s->errmsg, sizeof s->errmsg, "no error");
+	snprintf(s->base.errmsg, sizeof s->base.errmsg, "no error");
 	*out = &s->base;
 	return sq_connect(s) == 0 ? RLG_OK : RLG_ESTORE;
 }
@@ -439,10 +436,8 @@ sq_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
     int64_t now_ms, struct rlg_decision *decisions)
 {
 	struct sq_store *s = (struct sq_store *)base;
-	int rc;
 
-	if ((rc = sq_check_items(s, items, n, decisions)) != RLG_OK)
-		return rc;
+	/* rlg_store_step has checked the items. */
 	if (s->group != NULL)
 		return sq_group_step(s, items, n, now_ms, decisions);
 	return sq_step_alone(s, items, n, now_ms, decisions);
@@ -583,11 +578,11 @@ sq_group_step(struct sq_store *s, const struct rlg_store_item *items,
 		sq_lead(s, batch);
 		pthread_mutex_lock(&g->mu);
 		g->leading = false;
-		g->stats.batches++;
+		g->batches++;
 		for (x = batch; x != NULL; x = next) {
 			next = x->next;   /* x may return once signalled */
 			x->rc = x->res;
-			g->stats.steps++;
+			g->steps++;
 			if (x != &w)
 				pthread_cond_signal(&x->s->cv);
 		}
@@ -625,7 +620,7 @@ sq_lead(struct sq_store *s, struct sq_waiter *batch)
 		if (rc != RLG_OK && rc != RLG_EFULL)
 			goto alone;     /* the transaction is rolled back */
 		if (rc == RLG_EFULL && x->s != s)
-			memcpy(x->s->errmsg, s->errmsg, sizeof s->errmsg);
+			memcpy(x->s->base.errmsg, s->base.errmsg, sizeof s->base.errmsg);
 		x->res = rc;
 	}
 	if ((rc = sq_run(s, "step", s->stmt[SQ_COMMIT])) != SQLITE_OK) {
@@ -681,20 +676,19 @@ sq_group_leave(struct sq_group *g)
 	pthread_mutex_unlock(&sq_groups_mu);
 }
 
-int
-rlg_store_group_stats(const struct rlg_store *base,
-    struct rlg_store_group_stats *out)
+/* The group commit's counters, for tests and benchmarks. */
+static void
+sq_stats(const struct rlg_store *base, struct rlg_store_stats *out)
 {
 	const struct sq_store *s = (const struct sq_store *)base;
 
-	memset(out, 0, sizeof *out);
-	if (base == NULL || base->ops != &rlg_store_sqlite_ops ||
-	    s->group == NULL)
-		return -1;
+	if (s->group == NULL)
+		return;
 	pthread_mutex_lock(&s->group->mu);
-	*out = s->group->stats;
+	out->group = true;
+	out->group_batches = s->group->batches;
+	out->group_steps = s->group->steps;
 	pthread_mutex_unlock(&s->group->mu);
-	return 0;
 }
 
 /* Makes room for n items in the step scratch. */
@@ -744,7 +738,7 @@ sq_check_room(struct sq_store *s, const struct rlg_store_item *items,
 				return sq_failed(s, rc);
 		}
 		if (clients > s->max_clients) {
-			sq_seterr(s, "store full: policy \"%s\" holds state"
+			rlg_store_seterr(&s->base, "store full: policy \"%s\" holds state"
 			    " for max_clients = %lld clients; new clients"
 			    " are refused until states expire",
 			    items[i].policy->name,
@@ -875,7 +869,7 @@ sq_decide_log(struct sq_store *s, const struct rlg_store_item *items,
 static int
 sq_refused(struct sq_store *s, const struct rlg_policy *policy)
 {
-	sq_seterr(s, "store step: the limiter refused policy \"%s\" (%s,"
+	rlg_store_seterr(&s->base, "store step: the limiter refused policy \"%s\" (%s,"
 	    " limit %lld, window %lld ms, burst %lld)", policy->name,
 	    rlg_algorithm_name(policy->algorithm) != NULL ?
 	    rlg_algorithm_name(policy->algorithm) : "unknown algorithm",
@@ -937,14 +931,6 @@ sq_prune(struct rlg_store *base, int64_t now_ms, int64_t *deleted)
 	return RLG_OK;
 }
 
-static const char *
-sq_errmsg(const struct rlg_store *base)
-{
-	const struct sq_store *s = (const struct sq_store *)base;
-
-	return s->errmsg;
-}
-
 static void
 sq_close(struct rlg_store *base)
 {
@@ -993,39 +979,6 @@ sq_busy(void *arg, int count)
 	pause.tv_nsec = (long)pause_us * 1000;
 	nanosleep(&pause, NULL);
 	return 1;
-}
-
-/* Refuses a malformed request before it reaches the database. */
-static int
-sq_check_items(struct sq_store *s, const struct rlg_store_item *items,
-    size_t n, const struct rlg_decision *decisions)
-{
-	size_t i;
-
-	if (items == NULL || decisions == NULL || n == 0) {
-		sq_seterr(s, "store step: no policy to apply");
-		return RLG_EINVAL;
-	}
-	for (i = 0; i < n; i++) {
-		if (items[i].policy == NULL || items[i].policy->name == NULL ||
-		    items[i].client == NULL) {
-			sq_seterr(s, "store step: item %zu has no policy or"
-			    " no client key", i);
-			return RLG_EINVAL;
-		}
-		if (strnlen(items[i].client, RLG_CLIENT_KEY_MAX + 1) >
-		    RLG_CLIENT_KEY_MAX) {
-			sq_seterr(s, "store step: client key longer than %d"
-			    " bytes", RLG_CLIENT_KEY_MAX);
-			return RLG_EINVAL;
-		}
-		if (items[i].if_new && (i == 0 || items[i - 1].if_new)) {
-			sq_seterr(s, "store step: item %zu is a charge for a"
-			    " new key (if_new) with no key before it", i);
-			return RLG_EINVAL;
-		}
-	}
-	return RLG_OK;
 }
 
 /*
@@ -1084,7 +1037,7 @@ sq_connect(struct sq_store *s)
 	assert(s->db == NULL);
 	s->check_armed = false;
 	if (s->path[0] == '\0') {
-		sq_seterr(s, "sqlite open: no database path configured");
+		rlg_store_seterr(&s->base, "sqlite open: no database path configured");
 		return -1;
 	}
 	if (sq_create_file(s) != 0)
@@ -1098,7 +1051,7 @@ sq_connect(struct sq_store *s)
 	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
 		if (s->db == NULL)
-			sq_seterr(s, "sqlite open on %s: %s", s->path,
+			rlg_store_seterr(&s->base, "sqlite open on %s: %s", s->path,
 			    sqlite3_errstr(rc));
 		else
 			sq_sqlite_error(s, "open", rc);
@@ -1107,7 +1060,7 @@ sq_connect(struct sq_store *s)
 	sqlite3_extended_result_codes(s->db, 1);
 	sqlite3_busy_handler(s->db, sq_busy, s);
 	if (sqlite3_db_readonly(s->db, "main") == 1) {
-		sq_seterr(s, "sqlite open on %s: the file is read-only for"
+		rlg_store_seterr(&s->base, "sqlite open on %s: the file is read-only for"
 		    " this process (SQLITE_READONLY)", s->path);
 		goto fail;
 	}
@@ -1125,7 +1078,7 @@ sq_connect(struct sq_store *s)
 		}
 	}
 	if (stat(s->path, &st) != 0) {
-		sq_seterr(s, "sqlite open on %s: %s", s->path,
+		rlg_store_seterr(&s->base, "sqlite open on %s: %s", s->path,
 		    strerror(errno));
 		goto fail;
 	}
@@ -1178,7 +1131,7 @@ sq_create_file(struct sq_store *s)
 	if (stat(s->path, &st) == 0)
 		return 0;
 	if (errno != ENOENT) {
-		sq_seterr(s, "sqlite open on %s: %s", s->path,
+		rlg_store_seterr(&s->base, "sqlite open on %s: %s", s->path,
 		    strerror(errno));
 		return -1;
 	}
@@ -1194,7 +1147,7 @@ sq_create_file(struct sq_store *s)
 		*slash = '\0';
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0) {
-		sq_seterr(s, "sqlite open on %s: cannot create the database:"
+		rlg_store_seterr(&s->base, "sqlite open on %s: cannot create the database:"
 		    " directory %s: %s", s->path, dir, strerror(errno));
 		free(dir);
 		return -1;
@@ -1223,7 +1176,7 @@ sq_create_file(struct sq_store *s)
 		unlink(tmp);
 	}
 	if (err != 0)
-		sq_seterr(s, "sqlite open on %s: cannot create the database:"
+		rlg_store_seterr(&s->base, "sqlite open on %s: cannot create the database:"
 		    " %s", s->path, strerror(err));
 	free(tmp);
 
@@ -1267,7 +1220,7 @@ sq_check_header(struct sq_store *s)
 		return 0;                  /* let sqlite judge by itself */
 	rc = f->pMethods->xRead(f, head, sizeof head, 0);
 	if (rc != SQLITE_OK && rc != SQLITE_IOERR_SHORT_READ) {
-		sq_seterr(s, "sqlite open on %s: cannot read the header (%s)",
+		rlg_store_seterr(&s->base, "sqlite open on %s: cannot read the header (%s)",
 		    s->path, sqlite3_errstr(rc));
 		return -1;
 	}
@@ -1275,7 +1228,7 @@ sq_check_header(struct sq_store *s)
 	for (i = 0; i < sizeof head && head[i] == 0; i++)
 		;
 	if (i < sizeof head && memcmp(head, magic, sizeof magic) != 0) {
-		sq_seterr(s, "sqlite open on %s: file is not a database"
+		rlg_store_seterr(&s->base, "sqlite open on %s: file is not a database"
 		    " (SQLITE_NOTADB)", s->path);
 		return -1;
 	}
@@ -1367,13 +1320,13 @@ sq_apply_schema(struct sq_store *s)
 			    " version %d to %d", s->path, from, version);
 	}
 	if (version > SQ_SCHEMA_VERSION) {
-		sq_seterr(s, "sqlite open on %s: database schema version %d"
+		rlg_store_seterr(&s->base, "sqlite open on %s: database schema version %d"
 		    " is newer than this rlgate (%d)", s->path, version,
 		    SQ_SCHEMA_VERSION);
 		return -1;
 	}
 	if (version != SQ_SCHEMA_VERSION) {
-		sq_seterr(s, "sqlite open on %s: unknown database schema"
+		rlg_store_seterr(&s->base, "sqlite open on %s: unknown database schema"
 		    " version %d (this rlgate has %d)", s->path, version,
 		    SQ_SCHEMA_VERSION);
 		return -1;
@@ -1397,7 +1350,7 @@ sq_migrate(struct sq_store *s, int from)
 
 	for (v = from; v < SQ_SCHEMA_VERSION; v++) {
 		if (sq_migrations[v] == NULL) {
-			sq_seterr(s, "sqlite open on %s: no migration from"
+			rlg_store_seterr(&s->base, "sqlite open on %s: no migration from"
 			    " database schema version %d", s->path, v);
 			return -1;
 		}
@@ -1675,19 +1628,9 @@ sq_sqlite_error(struct sq_store *s, const char *op, int rc)
 {
 	char name[48];
 
-	sq_seterr(s, "sqlite %s on %s: %s (%s)", op, s->path,
+	rlg_store_seterr(&s->base, "sqlite %s on %s: %s (%s)", op, s->path,
 	    s->db != NULL ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc),
 	    sq_code_name(rc, name, sizeof name));
-}
-
-static void
-sq_seterr(struct sq_store *s, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(s->errmsg, sizeof s->errmsg, fmt, ap);
-	va_end(ap);
 }
 
 /*

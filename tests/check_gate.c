@@ -6,15 +6,13 @@
  * on_error, the rejection cache's repeats, and the log lines each writes
  * (captured from stderr).
  */
-#include <fcntl.h>
-#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "check_rlgate.h"
+#include "fixture.h"
 #include "gate.h"
 #include "util.h"
 
@@ -30,35 +28,23 @@ static int case_no;
 static struct rlg_config *cfg;
 static struct rlg_gate gate;
 
-/* stderr while a test captures the log. */
-static int saved_fd = -1;
-static char log_path[256];
 
 /* Each test (forked by Check) works in a directory of its own. */
 static void
 setup(void)
 {
 	if (!dir_made) {
-		ck_assert_ptr_nonnull(mkdtemp(dir));
+		ck_assert_int_eq(rlg_test_mkdtemp(dir), 0);
 		dir_made = 1;
 	}
 	case_no++;
-}
-
-static int
-rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
 }
 
 static void
 teardown(void)
 {
 	if (dir_made)
-		(void)nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+		rlg_test_rmtree(dir);
 }
 
 /*
@@ -114,38 +100,23 @@ ask(struct rlg_verdict *v, int64_t now, ...)
 #define A1 "REMOTE_ADDR=10.0.0.1"
 #define A2 "REMOTE_ADDR=10.0.0.2"
 
-/* Sends stderr (the log) to a file until log_end. */
+/* The log goes to a file of the test's directory until log_end. */
 static void
 log_begin(void)
 {
-	int fd;
+	char path[256];
 
-	snprintf(log_path, sizeof log_path, "%s/log%d.txt", dir, case_no);
-	fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	ck_assert_int_ge(fd, 0);
-	saved_fd = dup(STDERR_FILENO);
-	ck_assert_int_ge(saved_fd, 0);
-	ck_assert_int_ge(dup2(fd, STDERR_FILENO), 0);
-	close(fd);
+	snprintf(path, sizeof path, "%s/log%d.txt", dir, case_no);
+	ck_assert_int_eq(rlg_test_log_begin(path), 0);
 }
 
 /* Restores stderr; returns how many log lines contain needle. */
 static int
 log_end(const char *needle)
 {
-	char line[2048];
-	FILE *f;
-	int n = 0;
+	int n = rlg_test_log_end(needle);
 
-	ck_assert_int_ge(dup2(saved_fd, STDERR_FILENO), 0);
-	close(saved_fd);
-	saved_fd = -1;
-	f = fopen(log_path, "r");
-	ck_assert_ptr_nonnull(f);
-	while (fgets(line, sizeof line, f) != NULL)
-		if (strstr(line, needle) != NULL)
-			n++;
-	fclose(f);
+	ck_assert_int_ge(n, 0);
 	return n;
 }
 

@@ -14,7 +14,6 @@
  * and the others of its batch are still decided exactly.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +24,7 @@
 #include <sqlite3.h>
 
 #include "check_rlgate.h"
+#include "fixture.h"
 #include "store.h"
 #include "util.h"
 
@@ -54,7 +54,7 @@ struct gworker {
 	long refused;                  /* RLG_EINVAL answers */
 	long errors;                   /* anything else */
 	int64_t remaining[GSENT];      /* of the admitted requests */
-	struct rlg_store_group_stats stats;
+	struct rlg_store_stats stats;
 	char errmsg[256];
 };
 
@@ -63,26 +63,17 @@ static int gseq;
 static char gname[] = "g";
 static char gbad_name[] = "bad";
 
-static int
-rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static void
 gsetup(void)
 {
 	snprintf(gdir, sizeof gdir, "/tmp/rlg-check-group-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(gdir));
+	ck_assert_int_eq(rlg_test_mkdtemp(gdir), 0);
 }
 
 static void
 gteardown(void)
 {
-	nftw(gdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	rlg_test_rmtree(gdir);
 }
 
 static struct rlg_policy
@@ -160,7 +151,7 @@ gthread(void *arg)
 		}
 	}
 	pthread_barrier_wait(w->barrier);
-	(void)rlg_store_group_stats(s, &w->stats);
+	w->stats = rlg_test_stats(s);
 	rlg_store_close(s);
 	return NULL;
 }
@@ -230,9 +221,9 @@ check_serial(struct gworker *w, int64_t quota)
 	ck_assert_int_eq(total, quota);
 	free(seen);
 	/* Each thread read the counters after all had sent. */
-	ck_assert_uint_eq(w[0].stats.steps, (uint64_t)GTHREADS * GSENT);
-	ck_assert_uint_lt(w[0].stats.batches, w[0].stats.steps);
-	ck_assert_uint_gt(w[0].stats.batches, 0);
+	ck_assert_uint_eq(w[0].stats.group_steps, (uint64_t)GTHREADS * GSENT);
+	ck_assert_uint_lt(w[0].stats.group_batches, w[0].stats.group_steps);
+	ck_assert_uint_gt(w[0].stats.group_batches, 0);
 }
 
 static int64_t
@@ -324,7 +315,6 @@ END_TEST
 START_TEST(test_group_auto_off)
 {
 	struct rlg_store_config cfg;
-	struct rlg_store_group_stats gs;
 	struct rlg_store *s = NULL;
 	char *path = gpath();
 
@@ -332,12 +322,12 @@ START_TEST(test_group_auto_off)
 	cfg.path = path;
 	cfg.busy_timeout_ms = 1000;
 	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_OK);
-	ck_assert_int_eq(rlg_store_group_stats(s, &gs), -1);
+	ck_assert(!rlg_test_stats(s).group);
 	rlg_store_close(s);
 	cfg.group_commit = RLG_GROUP_ON;
 	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_OK);
-	ck_assert_int_eq(rlg_store_group_stats(s, &gs), 0);
-	ck_assert_uint_eq(gs.batches, 0);
+	ck_assert(rlg_test_stats(s).group);
+	ck_assert_uint_eq(rlg_test_stats(s).group_batches, 0);
 	rlg_store_close(s);
 }
 END_TEST

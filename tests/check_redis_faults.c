@@ -44,6 +44,7 @@
 #endif
 
 #include "check_rlgate.h"
+#include "fixture.h"
 
 #include "config.h"
 #include "limiter.h"
@@ -348,7 +349,6 @@ END_TEST
 START_TEST(test_reply_huge_through_cache)
 {
 	struct rlg_store_item item = { &fx_policy, "10.0.0.1", false, false };
-	const struct rlg_store_cache_stats *st;
 	struct rlg_decision d;
 	struct rlg_store *s;
 	struct fx f;
@@ -365,10 +365,9 @@ START_TEST(test_reply_huge_through_cache)
 		ck_assert_msg(rc == RLG_ESTORE, "step %d: rc %d, retry_ms"
 		    " %lld", i, rc, (long long)d.retry_ms);
 	}
-	st = rlg_store_cache_stats(s);
-	ck_assert_ptr_nonnull(st);
-	ck_assert_uint_eq(st->stored, 0);
-	ck_assert_uint_eq(st->hits, 0);
+	ck_assert(rlg_test_stats(s).cache);
+	ck_assert_uint_eq(rlg_test_stats(s).cache_stored, 0);
+	ck_assert_uint_eq(rlg_test_stats(s).cache_hits, 0);
 	rlg_store_close(s);
 	fx_stop(&f);
 }
@@ -684,13 +683,6 @@ fx_stub_prune(struct rlg_store *base, int64_t now_ms, int64_t *deleted)
 	return RLG_OK;
 }
 
-static const char *
-fx_stub_errmsg(const struct rlg_store *base)
-{
-	(void)base;
-	return "stub";
-}
-
 static void
 fx_stub_close(struct rlg_store *base)
 {
@@ -701,7 +693,6 @@ static const struct rlg_store_ops fx_stub_ops = {
 	.name = "stub",
 	.step = fx_stub_step,
 	.prune = fx_stub_prune,
-	.errmsg = fx_stub_errmsg,
 	.close = fx_stub_close,
 };
 
@@ -715,31 +706,29 @@ static const struct rlg_store_ops fx_stub_ops = {
 START_TEST(test_cache_huge_delay)
 {
 	struct rlg_store_item item = { &fx_policy, "10.0.0.1", false, false };
-	const struct rlg_store_cache_stats *st;
-	struct fx_stub stub = { { &fx_stub_ops, false }, INT64_MAX, 0 };
+	struct fx_stub stub = { { .ops = &fx_stub_ops }, INT64_MAX, 0 };
 	struct rlg_decision d;
 	struct rlg_store *c;
 
 	c = rlg_store_cache_wrap(&stub.base, 16);
 	ck_assert_ptr_ne(c, &stub.base);
-	st = rlg_store_cache_stats(c);
-	ck_assert_ptr_nonnull(st);
+	ck_assert(rlg_test_stats(c).cache);
 
 	ck_assert_int_eq(rlg_store_step(c, &item, 1, FX_T1, &d), RLG_OK);
 	ck_assert(!d.admitted);
 	ck_assert_int_eq(d.retry_ms, INT64_MAX);
-	ck_assert_uint_eq(st->stored, 0);
+	ck_assert_uint_eq(rlg_test_stats(c).cache_stored, 0);
 	ck_assert_int_eq(rlg_store_step(c, &item, 1, FX_T1 + 1, &d), RLG_OK);
 	ck_assert_int_eq(stub.steps, 2);
-	ck_assert_uint_eq(st->hits, 0);
+	ck_assert_uint_eq(rlg_test_stats(c).cache_hits, 0);
 
 	/* The largest delay that fits: remembered, counted down. */
 	stub.delay_ms = INT64_MAX - FX_T1;
 	ck_assert_int_eq(rlg_store_step(c, &item, 1, FX_T1, &d), RLG_OK);
-	ck_assert_uint_eq(st->stored, 1);
+	ck_assert_uint_eq(rlg_test_stats(c).cache_stored, 1);
 	ck_assert_int_eq(rlg_store_step(c, &item, 1, FX_T1 + 7, &d), RLG_OK);
 	ck_assert_int_eq(stub.steps, 3);
-	ck_assert_uint_eq(st->hits, 1);
+	ck_assert_uint_eq(rlg_test_stats(c).cache_hits, 1);
 	ck_assert_int_eq(d.retry_ms, INT64_MAX - FX_T1 - 7);
 	ck_assert_int_eq(d.reset_ms, INT64_MAX - FX_T1 - 7);
 
@@ -747,7 +736,7 @@ START_TEST(test_cache_huge_delay)
 	item.client = "10.0.0.2";
 	stub.delay_ms = 1000;
 	ck_assert_int_eq(rlg_store_step(c, &item, 1, -5000, &d), RLG_OK);
-	ck_assert_uint_eq(st->stored, 1);
+	ck_assert_uint_eq(rlg_test_stats(c).cache_stored, 1);
 	rlg_store_close(c);
 }
 END_TEST

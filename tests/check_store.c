@@ -76,6 +76,7 @@
 #include <sqlite3.h>
 
 #include "check_rlgate.h"
+#include "fixture.h"
 #include "redis_fixture.h"
 #include "store.h"
 #include "util.h"
@@ -1366,7 +1367,6 @@ check_cache_differential(const struct rlg_policy *ps, size_t np,
 	struct rlg_store *c, *u;
 	struct rlg_store_item items[2], uitems[2];
 	struct rlg_decision dc[2], du[2];
-	const struct rlg_store_cache_stats *st;
 	int64_t t = T1;
 	size_t i;
 	int k, rc, rejected = 0;
@@ -1375,8 +1375,8 @@ check_cache_differential(const struct rlg_policy *ps, size_t np,
 	snprintf(b, sizeof b, "plain-%s.db", tag);
 	c = open_with(path_in(a), 0, 64);
 	u = open_with(path_in(b), 0, 0);
-	ck_assert_ptr_nonnull(rlg_store_cache_stats(c));
-	ck_assert_ptr_null(rlg_store_cache_stats(u));
+	ck_assert(rlg_test_stats(c).cache);
+	ck_assert(!rlg_test_stats(u).cache);
 	/*
 	 * A client of its own for each store and each call: stores that
 	 * share one keyspace (a Redis Cluster has database 0 only) must not
@@ -1416,9 +1416,9 @@ check_cache_differential(const struct rlg_policy *ps, size_t np,
 				rejected++;
 		}
 	}
-	st = rlg_store_cache_stats(c);
-	ck_assert_msg(st->hits >= min_hits && rejected > 0, "%s: %llu hits",
-	    tag, (unsigned long long)st->hits);
+	ck_assert_msg(rlg_test_stats(c).cache_hits >= min_hits && rejected > 0,
+	    "%s: %llu hits", tag,
+	    (unsigned long long)rlg_test_stats(c).cache_hits);
 	rlg_store_close(c);
 	rlg_store_close(u);
 }
@@ -1462,33 +1462,32 @@ START_TEST(test_cache_leaves_to_store)
 	    { &q, "c", false, false } };
 	struct rlg_decision d[2];
 	struct rlg_store *s = open_with(path, 0, 16);
-	const struct rlg_store_cache_stats *st = rlg_store_cache_stats(s);
 
 	q.name = name_hour;
 	ck_assert(hit(s, &p, "c", T1, NULL));
 	/* Only p rejects: not remembered. */
 	ck_assert_int_eq(rlg_store_step(s, items, 2, T1 + 1, d), RLG_OK);
 	ck_assert(!d[0].admitted && d[1].admitted);
-	ck_assert_uint_eq(st->stored, 0);
+	ck_assert_uint_eq(rlg_test_stats(s).cache_stored, 0);
 	/* Advisory: not remembered. */
 	items[0].advisory = true;
 	ck_assert_int_eq(rlg_store_step(s, items, 1, T1 + 2, d), RLG_OK);
-	ck_assert_uint_eq(st->stored, 0);
+	ck_assert_uint_eq(rlg_test_stats(s).cache_stored, 0);
 	items[0].advisory = false;
 	/* Remembered, then a hit. */
 	ck_assert(!hit(s, &p, "c", T1 + 3, NULL));
-	ck_assert_uint_eq(st->stored, 1);
+	ck_assert_uint_eq(rlg_test_stats(s).cache_stored, 1);
 	ck_assert(!hit(s, &p, "c", T1 + 4, &d[0]));
-	ck_assert_uint_eq(st->hits, 1);
+	ck_assert_uint_eq(rlg_test_stats(s).cache_hits, 1);
 	ck_assert_int_eq(d[0].retry_ms, WIN0 + 60000 - (T1 + 4));
 	/* A clock gone back before the rejection: the store answers. */
 	ck_assert(!hit(s, &p, "c", T1 + 2, NULL));
-	ck_assert_uint_eq(st->hits, 1);
+	ck_assert_uint_eq(rlg_test_stats(s).cache_hits, 1);
 	/* The last millisecond is a hit; the retry instant goes to the store. */
 	ck_assert(!hit(s, &p, "c", WIN0 + 59999, NULL));
-	ck_assert_uint_eq(st->hits, 2);
+	ck_assert_uint_eq(rlg_test_stats(s).cache_hits, 2);
 	ck_assert(hit(s, &p, "c", WIN0 + 60000, NULL));
-	ck_assert_uint_eq(st->hits, 2);
+	ck_assert_uint_eq(rlg_test_stats(s).cache_hits, 2);
 	rlg_store_close(s);
 }
 END_TEST

@@ -1,0 +1,30 @@
+/*
+ * store_stats.h: what a store handle has done, for the tests and the
+ * benchmarks only: the rejection cache's hits, misses and remembered
+ * rejections, and the group commit's batches. Each backend or wrapper
+ * fills its own part through its stats operation; nothing in the
+ * program reads them.
+ */
+#ifndef RLG_STORE_STATS_H
+#define RLG_STORE_STATS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store.h"
+
+struct rlg_store_stats {
+	bool cache;                /* a rejection cache: the three below */
+	uint64_t cache_hits;       /* rejections answered from memory */
+	uint64_t cache_misses;     /* steps that went to the store */
+	uint64_t cache_stored;     /* rejections remembered */
+	bool group;                /* SQLite group commit: the two below, for
+	                              the process (every handle of the file) */
+	uint64_t group_batches;    /* transactions committed by a leader */
+	uint64_t group_steps;      /* requests they carried */
+};
+
+/* Fills *out (all zero and false for what s does not do; NULL: zeros). */
+void rlg_store_stats(const struct rlg_store *s, struct rlg_store_stats *out);
+
+#endif
