@@ -6,10 +6,14 @@
  * CR and every other byte stay in the values). Each input is parsed with a
  * config that trusts 10.0.0.0/8 and ::1, and keyed by IP, by header and by
  * both. Beyond the sanitizers, it checks that a key is NUL-terminated,
- * fits and holds no CR or LF, and that the client is an address we parsed.
+ * fits and holds no CR or LF, that the client is an address we parsed or
+ * the shared unknown key, that a refused request (a flaw) has no address
+ * an exemption could match, that a path read is absolute, and that only a
+ * key header sent twice makes a policy key fail.
  *
  * Build with ./configure CC=clang --enable-fuzzing; run scripts/fuzz.sh.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +61,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char key[RLG_CLIENT_KEY_MAX + 1], text[RLG_ADDR_TEXT_MAX];
 	struct rlg_request *r;
 	struct rlg_policy pol;
+	const char *v;
 	size_t n = 0, i;
+	bool twice;
+	int rc;
 
 	setup();
 	buf = malloc(size + 1);
@@ -79,20 +86,34 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	rlg_request_parse(r, envp, &cc);
 	check_key(r->client, sizeof r->client);
-	if (r->via_proxy && !r->addr_ok)
+	/* A forwarding header that cannot be believed leaves no address
+	 * an exemption could match. */
+	if ((r->flaw == RLG_FLAW_FORWARDED || r->flaw == RLG_FLAW_DUPLICATE) &&
+	    r->addr_ok)
 		abort();
 	if (r->addr_ok &&
 	    strcmp(rlg_addr_key(&r->addr, cc.ipv6_prefix, text), r->client) != 0)
 		abort();
-	if (!r->addr_ok && strcmp(r->client, RLG_CLIENT_UNKNOWN) != 0)
+	/* Without an address and without a flaw: the shared unknown key
+	 * (no address, or a trusted proxy hid the client). */
+	if (!r->addr_ok && r->flaw == RLG_FLAW_NONE &&
+	    strcmp(r->client, RLG_CLIENT_UNKNOWN) != 0)
 		abort();
+	if (r->flaw == RLG_FLAW_PATH && (r->path_ok || r->path[0] != '\0'))
+		abort();
+	if (r->path_ok && r->path[0] != '/')
+		abort();
+	twice = rlg_request_header(envp, "HTTP_X_API_KEY", &v) > 1;
 
 	memset(&pol, 0, sizeof pol);
 	pol.key_header = "X-Api-Key";
 	for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
 		pol.key = kinds[i];
-		if (rlg_request_policy_key(r, &pol, &cc, key, sizeof key) !=
-		    RLG_OK)
+		rc = rlg_request_policy_key(r, &pol, &cc, key, sizeof key);
+		/* Only a key header sent twice is refused, and always. */
+		if (rc == RLG_EINVAL && twice && (pol.key & RLG_KEY_HEADER))
+			continue;
+		if (rc != RLG_OK)
 			abort();
 		check_key(key, sizeof key);
 		/* a short buffer fails cleanly, leaving "" */
