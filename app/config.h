@@ -77,7 +77,7 @@ enum rlg_store_clock {
  * All zero is a valid SQLite config without a path; the Redis fields
  * (redis_*, timeouts, clock) are used only with backend = redis (which
  * [store] backend = redis_cluster is too, with redis_cluster set) and are
- * filled from [store] url by rlg_config_redis_url.
+ * filled from [store] url by rlg_config_redis_url (store_redis.h).
  */
 struct rlg_store_config {
 	enum rlg_store_backend backend;
@@ -251,32 +251,6 @@ int rlg_config_load_string(const char *text, const char *name, FILE *errs,
  * else NULL (built-in defaults). Returns a borrowed or static string.
  */
 const char *rlg_config_pick(const char *opt);
-
-/*
- * Parses a Redis address into sc's redis_* fields, replacing what they
- * held:
- *   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]   (PORT 6379 by default)
- *   redis://[[USER]:PASSWORD@]HOST[:PORT],HOST[:PORT]...[/DB]
- *   unix:/PATH[?db=N][&password=P][&user=U]      (unix:///PATH too)
- * HOST is a name, an IPv4 address or an IPv6 one in brackets; USER and
- * PASSWORD may hold %XX escapes (%40 for '@'). A list (at most
- * RLG_REDIS_SEEDS_MAX) names the seed nodes of a Redis Cluster: the first
- * goes to redis_host and redis_port, the others to redis_seeds; whether
- * the backend wants a list is the config's check, not this one's.
- * Returns 0, or -1 with why the url is refused in why (size bytes; never
- * the password) and sc unchanged.
- */
-int rlg_config_redis_url(struct rlg_store_config *sc, const char *url,
-    char *why, size_t size);
-
-/*
- * Where the store is, for the logs, never with a password: "sqlite PATH",
- * "redis HOST:PORT[/DB]", "redis [V6ADDR]:PORT", "redis unix:PATH[?db=N]",
- * "redis_cluster HOST:PORT,HOST:PORT..." (the seed nodes).
- * Writes into buf (size bytes) and returns it.
- */
-const char *rlg_store_describe(const struct rlg_store_config *sc, char *buf,
-    size_t size);
 
 /* Frees a config; NULL does nothing. */
 void rlg_config_free(struct rlg_config *cfg);
