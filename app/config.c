@@ -1,16 +1,9 @@
 /*
- * config.c: the INI configuration, parsed with libinih into the plain
- * structs of config.h, validated key by key over the built-in defaults.
- *
- * inih reports only the first bad line and its handler is not told the line
- * number, so inih reads through our own line reader: it counts the lines,
- * turns an overlong line into an empty one (after noting the problem), and
- * checks that every line which is not blank, a comment or a [section]
- * header reached the handler, else it was a syntax error. Section headers
- * never reach the handler either, so the reader parses them itself and
- * keeps the current section. Every problem is collected with its line
- * number and all are printed at the end, in line order, so an operator
- * fixes a config in one pass.
+ * config.c: the INI configuration, read line by line by ini.c into the
+ * plain structs of config.h, validated key by key over the built-in
+ * defaults. Every problem is collected with its line number and all are
+ * printed at the end, in line order, so an operator fixes a config in one
+ * pass.
  *
  * Policies are built in file order, one per distinct [policy NAME], and
  * routes likewise, one per distinct [route NAME]; a repeated section merges
@@ -34,9 +27,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <ini.h>
-
 #include "config.h"
+#include "ini.h"
 #include "store_redis.h"
 #include "util.h"
 
@@ -113,20 +105,10 @@ struct rlg_problem {
 	bool warning;
 };
 
-/* Everything one parse needs; inih hands it to the reader and handler. */
+/* Everything one parse needs; the reader hands it to rlg_config_line. */
 struct rlg_parse {
 	const char *name;      /* file name for the messages */
-	FILE *fp;              /* the source: a file, or ... */
-	const char *text;      /* ... a string when fp is NULL */
-	size_t pos;            /* next byte of text */
-	bool eof;              /* the reader has returned NULL */
-	int read_errno;        /* errno of a failed read, else 0 */
-
-	int lineno;            /* the line inih is working on, from 1 */
-	bool want_handler;     /* it is a key line: the handler must see it */
-	bool got_handler;      /* the handler saw it */
-	char *line;            /* the line, trimmed, for messages */
-	size_t linecap;        /* bytes allocated at line */
+	int lineno;            /* the line being read, from 1 */
 
 	enum rlg_sect sect;    /* section of the next key line */
 	size_t cur;            /* index in pols or routes, per sect */
@@ -172,14 +154,10 @@ struct rlg_parse {
 
 static int rlg_config_parse(const char *name, FILE *fp, const char *text,
     FILE *errs, struct rlg_config **out);
-static void rlg_config_set_inih(void);
-static char *rlg_config_reader(char *buf, int num, void *stream);
-static int rlg_config_handler(void *user, const char *section,
-    const char *name, const char *value);
-static int rlg_src_getc(struct rlg_parse *p);
-static void rlg_end_line(struct rlg_parse *p);
-static void rlg_classify_line(struct rlg_parse *p, const char *buf);
-static void rlg_section_line(struct rlg_parse *p);
+static void rlg_config_line(void *ctx, const struct rlg_ini_line *l);
+static void rlg_section_line(struct rlg_parse *p, const char *inner);
+static void rlg_key_line(struct rlg_parse *p, const char *name,
+    const char *value);
 static bool rlg_sect_is(const char *inner, const char *word,
     const char **rest);
 static void rlg_policy_section(struct rlg_parse *p, const char *name);
@@ -199,11 +177,6 @@ static struct rlg_route *rlg_cur_route(struct rlg_parse *p);
 static struct rlg_route_build *rlg_cur_rbuild(struct rlg_parse *p);
 static int *rlg_first_line(struct rlg_parse *p, size_t scope, size_t key);
 static size_t rlg_key_index(enum rlg_sect sect, const char *name);
-static void rlg_syntax_error(struct rlg_parse *p);
-static const char *rlg_find_chars_or_comment(const char *s,
-    const char *chars);
-static char *rlg_lskip(char *s);
-static void rlg_rstrip(char *s);
 static const char *rlg_sect_label(const struct rlg_parse *p);
 static void rlg_problem(struct rlg_parse *p, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -629,13 +602,11 @@ rlg_config_parse(const char *name, FILE *fp, const char *text, FILE *errs,
 {
 	struct rlg_parse p;
 	size_t i;
-	int n, rc;
+	int n, err;
 
 	*out = NULL;
 	memset(&p, 0, sizeof p);
 	p.name = name;
-	p.fp = fp;
-	p.text = text;
 	p.sect = RLG_SECT_NONE;
 	p.first_line = rlg_xcalloc(RLG_NSCOPES * RLG_NKEYS,
 	    sizeof *p.first_line);
@@ -645,14 +616,9 @@ rlg_config_parse(const char *name, FILE *fp, const char *text, FILE *errs,
 	p.routes = rlg_xcalloc(RLG_ROUTES_MAX, sizeof *p.routes);
 	p.rbuilds = rlg_xcalloc(RLG_ROUTES_MAX, sizeof *p.rbuilds);
 
-	rlg_config_set_inih();
-	rc = ini_parse_stream(rlg_config_reader, &p, rlg_config_handler, &p);
-	/* The last line has no next read to check it. */
-	rlg_end_line(&p);
-	if (p.read_errno != 0)
-		rlg_problem(&p, 0, "cannot read: %s", strerror(p.read_errno));
-	else if (rc < 0)
-		rlg_problem(&p, 0, "cannot parse: out of memory");
+	err = rlg_ini_read(fp, text, RLG_CONFIG_LINE_MAX, rlg_config_line, &p);
+	if (err != 0)
+		rlg_problem(&p, 0, "cannot read: %s", strerror(err));
 	rlg_policies_finish(&p);
 	rlg_routes_finish(&p);
 	rlg_store_finish(&p);
@@ -676,7 +642,6 @@ rlg_config_parse(const char *name, FILE *fp, const char *text, FILE *errs,
 	}
 	free(p.problems);
 	free(p.first_line);
-	free(p.line);
 
 	if (n > 0) {
 		rlg_config_free(p.cfg);
@@ -687,120 +652,48 @@ rlg_config_parse(const char *name, FILE *fp, const char *text, FILE *errs,
 	return 0;
 }
 
+/* One line that is not blank nor a comment, from the reader. */
+static void
+rlg_config_line(void *ctx, const struct rlg_ini_line *l)
+{
+	struct rlg_parse *p = ctx;
+
+	p->lineno = l->lineno;
+	switch (l->kind) {
+	case RLG_INI_SECTION:
+		rlg_section_line(p, l->name);
+		break;
+	case RLG_INI_KEY:
+		rlg_key_line(p, l->name, l->value);
+		break;
+	case RLG_INI_BAD_SECTION:
+		p->sect = RLG_SECT_BAD;
+		rlg_problem(p, l->lineno, "%s", l->error);
+		break;
+	case RLG_INI_BAD_LINE:
+		rlg_problem(p, l->lineno, "%s", l->error);
+		break;
+	}
+}
+
 /*
- * inih's options are process globals: set every one the reader relies on,
- * whatever another caller left there. No continuation lines (an indented
- * line is a line of its own), keep parsing after an error, ';' inline
- * comments, and a line buffer of RLG_CONFIG_LINE_MAX bytes plus "\r\n\0".
+ * One "key = value" line of the current section: the key checked, then
+ * its value by the key's setter.
  */
 static void
-rlg_config_set_inih(void)
+rlg_key_line(struct rlg_parse *p, const char *name, const char *value)
 {
-	ini_allow_multiline = false;
-	ini_allow_bom = true;
-	ini_start_comment_prefixes = ";#";
-	ini_allow_inline_comments = true;
-	ini_inline_comment_prefixes = ";";
-	ini_use_stack = true;
-	ini_max_line = RLG_CONFIG_LINE_MAX + 3;
-	ini_stop_on_first_error = false;
-	ini_allow_no_value = false;
-}
-
-/*
- * The ini_reader: like fgets, one whole line (with its '\n') into buf of
- * num bytes. Counts the lines, checks the previous one reached the handler,
- * and hands inih an empty line in place of one that is too long or holds a
- * NUL byte, so inih never splits a line and its count stays ours.
- */
-static char *
-rlg_config_reader(char *buf, int num, void *stream)
-{
-	struct rlg_parse *p = stream;
-	size_t n, cap, len, max;
-	bool nul = false, truncated = false;
-	int c = EOF;
-
-	assert(num >= 4);
-	rlg_end_line(p);
-	if (p->eof)
-		return NULL;
-
-	/* Room for the '\n' and the NUL; max is what we promise, less "\r". */
-	cap = (size_t)num - 2;
-	max = (size_t)num - 3;
-	n = 0;
-	while (n < cap) {
-		c = rlg_src_getc(p);
-		if (c == EOF)
-			break;
-		if (c == '\0')
-			nul = true;
-		buf[n++] = (char)c;
-		if (c == '\n')
-			break;
-	}
-	if (n == cap && buf[n - 1] != '\n') {
-		c = rlg_src_getc(p);
-		if (c == '\n')
-			buf[n++] = '\n';
-		else if (c != EOF)
-			truncated = true;
-	}
-	if (n == 0) {
-		p->eof = true;
-		return NULL;
-	}
-	buf[n] = '\0';
-	p->lineno++;
-
-	if (truncated) {
-		/* Discard the rest of the line. */
-		while (c != EOF && c != '\n')
-			c = rlg_src_getc(p);
-	}
-	len = n;
-	if (buf[len - 1] == '\n')	/* len = n > 0 */
-		len--;
-	if (len > 0 && buf[len - 1] == '\r')
-		len--;
-	if (truncated || len > max) {
-		rlg_problem(p, p->lineno, "line too long (max %zu bytes)", max);
-		memcpy(buf, "\n", 2);
-		return buf;
-	}
-	if (nul) {
-		rlg_problem(p, p->lineno, "line holds a NUL byte");
-		memcpy(buf, "\n", 2);
-		return buf;
-	}
-	rlg_classify_line(p, buf);
-	return buf;
-}
-
-/* The ini_handler: one "name = value" line of the current section. */
-static int
-rlg_config_handler(void *user, const char *section, const char *name,
-    const char *value)
-{
-	struct rlg_parse *p = user;
 	const struct rlg_key *k = NULL;
 	size_t i, scope;
 	int *first;
 
-	(void)section;     /* the reader keeps the section: inih cuts names */
-	p->got_handler = true;
-	if (*name == '\0') {
-		rlg_syntax_error(p);
-		return 1;
-	}
 	switch (p->sect) {
 	case RLG_SECT_NONE:
 		rlg_problem(p, p->lineno, "key \"%s\" before any [section]",
 		    name);
-		return 1;
+		return;
 	case RLG_SECT_BAD:
-		return 1;
+		return;
 	default:
 		break;
 	}
@@ -814,7 +707,7 @@ rlg_config_handler(void *user, const char *section, const char *name,
 	if (k == NULL) {
 		rlg_problem(p, p->lineno, "%s unknown key \"%s\"",
 		    rlg_sect_label(p), name);
-		return 1;
+		return;
 	}
 	if (p->sect == RLG_SECT_POLICY)
 		scope = 1 + p->cur;
@@ -825,119 +718,25 @@ rlg_config_handler(void *user, const char *section, const char *name,
 	first = rlg_first_line(p, scope, i);
 	if (*first != 0) {
 		rlg_key_problem(p, k, "set twice (first on line %d)", *first);
-		return 1;
+		return;
 	}
 	*first = p->lineno;
-	if (value == NULL || *value == '\0') {
+	if (*value == '\0') {
 		rlg_key_problem(p, k, "must not be empty");
-		return 1;
+		return;
 	}
 	k->set(p, k, value);
-	/* Always go on: we collect every problem, not inih. */
-	return 1;
-}
-
-/* The next byte of the source, or EOF (a read error is kept). */
-static int
-rlg_src_getc(struct rlg_parse *p)
-{
-	int c;
-
-	if (p->fp == NULL) {
-		if (p->text[p->pos] == '\0')
-			return EOF;
-		return (unsigned char)p->text[p->pos++];
-	}
-	errno = 0;
-	c = getc(p->fp);
-	if (c == EOF && ferror(p->fp) && p->read_errno == 0)
-		p->read_errno = errno != 0 ? errno : EIO;
-	return c;
 }
 
 /*
- * Done with the current line: a key line that never reached the handler
- * was one inih could not parse. Safe to call more than once per line.
+ * A "[section]" header, inner the name between the brackets: the section
+ * the next keys go to, or why there is none.
  */
 static void
-rlg_end_line(struct rlg_parse *p)
+rlg_section_line(struct rlg_parse *p, const char *inner)
 {
-	if (p->want_handler && !p->got_handler)
-		rlg_syntax_error(p);
-	p->want_handler = false;
-	p->got_handler = false;
-}
-
-/*
- * Looks at a line before inih does: keeps a trimmed copy for messages,
- * handles a [section] header, and marks a key line as one the handler must
- * see. Blank and comment lines need nothing.
- */
-static void
-rlg_classify_line(struct rlg_parse *p, const char *buf)
-{
-	const unsigned char *u = (const unsigned char *)buf;
-	size_t len;
-	char *t;
-
-	if (p->lineno == 1 && ini_allow_bom && u[0] == 0xEF && u[1] == 0xBB &&
-	    u[2] == 0xBF)
-		buf += 3;
-	len = strlen(buf);
-	if (len + 1 > p->linecap) {
-		free(p->line);
-		p->linecap = len + 1;
-		p->line = rlg_xmalloc(p->linecap);
-	}
-	memcpy(p->line, buf, len + 1);
-	t = rlg_lskip(p->line);
-	rlg_rstrip(t);
-	if (t != p->line)
-		memmove(p->line, t, strlen(t) + 1);
-
-	if (p->line[0] == '\0' ||
-	    strchr(ini_start_comment_prefixes, p->line[0]) != NULL)
-		return;
-	if (p->line[0] == '[') {
-		rlg_section_line(p);
-		return;
-	}
-	p->want_handler = true;
-}
-
-/*
- * A "[section]" header (p->line): finds the section the next keys go to,
- * or reports why there is none. inih ends the name at the first ']' or
- * inline comment; so do we, to agree with it on what a header is.
- */
-static void
-rlg_section_line(struct rlg_parse *p)
-{
-	const char *end, *rest;
 	const char *pname;
-	char *inner;
 
-	end = rlg_find_chars_or_comment(p->line + 1, "]");
-	if (*end != ']') {
-		rlg_syntax_error(p);
-		p->sect = RLG_SECT_BAD;
-		return;
-	}
-	rest = end + 1;
-	while (isspace((unsigned char)*rest))
-		rest++;
-	if (*rest != '\0' &&
-	    strchr(ini_inline_comment_prefixes, *rest) == NULL &&
-	    strchr(ini_start_comment_prefixes, *rest) == NULL) {
-		rlg_syntax_error(p);
-		p->sect = RLG_SECT_BAD;
-		return;
-	}
-
-	/* From here on p->line is cut to the section name. */
-	p->line[end - p->line] = '\0';
-	inner = rlg_lskip(p->line + 1);
-	rlg_rstrip(inner);
 	p->sect = RLG_SECT_BAD;
 	if (strcmp(inner, "store") == 0) {
 		p->sect = RLG_SECT_STORE;
@@ -1431,50 +1230,6 @@ rlg_key_index(enum rlg_sect sect, const char *name)
 			return i;
 	assert(!"no such key in rlg_keys");
 	return 0;
-}
-
-/* The current line is not "key = value" nor "[section]". */
-static void
-rlg_syntax_error(struct rlg_parse *p)
-{
-	rlg_problem(p, p->lineno, "syntax error: expected \"key = value\" or "
-	    "\"[section]\" (got \"%s\")", p->line != NULL ? p->line : "");
-}
-
-/*
- * The first of chars, or the start of an inline comment (a prefix after
- * whitespace), or the end of s: inih's own rule, with inih's options.
- */
-static const char *
-rlg_find_chars_or_comment(const char *s, const char *chars)
-{
-	bool was_space = false;
-
-	while (*s != '\0' && (chars == NULL || strchr(chars, *s) == NULL)) {
-		if (ini_allow_inline_comments && was_space &&
-		    strchr(ini_inline_comment_prefixes, *s) != NULL)
-			break;
-		was_space = isspace((unsigned char)*s) != 0;
-		s++;
-	}
-	return s;
-}
-
-static char *
-rlg_lskip(char *s)
-{
-	while (*s != '\0' && isspace((unsigned char)*s))
-		s++;
-	return s;
-}
-
-static void
-rlg_rstrip(char *s)
-{
-	size_t n = strlen(s);
-
-	while (n > 0 && isspace((unsigned char)s[n - 1]))
-		s[--n] = '\0';
 }
 
 /* How the current section is named in the messages. */

@@ -1,5 +1,5 @@
 /*
- * config.h: the INI configuration (parsed by libinih) as plain structs.
+ * config.h: the INI configuration (read by ini.c) as plain structs.
  *
  * The loader reads the whole file, collects every problem as
  * "file:line: key: message (got "value")", and returns them all at once, so

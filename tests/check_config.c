@@ -12,6 +12,7 @@
  * file to load.
  */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 
 #include "check_rlgate.h"
 #include "config.h"
+#include "ini.h"
 #include "store_redis.h"
 
 /* One value that a key must refuse, and what the loader says. */
@@ -3025,6 +3027,149 @@ START_TEST(test_redis_cluster_url_api)
 }
 END_TEST
 
+/* ---- reader ------------------------------------------------------------- */
+
+/* rlg_ini_fn: appends "LINE kind name=value" or "LINE kind: error" and a
+ * newline to the string *ctx (a char **, reallocated). */
+static void
+rlg_t_ini_collect(void *ctx, const struct rlg_ini_line *l)
+{
+	static const char *const kinds[] = { "section", "key", "bad-section",
+	    "bad-line" };
+	char **log = ctx, *t;
+
+	if (l->kind == RLG_INI_SECTION)
+		t = rlg_t_fmt("%s%d section [%s]\n", *log, l->lineno, l->name);
+	else if (l->kind == RLG_INI_KEY)
+		t = rlg_t_fmt("%s%d key %s=%s\n", *log, l->lineno, l->name,
+		    l->value);
+	else
+		t = rlg_t_fmt("%s%d %s: %s\n", *log, l->lineno, kinds[l->kind],
+		    l->error);
+	free(*log);
+	*log = t;
+}
+
+/* What rlg_ini_read makes of len bytes (a file when len > strlen). */
+static char *
+rlg_t_ini(const char *text, size_t len, size_t max)
+{
+	char *log = rlg_t_fmt("%s", "");
+	FILE *fp = NULL;
+
+	if (len > strlen(text)) {
+		fp = fmemopen((void *)(uintptr_t)text, len, "r");
+		ck_assert_ptr_nonnull(fp);
+	}
+	ck_assert_int_eq(rlg_ini_read(fp, text, max, rlg_t_ini_collect, &log),
+	    0);
+	if (fp != NULL)
+		fclose(fp);
+	return log;
+}
+
+#define RLG_T_SYNTAX "syntax error: expected \"key = value\" or " \
+    "\"[section]\" (got "
+
+/* Line numbers hold with CRLF, a BOM, blank and comment lines. */
+START_TEST(test_ini_lines)
+{
+	static const char text[] =
+	    "\xEF\xBB\xBF[a]\r\n"
+	    "k = v ; c\r\n"
+	    "\r\n"
+	    "; comment\r\n"
+	    "  # another\r\n"
+	    "x=1;2\r\n"
+	    "\t[ b c ] ; c\r\n"
+	    "y: z = w\r\n"
+	    "e =\r\n"
+	    "last = \tend\t";
+	char *log = rlg_t_ini(text, sizeof text - 1, 64);
+
+	ck_assert_str_eq(log,
+	    "1 section [a]\n"
+	    "2 key k=v\n"
+	    "6 key x=1;2\n"
+	    "7 section [b c]\n"
+	    "8 key y=z = w\n"
+	    "9 key e=\n"
+	    "10 key last=end\n");
+	free(log);
+	/* A BOM opens line 1 only: elsewhere it is part of the line. */
+	log = rlg_t_ini("\n\xEF\xBB\xBF[a]\n", 8, 64);
+	ck_assert_str_eq(log, "2 bad-line: " RLG_T_SYNTAX
+	    "\"\xEF\xBB\xBF[a]\")\n");
+	free(log);
+}
+END_TEST
+
+/* Headers and keys that are not, and inline comments. */
+START_TEST(test_ini_syntax)
+{
+	static const char text[] =
+	    "[a ;]\n"
+	    "[a] b\n"
+	    "[a]#c\n"
+	    "[]\n"
+	    "[a]]\n"
+	    "= v\n"
+	    "k ; = v\n"
+	    "k = ;v\n"
+	    "k =;v\n"
+	    "words\n";
+	char *log = rlg_t_ini(text, sizeof text - 1, 64);
+
+	ck_assert_str_eq(log,
+	    "1 bad-section: " RLG_T_SYNTAX "\"[a ;]\")\n"
+	    "2 bad-section: " RLG_T_SYNTAX "\"[a] b\")\n"
+	    "3 section [a]\n"
+	    "4 section []\n"
+	    "5 bad-section: " RLG_T_SYNTAX "\"[a]]\")\n"
+	    "6 bad-line: " RLG_T_SYNTAX "\"= v\")\n"
+	    "7 bad-line: " RLG_T_SYNTAX "\"k ; = v\")\n"
+	    "8 key k=\n"
+	    "9 key k=;v\n"
+	    "10 bad-line: " RLG_T_SYNTAX "\"words\")\n");
+	free(log);
+}
+END_TEST
+
+/* max bytes fit, "\r\n" or not; one more is too long; a NUL spoils its
+ * line only; the numbers of the lines after them hold. */
+START_TEST(test_ini_long_and_nul)
+{
+	static const char text[] =
+	    "a=12\n"
+	    "a=123\n"
+	    "a=12\r\n"
+	    "a=123\r\n"
+	    "a=1\r\r\n"
+	    "a=\0b\n"
+	    "a=1234567890\n"
+	    "b=1\n"
+	    "a=123";
+	char *log = rlg_t_ini(text, sizeof text - 1, 4);
+
+	ck_assert_str_eq(log,
+	    "1 key a=12\n"
+	    "2 bad-line: line too long (max 4 bytes)\n"
+	    "3 key a=12\n"
+	    "4 bad-line: line too long (max 4 bytes)\n"
+	    "5 key a=1\n"
+	    "6 bad-line: line holds a NUL byte\n"
+	    "7 bad-line: line too long (max 4 bytes)\n"
+	    "8 key b=1\n"
+	    "9 bad-line: line too long (max 4 bytes)\n");
+	free(log);
+	/* The same from a string (no NUL there: it ends the text). */
+	log = rlg_t_ini("a=123\r\nb=1", 10, 4);
+	ck_assert_str_eq(log, "1 bad-line: line too long (max 4 bytes)\n"
+	    "2 key b=1\n");
+	free(log);
+}
+END_TEST
+
 Suite *
 rlg_config_suite(void)
 {
@@ -3105,6 +3250,12 @@ rlg_config_suite(void)
 	    (int)RLG_T_NCLUSTER_URLS);
 	tcase_add_test(tc, test_redis_cluster_errors);
 	tcase_add_test(tc, test_redis_cluster_url_api);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("reader");
+	tcase_add_test(tc, test_ini_lines);
+	tcase_add_test(tc, test_ini_syntax);
+	tcase_add_test(tc, test_ini_long_and_nul);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("files");
