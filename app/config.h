@@ -255,8 +255,72 @@ const char *rlg_config_pick(const char *opt);
 /* Frees a config; NULL does nothing. */
 void rlg_config_free(struct rlg_config *cfg);
 
-/* Names for the logs: "closed"/"open", "draft03", "json"/"problem",
- * "sqlite"/"redis", "redis"/"local". */
+/* A word a key takes, and the enum value it stands for. */
+struct rlg_word {
+	const char *name;
+	int value;
+};
+
+/* What kind of value a key takes (struct rlg_option). */
+enum rlg_option_type {
+	RLG_OPT_INT = 0,       /* a decimal integer from min to max */
+	RLG_OPT_ENUM,          /* one of words */
+	RLG_OPT_STRING,        /* text of min to max bytes: a path, a secret */
+	RLG_OPT_CIDRS,         /* a list of at most max addresses, networks */
+	RLG_OPT_COMPOUND,      /* anything else: its own setter parses it */
+};
+
+/* The loader's state (config.c), for the hand-written setters. */
+struct rlg_parse;
+struct rlg_option;
+
+/*
+ * A setter: checks value (not empty) for o, reports what is wrong with it
+ * and, if it is good, stores it in the struct at base (or in p). Returns
+ * whether it was good.
+ */
+typedef bool rlg_option_set_fn(struct rlg_parse *p,
+    const struct rlg_option *o, const char *value, void *base);
+
+/*
+ * One config key, one row of the option table: what the loader parses
+ * and checks, and what the man page and the example config must say
+ * (tests/check_config.c holds them to it). A key of [policy NAME] or
+ * [route NAME] has the section "policy" or "route".
+ */
+struct rlg_option {
+	const char *section;   /* "store", "headers", "response", "client",
+	                          "log", "policy", "route" */
+	const char *name;
+	enum rlg_option_type type;
+	/*
+	 * The field it fills, in the struct of its section: rlg_store_config
+	 * ([store]), rlg_config ([headers], [response], [log]),
+	 * rlg_client_config ([client]), rlg_policy, rlg_route. size is 1
+	 * (bool), sizeof(int) (int, enum) or 8 (int64_t); a list of networks
+	 * keeps its size_t count at count_offset.
+	 */
+	size_t offset;
+	size_t size;
+	size_t count_offset;
+	long long min, max;    /* INT: the range; STRING: the length in
+	                          bytes; CIDRS: max networks */
+	int scale;             /* INT: stored times scale (0: 1) */
+	const struct rlg_word *words;  /* ENUM: NULL-ended, in the order the
+	                                  messages list them */
+	const char *def;       /* the default, as the docs write it */
+	const char *doc;       /* what it is, in one line */
+	rlg_option_set_fn *set;    /* or NULL: the type's own setter */
+};
+
+/*
+ * The option table: every key of every section, *n of them. Static.
+ */
+const struct rlg_option *rlg_config_options(size_t *n);
+
+/* Names for the logs, the words of the option table: "closed"/"open",
+ * "draft03", "json"/"problem", "sqlite"/"redis", "redis"/"local"
+ * ("unknown" for a value no word stands for). */
 const char *rlg_on_error_name(enum rlg_on_error e);
 const char *rlg_style_name(enum rlg_header_style s);
 const char *rlg_error_format_name(enum rlg_error_format f);

@@ -1,26 +1,20 @@
 /*
- * ini.c: the INI reader of the config, about a hundred lines of rules.
+ * ini.c: the INI reader of the config. Why not libinih: Debian builds it
+ * with its options (comments, continuation lines, the line length) as
+ * process-wide globals, which rlgate had to set before each parse, and
+ * its handler is told neither the line number nor that a line was not
+ * understood: rlgate wrapped it in its own line reader and a second parse
+ * of every header, more code than the rules take. This reader keeps no
+ * state but its arguments and hands every line over with its number.
  *
- * Why not libinih: Debian builds it with its options (comment prefixes,
- * inline comments, continuation lines, the line length, stop on the
- * first error) as process-wide globals, which every caller in the
- * process shares, so rlgate had to set them before each parse and hope
- * nothing else changed them; and its handler is told neither the line
- * number nor that a line was not understood. rlgate wrapped it in about
- * 300 lines that counted lines, re-parsed every header and checked that
- * each key line reached the handler: more than the rules themselves.
- * This reader has no state but its arguments and hands every line over
- * with its number, whatever it holds.
- *
- * The rules are the ones rlgate had with libinih, so a file reads the
- * same: lines end at "\n", a "\r" before it is dropped; a UTF-8 BOM may
- * open line 1; each line is trimmed of white space (isspace); blank lines
- * and lines that start with ';' or '#' are comments; a line that starts
- * with '[' is a header, its name up to the first ']', after which only a
- * comment may follow; any other line is "key = value" (or "key: value"),
- * the key up to the first '=' or ':', not empty. A ';' after white space
- * starts an inline comment, in a value as in a header, so "[a ;]" is no
- * header. No continuation lines: an indented line is a line of its own.
+ * The rules are the ones rlgate had with libinih: lines end at "\n", a
+ * "\r" before it is dropped; a UTF-8 BOM may open line 1; lines are
+ * trimmed of white space (isspace); blank lines and lines that start with
+ * ';' or '#' are comments; a line that starts with '[' is a header, its
+ * name up to the first ']', then only a comment; any other line is "key =
+ * value" (or "key: value"), the key up to the first '=' or ':', not
+ * empty. A ';' after white space starts an inline comment, in a header as
+ * in a value ("[a ;]" is no header). No continuation lines.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -77,7 +71,8 @@ rlg_ini_read(FILE *fp, const char *text, size_t max, rlg_ini_fn *fn,
 		buf[n] = '\0';
 		bad.lineno = lineno;
 		if (over || n > max) {
-			snprintf(msg, size, "line too long (max %zu bytes)", max);
+			snprintf(msg, size, "line too long (max %zu bytes)",
+			    max);
 			bad.error = msg;
 			fn(ctx, &bad);
 		} else if (nul) {

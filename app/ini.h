@@ -1,8 +1,7 @@
 /*
- * ini.h: a small INI reader with exact line numbers and no global state
- * (ini.c says why rlgate has its own). It knows the syntax only: which
- * line is a [section] header, a "key = value" or a problem. What the
- * sections and keys mean is the config's business (config.c).
+ * ini.h: an INI reader with exact line numbers and no global state (ini.c
+ * says why rlgate has its own). It knows the syntax only; what sections
+ * and keys mean is config.c's business.
  */
 #ifndef RLG_INI_H
 #define RLG_INI_H
@@ -30,13 +29,11 @@ struct rlg_ini_line {
 typedef void rlg_ini_fn(void *ctx, const struct rlg_ini_line *line);
 
 /*
- * Reads fp, or the string text when fp is NULL, line by line, and calls
- * fn(ctx, line) for every line that is not blank nor a comment, in order.
- * A line holds at most max bytes, its end ("\n" or "\r\n") not counted;
- * a longer line, or one that holds a NUL byte, is a BAD_LINE and the lines
- * after it keep their numbers.
- * Returns 0, or the errno of a failed read of fp (the lines read before
- * it were handed to fn).
+ * Reads fp, or the string text when fp is NULL, and calls fn(ctx, line)
+ * for every line that is not blank nor a comment, in order. A line holds
+ * at most max bytes, its end ("\n" or "\r\n") not counted; a longer one,
+ * or one with a NUL byte, is a BAD_LINE. Returns 0, or the errno of a
+ * failed read of fp (the lines before it were handed to fn).
  */
 int rlg_ini_read(FILE *fp, const char *text, size_t max, rlg_ini_fn *fn,
     void *ctx);

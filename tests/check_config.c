@@ -3027,6 +3027,205 @@ START_TEST(test_redis_cluster_url_api)
 }
 END_TEST
 
+/* ---- table -------------------------------------------------------------- */
+
+/* The struct that o's section fills, in cfg (the first policy for
+ * [policy NAME]); NULL for a route. */
+static char *
+rlg_t_base(struct rlg_config *cfg, const struct rlg_option *o)
+{
+	if (strcmp(o->section, "store") == 0)
+		return (char *)&cfg->store;
+	if (strcmp(o->section, "client") == 0)
+		return (char *)&cfg->client;
+	if (strcmp(o->section, "policy") == 0)
+		return (char *)&cfg->policies[0];
+	if (strcmp(o->section, "route") == 0)
+		return NULL;
+	return (char *)cfg;
+}
+
+/* The header of o's section, as a file would write it. */
+static const char *
+rlg_t_header(const struct rlg_option *o)
+{
+	if (strcmp(o->section, "policy") == 0)
+		return "[policy p]";
+	if (strcmp(o->section, "route") == 0)
+		return "[route r]";
+	return strcmp(o->section, "store") == 0 ? "[store]" :
+	    strcmp(o->section, "headers") == 0 ? "[headers]" :
+	    strcmp(o->section, "response") == 0 ? "[response]" :
+	    strcmp(o->section, "client") == 0 ? "[client]" : "[log]";
+}
+
+/* Every row is whole: a known section, a name, a default, a doc line,
+ * its type's data; no key twice. */
+START_TEST(test_option_rows)
+{
+	static const char *const sections[] = { "store", "headers",
+	    "response", "client", "log", "policy", "route" };
+	const struct rlg_option *opts, *o;
+	size_t n, i, j, k;
+
+	opts = rlg_config_options(&n);
+	ck_assert_uint_ge(n, 32);
+	for (i = 0; i < n; i++) {
+		o = &opts[i];
+		for (k = 0; k < sizeof sections / sizeof sections[0]; k++)
+			if (strcmp(o->section, sections[k]) == 0)
+				break;
+		ck_assert_msg(k < sizeof sections / sizeof sections[0],
+		    "row %zu: section %s", i, o->section);
+		ck_assert_ptr_nonnull(o->name);
+		ck_assert_msg(o->def != NULL && *o->def != '\0' &&
+		    o->doc != NULL && *o->doc != '\0' && strlen(o->doc) < 70,
+		    "%s %s: a default and one short line of doc", o->section,
+		    o->name);
+		ck_assert_msg(o->type != RLG_OPT_ENUM || o->words != NULL,
+		    "%s: no words", o->name);
+		ck_assert_msg(o->type != RLG_OPT_COMPOUND || o->set != NULL,
+		    "%s: no setter", o->name);
+		ck_assert_msg(o->type != RLG_OPT_INT || (o->min <= o->max &&
+		    (o->size == sizeof(int) || o->size == sizeof(int64_t))),
+		    "%s: range or size", o->name);
+		for (j = 0; j < i; j++)
+			ck_assert_msg(strcmp(opts[j].section, o->section) != 0 ||
+			    strcmp(opts[j].name, o->name) != 0,
+			    "%s %s twice", o->section, o->name);
+	}
+}
+END_TEST
+
+/*
+ * The default a row writes is what the key is when it is not set: each
+ * integer and word key set to its default gives the same field as a file
+ * without it (in a file where the key is allowed at all). burst's default
+ * is "the policy's limit"; the store path is the configured one.
+ */
+START_TEST(test_option_defaults)
+{
+	const struct rlg_option *opts, *o;
+	struct rlg_config *with, *without;
+	char *a, *b, *path;
+	const char *ctx;
+	size_t n, i, checked = 0;
+
+	opts = rlg_config_options(&n);
+	for (i = 0; i < n; i++) {
+		o = &opts[i];
+		if ((o->type != RLG_OPT_INT && o->type != RLG_OPT_ENUM) ||
+		    strcmp(o->name, "burst") == 0)
+			continue;
+		ctx = "";
+		if (strcmp(o->name, "connect_timeout_ms") == 0 ||
+		    strcmp(o->name, "timeout_ms") == 0 ||
+		    strcmp(o->name, "clock") == 0)
+			ctx = "[store]\nbackend = redis\nurl = redis://h\n";
+		else if (strcmp(o->name, "new_keys_per_ip") == 0)
+			ctx = "[client]\nkey_secret = 0123456789abcdef\n"
+			    "[policy p]\nkey = header:X\n";
+		a = rlg_t_fmt("%s%s\n%s = %s\n", ctx, rlg_t_header(o), o->name,
+		    o->def);
+		b = rlg_t_fmt("%s%s\n", ctx, rlg_t_header(o));
+		with = rlg_t_ok(a);
+		without = rlg_t_ok(b);
+		ck_assert_msg(memcmp(rlg_t_base(with, o) + o->offset,
+		    rlg_t_base(without, o) + o->offset, o->size) == 0,
+		    "%s %s: the default \"%s\" is not what it is unset",
+		    o->section, o->name, o->def);
+		rlg_config_free(with);
+		rlg_config_free(without);
+		free(a);
+		free(b);
+		checked++;
+	}
+	ck_assert_uint_ge(checked, 20);
+	/* "LOCALSTATEDIR/..." as configured. */
+	for (i = 0; i < n && strcmp(opts[i].name, "path") != 0; i++)
+		;
+	ck_assert_uint_lt(i, n);
+	ck_assert_int_eq(strncmp(opts[i].def, "LOCALSTATEDIR/", 14), 0);
+	path = rlg_t_fmt("%s/%s", LOCALSTATEDIR, opts[i].def + 14);
+	ck_assert_str_eq(path, RLG_DEFAULT_DB_PATH);
+	free(path);
+}
+END_TEST
+
+/*
+ * A word key's problem lists the words of its row, in order; the name
+ * the logs give a value is its first word in the row.
+ */
+START_TEST(test_option_words)
+{
+	const struct rlg_option *opts, *o;
+	const struct rlg_word *w;
+	char list[512], *text, *want;
+	const char *got;
+	size_t n, i, len, rows = 0;
+
+	opts = rlg_config_options(&n);
+	for (i = 0; i < n; i++) {
+		o = &opts[i];
+		if (o->type != RLG_OPT_ENUM)
+			continue;
+		rows++;
+		len = 0;
+		list[0] = '\0';
+		for (w = o->words; w->name != NULL; w++)
+			len += (size_t)snprintf(list + len, sizeof list - len,
+			    "%s%s", len > 0 ? ", " : "", w->name);
+		text = rlg_t_fmt("%s\n%s = bogus\n", rlg_t_header(o), o->name);
+		if (strcmp(o->name, "algorithm") == 0)
+			want = rlg_t_fmt("t.conf:2: %s %s: unknown algorithm "
+			    "(got \"bogus\"): must be one of %s\n",
+			    rlg_t_header(o), o->name, list);
+		else
+			want = rlg_t_fmt("t.conf:2: %s %s: must be one of %s "
+			    "(got \"bogus\")\n", rlg_t_header(o), o->name,
+			    list);
+		rlg_t_expect(text, 1, want);
+		free(text);
+		free(want);
+		for (w = o->words; w->name != NULL; w++) {
+			got = NULL;
+			if (strcmp(o->name, "on_error") == 0)
+				got = rlg_on_error_name(w->value);
+			else if (strcmp(o->name, "backend") == 0 &&
+			    w->value >= 0)
+				got = rlg_store_backend_name(w->value);
+			else if (strcmp(o->name, "clock") == 0)
+				got = rlg_store_clock_name(w->value);
+			else if (strcmp(o->name, "style") == 0)
+				got = rlg_style_name(w->value);
+			else if (strcmp(o->name, "errors") == 0)
+				got = rlg_error_format_name(w->value);
+			else if (strcmp(o->name, "level") == 0)
+				got = rlg_log_level_name(w->value);
+			else if (strcmp(o->name, "algorithm") == 0)
+				got = rlg_algorithm_name(w->value);
+			if (got != NULL)
+				ck_assert_str_eq(got, w->name);
+		}
+	}
+	ck_assert_uint_eq(rows, 12);
+}
+END_TEST
+
+/* An empty backend is reported as empty, and is no bad word: the keys of
+ * the other backend are still checked (against the default, sqlite). */
+START_TEST(test_empty_backend)
+{
+	rlg_t_expect("[store]\nbackend =\nurl = redis://h\n", 2,
+	    "t.conf:2: [store] backend: must not be empty\n"
+	    "t.conf:3: [store] url: applies only to backend = redis or "
+	    "redis_cluster\n");
+	rlg_t_expect("[store]\nbackend = x\nurl = redis://h\n", 1,
+	    "t.conf:2: [store] backend: must be one of sqlite, redis, "
+	    "redis_cluster (got \"x\")\n");
+}
+END_TEST
+
 /* ---- reader ------------------------------------------------------------- */
 
 /* rlg_ini_fn: appends "LINE kind name=value" or "LINE kind: error" and a
@@ -3250,6 +3449,13 @@ rlg_config_suite(void)
 	    (int)RLG_T_NCLUSTER_URLS);
 	tcase_add_test(tc, test_redis_cluster_errors);
 	tcase_add_test(tc, test_redis_cluster_url_api);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("table");
+	tcase_add_test(tc, test_option_rows);
+	tcase_add_test(tc, test_option_defaults);
+	tcase_add_test(tc, test_option_words);
+	tcase_add_test(tc, test_empty_backend);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("reader");
