@@ -3226,6 +3226,229 @@ START_TEST(test_empty_backend)
 }
 END_TEST
 
+/* ---- docs --------------------------------------------------------------- */
+
+/* The text of the source file rel ($RLGATE_SRCDIR, else the tree this
+ * file is in), a new string. */
+static char *
+rlg_t_srcfile(const char *rel)
+{
+	const char *dir = getenv("RLGATE_SRCDIR");
+	char *path, *text, *slash;
+	size_t len;
+	FILE *fp;
+
+	if (dir != NULL && *dir != '\0') {
+		path = rlg_t_fmt("%s/%s", dir, rel);
+	} else {
+		path = rlg_t_fmt("%s", __FILE__);
+		slash = strrchr(path, '/');
+		ck_assert_ptr_nonnull(slash);
+		*slash = '\0';               /* tests/ */
+		slash = strrchr(path, '/');
+		text = rlg_t_fmt("%.*s%s", slash != NULL ?
+		    (int)(slash - path + 1) : 0, path, rel);
+		free(path);
+		path = text;
+	}
+	fp = fopen(path, "r");
+	ck_assert_msg(fp != NULL, "cannot open %s", path);
+	text = malloc(1 << 20);
+	ck_assert_ptr_nonnull(text);
+	len = fread(text, 1, (1 << 20) - 1, fp);
+	ck_assert_uint_lt(len, (1 << 20) - 1);
+	text[len] = '\0';
+	fclose(fp);
+	free(path);
+	return text;
+}
+
+/* s with the roff escapes the man page uses ("\-", "\&") undone. */
+static void
+rlg_t_unroff(char *s)
+{
+	char *d = s;
+
+	for (; *s != '\0'; s++) {
+		if (s[0] == '\\' && (s[1] == '-' || s[1] == '&')) {
+			if (s[1] == '-')
+				*d++ = '-';
+			s++;
+			continue;
+		}
+		*d++ = *s;
+	}
+	*d = '\0';
+}
+
+/*
+ * The entry of key sect/name in the man page: from its "\n.TP\n.B NAME\n"
+ * in the ".SH" section "THE [SECT ..." to the next ".TP" or ".SH", as a
+ * new string with the escapes undone; NULL if there is none.
+ */
+static char *
+rlg_t_man_entry(const char *man, const char *sect, const char *name)
+{
+	const char *sh, *end, *at, *nl;
+	char *head, *entry;
+	size_t len;
+
+	head = rlg_t_fmt("\n.SH \"THE [%s", sect);
+	sh = strstr(man, head);
+	free(head);
+	if (sh == NULL)
+		return NULL;
+	end = strstr(sh + 1, "\n.SH ");
+	head = rlg_t_fmt("\n.TP\n.B %s\n", name);
+	at = strstr(sh, head);
+	free(head);
+	if (at == NULL || (end != NULL && at > end))
+		return NULL;
+	len = strlen(at);
+	for (nl = at + 1; (nl = strchr(nl, '\n')) != NULL; nl++) {
+		if (strncmp(nl, "\n.TP\n", 5) == 0 ||
+		    strncmp(nl, "\n.SH ", 5) == 0) {
+			len = (size_t)(nl - at);
+			break;
+		}
+	}
+	entry = rlg_t_fmt("%.*s\n", (int)len, at);
+	rlg_t_unroff(entry);
+	return entry;
+}
+
+/*
+ * Every key of the table has its entry in docs/rlgate.conf.5 under its
+ * section, with the table's default, its doc line, every word and its
+ * range; and every entry there is a key of the table.
+ */
+START_TEST(test_man_page_agrees)
+{
+	const struct rlg_option *opts, *o;
+	const struct rlg_word *w;
+	char *man, *entry, *want, *sect, *name;
+	const char *at, *sh;
+	size_t n, i, found;
+
+	man = rlg_t_srcfile("docs/rlgate.conf.5");
+	opts = rlg_config_options(&n);
+	for (i = 0; i < n; i++) {
+		o = &opts[i];
+		entry = rlg_t_man_entry(man, o->section, o->name);
+		ck_assert_msg(entry != NULL, "rlgate.conf.5: no entry for "
+		    "[%s] %s", o->section, o->name);
+		want = rlg_t_fmt("\nDefault: %s.\n", o->def);
+		ck_assert_msg(strstr(entry, want) != NULL, "rlgate.conf.5: "
+		    "[%s] %s: not \"Default: %s.\"", o->section, o->name,
+		    o->def);
+		free(want);
+		want = rlg_t_fmt("\n%s\n", o->doc);
+		ck_assert_msg(strstr(entry, want) != NULL, "rlgate.conf.5: "
+		    "[%s] %s: no line \"%s\"", o->section, o->name, o->doc);
+		free(want);
+		for (w = o->words; o->type == RLG_OPT_ENUM && w->name != NULL;
+		    w++)
+			ck_assert_msg(strstr(entry, w->name) != NULL,
+			    "rlgate.conf.5: %s: no word %s", o->name, w->name);
+		want = rlg_t_fmt(" %lld to %lld.", o->min, o->max);
+		ck_assert_msg(o->type != RLG_OPT_INT ||
+		    strstr(entry, want) != NULL, "rlgate.conf.5: %s: no "
+		    "range \"%s\"", o->name, want);
+		free(want);
+		free(entry);
+	}
+	/* No entry the table does not have. */
+	found = 0;
+	for (at = strstr(man, "\n.TP\n.B "); at != NULL;
+	    at = strstr(at + 1, "\n.TP\n.B ")) {
+		for (sh = at; sh > man && strncmp(sh, "\n.SH ", 5) != 0; sh--)
+			;
+		if (strncmp(sh, "\n.SH \"THE [", 11) != 0)
+			continue;
+		sect = rlg_t_fmt("%.*s", (int)strcspn(sh + 11, " ]"), sh + 11);
+		name = rlg_t_fmt("%.*s", (int)strcspn(at + 8, "\n"), at + 8);
+		for (i = 0; i < n; i++)
+			if (strcmp(opts[i].section, sect) == 0 &&
+			    strcmp(opts[i].name, name) == 0)
+				break;
+		ck_assert_msg(i < n, "rlgate.conf.5: [%s] %s is no key", sect,
+		    name);
+		found++;
+		free(sect);
+		free(name);
+	}
+	ck_assert_uint_eq(found, n);
+	free(man);
+}
+END_TEST
+
+/*
+ * www/rlgate.conf.example names every key of the table in its section
+ * ("key = " or ";key = "), the first time under a "; Default: " line with
+ * the table's default; and names no key the table does not have.
+ */
+START_TEST(test_example_agrees)
+{
+	const struct rlg_option *opts;
+	char *text, *line, *next, *def = NULL, *sect = NULL, *key;
+	char **defs;
+	size_t n, i, len;
+
+	text = rlg_t_srcfile("www/rlgate.conf.example");
+	opts = rlg_config_options(&n);
+	defs = calloc(n, sizeof *defs);
+	ck_assert_ptr_nonnull(defs);
+	for (line = text; line != NULL && *line != '\0'; line = next) {
+		next = strchr(line, '\n');
+		if (next != NULL)
+			*next++ = '\0';
+		if (line[0] == '[') {
+			free(sect);
+			sect = rlg_t_fmt("%.*s", (int)strcspn(line + 1, " ]"),
+			    line + 1);
+			continue;
+		}
+		if (strncmp(line, "; Default: ", 11) == 0) {
+			free(def);
+			def = rlg_t_fmt("%s", line + 11);
+			continue;
+		}
+		key = line + (line[0] == ';');
+		len = strspn(key, "abcdefghijklmnopqrstuvwxyz0123456789_");
+		if (len == 0 || strncmp(key + len, " = ", 3) != 0)
+			continue;
+		ck_assert_ptr_nonnull(sect);
+		for (i = 0; i < n; i++)
+			if (strcmp(opts[i].section, sect) == 0 &&
+			    strlen(opts[i].name) == len &&
+			    strncmp(opts[i].name, key, len) == 0)
+				break;
+		ck_assert_msg(i < n, "rlgate.conf.example: [%s] %.*s is no "
+		    "key", sect, (int)len, key);
+		if (defs[i] == NULL) {
+			ck_assert_msg(def != NULL, "rlgate.conf.example: [%s] "
+			    "%s: no \"; Default:\" line", sect, opts[i].name);
+			defs[i] = def;
+			def = NULL;
+		}
+		free(def);
+		def = NULL;
+	}
+	for (i = 0; i < n; i++) {
+		ck_assert_msg(defs[i] != NULL, "rlgate.conf.example: no [%s] "
+		    "%s", opts[i].section, opts[i].name);
+		ck_assert_msg(strcmp(defs[i], opts[i].def) == 0,
+		    "rlgate.conf.example: [%s] %s: default \"%s\", not \"%s\"",
+		    opts[i].section, opts[i].name, defs[i], opts[i].def);
+		free(defs[i]);
+	}
+	free(defs);
+	free(def);
+	free(sect);
+	free(text);
+}
+END_TEST
+
 /* ---- reader ------------------------------------------------------------- */
 
 /* rlg_ini_fn: appends "LINE kind name=value" or "LINE kind: error" and a
@@ -3456,6 +3679,11 @@ rlg_config_suite(void)
 	tcase_add_test(tc, test_option_defaults);
 	tcase_add_test(tc, test_option_words);
 	tcase_add_test(tc, test_empty_backend);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("docs");
+	tcase_add_test(tc, test_man_page_agrees);
+	tcase_add_test(tc, test_example_agrees);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("reader");
