@@ -134,7 +134,9 @@ rlg_store_describe(const struct rlg_store_config *sc, char *buf, size_t size)
  * "redis://". The userinfo ends at the last '@', so a password may hold
  * '@', '/' and ',' as they are; %XX escapes are decoded too. The first
  * HOST:PORT goes to redis_host and redis_port, the others (a Redis
- * Cluster's seed nodes) to redis_seeds.
+ * Cluster's seed nodes) to redis_seeds. A little over 80 lines: the
+ * userinfo, the host list and the database are one left-to-right pass
+ * with one cursor, which pieces would only hand to each other.
  */
 static int
 rlg_url_tcp(struct rlg_store_config *sc, const char *rest, char *why,
