@@ -1,16 +1,18 @@
 /*
- * config.c: the INI configuration, parsed with libinih into the plain
- * structs of config.h, validated key by key over the built-in defaults.
+ * config.c: the INI configuration, read line by line by ini.c into the
+ * plain structs of config.h, validated key by key over the built-in
+ * defaults. Every problem is collected with its line number and all are
+ * printed at the end, in line order, so an operator fixes a config in one
+ * pass.
  *
- * inih reports only the first bad line and its handler is not told the line
- * number, so inih reads through our own line reader: it counts the lines,
- * turns an overlong line into an empty one (after noting the problem), and
- * checks that every line which is not blank, a comment or a [section]
- * header reached the handler, else it was a syntax error. Section headers
- * never reach the handler either, so the reader parses them itself and
- * keeps the current section. Every problem is collected with its line
- * number and all are printed at the end, in line order, so an operator
- * fixes a config in one pass.
+ * Options are data: rlg_options holds one row per key (section, name,
+ * type, the field it fills, bounds, words, default, one line of doc).
+ * Generic setters parse and store integers, words, strings and lists of
+ * networks and write the messages; a hand-written setter is there only
+ * for a compound value (the Redis url, a policy's key, a route's path,
+ * methods and policies) or a check of its own. The names the logs use for
+ * enum values come from the same word rows, and the man page and the
+ * example config are held to the rows by tests/check_config.c.
  *
  * Policies are built in file order, one per distinct [policy NAME], and
  * routes likewise, one per distinct [route NAME]; a repeated section merges
@@ -28,18 +30,16 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <arpa/inet.h>
-#include <sys/un.h>
-
-#include <ini.h>
-
 #include "config.h"
+#include "ini.h"
+#include "store_redis.h"
 #include "util.h"
 
 /* The longest store path, in bytes (PATH_MAX less its NUL on Linux). */
@@ -48,66 +48,31 @@
 /* The longest busy_timeout_ms: ten minutes. */
 #define RLG_BUSY_TIMEOUT_MS_MAX  600000
 
-/* The longest Redis host name (DNS: 253) and unix socket path (sun_path). */
-#define RLG_REDIS_HOST_MAX  253
-#define RLG_REDIS_SOCKET_MAX  (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
+/* Letters and digits, without a locale (isalnum may take more). */
+#define RLG_ALNUM \
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
-/* Where the next key line goes. */
-enum rlg_sect {
-	RLG_SECT_NONE = 0,     /* no [section] seen yet */
-	RLG_SECT_BAD,          /* a bad header, already reported: ignore keys */
-	RLG_SECT_STORE,
-	RLG_SECT_HEADERS,
-	RLG_SECT_RESPONSE,
-	RLG_SECT_CLIENT,
-	RLG_SECT_LOG,
-	RLG_SECT_POLICY,       /* [policy NAME]: the policy rlg_parse.cur */
-	RLG_SECT_ROUTE,        /* [route NAME]: the route rlg_parse.cur */
-};
-
-/* A word of the config and the enum value it stands for. */
-struct rlg_word {
-	const char *name;
-	int value;
-};
+/* How messages name a section: "[store]", "[policy NAME]". */
+#define RLG_LABEL_MAX  (sizeof "[policy ]" + RLG_POLICY_NAME_MAX)
 
 /*
- * What the parse knows of one policy beyond the policy itself: how to name
- * it in messages and where its keys were, for the checks made at the end.
+ * What the parse knows of one [policy NAME] or [route NAME] beyond the
+ * policy or route itself: its label, its header's line (a missing key is
+ * reported there) and, for a route, the policy names of its policies key,
+ * resolved to indexes once every policy is known.
  */
-struct rlg_policy_build {
-	char label[sizeof "[policy ]" + RLG_POLICY_NAME_MAX];
-	bool algorithm_ok;     /* algorithm was set to a known value */
-	int limit_line;        /* line of a valid limit, or 0: default */
-	int burst_line;        /* line of a valid burst, or 0: default */
-	int new_keys_line;     /* line of a valid new_keys_per_ip, or 0 */
-	int key_line;          /* line of a valid key, or 0: default (ip) */
-};
-
-/*
- * What the parse knows of one route beyond the route: its label, its
- * header's line (a missing key is reported there) and the policy names of
- * its policies key, resolved to indexes once every policy is known.
- */
-struct rlg_route_build {
-	char label[sizeof "[route ]" + RLG_POLICY_NAME_MAX];
-	int line;              /* the first [route NAME] header */
+struct rlg_build {
+	char label[RLG_LABEL_MAX];
+	int line;              /* the first header */
 	char **names;          /* nnames policy names; none with "none" */
 	size_t nnames;
-	int policies_line;     /* line of a valid policies, or 0 */
 };
 
-struct rlg_parse;
-struct rlg_key;
-
-typedef void rlg_key_set_fn(struct rlg_parse *, const struct rlg_key *,
-    const char *);
-
-/* One known key: its section, its name and what checks and stores it. */
-struct rlg_key {
-	enum rlg_sect sect;
-	const char *name;
-	rlg_key_set_fn *set;
+/* The line a key was first set on, and the line it was set to a good
+ * value on; 0: not (yet). */
+struct rlg_set_lines {
+	int first;
+	int ok;
 };
 
 /* One problem: the line it is on (0: the whole file) and its text. A
@@ -119,57 +84,45 @@ struct rlg_problem {
 	bool warning;
 };
 
-/* Everything one parse needs; inih hands it to the reader and handler. */
+/* Everything one parse needs; the reader hands it to rlg_config_line. */
 struct rlg_parse {
 	const char *name;      /* file name for the messages */
-	FILE *fp;              /* the source: a file, or ... */
-	const char *text;      /* ... a string when fp is NULL */
-	size_t pos;            /* next byte of text */
-	bool eof;              /* the reader has returned NULL */
-	int read_errno;        /* errno of a failed read, else 0 */
+	int lineno;            /* the line being read, from 1 */
 
-	int lineno;            /* the line inih is working on, from 1 */
-	bool want_handler;     /* it is a key line: the handler must see it */
-	bool got_handler;      /* the handler saw it */
-	char *line;            /* the line, trimmed, for messages */
-	size_t linecap;        /* bytes allocated at line */
-
-	enum rlg_sect sect;    /* section of the next key line */
-	size_t cur;            /* index in pols or routes, per sect */
 	/*
-	 * The line each key was first set on, or 0, per scope: scope 0 holds
-	 * the keys outside policies and routes, scope 1 + i those of pols[i],
-	 * scope 1 + RLG_POLICIES_MAX + i those of routes[i]. Indexed
-	 * scope * RLG_NKEYS + the key's index in rlg_keys.
+	 * The section of the next key lines: a section of the rows, or NULL
+	 * before any header and after a bad one (already reported: its keys
+	 * are ignored, bad_sect tells). Its keys fill the struct at base;
+	 * label names it in messages; scope and cur say which policy or route
+	 * it is (see lines).
 	 */
-	int *first_line;
+	const char *sect;
+	bool bad_sect;
+	void *base;
+	char label[RLG_LABEL_MAX];
+	size_t scope;
+	size_t cur;
+	/*
+	 * Where each key was set, per scope: scope 0 holds the keys outside
+	 * policies and routes, scope 1 + i those of pols[i], scope 1 +
+	 * RLG_POLICIES_MAX + i those of routes[i]. Indexed scope * RLG_NOPTS
+	 * + the key's row in rlg_options.
+	 */
+	struct rlg_set_lines *lines;
 
 	struct rlg_config *cfg;    /* being built over the defaults */
 	/* The [policy NAME] sections so far, in file order; they replace the
 	 * built-in "default" at the end if there is at least one. */
 	struct rlg_policy *pols;           /* RLG_POLICIES_MAX allocated */
-	struct rlg_policy_build *builds;   /* one per pols entry */
+	struct rlg_build *builds;          /* one per pols entry */
 	size_t npols;
 	bool too_many;         /* the cap on policies has been reported */
 	/* The [route NAME] sections so far, in file order. */
 	struct rlg_route *routes;          /* RLG_ROUTES_MAX allocated */
-	struct rlg_route_build *rbuilds;   /* one per routes entry */
+	struct rlg_build *rbuilds;         /* one per routes entry */
 	size_t nroutes;
 	bool too_many_routes;  /* the cap on routes has been reported */
-
-	/*
-	 * The [store] keys whose meaning depends on the backend: the line of
-	 * each one set to a valid value, or 0, for rlg_store_finish.
-	 */
-	int backend_line;
-	bool backend_bad;      /* backend was set to an unknown value */
-	int url_line;
-	int connect_timeout_line;
-	int timeout_line;
-	int clock_line;
-	int max_clients_line;
-	int synchronous_line;
-	int group_commit_line;
+	bool backend_bad;      /* [store] backend was set to an unknown word */
 
 	struct rlg_problem *problems;
 	size_t nproblems;
@@ -178,185 +131,49 @@ struct rlg_parse {
 
 static int rlg_config_parse(const char *name, FILE *fp, const char *text,
     FILE *errs, struct rlg_config **out);
-static void rlg_config_set_inih(void);
-static char *rlg_config_reader(char *buf, int num, void *stream);
-static int rlg_config_handler(void *user, const char *section,
-    const char *name, const char *value);
-static int rlg_src_getc(struct rlg_parse *p);
-static void rlg_end_line(struct rlg_parse *p);
-static void rlg_classify_line(struct rlg_parse *p, const char *buf);
-static void rlg_section_line(struct rlg_parse *p);
+static void rlg_config_line(void *ctx, const struct rlg_ini_line *l);
+static void rlg_section_line(struct rlg_parse *p, const char *inner);
+static void rlg_key_line(struct rlg_parse *p, const char *name,
+    const char *value);
 static bool rlg_sect_is(const char *inner, const char *word,
     const char **rest);
-static void rlg_policy_section(struct rlg_parse *p, const char *name);
-static void rlg_route_section(struct rlg_parse *p, const char *name);
+static void rlg_named_section(struct rlg_parse *p, const char *kind,
+    const char *name);
 static bool rlg_section_name_ok(struct rlg_parse *p, const char *kind,
     const char *name);
+static void rlg_policy_init(struct rlg_policy *pol, const char *name);
 static void rlg_policies_finish(struct rlg_parse *p);
 static void rlg_new_keys_policy(struct rlg_parse *p, struct rlg_policy *pol,
-    const struct rlg_policy_build *b);
+    size_t i);
 static void rlg_store_finish(struct rlg_parse *p);
 static void rlg_routes_finish(struct rlg_parse *p);
 static void rlg_policy_free_fields(struct rlg_policy *pol);
 static void rlg_route_free_fields(struct rlg_route *r);
-static struct rlg_policy *rlg_cur_policy(struct rlg_parse *p);
-static struct rlg_policy_build *rlg_cur_build(struct rlg_parse *p);
-static struct rlg_route *rlg_cur_route(struct rlg_parse *p);
-static struct rlg_route_build *rlg_cur_rbuild(struct rlg_parse *p);
-static int *rlg_first_line(struct rlg_parse *p, size_t scope, size_t key);
-static size_t rlg_key_index(enum rlg_sect sect, const char *name);
-static void rlg_syntax_error(struct rlg_parse *p);
-static const char *rlg_find_chars_or_comment(const char *s,
-    const char *chars);
-static char *rlg_lskip(char *s);
-static void rlg_rstrip(char *s);
-static const char *rlg_sect_label(const struct rlg_parse *p);
+static size_t rlg_option_find(const char *sect, const char *name);
+static struct rlg_set_lines *rlg_lines(struct rlg_parse *p, size_t scope,
+    const char *sect, const char *name);
 static void rlg_problem(struct rlg_parse *p, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static void rlg_vproblem(struct rlg_parse *p, int line, const char *fmt,
-    va_list ap) __attribute__((format(printf, 3, 0)));
-static void rlg_key_problem(struct rlg_parse *p, const struct rlg_key *k,
+static void rlg_key_problem(struct rlg_parse *p, const struct rlg_option *o,
     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void rlg_key_warning(struct rlg_parse *p, const struct rlg_key *k,
-    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void rlg_key_vproblem(struct rlg_parse *p, const struct rlg_key *k,
-    bool warning, const char *fmt, va_list ap)
-    __attribute__((format(printf, 4, 0)));
 static char *rlg_vformat(const char *fmt, va_list ap)
     __attribute__((format(printf, 1, 0)));
 static int rlg_problem_cmp(const void *a, const void *b);
 static bool rlg_parse_int(const char *s, long long min, long long max,
     long long *out);
-static const struct rlg_word *rlg_word_find(const char *s,
-    const struct rlg_word *words);
-static char *rlg_word_list(const struct rlg_word *words);
-static bool rlg_list_split(struct rlg_parse *p, const struct rlg_key *k,
+static const char *rlg_word_name(const struct rlg_word *words, int value);
+static const char *rlg_word_list(const struct rlg_word *words, char *buf,
+    size_t size);
+static bool rlg_list_split(struct rlg_parse *p, const struct rlg_option *o,
     const char *value, size_t max, const char *what, char ***items,
     size_t *n);
 static void rlg_list_free(char **items, size_t n);
-static bool rlg_header_name_ok(const char *s);
-static void rlg_set_cidrs(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value, struct rlg_cidr **nets, size_t *n);
-static bool rlg_set_word(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value, const struct rlg_word *words, int *out);
-static void rlg_set_int(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value, long long min, long long max, long long *out,
-    bool *ok);
-static void rlg_set_store_path(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value);
-static void rlg_set_max_clients(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value);
-static void rlg_set_rejection_cache(struct rlg_parse *p,
-    const struct rlg_key *k, const char *value);
-static void rlg_set_busy_timeout(struct rlg_parse *p,
-    const struct rlg_key *k, const char *value);
-static void rlg_set_on_error(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value);
-static void rlg_set_backend(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value);
-static void rlg_set_url(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value);
-static void rlg_set_connect_timeout(struct rlg_parse *p,
-    const struct rlg_key *k, const char *value);
-static void rlg_set_timeout(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value);
-static void rlg_set_clock(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value);
-static char *rlg_url_masked(const char *url);
-static bool rlg_url_param_name(const char *s, size_t len);
-static bool rlg_url_word(const char *s, size_t len, const char *word);
-static int rlg_url_unix(struct rlg_store_config *sc, const char *rest,
-    char *why, size_t size);
-static int rlg_url_tcp(struct rlg_store_config *sc, const char *rest,
-    char *why, size_t size);
-static int rlg_url_host(const char **sp, char **hostp, int *portp,
-    char *why, size_t size);
-static bool rlg_url_decode(const char *s, size_t len, char **out);
-static bool rlg_url_number(const char *s, size_t len, long long max,
-    long long *out);
-static void rlg_redis_fields_free(struct rlg_store_config *sc);
-static void rlg_set_synchronous(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value);
-static void rlg_set_group_commit(struct rlg_parse *p,
-    const struct rlg_key *k, const char *value);
-static void rlg_set_style(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value);
-static void rlg_set_errors(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value);
-static void rlg_set_algorithm(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value);
-static void rlg_set_limit(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value);
-static void rlg_set_window(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value);
-static void rlg_set_new_keys(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value);
-static void rlg_set_burst(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value);
-static void rlg_set_key(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value);
-static void rlg_set_mode(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value);
-static void rlg_set_policy_exempt(struct rlg_parse *p,
-    const struct rlg_key *k, const char *value);
-static void rlg_set_trusted_proxies(struct rlg_parse *p,
-    const struct rlg_key *k, const char *value);
-static void rlg_set_forwarded_header(struct rlg_parse *p,
-    const struct rlg_key *k, const char *value);
-static void rlg_set_ipv6_prefix(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value);
-static void rlg_set_client_exempt(struct rlg_parse *p,
-    const struct rlg_key *k, const char *value);
-static void rlg_set_key_secret(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value);
-static void rlg_set_report_exempt(struct rlg_parse *p,
-    const struct rlg_key *k, const char *value);
-static void rlg_set_log_level(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value);
-static void rlg_set_route_path(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value);
-static void rlg_set_route_methods(struct rlg_parse *p,
-    const struct rlg_key *k, const char *value);
-static void rlg_set_route_policies(struct rlg_parse *p,
-    const struct rlg_key *k, const char *value);
-
-/* Every key of every section; a key not here is an error. */
-static const struct rlg_key rlg_keys[] = {
-	{ RLG_SECT_STORE, "path", rlg_set_store_path },
-	{ RLG_SECT_STORE, "busy_timeout_ms", rlg_set_busy_timeout },
-	{ RLG_SECT_STORE, "on_error", rlg_set_on_error },
-	{ RLG_SECT_STORE, "max_clients", rlg_set_max_clients },
-	{ RLG_SECT_STORE, "rejection_cache", rlg_set_rejection_cache },
-	{ RLG_SECT_STORE, "backend", rlg_set_backend },
-	{ RLG_SECT_STORE, "url", rlg_set_url },
-	{ RLG_SECT_STORE, "connect_timeout_ms", rlg_set_connect_timeout },
-	{ RLG_SECT_STORE, "timeout_ms", rlg_set_timeout },
-	{ RLG_SECT_STORE, "clock", rlg_set_clock },
-	{ RLG_SECT_STORE, "synchronous", rlg_set_synchronous },
-	{ RLG_SECT_STORE, "group_commit", rlg_set_group_commit },
-	{ RLG_SECT_HEADERS, "style", rlg_set_style },
-	{ RLG_SECT_HEADERS, "report_exempt", rlg_set_report_exempt },
-	{ RLG_SECT_RESPONSE, "errors", rlg_set_errors },
-	{ RLG_SECT_CLIENT, "trusted_proxies", rlg_set_trusted_proxies },
-	{ RLG_SECT_CLIENT, "ipv6_prefix", rlg_set_ipv6_prefix },
-	{ RLG_SECT_CLIENT, "forwarded_header", rlg_set_forwarded_header },
-	{ RLG_SECT_CLIENT, "exempt", rlg_set_client_exempt },
-	{ RLG_SECT_CLIENT, "key_secret", rlg_set_key_secret },
-	{ RLG_SECT_LOG, "level", rlg_set_log_level },
-	{ RLG_SECT_POLICY, "algorithm", rlg_set_algorithm },
-	{ RLG_SECT_POLICY, "limit", rlg_set_limit },
-	{ RLG_SECT_POLICY, "window", rlg_set_window },
-	{ RLG_SECT_POLICY, "burst", rlg_set_burst },
-	{ RLG_SECT_POLICY, "new_keys_per_ip", rlg_set_new_keys },
-	{ RLG_SECT_POLICY, "key", rlg_set_key },
-	{ RLG_SECT_POLICY, "mode", rlg_set_mode },
-	{ RLG_SECT_POLICY, "exempt", rlg_set_policy_exempt },
-	{ RLG_SECT_ROUTE, "path", rlg_set_route_path },
-	{ RLG_SECT_ROUTE, "methods", rlg_set_route_methods },
-	{ RLG_SECT_ROUTE, "policies", rlg_set_route_policies },
-};
-#define RLG_NKEYS (sizeof rlg_keys / sizeof rlg_keys[0])
-#define RLG_NSCOPES (1 + RLG_POLICIES_MAX + RLG_ROUTES_MAX)
+static void rlg_put_int(void *field, size_t size, long long v);
+static bool rlg_set_word(struct rlg_parse *p, const struct rlg_option *o,
+    const char *value, const char *unknown, int *out);
+static rlg_option_set_fn rlg_set_value, rlg_set_cidrs, rlg_set_backend,
+    rlg_set_url, rlg_set_trusted_proxies, rlg_set_algorithm, rlg_set_key,
+    rlg_set_route_path, rlg_set_route_methods, rlg_set_route_policies;
 
 /*
  * backend = redis_cluster is the Redis store in its cluster mode: backend
@@ -364,118 +181,228 @@ static const struct rlg_key rlg_keys[] = {
  */
 #define RLG_BACKEND_WORD_CLUSTER (-1)
 
-/* The words each enum key accepts, in the order the messages list them. */
+/* The words each enum key takes, in the order the messages list them;
+ * the first word of a value is its name in the logs. */
 static const struct rlg_word rlg_on_error_words[] = {
-	{ "closed", RLG_ON_ERROR_CLOSED },
-	{ "open", RLG_ON_ERROR_OPEN },
+	{ "closed", RLG_ON_ERROR_CLOSED }, { "open", RLG_ON_ERROR_OPEN },
 	{ NULL, 0 }
 };
 static const struct rlg_word rlg_backend_words[] = {
-	{ "sqlite", RLG_BACKEND_SQLITE },
-	{ "redis", RLG_BACKEND_REDIS },
-	{ "redis_cluster", RLG_BACKEND_WORD_CLUSTER },
-	{ NULL, 0 }
+	{ "sqlite", RLG_BACKEND_SQLITE }, { "redis", RLG_BACKEND_REDIS },
+	{ "redis_cluster", RLG_BACKEND_WORD_CLUSTER }, { NULL, 0 }
 };
 static const struct rlg_word rlg_clock_words[] = {
-	{ "redis", RLG_CLOCK_REDIS },
-	{ "local", RLG_CLOCK_LOCAL },
+	{ "redis", RLG_CLOCK_REDIS }, { "local", RLG_CLOCK_LOCAL },
 	{ NULL, 0 }
 };
 static const struct rlg_word rlg_sync_words[] = {
-	{ "normal", RLG_SYNC_NORMAL },
-	{ "full", RLG_SYNC_FULL },
-	{ NULL, 0 }
+	{ "normal", RLG_SYNC_NORMAL }, { "full", RLG_SYNC_FULL }, { NULL, 0 }
 };
 static const struct rlg_word rlg_group_words[] = {
-	{ "auto", RLG_GROUP_AUTO },
-	{ "on", RLG_GROUP_ON },
-	{ "off", RLG_GROUP_OFF },
-	{ NULL, 0 }
+	{ "auto", RLG_GROUP_AUTO }, { "on", RLG_GROUP_ON },
+	{ "off", RLG_GROUP_OFF }, { NULL, 0 }
 };
 static const struct rlg_word rlg_style_words[] = {
-	{ "draft03", RLG_STYLE_DRAFT03 },
-	{ "ietf", RLG_STYLE_IETF },
-	{ "x-ratelimit", RLG_STYLE_X_RATELIMIT },
-	{ "all", RLG_STYLE_ALL },
-	{ "none", RLG_STYLE_NONE },
-	{ NULL, 0 }
+	{ "draft03", RLG_STYLE_DRAFT03 }, { "ietf", RLG_STYLE_IETF },
+	{ "x-ratelimit", RLG_STYLE_X_RATELIMIT }, { "all", RLG_STYLE_ALL },
+	{ "none", RLG_STYLE_NONE }, { NULL, 0 }
 };
 static const struct rlg_word rlg_error_format_words[] = {
-	{ "json", RLG_ERRORS_JSON },
-	{ "problem", RLG_ERRORS_PROBLEM },
+	{ "json", RLG_ERRORS_JSON }, { "problem", RLG_ERRORS_PROBLEM },
 	{ NULL, 0 }
 };
 static const struct rlg_word rlg_algorithm_words[] = {
 	{ "fixed_window", RLG_ALG_FIXED_WINDOW },
 	{ "sliding_window", RLG_ALG_SLIDING_WINDOW },
 	{ "token_bucket", RLG_ALG_TOKEN_BUCKET },
-	{ "sliding_log", RLG_ALG_SLIDING_LOG },
-	{ NULL, 0 }
+	{ "sliding_log", RLG_ALG_SLIDING_LOG }, { NULL, 0 }
 };
 static const struct rlg_word rlg_mode_words[] = {
-	{ "enforce", RLG_MODE_ENFORCE },
-	{ "dry_run", RLG_MODE_DRY_RUN },
+	{ "enforce", RLG_MODE_ENFORCE }, { "dry_run", RLG_MODE_DRY_RUN },
 	{ NULL, 0 }
 };
 static const struct rlg_word rlg_yes_no_words[] = {
-	{ "yes", 1 },
-	{ "no", 0 },
-	{ NULL, 0 }
+	{ "yes", 1 }, { "no", 0 }, { NULL, 0 }
 };
 static const struct rlg_word rlg_forwarded_words[] = {
 	{ "x-forwarded-for", RLG_FWD_X_FORWARDED_FOR },
-	{ "forwarded", RLG_FWD_FORWARDED },
-	{ NULL, 0 }
+	{ "forwarded", RLG_FWD_FORWARDED }, { NULL, 0 }
 };
 static const struct rlg_word rlg_log_level_words[] = {
-	{ "error", RLG_LOG_ERROR },
-	{ "warn", RLG_LOG_WARN },
-	{ "info", RLG_LOG_INFO },
-	{ NULL, 0 }
+	{ "error", RLG_LOG_ERROR }, { "warn", RLG_LOG_WARN },
+	{ "info", RLG_LOG_INFO }, { NULL, 0 }
 };
+
+/* A row's section, name and type. */
+#define RLG_KEY(sect, key, t) \
+	.section = (sect), .name = (key), .type = RLG_OPT_##t
+/* The field a row fills, in the struct of its section. */
+#define RLG_FIELD(st, member) \
+	.offset = offsetof(st, member), .size = sizeof(((st *)0)->member)
+#define RLG_STORE(member)   RLG_FIELD(struct rlg_store_config, member)
+#define RLG_CONFIG(member)  RLG_FIELD(struct rlg_config, member)
+#define RLG_CLIENT(member)  RLG_FIELD(struct rlg_client_config, member)
+#define RLG_POLICY(member)  RLG_FIELD(struct rlg_policy, member)
+/* A list of networks and its count. */
+#define RLG_CIDRS(st, member, count) \
+	.offset = offsetof(st, member), \
+	.count_offset = offsetof(st, count), .max = RLG_CIDRS_MAX
+
+/* Every key of every section; a key not here is an error. */
+static const struct rlg_option rlg_options[] = {
+	{ RLG_KEY("store", "path", STRING), RLG_STORE(path),
+	  .max = RLG_CONFIG_PATH_MAX,
+	  .def = "LOCALSTATEDIR/lib/rlgate/rlgate.db",
+	  .doc = "The SQLite file that holds the counters." },
+	{ RLG_KEY("store", "busy_timeout_ms", INT), RLG_STORE(busy_timeout_ms),
+	  .max = RLG_BUSY_TIMEOUT_MS_MAX, .def = "2000",
+	  .doc = "How long a request waits for the SQLite lock, in ms." },
+	{ RLG_KEY("store", "on_error", ENUM), RLG_STORE(on_error),
+	  .words = rlg_on_error_words, .def = "closed",
+	  .doc = "What a request gets when the store fails." },
+	{ RLG_KEY("store", "max_clients", INT), RLG_STORE(max_clients),
+	  .max = RLG_MAX_CLIENTS_MAX, .def = "1000000",
+	  .doc = "The most clients one policy keeps state for (0: no limit)." },
+	{ RLG_KEY("store", "rejection_cache", INT), RLG_STORE(rejection_cache),
+	  .max = RLG_REJECTION_CACHE_MAX, .def = "4096",
+	  .doc = "Rejections each worker thread remembers (0: off)." },
+	{ RLG_KEY("store", "backend", ENUM), RLG_STORE(backend),
+	  .words = rlg_backend_words, .def = "sqlite", .set = rlg_set_backend,
+	  .doc = "Where the counters live." },
+	{ RLG_KEY("store", "url", COMPOUND), .def = "none",
+	  .set = rlg_set_url, .doc = "Where Redis listens." },
+	{ RLG_KEY("store", "connect_timeout_ms", INT),
+	  RLG_STORE(connect_timeout_ms), .min = 1,
+	  .max = RLG_REDIS_TIMEOUT_MS_MAX, .def = "500",
+	  .doc = "How long the Redis connects of a request may take, in ms." },
+	{ RLG_KEY("store", "timeout_ms", INT), RLG_STORE(timeout_ms),
+	  .min = 1, .max = RLG_REDIS_TIMEOUT_MS_MAX, .def = "500",
+	  .doc = "One deadline for the Redis commands of one request, in ms." },
+	{ RLG_KEY("store", "clock", ENUM), RLG_STORE(clock),
+	  .words = rlg_clock_words, .def = "redis",
+	  .doc = "Whose clock says what time it is, with Redis." },
+	{ RLG_KEY("store", "synchronous", ENUM), RLG_STORE(synchronous),
+	  .words = rlg_sync_words, .def = "normal",
+	  .doc = "When a SQLite commit is on disk." },
+	{ RLG_KEY("store", "group_commit", ENUM), RLG_STORE(group_commit),
+	  .words = rlg_group_words, .def = "auto",
+	  .doc = "Whether the threads of a process share SQLite commits." },
+	{ RLG_KEY("headers", "style", ENUM), RLG_CONFIG(style),
+	  .words = rlg_style_words, .def = "draft03",
+	  .doc = "Which rate-limit headers to send." },
+	{ RLG_KEY("headers", "report_exempt", ENUM), RLG_CONFIG(report_exempt),
+	  .words = rlg_yes_no_words, .def = "no",
+	  .doc = "Whether exempt clients are counted and get the headers." },
+	{ RLG_KEY("response", "errors", ENUM), RLG_CONFIG(errors),
+	  .words = rlg_error_format_words, .def = "json",
+	  .doc = "The body of error answers." },
+	{ RLG_KEY("client", "trusted_proxies", CIDRS), .def = "none",
+	  RLG_CIDRS(struct rlg_client_config, trusted_proxies, ntrusted),
+	  .set = rlg_set_trusted_proxies,
+	  .doc = "The proxies whose forwarding header names the client." },
+	{ RLG_KEY("client", "ipv6_prefix", INT), RLG_CLIENT(ipv6_prefix),
+	  .min = 1, .max = 128, .def = "64",
+	  .doc = "The prefix length that groups IPv6 clients." },
+	{ RLG_KEY("client", "forwarded_header", ENUM),
+	  RLG_CLIENT(forwarded_header), .words = rlg_forwarded_words,
+	  .def = "x-forwarded-for",
+	  .doc = "The one forwarding header the trusted proxies set." },
+	{ RLG_KEY("client", "exempt", CIDRS), .def = "none",
+	  RLG_CIDRS(struct rlg_client_config, exempt, nexempt),
+	  .doc = "Clients that no policy ever limits." },
+	{ RLG_KEY("client", "key_secret", STRING), RLG_CLIENT(key_secret),
+	  .min = RLG_KEY_SECRET_MIN, .max = RLG_CONFIG_LINE_MAX, .def = "none",
+	  .doc = "The secret that keys the hash of API keys." },
+	{ RLG_KEY("log", "level", ENUM), RLG_CONFIG(log_level),
+	  .words = rlg_log_level_words, .def = "warn",
+	  .doc = "How much goes to stderr." },
+	{ RLG_KEY("policy", "algorithm", ENUM), RLG_POLICY(algorithm),
+	  .words = rlg_algorithm_words, .def = "fixed_window",
+	  .set = rlg_set_algorithm, .doc = "How requests are counted." },
+	{ RLG_KEY("policy", "limit", INT), RLG_POLICY(limit), .min = 1,
+	  .max = RLG_LIMIT_MAX, .def = "60",
+	  .doc = "Requests admitted per client and window." },
+	{ RLG_KEY("policy", "window", INT), RLG_POLICY(window_ms), .min = 1,
+	  .max = RLG_WINDOW_S_MAX, .scale = 1000, .def = "60",
+	  .doc = "The window length, in seconds." },
+	{ RLG_KEY("policy", "burst", INT), RLG_POLICY(burst), .min = 1,
+	  .max = RLG_BURST_MAX, .def = "the policy's limit",
+	  .doc = "With token_bucket: how many requests may come at once." },
+	{ RLG_KEY("policy", "new_keys_per_ip", INT), RLG_POLICY(new_keys),
+	  .max = RLG_LIMIT_MAX, .def = "100",
+	  .doc = "With a header key: new keys per address and window." },
+	{ RLG_KEY("policy", "key", COMPOUND), .def = "ip",
+	  .set = rlg_set_key, .doc = "What identifies a client." },
+	{ RLG_KEY("policy", "mode", ENUM), RLG_POLICY(mode),
+	  .words = rlg_mode_words, .def = "enforce",
+	  .doc = "Whether rejections are answered or only logged." },
+	{ RLG_KEY("policy", "exempt", CIDRS), .def = "none",
+	  RLG_CIDRS(struct rlg_policy, exempt, nexempt),
+	  .doc = "Clients this policy never limits." },
+	{ RLG_KEY("route", "path", COMPOUND), .def = "none (required)",
+	  .set = rlg_set_route_path,
+	  .doc = "The request path, exact or a prefix." },
+	{ RLG_KEY("route", "methods", COMPOUND), .def = "every method",
+	  .set = rlg_set_route_methods,
+	  .doc = "The request methods the route takes." },
+	{ RLG_KEY("route", "policies", COMPOUND), .def = "none (required)",
+	  .set = rlg_set_route_policies,
+	  .doc = "The policies of the requests the route takes." },
+};
+#define RLG_NOPTS (sizeof rlg_options / sizeof rlg_options[0])
+#define RLG_NSCOPES (1 + RLG_POLICIES_MAX + RLG_ROUTES_MAX)
+
+/* The sections without a name, and where in struct rlg_config the struct
+ * their keys fill is. */
+static const struct {
+	const char *name;
+	size_t offset;
+} rlg_sections[] = {
+	{ "store", offsetof(struct rlg_config, store) },
+	{ "headers", 0 },
+	{ "response", 0 },
+	{ "client", offsetof(struct rlg_config, client) },
+	{ "log", 0 },
+};
+
+const struct rlg_option *
+rlg_config_options(size_t *n)
+{
+	*n = RLG_NOPTS;
+	return rlg_options;
+}
 
 struct rlg_config *
 rlg_config_defaults(void)
 {
 	struct rlg_config *cfg;
-	struct rlg_policy *pol;
 
+	/*
+	 * All zero is the first word of every enum (on_error = closed,
+	 * backend = sqlite, clock = redis, synchronous = normal, group_commit
+	 * = auto, style = draft03, errors = json), report_exempt = no and no
+	 * lists; the rows' defaults are held to these by the tests.
+	 */
 	cfg = rlg_xcalloc(1, sizeof *cfg);
-	cfg->source = NULL;
 	cfg->store.path = rlg_xstrdup(RLG_DEFAULT_DB_PATH);
 	cfg->store.busy_timeout_ms = RLG_DEFAULT_BUSY_TIMEOUT_MS;
 	cfg->store.max_clients = RLG_DEFAULT_MAX_CLIENTS;
 	cfg->store.rejection_cache = RLG_DEFAULT_REJECTION_CACHE;
-	cfg->store.on_error = RLG_ON_ERROR_CLOSED;
-	cfg->store.backend = RLG_BACKEND_SQLITE;
 	cfg->store.redis_port = RLG_DEFAULT_REDIS_PORT;
 	cfg->store.connect_timeout_ms = RLG_DEFAULT_REDIS_TIMEOUT_MS;
 	cfg->store.timeout_ms = RLG_DEFAULT_REDIS_TIMEOUT_MS;
-	cfg->store.clock = RLG_CLOCK_REDIS;
-	cfg->store.synchronous = RLG_SYNC_NORMAL;
-	cfg->store.group_commit = RLG_GROUP_AUTO;
-	cfg->style = RLG_STYLE_DRAFT03;
-	cfg->errors = RLG_ERRORS_JSON;
+	cfg->client.ipv6_prefix = RLG_DEFAULT_IPV6_PREFIX;
+	cfg->log_level = RLG_LOG_WARN;
 
 	cfg->npolicies = 1;
 	cfg->policies = rlg_xcalloc(cfg->npolicies, sizeof *cfg->policies);
-	pol = &cfg->policies[0];
-	pol->name = rlg_xstrdup("default");
-	pol->algorithm = RLG_ALG_FIXED_WINDOW;
-	pol->limit = RLG_DEFAULT_LIMIT;
-	pol->window_ms = (int64_t)RLG_DEFAULT_WINDOW_S * 1000;
-	pol->burst = pol->limit;
-	pol->key = RLG_KEY_IP;
-	pol->mode = RLG_MODE_ENFORCE;
+	rlg_policy_init(&cfg->policies[0], "default");
+	cfg->policies[0].burst = cfg->policies[0].limit;
 
 	/* No routes: every request gets every policy. */
 	cfg->ndefault = 1;
 	cfg->default_policies = rlg_xcalloc(cfg->ndefault,
 	    sizeof *cfg->default_policies);
-	cfg->default_policies[0] = 0;
-	cfg->client.ipv6_prefix = RLG_DEFAULT_IPV6_PREFIX;
-	cfg->report_exempt = false;
-	cfg->log_level = RLG_LOG_WARN;
 	return cfg;
 }
 
@@ -534,511 +461,6 @@ rlg_config_pick(const char *opt)
 	return NULL;
 }
 
-int
-rlg_config_redis_url(struct rlg_store_config *sc, const char *url,
-    char *why, size_t size)
-{
-	struct rlg_store_config tmp;
-	int rc;
-
-	assert(sc != NULL && url != NULL && why != NULL);
-	memset(&tmp, 0, sizeof tmp);
-	tmp.redis_port = RLG_DEFAULT_REDIS_PORT;
-	if (strncmp(url, "redis://", 8) == 0) {
-		rc = rlg_url_tcp(&tmp, url + 8, why, size);
-	} else if (strncmp(url, "unix:", 5) == 0) {
-		rc = rlg_url_unix(&tmp, url + 5, why, size);
-	} else if (strncmp(url, "rediss://", 9) == 0) {
-		snprintf(why, size, "rediss:// (TLS) is not supported: use "
-		    "redis:// on a trusted network, or a unix socket");
-		rc = -1;
-	} else {
-		snprintf(why, size, "must start with redis:// or unix:");
-		rc = -1;
-	}
-	if (rc != 0) {
-		rlg_redis_fields_free(&tmp);
-		return -1;
-	}
-	rlg_redis_fields_free(sc);
-	sc->redis_host = tmp.redis_host;
-	sc->redis_port = tmp.redis_port;
-	sc->redis_socket = tmp.redis_socket;
-	sc->redis_user = tmp.redis_user;
-	sc->redis_password = tmp.redis_password;
-	sc->redis_db = tmp.redis_db;
-	sc->redis_seeds = tmp.redis_seeds;
-	sc->redis_nseeds = tmp.redis_nseeds;
-	return 0;
-}
-
-const char *
-rlg_store_describe(const struct rlg_store_config *sc, char *buf, size_t size)
-{
-	const char *host;
-	char db[24] = "", *unix_url, *shown;
-	size_t len, i;
-	int port;
-
-	if (sc->backend == RLG_BACKEND_SQLITE) {
-		snprintf(buf, size, "sqlite %s", sc->path != NULL ? sc->path :
-		    "(no path)");
-		return buf;
-	}
-	if (sc->redis_socket != NULL) {
-		/* A path may hold what looks like a secret: masked alike. */
-		if (sc->redis_db != 0)
-			snprintf(db, sizeof db, "?db=%d", sc->redis_db);
-		len = strlen(sc->redis_socket) + 6;
-		unix_url = rlg_xmalloc(len);
-		snprintf(unix_url, len, "unix:%s", sc->redis_socket);
-		shown = rlg_url_masked(unix_url);
-		snprintf(buf, size, "redis %s%s", shown, db);
-		free(shown);
-		free(unix_url);
-		return buf;
-	}
-	if (sc->redis_host == NULL) {
-		snprintf(buf, size, "redis (no url)");
-		return buf;
-	}
-	if (sc->redis_db != 0)
-		snprintf(db, sizeof db, "/%d", sc->redis_db);
-	if (sc->redis_cluster) {
-		/* The seed nodes, as many as fit. */
-		len = (size_t)snprintf(buf, size, "redis_cluster ");
-		for (i = 0; i <= sc->redis_nseeds && len < size; i++) {
-			host = i == 0 ? sc->redis_host :
-			    sc->redis_seeds[i - 1].host;
-			port = i == 0 ? sc->redis_port :
-			    sc->redis_seeds[i - 1].port;
-			len += (size_t)snprintf(buf + len, size - len,
-			    strchr(host, ':') != NULL ? "%s[%s]:%d" :
-			    "%s%s:%d", i > 0 ? "," : "", host, port);
-		}
-		if (len < size)
-			snprintf(buf + len, size - len, "%s", db);
-		return buf;
-	}
-	snprintf(buf, size, strchr(sc->redis_host, ':') != NULL ?
-	    "redis [%s]:%d%s" : "redis %s:%d%s", sc->redis_host,
-	    sc->redis_port, db);
-	return buf;
-}
-
-/*
- * redis://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...][/DB], rest after
- * "redis://". The userinfo ends at the last '@', so a password may hold
- * '@', '/' and ',' as they are; %XX escapes are decoded too. The first
- * HOST:PORT goes to redis_host and redis_port, the others (a Redis
- * Cluster's seed nodes) to redis_seeds.
- */
-static int
-rlg_url_tcp(struct rlg_store_config *sc, const char *rest, char *why,
-    size_t size)
-{
-	const char *at, *host, *colon, *s;
-	long long v;
-	size_t len, i;
-	char *h;
-	int port;
-
-	at = strrchr(rest, '@');
-	if (at != NULL) {
-		colon = memchr(rest, ':', (size_t)(at - rest));
-		if (colon == NULL) {
-			snprintf(why, size, "a user needs a password "
-			    "(redis://USER:PASSWORD@HOST)");
-			return -1;
-		}
-		if (colon + 1 == at) {
-			snprintf(why, size, "empty password");
-			return -1;
-		}
-		if ((colon > rest && !rlg_url_decode(rest,
-		    (size_t)(colon - rest), &sc->redis_user)) ||
-		    !rlg_url_decode(colon + 1, (size_t)(at - colon - 1),
-		    &sc->redis_password)) {
-			snprintf(why, size, "bad %%XX escape in the user or "
-			    "password");
-			return -1;
-		}
-		host = at + 1;
-	} else {
-		host = rest;
-	}
-
-	s = host;
-	for (i = 0;; i++) {
-		if (i == RLG_REDIS_SEEDS_MAX) {
-			snprintf(why, size, "more than %d HOST:PORT in the "
-			    "list", RLG_REDIS_SEEDS_MAX);
-			return -1;
-		}
-		if (i > 0 && (*s == ',' || *s == '/' || *s == '\0')) {
-			snprintf(why, size, "empty HOST:PORT in the list");
-			return -1;
-		}
-		if (rlg_url_host(&s, &h, &port, why, size) != 0)
-			return -1;
-		if (i == 0) {
-			sc->redis_host = h;
-			sc->redis_port = port;
-		} else {
-			if (sc->redis_seeds == NULL)
-				sc->redis_seeds = rlg_xcalloc(
-				    RLG_REDIS_SEEDS_MAX - 1,
-				    sizeof *sc->redis_seeds);
-			sc->redis_seeds[i - 1].host = h;
-			sc->redis_seeds[i - 1].port = port;
-			sc->redis_nseeds = i;
-		}
-		if (*s != ',')
-			break;
-		s++;
-	}
-	if (*s == '/') {
-		len = strlen(s + 1);
-		if (len > 0 && !rlg_url_number(s + 1, len, RLG_REDIS_DB_MAX,
-		    &v)) {
-			snprintf(why, size, "database must be an integer from "
-			    "0 to %d", RLG_REDIS_DB_MAX);
-			return -1;
-		}
-		sc->redis_db = len > 0 ? (int)v : 0;
-		s += 1 + len;
-	}
-	if (*s != '\0') {
-		snprintf(why, size, "unexpected \"%c\" after the host",
-		    *s);
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * One HOST[:PORT] at *sp, up to a ',', a '/' or the end; *sp is moved
- * past it. The host (a new string) into *hostp, the port (6379 if none)
- * into *portp. 0, or -1 with why set and nothing allocated.
- */
-static int
-rlg_url_host(const char **sp, char **hostp, int *portp, char *why,
-    size_t size)
-{
-	const char *host = *sp, *end, *s;
-	char addr[INET6_ADDRSTRLEN + 64], *h;
-	struct in6_addr a6;
-	long long v;
-	size_t len;
-
-	if (*host == '[') {
-		end = strchr(host, ']');
-		len = end != NULL ? (size_t)(end - host - 1) : 0;
-		if (end == NULL || len == 0 || len >= sizeof addr) {
-			snprintf(why, size, "bad IPv6 address in brackets");
-			return -1;
-		}
-		memcpy(addr, host + 1, len);
-		addr[len] = '\0';
-		/* A zone (fe80::1%eth0) goes to getaddrinfo as it is. */
-		s = strchr(addr, '%');
-		if (s != NULL)
-			addr[s - addr] = '\0';
-		if (inet_pton(AF_INET6, addr, &a6) != 1) {
-			snprintf(why, size, "bad IPv6 address in brackets");
-			return -1;
-		}
-		host++;
-		s = end + 1;
-	} else {
-		for (s = host; *s != '\0' && *s != ':' && *s != '/' &&
-		    *s != ','; s++) {
-			if (!((*s >= 'A' && *s <= 'Z') ||
-			    (*s >= 'a' && *s <= 'z') ||
-			    (*s >= '0' && *s <= '9') || *s == '.' ||
-			    *s == '-' || *s == '_')) {
-				snprintf(why, size, "bad host: a name of "
-				    "A-Z a-z 0-9 . - _, an IPv4 address, or "
-				    "an IPv6 address in brackets");
-				return -1;
-			}
-		}
-		len = (size_t)(s - host);
-		if (len == 0) {
-			snprintf(why, size, "no host");
-			return -1;
-		}
-		if (len > RLG_REDIS_HOST_MAX) {
-			snprintf(why, size, "host longer than %d bytes",
-			    RLG_REDIS_HOST_MAX);
-			return -1;
-		}
-	}
-	*portp = RLG_DEFAULT_REDIS_PORT;
-	if (*s == ':') {
-		end = s + 1 + strcspn(s + 1, "/,");
-		if (!rlg_url_number(s + 1, (size_t)(end - s - 1), 65535, &v) ||
-		    v < 1) {
-			snprintf(why, size, "port must be an integer from 1 "
-			    "to 65535");
-			return -1;
-		}
-		*portp = (int)v;
-		s = end;
-	}
-	h = rlg_xmalloc(len + 1);
-	memcpy(h, host, len);
-	h[len] = '\0';
-	*hostp = h;
-	*sp = s;
-	return 0;
-}
-
-/* unix:/PATH[?db=N][&password=P][&user=U], rest after "unix:". */
-static int
-rlg_url_unix(struct rlg_store_config *sc, const char *rest, char *why,
-    size_t size)
-{
-	const char *q, *item, *eq, *next;
-	char **field;
-	long long v;
-	size_t len;
-
-	if (strncmp(rest, "///", 3) == 0)
-		rest += 2;                 /* unix:///PATH: an empty authority */
-	if (*rest != '/') {
-		snprintf(why, size, "the socket path must be absolute "
-		    "(unix:/PATH)");
-		return -1;
-	}
-	q = strchr(rest, '?');
-	len = q != NULL ? (size_t)(q - rest) : strlen(rest);
-	if (len > RLG_REDIS_SOCKET_MAX) {
-		snprintf(why, size, "socket path longer than %zu bytes",
-		    (size_t)RLG_REDIS_SOCKET_MAX);
-		return -1;
-	}
-	sc->redis_socket = rlg_xmalloc(len + 1);
-	memcpy(sc->redis_socket, rest, len);
-	sc->redis_socket[len] = '\0';
-	for (item = q != NULL ? q + 1 : NULL; item != NULL; item = next) {
-		next = strchr(item, '&');
-		len = next != NULL ? (size_t)(next - item) : strlen(item);
-		if (next != NULL)
-			next++;
-		eq = memchr(item, '=', len);
-		if (eq == NULL) {
-			snprintf(why, size, "parameters are NAME=VALUE: db, "
-			    "password, user");
-			return -1;
-		}
-		len -= (size_t)(eq + 1 - item);
-		if ((size_t)(eq - item) == 2 && strncmp(item, "db", 2) == 0) {
-			if (!rlg_url_number(eq + 1, len, RLG_REDIS_DB_MAX,
-			    &v)) {
-				snprintf(why, size, "database must be an "
-				    "integer from 0 to %d", RLG_REDIS_DB_MAX);
-				return -1;
-			}
-			sc->redis_db = (int)v;
-			continue;
-		}
-		if ((size_t)(eq - item) == 8 &&
-		    strncmp(item, "password", 8) == 0)
-			field = &sc->redis_password;
-		else if ((size_t)(eq - item) == 4 &&
-		    strncmp(item, "user", 4) == 0)
-			field = &sc->redis_user;
-		else {
-			snprintf(why, size, "unknown parameter \"%.*s\": db, "
-			    "password, user", (int)(eq - item) > 32 ? 32 :
-			    (int)(eq - item), item);
-			return -1;
-		}
-		free(*field);
-		*field = NULL;
-		if (len == 0) {
-			snprintf(why, size, "empty %.*s", (int)(eq - item),
-			    item);
-			return -1;
-		}
-		if (!rlg_url_decode(eq + 1, len, field)) {
-			snprintf(why, size, "bad %%XX escape in the user or "
-			    "password");
-			return -1;
-		}
-	}
-	if (sc->redis_user != NULL && sc->redis_password == NULL) {
-		snprintf(why, size, "a user needs a password");
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * s[0..len) with %XX escapes decoded, into a new string *out. false for
- * a bad escape or one that gives a NUL byte.
- */
-static bool
-rlg_url_decode(const char *s, size_t len, char **out)
-{
-	char *d;
-	size_t i, n = 0;
-	int hi, lo;
-
-	d = rlg_xmalloc(len + 1);
-	for (i = 0; i < len; i++) {
-		if (s[i] != '%') {
-			d[n++] = s[i];
-			continue;
-		}
-		hi = i + 2 < len ? rlg_hexval((unsigned char)s[i + 1]) : -1;
-		lo = hi >= 0 ? rlg_hexval((unsigned char)s[i + 2]) : -1;
-		if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
-			free(d);
-			return false;
-		}
-		d[n++] = (char)(hi * 16 + lo);
-		i += 2;
-	}
-	d[n] = '\0';
-	free(*out);
-	*out = d;
-	return true;
-}
-
-/* s[0..len): digits only, at most max. */
-static bool
-rlg_url_number(const char *s, size_t len, long long max, long long *out)
-{
-	long long v = 0;
-	size_t i;
-
-	if (len == 0 || len > 19)
-		return false;
-	for (i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-		v = v * 10 + (s[i] - '0');
-		if (v > max)
-			return false;
-	}
-	*out = v;
-	return true;
-}
-
-/*
- * url for a message, whatever its shape, valid or not, with every part
- * that may be a secret replaced by three stars: the userinfo, up to the
- * last '@' (where rlg_url_tcp ends it), from after "SCHEME://", else
- * after "unix:", else from the start ("redis://<stars>@h"); and in a
- * query, from the first '?' or '&', every value but db's and every item
- * that is no NAME=VALUE ("unix:/p?password=<stars>&db=1"). A new string.
- */
-static char *
-rlg_url_masked(const char *url)
-{
-	size_t len = strlen(url), i, from, at, q, item, end, eq, out;
-	bool *hide, dbl = false;
-	char *s;
-
-	hide = rlg_xcalloc(len + 1, sizeof *hide);
-	/* The scheme, if any: a letter, then letters, digits, + - . */
-	for (i = 0; i < len && (isalpha((unsigned char)url[i]) || (i > 0 &&
-	    (isdigit((unsigned char)url[i]) || url[i] == '+' ||
-	    url[i] == '-' || url[i] == '.'))); i++)
-		;
-	from = 0;
-	if (i > 0 && i < len && url[i] == ':') {
-		dbl = strncmp(url + i, "://", 3) == 0;
-		if (dbl)
-			from = i + 3;
-		else if (rlg_url_word(url, i, "unix"))
-			from = i + 1;
-	}
-	/* The userinfo: a '@' ends it; with "//" the last one anywhere. */
-	q = from + strcspn(url + from, "?&");
-	for (at = dbl ? len : q; at > from && url[at - 1] != '@'; at--)
-		;
-	for (i = from; at > from && i < at - 1; i++)
-		hide[i] = true;
-	/* The query: each item NAME=VALUE, '&' between them. */
-	for (item = q; item < len; item = end) {
-		item++;
-		end = item + strcspn(url + item, "&");
-		eq = item + strcspn(url + item, "=");
-		if (eq < end && rlg_url_param_name(url + item, eq - item)) {
-			if (rlg_url_word(url + item, eq - item, "db"))
-				continue;
-			for (i = eq + 1; i < end; i++)
-				hide[i] = true;
-		} else if (eq < end || !(rlg_url_word(url + item, end - item,
-		    "db") || rlg_url_word(url + item, end - item,
-		    "password") || rlg_url_word(url + item, end - item,
-		    "user"))) {
-			/* Not NAME=VALUE: a piece of a value, maybe. */
-			for (i = item; i < end; i++)
-				hide[i] = true;
-		}
-	}
-	/* Each run of hidden bytes becomes one "***". */
-	s = rlg_xmalloc(3 * len + 1);
-	for (i = 0, out = 0; i < len; i++) {
-		if (!hide[i])
-			s[out++] = url[i];
-		else if (i == 0 || !hide[i - 1]) {
-			memcpy(s + out, "***", 3);
-			out += 3;
-		}
-	}
-	s[out] = '\0';
-	free(hide);
-	return s;
-}
-
-/* Whether s[0..len) is word. */
-static bool
-rlg_url_word(const char *s, size_t len, const char *word)
-{
-	return len == strlen(word) && memcmp(s, word, len) == 0;
-}
-
-/* A query parameter's name: 1 to 32 of A-Z a-z 0-9 _ -. */
-static bool
-rlg_url_param_name(const char *s, size_t len)
-{
-	size_t i;
-
-	if (len == 0 || len > 32)
-		return false;
-	for (i = 0; i < len; i++)
-		if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '-')
-			return false;
-	return true;
-}
-
-/* Frees the redis_* strings and seeds of sc and sets them to NULL. */
-static void
-rlg_redis_fields_free(struct rlg_store_config *sc)
-{
-	size_t i;
-
-	for (i = 0; i < sc->redis_nseeds; i++)
-		free(sc->redis_seeds[i].host);
-	free(sc->redis_seeds);
-	sc->redis_seeds = NULL;
-	sc->redis_nseeds = 0;
-	free(sc->redis_host);
-	free(sc->redis_socket);
-	free(sc->redis_user);
-	free(sc->redis_password);
-	sc->redis_host = NULL;
-	sc->redis_socket = NULL;
-	sc->redis_user = NULL;
-	sc->redis_password = NULL;
-	sc->redis_db = 0;
-}
-
 void
 rlg_config_free(struct rlg_config *cfg)
 {
@@ -1062,85 +484,16 @@ rlg_config_free(struct rlg_config *cfg)
 	free(cfg);
 }
 
-const char *
-rlg_on_error_name(enum rlg_on_error e)
-{
-	switch (e) {
-	case RLG_ON_ERROR_CLOSED:
-		return "closed";
-	case RLG_ON_ERROR_OPEN:
-		return "open";
-	}
-	return "unknown";
-}
-
-const char *
-rlg_store_backend_name(enum rlg_store_backend b)
-{
-	switch (b) {
-	case RLG_BACKEND_SQLITE:
-		return "sqlite";
-	case RLG_BACKEND_REDIS:
-		return "redis";
-	}
-	return "unknown";
-}
-
-const char *
-rlg_store_clock_name(enum rlg_store_clock c)
-{
-	switch (c) {
-	case RLG_CLOCK_REDIS:
-		return "redis";
-	case RLG_CLOCK_LOCAL:
-		return "local";
-	}
-	return "unknown";
-}
-
-const char *
-rlg_style_name(enum rlg_header_style s)
-{
-	switch (s) {
-	case RLG_STYLE_DRAFT03:
-		return "draft03";
-	case RLG_STYLE_IETF:
-		return "ietf";
-	case RLG_STYLE_X_RATELIMIT:
-		return "x-ratelimit";
-	case RLG_STYLE_ALL:
-		return "all";
-	case RLG_STYLE_NONE:
-		return "none";
-	}
-	return "unknown";
-}
-
-const char *
-rlg_error_format_name(enum rlg_error_format f)
-{
-	switch (f) {
-	case RLG_ERRORS_JSON:
-		return "json";
-	case RLG_ERRORS_PROBLEM:
-		return "problem";
-	}
-	return "unknown";
-}
-
-const char *
-rlg_log_level_name(enum rlg_log_level l)
-{
-	switch (l) {
-	case RLG_LOG_ERROR:
-		return "error";
-	case RLG_LOG_WARN:
-		return "warn";
-	case RLG_LOG_INFO:
-		return "info";
-	}
-	return "unknown";
-}
+/* The names for the logs: a value's first word in the rows. */
+#define RLG_NAME_FN(fn, type, words) \
+	const char *fn(type v) { return rlg_word_name(words, (int)v); }
+RLG_NAME_FN(rlg_on_error_name, enum rlg_on_error, rlg_on_error_words)
+RLG_NAME_FN(rlg_store_backend_name, enum rlg_store_backend, rlg_backend_words)
+RLG_NAME_FN(rlg_store_clock_name, enum rlg_store_clock, rlg_clock_words)
+RLG_NAME_FN(rlg_style_name, enum rlg_header_style, rlg_style_words)
+RLG_NAME_FN(rlg_error_format_name, enum rlg_error_format,
+    rlg_error_format_words)
+RLG_NAME_FN(rlg_log_level_name, enum rlg_log_level, rlg_log_level_words)
 
 /*
  * The one parse behind both loaders: reads fp, or text when fp is NULL,
@@ -1153,30 +506,21 @@ rlg_config_parse(const char *name, FILE *fp, const char *text, FILE *errs,
 {
 	struct rlg_parse p;
 	size_t i;
-	int n, rc;
+	int n, err;
 
 	*out = NULL;
 	memset(&p, 0, sizeof p);
 	p.name = name;
-	p.fp = fp;
-	p.text = text;
-	p.sect = RLG_SECT_NONE;
-	p.first_line = rlg_xcalloc(RLG_NSCOPES * RLG_NKEYS,
-	    sizeof *p.first_line);
+	p.lines = rlg_xcalloc(RLG_NSCOPES * RLG_NOPTS, sizeof *p.lines);
 	p.cfg = rlg_config_defaults();
 	p.pols = rlg_xcalloc(RLG_POLICIES_MAX, sizeof *p.pols);
 	p.builds = rlg_xcalloc(RLG_POLICIES_MAX, sizeof *p.builds);
 	p.routes = rlg_xcalloc(RLG_ROUTES_MAX, sizeof *p.routes);
 	p.rbuilds = rlg_xcalloc(RLG_ROUTES_MAX, sizeof *p.rbuilds);
 
-	rlg_config_set_inih();
-	rc = ini_parse_stream(rlg_config_reader, &p, rlg_config_handler, &p);
-	/* The last line has no next read to check it. */
-	rlg_end_line(&p);
-	if (p.read_errno != 0)
-		rlg_problem(&p, 0, "cannot read: %s", strerror(p.read_errno));
-	else if (rc < 0)
-		rlg_problem(&p, 0, "cannot parse: out of memory");
+	err = rlg_ini_read(fp, text, RLG_CONFIG_LINE_MAX, rlg_config_line, &p);
+	if (err != 0)
+		rlg_problem(&p, 0, "cannot read: %s", strerror(err));
 	rlg_policies_finish(&p);
 	rlg_routes_finish(&p);
 	rlg_store_finish(&p);
@@ -1199,8 +543,7 @@ rlg_config_parse(const char *name, FILE *fp, const char *text, FILE *errs,
 		free(p.problems[i].msg);
 	}
 	free(p.problems);
-	free(p.first_line);
-	free(p.line);
+	free(p.lines);
 
 	if (n > 0) {
 		rlg_config_free(p.cfg);
@@ -1211,283 +554,106 @@ rlg_config_parse(const char *name, FILE *fp, const char *text, FILE *errs,
 	return 0;
 }
 
-/*
- * inih's options are process globals: set every one the reader relies on,
- * whatever another caller left there. No continuation lines (an indented
- * line is a line of its own), keep parsing after an error, ';' inline
- * comments, and a line buffer of RLG_CONFIG_LINE_MAX bytes plus "\r\n\0".
- */
+/* One line that is not blank nor a comment, from the reader. */
 static void
-rlg_config_set_inih(void)
+rlg_config_line(void *ctx, const struct rlg_ini_line *l)
 {
-	ini_allow_multiline = false;
-	ini_allow_bom = true;
-	ini_start_comment_prefixes = ";#";
-	ini_allow_inline_comments = true;
-	ini_inline_comment_prefixes = ";";
-	ini_use_stack = true;
-	ini_max_line = RLG_CONFIG_LINE_MAX + 3;
-	ini_stop_on_first_error = false;
-	ini_allow_no_value = false;
-}
+	struct rlg_parse *p = ctx;
 
-/*
- * The ini_reader: like fgets, one whole line (with its '\n') into buf of
- * num bytes. Counts the lines, checks the previous one reached the handler,
- * and hands inih an empty line in place of one that is too long or holds a
- * NUL byte, so inih never splits a line and its count stays ours.
- */
-static char *
-rlg_config_reader(char *buf, int num, void *stream)
-{
-	struct rlg_parse *p = stream;
-	size_t n, cap, len, max;
-	bool nul = false, truncated = false;
-	int c = EOF;
-
-	assert(num >= 4);
-	rlg_end_line(p);
-	if (p->eof)
-		return NULL;
-
-	/* Room for the '\n' and the NUL; max is what we promise, less "\r". */
-	cap = (size_t)num - 2;
-	max = (size_t)num - 3;
-	n = 0;
-	while (n < cap) {
-		c = rlg_src_getc(p);
-		if (c == EOF)
-			break;
-		if (c == '\0')
-			nul = true;
-		buf[n++] = (char)c;
-		if (c == '\n')
-			break;
-	}
-	if (n == cap && buf[n - 1] != '\n') {
-		c = rlg_src_getc(p);
-		if (c == '\n')
-			buf[n++] = '\n';
-		else if (c != EOF)
-			truncated = true;
-	}
-	if (n == 0) {
-		p->eof = true;
-		return NULL;
-	}
-	buf[n] = '\0';
-	p->lineno++;
-
-	if (truncated) {
-		/* Discard the rest of the line. */
-		while (c != EOF && c != '\n')
-			c = rlg_src_getc(p);
-	}
-	len = n;
-	if (buf[len - 1] == '\n')	/* len = n > 0 */
-		len--;
-	if (len > 0 && buf[len - 1] == '\r')
-		len--;
-	if (truncated || len > max) {
-		rlg_problem(p, p->lineno, "line too long (max %zu bytes)", max);
-		memcpy(buf, "\n", 2);
-		return buf;
-	}
-	if (nul) {
-		rlg_problem(p, p->lineno, "line holds a NUL byte");
-		memcpy(buf, "\n", 2);
-		return buf;
-	}
-	rlg_classify_line(p, buf);
-	return buf;
-}
-
-/* The ini_handler: one "name = value" line of the current section. */
-static int
-rlg_config_handler(void *user, const char *section, const char *name,
-    const char *value)
-{
-	struct rlg_parse *p = user;
-	const struct rlg_key *k = NULL;
-	size_t i, scope;
-	int *first;
-
-	(void)section;     /* the reader keeps the section: inih cuts names */
-	p->got_handler = true;
-	if (*name == '\0') {
-		rlg_syntax_error(p);
-		return 1;
-	}
-	switch (p->sect) {
-	case RLG_SECT_NONE:
-		rlg_problem(p, p->lineno, "key \"%s\" before any [section]",
-		    name);
-		return 1;
-	case RLG_SECT_BAD:
-		return 1;
-	default:
+	p->lineno = l->lineno;
+	switch (l->kind) {
+	case RLG_INI_SECTION:
+		rlg_section_line(p, l->name);
+		break;
+	case RLG_INI_KEY:
+		rlg_key_line(p, l->name, l->value);
+		break;
+	case RLG_INI_BAD_SECTION:
+		p->sect = NULL;
+		p->bad_sect = true;
+		/* FALLTHROUGH */
+	case RLG_INI_BAD_LINE:
+		rlg_problem(p, l->lineno, "%s", l->error);
 		break;
 	}
-	for (i = 0; i < RLG_NKEYS; i++) {
-		if (rlg_keys[i].sect == p->sect &&
-		    strcmp(rlg_keys[i].name, name) == 0) {
-			k = &rlg_keys[i];
-			break;
+}
+
+/*
+ * One "key = value" line of the current section: the key looked up in
+ * the rows and checked (known, set once, not empty), then its value by
+ * the row's setter. The line of a good value is kept for the checks at
+ * the end.
+ */
+static void
+rlg_key_line(struct rlg_parse *p, const char *name, const char *value)
+{
+	const struct rlg_option *o;
+	struct rlg_set_lines *lines;
+	bool ok;
+	size_t i;
+
+	if (p->sect == NULL) {
+		if (!p->bad_sect)
+			rlg_problem(p, p->lineno, "key \"%s\" before any "
+			    "[section]", name);
+		return;
+	}
+	i = rlg_option_find(p->sect, name);
+	if (i == RLG_NOPTS) {
+		rlg_problem(p, p->lineno, "%s unknown key \"%s\"", p->label,
+		    name);
+		return;
+	}
+	o = &rlg_options[i];
+	lines = &p->lines[p->scope * RLG_NOPTS + i];
+	if (lines->first != 0) {
+		rlg_key_problem(p, o, "set twice (first on line %d)",
+		    lines->first);
+		return;
+	}
+	lines->first = p->lineno;
+	if (*value == '\0') {
+		rlg_key_problem(p, o, "must not be empty");
+		return;
+	}
+	ok = o->set != NULL ? o->set(p, o, value, p->base) :
+	    rlg_set_value(p, o, value, p->base);
+	if (ok)
+		lines->ok = p->lineno;
+}
+
+/*
+ * A "[section]" header, inner the name between the brackets: the section
+ * the next keys go to, or why there is none.
+ */
+static void
+rlg_section_line(struct rlg_parse *p, const char *inner)
+{
+	const char *pname;
+	size_t i;
+
+	p->sect = NULL;
+	p->bad_sect = true;
+	for (i = 0; i < sizeof rlg_sections / sizeof rlg_sections[0]; i++) {
+		if (strcmp(inner, rlg_sections[i].name) == 0) {
+			p->sect = rlg_sections[i].name;
+			p->base = (char *)p->cfg + rlg_sections[i].offset;
+			p->scope = 0;
+			snprintf(p->label, sizeof p->label, "[%s]", inner);
+			return;
 		}
 	}
-	if (k == NULL) {
-		rlg_problem(p, p->lineno, "%s unknown key \"%s\"",
-		    rlg_sect_label(p), name);
-		return 1;
-	}
-	if (p->sect == RLG_SECT_POLICY)
-		scope = 1 + p->cur;
-	else if (p->sect == RLG_SECT_ROUTE)
-		scope = 1 + RLG_POLICIES_MAX + p->cur;
-	else
-		scope = 0;
-	first = rlg_first_line(p, scope, i);
-	if (*first != 0) {
-		rlg_key_problem(p, k, "set twice (first on line %d)", *first);
-		return 1;
-	}
-	*first = p->lineno;
-	if (value == NULL || *value == '\0') {
-		rlg_key_problem(p, k, "must not be empty");
-		return 1;
-	}
-	k->set(p, k, value);
-	/* Always go on: we collect every problem, not inih. */
-	return 1;
-}
-
-/* The next byte of the source, or EOF (a read error is kept). */
-static int
-rlg_src_getc(struct rlg_parse *p)
-{
-	int c;
-
-	if (p->fp == NULL) {
-		if (p->text[p->pos] == '\0')
-			return EOF;
-		return (unsigned char)p->text[p->pos++];
-	}
-	errno = 0;
-	c = getc(p->fp);
-	if (c == EOF && ferror(p->fp) && p->read_errno == 0)
-		p->read_errno = errno != 0 ? errno : EIO;
-	return c;
-}
-
-/*
- * Done with the current line: a key line that never reached the handler
- * was one inih could not parse. Safe to call more than once per line.
- */
-static void
-rlg_end_line(struct rlg_parse *p)
-{
-	if (p->want_handler && !p->got_handler)
-		rlg_syntax_error(p);
-	p->want_handler = false;
-	p->got_handler = false;
-}
-
-/*
- * Looks at a line before inih does: keeps a trimmed copy for messages,
- * handles a [section] header, and marks a key line as one the handler must
- * see. Blank and comment lines need nothing.
- */
-static void
-rlg_classify_line(struct rlg_parse *p, const char *buf)
-{
-	const unsigned char *u = (const unsigned char *)buf;
-	size_t len;
-	char *t;
-
-	if (p->lineno == 1 && ini_allow_bom && u[0] == 0xEF && u[1] == 0xBB &&
-	    u[2] == 0xBF)
-		buf += 3;
-	len = strlen(buf);
-	if (len + 1 > p->linecap) {
-		free(p->line);
-		p->linecap = len + 1;
-		p->line = rlg_xmalloc(p->linecap);
-	}
-	memcpy(p->line, buf, len + 1);
-	t = rlg_lskip(p->line);
-	rlg_rstrip(t);
-	if (t != p->line)
-		memmove(p->line, t, strlen(t) + 1);
-
-	if (p->line[0] == '\0' ||
-	    strchr(ini_start_comment_prefixes, p->line[0]) != NULL)
-		return;
-	if (p->line[0] == '[') {
-		rlg_section_line(p);
-		return;
-	}
-	p->want_handler = true;
-}
-
-/*
- * A "[section]" header (p->line): finds the section the next keys go to,
- * or reports why there is none. inih ends the name at the first ']' or
- * inline comment; so do we, to agree with it on what a header is.
- */
-static void
-rlg_section_line(struct rlg_parse *p)
-{
-	const char *end, *rest;
-	const char *pname;
-	char *inner;
-
-	end = rlg_find_chars_or_comment(p->line + 1, "]");
-	if (*end != ']') {
-		rlg_syntax_error(p);
-		p->sect = RLG_SECT_BAD;
-		return;
-	}
-	rest = end + 1;
-	while (isspace((unsigned char)*rest))
-		rest++;
-	if (*rest != '\0' &&
-	    strchr(ini_inline_comment_prefixes, *rest) == NULL &&
-	    strchr(ini_start_comment_prefixes, *rest) == NULL) {
-		rlg_syntax_error(p);
-		p->sect = RLG_SECT_BAD;
-		return;
-	}
-
-	/* From here on p->line is cut to the section name. */
-	p->line[end - p->line] = '\0';
-	inner = rlg_lskip(p->line + 1);
-	rlg_rstrip(inner);
-	p->sect = RLG_SECT_BAD;
-	if (strcmp(inner, "store") == 0) {
-		p->sect = RLG_SECT_STORE;
-	} else if (strcmp(inner, "headers") == 0) {
-		p->sect = RLG_SECT_HEADERS;
-	} else if (strcmp(inner, "response") == 0) {
-		p->sect = RLG_SECT_RESPONSE;
-	} else if (strcmp(inner, "client") == 0) {
-		p->sect = RLG_SECT_CLIENT;
-	} else if (strcmp(inner, "log") == 0) {
-		p->sect = RLG_SECT_LOG;
-	} else if (rlg_sect_is(inner, "policy", &pname)) {
+	if (rlg_sect_is(inner, "policy", &pname) ||
+	    rlg_sect_is(inner, "route", &pname)) {
 		if (*pname == '\0')
-			rlg_problem(p, p->lineno, "section [policy] has no name "
-			    "(expected [policy NAME])");
+			rlg_problem(p, p->lineno, "section [%s] has no name "
+			    "(expected [%s NAME])", inner, inner);
 		else
-			rlg_policy_section(p, pname);
-	} else if (rlg_sect_is(inner, "route", &pname)) {
-		if (*pname == '\0')
-			rlg_problem(p, p->lineno, "section [route] has no name "
-			    "(expected [route NAME])");
-		else
-			rlg_route_section(p, pname);
-	} else {
-		rlg_problem(p, p->lineno, "unknown section [%s]", inner);
+			rlg_named_section(p, *inner == 'p' ? "policy" :
+			    "route", pname);
+		return;
 	}
+	rlg_problem(p, p->lineno, "unknown section [%s]", inner);
 }
 
 /*
@@ -1509,20 +675,24 @@ rlg_sect_is(const char *inner, const char *word, const char **rest)
 }
 
 /*
- * A "[policy NAME]" header with a non-empty name: the policy of that name,
- * a new one (with the defaults) if it is the first such section, or a
- * reported problem (a bad name, one policy too many).
+ * A "[policy NAME]" or "[route NAME]" header (kind says which) with a
+ * non-empty name: the policy or route of that name, a new one (with the
+ * defaults) if it is the first such section, or a reported problem (a bad
+ * name, one too many: reported once, as every later one is too).
  */
 static void
-rlg_policy_section(struct rlg_parse *p, const char *name)
+rlg_named_section(struct rlg_parse *p, const char *kind, const char *name)
 {
-	struct rlg_policy *pol;
-	size_t i, len;
+	bool policy = strcmp(kind, "policy") == 0;
+	struct rlg_build *b = policy ? p->builds : p->rbuilds;
+	bool *too_many = policy ? &p->too_many : &p->too_many_routes;
+	size_t i, n = policy ? p->npols : p->nroutes, len = strlen(name);
+	int max = policy ? RLG_POLICIES_MAX : RLG_ROUTES_MAX;
+	char label[RLG_LABEL_MAX];
 
-	if (!rlg_section_name_ok(p, "policy", name))
+	if (!rlg_section_name_ok(p, kind, name))
 		return;
-	len = strlen(name);
-	if (len >= sizeof RLG_NEW_KEYS_SUFFIX - 1 &&
+	if (policy && len >= sizeof RLG_NEW_KEYS_SUFFIX - 1 &&
 	    strcmp(name + len - (sizeof RLG_NEW_KEYS_SUFFIX - 1),
 	    RLG_NEW_KEYS_SUFFIX) == 0) {
 		rlg_problem(p, p->lineno, "bad policy name \"%s\": names "
@@ -1530,73 +700,35 @@ rlg_policy_section(struct rlg_parse *p, const char *name)
 		    "keys of a policy)", name, RLG_NEW_KEYS_SUFFIX);
 		return;
 	}
-	for (i = 0; i < p->npols; i++) {
-		if (strcmp(p->pols[i].name, name) == 0) {
-			p->sect = RLG_SECT_POLICY;
-			p->cur = i;
-			return;
-		}
-	}
-	if (p->npols == RLG_POLICIES_MAX) {
-		/* Once: every section after it is one too many as well. */
-		if (!p->too_many)
-			rlg_problem(p, p->lineno, "too many policies: "
-			    "[policy %s] would be number %d, at most %d are "
-			    "allowed", name, RLG_POLICIES_MAX + 1,
-			    RLG_POLICIES_MAX);
-		p->too_many = true;
+	snprintf(label, sizeof label, "[%s %s]", kind, name);
+	for (i = 0; i < n && strcmp(b[i].label, label) != 0; i++)
+		;
+	if (i == (size_t)max) {
+		if (!*too_many)
+			rlg_problem(p, p->lineno, "too many %s: %s would be "
+			    "number %d, at most %d are allowed", policy ?
+			    "policies" : "routes", label, max + 1, max);
+		*too_many = true;
 		return;
 	}
-	pol = &p->pols[p->npols];
-	pol->name = rlg_xstrdup(name);
-	pol->algorithm = RLG_ALG_FIXED_WINDOW;
-	pol->limit = RLG_DEFAULT_LIMIT;
-	pol->window_ms = (int64_t)RLG_DEFAULT_WINDOW_S * 1000;
-	pol->burst = 0;        /* until the end: the limit, unless set */
-	pol->key = RLG_KEY_IP;
-	pol->mode = RLG_MODE_ENFORCE;
-	pol->new_keys = RLG_DEFAULT_NEW_KEYS;
-	snprintf(p->builds[p->npols].label, sizeof p->builds[p->npols].label,
-	    "[policy %s]", name);
-	p->sect = RLG_SECT_POLICY;
-	p->cur = p->npols++;
-}
-
-/*
- * A "[route NAME]" header with a non-empty name: the route of that name, a
- * new one if it is the first such section, or a reported problem (a bad
- * name, one route too many). Like rlg_policy_section.
- */
-static void
-rlg_route_section(struct rlg_parse *p, const char *name)
-{
-	struct rlg_route_build *b;
-	size_t i;
-
-	if (!rlg_section_name_ok(p, "route", name))
-		return;
-	for (i = 0; i < p->nroutes; i++) {
-		if (strcmp(p->routes[i].name, name) == 0) {
-			p->sect = RLG_SECT_ROUTE;
-			p->cur = i;
-			return;
-		}
+	if (i == n && policy) {
+		rlg_policy_init(&p->pols[i], name);
+		p->pols[i].burst = 0;  /* at the end: the limit, unless set */
+		p->pols[i].new_keys = RLG_DEFAULT_NEW_KEYS;
+		p->npols++;
+	} else if (i == n) {
+		p->routes[i].name = rlg_xstrdup(name);
+		p->nroutes++;
 	}
-	if (p->nroutes == RLG_ROUTES_MAX) {
-		if (!p->too_many_routes)
-			rlg_problem(p, p->lineno, "too many routes: "
-			    "[route %s] would be number %d, at most %d are "
-			    "allowed", name, RLG_ROUTES_MAX + 1,
-			    RLG_ROUTES_MAX);
-		p->too_many_routes = true;
-		return;
+	if (i == n) {
+		memcpy(b[i].label, label, sizeof label);
+		b[i].line = p->lineno;
 	}
-	p->routes[p->nroutes].name = rlg_xstrdup(name);
-	b = &p->rbuilds[p->nroutes];
-	snprintf(b->label, sizeof b->label, "[route %s]", name);
-	b->line = p->lineno;
-	p->sect = RLG_SECT_ROUTE;
-	p->cur = p->nroutes++;
+	p->sect = policy ? "policy" : "route";
+	p->cur = i;
+	p->scope = 1 + i + (policy ? 0 : RLG_POLICIES_MAX);
+	p->base = policy ? (void *)&p->pols[i] : (void *)&p->routes[i];
+	memcpy(p->label, label, sizeof label);
 }
 
 /*
@@ -1608,24 +740,32 @@ rlg_route_section(struct rlg_parse *p, const char *name)
 static bool
 rlg_section_name_ok(struct rlg_parse *p, const char *kind, const char *name)
 {
-	const char *s;
+	size_t len = strspn(name, RLG_ALNUM "_.-");
 
-	for (s = name; *s != '\0'; s++) {
-		if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
-		    (*s >= '0' && *s <= '9') || *s == '_' || *s == '.' ||
-		    *s == '-')) {
-			rlg_problem(p, p->lineno, "bad %s name \"%s\": "
-			    "only A-Z a-z 0-9 _ . - are allowed", kind, name);
-			return false;
-		}
+	if (name[len] != '\0') {
+		rlg_problem(p, p->lineno, "bad %s name \"%s\": only A-Z a-z "
+		    "0-9 _ . - are allowed", kind, name);
+		return false;
 	}
-	if ((size_t)(s - name) > RLG_POLICY_NAME_MAX) {
+	if (len > RLG_POLICY_NAME_MAX) {
 		rlg_problem(p, p->lineno, "bad %s name \"%s\": at most %d "
-		    "bytes (got %zu)", kind, name, RLG_POLICY_NAME_MAX,
-		    (size_t)(s - name));
+		    "bytes (got %zu)", kind, name, RLG_POLICY_NAME_MAX, len);
 		return false;
 	}
 	return true;
+}
+
+/* A policy named name (copied) with the built-in values; burst and
+ * new_keys are the caller's. */
+static void
+rlg_policy_init(struct rlg_policy *pol, const char *name)
+{
+	pol->name = rlg_xstrdup(name);
+	pol->algorithm = RLG_ALG_FIXED_WINDOW;
+	pol->limit = RLG_DEFAULT_LIMIT;
+	pol->window_ms = (int64_t)RLG_DEFAULT_WINDOW_S * 1000;
+	pol->key = RLG_KEY_IP;
+	pol->mode = RLG_MODE_ENFORCE;
 }
 
 /*
@@ -1637,75 +777,79 @@ rlg_section_name_ok(struct rlg_parse *p, const char *kind, const char *name)
 static void
 rlg_policies_finish(struct rlg_parse *p)
 {
+	const struct rlg_set_lines *alg, *limit, *burst, *key;
 	struct rlg_policy *pol;
-	struct rlg_policy_build *b;
-	size_t i, alg_key;
+	const char *label;
+	size_t i;
 	bool secret_set;
 
-	alg_key = rlg_key_index(RLG_SECT_POLICY, "algorithm");
 	/* A key_secret that was set but bad is reported for itself. */
-	secret_set = *rlg_first_line(p, 0,
-	    rlg_key_index(RLG_SECT_CLIENT, "key_secret")) != 0;
+	secret_set = rlg_lines(p, 0, "client", "key_secret")->first != 0;
 	for (i = 0; i < p->npols; i++) {
 		pol = &p->pols[i];
-		b = &p->builds[i];
-		if (b->burst_line == 0)
+		label = p->builds[i].label;
+		alg = rlg_lines(p, 1 + i, "policy", "algorithm");
+		limit = rlg_lines(p, 1 + i, "policy", "limit");
+		burst = rlg_lines(p, 1 + i, "policy", "burst");
+		key = rlg_lines(p, 1 + i, "policy", "key");
+		if (burst->ok == 0)
 			pol->burst = pol->limit;
-		if (b->key_line != 0 && (pol->key & RLG_KEY_HEADER) != 0 &&
+		if (key->ok != 0 && (pol->key & RLG_KEY_HEADER) != 0 &&
 		    !secret_set)
-			rlg_problem(p, b->key_line, "%s key: header keys are "
+			rlg_problem(p, key->ok, "%s key: header keys are "
 			    "stored hashed: set [client] key_secret (at least "
 			    "%d random bytes, e.g. openssl rand -hex 32)",
-			    b->label, RLG_KEY_SECRET_MIN);
-		if (!b->algorithm_ok && *rlg_first_line(p, 1 + i, alg_key) != 0)
+			    label, RLG_KEY_SECRET_MIN);
+		if (alg->ok == 0 && alg->first != 0)
 			continue;
-		if (b->burst_line != 0 && pol->algorithm != RLG_ALG_TOKEN_BUCKET)
-			rlg_problem(p, b->burst_line, "%s burst: applies only "
-			    "to algorithm = token_bucket", b->label);
-		if (b->limit_line != 0 && pol->algorithm == RLG_ALG_SLIDING_LOG &&
+		if (burst->ok != 0 && pol->algorithm != RLG_ALG_TOKEN_BUCKET)
+			rlg_problem(p, burst->ok, "%s burst: applies only "
+			    "to algorithm = token_bucket", label);
+		if (limit->ok != 0 && pol->algorithm == RLG_ALG_SLIDING_LOG &&
 		    pol->limit > RLG_SLIDING_LOG_LIMIT_MAX)
-			rlg_problem(p, b->limit_line, "%s limit: sliding_log "
+			rlg_problem(p, limit->ok, "%s limit: sliding_log "
 			    "keeps one row per request: at most %lld "
-			    "(got \"%lld\")", b->label,
+			    "(got \"%lld\")", label,
 			    (long long)RLG_SLIDING_LOG_LIMIT_MAX,
 			    (long long)pol->limit);
 	}
 	for (i = 0; i < p->npols; i++)
-		rlg_new_keys_policy(p, &p->pols[i], &p->builds[i]);
-	if (p->npols == 0) {
-		free(p->pols);
-		free(p->builds);
-		return;
+		rlg_new_keys_policy(p, &p->pols[i], i);
+	if (p->npols > 0) {
+		for (i = 0; i < p->cfg->npolicies; i++)
+			rlg_policy_free_fields(&p->cfg->policies[i]);
+		free(p->cfg->policies);
+		p->cfg->policies = rlg_xcalloc(p->npols,
+		    sizeof *p->cfg->policies);
+		memcpy(p->cfg->policies, p->pols, p->npols * sizeof *p->pols);
+		p->cfg->npolicies = p->npols;
 	}
-	for (i = 0; i < p->cfg->npolicies; i++)
-		rlg_policy_free_fields(&p->cfg->policies[i]);
-	free(p->cfg->policies);
-	p->cfg->policies = rlg_xcalloc(p->npols, sizeof *p->cfg->policies);
-	memcpy(p->cfg->policies, p->pols, p->npols * sizeof *p->pols);
-	p->cfg->npolicies = p->npols;
 	free(p->pols);
 	free(p->builds);
 }
 
 /*
- * The bound on new keys of a policy keyed by a header: a fixed window of
- * new_keys per the policy's window, counted per client address under its
- * own name, NAME.new_keys (the store charges it only for a key it holds
- * no live state for; see struct rlg_store_item). Without a header key
- * there is nothing to mint: the key is reported if set, ignored if not.
+ * The bound on new keys of pols[i], a policy keyed by a header: a fixed
+ * window of new_keys per the policy's window, counted per client address
+ * under its own name, NAME.new_keys (the store charges it only for a key
+ * it holds no live state for; see struct rlg_store_item). Without a
+ * header key there is nothing to mint: the key is reported if set,
+ * ignored if not.
  */
 static void
-rlg_new_keys_policy(struct rlg_parse *p, struct rlg_policy *pol,
-    const struct rlg_policy_build *b)
+rlg_new_keys_policy(struct rlg_parse *p, struct rlg_policy *pol, size_t i)
 {
+	const char *label = p->builds[i].label;
 	struct rlg_policy *charge;
+	int new_keys_line, key_line;
 	size_t len;
 
+	new_keys_line = rlg_lines(p, 1 + i, "policy", "new_keys_per_ip")->ok;
+	key_line = rlg_lines(p, 1 + i, "policy", "key")->ok;
 	if ((pol->key & RLG_KEY_HEADER) == 0) {
-		if (b->new_keys_line != 0)
-			rlg_problem(p, b->new_keys_line, "%s new_keys_per_ip: "
-			    "applies only to a key with header:NAME",
-			    b->label);
+		if (new_keys_line != 0)
+			rlg_problem(p, new_keys_line, "%s new_keys_per_ip: "
+			    "applies only to a key with header:NAME", label);
 		return;
 	}
 	/*
@@ -1715,11 +859,10 @@ rlg_new_keys_policy(struct rlg_parse *p, struct rlg_policy *pol,
 	if (p->cfg->store.backend == RLG_BACKEND_SQLITE &&
 	    p->cfg->store.max_clients > 0 &&
 	    (pol->new_keys == 0 || pol->new_keys >= p->cfg->store.max_clients)) {
-		rlg_problem(p, b->new_keys_line != 0 ? b->new_keys_line :
-		    b->key_line, "%s new_keys_per_ip: %lld%s lets one "
-		    "address start as many keys as [store] max_clients (%lld) "
-		    "holds, and lock every new client out", b->label,
-		    (long long)pol->new_keys,
+		rlg_problem(p, new_keys_line != 0 ? new_keys_line : key_line,
+		    "%s new_keys_per_ip: %lld%s lets one address start as "
+		    "many keys as [store] max_clients (%lld) holds, and lock "
+		    "every new client out", label, (long long)pol->new_keys,
 		    pol->new_keys == 0 ? " (no bound)" : "",
 		    (long long)p->cfg->store.max_clients);
 		p->problems[p->nproblems - 1].warning = true;
@@ -1750,19 +893,20 @@ static void
 rlg_routes_finish(struct rlg_parse *p)
 {
 	struct rlg_config *cfg = p->cfg;
-	struct rlg_route_build *b;
+	const struct rlg_set_lines *pols;
+	struct rlg_build *b;
 	struct rlg_route *r;
-	size_t i, j, n, path_key, pols_key;
+	size_t i, j, n, scope;
 
-	path_key = rlg_key_index(RLG_SECT_ROUTE, "path");
-	pols_key = rlg_key_index(RLG_SECT_ROUTE, "policies");
 	for (i = 0; i < p->nroutes; i++) {
 		r = &p->routes[i];
 		b = &p->rbuilds[i];
-		if (*rlg_first_line(p, 1 + RLG_POLICIES_MAX + i, path_key) == 0)
+		scope = 1 + RLG_POLICIES_MAX + i;
+		pols = rlg_lines(p, scope, "route", "policies");
+		if (rlg_lines(p, scope, "route", "path")->first == 0)
 			rlg_problem(p, b->line, "%s has no path: set path = "
 			    "/PATH (or /PREFIX* for a prefix)", b->label);
-		if (*rlg_first_line(p, 1 + RLG_POLICIES_MAX + i, pols_key) == 0)
+		if (pols->first == 0)
 			rlg_problem(p, b->line, "%s has no policies: set "
 			    "policies = NAME, ... (or policies = none: not "
 			    "limited)", b->label);
@@ -1775,8 +919,8 @@ rlg_routes_finish(struct rlg_parse *p)
 				    b->names[j]) == 0)
 					break;
 			if (n == cfg->npolicies)
-				rlg_problem(p, b->policies_line, "%s policies: "
-				    "no [policy %s]", b->label, b->names[j]);
+				rlg_problem(p, pols->ok, "%s policies: no "
+				    "[policy %s]", b->label, b->names[j]);
 			else
 				r->policies[r->npolicies++] = n;
 		}
@@ -1790,25 +934,18 @@ rlg_routes_finish(struct rlg_parse *p)
 	free(p->routes);
 	free(p->rbuilds);
 
+	/* Without routes every policy; with routes [policy default], if. */
 	free(cfg->default_policies);
 	cfg->default_policies = NULL;
 	cfg->ndefault = 0;
-	if (cfg->nroutes == 0) {
-		cfg->default_policies = rlg_xcalloc(cfg->npolicies,
-		    sizeof *cfg->default_policies);
-		for (i = 0; i < cfg->npolicies; i++)
-			cfg->default_policies[i] = i;
-		cfg->ndefault = cfg->npolicies;
-		return;
-	}
 	for (i = 0; i < cfg->npolicies; i++) {
-		if (strcmp(cfg->policies[i].name, "default") == 0) {
-			cfg->default_policies = rlg_xcalloc(1,
+		if (cfg->nroutes > 0 &&
+		    strcmp(cfg->policies[i].name, "default") != 0)
+			continue;
+		if (cfg->default_policies == NULL)
+			cfg->default_policies = rlg_xcalloc(cfg->npolicies,
 			    sizeof *cfg->default_policies);
-			cfg->default_policies[0] = i;
-			cfg->ndefault = 1;
-			break;
-		}
+		cfg->default_policies[cfg->ndefault++] = i;
 	}
 }
 
@@ -1828,58 +965,55 @@ rlg_routes_finish(struct rlg_parse *p)
 static void
 rlg_store_finish(struct rlg_parse *p)
 {
-	const struct rlg_store_config *sc = &p->cfg->store;
-	const struct {
-		const char *name;
-		int line;
-	} redis_only[] = {
-		{ "url", p->url_line },
-		{ "connect_timeout_ms", p->connect_timeout_line },
-		{ "timeout_ms", p->timeout_line },
-		{ "clock", p->clock_line },
+	/* Each key of one backend: the backend, and why (for SQLite's). */
+	static const char *const one_backend[][3] = {
+		{ "url", "redis or redis_cluster", "" },
+		{ "connect_timeout_ms", "redis or redis_cluster", "" },
+		{ "timeout_ms", "redis or redis_cluster", "" },
+		{ "clock", "redis or redis_cluster", "" },
+		{ "max_clients", "sqlite", ": Redis memory is bounded by its "
+		    "maxmemory and by the expiry of the keys" },
+		{ "synchronous", "sqlite", ": Redis durability is its own "
+		    "appendfsync" },
+		{ "group_commit", "sqlite", "" },
 	};
-	bool cluster = sc->redis_cluster;
+	const struct rlg_store_config *sc = &p->cfg->store;
+	const struct rlg_set_lines *backend, *url;
+	bool cluster = sc->redis_cluster, sqlite;
+	int line;
 	size_t i;
 
+	backend = rlg_lines(p, 0, "store", "backend");
+	url = rlg_lines(p, 0, "store", "url");
 	if (p->backend_bad)
 		return;
-	if (sc->backend == RLG_BACKEND_SQLITE) {
-		for (i = 0; i < sizeof redis_only / sizeof redis_only[0]; i++)
-			if (redis_only[i].line != 0)
-				rlg_problem(p, redis_only[i].line, "[store] %s: "
-				    "applies only to backend = redis or "
-				    "redis_cluster", redis_only[i].name);
-		return;
+	sqlite = sc->backend == RLG_BACKEND_SQLITE;
+	for (i = 0; i < sizeof one_backend / sizeof one_backend[0]; i++) {
+		line = rlg_lines(p, 0, "store", one_backend[i][0])->ok;
+		if (line != 0 && sqlite != (*one_backend[i][1] == 's'))
+			rlg_problem(p, line, "[store] %s: applies only to "
+			    "backend = %s%s", one_backend[i][0],
+			    one_backend[i][1], one_backend[i][2]);
 	}
+	if (sqlite)
+		return;
 	/* A url that was set but bad is reported for itself. */
-	if (p->url_line == 0 && *rlg_first_line(p, 0,
-	    rlg_key_index(RLG_SECT_STORE, "url")) == 0)
-		rlg_problem(p, p->backend_line, cluster ? "[store] backend: "
+	if (url->first == 0)
+		rlg_problem(p, backend->ok, cluster ? "[store] backend: "
 		    "redis_cluster needs [store] url = redis://HOST:PORT"
 		    "[,HOST:PORT...] (seed nodes)" : "[store] backend: redis "
 		    "needs [store] url = redis://HOST:PORT or unix:/PATH");
-	if (p->url_line != 0 && !cluster && sc->redis_nseeds > 0)
-		rlg_problem(p, p->url_line, "[store] url: several HOST:PORT "
+	if (url->ok != 0 && !cluster && sc->redis_nseeds > 0)
+		rlg_problem(p, url->ok, "[store] url: several HOST:PORT "
 		    "are the seed nodes of a Redis Cluster: set backend = "
 		    "redis_cluster, or name one server");
-	if (p->url_line != 0 && cluster && sc->redis_socket != NULL)
-		rlg_problem(p, p->url_line, "[store] url: backend = "
+	if (url->ok != 0 && cluster && sc->redis_socket != NULL)
+		rlg_problem(p, url->ok, "[store] url: backend = "
 		    "redis_cluster needs redis://HOST:PORT[,HOST:PORT...]: "
 		    "cluster nodes talk TCP");
-	if (p->url_line != 0 && cluster && sc->redis_db != 0)
-		rlg_problem(p, p->url_line, "[store] url: a Redis Cluster has "
+	if (url->ok != 0 && cluster && sc->redis_db != 0)
+		rlg_problem(p, url->ok, "[store] url: a Redis Cluster has "
 		    "database 0 only (got /%d)", sc->redis_db);
-	if (p->max_clients_line != 0)
-		rlg_problem(p, p->max_clients_line, "[store] max_clients: "
-		    "applies only to backend = sqlite: Redis memory is bounded "
-		    "by its maxmemory and by the expiry of the keys");
-	if (p->synchronous_line != 0)
-		rlg_problem(p, p->synchronous_line, "[store] synchronous: "
-		    "applies only to backend = sqlite: Redis durability is its"
-		    " own appendfsync");
-	if (p->group_commit_line != 0)
-		rlg_problem(p, p->group_commit_line, "[store] group_commit: "
-		    "applies only to backend = sqlite");
 }
 
 /* Frees what a policy owns, not the policy itself. */
@@ -1905,143 +1039,36 @@ rlg_route_free_fields(struct rlg_route *r)
 	free(r->policies);
 }
 
-/* The policy the current [policy NAME] section sets. */
-static struct rlg_policy *
-rlg_cur_policy(struct rlg_parse *p)
-{
-	assert(p->sect == RLG_SECT_POLICY && p->cur < p->npols);
-	return &p->pols[p->cur];
-}
-
-static struct rlg_policy_build *
-rlg_cur_build(struct rlg_parse *p)
-{
-	assert(p->sect == RLG_SECT_POLICY && p->cur < p->npols);
-	return &p->builds[p->cur];
-}
-
-/* The route the current [route NAME] section sets. */
-static struct rlg_route *
-rlg_cur_route(struct rlg_parse *p)
-{
-	assert(p->sect == RLG_SECT_ROUTE && p->cur < p->nroutes);
-	return &p->routes[p->cur];
-}
-
-static struct rlg_route_build *
-rlg_cur_rbuild(struct rlg_parse *p)
-{
-	assert(p->sect == RLG_SECT_ROUTE && p->cur < p->nroutes);
-	return &p->rbuilds[p->cur];
-}
-
-/* Where the first line of rlg_keys[key] in scope is kept (see first_line). */
-static int *
-rlg_first_line(struct rlg_parse *p, size_t scope, size_t key)
-{
-	assert(scope < RLG_NSCOPES && key < RLG_NKEYS);
-	return &p->first_line[scope * RLG_NKEYS + key];
-}
-
-/* The index in rlg_keys of a key that is there. */
+/* The row of the key sect/name, or RLG_NOPTS. */
 static size_t
-rlg_key_index(enum rlg_sect sect, const char *name)
+rlg_option_find(const char *sect, const char *name)
 {
 	size_t i;
 
-	for (i = 0; i < RLG_NKEYS; i++)
-		if (rlg_keys[i].sect == sect &&
-		    strcmp(rlg_keys[i].name, name) == 0)
-			return i;
-	assert(!"no such key in rlg_keys");
-	return 0;
-}
-
-/* The current line is not "key = value" nor "[section]". */
-static void
-rlg_syntax_error(struct rlg_parse *p)
-{
-	rlg_problem(p, p->lineno, "syntax error: expected \"key = value\" or "
-	    "\"[section]\" (got \"%s\")", p->line != NULL ? p->line : "");
-}
-
-/*
- * The first of chars, or the start of an inline comment (a prefix after
- * whitespace), or the end of s: inih's own rule, with inih's options.
- */
-static const char *
-rlg_find_chars_or_comment(const char *s, const char *chars)
-{
-	bool was_space = false;
-
-	while (*s != '\0' && (chars == NULL || strchr(chars, *s) == NULL)) {
-		if (ini_allow_inline_comments && was_space &&
-		    strchr(ini_inline_comment_prefixes, *s) != NULL)
+	for (i = 0; i < RLG_NOPTS; i++)
+		if (strcmp(rlg_options[i].section, sect) == 0 &&
+		    strcmp(rlg_options[i].name, name) == 0)
 			break;
-		was_space = isspace((unsigned char)*s) != 0;
-		s++;
-	}
-	return s;
+	return i;
 }
 
-static char *
-rlg_lskip(char *s)
+/* Where the key sect/name (a row that is there) was set, in scope. */
+static struct rlg_set_lines *
+rlg_lines(struct rlg_parse *p, size_t scope, const char *sect,
+    const char *name)
 {
-	while (*s != '\0' && isspace((unsigned char)*s))
-		s++;
-	return s;
-}
+	size_t i = rlg_option_find(sect, name);
 
-static void
-rlg_rstrip(char *s)
-{
-	size_t n = strlen(s);
-
-	while (n > 0 && isspace((unsigned char)s[n - 1]))
-		s[--n] = '\0';
-}
-
-/* How the current section is named in the messages. */
-static const char *
-rlg_sect_label(const struct rlg_parse *p)
-{
-	switch (p->sect) {
-	case RLG_SECT_STORE:
-		return "[store]";
-	case RLG_SECT_HEADERS:
-		return "[headers]";
-	case RLG_SECT_RESPONSE:
-		return "[response]";
-	case RLG_SECT_CLIENT:
-		return "[client]";
-	case RLG_SECT_LOG:
-		return "[log]";
-	case RLG_SECT_POLICY:
-		return p->builds[p->cur].label;
-	case RLG_SECT_ROUTE:
-		return p->rbuilds[p->cur].label;
-	case RLG_SECT_NONE:
-	case RLG_SECT_BAD:
-		break;
-	}
-	return "[?]";
+	assert(i < RLG_NOPTS && scope < RLG_NSCOPES);
+	return &p->lines[scope * RLG_NOPTS + i];
 }
 
 /* Notes one problem on line (0: the whole file). */
 static void
 rlg_problem(struct rlg_parse *p, int line, const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	rlg_vproblem(p, line, fmt, ap);
-	va_end(ap);
-}
-
-static void
-rlg_vproblem(struct rlg_parse *p, int line, const char *fmt, va_list ap)
-{
 	struct rlg_problem *grown;
+	va_list ap;
 
 	if (p->nproblems == p->capproblems) {
 		p->capproblems = p->capproblems == 0 ? 8 : 2 * p->capproblems;
@@ -2054,45 +1081,26 @@ rlg_vproblem(struct rlg_parse *p, int line, const char *fmt, va_list ap)
 	}
 	p->problems[p->nproblems].line = line;
 	p->problems[p->nproblems].seq = p->nproblems;
+	va_start(ap, fmt);
 	p->problems[p->nproblems].msg = rlg_vformat(fmt, ap);
+	va_end(ap);
 	p->nproblems++;
 }
 
-/* A problem with the value of key k, of the current section, on the
+/* A problem with the value of key o, of the current section, on the
  * current line: "[section] key: ...". */
 static void
-rlg_key_problem(struct rlg_parse *p, const struct rlg_key *k,
+rlg_key_problem(struct rlg_parse *p, const struct rlg_option *o,
     const char *fmt, ...)
 {
 	va_list ap;
+	char *msg;
 
 	va_start(ap, fmt);
-	rlg_key_vproblem(p, k, false, fmt, ap);
+	msg = rlg_vformat(fmt, ap);
 	va_end(ap);
-}
-
-/* Like rlg_key_problem, but a warning: printed, not counted. */
-static void
-rlg_key_warning(struct rlg_parse *p, const struct rlg_key *k,
-    const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	rlg_key_vproblem(p, k, true, fmt, ap);
-	va_end(ap);
-}
-
-static void
-rlg_key_vproblem(struct rlg_parse *p, const struct rlg_key *k, bool warning,
-    const char *fmt, va_list ap)
-{
-	char *msg = rlg_vformat(fmt, ap);
-
-	assert(k->sect == p->sect);
-	rlg_problem(p, p->lineno, "%s %s: %s", rlg_sect_label(p), k->name,
-	    msg);
-	p->problems[p->nproblems - 1].warning = warning;
+	assert(p->sect != NULL && strcmp(o->section, p->sect) == 0);
+	rlg_problem(p, p->lineno, "%s %s: %s", p->label, o->name, msg);
 	free(msg);
 }
 
@@ -2147,134 +1155,164 @@ rlg_parse_int(const char *s, long long min, long long max, long long *out)
 	return true;
 }
 
-/* The entry of words (ended by a NULL name) named s, or NULL. */
-static const struct rlg_word *
-rlg_word_find(const char *s, const struct rlg_word *words)
+/* The first word of words (ended by a NULL name) for value, or
+ * "unknown". */
+static const char *
+rlg_word_name(const struct rlg_word *words, int value)
 {
 	for (; words->name != NULL; words++)
-		if (strcmp(s, words->name) == 0)
-			return words;
-	return NULL;
+		if (words->value == value)
+			return words->name;
+	return "unknown";
 }
 
-/* The names of words as a new string "a, b, c", for the messages. */
-static char *
-rlg_word_list(const struct rlg_word *words)
+/* The names of words, "a, b, c", for the messages, into buf (size bytes). */
+static const char *
+rlg_word_list(const struct rlg_word *words, char *buf, size_t size)
 {
-	const struct rlg_word *w;
-	size_t len = 1, at = 0, n;
-	char *s;
+	size_t at = 0;
 
-	for (w = words; w->name != NULL; w++)
-		len += strlen(w->name) + 2;
-	s = rlg_xmalloc(len);
-	for (w = words; w->name != NULL; w++) {
-		if (w != words) {
-			memcpy(s + at, ", ", 2);
-			at += 2;
-		}
-		n = strlen(w->name);
-		memcpy(s + at, w->name, n);
-		at += n;
+	for (buf[0] = '\0'; words->name != NULL && at < size; words++)
+		at += (size_t)snprintf(buf + at, size - at, "%s%s",
+		    at > 0 ? ", " : "", words->name);
+	return buf;
+}
+
+/* Stores v in the integer field of size bytes: a bool, an int (or an
+ * enum), or an int64_t. */
+static void
+rlg_put_int(void *field, size_t size, long long v)
+{
+	switch (size) {
+	case sizeof(bool):
+		*(bool *)field = v != 0;
+		break;
+	case sizeof(int):
+		*(int *)field = (int)v;
+		break;
+	default:
+		assert(size == sizeof(int64_t));
+		*(int64_t *)field = v;
+		break;
 	}
-	s[at] = '\0';
-	return s;
 }
 
 /*
- * Stores the value of the word value in *out and returns true, or reports
- * "must be one of ..." and returns false.
+ * The setter of every row without a hand-written one: parses value by
+ * the row's type and stores it in its field of base, or reports it.
  */
 static bool
-rlg_set_word(struct rlg_parse *p, const struct rlg_key *k, const char *value,
-    const struct rlg_word *words, int *out)
+rlg_set_value(struct rlg_parse *p, const struct rlg_option *o,
+    const char *value, void *base)
 {
-	const struct rlg_word *w;
-	char *list;
+	char *field = (char *)base + o->offset;
+	size_t len = strlen(value);
+	long long v;
+	int w;
 
-	w = rlg_word_find(value, words);
-	if (w != NULL) {
-		*out = w->value;
+	switch (o->type) {
+	case RLG_OPT_INT:
+		if (!rlg_parse_int(value, o->min, o->max, &v)) {
+			rlg_key_problem(p, o, "must be an integer from %lld to "
+			    "%lld (got \"%s\")", o->min, o->max, value);
+			return false;
+		}
+		rlg_put_int(field, o->size, o->scale != 0 ? v * o->scale : v);
 		return true;
+	case RLG_OPT_ENUM:
+		if (!rlg_set_word(p, o, value, NULL, &w))
+			return false;
+		rlg_put_int(field, o->size, w);
+		return true;
+	case RLG_OPT_STRING:
+		/* The length only: the value may be a secret. */
+		if ((long long)len < o->min) {
+			rlg_key_problem(p, o, "must be at least %lld bytes "
+			    "(got %zu bytes)", o->min, len);
+			return false;
+		}
+		if ((long long)len > o->max) {
+			rlg_key_problem(p, o, "must be at most %lld bytes "
+			    "long (got %zu bytes)", o->max, len);
+			return false;
+		}
+		free(*(char **)field);
+		*(char **)field = rlg_xstrdup(value);
+		return true;
+	case RLG_OPT_CIDRS:
+		return rlg_set_cidrs(p, o, value, base);
+	case RLG_OPT_COMPOUND:
+		break;
 	}
-	list = rlg_word_list(words);
-	rlg_key_problem(p, k, "must be one of %s (got \"%s\")", list, value);
-	free(list);
+	assert(!"a compound key needs its own setter");
 	return false;
 }
 
-/* Parses an integer value of k into *out, or reports it; *ok tells. */
-static void
-rlg_set_int(struct rlg_parse *p, const struct rlg_key *k, const char *value,
-    long long min, long long max, long long *out, bool *ok)
+/*
+ * The value of the word value of o's words in *out, or reports "must be
+ * one of ..." (or, with unknown, "unknown UNKNOWN (got ...): must be one
+ * of ...") and returns false.
+ */
+static bool
+rlg_set_word(struct rlg_parse *p, const struct rlg_option *o,
+    const char *value, const char *unknown, int *out)
 {
-	*ok = rlg_parse_int(value, min, max, out);
-	if (!*ok)
-		rlg_key_problem(p, k, "must be an integer from %lld to %lld "
-		    "(got \"%s\")", min, max, value);
-}
+	const struct rlg_word *w;
+	char list[256];
 
-static void
-rlg_set_store_path(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
-{
-	size_t len = strlen(value);
-
-	if (len > RLG_CONFIG_PATH_MAX) {
-		rlg_key_problem(p, k, "must be at most %d bytes long "
-		    "(got %zu bytes)", RLG_CONFIG_PATH_MAX, len);
-		return;
+	for (w = o->words; w->name != NULL; w++) {
+		if (strcmp(value, w->name) == 0) {
+			*out = w->value;
+			return true;
+		}
 	}
-	free(p->cfg->store.path);
-	p->cfg->store.path = rlg_xstrdup(value);
+	rlg_word_list(o->words, list, sizeof list);
+	if (unknown != NULL)
+		rlg_key_problem(p, o, "unknown %s (got \"%s\"): must be one "
+		    "of %s", unknown, value, list);
+	else
+		rlg_key_problem(p, o, "must be one of %s (got \"%s\")", list,
+		    value);
+	return false;
 }
 
-static void
-rlg_set_busy_timeout(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
+/*
+ * A list of networks (rlg_cidr_parse) into a new array at o's field of
+ * base and its count. Each bad item is its own problem; nothing is
+ * stored unless all are good.
+ */
+static bool
+rlg_set_cidrs(struct rlg_parse *p, const struct rlg_option *o,
+    const char *value, void *base)
 {
-	long long v;
-	bool ok;
+	struct rlg_cidr **nets = (void *)((char *)base + o->offset);
+	size_t *n = (void *)((char *)base + o->count_offset);
+	struct rlg_cidr *v;
+	char **items;
+	size_t i, count;
+	bool ok = true;
 
-	rlg_set_int(p, k, value, 0, RLG_BUSY_TIMEOUT_MS_MAX, &v, &ok);
-	if (ok)
-		p->cfg->store.busy_timeout_ms = (int)v;
-}
-
-static void
-rlg_set_max_clients(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
-{
-	long long v;
-	bool ok;
-
-	rlg_set_int(p, k, value, 0, RLG_MAX_CLIENTS_MAX, &v, &ok);
-	if (ok) {
-		p->cfg->store.max_clients = v;
-		p->max_clients_line = p->lineno;
+	if (!rlg_list_split(p, o, value, (size_t)o->max, "networks", &items,
+	    &count))
+		return false;
+	v = rlg_xcalloc(count, sizeof *v);
+	for (i = 0; i < count; i++) {
+		if (rlg_cidr_parse(items[i], &v[i]) != 0) {
+			rlg_key_problem(p, o, "not an IP address or "
+			    "ADDR/LEN network with zero host bits "
+			    "(got \"%s\")", items[i]);
+			ok = false;
+		}
 	}
-}
-
-static void
-rlg_set_rejection_cache(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
-{
-	long long v;
-	bool ok;
-
-	rlg_set_int(p, k, value, 0, RLG_REJECTION_CACHE_MAX, &v, &ok);
-	if (ok)
-		p->cfg->store.rejection_cache = v;
-}
-
-static void
-rlg_set_on_error(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
-{
-	int v;
-
-	if (rlg_set_word(p, k, value, rlg_on_error_words, &v))
-		p->cfg->store.on_error = (enum rlg_on_error)v;
+	rlg_list_free(items, count);
+	if (!ok) {
+		free(v);
+		return false;
+	}
+	free(*nets);
+	*nets = v;
+	*n = count;
+	return true;
 }
 
 /*
@@ -2282,194 +1320,79 @@ rlg_set_on_error(struct rlg_parse *p, const struct rlg_key *k,
  * against each other at the end (rlg_store_finish): the keys may come in
  * any order.
  */
-static void
-rlg_set_backend(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
+static bool
+rlg_set_backend(struct rlg_parse *p, const struct rlg_option *o,
+    const char *value, void *base)
 {
+	struct rlg_store_config *sc = base;
 	int v;
 
-	if (rlg_set_word(p, k, value, rlg_backend_words, &v)) {
-		p->cfg->store.redis_cluster = v == RLG_BACKEND_WORD_CLUSTER;
-		p->cfg->store.backend = v == RLG_BACKEND_WORD_CLUSTER ?
-		    RLG_BACKEND_REDIS : (enum rlg_store_backend)v;
-		p->backend_line = p->lineno;
-	} else {
+	if (!rlg_set_word(p, o, value, NULL, &v)) {
 		p->backend_bad = true;
+		return false;
 	}
+	sc->redis_cluster = v == RLG_BACKEND_WORD_CLUSTER;
+	sc->backend = v == RLG_BACKEND_WORD_CLUSTER ? RLG_BACKEND_REDIS :
+	    (enum rlg_store_backend)v;
+	return true;
 }
 
 /* The message quotes the url with its password masked: errors are logged. */
-static void
-rlg_set_url(struct rlg_parse *p, const struct rlg_key *k, const char *value)
+static bool
+rlg_set_url(struct rlg_parse *p, const struct rlg_option *o,
+    const char *value, void *base)
 {
 	char why[256], *shown;
 
-	if (rlg_config_redis_url(&p->cfg->store, value, why, sizeof why) == 0) {
-		p->url_line = p->lineno;
-		return;
-	}
+	if (rlg_config_redis_url(base, value, why, sizeof why) == 0)
+		return true;
 	shown = rlg_url_masked(value);
-	rlg_key_problem(p, k, "%s (got \"%s\")", why, shown);
+	rlg_key_problem(p, o, "%s (got \"%s\")", why, shown);
 	free(shown);
+	return false;
 }
 
-static void
-rlg_set_connect_timeout(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
+static bool
+rlg_set_trusted_proxies(struct rlg_parse *p, const struct rlg_option *o,
+    const char *value, void *base)
 {
-	long long v;
-	bool ok;
+	const struct rlg_client_config *cc = base;
+	const struct rlg_cidr *n;
+	size_t i;
 
-	rlg_set_int(p, k, value, 1, RLG_REDIS_TIMEOUT_MS_MAX, &v, &ok);
-	if (ok) {
-		p->cfg->store.connect_timeout_ms = (int)v;
-		p->connect_timeout_line = p->lineno;
+	if (!rlg_set_cidrs(p, o, value, base))
+		return false;
+	/*
+	 * 0.0.0.0/0 (or ::/0) believes every peer's forwarding header: any
+	 * client then names its own key. Allowed (a front that strips and
+	 * sets the header, with rlgate reachable only through it), said.
+	 * An IPv4 network is stored over 16 bytes: /0 is 96 there.
+	 */
+	for (i = 0; i < cc->ntrusted; i++) {
+		n = &cc->trusted_proxies[i];
+		if (n->prefix_len == 0 || (n->addr.v4 && n->prefix_len <= 96)) {
+			rlg_key_problem(p, o, "%s trusts every peer: any "
+			    "client that reaches rlgate directly chooses its "
+			    "own key with a forwarding header; list only your "
+			    "proxies", n->addr.v4 ? "0.0.0.0/0" : "::/0");
+			p->problems[p->nproblems - 1].warning = true;
+			break;
+		}
 	}
+	return true;
 }
 
-static void
-rlg_set_timeout(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
-{
-	long long v;
-	bool ok;
-
-	rlg_set_int(p, k, value, 1, RLG_REDIS_TIMEOUT_MS_MAX, &v, &ok);
-	if (ok) {
-		p->cfg->store.timeout_ms = (int)v;
-		p->timeout_line = p->lineno;
-	}
-}
-
-static void
-rlg_set_clock(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
+/* A word of the algorithm rows, with a message of its own. */
+static bool
+rlg_set_algorithm(struct rlg_parse *p, const struct rlg_option *o,
+    const char *value, void *base)
 {
 	int v;
 
-	if (rlg_set_word(p, k, value, rlg_clock_words, &v)) {
-		p->cfg->store.clock = (enum rlg_store_clock)v;
-		p->clock_line = p->lineno;
-	}
-}
-
-static void
-rlg_set_synchronous(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
-{
-	int v;
-
-	if (rlg_set_word(p, k, value, rlg_sync_words, &v)) {
-		p->cfg->store.synchronous = (enum rlg_sync)v;
-		p->synchronous_line = p->lineno;
-	}
-}
-
-static void
-rlg_set_group_commit(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
-{
-	int v;
-
-	if (rlg_set_word(p, k, value, rlg_group_words, &v)) {
-		p->cfg->store.group_commit = (enum rlg_group)v;
-		p->group_commit_line = p->lineno;
-	}
-}
-
-static void
-rlg_set_style(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
-{
-	int v;
-
-	if (rlg_set_word(p, k, value, rlg_style_words, &v))
-		p->cfg->style = (enum rlg_header_style)v;
-}
-
-static void
-rlg_set_errors(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
-{
-	int v;
-
-	if (rlg_set_word(p, k, value, rlg_error_format_words, &v))
-		p->cfg->errors = (enum rlg_error_format)v;
-}
-
-static void
-rlg_set_algorithm(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
-{
-	const struct rlg_word *w;
-	char *list;
-
-	w = rlg_word_find(value, rlg_algorithm_words);
-	if (w != NULL) {
-		rlg_cur_policy(p)->algorithm = (enum rlg_algorithm)w->value;
-		rlg_cur_build(p)->algorithm_ok = true;
-		return;
-	}
-	list = rlg_word_list(rlg_algorithm_words);
-	rlg_key_problem(p, k, "unknown algorithm (got \"%s\"): must be one "
-	    "of %s", value, list);
-	free(list);
-}
-
-/* The sliding_log cap waits for the end: algorithm may come later. */
-static void
-rlg_set_limit(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
-{
-	long long v;
-	bool ok;
-
-	rlg_set_int(p, k, value, 1, RLG_LIMIT_MAX, &v, &ok);
-	if (ok) {
-		rlg_cur_policy(p)->limit = v;
-		rlg_cur_build(p)->limit_line = p->lineno;
-	}
-}
-
-static void
-rlg_set_window(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
-{
-	long long v;
-	bool ok;
-
-	rlg_set_int(p, k, value, 1, RLG_WINDOW_S_MAX, &v, &ok);
-	if (ok)
-		rlg_cur_policy(p)->window_ms = (int64_t)v * 1000;
-}
-
-/* Whether the algorithm takes a burst waits for the end, like the cap. */
-static void
-rlg_set_burst(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
-{
-	long long v;
-	bool ok;
-
-	rlg_set_int(p, k, value, 1, RLG_BURST_MAX, &v, &ok);
-	if (ok) {
-		rlg_cur_policy(p)->burst = v;
-		rlg_cur_build(p)->burst_line = p->lineno;
-	}
-}
-
-static void
-rlg_set_new_keys(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
-{
-	long long v;
-	bool ok;
-
-	rlg_set_int(p, k, value, 0, RLG_LIMIT_MAX, &v, &ok);
-	if (ok) {
-		rlg_cur_policy(p)->new_keys = v;
-		rlg_cur_build(p)->new_keys_line = p->lineno;
-	}
+	if (!rlg_set_word(p, o, value, "algorithm", &v))
+		return false;
+	rlg_put_int((char *)base + o->offset, o->size, v);
+	return true;
 }
 
 /*
@@ -2478,22 +1401,23 @@ rlg_set_new_keys(struct rlg_parse *p, const struct rlg_key *k,
  * Each bad item is its own problem; the policy changes only if all are
  * good. Whether a key_secret is there waits for the end.
  */
-static void
-rlg_set_key(struct rlg_parse *p, const struct rlg_key *k, const char *value)
+static bool
+rlg_set_key(struct rlg_parse *p, const struct rlg_option *o,
+    const char *value, void *base)
 {
-	struct rlg_policy *pol = rlg_cur_policy(p);
+	struct rlg_policy *pol = base;
 	const char *header = NULL, *name;
 	unsigned bits = 0;
 	char **items;
 	size_t i, n, len;
 	bool ok = true;
 
-	if (!rlg_list_split(p, k, value, 2, "items", &items, &n))
-		return;
+	if (!rlg_list_split(p, o, value, 2, "items", &items, &n))
+		return false;
 	for (i = 0; i < n; i++) {
 		if (strcmp(items[i], "ip") == 0) {
 			if ((bits & RLG_KEY_IP) != 0) {
-				rlg_key_problem(p, k, "ip given twice "
+				rlg_key_problem(p, o, "ip given twice "
 				    "(got \"%s\")", value);
 				ok = false;
 			}
@@ -2502,24 +1426,25 @@ rlg_set_key(struct rlg_parse *p, const struct rlg_key *k, const char *value)
 		}
 		if (strncmp(items[i], "header:", 7) != 0 ||
 		    items[i][7] == '\0') {
-			rlg_key_problem(p, k, "must be one of ip, header:NAME "
+			rlg_key_problem(p, o, "must be one of ip, header:NAME "
 			    "(got \"%s\")", items[i]);
 			ok = false;
 			continue;
 		}
 		name = items[i] + 7;
 		len = strlen(name);
-		if (!rlg_header_name_ok(name)) {
-			rlg_key_problem(p, k, "header name must be an HTTP "
+		/* An HTTP token (RFC 9110 tchar). */
+		if (name[strspn(name, RLG_ALNUM "!#$%&'*+-.^_`|~")] != '\0') {
+			rlg_key_problem(p, o, "header name must be an HTTP "
 			    "token: A-Z a-z 0-9 and !#$%%&'*+-.^_`|~ "
 			    "(got \"%s\")", name);
 			ok = false;
 		} else if (len > RLG_HEADER_NAME_MAX) {
-			rlg_key_problem(p, k, "header name must be at most "
+			rlg_key_problem(p, o, "header name must be at most "
 			    "%d bytes (got %zu)", RLG_HEADER_NAME_MAX, len);
 			ok = false;
 		} else if (header != NULL) {
-			rlg_key_problem(p, k, "at most one header:NAME "
+			rlg_key_problem(p, o, "at most one header:NAME "
 			    "(got \"%s\")", value);
 			ok = false;
 		}
@@ -2530,181 +1455,65 @@ rlg_set_key(struct rlg_parse *p, const struct rlg_key *k, const char *value)
 		pol->key = bits;
 		free(pol->key_header);
 		pol->key_header = header != NULL ? rlg_xstrdup(header) : NULL;
-		rlg_cur_build(p)->key_line = p->lineno;
 	}
 	rlg_list_free(items, n);
-}
-
-static void
-rlg_set_mode(struct rlg_parse *p, const struct rlg_key *k, const char *value)
-{
-	int v;
-
-	if (rlg_set_word(p, k, value, rlg_mode_words, &v))
-		rlg_cur_policy(p)->mode = (enum rlg_mode)v;
-}
-
-static void
-rlg_set_policy_exempt(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
-{
-	struct rlg_policy *pol = rlg_cur_policy(p);
-
-	rlg_set_cidrs(p, k, value, &pol->exempt, &pol->nexempt);
-}
-
-static void
-rlg_set_trusted_proxies(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
-{
-	const struct rlg_client_config *cc = &p->cfg->client;
-	size_t i;
-
-	rlg_set_cidrs(p, k, value, &p->cfg->client.trusted_proxies,
-	    &p->cfg->client.ntrusted);
-	/*
-	 * 0.0.0.0/0 (or ::/0) believes every peer's forwarding header: any
-	 * client then names its own key. Allowed (a front that strips and
-	 * sets the header, with rlgate reachable only through it), said.
-	 * An IPv4 network is stored over 16 bytes: /0 is 96 there.
-	 */
-	for (i = 0; i < cc->ntrusted; i++) {
-		const struct rlg_cidr *n = &cc->trusted_proxies[i];
-
-		if (n->prefix_len == 0 ||
-		    (n->addr.v4 && n->prefix_len <= 96)) {
-			rlg_key_warning(p, k, "%s trusts every peer: any "
-			    "client that reaches rlgate directly chooses its "
-			    "own key with a forwarding header; list only your "
-			    "proxies", n->addr.v4 ? "0.0.0.0/0" : "::/0");
-			break;
-		}
-	}
-}
-
-static void
-rlg_set_ipv6_prefix(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
-{
-	long long v;
-	bool ok;
-
-	rlg_set_int(p, k, value, 1, 128, &v, &ok);
-	if (ok)
-		p->cfg->client.ipv6_prefix = (int)v;
-}
-
-static void
-rlg_set_client_exempt(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
-{
-	rlg_set_cidrs(p, k, value, &p->cfg->client.exempt,
-	    &p->cfg->client.nexempt);
-}
-
-/* A secret: the message gives its length, never the value. */
-static void
-rlg_set_key_secret(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
-{
-	size_t len = strlen(value);
-
-	if (len < RLG_KEY_SECRET_MIN) {
-		rlg_key_problem(p, k, "must be at least %d bytes (got %zu "
-		    "bytes)", RLG_KEY_SECRET_MIN, len);
-		return;
-	}
-	free(p->cfg->client.key_secret);
-	p->cfg->client.key_secret = rlg_xstrdup(value);
-}
-
-static void
-rlg_set_report_exempt(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
-{
-	int v;
-
-	if (rlg_set_word(p, k, value, rlg_yes_no_words, &v))
-		p->cfg->report_exempt = v != 0;
-}
-
-/*
- * Only the header the trusted proxies set is read: one they merely pass
- * through would let a client choose its own key.
- */
-static void
-rlg_set_forwarded_header(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
-{
-	int v;
-
-	if (rlg_set_word(p, k, value, rlg_forwarded_words, &v))
-		p->cfg->client.forwarded_header = (enum rlg_forwarded_header)v;
-}
-
-static void
-rlg_set_log_level(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
-{
-	int v;
-
-	if (rlg_set_word(p, k, value, rlg_log_level_words, &v))
-		p->cfg->log_level = (enum rlg_log_level)v;
+	return ok;
 }
 
 /* "/exact" or "/prefix*": a '*' only at the end, stored without it. */
-static void
-rlg_set_route_path(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
+static bool
+rlg_set_route_path(struct rlg_parse *p, const struct rlg_option *o,
+    const char *value, void *base)
 {
-	struct rlg_route *r = rlg_cur_route(p);
+	struct rlg_route *r = base;
 	const char *star;
 	size_t len = strlen(value);
 
 	if (value[0] != '/') {
-		rlg_key_problem(p, k, "must start with \"/\" (got \"%s\")",
+		rlg_key_problem(p, o, "must start with \"/\" (got \"%s\")",
 		    value);
-		return;
+		return false;
 	}
 	star = strchr(value, '*');
 	if (star != NULL && star != value + len - 1) {
-		rlg_key_problem(p, k, "\"*\" may only end the path, for a "
+		rlg_key_problem(p, o, "\"*\" may only end the path, for a "
 		    "prefix match (got \"%s\")", value);
-		return;
+		return false;
 	}
 	free(r->path);
 	r->path = rlg_xstrdup(value);
 	r->prefix = star != NULL;
 	if (r->prefix)
 		r->path[len - 1] = '\0';
+	return true;
 }
 
 /* Method names as a request carries them: uppercase letters, no repeat. */
-static void
-rlg_set_route_methods(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
+static bool
+rlg_set_route_methods(struct rlg_parse *p, const struct rlg_option *o,
+    const char *value, void *base)
 {
-	struct rlg_route *r = rlg_cur_route(p);
+	struct rlg_route *r = base;
 	const char *c;
 	char **items;
 	size_t i, j, n;
 	bool ok = true;
 
-	if (!rlg_list_split(p, k, value, RLG_ROUTE_METHODS_MAX, "methods",
+	if (!rlg_list_split(p, o, value, RLG_ROUTE_METHODS_MAX, "methods",
 	    &items, &n))
-		return;
+		return false;
 	for (i = 0; i < n; i++) {
 		for (c = items[i]; *c >= 'A' && *c <= 'Z';)
 			c++;
 		if (*c != '\0') {
-			rlg_key_problem(p, k, "not a method: uppercase "
+			rlg_key_problem(p, o, "not a method: uppercase "
 			    "letters only (got \"%s\")", items[i]);
 			ok = false;
 			continue;
 		}
 		for (j = 0; j < i; j++) {
 			if (strcmp(items[j], items[i]) == 0) {
-				rlg_key_problem(p, k, "%s given twice "
+				rlg_key_problem(p, o, "%s given twice "
 				    "(got \"%s\")", items[i], value);
 				ok = false;
 				break;
@@ -2713,56 +1522,54 @@ rlg_set_route_methods(struct rlg_parse *p, const struct rlg_key *k,
 	}
 	if (!ok) {
 		rlg_list_free(items, n);
-		return;
+		return false;
 	}
 	rlg_list_free(r->methods, r->nmethods);
 	r->methods = items;
 	r->nmethods = n;
+	return true;
 }
 
 /*
  * Policy names, resolved at the end (a [policy] may come later), or
  * "none" alone: the route is not limited.
  */
-static void
-rlg_set_route_policies(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value)
+static bool
+rlg_set_route_policies(struct rlg_parse *p, const struct rlg_option *o,
+    const char *value, void *base)
 {
-	struct rlg_route_build *b = rlg_cur_rbuild(p);
+	struct rlg_build *b = &p->rbuilds[p->cur];
 	char **items;
 	size_t i, j, n;
 	bool ok = true;
 
-	if (!rlg_list_split(p, k, value, RLG_POLICIES_MAX, "policies",
+	(void)base;
+	if (!rlg_list_split(p, o, value, RLG_POLICIES_MAX, "policies",
 	    &items, &n))
-		return;
+		return false;
 	for (i = 0; i < n; i++) {
 		if (strcmp(items[i], "none") == 0 && n > 1) {
-			rlg_key_problem(p, k, "none must stand alone "
+			rlg_key_problem(p, o, "none must stand alone "
 			    "(got \"%s\")", value);
 			ok = false;
 			break;
 		}
 		for (j = 0; j < i; j++) {
 			if (strcmp(items[j], items[i]) == 0) {
-				rlg_key_problem(p, k, "[policy %s] given "
+				rlg_key_problem(p, o, "[policy %s] given "
 				    "twice (got \"%s\")", items[i], value);
 				ok = false;
 				break;
 			}
 		}
 	}
-	if (!ok) {
+	if (!ok || (n == 1 && strcmp(items[0], "none") == 0)) {
 		rlg_list_free(items, n);
-		return;
-	}
-	b->policies_line = p->lineno;
-	if (n == 1 && strcmp(items[0], "none") == 0) {
-		rlg_list_free(items, n);
-		return;
+		return ok;
 	}
 	b->names = items;
 	b->nnames = n;
+	return true;
 }
 
 /*
@@ -2771,7 +1578,7 @@ rlg_set_route_policies(struct rlg_parse *p, const struct rlg_key *k,
  * them (what names them in the message), and returns false.
  */
 static bool
-rlg_list_split(struct rlg_parse *p, const struct rlg_key *k,
+rlg_list_split(struct rlg_parse *p, const struct rlg_option *o,
     const char *value, size_t max, const char *what, char ***items,
     size_t *n)
 {
@@ -2783,7 +1590,7 @@ rlg_list_split(struct rlg_parse *p, const struct rlg_key *k,
 		if (*s == ',')
 			count++;
 	if (count > max) {
-		rlg_key_problem(p, k, "at most %zu %s (got %zu)", max, what,
+		rlg_key_problem(p, o, "at most %zu %s (got %zu)", max, what,
 		    count);
 		return false;
 	}
@@ -2797,7 +1604,7 @@ rlg_list_split(struct rlg_parse *p, const struct rlg_key *k,
 		while (e > s && isspace((unsigned char)e[-1]))
 			e--;
 		if (e == s) {
-			rlg_key_problem(p, k, "empty item in the list "
+			rlg_key_problem(p, o, "empty item in the list "
 			    "(got \"%s\")", value);
 			rlg_list_free(v, i);
 			return false;
@@ -2821,53 +1628,4 @@ rlg_list_free(char **items, size_t n)
 	for (i = 0; i < n; i++)
 		free(items[i]);
 	free(items);
-}
-
-/* An HTTP token (RFC 9110 tchar), not empty. */
-static bool
-rlg_header_name_ok(const char *s)
-{
-	if (*s == '\0')
-		return false;
-	for (; *s != '\0'; s++)
-		if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
-		    (*s >= '0' && *s <= '9') ||
-		    strchr("!#$%&'*+-.^_`|~", *s) != NULL))
-			return false;
-	return true;
-}
-
-/*
- * A list of networks (rlg_cidr_parse) into a new array *nets of *n. Each
- * bad item is its own problem; nothing is stored unless all are good.
- */
-static void
-rlg_set_cidrs(struct rlg_parse *p, const struct rlg_key *k,
-    const char *value, struct rlg_cidr **nets, size_t *n)
-{
-	struct rlg_cidr *v;
-	char **items;
-	size_t i, count;
-	bool ok = true;
-
-	if (!rlg_list_split(p, k, value, RLG_CIDRS_MAX, "networks", &items,
-	    &count))
-		return;
-	v = rlg_xcalloc(count, sizeof *v);
-	for (i = 0; i < count; i++) {
-		if (rlg_cidr_parse(items[i], &v[i]) != 0) {
-			rlg_key_problem(p, k, "not an IP address or "
-			    "ADDR/LEN network with zero host bits "
-			    "(got \"%s\")", items[i]);
-			ok = false;
-		}
-	}
-	rlg_list_free(items, count);
-	if (!ok) {
-		free(v);
-		return;
-	}
-	free(*nets);
-	*nets = v;
-	*n = count;
 }

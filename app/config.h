@@ -1,5 +1,5 @@
 /*
- * config.h: the INI configuration (parsed by libinih) as plain structs.
+ * config.h: the INI configuration (read by ini.c) as plain structs.
  *
  * The loader reads the whole file, collects every problem as
  * "file:line: key: message (got "value")", and returns them all at once, so
@@ -77,7 +77,7 @@ enum rlg_store_clock {
  * All zero is a valid SQLite config without a path; the Redis fields
  * (redis_*, timeouts, clock) are used only with backend = redis (which
  * [store] backend = redis_cluster is too, with redis_cluster set) and are
- * filled from [store] url by rlg_config_redis_url.
+ * filled from [store] url by rlg_config_redis_url (store_redis.h).
  */
 struct rlg_store_config {
 	enum rlg_store_backend backend;
@@ -252,37 +252,75 @@ int rlg_config_load_string(const char *text, const char *name, FILE *errs,
  */
 const char *rlg_config_pick(const char *opt);
 
-/*
- * Parses a Redis address into sc's redis_* fields, replacing what they
- * held:
- *   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]   (PORT 6379 by default)
- *   redis://[[USER]:PASSWORD@]HOST[:PORT],HOST[:PORT]...[/DB]
- *   unix:/PATH[?db=N][&password=P][&user=U]      (unix:///PATH too)
- * HOST is a name, an IPv4 address or an IPv6 one in brackets; USER and
- * PASSWORD may hold %XX escapes (%40 for '@'). A list (at most
- * RLG_REDIS_SEEDS_MAX) names the seed nodes of a Redis Cluster: the first
- * goes to redis_host and redis_port, the others to redis_seeds; whether
- * the backend wants a list is the config's check, not this one's.
- * Returns 0, or -1 with why the url is refused in why (size bytes; never
- * the password) and sc unchanged.
- */
-int rlg_config_redis_url(struct rlg_store_config *sc, const char *url,
-    char *why, size_t size);
-
-/*
- * Where the store is, for the logs, never with a password: "sqlite PATH",
- * "redis HOST:PORT[/DB]", "redis [V6ADDR]:PORT", "redis unix:PATH[?db=N]",
- * "redis_cluster HOST:PORT,HOST:PORT..." (the seed nodes).
- * Writes into buf (size bytes) and returns it.
- */
-const char *rlg_store_describe(const struct rlg_store_config *sc, char *buf,
-    size_t size);
-
 /* Frees a config; NULL does nothing. */
 void rlg_config_free(struct rlg_config *cfg);
 
-/* Names for the logs: "closed"/"open", "draft03", "json"/"problem",
- * "sqlite"/"redis", "redis"/"local". */
+/* A word a key takes, and the enum value it stands for. */
+struct rlg_word {
+	const char *name;
+	int value;
+};
+
+/* What kind of value a key takes (struct rlg_option). */
+enum rlg_option_type {
+	RLG_OPT_INT = 0,       /* a decimal integer from min to max */
+	RLG_OPT_ENUM,          /* one of words */
+	RLG_OPT_STRING,        /* text of min to max bytes: a path, a secret */
+	RLG_OPT_CIDRS,         /* a list of at most max addresses, networks */
+	RLG_OPT_COMPOUND,      /* anything else: its own setter parses it */
+};
+
+/* The loader's state (config.c), for the hand-written setters. */
+struct rlg_parse;
+struct rlg_option;
+
+/*
+ * A setter: checks value (not empty) for o, reports what is wrong with it
+ * and, if it is good, stores it in the struct at base (or in p). Returns
+ * whether it was good.
+ */
+typedef bool rlg_option_set_fn(struct rlg_parse *p,
+    const struct rlg_option *o, const char *value, void *base);
+
+/*
+ * One config key, one row of the option table: what the loader parses
+ * and checks, and what the man page and the example config must say
+ * (tests/check_config.c holds them to it). A key of [policy NAME] or
+ * [route NAME] has the section "policy" or "route".
+ */
+struct rlg_option {
+	const char *section;   /* "store", "headers", "response", "client",
+	                          "log", "policy", "route" */
+	const char *name;
+	enum rlg_option_type type;
+	/*
+	 * The field it fills, in the struct of its section: rlg_store_config
+	 * ([store]), rlg_config ([headers], [response], [log]),
+	 * rlg_client_config ([client]), rlg_policy, rlg_route. size is 1
+	 * (bool), sizeof(int) (int, enum) or 8 (int64_t); a list of networks
+	 * keeps its size_t count at count_offset.
+	 */
+	size_t offset;
+	size_t size;
+	size_t count_offset;
+	long long min, max;    /* INT: the range; STRING: the length in
+	                          bytes; CIDRS: max networks */
+	int scale;             /* INT: stored times scale (0: 1) */
+	const struct rlg_word *words;  /* ENUM: NULL-ended, in the order the
+	                                  messages list them */
+	const char *def;       /* the default, as the docs write it */
+	const char *doc;       /* what it is, in one line */
+	rlg_option_set_fn *set;    /* or NULL: the type's own setter */
+};
+
+/*
+ * The option table: every key of every section, *n of them. Static.
+ */
+const struct rlg_option *rlg_config_options(size_t *n);
+
+/* Names for the logs, the words of the option table: "closed"/"open",
+ * "draft03", "json"/"problem", "sqlite"/"redis", "redis"/"local"
+ * ("unknown" for a value no word stands for). */
 const char *rlg_on_error_name(enum rlg_on_error e);
 const char *rlg_style_name(enum rlg_header_style s);
 const char *rlg_error_format_name(enum rlg_error_format f);

@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "server.h"
+#include "store.h"
 #include "util.h"
 
 #define THREADS_DEFAULT 4

@@ -21,6 +21,7 @@
 
 #include "config.h"
 #include "limiter.h"
+#include "store_redis.h"
 
 /* The longest client key a store accepts, in bytes, without the NUL. */
 #define RLG_CLIENT_KEY_MAX 255

@@ -6,7 +6,7 @@ set -euo pipefail
 
 pkgs=(
 	build-essential autoconf automake pkg-config   # the toolchain
-	libfcgi-dev libsqlite3-dev libinih-dev check   # libraries and Check
+	libfcgi-dev libsqlite3-dev check               # libraries and Check
 	libsodium-dev clang                            # API-key hashing; the fuzzers
 	spawn-fcgi lighttpd apache2 sqlite3 curl       # run it, test it, inspect it
 	gnuplot-nox                                    # the boundary-burst picture

@@ -70,7 +70,7 @@ if [ -z "$tidy" ]; then
 	tidy_status="not installed (run scripts/deps.sh)"
 else
 	cflags=(-std=c11 -I app "${defs[@]}")
-	for pc in fcgi sqlite3 inih libsodium; do
+	for pc in fcgi sqlite3 libsodium; do
 		# No .pc (libfcgi on some systems): the headers are in /usr/include.
 		read -ra pcf <<<"$(pkg-config --cflags "$pc" 2>/dev/null)"
 		cflags+=("${pcf[@]}")

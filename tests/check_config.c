@@ -12,6 +12,7 @@
  * file to load.
  */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,8 @@
 
 #include "check_rlgate.h"
 #include "config.h"
+#include "ini.h"
+#include "store_redis.h"
 
 /* One value that a key must refuse, and what the loader says. */
 struct rlg_t_bad {
@@ -3024,6 +3027,571 @@ START_TEST(test_redis_cluster_url_api)
 }
 END_TEST
 
+/* ---- table -------------------------------------------------------------- */
+
+/* The struct that o's section fills, in cfg (the first policy for
+ * [policy NAME]); NULL for a route. */
+static char *
+rlg_t_base(struct rlg_config *cfg, const struct rlg_option *o)
+{
+	if (strcmp(o->section, "store") == 0)
+		return (char *)&cfg->store;
+	if (strcmp(o->section, "client") == 0)
+		return (char *)&cfg->client;
+	if (strcmp(o->section, "policy") == 0)
+		return (char *)&cfg->policies[0];
+	if (strcmp(o->section, "route") == 0)
+		return NULL;
+	return (char *)cfg;
+}
+
+/* The header of o's section, as a file would write it. */
+static const char *
+rlg_t_header(const struct rlg_option *o)
+{
+	if (strcmp(o->section, "policy") == 0)
+		return "[policy p]";
+	if (strcmp(o->section, "route") == 0)
+		return "[route r]";
+	return strcmp(o->section, "store") == 0 ? "[store]" :
+	    strcmp(o->section, "headers") == 0 ? "[headers]" :
+	    strcmp(o->section, "response") == 0 ? "[response]" :
+	    strcmp(o->section, "client") == 0 ? "[client]" : "[log]";
+}
+
+/* Every row is whole: a known section, a name, a default, a doc line,
+ * its type's data; no key twice. */
+START_TEST(test_option_rows)
+{
+	static const char *const sections[] = { "store", "headers",
+	    "response", "client", "log", "policy", "route" };
+	const struct rlg_option *opts, *o;
+	size_t n, i, j, k;
+
+	opts = rlg_config_options(&n);
+	ck_assert_uint_ge(n, 32);
+	for (i = 0; i < n; i++) {
+		o = &opts[i];
+		for (k = 0; k < sizeof sections / sizeof sections[0]; k++)
+			if (strcmp(o->section, sections[k]) == 0)
+				break;
+		ck_assert_msg(k < sizeof sections / sizeof sections[0],
+		    "row %zu: section %s", i, o->section);
+		ck_assert_ptr_nonnull(o->name);
+		ck_assert_msg(o->def != NULL && *o->def != '\0' &&
+		    o->doc != NULL && *o->doc != '\0' && strlen(o->doc) < 70,
+		    "%s %s: a default and one short line of doc", o->section,
+		    o->name);
+		ck_assert_msg(o->type != RLG_OPT_ENUM || o->words != NULL,
+		    "%s: no words", o->name);
+		ck_assert_msg(o->type != RLG_OPT_COMPOUND || o->set != NULL,
+		    "%s: no setter", o->name);
+		ck_assert_msg(o->type != RLG_OPT_INT || (o->min <= o->max &&
+		    (o->size == sizeof(int) || o->size == sizeof(int64_t))),
+		    "%s: range or size", o->name);
+		for (j = 0; j < i; j++)
+			ck_assert_msg(strcmp(opts[j].section, o->section) != 0 ||
+			    strcmp(opts[j].name, o->name) != 0,
+			    "%s %s twice", o->section, o->name);
+	}
+}
+END_TEST
+
+/*
+ * The default a row writes is what the key is when it is not set: each
+ * integer and word key set to its default gives the same field as a file
+ * without it (in a file where the key is allowed at all). burst's default
+ * is "the policy's limit"; the store path is the configured one.
+ */
+START_TEST(test_option_defaults)
+{
+	const struct rlg_option *opts, *o;
+	struct rlg_config *with, *without;
+	char *a, *b, *path;
+	const char *ctx;
+	size_t n, i, checked = 0;
+
+	opts = rlg_config_options(&n);
+	for (i = 0; i < n; i++) {
+		o = &opts[i];
+		if ((o->type != RLG_OPT_INT && o->type != RLG_OPT_ENUM) ||
+		    strcmp(o->name, "burst") == 0)
+			continue;
+		ctx = "";
+		if (strcmp(o->name, "connect_timeout_ms") == 0 ||
+		    strcmp(o->name, "timeout_ms") == 0 ||
+		    strcmp(o->name, "clock") == 0)
+			ctx = "[store]\nbackend = redis\nurl = redis://h\n";
+		else if (strcmp(o->name, "new_keys_per_ip") == 0)
+			ctx = "[client]\nkey_secret = 0123456789abcdef\n"
+			    "[policy p]\nkey = header:X\n";
+		a = rlg_t_fmt("%s%s\n%s = %s\n", ctx, rlg_t_header(o), o->name,
+		    o->def);
+		b = rlg_t_fmt("%s%s\n", ctx, rlg_t_header(o));
+		with = rlg_t_ok(a);
+		without = rlg_t_ok(b);
+		ck_assert_msg(memcmp(rlg_t_base(with, o) + o->offset,
+		    rlg_t_base(without, o) + o->offset, o->size) == 0,
+		    "%s %s: the default \"%s\" is not what it is unset",
+		    o->section, o->name, o->def);
+		rlg_config_free(with);
+		rlg_config_free(without);
+		free(a);
+		free(b);
+		checked++;
+	}
+	ck_assert_uint_ge(checked, 20);
+	/* "LOCALSTATEDIR/..." as configured. */
+	for (i = 0; i < n && strcmp(opts[i].name, "path") != 0; i++)
+		;
+	ck_assert_uint_lt(i, n);
+	ck_assert_int_eq(strncmp(opts[i].def, "LOCALSTATEDIR/", 14), 0);
+	path = rlg_t_fmt("%s/%s", LOCALSTATEDIR, opts[i].def + 14);
+	ck_assert_str_eq(path, RLG_DEFAULT_DB_PATH);
+	free(path);
+}
+END_TEST
+
+/*
+ * A word key's problem lists the words of its row, in order; the name
+ * the logs give a value is its first word in the row.
+ */
+START_TEST(test_option_words)
+{
+	const struct rlg_option *opts, *o;
+	const struct rlg_word *w;
+	char list[512], *text, *want;
+	const char *got;
+	size_t n, i, len, rows = 0;
+
+	opts = rlg_config_options(&n);
+	for (i = 0; i < n; i++) {
+		o = &opts[i];
+		if (o->type != RLG_OPT_ENUM)
+			continue;
+		rows++;
+		len = 0;
+		list[0] = '\0';
+		for (w = o->words; w->name != NULL; w++)
+			len += (size_t)snprintf(list + len, sizeof list - len,
+			    "%s%s", len > 0 ? ", " : "", w->name);
+		text = rlg_t_fmt("%s\n%s = bogus\n", rlg_t_header(o), o->name);
+		if (strcmp(o->name, "algorithm") == 0)
+			want = rlg_t_fmt("t.conf:2: %s %s: unknown algorithm "
+			    "(got \"bogus\"): must be one of %s\n",
+			    rlg_t_header(o), o->name, list);
+		else
+			want = rlg_t_fmt("t.conf:2: %s %s: must be one of %s "
+			    "(got \"bogus\")\n", rlg_t_header(o), o->name,
+			    list);
+		rlg_t_expect(text, 1, want);
+		free(text);
+		free(want);
+		for (w = o->words; w->name != NULL; w++) {
+			got = NULL;
+			if (strcmp(o->name, "on_error") == 0)
+				got = rlg_on_error_name(w->value);
+			else if (strcmp(o->name, "backend") == 0 &&
+			    w->value >= 0)
+				got = rlg_store_backend_name(w->value);
+			else if (strcmp(o->name, "clock") == 0)
+				got = rlg_store_clock_name(w->value);
+			else if (strcmp(o->name, "style") == 0)
+				got = rlg_style_name(w->value);
+			else if (strcmp(o->name, "errors") == 0)
+				got = rlg_error_format_name(w->value);
+			else if (strcmp(o->name, "level") == 0)
+				got = rlg_log_level_name(w->value);
+			else if (strcmp(o->name, "algorithm") == 0)
+				got = rlg_algorithm_name(w->value);
+			if (got != NULL)
+				ck_assert_str_eq(got, w->name);
+		}
+	}
+	ck_assert_uint_eq(rows, 12);
+}
+END_TEST
+
+/* An empty backend is reported as empty, and is no bad word: the keys of
+ * the other backend are still checked (against the default, sqlite). */
+START_TEST(test_empty_backend)
+{
+	rlg_t_expect("[store]\nbackend =\nurl = redis://h\n", 2,
+	    "t.conf:2: [store] backend: must not be empty\n"
+	    "t.conf:3: [store] url: applies only to backend = redis or "
+	    "redis_cluster\n");
+	rlg_t_expect("[store]\nbackend = x\nurl = redis://h\n", 1,
+	    "t.conf:2: [store] backend: must be one of sqlite, redis, "
+	    "redis_cluster (got \"x\")\n");
+}
+END_TEST
+
+/* ---- docs --------------------------------------------------------------- */
+
+/* The text of the source file rel ($RLGATE_SRCDIR, else the tree this
+ * file is in), a new string. */
+static char *
+rlg_t_srcfile(const char *rel)
+{
+	const char *dir = getenv("RLGATE_SRCDIR");
+	char *path, *text, *slash;
+	size_t len;
+	FILE *fp;
+
+	if (dir != NULL && *dir != '\0') {
+		path = rlg_t_fmt("%s/%s", dir, rel);
+	} else {
+		path = rlg_t_fmt("%s", __FILE__);
+		slash = strrchr(path, '/');
+		ck_assert_ptr_nonnull(slash);
+		*slash = '\0';               /* tests/ */
+		slash = strrchr(path, '/');
+		text = rlg_t_fmt("%.*s%s", slash != NULL ?
+		    (int)(slash - path + 1) : 0, path, rel);
+		free(path);
+		path = text;
+	}
+	fp = fopen(path, "r");
+	ck_assert_msg(fp != NULL, "cannot open %s", path);
+	text = malloc(1 << 20);
+	ck_assert_ptr_nonnull(text);
+	len = fread(text, 1, (1 << 20) - 1, fp);
+	ck_assert_uint_lt(len, (1 << 20) - 1);
+	text[len] = '\0';
+	fclose(fp);
+	free(path);
+	return text;
+}
+
+/* s with the roff escapes the man page uses ("\-", "\&") undone. */
+static void
+rlg_t_unroff(char *s)
+{
+	char *d = s;
+
+	for (; *s != '\0'; s++) {
+		if (s[0] == '\\' && (s[1] == '-' || s[1] == '&')) {
+			if (s[1] == '-')
+				*d++ = '-';
+			s++;
+			continue;
+		}
+		*d++ = *s;
+	}
+	*d = '\0';
+}
+
+/*
+ * The entry of key sect/name in the man page: from its "\n.TP\n.B NAME\n"
+ * in the ".SH" section "THE [SECT ..." to the next ".TP" or ".SH", as a
+ * new string with the escapes undone; NULL if there is none.
+ */
+static char *
+rlg_t_man_entry(const char *man, const char *sect, const char *name)
+{
+	const char *sh, *end, *at, *nl;
+	char *head, *entry;
+	size_t len;
+
+	head = rlg_t_fmt("\n.SH \"THE [%s", sect);
+	sh = strstr(man, head);
+	free(head);
+	if (sh == NULL)
+		return NULL;
+	end = strstr(sh + 1, "\n.SH ");
+	head = rlg_t_fmt("\n.TP\n.B %s\n", name);
+	at = strstr(sh, head);
+	free(head);
+	if (at == NULL || (end != NULL && at > end))
+		return NULL;
+	len = strlen(at);
+	for (nl = at + 1; (nl = strchr(nl, '\n')) != NULL; nl++) {
+		if (strncmp(nl, "\n.TP\n", 5) == 0 ||
+		    strncmp(nl, "\n.SH ", 5) == 0) {
+			len = (size_t)(nl - at);
+			break;
+		}
+	}
+	entry = rlg_t_fmt("%.*s\n", (int)len, at);
+	rlg_t_unroff(entry);
+	return entry;
+}
+
+/*
+ * Every key of the table has its entry in docs/rlgate.conf.5 under its
+ * section, with the table's default, its doc line, every word and its
+ * range; and every entry there is a key of the table.
+ */
+START_TEST(test_man_page_agrees)
+{
+	const struct rlg_option *opts, *o;
+	const struct rlg_word *w;
+	char *man, *entry, *want, *sect, *name;
+	const char *at, *sh;
+	size_t n, i, found;
+
+	man = rlg_t_srcfile("docs/rlgate.conf.5");
+	opts = rlg_config_options(&n);
+	for (i = 0; i < n; i++) {
+		o = &opts[i];
+		entry = rlg_t_man_entry(man, o->section, o->name);
+		ck_assert_msg(entry != NULL, "rlgate.conf.5: no entry for "
+		    "[%s] %s", o->section, o->name);
+		want = rlg_t_fmt("\nDefault: %s.\n", o->def);
+		ck_assert_msg(strstr(entry, want) != NULL, "rlgate.conf.5: "
+		    "[%s] %s: not \"Default: %s.\"", o->section, o->name,
+		    o->def);
+		free(want);
+		want = rlg_t_fmt("\n%s\n", o->doc);
+		ck_assert_msg(strstr(entry, want) != NULL, "rlgate.conf.5: "
+		    "[%s] %s: no line \"%s\"", o->section, o->name, o->doc);
+		free(want);
+		for (w = o->words; o->type == RLG_OPT_ENUM && w->name != NULL;
+		    w++)
+			ck_assert_msg(strstr(entry, w->name) != NULL,
+			    "rlgate.conf.5: %s: no word %s", o->name, w->name);
+		want = rlg_t_fmt(" %lld to %lld.", o->min, o->max);
+		ck_assert_msg(o->type != RLG_OPT_INT ||
+		    strstr(entry, want) != NULL, "rlgate.conf.5: %s: no "
+		    "range \"%s\"", o->name, want);
+		free(want);
+		free(entry);
+	}
+	/* No entry the table does not have. */
+	found = 0;
+	for (at = strstr(man, "\n.TP\n.B "); at != NULL;
+	    at = strstr(at + 1, "\n.TP\n.B ")) {
+		for (sh = at; sh > man && strncmp(sh, "\n.SH ", 5) != 0; sh--)
+			;
+		if (strncmp(sh, "\n.SH \"THE [", 11) != 0)
+			continue;
+		sect = rlg_t_fmt("%.*s", (int)strcspn(sh + 11, " ]"), sh + 11);
+		name = rlg_t_fmt("%.*s", (int)strcspn(at + 8, "\n"), at + 8);
+		for (i = 0; i < n; i++)
+			if (strcmp(opts[i].section, sect) == 0 &&
+			    strcmp(opts[i].name, name) == 0)
+				break;
+		ck_assert_msg(i < n, "rlgate.conf.5: [%s] %s is no key", sect,
+		    name);
+		found++;
+		free(sect);
+		free(name);
+	}
+	ck_assert_uint_eq(found, n);
+	free(man);
+}
+END_TEST
+
+/*
+ * www/rlgate.conf.example names every key of the table in its section
+ * ("key = " or ";key = "), the first time under a "; Default: " line with
+ * the table's default; and names no key the table does not have.
+ */
+START_TEST(test_example_agrees)
+{
+	const struct rlg_option *opts;
+	char *text, *line, *next, *def = NULL, *sect = NULL, *key;
+	char **defs;
+	size_t n, i, len;
+
+	text = rlg_t_srcfile("www/rlgate.conf.example");
+	opts = rlg_config_options(&n);
+	defs = calloc(n, sizeof *defs);
+	ck_assert_ptr_nonnull(defs);
+	for (line = text; line != NULL && *line != '\0'; line = next) {
+		next = strchr(line, '\n');
+		if (next != NULL)
+			*next++ = '\0';
+		if (line[0] == '[') {
+			free(sect);
+			sect = rlg_t_fmt("%.*s", (int)strcspn(line + 1, " ]"),
+			    line + 1);
+			continue;
+		}
+		if (strncmp(line, "; Default: ", 11) == 0) {
+			free(def);
+			def = rlg_t_fmt("%s", line + 11);
+			continue;
+		}
+		key = line + (line[0] == ';');
+		len = strspn(key, "abcdefghijklmnopqrstuvwxyz0123456789_");
+		if (len == 0 || strncmp(key + len, " = ", 3) != 0)
+			continue;
+		ck_assert_ptr_nonnull(sect);
+		for (i = 0; i < n; i++)
+			if (strcmp(opts[i].section, sect) == 0 &&
+			    strlen(opts[i].name) == len &&
+			    strncmp(opts[i].name, key, len) == 0)
+				break;
+		ck_assert_msg(i < n, "rlgate.conf.example: [%s] %.*s is no "
+		    "key", sect, (int)len, key);
+		if (defs[i] == NULL) {
+			ck_assert_msg(def != NULL, "rlgate.conf.example: [%s] "
+			    "%s: no \"; Default:\" line", sect, opts[i].name);
+			defs[i] = def;
+			def = NULL;
+		}
+		free(def);
+		def = NULL;
+	}
+	for (i = 0; i < n; i++) {
+		ck_assert_msg(defs[i] != NULL, "rlgate.conf.example: no [%s] "
+		    "%s", opts[i].section, opts[i].name);
+		ck_assert_msg(strcmp(defs[i], opts[i].def) == 0,
+		    "rlgate.conf.example: [%s] %s: default \"%s\", not \"%s\"",
+		    opts[i].section, opts[i].name, defs[i], opts[i].def);
+		free(defs[i]);
+	}
+	free(defs);
+	free(def);
+	free(sect);
+	free(text);
+}
+END_TEST
+
+/* ---- reader ------------------------------------------------------------- */
+
+/* rlg_ini_fn: appends "LINE kind name=value" or "LINE kind: error" and a
+ * newline to the string *ctx (a char **, reallocated). */
+static void
+rlg_t_ini_collect(void *ctx, const struct rlg_ini_line *l)
+{
+	static const char *const kinds[] = { "section", "key", "bad-section",
+	    "bad-line" };
+	char **log = ctx, *t;
+
+	if (l->kind == RLG_INI_SECTION)
+		t = rlg_t_fmt("%s%d section [%s]\n", *log, l->lineno, l->name);
+	else if (l->kind == RLG_INI_KEY)
+		t = rlg_t_fmt("%s%d key %s=%s\n", *log, l->lineno, l->name,
+		    l->value);
+	else
+		t = rlg_t_fmt("%s%d %s: %s\n", *log, l->lineno, kinds[l->kind],
+		    l->error);
+	free(*log);
+	*log = t;
+}
+
+/* What rlg_ini_read makes of len bytes (a file when len > strlen). */
+static char *
+rlg_t_ini(const char *text, size_t len, size_t max)
+{
+	char *log = rlg_t_fmt("%s", "");
+	FILE *fp = NULL;
+
+	if (len > strlen(text)) {
+		fp = fmemopen((void *)(uintptr_t)text, len, "r");
+		ck_assert_ptr_nonnull(fp);
+	}
+	ck_assert_int_eq(rlg_ini_read(fp, text, max, rlg_t_ini_collect, &log),
+	    0);
+	if (fp != NULL)
+		fclose(fp);
+	return log;
+}
+
+#define RLG_T_SYNTAX "syntax error: expected \"key = value\" or " \
+    "\"[section]\" (got "
+
+/* Line numbers hold with CRLF, a BOM, blank and comment lines. */
+START_TEST(test_ini_lines)
+{
+	static const char text[] =
+	    "\xEF\xBB\xBF[a]\r\n"
+	    "k = v ; c\r\n"
+	    "\r\n"
+	    "; comment\r\n"
+	    "  # another\r\n"
+	    "x=1;2\r\n"
+	    "\t[ b c ] ; c\r\n"
+	    "y: z = w\r\n"
+	    "e =\r\n"
+	    "last = \tend\t";
+	char *log = rlg_t_ini(text, sizeof text - 1, 64);
+
+	ck_assert_str_eq(log,
+	    "1 section [a]\n"
+	    "2 key k=v\n"
+	    "6 key x=1;2\n"
+	    "7 section [b c]\n"
+	    "8 key y=z = w\n"
+	    "9 key e=\n"
+	    "10 key last=end\n");
+	free(log);
+	/* A BOM opens line 1 only: elsewhere it is part of the line. */
+	log = rlg_t_ini("\n\xEF\xBB\xBF[a]\n", 8, 64);
+	ck_assert_str_eq(log, "2 bad-line: " RLG_T_SYNTAX
+	    "\"\xEF\xBB\xBF[a]\")\n");
+	free(log);
+}
+END_TEST
+
+/* Headers and keys that are not, and inline comments. */
+START_TEST(test_ini_syntax)
+{
+	static const char text[] =
+	    "[a ;]\n"
+	    "[a] b\n"
+	    "[a]#c\n"
+	    "[]\n"
+	    "[a]]\n"
+	    "= v\n"
+	    "k ; = v\n"
+	    "k = ;v\n"
+	    "k =;v\n"
+	    "words\n";
+	char *log = rlg_t_ini(text, sizeof text - 1, 64);
+
+	ck_assert_str_eq(log,
+	    "1 bad-section: " RLG_T_SYNTAX "\"[a ;]\")\n"
+	    "2 bad-section: " RLG_T_SYNTAX "\"[a] b\")\n"
+	    "3 section [a]\n"
+	    "4 section []\n"
+	    "5 bad-section: " RLG_T_SYNTAX "\"[a]]\")\n"
+	    "6 bad-line: " RLG_T_SYNTAX "\"= v\")\n"
+	    "7 bad-line: " RLG_T_SYNTAX "\"k ; = v\")\n"
+	    "8 key k=\n"
+	    "9 key k=;v\n"
+	    "10 bad-line: " RLG_T_SYNTAX "\"words\")\n");
+	free(log);
+}
+END_TEST
+
+/* max bytes fit, "\r\n" or not; one more is too long; a NUL spoils its
+ * line only; the numbers of the lines after them hold. */
+START_TEST(test_ini_long_and_nul)
+{
+	static const char text[] =
+	    "a=12\n"
+	    "a=123\n"
+	    "a=12\r\n"
+	    "a=123\r\n"
+	    "a=1\r\r\n"
+	    "a=\0b\n"
+	    "a=1234567890\n"
+	    "b=1\n"
+	    "a=123";
+	char *log = rlg_t_ini(text, sizeof text - 1, 4);
+
+	ck_assert_str_eq(log,
+	    "1 key a=12\n"
+	    "2 bad-line: line too long (max 4 bytes)\n"
+	    "3 key a=12\n"
+	    "4 bad-line: line too long (max 4 bytes)\n"
+	    "5 key a=1\n"
+	    "6 bad-line: line holds a NUL byte\n"
+	    "7 bad-line: line too long (max 4 bytes)\n"
+	    "8 key b=1\n"
+	    "9 bad-line: line too long (max 4 bytes)\n");
+	free(log);
+	/* The same from a string (no NUL there: it ends the text). */
+	log = rlg_t_ini("a=123\r\nb=1", 10, 4);
+	ck_assert_str_eq(log, "1 bad-line: line too long (max 4 bytes)\n"
+	    "2 key b=1\n");
+	free(log);
+}
+END_TEST
+
 Suite *
 rlg_config_suite(void)
 {
@@ -3104,6 +3672,24 @@ rlg_config_suite(void)
 	    (int)RLG_T_NCLUSTER_URLS);
 	tcase_add_test(tc, test_redis_cluster_errors);
 	tcase_add_test(tc, test_redis_cluster_url_api);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("table");
+	tcase_add_test(tc, test_option_rows);
+	tcase_add_test(tc, test_option_defaults);
+	tcase_add_test(tc, test_option_words);
+	tcase_add_test(tc, test_empty_backend);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("docs");
+	tcase_add_test(tc, test_man_page_agrees);
+	tcase_add_test(tc, test_example_agrees);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("reader");
+	tcase_add_test(tc, test_ini_lines);
+	tcase_add_test(tc, test_ini_syntax);
+	tcase_add_test(tc, test_ini_long_and_nul);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("files");

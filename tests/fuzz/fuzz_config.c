@@ -1,12 +1,13 @@
 /*
  * fuzz_config.c: libFuzzer target for the config loader, the code that
- * reads the operator's INI file (libinih and every key's parser). The
- * input, cut at its first NUL, is loaded with rlg_config_load_string. On
- * success it checks the invariants the rest of rlgate relies on: 1 to
- * RLG_POLICIES_MAX policies, each with a name of 1 to 64 [A-Za-z0-9_.-],
- * a limit, window and burst in range, and routes and default policies that
- * index existing policies. On failure it checks that the count is > 0, that
- * out is NULL and that the problems were written to errs.
+ * reads the operator's INI file (the reader, ini.c, and every key's
+ * parser). The input, cut at its first NUL, is loaded with
+ * rlg_config_load_string. On success it checks the invariants the rest of
+ * rlgate relies on: 1 to RLG_POLICIES_MAX policies, each with a name of 1
+ * to 64 [A-Za-z0-9_.-], a limit, window and burst in range, and routes and
+ * default policies that index existing policies. On failure it checks
+ * that the count is > 0, that out is NULL and that the problems were
+ * written to errs.
  *
  * Build with ./configure CC=clang --enable-fuzzing; run scripts/fuzz.sh.
  */

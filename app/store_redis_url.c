@@ -1,0 +1,544 @@
+/*
+ * store_redis_url.c: [store] url, the address of the Redis store, parsed
+ * into the redis_* fields of struct rlg_store_config; the store described
+ * for the logs; and any url masked for a message. It sits beside the
+ * Redis store because the forms it accepts are the ones that store can
+ * reach (TCP, a unix socket, a cluster's seed nodes); the config only
+ * calls it. No secret ever leaves this file unmasked: a refused url's
+ * reason never quotes the password, and rlg_url_masked hides every part
+ * of a url that may be one, whatever its shape.
+ */
+#include <assert.h>
+#include <ctype.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <arpa/inet.h>
+#include <sys/un.h>
+
+#include "store_redis.h"
+#include "util.h"
+
+/* The longest Redis host name (DNS: 253) and unix socket path (sun_path). */
+#define RLG_REDIS_HOST_MAX  253
+#define RLG_REDIS_SOCKET_MAX  (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
+
+static bool rlg_url_param_name(const char *s, size_t len);
+static bool rlg_url_word(const char *s, size_t len, const char *word);
+static int rlg_url_unix(struct rlg_store_config *sc, const char *rest,
+    char *why, size_t size);
+static int rlg_url_tcp(struct rlg_store_config *sc, const char *rest,
+    char *why, size_t size);
+static int rlg_url_host(const char **sp, char **hostp, int *portp,
+    char *why, size_t size);
+static bool rlg_url_decode(const char *s, size_t len, char **out);
+static bool rlg_url_number(const char *s, size_t len, long long max,
+    long long *out);
+
+int
+rlg_config_redis_url(struct rlg_store_config *sc, const char *url,
+    char *why, size_t size)
+{
+	struct rlg_store_config tmp;
+	int rc;
+
+	assert(sc != NULL && url != NULL && why != NULL);
+	memset(&tmp, 0, sizeof tmp);
+	tmp.redis_port = RLG_DEFAULT_REDIS_PORT;
+	if (strncmp(url, "redis://", 8) == 0) {
+		rc = rlg_url_tcp(&tmp, url + 8, why, size);
+	} else if (strncmp(url, "unix:", 5) == 0) {
+		rc = rlg_url_unix(&tmp, url + 5, why, size);
+	} else if (strncmp(url, "rediss://", 9) == 0) {
+		snprintf(why, size, "rediss:// (TLS) is not supported: use "
+		    "redis:// on a trusted network, or a unix socket");
+		rc = -1;
+	} else {
+		snprintf(why, size, "must start with redis:// or unix:");
+		rc = -1;
+	}
+	if (rc != 0) {
+		rlg_redis_fields_free(&tmp);
+		return -1;
+	}
+	rlg_redis_fields_free(sc);
+	sc->redis_host = tmp.redis_host;
+	sc->redis_port = tmp.redis_port;
+	sc->redis_socket = tmp.redis_socket;
+	sc->redis_user = tmp.redis_user;
+	sc->redis_password = tmp.redis_password;
+	sc->redis_db = tmp.redis_db;
+	sc->redis_seeds = tmp.redis_seeds;
+	sc->redis_nseeds = tmp.redis_nseeds;
+	return 0;
+}
+
+const char *
+rlg_store_describe(const struct rlg_store_config *sc, char *buf, size_t size)
+{
+	const char *host;
+	char db[24] = "", *unix_url, *shown;
+	size_t len, i;
+	int port;
+
+	if (sc->backend == RLG_BACKEND_SQLITE) {
+		snprintf(buf, size, "sqlite %s", sc->path != NULL ? sc->path :
+		    "(no path)");
+		return buf;
+	}
+	if (sc->redis_socket != NULL) {
+		/* A path may hold what looks like a secret: masked alike. */
+		if (sc->redis_db != 0)
+			snprintf(db, sizeof db, "?db=%d", sc->redis_db);
+		len = strlen(sc->redis_socket) + 6;
+		unix_url = rlg_xmalloc(len);
+		snprintf(unix_url, len, "unix:%s", sc->redis_socket);
+		shown = rlg_url_masked(unix_url);
+		snprintf(buf, size, "redis %s%s", shown, db);
+		free(shown);
+		free(unix_url);
+		return buf;
+	}
+	if (sc->redis_host == NULL) {
+		snprintf(buf, size, "redis (no url)");
+		return buf;
+	}
+	if (sc->redis_db != 0)
+		snprintf(db, sizeof db, "/%d", sc->redis_db);
+	if (sc->redis_cluster) {
+		/* The seed nodes, as many as fit. */
+		len = (size_t)snprintf(buf, size, "redis_cluster ");
+		for (i = 0; i <= sc->redis_nseeds && len < size; i++) {
+			host = i == 0 ? sc->redis_host :
+			    sc->redis_seeds[i - 1].host;
+			port = i == 0 ? sc->redis_port :
+			    sc->redis_seeds[i - 1].port;
+			len += (size_t)snprintf(buf + len, size - len,
+			    strchr(host, ':') != NULL ? "%s[%s]:%d" :
+			    "%s%s:%d", i > 0 ? "," : "", host, port);
+		}
+		if (len < size)
+			snprintf(buf + len, size - len, "%s", db);
+		return buf;
+	}
+	snprintf(buf, size, strchr(sc->redis_host, ':') != NULL ?
+	    "redis [%s]:%d%s" : "redis %s:%d%s", sc->redis_host,
+	    sc->redis_port, db);
+	return buf;
+}
+
+/*
+ * redis://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...][/DB], rest after
+ * "redis://". The userinfo ends at the last '@', so a password may hold
+ * '@', '/' and ',' as they are; %XX escapes are decoded too. The first
+ * HOST:PORT goes to redis_host and redis_port, the others (a Redis
+ * Cluster's seed nodes) to redis_seeds. A little over 80 lines: the
+ * userinfo, the host list and the database are one left-to-right pass
+ * with one cursor, which pieces would only hand to each other.
+ */
+static int
+rlg_url_tcp(struct rlg_store_config *sc, const char *rest, char *why,
+    size_t size)
+{
+	const char *at, *host, *colon, *s;
+	long long v;
+	size_t len, i;
+	char *h;
+	int port;
+
+	at = strrchr(rest, '@');
+	if (at != NULL) {
+		colon = memchr(rest, ':', (size_t)(at - rest));
+		if (colon == NULL) {
+			snprintf(why, size, "a user needs a password "
+			    "(redis://USER:PASSWORD@HOST)");
+			return -1;
+		}
+		if (colon + 1 == at) {
+			snprintf(why, size, "empty password");
+			return -1;
+		}
+		if ((colon > rest && !rlg_url_decode(rest,
+		    (size_t)(colon - rest), &sc->redis_user)) ||
+		    !rlg_url_decode(colon + 1, (size_t)(at - colon - 1),
+		    &sc->redis_password)) {
+			snprintf(why, size, "bad %%XX escape in the user or "
+			    "password");
+			return -1;
+		}
+		host = at + 1;
+	} else {
+		host = rest;
+	}
+
+	s = host;
+	for (i = 0;; i++) {
+		if (i == RLG_REDIS_SEEDS_MAX) {
+			snprintf(why, size, "more than %d HOST:PORT in the "
+			    "list", RLG_REDIS_SEEDS_MAX);
+			return -1;
+		}
+		if (i > 0 && (*s == ',' || *s == '/' || *s == '\0')) {
+			snprintf(why, size, "empty HOST:PORT in the list");
+			return -1;
+		}
+		if (rlg_url_host(&s, &h, &port, why, size) != 0)
+			return -1;
+		if (i == 0) {
+			sc->redis_host = h;
+			sc->redis_port = port;
+		} else {
+			if (sc->redis_seeds == NULL)
+				sc->redis_seeds = rlg_xcalloc(
+				    RLG_REDIS_SEEDS_MAX - 1,
+				    sizeof *sc->redis_seeds);
+			sc->redis_seeds[i - 1].host = h;
+			sc->redis_seeds[i - 1].port = port;
+			sc->redis_nseeds = i;
+		}
+		if (*s != ',')
+			break;
+		s++;
+	}
+	if (*s == '/') {
+		len = strlen(s + 1);
+		if (len > 0 && !rlg_url_number(s + 1, len, RLG_REDIS_DB_MAX,
+		    &v)) {
+			snprintf(why, size, "database must be an integer from "
+			    "0 to %d", RLG_REDIS_DB_MAX);
+			return -1;
+		}
+		sc->redis_db = len > 0 ? (int)v : 0;
+		s += 1 + len;
+	}
+	if (*s != '\0') {
+		snprintf(why, size, "unexpected \"%c\" after the host",
+		    *s);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * One HOST[:PORT] at *sp, up to a ',', a '/' or the end; *sp is moved
+ * past it. The host (a new string) into *hostp, the port (6379 if none)
+ * into *portp. 0, or -1 with why set and nothing allocated.
+ */
+static int
+rlg_url_host(const char **sp, char **hostp, int *portp, char *why,
+    size_t size)
+{
+	const char *host = *sp, *end, *s;
+	char addr[INET6_ADDRSTRLEN + 64], *h;
+	struct in6_addr a6;
+	long long v;
+	size_t len;
+
+	if (*host == '[') {
+		end = strchr(host, ']');
+		len = end != NULL ? (size_t)(end - host - 1) : 0;
+		if (end == NULL || len == 0 || len >= sizeof addr) {
+			snprintf(why, size, "bad IPv6 address in brackets");
+			return -1;
+		}
+		memcpy(addr, host + 1, len);
+		addr[len] = '\0';
+		/* A zone (fe80::1%eth0) goes to getaddrinfo as it is. */
+		s = strchr(addr, '%');
+		if (s != NULL)
+			addr[s - addr] = '\0';
+		if (inet_pton(AF_INET6, addr, &a6) != 1) {
+			snprintf(why, size, "bad IPv6 address in brackets");
+			return -1;
+		}
+		host++;
+		s = end + 1;
+	} else {
+		for (s = host; *s != '\0' && *s != ':' && *s != '/' &&
+		    *s != ','; s++) {
+			if (!((*s >= 'A' && *s <= 'Z') ||
+			    (*s >= 'a' && *s <= 'z') ||
+			    (*s >= '0' && *s <= '9') || *s == '.' ||
+			    *s == '-' || *s == '_')) {
+				snprintf(why, size, "bad host: a name of "
+				    "A-Z a-z 0-9 . - _, an IPv4 address, or "
+				    "an IPv6 address in brackets");
+				return -1;
+			}
+		}
+		len = (size_t)(s - host);
+		if (len == 0) {
+			snprintf(why, size, "no host");
+			return -1;
+		}
+		if (len > RLG_REDIS_HOST_MAX) {
+			snprintf(why, size, "host longer than %d bytes",
+			    RLG_REDIS_HOST_MAX);
+			return -1;
+		}
+	}
+	*portp = RLG_DEFAULT_REDIS_PORT;
+	if (*s == ':') {
+		end = s + 1 + strcspn(s + 1, "/,");
+		if (!rlg_url_number(s + 1, (size_t)(end - s - 1), 65535, &v) ||
+		    v < 1) {
+			snprintf(why, size, "port must be an integer from 1 "
+			    "to 65535");
+			return -1;
+		}
+		*portp = (int)v;
+		s = end;
+	}
+	h = rlg_xmalloc(len + 1);
+	memcpy(h, host, len);
+	h[len] = '\0';
+	*hostp = h;
+	*sp = s;
+	return 0;
+}
+
+/* unix:/PATH[?db=N][&password=P][&user=U], rest after "unix:". */
+static int
+rlg_url_unix(struct rlg_store_config *sc, const char *rest, char *why,
+    size_t size)
+{
+	const char *q, *item, *eq, *next;
+	char **field;
+	long long v;
+	size_t len;
+
+	if (strncmp(rest, "///", 3) == 0)
+		rest += 2;                 /* unix:///PATH: an empty authority */
+	if (*rest != '/') {
+		snprintf(why, size, "the socket path must be absolute "
+		    "(unix:/PATH)");
+		return -1;
+	}
+	q = strchr(rest, '?');
+	len = q != NULL ? (size_t)(q - rest) : strlen(rest);
+	if (len > RLG_REDIS_SOCKET_MAX) {
+		snprintf(why, size, "socket path longer than %zu bytes",
+		    (size_t)RLG_REDIS_SOCKET_MAX);
+		return -1;
+	}
+	sc->redis_socket = rlg_xmalloc(len + 1);
+	memcpy(sc->redis_socket, rest, len);
+	sc->redis_socket[len] = '\0';
+	for (item = q != NULL ? q + 1 : NULL; item != NULL; item = next) {
+		next = strchr(item, '&');
+		len = next != NULL ? (size_t)(next - item) : strlen(item);
+		if (next != NULL)
+			next++;
+		eq = memchr(item, '=', len);
+		if (eq == NULL) {
+			snprintf(why, size, "parameters are NAME=VALUE: db, "
+			    "password, user");
+			return -1;
+		}
+		len -= (size_t)(eq + 1 - item);
+		if ((size_t)(eq - item) == 2 && strncmp(item, "db", 2) == 0) {
+			if (!rlg_url_number(eq + 1, len, RLG_REDIS_DB_MAX,
+			    &v)) {
+				snprintf(why, size, "database must be an "
+				    "integer from 0 to %d", RLG_REDIS_DB_MAX);
+				return -1;
+			}
+			sc->redis_db = (int)v;
+			continue;
+		}
+		if ((size_t)(eq - item) == 8 &&
+		    strncmp(item, "password", 8) == 0)
+			field = &sc->redis_password;
+		else if ((size_t)(eq - item) == 4 &&
+		    strncmp(item, "user", 4) == 0)
+			field = &sc->redis_user;
+		else {
+			snprintf(why, size, "unknown parameter \"%.*s\": db, "
+			    "password, user", (int)(eq - item) > 32 ? 32 :
+			    (int)(eq - item), item);
+			return -1;
+		}
+		free(*field);
+		*field = NULL;
+		if (len == 0) {
+			snprintf(why, size, "empty %.*s", (int)(eq - item),
+			    item);
+			return -1;
+		}
+		if (!rlg_url_decode(eq + 1, len, field)) {
+			snprintf(why, size, "bad %%XX escape in the user or "
+			    "password");
+			return -1;
+		}
+	}
+	if (sc->redis_user != NULL && sc->redis_password == NULL) {
+		snprintf(why, size, "a user needs a password");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * s[0..len) with %XX escapes decoded, into a new string *out. false for
+ * a bad escape or one that gives a NUL byte.
+ */
+static bool
+rlg_url_decode(const char *s, size_t len, char **out)
+{
+	char *d;
+	size_t i, n = 0;
+	int hi, lo;
+
+	d = rlg_xmalloc(len + 1);
+	for (i = 0; i < len; i++) {
+		if (s[i] != '%') {
+			d[n++] = s[i];
+			continue;
+		}
+		hi = i + 2 < len ? rlg_hexval((unsigned char)s[i + 1]) : -1;
+		lo = hi >= 0 ? rlg_hexval((unsigned char)s[i + 2]) : -1;
+		if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+			free(d);
+			return false;
+		}
+		d[n++] = (char)(hi * 16 + lo);
+		i += 2;
+	}
+	d[n] = '\0';
+	free(*out);
+	*out = d;
+	return true;
+}
+
+/* s[0..len): digits only, at most max. */
+static bool
+rlg_url_number(const char *s, size_t len, long long max, long long *out)
+{
+	long long v = 0;
+	size_t i;
+
+	if (len == 0 || len > 19)
+		return false;
+	for (i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		v = v * 10 + (s[i] - '0');
+		if (v > max)
+			return false;
+	}
+	*out = v;
+	return true;
+}
+
+/*
+ * url for a message, whatever its shape, valid or not, with every part
+ * that may be a secret replaced by three stars: the userinfo, up to the
+ * last '@' (where rlg_url_tcp ends it), from after "SCHEME://", else
+ * after "unix:", else from the start ("redis://<stars>@h"); and in a
+ * query, from the first '?' or '&', every value but db's and every item
+ * that is no NAME=VALUE ("unix:/p?password=<stars>&db=1"). A new string.
+ */
+char *
+rlg_url_masked(const char *url)
+{
+	size_t len = strlen(url), i, from, at, q, item, end, eq, out;
+	bool *hide, dbl = false;
+	char *s;
+
+	hide = rlg_xcalloc(len + 1, sizeof *hide);
+	/* The scheme, if any: a letter, then letters, digits, + - . */
+	for (i = 0; i < len && (isalpha((unsigned char)url[i]) || (i > 0 &&
+	    (isdigit((unsigned char)url[i]) || url[i] == '+' ||
+	    url[i] == '-' || url[i] == '.'))); i++)
+		;
+	from = 0;
+	if (i > 0 && i < len && url[i] == ':') {
+		dbl = strncmp(url + i, "://", 3) == 0;
+		if (dbl)
+			from = i + 3;
+		else if (rlg_url_word(url, i, "unix"))
+			from = i + 1;
+	}
+	/* The userinfo: a '@' ends it; with "//" the last one anywhere. */
+	q = from + strcspn(url + from, "?&");
+	for (at = dbl ? len : q; at > from && url[at - 1] != '@'; at--)
+		;
+	for (i = from; at > from && i < at - 1; i++)
+		hide[i] = true;
+	/* The query: each item NAME=VALUE, '&' between them. */
+	for (item = q; item < len; item = end) {
+		item++;
+		end = item + strcspn(url + item, "&");
+		eq = item + strcspn(url + item, "=");
+		if (eq < end && rlg_url_param_name(url + item, eq - item)) {
+			if (rlg_url_word(url + item, eq - item, "db"))
+				continue;
+			for (i = eq + 1; i < end; i++)
+				hide[i] = true;
+		} else if (eq < end || !(rlg_url_word(url + item, end - item,
+		    "db") || rlg_url_word(url + item, end - item,
+		    "password") || rlg_url_word(url + item, end - item,
+		    "user"))) {
+			/* Not NAME=VALUE: a piece of a value, maybe. */
+			for (i = item; i < end; i++)
+				hide[i] = true;
+		}
+	}
+	/* Each run of hidden bytes becomes one "***". */
+	s = rlg_xmalloc(3 * len + 1);
+	for (i = 0, out = 0; i < len; i++) {
+		if (!hide[i])
+			s[out++] = url[i];
+		else if (i == 0 || !hide[i - 1]) {
+			memcpy(s + out, "***", 3);
+			out += 3;
+		}
+	}
+	s[out] = '\0';
+	free(hide);
+	return s;
+}
+
+/* Whether s[0..len) is word. */
+static bool
+rlg_url_word(const char *s, size_t len, const char *word)
+{
+	return len == strlen(word) && memcmp(s, word, len) == 0;
+}
+
+/* A query parameter's name: 1 to 32 of A-Z a-z 0-9 _ -. */
+static bool
+rlg_url_param_name(const char *s, size_t len)
+{
+	size_t i;
+
+	if (len == 0 || len > 32)
+		return false;
+	for (i = 0; i < len; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '-')
+			return false;
+	return true;
+}
+
+void
+rlg_redis_fields_free(struct rlg_store_config *sc)
+{
+	size_t i;
+
+	for (i = 0; i < sc->redis_nseeds; i++)
+		free(sc->redis_seeds[i].host);
+	free(sc->redis_seeds);
+	sc->redis_seeds = NULL;
+	sc->redis_nseeds = 0;
+	free(sc->redis_host);
+	free(sc->redis_socket);
+	free(sc->redis_user);
+	free(sc->redis_password);
+	sc->redis_host = NULL;
+	sc->redis_socket = NULL;
+	sc->redis_user = NULL;
+	sc->redis_password = NULL;
+	sc->redis_db = 0;
+}
