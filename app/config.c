@@ -316,16 +316,16 @@ static const struct rlg_option rlg_options[] = {
 	{ RLG_KEY("log", "level", ENUM), RLG_CONFIG(log_level),
 	  .words = rlg_log_level_words, .def = "warn",
 	  .doc = "How much goes to stderr." },
-	{ RLG_KEY("policy", "algorithm", ENUM), RLG_POLICY(algorithm),
+	{ RLG_KEY("policy", "algorithm", ENUM), RLG_POLICY(lim.algorithm),
 	  .words = rlg_algorithm_words, .def = "fixed_window",
 	  .set = rlg_set_algorithm, .doc = "How requests are counted." },
-	{ RLG_KEY("policy", "limit", INT), RLG_POLICY(limit), .min = 1,
+	{ RLG_KEY("policy", "limit", INT), RLG_POLICY(lim.limit), .min = 1,
 	  .max = RLG_LIMIT_MAX, .def = "60",
 	  .doc = "Requests admitted per client and window." },
-	{ RLG_KEY("policy", "window", INT), RLG_POLICY(window_ms), .min = 1,
+	{ RLG_KEY("policy", "window", INT), RLG_POLICY(lim.window_ms), .min = 1,
 	  .max = RLG_WINDOW_S_MAX, .scale = 1000, .def = "60",
 	  .doc = "The window length, in seconds." },
-	{ RLG_KEY("policy", "burst", INT), RLG_POLICY(burst), .min = 1,
+	{ RLG_KEY("policy", "burst", INT), RLG_POLICY(lim.burst), .min = 1,
 	  .max = RLG_BURST_MAX, .def = "the policy's limit",
 	  .doc = "With token_bucket: how many requests may come at once." },
 	{ RLG_KEY("policy", "new_keys_per_ip", INT), RLG_POLICY(new_keys),
@@ -397,7 +397,7 @@ rlg_config_defaults(void)
 	cfg->npolicies = 1;
 	cfg->policies = rlg_xcalloc(cfg->npolicies, sizeof *cfg->policies);
 	rlg_policy_init(&cfg->policies[0], "default");
-	cfg->policies[0].burst = cfg->policies[0].limit;
+	cfg->policies[0].lim.burst = cfg->policies[0].lim.limit;
 
 	/* No routes: every request gets every policy. */
 	cfg->ndefault = 1;
@@ -713,7 +713,8 @@ rlg_named_section(struct rlg_parse *p, const char *kind, const char *name)
 	}
 	if (i == n && policy) {
 		rlg_policy_init(&p->pols[i], name);
-		p->pols[i].burst = 0;  /* at the end: the limit, unless set */
+		/* At the end: the limit, unless set. */
+		p->pols[i].lim.burst = 0;
 		p->pols[i].new_keys = RLG_DEFAULT_NEW_KEYS;
 		p->npols++;
 	} else if (i == n) {
@@ -761,9 +762,9 @@ static void
 rlg_policy_init(struct rlg_policy *pol, const char *name)
 {
 	pol->name = rlg_xstrdup(name);
-	pol->algorithm = RLG_ALG_FIXED_WINDOW;
-	pol->limit = RLG_DEFAULT_LIMIT;
-	pol->window_ms = (int64_t)RLG_DEFAULT_WINDOW_S * 1000;
+	pol->lim.algorithm = RLG_ALG_FIXED_WINDOW;
+	pol->lim.limit = RLG_DEFAULT_LIMIT;
+	pol->lim.window_ms = (int64_t)RLG_DEFAULT_WINDOW_S * 1000;
 	pol->key = RLG_KEY_IP;
 	pol->mode = RLG_MODE_ENFORCE;
 }
@@ -793,7 +794,7 @@ rlg_policies_finish(struct rlg_parse *p)
 		burst = rlg_lines(p, 1 + i, "policy", "burst");
 		key = rlg_lines(p, 1 + i, "policy", "key");
 		if (burst->ok == 0)
-			pol->burst = pol->limit;
+			pol->lim.burst = pol->lim.limit;
 		if (key->ok != 0 && (pol->key & RLG_KEY_HEADER) != 0 &&
 		    !secret_set)
 			rlg_problem(p, key->ok, "%s key: header keys are "
@@ -802,16 +803,18 @@ rlg_policies_finish(struct rlg_parse *p)
 			    label, RLG_KEY_SECRET_MIN);
 		if (alg->ok == 0 && alg->first != 0)
 			continue;
-		if (burst->ok != 0 && pol->algorithm != RLG_ALG_TOKEN_BUCKET)
+		if (burst->ok != 0 &&
+		    pol->lim.algorithm != RLG_ALG_TOKEN_BUCKET)
 			rlg_problem(p, burst->ok, "%s burst: applies only "
 			    "to algorithm = token_bucket", label);
-		if (limit->ok != 0 && pol->algorithm == RLG_ALG_SLIDING_LOG &&
-		    pol->limit > RLG_SLIDING_LOG_LIMIT_MAX)
+		if (limit->ok != 0 &&
+		    pol->lim.algorithm == RLG_ALG_SLIDING_LOG &&
+		    pol->lim.limit > RLG_SLIDING_LOG_LIMIT_MAX)
 			rlg_problem(p, limit->ok, "%s limit: sliding_log "
 			    "keeps one row per request: at most %lld "
 			    "(got \"%lld\")", label,
 			    (long long)RLG_SLIDING_LOG_LIMIT_MAX,
-			    (long long)pol->limit);
+			    (long long)pol->lim.limit);
 	}
 	for (i = 0; i < p->npols; i++)
 		rlg_new_keys_policy(p, &p->pols[i], i);
@@ -873,10 +876,10 @@ rlg_new_keys_policy(struct rlg_parse *p, struct rlg_policy *pol, size_t i)
 	len = strlen(pol->name) + sizeof RLG_NEW_KEYS_SUFFIX;
 	charge->name = rlg_xmalloc(len);
 	snprintf(charge->name, len, "%s%s", pol->name, RLG_NEW_KEYS_SUFFIX);
-	charge->algorithm = RLG_ALG_FIXED_WINDOW;
-	charge->limit = pol->new_keys;
-	charge->window_ms = pol->window_ms;
-	charge->burst = pol->new_keys;
+	charge->lim.algorithm = RLG_ALG_FIXED_WINDOW;
+	charge->lim.limit = pol->new_keys;
+	charge->lim.window_ms = pol->lim.window_ms;
+	charge->lim.burst = pol->new_keys;
 	charge->key = RLG_KEY_IP;
 	charge->mode = pol->mode;
 	pol->new_keys_policy = charge;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "limiter.h"
+#include "net.h"
 
 /* sysexits.h: what main returns on a bad command line or config. */
 #define RLG_EXIT_USAGE   64
@@ -36,6 +37,45 @@ enum rlg_error_format {
 	RLG_ERRORS_JSON = 0,       /* the seed's {"error":{"code":...}} */
 	RLG_ERRORS_PROBLEM,        /* RFC 9457 application/problem+json */
 };
+
+/* What identifies a client for a policy: bits, both for a composite key. */
+enum rlg_key_kind {
+	RLG_KEY_IP = 1,          /* the client address (IPv6 by prefix) */
+	RLG_KEY_HEADER = 2,      /* a request header (an API key), hashed */
+};
+
+/* enforce: rejections are 429s; dry_run: computed, logged, not enforced. */
+enum rlg_mode {
+	RLG_MODE_ENFORCE = 0,
+	RLG_MODE_DRY_RUN,
+};
+
+/*
+ * One [policy NAME], as configured. Built once by the config, then
+ * read-only. lim is all the limiter sees; the rest is how the gate applies
+ * it: to which key, enforced or tried, for whom not at all.
+ */
+struct rlg_policy {
+	char *name;                    /* section name: [policy NAME] */
+	struct rlg_limit lim;          /* algorithm, limit, window, burst */
+	unsigned key;                  /* enum rlg_key_kind bits; 0 means ip */
+	char *key_header;              /* key = header:NAME: NAME, else NULL */
+	enum rlg_mode mode;
+	struct rlg_cidr *exempt;       /* clients it never limits */
+	size_t nexempt;
+	/*
+	 * With a header key: how many new keys (keys with no live state)
+	 * one client address may start per window; 0: no bound. The bound
+	 * is a policy of its own, fixed_window, named NAME.new_keys, owned
+	 * here (NULL without a header key or with new_keys 0).
+	 */
+	int64_t new_keys;
+	struct rlg_policy *new_keys_policy;
+};
+
+/* The longest client key (an address, a hashed API key, both), in bytes,
+ * without the NUL: what the request module makes and the store accepts. */
+#define RLG_CLIENT_KEY_MAX 255
 
 /* At most this many [policy NAME] sections; names are [A-Za-z0-9_.-]. */
 #define RLG_POLICIES_MAX     32

@@ -38,7 +38,7 @@
  */
 __extension__ typedef __int128 i128;
 
-static bool policy_ok(const struct rlg_policy *p, enum rlg_algorithm alg);
+static bool policy_ok(const struct rlg_limit *p, enum rlg_algorithm alg);
 static int64_t align_start(int64_t start_ms, int64_t window_ms);
 static int64_t clamp_count(int64_t count, int64_t limit);
 static int64_t ceil_div(i128 num, int64_t den);
@@ -49,7 +49,7 @@ static int64_t ceil_div(i128 num, int64_t den);
  * on them. burst matters to the token bucket only (others leave it 0).
  */
 static bool
-policy_ok(const struct rlg_policy *p, enum rlg_algorithm alg)
+policy_ok(const struct rlg_limit *p, enum rlg_algorithm alg)
 {
 	if (p->limit < 1 || p->limit > RLG_LIMIT_MAX ||
 	    p->window_ms < 1 || p->window_ms > RLG_WINDOW_S_MAX * 1000)
@@ -130,28 +130,28 @@ ceil_div(i128 num, int64_t den)
  * remaining: see each algorithm's "the k-th further request" comment.
  */
 int
-rlg_limiter_bounds(const struct rlg_policy *policy, int64_t now_ms,
+rlg_limiter_bounds(const struct rlg_limit *lim, int64_t now_ms,
     struct rlg_limiter_bounds *b)
 {
 	int64_t skew;
 
-	if (!policy_ok(policy, policy->algorithm) ||
-	    rlg_algorithm_name(policy->algorithm) == NULL)
+	if (!policy_ok(lim, lim->algorithm) ||
+	    rlg_algorithm_name(lim->algorithm) == NULL)
 		return RLG_EINVAL;
 	skew = RLG_TIME_MS_MAX - rlg_limiter_clamp_time(now_ms);
-	b->remaining_max = policy->limit - 1;
-	switch (policy->algorithm) {
+	b->remaining_max = lim->limit - 1;
+	switch (lim->algorithm) {
 	case RLG_ALG_FIXED_WINDOW:
-		b->delay_max = policy->window_ms;
+		b->delay_max = lim->window_ms;
 		break;
 	case RLG_ALG_SLIDING_WINDOW:
-		b->delay_max = 2 * policy->window_ms + skew;
+		b->delay_max = 2 * lim->window_ms + skew;
 		break;
 	case RLG_ALG_SLIDING_LOG:
-		b->delay_max = policy->window_ms + skew;
+		b->delay_max = lim->window_ms + skew;
 		break;
 	case RLG_ALG_TOKEN_BUCKET:
-		b->remaining_max = policy->burst - 1;
+		b->remaining_max = lim->burst - 1;
 		b->delay_max = RLG_GCRA_TAU_MAX_US / 1000 +
 		    RLG_WINDOW_S_MAX * 1000 + skew;
 		break;
@@ -176,16 +176,16 @@ rlg_algorithm_name(enum rlg_algorithm a)
 }
 
 int
-rlg_limiter_step(const struct rlg_policy *policy, const struct rlg_state *in,
+rlg_limiter_step(const struct rlg_limit *lim, const struct rlg_state *in,
     int64_t now_ms, struct rlg_state *out, struct rlg_decision *d)
 {
-	switch (policy->algorithm) {
+	switch (lim->algorithm) {
 	case RLG_ALG_FIXED_WINDOW:
-		return rlg_limiter_fixed_window(policy, in, now_ms, out, d);
+		return rlg_limiter_fixed_window(lim, in, now_ms, out, d);
 	case RLG_ALG_SLIDING_WINDOW:
-		return rlg_limiter_sliding_window(policy, in, now_ms, out, d);
+		return rlg_limiter_sliding_window(lim, in, now_ms, out, d);
 	case RLG_ALG_TOKEN_BUCKET:
-		return rlg_limiter_token_bucket(policy, in, now_ms, out, d);
+		return rlg_limiter_token_bucket(lim, in, now_ms, out, d);
 	case RLG_ALG_SLIDING_LOG:
 		/* It needs its log: the store calls rlg_limiter_sliding_log. */
 		break;
@@ -201,20 +201,20 @@ rlg_limiter_step(const struct rlg_policy *policy, const struct rlg_state *in,
  * and tat_us are not ours: an admitted step stores them as 0.
  */
 int
-rlg_limiter_fixed_window(const struct rlg_policy *policy,
+rlg_limiter_fixed_window(const struct rlg_limit *lim,
     const struct rlg_state *in, int64_t now_ms, struct rlg_state *out,
     struct rlg_decision *d)
 {
 	struct rlg_state st = *in;
 	int64_t start, end;
 
-	if (!policy_ok(policy, RLG_ALG_FIXED_WINDOW))
+	if (!policy_ok(lim, RLG_ALG_FIXED_WINDOW))
 		return RLG_EINVAL;
 	now_ms = rlg_limiter_clamp_time(now_ms);
-	start = now_ms - now_ms % policy->window_ms;
+	start = now_ms - now_ms % lim->window_ms;
 	/* A damaged row, or one from before the window was changed. */
-	st.window_start_ms = align_start(st.window_start_ms, policy->window_ms);
-	st.count = clamp_count(st.count, policy->limit);
+	st.window_start_ms = align_start(st.window_start_ms, lim->window_ms);
+	st.count = clamp_count(st.count, lim->limit);
 	if (start > st.window_start_ms || st.count == 0) {
 		/* A new window (or a fresh client): the counter starts again. */
 		st.window_start_ms = start;
@@ -231,17 +231,17 @@ rlg_limiter_fixed_window(const struct rlg_policy *policy,
 		if (now_ms < start)
 			now_ms = start;
 	}
-	end = st.window_start_ms + policy->window_ms;
+	end = st.window_start_ms + lim->window_ms;
 
-	d->limit = policy->limit;
+	d->limit = lim->limit;
 	d->reset_ms = end - now_ms;
-	if (st.count < policy->limit) {
+	if (st.count < lim->limit) {
 		st.count++;
 		st.prev_count = 0;
 		st.tat_us = 0;
 		st.expires_ms = end;
 		d->admitted = true;
-		d->remaining = policy->limit - st.count;
+		d->remaining = lim->limit - st.count;
 		d->retry_ms = 0;
 		*out = st;
 	} else {
@@ -265,7 +265,7 @@ rlg_limiter_fixed_window(const struct rlg_policy *policy,
  * window_start + 2W.
  */
 int
-rlg_limiter_sliding_window(const struct rlg_policy *policy,
+rlg_limiter_sliding_window(const struct rlg_limit *lim,
     const struct rlg_state *in, int64_t now_ms, struct rlg_state *out,
     struct rlg_decision *d)
 {
@@ -273,10 +273,10 @@ rlg_limiter_sliding_window(const struct rlg_policy *policy,
 	int64_t w, limit, start, now, e, retry, x;
 	i128 used, room;
 
-	if (!policy_ok(policy, RLG_ALG_SLIDING_WINDOW))
+	if (!policy_ok(lim, RLG_ALG_SLIDING_WINDOW))
 		return RLG_EINVAL;
-	w = policy->window_ms;
-	limit = policy->limit;
+	w = lim->window_ms;
+	limit = lim->limit;
 	now_ms = rlg_limiter_clamp_time(now_ms);
 	now = now_ms;
 	start = now - now % w;
@@ -354,19 +354,19 @@ rlg_limiter_sliding_window(const struct rlg_policy *policy,
  * only leaves tat further ahead of now: stricter, never looser.
  */
 int
-rlg_limiter_token_bucket(const struct rlg_policy *policy,
+rlg_limiter_token_bucket(const struct rlg_limit *lim,
     const struct rlg_state *in, int64_t now_ms, struct rlg_state *out,
     struct rlg_decision *d)
 {
 	int64_t now_us, t_us, tau_us, tat, tat_new, room;
 	i128 tau;
 
-	if (!policy_ok(policy, RLG_ALG_TOKEN_BUCKET))
+	if (!policy_ok(lim, RLG_ALG_TOKEN_BUCKET))
 		return RLG_EINVAL;
 	now_ms = rlg_limiter_clamp_time(now_ms);
 	now_us = now_ms * 1000;
-	t_us = (policy->window_ms * 1000 + policy->limit - 1) / policy->limit;
-	tau = (i128)(policy->burst - 1) * t_us;
+	t_us = (lim->window_ms * 1000 + lim->limit - 1) / lim->limit;
+	tau = (i128)(lim->burst - 1) * t_us;
 	tau_us = tau > RLG_GCRA_TAU_MAX_US ? RLG_GCRA_TAU_MAX_US : (int64_t)tau;
 	/*
 	 * A stored tat_us beyond now + tau (a clock stepped back, or a
@@ -378,7 +378,7 @@ rlg_limiter_token_bucket(const struct rlg_policy *policy,
 	if (tat < now_us)
 		tat = now_us;
 
-	d->limit = policy->limit;
+	d->limit = lim->limit;
 	if (now_us < tat - tau_us) {
 		d->admitted = false;
 		d->remaining = 0;
@@ -415,7 +415,7 @@ rlg_limiter_token_bucket(const struct rlg_policy *policy,
  * (m - limit + 1) entries have slid out: at log_ms[n - limit] + window.
  */
 int
-rlg_limiter_sliding_log(const struct rlg_policy *policy,
+rlg_limiter_sliding_log(const struct rlg_limit *lim,
     const int64_t *log_ms, size_t n, int64_t now_ms, bool *append,
     struct rlg_state *out, struct rlg_decision *d)
 {
@@ -425,10 +425,10 @@ rlg_limiter_sliding_log(const struct rlg_policy *policy,
 	if (append != NULL)
 		*append = false;
 	if (append == NULL || (log_ms == NULL && n > 0) ||
-	    !policy_ok(policy, RLG_ALG_SLIDING_LOG))
+	    !policy_ok(lim, RLG_ALG_SLIDING_LOG))
 		return RLG_EINVAL;
-	w = policy->window_ms;
-	limit = policy->limit;
+	w = lim->window_ms;
+	limit = lim->limit;
 	now_ms = rlg_limiter_clamp_time(now_ms);
 
 	/* The first entry inside the window: log_ms[lo] > now - window. */

@@ -2,9 +2,12 @@
  * limiter.h: the rate-limit algorithms as pure functions.
  *
  * An algorithm takes the stored state of one (policy, client), the current
- * time and the policy, and returns the new state and a decision. It reads no
- * clock, allocates nothing and does no I/O: the store runs it inside one
- * atomic transaction, and the tests drive it with fixed times.
+ * time and the limit (struct rlg_limit: algorithm, limit, window, burst),
+ * and returns the new state and a decision. It reads no clock, allocates
+ * nothing and does no I/O: the store runs it inside one atomic
+ * transaction, and the tests drive it with fixed times. A leaf: it
+ * includes no other module of rlgate; names, keys, modes and exemptions
+ * are the config's (struct rlg_policy, config.h).
  */
 #ifndef RLG_LIMITER_H
 #define RLG_LIMITER_H
@@ -13,25 +16,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "net.h"
-
 enum rlg_algorithm {
 	RLG_ALG_FIXED_WINDOW = 0,   /* the seed's: windows aligned on multiples */
 	RLG_ALG_SLIDING_WINDOW,     /* counter + previous window's weighted count */
 	RLG_ALG_TOKEN_BUCKET,       /* GCRA: one theoretical arrival time */
 	RLG_ALG_SLIDING_LOG,        /* exact: one timestamp per admitted request */
-};
-
-/* What identifies a client for a policy: bits, both for a composite key. */
-enum rlg_key_kind {
-	RLG_KEY_IP = 1,          /* the client address (IPv6 by prefix) */
-	RLG_KEY_HEADER = 2,      /* a request header (an API key), hashed */
-};
-
-/* enforce: rejections are 429s; dry_run: computed, logged, not enforced. */
-enum rlg_mode {
-	RLG_MODE_ENFORCE = 0,
-	RLG_MODE_DRY_RUN,
 };
 
 /* Upper bounds the config enforces, so no sum below can overflow. */
@@ -46,28 +35,17 @@ enum rlg_mode {
  */
 #define RLG_TIME_MS_MAX   253402300799999LL
 
-/* One limit, as configured. Built once by the config, then read-only. */
-struct rlg_policy {
-	char *name;                    /* section name: [policy NAME] */
+/*
+ * One limit: what an algorithm needs of a policy, and nothing else (the
+ * policy's name, keys, mode and exemptions are the config's: struct
+ * rlg_policy in config.h holds one of these). Read-only.
+ */
+struct rlg_limit {
 	enum rlg_algorithm algorithm;
 	int64_t limit;                 /* requests per window, >= 1 */
 	int64_t window_ms;             /* window length in ms, whole seconds */
 	int64_t burst;                 /* token bucket: requests at once, >= 1
 	                                  (default: limit); others: unused */
-	/* The rest is not used by the algorithms: how the server applies it. */
-	unsigned key;                  /* enum rlg_key_kind bits; 0 means ip */
-	char *key_header;              /* key = header:NAME: NAME, else NULL */
-	enum rlg_mode mode;
-	struct rlg_cidr *exempt;       /* clients never limited by this policy */
-	size_t nexempt;
-	/*
-	 * With a header key: how many new keys (keys with no live state)
-	 * one client address may start per window; 0: no bound. The bound
-	 * is a policy of its own, fixed_window, named NAME.new_keys, owned
-	 * here (NULL without a header key or with new_keys 0).
-	 */
-	int64_t new_keys;
-	struct rlg_policy *new_keys_policy;
 };
 
 /*
@@ -118,7 +96,7 @@ struct rlg_decision {
  * out of range, token bucket burst out of 1..RLG_BURST_MAX) and for
  * sliding_log.
  */
-int rlg_limiter_step(const struct rlg_policy *policy,
+int rlg_limiter_step(const struct rlg_limit *lim,
     const struct rlg_state *in, int64_t now_ms,
     struct rlg_state *out, struct rlg_decision *d);
 
@@ -128,7 +106,7 @@ int rlg_limiter_step(const struct rlg_policy *policy,
  * window's start (lower bounds, not exact); prev_count and tat_us are
  * stored as 0.
  */
-int rlg_limiter_fixed_window(const struct rlg_policy *policy,
+int rlg_limiter_fixed_window(const struct rlg_limit *lim,
     const struct rlg_state *in, int64_t now_ms,
     struct rlg_state *out, struct rlg_decision *d);
 
@@ -140,7 +118,7 @@ int rlg_limiter_fixed_window(const struct rlg_policy *policy,
  * the next window). A clock that went back is clamped to the stored
  * window's start; reset_ms and retry_ms are still measured from now_ms.
  */
-int rlg_limiter_sliding_window(const struct rlg_policy *policy,
+int rlg_limiter_sliding_window(const struct rlg_limit *lim,
     const struct rlg_state *in, int64_t now_ms,
     struct rlg_state *out, struct rlg_decision *d);
 
@@ -153,7 +131,7 @@ int rlg_limiter_sliding_window(const struct rlg_policy *policy,
  * exceed limit when burst > limit. out: tat_us and expires_ms =
  * ceil(tat_us / 1000); window_start_ms, count and prev_count are 0.
  */
-int rlg_limiter_token_bucket(const struct rlg_policy *policy,
+int rlg_limiter_token_bucket(const struct rlg_limit *lim,
     const struct rlg_state *in, int64_t now_ms,
     struct rlg_state *out, struct rlg_decision *d);
 
@@ -172,7 +150,7 @@ int rlg_limiter_token_bucket(const struct rlg_policy *policy,
  * (limit above RLG_SLIDING_LOG_LIMIT_MAX), append NULL, or log_ms NULL
  * with n > 0.
  */
-int rlg_limiter_sliding_log(const struct rlg_policy *policy,
+int rlg_limiter_sliding_log(const struct rlg_limit *lim,
     const int64_t *log_ms, size_t n, int64_t now_ms, bool *append,
     struct rlg_state *out, struct rlg_decision *d);
 
@@ -209,7 +187,7 @@ struct rlg_limiter_bounds {
 	int64_t delay_max;
 };
 
-int rlg_limiter_bounds(const struct rlg_policy *policy, int64_t now_ms,
+int rlg_limiter_bounds(const struct rlg_limit *lim, int64_t now_ms,
     struct rlg_limiter_bounds *b);
 
 /*

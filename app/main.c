@@ -79,14 +79,16 @@ describe_policies(const struct rlg_config *cfg, char *buf, size_t len)
 		const struct rlg_policy *p = &cfg->policies[i];
 
 		n = snprintf(buf + used, len - used, "%s%s %s %lld/%llds",
-		    i > 0 ? ", " : "", p->name, rlg_algorithm_name(p->algorithm),
-		    (long long)p->limit, (long long)(p->window_ms / 1000));
+		    i > 0 ? ", " : "", p->name,
+		    rlg_algorithm_name(p->lim.algorithm),
+		    (long long)p->lim.limit,
+		    (long long)(p->lim.window_ms / 1000));
 		if (n < 0)
 			break;
 		used += (size_t)n;
-		if (p->algorithm == RLG_ALG_TOKEN_BUCKET && used < len) {
+		if (p->lim.algorithm == RLG_ALG_TOKEN_BUCKET && used < len) {
 			n = snprintf(buf + used, len - used, " burst %lld",
-			    (long long)p->burst);
+			    (long long)p->lim.burst);
 			if (n < 0)
 				break;
 			used += (size_t)n;

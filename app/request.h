@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "store.h"
+#include "config.h"
 
 #define RLG_METHOD_MAX  15
 /* The longest path read, decoded: Apache's LimitRequestLine is 8190. */

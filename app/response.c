@@ -317,11 +317,11 @@ put_ietf(struct buf *b, const struct rlg_answer *a)
 
 		put(b, i == 0 ? "RateLimit-Policy: " : ", ");
 		put_sf_string(b, p->name);
-		put(b, ";q=%" PRId64 ";w=%" PRId64, nonneg(p->limit),
-		    rlg_response_seconds(p->window_ms));
-		if (p->algorithm == RLG_ALG_TOKEN_BUCKET)
+		put(b, ";q=%" PRId64 ";w=%" PRId64, nonneg(p->lim.limit),
+		    rlg_response_seconds(p->lim.window_ms));
+		if (p->lim.algorithm == RLG_ALG_TOKEN_BUCKET)
 			put(b, ";" IETF_BURST_PARAM "=%" PRId64,
-			    nonneg(p->burst));
+			    nonneg(p->lim.burst));
 	}
 	put(b, "\r\n");
 	for (i = 0; i < a->n; i++) {

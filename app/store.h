@@ -23,8 +23,6 @@
 #include "limiter.h"
 #include "store_redis.h"
 
-/* The longest client key a store accepts, in bytes, without the NUL. */
-#define RLG_CLIENT_KEY_MAX 255
 
 /*
  * One policy to apply to one client within a step. An advisory item (a
@@ -183,8 +181,8 @@ static inline void
 rlg_store_skipped(const struct rlg_policy *p, struct rlg_decision *d)
 {
 	d->admitted = true;
-	d->limit = p->limit;
-	d->remaining = p->limit;
+	d->limit = p->lim.limit;
+	d->remaining = p->lim.limit;
 	d->reset_ms = 0;
 	d->retry_ms = 0;
 }

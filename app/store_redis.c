@@ -604,19 +604,20 @@ rd_check_items(struct rd_store *s, const struct rlg_store_item *items,
 			    items[i].client);
 			return RLG_EINVAL;
 		}
-		if (p->algorithm == RLG_ALG_SLIDING_LOG)
-			rc = rlg_limiter_sliding_log(p, NULL, 0, now_ms,
+		if (p->lim.algorithm == RLG_ALG_SLIDING_LOG)
+			rc = rlg_limiter_sliding_log(&p->lim, NULL, 0, now_ms,
 			    &append, &out, &d);
 		else
-			rc = rlg_limiter_step(p, &zero, now_ms, &out, &d);
+			rc = rlg_limiter_step(&p->lim, &zero, now_ms, &out, &d);
 		if (rc != RLG_OK) {
 			rd_seterr(s, "store step: the limiter refused policy"
 			    " \"%s\" (%s, limit %lld, window %lld ms, burst"
 			    " %lld)", p->name,
-			    rlg_algorithm_name(p->algorithm) != NULL ?
-			    rlg_algorithm_name(p->algorithm) :
-			    "unknown algorithm", (long long)p->limit,
-			    (long long)p->window_ms, (long long)p->burst);
+			    rlg_algorithm_name(p->lim.algorithm) != NULL ?
+			    rlg_algorithm_name(p->lim.algorithm) :
+			    "unknown algorithm", (long long)p->lim.limit,
+			    (long long)p->lim.window_ms,
+			    (long long)p->lim.burst);
 			return RLG_EINVAL;
 		}
 	}
@@ -1199,7 +1200,7 @@ rd_build(struct rd_store *s, const struct rlg_store_item *items,
 		s->argvlen[a] = (size_t)(at - s->argv[a]);
 		*at++ = '\0';
 		a++;
-		if (it->policy->algorithm != RLG_ALG_SLIDING_LOG) {
+		if (it->policy->lim.algorithm != RLG_ALG_SLIDING_LOG) {
 			/* Unused: the state key again (see the top). */
 			s->argv[a] = s->argv[a - 1];
 			s->argvlen[a] = s->argvlen[a - 1];
@@ -1234,10 +1235,10 @@ rd_build(struct rd_store *s, const struct rlg_store_item *items,
 	for (i = 0; i < m; i++) {
 		it = &items[idx != NULL ? idx[i] : i];
 		p = it->policy;
-		v[0] = (int64_t)p->algorithm;
-		v[1] = p->limit;
-		v[2] = p->window_ms;
-		v[3] = p->burst;
+		v[0] = (int64_t)p->lim.algorithm;
+		v[1] = p->lim.limit;
+		v[2] = p->lim.window_ms;
+		v[3] = p->lim.burst;
 		/* flags: 1 advisory, 2 a charge for a new key */
 		v[4] = (it->advisory ? 1 : 0) | (it->if_new ? 2 : 0);
 		for (k = 0; k < RD_PER_ITEM; k++, a++) {
@@ -1280,7 +1281,8 @@ rd_decisions(struct rd_store *s, const struct rd_node *node,
 {
 	/* The probe's items: fixed_window, limit 1 (rd_build). */
 	static const struct rlg_policy probe = { .name = (char *)"probe",
-	    .algorithm = RLG_ALG_FIXED_WINDOW, .limit = 1, .window_ms = 1000 };
+	    .lim = { .algorithm = RLG_ALG_FIXED_WINDOW, .limit = 1,
+	    .window_ms = 1000 } };
 	const redisReply *const *e;
 	const struct rlg_store_item *it;
 	const struct rlg_policy *p;
@@ -1319,7 +1321,7 @@ rd_decisions(struct rd_store *s, const struct rd_node *node,
 	for (i = 0; i < nreply; i++) {
 		it = i < m ? &items[idx != NULL ? idx[i] : i] : NULL;
 		p = it != NULL ? it->policy : &probe;
-		if (rlg_limiter_bounds(p, now, &b) != RLG_OK) {
+		if (rlg_limiter_bounds(&p->lim, now, &b) != RLG_OK) {
 			/* rd_check_items let only good policies through. */
 			rd_seterr(s, "%s: EVALSHA: item %zu: no bounds for its"
 			    " policy", node->name, i);
@@ -1333,8 +1335,8 @@ rd_decisions(struct rd_store *s, const struct rd_node *node,
 		    rd_skipped(e, k, p))
 			continue;
 		if (e[k]->integer == 1) {
-			if (rd_field(s, node, e, k + 1, p, p->limit,
-			    p->limit) != 0 ||
+			if (rd_field(s, node, e, k + 1, p, p->lim.limit,
+			    p->lim.limit) != 0 ||
 			    rd_field(s, node, e, k + 2, p, 0,
 			    b.remaining_max) != 0 ||
 			    rd_field(s, node, e, k + 3, p, 1,
@@ -1344,7 +1346,8 @@ rd_decisions(struct rd_store *s, const struct rd_node *node,
 			continue;
 		}
 		/* Rejected: reset_ms is retry_ms (limiter.h). */
-		if (rd_field(s, node, e, k + 1, p, p->limit, p->limit) != 0 ||
+		if (rd_field(s, node, e, k + 1, p, p->lim.limit,
+		    p->lim.limit) != 0 ||
 		    rd_field(s, node, e, k + 2, p, 0, 0) != 0 ||
 		    rd_field(s, node, e, k + 4, p, 1, b.delay_max) != 0 ||
 		    rd_field(s, node, e, k + 3, p, e[k + 4]->integer,
@@ -1376,7 +1379,8 @@ rd_skipped(const redisReply *const *e, size_t k, const struct rlg_policy *p)
 	for (f = 1; f < RD_PER_ITEM; f++)
 		if (e[k + f]->type != REDIS_REPLY_INTEGER)
 			return false;
-	return e[k + 1]->integer == p->limit && e[k + 2]->integer == p->limit &&
+	return e[k + 1]->integer == p->lim.limit &&
+	    e[k + 2]->integer == p->lim.limit &&
 	    e[k + 3]->integer == 0 && e[k + 4]->integer == 0;
 }
 

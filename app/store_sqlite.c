@@ -508,7 +508,7 @@ sq_apply(struct sq_store *s, const struct rlg_store_item *items, size_t n,
 	for (i = 0; i < n && s->max_clients > 0 && !fresh; i++)
 		fresh = decisions[i].admitted && !s->scratch[i].skip &&
 		    (!s->scratch[i].stored ||
-		    items[i].policy->algorithm == RLG_ALG_SLIDING_LOG);
+		    items[i].policy->lim.algorithm == RLG_ALG_SLIDING_LOG);
 	if (fresh && nested &&
 	    (rc = sq_run(s, "step", s->stmt[SQ_SAVEPOINT])) != SQLITE_OK)
 		return sq_failed(s, rc);
@@ -516,7 +516,7 @@ sq_apply(struct sq_store *s, const struct rlg_store_item *items, size_t n,
 		/* An advisory rejection consumes nothing; a skip is none. */
 		if (!decisions[i].admitted || s->scratch[i].skip)
 			continue;
-		if (items[i].policy->algorithm == RLG_ALG_SLIDING_LOG)
+		if (items[i].policy->lim.algorithm == RLG_ALG_SLIDING_LOG)
 			rc = sq_save_log(s, &items[i], &s->scratch[i], now_ms);
 		else
 			rc = sq_save(s, &items[i], &s->scratch[i]);
@@ -723,7 +723,7 @@ sq_check_room(struct sq_store *s, const struct rlg_store_item *items,
 	for (i = 0; i < n; i++) {
 		if (!decisions[i].admitted || s->scratch[i].skip ||
 		    (s->scratch[i].stored &&
-		    items[i].policy->algorithm != RLG_ALG_SLIDING_LOG))
+		    items[i].policy->lim.algorithm != RLG_ALG_SLIDING_LOG))
 			continue;
 		if ((rc = sq_clients(s, items[i].policy->name, &clients)) !=
 		    SQLITE_OK)
@@ -785,7 +785,7 @@ sq_decide(struct sq_store *s, const struct rlg_store_item *items, size_t i,
 	size_t j;
 	int rc;
 
-	if (items[i].policy->algorithm == RLG_ALG_SLIDING_LOG)
+	if (items[i].policy->lim.algorithm == RLG_ALG_SLIDING_LOG)
 		return sq_decide_log(s, items, i, now_ms, d);
 	x->append = false;
 	/*
@@ -803,8 +803,8 @@ sq_decide(struct sq_store *s, const struct rlg_store_item *items, size_t i,
 	if (!found && (rc = sq_load(s, &items[i], x)) != SQLITE_OK)
 		return sq_failed(s, rc);
 	x->live = x->stored && x->in.expires_ms > now_ms;
-	if (rlg_limiter_step(items[i].policy, &x->in, now_ms, &x->out, d) !=
-	    RLG_OK)
+	if (rlg_limiter_step(&items[i].policy->lim, &x->in, now_ms, &x->out,
+	    d) != RLG_OK)
 		return sq_refused(s, items[i].policy);
 	return RLG_OK;
 }
@@ -831,7 +831,7 @@ sq_decide_log(struct sq_store *s, const struct rlg_store_item *items,
 	int rc;
 
 	/* The limiter checks it too; here it bounds the buffer. */
-	if (p->limit < 1 || p->limit > RLG_SLIDING_LOG_LIMIT_MAX)
+	if (p->lim.limit < 1 || p->lim.limit > RLG_SLIDING_LOG_LIMIT_MAX)
 		return sq_refused(s, p);
 	for (j = 0; j < i; j++) {
 		if (sq_same_key(&items[j], &items[i]) && s->scratch[j].append)
@@ -849,8 +849,8 @@ sq_decide_log(struct sq_store *s, const struct rlg_store_item *items,
 		for (j = 0; j < k; j++)
 			s->log_ms[at + j] = now;
 		n += k;
-		if (n > (size_t)p->limit) {
-			drop = n - (size_t)p->limit;
+		if (n > (size_t)p->lim.limit) {
+			drop = n - (size_t)p->lim.limit;
 			memmove(s->log_ms, s->log_ms + drop,
 			    (n - drop) * sizeof *s->log_ms);
 			n -= drop;
@@ -859,7 +859,7 @@ sq_decide_log(struct sq_store *s, const struct rlg_store_item *items,
 	x->seq = seq + (int64_t)k;
 	x->stored = false;
 	x->live = n > 0;
-	if (rlg_limiter_sliding_log(p, s->log_ms, n, now_ms, &x->append,
+	if (rlg_limiter_sliding_log(&p->lim, s->log_ms, n, now_ms, &x->append,
 	    &x->out, d) != RLG_OK)
 		return sq_refused(s, p);
 	return RLG_OK;
@@ -871,10 +871,10 @@ sq_refused(struct sq_store *s, const struct rlg_policy *policy)
 {
 	rlg_store_seterr(&s->base, "store step: the limiter refused policy \"%s\" (%s,"
 	    " limit %lld, window %lld ms, burst %lld)", policy->name,
-	    rlg_algorithm_name(policy->algorithm) != NULL ?
-	    rlg_algorithm_name(policy->algorithm) : "unknown algorithm",
-	    (long long)policy->limit, (long long)policy->window_ms,
-	    (long long)policy->burst);
+	    rlg_algorithm_name(policy->lim.algorithm) != NULL ?
+	    rlg_algorithm_name(policy->lim.algorithm) : "unknown algorithm",
+	    (long long)policy->lim.limit, (long long)policy->lim.window_ms,
+	    (long long)policy->lim.burst);
 	if (s->db != NULL && !sqlite3_get_autocommit(s->db))
 		(void)sq_run(s, NULL, s->stmt[SQ_ROLLBACK]);
 	return RLG_EINVAL;
@@ -1471,8 +1471,8 @@ sq_load_log(struct sq_store *s, const struct rlg_store_item *item,
 	*seq = 0;
 	sqlite3_bind_text(st, 1, item->policy->name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, item->client, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 3, now_ms - item->policy->window_ms);
-	sqlite3_bind_int64(st, 4, item->policy->limit);
+	sqlite3_bind_int64(st, 3, now_ms - item->policy->lim.window_ms);
+	sqlite3_bind_int64(st, 4, item->policy->lim.limit);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		ts = sqlite3_column_int64(st, 0);
 		if (ts == now_ms && sqlite3_column_int64(st, 1) >= *seq)
@@ -1589,7 +1589,7 @@ sq_save_log(struct sq_store *s, const struct rlg_store_item *item,
 	st = s->stmt[SQ_LOG_TRIM];
 	sqlite3_bind_text(st, 1, item->policy->name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, item->client, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 3, now - item->policy->window_ms);
+	sqlite3_bind_int64(st, 3, now - item->policy->lim.window_ms);
 	if ((rc = sq_run(s, "step", st)) != SQLITE_OK)
 		return rc;
 	return sq_save(s, item, x);

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "limiter.h"
 #include "util.h"
 
@@ -91,10 +92,10 @@ sim_init(struct sim *s, const struct variant *v)
 {
 	memset(s, 0, sizeof *s);
 	s->policy.name = (char *)v->label;
-	s->policy.algorithm = v->algorithm;
-	s->policy.limit = LIMIT;
-	s->policy.window_ms = WINDOW_MS;
-	s->policy.burst = v->burst;
+	s->policy.lim.algorithm = v->algorithm;
+	s->policy.lim.limit = LIMIT;
+	s->policy.lim.window_ms = WINDOW_MS;
+	s->policy.lim.burst = v->burst;
 	s->policy.key = RLG_KEY_IP;
 }
 
@@ -106,19 +107,19 @@ sim_hit(struct sim *s, int64_t now_ms, bool *ok)
 	bool append = false;
 	size_t i, keep;
 
-	if (s->policy.algorithm != RLG_ALG_SLIDING_LOG) {
-		if (rlg_limiter_step(&s->policy, &s->state, now_ms, &s->state,
+	if (s->policy.lim.algorithm != RLG_ALG_SLIDING_LOG) {
+		if (rlg_limiter_step(&s->policy.lim, &s->state, now_ms, &s->state,
 		    &d) != RLG_OK)
 			*ok = false;
 		return d.admitted;
 	}
 	/* The store reads only the entries still inside the window. */
 	for (keep = 0; keep < s->nlog &&
-	    s->log[keep] <= now_ms - s->policy.window_ms; keep++)
+	    s->log[keep] <= now_ms - s->policy.lim.window_ms; keep++)
 		;
 	memmove(s->log, s->log + keep, (s->nlog - keep) * sizeof s->log[0]);
 	s->nlog -= keep;
-	if (rlg_limiter_sliding_log(&s->policy, s->log, s->nlog, now_ms,
+	if (rlg_limiter_sliding_log(&s->policy.lim, s->log, s->nlog, now_ms,
 	    &append, &s->state, &d) != RLG_OK) {
 		*ok = false;
 		return false;

@@ -604,10 +604,10 @@ START_TEST(test_defaults)
 	ck_assert_int_eq(cfg->errors, RLG_ERRORS_JSON);
 	ck_assert_uint_eq(cfg->npolicies, 1);
 	ck_assert_str_eq(cfg->policies[0].name, "default");
-	ck_assert_int_eq(cfg->policies[0].algorithm, RLG_ALG_FIXED_WINDOW);
-	ck_assert_int_eq(cfg->policies[0].limit, 60);
-	ck_assert_int_eq(cfg->policies[0].window_ms, 60000);
-	ck_assert_int_eq(cfg->policies[0].burst, 60);
+	ck_assert_int_eq(cfg->policies[0].lim.algorithm, RLG_ALG_FIXED_WINDOW);
+	ck_assert_int_eq(cfg->policies[0].lim.limit, 60);
+	ck_assert_int_eq(cfg->policies[0].lim.window_ms, 60000);
+	ck_assert_int_eq(cfg->policies[0].lim.burst, 60);
 	ck_assert_int_eq(cfg->policies[0].key, RLG_KEY_IP);
 	rlg_config_free(cfg);
 }
@@ -622,24 +622,24 @@ START_TEST(test_empty_file_is_defaults)
 	ck_assert_int_eq(cfg->store.busy_timeout_ms, 2000);
 	ck_assert_uint_eq(cfg->npolicies, 1);
 	ck_assert_str_eq(cfg->policies[0].name, "default");
-	ck_assert_int_eq(cfg->policies[0].limit, 60);
-	ck_assert_int_eq(cfg->policies[0].window_ms, 60000);
-	ck_assert_int_eq(cfg->policies[0].burst, 60);
+	ck_assert_int_eq(cfg->policies[0].lim.limit, 60);
+	ck_assert_int_eq(cfg->policies[0].lim.window_ms, 60000);
+	ck_assert_int_eq(cfg->policies[0].lim.burst, 60);
 	ck_assert_int_eq(cfg->style, RLG_STYLE_DRAFT03);
 	ck_assert_int_eq(cfg->errors, RLG_ERRORS_JSON);
 	rlg_config_free(cfg);
 
 	cfg = rlg_t_ok("\n\n   \n; only a comment\n# and another\n");
-	ck_assert_int_eq(cfg->policies[0].limit, 60);
+	ck_assert_int_eq(cfg->policies[0].lim.limit, 60);
 	rlg_config_free(cfg);
 
 	/* Sections but no [policy]: the built-in "default" still applies. */
 	cfg = rlg_t_ok("[store]\npath = /p\n[headers]\n[response]\n");
 	ck_assert_uint_eq(cfg->npolicies, 1);
 	ck_assert_str_eq(cfg->policies[0].name, "default");
-	ck_assert_int_eq(cfg->policies[0].algorithm, RLG_ALG_FIXED_WINDOW);
-	ck_assert_int_eq(cfg->policies[0].limit, 60);
-	ck_assert_int_eq(cfg->policies[0].burst, 60);
+	ck_assert_int_eq(cfg->policies[0].lim.algorithm, RLG_ALG_FIXED_WINDOW);
+	ck_assert_int_eq(cfg->policies[0].lim.limit, 60);
+	ck_assert_int_eq(cfg->policies[0].lim.burst, 60);
 	rlg_config_free(cfg);
 }
 END_TEST
@@ -678,10 +678,10 @@ START_TEST(test_full_file)
 	ck_assert_int_eq(cfg->errors, RLG_ERRORS_PROBLEM);
 	ck_assert_uint_eq(cfg->npolicies, 1);
 	ck_assert_str_eq(cfg->policies[0].name, "default");
-	ck_assert_int_eq(cfg->policies[0].algorithm, RLG_ALG_TOKEN_BUCKET);
-	ck_assert_int_eq(cfg->policies[0].limit, 1000000000);
-	ck_assert_int_eq(cfg->policies[0].window_ms, 31622400LL * 1000);
-	ck_assert_int_eq(cfg->policies[0].burst, 1000000000);
+	ck_assert_int_eq(cfg->policies[0].lim.algorithm, RLG_ALG_TOKEN_BUCKET);
+	ck_assert_int_eq(cfg->policies[0].lim.limit, 1000000000);
+	ck_assert_int_eq(cfg->policies[0].lim.window_ms, 31622400LL * 1000);
+	ck_assert_int_eq(cfg->policies[0].lim.burst, 1000000000);
 	ck_assert_int_eq(cfg->policies[0].key, RLG_KEY_IP);
 	rlg_config_free(cfg);
 
@@ -690,9 +690,9 @@ START_TEST(test_full_file)
 	    "[policy default]\nlimit = 1\nwindow = 1\n"
 	    "algorithm = token_bucket\nburst = 1\n");
 	ck_assert_int_eq(cfg->store.busy_timeout_ms, 0);
-	ck_assert_int_eq(cfg->policies[0].limit, 1);
-	ck_assert_int_eq(cfg->policies[0].window_ms, 1000);
-	ck_assert_int_eq(cfg->policies[0].burst, 1);
+	ck_assert_int_eq(cfg->policies[0].lim.limit, 1);
+	ck_assert_int_eq(cfg->policies[0].lim.window_ms, 1000);
+	ck_assert_int_eq(cfg->policies[0].lim.burst, 1);
 	rlg_config_free(cfg);
 }
 END_TEST
@@ -712,8 +712,8 @@ START_TEST(test_inline_comments)
 
 	ck_assert_str_eq(cfg->store.path, "/a;b/c.db");
 	ck_assert_int_eq(cfg->store.on_error, RLG_ON_ERROR_OPEN);
-	ck_assert_int_eq(cfg->policies[0].limit, 5);
-	ck_assert_int_eq(cfg->policies[0].window_ms, 7000);
+	ck_assert_int_eq(cfg->policies[0].lim.limit, 5);
+	ck_assert_int_eq(cfg->policies[0].lim.window_ms, 7000);
 	rlg_config_free(cfg);
 }
 END_TEST
@@ -726,10 +726,10 @@ START_TEST(test_design_example)
 	ck_assert_int_eq(cfg->store.busy_timeout_ms, 2000);
 	ck_assert_int_eq(cfg->store.on_error, RLG_ON_ERROR_CLOSED);
 	ck_assert_int_eq(cfg->style, RLG_STYLE_DRAFT03);
-	ck_assert_int_eq(cfg->policies[0].algorithm, RLG_ALG_FIXED_WINDOW);
-	ck_assert_int_eq(cfg->policies[0].limit, 60);
-	ck_assert_int_eq(cfg->policies[0].window_ms, 60000);
-	ck_assert_int_eq(cfg->policies[0].burst, 60);
+	ck_assert_int_eq(cfg->policies[0].lim.algorithm, RLG_ALG_FIXED_WINDOW);
+	ck_assert_int_eq(cfg->policies[0].lim.limit, 60);
+	ck_assert_int_eq(cfg->policies[0].lim.window_ms, 60000);
+	ck_assert_int_eq(cfg->policies[0].lim.burst, 60);
 	ck_assert_int_eq(cfg->policies[0].key, RLG_KEY_IP);
 	rlg_config_free(cfg);
 }
@@ -752,8 +752,8 @@ START_TEST(test_layout)
 
 	ck_assert_str_eq(cfg->store.path, "/x=y.db");
 	ck_assert_int_eq(cfg->store.busy_timeout_ms, 17);
-	ck_assert_int_eq(cfg->policies[0].limit, 9);
-	ck_assert_int_eq(cfg->policies[0].window_ms, 3000);
+	ck_assert_int_eq(cfg->policies[0].lim.limit, 9);
+	ck_assert_int_eq(cfg->policies[0].lim.window_ms, 3000);
 	rlg_config_free(cfg);
 }
 END_TEST
@@ -868,9 +868,9 @@ START_TEST(test_algorithm)
 	cfg = rlg_t_ok(text);
 	ck_assert_uint_eq(cfg->npolicies, 1);
 	ck_assert_str_eq(cfg->policies[0].name, "x");
-	ck_assert_int_eq(cfg->policies[0].algorithm, w->value);
-	ck_assert_int_eq(cfg->policies[0].limit, 60);
-	ck_assert_int_eq(cfg->policies[0].burst, 60);
+	ck_assert_int_eq(cfg->policies[0].lim.algorithm, w->value);
+	ck_assert_int_eq(cfg->policies[0].lim.limit, 60);
+	ck_assert_int_eq(cfg->policies[0].lim.burst, 60);
 	rlg_config_free(cfg);
 	free(text);
 }
@@ -938,31 +938,31 @@ START_TEST(test_policies_in_order)
 	ck_assert_uint_eq(cfg->npolicies, 5);
 
 	ck_assert_str_eq(cfg->policies[0].name, "burst");
-	ck_assert_int_eq(cfg->policies[0].algorithm, RLG_ALG_TOKEN_BUCKET);
-	ck_assert_int_eq(cfg->policies[0].limit, 10);
-	ck_assert_int_eq(cfg->policies[0].window_ms, 1000);
-	ck_assert_int_eq(cfg->policies[0].burst, 20);
+	ck_assert_int_eq(cfg->policies[0].lim.algorithm, RLG_ALG_TOKEN_BUCKET);
+	ck_assert_int_eq(cfg->policies[0].lim.limit, 10);
+	ck_assert_int_eq(cfg->policies[0].lim.window_ms, 1000);
+	ck_assert_int_eq(cfg->policies[0].lim.burst, 20);
 	ck_assert_int_eq(cfg->policies[0].key, RLG_KEY_IP);
 
 	ck_assert_str_eq(cfg->policies[1].name, "hourly");
-	ck_assert_int_eq(cfg->policies[1].algorithm, RLG_ALG_SLIDING_WINDOW);
-	ck_assert_int_eq(cfg->policies[1].limit, 1000);
-	ck_assert_int_eq(cfg->policies[1].window_ms, 3600000);
-	ck_assert_int_eq(cfg->policies[1].burst, 1000);
+	ck_assert_int_eq(cfg->policies[1].lim.algorithm, RLG_ALG_SLIDING_WINDOW);
+	ck_assert_int_eq(cfg->policies[1].lim.limit, 1000);
+	ck_assert_int_eq(cfg->policies[1].lim.window_ms, 3600000);
+	ck_assert_int_eq(cfg->policies[1].lim.burst, 1000);
 	ck_assert_int_eq(cfg->policies[1].key, RLG_KEY_IP);
 
 	ck_assert_str_eq(cfg->policies[2].name, "exact");
-	ck_assert_int_eq(cfg->policies[2].algorithm, RLG_ALG_SLIDING_LOG);
-	ck_assert_int_eq(cfg->policies[2].limit, 100000);
-	ck_assert_int_eq(cfg->policies[2].window_ms, 10000);
+	ck_assert_int_eq(cfg->policies[2].lim.algorithm, RLG_ALG_SLIDING_LOG);
+	ck_assert_int_eq(cfg->policies[2].lim.limit, 100000);
+	ck_assert_int_eq(cfg->policies[2].lim.window_ms, 10000);
 
 	ck_assert_str_eq(cfg->policies[3].name, "daily");
-	ck_assert_int_eq(cfg->policies[3].algorithm, RLG_ALG_FIXED_WINDOW);
-	ck_assert_int_eq(cfg->policies[3].limit, 60);
-	ck_assert_int_eq(cfg->policies[3].window_ms, 86400000);
+	ck_assert_int_eq(cfg->policies[3].lim.algorithm, RLG_ALG_FIXED_WINDOW);
+	ck_assert_int_eq(cfg->policies[3].lim.limit, 60);
+	ck_assert_int_eq(cfg->policies[3].lim.window_ms, 86400000);
 
 	ck_assert_str_eq(cfg->policies[4].name, "A-1.b_2");
-	ck_assert_int_eq(cfg->policies[4].limit, 7);
+	ck_assert_int_eq(cfg->policies[4].lim.limit, 7);
 	rlg_config_free(cfg);
 }
 END_TEST
@@ -984,25 +984,25 @@ START_TEST(test_policy_defaults)
 	ck_assert_str_eq(cfg->policies[1].name, "default");
 	ck_assert_str_eq(cfg->policies[2].name, "slow");
 	for (i = 0; i < cfg->npolicies; i++) {
-		ck_assert_int_eq(cfg->policies[i].algorithm,
+		ck_assert_int_eq(cfg->policies[i].lim.algorithm,
 		    RLG_ALG_FIXED_WINDOW);
 		ck_assert_int_eq(cfg->policies[i].key, RLG_KEY_IP);
-		ck_assert_int_eq(cfg->policies[i].burst,
-		    cfg->policies[i].limit);
+		ck_assert_int_eq(cfg->policies[i].lim.burst,
+		    cfg->policies[i].lim.limit);
 	}
-	ck_assert_int_eq(cfg->policies[0].limit, 60);
-	ck_assert_int_eq(cfg->policies[0].window_ms, 60000);
-	ck_assert_int_eq(cfg->policies[1].limit, 5);
-	ck_assert_int_eq(cfg->policies[1].window_ms, 60000);
-	ck_assert_int_eq(cfg->policies[2].limit, 60);
-	ck_assert_int_eq(cfg->policies[2].window_ms, 120000);
+	ck_assert_int_eq(cfg->policies[0].lim.limit, 60);
+	ck_assert_int_eq(cfg->policies[0].lim.window_ms, 60000);
+	ck_assert_int_eq(cfg->policies[1].lim.limit, 5);
+	ck_assert_int_eq(cfg->policies[1].lim.window_ms, 60000);
+	ck_assert_int_eq(cfg->policies[2].lim.limit, 60);
+	ck_assert_int_eq(cfg->policies[2].lim.window_ms, 120000);
 	rlg_config_free(cfg);
 
 	/* Without "default" among them, it is not added. */
 	cfg = rlg_t_ok("[policy api]\nlimit = 3\n");
 	ck_assert_uint_eq(cfg->npolicies, 1);
 	ck_assert_str_eq(cfg->policies[0].name, "api");
-	ck_assert_int_eq(cfg->policies[0].limit, 3);
+	ck_assert_int_eq(cfg->policies[0].lim.limit, 3);
 	rlg_config_free(cfg);
 }
 END_TEST
@@ -1018,10 +1018,10 @@ START_TEST(test_burst)
 	    "[policy c]\nalgorithm = token_bucket\n"
 	    "[policy a]\nwindow = 2\n");
 	ck_assert_uint_eq(cfg->npolicies, 3);
-	ck_assert_int_eq(cfg->policies[0].burst, 10);
-	ck_assert_int_eq(cfg->policies[0].window_ms, 2000);
-	ck_assert_int_eq(cfg->policies[1].burst, 7);
-	ck_assert_int_eq(cfg->policies[2].burst, 60);
+	ck_assert_int_eq(cfg->policies[0].lim.burst, 10);
+	ck_assert_int_eq(cfg->policies[0].lim.window_ms, 2000);
+	ck_assert_int_eq(cfg->policies[1].lim.burst, 7);
+	ck_assert_int_eq(cfg->policies[2].lim.burst, 60);
 	rlg_config_free(cfg);
 
 	/* Explicit: above or below the limit, before or after algorithm, or
@@ -1033,12 +1033,12 @@ START_TEST(test_burst)
 	    "[policy c]\nalgorithm = token_bucket\n"
 	    "[policy d]\nalgorithm = token_bucket\nburst = 1000000000\n");
 	ck_assert_uint_eq(cfg->npolicies, 4);
-	ck_assert_int_eq(cfg->policies[0].limit, 10);
-	ck_assert_int_eq(cfg->policies[0].burst, 25);
-	ck_assert_int_eq(cfg->policies[1].limit, 100);
-	ck_assert_int_eq(cfg->policies[1].burst, 3);
-	ck_assert_int_eq(cfg->policies[2].burst, 1);
-	ck_assert_int_eq(cfg->policies[3].burst, 1000000000);
+	ck_assert_int_eq(cfg->policies[0].lim.limit, 10);
+	ck_assert_int_eq(cfg->policies[0].lim.burst, 25);
+	ck_assert_int_eq(cfg->policies[1].lim.limit, 100);
+	ck_assert_int_eq(cfg->policies[1].lim.burst, 3);
+	ck_assert_int_eq(cfg->policies[2].lim.burst, 1);
+	ck_assert_int_eq(cfg->policies[3].lim.burst, 1000000000);
 	rlg_config_free(cfg);
 }
 END_TEST
@@ -1103,10 +1103,10 @@ START_TEST(test_sliding_log_limit)
 	    "[policy sw]\nalgorithm = sliding_window\nlimit = 100001\n"
 	    "[policy tb]\nalgorithm = token_bucket\nlimit = 100001\n");
 	ck_assert_uint_eq(cfg->npolicies, 4);
-	ck_assert_int_eq(cfg->policies[0].limit, 100000);
-	ck_assert_int_eq(cfg->policies[1].limit, 1000000000);
-	ck_assert_int_eq(cfg->policies[2].limit, 100001);
-	ck_assert_int_eq(cfg->policies[3].limit, 100001);
+	ck_assert_int_eq(cfg->policies[0].lim.limit, 100000);
+	ck_assert_int_eq(cfg->policies[1].lim.limit, 1000000000);
+	ck_assert_int_eq(cfg->policies[2].lim.limit, 100001);
+	ck_assert_int_eq(cfg->policies[3].lim.limit, 100001);
 	rlg_config_free(cfg);
 
 	/* Over it: at the limit's line, before or after the algorithm. */
@@ -1217,11 +1217,11 @@ START_TEST(test_policies_max)
 	cfg = rlg_t_ok(more);
 	ck_assert_uint_eq(cfg->npolicies, RLG_POLICIES_MAX);
 	for (i = 0; i < RLG_POLICIES_MAX; i++) {
-		ck_assert_int_eq(cfg->policies[i].limit, (int64_t)i + 1);
-		ck_assert_int_eq(cfg->policies[i].burst, (int64_t)i + 1);
+		ck_assert_int_eq(cfg->policies[i].lim.limit, (int64_t)i + 1);
+		ck_assert_int_eq(cfg->policies[i].lim.burst, (int64_t)i + 1);
 	}
 	ck_assert_str_eq(cfg->policies[0].name, "p1");
-	ck_assert_int_eq(cfg->policies[0].window_ms, 9000);
+	ck_assert_int_eq(cfg->policies[0].lim.window_ms, 9000);
 	ck_assert_str_eq(cfg->policies[31].name, "p32");
 	rlg_config_free(cfg);
 	free(more);
@@ -1556,8 +1556,8 @@ START_TEST(test_load_file)
 	ck_assert_ptr_nonnull(cfg);
 	ck_assert_str_eq(cfg->source, path);
 	ck_assert_str_eq(cfg->store.path, "/data/rl.db");
-	ck_assert_int_eq(cfg->policies[0].limit, 100);
-	ck_assert_int_eq(cfg->policies[0].window_ms, 60000);
+	ck_assert_int_eq(cfg->policies[0].lim.limit, 100);
+	ck_assert_int_eq(cfg->policies[0].lim.window_ms, 60000);
 	rlg_config_free(cfg);
 	free(buf);
 	free(path);
@@ -1583,7 +1583,7 @@ START_TEST(test_world_writable_warning)
 	    "this machine can change the limits (chmod o-w %s)\n", path, path);
 	ck_assert_str_eq(buf, want);
 	ck_assert_ptr_nonnull(cfg);
-	ck_assert_int_eq(cfg->policies[0].limit, 7);
+	ck_assert_int_eq(cfg->policies[0].lim.limit, 7);
 	rlg_config_free(cfg);
 	free(buf);
 	free(want);
@@ -1808,7 +1808,7 @@ START_TEST(test_new_defaults)
 		    "[client]\n[log]\n[headers]\n" :
 		    "[client]\n[log]\n[policy default]\nlimit = 3\n");
 	}
-	ck_assert_int_eq(cfg->policies[0].limit, 3);
+	ck_assert_int_eq(cfg->policies[0].lim.limit, 3);
 	rlg_config_free(cfg);
 }
 END_TEST
@@ -2036,15 +2036,15 @@ START_TEST(test_new_keys_per_ip)
 	nk = cfg->policies[0].new_keys_policy;
 	ck_assert_ptr_nonnull(nk);
 	ck_assert_str_eq(nk->name, "api.new_keys");
-	ck_assert_int_eq(nk->algorithm, RLG_ALG_FIXED_WINDOW);
-	ck_assert_int_eq(nk->limit, RLG_DEFAULT_NEW_KEYS);
-	ck_assert_int_eq(nk->window_ms, 30000);
+	ck_assert_int_eq(nk->lim.algorithm, RLG_ALG_FIXED_WINDOW);
+	ck_assert_int_eq(nk->lim.limit, RLG_DEFAULT_NEW_KEYS);
+	ck_assert_int_eq(nk->lim.window_ms, 30000);
 	ck_assert_int_eq(nk->mode, RLG_MODE_DRY_RUN);
 	nk = cfg->policies[1].new_keys_policy;
 	ck_assert_ptr_nonnull(nk);
 	ck_assert_str_eq(nk->name, "both.new_keys");
-	ck_assert_int_eq(nk->limit, 7);
-	ck_assert_int_eq(nk->window_ms, 60000);
+	ck_assert_int_eq(nk->lim.limit, 7);
+	ck_assert_int_eq(nk->lim.window_ms, 60000);
 	ck_assert_ptr_null(cfg->policies[2].new_keys_policy);
 	ck_assert_ptr_null(cfg->policies[3].new_keys_policy);
 	rlg_config_free(cfg);

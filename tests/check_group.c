@@ -83,10 +83,10 @@ gpolicy(enum rlg_algorithm a, int64_t limit)
 
 	memset(&p, 0, sizeof p);
 	p.name = gname;
-	p.algorithm = a;
-	p.limit = limit;
-	p.window_ms = 3600 * 1000;
-	p.burst = limit;
+	p.lim.algorithm = a;
+	p.lim.limit = limit;
+	p.lim.window_ms = 3600 * 1000;
+	p.lim.burst = limit;
 	return p;
 }
 
@@ -255,7 +255,7 @@ START_TEST(test_group_exact_each_algorithm)
 
 	run(path, G_HOT, &p, NULL, w);
 	check_serial(w, GLIMIT);
-	if (p.algorithm != RLG_ALG_TOKEN_BUCKET)
+	if (p.lim.algorithm != RLG_ALG_TOKEN_BUCKET)
 		ck_assert_int_eq(count_of(path, "hot"), GLIMIT);
 }
 END_TEST

@@ -60,7 +60,7 @@
 enum burst_kind { B_NONE, B_ONE, B_LIMIT, B_MORE };
 
 struct sim {
-	struct rlg_policy p;
+	struct rlg_limit p;
 	struct rlg_state st;         /* the stored row */
 	int64_t log[SIM_LOG_CAP];    /* sliding_log: ascending, as stored */
 	size_t n;
@@ -88,14 +88,14 @@ struct alg_case {
 	const char *label;
 };
 
-static struct rlg_policy policy(int64_t limit, int64_t window_s);
-static struct rlg_policy mkpolicy(enum rlg_algorithm alg, int64_t limit,
+static struct rlg_limit policy(int64_t limit, int64_t window_s);
+static struct rlg_limit mkpolicy(enum rlg_algorithm alg, int64_t limit,
     int64_t window_ms, int64_t burst);
 static int64_t burst_of(enum burst_kind b, int64_t limit);
-static int hit(const struct rlg_policy *p, struct rlg_state *st, int64_t now,
+static int hit(const struct rlg_limit *p, struct rlg_state *st, int64_t now,
     struct rlg_decision *d);
 static int64_t clamp_ms(int64_t t);
-static int64_t gcra_t_us(const struct rlg_policy *p);
+static int64_t gcra_t_us(const struct rlg_limit *p);
 static void sim_init(struct sim *s, enum rlg_algorithm alg, int64_t limit,
     int64_t window_ms, int64_t burst);
 static size_t sim_first(const struct sim *s, int64_t now);
@@ -136,19 +136,18 @@ static const struct alg_case alg_cases[] = {
 /* The runs are too big for a test's stack. */
 static struct run run_a, run_b;
 
-static struct rlg_policy
+static struct rlg_limit
 policy(int64_t limit, int64_t window_s)
 {
 	return mkpolicy(RLG_ALG_FIXED_WINDOW, limit, window_s * 1000, 0);
 }
 
-static struct rlg_policy
+static struct rlg_limit
 mkpolicy(enum rlg_algorithm alg, int64_t limit, int64_t window_ms,
     int64_t burst)
 {
-	struct rlg_policy p = { .name = "default", .algorithm = alg,
-	    .limit = limit, .window_ms = window_ms, .burst = burst,
-	    .key = RLG_KEY_IP };
+	struct rlg_limit p = { .algorithm = alg,
+	    .limit = limit, .window_ms = window_ms, .burst = burst };
 
 	return p;
 }
@@ -171,7 +170,7 @@ burst_of(enum burst_kind b, int64_t limit)
 
 /* Sends one request at now; returns whether it was admitted. */
 static int
-hit(const struct rlg_policy *p, struct rlg_state *st, int64_t now,
+hit(const struct rlg_limit *p, struct rlg_state *st, int64_t now,
     struct rlg_decision *d)
 {
 	REQUIRE_EQ(rlg_limiter_step(p, st, now, st, d), RLG_OK);
@@ -186,7 +185,7 @@ clamp_ms(int64_t t)
 
 /* The emission interval as limiter.h states it: rounded up. */
 static int64_t
-gcra_t_us(const struct rlg_policy *p)
+gcra_t_us(const struct rlg_limit *p)
 {
 	return (p->window_ms * 1000 + p->limit - 1) / p->limit;
 }
@@ -519,7 +518,7 @@ seed_scenario(enum rlg_algorithm alg, int64_t per_second)
 
 START_TEST(test_admits_limit_then_rejects)
 {
-	struct rlg_policy p = policy(5, 60);
+	struct rlg_limit p = policy(5, 60);
 	struct rlg_state st = { 0, 0, 0, 0, 0 };
 	struct rlg_decision d;
 	int i;
@@ -545,7 +544,7 @@ END_TEST
 
 START_TEST(test_window_aligned_and_resets)
 {
-	struct rlg_policy p = policy(2, 60);
+	struct rlg_limit p = policy(2, 60);
 	struct rlg_state st = { 0, 0, 0, 0, 0 };
 	struct rlg_decision d;
 
@@ -568,7 +567,7 @@ END_TEST
 /* The seed's warning, measured: 2x the limit within two seconds. */
 START_TEST(test_boundary_burst)
 {
-	struct rlg_policy p = policy(60, 60);
+	struct rlg_limit p = policy(60, 60);
 	struct rlg_state st = { 0, 0, 0, 0, 0 };
 	struct rlg_decision d;
 	int i, admitted = 0;
@@ -587,11 +586,11 @@ START_TEST(test_names_and_dispatch)
 {
 	static const enum rlg_algorithm algs[] = { RLG_ALG_FIXED_WINDOW,
 	    RLG_ALG_SLIDING_WINDOW, RLG_ALG_TOKEN_BUCKET };
-	static int (*const fns[])(const struct rlg_policy *,
+	static int (*const fns[])(const struct rlg_limit *,
 	    const struct rlg_state *, int64_t, struct rlg_state *,
 	    struct rlg_decision *) = { rlg_limiter_fixed_window,
 	    rlg_limiter_sliding_window, rlg_limiter_token_bucket };
-	struct rlg_policy p;
+	struct rlg_limit p;
 	struct rlg_state in = { T0, 2, 1, 0, T0 + 1 }, o1, o2;
 	struct rlg_decision d1, d2;
 	size_t i;
@@ -632,7 +631,7 @@ END_TEST
  */
 START_TEST(test_fixed_unused_fields)
 {
-	struct rlg_policy p = policy(2, 10);
+	struct rlg_limit p = policy(2, 10);
 	struct rlg_state in = { T0, 1, 77, 12345, T0 + 10000 }, out, keep;
 	struct rlg_decision d;
 
@@ -985,7 +984,7 @@ END_TEST
 
 START_TEST(test_clock_backwards_is_clamped)
 {
-	struct rlg_policy p = policy(3, 10);
+	struct rlg_limit p = policy(3, 10);
 	struct rlg_state st = { 0, 0, 0, 0, 0 };
 	struct rlg_decision d;
 
@@ -1004,7 +1003,7 @@ END_TEST
 
 START_TEST(test_limit_one_and_big_window)
 {
-	struct rlg_policy p = policy(1, RLG_WINDOW_S_MAX);
+	struct rlg_limit p = policy(1, RLG_WINDOW_S_MAX);
 	struct rlg_state st = { 0, 0, 0, 0, 0 };
 	struct rlg_decision d;
 
@@ -1019,7 +1018,7 @@ END_TEST
 
 START_TEST(test_damaged_state)
 {
-	struct rlg_policy p = policy(5, 60);
+	struct rlg_limit p = policy(5, 60);
 	struct rlg_state st = { .window_start_ms = T0, .count = 1000,
 	    .expires_ms = T0 + 60000 };      /* count > limit */
 	struct rlg_decision d;
@@ -1033,8 +1032,8 @@ END_TEST
 
 START_TEST(test_bad_policy)
 {
-	struct rlg_policy zero = policy(0, 60), nowin = policy(5, 0);
-	struct rlg_policy huge = policy(RLG_LIMIT_MAX + 1, 60);
+	struct rlg_limit zero = policy(0, 60), nowin = policy(5, 0);
+	struct rlg_limit huge = policy(RLG_LIMIT_MAX + 1, 60);
 	struct rlg_state st = { 0, 0, 0, 0, 0 };
 	struct rlg_decision d;
 
@@ -1075,7 +1074,7 @@ START_TEST(test_bad_policy_per_algorithm)
 		{ RLG_ALG_TOKEN_BUCKET, 5, 0, 1, RLG_EINVAL },
 	};
 	static const int64_t empty[1] = { 0 };
-	struct rlg_policy p;
+	struct rlg_limit p;
 	struct rlg_state st = { 0, 0, 0, 0, 0 }, out;
 	struct rlg_decision d;
 	bool append = true;
@@ -1304,7 +1303,7 @@ END_TEST
 /* The log after a step back: later entries count until they slide out. */
 START_TEST(test_sliding_log_clock_back)
 {
-	struct rlg_policy p = mkpolicy(RLG_ALG_SLIDING_LOG, 3, 10000, 0);
+	struct rlg_limit p = mkpolicy(RLG_ALG_SLIDING_LOG, 3, 10000, 0);
 	int64_t log2[] = { T0 + 5000, T0 + 6000 };
 	int64_t log3[] = { T0, T0 + 5000, T0 + 6000 };
 	struct rlg_state out;
@@ -1338,7 +1337,7 @@ END_TEST
 START_TEST(test_sliding_log_feed)
 {
 	static int64_t big[RLG_SLIDING_LOG_LIMIT_MAX + 2];
-	struct rlg_policy p = mkpolicy(RLG_ALG_SLIDING_LOG, 3, 10000, 0);
+	struct rlg_limit p = mkpolicy(RLG_ALG_SLIDING_LOG, 3, 10000, 0);
 	int64_t stale[] = { T0 - 20000, T0 - 10000, T0, T0 + 1000, T0 + 2000 };
 	int64_t stale2[] = { T0 - 20000, T0 - 7000, T0 + 1000, T0 + 2000 };
 	int64_t over[] = { T0, T0 + 1, T0 + 2, T0 + 3, T0 + 4 };
@@ -1450,7 +1449,7 @@ START_TEST(test_extremes)
 	};
 	static const int64_t log_a[] = { INT64_MIN, -5, 0, T0, RLG_TIME_MS_MAX,
 	    INT64_MAX };
-	struct rlg_policy p;
+	struct rlg_limit p;
 	struct rlg_state out;
 	struct rlg_decision d;
 	bool append;
@@ -1851,7 +1850,7 @@ START_TEST(test_bounds_hold)
 	static const int64_t times[] = { 0, 1, T0, RLG_TIME_MS_MAX - 1,
 	    RLG_TIME_MS_MAX };
 	struct rlg_limiter_bounds b;
-	struct rlg_policy p, q;
+	struct rlg_limit p, q;
 	struct rlg_state st, out;
 	struct rlg_decision d;
 	int64_t log[64], now, t;

@@ -76,9 +76,9 @@ static void fx_sleep_ms(long ms);
 
 static struct rlg_policy fx_policy = {
 	.name = (char *)"default",
-	.algorithm = RLG_ALG_FIXED_WINDOW,
-	.limit = 5,
-	.window_ms = 60000,
+	.lim.algorithm = RLG_ALG_FIXED_WINDOW,
+	.lim.limit = 5,
+	.lim.window_ms = 60000,
 };
 
 /*
@@ -263,7 +263,7 @@ START_TEST(test_reply_ok)
 
 	for (i = 0; i < 4; i++) {
 		p[i] = fx_policy;
-		p[i].algorithm = (enum rlg_algorithm)i;
+		p[i].lim.algorithm = (enum rlg_algorithm)i;
 		items[i].policy = &p[i];
 		items[i].client = "10.0.0.1";
 		items[i].advisory = false;
@@ -272,7 +272,7 @@ START_TEST(test_reply_ok)
 	p[0].name = (char *)"fw";
 	p[1].name = (char *)"sw";
 	p[2].name = (char *)"tb";
-	p[2].burst = 50;           /* remaining 49: above the limit */
+	p[2].lim.burst = 50;           /* remaining 49: above the limit */
 	p[3].name = (char *)"sl";
 	fx_start(&f, "ok", 0);
 	s = fx_open(&f, false, 2000, 2000, 0, &rc);

@@ -34,6 +34,7 @@
 #include <hiredis/hiredis.h>
 
 #include "check_rlgate.h"
+#include "config.h"
 #include "limiter.h"
 #include "redis_fixture.h"
 #include "util.h"
@@ -225,10 +226,10 @@ args_eval(struct args *a, const char *now, const struct item *it, size_t n,
 	args_add(a, "%s", now);
 	args_add(a, "%zu", n);
 	for (i = 0; i < n; i++) {
-		args_add(a, "%d", (int)it[i].p->algorithm);
-		args_add(a, "%lld", (long long)it[i].p->limit);
-		args_add(a, "%lld", (long long)it[i].p->window_ms);
-		args_add(a, "%lld", (long long)it[i].p->burst);
+		args_add(a, "%d", (int)it[i].p->lim.algorithm);
+		args_add(a, "%lld", (long long)it[i].p->lim.limit);
+		args_add(a, "%lld", (long long)it[i].p->lim.window_ms);
+		args_add(a, "%lld", (long long)it[i].p->lim.burst);
 		args_add(a, "%d", it[i].advisory ? 1 : 0);
 	}
 }
@@ -368,8 +369,8 @@ log_read(struct sim *s, const struct mkey *k, const struct rlg_policy *p,
 {
 	size_t lo = k->nlog, n, at, j, drop;
 
-	while (lo > 0 && k->log_ms[lo - 1] > now - p->window_ms &&
-	    k->nlog - lo < (size_t)p->limit)
+	while (lo > 0 && k->log_ms[lo - 1] > now - p->lim.window_ms &&
+	    k->nlog - lo < (size_t)p->lim.limit)
 		lo--;
 	n = k->nlog - lo;
 	log_reserve(&s->buf, &s->capbuf, n + extra + 1);
@@ -383,8 +384,8 @@ log_read(struct sim *s, const struct mkey *k, const struct rlg_policy *p,
 		for (j = 0; j < extra; j++)
 			s->buf[at + j] = now;
 		n += extra;
-		if (n > (size_t)p->limit) {
-			drop = n - (size_t)p->limit;
+		if (n > (size_t)p->lim.limit) {
+			drop = n - (size_t)p->lim.limit;
 			memmove(s->buf, s->buf + drop,
 			    (n - drop) * sizeof *s->buf);
 			n -= drop;
@@ -416,13 +417,13 @@ model_step(struct sim *s, const struct item *it, size_t n, int64_t now_ms,
 	for (i = 0; i < n; i++) {
 		k = &s->keys[it[i].key];
 		append[i] = false;
-		if (it[i].p->algorithm == RLG_ALG_SLIDING_LOG) {
+		if (it[i].p->lim.algorithm == RLG_ALG_SLIDING_LOG) {
 			extra = 0;
 			for (j = 0; j < i; j++)
 				if (it[j].key == it[i].key && append[j])
 					extra++;
 			nb = log_read(s, k, it[i].p, now, extra);
-			ck_assert_int_eq(rlg_limiter_sliding_log(it[i].p,
+			ck_assert_int_eq(rlg_limiter_sliding_log(&it[i].p->lim,
 			    s->buf, nb, now_ms, &append[i], &out[i], &d[i]),
 			    RLG_OK);
 		} else {
@@ -435,7 +436,7 @@ model_step(struct sim *s, const struct item *it, size_t n, int64_t now_ms,
 			}
 			if (!found)
 				in = k->stored ? k->st : zero;
-			ck_assert_int_eq(rlg_limiter_step(it[i].p, &in, now_ms,
+			ck_assert_int_eq(rlg_limiter_step(&it[i].p->lim, &in, now_ms,
 			    &out[i], &d[i]), RLG_OK);
 		}
 		if (!d[i].admitted && !it[i].advisory)
@@ -450,7 +451,7 @@ model_step(struct sim *s, const struct item *it, size_t n, int64_t now_ms,
 		if (append[i]) {
 			log_insert(k, now);
 			for (drop = 0; drop < k->nlog &&
-			    k->log_ms[drop] <= now - it[i].p->window_ms; drop++)
+			    k->log_ms[drop] <= now - it[i].p->lim.window_ms; drop++)
 				;
 			memmove(k->log_ms, k->log_ms + drop,
 			    (k->nlog - drop) * sizeof *k->log_ms);
@@ -543,9 +544,9 @@ diff_step(struct sim *s, const struct item *it, size_t n, int64_t now_ms)
 		    " %lld burst %lld%s): script %lld/%lld/%lld/%lld/%lld,"
 		    " limiter %d/%lld/%lld/%lld/%lld", s->seed, s->step,
 		    (long long)now_ms, i,
-		    rlg_algorithm_name(it[i].p->algorithm),
-		    (long long)it[i].p->limit, (long long)it[i].p->window_ms,
-		    (long long)it[i].p->burst,
+		    rlg_algorithm_name(it[i].p->lim.algorithm),
+		    (long long)it[i].p->lim.limit, (long long)it[i].p->lim.window_ms,
+		    (long long)it[i].p->lim.burst,
 		    it[i].advisory ? " advisory" : "",
 		    (long long)reply_int(res, e),
 		    (long long)reply_int(res, e + 1),
@@ -634,21 +635,21 @@ random_policy(struct sim *s, struct rlg_policy *p, int alg, bool extreme)
 {
 	static const int64_t windows_s[] = { 1, 1, 2, 3, 5, 10, 60, 3600 };
 
-	p->algorithm = (enum rlg_algorithm)(alg >= 0 ? alg : (int)rnd(s, 4));
+	p->lim.algorithm = (enum rlg_algorithm)(alg >= 0 ? alg : (int)rnd(s, 4));
 	if (extreme) {
-		p->limit = rnd_log(s, 1, p->algorithm == RLG_ALG_SLIDING_LOG ?
+		p->lim.limit = rnd_log(s, 1, p->lim.algorithm == RLG_ALG_SLIDING_LOG ?
 		    RLG_SLIDING_LOG_LIMIT_MAX : RLG_LIMIT_MAX);
-		p->window_ms = 1000 * rnd_log(s, 1, RLG_WINDOW_S_MAX);
-		p->burst = rnd_log(s, 1, RLG_BURST_MAX);
+		p->lim.window_ms = 1000 * rnd_log(s, 1, RLG_WINDOW_S_MAX);
+		p->lim.burst = rnd_log(s, 1, RLG_BURST_MAX);
 	} else {
-		p->limit = 1 + (int64_t)rnd(s, rnd(s, 4) == 0 ? 50 : 6);
-		p->window_ms = 1000 * (rnd(s, 3) == 0 ?
+		p->lim.limit = 1 + (int64_t)rnd(s, rnd(s, 4) == 0 ? 50 : 6);
+		p->lim.window_ms = 1000 * (rnd(s, 3) == 0 ?
 		    1 + (int64_t)rnd(s, 3600) : windows_s[rnd(s, 8)]);
-		p->burst = 1 + (int64_t)rnd(s, (uint64_t)(2 * p->limit));
+		p->lim.burst = 1 + (int64_t)rnd(s, (uint64_t)(2 * p->lim.limit));
 	}
 	/* Other algorithms ignore it: it must not matter what it is. */
-	if (p->algorithm != RLG_ALG_TOKEN_BUCKET && rnd(s, 2) == 0)
-		p->burst = (int64_t)rnd(s, 3);
+	if (p->lim.algorithm != RLG_ALG_TOKEN_BUCKET && rnd(s, 2) == 0)
+		p->lim.burst = (int64_t)rnd(s, 3);
 }
 
 /* ---- differential -------------------------------------------------------- */
@@ -683,7 +684,7 @@ START_TEST(test_differential)
 		}
 		if (rnd(&s, 30) == 0)
 			burst = 10 + (int)rnd(&s, 20);
-		w = s.pol[rnd(&s, NPOLICIES)].window_ms;
+		w = s.pol[rnd(&s, NPOLICIES)].lim.window_ms;
 		r = (int)rnd(&s, 100);
 		if (r < 35)
 			;                               /* the same ms */
@@ -730,7 +731,7 @@ static void
 inject(struct sim *s, struct mkey *k, const struct rlg_policy *p,
     int64_t now_ms)
 {
-	int64_t now = rlg_limiter_clamp_time(now_ms), w = p->window_ms;
+	int64_t now = rlg_limiter_clamp_time(now_ms), w = p->lim.window_ms;
 	int64_t start = now - now % w, t_us, tau, now_us, t;
 	redisReply *r;
 	size_t i, n;
@@ -758,16 +759,16 @@ inject(struct sim *s, struct mkey *k, const struct rlg_policy *p,
 		k->st.window_start_ms = 0;
 		break;
 	}
-	k->st.count = rnd(s, 3) == 0 ? p->limit : (int64_t)rnd(s,
-	    (uint64_t)p->limit + 1);
-	k->st.prev_count = rnd(s, 3) == 0 ? p->limit : (int64_t)rnd(s,
-	    (uint64_t)p->limit + 1);
+	k->st.count = rnd(s, 3) == 0 ? p->lim.limit : (int64_t)rnd(s,
+	    (uint64_t)p->lim.limit + 1);
+	k->st.prev_count = rnd(s, 3) == 0 ? p->lim.limit : (int64_t)rnd(s,
+	    (uint64_t)p->lim.limit + 1);
 	if (rnd(s, 20) == 0)                   /* damaged */
-		k->st.count = rnd(s, 2) == 0 ? -5 : p->limit + 7;
+		k->st.count = rnd(s, 2) == 0 ? -5 : p->lim.limit + 7;
 	/* GCRA: around now +- tolerance, or anywhere up to 9e18. */
-	t_us = (p->window_ms * 1000 + p->limit - 1) / p->limit;
-	tau = p->burst < 1 ? 0 : p->burst - 1 > 1000000000000000000LL /
-	    t_us ? 1000000000000000000LL : (p->burst - 1) * t_us;
+	t_us = (p->lim.window_ms * 1000 + p->lim.limit - 1) / p->lim.limit;
+	tau = p->lim.burst < 1 ? 0 : p->lim.burst - 1 > 1000000000000000000LL /
+	    t_us ? 1000000000000000000LL : (p->lim.burst - 1) * t_us;
 	now_us = now * 1000;
 	switch ((int)rnd(s, 5)) {
 	case 0:
@@ -803,8 +804,8 @@ inject(struct sim *s, struct mkey *k, const struct rlg_policy *p,
 	}
 	/* A sliding log: ascending entries, up to the limit (and past it
 	 * when the limit was lowered), some already out of the window. */
-	if (p->algorithm == RLG_ALG_SLIDING_LOG && rnd(s, 6) != 0) {
-		n = (size_t)rnd(s, (uint64_t)(p->limit < 40 ? p->limit + 3 :
+	if (p->lim.algorithm == RLG_ALG_SLIDING_LOG && rnd(s, 6) != 0) {
+		n = (size_t)rnd(s, (uint64_t)(p->lim.limit < 40 ? p->lim.limit + 3 :
 		    40));
 		t = now - w - (int64_t)rnd(s, (uint64_t)w);
 		for (i = 0; i < n; i++) {
@@ -875,16 +876,16 @@ END_TEST
 /* ---- the step by hand ---------------------------------------------------- */
 
 static struct rlg_policy pol_fixed1 = { .name = "f1",
-    .algorithm = RLG_ALG_FIXED_WINDOW, .limit = 1, .window_ms = 60000 };
+    .lim.algorithm = RLG_ALG_FIXED_WINDOW, .lim.limit = 1, .lim.window_ms = 60000 };
 static struct rlg_policy pol_fixed3 = { .name = "f3",
-    .algorithm = RLG_ALG_FIXED_WINDOW, .limit = 3, .window_ms = 60000 };
+    .lim.algorithm = RLG_ALG_FIXED_WINDOW, .lim.limit = 3, .lim.window_ms = 60000 };
 static struct rlg_policy pol_bucket = { .name = "tb",
-    .algorithm = RLG_ALG_TOKEN_BUCKET, .limit = 10, .window_ms = 60000,
-    .burst = 5 };
+    .lim.algorithm = RLG_ALG_TOKEN_BUCKET, .lim.limit = 10, .lim.window_ms = 60000,
+    .lim.burst = 5 };
 static struct rlg_policy pol_log2 = { .name = "sl",
-    .algorithm = RLG_ALG_SLIDING_LOG, .limit = 2, .window_ms = 10000 };
+    .lim.algorithm = RLG_ALG_SLIDING_LOG, .lim.limit = 2, .lim.window_ms = 10000 };
 static struct rlg_policy pol_slide = { .name = "sw",
-    .algorithm = RLG_ALG_SLIDING_WINDOW, .limit = 4, .window_ms = 10000 };
+    .lim.algorithm = RLG_ALG_SLIDING_WINDOW, .lim.limit = 4, .lim.window_ms = 10000 };
 
 /* Keys 0..3 of a fresh sim, on the test's connection. */
 static struct mkey hkeys[4];

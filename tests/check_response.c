@@ -68,9 +68,9 @@ static bool json_valid(const char *s);
 
 /* Three policies, one per shape of RateLimit-Policy member. */
 static const struct rlg_policy pol[3] = {
-	{ "per-second", RLG_ALG_FIXED_WINDOW, 10, 1000, 0, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL },
-	{ "per.minute", RLG_ALG_SLIDING_WINDOW, 100, 60000, 0, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL },
-	{ "burst_bucket", RLG_ALG_TOKEN_BUCKET, 1000, 3600000, 50, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL },
+	{ "per-second", { RLG_ALG_FIXED_WINDOW, 10, 1000, 0 }, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL },
+	{ "per.minute", { RLG_ALG_SLIDING_WINDOW, 100, 60000, 0 }, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL },
+	{ "burst_bucket", { RLG_ALG_TOKEN_BUCKET, 1000, 3600000, 50 }, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL },
 };
 
 static const struct rlg_decision d_one[1] = {
@@ -276,7 +276,7 @@ check_ietf(const struct parsed *p, const struct rlg_answer *a, int64_t *max_t)
 	ck_assert_uint_eq(n, a->n);
 	for (i = 0; i < n; i++) {
 		const struct rlg_policy *pp = &a->policies[i];
-		bool bucket = pp->algorithm == RLG_ALG_TOKEN_BUCKET;
+		bool bucket = pp->lim.algorithm == RLG_ALG_TOKEN_BUCKET;
 
 		ck_assert_int_eq(items[i].value.type, SF_STRING);
 		ck_assert_str_eq(items[i].value.string, pp->name);
@@ -285,15 +285,15 @@ check_ietf(const struct parsed *p, const struct rlg_answer *a, int64_t *max_t)
 		ck_assert_str_eq(items[i].params[1].key, "w");
 		v = sf_param(&items[i], "q");
 		ck_assert_int_eq(v->type, SF_INTEGER);
-		ck_assert_int_eq(v->integer, pp->limit);
+		ck_assert_int_eq(v->integer, pp->lim.limit);
 		v = sf_param(&items[i], "w");
 		ck_assert_int_eq(v->type, SF_INTEGER);
-		ck_assert_int_eq(v->integer, pp->window_ms / 1000);
+		ck_assert_int_eq(v->integer, pp->lim.window_ms / 1000);
 		v = sf_param(&items[i], "rlgate-burst");
 		if (bucket) {
 			ck_assert_ptr_nonnull(v);
 			ck_assert_int_eq(v->type, SF_INTEGER);
-			ck_assert_int_eq(v->integer, pp->burst);
+			ck_assert_int_eq(v->integer, pp->lim.burst);
 		} else {
 			ck_assert_ptr_null(v);
 		}
@@ -992,8 +992,8 @@ START_TEST(test_32_policies_fit)
 		names[i][RLG_POLICY_NAME_MAX] = '\0';
 		snprintf(prefix, sizeof prefix, "p%02zu.-_Z", i);
 		memcpy(names[i], prefix, strlen(prefix));
-		many[i] = (struct rlg_policy){ names[i], RLG_ALG_TOKEN_BUCKET,
-		    RLG_LIMIT_MAX, window_ms, RLG_BURST_MAX, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL };
+		many[i] = (struct rlg_policy){ names[i], { RLG_ALG_TOKEN_BUCKET,
+		    RLG_LIMIT_MAX, window_ms, RLG_BURST_MAX }, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL };
 	}
 	for (rejected = 0; rejected <= 1; rejected++) {
 		for (i = 0; i < NAMES_MAX; i++)
@@ -1063,8 +1063,8 @@ END_TEST
 START_TEST(test_names_escaped)
 {
 	struct rlg_policy odd[2] = {
-		{ "in\"ner\\q", RLG_ALG_FIXED_WINDOW, 10, 1000, 0, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL },
-		{ "a\r\nX-Injected: 1", RLG_ALG_FIXED_WINDOW, 10, 1000, 0,
+		{ "in\"ner\\q", { RLG_ALG_FIXED_WINDOW, 10, 1000, 0 }, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL },
+		{ "a\r\nX-Injected: 1", { RLG_ALG_FIXED_WINDOW, 10, 1000, 0 },
 		    RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL },
 	};
 	const struct rlg_decision d[2] = {

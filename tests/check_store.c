@@ -804,8 +804,8 @@ static struct rlg_policy
 policy(int64_t limit, int64_t window_s)
 {
 	struct rlg_policy p = { .name = name_default,
-	    .algorithm = RLG_ALG_FIXED_WINDOW, .limit = limit,
-	    .window_ms = window_s * 1000, .key = RLG_KEY_IP };
+	    .lim.algorithm = RLG_ALG_FIXED_WINDOW, .lim.limit = limit,
+	    .lim.window_ms = window_s * 1000, .key = RLG_KEY_IP };
 
 	return p;
 }
@@ -937,8 +937,8 @@ static struct rlg_policy
 alg_policy(char *name, enum rlg_algorithm a, int64_t limit, int64_t window_s,
     int64_t burst)
 {
-	struct rlg_policy p = { .name = name, .algorithm = a, .limit = limit,
-	    .window_ms = window_s * 1000, .burst = burst, .key = RLG_KEY_IP };
+	struct rlg_policy p = { .name = name, .lim.algorithm = a, .lim.limit = limit,
+	    .lim.window_ms = window_s * 1000, .lim.burst = burst, .key = RLG_KEY_IP };
 
 	return p;
 }
@@ -957,8 +957,8 @@ sim_step(struct sim *m, int64_t now, struct rlg_decision *d)
 	size_t lo, i, at;
 	bool append = false;
 
-	if (p->algorithm != RLG_ALG_SLIDING_LOG) {
-		ck_assert_int_eq(rlg_limiter_step(p, &m->st, now, &out, d),
+	if (p->lim.algorithm != RLG_ALG_SLIDING_LOG) {
+		ck_assert_int_eq(rlg_limiter_step(&p->lim, &m->st, now, &out, d),
 		    RLG_OK);
 		if (d->admitted) {
 			m->st = out;
@@ -966,18 +966,18 @@ sim_step(struct sim *m, int64_t now, struct rlg_decision *d)
 		}
 		return;
 	}
-	for (lo = 0; lo < m->n && m->log[lo] <= now - p->window_ms; lo++)
+	for (lo = 0; lo < m->n && m->log[lo] <= now - p->lim.window_ms; lo++)
 		;
-	if (m->n - lo > (size_t)p->limit)
-		lo = m->n - (size_t)p->limit;
-	ck_assert_int_eq(rlg_limiter_sliding_log(p, m->log + lo, m->n - lo,
+	if (m->n - lo > (size_t)p->lim.limit)
+		lo = m->n - (size_t)p->lim.limit;
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p->lim, m->log + lo, m->n - lo,
 	    now, &append, &out, d), RLG_OK);
 	ck_assert(append == d->admitted);
 	if (!append)
 		return;
 	m->st = out;
 	m->written_ms = now;
-	for (lo = 0; lo < m->n && m->log[lo] <= now - p->window_ms; lo++)
+	for (lo = 0; lo < m->n && m->log[lo] <= now - p->lim.window_ms; lo++)
 		;
 	memmove(m->log, m->log + lo, (m->n - lo) * sizeof m->log[0]);
 	m->n -= lo;
@@ -1028,11 +1028,11 @@ check_row(const char *path, const struct sim *m, const char *client)
 	    (long long)((m->st.expires_ms + 999) / 1000 * 1000),
 	    (long long)m->st.prev_count, (long long)m->st.tat_us);
 	ck_assert_msg(strcmp(got, want) == 0, "%s %s: row %s, limiter %s",
-	    rlg_algorithm_name(m->p->algorithm), client, got, want);
+	    rlg_algorithm_name(m->p->lim.algorithm), client, got, want);
 	log_dump(path, m->p->name, client, got, sizeof got);
 	sim_log_dump(m, want, sizeof want);
 	ck_assert_msg(strcmp(got, want) == 0, "%s %s: log %s, limiter %s",
-	    rlg_algorithm_name(m->p->algorithm), client, got, want);
+	    rlg_algorithm_name(m->p->lim.algorithm), client, got, want);
 }
 
 /* "window_start_ms|count|expires_ms|prev_count|tat_us", "" if no row. */
@@ -1441,7 +1441,7 @@ START_TEST(test_cache_exact_each_algorithm)
 	check_cache_differential(&sl, 1, "log", 300);
 	two[0] = fw;
 	two[1] = sl;
-	two[1].limit = 7;
+	two[1].lim.limit = 7;
 	check_cache_differential(two, 2, "fixed+log", 10);
 	two[0] = tb;
 	two[1] = sw;
@@ -1930,7 +1930,7 @@ START_TEST(test_algorithm_bursts)
 	char *path = path_in("bursts.db");
 	struct rlg_policy p = alg_policy(name_alg,
 	    burst_cases[_i].algorithm, 5, 10, 3);
-	const char *what = rlg_algorithm_name(p.algorithm);
+	const char *what = rlg_algorithm_name(p.lim.algorithm);
 	struct rlg_decision d, want;
 	struct sim m = { .p = &p };
 	struct rlg_store *s;
@@ -1989,7 +1989,7 @@ START_TEST(test_algorithm_sequence)
 		c = (int)((x >> 20) % 3);
 		admitted += hit(s, &p, clients[c], now, &d);
 		sim_step(&m[c], now, &want);
-		check_same(&d, &want, rlg_algorithm_name(p.algorithm), i);
+		check_same(&d, &want, rlg_algorithm_name(p.lim.algorithm), i);
 	}
 	for (c = 0; c < 3; c++)
 		check_row(path, &m[c], clients[c]);

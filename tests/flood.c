@@ -191,8 +191,8 @@ good_hit(struct rlg_store *s, struct good *g, int64_t now, bool timing)
 		g->lat_us[g->nlat++] = real_us() - t0;
 	}
 	g->sent++;
-	if (now - now % g->policy.window_ms != g->window_ms) {
-		g->window_ms = now - now % g->policy.window_ms;
+	if (now - now % g->policy.lim.window_ms != g->window_ms) {
+		g->window_ms = now - now % g->policy.lim.window_ms;
 		g->in_window = 0;
 	}
 	g->in_window++;
@@ -219,8 +219,8 @@ flood(struct rlg_store *s, const char *path, struct good *g, int64_t keys,
     int64_t rate, int64_t start_ms, const char *tag, struct flood_result *r)
 {
 	struct rlg_policy p = {
-		.name = name_flood, .algorithm = RLG_ALG_FIXED_WINDOW,
-		.limit = 5, .window_ms = WINDOW_S * 1000, .key = RLG_KEY_IP,
+		.name = name_flood, .lim.algorithm = RLG_ALG_FIXED_WINDOW,
+		.lim.limit = 5, .lim.window_ms = WINDOW_S * 1000, .key = RLG_KEY_IP,
 	};
 	struct rlg_store_item item = { &p, NULL, false, false };
 	struct rlg_decision d;
@@ -276,15 +276,15 @@ main(void)
 	int64_t guard = env_int("FLOOD_GUARD", 50000);
 	int64_t bound, now, i, after;
 	struct good g = { .policy = { .name = name_good,
-	    .algorithm = RLG_ALG_FIXED_WINDOW, .limit = GOOD_LIMIT,
-	    .window_ms = WINDOW_S * 1000, .key = RLG_KEY_IP } };
+	    .lim.algorithm = RLG_ALG_FIXED_WINDOW, .lim.limit = GOOD_LIMIT,
+	    .lim.window_ms = WINDOW_S * 1000, .key = RLG_KEY_IP } };
 	struct flood_result a, b;
 	struct rlg_store *s;
 	char path[128], path2[128], key[32], sql[160];
 	double base_us, flood_us;
 	struct rlg_policy late = { .name = name_flood,
-	    .algorithm = RLG_ALG_FIXED_WINDOW, .limit = 5,
-	    .window_ms = WINDOW_S * 1000, .key = RLG_KEY_IP };
+	    .lim.algorithm = RLG_ALG_FIXED_WINDOW, .lim.limit = 5,
+	    .lim.window_ms = WINDOW_S * 1000, .key = RLG_KEY_IP };
 	struct rlg_store_item item;
 	struct rlg_decision d;
 	const char *const suffixes[] = { "", "-wal", "-shm" };

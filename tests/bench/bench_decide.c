@@ -423,16 +423,16 @@ expires_rounded(int64_t expires_ms)
 static struct rlg_policy
 admit_policy(enum rlg_algorithm a)
 {
-	struct rlg_policy p = { .name = policy_name, .algorithm = a,
-	    .limit = RLG_LIMIT_MAX, .window_ms = RLG_WINDOW_S_MAX * 1000,
-	    .burst = 0, .key = RLG_KEY_IP };
+	struct rlg_policy p = { .name = policy_name, .lim.algorithm = a,
+	    .lim.limit = RLG_LIMIT_MAX, .lim.window_ms = RLG_WINDOW_S_MAX * 1000,
+	    .lim.burst = 0, .key = RLG_KEY_IP };
 
 	if (a == RLG_ALG_SLIDING_LOG) {
-		p.limit = RLG_SLIDING_LOG_LIMIT_MAX;
-		p.window_ms = LOG_WINDOW_MS;
+		p.lim.limit = RLG_SLIDING_LOG_LIMIT_MAX;
+		p.lim.window_ms = LOG_WINDOW_MS;
 	}
 	if (a == RLG_ALG_TOKEN_BUCKET)
-		p.burst = p.limit;
+		p.lim.burst = p.lim.limit;
 	return p;
 }
 
@@ -440,12 +440,12 @@ admit_policy(enum rlg_algorithm a)
 static struct rlg_policy
 reject_policy(enum rlg_algorithm a)
 {
-	struct rlg_policy p = { .name = policy_name, .algorithm = a,
-	    .limit = 1, .window_ms = RLG_WINDOW_S_MAX * 1000, .burst = 0,
+	struct rlg_policy p = { .name = policy_name, .lim.algorithm = a,
+	    .lim.limit = 1, .lim.window_ms = RLG_WINDOW_S_MAX * 1000, .lim.burst = 0,
 	    .key = RLG_KEY_IP };
 
 	if (a == RLG_ALG_TOKEN_BUCKET)
-		p.burst = 1;
+		p.lim.burst = 1;
 	return p;
 }
 
@@ -465,11 +465,11 @@ first_state(const struct rlg_policy *p, long i, int64_t now_ms, char *key,
 
 	key_format(key, i);
 	*append = false;
-	if (p->algorithm == RLG_ALG_SLIDING_LOG)
-		rc = rlg_limiter_sliding_log(p, NULL, 0, now_ms, append, out,
+	if (p->lim.algorithm == RLG_ALG_SLIDING_LOG)
+		rc = rlg_limiter_sliding_log(&p->lim, NULL, 0, now_ms, append, out,
 		    &d);
 	else
-		rc = rlg_limiter_step(p, &zero, now_ms, out, &d);
+		rc = rlg_limiter_step(&p->lim, &zero, now_ms, out, &d);
 	if (rc != RLG_OK || !d.admitted) {
 		fprintf(stderr, "bench_decide: the limiter refused the first"
 		    " request of %s\n", key);
@@ -570,13 +570,13 @@ static int
 naive_step(struct naive *nv, const char *key, int64_t now_ms,
     const struct rlg_policy *p, char *err, size_t errsize)
 {
-	int64_t start = now_ms - now_ms % p->window_ms;
+	int64_t start = now_ms - now_ms % p->lim.window_ms;
 	int rc;
 
 	sqlite3_bind_text(nv->st, 1, p->name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(nv->st, 2, key, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(nv->st, 3, start);
-	sqlite3_bind_int64(nv->st, 4, start + p->window_ms);
+	sqlite3_bind_int64(nv->st, 4, start + p->lim.window_ms);
 	rc = sqlite3_step(nv->st);
 	sqlite3_reset(nv->st);
 	if (rc != SQLITE_DONE) {
@@ -1256,7 +1256,7 @@ check_populated(int store, const char *path, const struct rlg_policy *p,
 			keys = -1;
 		redisFree(c);
 		/* Keys per client: the hash, and the sliding log's list. */
-		clients = p->algorithm == RLG_ALG_SLIDING_LOG ? keys / 2 :
+		clients = p->lim.algorithm == RLG_ALG_SLIDING_LOG ? keys / 2 :
 		    keys;
 		/* Short-lived states (see redis_populate) may be gone. */
 		exact = !short_lived(p);
@@ -1775,7 +1775,7 @@ main(int argc, char **argv)
 				xsnprintf(path, sizeof path, "%s/%s-%ld.db",
 				    sqlite_store ? store_dir[s] : "redis",
 				    r == ROW_BASELINE ? "baseline" :
-				    rlg_algorithm_name(pol.algorithm), nkeys);
+				    rlg_algorithm_name(pol.lim.algorithm), nkeys);
 				if ((sqlite_store && create_db(path) != 0) ||
 				    populate_apart((int)s, path, &pol, nkeys,
 				    &files[s][r][ki]) != 0 ||
@@ -1787,7 +1787,7 @@ main(int argc, char **argv)
 				fprintf(stderr, "%-6s %-15s %7ld keys:"
 				    " populated in %.1f s\n", store_names[s],
 				    r == ROW_BASELINE ? "baseline" :
-				    rlg_algorithm_name(pol.algorithm), nkeys,
+				    rlg_algorithm_name(pol.lim.algorithm), nkeys,
 				    files[s][r][ki].seconds);
 				for (ti = 0; ti < nthreads_list; ti++) {
 					if (o.only_threads > 0 &&
@@ -1819,7 +1819,7 @@ main(int argc, char **argv)
 					    " %d thr: %12s decisions/s,"
 					    " VmRSS %ld kB", store_names[s],
 					    r == ROW_BASELINE ? "baseline" :
-					    rlg_algorithm_name(pol.algorithm),
+					    rlg_algorithm_name(pol.lim.algorithm),
 					    nkeys, threads_list[ti],
 					    group(admitted[s][r][ti][ki].rate,
 					    buf, sizeof buf),
@@ -1850,7 +1850,7 @@ main(int argc, char **argv)
 				xsnprintf(path, sizeof path,
 				    "%s/rejected-%s.db", sqlite_store ?
 				    store_dir[s] : "redis",
-				    rlg_algorithm_name(pol.algorithm));
+				    rlg_algorithm_name(pol.lim.algorithm));
 				if ((sqlite_store && create_db(path) != 0) ||
 				    populate_apart((int)s, path, &pol, 1,
 				    &(struct fileinfo){ 0 }) != 0 ||
@@ -1876,7 +1876,7 @@ main(int argc, char **argv)
 				}
 				fprintf(stderr, "%-6s %-15s rejected, %s:"
 				    " %12s decisions/s\n", store_names[s],
-				    rlg_algorithm_name(pol.algorithm),
+				    rlg_algorithm_name(pol.lim.algorithm),
 				    e == 0 ? "rlg_store_open" : sqlite_store ?
 				    "SQLite store" : "Redis store",
 				    group(rejected[s][r][e].rate, buf,

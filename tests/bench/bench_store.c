@@ -226,9 +226,9 @@ conn_step(struct conn *c, const struct rlg_policy *p, const char *client,
 	}
 	sqlite3_bind_text(c->st, 1, p->name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(c->st, 2, client, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(c->st, 3, now_ms - now_ms % p->window_ms);
-	sqlite3_bind_int64(c->st, 4, p->window_ms);
-	sqlite3_bind_int64(c->st, 5, p->limit);
+	sqlite3_bind_int64(c->st, 3, now_ms - now_ms % p->lim.window_ms);
+	sqlite3_bind_int64(c->st, 4, p->lim.window_ms);
+	sqlite3_bind_int64(c->st, 5, p->lim.limit);
 	rc = sqlite3_step(c->st);
 	*admitted = rc == SQLITE_ROW;
 	if (rc == SQLITE_ROW)
@@ -502,8 +502,8 @@ static struct rlg_policy
 fixed_policy(int64_t limit, int64_t window_ms)
 {
 	struct rlg_policy p = { .name = policy_name,
-	    .algorithm = RLG_ALG_FIXED_WINDOW, .limit = limit,
-	    .window_ms = window_ms, .key = RLG_KEY_IP };
+	    .lim.algorithm = RLG_ALG_FIXED_WINDOW, .lim.limit = limit,
+	    .lim.window_ms = window_ms, .key = RLG_KEY_IP };
 
 	return p;
 }
@@ -515,18 +515,18 @@ fixed_policy(int64_t limit, int64_t window_ms)
 static struct rlg_policy
 alg_policy(enum rlg_algorithm a, int kind)
 {
-	struct rlg_policy p = { .name = policy_name, .algorithm = a,
-	    .limit = RLG_LIMIT_MAX, .window_ms = RLG_WINDOW_S_MAX * 1000,
-	    .burst = 0, .key = RLG_KEY_IP };
+	struct rlg_policy p = { .name = policy_name, .lim.algorithm = a,
+	    .lim.limit = RLG_LIMIT_MAX, .lim.window_ms = RLG_WINDOW_S_MAX * 1000,
+	    .lim.burst = 0, .key = RLG_KEY_IP };
 
 	if (kind == KIND_REJECT) {
-		p.limit = 10;
+		p.lim.limit = 10;
 	} else if (a == RLG_ALG_SLIDING_LOG) {
-		p.limit = RLG_SLIDING_LOG_LIMIT_MAX;
-		p.window_ms = 1000;
+		p.lim.limit = RLG_SLIDING_LOG_LIMIT_MAX;
+		p.lim.window_ms = 1000;
 	}
 	if (a == RLG_ALG_TOKEN_BUCKET)
-		p.burst = p.limit;
+		p.lim.burst = p.lim.limit;
 	return p;
 }
 
@@ -669,8 +669,8 @@ static double
 log_rows_round(const char *path, int rows, double seconds, long *errors)
 {
 	struct rlg_policy p = { .name = policy_name,
-	    .algorithm = RLG_ALG_SLIDING_LOG, .limit = 2 * rows,
-	    .window_ms = 1000, .key = RLG_KEY_IP };
+	    .lim.algorithm = RLG_ALG_SLIDING_LOG, .lim.limit = 2 * rows,
+	    .lim.window_ms = 1000, .key = RLG_KEY_IP };
 	int64_t now = rlg_now_ms(), step = 1000 / rows;
 	struct conn c;
 	double t0, t1, deadline;
@@ -769,8 +769,8 @@ size_table(const char *dir)
 	}
 	/* The sliding log, each client at its limit of 100 per minute. */
 	p = alg_policy(RLG_ALG_SLIDING_LOG, KIND_ADMIT);
-	p.limit = SIZE_LOG_LIMIT;
-	p.window_ms = 60000;
+	p.lim.limit = SIZE_LOG_LIMIT;
+	p.lim.window_ms = 60000;
 	snprintf(path, sizeof path, "%s/size-log.db", dir);
 	bytes = size_run(path, &p, SIZE_LOG_CLIENTS, SIZE_LOG_LIMIT);
 	if (bytes < 0)

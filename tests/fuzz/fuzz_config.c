@@ -40,18 +40,18 @@ static void
 check_policy(const struct rlg_policy *p)
 {
 	check_name(p->name);
-	if ((unsigned)p->algorithm > RLG_ALG_SLIDING_LOG)
+	if ((unsigned)p->lim.algorithm > RLG_ALG_SLIDING_LOG)
 		abort();
-	if (p->limit < 1 || p->limit > RLG_LIMIT_MAX)
+	if (p->lim.limit < 1 || p->lim.limit > RLG_LIMIT_MAX)
 		abort();
-	if (p->algorithm == RLG_ALG_SLIDING_LOG &&
-	    p->limit > RLG_SLIDING_LOG_LIMIT_MAX)
+	if (p->lim.algorithm == RLG_ALG_SLIDING_LOG &&
+	    p->lim.limit > RLG_SLIDING_LOG_LIMIT_MAX)
 		abort();
-	if (p->window_ms < 1000 || p->window_ms > RLG_WINDOW_S_MAX * 1000 ||
-	    p->window_ms % 1000 != 0)
+	if (p->lim.window_ms < 1000 || p->lim.window_ms > RLG_WINDOW_S_MAX * 1000 ||
+	    p->lim.window_ms % 1000 != 0)
 		abort();
-	if (p->algorithm == RLG_ALG_TOKEN_BUCKET &&
-	    (p->burst < 1 || p->burst > RLG_BURST_MAX))
+	if (p->lim.algorithm == RLG_ALG_TOKEN_BUCKET &&
+	    (p->lim.burst < 1 || p->lim.burst > RLG_BURST_MAX))
 		abort();
 	if (p->nexempt > RLG_CIDRS_MAX || (p->nexempt > 0 && p->exempt == NULL))
 		abort();

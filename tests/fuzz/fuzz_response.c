@@ -158,7 +158,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	a.n = take8(&in) % (RLG_POLICIES_MAX + 1);
 	for (i = 0; i < a.n; i++) {
 		decisions[i].admitted = (take8(&in) & 1) != 0;
-		decisions[i].limit = take64(&in);
+		decisions[i].lim.limit = take64(&in);
 		decisions[i].remaining = take64(&in);
 		decisions[i].reset_ms = take64(&in);
 		decisions[i].retry_ms = take64(&in);
@@ -170,9 +170,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    (sizeof name_chars - 1)];
 		names[i][namelen] = '\0';
 		policies[i].name = names[i];
-		policies[i].algorithm = RLG_ALG_FIXED_WINDOW;
-		policies[i].limit = decisions[i].limit;
-		policies[i].window_ms = 1000;
+		policies[i].lim.algorithm = RLG_ALG_FIXED_WINDOW;
+		policies[i].lim.limit = decisions[i].limit;
+		policies[i].lim.window_ms = 1000;
 	}
 	a.decisions = decisions;
 	a.policies = no_policies ? NULL : policies;
