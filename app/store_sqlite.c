@@ -38,6 +38,35 @@
  * call. Once a second (by the caller's now_ms) a step checks that the path
  * still names the file it opened, so a database deleted or replaced while
  * rlgate serves is noticed and reopened (and recreated with its schema).
+ *
+ * The file runs no code rlgate did not write. Anyone who can write the
+ * file can add a trigger to it (one that resets a count on every update
+ * would admit everyone), and a trigger runs inside the statement that
+ * fires it: inside rlgate. So every connection is opened with
+ * SQLITE_DBCONFIG_DEFENSIVE and trusted_schema off, and the schema is
+ * checked against rlgate's own (db/schema.sql applied to an in-memory
+ * database, once per process): every trigger in the file, and every index
+ * on rlgate's tables, must be one that schema.sql creates, with the same
+ * SQL text, and all of those must be there (sq_check_schema). A file that
+ * fails is refused like any store fault, with the object and the fix in
+ * the message, and retried on the next call. Views and tables of the
+ * operator's own stay: rlgate never reads them.
+ *
+ * A trigger added while rlgate serves is caught before it can run, by an
+ * authorizer (sq_authorize) and the order of each transaction. SQLite
+ * compiles a trigger into each statement that may fire it, when the
+ * statement is prepared; a statement prepared before a schema change is
+ * prepared again by SQLite itself when it next runs. The authorizer lets
+ * trigger code compile only while rlgate prepares its own statements
+ * itself, right after a check of the schema that passed, and only for
+ * rlgate's triggers: anything SQLite compiles again on its own gets no
+ * trigger code at all (the statement fails, SQLITE_AUTH). Each transaction
+ * of a step or a prune reads before it writes, so a schema change shows
+ * as a read statement compiled again (the authorizer sees it); the step
+ * then checks the schema inside that transaction, under the write lock,
+ * where nobody can change it, and prepares every statement again before
+ * its first write. No window is left: code that was not checked never
+ * runs, and what was checked cannot change before it runs.
  */
 #include <assert.h>
 #include <errno.h>
@@ -150,6 +179,24 @@ struct sq_group {
 static pthread_mutex_t sq_groups_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct sq_group *sq_groups;
 
+/*
+ * rlgate's schema as SQLite stores it: db/schema.sql applied to an
+ * in-memory database, read back from its sqlite_master, once per process
+ * (sq_ref_build). What sq_check_schema holds a file to, and the names of
+ * the only triggers sq_authorize lets run. Built once and never freed.
+ */
+struct sq_object {
+	char *type;                   /* "table", "index", "trigger", "view" */
+	char *name;
+	char *tbl_name;               /* the table it belongs to */
+	char *sql;                    /* its CREATE text; NULL: automatic */
+};
+
+static pthread_once_t sq_ref_once = PTHREAD_ONCE_INIT;
+static struct sq_object *sq_ref;
+static size_t sq_nref;
+static char sq_ref_error[256];        /* empty when sq_ref is built */
+
 /* Step scratch for one item: the state read and the state to write. */
 struct sq_item {
 	struct rlg_state in;
@@ -176,6 +223,15 @@ struct sq_store {
 	bool check_armed;             /* checked_ms holds a time */
 	int64_t checked_ms;           /* now_ms of the last inode check */
 	bool warned_journal;          /* logged once: WAL not available */
+	/*
+	 * sq_authorize: preparing is true while the store prepares its own
+	 * statements (its checks included); schema_ok while the schema of
+	 * the connection is one sq_check_schema passed; schema_moved once
+	 * SQLite compiled something again by itself (the schema changed).
+	 */
+	bool preparing;
+	bool schema_ok;
+	bool schema_moved;
 	struct sq_item *scratch;      /* step scratch, one per item */
 	size_t nscratch;              /* entries in scratch */
 	/*
@@ -251,11 +307,23 @@ static int sq_save_log(struct sq_store *s, const struct rlg_store_item *item,
     const struct sq_item *x, int64_t now_ms);
 static int64_t sq_expires(int64_t expires_ms);
 static int sq_failed(struct sq_store *s, int rc);
+static void sq_rollback(struct sq_store *s);
 static void sq_sqlite_error(struct sq_store *s, const char *op, int rc);
 static void sq_seterr(struct sq_store *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static bool sq_unusable(int rc);
 static const char *sq_code_name(int rc, char *buf, size_t size);
+static int sq_prepare_all(struct sq_store *s);
+static void sq_finalize_all(struct sq_store *s);
+static int sq_authorize(void *arg, int action, const char *a3,
+    const char *a4, const char *dbname, const char *inner);
+static int sq_recheck(struct sq_store *s);
+static int sq_check_schema(struct sq_store *s);
+static void sq_ref_build(void);
+static const struct sq_object *sq_ref_find(const char *type,
+    const char *name);
+static bool sq_ref_table(const char *name);
+static const char *sq_quote(const char *name, char *buf, size_t size);
 
 const struct rlg_store_ops rlg_store_sqlite_ops = {
 	.name = "sqlite",
@@ -343,6 +411,10 @@ static const char *const sq_sql[SQ_NSTMT] = {
  *
  * 2 -> 3: nothing to alter. schema.sql adds rlg_clients, its triggers and
  * the counts of the rows already there.
+ *
+ * A version that changes the text of one of rlgate's triggers or indexes
+ * must DROP it here: schema.sql's IF NOT EXISTS would keep the old text,
+ * and sq_check_schema refuses any text but the one schema.sql creates.
  */
 static const char *const sq_migrations[SQ_SCHEMA_VERSION] = {
 	[1] =
@@ -499,6 +571,13 @@ sq_apply(struct sq_store *s, const struct rlg_store_item *items, size_t n,
 		if (!decisions[i].admitted && !items[i].advisory)
 			admitted = false;
 	}
+	/*
+	 * The reads above were compiled again if the schema changed: check
+	 * it now, under the write lock, before any statement that can fire
+	 * a trigger runs (see the file comment).
+	 */
+	if (s->schema_moved && sq_recheck(s) != 0)
+		return sq_failed(s, SQLITE_AUTH);
 	if (!admitted)
 		return RLG_OK;
 	/* Only a request that may add a client can find the store full. */
@@ -868,8 +947,7 @@ sq_refused(struct sq_store *s, const struct rlg_policy *policy)
 	    rlg_algorithm_name(policy->algorithm) : "unknown algorithm",
 	    (long long)policy->limit, (long long)policy->window_ms,
 	    (long long)policy->burst);
-	if (s->db != NULL && !sqlite3_get_autocommit(s->db))
-		(void)sq_run(s, NULL, s->stmt[SQ_ROLLBACK]);
+	sq_rollback(s);
 	return RLG_EINVAL;
 }
 
@@ -886,7 +964,7 @@ sq_prune(struct rlg_store *base, int64_t now_ms, int64_t *deleted)
 {
 	struct sq_store *s = (struct sq_store *)base;
 	sqlite3_stmt *st;
-	int64_t total = 0, next;
+	int64_t total = 0, next, none;
 	unsigned before, rows;
 	int rc, changes, batch;
 
@@ -894,22 +972,31 @@ sq_prune(struct rlg_store *base, int64_t now_ms, int64_t *deleted)
 		*deleted = 0;
 	if (sq_ready(s, now_ms) != 0)
 		return RLG_ESTORE;
-	st = s->stmt[SQ_PRUNE];
 	/*
-	 * Each batch is one autocommit DELETE: its own short transaction.
-	 * The state rows of sliding_log clients take up to limit log rows
+	 * Each batch is one DELETE in a short transaction of its own. The
+	 * state rows of sliding_log clients take up to limit log rows
 	 * each along (the trigger): the next batch is sized so that it
 	 * deletes about SQ_PRUNE_ROWS rows in all, judging by this one, and
-	 * the size is kept for the next prune.
+	 * the size is kept for the next prune. The transaction reads first
+	 * (the client count of no policy), so that a schema changed since
+	 * the last step is checked before the DELETE fires any trigger.
 	 */
 	do {
 		batch = s->prune_batch;
+		if ((rc = sq_run(s, "prune", s->stmt[SQ_BEGIN])) != SQLITE_OK ||
+		    (rc = sq_clients(s, "", &none)) != SQLITE_OK)
+			return sq_failed(s, rc);
+		if (s->schema_moved && sq_recheck(s) != 0)
+			return sq_failed(s, SQLITE_AUTH);
+		st = s->stmt[SQ_PRUNE];
 		before = (unsigned)sqlite3_total_changes(s->db);
 		sqlite3_bind_int64(st, 1, now_ms);
 		sqlite3_bind_int(st, 2, batch);
 		if ((rc = sq_run(s, "prune", st)) != SQLITE_OK)
 			return sq_failed(s, rc);
 		changes = sqlite3_changes(s->db);
+		if ((rc = sq_run(s, "prune", s->stmt[SQ_COMMIT])) != SQLITE_OK)
+			return sq_failed(s, rc);
 		/* Counted with the trigger's; modulo 2^32 (SQLite 3.35). */
 		rows = (unsigned)sqlite3_total_changes(s->db) - before;
 		if (changes > 0 && rows > 0) {
@@ -1054,14 +1141,14 @@ sq_same_file(const struct sq_store *s)
 
 /*
  * Opens the connection: creates the file (mode 0600) if it is missing,
- * sets WAL and synchronous=NORMAL, applies the schema to a new file and
- * prepares the statements. 0, or -1 with errmsg set and s->db NULL.
+ * sets WAL and synchronous, applies the schema to a new file, checks that
+ * the schema is rlgate's (sq_check_schema) and prepares the statements. 0, or -1 with errmsg set and s->db NULL.
  */
 static int
 sq_connect(struct sq_store *s)
 {
 	struct stat st;
-	int rc, i;
+	int rc;
 
 	assert(s->db == NULL);
 	s->check_armed = false;
@@ -1088,6 +1175,23 @@ sq_connect(struct sq_store *s)
 	}
 	sqlite3_extended_result_codes(s->db, 1);
 	sqlite3_busy_handler(s->db, sq_busy, s);
+	/*
+	 * No code from the file runs unchecked: no writes to the schema
+	 * through this connection, no functions with side effects in
+	 * triggers or views, no trigger code but rlgate's (sq_authorize).
+	 */
+	s->preparing = true;
+	s->schema_ok = false;
+	s->schema_moved = false;
+	if (sqlite3_db_config(s->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL) !=
+	    SQLITE_OK || sqlite3_db_config(s->db,
+	    SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL) != SQLITE_OK) {
+		sq_seterr(s, "sqlite open on %s: cannot set"
+		    " SQLITE_DBCONFIG_DEFENSIVE and trusted_schema = OFF: %s",
+		    s->path, sqlite3_errmsg(s->db));
+		goto fail;
+	}
+	sqlite3_set_authorizer(s->db, sq_authorize, s);
 	if (sqlite3_db_readonly(s->db, "main") == 1) {
 		sq_seterr(s, "sqlite open on %s: the file is read-only for"
 		    " this process (SQLITE_READONLY)", s->path);
@@ -1098,14 +1202,19 @@ sq_connect(struct sq_store *s)
 	    "PRAGMA synchronous = NORMAL") != 0 ||
 	    sq_apply_schema(s) != 0)
 		goto fail;
-	for (i = 0; i < SQ_NSTMT; i++) {
-		rc = sqlite3_prepare_v3(s->db, sq_sql[i], -1,
-		    SQLITE_PREPARE_PERSISTENT, &s->stmt[i], NULL);
-		if (rc != SQLITE_OK) {
-			sq_sqlite_error(s, "prepare", rc);
-			goto fail;
-		}
+	/*
+	 * The check and the statements see one snapshot of the schema: the
+	 * statements carry no trigger but those the check saw.
+	 */
+	if (sq_exec(s, "open", "BEGIN") != 0)
+		goto fail;
+	if (sq_check_schema(s) != 0 || sq_prepare_all(s) != 0) {
+		(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		goto fail;
 	}
+	if (sq_exec(s, "open", "COMMIT") != 0)
+		goto fail;
+	s->preparing = false;
 	if (stat(s->path, &st) != 0) {
 		sq_seterr(s, "sqlite open on %s: %s", s->path,
 		    strerror(errno));
@@ -1124,12 +1233,8 @@ fail:
 static void
 sq_disconnect(struct sq_store *s)
 {
-	int i;
-
-	for (i = 0; i < SQ_NSTMT; i++) {
-		sqlite3_finalize(s->stmt[i]);
-		s->stmt[i] = NULL;
-	}
+	sq_finalize_all(s);
+	s->schema_ok = false;
 	if (s->db != NULL) {
 		/* An open transaction is rolled back. */
 		sqlite3_close_v2(s->db);
@@ -1644,11 +1749,25 @@ sq_expires(int64_t expires_ms)
 static int
 sq_failed(struct sq_store *s, int rc)
 {
-	if (s->db != NULL && !sqlite3_get_autocommit(s->db))
-		(void)sq_run(s, NULL, s->stmt[SQ_ROLLBACK]);
+	sq_rollback(s);
 	if (sq_unusable(rc))
 		sq_disconnect(s);
 	return RLG_ESTORE;
+}
+
+/*
+ * Rolls back an open transaction, if any: with the prepared ROLLBACK, or
+ * without it when a failed schema check left the statements unprepared.
+ */
+static void
+sq_rollback(struct sq_store *s)
+{
+	if (s->db == NULL || sqlite3_get_autocommit(s->db))
+		return;
+	if (s->stmt[SQ_ROLLBACK] != NULL)
+		(void)sq_run(s, NULL, s->stmt[SQ_ROLLBACK]);
+	else
+		(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
 /* errmsg = "sqlite OP on PATH: message (SQLITE_CODE)". */
@@ -1683,6 +1802,7 @@ sq_unusable(int rc)
 	switch (rc & 0xff) {
 	case SQLITE_CORRUPT:
 	case SQLITE_NOTADB:
+	case SQLITE_AUTH:           /* code rlgate did not write: check again */
 	case SQLITE_CANTOPEN:
 	case SQLITE_IOERR:
 	case SQLITE_READONLY:
@@ -1712,3 +1832,257 @@ sq_code_name(int rc, char *buf, size_t size)
 	snprintf(buf, size, "code %d", rc);
 	return buf;
 }
+
+/*
+ * Prepares every statement of the connection, as the store's own (trigger
+ * code allowed, if the schema passed its check). 0, or -1 with errmsg set.
+ */
+static int
+sq_prepare_all(struct sq_store *s)
+{
+	bool was = s->preparing;
+	int rc = SQLITE_OK, i;
+
+	s->preparing = true;
+	for (i = 0; i < SQ_NSTMT && rc == SQLITE_OK; i++) {
+		rc = sqlite3_prepare_v3(s->db, sq_sql[i], -1,
+		    SQLITE_PREPARE_PERSISTENT, &s->stmt[i], NULL);
+		if (rc != SQLITE_OK)
+			sq_sqlite_error(s, "prepare", rc);
+	}
+	s->preparing = was;
+	return rc == SQLITE_OK ? 0 : -1;
+}
+
+static void
+sq_finalize_all(struct sq_store *s)
+{
+	int i;
+
+	for (i = 0; i < SQ_NSTMT; i++) {
+		sqlite3_finalize(s->stmt[i]);
+		s->stmt[i] = NULL;
+	}
+}
+
+/*
+ * The authorizer, called for every table, column and statement a
+ * statement touches while SQLite compiles it: when rlgate prepares one,
+ * and when SQLite prepares one again by itself after a schema change
+ * (then it also notes that the schema moved). inner names the trigger (or
+ * view) whose code makes the access, NULL for the statement's own. Trigger
+ * code compiles only into rlgate's own preparations after a schema check
+ * that passed, and only rlgate's triggers; any other is denied, which
+ * fails the statement (SQLITE_AUTH) before it runs.
+ */
+static int
+sq_authorize(void *arg, int action, const char *a3, const char *a4,
+    const char *dbname, const char *inner)
+{
+	struct sq_store *s = arg;
+
+	(void)action;
+	(void)a3;
+	(void)a4;
+	(void)dbname;
+	if (!s->preparing)
+		s->schema_moved = true;
+	if (inner == NULL)
+		return SQLITE_OK;
+	if (s->preparing && s->schema_ok &&
+	    sq_ref_find("trigger", inner) != NULL)
+		return SQLITE_OK;
+	return SQLITE_DENY;
+}
+
+/*
+ * The schema changed while the connection was open: inside the caller's
+ * transaction (the write lock held, so it cannot change again), checks it
+ * and prepares every statement again, so that no statement holds trigger
+ * code the check has not seen. 0, or -1 with errmsg set (the caller rolls
+ * back; the connection is closed and the next call opens and checks it
+ * afresh).
+ */
+static int
+sq_recheck(struct sq_store *s)
+{
+	int rc;
+
+	s->preparing = true;
+	s->schema_ok = false;
+	sq_finalize_all(s);
+	rc = sq_check_schema(s) == 0 && sq_prepare_all(s) == 0 ? 0 : -1;
+	s->preparing = false;
+	s->schema_moved = false;
+	return rc;
+}
+
+/*
+ * Holds the schema of the file to rlgate's (sq_ref): each trigger in it,
+ * and each index on one of rlgate's tables, must be one of rlgate's, on
+ * the same table, with the same SQL text; each of rlgate's triggers and
+ * indexes must be there. Other tables, views and the indexes on those are
+ * the operator's and stay. Runs inside a transaction (sq_connect,
+ * sq_recheck), so it reads one snapshot of the schema. Sets schema_ok.
+ * 0, or -1 with errmsg naming the first object that fails and the fix.
+ */
+static int
+sq_check_schema(struct sq_store *s)
+{
+	static const char sql[] = "SELECT type, name, tbl_name, sql"
+	    " FROM sqlite_master WHERE type IN ('trigger', 'index')";
+	const struct sq_object *o;
+	const char *type, *name, *tbl, *text, *what;
+	char q[160];
+	bool *seen = NULL;
+	sqlite3_stmt *st = NULL;
+	size_t i;
+	int rc;
+
+	s->schema_ok = false;
+	(void)pthread_once(&sq_ref_once, sq_ref_build);
+	if (sq_ref_error[0] != '\0') {
+		sq_seterr(s, "sqlite schema check on %s: %s", s->path,
+		    sq_ref_error);
+		return -1;
+	}
+	seen = rlg_xcalloc(sq_nref, sizeof *seen);
+	rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK) {
+		sq_sqlite_error(s, "schema check", rc);
+		goto fail;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		type = (const char *)sqlite3_column_text(st, 0);
+		name = (const char *)sqlite3_column_text(st, 1);
+		tbl = (const char *)sqlite3_column_text(st, 2);
+		text = (const char *)sqlite3_column_text(st, 3);
+		if (type == NULL || name == NULL || tbl == NULL)
+			continue;
+		/* An index of the operator's own on a table of its own. */
+		if (strcmp(type, "trigger") != 0 && !sq_ref_table(tbl))
+			continue;
+		o = sq_ref_find(type, name);
+		what = strcmp(type, "trigger") == 0 ? "TRIGGER" : "INDEX";
+		if (o == NULL) {
+			sq_seterr(s, "sqlite schema check on %s: the database"
+			    " holds %s %s on %s that rlgate did not create:"
+			    " remove it with DROP %s %s", s->path, type,
+			    sq_quote(name, q, sizeof q), tbl, what, q);
+			goto fail;
+		}
+		if (sqlite3_stricmp(o->tbl_name, tbl) != 0 ||
+		    (o->sql == NULL) != (text == NULL) ||
+		    (text != NULL && strcmp(o->sql, text) != 0)) {
+			sq_seterr(s, "sqlite schema check on %s: the database's"
+			    " %s %s is not the one rlgate created (its SQL"
+			    " differs from db/schema.sql): DROP %s %s, then"
+			    " create it again from db/schema.sql", s->path,
+			    type, sq_quote(name, q, sizeof q), what, q);
+			goto fail;
+		}
+		seen[o - sq_ref] = true;
+	}
+	if (rc != SQLITE_DONE) {
+		sq_sqlite_error(s, "schema check", rc);
+		goto fail;
+	}
+	for (i = 0; i < sq_nref; i++) {
+		if (seen[i] || (strcmp(sq_ref[i].type, "trigger") != 0 &&
+		    strcmp(sq_ref[i].type, "index") != 0))
+			continue;
+		sq_seterr(s, "sqlite schema check on %s: the database lacks"
+		    " %s %s of rlgate's schema: create it again from"
+		    " db/schema.sql", s->path, sq_ref[i].type,
+		    sq_quote(sq_ref[i].name, q, sizeof q));
+		goto fail;
+	}
+	sqlite3_finalize(st);
+	free(seen);
+	s->schema_ok = true;
+	return 0;
+
+fail:
+	sqlite3_finalize(st);
+	free(seen);
+	return -1;
+}
+
+/*
+ * Builds sq_ref (pthread_once): db/schema.sql on a private in-memory
+ * database, its tables, indexes, triggers and views read back. On failure
+ * sq_ref_error says why, and every schema check fails with it.
+ */
+static void
+sq_ref_build(void)
+{
+	static const char sql[] = "SELECT type, name, tbl_name, sql"
+	    " FROM sqlite_master ORDER BY type, name";
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	struct sq_object *o;
+	const char *text;
+	size_t cap = 0;
+	int rc;
+
+	rc = sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE |
+	    SQLITE_OPEN_CREATE, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, rlg_schema_sql, NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (sq_nref == cap) {
+			cap = cap > 0 ? cap * 2 : 16;
+			o = rlg_xcalloc(cap, sizeof *o);
+			if (sq_nref > 0)
+				memcpy(o, sq_ref, sq_nref * sizeof *o);
+			free(sq_ref);
+			sq_ref = o;
+		}
+		o = &sq_ref[sq_nref++];
+		o->type = rlg_xstrdup((const char *)sqlite3_column_text(st, 0));
+		o->name = rlg_xstrdup((const char *)sqlite3_column_text(st, 1));
+		o->tbl_name = rlg_xstrdup(
+		    (const char *)sqlite3_column_text(st, 2));
+		text = (const char *)sqlite3_column_text(st, 3);
+		o->sql = text != NULL ? rlg_xstrdup(text) : NULL;
+		rc = SQLITE_OK;
+	}
+	if (rc != SQLITE_DONE)
+		snprintf(sq_ref_error, sizeof sq_ref_error, "cannot build the"
+		    " reference schema from db/schema.sql: %s",
+		    db != NULL ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
+/* The object of rlgate's schema of that type and name, or NULL. */
+static const struct sq_object *
+sq_ref_find(const char *type, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sq_nref; i++) {
+		if (strcmp(sq_ref[i].type, type) == 0 &&
+		    sqlite3_stricmp(sq_ref[i].name, name) == 0)
+			return &sq_ref[i];
+	}
+	return NULL;
+}
+
+/* Is name one of rlgate's tables? */
+static bool
+sq_ref_table(const char *name)
+{
+	return sq_ref_find("table", name) != NULL;
+}
+
+/* name as an SQL identifier in double quotes, for a message. */
+static const char *
+sq_quote(const char *name, char *buf, size_t size)
+{
+	sqlite3_snprintf((int)size, buf, "\"%w\"", name);
+	return buf;
+}
+
