@@ -145,6 +145,17 @@ int rlg_store_step(struct rlg_store *s, const struct rlg_store_item *items,
  */
 int rlg_store_prune(struct rlg_store *s, int64_t now_ms, int64_t *deleted);
 
+/*
+ * Reports the files the store keeps for cfg that anyone but their owner
+ * may read or write: SQLite's database and its -wal and -shm, those that
+ * exist (the store creates them 0600 but keeps the mode of a file it
+ * finds); Redis keeps none. One line through warn(ctx, line) when there
+ * is any: each file with its mode and what that allows, and the chmod
+ * that fixes it. Returns the number of files reported.
+ */
+int rlg_store_check_files(const struct rlg_store_config *cfg,
+    void (*warn)(void *ctx, const char *line), void *ctx);
+
 /* The last error, for the log. Never NULL. */
 const char *rlg_store_errmsg(const struct rlg_store *s);
 

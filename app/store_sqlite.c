@@ -324,6 +324,9 @@ static const struct sq_object *sq_ref_find(const char *type,
     const char *name);
 static bool sq_ref_table(const char *name);
 static const char *sq_quote(const char *name, char *buf, size_t size);
+static void sq_warn_file(const char *path, const char *suffix, char *files,
+    size_t fsize, char *names, size_t nsize, unsigned *bad,
+    unsigned *bad_bits);
 
 const struct rlg_store_ops rlg_store_sqlite_ops = {
 	.name = "sqlite",
@@ -2086,3 +2089,67 @@ sq_quote(const char *name, char *buf, size_t size)
 	return buf;
 }
 
+
+int
+rlg_store_check_files(const struct rlg_store_config *cfg,
+    void (*warn)(void *ctx, const char *line), void *ctx)
+{
+	char files[1024], names[1024], line[2300];
+	unsigned bad = 0, bad_bits = 0;
+
+	if (cfg == NULL || cfg->backend != RLG_BACKEND_SQLITE ||
+	    cfg->path == NULL || cfg->path[0] == '\0')
+		return 0;
+	files[0] = '\0';
+	names[0] = '\0';
+	sq_warn_file(cfg->path, "", files, sizeof files, names, sizeof names,
+	    &bad, &bad_bits);
+	sq_warn_file(cfg->path, "-wal", files, sizeof files, names,
+	    sizeof names, &bad, &bad_bits);
+	sq_warn_file(cfg->path, "-shm", files, sizeof files, names,
+	    sizeof names, &bad, &bad_bits);
+	if (bad == 0)
+		return 0;
+	snprintf(line, sizeof line, "warning: store %s: %s: users other than"
+	    " rlgate's can read the clients' state%s (rlgate creates these"
+	    " files with mode 0600): chmod go-rwx%s", cfg->path, files,
+	    (bad_bits & (S_IWGRP | S_IWOTH)) != 0 ?
+	    " and change their counts" : "", names);
+	if (warn != NULL)
+		warn(ctx, line);
+	return (int)bad;
+}
+
+/*
+ * Adds path+suffix to the report when it exists with group or other
+ * permission bits: "the database has mode 0644 (group-readable,
+ * world-readable)" or "its -wal has ..." to files, " NAME" to names (the
+ * chmod's arguments), the bits to bad_bits.
+ */
+static void
+sq_warn_file(const char *path, const char *suffix, char *files,
+    size_t fsize, char *names, size_t nsize, unsigned *bad,
+    unsigned *bad_bits)
+{
+	char name[4096], words[128], chmod_arg[16];
+	size_t f = strlen(files), n = strlen(names);
+	struct stat st;
+
+	if ((size_t)snprintf(name, sizeof name, "%s%s", path, suffix) >=
+	    sizeof name || stat(name, &st) != 0 ||
+	    (st.st_mode & (S_IRWXG | S_IRWXO)) == 0)
+		return;
+	rlg_mode_describe(st.st_mode & (S_IRWXG | S_IRWXO), words,
+	    sizeof words, chmod_arg, sizeof chmod_arg);
+	/* Cut short, a long report still names the first files. */
+	if (f < fsize && (size_t)snprintf(files + f, fsize - f,
+	    "%s%s%s has mode %04o (%s)", *bad > 0 ? ", " : "",
+	    suffix[0] == '\0' ? "the database" : "its ", suffix,
+	    (unsigned)(st.st_mode & 07777), words) >= fsize - f)
+		files[fsize - 1] = '\0';
+	if (n < nsize && (size_t)snprintf(names + n, nsize - n, " %s",
+	    name) >= nsize - n)
+		names[nsize - 1] = '\0';
+	(*bad)++;
+	*bad_bits |= st.st_mode & (S_IRWXG | S_IRWXO);
+}

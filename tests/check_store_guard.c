@@ -1,6 +1,6 @@
 /*
  * check_store_guard.c: what the SQLite store (store_sqlite.c) guards
- * beside the counts: the schema of its file.
+ * beside the counts: the schema of its file and the modes of its files.
  *
  * On real files in a temporary directory; another connection (the
  * operator's sqlite3 shell) changes the file in between.
@@ -16,6 +16,10 @@
  * them, and views (of rlgate's tables too) are allowed, also added while
  * open. Files of schema versions 1 and 2 are migrated and pass; a version
  * 1 file with a trigger of someone else's is refused after its migration.
+ *
+ * "files": rlg_store_check_files names a database, -wal and -shm that
+ * others than the owner may read or write, with their modes and the
+ * chmod; nothing for files of mode 0600, for a missing file, or for Redis.
  */
 #include <errno.h>
 #include <ftw.h>
@@ -579,6 +583,96 @@ START_TEST(test_migrated_foreign_trigger)
 }
 END_TEST
 
+/* ---- files -------------------------------------------------------- */
+
+struct warnings {
+	int n;
+	char line[4096];
+};
+
+static void
+collect(void *ctx, const char *line)
+{
+	struct warnings *w = ctx;
+
+	w->n++;
+	snprintf(w->line, sizeof w->line, "%s", line);
+}
+
+START_TEST(test_file_modes)
+{
+	char *path = path_in("modes.db"), wal[300], shm[300];
+	struct rlg_store_config cfg = { .path = path };
+	struct rlg_store_config redis = { .backend = RLG_BACKEND_REDIS,
+	    .path = path };
+	struct rlg_policy p = policy(5);
+	struct warnings w = { 0, "" };
+	struct rlg_store *s;
+
+	/* Missing: nothing to say. */
+	ck_assert_int_eq(rlg_store_check_files(&cfg, collect, &w), 0);
+	/* Made by the store: 0600, nothing to say. */
+	s = open_ok(path);
+	ck_assert(hit(s, &p, "c", GT0));
+	snprintf(wal, sizeof wal, "%s-wal", path);
+	snprintf(shm, sizeof shm, "%s-shm", path);
+	ck_assert_int_eq(rlg_store_check_files(&cfg, collect, &w), 0);
+	ck_assert_int_eq(w.n, 0);
+
+	ck_assert_int_eq(chmod(path, 0644), 0);
+	ck_assert_int_eq(rlg_store_check_files(&cfg, collect, &w), 1);
+	ck_assert_int_eq(w.n, 1);
+	ck_assert_msg(strstr(w.line, "the database has mode 0644"
+	    " (group-readable, world-readable)") != NULL &&
+	    strstr(w.line, "read the clients' state") != NULL &&
+	    strstr(w.line, "change their counts") == NULL, "%s", w.line);
+	ck_assert_msg(strstr(w.line, ": chmod go-rwx ") != NULL &&
+	    strstr(w.line, path) != NULL, "%s", w.line);
+
+	ck_assert_int_eq(chmod(wal, 0666), 0);
+	ck_assert_int_eq(chmod(shm, 0660), 0);
+	ck_assert_int_eq(rlg_store_check_files(&cfg, collect, &w), 3);
+	ck_assert_int_eq(w.n, 2);
+	ck_assert_msg(strstr(w.line, "its -wal has mode 0666"
+	    " (group-readable, group-writable, world-readable,"
+	    " world-writable)") != NULL && strstr(w.line, "its -shm has mode"
+	    " 0660 (group-readable, group-writable)") != NULL &&
+	    strstr(w.line, "change their counts") != NULL, "%s", w.line);
+	ck_assert_msg(strstr(w.line, "chmod go-rwx") != NULL &&
+	    strstr(w.line, wal) != NULL && strstr(w.line, shm) != NULL,
+	    "%s", w.line);
+
+	/* Redis keeps no files; NULL warn only counts. */
+	ck_assert_int_eq(rlg_store_check_files(&redis, collect, &w), 0);
+	ck_assert_int_eq(rlg_store_check_files(&cfg, NULL, NULL), 3);
+	ck_assert_int_eq(w.n, 2);
+	rlg_store_close(s);
+}
+END_TEST
+
+START_TEST(test_mode_describe)
+{
+	char words[128], chmod_arg[16];
+
+	rlg_mode_describe(0, words, sizeof words, chmod_arg,
+	    sizeof chmod_arg);
+	ck_assert_str_eq(words, "");
+	ck_assert_str_eq(chmod_arg, "");
+	rlg_mode_describe(S_IWGRP | S_IROTH | S_IWOTH, words, sizeof words,
+	    chmod_arg, sizeof chmod_arg);
+	ck_assert_str_eq(words, "group-writable, world-readable,"
+	    " world-writable");
+	ck_assert_str_eq(chmod_arg, "g-w,o-rw");
+	rlg_mode_describe(S_IRWXG | S_IRWXO, words, sizeof words, chmod_arg,
+	    sizeof chmod_arg);
+	ck_assert_str_eq(chmod_arg, "g-rwx,o-rwx");
+	rlg_mode_describe(S_IXOTH, words, sizeof words, chmod_arg,
+	    sizeof chmod_arg);
+	ck_assert_str_eq(words, "world-executable");
+	ck_assert_str_eq(chmod_arg, "o-x");
+}
+END_TEST
+
 Suite *
 rlg_store_guard_suite(void)
 {
@@ -601,6 +695,13 @@ rlg_store_guard_suite(void)
 	tcase_add_test(tc, test_foreign_trigger_log_and_group);
 	tcase_add_test(tc, test_migrated_pass);
 	tcase_add_test(tc, test_migrated_foreign_trigger);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("files");
+	tcase_add_unchecked_fixture(tc, guard_setup, guard_teardown);
+	tcase_add_checked_fixture(tc, case_setup, NULL);
+	tcase_add_test(tc, test_file_modes);
+	tcase_add_test(tc, test_mode_describe);
 	suite_add_tcase(s, tc);
 	return s;
 }
