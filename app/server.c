@@ -333,6 +333,7 @@ rlg_worker_idle(struct rlg_worker *w, int64_t now_ms)
 {
 	int64_t deleted = 0;
 
+	rlg_store_idle(w->store, now_ms);
 	if (now_ms < w->next_prune_ms || w->store_failing_since_ms != 0)
 		return;
 	w->next_prune_ms = now_ms + RLG_PRUNE_INTERVAL_MS;

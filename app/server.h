@@ -46,8 +46,9 @@ int rlg_server_handle(struct rlg_worker *w, char *const *envp, int64_t now_ms,
     rlg_write_fn write, void *ctx);
 
 /*
- * Housekeeping after a request has been answered: prunes expired states at
- * most once per RLG_PRUNE_INTERVAL_MS.
+ * Housekeeping after a request has been answered: the store's upkeep
+ * (rlg_store_idle: the SQLite WAL's checkpoint), and pruning of expired
+ * states at most once per RLG_PRUNE_INTERVAL_MS.
  */
 void rlg_worker_idle(struct rlg_worker *w, int64_t now_ms);
 

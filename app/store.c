@@ -44,6 +44,13 @@ rlg_store_prune(struct rlg_store *s, int64_t now_ms, int64_t *deleted)
 	return s->ops->prune(s, now_ms, deleted);
 }
 
+void
+rlg_store_idle(struct rlg_store *s, int64_t now_ms)
+{
+	if (s != NULL && s->ops->idle != NULL)
+		s->ops->idle(s, now_ms);
+}
+
 const char *
 rlg_store_errmsg(const struct rlg_store *s)
 {

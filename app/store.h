@@ -51,6 +51,8 @@ struct rlg_store_ops {
 	int (*prune)(struct rlg_store *s, int64_t now_ms, int64_t *deleted);
 	const char *(*errmsg)(const struct rlg_store *s);
 	void (*close)(struct rlg_store *s);
+	/* Upkeep between requests (rlg_store_idle); NULL: none. */
+	void (*idle)(struct rlg_store *s, int64_t now_ms);
 };
 
 extern const struct rlg_store_ops rlg_store_sqlite_ops;
@@ -144,6 +146,17 @@ int rlg_store_step(struct rlg_store *s, const struct rlg_store_item *items,
  * RLG_ESTORE. Redis expires its keys by itself: RLG_OK, 0 deleted.
  */
 int rlg_store_prune(struct rlg_store *s, int64_t now_ms, int64_t *deleted);
+
+/*
+ * Upkeep that must not delay an answer, for the caller to run between
+ * requests (after one is answered): the SQLite store checkpoints its WAL
+ * there once a commit found it past about 4 MB (and makes it start over
+ * past about 8 MB), so the file stays bounded under continuous load
+ * (store_sqlite.c). One comparison when there is nothing to do. A handle
+ * whose caller never calls it does that work in the step instead. NULL
+ * does nothing.
+ */
+void rlg_store_idle(struct rlg_store *s, int64_t now_ms);
 
 /*
  * Reports the files the store keeps for cfg that anyone but their owner

@@ -74,6 +74,7 @@ static int cache_prune(struct rlg_store *base, int64_t now_ms,
     int64_t *deleted);
 static const char *cache_errmsg(const struct rlg_store *base);
 static void cache_close(struct rlg_store *base);
+static void cache_idle(struct rlg_store *base, int64_t now_ms);
 static size_t cache_key(const struct rlg_store_item *items, size_t n,
     char *key);
 static uint64_t cache_hash(uint64_t seed, const char *key, size_t len);
@@ -85,6 +86,7 @@ const struct rlg_store_ops rlg_store_cache_ops = {
 	.prune = cache_prune,
 	.errmsg = cache_errmsg,
 	.close = cache_close,
+	.idle = cache_idle,
 };
 
 struct rlg_store *
@@ -194,6 +196,14 @@ cache_errmsg(const struct rlg_store *base)
 	const struct cache_store *c = (const struct cache_store *)base;
 
 	return rlg_store_errmsg(c->inner);
+}
+
+static void
+cache_idle(struct rlg_store *base, int64_t now_ms)
+{
+	struct cache_store *c = (struct cache_store *)base;
+
+	rlg_store_idle(c->inner, now_ms);
 }
 
 static void

@@ -67,6 +67,24 @@
  * where nobody can change it, and prepares every statement again before
  * its first write. No window is left: code that was not checked never
  * runs, and what was checked cannot change before it runs.
+ *
+ * The WAL stays bounded. Under continuous writes from several processes
+ * SQLite's automatic checkpoint (PASSIVE, after each commit once the WAL
+ * is long) copies pages but seldom lets the WAL start over: some
+ * connection nearly always reads from it. And nothing cuts the file back,
+ * so it keeps the largest size it ever reached (tens of MB after 20,000
+ * new clients from 8 processes). The store replaces the automatic
+ * checkpoint with a WAL hook that only notes the WAL's length; past
+ * SQ_WAL_CHECKPOINT_FRAMES it checkpoints (sq_checkpoint): PASSIVE, which
+ * copies without the write lock, and past SQ_WAL_RESTART_FRAMES also
+ * RESTART, which takes the write lock briefly (at most
+ * SQ_CHECKPOINT_BUSY_MS of waiting) so that the WAL starts over. A reader
+ * of an old snapshot (which SQLite cannot copy past) is left alone rather
+ * than waited for. journal_size_limit cuts the file back after a burst,
+ * and a prune once the load has dropped truncates it (sq_shrink). The
+ * server runs the checkpoints between requests (rlg_store_idle), outside
+ * any answer's time; a caller that never calls rlg_store_idle gets them
+ * in the step that found the WAL long, as SQLite's own would.
  */
 #include <assert.h>
 #include <errno.h>
@@ -119,6 +137,37 @@ extern const char rlg_schema_sql[];
 
 /* How often (in ms of the caller's clock) a step checks the file's inode. */
 #define SQ_CHECK_MS 1000
+
+/*
+ * The WAL (sq_checkpoint). A commit that leaves SQ_WAL_CHECKPOINT_FRAMES
+ * frames in it (about 4 MB of 4 KiB pages, where SQLite's own automatic
+ * checkpoint starts too) makes its connection checkpoint it, and again
+ * each SQ_WAL_CHECKPOINT_STEP frames more while it stays that long. A WAL
+ * of SQ_WAL_RESTART_FRAMES that did not start over by itself is made to.
+ *
+ * The file is reused from one cycle to the next (cut back to 4 MiB at
+ * every cycle and grown again, it cost 20% of the decisions per second of
+ * 8 threads on one file in bench_decide): journal_size_limit cuts it back
+ * to SQ_WAL_LIMIT_BYTES, above a cycle's length, only after a burst (a
+ * reader that pinned it). When the load drops (the connection committed
+ * fewer than SQ_WAL_QUIET_COMMITS times since its last prune), a prune
+ * truncates a file longer than SQ_WAL_SHRINK_BYTES (sq_shrink).
+ */
+#define SQ_WAL_CHECKPOINT_FRAMES 1000
+#define SQ_WAL_CHECKPOINT_STEP 250
+#define SQ_WAL_RESTART_FRAMES 2000
+#define SQ_WAL_LIMIT_BYTES ((int64_t)16 << 20)
+#define SQ_WAL_SHRINK_BYTES ((off_t)4 << 20)
+#define SQ_WAL_QUIET_COMMITS 100
+/* The longest a checkpoint that takes the write lock waits for a lock. */
+#define SQ_CHECKPOINT_BUSY_MS 100
+/*
+ * A WAL that a PASSIVE checkpoint left this many frames or more behind is
+ * pinned by a reader of an old snapshot (an operator's long query): a
+ * RESTART would hold the write lock waiting for it, so it is not tried.
+ * rlgate's own transactions are short and leave a few dozen at most.
+ */
+#define SQ_WAL_PINNED_FRAMES 500
 
 /* The prepared statements of a connection, reused by every call. */
 enum sq_stmt {
@@ -232,6 +281,14 @@ struct sq_store {
 	bool preparing;
 	bool schema_ok;
 	bool schema_moved;
+	int busy_limit_ms;            /* sq_busy's limit: busy_timeout_ms,
+	                                 or less for a checkpoint */
+	int wal_frames;               /* the WAL's length at the last commit
+	                                 (sq_wal_hook) */
+	int checkpoint_at;            /* checkpoint once wal_frames is this */
+	bool idle_seen;               /* the caller calls rlg_store_idle */
+	int commits;                  /* since the last prune (sq_shrink) */
+	char *wal_path;               /* path + "-wal", owned */
 	struct sq_item *scratch;      /* step scratch, one per item */
 	size_t nscratch;              /* entries in scratch */
 	/*
@@ -252,6 +309,7 @@ static int sq_step(struct rlg_store *base, const struct rlg_store_item *items,
 static int sq_prune(struct rlg_store *base, int64_t now_ms, int64_t *deleted);
 static const char *sq_errmsg(const struct rlg_store *base);
 static void sq_close(struct rlg_store *base);
+static void sq_idle(struct rlg_store *base, int64_t now_ms);
 
 static int sq_step_alone(struct sq_store *s,
     const struct rlg_store_item *items, size_t n, int64_t now_ms,
@@ -324,6 +382,10 @@ static const struct sq_object *sq_ref_find(const char *type,
     const char *name);
 static bool sq_ref_table(const char *name);
 static const char *sq_quote(const char *name, char *buf, size_t size);
+static int sq_wal_hook(void *arg, sqlite3 *db, const char *dbname,
+    int frames);
+static void sq_checkpoint(struct sq_store *s);
+static void sq_shrink(struct sq_store *s);
 static void sq_warn_file(const char *path, const char *suffix, char *files,
     size_t fsize, char *names, size_t nsize, unsigned *bad,
     unsigned *bad_bits);
@@ -335,6 +397,7 @@ const struct rlg_store_ops rlg_store_sqlite_ops = {
 	.prune = sq_prune,
 	.errmsg = sq_errmsg,
 	.close = sq_close,
+	.idle = sq_idle,
 };
 
 static const char *const sq_sql[SQ_NSTMT] = {
@@ -490,8 +553,12 @@ sq_open(const struct rlg_store_config *cfg, struct rlg_store **out)
 	s = rlg_xcalloc(1, sizeof *s);
 	s->base.ops = &rlg_store_sqlite_ops;
 	s->path = rlg_xstrdup(cfg->path != NULL ? cfg->path : "");
+	s->wal_path = rlg_xmalloc(strlen(s->path) + sizeof "-wal");
+	memcpy(s->wal_path, s->path, strlen(s->path));
+	memcpy(s->wal_path + strlen(s->path), "-wal", sizeof "-wal");
 	s->busy_timeout_ms = cfg->busy_timeout_ms > 0 ?
 	    cfg->busy_timeout_ms : 0;
+	s->busy_limit_ms = s->busy_timeout_ms;
 	s->max_clients = cfg->max_clients > 0 ? cfg->max_clients : 0;
 	s->sync_full = cfg->synchronous == RLG_SYNC_FULL;
 	if (cfg->group_commit == RLG_GROUP_ON ||
@@ -517,8 +584,13 @@ sq_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
 	if ((rc = sq_check_items(s, items, n, decisions)) != RLG_OK)
 		return rc;
 	if (s->group != NULL)
-		return sq_group_step(s, items, n, now_ms, decisions);
-	return sq_step_alone(s, items, n, now_ms, decisions);
+		rc = sq_group_step(s, items, n, now_ms, decisions);
+	else
+		rc = sq_step_alone(s, items, n, now_ms, decisions);
+	/* Nobody calls rlg_store_idle: the WAL is this step's to bound. */
+	if (!s->idle_seen && s->wal_frames >= s->checkpoint_at)
+		sq_checkpoint(s);
+	return rc;
 }
 
 /* One request in a transaction of its own. */
@@ -1011,6 +1083,7 @@ sq_prune(struct rlg_store *base, int64_t now_ms, int64_t *deleted)
 		if (deleted != NULL)
 			*deleted = total;
 	} while (changes >= batch);
+	sq_shrink(s);
 	return RLG_OK;
 }
 
@@ -1037,12 +1110,14 @@ sq_close(struct rlg_store *base)
 	free(s->scratch);
 	free(s->log_ms);
 	free(s->path);
+	free(s->wal_path);
 	free(s);
 }
 
 /*
  * The busy handler: waits for the write lock another connection holds,
- * up to busy_timeout_ms. A step holds the lock for tens of microseconds
+ * up to busy_timeout_ms (busy_limit_ms: a checkpoint waits less). A step
+ * holds the lock for tens of microseconds
  * (a millisecond or so with synchronous = full), so the pauses start at
  * 50 us and double up to 2 ms; SQLite's own handler sleeps 1 ms at
  * first and up to 100 ms, long enough for other processes to take the
@@ -1060,11 +1135,11 @@ sq_busy(void *arg, int count)
 		s->busy_since = now;
 	waited_us = (int64_t)(now.tv_sec - s->busy_since.tv_sec) * 1000000 +
 	    (now.tv_nsec - s->busy_since.tv_nsec) / 1000;
-	if (waited_us >= (int64_t)s->busy_timeout_ms * 1000)
+	if (waited_us >= (int64_t)s->busy_limit_ms * 1000)
 		return 0;
 	pause_us = count < 6 ? (int64_t)50 << count : 2000;
-	if (pause_us > (int64_t)s->busy_timeout_ms * 1000 - waited_us)
-		pause_us = (int64_t)s->busy_timeout_ms * 1000 - waited_us;
+	if (pause_us > (int64_t)s->busy_limit_ms * 1000 - waited_us)
+		pause_us = (int64_t)s->busy_limit_ms * 1000 - waited_us;
 	s->busy_waits++;
 	pause.tv_sec = 0;
 	pause.tv_nsec = (long)pause_us * 1000;
@@ -1144,13 +1219,15 @@ sq_same_file(const struct sq_store *s)
 
 /*
  * Opens the connection: creates the file (mode 0600) if it is missing,
- * sets WAL and synchronous, applies the schema to a new file, checks that
- * the schema is rlgate's (sq_check_schema) and prepares the statements. 0, or -1 with errmsg set and s->db NULL.
+ * sets WAL, synchronous and journal_size_limit, applies the schema to a
+ * new file, checks that the schema is rlgate's (sq_check_schema) and
+ * prepares the statements. 0, or -1 with errmsg set and s->db NULL.
  */
 static int
 sq_connect(struct sq_store *s)
 {
 	struct stat st;
+	char limit[64];
 	int rc;
 
 	assert(s->db == NULL);
@@ -1182,10 +1259,13 @@ sq_connect(struct sq_store *s)
 	 * No code from the file runs unchecked: no writes to the schema
 	 * through this connection, no functions with side effects in
 	 * triggers or views, no trigger code but rlgate's (sq_authorize).
+	 * The WAL hook replaces the automatic checkpoint (sq_checkpoint).
 	 */
 	s->preparing = true;
 	s->schema_ok = false;
 	s->schema_moved = false;
+	s->wal_frames = 0;
+	s->checkpoint_at = SQ_WAL_CHECKPOINT_FRAMES;
 	if (sqlite3_db_config(s->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL) !=
 	    SQLITE_OK || sqlite3_db_config(s->db,
 	    SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL) != SQLITE_OK) {
@@ -1195,14 +1275,18 @@ sq_connect(struct sq_store *s)
 		goto fail;
 	}
 	sqlite3_set_authorizer(s->db, sq_authorize, s);
+	sqlite3_wal_hook(s->db, sq_wal_hook, s);
 	if (sqlite3_db_readonly(s->db, "main") == 1) {
 		sq_seterr(s, "sqlite open on %s: the file is read-only for"
 		    " this process (SQLITE_READONLY)", s->path);
 		goto fail;
 	}
+	snprintf(limit, sizeof limit, "PRAGMA journal_size_limit = %lld",
+	    (long long)SQ_WAL_LIMIT_BYTES);
 	if (sq_check_header(s) != 0 || sq_set_wal(s) != 0 ||
 	    sq_exec(s, "open", s->sync_full ? "PRAGMA synchronous = FULL" :
 	    "PRAGMA synchronous = NORMAL") != 0 ||
+	    sq_exec(s, "open", limit) != 0 ||
 	    sq_apply_schema(s) != 0)
 		goto fail;
 	/*
@@ -1238,6 +1322,7 @@ sq_disconnect(struct sq_store *s)
 {
 	sq_finalize_all(s);
 	s->schema_ok = false;
+	s->wal_frames = 0;
 	if (s->db != NULL) {
 		/* An open transaction is rolled back. */
 		sqlite3_close_v2(s->db);
@@ -2089,6 +2174,104 @@ sq_quote(const char *name, char *buf, size_t size)
 	return buf;
 }
 
+/*
+ * After every commit of the connection (in place of SQLite's automatic
+ * checkpoint): notes how many frames the WAL holds; the checkpoint itself
+ * waits for rlg_store_idle, or the end of the step.
+ */
+static int
+sq_wal_hook(void *arg, sqlite3 *db, const char *dbname, int frames)
+{
+	struct sq_store *s = arg;
+
+	(void)db;
+	(void)dbname;
+	s->wal_frames = frames;
+	s->commits++;
+	/* Started over (by anyone): the next checkpoint at the full length. */
+	if (frames < SQ_WAL_CHECKPOINT_FRAMES)
+		s->checkpoint_at = SQ_WAL_CHECKPOINT_FRAMES;
+	return SQLITE_OK;
+}
+
+static void
+sq_idle(struct rlg_store *base, int64_t now_ms)
+{
+	struct sq_store *s = (struct sq_store *)base;
+
+	(void)now_ms;
+	s->idle_seen = true;
+	if (s->wal_frames >= s->checkpoint_at)
+		sq_checkpoint(s);
+}
+
+/*
+ * Copies the WAL into the database, and makes it start over once it is
+ * SQ_WAL_RESTART_FRAMES long.
+ *
+ * A PASSIVE checkpoint copies what it can without the write lock, so
+ * requests go on meanwhile; it gives up at once when another connection
+ * is checkpointing (one at a time is enough). When no reader held a
+ * snapshot anywhere in the WAL, the next commit starts the WAL over by
+ * itself, as with one process. Under load from several, some connection
+ * is nearly always reading, and the WAL only grows: once it holds
+ * SQ_WAL_RESTART_FRAMES, a RESTART checkpoint takes the write lock, copies
+ * the few frames committed meanwhile, waits for readers still on the WAL
+ * and makes the next commit start it over (journal_size_limit then cuts
+ * the file back). Requests queue behind it for that only, and its waits
+ * are bounded by SQ_CHECKPOINT_BUSY_MS (busy_timeout_ms if shorter). It is
+ * not tried while a reader of an old snapshot pins the WAL
+ * (SQ_WAL_PINNED_FRAMES): that would hold the write lock waiting for it.
+ * This connection tries again each SQ_WAL_CHECKPOINT_STEP frames. Failures
+ * are left to the next step to report.
+ */
+static void
+sq_checkpoint(struct sq_store *s)
+{
+	int log_frames = 0, done_frames = 0;
+
+	s->checkpoint_at = s->wal_frames + SQ_WAL_CHECKPOINT_STEP;
+	if (s->db == NULL || !sqlite3_get_autocommit(s->db))
+		return;
+	if (sqlite3_wal_checkpoint_v2(s->db, "main",
+	    SQLITE_CHECKPOINT_PASSIVE, &log_frames, &done_frames) !=
+	    SQLITE_OK || log_frames < SQ_WAL_RESTART_FRAMES ||
+	    log_frames - done_frames >= SQ_WAL_PINNED_FRAMES)
+		return;
+	s->busy_limit_ms = s->busy_timeout_ms < SQ_CHECKPOINT_BUSY_MS ?
+	    s->busy_timeout_ms : SQ_CHECKPOINT_BUSY_MS;
+	clock_gettime(CLOCK_MONOTONIC, &s->busy_since);
+	(void)sqlite3_wal_checkpoint_v2(s->db, "main",
+	    SQLITE_CHECKPOINT_RESTART, &log_frames, &done_frames);
+	s->busy_limit_ms = s->busy_timeout_ms;
+}
+
+/*
+ * At a prune (every 10 s or so, after a request): when this connection
+ * committed fewer than SQ_WAL_QUIET_COMMITS times since the last one (the
+ * load went down), truncates a WAL file longer than SQ_WAL_SHRINK_BYTES
+ * to nothing (TRUNCATE: the write lock and waits as a RESTART's), so an
+ * idle gateway does not keep the WAL of its last busy hour. Under load it
+ * leaves the file alone: cut and grown again, it costs every commit.
+ */
+static void
+sq_shrink(struct sq_store *s)
+{
+	struct stat st;
+	int log_frames, done_frames, commits = s->commits;
+
+	s->commits = 0;
+	if (commits >= SQ_WAL_QUIET_COMMITS || s->db == NULL ||
+	    !sqlite3_get_autocommit(s->db) || stat(s->wal_path, &st) != 0 ||
+	    st.st_size <= SQ_WAL_SHRINK_BYTES)
+		return;
+	s->busy_limit_ms = s->busy_timeout_ms < SQ_CHECKPOINT_BUSY_MS ?
+	    s->busy_timeout_ms : SQ_CHECKPOINT_BUSY_MS;
+	clock_gettime(CLOCK_MONOTONIC, &s->busy_since);
+	(void)sqlite3_wal_checkpoint_v2(s->db, "main",
+	    SQLITE_CHECKPOINT_TRUNCATE, &log_frames, &done_frames);
+	s->busy_limit_ms = s->busy_timeout_ms;
+}
 
 int
 rlg_store_check_files(const struct rlg_store_config *cfg,

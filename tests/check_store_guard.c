@@ -1,6 +1,7 @@
 /*
  * check_store_guard.c: what the SQLite store (store_sqlite.c) guards
- * beside the counts: the schema of its file and the modes of its files.
+ * beside the counts: the schema of its file, the modes of its files, and
+ * the length of its WAL.
  *
  * On real files in a temporary directory; another connection (the
  * operator's sqlite3 shell) changes the file in between.
@@ -20,6 +21,14 @@
  * "files": rlg_store_check_files names a database, -wal and -shm that
  * others than the owner may read or write, with their modes and the
  * chmod; nothing for files of mode 0600, for a missing file, or for Redis.
+ *
+ * "wal": the WAL file stays within about 4 MB, checkpointed by
+ * rlg_store_idle or, for a caller that never calls it, by the step; a
+ * reader that holds an old snapshot open lets it grow (SQLite cannot copy
+ * past it), the checkpoints neither wait for it nor hold up the steps,
+ * once it is gone the next checkpoints make the WAL start over and
+ * journal_size_limit cuts the file back to 16 MiB, and a prune once the
+ * requests have stopped truncates it.
  */
 #include <errno.h>
 #include <ftw.h>
@@ -30,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -49,6 +59,11 @@ extern const char rlg_schema_sql[];
 	"CREATE TRIGGER reset AFTER UPDATE ON rlg_state BEGIN" \
 	" UPDATE rlg_state SET count = 0 WHERE policy = new.policy" \
 	" AND client = new.client; END"
+
+/* The WAL length at which the store checkpoints: 1000 frames of 4 KiB. */
+#define WAL_CHECKPOINT_BYTES ((off_t)1000 * (4096 + 24))
+/* Its journal_size_limit. */
+#define WAL_LIMIT_BYTES ((off_t)16 << 20)
 
 static char gdir[64];
 static char cdir[128];
@@ -673,6 +688,136 @@ START_TEST(test_mode_describe)
 }
 END_TEST
 
+/* ---- wal ---------------------------------------------------------- */
+
+static off_t
+wal_size(const char *path)
+{
+	char wal[300];
+	struct stat st;
+
+	snprintf(wal, sizeof wal, "%s-wal", path);
+	return stat(wal, &st) == 0 ? st.st_size : 0;
+}
+
+/*
+ * n requests of new clients (each one a new row: several pages a
+ * commit), from first on, each followed by rlg_store_idle if idle.
+ */
+static void
+new_clients(struct rlg_store *s, int first, int n, bool idle)
+{
+	struct rlg_policy p = policy(5);
+	char client[32];
+	int i;
+
+	for (i = first; i < first + n; i++) {
+		snprintf(client, sizeof client, "10.%d.%d.%d", i >> 16,
+		    (i >> 8) & 255, i & 255);
+		ck_assert(hit(s, &p, client, GT0));
+		if (idle)
+			rlg_store_idle(s, GT0);
+	}
+}
+
+static double
+ms_since(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) * 1e3 +
+	    (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/*
+ * With rlg_store_idle after each request, and with none (the step does
+ * it), the WAL never passes the checkpoint length by more than a few
+ * requests' pages, and a reader elsewhere that reads briefly (as the
+ * operator's shell does) changes nothing.
+ */
+START_TEST(test_wal_bounded)
+{
+	char *a = path_in("idle.db"), *b = path_in("steps.db");
+	struct rlg_store *s = open_ok(a), *t = open_ok(b);
+	off_t most = 0;
+	int round;
+
+	for (round = 0; round < 12; round++) {
+		new_clients(s, round * 1000, 1000, true);
+		new_clients(t, round * 1000, 1000, false);
+		ck_assert_int_eq(sql_int(a, "SELECT count(*) FROM rlg_state"),
+		    (round + 1) * 1000);
+		if (wal_size(a) > most)
+			most = wal_size(a);
+		if (wal_size(b) > most)
+			most = wal_size(b);
+	}
+	ck_assert_msg(most <= WAL_CHECKPOINT_BYTES + 64 * 4120,
+	    "the WAL reached %lld bytes", (long long)most);
+	rlg_store_close(t);
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
+ * A reader holds a snapshot: the WAL grows past it (nothing can be
+ * copied past a snapshot in use) and the checkpoints neither wait for it
+ * nor hold up the steps; once the reader ends, the next checkpoints make
+ * the WAL start over, and the file is cut back to 16 MiB; the first prune
+ * after a quiet interval truncates it. (SQLite's own checkpoint leaves it
+ * at the largest size it reached.)
+ */
+START_TEST(test_wal_reader_pins)
+{
+	char *path = path_in("pinned.db");
+	struct rlg_store *s = open_ok(path);
+	struct timespec t0;
+	sqlite3 *reader;
+	sqlite3_stmt *st;
+	double slowest = 0, ms;
+	int i;
+
+	new_clients(s, 0, 10, true);
+	ck_assert_int_eq(sqlite3_open_v2(path, &reader, SQLITE_OPEN_READWRITE,
+	    NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(reader, "BEGIN", NULL, NULL, NULL),
+	    SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(reader, "SELECT count(*) FROM"
+	    " rlg_state", -1, &st, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+	ck_assert_int_eq(sqlite3_column_int(st, 0), 10);
+	sqlite3_finalize(st);
+
+	for (i = 0; i < 30; i++) {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		new_clients(s, 10 + i * 100, 100, true);
+		ms = ms_since(&t0);
+		if (ms > slowest)
+			slowest = ms;
+	}
+	ck_assert_msg(wal_size(path) > 2 * WAL_CHECKPOINT_BYTES,
+	    "the WAL is %lld bytes", (long long)wal_size(path));
+	/* 100 requests, none held up by a checkpoint waiting 2 s. */
+	ck_assert_msg(slowest < 1500, "100 requests took %.0f ms", slowest);
+
+	ck_assert_int_eq(sqlite3_exec(reader, "COMMIT", NULL, NULL, NULL),
+	    SQLITE_OK);
+	sqlite3_close(reader);
+	new_clients(s, 5000, 400, true);
+	ck_assert_msg(wal_size(path) <= WAL_LIMIT_BYTES,
+	    "the WAL is %lld bytes", (long long)wal_size(path));
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_state"),
+	    3410);
+	/* A prune after the load (its commits counted), then a quiet one. */
+	ck_assert_int_eq(rlg_store_prune(s, GT0, NULL), RLG_OK);
+	ck_assert_int_eq(rlg_store_prune(s, GT0, NULL), RLG_OK);
+	ck_assert_msg(wal_size(path) <= 64 * 4120, "the WAL is %lld bytes",
+	    (long long)wal_size(path));
+	rlg_store_close(s);
+}
+END_TEST
+
 Suite *
 rlg_store_guard_suite(void)
 {
@@ -702,6 +847,14 @@ rlg_store_guard_suite(void)
 	tcase_add_checked_fixture(tc, case_setup, NULL);
 	tcase_add_test(tc, test_file_modes);
 	tcase_add_test(tc, test_mode_describe);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("wal");
+	tcase_add_unchecked_fixture(tc, guard_setup, guard_teardown);
+	tcase_add_checked_fixture(tc, case_setup, NULL);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_wal_bounded);
+	tcase_add_test(tc, test_wal_reader_pins);
 	suite_add_tcase(s, tc);
 	return s;
 }
