@@ -449,6 +449,7 @@ rlg_gate_idle(struct rlg_gate *g, int64_t now_ms)
 {
 	int64_t deleted = 0;
 
+	rlg_store_idle(g->store, now_ms);
 	if (now_ms < g->next_prune_ms || g->store_failing_since_ms != 0)
 		return;
 	g->next_prune_ms = now_ms + RLG_PRUNE_INTERVAL_MS;

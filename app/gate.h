@@ -86,8 +86,10 @@ int rlg_gate_handle(struct rlg_gate *g, char *const *envp, int64_t now_ms,
     rlg_write_fn write, void *ctx);
 
 /*
- * Housekeeping after a request has been answered: prunes expired states
- * at most once per RLG_PRUNE_INTERVAL_MS (not while the store fails).
+ * Housekeeping after a request has been answered: the store's upkeep
+ * (rlg_store_idle: the SQLite WAL's checkpoint), and pruning of expired
+ * states at most once per RLG_PRUNE_INTERVAL_MS (not while the store
+ * fails).
  */
 void rlg_gate_idle(struct rlg_gate *g, int64_t now_ms);
 

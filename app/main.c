@@ -1,7 +1,10 @@
 /*
- * main.c: the command line. Parses the options, loads and validates the
- * config (every problem reported as file:line, exit 78), then hands over to
- * the FastCGI accept loop, or serves one CGI request.
+ * main.c: the command line. Parses the options, opens the log, loads and
+ * validates the config (every problem reported as file:line, exit 78),
+ * then hands over to the FastCGI accept loop, or serves one CGI request.
+ * At FastCGI start and in --check-config it warns about files that users
+ * other than rlgate's may read or write: the log, and the store's (which
+ * the store reports on itself).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -22,7 +26,12 @@
 
 static void usage(FILE *f);
 static int parse_threads(const char *s, int *out);
-static int open_log(const char *path);
+static int open_log(const char *path, char *warning, size_t size);
+static void log_mode_warning(const char *path, mode_t mode, char *buf,
+    size_t size);
+static void check_log_path(const char *path);
+static void warn_log(void *ctx, const char *line);
+static void warn_stdout(void *ctx, const char *line);
 static void describe_policies(const struct rlg_config *cfg, char *buf,
     size_t len);
 
@@ -41,7 +50,8 @@ usage(FILE *f)
 	    "                      else built-in defaults)\n"
 	    "  -t, --threads N     FastCGI worker threads per process (default %d)\n"
 	    "  -l, --log FILE      append log lines to FILE instead of stderr\n"
-	    "                      (spawn-fcgi points stderr at /dev/null)\n"
+	    "                      (spawn-fcgi points stderr at /dev/null);\n"
+	    "                      created mode 0640, never a symbolic link\n"
 	    "  -C, --check-config  validate the configuration, print problems, exit\n"
 	    "  -V, --version       print the version and exit\n"
 	    "  -h, --help          print this help and exit\n"
@@ -96,16 +106,34 @@ describe_policies(const struct rlg_config *cfg, char *buf, size_t len)
 	}
 }
 
-/* Points stderr, where rlg_log writes, at the end of the file at path. */
+/*
+ * Points stderr, where rlg_log writes, at the end of the file at path,
+ * created with mode 0640 (less if the umask says so). A symbolic link is
+ * refused: whoever can write the log's directory could otherwise point it
+ * at any file rlgate may write (its database) and have log lines appended
+ * there. A log that others may read or write gets a warning in warning
+ * (empty otherwise), for the caller to log once it is open.
+ */
 static int
-open_log(const char *path)
+open_log(const char *path, char *warning, size_t size)
 {
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	struct stat st;
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
+	    O_NOFOLLOW, 0640);
 
+	warning[0] = '\0';
+	if (fd < 0 && errno == ELOOP) {
+		fprintf(stderr, "rlgate: --log %s: is a symbolic link, which"
+		    " rlgate does not follow: give the path of the file"
+		    " itself\n", path);
+		return -1;
+	}
 	if (fd < 0) {
 		fprintf(stderr, "rlgate: --log %s: %s\n", path, strerror(errno));
 		return -1;
 	}
+	if (fstat(fd, &st) == 0)
+		log_mode_warning(path, st.st_mode, warning, size);
 	if (fd != STDERR_FILENO) {
 		if (dup2(fd, STDERR_FILENO) < 0) {
 			fprintf(stderr, "rlgate: --log %s: %s\n", path,
@@ -116,6 +144,65 @@ open_log(const char *path)
 		close(fd);
 	}
 	return 0;
+}
+
+/*
+ * A log others may read (client addresses, key hashes) or write (forged
+ * lines): "warning: ..." with the mode and the chmod into buf; else "".
+ * The group may read it (0640: adm reads logs).
+ */
+static void
+log_mode_warning(const char *path, mode_t mode, char *buf, size_t size)
+{
+	unsigned bits = mode & (S_IWGRP | S_IXGRP | S_IRWXO);
+	char words[128], chmod_arg[16];
+
+	buf[0] = '\0';
+	if (bits == 0)
+		return;
+	rlg_mode_describe(bits, words, sizeof words, chmod_arg,
+	    sizeof chmod_arg);
+	snprintf(buf, size, "warning: the log %s has mode %04o (%s): users"
+	    " other than rlgate's can %s it (rlgate creates it with mode"
+	    " 0640): chmod %s %s", path, (unsigned)(mode & 07777), words,
+	    (bits & (S_IWGRP | S_IWOTH)) != 0 ? "write into" : "read",
+	    chmod_arg, path);
+}
+
+/* --check-config: what starting with --log path would warn or refuse. */
+static void
+check_log_path(const char *path)
+{
+	char warning[1024];
+	struct stat st;
+
+	if (lstat(path, &st) != 0)
+		return;
+	if (S_ISLNK(st.st_mode)) {
+		printf("warning: the log %s is a symbolic link: rlgate will"
+		    " refuse to open it (exit 64); give the path of the file"
+		    " itself\n", path);
+		return;
+	}
+	log_mode_warning(path, st.st_mode, warning, sizeof warning);
+	if (warning[0] != '\0')
+		printf("%s\n", warning);
+}
+
+/* A warning at start: one line in the log. */
+static void
+warn_log(void *ctx, const char *line)
+{
+	(void)ctx;
+	rlg_log("%s", line);
+}
+
+/* A warning of --check-config: a line of its output. */
+static void
+warn_stdout(void *ctx, const char *line)
+{
+	(void)ctx;
+	printf("%s\n", line);
 }
 
 int
@@ -132,7 +219,7 @@ main(int argc, char **argv)
 	};
 	const char *config_opt = NULL, *log_opt = NULL, *path;
 	struct rlg_config *cfg;
-	char policies[1024], store[512];
+	char policies[1024], store[512], log_warning[1024] = "";
 	int c, threads = THREADS_DEFAULT, check_only = 0, rc, problems;
 
 	while ((c = getopt_long(argc, argv, "c:t:l:CVh", opts, NULL)) != -1) {
@@ -172,7 +259,8 @@ main(int argc, char **argv)
 		return RLG_EXIT_USAGE;
 	}
 
-	if (log_opt != NULL && !check_only && open_log(log_opt) != 0)
+	if (log_opt != NULL && !check_only &&
+	    open_log(log_opt, log_warning, sizeof log_warning) != 0)
 		return RLG_EXIT_USAGE;
 
 	path = rlg_config_pick(config_opt);
@@ -188,6 +276,10 @@ main(int argc, char **argv)
 		    "[policy default]: requests that match no route are not "
 		    "limited\n", path != NULL ? path : "the configuration");
 	if (check_only) {
+		/* Warnings, not problems: the exit status stays 0. */
+		(void)rlg_store_check_files(&cfg->store, warn_stdout, NULL);
+		if (log_opt != NULL)
+			check_log_path(log_opt);
 		printf("%s: configuration ok\n",
 		    path != NULL ? path : "built-in defaults");
 		rlg_config_free(cfg);
@@ -205,6 +297,9 @@ main(int argc, char **argv)
 		    rlg_on_error_name(cfg->store.on_error),
 		    rlg_style_name(cfg->style), cfg->nroutes,
 		    cfg->nroutes == 1 ? "" : "s", policies);
+		if (log_warning[0] != '\0')
+			rlg_log("%s", log_warning);
+		(void)rlg_store_check_files(&cfg->store, warn_log, NULL);
 		rc = rlg_server_run_fastcgi(cfg, threads);
 	} else if (getenv("GATEWAY_INTERFACE") != NULL) {
 		rc = rlg_server_run_cgi(cfg);

@@ -98,6 +98,13 @@ rlg_store_cached(const struct rlg_store *s)
 	return s != NULL && s->cached;
 }
 
+void
+rlg_store_idle(struct rlg_store *s, int64_t now_ms)
+{
+	if (s != NULL && s->ops->idle != NULL)
+		s->ops->idle(s, now_ms);
+}
+
 const char *
 rlg_store_errmsg(const struct rlg_store *s)
 {

@@ -73,6 +73,8 @@ struct rlg_store_ops {
 	/* What it has done, for tests and benchmarks (store_stats.h);
 	 * NULL: nothing to count. */
 	void (*stats)(const struct rlg_store *s, struct rlg_store_stats *out);
+	/* Upkeep between requests (rlg_store_idle); NULL: none. */
+	void (*idle)(struct rlg_store *s, int64_t now_ms);
 };
 
 extern const struct rlg_store_ops rlg_store_sqlite_ops;
@@ -150,6 +152,28 @@ int rlg_store_prune(struct rlg_store *s, int64_t now_ms, int64_t *deleted);
  * rather than by the store. false for a NULL handle.
  */
 bool rlg_store_cached(const struct rlg_store *s);
+
+/*
+ * Upkeep that must not delay an answer, for the caller to run between
+ * requests (after one is answered): the SQLite store checkpoints its WAL
+ * there once a commit found it past about 4 MB (and makes it start over
+ * past about 8 MB), so the file stays bounded under continuous load
+ * (store_sqlite.c). One comparison when there is nothing to do. A handle
+ * whose caller never calls it does that work in the step instead. NULL
+ * does nothing.
+ */
+void rlg_store_idle(struct rlg_store *s, int64_t now_ms);
+
+/*
+ * Reports the files the store keeps for cfg that anyone but their owner
+ * may read or write: SQLite's database and its -wal and -shm, those that
+ * exist (the store creates them 0600 but keeps the mode of a file it
+ * finds); Redis keeps none. One line through warn(ctx, line) when there
+ * is any: each file with its mode and what that allows, and the chmod
+ * that fixes it. Returns the number of files reported.
+ */
+int rlg_store_check_files(const struct rlg_store_config *cfg,
+    void (*warn)(void *ctx, const char *line), void *ctx);
 
 /* The last error, for the log. Never NULL. */
 const char *rlg_store_errmsg(const struct rlg_store *s);

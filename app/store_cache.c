@@ -85,6 +85,7 @@ static int cache_prune(struct rlg_store *base, int64_t now_ms,
 static void cache_close(struct rlg_store *base);
 static void cache_stats(const struct rlg_store *base,
     struct rlg_store_stats *out);
+static void cache_idle(struct rlg_store *base, int64_t now_ms);
 static size_t cache_key(const struct rlg_store_item *items, size_t n,
     char *key, size_t *m);
 static uint64_t cache_hash(uint64_t seed, const char *key, size_t len);
@@ -96,6 +97,7 @@ const struct rlg_store_ops rlg_store_cache_ops = {
 	.prune = cache_prune,
 	.close = cache_close,
 	.stats = cache_stats,
+	.idle = cache_idle,
 };
 
 struct rlg_store *
@@ -220,6 +222,15 @@ cache_prune(struct rlg_store *base, int64_t now_ms, int64_t *deleted)
 		memcpy(c->base.errmsg, c->inner->errmsg,
 		    sizeof c->base.errmsg);
 	return rc;
+}
+
+static void
+cache_idle(struct rlg_store *base, int64_t now_ms)
+{
+	struct cache_store *c = (struct cache_store *)base;
+
+	if (c->inner->ops->idle != NULL)
+		c->inner->ops->idle(c->inner, now_ms);
 }
 
 static void

@@ -38,6 +38,53 @@
  * call. Once a second (by the caller's now_ms) a step checks that the path
  * still names the file it opened, so a database deleted or replaced while
  * rlgate serves is noticed and reopened (and recreated with its schema).
+ *
+ * The file runs no code rlgate did not write. Anyone who can write the
+ * file can add a trigger to it (one that resets a count on every update
+ * would admit everyone), and a trigger runs inside the statement that
+ * fires it: inside rlgate. So every connection is opened with
+ * SQLITE_DBCONFIG_DEFENSIVE and trusted_schema off, and the schema is
+ * checked against rlgate's own (db/schema.sql applied to an in-memory
+ * database, once per process): every trigger in the file, and every index
+ * on rlgate's tables, must be one that schema.sql creates, with the same
+ * SQL text, and all of those must be there (sq_check_schema). A file that
+ * fails is refused like any store fault, with the object and the fix in
+ * the message, and retried on the next call. Views and tables of the
+ * operator's own stay: rlgate never reads them.
+ *
+ * A trigger added while rlgate serves is caught before it can run, by an
+ * authorizer (sq_authorize) and the order of each transaction. SQLite
+ * compiles a trigger into each statement that may fire it, when the
+ * statement is prepared; a statement prepared before a schema change is
+ * prepared again by SQLite itself when it next runs. The authorizer lets
+ * trigger code compile only while rlgate prepares its own statements
+ * itself, right after a check of the schema that passed, and only for
+ * rlgate's triggers: anything SQLite compiles again on its own gets no
+ * trigger code at all (the statement fails, SQLITE_AUTH). Each transaction
+ * of a step or a prune reads before it writes, so a schema change shows
+ * as a read statement compiled again (the authorizer sees it); the step
+ * then checks the schema inside that transaction, under the write lock,
+ * where nobody can change it, and prepares every statement again before
+ * its first write. No window is left: code that was not checked never
+ * runs, and what was checked cannot change before it runs.
+ *
+ * The WAL stays bounded. Under continuous writes from several processes
+ * SQLite's automatic checkpoint (PASSIVE, after each commit once the WAL
+ * is long) copies pages but seldom lets the WAL start over: some
+ * connection nearly always reads from it. And nothing cuts the file back,
+ * so it keeps the largest size it ever reached (tens of MB after 20,000
+ * new clients from 8 processes). The store replaces the automatic
+ * checkpoint with a WAL hook that only notes the WAL's length; past
+ * SQ_WAL_CHECKPOINT_FRAMES it checkpoints (sq_checkpoint): PASSIVE, which
+ * copies without the write lock, and past SQ_WAL_RESTART_FRAMES also
+ * RESTART, which takes the write lock briefly (at most
+ * SQ_CHECKPOINT_BUSY_MS of waiting) so that the WAL starts over. A reader
+ * of an old snapshot (which SQLite cannot copy past) is left alone rather
+ * than waited for. journal_size_limit cuts the file back after a burst,
+ * and a prune once the load has dropped truncates it (sq_shrink). The
+ * server runs the checkpoints between requests (rlg_store_idle), outside
+ * any answer's time; a caller that never calls rlg_store_idle gets them
+ * in the step that found the WAL long, as SQLite's own would.
  */
 #include <assert.h>
 #include <errno.h>
@@ -91,6 +138,37 @@ extern const char rlg_schema_sql[];
 
 /* How often (in ms of the caller's clock) a step checks the file's inode. */
 #define SQ_CHECK_MS 1000
+
+/*
+ * The WAL (sq_checkpoint). A commit that leaves SQ_WAL_CHECKPOINT_FRAMES
+ * frames in it (about 4 MB of 4 KiB pages, where SQLite's own automatic
+ * checkpoint starts too) makes its connection checkpoint it, and again
+ * each SQ_WAL_CHECKPOINT_STEP frames more while it stays that long. A WAL
+ * of SQ_WAL_RESTART_FRAMES that did not start over by itself is made to.
+ *
+ * The file is reused from one cycle to the next (cut back to 4 MiB at
+ * every cycle and grown again, it cost 20% of the decisions per second of
+ * 8 threads on one file in bench_decide): journal_size_limit cuts it back
+ * to SQ_WAL_LIMIT_BYTES, above a cycle's length, only after a burst (a
+ * reader that pinned it). When the load drops (the connection committed
+ * fewer than SQ_WAL_QUIET_COMMITS times since its last prune), a prune
+ * truncates a file longer than SQ_WAL_SHRINK_BYTES (sq_shrink).
+ */
+#define SQ_WAL_CHECKPOINT_FRAMES 1000
+#define SQ_WAL_CHECKPOINT_STEP 250
+#define SQ_WAL_RESTART_FRAMES 2000
+#define SQ_WAL_LIMIT_BYTES ((int64_t)16 << 20)
+#define SQ_WAL_SHRINK_BYTES ((off_t)4 << 20)
+#define SQ_WAL_QUIET_COMMITS 100
+/* The longest a checkpoint that takes the write lock waits for a lock. */
+#define SQ_CHECKPOINT_BUSY_MS 100
+/*
+ * A WAL that a PASSIVE checkpoint left this many frames or more behind is
+ * pinned by a reader of an old snapshot (an operator's long query): a
+ * RESTART would hold the write lock waiting for it, so it is not tried.
+ * rlgate's own transactions are short and leave a few dozen at most.
+ */
+#define SQ_WAL_PINNED_FRAMES 500
 
 /* The prepared statements of a connection, reused by every call. */
 enum sq_stmt {
@@ -152,6 +230,24 @@ struct sq_group {
 static pthread_mutex_t sq_groups_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct sq_group *sq_groups;
 
+/*
+ * rlgate's schema as SQLite stores it: db/schema.sql applied to an
+ * in-memory database, read back from its sqlite_master, once per process
+ * (sq_ref_build). What sq_check_schema holds a file to, and the names of
+ * the only triggers sq_authorize lets run. Built once and never freed.
+ */
+struct sq_object {
+	char *type;                   /* "table", "index", "trigger", "view" */
+	char *name;
+	char *tbl_name;               /* the table it belongs to */
+	char *sql;                    /* its CREATE text; NULL: automatic */
+};
+
+static pthread_once_t sq_ref_once = PTHREAD_ONCE_INIT;
+static struct sq_object *sq_ref;
+static size_t sq_nref;
+static char sq_ref_error[256];        /* empty when sq_ref is built */
+
 /* Step scratch for one item: the state read and the state to write. */
 struct sq_item {
 	struct rlg_state in;
@@ -180,6 +276,23 @@ struct sq_store {
 	bool check_armed;             /* checked_ms holds a time */
 	int64_t checked_ms;           /* now_ms of the last inode check */
 	bool warned_journal;          /* logged once: WAL not available */
+	/*
+	 * sq_authorize: preparing is true while the store prepares its own
+	 * statements (its checks included); schema_ok while the schema of
+	 * the connection is one sq_check_schema passed; schema_moved once
+	 * SQLite compiled something again by itself (the schema changed).
+	 */
+	bool preparing;
+	bool schema_ok;
+	bool schema_moved;
+	int busy_limit_ms;            /* sq_busy's limit: busy_timeout_ms,
+	                                 or less for a checkpoint */
+	int wal_frames;               /* the WAL's length at the last commit
+	                                 (sq_wal_hook) */
+	int checkpoint_at;            /* checkpoint once wal_frames is this */
+	bool idle_seen;               /* the caller calls rlg_store_idle */
+	int commits;                  /* since the last prune (sq_shrink) */
+	char *wal_path;               /* path + "-wal", owned */
 	struct sq_item *scratch;      /* step scratch, one per item */
 	size_t nscratch;              /* entries in scratch */
 	/*
@@ -200,6 +313,7 @@ static int sq_prune(struct rlg_store *base, int64_t now_ms, int64_t *deleted);
 static void sq_stats(const struct rlg_store *base,
     struct rlg_store_stats *out);
 static void sq_close(struct rlg_store *base);
+static void sq_idle(struct rlg_store *base, int64_t now_ms);
 
 static int sq_step_alone(struct sq_store *s,
     const struct rlg_store_item *items, size_t n, int64_t now_ms,
@@ -252,9 +366,28 @@ static int sq_save_log(struct sq_store *s, const struct rlg_store_item *item,
     const struct sq_item *x, int64_t now_ms);
 static int64_t sq_expires(int64_t expires_ms);
 static int sq_failed(struct sq_store *s, int rc);
+static void sq_rollback(struct sq_store *s);
 static void sq_sqlite_error(struct sq_store *s, const char *op, int rc);
 static bool sq_unusable(int rc);
 static const char *sq_code_name(int rc, char *buf, size_t size);
+static int sq_prepare_all(struct sq_store *s);
+static void sq_finalize_all(struct sq_store *s);
+static int sq_authorize(void *arg, int action, const char *a3,
+    const char *a4, const char *dbname, const char *inner);
+static int sq_recheck(struct sq_store *s);
+static int sq_check_schema(struct sq_store *s);
+static void sq_ref_build(void);
+static const struct sq_object *sq_ref_find(const char *type,
+    const char *name);
+static bool sq_ref_table(const char *name);
+static const char *sq_quote(const char *name, char *buf, size_t size);
+static int sq_wal_hook(void *arg, sqlite3 *db, const char *dbname,
+    int frames);
+static void sq_checkpoint(struct sq_store *s);
+static void sq_shrink(struct sq_store *s);
+static void sq_warn_file(const char *path, const char *suffix, char *files,
+    size_t fsize, char *names, size_t nsize, unsigned *bad,
+    unsigned *bad_bits);
 
 const struct rlg_store_ops rlg_store_sqlite_ops = {
 	.name = "sqlite",
@@ -263,6 +396,7 @@ const struct rlg_store_ops rlg_store_sqlite_ops = {
 	.prune = sq_prune,
 	.close = sq_close,
 	.stats = sq_stats,
+	.idle = sq_idle,
 };
 
 static const char *const sq_sql[SQ_NSTMT] = {
@@ -342,6 +476,10 @@ static const char *const sq_sql[SQ_NSTMT] = {
  *
  * 2 -> 3: nothing to alter. schema.sql adds rlg_clients, its triggers and
  * the counts of the rows already there.
+ *
+ * A version that changes the text of one of rlgate's triggers or indexes
+ * must DROP it here: schema.sql's IF NOT EXISTS would keep the old text,
+ * and sq_check_schema refuses any text but the one schema.sql creates.
  */
 static const char *const sq_migrations[SQ_SCHEMA_VERSION] = {
 	[1] =
@@ -414,8 +552,12 @@ sq_open(const struct rlg_store_config *cfg, struct rlg_store **out)
 	s = rlg_xcalloc(1, sizeof *s);
 	s->base.ops = &rlg_store_sqlite_ops;
 	s->path = rlg_xstrdup(cfg->path != NULL ? cfg->path : "");
+	s->wal_path = rlg_xmalloc(strlen(s->path) + sizeof "-wal");
+	memcpy(s->wal_path, s->path, strlen(s->path));
+	memcpy(s->wal_path + strlen(s->path), "-wal", sizeof "-wal");
 	s->busy_timeout_ms = cfg->busy_timeout_ms > 0 ?
 	    cfg->busy_timeout_ms : 0;
+	s->busy_limit_ms = s->busy_timeout_ms;
 	s->max_clients = cfg->max_clients > 0 ? cfg->max_clients : 0;
 	s->sync_full = cfg->synchronous == RLG_SYNC_FULL;
 	if (cfg->group_commit == RLG_GROUP_ON ||
@@ -436,11 +578,17 @@ sq_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
     int64_t now_ms, struct rlg_decision *decisions)
 {
 	struct sq_store *s = (struct sq_store *)base;
+	int rc;
 
 	/* rlg_store_step has checked the items. */
 	if (s->group != NULL)
-		return sq_group_step(s, items, n, now_ms, decisions);
-	return sq_step_alone(s, items, n, now_ms, decisions);
+		rc = sq_group_step(s, items, n, now_ms, decisions);
+	else
+		rc = sq_step_alone(s, items, n, now_ms, decisions);
+	/* Nobody calls rlg_store_idle: the WAL is this step's to bound. */
+	if (!s->idle_seen && s->wal_frames >= s->checkpoint_at)
+		sq_checkpoint(s);
+	return rc;
 }
 
 /* One request in a transaction of its own. */
@@ -502,6 +650,13 @@ sq_apply(struct sq_store *s, const struct rlg_store_item *items, size_t n,
 		if (!decisions[i].admitted && !items[i].advisory)
 			admitted = false;
 	}
+	/*
+	 * The reads above were compiled again if the schema changed: check
+	 * it now, under the write lock, before any statement that can fire
+	 * a trigger runs (see the file comment).
+	 */
+	if (s->schema_moved && sq_recheck(s) != 0)
+		return sq_failed(s, SQLITE_AUTH);
 	if (!admitted)
 		return RLG_OK;
 	/* Only a request that may add a client can find the store full. */
@@ -875,8 +1030,7 @@ sq_refused(struct sq_store *s, const struct rlg_policy *policy)
 	    rlg_algorithm_name(policy->lim.algorithm) : "unknown algorithm",
 	    (long long)policy->lim.limit, (long long)policy->lim.window_ms,
 	    (long long)policy->lim.burst);
-	if (s->db != NULL && !sqlite3_get_autocommit(s->db))
-		(void)sq_run(s, NULL, s->stmt[SQ_ROLLBACK]);
+	sq_rollback(s);
 	return RLG_EINVAL;
 }
 
@@ -893,7 +1047,7 @@ sq_prune(struct rlg_store *base, int64_t now_ms, int64_t *deleted)
 {
 	struct sq_store *s = (struct sq_store *)base;
 	sqlite3_stmt *st;
-	int64_t total = 0, next;
+	int64_t total = 0, next, none;
 	unsigned before, rows;
 	int rc, changes, batch;
 
@@ -901,22 +1055,31 @@ sq_prune(struct rlg_store *base, int64_t now_ms, int64_t *deleted)
 		*deleted = 0;
 	if (sq_ready(s, now_ms) != 0)
 		return RLG_ESTORE;
-	st = s->stmt[SQ_PRUNE];
 	/*
-	 * Each batch is one autocommit DELETE: its own short transaction.
-	 * The state rows of sliding_log clients take up to limit log rows
+	 * Each batch is one DELETE in a short transaction of its own. The
+	 * state rows of sliding_log clients take up to limit log rows
 	 * each along (the trigger): the next batch is sized so that it
 	 * deletes about SQ_PRUNE_ROWS rows in all, judging by this one, and
-	 * the size is kept for the next prune.
+	 * the size is kept for the next prune. The transaction reads first
+	 * (the client count of no policy), so that a schema changed since
+	 * the last step is checked before the DELETE fires any trigger.
 	 */
 	do {
 		batch = s->prune_batch;
+		if ((rc = sq_run(s, "prune", s->stmt[SQ_BEGIN])) != SQLITE_OK ||
+		    (rc = sq_clients(s, "", &none)) != SQLITE_OK)
+			return sq_failed(s, rc);
+		if (s->schema_moved && sq_recheck(s) != 0)
+			return sq_failed(s, SQLITE_AUTH);
+		st = s->stmt[SQ_PRUNE];
 		before = (unsigned)sqlite3_total_changes(s->db);
 		sqlite3_bind_int64(st, 1, now_ms);
 		sqlite3_bind_int(st, 2, batch);
 		if ((rc = sq_run(s, "prune", st)) != SQLITE_OK)
 			return sq_failed(s, rc);
 		changes = sqlite3_changes(s->db);
+		if ((rc = sq_run(s, "prune", s->stmt[SQ_COMMIT])) != SQLITE_OK)
+			return sq_failed(s, rc);
 		/* Counted with the trigger's; modulo 2^32 (SQLite 3.35). */
 		rows = (unsigned)sqlite3_total_changes(s->db) - before;
 		if (changes > 0 && rows > 0) {
@@ -928,6 +1091,7 @@ sq_prune(struct rlg_store *base, int64_t now_ms, int64_t *deleted)
 		if (deleted != NULL)
 			*deleted = total;
 	} while (changes >= batch);
+	sq_shrink(s);
 	return RLG_OK;
 }
 
@@ -946,12 +1110,14 @@ sq_close(struct rlg_store *base)
 	free(s->scratch);
 	free(s->log_ms);
 	free(s->path);
+	free(s->wal_path);
 	free(s);
 }
 
 /*
  * The busy handler: waits for the write lock another connection holds,
- * up to busy_timeout_ms. A step holds the lock for tens of microseconds
+ * up to busy_timeout_ms (busy_limit_ms: a checkpoint waits less). A step
+ * holds the lock for tens of microseconds
  * (a millisecond or so with synchronous = full), so the pauses start at
  * 50 us and double up to 2 ms; SQLite's own handler sleeps 1 ms at
  * first and up to 100 ms, long enough for other processes to take the
@@ -969,11 +1135,11 @@ sq_busy(void *arg, int count)
 		s->busy_since = now;
 	waited_us = (int64_t)(now.tv_sec - s->busy_since.tv_sec) * 1000000 +
 	    (now.tv_nsec - s->busy_since.tv_nsec) / 1000;
-	if (waited_us >= (int64_t)s->busy_timeout_ms * 1000)
+	if (waited_us >= (int64_t)s->busy_limit_ms * 1000)
 		return 0;
 	pause_us = count < 6 ? (int64_t)50 << count : 2000;
-	if (pause_us > (int64_t)s->busy_timeout_ms * 1000 - waited_us)
-		pause_us = (int64_t)s->busy_timeout_ms * 1000 - waited_us;
+	if (pause_us > (int64_t)s->busy_limit_ms * 1000 - waited_us)
+		pause_us = (int64_t)s->busy_limit_ms * 1000 - waited_us;
 	s->busy_waits++;
 	pause.tv_sec = 0;
 	pause.tv_nsec = (long)pause_us * 1000;
@@ -1025,14 +1191,16 @@ sq_same_file(const struct sq_store *s)
 
 /*
  * Opens the connection: creates the file (mode 0600) if it is missing,
- * sets WAL and synchronous=NORMAL, applies the schema to a new file and
+ * sets WAL, synchronous and journal_size_limit, applies the schema to a
+ * new file, checks that the schema is rlgate's (sq_check_schema) and
  * prepares the statements. 0, or -1 with errmsg set and s->db NULL.
  */
 static int
 sq_connect(struct sq_store *s)
 {
 	struct stat st;
-	int rc, i;
+	char limit[64];
+	int rc;
 
 	assert(s->db == NULL);
 	s->check_armed = false;
@@ -1059,24 +1227,53 @@ sq_connect(struct sq_store *s)
 	}
 	sqlite3_extended_result_codes(s->db, 1);
 	sqlite3_busy_handler(s->db, sq_busy, s);
+	/*
+	 * No code from the file runs unchecked: no writes to the schema
+	 * through this connection, no functions with side effects in
+	 * triggers or views, no trigger code but rlgate's (sq_authorize).
+	 * The WAL hook replaces the automatic checkpoint (sq_checkpoint).
+	 */
+	s->preparing = true;
+	s->schema_ok = false;
+	s->schema_moved = false;
+	s->wal_frames = 0;
+	s->checkpoint_at = SQ_WAL_CHECKPOINT_FRAMES;
+	if (sqlite3_db_config(s->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL) !=
+	    SQLITE_OK || sqlite3_db_config(s->db,
+	    SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL) != SQLITE_OK) {
+		rlg_store_seterr(&s->base, "sqlite open on %s: cannot set"
+		    " SQLITE_DBCONFIG_DEFENSIVE and trusted_schema = OFF: %s",
+		    s->path, sqlite3_errmsg(s->db));
+		goto fail;
+	}
+	sqlite3_set_authorizer(s->db, sq_authorize, s);
+	sqlite3_wal_hook(s->db, sq_wal_hook, s);
 	if (sqlite3_db_readonly(s->db, "main") == 1) {
 		rlg_store_seterr(&s->base, "sqlite open on %s: the file is read-only for"
 		    " this process (SQLITE_READONLY)", s->path);
 		goto fail;
 	}
+	snprintf(limit, sizeof limit, "PRAGMA journal_size_limit = %lld",
+	    (long long)SQ_WAL_LIMIT_BYTES);
 	if (sq_check_header(s) != 0 || sq_set_wal(s) != 0 ||
 	    sq_exec(s, "open", s->sync_full ? "PRAGMA synchronous = FULL" :
 	    "PRAGMA synchronous = NORMAL") != 0 ||
+	    sq_exec(s, "open", limit) != 0 ||
 	    sq_apply_schema(s) != 0)
 		goto fail;
-	for (i = 0; i < SQ_NSTMT; i++) {
-		rc = sqlite3_prepare_v3(s->db, sq_sql[i], -1,
-		    SQLITE_PREPARE_PERSISTENT, &s->stmt[i], NULL);
-		if (rc != SQLITE_OK) {
-			sq_sqlite_error(s, "prepare", rc);
-			goto fail;
-		}
+	/*
+	 * The check and the statements see one snapshot of the schema: the
+	 * statements carry no trigger but those the check saw.
+	 */
+	if (sq_exec(s, "open", "BEGIN") != 0)
+		goto fail;
+	if (sq_check_schema(s) != 0 || sq_prepare_all(s) != 0) {
+		(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		goto fail;
 	}
+	if (sq_exec(s, "open", "COMMIT") != 0)
+		goto fail;
+	s->preparing = false;
 	if (stat(s->path, &st) != 0) {
 		rlg_store_seterr(&s->base, "sqlite open on %s: %s", s->path,
 		    strerror(errno));
@@ -1095,12 +1292,9 @@ fail:
 static void
 sq_disconnect(struct sq_store *s)
 {
-	int i;
-
-	for (i = 0; i < SQ_NSTMT; i++) {
-		sqlite3_finalize(s->stmt[i]);
-		s->stmt[i] = NULL;
-	}
+	sq_finalize_all(s);
+	s->schema_ok = false;
+	s->wal_frames = 0;
 	if (s->db != NULL) {
 		/* An open transaction is rolled back. */
 		sqlite3_close_v2(s->db);
@@ -1615,11 +1809,25 @@ sq_expires(int64_t expires_ms)
 static int
 sq_failed(struct sq_store *s, int rc)
 {
-	if (s->db != NULL && !sqlite3_get_autocommit(s->db))
-		(void)sq_run(s, NULL, s->stmt[SQ_ROLLBACK]);
+	sq_rollback(s);
 	if (sq_unusable(rc))
 		sq_disconnect(s);
 	return RLG_ESTORE;
+}
+
+/*
+ * Rolls back an open transaction, if any: with the prepared ROLLBACK, or
+ * without it when a failed schema check left the statements unprepared.
+ */
+static void
+sq_rollback(struct sq_store *s)
+{
+	if (s->db == NULL || sqlite3_get_autocommit(s->db))
+		return;
+	if (s->stmt[SQ_ROLLBACK] != NULL)
+		(void)sq_run(s, NULL, s->stmt[SQ_ROLLBACK]);
+	else
+		(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
 /* errmsg = "sqlite OP on PATH: message (SQLITE_CODE)". */
@@ -1644,6 +1852,7 @@ sq_unusable(int rc)
 	switch (rc & 0xff) {
 	case SQLITE_CORRUPT:
 	case SQLITE_NOTADB:
+	case SQLITE_AUTH:           /* code rlgate did not write: check again */
 	case SQLITE_CANTOPEN:
 	case SQLITE_IOERR:
 	case SQLITE_READONLY:
@@ -1672,4 +1881,420 @@ sq_code_name(int rc, char *buf, size_t size)
 	}
 	snprintf(buf, size, "code %d", rc);
 	return buf;
+}
+
+/*
+ * Prepares every statement of the connection, as the store's own (trigger
+ * code allowed, if the schema passed its check). 0, or -1 with errmsg set.
+ */
+static int
+sq_prepare_all(struct sq_store *s)
+{
+	bool was = s->preparing;
+	int rc = SQLITE_OK, i;
+
+	s->preparing = true;
+	for (i = 0; i < SQ_NSTMT && rc == SQLITE_OK; i++) {
+		rc = sqlite3_prepare_v3(s->db, sq_sql[i], -1,
+		    SQLITE_PREPARE_PERSISTENT, &s->stmt[i], NULL);
+		if (rc != SQLITE_OK)
+			sq_sqlite_error(s, "prepare", rc);
+	}
+	s->preparing = was;
+	return rc == SQLITE_OK ? 0 : -1;
+}
+
+static void
+sq_finalize_all(struct sq_store *s)
+{
+	int i;
+
+	for (i = 0; i < SQ_NSTMT; i++) {
+		sqlite3_finalize(s->stmt[i]);
+		s->stmt[i] = NULL;
+	}
+}
+
+/*
+ * The authorizer, called for every table, column and statement a
+ * statement touches while SQLite compiles it: when rlgate prepares one,
+ * and when SQLite prepares one again by itself after a schema change
+ * (then it also notes that the schema moved). inner names the trigger (or
+ * view) whose code makes the access, NULL for the statement's own. Trigger
+ * code compiles only into rlgate's own preparations after a schema check
+ * that passed, and only rlgate's triggers; any other is denied, which
+ * fails the statement (SQLITE_AUTH) before it runs.
+ */
+static int
+sq_authorize(void *arg, int action, const char *a3, const char *a4,
+    const char *dbname, const char *inner)
+{
+	struct sq_store *s = arg;
+
+	(void)action;
+	(void)a3;
+	(void)a4;
+	(void)dbname;
+	if (!s->preparing)
+		s->schema_moved = true;
+	if (inner == NULL)
+		return SQLITE_OK;
+	if (s->preparing && s->schema_ok &&
+	    sq_ref_find("trigger", inner) != NULL)
+		return SQLITE_OK;
+	return SQLITE_DENY;
+}
+
+/*
+ * The schema changed while the connection was open: inside the caller's
+ * transaction (the write lock held, so it cannot change again), checks it
+ * and prepares every statement again, so that no statement holds trigger
+ * code the check has not seen. 0, or -1 with errmsg set (the caller rolls
+ * back; the connection is closed and the next call opens and checks it
+ * afresh).
+ */
+static int
+sq_recheck(struct sq_store *s)
+{
+	int rc;
+
+	s->preparing = true;
+	s->schema_ok = false;
+	sq_finalize_all(s);
+	rc = sq_check_schema(s) == 0 && sq_prepare_all(s) == 0 ? 0 : -1;
+	s->preparing = false;
+	s->schema_moved = false;
+	return rc;
+}
+
+/*
+ * Holds the schema of the file to rlgate's (sq_ref): each trigger in it,
+ * and each index on one of rlgate's tables, must be one of rlgate's, on
+ * the same table, with the same SQL text; each of rlgate's triggers and
+ * indexes must be there. Other tables, views and the indexes on those are
+ * the operator's and stay. Runs inside a transaction (sq_connect,
+ * sq_recheck), so it reads one snapshot of the schema. Sets schema_ok.
+ * 0, or -1 with errmsg naming the first object that fails and the fix.
+ */
+static int
+sq_check_schema(struct sq_store *s)
+{
+	static const char sql[] = "SELECT type, name, tbl_name, sql"
+	    " FROM sqlite_master WHERE type IN ('trigger', 'index')";
+	const struct sq_object *o;
+	const char *type, *name, *tbl, *text, *what;
+	char q[160];
+	bool *seen = NULL;
+	sqlite3_stmt *st = NULL;
+	size_t i;
+	int rc;
+
+	s->schema_ok = false;
+	(void)pthread_once(&sq_ref_once, sq_ref_build);
+	if (sq_ref_error[0] != '\0') {
+		rlg_store_seterr(&s->base, "sqlite schema check on %s: %s", s->path,
+		    sq_ref_error);
+		return -1;
+	}
+	seen = rlg_xcalloc(sq_nref, sizeof *seen);
+	rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK) {
+		sq_sqlite_error(s, "schema check", rc);
+		goto fail;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		type = (const char *)sqlite3_column_text(st, 0);
+		name = (const char *)sqlite3_column_text(st, 1);
+		tbl = (const char *)sqlite3_column_text(st, 2);
+		text = (const char *)sqlite3_column_text(st, 3);
+		if (type == NULL || name == NULL || tbl == NULL)
+			continue;
+		/* An index of the operator's own on a table of its own. */
+		if (strcmp(type, "trigger") != 0 && !sq_ref_table(tbl))
+			continue;
+		o = sq_ref_find(type, name);
+		what = strcmp(type, "trigger") == 0 ? "TRIGGER" : "INDEX";
+		if (o == NULL) {
+			rlg_store_seterr(&s->base, "sqlite schema check on %s: the database"
+			    " holds %s %s on %s that rlgate did not create:"
+			    " remove it with DROP %s %s", s->path, type,
+			    sq_quote(name, q, sizeof q), tbl, what, q);
+			goto fail;
+		}
+		if (sqlite3_stricmp(o->tbl_name, tbl) != 0 ||
+		    (o->sql == NULL) != (text == NULL) ||
+		    (text != NULL && strcmp(o->sql, text) != 0)) {
+			rlg_store_seterr(&s->base, "sqlite schema check on %s: the database's"
+			    " %s %s is not the one rlgate created (its SQL"
+			    " differs from db/schema.sql): DROP %s %s, then"
+			    " create it again from db/schema.sql", s->path,
+			    type, sq_quote(name, q, sizeof q), what, q);
+			goto fail;
+		}
+		seen[o - sq_ref] = true;
+	}
+	if (rc != SQLITE_DONE) {
+		sq_sqlite_error(s, "schema check", rc);
+		goto fail;
+	}
+	for (i = 0; i < sq_nref; i++) {
+		if (seen[i] || (strcmp(sq_ref[i].type, "trigger") != 0 &&
+		    strcmp(sq_ref[i].type, "index") != 0))
+			continue;
+		rlg_store_seterr(&s->base, "sqlite schema check on %s: the database lacks"
+		    " %s %s of rlgate's schema: create it again from"
+		    " db/schema.sql", s->path, sq_ref[i].type,
+		    sq_quote(sq_ref[i].name, q, sizeof q));
+		goto fail;
+	}
+	sqlite3_finalize(st);
+	free(seen);
+	s->schema_ok = true;
+	return 0;
+
+fail:
+	sqlite3_finalize(st);
+	free(seen);
+	return -1;
+}
+
+/*
+ * Builds sq_ref (pthread_once): db/schema.sql on a private in-memory
+ * database, its tables, indexes, triggers and views read back. On failure
+ * sq_ref_error says why, and every schema check fails with it.
+ */
+static void
+sq_ref_build(void)
+{
+	static const char sql[] = "SELECT type, name, tbl_name, sql"
+	    " FROM sqlite_master ORDER BY type, name";
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	struct sq_object *o;
+	const char *text;
+	size_t cap = 0;
+	int rc;
+
+	rc = sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE |
+	    SQLITE_OPEN_CREATE, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, rlg_schema_sql, NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (sq_nref == cap) {
+			cap = cap > 0 ? cap * 2 : 16;
+			o = rlg_xcalloc(cap, sizeof *o);
+			if (sq_nref > 0)
+				memcpy(o, sq_ref, sq_nref * sizeof *o);
+			free(sq_ref);
+			sq_ref = o;
+		}
+		o = &sq_ref[sq_nref++];
+		o->type = rlg_xstrdup((const char *)sqlite3_column_text(st, 0));
+		o->name = rlg_xstrdup((const char *)sqlite3_column_text(st, 1));
+		o->tbl_name = rlg_xstrdup(
+		    (const char *)sqlite3_column_text(st, 2));
+		text = (const char *)sqlite3_column_text(st, 3);
+		o->sql = text != NULL ? rlg_xstrdup(text) : NULL;
+		rc = SQLITE_OK;
+	}
+	if (rc != SQLITE_DONE)
+		snprintf(sq_ref_error, sizeof sq_ref_error, "cannot build the"
+		    " reference schema from db/schema.sql: %s",
+		    db != NULL ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
+/* The object of rlgate's schema of that type and name, or NULL. */
+static const struct sq_object *
+sq_ref_find(const char *type, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sq_nref; i++) {
+		if (strcmp(sq_ref[i].type, type) == 0 &&
+		    sqlite3_stricmp(sq_ref[i].name, name) == 0)
+			return &sq_ref[i];
+	}
+	return NULL;
+}
+
+/* Is name one of rlgate's tables? */
+static bool
+sq_ref_table(const char *name)
+{
+	return sq_ref_find("table", name) != NULL;
+}
+
+/* name as an SQL identifier in double quotes, for a message. */
+static const char *
+sq_quote(const char *name, char *buf, size_t size)
+{
+	sqlite3_snprintf((int)size, buf, "\"%w\"", name);
+	return buf;
+}
+
+/*
+ * After every commit of the connection (in place of SQLite's automatic
+ * checkpoint): notes how many frames the WAL holds; the checkpoint itself
+ * waits for rlg_store_idle, or the end of the step.
+ */
+static int
+sq_wal_hook(void *arg, sqlite3 *db, const char *dbname, int frames)
+{
+	struct sq_store *s = arg;
+
+	(void)db;
+	(void)dbname;
+	s->wal_frames = frames;
+	s->commits++;
+	/* Started over (by anyone): the next checkpoint at the full length. */
+	if (frames < SQ_WAL_CHECKPOINT_FRAMES)
+		s->checkpoint_at = SQ_WAL_CHECKPOINT_FRAMES;
+	return SQLITE_OK;
+}
+
+static void
+sq_idle(struct rlg_store *base, int64_t now_ms)
+{
+	struct sq_store *s = (struct sq_store *)base;
+
+	(void)now_ms;
+	s->idle_seen = true;
+	if (s->wal_frames >= s->checkpoint_at)
+		sq_checkpoint(s);
+}
+
+/*
+ * Copies the WAL into the database, and makes it start over once it is
+ * SQ_WAL_RESTART_FRAMES long.
+ *
+ * A PASSIVE checkpoint copies what it can without the write lock, so
+ * requests go on meanwhile; it gives up at once when another connection
+ * is checkpointing (one at a time is enough). When no reader held a
+ * snapshot anywhere in the WAL, the next commit starts the WAL over by
+ * itself, as with one process. Under load from several, some connection
+ * is nearly always reading, and the WAL only grows: once it holds
+ * SQ_WAL_RESTART_FRAMES, a RESTART checkpoint takes the write lock, copies
+ * the few frames committed meanwhile, waits for readers still on the WAL
+ * and makes the next commit start it over (journal_size_limit then cuts
+ * the file back). Requests queue behind it for that only, and its waits
+ * are bounded by SQ_CHECKPOINT_BUSY_MS (busy_timeout_ms if shorter). It is
+ * not tried while a reader of an old snapshot pins the WAL
+ * (SQ_WAL_PINNED_FRAMES): that would hold the write lock waiting for it.
+ * This connection tries again each SQ_WAL_CHECKPOINT_STEP frames. Failures
+ * are left to the next step to report.
+ */
+static void
+sq_checkpoint(struct sq_store *s)
+{
+	int log_frames = 0, done_frames = 0;
+
+	s->checkpoint_at = s->wal_frames + SQ_WAL_CHECKPOINT_STEP;
+	if (s->db == NULL || !sqlite3_get_autocommit(s->db))
+		return;
+	if (sqlite3_wal_checkpoint_v2(s->db, "main",
+	    SQLITE_CHECKPOINT_PASSIVE, &log_frames, &done_frames) !=
+	    SQLITE_OK || log_frames < SQ_WAL_RESTART_FRAMES ||
+	    log_frames - done_frames >= SQ_WAL_PINNED_FRAMES)
+		return;
+	s->busy_limit_ms = s->busy_timeout_ms < SQ_CHECKPOINT_BUSY_MS ?
+	    s->busy_timeout_ms : SQ_CHECKPOINT_BUSY_MS;
+	clock_gettime(CLOCK_MONOTONIC, &s->busy_since);
+	(void)sqlite3_wal_checkpoint_v2(s->db, "main",
+	    SQLITE_CHECKPOINT_RESTART, &log_frames, &done_frames);
+	s->busy_limit_ms = s->busy_timeout_ms;
+}
+
+/*
+ * At a prune (every 10 s or so, after a request): when this connection
+ * committed fewer than SQ_WAL_QUIET_COMMITS times since the last one (the
+ * load went down), truncates a WAL file longer than SQ_WAL_SHRINK_BYTES
+ * to nothing (TRUNCATE: the write lock and waits as a RESTART's), so an
+ * idle gateway does not keep the WAL of its last busy hour. Under load it
+ * leaves the file alone: cut and grown again, it costs every commit.
+ */
+static void
+sq_shrink(struct sq_store *s)
+{
+	struct stat st;
+	int log_frames, done_frames, commits = s->commits;
+
+	s->commits = 0;
+	if (commits >= SQ_WAL_QUIET_COMMITS || s->db == NULL ||
+	    !sqlite3_get_autocommit(s->db) || stat(s->wal_path, &st) != 0 ||
+	    st.st_size <= SQ_WAL_SHRINK_BYTES)
+		return;
+	s->busy_limit_ms = s->busy_timeout_ms < SQ_CHECKPOINT_BUSY_MS ?
+	    s->busy_timeout_ms : SQ_CHECKPOINT_BUSY_MS;
+	clock_gettime(CLOCK_MONOTONIC, &s->busy_since);
+	(void)sqlite3_wal_checkpoint_v2(s->db, "main",
+	    SQLITE_CHECKPOINT_TRUNCATE, &log_frames, &done_frames);
+	s->busy_limit_ms = s->busy_timeout_ms;
+}
+
+int
+rlg_store_check_files(const struct rlg_store_config *cfg,
+    void (*warn)(void *ctx, const char *line), void *ctx)
+{
+	char files[1024], names[1024], line[2300];
+	unsigned bad = 0, bad_bits = 0;
+
+	if (cfg == NULL || cfg->backend != RLG_BACKEND_SQLITE ||
+	    cfg->path == NULL || cfg->path[0] == '\0')
+		return 0;
+	files[0] = '\0';
+	names[0] = '\0';
+	sq_warn_file(cfg->path, "", files, sizeof files, names, sizeof names,
+	    &bad, &bad_bits);
+	sq_warn_file(cfg->path, "-wal", files, sizeof files, names,
+	    sizeof names, &bad, &bad_bits);
+	sq_warn_file(cfg->path, "-shm", files, sizeof files, names,
+	    sizeof names, &bad, &bad_bits);
+	if (bad == 0)
+		return 0;
+	snprintf(line, sizeof line, "warning: store %s: %s: users other than"
+	    " rlgate's can read the clients' state%s (rlgate creates these"
+	    " files with mode 0600): chmod go-rwx%s", cfg->path, files,
+	    (bad_bits & (S_IWGRP | S_IWOTH)) != 0 ?
+	    " and change their counts" : "", names);
+	if (warn != NULL)
+		warn(ctx, line);
+	return (int)bad;
+}
+
+/*
+ * Adds path+suffix to the report when it exists with group or other
+ * permission bits: "the database has mode 0644 (group-readable,
+ * world-readable)" or "its -wal has ..." to files, " NAME" to names (the
+ * chmod's arguments), the bits to bad_bits.
+ */
+static void
+sq_warn_file(const char *path, const char *suffix, char *files,
+    size_t fsize, char *names, size_t nsize, unsigned *bad,
+    unsigned *bad_bits)
+{
+	char name[4096], words[128], chmod_arg[16];
+	size_t f = strlen(files), n = strlen(names);
+	struct stat st;
+
+	if ((size_t)snprintf(name, sizeof name, "%s%s", path, suffix) >=
+	    sizeof name || stat(name, &st) != 0 ||
+	    (st.st_mode & (S_IRWXG | S_IRWXO)) == 0)
+		return;
+	rlg_mode_describe(st.st_mode & (S_IRWXG | S_IRWXO), words,
+	    sizeof words, chmod_arg, sizeof chmod_arg);
+	/* Cut short, a long report still names the first files. */
+	if (f < fsize && (size_t)snprintf(files + f, fsize - f,
+	    "%s%s%s has mode %04o (%s)", *bad > 0 ? ", " : "",
+	    suffix[0] == '\0' ? "the database" : "its ", suffix,
+	    (unsigned)(st.st_mode & 07777), words) >= fsize - f)
+		files[fsize - 1] = '\0';
+	if (n < nsize && (size_t)snprintf(names + n, nsize - n, " %s",
+	    name) >= nsize - n)
+		names[nsize - 1] = '\0';
+	(*bad)++;
+	*bad_bits |= st.st_mode & (S_IRWXG | S_IRWXO);
 }

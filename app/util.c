@@ -1,11 +1,13 @@
 /*
  * util.c: logging to stderr, the allocation family that aborts on failure,
- * and the clock. Kept apart so every module links the same few helpers.
+ * the clock, and file modes in words. Kept apart so every module links
+ * the same few helpers.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -91,4 +93,47 @@ rlg_hexval(int c)
 	if (c >= 'A' && c <= 'F')
 		return c - 'A' + 10;
 	return -1;
+}
+
+void
+rlg_mode_describe(unsigned bits, char *words, size_t wsize,
+    char *chmod_arg, size_t csize)
+{
+	static const struct {
+		unsigned bit;
+		const char *word;
+	} names[] = {
+		{ S_IRGRP, "group-readable" }, { S_IWGRP, "group-writable" },
+		{ S_IXGRP, "group-executable" }, { S_IROTH, "world-readable" },
+		{ S_IWOTH, "world-writable" }, { S_IXOTH, "world-executable" },
+	};
+	static const char rwx[] = "rwx";
+	size_t i, w = 0, c = 0;
+	int who, k;
+
+	words[0] = '\0';
+	chmod_arg[0] = '\0';
+	for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+		if ((bits & names[i].bit) == 0 || w >= wsize)
+			continue;
+		k = snprintf(words + w, wsize - w, "%s%s", w > 0 ? ", " : "",
+		    names[i].word);
+		if (k > 0)
+			w += (size_t)k;
+	}
+	/* who 0: group (bits 070), 1: others (bits 007). */
+	for (who = 0; who < 2; who++) {
+		unsigned b = (bits >> (who == 0 ? 3 : 0)) & 7;
+
+		if (b == 0 || c + 8 > csize)
+			continue;
+		if (c > 0)
+			chmod_arg[c++] = ',';
+		chmod_arg[c++] = who == 0 ? 'g' : 'o';
+		chmod_arg[c++] = '-';
+		for (k = 0; k < 3; k++)
+			if (b & (4u >> k))
+				chmod_arg[c++] = rwx[k];
+		chmod_arg[c] = '\0';
+	}
 }

@@ -33,4 +33,14 @@ int rlg_hexval(int c);
 /* Wall-clock time in milliseconds since the epoch (CLOCK_REALTIME). */
 int64_t rlg_now_ms(void);
 
+/*
+ * Describes the group and other permission bits in bits (a st_mode, masked
+ * by the caller to the bits that are too many): in words into words
+ * ("group-writable, world-readable"), and as the chmod argument that
+ * removes them into chmod_arg ("g-w,o-r"). Empty strings when there are
+ * none.
+ */
+void rlg_mode_describe(unsigned bits, char *words, size_t wsize,
+    char *chmod_arg, size_t csize);
+
 #endif

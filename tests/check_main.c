@@ -20,6 +20,7 @@ main(void)
 	srunner_add_suite(sr, rlg_response_suite());
 	srunner_add_suite(sr, rlg_gate_suite());
 	srunner_add_suite(sr, rlg_store_suite());
+	srunner_add_suite(sr, rlg_store_guard_suite());
 	srunner_add_suite(sr, rlg_store_redis_suite());
 	srunner_add_suite(sr, rlg_store_redis_cluster_suite());
 	srunner_add_suite(sr, rlg_redis_script_suite());

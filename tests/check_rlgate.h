@@ -17,6 +17,7 @@ Suite *rlg_redis_script_suite(void);
 Suite *rlg_request_suite(void);
 Suite *rlg_response_suite(void);
 Suite *rlg_store_suite(void);
+Suite *rlg_store_guard_suite(void);
 Suite *rlg_store_redis_suite(void);
 Suite *rlg_store_redis_cluster_suite(void);
 

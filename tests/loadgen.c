@@ -27,7 +27,10 @@
  * window that ends early starves nobody. loadgen stops once it has sent
  * --total requests over at least --min-windows windows and every client
  * has sent (finishing the window it is in), or after --max-seconds (exit
- * status 3).
+ * status 3). With --seconds S it runs for S seconds instead, whatever it
+ * has sent: it finishes the window in which S seconds have passed and
+ * stops, exit status 0 if every client has sent by then (a sustained-load
+ * test).
  *
  * Output: --out FILE gets one line per (window, client) that sent anything:
  *     WINDOW_START_MS ADDRESS SENT N200 N429 NOTHER
@@ -69,6 +72,7 @@ static struct {
 	uint32_t per_min, per_max;
 	uint64_t total;
 	long min_windows, max_seconds;
+	long seconds;                   /* > 0: run this long (--seconds) */
 	long timeout_ms;
 	bool verbose;
 } opt = {
@@ -302,7 +306,7 @@ usage(void)
 	    "usage: loadgen --url URL --out FILE [--clients N] [--concurrency C]\n"
 	    "               [--window-ms W] [--guard-ms G] [--per-client MIN:MAX]\n"
 	    "               [--total N] [--min-windows K] [--max-seconds S]\n"
-	    "               [--timeout-ms T] [--verbose]\n");
+	    "               [--seconds S] [--timeout-ms T] [--verbose]\n");
 	exit(2);
 }
 
@@ -320,6 +324,7 @@ parse_options(int argc, char **argv)
 		{ "total", required_argument, NULL, 't' },
 		{ "min-windows", required_argument, NULL, 'k' },
 		{ "max-seconds", required_argument, NULL, 's' },
+		{ "seconds", required_argument, NULL, 'S' },
 		{ "timeout-ms", required_argument, NULL, 'T' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
@@ -344,6 +349,7 @@ parse_options(int argc, char **argv)
 		case 't': opt.total = strtoull(optarg, NULL, 10); break;
 		case 'k': opt.min_windows = atol(optarg); break;
 		case 's': opt.max_seconds = atol(optarg); break;
+		case 'S': opt.seconds = atol(optarg); break;
 		case 'T': opt.timeout_ms = atol(optarg); break;
 		case 'v': opt.verbose = true; break;
 		default: usage();
@@ -358,8 +364,10 @@ parse_options(int argc, char **argv)
 	if (opt.window_ms < 100 || opt.guard_ms < 0 ||
 	    2 * opt.guard_ms >= opt.window_ms)
 		die("--window-ms must be >= 100 and more than twice --guard-ms");
-	if (opt.max_seconds < 1 || opt.min_windows < 1)
+	if (opt.max_seconds < 1 || opt.min_windows < 1 || opt.seconds < 0)
 		die("--max-seconds and --min-windows must be >= 1");
+	if (opt.seconds > 0 && opt.max_seconds <= opt.seconds)
+		opt.max_seconds = opt.seconds + opt.window_ms / 1000 + 10;
 }
 
 int
@@ -414,7 +422,9 @@ main(int argc, char **argv)
 			break;
 		if (run_window(multi, lanes, window) > 0)
 			windows++;
-		if (nsent >= opt.total && windows >= opt.min_windows &&
+		if (opt.seconds > 0 ? now_us() - t0 >=
+		    (int64_t)opt.seconds * 1000000 :
+		    nsent >= opt.total && windows >= opt.min_windows &&
 		    nseen == opt.clients)
 			break;
 		window = now_us() / 1000 / opt.window_ms + 1;
@@ -422,7 +432,9 @@ main(int argc, char **argv)
 			break;
 	}
 	t1 = now_us();
-	reached = nsent >= opt.total && windows >= opt.min_windows &&
+	reached = opt.seconds > 0 ? now_us() - t0 >=
+	    (int64_t)opt.seconds * 1000000 && nseen == opt.clients :
+	    nsent >= opt.total && windows >= opt.min_windows &&
 	    nseen == opt.clients;
 
 	out = fopen(opt.out, "w");
