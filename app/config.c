@@ -250,17 +250,18 @@ static const struct rlg_word rlg_log_level_words[] = {
 
 /* Every key of every section; a key not here is an error. */
 static const struct rlg_option rlg_options[] = {
-	{ RLG_KEY("store", "path", STRING), RLG_STORE(path),
+	{ RLG_KEY("store", "path", STRING), RLG_STORE(sqlite.path),
 	  .max = RLG_CONFIG_PATH_MAX,
 	  .def = "LOCALSTATEDIR/lib/rlgate/rlgate.db",
 	  .doc = "The SQLite file that holds the counters." },
-	{ RLG_KEY("store", "busy_timeout_ms", INT), RLG_STORE(busy_timeout_ms),
+	{ RLG_KEY("store", "busy_timeout_ms", INT),
+	  RLG_STORE(sqlite.busy_timeout_ms),
 	  .max = RLG_BUSY_TIMEOUT_MS_MAX, .def = "2000",
 	  .doc = "How long a request waits for the SQLite lock, in ms." },
 	{ RLG_KEY("store", "on_error", ENUM), RLG_STORE(on_error),
 	  .words = rlg_on_error_words, .def = "closed",
 	  .doc = "What a request gets when the store fails." },
-	{ RLG_KEY("store", "max_clients", INT), RLG_STORE(max_clients),
+	{ RLG_KEY("store", "max_clients", INT), RLG_STORE(sqlite.max_clients),
 	  .max = RLG_MAX_CLIENTS_MAX, .def = "1000000",
 	  .doc = "The most clients one policy keeps state for (0: no limit)." },
 	{ RLG_KEY("store", "rejection_cache", INT), RLG_STORE(rejection_cache),
@@ -272,19 +273,20 @@ static const struct rlg_option rlg_options[] = {
 	{ RLG_KEY("store", "url", COMPOUND), .def = "none",
 	  .set = rlg_set_url, .doc = "Where Redis listens." },
 	{ RLG_KEY("store", "connect_timeout_ms", INT),
-	  RLG_STORE(connect_timeout_ms), .min = 1,
+	  RLG_STORE(redis.connect_timeout_ms), .min = 1,
 	  .max = RLG_REDIS_TIMEOUT_MS_MAX, .def = "500",
 	  .doc = "How long the Redis connects of a request may take, in ms." },
-	{ RLG_KEY("store", "timeout_ms", INT), RLG_STORE(timeout_ms),
+	{ RLG_KEY("store", "timeout_ms", INT), RLG_STORE(redis.timeout_ms),
 	  .min = 1, .max = RLG_REDIS_TIMEOUT_MS_MAX, .def = "500",
 	  .doc = "One deadline for the Redis commands of one request, in ms." },
-	{ RLG_KEY("store", "clock", ENUM), RLG_STORE(clock),
+	{ RLG_KEY("store", "clock", ENUM), RLG_STORE(redis.clock),
 	  .words = rlg_clock_words, .def = "redis",
 	  .doc = "Whose clock says what time it is, with Redis." },
-	{ RLG_KEY("store", "synchronous", ENUM), RLG_STORE(synchronous),
+	{ RLG_KEY("store", "synchronous", ENUM), RLG_STORE(sqlite.synchronous),
 	  .words = rlg_sync_words, .def = "normal",
 	  .doc = "When a SQLite commit is on disk." },
-	{ RLG_KEY("store", "group_commit", ENUM), RLG_STORE(group_commit),
+	{ RLG_KEY("store", "group_commit", ENUM),
+	  RLG_STORE(sqlite.group_commit),
 	  .words = rlg_group_words, .def = "auto",
 	  .doc = "Whether the threads of a process share SQLite commits." },
 	{ RLG_KEY("headers", "style", ENUM), RLG_CONFIG(style),
@@ -384,13 +386,13 @@ rlg_config_defaults(void)
 	 * lists; the rows' defaults are held to these by the tests.
 	 */
 	cfg = rlg_xcalloc(1, sizeof *cfg);
-	cfg->store.path = rlg_xstrdup(RLG_DEFAULT_DB_PATH);
-	cfg->store.busy_timeout_ms = RLG_DEFAULT_BUSY_TIMEOUT_MS;
-	cfg->store.max_clients = RLG_DEFAULT_MAX_CLIENTS;
+	cfg->store.sqlite.path = rlg_xstrdup(RLG_DEFAULT_DB_PATH);
+	cfg->store.sqlite.busy_timeout_ms = RLG_DEFAULT_BUSY_TIMEOUT_MS;
+	cfg->store.sqlite.max_clients = RLG_DEFAULT_MAX_CLIENTS;
 	cfg->store.rejection_cache = RLG_DEFAULT_REJECTION_CACHE;
-	cfg->store.redis_port = RLG_DEFAULT_REDIS_PORT;
-	cfg->store.connect_timeout_ms = RLG_DEFAULT_REDIS_TIMEOUT_MS;
-	cfg->store.timeout_ms = RLG_DEFAULT_REDIS_TIMEOUT_MS;
+	cfg->store.redis.port = RLG_DEFAULT_REDIS_PORT;
+	cfg->store.redis.connect_timeout_ms = RLG_DEFAULT_REDIS_TIMEOUT_MS;
+	cfg->store.redis.timeout_ms = RLG_DEFAULT_REDIS_TIMEOUT_MS;
 	cfg->client.ipv6_prefix = RLG_DEFAULT_IPV6_PREFIX;
 	cfg->log_level = RLG_LOG_WARN;
 
@@ -469,7 +471,7 @@ rlg_config_free(struct rlg_config *cfg)
 	if (cfg == NULL)
 		return;
 	free(cfg->source);
-	free(cfg->store.path);
+	free(cfg->store.sqlite.path);
 	rlg_redis_fields_free(&cfg->store);
 	for (i = 0; i < cfg->npolicies; i++)
 		rlg_policy_free_fields(&cfg->policies[i]);
@@ -845,6 +847,7 @@ rlg_new_keys_policy(struct rlg_parse *p, struct rlg_policy *pol, size_t i)
 	const char *label = p->builds[i].label;
 	struct rlg_policy *charge;
 	int new_keys_line, key_line;
+	int64_t max;
 	size_t len;
 
 	new_keys_line = rlg_lines(p, 1 + i, "policy", "new_keys_per_ip")->ok;
@@ -859,15 +862,15 @@ rlg_new_keys_policy(struct rlg_parse *p, struct rlg_policy *pol, size_t i)
 	 * One address may then hold every row the store allows: say so
 	 * (the bound's window may be short, so this is no error).
 	 */
-	if (p->cfg->store.backend == RLG_BACKEND_SQLITE &&
-	    p->cfg->store.max_clients > 0 &&
-	    (pol->new_keys == 0 || pol->new_keys >= p->cfg->store.max_clients)) {
+	max = p->cfg->store.sqlite.max_clients;
+	if (p->cfg->store.backend == RLG_BACKEND_SQLITE && max > 0 &&
+	    (pol->new_keys == 0 || pol->new_keys >= max)) {
 		rlg_problem(p, new_keys_line != 0 ? new_keys_line : key_line,
 		    "%s new_keys_per_ip: %lld%s lets one address start as "
 		    "many keys as [store] max_clients (%lld) holds, and lock "
 		    "every new client out", label, (long long)pol->new_keys,
 		    pol->new_keys == 0 ? " (no bound)" : "",
-		    (long long)p->cfg->store.max_clients);
+		    (long long)p->cfg->store.sqlite.max_clients);
 		p->problems[p->nproblems - 1].warning = true;
 	}
 	if (pol->new_keys == 0)
@@ -982,7 +985,7 @@ rlg_store_finish(struct rlg_parse *p)
 	};
 	const struct rlg_store_config *sc = &p->cfg->store;
 	const struct rlg_set_lines *backend, *url;
-	bool cluster = sc->redis_cluster, sqlite;
+	bool cluster = sc->redis.cluster, sqlite;
 	int line;
 	size_t i;
 
@@ -1006,17 +1009,17 @@ rlg_store_finish(struct rlg_parse *p)
 		    "redis_cluster needs [store] url = redis://HOST:PORT"
 		    "[,HOST:PORT...] (seed nodes)" : "[store] backend: redis "
 		    "needs [store] url = redis://HOST:PORT or unix:/PATH");
-	if (url->ok != 0 && !cluster && sc->redis_nseeds > 0)
+	if (url->ok != 0 && !cluster && sc->redis.nseeds > 0)
 		rlg_problem(p, url->ok, "[store] url: several HOST:PORT "
 		    "are the seed nodes of a Redis Cluster: set backend = "
 		    "redis_cluster, or name one server");
-	if (url->ok != 0 && cluster && sc->redis_socket != NULL)
+	if (url->ok != 0 && cluster && sc->redis.socket != NULL)
 		rlg_problem(p, url->ok, "[store] url: backend = "
 		    "redis_cluster needs redis://HOST:PORT[,HOST:PORT...]: "
 		    "cluster nodes talk TCP");
-	if (url->ok != 0 && cluster && sc->redis_db != 0)
+	if (url->ok != 0 && cluster && sc->redis.db != 0)
 		rlg_problem(p, url->ok, "[store] url: a Redis Cluster has "
-		    "database 0 only (got /%d)", sc->redis_db);
+		    "database 0 only (got /%d)", sc->redis.db);
 }
 
 /* Frees what a policy owns, not the policy itself. */
@@ -1334,7 +1337,7 @@ rlg_set_backend(struct rlg_parse *p, const struct rlg_option *o,
 		p->backend_bad = true;
 		return false;
 	}
-	sc->redis_cluster = v == RLG_BACKEND_WORD_CLUSTER;
+	sc->redis.cluster = v == RLG_BACKEND_WORD_CLUSTER;
 	sc->backend = v == RLG_BACKEND_WORD_CLUSTER ? RLG_BACKEND_REDIS :
 	    (enum rlg_store_backend)v;
 	return true;

@@ -103,7 +103,7 @@ enum rlg_store_backend {
 
 /* One more seed node of a Redis Cluster ([store] url). */
 struct rlg_redis_seed {
-	char *host;                /* as redis_host */
+	char *host;                /* as struct rlg_redis_config's */
 	int port;
 };
 
@@ -113,56 +113,63 @@ enum rlg_store_clock {
 	RLG_CLOCK_LOCAL,           /* the gateway's own (the caller's now_ms) */
 };
 
-/*
- * All zero is a valid SQLite config without a path; the Redis fields
- * (redis_*, timeouts, clock) are used only with backend = redis (which
- * [store] backend = redis_cluster is too, with redis_cluster set) and are
- * filled from [store] url by rlg_config_redis_url (store_redis.h).
- */
-struct rlg_store_config {
-	enum rlg_store_backend backend;
-	char *path;                /* SQLite file */
+/* [store] for backend = sqlite: one file, the processes of one machine. */
+struct rlg_sqlite_config {
+	char *path;                /* the database file */
 	int busy_timeout_ms;       /* how long to wait for a lock */
-	enum rlg_on_error on_error;
 	/*
 	 * The most clients one policy keeps state for at once; 0: no limit.
 	 * A request of a new client past it is a store failure (on_error).
-	 * SQLite only: Redis memory is bounded by maxmemory and key expiry.
+	 * (Redis memory is bounded by maxmemory and key expiry.)
 	 */
 	int64_t max_clients;
-	/* Rejections remembered per worker thread (store_cache.c); 0: off. */
-	int64_t rejection_cache;
+	enum rlg_sync synchronous;     /* PRAGMA synchronous */
+	enum rlg_group group_commit;   /* auto: on with synchronous = full */
+};
+
+/*
+ * [store] for backend = redis or redis_cluster, filled from [store] url by
+ * rlg_config_redis_url (store_redis.h). A TCP host and port, or a unix
+ * socket (then host is NULL). host is a name or an address, an IPv6 one
+ * without its brackets. AUTH follows the connect when password is set
+ * (with user, an ACL user, if set too); SELECT when db is not 0. The
+ * password is never logged.
+ */
+struct rlg_redis_config {
+	char *host;
+	int port;                  /* 1..65535 */
+	char *socket;              /* absolute path, or NULL */
+	char *user;                /* or NULL: the default user */
+	char *password;            /* or NULL: no AUTH */
+	int db;                    /* 0..RLG_REDIS_DB_MAX */
 	/*
-	 * Redis: a TCP host and port, or a unix socket (then redis_host is
-	 * NULL). redis_host is a name or an address, an IPv6 one without
-	 * its brackets. AUTH follows the connect when redis_password is set
-	 * (with redis_user, an ACL user, if set too); SELECT when redis_db
-	 * is not 0. The password is never logged.
-	 */
-	char *redis_host;
-	int redis_port;            /* 1..65535 */
-	char *redis_socket;        /* absolute path, or NULL */
-	char *redis_user;          /* or NULL: the default user */
-	char *redis_password;      /* or NULL: no AUTH */
-	int redis_db;              /* 0..RLG_REDIS_DB_MAX */
-	/*
-	 * [store] backend = redis_cluster: the Redis store (backend is
-	 * RLG_BACKEND_REDIS) talks to a Redis Cluster, whose seed nodes are
-	 * redis_host:redis_port and then redis_seeds, in url order
+	 * backend = redis_cluster: a Redis Cluster, whose seed nodes are
+	 * host:port and then seeds, in url order
 	 * (redis://HOST:PORT,HOST:PORT,...). The config allows a list only
 	 * with it. The seeds are owned.
 	 */
-	bool redis_cluster;
-	struct rlg_redis_seed *redis_seeds;
-	size_t redis_nseeds;       /* < RLG_REDIS_SEEDS_MAX */
+	bool cluster;
+	struct rlg_redis_seed *seeds;
+	size_t nseeds;             /* < RLG_REDIS_SEEDS_MAX */
 	int connect_timeout_ms;    /* the connects of a step, together (TCP or
 	                              socket); 0: the default */
 	int timeout_ms;            /* the commands of a step: one deadline;
 	                              0: the default */
 	enum rlg_store_clock clock;
-	/* SQLite only: commits. */
-	enum rlg_sync synchronous;     /* PRAGMA synchronous */
-	enum rlg_group group_commit;   /* auto: on with synchronous = full */
+};
+
+/*
+ * [store]: what every backend shares, and each backend's own settings
+ * (only the chosen backend's are used). All zero is a valid SQLite config
+ * without a path.
+ */
+struct rlg_store_config {
+	enum rlg_store_backend backend;
+	enum rlg_on_error on_error;
+	/* Rejections remembered per worker thread (store_cache.c); 0: off. */
+	int64_t rejection_cache;
+	struct rlg_sqlite_config sqlite;
+	struct rlg_redis_config redis;
 };
 
 /* Log levels: error (store errors), warn (+ rejections, dry-run would-be

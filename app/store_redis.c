@@ -434,17 +434,17 @@ rd_open(const struct rlg_store_config *cfg, struct rlg_store **out)
 	assert(cfg != NULL && out != NULL);
 	s = rlg_xcalloc(1, sizeof *s);
 	s->base.ops = &rlg_store_redis_ops;
-	s->user = cfg->redis_user != NULL ? rlg_xstrdup(cfg->redis_user) :
+	s->user = cfg->redis.user != NULL ? rlg_xstrdup(cfg->redis.user) :
 	    NULL;
-	s->password = cfg->redis_password != NULL ?
-	    rlg_xstrdup(cfg->redis_password) : NULL;
-	s->db = cfg->redis_db;
-	s->connect_timeout_ms = cfg->connect_timeout_ms > 0 ?
-	    cfg->connect_timeout_ms : RLG_DEFAULT_REDIS_TIMEOUT_MS;
-	s->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms :
+	s->password = cfg->redis.password != NULL ?
+	    rlg_xstrdup(cfg->redis.password) : NULL;
+	s->db = cfg->redis.db;
+	s->connect_timeout_ms = cfg->redis.connect_timeout_ms > 0 ?
+	    cfg->redis.connect_timeout_ms : RLG_DEFAULT_REDIS_TIMEOUT_MS;
+	s->timeout_ms = cfg->redis.timeout_ms > 0 ? cfg->redis.timeout_ms :
 	    RLG_DEFAULT_REDIS_TIMEOUT_MS;
-	s->local_clock = cfg->clock == RLG_CLOCK_LOCAL;
-	s->cluster = cfg->redis_cluster;
+	s->local_clock = cfg->redis.clock == RLG_CLOCK_LOCAL;
+	s->cluster = cfg->redis.cluster;
 	/* Named as Redis even when opened directly, whatever cfg->backend. */
 	named = *cfg;
 	named.backend = RLG_BACKEND_REDIS;
@@ -452,33 +452,33 @@ rd_open(const struct rlg_store_config *cfg, struct rlg_store **out)
 	snprintf(s->base.errmsg, sizeof s->base.errmsg, "no error");
 	*out = &s->base;
 	rd_budget(s);
-	if (cfg->redis_host == NULL && cfg->redis_socket == NULL) {
+	if (cfg->redis.host == NULL && cfg->redis.socket == NULL) {
 		rd_seterr(s, "redis: no [store] url configured");
 		return RLG_ESTORE;
 	}
 	if (!s->cluster) {
-		if (cfg->redis_nseeds > 0) {
+		if (cfg->redis.nseeds > 0) {
 			rd_seterr(s, "%s: several servers in [store] url need"
 			    " backend = redis_cluster", s->name);
 			return RLG_ESTORE;
 		}
-		(void)rd_node_add(s, cfg->redis_host, cfg->redis_port,
-		    cfg->redis_socket);
+		(void)rd_node_add(s, cfg->redis.host, cfg->redis.port,
+		    cfg->redis.socket);
 		if (rd_connect(s, &s->nodes[0]) != 0)
 			return rd_failed(s, 0);
 		return RLG_OK;
 	}
 
-	if (cfg->redis_socket != NULL || s->db != 0) {
+	if (cfg->redis.socket != NULL || s->db != 0) {
 		rd_seterr(s, "%s: a Redis Cluster is reached over TCP, in"
 		    " database 0", s->name);
 		return RLG_ESTORE;
 	}
 	s->slots = rlg_xcalloc(RD_SLOTS, sizeof *s->slots);
-	for (i = 0; i <= cfg->redis_nseeds; i++) {
-		ni = rd_node_add(s, i == 0 ? cfg->redis_host :
-		    cfg->redis_seeds[i - 1].host, i == 0 ? cfg->redis_port :
-		    cfg->redis_seeds[i - 1].port, NULL);
+	for (i = 0; i <= cfg->redis.nseeds; i++) {
+		ni = rd_node_add(s, i == 0 ? cfg->redis.host :
+		    cfg->redis.seeds[i - 1].host, i == 0 ? cfg->redis.port :
+		    cfg->redis.seeds[i - 1].port, NULL);
 		s->nodes[ni].seed = true;
 	}
 	return rd_map_ready(s) == 0 ? RLG_OK : RLG_ESTORE;

@@ -12,15 +12,15 @@
 #include "config.h"
 
 /*
- * Parses a Redis address into sc's redis_* fields, replacing what they
- * held:
+ * Parses a Redis address into sc->redis (struct rlg_redis_config),
+ * replacing what its address fields held:
  *   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]   (PORT 6379 by default)
  *   redis://[[USER]:PASSWORD@]HOST[:PORT],HOST[:PORT]...[/DB]
  *   unix:/PATH[?db=N][&password=P][&user=U]      (unix:///PATH too)
  * HOST is a name, an IPv4 address or an IPv6 one in brackets; USER and
  * PASSWORD may hold %XX escapes (%40 for '@'). A list (at most
  * RLG_REDIS_SEEDS_MAX) names the seed nodes of a Redis Cluster: the first
- * goes to redis_host and redis_port, the others to redis_seeds; whether
+ * goes to host and port, the others to seeds; whether
  * the backend wants a list is the config's check, not this one's.
  * Returns 0, or -1 with why the url is refused in why (size bytes; never
  * the password) and sc unchanged.
@@ -44,8 +44,8 @@ const char *rlg_store_describe(const struct rlg_store_config *sc, char *buf,
  */
 char *rlg_url_masked(const char *url);
 
-/* Frees the redis_* strings and seeds of sc and sets them to NULL (and
- * redis_db to 0); the other fields are left alone. */
+/* Frees the strings and seeds of sc->redis and sets them to NULL (and its
+ * db to 0); the other fields are left alone. */
 void rlg_redis_fields_free(struct rlg_store_config *sc);
 
 #endif

@@ -46,7 +46,7 @@ rlg_config_redis_url(struct rlg_store_config *sc, const char *url,
 
 	assert(sc != NULL && url != NULL && why != NULL);
 	memset(&tmp, 0, sizeof tmp);
-	tmp.redis_port = RLG_DEFAULT_REDIS_PORT;
+	tmp.redis.port = RLG_DEFAULT_REDIS_PORT;
 	if (strncmp(url, "redis://", 8) == 0) {
 		rc = rlg_url_tcp(&tmp, url + 8, why, size);
 	} else if (strncmp(url, "unix:", 5) == 0) {
@@ -64,14 +64,14 @@ rlg_config_redis_url(struct rlg_store_config *sc, const char *url,
 		return -1;
 	}
 	rlg_redis_fields_free(sc);
-	sc->redis_host = tmp.redis_host;
-	sc->redis_port = tmp.redis_port;
-	sc->redis_socket = tmp.redis_socket;
-	sc->redis_user = tmp.redis_user;
-	sc->redis_password = tmp.redis_password;
-	sc->redis_db = tmp.redis_db;
-	sc->redis_seeds = tmp.redis_seeds;
-	sc->redis_nseeds = tmp.redis_nseeds;
+	sc->redis.host = tmp.redis.host;
+	sc->redis.port = tmp.redis.port;
+	sc->redis.socket = tmp.redis.socket;
+	sc->redis.user = tmp.redis.user;
+	sc->redis.password = tmp.redis.password;
+	sc->redis.db = tmp.redis.db;
+	sc->redis.seeds = tmp.redis.seeds;
+	sc->redis.nseeds = tmp.redis.nseeds;
 	return 0;
 }
 
@@ -84,37 +84,37 @@ rlg_store_describe(const struct rlg_store_config *sc, char *buf, size_t size)
 	int port;
 
 	if (sc->backend == RLG_BACKEND_SQLITE) {
-		snprintf(buf, size, "sqlite %s", sc->path != NULL ? sc->path :
-		    "(no path)");
+		snprintf(buf, size, "sqlite %s", sc->sqlite.path != NULL ?
+		    sc->sqlite.path : "(no path)");
 		return buf;
 	}
-	if (sc->redis_socket != NULL) {
+	if (sc->redis.socket != NULL) {
 		/* A path may hold what looks like a secret: masked alike. */
-		if (sc->redis_db != 0)
-			snprintf(db, sizeof db, "?db=%d", sc->redis_db);
-		len = strlen(sc->redis_socket) + 6;
+		if (sc->redis.db != 0)
+			snprintf(db, sizeof db, "?db=%d", sc->redis.db);
+		len = strlen(sc->redis.socket) + 6;
 		unix_url = rlg_xmalloc(len);
-		snprintf(unix_url, len, "unix:%s", sc->redis_socket);
+		snprintf(unix_url, len, "unix:%s", sc->redis.socket);
 		shown = rlg_url_masked(unix_url);
 		snprintf(buf, size, "redis %s%s", shown, db);
 		free(shown);
 		free(unix_url);
 		return buf;
 	}
-	if (sc->redis_host == NULL) {
+	if (sc->redis.host == NULL) {
 		snprintf(buf, size, "redis (no url)");
 		return buf;
 	}
-	if (sc->redis_db != 0)
-		snprintf(db, sizeof db, "/%d", sc->redis_db);
-	if (sc->redis_cluster) {
+	if (sc->redis.db != 0)
+		snprintf(db, sizeof db, "/%d", sc->redis.db);
+	if (sc->redis.cluster) {
 		/* The seed nodes, as many as fit. */
 		len = (size_t)snprintf(buf, size, "redis_cluster ");
-		for (i = 0; i <= sc->redis_nseeds && len < size; i++) {
-			host = i == 0 ? sc->redis_host :
-			    sc->redis_seeds[i - 1].host;
-			port = i == 0 ? sc->redis_port :
-			    sc->redis_seeds[i - 1].port;
+		for (i = 0; i <= sc->redis.nseeds && len < size; i++) {
+			host = i == 0 ? sc->redis.host :
+			    sc->redis.seeds[i - 1].host;
+			port = i == 0 ? sc->redis.port :
+			    sc->redis.seeds[i - 1].port;
 			len += (size_t)snprintf(buf + len, size - len,
 			    strchr(host, ':') != NULL ? "%s[%s]:%d" :
 			    "%s%s:%d", i > 0 ? "," : "", host, port);
@@ -123,9 +123,9 @@ rlg_store_describe(const struct rlg_store_config *sc, char *buf, size_t size)
 			snprintf(buf + len, size - len, "%s", db);
 		return buf;
 	}
-	snprintf(buf, size, strchr(sc->redis_host, ':') != NULL ?
-	    "redis [%s]:%d%s" : "redis %s:%d%s", sc->redis_host,
-	    sc->redis_port, db);
+	snprintf(buf, size, strchr(sc->redis.host, ':') != NULL ?
+	    "redis [%s]:%d%s" : "redis %s:%d%s", sc->redis.host,
+	    sc->redis.port, db);
 	return buf;
 }
 
@@ -133,8 +133,8 @@ rlg_store_describe(const struct rlg_store_config *sc, char *buf, size_t size)
  * redis://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...][/DB], rest after
  * "redis://". The userinfo ends at the last '@', so a password may hold
  * '@', '/' and ',' as they are; %XX escapes are decoded too. The first
- * HOST:PORT goes to redis_host and redis_port, the others (a Redis
- * Cluster's seed nodes) to redis_seeds. A little over 80 lines: the
+ * HOST:PORT goes to sc->redis.host and port, the others (a Redis
+ * Cluster's seed nodes) to its seeds. A little over 80 lines: the
  * userinfo, the host list and the database are one left-to-right pass
  * with one cursor, which pieces would only hand to each other.
  */
@@ -161,9 +161,9 @@ rlg_url_tcp(struct rlg_store_config *sc, const char *rest, char *why,
 			return -1;
 		}
 		if ((colon > rest && !rlg_url_decode(rest,
-		    (size_t)(colon - rest), &sc->redis_user)) ||
+		    (size_t)(colon - rest), &sc->redis.user)) ||
 		    !rlg_url_decode(colon + 1, (size_t)(at - colon - 1),
-		    &sc->redis_password)) {
+		    &sc->redis.password)) {
 			snprintf(why, size, "bad %%XX escape in the user or "
 			    "password");
 			return -1;
@@ -187,16 +187,16 @@ rlg_url_tcp(struct rlg_store_config *sc, const char *rest, char *why,
 		if (rlg_url_host(&s, &h, &port, why, size) != 0)
 			return -1;
 		if (i == 0) {
-			sc->redis_host = h;
-			sc->redis_port = port;
+			sc->redis.host = h;
+			sc->redis.port = port;
 		} else {
-			if (sc->redis_seeds == NULL)
-				sc->redis_seeds = rlg_xcalloc(
+			if (sc->redis.seeds == NULL)
+				sc->redis.seeds = rlg_xcalloc(
 				    RLG_REDIS_SEEDS_MAX - 1,
-				    sizeof *sc->redis_seeds);
-			sc->redis_seeds[i - 1].host = h;
-			sc->redis_seeds[i - 1].port = port;
-			sc->redis_nseeds = i;
+				    sizeof *sc->redis.seeds);
+			sc->redis.seeds[i - 1].host = h;
+			sc->redis.seeds[i - 1].port = port;
+			sc->redis.nseeds = i;
 		}
 		if (*s != ',')
 			break;
@@ -210,7 +210,7 @@ rlg_url_tcp(struct rlg_store_config *sc, const char *rest, char *why,
 			    "0 to %d", RLG_REDIS_DB_MAX);
 			return -1;
 		}
-		sc->redis_db = len > 0 ? (int)v : 0;
+		sc->redis.db = len > 0 ? (int)v : 0;
 		s += 1 + len;
 	}
 	if (*s != '\0') {
@@ -323,9 +323,9 @@ rlg_url_unix(struct rlg_store_config *sc, const char *rest, char *why,
 		    (size_t)RLG_REDIS_SOCKET_MAX);
 		return -1;
 	}
-	sc->redis_socket = rlg_xmalloc(len + 1);
-	memcpy(sc->redis_socket, rest, len);
-	sc->redis_socket[len] = '\0';
+	sc->redis.socket = rlg_xmalloc(len + 1);
+	memcpy(sc->redis.socket, rest, len);
+	sc->redis.socket[len] = '\0';
 	for (item = q != NULL ? q + 1 : NULL; item != NULL; item = next) {
 		next = strchr(item, '&');
 		len = next != NULL ? (size_t)(next - item) : strlen(item);
@@ -345,15 +345,15 @@ rlg_url_unix(struct rlg_store_config *sc, const char *rest, char *why,
 				    "integer from 0 to %d", RLG_REDIS_DB_MAX);
 				return -1;
 			}
-			sc->redis_db = (int)v;
+			sc->redis.db = (int)v;
 			continue;
 		}
 		if ((size_t)(eq - item) == 8 &&
 		    strncmp(item, "password", 8) == 0)
-			field = &sc->redis_password;
+			field = &sc->redis.password;
 		else if ((size_t)(eq - item) == 4 &&
 		    strncmp(item, "user", 4) == 0)
-			field = &sc->redis_user;
+			field = &sc->redis.user;
 		else {
 			snprintf(why, size, "unknown parameter \"%.*s\": db, "
 			    "password, user", (int)(eq - item) > 32 ? 32 :
@@ -373,7 +373,7 @@ rlg_url_unix(struct rlg_store_config *sc, const char *rest, char *why,
 			return -1;
 		}
 	}
-	if (sc->redis_user != NULL && sc->redis_password == NULL) {
+	if (sc->redis.user != NULL && sc->redis.password == NULL) {
 		snprintf(why, size, "a user needs a password");
 		return -1;
 	}
@@ -527,18 +527,18 @@ rlg_redis_fields_free(struct rlg_store_config *sc)
 {
 	size_t i;
 
-	for (i = 0; i < sc->redis_nseeds; i++)
-		free(sc->redis_seeds[i].host);
-	free(sc->redis_seeds);
-	sc->redis_seeds = NULL;
-	sc->redis_nseeds = 0;
-	free(sc->redis_host);
-	free(sc->redis_socket);
-	free(sc->redis_user);
-	free(sc->redis_password);
-	sc->redis_host = NULL;
-	sc->redis_socket = NULL;
-	sc->redis_user = NULL;
-	sc->redis_password = NULL;
-	sc->redis_db = 0;
+	for (i = 0; i < sc->redis.nseeds; i++)
+		free(sc->redis.seeds[i].host);
+	free(sc->redis.seeds);
+	sc->redis.seeds = NULL;
+	sc->redis.nseeds = 0;
+	free(sc->redis.host);
+	free(sc->redis.socket);
+	free(sc->redis.user);
+	free(sc->redis.password);
+	sc->redis.host = NULL;
+	sc->redis.socket = NULL;
+	sc->redis.user = NULL;
+	sc->redis.password = NULL;
+	sc->redis.db = 0;
 }

@@ -551,17 +551,18 @@ sq_open(const struct rlg_store_config *cfg, struct rlg_store **out)
 	assert(cfg != NULL && out != NULL);
 	s = rlg_xcalloc(1, sizeof *s);
 	s->base.ops = &rlg_store_sqlite_ops;
-	s->path = rlg_xstrdup(cfg->path != NULL ? cfg->path : "");
+	s->path = rlg_xstrdup(cfg->sqlite.path != NULL ? cfg->sqlite.path : "");
 	s->wal_path = rlg_xmalloc(strlen(s->path) + sizeof "-wal");
 	memcpy(s->wal_path, s->path, strlen(s->path));
 	memcpy(s->wal_path + strlen(s->path), "-wal", sizeof "-wal");
-	s->busy_timeout_ms = cfg->busy_timeout_ms > 0 ?
-	    cfg->busy_timeout_ms : 0;
+	s->busy_timeout_ms = cfg->sqlite.busy_timeout_ms > 0 ?
+	    cfg->sqlite.busy_timeout_ms : 0;
 	s->busy_limit_ms = s->busy_timeout_ms;
-	s->max_clients = cfg->max_clients > 0 ? cfg->max_clients : 0;
-	s->sync_full = cfg->synchronous == RLG_SYNC_FULL;
-	if (cfg->group_commit == RLG_GROUP_ON ||
-	    (cfg->group_commit == RLG_GROUP_AUTO && s->sync_full)) {
+	s->max_clients = cfg->sqlite.max_clients > 0 ?
+	    cfg->sqlite.max_clients : 0;
+	s->sync_full = cfg->sqlite.synchronous == RLG_SYNC_FULL;
+	if (cfg->sqlite.group_commit == RLG_GROUP_ON ||
+	    (cfg->sqlite.group_commit == RLG_GROUP_AUTO && s->sync_full)) {
 		s->group = sq_group_join(s->path);
 		pthread_cond_init(&s->cv, NULL);
 	}
@@ -2243,21 +2244,21 @@ rlg_store_check_files(const struct rlg_store_config *cfg,
 	unsigned bad = 0, bad_bits = 0;
 
 	if (cfg == NULL || cfg->backend != RLG_BACKEND_SQLITE ||
-	    cfg->path == NULL || cfg->path[0] == '\0')
+	    cfg->sqlite.path == NULL || cfg->sqlite.path[0] == '\0')
 		return 0;
 	files[0] = '\0';
 	names[0] = '\0';
-	sq_warn_file(cfg->path, "", files, sizeof files, names, sizeof names,
-	    &bad, &bad_bits);
-	sq_warn_file(cfg->path, "-wal", files, sizeof files, names,
+	sq_warn_file(cfg->sqlite.path, "", files, sizeof files, names,
 	    sizeof names, &bad, &bad_bits);
-	sq_warn_file(cfg->path, "-shm", files, sizeof files, names,
+	sq_warn_file(cfg->sqlite.path, "-wal", files, sizeof files, names,
+	    sizeof names, &bad, &bad_bits);
+	sq_warn_file(cfg->sqlite.path, "-shm", files, sizeof files, names,
 	    sizeof names, &bad, &bad_bits);
 	if (bad == 0)
 		return 0;
 	snprintf(line, sizeof line, "warning: store %s: %s: users other than"
 	    " rlgate's can read the clients' state%s (rlgate creates these"
-	    " files with mode 0600): chmod go-rwx%s", cfg->path, files,
+	    " files with mode 0600): chmod go-rwx%s", cfg->sqlite.path, files,
 	    (bad_bits & (S_IWGRP | S_IWOTH)) != 0 ?
 	    " and change their counts" : "", names);
 	if (warn != NULL)

@@ -592,14 +592,14 @@ START_TEST(test_defaults)
 	struct rlg_config *cfg = rlg_config_defaults();
 
 	ck_assert_ptr_null(cfg->source);
-	ck_assert_str_eq(cfg->store.path, RLG_DEFAULT_DB_PATH);
-	ck_assert_str_eq(cfg->store.path, LOCALSTATEDIR "/lib/rlgate/rlgate.db");
-	ck_assert_int_eq(cfg->store.busy_timeout_ms, 2000);
+	ck_assert_str_eq(cfg->store.sqlite.path, RLG_DEFAULT_DB_PATH);
+	ck_assert_str_eq(cfg->store.sqlite.path, LOCALSTATEDIR "/lib/rlgate/rlgate.db");
+	ck_assert_int_eq(cfg->store.sqlite.busy_timeout_ms, 2000);
 	ck_assert_int_eq(cfg->store.on_error, RLG_ON_ERROR_CLOSED);
-	ck_assert_int_eq(cfg->store.max_clients, 1000000);
+	ck_assert_int_eq(cfg->store.sqlite.max_clients, 1000000);
 	ck_assert_int_eq(cfg->store.rejection_cache, 4096);
-	ck_assert_int_eq(cfg->store.synchronous, RLG_SYNC_NORMAL);
-	ck_assert_int_eq(cfg->store.group_commit, RLG_GROUP_AUTO);
+	ck_assert_int_eq(cfg->store.sqlite.synchronous, RLG_SYNC_NORMAL);
+	ck_assert_int_eq(cfg->store.sqlite.group_commit, RLG_GROUP_AUTO);
 	ck_assert_int_eq(cfg->style, RLG_STYLE_DRAFT03);
 	ck_assert_int_eq(cfg->errors, RLG_ERRORS_JSON);
 	ck_assert_uint_eq(cfg->npolicies, 1);
@@ -618,8 +618,8 @@ START_TEST(test_empty_file_is_defaults)
 	struct rlg_config *cfg = rlg_t_ok("");
 
 	ck_assert_str_eq(cfg->source, "t.conf");
-	ck_assert_str_eq(cfg->store.path, RLG_DEFAULT_DB_PATH);
-	ck_assert_int_eq(cfg->store.busy_timeout_ms, 2000);
+	ck_assert_str_eq(cfg->store.sqlite.path, RLG_DEFAULT_DB_PATH);
+	ck_assert_int_eq(cfg->store.sqlite.busy_timeout_ms, 2000);
 	ck_assert_uint_eq(cfg->npolicies, 1);
 	ck_assert_str_eq(cfg->policies[0].name, "default");
 	ck_assert_int_eq(cfg->policies[0].lim.limit, 60);
@@ -667,13 +667,13 @@ START_TEST(test_full_file)
 	    "key = ip\n");
 
 	ck_assert_str_eq(cfg->source, "t.conf");
-	ck_assert_str_eq(cfg->store.path, "/srv/rl/state.db");
-	ck_assert_int_eq(cfg->store.busy_timeout_ms, 600000);
+	ck_assert_str_eq(cfg->store.sqlite.path, "/srv/rl/state.db");
+	ck_assert_int_eq(cfg->store.sqlite.busy_timeout_ms, 600000);
 	ck_assert_int_eq(cfg->store.on_error, RLG_ON_ERROR_OPEN);
-	ck_assert_int_eq(cfg->store.max_clients, 0);
+	ck_assert_int_eq(cfg->store.sqlite.max_clients, 0);
 	ck_assert_int_eq(cfg->store.rejection_cache, 0);
-	ck_assert_int_eq(cfg->store.synchronous, RLG_SYNC_FULL);
-	ck_assert_int_eq(cfg->store.group_commit, RLG_GROUP_OFF);
+	ck_assert_int_eq(cfg->store.sqlite.synchronous, RLG_SYNC_FULL);
+	ck_assert_int_eq(cfg->store.sqlite.group_commit, RLG_GROUP_OFF);
 	ck_assert_int_eq(cfg->style, RLG_STYLE_DRAFT03);
 	ck_assert_int_eq(cfg->errors, RLG_ERRORS_PROBLEM);
 	ck_assert_uint_eq(cfg->npolicies, 1);
@@ -689,7 +689,7 @@ START_TEST(test_full_file)
 	cfg = rlg_t_ok("[store]\nbusy_timeout_ms = 0\n"
 	    "[policy default]\nlimit = 1\nwindow = 1\n"
 	    "algorithm = token_bucket\nburst = 1\n");
-	ck_assert_int_eq(cfg->store.busy_timeout_ms, 0);
+	ck_assert_int_eq(cfg->store.sqlite.busy_timeout_ms, 0);
 	ck_assert_int_eq(cfg->policies[0].lim.limit, 1);
 	ck_assert_int_eq(cfg->policies[0].lim.window_ms, 1000);
 	ck_assert_int_eq(cfg->policies[0].lim.burst, 1);
@@ -710,7 +710,7 @@ START_TEST(test_inline_comments)
 	    "limit = 5 ; five\n"
 	    "window = 7 ;seven\n");
 
-	ck_assert_str_eq(cfg->store.path, "/a;b/c.db");
+	ck_assert_str_eq(cfg->store.sqlite.path, "/a;b/c.db");
 	ck_assert_int_eq(cfg->store.on_error, RLG_ON_ERROR_OPEN);
 	ck_assert_int_eq(cfg->policies[0].lim.limit, 5);
 	ck_assert_int_eq(cfg->policies[0].lim.window_ms, 7000);
@@ -722,8 +722,8 @@ START_TEST(test_design_example)
 {
 	struct rlg_config *cfg = rlg_t_ok(rlg_t_design_example);
 
-	ck_assert_str_eq(cfg->store.path, "/var/lib/rlgate/rlgate.db");
-	ck_assert_int_eq(cfg->store.busy_timeout_ms, 2000);
+	ck_assert_str_eq(cfg->store.sqlite.path, "/var/lib/rlgate/rlgate.db");
+	ck_assert_int_eq(cfg->store.sqlite.busy_timeout_ms, 2000);
 	ck_assert_int_eq(cfg->store.on_error, RLG_ON_ERROR_CLOSED);
 	ck_assert_int_eq(cfg->style, RLG_STYLE_DRAFT03);
 	ck_assert_int_eq(cfg->policies[0].lim.algorithm, RLG_ALG_FIXED_WINDOW);
@@ -750,8 +750,8 @@ START_TEST(test_layout)
 	    "[policy default]\n"
 	    "window = 3");
 
-	ck_assert_str_eq(cfg->store.path, "/x=y.db");
-	ck_assert_int_eq(cfg->store.busy_timeout_ms, 17);
+	ck_assert_str_eq(cfg->store.sqlite.path, "/x=y.db");
+	ck_assert_int_eq(cfg->store.sqlite.busy_timeout_ms, 17);
 	ck_assert_int_eq(cfg->policies[0].lim.limit, 9);
 	ck_assert_int_eq(cfg->policies[0].lim.window_ms, 3000);
 	rlg_config_free(cfg);
@@ -768,7 +768,7 @@ START_TEST(test_long_lines_fit)
 	pad = rlg_t_repeat('x', RLG_CONFIG_LINE_MAX - 2);
 	text = rlg_t_fmt("; %s\n; %s\r\n[store]\n; %s", pad, pad, pad);
 	cfg = rlg_t_ok(text);
-	ck_assert_str_eq(cfg->store.path, RLG_DEFAULT_DB_PATH);
+	ck_assert_str_eq(cfg->store.sqlite.path, RLG_DEFAULT_DB_PATH);
 	rlg_config_free(cfg);
 	free(text);
 	free(pad);
@@ -777,7 +777,7 @@ START_TEST(test_long_lines_fit)
 	path = rlg_t_repeat('p', 4095);
 	text = rlg_t_fmt("[store]\npath = %s\n", path);
 	cfg = rlg_t_ok(text);
-	ck_assert_str_eq(cfg->store.path, path);
+	ck_assert_str_eq(cfg->store.sqlite.path, path);
 	rlg_config_free(cfg);
 	free(text);
 	free(path);
@@ -792,7 +792,7 @@ START_TEST(test_load_string_name)
 	    NULL, &cfg), 0);
 	ck_assert_ptr_nonnull(cfg);
 	ck_assert_str_eq(cfg->source, "<string>");
-	ck_assert_str_eq(cfg->store.path, "/p");
+	ck_assert_str_eq(cfg->store.sqlite.path, "/p");
 	rlg_config_free(cfg);
 }
 END_TEST
@@ -934,7 +934,7 @@ START_TEST(test_policies_in_order)
 	    "[policy A-1.b_2]\n"
 	    "limit = 7\n");
 
-	ck_assert_str_eq(cfg->store.path, "/p");
+	ck_assert_str_eq(cfg->store.sqlite.path, "/p");
 	ck_assert_uint_eq(cfg->npolicies, 5);
 
 	ck_assert_str_eq(cfg->policies[0].name, "burst");
@@ -1555,7 +1555,7 @@ START_TEST(test_load_file)
 	ck_assert_str_eq(buf, "");
 	ck_assert_ptr_nonnull(cfg);
 	ck_assert_str_eq(cfg->source, path);
-	ck_assert_str_eq(cfg->store.path, "/data/rl.db");
+	ck_assert_str_eq(cfg->store.sqlite.path, "/data/rl.db");
 	ck_assert_int_eq(cfg->policies[0].lim.limit, 100);
 	ck_assert_int_eq(cfg->policies[0].lim.window_ms, 60000);
 	rlg_config_free(cfg);
@@ -2593,25 +2593,25 @@ START_TEST(test_redis_url)
 	cfg = rlg_t_ok(text);
 	ck_assert_int_eq(cfg->store.backend, RLG_BACKEND_REDIS);
 	if (rlg_t_urls[_i].host != NULL)
-		ck_assert_str_eq(cfg->store.redis_host, rlg_t_urls[_i].host);
+		ck_assert_str_eq(cfg->store.redis.host, rlg_t_urls[_i].host);
 	else
-		ck_assert_ptr_null(cfg->store.redis_host);
-	ck_assert_int_eq(cfg->store.redis_port, rlg_t_urls[_i].port);
+		ck_assert_ptr_null(cfg->store.redis.host);
+	ck_assert_int_eq(cfg->store.redis.port, rlg_t_urls[_i].port);
 	if (rlg_t_urls[_i].socket != NULL)
-		ck_assert_str_eq(cfg->store.redis_socket,
+		ck_assert_str_eq(cfg->store.redis.socket,
 		    rlg_t_urls[_i].socket);
 	else
-		ck_assert_ptr_null(cfg->store.redis_socket);
+		ck_assert_ptr_null(cfg->store.redis.socket);
 	if (rlg_t_urls[_i].user != NULL)
-		ck_assert_str_eq(cfg->store.redis_user, rlg_t_urls[_i].user);
+		ck_assert_str_eq(cfg->store.redis.user, rlg_t_urls[_i].user);
 	else
-		ck_assert_ptr_null(cfg->store.redis_user);
+		ck_assert_ptr_null(cfg->store.redis.user);
 	if (rlg_t_urls[_i].password != NULL)
-		ck_assert_str_eq(cfg->store.redis_password,
+		ck_assert_str_eq(cfg->store.redis.password,
 		    rlg_t_urls[_i].password);
 	else
-		ck_assert_ptr_null(cfg->store.redis_password);
-	ck_assert_int_eq(cfg->store.redis_db, rlg_t_urls[_i].db);
+		ck_assert_ptr_null(cfg->store.redis.password);
+	ck_assert_int_eq(cfg->store.redis.db, rlg_t_urls[_i].db);
 	ck_assert_str_eq(rlg_store_describe(&cfg->store, buf, sizeof buf),
 	    rlg_t_urls[_i].described);
 	rlg_config_free(cfg);
@@ -2691,11 +2691,11 @@ START_TEST(test_redis_store)
 
 	cfg = rlg_config_defaults();
 	ck_assert_int_eq(cfg->store.backend, RLG_BACKEND_SQLITE);
-	ck_assert_int_eq(cfg->store.connect_timeout_ms, 500);
-	ck_assert_int_eq(cfg->store.timeout_ms, 500);
-	ck_assert_int_eq(cfg->store.clock, RLG_CLOCK_REDIS);
-	ck_assert_ptr_null(cfg->store.redis_host);
-	ck_assert_ptr_null(cfg->store.redis_socket);
+	ck_assert_int_eq(cfg->store.redis.connect_timeout_ms, 500);
+	ck_assert_int_eq(cfg->store.redis.timeout_ms, 500);
+	ck_assert_int_eq(cfg->store.redis.clock, RLG_CLOCK_REDIS);
+	ck_assert_ptr_null(cfg->store.redis.host);
+	ck_assert_ptr_null(cfg->store.redis.socket);
 	ck_assert_str_eq(rlg_store_describe(&cfg->store, buf, sizeof buf),
 	    "sqlite " RLG_DEFAULT_DB_PATH);
 	rlg_config_free(cfg);
@@ -2712,13 +2712,13 @@ START_TEST(test_redis_store)
 	    "path = /ignored.db\n"
 	    "busy_timeout_ms = 10\n");
 	ck_assert_int_eq(cfg->store.backend, RLG_BACKEND_REDIS);
-	ck_assert_str_eq(cfg->store.redis_host, "10.1.2.3");
-	ck_assert_int_eq(cfg->store.redis_port, 6380);
-	ck_assert_str_eq(cfg->store.redis_password, "pw");
-	ck_assert_int_eq(cfg->store.redis_db, 5);
-	ck_assert_int_eq(cfg->store.connect_timeout_ms, 1);
-	ck_assert_int_eq(cfg->store.timeout_ms, 60000);
-	ck_assert_int_eq(cfg->store.clock, RLG_CLOCK_LOCAL);
+	ck_assert_str_eq(cfg->store.redis.host, "10.1.2.3");
+	ck_assert_int_eq(cfg->store.redis.port, 6380);
+	ck_assert_str_eq(cfg->store.redis.password, "pw");
+	ck_assert_int_eq(cfg->store.redis.db, 5);
+	ck_assert_int_eq(cfg->store.redis.connect_timeout_ms, 1);
+	ck_assert_int_eq(cfg->store.redis.timeout_ms, 60000);
+	ck_assert_int_eq(cfg->store.redis.clock, RLG_CLOCK_LOCAL);
 	ck_assert_int_eq(cfg->store.on_error, RLG_ON_ERROR_OPEN);
 	ck_assert_int_eq(cfg->store.rejection_cache, 0);
 	/* Never the password. */
@@ -2729,12 +2729,12 @@ START_TEST(test_redis_store)
 	/* The keys in any order; clock = redis; backend = sqlite alone. */
 	cfg = rlg_t_ok("[store]\nclock = redis\nurl = unix:/s\n"
 	    "backend = redis\n");
-	ck_assert_int_eq(cfg->store.clock, RLG_CLOCK_REDIS);
-	ck_assert_str_eq(cfg->store.redis_socket, "/s");
+	ck_assert_int_eq(cfg->store.redis.clock, RLG_CLOCK_REDIS);
+	ck_assert_str_eq(cfg->store.redis.socket, "/s");
 	rlg_config_free(cfg);
 	cfg = rlg_t_ok("[store]\nbackend = sqlite\nmax_clients = 5\n");
 	ck_assert_int_eq(cfg->store.backend, RLG_BACKEND_SQLITE);
-	ck_assert_int_eq(cfg->store.max_clients, 5);
+	ck_assert_int_eq(cfg->store.sqlite.max_clients, 5);
 	rlg_config_free(cfg);
 
 	ck_assert_str_eq(rlg_store_backend_name(RLG_BACKEND_SQLITE), "sqlite");
@@ -2818,18 +2818,18 @@ START_TEST(test_redis_url_api)
 	ck_assert_int_eq(rlg_config_redis_url(&sc, "redis://x:99999", why,
 	    sizeof why), -1);
 	ck_assert_str_eq(why, "port must be an integer from 1 to 65535");
-	ck_assert_str_eq(sc.redis_host, "h");
-	ck_assert_str_eq(sc.redis_password, "pw");
-	ck_assert_int_eq(sc.redis_port, 2);
-	ck_assert_int_eq(sc.redis_db, 3);
+	ck_assert_str_eq(sc.redis.host, "h");
+	ck_assert_str_eq(sc.redis.password, "pw");
+	ck_assert_int_eq(sc.redis.port, 2);
+	ck_assert_int_eq(sc.redis.db, 3);
 	/* Replaced as a whole: no password left from the last url. */
 	ck_assert_int_eq(rlg_config_redis_url(&sc, "unix:/s", why,
 	    sizeof why), 0);
-	ck_assert_ptr_null(sc.redis_host);
-	ck_assert_ptr_null(sc.redis_password);
-	ck_assert_str_eq(sc.redis_socket, "/s");
-	ck_assert_int_eq(sc.redis_db, 0);
-	free(sc.redis_socket);
+	ck_assert_ptr_null(sc.redis.host);
+	ck_assert_ptr_null(sc.redis.password);
+	ck_assert_str_eq(sc.redis.socket, "/s");
+	ck_assert_int_eq(sc.redis.db, 0);
+	free(sc.redis.socket);
 }
 END_TEST
 
@@ -2871,21 +2871,21 @@ START_TEST(test_redis_cluster_url)
 	cfg = rlg_t_ok(text);
 	/* The Redis store, in its cluster mode. */
 	ck_assert_int_eq(cfg->store.backend, RLG_BACKEND_REDIS);
-	ck_assert(cfg->store.redis_cluster);
+	ck_assert(cfg->store.redis.cluster);
 	len = (size_t)snprintf(seeds, sizeof seeds, "%s:%d",
-	    cfg->store.redis_host, cfg->store.redis_port);
-	for (i = 0; i < cfg->store.redis_nseeds; i++)
+	    cfg->store.redis.host, cfg->store.redis.port);
+	for (i = 0; i < cfg->store.redis.nseeds; i++)
 		len += (size_t)snprintf(seeds + len, sizeof seeds - len,
-		    " %s:%d", cfg->store.redis_seeds[i].host,
-		    cfg->store.redis_seeds[i].port);
+		    " %s:%d", cfg->store.redis.seeds[i].host,
+		    cfg->store.redis.seeds[i].port);
 	ck_assert_str_eq(seeds, rlg_t_cluster_urls[_i].seeds);
 	if (rlg_t_cluster_urls[_i].password != NULL)
-		ck_assert_str_eq(cfg->store.redis_password,
+		ck_assert_str_eq(cfg->store.redis.password,
 		    rlg_t_cluster_urls[_i].password);
 	else
-		ck_assert_ptr_null(cfg->store.redis_password);
-	ck_assert_int_eq(cfg->store.redis_db, 0);
-	ck_assert_ptr_null(cfg->store.redis_socket);
+		ck_assert_ptr_null(cfg->store.redis.password);
+	ck_assert_int_eq(cfg->store.redis.db, 0);
+	ck_assert_ptr_null(cfg->store.redis.socket);
 	ck_assert_str_eq(rlg_store_describe(&cfg->store, buf, sizeof buf),
 	    rlg_t_cluster_urls[_i].described);
 	rlg_config_free(cfg);
@@ -2896,8 +2896,8 @@ START_TEST(test_redis_cluster_url)
 	    rlg_t_cluster_urls[_i].url);
 	if (strchr(rlg_t_cluster_urls[_i].seeds, ' ') == NULL) {
 		cfg = rlg_t_ok(text);
-		ck_assert(!cfg->store.redis_cluster);
-		ck_assert_uint_eq(cfg->store.redis_nseeds, 0);
+		ck_assert(!cfg->store.redis.cluster);
+		ck_assert_uint_eq(cfg->store.redis.nseeds, 0);
 		rlg_config_free(cfg);
 	} else {
 		rlg_t_expect(text, 1, "t.conf:3: [store] url: several "
@@ -2973,9 +2973,9 @@ START_TEST(test_redis_cluster_errors)
 	{
 		struct rlg_config *cfg = rlg_t_ok(text);
 
-		ck_assert_uint_eq(cfg->store.redis_nseeds,
+		ck_assert_uint_eq(cfg->store.redis.nseeds,
 		    RLG_REDIS_SEEDS_MAX - 1);
-		ck_assert_str_eq(cfg->store.redis_seeds[RLG_REDIS_SEEDS_MAX -
+		ck_assert_str_eq(cfg->store.redis.seeds[RLG_REDIS_SEEDS_MAX -
 		    2].host, "n31");
 		rlg_config_free(cfg);
 	}
@@ -3009,21 +3009,21 @@ START_TEST(test_redis_cluster_url_api)
 	memset(&sc, 0, sizeof sc);
 	ck_assert_int_eq(rlg_config_redis_url(&sc, "redis://a:1,b:2,c:3",
 	    why, sizeof why), 0);
-	ck_assert_uint_eq(sc.redis_nseeds, 2);
-	ck_assert_str_eq(sc.redis_seeds[1].host, "c");
-	ck_assert_int_eq(sc.redis_seeds[1].port, 3);
+	ck_assert_uint_eq(sc.redis.nseeds, 2);
+	ck_assert_str_eq(sc.redis.seeds[1].host, "c");
+	ck_assert_int_eq(sc.redis.seeds[1].port, 3);
 	ck_assert_int_eq(rlg_config_redis_url(&sc, "redis://x:1,y:0", why,
 	    sizeof why), -1);
 	ck_assert_str_eq(why, "port must be an integer from 1 to 65535");
-	ck_assert_uint_eq(sc.redis_nseeds, 2);
-	ck_assert_str_eq(sc.redis_host, "a");
+	ck_assert_uint_eq(sc.redis.nseeds, 2);
+	ck_assert_str_eq(sc.redis.host, "a");
 	ck_assert_int_eq(rlg_config_redis_url(&sc, "redis://d", why,
 	    sizeof why), 0);
-	ck_assert_uint_eq(sc.redis_nseeds, 0);
-	ck_assert_ptr_null(sc.redis_seeds);
-	ck_assert_str_eq(sc.redis_host, "d");
-	ck_assert_int_eq(sc.redis_port, 6379);
-	free(sc.redis_host);
+	ck_assert_uint_eq(sc.redis.nseeds, 0);
+	ck_assert_ptr_null(sc.redis.seeds);
+	ck_assert_str_eq(sc.redis.host, "d");
+	ck_assert_int_eq(sc.redis.port, 6379);
+	free(sc.redis.host);
 }
 END_TEST
 

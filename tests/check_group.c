@@ -98,13 +98,13 @@ gopen(struct gworker *w, struct rlg_store **s)
 
 	memset(&cfg, 0, sizeof cfg);
 	snprintf(path, sizeof path, "%s", w->path);
-	cfg.path = path;
-	cfg.busy_timeout_ms = 30000;
+	cfg.sqlite.path = path;
+	cfg.sqlite.busy_timeout_ms = 30000;
 	cfg.on_error = RLG_ON_ERROR_CLOSED;
-	cfg.max_clients = w->mode == G_NEW_CLIENTS ? GMAX_CLIENTS : 0;
+	cfg.sqlite.max_clients = w->mode == G_NEW_CLIENTS ? GMAX_CLIENTS : 0;
 	cfg.rejection_cache = 0;
-	cfg.synchronous = RLG_SYNC_FULL;
-	cfg.group_commit = RLG_GROUP_AUTO;   /* on, with synchronous = full */
+	cfg.sqlite.synchronous = RLG_SYNC_FULL;
+	cfg.sqlite.group_commit = RLG_GROUP_AUTO;   /* on, with synchronous = full */
 	if (rlg_store_open(&cfg, s) != RLG_OK) {
 		snprintf(w->errmsg, sizeof w->errmsg, "%s",
 		    rlg_store_errmsg(*s));
@@ -319,12 +319,12 @@ START_TEST(test_group_auto_off)
 	char *path = gpath();
 
 	memset(&cfg, 0, sizeof cfg);
-	cfg.path = path;
-	cfg.busy_timeout_ms = 1000;
+	cfg.sqlite.path = path;
+	cfg.sqlite.busy_timeout_ms = 1000;
 	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_OK);
 	ck_assert(!rlg_test_stats(s).group);
 	rlg_store_close(s);
-	cfg.group_commit = RLG_GROUP_ON;
+	cfg.sqlite.group_commit = RLG_GROUP_ON;
 	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_OK);
 	ck_assert(rlg_test_stats(s).group);
 	ck_assert_uint_eq(rlg_test_stats(s).group_batches, 0);

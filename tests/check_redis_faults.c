@@ -198,13 +198,13 @@ fx_open(const struct fx *f, bool cluster, int connect_ms, int timeout_ms,
 	ck_assert_msg(rlg_config_redis_url(&cfg, f->url, why, sizeof why) ==
 	    0, "%s", why);
 	cfg.backend = RLG_BACKEND_REDIS;
-	cfg.redis_cluster = cluster;
-	cfg.clock = RLG_CLOCK_LOCAL;
-	cfg.connect_timeout_ms = connect_ms;
-	cfg.timeout_ms = timeout_ms;
+	cfg.redis.cluster = cluster;
+	cfg.redis.clock = RLG_CLOCK_LOCAL;
+	cfg.redis.connect_timeout_ms = connect_ms;
+	cfg.redis.timeout_ms = timeout_ms;
 	cfg.rejection_cache = cache;
 	*rc = rlg_store_open(&cfg, &s);
-	free(cfg.redis_host);
+	free(cfg.redis.host);
 	ck_assert_ptr_nonnull(s);
 	return s;
 }

@@ -485,20 +485,20 @@ store_cfg(struct rlg_store_config *cfg, const char *path, int busy_ms)
 	memset(cfg, 0, sizeof *cfg);
 	cfg->on_error = RLG_ON_ERROR_CLOSED;
 	if (backend == RLG_BACKEND_SQLITE) {
-		cfg->path = rlg_xstrdup(path);
-		cfg->busy_timeout_ms = busy_ms;
+		cfg->sqlite.path = rlg_xstrdup(path);
+		cfg->sqlite.busy_timeout_ms = busy_ms;
 		return;
 	}
 	if (cluster_mode) {
 		(void)redis_db_of(path);
 		store_cfg_url(cfg, cluster_srv.url);
-		cfg->redis_cluster = true;
+		cfg->redis.cluster = true;
 	} else {
 		snprintf(url, sizeof url, "%s/%d", redis_srv.url,
 		    redis_db_of(path));
 		store_cfg_url(cfg, url);
 	}
-	cfg->clock = RLG_CLOCK_LOCAL;
+	cfg->redis.clock = RLG_CLOCK_LOCAL;
 }
 
 /* A Redis config for url (through the config's own parser). */
@@ -511,8 +511,8 @@ store_cfg_url(struct rlg_store_config *cfg, const char *url)
 	ck_assert_msg(rlg_config_redis_url(cfg, url, why, sizeof why) == 0,
 	    "%s: %s", url, why);
 	/* Generous: sanitizer builds and a loaded machine are slow. */
-	cfg->connect_timeout_ms = 2000;
-	cfg->timeout_ms = 5000;
+	cfg->redis.connect_timeout_ms = 2000;
+	cfg->redis.timeout_ms = 5000;
 }
 
 static void
@@ -520,14 +520,14 @@ store_cfg_free(struct rlg_store_config *cfg)
 {
 	size_t i;
 
-	for (i = 0; i < cfg->redis_nseeds; i++)
-		free(cfg->redis_seeds[i].host);
-	free(cfg->redis_seeds);
-	free(cfg->path);
-	free(cfg->redis_host);
-	free(cfg->redis_socket);
-	free(cfg->redis_user);
-	free(cfg->redis_password);
+	for (i = 0; i < cfg->redis.nseeds; i++)
+		free(cfg->redis.seeds[i].host);
+	free(cfg->redis.seeds);
+	free(cfg->sqlite.path);
+	free(cfg->redis.host);
+	free(cfg->redis.socket);
+	free(cfg->redis.user);
+	free(cfg->redis.password);
 	memset(cfg, 0, sizeof *cfg);
 }
 
@@ -1174,7 +1174,7 @@ open_with(const char *path, int64_t max_clients, int64_t cache)
 	int rc;
 
 	store_cfg(&cfg, path, 2000);
-	cfg.max_clients = max_clients;
+	cfg.sqlite.max_clients = max_clients;
 	cfg.rejection_cache = cache;
 	rc = rlg_store_open(&cfg, &s);
 	store_cfg_free(&cfg);
@@ -2477,8 +2477,8 @@ START_TEST(test_processes_migrate)
 			close(go[1]);
 			if (read(go[0], &byte, 1) != 0)
 				_exit(2);
-			cfg.path = path;
-			cfg.busy_timeout_ms = 10000;
+			cfg.sqlite.path = path;
+			cfg.sqlite.busy_timeout_ms = 10000;
 			cfg.on_error = RLG_ON_ERROR_CLOSED;
 			snprintf(client, sizeof client, "10.9.0.%d", i);
 			item.policy = &p;
@@ -2866,8 +2866,8 @@ START_TEST(test_processes_open_new_file)
 				close(go[1]);
 				if (read(go[0], &byte, 1) != 0)
 					_exit(2);
-				cfg.path = path;
-				cfg.busy_timeout_ms = 10000;
+				cfg.sqlite.path = path;
+				cfg.sqlite.busy_timeout_ms = 10000;
 				cfg.on_error = RLG_ON_ERROR_CLOSED;
 				if (rlg_store_open(&cfg, &s) != RLG_OK) {
 					fprintf(stderr, "%s\n",
@@ -2898,7 +2898,7 @@ START_TEST(test_missing_directory)
 {
 	char *dir = path_in("missing"), *path = path_in("missing/rl.db");
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_config cfg = { .path = path, .busy_timeout_ms = 2000,
+	struct rlg_store_config cfg = { .sqlite.path = path, .sqlite.busy_timeout_ms = 2000,
 	    .on_error = RLG_ON_ERROR_CLOSED };
 	struct rlg_store_item item = { &p, "c", false, false };
 	struct rlg_decision d;
@@ -2931,7 +2931,7 @@ START_TEST(test_garbage_file)
 {
 	char *path = path_in("garbage.db");
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_config cfg = { .path = path, .busy_timeout_ms = 2000,
+	struct rlg_store_config cfg = { .sqlite.path = path, .sqlite.busy_timeout_ms = 2000,
 	    .on_error = RLG_ON_ERROR_CLOSED };
 	struct rlg_store_item item = { &p, "c", false, false };
 	struct rlg_decision d;
@@ -3067,7 +3067,7 @@ START_TEST(test_newer_schema)
 {
 	char *path = path_in("newer.db");
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_config cfg = { .path = path, .busy_timeout_ms = 2000,
+	struct rlg_store_config cfg = { .sqlite.path = path, .sqlite.busy_timeout_ms = 2000,
 	    .on_error = RLG_ON_ERROR_CLOSED };
 	struct rlg_store_item item = { &p, "c", false, false };
 	struct rlg_decision d;
@@ -3311,9 +3311,9 @@ open_url(const char *url, int timeout_ms, int *rc)
 
 	memset(&cfg, 0, sizeof cfg);
 	store_cfg_url(&cfg, url);
-	cfg.clock = RLG_CLOCK_LOCAL;
+	cfg.redis.clock = RLG_CLOCK_LOCAL;
 	if (timeout_ms > 0)
-		cfg.timeout_ms = timeout_ms;
+		cfg.redis.timeout_ms = timeout_ms;
 	*rc = rlg_store_open(&cfg, &s);
 	store_cfg_free(&cfg);
 	ck_assert_ptr_nonnull(s);
@@ -3551,7 +3551,7 @@ START_TEST(test_redis_clock)
 	int64_t before, after, ws, ts;
 
 	store_cfg(&cfg, path, 0);
-	cfg.clock = RLG_CLOCK_REDIS;
+	cfg.redis.clock = RLG_CLOCK_REDIS;
 	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_OK);
 	store_cfg_free(&cfg);
 
@@ -4839,7 +4839,7 @@ START_TEST(test_cluster_seeds)
 	snprintf(url, sizeof url, "redis://127.0.0.1:%d", dead);
 	memset(&cfg, 0, sizeof cfg);
 	store_cfg_url(&cfg, url);
-	cfg.redis_cluster = true;
+	cfg.redis.cluster = true;
 	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_ESTORE);
 	store_cfg_free(&cfg);
 	snprintf(name, sizeof name, "redis_cluster node 127.0.0.1:%d", dead);
@@ -4857,8 +4857,8 @@ START_TEST(test_cluster_seeds)
 	    cluster_srv.port[1]);
 	memset(&cfg, 0, sizeof cfg);
 	store_cfg_url(&cfg, url);
-	cfg.redis_cluster = true;
-	cfg.clock = RLG_CLOCK_LOCAL;
+	cfg.redis.cluster = true;
+	cfg.redis.clock = RLG_CLOCK_LOCAL;
 	rc = rlg_store_open(&cfg, &s);
 	store_cfg_free(&cfg);
 	ck_assert_msg(rc == RLG_OK, "%s", rlg_store_errmsg(s));
@@ -4869,7 +4869,7 @@ START_TEST(test_cluster_seeds)
 	ck_assert_int_eq(rlg_test_redis_start(&plain), 0);
 	memset(&cfg, 0, sizeof cfg);
 	store_cfg_url(&cfg, plain.url);
-	cfg.redis_cluster = true;
+	cfg.redis.cluster = true;
 	rc = rlg_store_open(&cfg, &s);
 	store_cfg_free(&cfg);
 	rlg_test_redis_stop(&plain);
@@ -4918,8 +4918,8 @@ START_TEST(test_cluster_acl)
 	    "127.0.0.1:%d", cluster_srv.port[2], cluster_srv.port[0]);
 	memset(&cfg, 0, sizeof cfg);
 	store_cfg_url(&cfg, url);
-	cfg.redis_cluster = true;
-	cfg.clock = RLG_CLOCK_LOCAL;
+	cfg.redis.cluster = true;
+	cfg.redis.clock = RLG_CLOCK_LOCAL;
 	rc = rlg_store_open(&cfg, &s);
 	store_cfg_free(&cfg);
 	ck_assert_msg(rc == RLG_OK, "%s", rlg_store_errmsg(s));
@@ -4973,8 +4973,8 @@ START_TEST(test_cluster_redirect_bounds)
 	snprintf(url, sizeof url, "redis://127.0.0.1:%d", f.port);
 	memset(&cfg, 0, sizeof cfg);
 	store_cfg_url(&cfg, url);
-	cfg.redis_cluster = true;
-	cfg.clock = RLG_CLOCK_LOCAL;
+	cfg.redis.cluster = true;
+	cfg.redis.clock = RLG_CLOCK_LOCAL;
 	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_OK);
 
 	pthread_mutex_lock(&f.mu);

@@ -128,9 +128,9 @@ policy(int64_t limit)
 static int
 open_store(const char *path, bool group, struct rlg_store **s)
 {
-	struct rlg_store_config cfg = { .path = (char *)path,
-	    .busy_timeout_ms = 2000, .on_error = RLG_ON_ERROR_CLOSED,
-	    .group_commit = group ? RLG_GROUP_ON : RLG_GROUP_OFF };
+	struct rlg_store_config cfg = { .sqlite.path = (char *)path,
+	    .sqlite.busy_timeout_ms = 2000, .on_error = RLG_ON_ERROR_CLOSED,
+	    .sqlite.group_commit = group ? RLG_GROUP_ON : RLG_GROUP_OFF };
 
 	return rlg_store_open(&cfg, s);
 }
@@ -617,9 +617,9 @@ collect(void *ctx, const char *line)
 START_TEST(test_file_modes)
 {
 	char *path = path_in("modes.db"), wal[300], shm[300];
-	struct rlg_store_config cfg = { .path = path };
+	struct rlg_store_config cfg = { .sqlite.path = path };
 	struct rlg_store_config redis = { .backend = RLG_BACKEND_REDIS,
-	    .path = path };
+	    .sqlite.path = path };
 	struct rlg_policy p = policy(5);
 	struct warnings w = { 0, "" };
 	struct rlg_store *s;

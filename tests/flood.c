@@ -154,9 +154,9 @@ open_store(const char *path, int64_t max_clients)
 	char p[128];
 
 	snprintf(p, sizeof p, "%s", path);
-	cfg.path = p;
-	cfg.busy_timeout_ms = 5000;
-	cfg.max_clients = max_clients;
+	cfg.sqlite.path = p;
+	cfg.sqlite.busy_timeout_ms = 5000;
+	cfg.sqlite.max_clients = max_clients;
 	if (rlg_store_open(&cfg, &s) != RLG_OK) {
 		printf("Bail out! open %s: %s\n", path, rlg_store_errmsg(s));
 		exit(1);

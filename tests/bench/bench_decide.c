@@ -511,10 +511,10 @@ store_open(enum engine e, int store, const char *path,
 
 	if (store == STORE_REDIS) {
 		cfg = &redis_conf->store;
-	} else if (strcmp(cfg->path, path) != 0) {
+	} else if (strcmp(cfg->sqlite.path, path) != 0) {
 		/* Only the main thread changes the path, between runs. */
-		free(cfg->path);
-		cfg->path = rlg_xstrdup(path);
+		free(cfg->sqlite.path);
+		cfg->sqlite.path = rlg_xstrdup(path);
 	}
 	if (e == ENG_BACKEND)
 		rc = (store == STORE_REDIS ? &rlg_store_redis_ops :
@@ -1697,11 +1697,11 @@ main(int argc, char **argv)
 	    sizeof quick_threads[0] : NTHREADS_MAX;
 	nkeys_list = o.quick ? 3 : NKEYS_MAX;
 	defaults = rlg_config_defaults();
-	defaults->store.synchronous = o.sync_full ? RLG_SYNC_FULL :
+	defaults->store.sqlite.synchronous = o.sync_full ? RLG_SYNC_FULL :
 	    RLG_SYNC_NORMAL;
-	defaults->store.group_commit = o.group;
+	defaults->store.sqlite.group_commit = o.group;
 	naive_sync_full = o.sync_full;
-	defaults->store.busy_timeout_ms = BUSY_TIMEOUT_MS;
+	defaults->store.sqlite.busy_timeout_ms = BUSY_TIMEOUT_MS;
 
 	xsnprintf(store_dir[STORE_DISK], sizeof store_dir[STORE_DISK],
 	    "%s/rlg-bench-decide-XXXXXX", o.dir);
@@ -1728,7 +1728,7 @@ main(int argc, char **argv)
 		    " 127.0.0.1:%d\n", (long)redis.pid, redis.port);
 		redis_conf = rlg_config_defaults();
 		redis_conf->store.backend = RLG_BACKEND_REDIS;
-		redis_conf->store.clock = RLG_CLOCK_REDIS;
+		redis_conf->store.redis.clock = RLG_CLOCK_REDIS;
 		if (rlg_config_redis_url(&redis_conf->store, redis.url, why,
 		    sizeof why) != 0) {
 			fprintf(stderr, "bench_decide: %s: %s\n", redis.url,
@@ -2033,7 +2033,7 @@ report(FILE *md, const struct options *o, double elapsed)
 		    " [store] backend = redis, clock = redis (the script"
 		    " reads Redis TIME), timeout_ms %d; one EVALSHA per"
 		    " decision.\n\n", rver, redis.port,
-		    redis_conf != NULL ? redis_conf->store.timeout_ms : 0);
+		    redis_conf != NULL ? redis_conf->store.redis.timeout_ms : 0);
 	emit(md, "rlgate: rlg_store_open (backend \"%s\") with the"
 	    " production defaults (rlg_config_defaults: max_clients %lld"
 	    " (SQLite), rejection_cache %lld, ...), busy_timeout_ms %d; one"
@@ -2043,7 +2043,7 @@ report(FILE *md, const struct options *o, double elapsed)
 	    " row per admitted request, so a key holds at most a second's"
 	    " worth of rows; the hot key holds as many rows as it gets"
 	    " decisions per second, and each decision reads them all).\n\n",
-	    backend_open, (long long)defaults->store.max_clients,
+	    backend_open, (long long)defaults->store.sqlite.max_clients,
 	    (long long)defaults->store.rejection_cache, BUSY_TIMEOUT_MS,
 	    (long long)RLG_SLIDING_LOG_LIMIT_MAX, LOG_WINDOW_MS);
 	if (any_sqlite)

@@ -176,8 +176,8 @@ conn_open(struct conn *c, int variant, const char *path)
 	c->variant = variant;
 	if (variant == 0) {
 		snprintf(p, sizeof p, "%s", path);
-		cfg.path = p;
-		cfg.busy_timeout_ms = BUSY_MS;
+		cfg.sqlite.path = p;
+		cfg.sqlite.busy_timeout_ms = BUSY_MS;
 		cfg.on_error = RLG_ON_ERROR_CLOSED;
 		if (rlg_store_open(&cfg, &c->store) != RLG_OK) {
 			fprintf(stderr, "bench: %s\n",
