@@ -180,6 +180,27 @@ done
 is "${got# }" "$(times 5 400)" "lighttpd front: a 9 KB X-Forwarded-For: 5 x 400, never the exempt proxy's key"
 like "$BODY" "$(re_err 400)" "lighttpd front: ... rlgate's JSON 400"
 
+# From the trusted peer itself (127.0.0.1, exempt here): more hops than
+# rlgate reads (64), all of them trusted: the client could be any of the
+# ones left unread. Refused, never the 64th from the right (the exempt
+# proxy's address).
+hops=$(for i in $(seq 1 70); do printf '127.0.0.1, '; done)
+req -H "X-Forwarded-For: 203.0.113.50, ${hops%, }" \
+    "http://127.0.0.1:$BE_PORT/api/v1/resources"
+is "$STATUS" 400 "backend: 70 trusted hops behind the client: 400 (64 are read, none is guessed)"
+hops=$(for i in $(seq 1 62); do printf '127.0.0.1, '; done)
+req -H "X-Forwarded-For: 203.0.113.50, ${hops%, }" \
+    "http://127.0.0.1:$BE_PORT/api/v1/resources"
+is "$STATUS:$(sql "$DB" "SELECT count FROM rlg_state WHERE policy = 'by_ip' AND client = '203.0.113.50'")" "200:1" \
+    "backend: the client left of 62 trusted hops (63 in the header): found and counted"
+
+# trusted_proxies = 0.0.0.0/0 lets any client choose its key: warned about
+printf '[client]\ntrusted_proxies = 0.0.0.0/0\n' >"$T/trust_all.conf"
+out=$("$RLGATE_BIN" --check-config --config "$T/trust_all.conf" 2>&1)
+is "$?" 0 "--check-config: trusted_proxies = 0.0.0.0/0 is accepted"
+like "$out" 'trust_all\.conf:2: warning: \[client\] trusted_proxies: 0\.0\.0\.0/0 trusts every peer' \
+    "--check-config: ... with a warning on its line"
+
 use_conf forwarded <<EOF
 [client]
 trusted_proxies = 127.0.0.1
