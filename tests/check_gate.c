@@ -332,10 +332,8 @@ Suite *
 rlg_gate_suite(void)
 {
 	Suite *s = suite_create("gate");
-	TCase *tc = tcase_create("core");
+	TCase *tc = store_tcase(s, "core", base_setup, base_teardown, 0);
 
-	tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
-	tcase_add_checked_fixture(tc, case_setup, NULL);
 	tcase_add_test(tc, test_responder);
 	tcase_add_test(tc, test_authorizer);
 	tcase_add_test(tc, test_routes);
@@ -344,6 +342,5 @@ rlg_gate_suite(void)
 	tcase_add_test(tc, test_new_keys);
 	tcase_add_test(tc, test_on_error);
 	tcase_add_test(tc, test_cached_repeats);
-	suite_add_tcase(s, tc);
 	return s;
 }

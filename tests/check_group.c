@@ -291,15 +291,11 @@ Suite *
 rlg_group_suite(void)
 {
 	Suite *s = suite_create("group");
-	TCase *tc = tcase_create("group");
+	TCase *tc = store_tcase(s, "group", base_setup, base_teardown, 120);
 
-	tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
-	tcase_add_checked_fixture(tc, case_setup, NULL);
-	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_group_exact_each_algorithm, 0, 4);
 	tcase_add_test(tc, test_group_full_undoes_one);
 	tcase_add_test(tc, test_group_refused_alone);
 	tcase_add_test(tc, test_group_auto_off);
-	suite_add_tcase(s, tc);
 	return s;
 }

@@ -38,8 +38,6 @@
 
 static void check_cache_differential(const struct rlg_policy *ps, size_t np,
     const char *tag, uint64_t min_hits);
-static TCase *store_tcase(Suite *s, const char *name, void (*setup)(void),
-    void (*teardown)(void), int timeout_s);
 static void add_shared_tests(TCase *tc, const char *name);
 static void add_shared_tcases(Suite *s, void (*setup)(void),
     void (*teardown)(void));
@@ -899,23 +897,6 @@ START_TEST(test_bad_items)
 	rlg_store_close(s);
 }
 END_TEST
-
-/*
- * A test case of a store suite: the suite's unchecked fixture (its
- * backend and servers), a fresh directory (and empty servers) per test.
- */
-static TCase *
-store_tcase(Suite *s, const char *name, void (*setup)(void),
-    void (*teardown)(void), int timeout_s)
-{
-	TCase *tc = tcase_create(name);
-
-	tcase_add_unchecked_fixture(tc, setup, teardown);
-	tcase_add_checked_fixture(tc, case_setup, NULL);
-	tcase_set_timeout(tc, timeout_s);
-	suite_add_tcase(s, tc);
-	return tc;
-}
 
 /*
  * The tests every backend runs of test case name ("core", "algorithms",

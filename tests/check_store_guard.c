@@ -700,10 +700,7 @@ rlg_store_guard_suite(void)
 	Suite *s = suite_create("store_guard");
 	TCase *tc;
 
-	tc = tcase_create("schema");
-	tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
-	tcase_add_checked_fixture(tc, case_setup, NULL);
-	tcase_set_timeout(tc, 60);
+	tc = store_tcase(s, "schema", base_setup, base_teardown, 60);
 	tcase_add_test(tc, test_foreign_trigger);
 	tcase_add_test(tc, test_foreign_trigger_at_open);
 	tcase_add_test(tc, test_foreign_trigger_elsewhere);
@@ -716,21 +713,13 @@ rlg_store_guard_suite(void)
 	tcase_add_test(tc, test_foreign_trigger_log_and_group);
 	tcase_add_test(tc, test_migrated_pass);
 	tcase_add_test(tc, test_migrated_foreign_trigger);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("files");
-	tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
-	tcase_add_checked_fixture(tc, case_setup, NULL);
+	tc = store_tcase(s, "files", base_setup, base_teardown, 0);
 	tcase_add_test(tc, test_file_modes);
 	tcase_add_test(tc, test_mode_describe);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("wal");
-	tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
-	tcase_add_checked_fixture(tc, case_setup, NULL);
-	tcase_set_timeout(tc, 120);
+	tc = store_tcase(s, "wal", base_setup, base_teardown, 120);
 	tcase_add_test(tc, test_wal_bounded);
 	tcase_add_test(tc, test_wal_reader_pins);
-	suite_add_tcase(s, tc);
 	return s;
 }

@@ -146,6 +146,24 @@ path_in(const char *name)
 	return p;
 }
 
+/*
+ * A test case of a store suite: the suite's unchecked fixture (its
+ * backend and servers), a fresh directory (and empty servers) per test.
+ */
+TCase *
+store_tcase(Suite *s, const char *name, void (*setup)(void),
+    void (*teardown)(void), int timeout_s)
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_add_unchecked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, case_setup, NULL);
+	if (timeout_s > 0)
+		tcase_set_timeout(tc, timeout_s);
+	suite_add_tcase(s, tc);
+	return tc;
+}
+
 /* ---- two backends --------------------------------------------------- */
 
 void

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <check.h>
 #include <hiredis/hiredis.h>
 
 #include "limiter.h"
@@ -104,6 +105,14 @@ void cluster_base_teardown(void);
  * servers (FLUSHALL) and no path mapped to a database yet.
  */
 void case_setup(void);
+
+/*
+ * A test case named name, added to s: the unchecked fixture setup and
+ * teardown (the suite's backend and servers) around its tests, and
+ * case_setup before each; timeout_s for each test (0: Check's default).
+ */
+TCase *store_tcase(Suite *s, const char *name, void (*setup)(void),
+    void (*teardown)(void), int timeout_s);
 
 /*
  * A path in this test's directory; static storage, one of four in turn.
