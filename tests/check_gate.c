@@ -14,38 +14,14 @@
 #include "check_rlgate.h"
 #include "fixture.h"
 #include "gate.h"
+#include "store_fixture.h"
 #include "util.h"
 
-/* 2023-11-14 22:13:00 UTC, a multiple of 60 s; and one second into it. */
-#define T0 ((int64_t)1699999980000)
-#define T1 (T0 + 1000)
-
-static char dir[] = "/tmp/rlg-check-gate-XXXXXX";
-static int dir_made;
-static int case_no;
 
 /* The gate under test, on cfg (owned by the test). */
 static struct rlg_config *cfg;
 static struct rlg_gate gate;
 
-
-/* Each test (forked by Check) works in a directory of its own. */
-static void
-setup(void)
-{
-	if (!dir_made) {
-		ck_assert_int_eq(rlg_test_mkdtemp(dir), 0);
-		dir_made = 1;
-	}
-	case_no++;
-}
-
-static void
-teardown(void)
-{
-	if (dir_made)
-		rlg_test_rmtree(dir);
-}
 
 /*
  * A gate on the config text: its [store] path is a new file of the
@@ -60,8 +36,8 @@ gate_on(const char *text)
 	if (strncmp(text, "[store]\npath = ", 15) == 0)
 		n = snprintf(full, sizeof full, "%s", text);
 	else
-		n = snprintf(full, sizeof full, "[store]\npath = %s/g%d.db\n%s",
-		    dir, case_no, text);
+		n = snprintf(full, sizeof full, "[store]\npath = %s\n%s",
+		    path_in("g.db"), text);
 	ck_assert(n > 0 && (size_t)n < sizeof full);
 	ck_assert_int_eq(rlg_config_load_string(full, "gate.conf", stderr,
 	    &cfg), 0);
@@ -104,10 +80,7 @@ ask(struct rlg_verdict *v, int64_t now, ...)
 static void
 log_begin(void)
 {
-	char path[256];
-
-	snprintf(path, sizeof path, "%s/log%d.txt", dir, case_no);
-	ck_assert_int_eq(rlg_test_log_begin(path), 0);
+	ck_assert_int_eq(rlg_test_log_begin(path_in("log.txt")), 0);
 }
 
 /* Restores stderr; returns how many log lines contain needle. */
@@ -150,7 +123,7 @@ START_TEST(test_responder)
 	ck_assert(v.answer.head);
 	ck_assert_int_eq(v.answer.decisions[0].remaining, 2);
 	/* the next window */
-	ask(&v, T0 + 60000, GET, RES, A1, NULL);
+	ask(&v, WIN0 + 60000, GET, RES, A1, NULL);
 	ck_assert_int_eq(v.answer.outcome, RLG_OUT_ADMITTED);
 	gate_off();
 }
@@ -312,8 +285,8 @@ START_TEST(test_on_error)
 	struct rlg_verdict v;
 	char text[512];
 
-	snprintf(text, sizeof text, "[store]\npath = %s/missing/x.db\n"
-	    "on_error = closed\n", dir);
+	snprintf(text, sizeof text, "[store]\npath = %s\n"
+	    "on_error = closed\n", path_in("missing/x.db"));
 	log_begin();
 	gate_on(text);
 	ask(&v, T1, GET, RES, A1, NULL);
@@ -322,8 +295,8 @@ START_TEST(test_on_error)
 	ask(&v, T1 + 1, GET, RES, A1, NULL);
 	gate_off();
 	ck_assert_int_eq(log_end("store error:"), 1);
-	snprintf(text, sizeof text, "[store]\npath = %s/missing/x.db\n"
-	    "on_error = open\n", dir);
+	snprintf(text, sizeof text, "[store]\npath = %s\n"
+	    "on_error = open\n", path_in("missing/x.db"));
 	log_begin();
 	gate_on(text);
 	ask(&v, T1, GET, RES, A1, NULL);
@@ -359,9 +332,8 @@ Suite *
 rlg_gate_suite(void)
 {
 	Suite *s = suite_create("gate");
-	TCase *tc = tcase_create("core");
+	TCase *tc = store_tcase(s, "core", base_setup, base_teardown, 0);
 
-	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_responder);
 	tcase_add_test(tc, test_authorizer);
 	tcase_add_test(tc, test_routes);
@@ -370,6 +342,5 @@ rlg_gate_suite(void)
 	tcase_add_test(tc, test_new_keys);
 	tcase_add_test(tc, test_on_error);
 	tcase_add_test(tc, test_cached_repeats);
-	suite_add_tcase(s, tc);
 	return s;
 }

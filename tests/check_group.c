@@ -26,6 +26,7 @@
 #include "check_rlgate.h"
 #include "fixture.h"
 #include "store.h"
+#include "store_fixture.h"
 #include "util.h"
 
 /* 2023-11-14 22:13:00 UTC, one second in: a fixed instant. */
@@ -58,23 +59,8 @@ struct gworker {
 	char errmsg[256];
 };
 
-static char gdir[64];
-static int gseq;
 static char gname[] = "g";
 static char gbad_name[] = "bad";
-
-static void
-gsetup(void)
-{
-	snprintf(gdir, sizeof gdir, "/tmp/rlg-check-group-XXXXXX");
-	ck_assert_int_eq(rlg_test_mkdtemp(gdir), 0);
-}
-
-static void
-gteardown(void)
-{
-	rlg_test_rmtree(gdir);
-}
 
 static struct rlg_policy
 gpolicy(enum rlg_algorithm a, int64_t limit)
@@ -184,17 +170,6 @@ run(const char *path, enum gmode mode, const struct rlg_policy *p,
 		    i, w[i].errors, w[i].errmsg);
 }
 
-static char *
-gpath(void)
-{
-	static char path[128];
-
-	/* Each test runs in a child of its own: the pid tells them apart. */
-	snprintf(path, sizeof path, "%s/g%ld-%d.db", gdir, (long)getpid(),
-	    ++gseq);
-	return path;
-}
-
 /*
  * The admitted requests' remaining values are quota - 1 down to 0, each
  * once: what a serial run gives. The batches carried every request, and
@@ -226,37 +201,17 @@ check_serial(struct gworker *w, int64_t quota)
 	ck_assert_uint_gt(w[0].stats.group_batches, 0);
 }
 
-static int64_t
-count_of(const char *path, const char *client)
-{
-	sqlite3 *db;
-	sqlite3_stmt *st;
-	int64_t v = -1;
-
-	ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY,
-	    NULL), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_prepare_v2(db,
-	    "SELECT count FROM rlg_state WHERE client = ?1", -1, &st, NULL),
-	    SQLITE_OK);
-	sqlite3_bind_text(st, 1, client, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	return v;
-}
-
 /* Loop over the algorithms: exactly the quota, decided as in series. */
 START_TEST(test_group_exact_each_algorithm)
 {
 	struct rlg_policy p = gpolicy((enum rlg_algorithm)_i, GLIMIT);
 	struct gworker w[GTHREADS];
-	char *path = gpath();
+	char *path = path_in("g.db");
 
 	run(path, G_HOT, &p, NULL, w);
 	check_serial(w, GLIMIT);
 	if (p.lim.algorithm != RLG_ALG_TOKEN_BUCKET)
-		ck_assert_int_eq(count_of(path, "hot"), GLIMIT);
+		ck_assert_int_eq(count_of(path, gname, "hot"), GLIMIT);
 }
 END_TEST
 
@@ -270,7 +225,7 @@ START_TEST(test_group_full_undoes_one)
 	sqlite3_stmt *st;
 	int i;
 
-	run(gpath(), G_NEW_CLIENTS, &p, NULL, w);
+	run(path_in("g.db"), G_NEW_CLIENTS, &p, NULL, w);
 	for (i = 0; i < GTHREADS; i++) {
 		admitted += w[i].admitted;
 		full += w[i].full;
@@ -300,14 +255,14 @@ START_TEST(test_group_refused_alone)
 	int i;
 
 	bad.name = gbad_name;
-	run(gpath(), G_WITH_BAD, &p, &bad, w);
+	run(path_in("g.db"), G_WITH_BAD, &p, &bad, w);
 	for (i = 0; i < GTHREADS; i++) {
 		admitted += w[i].admitted;
 		refused += w[i].refused;
 	}
 	ck_assert_int_eq(refused, (long)GTHREADS * (GSENT / 10));
 	ck_assert_int_eq(admitted, GLIMIT);
-	ck_assert_int_eq(count_of(w[0].path, "hot"), GLIMIT);
+	ck_assert_int_eq(count_of(w[0].path, gname, "hot"), GLIMIT);
 }
 END_TEST
 
@@ -316,7 +271,7 @@ START_TEST(test_group_auto_off)
 {
 	struct rlg_store_config cfg;
 	struct rlg_store *s = NULL;
-	char *path = gpath();
+	char *path = path_in("g.db");
 
 	memset(&cfg, 0, sizeof cfg);
 	cfg.sqlite.path = path;
@@ -336,14 +291,11 @@ Suite *
 rlg_group_suite(void)
 {
 	Suite *s = suite_create("group");
-	TCase *tc = tcase_create("group");
+	TCase *tc = store_tcase(s, "group", base_setup, base_teardown, 120);
 
-	tcase_add_unchecked_fixture(tc, gsetup, gteardown);
-	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_group_exact_each_algorithm, 0, 4);
 	tcase_add_test(tc, test_group_full_undoes_one);
 	tcase_add_test(tc, test_group_refused_alone);
 	tcase_add_test(tc, test_group_auto_off);
-	suite_add_tcase(s, tc);
 	return s;
 }

@@ -49,6 +49,7 @@
 #include "config.h"
 #include "limiter.h"
 #include "store.h"
+#include "store_fixture.h"
 #include "util.h"
 
 /* A fixed time for clock = local: 2025-01-01T00:00:00Z. */
@@ -71,8 +72,6 @@ static struct rlg_store *fx_open(const struct fx *f, bool cluster,
     int connect_ms, int timeout_ms, int64_t cache, int *rc);
 static void fx_expect(const struct rlg_store *s, const struct fx *f,
     const char *also, const char *also2);
-static int64_t fx_mono_ms(void);
-static void fx_sleep_ms(long ms);
 
 static struct rlg_policy fx_policy = {
 	.name = (char *)"default",
@@ -142,14 +141,14 @@ fx_start(struct fx *f, const char *mode, int trickle_ms)
 		fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
 		_exit(127);
 	}
-	t0 = fx_mono_ms();
+	t0 = mono_ms();
 	while ((pf = fopen(portf, "r")) == NULL) {
 		ck_assert_msg(waitpid(f->pid, NULL, WNOHANG) == 0,
 		    "fake_redis --mode %s exited at start", mode);
-		ck_assert_msg(fx_mono_ms() - t0 < FX_START_MS,
+		ck_assert_msg(mono_ms() - t0 < FX_START_MS,
 		    "fake_redis --mode %s wrote no port in %d ms", mode,
 		    FX_START_MS);
-		fx_sleep_ms(5);
+		sleep_ms(5);
 	}
 	ck_assert_int_eq(fscanf(pf, "%d", &f->port), 1);
 	fclose(pf);
@@ -169,14 +168,14 @@ fx_stop(struct fx *f)
 
 	if (f->pid > 0) {
 		(void)kill(f->pid, SIGTERM);
-		t0 = fx_mono_ms();
+		t0 = mono_ms();
 		while (waitpid(f->pid, NULL, WNOHANG) == 0) {
-			if (fx_mono_ms() - t0 > FX_STOP_MS) {
+			if (mono_ms() - t0 > FX_STOP_MS) {
 				(void)kill(f->pid, SIGKILL);
 				(void)waitpid(f->pid, NULL, 0);
 				break;
 			}
-			fx_sleep_ms(5);
+			sleep_ms(5);
 		}
 		f->pid = 0;
 	}
@@ -192,19 +191,16 @@ fx_open(const struct fx *f, bool cluster, int connect_ms, int timeout_ms,
 {
 	struct rlg_store_config cfg;
 	struct rlg_store *s = NULL;
-	char why[256];
 
 	memset(&cfg, 0, sizeof cfg);
-	ck_assert_msg(rlg_config_redis_url(&cfg, f->url, why, sizeof why) ==
-	    0, "%s", why);
-	cfg.backend = RLG_BACKEND_REDIS;
+	store_cfg_url(&cfg, f->url);
 	cfg.redis.cluster = cluster;
 	cfg.redis.clock = RLG_CLOCK_LOCAL;
 	cfg.redis.connect_timeout_ms = connect_ms;
 	cfg.redis.timeout_ms = timeout_ms;
 	cfg.rejection_cache = cache;
 	*rc = rlg_store_open(&cfg, &s);
-	free(cfg.redis.host);
+	store_cfg_free(&cfg);
 	ck_assert_ptr_nonnull(s);
 	return s;
 }
@@ -225,24 +221,6 @@ fx_expect(const struct rlg_store *s, const struct fx *f, const char *also,
 	if (also2 != NULL)
 		ck_assert_msg(strstr(msg, also2) != NULL, "no \"%s\" in: %s",
 		    also2, msg);
-}
-
-static int64_t
-fx_mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void
-fx_sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
 }
 
 /* ---- replies ------------------------------------------------------------ */
@@ -360,7 +338,7 @@ START_TEST(test_reply_huge_through_cache)
 	for (i = 0; i < 3; i++) {
 		/* After a failure the handle waits out a backoff. */
 		if (i > 0)
-			fx_sleep_ms(100 << i);
+			sleep_ms(100 << i);
 		rc = rlg_store_step(s, &item, 1, FX_T1 + i, &d);
 		ck_assert_msg(rc == RLG_ESTORE, "step %d: rc %d, retry_ms"
 		    " %lld", i, rc, (long long)d.retry_ms);
@@ -522,9 +500,9 @@ START_TEST(test_trickle_bounded)
 	fx_start(&f, "trickle", 30);
 	s = fx_open(&f, false, 2000, 200, 0, &rc);
 	ck_assert_msg(rc == RLG_OK, "%s", rlg_store_errmsg(s));
-	t0 = fx_mono_ms();
+	t0 = mono_ms();
 	rc = rlg_store_step(s, &item, 1, FX_T1, &d);
-	took = fx_mono_ms() - t0;
+	took = mono_ms() - t0;
 	ck_assert_msg(rc == RLG_ESTORE, "rc %d after %lld ms", rc,
 	    (long long)took);
 	fx_expect(s, &f, "EVALSHA", "timed out after 200 ms");
@@ -548,9 +526,9 @@ START_TEST(test_silent_bounded)
 	fx_start(&f, "silent", 0);
 	s = fx_open(&f, false, 2000, 200, 0, &rc);
 	ck_assert_msg(rc == RLG_OK, "%s", rlg_store_errmsg(s));
-	t0 = fx_mono_ms();
+	t0 = mono_ms();
 	rc = rlg_store_step(s, &item, 1, FX_T1, &d);
-	took = fx_mono_ms() - t0;
+	took = mono_ms() - t0;
 	ck_assert_int_eq(rc, RLG_ESTORE);
 	fx_expect(s, &f, "EVALSHA", "timed out after 200 ms");
 	ck_assert_msg(took >= 150 && took < 3 * 200, "the step took %lld ms",
@@ -573,9 +551,9 @@ START_TEST(test_trickle_connect_bounded)
 	int rc;
 
 	fx_start(&f, "trickle-all", 30);
-	t0 = fx_mono_ms();
+	t0 = mono_ms();
 	s = fx_open(&f, false, 200, 200, 0, &rc);
-	took = fx_mono_ms() - t0;
+	took = mono_ms() - t0;
 	ck_assert_msg(rc == RLG_ESTORE, "open: rc %d after %lld ms", rc,
 	    (long long)took);
 	fx_expect(s, &f, "timed out after 200 ms", NULL);
@@ -603,9 +581,9 @@ START_TEST(test_cluster_moved_bounded)
 	fx_start(&f, "cluster-moved-trickle", 20);
 	s = fx_open(&f, true, 2000, 200, 0, &rc);
 	ck_assert_msg(rc == RLG_OK, "%s", rlg_store_errmsg(s));
-	t0 = fx_mono_ms();
+	t0 = mono_ms();
 	rc = rlg_store_step(s, &item, 1, FX_T1, &d);
-	took = fx_mono_ms() - t0;
+	took = mono_ms() - t0;
 	ck_assert_int_eq(rc, RLG_ESTORE);
 	fx_expect(s, &f, "EVALSHA", "timed out after 200 ms");
 	ck_assert_msg(took < 3 * 200, "the step took %lld ms",
@@ -631,9 +609,9 @@ START_TEST(test_cluster_tryagain_bounded)
 	fx_start(&f, "cluster-tryagain", 0);
 	s = fx_open(&f, true, 2000, 20, 0, &rc);
 	ck_assert_msg(rc == RLG_OK, "%s", rlg_store_errmsg(s));
-	t0 = fx_mono_ms();
+	t0 = mono_ms();
 	rc = rlg_store_step(s, &item, 1, FX_T1, &d);
-	took = fx_mono_ms() - t0;
+	took = mono_ms() - t0;
 	ck_assert_int_eq(rc, RLG_ESTORE);
 	fx_expect(s, &f, "TRYAGAIN", "timed out after 20 ms");
 	ck_assert_msg(took < 1000, "the step took %lld ms", (long long)took);

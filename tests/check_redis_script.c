@@ -102,6 +102,7 @@ static void srv_setup(void);
 static void srv_teardown(void);
 static void conn_setup(void);
 static void conn_teardown(void);
+static TCase *script_tcase(Suite *s, const char *name, int timeout_s);
 static redisReply *cmd(const char *fmt, ...);
 static void args_add(struct args *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -127,6 +128,7 @@ static void random_policy(struct sim *s, struct rlg_policy *p, int alg,
     bool extreme);
 static void inject(struct sim *s, struct mkey *k, const struct rlg_policy *p,
     int64_t now_ms);
+static redisReply *eval_args(const char *const *args);
 static int64_t reply_int(const redisReply *r, size_t i);
 static redisReply *eval_items(const char *now, const struct item *it,
     size_t n, const struct mkey *keys);
@@ -244,6 +246,28 @@ eval_items(const char *now, const struct item *it, size_t n,
 
 	args_eval(&a, now, it, n, keys);
 	r = redisCommandArgv(conn, a.argc, a.argv, a.len);
+	ck_assert_msg(r != NULL, "redis: %s", conn->errstr);
+	return r;
+}
+
+/*
+ * EVALSHA sha and the arguments args (NULL-terminated; at most 20): the
+ * reply, never NULL, caller frees.
+ */
+static redisReply *
+eval_args(const char *const *args)
+{
+	const char *argv[22];
+	redisReply *r;
+	int argc = 0;
+
+	argv[argc++] = "EVALSHA";
+	argv[argc++] = sha;
+	for (; *args != NULL; args++) {
+		ck_assert_int_lt(argc, 22);
+		argv[argc++] = *args;
+	}
+	r = redisCommandArgv(conn, argc, argv, NULL);
 	ck_assert_msg(r != NULL, "redis: %s", conn->errstr);
 	return r;
 }
@@ -1158,19 +1182,14 @@ START_TEST(test_malformed)
 		{ "4", "a", "b", "c", "d", "1", "2", "0", "3", "60000", "0",
 		    "0", "0", "3", "-5", "0", "0" },
 	};
-	const char *argv[24];
+	static const char *const negative_now[] = {
+		"2", "a", "b", "-5", "1", "0", "3", "60000", "0", "0", NULL
+	};
 	redisReply *r;
-	size_t i, j;
-	int argc;
+	size_t i;
 
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		argc = 0;
-		argv[argc++] = "EVALSHA";
-		argv[argc++] = sha;
-		for (j = 0; j < 20 && bad[i][j] != NULL; j++)
-			argv[argc++] = bad[i][j];
-		r = redisCommandArgv(conn, argc, argv, NULL);
-		ck_assert_ptr_nonnull(r);
+		r = eval_args(bad[i]);
 		ck_assert_msg(r->type == REDIS_REPLY_ERROR &&
 		    strncmp(r->str, "rlgate:", 7) == 0,
 		    "case %zu: not an rlgate error (type %d, %s)", i, r->type,
@@ -1181,25 +1200,25 @@ START_TEST(test_malformed)
 		freeReplyObject(r);
 	}
 	/* And a negative now is a time before the epoch: clamped to 0. */
-	argc = 0;
-	argv[argc++] = "EVALSHA";
-	argv[argc++] = sha;
-	argv[argc++] = "2";
-	argv[argc++] = "a";
-	argv[argc++] = "b";
-	argv[argc++] = "-5";
-	argv[argc++] = "1";
-	argv[argc++] = "0";
-	argv[argc++] = "3";
-	argv[argc++] = "60000";
-	argv[argc++] = "0";
-	argv[argc++] = "0";
-	r = redisCommandArgv(conn, argc, argv, NULL);
+	r = eval_args(negative_now);
 	ck_assert_int_eq(reply_int(r, 0), 0);
 	ck_assert_int_eq(reply_int(r, 4), 60000);
 	freeReplyObject(r);
 }
 END_TEST
+
+/* A test case against the suite's server, a connection per test. */
+static TCase *
+script_tcase(Suite *s, const char *name, int timeout_s)
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_add_unchecked_fixture(tc, srv_setup, srv_teardown);
+	tcase_add_checked_fixture(tc, conn_setup, conn_teardown);
+	tcase_set_timeout(tc, timeout_s);
+	suite_add_tcase(s, tc);
+	return tc;
+}
 
 Suite *
 rlg_redis_script_suite(void)
@@ -1207,30 +1226,18 @@ rlg_redis_script_suite(void)
 	Suite *s = suite_create("redis_script");
 	TCase *tc;
 
-	tc = tcase_create("differential");
-	tcase_add_unchecked_fixture(tc, srv_setup, srv_teardown);
-	tcase_add_checked_fixture(tc, conn_setup, conn_teardown);
-	tcase_set_timeout(tc, 120);
+	tc = script_tcase(s, "differential", 120);
 	tcase_add_loop_test(tc, test_differential, 0, 6);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("extremes");
-	tcase_add_unchecked_fixture(tc, srv_setup, srv_teardown);
-	tcase_add_checked_fixture(tc, conn_setup, conn_teardown);
-	tcase_set_timeout(tc, 120);
+	tc = script_tcase(s, "extremes", 120);
 	tcase_add_loop_test(tc, test_extremes, 0, 4);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("step");
-	tcase_add_unchecked_fixture(tc, srv_setup, srv_teardown);
-	tcase_add_checked_fixture(tc, conn_setup, conn_teardown);
-	tcase_set_timeout(tc, 60);
+	tc = script_tcase(s, "step", 60);
 	tcase_add_test(tc, test_all_or_nothing);
 	tcase_add_test(tc, test_advisory);
 	tcase_add_test(tc, test_same_key_twice);
 	tcase_add_test(tc, test_server_clock);
 	tcase_add_test(tc, test_expiry);
 	tcase_add_test(tc, test_malformed);
-	suite_add_tcase(s, tc);
 	return s;
 }

@@ -31,7 +31,6 @@
  * requests have stopped truncates it.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -46,6 +45,7 @@
 
 #include "check_rlgate.h"
 #include "store.h"
+#include "store_fixture.h"
 #include "util.h"
 
 /* db/schema.sql, compiled into the library. */
@@ -65,64 +65,7 @@ extern const char rlg_schema_sql[];
 /* Its journal_size_limit. */
 #define WAL_LIMIT_BYTES ((off_t)16 << 20)
 
-static char gdir[64];
-static char cdir[128];
-static int cseq;
-static char pname[] = "default";
 static char lname[] = "strict";
-
-static int
-rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static void
-guard_setup(void)
-{
-	snprintf(gdir, sizeof gdir, "/tmp/rlg-check-guard-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(gdir));
-}
-
-static void
-guard_teardown(void)
-{
-	nftw(gdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* Each test in a directory of its own. */
-static void
-case_setup(void)
-{
-	snprintf(cdir, sizeof cdir, "%s/t%d-%ld", gdir, ++cseq,
-	    (long)getpid());
-	ck_assert_int_eq(mkdir(cdir, 0700), 0);
-}
-
-/* A path in this test's directory; static storage, one per call site. */
-static char *
-path_in(const char *name)
-{
-	static char bufs[4][256];
-	static int next;
-	char *p = bufs[next++ % 4];
-
-	snprintf(p, sizeof bufs[0], "%s/%s", cdir, name);
-	return p;
-}
-
-static struct rlg_policy
-policy(int64_t limit)
-{
-	struct rlg_policy p = { .name = pname,
-	    .lim.algorithm = RLG_ALG_FIXED_WINDOW, .lim.limit = limit,
-	    .lim.window_ms = 60000, .key = RLG_KEY_IP };
-
-	return p;
-}
 
 /* A handle on path, without a rejection cache: every step is the store's. */
 static int
@@ -133,16 +76,6 @@ open_store(const char *path, bool group, struct rlg_store **s)
 	    .sqlite.group_commit = group ? RLG_GROUP_ON : RLG_GROUP_OFF };
 
 	return rlg_store_open(&cfg, s);
-}
-
-static struct rlg_store *
-open_ok(const char *path)
-{
-	struct rlg_store *s = NULL;
-	int rc = open_store(path, false, &s);
-
-	ck_assert_msg(rc == RLG_OK, "open %s: %s", path, rlg_store_errmsg(s));
-	return s;
 }
 
 /* One request: the step's result; *admitted when RLG_OK. */
@@ -157,63 +90,6 @@ step(struct rlg_store *s, const struct rlg_policy *p, const char *client,
 	if (admitted != NULL)
 		*admitted = rc == RLG_OK && d.admitted;
 	return rc;
-}
-
-/* One request that must be decided; true if admitted. */
-static bool
-hit(struct rlg_store *s, const struct rlg_policy *p, const char *client,
-    int64_t now)
-{
-	bool admitted;
-	int rc = step(s, p, client, now, &admitted);
-
-	ck_assert_msg(rc == RLG_OK, "step: %s", rlg_store_errmsg(s));
-	return admitted;
-}
-
-/* SQL from another connection, as an operator's sqlite3 shell. */
-static void
-sql_exec(const char *path, const char *sql)
-{
-	sqlite3 *db;
-	int rc;
-
-	ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE,
-	    NULL), SQLITE_OK);
-	sqlite3_busy_timeout(db, 5000);
-	rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
-	ck_assert_msg(rc == SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(db));
-	sqlite3_close(db);
-}
-
-/* The first column of the first row; -1 when there is no row. */
-static int64_t
-sql_int(const char *path, const char *sql)
-{
-	sqlite3 *db;
-	sqlite3_stmt *st;
-	int64_t v = -1;
-
-	ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE,
-	    NULL), SQLITE_OK);
-	sqlite3_busy_timeout(db, 5000);
-	ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL),
-	    SQLITE_OK);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	return v;
-}
-
-static int64_t
-count_of(const char *path, const char *client)
-{
-	char sql[256];
-
-	snprintf(sql, sizeof sql, "SELECT count FROM rlg_state WHERE"
-	    " policy = 'default' AND client = '%s'", client);
-	return sql_int(path, sql);
 }
 
 /*
@@ -268,16 +144,16 @@ check_refused(const char *sql, const char *fix, const char *restored,
 {
 	static int calls;
 	char name[32], *path;
-	struct rlg_policy p = policy(2);
+	struct rlg_policy p = policy(2, 60);
 	struct rlg_store *s, *t = NULL;
 	int i;
 
 	snprintf(name, sizeof name, "refused-%d.db", ++calls);
 	path = path_in(name);
-	s = open_ok(path);
+	s = open_ok(path, 2000);
 
-	ck_assert(hit(s, &p, "c", GT0));
-	ck_assert(hit(s, &p, "c", GT0));
+	ck_assert(hit(s, &p, "c", GT0, NULL));
+	ck_assert(hit(s, &p, "c", GT0, NULL));
 	sql_exec(path, sql);
 	for (i = 0; i < 6; i++) {
 		ck_assert_int_eq(step(s, &p, "c", GT0 + i, NULL), RLG_ESTORE);
@@ -287,18 +163,18 @@ check_refused(const char *sql, const char *fix, const char *restored,
 	ck_assert_int_eq(open_store(path, false, &t), RLG_ESTORE);
 	ck_assert_ptr_nonnull(t);
 	check_msg(t, want1, want2, NULL);
-	ck_assert_int_eq(count_of(path, "c"), 2);
+	ck_assert_int_eq(count_of(path, "default", "c"), 2);
 
 	if (fix != NULL)
 		sql_exec(path, fix);
 	if (restored != NULL)
 		restore(path, restored);
 	/* At its limit: rejected, the count unchanged, then a new client. */
-	ck_assert(!hit(s, &p, "c", GT0 + 10));
-	ck_assert(!hit(t, &p, "c", GT0 + 10));
-	ck_assert(hit(s, &p, "d", GT0 + 10));
-	ck_assert_int_eq(count_of(path, "c"), 2);
-	ck_assert_int_eq(count_of(path, "d"), 1);
+	ck_assert(!hit(s, &p, "c", GT0 + 10, NULL));
+	ck_assert(!hit(t, &p, "c", GT0 + 10, NULL));
+	ck_assert(hit(s, &p, "d", GT0 + 10, NULL));
+	ck_assert_int_eq(count_of(path, "default", "c"), 2);
+	ck_assert_int_eq(count_of(path, "default", "d"), 1);
 	rlg_store_close(t);
 	rlg_store_close(s);
 }
@@ -323,12 +199,12 @@ END_TEST
 START_TEST(test_foreign_trigger_at_open)
 {
 	char *path = path_in("open.db");
-	struct rlg_policy p = policy(2);
+	struct rlg_policy p = policy(2, 60);
 	struct rlg_store *s = NULL;
 	bool admitted;
 	int i, n = 0;
 
-	rlg_store_close(open_ok(path));
+	rlg_store_close(open_ok(path, 2000));
 	sql_exec(path, RESET_TRIGGER);
 	ck_assert_int_eq(open_store(path, false, &s), RLG_ESTORE);
 	check_msg(s, "sqlite schema check on ", path,
@@ -340,9 +216,9 @@ START_TEST(test_foreign_trigger_at_open)
 	ck_assert_int_eq(n, 0);
 	sql_exec(path, "DROP TRIGGER reset");
 	for (i = 0; i < 6; i++)
-		n += hit(s, &p, "c", GT0);
+		n += hit(s, &p, "c", GT0, NULL);
 	ck_assert_int_eq(n, 2);
-	ck_assert_int_eq(count_of(path, "c"), 2);
+	ck_assert_int_eq(count_of(path, "default", "c"), 2);
 	rlg_store_close(s);
 }
 END_TEST
@@ -423,21 +299,21 @@ END_TEST
 START_TEST(test_operator_objects)
 {
 	char *path = path_in("ops.db");
-	struct rlg_policy p = policy(3);
-	struct rlg_store *s = open_ok(path), *t;
+	struct rlg_policy p = policy(3, 60);
+	struct rlg_store *s = open_ok(path, 2000), *t;
 	int64_t deleted = -1;
 
-	ck_assert(hit(s, &p, "c", GT0));
+	ck_assert(hit(s, &p, "c", GT0, NULL));
 	sql_exec(path, "CREATE TABLE notes (client TEXT, note TEXT);"
 	    " CREATE INDEX notes_client ON notes (client);"
 	    " CREATE VIEW busy AS SELECT client, count FROM rlg_state"
 	    " WHERE count > 1; ANALYZE");
-	ck_assert(hit(s, &p, "c", GT0 + 1));
-	t = open_ok(path);
-	ck_assert(hit(t, &p, "c", GT0 + 2));
-	ck_assert(!hit(t, &p, "c", GT0 + 3));
-	ck_assert(!hit(s, &p, "c", GT0 + 3));
-	ck_assert_int_eq(count_of(path, "c"), 3);
+	ck_assert(hit(s, &p, "c", GT0 + 1, NULL));
+	t = open_ok(path, 2000);
+	ck_assert(hit(t, &p, "c", GT0 + 2, NULL));
+	ck_assert(!hit(t, &p, "c", GT0 + 3, NULL));
+	ck_assert(!hit(s, &p, "c", GT0 + 3, NULL));
+	ck_assert_int_eq(count_of(path, "default", "c"), 3);
 	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM busy"), 1);
 	ck_assert_int_eq(sql_int(path, "SELECT count FROM clients"), 3);
 	/* A prune after a change of the schema, with rlgate's triggers. */
@@ -458,10 +334,10 @@ END_TEST
 START_TEST(test_foreign_trigger_prune)
 {
 	char *path = path_in("prune.db");
-	struct rlg_policy p = policy(2);
-	struct rlg_store *s = open_ok(path);
+	struct rlg_policy p = policy(2, 60);
+	struct rlg_store *s = open_ok(path, 2000);
 
-	ck_assert(hit(s, &p, "c", GT0));
+	ck_assert(hit(s, &p, "c", GT0, NULL));
 	sql_exec(path, "CREATE TABLE seen (client TEXT);"
 	    " CREATE TRIGGER keep AFTER DELETE ON rlg_state BEGIN"
 	    " INSERT INTO seen VALUES (old.client); END");
@@ -487,13 +363,13 @@ START_TEST(test_foreign_trigger_log_and_group)
 	struct rlg_policy l = { .name = lname,
 	    .lim.algorithm = RLG_ALG_SLIDING_LOG, .lim.limit = 2, .lim.window_ms = 60000,
 	    .key = RLG_KEY_IP };
-	struct rlg_policy p = policy(2);
-	struct rlg_store *s = open_ok(path), *g = NULL;
+	struct rlg_policy p = policy(2, 60);
+	struct rlg_store *s = open_ok(path, 2000), *g = NULL;
 	int i;
 
 	ck_assert_int_eq(open_store(path, true, &g), RLG_OK);
-	ck_assert(hit(s, &l, "c", GT0));
-	ck_assert(hit(g, &p, "c", GT0));
+	ck_assert(hit(s, &l, "c", GT0, NULL));
+	ck_assert(hit(g, &p, "c", GT0, NULL));
 	sql_exec(path, "CREATE TRIGGER spare BEFORE INSERT ON rlg_log BEGIN"
 	    " SELECT RAISE(IGNORE); END;" RESET_TRIGGER);
 	for (i = 0; i < 4; i++) {
@@ -506,12 +382,12 @@ START_TEST(test_foreign_trigger_log_and_group)
 	check_msg(g, "that rlgate did not create", NULL);
 	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_log"), 1);
 	sql_exec(path, "DROP TRIGGER spare; DROP TRIGGER reset");
-	ck_assert(hit(s, &l, "c", GT0 + 10));
-	ck_assert(!hit(s, &l, "c", GT0 + 11));
-	ck_assert(hit(g, &p, "c", GT0 + 10));
-	ck_assert(!hit(g, &p, "c", GT0 + 11));
+	ck_assert(hit(s, &l, "c", GT0 + 10, NULL));
+	ck_assert(!hit(s, &l, "c", GT0 + 11, NULL));
+	ck_assert(hit(g, &p, "c", GT0 + 10, NULL));
+	ck_assert(!hit(g, &p, "c", GT0 + 11, NULL));
 	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_log"), 2);
-	ck_assert_int_eq(count_of(path, "c"), 2);
+	ck_assert_int_eq(count_of(path, "default", "c"), 2);
 	rlg_store_close(g);
 	rlg_store_close(s);
 }
@@ -556,24 +432,24 @@ make_v1(const char *path, const char *extra)
 START_TEST(test_migrated_pass)
 {
 	char *v1 = path_in("v1.db"), *v2 = path_in("v2.db");
-	struct rlg_policy p = policy(2);
+	struct rlg_policy p = policy(2, 60);
 	struct rlg_store *s;
 
 	make_v1(v1, "");
-	s = open_ok(v1);
+	s = open_ok(v1, 2000);
 	ck_assert_int_eq(sql_int(v1, "PRAGMA user_version"), 3);
-	ck_assert(hit(s, &p, "c", GT0));
-	ck_assert(!hit(s, &p, "c", GT0));
+	ck_assert(hit(s, &p, "c", GT0, NULL));
+	ck_assert(!hit(s, &p, "c", GT0, NULL));
 	rlg_store_close(s);
 
 	/* Version 2: a version 3 file without rlg_clients and its triggers. */
-	rlg_store_close(open_ok(v2));
+	rlg_store_close(open_ok(v2, 2000));
 	sql_exec(v2, "DROP TRIGGER rlg_state_count_insert;"
 	    " DROP TRIGGER rlg_state_count_delete; DROP TABLE rlg_clients;"
 	    " PRAGMA user_version = 2");
-	s = open_ok(v2);
+	s = open_ok(v2, 2000);
 	ck_assert_int_eq(sql_int(v2, "PRAGMA user_version"), 3);
-	ck_assert(hit(s, &p, "c", GT0));
+	ck_assert(hit(s, &p, "c", GT0, NULL));
 	ck_assert_int_eq(sql_int(v2, "SELECT clients FROM rlg_clients"), 1);
 	rlg_store_close(s);
 }
@@ -583,7 +459,7 @@ END_TEST
 START_TEST(test_migrated_foreign_trigger)
 {
 	char *v1 = path_in("v1-trigger.db");
-	struct rlg_policy p = policy(2);
+	struct rlg_policy p = policy(2, 60);
 	struct rlg_store *s = NULL;
 
 	make_v1(v1, RESET_TRIGGER ";");
@@ -591,9 +467,9 @@ START_TEST(test_migrated_foreign_trigger)
 	check_msg(s, "holds trigger \"reset\"", NULL);
 	ck_assert_int_eq(step(s, &p, "c", GT0, NULL), RLG_ESTORE);
 	sql_exec(v1, "DROP TRIGGER reset");
-	ck_assert(hit(s, &p, "c", GT0));
-	ck_assert(!hit(s, &p, "c", GT0));
-	ck_assert_int_eq(count_of(v1, "c"), 2);
+	ck_assert(hit(s, &p, "c", GT0, NULL));
+	ck_assert(!hit(s, &p, "c", GT0, NULL));
+	ck_assert_int_eq(count_of(v1, "default", "c"), 2);
 	rlg_store_close(s);
 }
 END_TEST
@@ -620,15 +496,15 @@ START_TEST(test_file_modes)
 	struct rlg_store_config cfg = { .sqlite.path = path };
 	struct rlg_store_config redis = { .backend = RLG_BACKEND_REDIS,
 	    .sqlite.path = path };
-	struct rlg_policy p = policy(5);
+	struct rlg_policy p = policy(5, 60);
 	struct warnings w = { 0, "" };
 	struct rlg_store *s;
 
 	/* Missing: nothing to say. */
 	ck_assert_int_eq(rlg_store_check_files(&cfg, collect, &w), 0);
 	/* Made by the store: 0600, nothing to say. */
-	s = open_ok(path);
-	ck_assert(hit(s, &p, "c", GT0));
+	s = open_ok(path, 2000);
+	ck_assert(hit(s, &p, "c", GT0, NULL));
 	snprintf(wal, sizeof wal, "%s-wal", path);
 	snprintf(shm, sizeof shm, "%s-shm", path);
 	ck_assert_int_eq(rlg_store_check_files(&cfg, collect, &w), 0);
@@ -707,14 +583,14 @@ wal_size(const char *path)
 static void
 new_clients(struct rlg_store *s, int first, int n, bool idle)
 {
-	struct rlg_policy p = policy(5);
+	struct rlg_policy p = policy(5, 60);
 	char client[32];
 	int i;
 
 	for (i = first; i < first + n; i++) {
 		snprintf(client, sizeof client, "10.%d.%d.%d", i >> 16,
 		    (i >> 8) & 255, i & 255);
-		ck_assert(hit(s, &p, client, GT0));
+		ck_assert(hit(s, &p, client, GT0, NULL));
 		if (idle)
 			rlg_store_idle(s, GT0);
 	}
@@ -739,7 +615,7 @@ ms_since(const struct timespec *t0)
 START_TEST(test_wal_bounded)
 {
 	char *a = path_in("idle.db"), *b = path_in("steps.db");
-	struct rlg_store *s = open_ok(a), *t = open_ok(b);
+	struct rlg_store *s = open_ok(a, 2000), *t = open_ok(b, 2000);
 	off_t most = 0;
 	int round;
 
@@ -771,7 +647,7 @@ END_TEST
 START_TEST(test_wal_reader_pins)
 {
 	char *path = path_in("pinned.db");
-	struct rlg_store *s = open_ok(path);
+	struct rlg_store *s = open_ok(path, 2000);
 	struct timespec t0;
 	sqlite3 *reader;
 	sqlite3_stmt *st;
@@ -824,10 +700,7 @@ rlg_store_guard_suite(void)
 	Suite *s = suite_create("store_guard");
 	TCase *tc;
 
-	tc = tcase_create("schema");
-	tcase_add_unchecked_fixture(tc, guard_setup, guard_teardown);
-	tcase_add_checked_fixture(tc, case_setup, NULL);
-	tcase_set_timeout(tc, 60);
+	tc = store_tcase(s, "schema", base_setup, base_teardown, 60);
 	tcase_add_test(tc, test_foreign_trigger);
 	tcase_add_test(tc, test_foreign_trigger_at_open);
 	tcase_add_test(tc, test_foreign_trigger_elsewhere);
@@ -840,21 +713,13 @@ rlg_store_guard_suite(void)
 	tcase_add_test(tc, test_foreign_trigger_log_and_group);
 	tcase_add_test(tc, test_migrated_pass);
 	tcase_add_test(tc, test_migrated_foreign_trigger);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("files");
-	tcase_add_unchecked_fixture(tc, guard_setup, guard_teardown);
-	tcase_add_checked_fixture(tc, case_setup, NULL);
+	tc = store_tcase(s, "files", base_setup, base_teardown, 0);
 	tcase_add_test(tc, test_file_modes);
 	tcase_add_test(tc, test_mode_describe);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("wal");
-	tcase_add_unchecked_fixture(tc, guard_setup, guard_teardown);
-	tcase_add_checked_fixture(tc, case_setup, NULL);
-	tcase_set_timeout(tc, 120);
+	tc = store_tcase(s, "wal", base_setup, base_teardown, 120);
 	tcase_add_test(tc, test_wal_bounded);
 	tcase_add_test(tc, test_wal_reader_pins);
-	suite_add_tcase(s, tc);
 	return s;
 }

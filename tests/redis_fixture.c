@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,8 @@ static pid_t rf_exec_server(int port, const char *dir, const char *log,
     bool cluster);
 static int rf_wait_up(pid_t *pid, int port);
 static int rf_cluster_create(struct rlg_test_redis_cluster *cl);
+static redisReply *rf_command(int port, long timeout_ms, const char *fmt,
+    ...);
 static int rf_cluster_state(int port, char *buf, size_t size);
 static int rf_ping(int port);
 static void rf_sleep_ms(long ms);
@@ -457,31 +460,46 @@ rf_cluster_create(struct rlg_test_redis_cluster *cl)
 	return -1;
 }
 
+/*
+ * One command to the server on 127.0.0.1:port, connect and reply within
+ * timeout_ms each: its reply (caller frees), or NULL if the server could
+ * not be reached or did not answer.
+ */
+static redisReply *
+rf_command(int port, long timeout_ms, const char *fmt, ...)
+{
+	struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
+	redisContext *c;
+	redisReply *rep = NULL;
+	va_list ap;
+
+	c = redisConnectWithTimeout("127.0.0.1", port, tv);
+	if (c == NULL)
+		return NULL;
+	if (c->err == 0 && redisSetTimeout(c, tv) == REDIS_OK) {
+		va_start(ap, fmt);
+		rep = redisvCommand(c, fmt, ap);
+		va_end(ap);
+	}
+	redisFree(c);
+	return rep;
+}
+
 /* cluster_state of the node on port ("ok", "fail") into buf: 0 or -1. */
 static int
 rf_cluster_state(int port, char *buf, size_t size)
 {
-	struct timeval tv = { 0, 500 * 1000 };
-	redisContext *c;
-	redisReply *rep;
+	redisReply *rep = rf_command(port, 500, "CLUSTER INFO");
 	const char *at;
 	int rc = -1;
 
-	c = redisConnectWithTimeout("127.0.0.1", port, tv);
-	if (c == NULL)
-		return -1;
-	if (c->err == 0 && redisSetTimeout(c, tv) == REDIS_OK &&
-	    (rep = redisCommand(c, "CLUSTER INFO")) != NULL) {
-		if (rep->type == REDIS_REPLY_STRING &&
-		    (at = strstr(rep->str, "cluster_state:")) != NULL) {
-			at += strlen("cluster_state:");
-			snprintf(buf, size, "%.*s", (int)strcspn(at, "\r\n"),
-			    at);
-			rc = 0;
-		}
-		freeReplyObject(rep);
+	if (rep != NULL && rep->type == REDIS_REPLY_STRING &&
+	    (at = strstr(rep->str, "cluster_state:")) != NULL) {
+		at += strlen("cluster_state:");
+		snprintf(buf, size, "%.*s", (int)strcspn(at, "\r\n"), at);
+		rc = 0;
 	}
-	redisFree(c);
+	freeReplyObject(rep);
 	return rc;
 }
 
@@ -489,22 +507,13 @@ rf_cluster_state(int port, char *buf, size_t size)
 static int
 rf_ping(int port)
 {
-	struct timeval tv = { 0, 200 * 1000 };
-	redisContext *c;
-	redisReply *rep;
+	redisReply *rep = rf_command(port, 200, "PING");
 	int rc = -1;
 
-	c = redisConnectWithTimeout("127.0.0.1", port, tv);
-	if (c == NULL)
-		return -1;
-	if (c->err == 0 && redisSetTimeout(c, tv) == REDIS_OK &&
-	    (rep = redisCommand(c, "PING")) != NULL) {
-		if (rep->type == REDIS_REPLY_STATUS &&
-		    strcmp(rep->str, "PONG") == 0)
-			rc = 0;
-		freeReplyObject(rep);
-	}
-	redisFree(c);
+	if (rep != NULL && rep->type == REDIS_REPLY_STATUS &&
+	    strcmp(rep->str, "PONG") == 0)
+		rc = 0;
+	freeReplyObject(rep);
 	return rc;
 }
 

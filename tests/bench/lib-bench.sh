@@ -11,6 +11,13 @@ set -u
 export LC_ALL=C
 PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
 
+# now_ms, pid_alive, free_port, the bounded waits: shared with lib.sh
+# shellcheck source=tests/lib-proc.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib-proc.sh" || {
+	echo "$(basename "$0"): error: cannot read tests/lib-proc.sh" >&2
+	exit 1
+}
+
 BENCH_PROG=${BENCH_PROG:-$(basename "$0")}
 _bench_pids=()
 BT=
@@ -35,20 +42,6 @@ need_cmd() {
 	for c in "$@"; do
 		command -v "$c" >/dev/null 2>&1 || die "required command not found: $c"
 	done
-}
-
-# now_ms: wall-clock milliseconds since the epoch.
-now_ms() {
-	local s=${EPOCHREALTIME%[.,]*} f=${EPOCHREALTIME#*[.,]}
-	echo $((s * 1000 + 10#${f:0:3}))
-}
-
-# pid_alive PID: true while PID runs (a zombie counts as gone).
-pid_alive() {
-	local _pid _comm st
-	kill -0 "$1" 2>/dev/null || return 1
-	{ read -r _pid _comm st _ <"/proc/$1/stat"; } 2>/dev/null || return 1
-	[[ $st != Z* ]]
 }
 
 # track_pid PID...: stopped by pid on exit.
@@ -122,60 +115,6 @@ bench_tmpdir() {
 	BT=$(mktemp -d "${TMPDIR:-/tmp}/rlgate-bench.XXXXXX") || die "mktemp -d failed"
 	chmod 755 "$BT" || die "chmod $BT failed"
 	[ -x "$(dirname "$BT")" ] || die "$(dirname "$BT") is not traversable"
-}
-
-# port_in_use PORT: true if something listens on 127.0.0.1:PORT.
-port_in_use() {
-	if command -v ss >/dev/null 2>&1; then
-		[ -n "$(ss -Htln "sport = :$1" 2>/dev/null)" ] && return 0
-	fi
-	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-
-# free_port: prints a free TCP port on 127.0.0.1, below the kernel's
-# ephemeral range (ip_local_port_range) when there is room for it, so no
-# client connection can take it between this check and the server's bind:
-# 20000 up to that range (or up to 60000 when the range starts too low).
-free_port() {
-	local _ p lo=20000 hi=60000 eph
-	eph=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
-	if [[ $eph =~ ^[0-9]+$ ]] && [ "$eph" -gt 21000 ]; then
-		hi=$((eph - 1))
-	fi
-	for _ in $(seq 1 100); do
-		p=$((lo + (RANDOM * 32768 + RANDOM) % (hi - lo + 1)))
-		if ! port_in_use "$p"; then
-			echo "$p"
-			return 0
-		fi
-	done
-	return 1
-}
-
-# wait_for_port PORT TIMEOUT_S [PID]: until 127.0.0.1:PORT accepts; fails
-# after TIMEOUT_S or as soon as PID (if given) is gone.
-wait_for_port() {
-	local port=$1 timeout=$2 pid=${3:-} _
-	for _ in $(seq 1 $((timeout * 50))); do
-		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-			return 0
-		fi
-		if [ -n "$pid" ] && ! pid_alive "$pid"; then
-			return 1
-		fi
-		sleep 0.02
-	done
-	return 1
-}
-
-# wait_for_file PATH TIMEOUT_S: until PATH exists.
-wait_for_file() {
-	local _
-	for _ in $(seq 1 $(($2 * 50))); do
-		[ -e "$1" ] && return 0
-		sleep 0.02
-	done
-	return 1
 }
 
 # cpu_ticks PID...: prints the user + system clock ticks the processes

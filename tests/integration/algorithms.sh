@@ -28,10 +28,7 @@ need_cmd lighttpd spawn-fcgi sqlite3 curl
 [ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
 make_tmpdir
 
-run="$T/run"
-mkdir -p "$run"
-chmod 755 "$run"
-sock="$run/rlgate.sock"
+make_rundir
 
 # conf NAME STYLE ERRORS: writes $T/NAME.conf, whose database is the fresh
 # file $run/NAME.db, with the [policy] sections read from stdin.
@@ -134,9 +131,7 @@ client_sql() {
 	sql "$DB" "${1//:c/$q}"
 }
 
-PORT=$(free_port) || bail_out "no free port"
-write_lighttpd_demo_conf "$T/lighttpd.conf" "$PORT" "$run"
-url="http://127.0.0.1:$PORT/api/v1/resources"
+demo_lighttpd_conf
 
 # ============================================================================
 # 1. each algorithm in real time

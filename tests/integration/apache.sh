@@ -12,10 +12,7 @@ need_cmd spawn-fcgi sqlite3 curl
 [ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
 make_tmpdir
 
-run="$T/run"
-mkdir -p "$run"
-chmod 755 "$run"
-sock="$run/rlgate.sock"
+make_rundir
 
 LIMIT=5
 WINDOW=2

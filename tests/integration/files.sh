@@ -27,9 +27,7 @@ mode_of() {
 	stat -c %a "$1"
 }
 
-run="$T/run"
-mkdir -p "$run"
-chmod 755 "$run"
+make_rundir
 db="$T/files.db"
 conf="$T/rlgate.conf"
 write_rlgate_conf "$conf" "$db" 5 60

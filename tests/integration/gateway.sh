@@ -30,10 +30,7 @@ need_cmd lighttpd spawn-fcgi sqlite3 curl
 make_tmpdir
 
 WINDOW=3600
-run="$T/run"
-mkdir -p "$run"
-chmod 755 "$run"
-sock="$run/rlgate.sock"
+make_rundir
 CUR=            # the name of the running rlgate (its $T/NAME.pid, .log)
 DB=             # its database
 

@@ -14,9 +14,7 @@ need_cmd lighttpd spawn-fcgi sqlite3 curl head
 [ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
 make_tmpdir
 
-run="$T/run"
-mkdir -p "$run"
-chmod 755 "$run"
+make_rundir
 db="$T/hostile.db"
 cat >"$T/rlgate.conf" <<EOF
 ; written by $(basename "$0")
@@ -36,11 +34,7 @@ window = 3600
 key = header:X-API-Key
 EOF
 start_rlgate_fcgi rlgate "$run/rlgate.sock" "$T/rlgate.conf" 2 --threads 2
-PORT=$(free_port) || bail_out "no free port"
-write_lighttpd_demo_conf "$T/lighttpd.conf" "$PORT" "$run"
-start_lighttpd "$T/lighttpd.conf" "$PORT"
-url="http://127.0.0.1:$PORT/api/v1/resources"
-base="http://127.0.0.1:$PORT"
+demo_lighttpd
 
 # clean_headers DESC: the header block of the last answer ($T/last.headers,
 # raw) has every line ending in CRLF, no CR inside a line, and no header

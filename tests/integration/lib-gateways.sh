@@ -1,8 +1,10 @@
 # shellcheck shell=bash
 # tests/integration/lib-gateways.sh: two rlgate gateways, each its own
-# lighttpd and spawn-fcgi, on one shared store (redis.sh, redis_cluster.sh).
-# Sourced after lib.sh; uses T, and NPROC and NTHREADS (spawn-fcgi -F and
-# --threads of each gateway).
+# lighttpd and spawn-fcgi, on one shared store (redis.sh, redis_cluster.sh),
+# and the load both take at once. Sourced after lib.sh; uses T, and NPROC
+# and NTHREADS (spawn-fcgi -F and --threads of each gateway). The variables
+# set here (URL, H200, ...) are read by the sourcing scripts.
+# shellcheck disable=SC2034
 
 # gateways_init [PORT...]: the gateways' run directories ($run1, $run2),
 # two free ports P1 and P2 (different from each other and from every PORT
@@ -57,4 +59,74 @@ use_gateways() {
 		[ "$STATUS" = 200 ] ||
 			bail_out "gateway $g ($name) does not answer: $STATUS $BODY $(tail -3 "$T/$name-$g.log")"
 	done
+}
+
+# hammer_start CLIENT TAG N [MAX_S]: N requests from CLIENT to each gateway
+# at the same time (two curl --parallel, 16 connections each, each request
+# bounded by MAX_S seconds, 30 by default), in the background. Answers in
+# $T/TAG.g1 and $T/TAG.g2, one line "STATUS|Retry-After|RateLimit-Remaining"
+# each (in completion order), bodies in $T/TAG.d/g1.N, g2.N.
+# (-w %header{NAME} needs curl 7.84 or later; Debian 12 has 7.88.)
+hammer_start() {
+	local cl=$1 tag=$2 n=$3 max_s=${4:-30} g
+	HPIDS=()
+	HTAG=$tag
+	rm -rf "$T/$tag.d"
+	mkdir -p "$T/$tag.d"
+	for g in 1 2; do
+		curl -sS --no-progress-meter --max-time "$max_s" --parallel --parallel-max 16 \
+		    --interface "$cl" -o "$T/$tag.d/g$g.#1" \
+		    -w '%{http_code}|%header{retry-after}|%header{ratelimit-remaining}\n' \
+		    "${URL[$g]}?n=[1-$n]" >"$T/$tag.g$g" 2>"$T/$tag.g$g.err" &
+		HPIDS+=($!)
+		track_pid "$!"
+	done
+}
+
+# hammer_wait: waits for hammer_start's curls (each transfer is bounded by
+# --max-time; the whole by 120 s here, then they are stopped), shows what
+# they wrote on stderr, and counts the answers (hammer_count).
+hammer_wait() {
+	if ! wait_until 120000 pids_gone "${HPIDS[@]}"; then
+		diag "hammer $HTAG: curl still running after 120 s; stopped"
+		stop_pids "${HPIDS[@]}"
+	fi
+	wait "${HPIDS[@]}" 2>/dev/null
+	curl_errors "hammer $HTAG" "$T/$HTAG"
+	hammer_count "$T/$HTAG"
+}
+
+# hammer CLIENT TAG N [MAX_S]: hammer_start, then hammer_wait.
+hammer() {
+	hammer_start "$@"
+	hammer_wait
+}
+
+# curl_errors WHAT PREFIX: the first lines curl wrote to PREFIX.g1.err and
+# PREFIX.g2.err (one file per gateway), as diagnostics.
+curl_errors() {
+	local g
+	for g in 1 2; do
+		if [ -s "$2.g$g.err" ]; then
+			diag "$1, gateway $g: curl: $(head -3 "$2.g$g.err")"
+		fi
+	done
+}
+
+# hammer_count PREFIX: the answers in PREFIX.g1 and PREFIX.g2 (one per line,
+# the status first, then "|..." or nothing): H200, H429, HOTHER (the other
+# statuses as "COUNT STATUS ...", "" when none) and HN over both; HN1, HN2,
+# H200_1 and H200_2 per gateway.
+hammer_count() {
+	local p=$1
+	H200=$(cut -d'|' -f1 "$p.g1" "$p.g2" | grep -c '^200$')
+	H429=$(cut -d'|' -f1 "$p.g1" "$p.g2" | grep -c '^429$')
+	HOTHER=$(cut -d'|' -f1 "$p.g1" "$p.g2" | grep -vE '^(200|429)$' | sort | uniq -c | tr -s ' \n' '  ')
+	HOTHER=${HOTHER# }
+	HOTHER=${HOTHER% }
+	HN1=$(wc -l <"$p.g1")
+	HN2=$(wc -l <"$p.g2")
+	HN=$((HN1 + HN2))
+	H200_1=$(cut -d'|' -f1 "$p.g1" | grep -c '^200$')
+	H200_2=$(cut -d'|' -f1 "$p.g2" | grep -c '^200$')
 }

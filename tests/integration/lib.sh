@@ -30,6 +30,10 @@ export LC_ALL=C
 # lighttpd, apache2 and spawn-fcgi live in sbin directories
 PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
 
+# now_ms, pid_alive, free_port, the bounded waits: shared with the benchmarks
+# shellcheck source=tests/lib-proc.sh
+. "$RLGATE_SRCDIR/tests/lib-proc.sh" || { echo "Bail out! cannot read tests/lib-proc.sh"; exit 99; }
+
 CURL_MAX_TIME=${CURL_MAX_TIME:-10}
 APACHE_BIN=${APACHE_BIN:-/usr/sbin/apache2}
 APACHE_MODULES=${APACHE_MODULES:-/usr/lib/apache2/modules}
@@ -154,17 +158,14 @@ need_cmd() {
 _pids=()
 T=
 
-# pid_alive PID: true while PID runs (a zombie counts as gone). Reads
-# /proc without forking, so polling loops stay cheap.
-pid_alive() {
-	local _pid _comm st
-	kill -0 "$1" 2>/dev/null || return 1
-	if [ -r "/proc/$1/stat" ]; then
-		{ read -r _pid _comm st _ <"/proc/$1/stat"; } 2>/dev/null || return 1
-	else
-		st=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
-	fi
-	[[ $st != Z* ]]
+# pids_gone PID...: true when none of them runs any more (for wait_until).
+# shellcheck disable=SC2317  # called through wait_until
+pids_gone() {
+	local p
+	for p in "$@"; do
+		pid_alive "$p" && return 1
+	done
+	return 0
 }
 
 # track_pid PID...: stopped by pid on exit.
@@ -241,77 +242,29 @@ make_tmpdir() {
 
 # ---- ports and waiting ---------------------------------------------------
 
-# port_in_use PORT: true if something listens on 127.0.0.1:PORT.
-port_in_use() {
-	if command -v ss >/dev/null 2>&1; then
-		[ -n "$(ss -Htln "sport = :$1" 2>/dev/null)" ] && return 0
-	fi
-	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+# make_rundir: the run directory of the test's rlgate, $run ($T/run, mode
+# 755: the web server reaches the socket in it), and that socket, $sock.
+make_rundir() {
+	run="$T/run"
+	mkdir -p "$run"
+	chmod 755 "$run"
+	sock="$run/rlgate.sock"
 }
 
-# free_port: prints a free TCP port on 127.0.0.1 from 10000-32767; fails
-# if none found. Use: PORT=$(free_port) || bail_out "no free port"
-free_port() {
-	local i p
-	for i in $(seq 1 100); do
-		# below Linux's ephemeral range (32768-60999): a client
-		# connection's local port can never take it in between
-		p=$((10000 + (RANDOM * 32768 + RANDOM) % 22768))
-		if ! port_in_use "$p"; then
-			echo "$p"
-			return 0
-		fi
-	done
-	return 1
+# demo_lighttpd_conf [SOCKET]: a free port PORT and the demo lighttpd's
+# config for it, $T/lighttpd.conf (write_lighttpd_demo_conf, on $run and
+# SOCKET); base and url, its site and its rate-limited endpoint.
+demo_lighttpd_conf() {
+	PORT=$(free_port) || bail_out "no free port"
+	write_lighttpd_demo_conf "$T/lighttpd.conf" "$PORT" "$run" "$@"
+	base="http://127.0.0.1:$PORT"
+	url="$base/api/v1/resources"
 }
 
-# wait_for_port PORT [TIMEOUT_S] [PID]: until 127.0.0.1:PORT accepts, or
-# fails after TIMEOUT_S (default 10) or as soon as PID (if given) is gone.
-wait_for_port() {
-	local port=$1 timeout=${2:-10} pid=${3:-} i
-	for i in $(seq 1 $((timeout * 20))); do
-		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-			return 0
-		fi
-		if [ -n "$pid" ] && ! pid_alive "$pid"; then
-			return 1
-		fi
-		sleep 0.05
-	done
-	return 1
-}
-
-# wait_for_file PATH [TIMEOUT_S]: until PATH exists (any type).
-wait_for_file() {
-	local _
-	for _ in $(seq 1 $((${2:-10} * 20))); do
-		[ -e "$1" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
-
-# wait_until MS CMD [ARGS...]: runs CMD every 50 ms until it succeeds (0) or
-# MS milliseconds have passed (1).
-wait_until() {
-	local deadline=$(($(now_ms) + $1))
-	shift
-	until "$@"; do
-		[ "$(now_ms)" -ge "$deadline" ] && return 1
-		sleep 0.05
-	done
-}
-
-# now_ms: wall-clock milliseconds since the epoch.
-now_ms() {
-	if [ -n "${EPOCHREALTIME:-}" ]; then
-		local s=${EPOCHREALTIME%[.,]*} f=${EPOCHREALTIME#*[.,]}
-		echo $((s * 1000 + 10#${f:0:3}))
-	else
-		local ns
-		ns=$(date +%s%N)
-		echo $((ns / 1000000))
-	fi
+# demo_lighttpd [SOCKET]: demo_lighttpd_conf, and that lighttpd started.
+demo_lighttpd() {
+	demo_lighttpd_conf "$@"
+	start_lighttpd "$T/lighttpd.conf" "$PORT"
 }
 
 # sleep_ms MS

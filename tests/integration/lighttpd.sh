@@ -12,10 +12,7 @@ need_cmd lighttpd spawn-fcgi sqlite3 curl
 [ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
 make_tmpdir
 
-run="$T/run"
-mkdir -p "$run"
-chmod 755 "$run"
-sock="$run/rlgate.sock"
+make_rundir
 
 LIMIT=5
 WINDOW=2
@@ -23,11 +20,7 @@ conf_a="$T/a.conf"
 write_rlgate_conf "$conf_a" "$run/a.db" $LIMIT $WINDOW
 start_rlgate_fcgi rlgate-a "$sock" "$conf_a" 1
 
-PORT=$(free_port) || bail_out "no free port"
-write_lighttpd_demo_conf "$T/lighttpd.conf" "$PORT" "$run"
-start_lighttpd "$T/lighttpd.conf" "$PORT"
-base="http://127.0.0.1:$PORT"
-url="$base/api/v1/resources"
+demo_lighttpd
 
 # --- the demo page (static, from www/demo)
 req "$base/"

@@ -24,16 +24,11 @@ CLIENTS=${LOAD_CLIENTS:-1000}
 LIMIT=50
 WINDOW=10
 
-run="$T/run"
-mkdir -p "$run"
-chmod 755 "$run"
+make_rundir
 db="$T/load.db"
 write_rlgate_conf "$T/rlgate.conf" "$db" "$LIMIT" "$WINDOW" closed 5000
 start_rlgate_fcgi rlgate "$run/rlgate.sock" "$T/rlgate.conf" 8 --threads 4
-PORT=$(free_port) || bail_out "no free port"
-write_lighttpd_demo_conf "$T/lighttpd.conf" "$PORT" "$run"
-start_lighttpd "$T/lighttpd.conf" "$PORT"
-url="http://127.0.0.1:$PORT/api/v1/resources"
+demo_lighttpd
 
 # Each client plans 10 to 90 requests a window against a limit of 50: about
 # half of the (client, window) pairs go over it.

@@ -118,53 +118,6 @@ EOF
 }
 
 
-# hammer CLIENT TAG: NREQ requests from CLIENT to each gateway at the same
-# time (two curl --parallel, 16 connections each). Answers in $T/TAG.g1 and
-# $T/TAG.g2, one line "STATUS|Retry-After|RateLimit-Remaining" each (in
-# completion order), bodies in $T/TAG.d/g1.N, g2.N. Sets H200, H429, HOTHER
-# (over both), HN1, HN2 (answers per gateway), H200_1, H200_2.
-# (-w %header{NAME} needs curl 7.84 or later; Debian 12 has 7.88.)
-hammer() {
-	local cl=$1 tag=$2 g
-	local -a pids=()
-	rm -rf "$T/$tag.d"
-	mkdir -p "$T/$tag.d"
-	for g in 1 2; do
-		curl -sS --no-progress-meter --max-time 30 --parallel --parallel-max 16 \
-		    --interface "$cl" -o "$T/$tag.d/g$g.#1" \
-		    -w '%{http_code}|%header{retry-after}|%header{ratelimit-remaining}\n' \
-		    "${URL[$g]}?n=[1-$NREQ]" >"$T/$tag.g$g" 2>"$T/$tag.g$g.err" &
-		pids+=($!)
-	done
-	# each transfer is bounded by --max-time; the whole is bounded here too
-	if ! wait_until 120000 pids_gone "${pids[@]}"; then
-		diag "hammer $tag: curl still running after 120 s; stopped"
-		stop_pids "${pids[@]}"
-	fi
-	wait "${pids[@]}" 2>/dev/null
-	for g in 1 2; do
-		[ -s "$T/$tag.g$g.err" ] && diag "hammer $tag, gateway $g: curl: $(head -3 "$T/$tag.g$g.err")"
-	done
-	H200=$(cat "$T/$tag.g1" "$T/$tag.g2" | grep -c '^200|')
-	H429=$(cat "$T/$tag.g1" "$T/$tag.g2" | grep -c '^429|')
-	HOTHER=$(cat "$T/$tag.g1" "$T/$tag.g2" | grep -vE '^(200|429)\|' | cut -d'|' -f1 | sort | uniq -c | tr -s ' \n' '  ')
-	HOTHER=${HOTHER# }
-	HOTHER=${HOTHER% }
-	HN1=$(wc -l <"$T/$tag.g1")
-	HN2=$(wc -l <"$T/$tag.g2")
-	H200_1=$(grep -c '^200|' "$T/$tag.g1")
-	H200_2=$(grep -c '^200|' "$T/$tag.g2")
-}
-
-# shellcheck disable=SC2317  # called through wait_until
-pids_gone() {
-	local p
-	for p in "$@"; do
-		pid_alive "$p" && return 1
-	done
-	return 0
-}
-
 # check_hammer TAG WHAT: the answers of hammer TAG: exactly LIMIT admitted
 # over both gateways, all the others 429 with a Retry-After and the seed's
 # body, every 200 counted (RateLimit-Remaining present).
@@ -216,7 +169,7 @@ EOF
 			ncl=$((ncl + 1))
 			CL=127.0.1.$ncl
 			r0=$(redis_ms)
-			hammer "$CL" "h-$pol"
+			hammer "$CL" "h-$pol" "$NREQ"
 			r1=$(redis_ms)
 			[ "$(hour_of "$r0")" = "$(hour_of "$r1")" ] && break
 			diag "$what: the run crossed an hour boundary (try $try); again with a fresh client"
@@ -578,7 +531,7 @@ EOF
 	is "$(rcli EXISTS "$k")" 0 "$mode: the restarted Redis is empty of client A's state"
 	for try in 1 2 3; do
 		r0=$(redis_ms)
-		hammer "$CL" "h-down-$mode"
+		hammer "$CL" "h-down-$mode" "$NREQ"
 		r1=$(redis_ms)
 		[ "$(hour_of "$r0")" = "$(hour_of "$r1")" ] && break
 		CL=127.0.2.$((10 + 3 * mode_n + try))

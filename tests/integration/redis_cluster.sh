@@ -160,47 +160,6 @@ EOF
 }
 
 
-# hammer CLIENT TAG N: N requests from CLIENT to each gateway at the same
-# time (two curl --parallel, 16 connections each), in the background;
-# the status codes in $T/TAG.g1 and $T/TAG.g2 as they come. hammer_wait
-# waits for it (bounded) and sets H200, H429, HOTHER, HN (answers).
-hammer() {
-	local cl=$1 tag=$2 n=$3 g
-	HPIDS=()
-	HTAG=$tag
-	for g in 1 2; do
-		curl -sS --no-progress-meter --max-time 60 --parallel --parallel-max 16 \
-		    --interface "$cl" -o /dev/null -w '%{http_code}\n' \
-		    "${URL[$g]}?n=[1-$n]" >"$T/$tag.g$g" 2>"$T/$tag.g$g.err" &
-		HPIDS+=($!)
-		track_pid "$!"
-	done
-}
-# shellcheck disable=SC2317  # called through wait_until
-pids_gone() {
-	local p
-	for p in "$@"; do
-		pid_alive "$p" && return 1
-	done
-	return 0
-}
-hammer_wait() {
-	local tag=$HTAG g
-	if ! wait_until 120000 pids_gone "${HPIDS[@]}"; then
-		diag "hammer $tag: curl still running after 120 s; stopped"
-		stop_pids "${HPIDS[@]}"
-	fi
-	wait "${HPIDS[@]}" 2>/dev/null
-	for g in 1 2; do
-		[ -s "$T/$tag.g$g.err" ] && diag "hammer $tag, gateway $g: curl: $(head -3 "$T/$tag.g$g.err")"
-	done
-	H200=$(cat "$T/$tag.g1" "$T/$tag.g2" | grep -c '^200$')
-	H429=$(cat "$T/$tag.g1" "$T/$tag.g2" | grep -c '^429$')
-	HOTHER=$(cat "$T/$tag.g1" "$T/$tag.g2" | grep -vE '^(200|429)$' | sort | uniq -c | tr -s ' \n' '  ')
-	HOTHER=${HOTHER# }
-	HOTHER=${HOTHER% }
-	HN=$(cat "$T/$tag.g1" "$T/$tag.g2" | wc -l)
-}
 # key CLIENT POLICY: the client's state hash; its sliding log is KEY:log.
 key() {
 	echo "rlg:{$1}:$2"
@@ -223,8 +182,7 @@ EOF
 	CL=127.0.1.$n
 	k=$(key "$CL" "$alg")
 	ensure_window_room $WINDOW 30
-	hammer "$CL" "h-$alg" $NREQ
-	hammer_wait
+	hammer "$CL" "h-$alg" $NREQ 60
 	is "$HN" $((2 * NREQ)) "$alg: $NREQ answers from each gateway"
 	is "$H200" "$LIMIT" "$alg: exactly $LIMIT admitted over both gateways"
 	is "$H429|$HOTHER" "$((2 * NREQ - LIMIT))|" "$alg: every other answer a 429 (no other status)"
@@ -373,13 +331,8 @@ wait_until 90000 pids_gone "${bgp[@]}" || {
 	stop_pids "${bgp[@]}"
 }
 wait "${bgp[@]}" 2>/dev/null
-for g in 1 2; do
-	[ -s "$T/mig.g$g.err" ] && diag "migration, gateway $g: curl: $(head -3 "$T/mig.g$g.err")"
-done
-HN=$(mig_answers)
-H200=$(cat "$T/mig.g1" "$T/mig.g2" | grep -c '^200$')
-H429=$(cat "$T/mig.g1" "$T/mig.g2" | grep -c '^429$')
-HOTHER=$(cat "$T/mig.g1" "$T/mig.g2" | grep -vE '^(200|429)$' | sort | uniq -c | tr -s ' \n' '  ')
+curl_errors migration "$T/mig"
+hammer_count "$T/mig"
 diag "migration: counted before it $c0, with the slot MIGRATING $((c1 - c0)) more, after MIGRATE $((c2 - c1)) more, after SETSLOT NODE the rest; $HN answers in all"
 ok $((!(c0 > 0 && c1 > c0 && c1m >= c1 && c2 > c1m && c2m >= c2))) \
     "migration: requests were counted in each phase: $c0 before it, $c1 with the slot MIGRATING, $c1m moved by MIGRATE, $c2 after it (through ASK), $c2m at SETSLOT NODE, then $LIMIT"

@@ -26,16 +26,11 @@ FAKE_BIN=${FAKE_BIN:-$RLGATE_BUILDDIR/tests/fake_redis}
 [ -x "$FAKE_BIN" ] || bail_out "no fake_redis at $FAKE_BIN (make check builds it)"
 make_tmpdir
 
-run="$T/run"
-mkdir -p "$run"
-chmod 755 "$run"
-sock="$run/rlgate.sock"
+make_rundir
 CONNECT_MS=500
 TIMEOUT_MS=500
 TRICKLE_MS=200
-PORT=$(free_port) || bail_out "no free port"
-write_lighttpd_demo_conf "$T/lighttpd.conf" "$PORT" "$run"
-url="http://127.0.0.1:$PORT/api/v1/resources"
+demo_lighttpd_conf
 
 # start_fake MODE [TRICKLE_MS]: fake_redis in MODE, tracked by pid
 # (FAKE_PID), its port in FPORT. Stops the one before.

@@ -22,20 +22,14 @@ need_cmd lighttpd spawn-fcgi sqlite3 curl
 [ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
 make_tmpdir
 
-run="$T/run"
-mkdir -p "$run"
-chmod 755 "$run"
-sock="$run/rlgate.sock"
+make_rundir
 db="$T/guard.db"
 LIMIT=2
 WINDOW=60
 conf="$T/rlgate.conf"
 write_rlgate_conf "$conf" "$db" $LIMIT $WINDOW closed 2000
 start_rlgate_fcgi rlgate "$sock" "$conf" 2 --threads 2
-PORT=$(free_port) || bail_out "no free port"
-write_lighttpd_demo_conf "$T/lighttpd.conf" "$PORT" "$run" "$sock"
-start_lighttpd "$T/lighttpd.conf" "$PORT"
-url="http://127.0.0.1:$PORT/api/v1/resources"
+demo_lighttpd "$sock"
 
 RESET_TRIGGER="CREATE TRIGGER reset AFTER UPDATE ON rlg_state BEGIN
     UPDATE rlg_state SET count = 0

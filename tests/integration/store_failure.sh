@@ -14,18 +14,13 @@ need_cmd lighttpd spawn-fcgi sqlite3 curl mkfifo
 [ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
 make_tmpdir
 
-run="$T/run"
-mkdir -p "$run"
-chmod 755 "$run"
-sock="$run/rlgate.sock"
+make_rundir
 
 LIMIT=5
 WINDOW=3600
 BUSY_MS=100
 
-PORT=$(free_port) || bail_out "no free port"
-write_lighttpd_demo_conf "$T/lighttpd.conf" "$PORT" "$run"
-url="http://127.0.0.1:$PORT/api/v1/resources"
+demo_lighttpd_conf
 
 # log_size NAME: bytes in $T/NAME.log now; new_store_lines NAME OFFSET: the
 # store lines logged since.

@@ -102,18 +102,13 @@ MOUNTS=()
 
 # ---- servers ---------------------------------------------------------------
 
-run="$T/run"
-mkdir -p "$run"
-chmod 755 "$run"
-sock="$run/rlgate.sock"
+make_rundir
 
 LIMIT=20
 # one window for the whole run (it never ends in the middle of a fault)
 WINDOW=86400
 
-PORT=$(free_port) || bail_out "no free port"
-write_lighttpd_demo_conf "$T/lighttpd.conf" "$PORT" "$run"
-url="http://127.0.0.1:$PORT/api/v1/resources"
+demo_lighttpd_conf
 
 # log_size NAME: bytes in $T/NAME.log now; new_store_lines NAME OFFSET: the
 # store lines logged since.

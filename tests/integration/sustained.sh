@@ -52,17 +52,12 @@ WINDOW=10
 PROCS=${SUSTAINED_PROCS:-4}
 THREADS=${SUSTAINED_THREADS:-2}
 
-run="$T/run"
-mkdir -p "$run"
-chmod 755 "$run"
+make_rundir
 db="$T/sustained.db"
 write_rlgate_conf "$T/rlgate.conf" "$db" "$LIMIT" "$WINDOW" closed 5000
 start_rlgate_fcgi rlgate "$run/rlgate.sock" "$T/rlgate.conf" "$PROCS" \
     --threads "$THREADS"
-PORT=$(free_port) || bail_out "no free port"
-write_lighttpd_demo_conf "$T/lighttpd.conf" "$PORT" "$run"
-start_lighttpd "$T/lighttpd.conf" "$PORT"
-url="http://127.0.0.1:$PORT/api/v1/resources"
+demo_lighttpd
 diag "sustained: $SECONDS_RUN s, $CLIENTS clients, -F $PROCS --threads $THREADS, limit $LIMIT per $WINDOW s$([ "$asan" = 1 ] && echo ", sanitizer build")"
 
 # size FILE: its size in bytes, 0 when it does not exist.

@@ -16,10 +16,7 @@ fi
 need_cmd valgrind lighttpd spawn-fcgi curl nm
 make_tmpdir
 
-run="$T/run"
-mkdir -p "$run"
-chmod 755 "$run"
-sock="$run/rlgate.sock"
+make_rundir
 cat >"$T/rlgate.conf" <<CONF
 [store]
 path = $run/rlgate.db
@@ -52,10 +49,7 @@ VG_PID=$(cat "$T/vg.pid")
 track_pid "$VG_PID"
 wait_for_file "$sock" 20 || bail_out "no socket from rlgate under valgrind"
 
-PORT=$(free_port) || bail_out "no free port"
-write_lighttpd_demo_conf "$T/lighttpd.conf" "$PORT" "$run"
-start_lighttpd "$T/lighttpd.conf" "$PORT"
-url="http://127.0.0.1:$PORT/api/v1/resources"
+demo_lighttpd
 
 codes=
 for i in 1 2 3 4 5 6 7; do

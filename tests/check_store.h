@@ -1,0 +1,27 @@
+/*
+ * check_store.h: the parts of the store suites that check_store.c
+ * assembles: each backend's own tests, added to the test cases that
+ * check_store.c creates (with their fixtures, store_fixture.h) next to
+ * the tests every backend runs.
+ */
+#ifndef RLG_CHECK_STORE_H
+#define RLG_CHECK_STORE_H
+
+#include <check.h>
+
+/*
+ * Adds the SQLite-only tests of test case name ("core", "algorithms",
+ * "schema", "concurrency" or "errors") of suite "store" to tc.
+ */
+void rlg_store_sqlite_tests(TCase *tc, const char *name);
+
+/* Adds the tests of test case "redis" of suite "store_redis" to tc. */
+void rlg_store_redis_tests(TCase *tc);
+
+/*
+ * Adds the tests of test case name ("cluster" or "cluster_faults") of
+ * suite "store_redis_cluster" to tc.
+ */
+void rlg_store_cluster_tests(TCase *tc, const char *name);
+
+#endif

@@ -1,0 +1,681 @@
+/*
+ * check_store_redis.c: what only the Redis store does (test case "redis"
+ * of suite "store_redis"; the tests every backend runs are in
+ * check_store.c): Redis down at open and killed mid-run (RLG_ESTORE naming
+ * the server, then recovery), the reconnect backoff (no traffic while it
+ * runs), a timeout, NOSCRIPT after SCRIPT FLUSH, clock = redis, AUTH
+ * (password, ACL user, a wrong one), a unix socket, key expiry, strict
+ * replies (a fake server), hash-tag-breaking client keys. Servers of the
+ * tests' own are started on 127.0.0.1 and stopped by pid.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <check.h>
+#include <hiredis/hiredis.h>
+
+#include "check_store.h"
+#include "fixture.h"
+#include "store_fixture.h"
+#include "util.h"
+
+/*
+ * A redis-server of a test's own, on a port it chooses (so it can be
+ * killed and started again on the same one), with a password or a unix
+ * socket if asked; started and stopped by pid, its dir removed at the end.
+ */
+struct own_redis {
+	pid_t pid;
+	int port;
+	char dir[64];
+	char sock[128];                /* unix socket path, or "" */
+	const char *password;          /* requirepass, or NULL */
+};
+
+/* Whether the server answers PING (after AUTH, if it has a password). */
+static bool
+own_answers(const struct own_redis *o)
+{
+	struct timeval tv = { 0, 200 * 1000 };
+	redisContext *c;
+	redisReply *r = NULL;
+	bool ok = false;
+
+	c = redisConnectWithTimeout("127.0.0.1", o->port, tv);
+	if (c == NULL)
+		return false;
+	if (c->err == 0 && redisSetTimeout(c, tv) == REDIS_OK) {
+		if (o->password != NULL)
+			r = redisCommand(c, "AUTH %s", o->password);
+		if (o->password == NULL || (r != NULL &&
+		    r->type == REDIS_REPLY_STATUS)) {
+			freeReplyObject(r);
+			r = redisCommand(c, "PING");
+			ok = r != NULL && r->type == REDIS_REPLY_STATUS;
+		}
+		freeReplyObject(r);
+	}
+	redisFree(c);
+	return ok;
+}
+
+/* Starts (or starts again) o's server; waits until it answers. */
+static void
+own_start(struct own_redis *o)
+{
+	char port[16], log[96];
+	int fd, waited;
+
+	if (o->dir[0] == '\0') {
+		snprintf(o->dir, sizeof o->dir, "/tmp/rlg-own-redis-XXXXXX");
+		ck_assert_ptr_nonnull(mkdtemp(o->dir));
+	}
+	snprintf(port, sizeof port, "%d", o->port);
+	snprintf(log, sizeof log, "%s/redis.log", o->dir);
+	fflush(NULL);
+	o->pid = fork();
+	ck_assert_int_ge(o->pid, 0);
+	if (o->pid == 0) {
+		/* Dies with the test, should that fail before stopping it. */
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+		fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		if (fd >= 0) {
+			dup2(fd, STDOUT_FILENO);
+			dup2(fd, STDERR_FILENO);
+		}
+		for (fd = STDERR_FILENO + 1; fd < 1024; fd++)
+			close(fd);
+		if (o->password != NULL && o->sock[0] != '\0')
+			execlp("redis-server", "redis-server", "--port", port,
+			    "--bind", "127.0.0.1", "--save", "", "--appendonly",
+			    "no", "--dir", o->dir, "--requirepass",
+			    o->password, "--unixsocket", o->sock,
+			    "--unixsocketperm", "700", (char *)NULL);
+		else if (o->password != NULL)
+			execlp("redis-server", "redis-server", "--port", port,
+			    "--bind", "127.0.0.1", "--save", "", "--appendonly",
+			    "no", "--dir", o->dir, "--requirepass",
+			    o->password, (char *)NULL);
+		else if (o->sock[0] != '\0')
+			execlp("redis-server", "redis-server", "--port", port,
+			    "--bind", "127.0.0.1", "--save", "", "--appendonly",
+			    "no", "--dir", o->dir, "--unixsocket", o->sock,
+			    "--unixsocketperm", "700", (char *)NULL);
+		else
+			execlp("redis-server", "redis-server", "--port", port,
+			    "--bind", "127.0.0.1", "--save", "", "--appendonly",
+			    "no", "--dir", o->dir, (char *)NULL);
+		_exit(127);
+	}
+	for (waited = 0; waited < HEAL_MS; waited += POLL_MS) {
+		if (own_answers(o))
+			return;
+		ck_assert_msg(waitpid(o->pid, NULL, WNOHANG) == 0,
+		    "redis-server on port %d exited (see %s)", o->port, log);
+		sleep_ms(POLL_MS);
+	}
+	ck_abort_msg("redis-server on port %d did not answer", o->port);
+}
+
+/* Stops it with sig (SIGKILL: as a crash) and reaps it, bounded. */
+static void
+own_stop(struct own_redis *o, int sig)
+{
+	int waited;
+
+	if (o->pid <= 0)
+		return;
+	kill(o->pid, sig);
+	for (waited = 0; waited < 5000; waited += POLL_MS) {
+		if (waitpid(o->pid, NULL, WNOHANG) == o->pid) {
+			o->pid = 0;
+			return;
+		}
+		sleep_ms(POLL_MS);
+	}
+	kill(o->pid, SIGKILL);
+	waitpid(o->pid, NULL, 0);
+	o->pid = 0;
+}
+
+static void
+own_cleanup(struct own_redis *o)
+{
+	own_stop(o, SIGTERM);
+	if (o->dir[0] != '\0')
+		rlg_test_rmtree(o->dir);
+	o->dir[0] = '\0';
+}
+
+/*
+ * Down at open: RLG_ESTORE with a usable handle whose errmsg names the
+ * server; steps fail at once meanwhile; the same handle heals once a
+ * server listens there.
+ */
+START_TEST(test_redis_down_at_open)
+{
+	struct own_redis o = { .port = free_port() };
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_store_item item = { &p, "c", false, false };
+	struct rlg_decision d;
+	struct rlg_store *s;
+	char url[64];
+	int64_t t0;
+	int rc;
+
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d", o.port);
+	s = open_url(url, 0, &rc);
+	ck_assert_int_eq(rc, RLG_ESTORE);
+	check_names(s, o.port, "refused");
+	t0 = mono_ms();
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
+	ck_assert_int_lt(mono_ms() - t0, 50);
+	check_names(s, o.port, "refused");
+	ck_assert_int_eq(rlg_store_prune(s, T1, NULL), RLG_OK);
+
+	own_start(&o);
+	ck_assert_msg(step_until_ok(s, &p, "c", &d) == RLG_OK, "%s",
+	    rlg_store_errmsg(s));
+	ck_assert(d.admitted);
+	ck_assert_int_eq(d.remaining, 4);
+	rlg_store_close(s);
+	own_cleanup(&o);
+}
+END_TEST
+
+/*
+ * Killed mid-run: RLG_ESTORE naming the server; started again on the same
+ * port, the same handle goes on (from a fresh state: no persistence).
+ */
+START_TEST(test_redis_killed_mid_run)
+{
+	struct own_redis o = { .port = free_port() };
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_store_item item = { &p, "c", false, false };
+	struct rlg_decision d;
+	struct rlg_store *s;
+	char url[64];
+	int rc, i;
+
+	own_start(&o);
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d", o.port);
+	s = open_url(url, 0, &rc);
+	ck_assert_msg(rc == RLG_OK, "%s", rlg_store_errmsg(s));
+	for (i = 0; i < 3; i++)
+		ck_assert(hit(s, &p, "c", T1, NULL));
+
+	own_stop(&o, SIGKILL);
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
+	check_names(s, o.port, NULL);
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
+	check_names(s, o.port, NULL);
+
+	own_start(&o);
+	ck_assert_msg(step_until_ok(s, &p, "c", &d) == RLG_OK, "%s",
+	    rlg_store_errmsg(s));
+	ck_assert(d.admitted);
+	ck_assert_int_eq(d.remaining, 4);
+	ck_assert(hit(s, &p, "c", T1, &d));
+	ck_assert_int_eq(d.remaining, 3);
+	rlg_store_close(s);
+	own_cleanup(&o);
+}
+END_TEST
+
+/* Connections waiting on the listener, accepted and closed: how many. */
+static int
+drain(int lfd)
+{
+	int fd, n = 0;
+
+	while ((fd = accept(lfd, NULL, NULL)) >= 0) {
+		close(fd);
+		n++;
+	}
+	ck_assert(errno == EAGAIN || errno == EWOULDBLOCK);
+	return n;
+}
+
+/*
+ * A server that accepts and never answers: each connect times out after
+ * timeout_ms; then no connection at all until the backoff is over (100
+ * ms, then 200 ms), so a dead Redis costs nothing per request.
+ */
+START_TEST(test_redis_backoff)
+{
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_store_item item = { &p, "c", false, false };
+	struct sockaddr_in sa;
+	struct rlg_decision d;
+	struct rlg_store *s;
+	socklen_t len = sizeof sa;
+	int lfd, port, rc, i;
+	int64_t t0;
+	char url[64];
+
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	ck_assert_int_ge(lfd, 0);
+	memset(&sa, 0, sizeof sa);
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+	ck_assert_int_eq(listen(lfd, 64), 0);
+	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&sa, &len), 0);
+	port = ntohs(sa.sin_port);
+
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
+	t0 = mono_ms();
+	s = open_url(url, 100, &rc);
+	ck_assert_int_eq(rc, RLG_ESTORE);
+	ck_assert_int_ge(mono_ms() - t0, 90);
+	check_names(s, port, "timed out after 100 ms");
+	ck_assert_int_eq(drain(lfd), 1);
+
+	/* Within the first backoff: fail at once, no connection. */
+	t0 = mono_ms();
+	for (i = 0; i < 20; i++)
+		ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d),
+		    RLG_ESTORE);
+	ck_assert_int_lt(mono_ms() - t0, 50);
+	ck_assert_int_eq(drain(lfd), 0);
+	check_names(s, port, "timed out");
+
+	/* After it: one attempt, then a backoff of 200 ms. */
+	sleep_ms(150);
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
+	ck_assert_int_eq(drain(lfd), 1);
+	sleep_ms(60);
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
+	ck_assert_int_eq(drain(lfd), 0);
+	sleep_ms(250);
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
+	ck_assert_int_eq(drain(lfd), 1);
+	rlg_store_close(s);
+	close(lfd);
+}
+END_TEST
+
+/* SCRIPT FLUSH under a live handle: NOSCRIPT, loaded again, answered. */
+START_TEST(test_redis_noscript)
+{
+	char *path = path_in("noscript");
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_decision d;
+	struct rlg_store *s = open_ok(path, 0);
+	redisReply *r;
+
+	ck_assert(hit(s, &p, "c", T1, &d));
+	ck_assert_int_eq(d.remaining, 4);
+	r = rdb(path, "SCRIPT FLUSH");
+	freeReplyObject(r);
+	ck_assert(hit(s, &p, "c", T1, &d));
+	ck_assert_int_eq(d.remaining, 3);
+	ck_assert(hit(s, &p, "c", T1, &d));
+	ck_assert_int_eq(d.remaining, 2);
+	rlg_store_close(s);
+}
+END_TEST
+
+/* Redis TIME in ms. */
+static int64_t
+redis_time_ms(const char *path)
+{
+	redisReply *r = rdb(path, "TIME");
+	int64_t t;
+
+	ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
+	ck_assert_uint_eq(r->elements, 2);
+	t = strtoll(r->element[0]->str, NULL, 10) * 1000 +
+	    strtoll(r->element[1]->str, NULL, 10) / 1000;
+	freeReplyObject(r);
+	return t;
+}
+
+/*
+ * clock = redis: the caller's now_ms (here 1970) is not used; the window
+ * and the log follow Redis TIME.
+ */
+START_TEST(test_redis_clock)
+{
+	char *path = path_in("clock");
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_policy sl = alg_policy(name_sl, RLG_ALG_SLIDING_LOG, 3, 10,
+	    0);
+	struct rlg_store_item item = { &p, "c", false, false };
+	struct rlg_store_config cfg;
+	struct rlg_decision d;
+	struct rlg_store *s = NULL;
+	char text[256];
+	int64_t before, after, ws, ts;
+
+	store_cfg(&cfg, path, 0);
+	cfg.redis.clock = RLG_CLOCK_REDIS;
+	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_OK);
+	store_cfg_free(&cfg);
+
+	before = redis_time_ms(path);
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, 1, &d), RLG_OK);
+	item.policy = &sl;
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, 1, &d), RLG_OK);
+	after = redis_time_ms(path);
+	ck_assert(d.admitted);
+
+	ws = state_field(path, "default", "c", "window_start_ms");
+	ck_assert_int_ge(ws, before - before % 60000);
+	ck_assert_int_le(ws, after - after % 60000);
+	log_dump(path, "sl", "c", text, sizeof text);
+	ts = strtoll(text, NULL, 10);
+	ck_assert_msg(ts >= before && ts <= after, "log %s, TIME %lld..%lld",
+	    text, (long long)before, (long long)after);
+	/* The reset counts from Redis' now too: at most one window away. */
+	ck_assert_int_le(d.reset_ms, 10000);
+	ck_assert_int_ge(d.reset_ms, 10000 - (after - before) - 1);
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
+ * AUTH: a password with '@' and ':' in the url, an ACL user, a wrong
+ * password and none: clear errors that never show the password.
+ */
+START_TEST(test_redis_auth)
+{
+	struct own_redis o = { .port = free_port(),
+	    .password = "pw@with:colon" };
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_policy sl = alg_policy(name_sl, RLG_ALG_SLIDING_LOG, 2, 10,
+	    0);
+	struct rlg_policy tb = alg_policy(name_tb, RLG_ALG_TOKEN_BUCKET, 5, 10,
+	    3);
+	struct rlg_store_item item = { &p, "t", false, false };
+	struct rlg_store_config cfg;
+	struct rlg_decision d;
+	struct rlg_store *s;
+	redisReply *r;
+	char url[128];
+	int rc;
+
+	own_start(&o);
+	snprintf(url, sizeof url, "redis://:pw@with:colon@127.0.0.1:%d",
+	    o.port);
+	s = open_url(url, 0, &rc);
+	ck_assert_msg(rc == RLG_OK, "%s", rlg_store_errmsg(s));
+	ck_assert(hit(s, &p, "c", T1, &d));
+	rlg_store_close(s);
+
+	snprintf(url, sizeof url, "redis://:badsecret@127.0.0.1:%d", o.port);
+	s = open_url(url, 0, &rc);
+	ck_assert_int_eq(rc, RLG_ESTORE);
+	check_names(s, o.port, "AUTH failed");
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "WRONGPASS") != NULL, "%s",
+	    rlg_store_errmsg(s));
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "badsecret") == NULL, "%s",
+	    rlg_store_errmsg(s));
+	rlg_store_close(s);
+
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d", o.port);
+	s = open_url(url, 0, &rc);
+	ck_assert_int_eq(rc, RLG_ESTORE);
+	check_names(s, o.port, "NOAUTH");
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "[store] url") != NULL,
+	    "%s", rlg_store_errmsg(s));
+	rlg_store_close(s);
+
+	/*
+	 * An ACL user with the README's permissions (and only those), and a
+	 * database of its own.
+	 */
+	r = rcmd(o.port, o.password, 0, "ACL SETUSER alice on >alice%%pw"
+	    " ~rlg:* resetchannels -@all +ping +select +evalsha +script|load"
+	    " +hmget +hset +lrange +linsert +ltrim +rpush +pexpire +time");
+	freeReplyObject(r);
+	snprintf(url, sizeof url, "redis://alice:alice%%25pw@127.0.0.1:%d/3",
+	    o.port);
+	s = open_url(url, 0, &rc);
+	ck_assert_msg(rc == RLG_OK, "%s", rlg_store_errmsg(s));
+	ck_assert(hit(s, &p, "u", T1, &d));
+	ck_assert(hit(s, &sl, "u", T1, &d));
+	ck_assert(hit(s, &sl, "u", T1 + 1, &d));
+	ck_assert(!hit(s, &sl, "u", T1 + 2, &d));
+	ck_assert(hit(s, &tb, "u", T1, &d));
+	rlg_store_close(s);
+	/* clock = redis: TIME in the script is allowed too. */
+	memset(&cfg, 0, sizeof cfg);
+	store_cfg_url(&cfg, url);
+	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_OK);
+	store_cfg_free(&cfg);
+	ck_assert_msg(rlg_store_step(s, &item, 1, 0, &d) == RLG_OK, "%s",
+	    rlg_store_errmsg(s));
+	ck_assert(d.admitted);
+	rlg_store_close(s);
+	r = rcmd(o.port, o.password, 3, "EXISTS rlg:{u}:default");
+	ck_assert_int_eq(r->integer, 1);
+	freeReplyObject(r);
+	snprintf(url, sizeof url, "redis://alice:nope@127.0.0.1:%d/3",
+	    o.port);
+	s = open_url(url, 0, &rc);
+	ck_assert_int_eq(rc, RLG_ESTORE);
+	check_names(s, o.port, "AUTH failed");
+	rlg_store_close(s);
+	own_cleanup(&o);
+}
+END_TEST
+
+/* A unix socket with ?db=N, and a database that does not exist. */
+START_TEST(test_redis_unix_socket)
+{
+	struct own_redis o = { .port = free_port() };
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_decision d;
+	struct rlg_store *s;
+	redisReply *r;
+	char url[256];
+	int rc;
+
+	snprintf(o.dir, sizeof o.dir, "/tmp/rlg-own-redis-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(o.dir));
+	snprintf(o.sock, sizeof o.sock, "%s/redis.sock", o.dir);
+	own_start(&o);
+	snprintf(url, sizeof url, "unix:%s?db=2", o.sock);
+	s = open_url(url, 0, &rc);
+	ck_assert_msg(rc == RLG_OK, "%s", rlg_store_errmsg(s));
+	ck_assert(hit(s, &p, "c", T1, &d));
+	ck_assert(hit(s, &p, "c", T1, &d));
+	ck_assert_int_eq(d.remaining, 3);
+	rlg_store_close(s);
+	r = rcmd(o.port, NULL, 2, "HGET rlg:{c}:default count");
+	ck_assert_str_eq(r->str, "2");
+	freeReplyObject(r);
+
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d/99", o.port);
+	s = open_url(url, 0, &rc);
+	ck_assert_int_eq(rc, RLG_ESTORE);
+	check_names(s, o.port, "SELECT failed");
+	rlg_store_close(s);
+	own_cleanup(&o);
+}
+END_TEST
+
+/* Every key written expires: PEXPIRE by expires_ms - now. */
+START_TEST(test_redis_keys_expire)
+{
+	char *path = path_in("expire");
+	struct rlg_policy fw = policy(5, 60);
+	struct rlg_policy sl = alg_policy(name_sl, RLG_ALG_SLIDING_LOG, 3, 10,
+	    0);
+	struct rlg_policy tb = alg_policy(name_tb, RLG_ALG_TOKEN_BUCKET, 5, 10,
+	    3);
+	struct rlg_store *s = open_ok(path, 0);
+	redisReply *r, *ttl;
+	int64_t deleted = -1;
+	size_t i;
+
+	ck_assert(hit(s, &fw, "c", T1, NULL));
+	ck_assert(hit(s, &sl, "c", T1, NULL));
+	ck_assert(hit(s, &tb, "c", T1, NULL));
+	r = rdb(path, "PTTL rlg:{c}:default");
+	ck_assert_int_gt(r->integer, 58000);
+	ck_assert_int_le(r->integer, 59000);
+	freeReplyObject(r);
+	r = rdb(path, "PTTL rlg:{c}:sl");
+	ck_assert_int_gt(r->integer, 9000);
+	ck_assert_int_le(r->integer, 10000);
+	freeReplyObject(r);
+	r = rdb(path, "PTTL rlg:{c}:sl:log");
+	ck_assert_int_gt(r->integer, 9000);
+	ck_assert_int_le(r->integer, 10000);
+	freeReplyObject(r);
+	/* tat = T1 + 2 s. */
+	r = rdb(path, "PTTL rlg:{c}:tb");
+	ck_assert_int_gt(r->integer, 1000);
+	ck_assert_int_le(r->integer, 2000);
+	freeReplyObject(r);
+	r = rdb(path, "KEYS *");
+	ck_assert_uint_eq(r->elements, 4);
+	for (i = 0; i < r->elements; i++) {
+		ttl = rdb(path, "PTTL %s", r->element[i]->str);
+		ck_assert_msg(ttl->integer > 0, "%s: PTTL %lld",
+		    r->element[i]->str, (long long)ttl->integer);
+		freeReplyObject(ttl);
+	}
+	freeReplyObject(r);
+
+	/* prune has nothing to do: the keys expire by themselves. */
+	ck_assert_int_eq(rlg_store_prune(s, WIN0 + 3600000, &deleted), RLG_OK);
+	ck_assert_int_eq(deleted, 0);
+	ck_assert_int_eq(nstates(path), 3);
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
+ * Client keys: braces inside are harmless (one prefix tags every key of
+ * the client); an empty key or one that starts with '}' would leave the
+ * tag empty and is refused.
+ */
+START_TEST(test_redis_client_keys)
+{
+	char *path = path_in("keys");
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_store_item item = { &p, "", false, false };
+	struct rlg_decision d;
+	struct rlg_store *s = open_ok(path, 0);
+	const char *good[] = { "a}b", "a", "{x}", "x{", "10.0.0.1|k:0a1b",
+	    "2001:db8::/64", "unknown" };
+	size_t i;
+
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_EINVAL);
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "hash tag") != NULL, "%s",
+	    rlg_store_errmsg(s));
+	item.client = "}x";
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_EINVAL);
+	for (i = 0; i < sizeof good / sizeof good[0]; i++) {
+		ck_assert(hit(s, &p, good[i], T1, &d));
+		ck_assert(hit(s, &p, good[i], T1, &d));
+		ck_assert_int_eq(d.remaining, 3);
+		ck_assert_int_eq(count_of(path, "default", good[i]), 2);
+	}
+	ck_assert_int_eq(nstates(path), (int64_t)(sizeof good /
+	    sizeof good[0]));
+	rlg_store_close(s);
+}
+END_TEST
+/*
+ * Malformed replies are store failures (RLG_ESTORE, errmsg naming the
+ * server and what was wrong); a well-formed one is taken field by field;
+ * NOSCRIPT twice in a row is retried once only.
+ */
+START_TEST(test_redis_strict_reply)
+{
+	static const struct {
+		const char *reply;
+		const char *msg;       /* NULL: RLG_OK */
+	} cases[] = {
+		{ ":1\r\n", "unexpected reply: an integer," },
+		{ "*2\r\n:1\r\n:1\r\n", "unexpected reply: an array of 2," },
+		{ "*6\r\n:1\r\n:1\r\n:5\r\n$1\r\n4\r\n:1000\r\n:0\r\n",
+		    "element 3 is a string" },
+		{ "*6\r\n:1\r\n:2\r\n:5\r\n:4\r\n:1000\r\n:0\r\n",
+		    "element 1 is out of range (2)" },
+		{ "*6\r\n:1\r\n:1\r\n:5\r\n:-4\r\n:1000\r\n:0\r\n",
+		    "element 3 is out of range (-4)" },
+		{ "*6\r\n:1\r\n:1\r\n:5\r\n*0\r\n:1000\r\n:0\r\n",
+		    "element 3 is an array" },
+		{ "-ERR rlgate: bad argument\r\n",
+		    "EVALSHA failed: ERR rlgate: bad argument" },
+		{ "$-1\r\n", "unexpected reply: nil," },
+		{ "-NOSCRIPT No matching script\r\n",
+		    "EVALSHA failed: NOSCRIPT" },
+		{ "*6\r\n:1700000000000\r\n:1\r\n:5\r\n:4\r\n:1000\r\n:0\r\n",
+		    NULL },
+	};
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_store_item item = { &p, "c", false, false };
+	struct rlg_decision d;
+	struct rlg_store *s;
+	struct fake f;
+	char url[64];
+	size_t i;
+	int rc, loads;
+
+	fake_start(&f);
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d", f.port);
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		pthread_mutex_lock(&f.mu);
+		f.reply = cases[i].reply;
+		loads = f.loads;
+		pthread_mutex_unlock(&f.mu);
+		s = open_url(url, 0, &rc);
+		ck_assert_msg(rc == RLG_OK, "%s", rlg_store_errmsg(s));
+		rc = rlg_store_step(s, &item, 1, T1, &d);
+		if (cases[i].msg == NULL) {
+			ck_assert_int_eq(rc, RLG_OK);
+			ck_assert(d.admitted);
+			ck_assert_int_eq(d.limit, 5);
+			ck_assert_int_eq(d.remaining, 4);
+			ck_assert_int_eq(d.reset_ms, 1000);
+			ck_assert_int_eq(d.retry_ms, 0);
+		} else {
+			ck_assert_msg(rc == RLG_ESTORE, "case %zu", i);
+			check_names(s, f.port, cases[i].msg);
+		}
+		rlg_store_close(s);
+		pthread_mutex_lock(&f.mu);
+		/* NOSCRIPT: loaded at connect and once again, no more. */
+		ck_assert_int_eq(f.loads - loads,
+		    strncmp(cases[i].reply, "-NOSCRIPT", 9) == 0 ? 2 : 1);
+		pthread_mutex_unlock(&f.mu);
+	}
+	fake_stop(&f);
+}
+END_TEST
+
+void
+rlg_store_redis_tests(TCase *tc)
+{
+	tcase_add_test(tc, test_redis_down_at_open);
+	tcase_add_test(tc, test_redis_killed_mid_run);
+	tcase_add_test(tc, test_redis_backoff);
+	tcase_add_test(tc, test_redis_noscript);
+	tcase_add_test(tc, test_redis_clock);
+	tcase_add_test(tc, test_redis_auth);
+	tcase_add_test(tc, test_redis_unix_socket);
+	tcase_add_test(tc, test_redis_keys_expire);
+	tcase_add_test(tc, test_redis_client_keys);
+	tcase_add_test(tc, test_redis_strict_reply);
+}

@@ -1,0 +1,100 @@
+# shellcheck shell=bash
+# tests/lib-proc.sh: the process, port and waiting helpers that the
+# integration tests (tests/integration/lib.sh) and the benchmarks
+# (tests/bench/lib-bench.sh) share. Sourced by those two, not run; it
+# prints nothing and sets no option or trap of its own. Every wait is
+# bounded; ports are on 127.0.0.1.
+
+# now_ms: wall-clock milliseconds since the epoch.
+now_ms() {
+	if [ -n "${EPOCHREALTIME:-}" ]; then
+		local s=${EPOCHREALTIME%[.,]*} f=${EPOCHREALTIME#*[.,]}
+		echo $((s * 1000 + 10#${f:0:3}))
+	else
+		local ns
+		ns=$(date +%s%N)
+		echo $((ns / 1000000))
+	fi
+}
+
+# pid_alive PID: true while PID runs (a zombie counts as gone). Reads
+# /proc without forking, so polling loops stay cheap.
+pid_alive() {
+	local _pid _comm st
+	kill -0 "$1" 2>/dev/null || return 1
+	if [ -r "/proc/$1/stat" ]; then
+		{ read -r _pid _comm st _ <"/proc/$1/stat"; } 2>/dev/null || return 1
+	else
+		st=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+	fi
+	[[ $st != Z* ]]
+}
+
+# port_in_use PORT: true if something listens on 127.0.0.1:PORT.
+port_in_use() {
+	if command -v ss >/dev/null 2>&1; then
+		[ -n "$(ss -Htln "sport = :$1" 2>/dev/null)" ] && return 0
+	fi
+	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# free_port: prints a free TCP port on 127.0.0.1 from 10000 up to below
+# the kernel's ephemeral range (ip_local_port_range; 32767 when it cannot
+# be read or starts too low, never above 55535 so that a Redis Cluster
+# bus port, PORT + 10000, exists too): no client connection can take it
+# between this check and the server's bind. Fails if none found.
+# Use: PORT=$(free_port) || bail_out "no free port"
+free_port() {
+	local _ p lo=10000 hi=32767 eph
+	eph=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+	if [[ $eph =~ ^[0-9]+$ ]] && [ "$eph" -gt 11000 ]; then
+		hi=$((eph - 1))
+	fi
+	[ "$hi" -le 55535 ] || hi=55535
+	for _ in $(seq 1 100); do
+		p=$((lo + (RANDOM * 32768 + RANDOM) % (hi - lo + 1)))
+		if ! port_in_use "$p"; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# wait_for_port PORT [TIMEOUT_S] [PID]: until 127.0.0.1:PORT accepts, or
+# fails after TIMEOUT_S (default 10) or as soon as PID (if given) is gone.
+wait_for_port() {
+	local port=$1 timeout=${2:-10} pid=${3:-} _
+	for _ in $(seq 1 $((timeout * 50))); do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			return 0
+		fi
+		if [ -n "$pid" ] && ! pid_alive "$pid"; then
+			return 1
+		fi
+		sleep 0.02
+	done
+	return 1
+}
+
+# wait_for_file PATH [TIMEOUT_S]: until PATH exists (any type), or fails
+# after TIMEOUT_S (default 10).
+wait_for_file() {
+	local _
+	for _ in $(seq 1 $((${2:-10} * 50))); do
+		[ -e "$1" ] && return 0
+		sleep 0.02
+	done
+	return 1
+}
+
+# wait_until MS CMD [ARGS...]: runs CMD every 50 ms until it succeeds (0) or
+# MS milliseconds have passed (1).
+wait_until() {
+	local deadline=$(($(now_ms) + $1))
+	shift
+	until "$@"; do
+		[ "$(now_ms)" -ge "$deadline" ] && return 1
+		sleep 0.05
+	done
+}
