@@ -60,9 +60,9 @@ int rlg_test_redis_cluster_start_node(struct rlg_test_redis_cluster *cl,
     int i);
 
 /*
- * Waits up to wait_ms until every running node says cluster_state:ok
- * (state is "ok") or, for want "fail", until one running node says
- * cluster_state:fail. 0, or -1 when the time ran out.
+ * Waits up to wait_ms until every running node says cluster_state:want
+ * ("ok" or "fail"): a step may go to any of them. 0, or -1 when the time
+ * ran out.
  */
 int rlg_test_redis_cluster_wait(const struct rlg_test_redis_cluster *cl,
     const char *want, long wait_ms);
