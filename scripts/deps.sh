@@ -10,6 +10,7 @@ pkgs=(
 	libsodium-dev clang                            # API-key hashing; the fuzzers
 	spawn-fcgi lighttpd apache2 sqlite3 curl       # run it, test it, inspect it
 	gnuplot-nox                                    # the boundary-burst picture
+	groff-base                                     # the man pages checked (tests/integration/docs.sh)
 	valgrind                                       # memcheck over one integration run
 	libcurl4-openssl-dev                           # the load generator (tests/loadgen.c)
 	cppcheck clang-tidy                            # static analysis (scripts/lint.sh)

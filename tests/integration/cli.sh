@@ -36,6 +36,9 @@ is "$RC" 0 "--help exits 0"
 like "$OUT" '--config' "--help mentions --config"
 like "$OUT" '--check-config' "--help mentions --check-config"
 like "$OUT" '--threads' "--help mentions --threads"
+like "$OUT" '--log' "--help mentions --log"
+like "$OUT" '--version' "--help mentions --version"
+# (docs.sh holds docs/rlgate.8 to exactly the options --help prints)
 
 run -- --no-such-option
 is "$RC" 64 "an unknown option exits 64"
@@ -53,11 +56,22 @@ for bad in 0 abc -1 "" 4x; do
 done
 run -- --config "$good" --threads
 is "$RC" 64 "--threads without a value exits 64"
+run -- --config "$good" --threads 257 --check-config
+is "$RC" 64 "--threads 257 exits 64 (1 to 256)"
+run -- --config "$good" --threads 256 --check-config
+is "$RC" 0 "--threads 256 is accepted"
+
+# --log is opened before anything else: a file that cannot be opened is bad
+# usage (64), even when the config is bad too
+run -- --config "$good" --log "$T/no-such-dir/rlgate.log"
+is "$RC" 64 "--log in a missing directory exits 64"
+like "$ERR" 'no-such-dir' "... and names the file"
 
 # --- --check-config on a good file
 run -- --config "$good" --check-config
 is "$RC" 0 "--check-config on a good file exits 0"
 is "$ERR" "" "--check-config on a good file prints nothing on stderr"
+is "$OUT" "$good: configuration ok" "--check-config says 'FILE: configuration ok' on stdout"
 [ -e "$T/good.db" ]
 ok $((! $?)) "--check-config does not create the database"
 
@@ -135,6 +149,17 @@ is "$RC" 0 "--config wins over \$RLGATE_CONFIG"
 
 run RLGATE_CONFIG="$T/nope.conf" -- --check-config
 is "$RC" 78 "\$RLGATE_CONFIG naming a missing file exits 78"
+
+# an empty $RLGATE_CONFIG is the same as none: the default path (which
+# --help names) if it exists, else the built-in defaults
+default_conf=$("$RLGATE_BIN" --help | sed -n 's/.*else \(.*\) if it exists.*/\1/p')
+isnt "$default_conf" "" "--help names the default config path"
+if [ -n "$default_conf" ] && [ ! -e "$default_conf" ]; then
+	run RLGATE_CONFIG= -- --check-config
+	is "$RC:$OUT" "0:built-in defaults: configuration ok" "an empty \$RLGATE_CONFIG runs on the built-in defaults"
+else
+	pass "an empty \$RLGATE_CONFIG: $default_conf exists here, not checked # SKIP"
+fi
 
 # --- no socket on stdin and no GATEWAY_INTERFACE: refuses, clearly
 run -- --config "$good"
