@@ -12,7 +12,7 @@
  *
  *   boundary             the table
  *   boundary --tap       the table as TAP comments, then the assertions
- *                        the README states, as TAP tests
+ *                        docs/design.md states, as TAP tests
  *   boundary --data DIR  also writes DIR/ALGORITHM.dat, per-second counts of
  *                        the "burst then steady" scenario, which
  *                        tests/boundary.gp draws as docs/boundary.svg

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The boundary-burst experiment as tests: runs tests/boundary --tap (the
-# assertions the README states for each algorithm), then draws its data
+# assertions docs/design.md states for each algorithm), then draws its data
 # with gnuplot and checks that a picture came out. TAP output.
 set -u
 bin="$RLGATE_BUILDDIR/tests/boundary"

@@ -737,7 +737,7 @@ two_main(void *arg)
  * Under concurrency, two slots, both limits reachable: no policy ever
  * counts past its limit, each counts every admitted request, and runs
  * ahead of them only by the requests that lost a race between a check
- * and its commit (README): at most one per request rejected.
+ * and its commit (docs/design.md): at most one per request rejected.
  */
 START_TEST(test_cluster_two_slots_concurrent)
 {
@@ -849,7 +849,7 @@ START_TEST(test_cluster_seeds)
 END_TEST
 
 /*
- * An ACL user with the README's permissions for a cluster (the single
+ * An ACL user with docs/operations.md's permissions for a cluster (the single
  * server's, and CLUSTER SLOTS and ASKING), created on every master:
  * clients of every master are counted, through a migration's ASK too.
  */

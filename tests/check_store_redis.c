@@ -437,7 +437,7 @@ START_TEST(test_redis_auth)
 	rlg_store_close(s);
 
 	/*
-	 * An ACL user with the README's permissions (and only those), and a
+	 * An ACL user with docs/operations.md's permissions (and only those), and a
 	 * database of its own.
 	 */
 	r = rcmd(o.port, o.password, 0, "ACL SETUSER alice on >alice%%pw"

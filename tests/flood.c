@@ -19,7 +19,7 @@
  *    throughout, under its limit: every one is admitted and counted. Its
  *    decisions are timed (real time) before the flood, on a small file,
  *    and during it; the ratio of the medians is the slowdown factor,
- *    printed, not asserted (machines are noisy): README states it.
+ *    printed, not asserted (machines are noisy): docs/design.md states it.
  * 3. The guard (max_clients = FLOOD_GUARD, default 50,000): a second
  *    flood never gives the policy more than max_clients rows; new keys
  *    past it get RLG_EFULL; the well-behaved client, which the store

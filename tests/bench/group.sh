@@ -1,6 +1,6 @@
 #!/bin/bash
 # tests/bench/group.sh: group commit against one commit per request, in
-# process, for the README's table (make bench-group).
+# process, for docs/benchmarks.md's table (make bench-group).
 #
 #     bash tests/bench/group.sh [OUTFILE]          (default ./bench-group.md)
 #
@@ -49,7 +49,7 @@ cell() {
 	echo "$rate"
 }
 
-group() {   # thousands separators, as the README writes them
+group() {   # thousands separators, as docs/benchmarks.md writes them
 	printf '%s' "$1" | sed ':a;s/\B[0-9]\{3\}\>/,&/;ta'
 }
 
