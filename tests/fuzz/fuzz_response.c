@@ -158,7 +158,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	a.n = take8(&in) % (RLG_POLICIES_MAX + 1);
 	for (i = 0; i < a.n; i++) {
 		decisions[i].admitted = (take8(&in) & 1) != 0;
-		decisions[i].lim.limit = take64(&in);
+		decisions[i].limit = take64(&in);
 		decisions[i].remaining = take64(&in);
 		decisions[i].reset_ms = take64(&in);
 		decisions[i].retry_ms = take64(&in);
