@@ -39,7 +39,6 @@
 
 #include "config.h"
 #include "ini.h"
-#include "store_redis.h"
 #include "util.h"
 
 /* The longest store path, in bytes (PATH_MAX less its NUL on Linux). */

@@ -21,7 +21,6 @@
 
 #include "config.h"
 #include "limiter.h"
-#include "store_redis.h"
 
 
 /*
