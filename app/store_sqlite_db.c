@@ -37,6 +37,8 @@
 #define SQ_CHECK_MS 1000
 
 static bool sq_same_file(const struct sq_store *s);
+static int sq_harden(struct sq_store *s);
+static int sq_prepare_db(struct sq_store *s);
 static int sq_create_file(struct sq_store *s);
 static void sq_unlink_suffix(const char *path, const char *suffix);
 static int sq_check_header(struct sq_store *s);
@@ -147,7 +149,6 @@ int
 sq_connect(struct sq_store *s)
 {
 	struct stat st;
-	char limit[64];
 	int rc;
 
 	assert(s->db == NULL);
@@ -173,6 +174,33 @@ sq_connect(struct sq_store *s)
 			sq_sqlite_error(s, "open", rc);
 		goto fail;
 	}
+	if (sq_harden(s) != 0 || sq_prepare_db(s) != 0)
+		goto fail;
+	s->preparing = false;
+	if (stat(s->path, &st) != 0) {
+		rlg_store_seterr(&s->base, "sqlite open on %s: %s", s->path,
+		    strerror(errno));
+		goto fail;
+	}
+	s->dev = st.st_dev;
+	s->ino = st.st_ino;
+	return 0;
+
+fail:
+	sq_disconnect(s);
+	return -1;
+}
+
+/*
+ * The new connection's handlers and guards, before it reads anything:
+ * extended result codes, the busy handler, the authorizer and the WAL
+ * hook, and no code from the file that runs unchecked. A file this
+ * process may not write is refused here. 0, or -1 with errmsg set (the
+ * caller closes the connection).
+ */
+static int
+sq_harden(struct sq_store *s)
+{
 	sqlite3_extended_result_codes(s->db, 1);
 	sqlite3_busy_handler(s->db, sq_busy, s);
 	/*
@@ -192,15 +220,29 @@ sq_connect(struct sq_store *s)
 		rlg_store_seterr(&s->base, "sqlite open on %s: cannot set"
 		    " SQLITE_DBCONFIG_DEFENSIVE and trusted_schema = OFF: %s",
 		    s->path, sqlite3_errmsg(s->db));
-		goto fail;
+		return -1;
 	}
 	sqlite3_set_authorizer(s->db, sq_authorize, s);
 	sqlite3_wal_hook(s->db, sq_wal_hook, s);
 	if (sqlite3_db_readonly(s->db, "main") == 1) {
 		rlg_store_seterr(&s->base, "sqlite open on %s: the file is read-only for"
 		    " this process (SQLITE_READONLY)", s->path);
-		goto fail;
+		return -1;
 	}
+	return 0;
+}
+
+/*
+ * The hardened connection's file made ready: its header checked, WAL
+ * mode, synchronous and journal_size_limit set, the schema applied (or
+ * migrated), checked, and the statements prepared. 0, or -1 with errmsg
+ * set (the caller closes the connection).
+ */
+static int
+sq_prepare_db(struct sq_store *s)
+{
+	char limit[64];
+
 	snprintf(limit, sizeof limit, "PRAGMA journal_size_limit = %lld",
 	    (long long)SQ_WAL_LIMIT_BYTES);
 	if (sq_check_header(s) != 0 || sq_set_wal(s) != 0 ||
@@ -208,32 +250,20 @@ sq_connect(struct sq_store *s)
 	    "PRAGMA synchronous = NORMAL") != 0 ||
 	    sq_exec(s, "open", limit) != 0 ||
 	    sq_apply_schema(s) != 0)
-		goto fail;
+		return -1;
 	/*
 	 * The check and the statements see one snapshot of the schema: the
 	 * statements carry no trigger but those the check saw.
 	 */
 	if (sq_exec(s, "open", "BEGIN") != 0)
-		goto fail;
+		return -1;
 	if (sq_check_schema(s) != 0 || sq_prepare_all(s) != 0) {
 		(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-		goto fail;
+		return -1;
 	}
 	if (sq_exec(s, "open", "COMMIT") != 0)
-		goto fail;
-	s->preparing = false;
-	if (stat(s->path, &st) != 0) {
-		rlg_store_seterr(&s->base, "sqlite open on %s: %s", s->path,
-		    strerror(errno));
-		goto fail;
-	}
-	s->dev = st.st_dev;
-	s->ino = st.st_ino;
+		return -1;
 	return 0;
-
-fail:
-	sq_disconnect(s);
-	return -1;
 }
 
 /* Finalizes the statements and closes the connection, if open. */

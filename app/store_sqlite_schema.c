@@ -75,6 +75,8 @@ static char sq_ref_error[256];        /* empty when sq_ref is built */
 
 static int sq_user_version(struct sq_store *s, int *version);
 static int sq_migrate(struct sq_store *s, int from);
+static int sq_check_object(struct sq_store *s, sqlite3_stmt *st,
+    bool *seen);
 static void sq_ref_build(void);
 static const struct sq_object *sq_ref_find(const char *type,
     const char *name);
@@ -276,8 +278,6 @@ sq_check_schema(struct sq_store *s)
 {
 	static const char sql[] = "SELECT type, name, tbl_name, sql"
 	    " FROM sqlite_master WHERE type IN ('trigger', 'index')";
-	const struct sq_object *o;
-	const char *type, *name, *tbl, *text, *what;
 	char q[160];
 	bool *seen = NULL;
 	sqlite3_stmt *st = NULL;
@@ -298,35 +298,8 @@ sq_check_schema(struct sq_store *s)
 		goto fail;
 	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		type = (const char *)sqlite3_column_text(st, 0);
-		name = (const char *)sqlite3_column_text(st, 1);
-		tbl = (const char *)sqlite3_column_text(st, 2);
-		text = (const char *)sqlite3_column_text(st, 3);
-		if (type == NULL || name == NULL || tbl == NULL)
-			continue;
-		/* An index of the operator's own on a table of its own. */
-		if (strcmp(type, "trigger") != 0 && !sq_ref_table(tbl))
-			continue;
-		o = sq_ref_find(type, name);
-		what = strcmp(type, "trigger") == 0 ? "TRIGGER" : "INDEX";
-		if (o == NULL) {
-			rlg_store_seterr(&s->base, "sqlite schema check on %s: the database"
-			    " holds %s %s on %s that rlgate did not create:"
-			    " remove it with DROP %s %s", s->path, type,
-			    sq_quote(name, q, sizeof q), tbl, what, q);
+		if (sq_check_object(s, st, seen) != 0)
 			goto fail;
-		}
-		if (sqlite3_stricmp(o->tbl_name, tbl) != 0 ||
-		    (o->sql == NULL) != (text == NULL) ||
-		    (text != NULL && strcmp(o->sql, text) != 0)) {
-			rlg_store_seterr(&s->base, "sqlite schema check on %s: the database's"
-			    " %s %s is not the one rlgate created (its SQL"
-			    " differs from db/schema.sql): DROP %s %s, then"
-			    " create it again from db/schema.sql", s->path,
-			    type, sq_quote(name, q, sizeof q), what, q);
-			goto fail;
-		}
-		seen[o - sq_ref] = true;
 	}
 	if (rc != SQLITE_DONE) {
 		sq_sqlite_error(s, "schema check", rc);
@@ -351,6 +324,52 @@ fail:
 	sqlite3_finalize(st);
 	free(seen);
 	return -1;
+}
+
+/*
+ * One trigger or index of the file, the row st of sq_check_schema's
+ * query (type, name, tbl_name, sql): rlgate's own, on the same table,
+ * with the same SQL text, noted in seen; or an index of the operator's
+ * own on a table of its own, left alone. 0, or -1 with errmsg naming the
+ * object and the fix.
+ */
+static int
+sq_check_object(struct sq_store *s, sqlite3_stmt *st, bool *seen)
+{
+	const struct sq_object *o;
+	const char *type, *name, *tbl, *text, *what;
+	char q[160];
+
+	type = (const char *)sqlite3_column_text(st, 0);
+	name = (const char *)sqlite3_column_text(st, 1);
+	tbl = (const char *)sqlite3_column_text(st, 2);
+	text = (const char *)sqlite3_column_text(st, 3);
+	if (type == NULL || name == NULL || tbl == NULL)
+		return 0;
+	/* An index of the operator's own on a table of its own. */
+	if (strcmp(type, "trigger") != 0 && !sq_ref_table(tbl))
+		return 0;
+	o = sq_ref_find(type, name);
+	what = strcmp(type, "trigger") == 0 ? "TRIGGER" : "INDEX";
+	if (o == NULL) {
+		rlg_store_seterr(&s->base, "sqlite schema check on %s: the database"
+		    " holds %s %s on %s that rlgate did not create:"
+		    " remove it with DROP %s %s", s->path, type,
+		    sq_quote(name, q, sizeof q), tbl, what, q);
+		return -1;
+	}
+	if (sqlite3_stricmp(o->tbl_name, tbl) != 0 ||
+	    (o->sql == NULL) != (text == NULL) ||
+	    (text != NULL && strcmp(o->sql, text) != 0)) {
+		rlg_store_seterr(&s->base, "sqlite schema check on %s: the database's"
+		    " %s %s is not the one rlgate created (its SQL"
+		    " differs from db/schema.sql): DROP %s %s, then"
+		    " create it again from db/schema.sql", s->path,
+		    type, sq_quote(name, q, sizeof q), what, q);
+		return -1;
+	}
+	seen[o - sq_ref] = true;
+	return 0;
 }
 
 /*
