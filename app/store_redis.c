@@ -92,6 +92,17 @@ static int rd_field(struct rd_store *s, const struct rd_node *node,
     int64_t lo, int64_t hi);
 static bool rd_skipped(const redisReply *const *e, size_t k,
     const struct rlg_policy *p);
+static int rd_reply_shape(struct rd_store *s, const struct rd_node *node,
+    const redisReply *reply, size_t nreply);
+static int rd_reply_item(struct rd_store *s, const struct rd_node *node,
+    const redisReply *const *e, size_t i, const struct rlg_store_item *it,
+    int64_t now);
+static char *rd_build_keys(struct rd_store *s,
+    const struct rlg_store_item *items, const size_t *idx, size_t m,
+    size_t n, char *at, size_t *ap);
+static char *rd_build_args(struct rd_store *s,
+    const struct rlg_store_item *items, const size_t *idx, size_t m,
+    size_t n, int64_t now_ms, char *at, size_t *ap);
 
 /* The reply: now_ms, then this many integers per item. */
 #define RD_PER_ITEM 5
@@ -302,14 +313,10 @@ int
 rd_build(struct rd_store *s, const struct rlg_store_item *items,
     const size_t *idx, size_t m, bool probe, int64_t now_ms)
 {
-	static const char *const probe_args[RD_PER_ITEM] = { "0", "1",
-	    "1000", "0", "0" };
 	size_t n = m + (probe ? RD_PROBE_ITEMS : 0);
-	size_t argc = 5 + 7 * n, need = (size_t)3 * RD_NUM, i, k, a, len;
+	size_t argc = 5 + 7 * n, need = (size_t)3 * RD_NUM, i, a;
 	const struct rlg_store_item *it;
-	const struct rlg_policy *p;
 	char *at;
-	int64_t v[RD_PER_ITEM];
 
 	/* "rlg:{" C "}:" P, and the same with ":log", each NUL-ended. */
 	for (i = 0; i < m; i++) {
@@ -317,6 +324,30 @@ rd_build(struct rd_store *s, const struct rlg_store_item *items,
 		need += 2 * (strlen(it->client) + strlen(it->policy->name) +
 		    8) + 4 + (size_t)RD_PER_ITEM * RD_NUM;
 	}
+	rd_reserve(s, argc, need);
+
+	at = s->text;
+	s->argv[0] = "EVALSHA";
+	s->argvlen[0] = 7;
+	s->argv[1] = s->sha;
+	s->argvlen[1] = 40;
+	s->argv[2] = at;
+	s->argvlen[2] = (size_t)snprintf(at, RD_NUM, "%zu", 2 * n);
+	at += s->argvlen[2] + 1;
+	a = 3;
+	at = rd_build_keys(s, items, idx, m, n, at, &a);
+	at = rd_build_args(s, items, idx, m, n, now_ms, at, &a);
+	assert(a == argc && (size_t)(at - s->text) <= need);
+	return (int)argc;
+}
+
+/*
+ * Makes room for argc arguments in s->argv and s->argvlen and for need
+ * bytes in s->text (what was there is not kept).
+ */
+void
+rd_reserve(struct rd_store *s, size_t argc, size_t need)
+{
 	if (argc > s->argcap) {
 		free(s->argv);
 		free(s->argvlen);
@@ -329,16 +360,22 @@ rd_build(struct rd_store *s, const struct rlg_store_item *items,
 		s->textcap = need;
 		s->text = rlg_xmalloc(need);
 	}
+}
 
-	at = s->text;
-	s->argv[0] = "EVALSHA";
-	s->argvlen[0] = 7;
-	s->argv[1] = s->sha;
-	s->argvlen[1] = 40;
-	s->argv[2] = at;
-	s->argvlen[2] = (size_t)snprintf(at, RD_NUM, "%zu", 2 * n);
-	at += s->argvlen[2] + 1;
-	for (i = 0, a = 3; i < m; i++) {
+/*
+ * The KEYS of rd_build from argument *a on, their text from at on: each
+ * item's state key and its log key (the state key again for an item
+ * that is no sliding log), then the probe's (n - m items), all four the
+ * first state key. Returns the end of the text written.
+ */
+static char *
+rd_build_keys(struct rd_store *s, const struct rlg_store_item *items,
+    const size_t *idx, size_t m, size_t n, char *at, size_t *ap)
+{
+	const struct rlg_store_item *it;
+	size_t i, k, a = *ap;
+
+	for (i = 0; i < m; i++) {
 		it = &items[idx != NULL ? idx[i] : i];
 		s->argv[a] = at;
 		at = rd_put(at, "rlg:{", 5);
@@ -369,6 +406,27 @@ rd_build(struct rd_store *s, const struct rlg_store_item *items,
 			s->argvlen[a] = s->argvlen[3];
 		}
 	}
+	*ap = a;
+	return at;
+}
+
+/*
+ * The ARGV of rd_build from argument *a on, their text from at on: now
+ * ("" for Redis TIME), n, then each item's algorithm, limit, window_ms,
+ * burst and flags, then the probe's. Returns the end of the text written.
+ */
+static char *
+rd_build_args(struct rd_store *s, const struct rlg_store_item *items,
+    const size_t *idx, size_t m, size_t n, int64_t now_ms, char *at,
+    size_t *ap)
+{
+	static const char *const probe_args[RD_PER_ITEM] = { "0", "1",
+	    "1000", "0", "0" };
+	const struct rlg_store_item *it;
+	const struct rlg_policy *p;
+	size_t i, k, a = *ap, len;
+	int64_t v[RD_PER_ITEM];
+
 	/* ARGV[1]: "" makes the script read Redis TIME. */
 	s->argv[a] = at;
 	len = 0;
@@ -402,8 +460,8 @@ rd_build(struct rd_store *s, const struct rlg_store_item *items,
 			s->argvlen[a] = strlen(probe_args[k]);
 		}
 	}
-	assert(a == argc && (size_t)(at - s->text) <= need);
-	return (int)argc;
+	*ap = a;
+	return at;
 }
 
 /* Copies len bytes of s to at; returns the end. */
@@ -427,18 +485,43 @@ rd_decisions(struct rd_store *s, const struct rd_node *node,
     size_t nreply, const size_t *idx, size_t m,
     struct rlg_decision *decisions)
 {
-	/* The probe's items: fixed_window, limit 1 (rd_build). */
-	static const struct rlg_policy probe = { .name = (char *)"probe",
-	    .lim = { .algorithm = RLG_ALG_FIXED_WINDOW, .limit = 1,
-	    .window_ms = 1000 } };
 	const redisReply *const *e;
-	const struct rlg_store_item *it;
-	const struct rlg_policy *p;
-	struct rlg_limiter_bounds b;
 	struct rlg_decision *d;
-	char got[48], said[RD_SAID];
 	size_t i, k;
 	int64_t now;
+
+	if (rd_reply_shape(s, node, reply, nreply) != 0)
+		return -1;
+	e = (const redisReply *const *)reply->element;
+	if (rd_field(s, node, e, 0, NULL, 0, RLG_TIME_MS_MAX) != 0)
+		return -1;
+	now = e[0]->integer;
+	for (i = 0; i < nreply; i++) {
+		if (rd_reply_item(s, node, e, i, i < m ?
+		    &items[idx != NULL ? idx[i] : i] : NULL, now) != 0)
+			return -1;
+	}
+	for (i = 0; i < m; i++) {
+		d = &decisions[idx != NULL ? idx[i] : i];
+		k = 1 + RD_PER_ITEM * i;
+		d->admitted = e[k]->integer == 1;
+		d->limit = e[k + 1]->integer;
+		d->remaining = e[k + 2]->integer;
+		d->reset_ms = e[k + 3]->integer;
+		d->retry_ms = e[k + 4]->integer;
+	}
+	return 0;
+}
+
+/*
+ * The step's reply as a whole: no error, an array of 1 + 5 nreply
+ * elements. 0, or -1 (errmsg: the error, or what came instead).
+ */
+static int
+rd_reply_shape(struct rd_store *s, const struct rd_node *node,
+    const redisReply *reply, size_t nreply)
+{
+	char got[48], said[RD_SAID];
 
 	if (reply->type == REDIS_REPLY_ERROR) {
 		rd_seterr(s, "%s: EVALSHA failed: %s%s", node->name,
@@ -462,55 +545,59 @@ rd_decisions(struct rd_store *s, const struct rd_node *node,
 		    1 + RD_PER_ITEM * nreply);
 		return -1;
 	}
-	e = (const redisReply *const *)reply->element;
-	if (rd_field(s, node, e, 0, NULL, 0, RLG_TIME_MS_MAX) != 0)
+	return 0;
+}
+
+/*
+ * Item i of the step's reply e, for it (NULL: an item of the probe),
+ * answered at now: each field an integer within what the limiter can
+ * give for its policy, admitted or rejected alike (limiter.h), or
+ * exactly a skipped charge. 0, or -1 (errmsg, rd_field's).
+ */
+static int
+rd_reply_item(struct rd_store *s, const struct rd_node *node,
+    const redisReply *const *e, size_t i, const struct rlg_store_item *it,
+    int64_t now)
+{
+	/* The probe's items: fixed_window, limit 1 (rd_build). */
+	static const struct rlg_policy probe = { .name = (char *)"probe",
+	    .lim = { .algorithm = RLG_ALG_FIXED_WINDOW, .limit = 1,
+	    .window_ms = 1000 } };
+	const struct rlg_policy *p = it != NULL ? it->policy : &probe;
+	struct rlg_limiter_bounds b;
+	size_t k = 1 + RD_PER_ITEM * i;
+
+	if (rlg_limiter_bounds(&p->lim, now, &b) != RLG_OK) {
+		/* rd_check_items let only good policies through. */
+		rd_seterr(s, "%s: EVALSHA: item %zu: no bounds for its"
+		    " policy", node->name, i);
 		return -1;
-	now = e[0]->integer;
-	for (i = 0; i < nreply; i++) {
-		it = i < m ? &items[idx != NULL ? idx[i] : i] : NULL;
-		p = it != NULL ? it->policy : &probe;
-		if (rlg_limiter_bounds(&p->lim, now, &b) != RLG_OK) {
-			/* rd_check_items let only good policies through. */
-			rd_seterr(s, "%s: EVALSHA: item %zu: no bounds for its"
-			    " policy", node->name, i);
-			return -1;
-		}
-		k = 1 + RD_PER_ITEM * i;
-		if (rd_field(s, node, e, k, p, 0, 1) != 0)
-			return -1;
-		/* A charge for a new key that did not apply: skipped. */
-		if (it != NULL && it->if_new && e[k]->integer == 1 &&
-		    rd_skipped(e, k, p))
-			continue;
-		if (e[k]->integer == 1) {
-			if (rd_field(s, node, e, k + 1, p, p->lim.limit,
-			    p->lim.limit) != 0 ||
-			    rd_field(s, node, e, k + 2, p, 0,
-			    b.remaining_max) != 0 ||
-			    rd_field(s, node, e, k + 3, p, 1,
-			    b.delay_max) != 0 ||
-			    rd_field(s, node, e, k + 4, p, 0, 0) != 0)
-				return -1;
-			continue;
-		}
-		/* Rejected: reset_ms is retry_ms (limiter.h). */
+	}
+	if (rd_field(s, node, e, k, p, 0, 1) != 0)
+		return -1;
+	/* A charge for a new key that did not apply: skipped. */
+	if (it != NULL && it->if_new && e[k]->integer == 1 &&
+	    rd_skipped(e, k, p))
+		return 0;
+	if (e[k]->integer == 1) {
 		if (rd_field(s, node, e, k + 1, p, p->lim.limit,
 		    p->lim.limit) != 0 ||
-		    rd_field(s, node, e, k + 2, p, 0, 0) != 0 ||
-		    rd_field(s, node, e, k + 4, p, 1, b.delay_max) != 0 ||
-		    rd_field(s, node, e, k + 3, p, e[k + 4]->integer,
-		    e[k + 4]->integer) != 0)
+		    rd_field(s, node, e, k + 2, p, 0,
+		    b.remaining_max) != 0 ||
+		    rd_field(s, node, e, k + 3, p, 1,
+		    b.delay_max) != 0 ||
+		    rd_field(s, node, e, k + 4, p, 0, 0) != 0)
 			return -1;
+		return 0;
 	}
-	for (i = 0; i < m; i++) {
-		d = &decisions[idx != NULL ? idx[i] : i];
-		k = 1 + RD_PER_ITEM * i;
-		d->admitted = e[k]->integer == 1;
-		d->limit = e[k + 1]->integer;
-		d->remaining = e[k + 2]->integer;
-		d->reset_ms = e[k + 3]->integer;
-		d->retry_ms = e[k + 4]->integer;
-	}
+	/* Rejected: reset_ms is retry_ms (limiter.h). */
+	if (rd_field(s, node, e, k + 1, p, p->lim.limit,
+	    p->lim.limit) != 0 ||
+	    rd_field(s, node, e, k + 2, p, 0, 0) != 0 ||
+	    rd_field(s, node, e, k + 4, p, 1, b.delay_max) != 0 ||
+	    rd_field(s, node, e, k + 3, p, e[k + 4]->integer,
+	    e[k + 4]->integer) != 0)
+		return -1;
 	return 0;
 }
 

@@ -93,6 +93,21 @@
 /* Nodes one handle knows, at most: a cluster has up to about 1000. */
 #define RD_NODES_MAX 2048
 
+/*
+ * Where the command of rd_cluster_exec stands: the node to send it to
+ * next, after ASKING or not, and the redirections, TRYAGAIN and
+ * CLUSTERDOWN retries and the script reload spent so far.
+ */
+struct rd_try {
+	unsigned slot;
+	size_t ni;
+	bool asking;
+	bool reloaded;
+	int redirects;
+	int tryagain;
+	int down;
+};
+
 static void rd_grow_charges(struct rd_store *s, size_t n);
 static int rd_cluster_exists(struct rd_store *s,
     const struct rlg_store_item *item);
@@ -106,12 +121,18 @@ static int rd_group_run(struct rd_store *s,
     int64_t now_ms, struct rlg_decision *decisions, bool *admitted);
 static int rd_cluster_exec(struct rd_store *s, unsigned slot, int argc,
     redisReply **out, size_t *nodep);
+static int rd_follow(struct rd_store *s, struct rd_try *t,
+    redisReply *reply);
+static int rd_try_again(struct rd_store *s, struct rd_try *t,
+    redisReply *reply);
 static int rd_redirect(struct rd_store *s, size_t ni,
     const redisReply *reply, unsigned want, unsigned *slotp,
     size_t *target);
 static int rd_refresh(struct rd_store *s);
 static int rd_slots_apply(struct rd_store *s, size_t ni,
     const redisReply *reply);
+static int rd_slots_entry(struct rd_store *s, size_t ni,
+    const redisReply *e, size_t i);
 static void rd_compact(struct rd_store *s);
 static unsigned rd_slot(const char *client);
 static void rd_sleep_ms(int64_t ms);
@@ -189,18 +210,7 @@ rd_cluster_exists(struct rd_store *s, const struct rlg_store_item *item)
 	int rc = -1;
 
 	need = strlen(item->client) + strlen(item->policy->name) + 8;
-	if (s->argcap < 2) {
-		free(s->argv);
-		free(s->argvlen);
-		s->argcap = 2;
-		s->argv = rlg_xcalloc(2, sizeof *s->argv);
-		s->argvlen = rlg_xcalloc(2, sizeof *s->argvlen);
-	}
-	if (need > s->textcap) {
-		free(s->text);
-		s->textcap = need;
-		s->text = rlg_xmalloc(need);
-	}
+	rd_reserve(s, 2, need);
 	at = s->text;
 	at = rd_put(at, "rlg:{", 5);
 	at = rd_put(at, item->client, strlen(item->client));
@@ -358,116 +368,143 @@ static int
 rd_cluster_exec(struct rd_store *s, unsigned slot, int argc,
     redisReply **out, size_t *nodep)
 {
-	int redirects = 0, tryagain = 0, down = 0;
-	bool asking = false, reloaded = false, late;
-	char said[RD_SAID], how[64];
+	struct rd_try t = { .slot = slot };
 	redisReply *reply;
-	unsigned rslot;
-	size_t ni, target;
-	int64_t wait;
 
 	if (rd_map_ready(s) != 0)
 		return -1;
-	ni = (size_t)s->slots[slot] - 1;
+	t.ni = (size_t)s->slots[slot] - 1;
 	for (;;) {
-		if (s->slots[slot] == 0 && !asking) {
+		if (s->slots[slot] == 0 && !t.asking) {
 			rd_seterr(s, "%s: no master serves slot %u (CLUSTER"
 			    " SLOTS)", s->name, slot);
 			s->map_stale = true;
 			return -1;
 		}
-		if (rd_ready(s, ni) != 0)
+		if (rd_ready(s, t.ni) != 0)
 			return -1;
-		reply = rd_exec_on(s, ni, asking, argc);
+		reply = rd_exec_on(s, t.ni, t.asking, argc);
 		if (reply == NULL) {
-			(void)rd_failed(s, ni);
+			(void)rd_failed(s, t.ni);
 			return -1;
 		}
-		if (reply->type != REDIS_REPLY_ERROR) {
-			*out = reply;
-			*nodep = ni;
-			return 0;
-		}
-		if (rd_error_is(reply, "NOSCRIPT") && !reloaded) {
+		if (reply->type != REDIS_REPLY_ERROR)
+			break;
+		if (rd_error_is(reply, "NOSCRIPT") && !t.reloaded) {
 			freeReplyObject(reply);
-			reloaded = true;
-			if (rd_load_script(s, &s->nodes[ni]) != 0) {
-				(void)rd_failed(s, ni);
+			t.reloaded = true;
+			if (rd_load_script(s, &s->nodes[t.ni]) != 0) {
+				(void)rd_failed(s, t.ni);
 				return -1;
 			}
 			continue;
 		}
 		if (rd_error_is(reply, "MOVED") || rd_error_is(reply, "ASK")) {
-			if (++redirects > RD_REDIRECTS_MAX) {
-				rd_seterr(s, "%s: EVALSHA: more than %d"
-				    " redirections for slot %u (the last: "
-				    "%s)", s->nodes[ni].name,
-				    RD_REDIRECTS_MAX, slot,
-				    rd_said(reply->str, reply->len, said));
-				freeReplyObject(reply);
-				s->map_stale = true;
+			if (rd_follow(s, &t, reply) != 0)
 				return -1;
-			}
-			if (rd_redirect(s, ni, reply, slot, &rslot,
-			    &target) != 0) {
-				freeReplyObject(reply);
-				(void)rd_failed(s, ni);
-				return -1;
-			}
-			asking = rd_error_is(reply, "ASK");
-			freeReplyObject(reply);
-			if (!asking) {
-				/* Moved for good: the map follows at once. */
-				s->slots[rslot] = (uint16_t)(target + 1);
-				s->map_stale = true;
-			}
-			ni = target;
 			continue;
 		}
 		if (rd_error_is(reply, "TRYAGAIN")) {
-			/* A wait that would end past the deadline: none. */
-			wait = (int64_t)RD_TRYAGAIN_WAIT_MS << tryagain;
-			late = wait >= s->deadline_ms - rd_mono_ms();
-			if (tryagain < RD_TRYAGAIN_MAX && !late) {
-				freeReplyObject(reply);
-				rd_sleep_ms(wait);
-				tryagain++;
-				/*
-				 * From the slot's master again (the keys may
-				 * have moved on meanwhile), with its own
-				 * redirections.
-				 */
-				asking = false;
-				redirects = 0;
-				ni = (size_t)s->slots[slot] - 1;
-				continue;
-			}
-			if (tryagain < RD_TRYAGAIN_MAX)
-				snprintf(how, sizeof how, ", timed out after"
-				    " %d ms", s->timeout_ms);
-			else
-				how[0] = '\0';
-			rd_seterr(s, "%s: EVALSHA: %s (slot %u is being"
-			    " migrated; tried %d times%s)", s->nodes[ni].name,
-			    rd_said(reply->str, reply->len, said), slot,
-			    tryagain + 1, how);
-			freeReplyObject(reply);
-			return -1;
-		}
-		if (rd_error_is(reply, "CLUSTERDOWN") &&
-		    down < RD_CLUSTERDOWN_MAX) {
-			freeReplyObject(reply);
-			down++;
-			s->map_stale = true;
-			(void)rd_map_ready(s);
-			asking = false;
-			ni = (size_t)s->slots[slot] - 1;
+			if (rd_try_again(s, &t, reply) != 0)
+				return -1;
 			continue;
 		}
-		*out = reply;
-		*nodep = ni;
+		if (rd_error_is(reply, "CLUSTERDOWN") &&
+		    t.down < RD_CLUSTERDOWN_MAX) {
+			freeReplyObject(reply);
+			t.down++;
+			s->map_stale = true;
+			(void)rd_map_ready(s);
+			t.asking = false;
+			t.ni = (size_t)s->slots[slot] - 1;
+			continue;
+		}
+		break;
+	}
+	*out = reply;
+	*nodep = t.ni;
+	return 0;
+}
+
+/*
+ * A MOVED or ASK reply (freed here) to the command on t->ni: the node it
+ * names becomes the next to ask, after ASKING for an ASK; a MOVED puts
+ * the slot there in the map at once and a refresh follows. At most
+ * RD_REDIRECTS_MAX of them. 0 to send the command again, or -1 (errmsg).
+ */
+static int
+rd_follow(struct rd_store *s, struct rd_try *t, redisReply *reply)
+{
+	char said[RD_SAID];
+	unsigned rslot;
+	size_t target;
+
+	if (++t->redirects > RD_REDIRECTS_MAX) {
+		rd_seterr(s, "%s: EVALSHA: more than %d"
+		    " redirections for slot %u (the last: "
+		    "%s)", s->nodes[t->ni].name,
+		    RD_REDIRECTS_MAX, t->slot,
+		    rd_said(reply->str, reply->len, said));
+		freeReplyObject(reply);
+		s->map_stale = true;
+		return -1;
+	}
+	if (rd_redirect(s, t->ni, reply, t->slot, &rslot, &target) != 0) {
+		freeReplyObject(reply);
+		(void)rd_failed(s, t->ni);
+		return -1;
+	}
+	t->asking = rd_error_is(reply, "ASK");
+	freeReplyObject(reply);
+	if (!t->asking) {
+		/* Moved for good: the map follows at once. */
+		s->slots[rslot] = (uint16_t)(target + 1);
+		s->map_stale = true;
+	}
+	t->ni = target;
+	return 0;
+}
+
+/*
+ * A TRYAGAIN reply (freed here): a migration holds some of the keys on
+ * each side. After a wait (5 ms doubling) the command goes to the slot's
+ * master again, unless it was tried RD_TRYAGAIN_MAX times or the wait
+ * would end past the deadline. 0 to send it again, or -1 (errmsg).
+ */
+static int
+rd_try_again(struct rd_store *s, struct rd_try *t, redisReply *reply)
+{
+	char said[RD_SAID], how[64];
+	int64_t wait;
+	bool late;
+
+	/* A wait that would end past the deadline: none. */
+	wait = (int64_t)RD_TRYAGAIN_WAIT_MS << t->tryagain;
+	late = wait >= s->deadline_ms - rd_mono_ms();
+	if (t->tryagain < RD_TRYAGAIN_MAX && !late) {
+		freeReplyObject(reply);
+		rd_sleep_ms(wait);
+		t->tryagain++;
+		/*
+		 * From the slot's master again (the keys may have moved on
+		 * meanwhile), with its own redirections.
+		 */
+		t->asking = false;
+		t->redirects = 0;
+		t->ni = (size_t)s->slots[t->slot] - 1;
 		return 0;
 	}
+	if (t->tryagain < RD_TRYAGAIN_MAX)
+		snprintf(how, sizeof how, ", timed out after %d ms",
+		    s->timeout_ms);
+	else
+		how[0] = '\0';
+	rd_seterr(s, "%s: EVALSHA: %s (slot %u is being migrated; tried %d"
+	    " times%s)", s->nodes[t->ni].name,
+	    rd_said(reply->str, reply->len, said), t->slot, t->tryagain + 1,
+	    how);
+	freeReplyObject(reply);
+	return -1;
 }
 
 /*
@@ -630,48 +667,8 @@ rd_slots_apply(struct rd_store *s, size_t ni, const redisReply *reply)
 		return -1;
 	}
 	for (i = 0; i < reply->elements; i++) {
-		e = reply->element[i];
-		if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
-		    e->element[0]->type != REDIS_REPLY_INTEGER ||
-		    e->element[1]->type != REDIS_REPLY_INTEGER ||
-		    e->element[2]->type != REDIS_REPLY_ARRAY ||
-		    e->element[2]->elements < 2 ||
-		    e->element[2]->element[0]->type != REDIS_REPLY_STRING ||
-		    e->element[2]->element[1]->type != REDIS_REPLY_INTEGER) {
-			rd_seterr(s, "%s: CLUSTER SLOTS: unexpected reply:"
-			    " entry %zu is not [first slot, last slot, [host,"
-			    " port, ...], ...]", s->nodes[ni].name, i);
+		if (rd_slots_entry(s, ni, reply->element[i], i) != 0)
 			return -1;
-		}
-		if (e->element[0]->integer < 0 ||
-		    e->element[0]->integer > e->element[1]->integer ||
-		    e->element[1]->integer >= RD_SLOTS) {
-			rd_seterr(s, "%s: CLUSTER SLOTS: unexpected reply:"
-			    " entry %zu: slots %lld to %lld, not within 0 to"
-			    " %d", s->nodes[ni].name, i,
-			    (long long)e->element[0]->integer,
-			    (long long)e->element[1]->integer, RD_SLOTS - 1);
-			return -1;
-		}
-		m = e->element[2];
-		h = m->element[0];
-		/* "" or "?": the node does not know its address; ni's. */
-		if (!(h->len == 0 || (h->len == 1 && h->str[0] == '?') ||
-		    rd_host_ok(h->str, h->len))) {
-			rd_seterr(s, "%s: CLUSTER SLOTS: unexpected reply:"
-			    " entry %zu: the master's host \"%s\" is no host"
-			    " name or address", s->nodes[ni].name, i,
-			    rd_said(h->str, h->len, said));
-			return -1;
-		}
-		if (m->element[1]->integer < 1 ||
-		    m->element[1]->integer > 65535) {
-			rd_seterr(s, "%s: CLUSTER SLOTS: unexpected reply:"
-			    " entry %zu: the master's port %lld is not 1 to"
-			    " 65535", s->nodes[ni].name, i,
-			    (long long)m->element[1]->integer);
-			return -1;
-		}
 	}
 	if (s->nnodes + reply->elements > RD_NODES_MAX) {
 		rd_seterr(s, "%s: more than %d cluster nodes", s->name,
@@ -691,6 +688,62 @@ rd_slots_apply(struct rd_store *s, size_t ni, const redisReply *reply)
 		for (slot = (size_t)e->element[0]->integer;
 		    slot <= (size_t)e->element[1]->integer; slot++)
 			s->slots[slot] = (uint16_t)(at + 1);
+	}
+	return 0;
+}
+
+/*
+ * Entry i of a CLUSTER SLOTS reply from node ni, e: [first, last, [host,
+ * port, ...], ...] with 0 <= first <= last < RD_SLOTS, a host name or
+ * address (or "" or "?": ni's own) and a port of 1 to 65535. 0, or -1
+ * (errmsg).
+ */
+static int
+rd_slots_entry(struct rd_store *s, size_t ni, const redisReply *e, size_t i)
+{
+	const redisReply *m, *h;
+	char said[RD_SAID];
+
+	if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
+	    e->element[0]->type != REDIS_REPLY_INTEGER ||
+	    e->element[1]->type != REDIS_REPLY_INTEGER ||
+	    e->element[2]->type != REDIS_REPLY_ARRAY ||
+	    e->element[2]->elements < 2 ||
+	    e->element[2]->element[0]->type != REDIS_REPLY_STRING ||
+	    e->element[2]->element[1]->type != REDIS_REPLY_INTEGER) {
+		rd_seterr(s, "%s: CLUSTER SLOTS: unexpected reply:"
+		    " entry %zu is not [first slot, last slot, [host,"
+		    " port, ...], ...]", s->nodes[ni].name, i);
+		return -1;
+	}
+	if (e->element[0]->integer < 0 ||
+	    e->element[0]->integer > e->element[1]->integer ||
+	    e->element[1]->integer >= RD_SLOTS) {
+		rd_seterr(s, "%s: CLUSTER SLOTS: unexpected reply:"
+		    " entry %zu: slots %lld to %lld, not within 0 to"
+		    " %d", s->nodes[ni].name, i,
+		    (long long)e->element[0]->integer,
+		    (long long)e->element[1]->integer, RD_SLOTS - 1);
+		return -1;
+	}
+	m = e->element[2];
+	h = m->element[0];
+	/* "" or "?": the node does not know its address; ni's. */
+	if (!(h->len == 0 || (h->len == 1 && h->str[0] == '?') ||
+	    rd_host_ok(h->str, h->len))) {
+		rd_seterr(s, "%s: CLUSTER SLOTS: unexpected reply:"
+		    " entry %zu: the master's host \"%s\" is no host"
+		    " name or address", s->nodes[ni].name, i,
+		    rd_said(h->str, h->len, said));
+		return -1;
+	}
+	if (m->element[1]->integer < 1 ||
+	    m->element[1]->integer > 65535) {
+		rd_seterr(s, "%s: CLUSTER SLOTS: unexpected reply:"
+		    " entry %zu: the master's port %lld is not 1 to"
+		    " 65535", s->nodes[ni].name, i,
+		    (long long)m->element[1]->integer);
+		return -1;
 	}
 	return 0;
 }

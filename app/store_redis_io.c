@@ -80,13 +80,25 @@ typedef size_t rd_nelem;
 typedef int rd_nelem;
 #endif
 
+/* How rd_send and rd_receive end. */
+enum rd_io {
+	RD_IO_DONE = 0,
+	RD_IO_TIMEOUT,             /* the step's deadline passed */
+	RD_IO_ERRNO,               /* a system call failed: errno says why */
+	RD_IO_FAILED,              /* errmsg says why */
+};
+
 static void rd_node_name(struct rd_store *s, struct rd_node *node);
+static int rd_handshake(struct rd_store *s, struct rd_node *node);
 static int rd_command_ok(struct rd_store *s, struct rd_node *node,
     redisReply *reply, const char *what, const char *want);
 static void rd_format(struct rd_store *s, int argc,
     const char *const *argv, const size_t *argvlen);
 static int rd_exchange(struct rd_store *s, struct rd_node *node,
     const char *what, size_t nreplies, redisReply **replies);
+static enum rd_io rd_send(struct rd_store *s, int fd);
+static enum rd_io rd_receive(struct rd_store *s, struct rd_node *node,
+    const char *what, size_t nreplies, redisReply **replies, size_t *got);
 static int rd_wait(struct rd_store *s, int fd, short events);
 static void rd_timed_out(struct rd_store *s, const struct rd_node *node,
     const char *what);
@@ -206,12 +218,7 @@ rd_ready(struct rd_store *s, size_t ni)
 int
 rd_connect(struct rd_store *s, struct rd_node *node)
 {
-	const char *argv[3];
-	size_t argvlen[3];
-	redisReply *reply;
-	char db[RD_NUM];
 	int64_t t0, took;
-	int argc;
 
 	assert(node->c == NULL);
 	if (s->connect_left_ms <= 0) {
@@ -248,6 +255,30 @@ rd_connect(struct rd_store *s, struct rd_node *node)
 	/* Arrays no larger than RD_ARRAY_MAX (rd_create_array). */
 	rd_reader_init();
 	node->c->reader->fn = &rd_fn;
+	if (rd_handshake(s, node) != 0)
+		goto fail;
+	return 0;
+
+fail:
+	rd_disconnect(node);
+	return -1;
+}
+
+/*
+ * The commands after a connect, by the command deadline: PING, or AUTH
+ * with the password (wiped from the command buffer after); SELECT when
+ * db is not 0; SCRIPT LOAD. 0, or -1 with errmsg set (the caller drops
+ * the connection).
+ */
+static int
+rd_handshake(struct rd_store *s, struct rd_node *node)
+{
+	const char *argv[3];
+	size_t argvlen[3];
+	redisReply *reply;
+	char db[RD_NUM];
+	int argc;
+
 	if (s->password == NULL) {
 		/*
 		 * A server that wants a password says NOAUTH to this; it
@@ -258,7 +289,7 @@ rd_connect(struct rd_store *s, struct rd_node *node)
 		argvlen[0] = 4;
 		if (rd_command(s, node, "PING", 1, argv, argvlen, &reply) !=
 		    0 || rd_command_ok(s, node, reply, "PING", "PONG") != 0)
-			goto fail;
+			return -1;
 	} else {
 		argc = 0;
 		argv[argc] = "AUTH";
@@ -273,7 +304,7 @@ rd_connect(struct rd_store *s, struct rd_node *node)
 		    0 || rd_command_ok(s, node, reply, "AUTH", "OK") != 0) {
 			/* The password is in the command buffer: gone. */
 			explicit_bzero(s->out, s->outlen);
-			goto fail;
+			return -1;
 		}
 		explicit_bzero(s->out, s->outlen);
 	}
@@ -284,15 +315,9 @@ rd_connect(struct rd_store *s, struct rd_node *node)
 		argvlen[1] = (size_t)snprintf(db, sizeof db, "%d", s->db);
 		if (rd_command(s, node, "SELECT", 2, argv, argvlen, &reply) !=
 		    0 || rd_command_ok(s, node, reply, "SELECT", "OK") != 0)
-			goto fail;
+			return -1;
 	}
-	if (rd_load_script(s, node) != 0)
-		goto fail;
-	return 0;
-
-fail:
-	rd_disconnect(node);
-	return -1;
+	return rd_load_script(s, node);
 }
 
 /*
@@ -463,11 +488,8 @@ rd_exchange(struct rd_store *s, struct rd_node *node, const char *what,
     size_t nreplies, redisReply **replies)
 {
 	redisReader *reader = node->c->reader;
-	char buf[RD_READ_CHUNK];
-	size_t off = 0, got = 0, bytes = 0;
-	ssize_t n;
-	void *r;
-	int fd = node->c->fd, w;
+	size_t got = 0;
+	enum rd_io io;
 
 	s->late = false;
 	rd_refused_array = 0;
@@ -476,6 +498,41 @@ rd_exchange(struct rd_store *s, struct rd_node *node, const char *what,
 		s->late = true;
 		return -1;
 	}
+	io = rd_send(s, node->c->fd);
+	if (io == RD_IO_DONE)
+		io = rd_receive(s, node, what, nreplies, replies, &got);
+	/* More than was asked for: the next command would read it. */
+	if (io == RD_IO_DONE && reader->pos < reader->len) {
+		rd_seterr(s, "%s: %s: %zu bytes more than %zu repl%s",
+		    node->name, what, reader->len - reader->pos, nreplies,
+		    nreplies == 1 ? "y" : "ies");
+		io = RD_IO_FAILED;
+	}
+	if (io == RD_IO_DONE)
+		return 0;
+	if (io == RD_IO_TIMEOUT)
+		rd_timed_out(s, node, what);
+	else if (io == RD_IO_ERRNO)
+		rd_seterr(s, "%s: %s: %s", node->name, what, errno == EPIPE ||
+		    errno == ECONNRESET ? "the server closed the connection" :
+		    strerror(errno));
+	while (got > 0)
+		freeReplyObject(replies[--got]);
+	return -1;
+}
+
+/*
+ * Writes s->out to fd, waiting (poll) while the socket is full, by the
+ * step's deadline. RD_IO_DONE, RD_IO_TIMEOUT, or RD_IO_ERRNO (errno says
+ * why).
+ */
+static enum rd_io
+rd_send(struct rd_store *s, int fd)
+{
+	size_t off = 0;
+	ssize_t n;
+	int w;
+
 	while (off < s->outlen) {
 		n = send(fd, s->out + off, s->outlen - off,
 		    MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -486,11 +543,33 @@ rd_exchange(struct rd_store *s, struct rd_node *node, const char *what,
 		if (errno == EINTR)
 			continue;
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			goto io;
+			return RD_IO_ERRNO;
 		if ((w = rd_wait(s, fd, POLLOUT)) != 0)
-			goto waited;
+			return w > 0 ? RD_IO_TIMEOUT : RD_IO_ERRNO;
 	}
-	while (got < nreplies) {
+	return RD_IO_DONE;
+}
+
+/*
+ * Reads from node until its reader holds nreplies replies, into
+ * replies[] (*got of them so far, for the caller to free on failure), by
+ * the step's deadline and within RD_REPLY_BYTES_MAX bytes. RD_IO_DONE,
+ * RD_IO_TIMEOUT, RD_IO_ERRNO (errno says why), or RD_IO_FAILED (errmsg
+ * says why: a reply rlgate cannot read, too large, the connection
+ * closed).
+ */
+static enum rd_io
+rd_receive(struct rd_store *s, struct rd_node *node, const char *what,
+    size_t nreplies, redisReply **replies, size_t *got)
+{
+	redisReader *reader = node->c->reader;
+	char buf[RD_READ_CHUNK];
+	size_t bytes = 0;
+	ssize_t n;
+	void *r;
+	int fd = node->c->fd, w;
+
+	while (*got < nreplies) {
 		if (redisReaderGetReply(reader, &r) != REDIS_OK) {
 			if (rd_refused_array > 0)
 				rd_seterr(s, "%s: %s: a reply rlgate cannot"
@@ -501,60 +580,39 @@ rd_exchange(struct rd_store *s, struct rd_node *node, const char *what,
 				rd_seterr(s, "%s: %s: a reply rlgate cannot"
 				    " read: %s", node->name, what,
 				    reader->errstr);
-			goto fail;
+			return RD_IO_FAILED;
 		}
 		if (r != NULL) {
-			replies[got++] = r;
+			replies[(*got)++] = r;
 			continue;
 		}
 		if ((w = rd_wait(s, fd, POLLIN)) != 0)
-			goto waited;
+			return w > 0 ? RD_IO_TIMEOUT : RD_IO_ERRNO;
 		n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
 		if (n == 0) {
 			rd_seterr(s, "%s: %s: the server closed the connection",
 			    node->name, what);
-			goto fail;
+			return RD_IO_FAILED;
 		}
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN ||
 			    errno == EWOULDBLOCK)
 				continue;
-			goto io;
+			return RD_IO_ERRNO;
 		}
 		bytes += (size_t)n;
 		if (bytes > RD_REPLY_BYTES_MAX) {
 			rd_seterr(s, "%s: %s: the reply is larger than %d MiB",
 			    node->name, what, RD_REPLY_BYTES_MAX >> 20);
-			goto fail;
+			return RD_IO_FAILED;
 		}
 		if (redisReaderFeed(reader, buf, (size_t)n) != REDIS_OK) {
 			rd_seterr(s, "%s: %s: a reply rlgate cannot read: %s",
 			    node->name, what, reader->errstr);
-			goto fail;
+			return RD_IO_FAILED;
 		}
 	}
-	/* More than was asked for: the next command would read it. */
-	if (reader->pos < reader->len) {
-		rd_seterr(s, "%s: %s: %zu bytes more than %zu repl%s",
-		    node->name, what, reader->len - reader->pos, nreplies,
-		    nreplies == 1 ? "y" : "ies");
-		goto fail;
-	}
-	return 0;
-
-waited:
-	if (w > 0) {
-		rd_timed_out(s, node, what);
-		goto fail;
-	}
-io:
-	rd_seterr(s, "%s: %s: %s", node->name, what, errno == EPIPE ||
-	    errno == ECONNRESET ? "the server closed the connection" :
-	    strerror(errno));
-fail:
-	while (got > 0)
-		freeReplyObject(replies[--got]);
-	return -1;
+	return RD_IO_DONE;
 }
 
 /*

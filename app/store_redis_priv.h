@@ -142,6 +142,10 @@ struct rd_store {
 int rd_build(struct rd_store *s, const struct rlg_store_item *items,
     const size_t *idx, size_t m, bool probe, int64_t now_ms);
 
+/* Room for argc arguments in s->argv, s->argvlen and need bytes in
+ * s->text (their contents not kept). */
+void rd_reserve(struct rd_store *s, size_t argc, size_t need);
+
 /* Copies len bytes of s to at; returns the end. */
 char *rd_put(char *at, const char *s, size_t len);
 
