@@ -87,7 +87,7 @@ enum rlg_sync {
 	RLG_SYNC_FULL,
 };
 
-/* [store] group_commit of the SQLite store (store_sqlite.c). */
+/* [store] group_commit of the SQLite store (store_sqlite_group.c). */
 enum rlg_group {
 	RLG_GROUP_AUTO = 0,
 	RLG_GROUP_ON,
