@@ -5,15 +5,6 @@
  * printed at the end, in line order, so an operator fixes a config in one
  * pass.
  *
- * Options are data: rlg_options holds one row per key (section, name,
- * type, the field it fills, bounds, words, default, one line of doc).
- * Generic setters parse and store integers, words, strings and lists of
- * networks and write the messages; a hand-written setter is there only
- * for a compound value (the Redis url, a policy's key, a route's path,
- * methods and policies) or a check of its own. The names the logs use for
- * enum values come from the same word rows, and the man page and the
- * example config are held to the rows by tests/check_config.c.
- *
  * Policies are built in file order, one per distinct [policy NAME], and
  * routes likewise, one per distinct [route NAME]; a repeated section merges
  * into the first, as every section does. Checks that span keys or sections
@@ -23,6 +14,11 @@
  * file is read, since the keys may come in any order; their problems
  * carry the line of the key at fault (or of the section header, for a key
  * that is missing), so the sort puts them in place.
+ *
+ * The option table, its generic setters and the names of enum values are
+ * config_options.c, which shares the loader's state (struct rlg_parse)
+ * with this file through config_priv.h; [store] url is parsed by
+ * config_url.c.
  */
 #include <assert.h>
 #include <ctype.h>
@@ -38,96 +34,11 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "config_priv.h"
 #include "ini.h"
-#include "store_redis.h"
 #include "util.h"
 
-/* The longest store path, in bytes (PATH_MAX less its NUL on Linux). */
-#define RLG_CONFIG_PATH_MAX  4095
-
-/* The longest busy_timeout_ms: ten minutes. */
-#define RLG_BUSY_TIMEOUT_MS_MAX  600000
-
-/* Letters and digits, without a locale (isalnum may take more). */
-#define RLG_ALNUM \
-	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-
-/* How messages name a section: "[store]", "[policy NAME]". */
-#define RLG_LABEL_MAX  (sizeof "[policy ]" + RLG_POLICY_NAME_MAX)
-
-/*
- * What the parse knows of one [policy NAME] or [route NAME] beyond the
- * policy or route itself: its label, its header's line (a missing key is
- * reported there) and, for a route, the policy names of its policies key,
- * resolved to indexes once every policy is known.
- */
-struct rlg_build {
-	char label[RLG_LABEL_MAX];
-	int line;              /* the first header */
-	char **names;          /* nnames policy names; none with "none" */
-	size_t nnames;
-};
-
-/* The line a key was first set on, and the line it was set to a good
- * value on; 0: not (yet). */
-struct rlg_set_lines {
-	int first;
-	int ok;
-};
-
-/* One problem: the line it is on (0: the whole file) and its text. A
- * warning is printed like a problem but does not stop rlgate. */
-struct rlg_problem {
-	int line;
-	size_t seq;            /* order of discovery, to keep the sort stable */
-	char *msg;
-	bool warning;
-};
-
-/* Everything one parse needs; the reader hands it to rlg_config_line. */
-struct rlg_parse {
-	const char *name;      /* file name for the messages */
-	int lineno;            /* the line being read, from 1 */
-
-	/*
-	 * The section of the next key lines: a section of the rows, or NULL
-	 * before any header and after a bad one (already reported: its keys
-	 * are ignored, bad_sect tells). Its keys fill the struct at base;
-	 * label names it in messages; scope and cur say which policy or route
-	 * it is (see lines).
-	 */
-	const char *sect;
-	bool bad_sect;
-	void *base;
-	char label[RLG_LABEL_MAX];
-	size_t scope;
-	size_t cur;
-	/*
-	 * Where each key was set, per scope: scope 0 holds the keys outside
-	 * policies and routes, scope 1 + i those of pols[i], scope 1 +
-	 * RLG_POLICIES_MAX + i those of routes[i]. Indexed scope * RLG_NOPTS
-	 * + the key's row in rlg_options.
-	 */
-	struct rlg_set_lines *lines;
-
-	struct rlg_config *cfg;    /* being built over the defaults */
-	/* The [policy NAME] sections so far, in file order; they replace the
-	 * built-in "default" at the end if there is at least one. */
-	struct rlg_policy *pols;           /* RLG_POLICIES_MAX allocated */
-	struct rlg_build *builds;          /* one per pols entry */
-	size_t npols;
-	bool too_many;         /* the cap on policies has been reported */
-	/* The [route NAME] sections so far, in file order. */
-	struct rlg_route *routes;          /* RLG_ROUTES_MAX allocated */
-	struct rlg_build *rbuilds;         /* one per routes entry */
-	size_t nroutes;
-	bool too_many_routes;  /* the cap on routes has been reported */
-	bool backend_bad;      /* [store] backend was set to an unknown word */
-
-	struct rlg_problem *problems;
-	size_t nproblems;
-	size_t capproblems;
-};
+#define RLG_NSCOPES (1 + RLG_POLICIES_MAX + RLG_ROUTES_MAX)
 
 static int rlg_config_parse(const char *name, FILE *fp, const char *text,
     FILE *errs, struct rlg_config **out);
@@ -149,210 +60,11 @@ static void rlg_store_finish(struct rlg_parse *p);
 static void rlg_routes_finish(struct rlg_parse *p);
 static void rlg_policy_free_fields(struct rlg_policy *pol);
 static void rlg_route_free_fields(struct rlg_route *r);
-static size_t rlg_option_find(const char *sect, const char *name);
 static struct rlg_set_lines *rlg_lines(struct rlg_parse *p, size_t scope,
     const char *sect, const char *name);
-static void rlg_problem(struct rlg_parse *p, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void rlg_key_problem(struct rlg_parse *p, const struct rlg_option *o,
-    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static char *rlg_vformat(const char *fmt, va_list ap)
     __attribute__((format(printf, 1, 0)));
 static int rlg_problem_cmp(const void *a, const void *b);
-static bool rlg_parse_int(const char *s, long long min, long long max,
-    long long *out);
-static const char *rlg_word_name(const struct rlg_word *words, int value);
-static const char *rlg_word_list(const struct rlg_word *words, char *buf,
-    size_t size);
-static bool rlg_list_split(struct rlg_parse *p, const struct rlg_option *o,
-    const char *value, size_t max, const char *what, char ***items,
-    size_t *n);
-static void rlg_list_free(char **items, size_t n);
-static void rlg_put_int(void *field, size_t size, long long v);
-static bool rlg_set_word(struct rlg_parse *p, const struct rlg_option *o,
-    const char *value, const char *unknown, int *out);
-static rlg_option_set_fn rlg_set_value, rlg_set_cidrs, rlg_set_backend,
-    rlg_set_url, rlg_set_trusted_proxies, rlg_set_algorithm, rlg_set_key,
-    rlg_set_route_path, rlg_set_route_methods, rlg_set_route_policies;
-
-/*
- * backend = redis_cluster is the Redis store in its cluster mode: backend
- * RLG_BACKEND_REDIS with redis_cluster set (rlg_set_backend).
- */
-#define RLG_BACKEND_WORD_CLUSTER (-1)
-
-/* The words each enum key takes, in the order the messages list them;
- * the first word of a value is its name in the logs. */
-static const struct rlg_word rlg_on_error_words[] = {
-	{ "closed", RLG_ON_ERROR_CLOSED }, { "open", RLG_ON_ERROR_OPEN },
-	{ NULL, 0 }
-};
-static const struct rlg_word rlg_backend_words[] = {
-	{ "sqlite", RLG_BACKEND_SQLITE }, { "redis", RLG_BACKEND_REDIS },
-	{ "redis_cluster", RLG_BACKEND_WORD_CLUSTER }, { NULL, 0 }
-};
-static const struct rlg_word rlg_clock_words[] = {
-	{ "redis", RLG_CLOCK_REDIS }, { "local", RLG_CLOCK_LOCAL },
-	{ NULL, 0 }
-};
-static const struct rlg_word rlg_sync_words[] = {
-	{ "normal", RLG_SYNC_NORMAL }, { "full", RLG_SYNC_FULL }, { NULL, 0 }
-};
-static const struct rlg_word rlg_group_words[] = {
-	{ "auto", RLG_GROUP_AUTO }, { "on", RLG_GROUP_ON },
-	{ "off", RLG_GROUP_OFF }, { NULL, 0 }
-};
-static const struct rlg_word rlg_style_words[] = {
-	{ "draft03", RLG_STYLE_DRAFT03 }, { "ietf", RLG_STYLE_IETF },
-	{ "x-ratelimit", RLG_STYLE_X_RATELIMIT }, { "all", RLG_STYLE_ALL },
-	{ "none", RLG_STYLE_NONE }, { NULL, 0 }
-};
-static const struct rlg_word rlg_error_format_words[] = {
-	{ "json", RLG_ERRORS_JSON }, { "problem", RLG_ERRORS_PROBLEM },
-	{ NULL, 0 }
-};
-static const struct rlg_word rlg_algorithm_words[] = {
-	{ "fixed_window", RLG_ALG_FIXED_WINDOW },
-	{ "sliding_window", RLG_ALG_SLIDING_WINDOW },
-	{ "token_bucket", RLG_ALG_TOKEN_BUCKET },
-	{ "sliding_log", RLG_ALG_SLIDING_LOG }, { NULL, 0 }
-};
-static const struct rlg_word rlg_mode_words[] = {
-	{ "enforce", RLG_MODE_ENFORCE }, { "dry_run", RLG_MODE_DRY_RUN },
-	{ NULL, 0 }
-};
-static const struct rlg_word rlg_yes_no_words[] = {
-	{ "yes", 1 }, { "no", 0 }, { NULL, 0 }
-};
-static const struct rlg_word rlg_forwarded_words[] = {
-	{ "x-forwarded-for", RLG_FWD_X_FORWARDED_FOR },
-	{ "forwarded", RLG_FWD_FORWARDED }, { NULL, 0 }
-};
-static const struct rlg_word rlg_log_level_words[] = {
-	{ "error", RLG_LOG_ERROR }, { "warn", RLG_LOG_WARN },
-	{ "info", RLG_LOG_INFO }, { NULL, 0 }
-};
-
-/* A row's section, name and type. */
-#define RLG_KEY(sect, key, t) \
-	.section = (sect), .name = (key), .type = RLG_OPT_##t
-/* The field a row fills, in the struct of its section. */
-#define RLG_FIELD(st, member) \
-	.offset = offsetof(st, member), .size = sizeof(((st *)0)->member)
-#define RLG_STORE(member)   RLG_FIELD(struct rlg_store_config, member)
-#define RLG_CONFIG(member)  RLG_FIELD(struct rlg_config, member)
-#define RLG_CLIENT(member)  RLG_FIELD(struct rlg_client_config, member)
-#define RLG_POLICY(member)  RLG_FIELD(struct rlg_policy, member)
-/* A list of networks and its count. */
-#define RLG_CIDRS(st, member, count) \
-	.offset = offsetof(st, member), \
-	.count_offset = offsetof(st, count), .max = RLG_CIDRS_MAX
-
-/* Every key of every section; a key not here is an error. */
-static const struct rlg_option rlg_options[] = {
-	{ RLG_KEY("store", "path", STRING), RLG_STORE(sqlite.path),
-	  .max = RLG_CONFIG_PATH_MAX,
-	  .def = "LOCALSTATEDIR/lib/rlgate/rlgate.db",
-	  .doc = "The SQLite file that holds the counters." },
-	{ RLG_KEY("store", "busy_timeout_ms", INT),
-	  RLG_STORE(sqlite.busy_timeout_ms),
-	  .max = RLG_BUSY_TIMEOUT_MS_MAX, .def = "2000",
-	  .doc = "How long a request waits for the SQLite lock, in ms." },
-	{ RLG_KEY("store", "on_error", ENUM), RLG_STORE(on_error),
-	  .words = rlg_on_error_words, .def = "closed",
-	  .doc = "What a request gets when the store fails." },
-	{ RLG_KEY("store", "max_clients", INT), RLG_STORE(sqlite.max_clients),
-	  .max = RLG_MAX_CLIENTS_MAX, .def = "1000000",
-	  .doc = "The most clients one policy keeps state for (0: no limit)." },
-	{ RLG_KEY("store", "rejection_cache", INT), RLG_STORE(rejection_cache),
-	  .max = RLG_REJECTION_CACHE_MAX, .def = "4096",
-	  .doc = "Rejections each worker thread remembers (0: off)." },
-	{ RLG_KEY("store", "backend", ENUM), RLG_STORE(backend),
-	  .words = rlg_backend_words, .def = "sqlite", .set = rlg_set_backend,
-	  .doc = "Where the counters live." },
-	{ RLG_KEY("store", "url", COMPOUND), .def = "none",
-	  .set = rlg_set_url, .doc = "Where Redis listens." },
-	{ RLG_KEY("store", "connect_timeout_ms", INT),
-	  RLG_STORE(redis.connect_timeout_ms), .min = 1,
-	  .max = RLG_REDIS_TIMEOUT_MS_MAX, .def = "500",
-	  .doc = "How long the Redis connects of a request may take, in ms." },
-	{ RLG_KEY("store", "timeout_ms", INT), RLG_STORE(redis.timeout_ms),
-	  .min = 1, .max = RLG_REDIS_TIMEOUT_MS_MAX, .def = "500",
-	  .doc = "One deadline for the Redis commands of one request, in ms." },
-	{ RLG_KEY("store", "clock", ENUM), RLG_STORE(redis.clock),
-	  .words = rlg_clock_words, .def = "redis",
-	  .doc = "Whose clock says what time it is, with Redis." },
-	{ RLG_KEY("store", "synchronous", ENUM), RLG_STORE(sqlite.synchronous),
-	  .words = rlg_sync_words, .def = "normal",
-	  .doc = "When a SQLite commit is on disk." },
-	{ RLG_KEY("store", "group_commit", ENUM),
-	  RLG_STORE(sqlite.group_commit),
-	  .words = rlg_group_words, .def = "auto",
-	  .doc = "Whether the threads of a process share SQLite commits." },
-	{ RLG_KEY("headers", "style", ENUM), RLG_CONFIG(style),
-	  .words = rlg_style_words, .def = "draft03",
-	  .doc = "Which rate-limit headers to send." },
-	{ RLG_KEY("headers", "report_exempt", ENUM), RLG_CONFIG(report_exempt),
-	  .words = rlg_yes_no_words, .def = "no",
-	  .doc = "Whether exempt clients are counted and get the headers." },
-	{ RLG_KEY("response", "errors", ENUM), RLG_CONFIG(errors),
-	  .words = rlg_error_format_words, .def = "json",
-	  .doc = "The body of error answers." },
-	{ RLG_KEY("client", "trusted_proxies", CIDRS), .def = "none",
-	  RLG_CIDRS(struct rlg_client_config, trusted_proxies, ntrusted),
-	  .set = rlg_set_trusted_proxies,
-	  .doc = "The proxies whose forwarding header names the client." },
-	{ RLG_KEY("client", "ipv6_prefix", INT), RLG_CLIENT(ipv6_prefix),
-	  .min = 1, .max = 128, .def = "64",
-	  .doc = "The prefix length that groups IPv6 clients." },
-	{ RLG_KEY("client", "forwarded_header", ENUM),
-	  RLG_CLIENT(forwarded_header), .words = rlg_forwarded_words,
-	  .def = "x-forwarded-for",
-	  .doc = "The one forwarding header the trusted proxies set." },
-	{ RLG_KEY("client", "exempt", CIDRS), .def = "none",
-	  RLG_CIDRS(struct rlg_client_config, exempt, nexempt),
-	  .doc = "Clients that no policy ever limits." },
-	{ RLG_KEY("client", "key_secret", STRING), RLG_CLIENT(key_secret),
-	  .min = RLG_KEY_SECRET_MIN, .max = RLG_CONFIG_LINE_MAX, .def = "none",
-	  .doc = "The secret that keys the hash of API keys." },
-	{ RLG_KEY("log", "level", ENUM), RLG_CONFIG(log_level),
-	  .words = rlg_log_level_words, .def = "warn",
-	  .doc = "How much goes to stderr." },
-	{ RLG_KEY("policy", "algorithm", ENUM), RLG_POLICY(lim.algorithm),
-	  .words = rlg_algorithm_words, .def = "fixed_window",
-	  .set = rlg_set_algorithm, .doc = "How requests are counted." },
-	{ RLG_KEY("policy", "limit", INT), RLG_POLICY(lim.limit), .min = 1,
-	  .max = RLG_LIMIT_MAX, .def = "60",
-	  .doc = "Requests admitted per client and window." },
-	{ RLG_KEY("policy", "window", INT), RLG_POLICY(lim.window_ms), .min = 1,
-	  .max = RLG_WINDOW_S_MAX, .scale = 1000, .def = "60",
-	  .doc = "The window length, in seconds." },
-	{ RLG_KEY("policy", "burst", INT), RLG_POLICY(lim.burst), .min = 1,
-	  .max = RLG_BURST_MAX, .def = "the policy's limit",
-	  .doc = "With token_bucket: how many requests may come at once." },
-	{ RLG_KEY("policy", "new_keys_per_ip", INT), RLG_POLICY(new_keys),
-	  .max = RLG_LIMIT_MAX, .def = "100",
-	  .doc = "With a header key: new keys per address and window." },
-	{ RLG_KEY("policy", "key", COMPOUND), .def = "ip",
-	  .set = rlg_set_key, .doc = "What identifies a client." },
-	{ RLG_KEY("policy", "mode", ENUM), RLG_POLICY(mode),
-	  .words = rlg_mode_words, .def = "enforce",
-	  .doc = "Whether rejections are answered or only logged." },
-	{ RLG_KEY("policy", "exempt", CIDRS), .def = "none",
-	  RLG_CIDRS(struct rlg_policy, exempt, nexempt),
-	  .doc = "Clients this policy never limits." },
-	{ RLG_KEY("route", "path", COMPOUND), .def = "none (required)",
-	  .set = rlg_set_route_path,
-	  .doc = "The request path, exact or a prefix." },
-	{ RLG_KEY("route", "methods", COMPOUND), .def = "every method",
-	  .set = rlg_set_route_methods,
-	  .doc = "The request methods the route takes." },
-	{ RLG_KEY("route", "policies", COMPOUND), .def = "none (required)",
-	  .set = rlg_set_route_policies,
-	  .doc = "The policies of the requests the route takes." },
-};
-#define RLG_NOPTS (sizeof rlg_options / sizeof rlg_options[0])
-#define RLG_NSCOPES (1 + RLG_POLICIES_MAX + RLG_ROUTES_MAX)
 
 /* The sections without a name, and where in struct rlg_config the struct
  * their keys fill is. */
@@ -366,13 +78,6 @@ static const struct {
 	{ "client", offsetof(struct rlg_config, client) },
 	{ "log", 0 },
 };
-
-const struct rlg_option *
-rlg_config_options(size_t *n)
-{
-	*n = RLG_NOPTS;
-	return rlg_options;
-}
 
 struct rlg_config *
 rlg_config_defaults(void)
@@ -486,17 +191,6 @@ rlg_config_free(struct rlg_config *cfg)
 	free(cfg);
 }
 
-/* The names for the logs: a value's first word in the rows. */
-#define RLG_NAME_FN(fn, type, words) \
-	const char *fn(type v) { return rlg_word_name(words, (int)v); }
-RLG_NAME_FN(rlg_on_error_name, enum rlg_on_error, rlg_on_error_words)
-RLG_NAME_FN(rlg_store_backend_name, enum rlg_store_backend, rlg_backend_words)
-RLG_NAME_FN(rlg_store_clock_name, enum rlg_store_clock, rlg_clock_words)
-RLG_NAME_FN(rlg_style_name, enum rlg_header_style, rlg_style_words)
-RLG_NAME_FN(rlg_error_format_name, enum rlg_error_format,
-    rlg_error_format_words)
-RLG_NAME_FN(rlg_log_level_name, enum rlg_log_level, rlg_log_level_words)
-
 /*
  * The one parse behind both loaders: reads fp, or text when fp is NULL,
  * over the defaults. Returns 0 and the config in *out, or the number of
@@ -513,7 +207,7 @@ rlg_config_parse(const char *name, FILE *fp, const char *text, FILE *errs,
 	*out = NULL;
 	memset(&p, 0, sizeof p);
 	p.name = name;
-	p.lines = rlg_xcalloc(RLG_NSCOPES * RLG_NOPTS, sizeof *p.lines);
+	p.lines = rlg_xcalloc(RLG_NSCOPES * rlg_noptions, sizeof *p.lines);
 	p.cfg = rlg_config_defaults();
 	p.pols = rlg_xcalloc(RLG_POLICIES_MAX, sizeof *p.pols);
 	p.builds = rlg_xcalloc(RLG_POLICIES_MAX, sizeof *p.builds);
@@ -601,13 +295,13 @@ rlg_key_line(struct rlg_parse *p, const char *name, const char *value)
 		return;
 	}
 	i = rlg_option_find(p->sect, name);
-	if (i == RLG_NOPTS) {
+	if (i == rlg_noptions) {
 		rlg_problem(p, p->lineno, "%s unknown key \"%s\"", p->label,
 		    name);
 		return;
 	}
 	o = &rlg_options[i];
-	lines = &p->lines[p->scope * RLG_NOPTS + i];
+	lines = &p->lines[p->scope * rlg_noptions + i];
 	if (lines->first != 0) {
 		rlg_key_problem(p, o, "set twice (first on line %d)",
 		    lines->first);
@@ -1045,19 +739,6 @@ rlg_route_free_fields(struct rlg_route *r)
 	free(r->policies);
 }
 
-/* The row of the key sect/name, or RLG_NOPTS. */
-static size_t
-rlg_option_find(const char *sect, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < RLG_NOPTS; i++)
-		if (strcmp(rlg_options[i].section, sect) == 0 &&
-		    strcmp(rlg_options[i].name, name) == 0)
-			break;
-	return i;
-}
-
 /* Where the key sect/name (a row that is there) was set, in scope. */
 static struct rlg_set_lines *
 rlg_lines(struct rlg_parse *p, size_t scope, const char *sect,
@@ -1065,12 +746,12 @@ rlg_lines(struct rlg_parse *p, size_t scope, const char *sect,
 {
 	size_t i = rlg_option_find(sect, name);
 
-	assert(i < RLG_NOPTS && scope < RLG_NSCOPES);
-	return &p->lines[scope * RLG_NOPTS + i];
+	assert(i < rlg_noptions && scope < RLG_NSCOPES);
+	return &p->lines[scope * rlg_noptions + i];
 }
 
 /* Notes one problem on line (0: the whole file). */
-static void
+void
 rlg_problem(struct rlg_parse *p, int line, const char *fmt, ...)
 {
 	struct rlg_problem *grown;
@@ -1095,7 +776,7 @@ rlg_problem(struct rlg_parse *p, int line, const char *fmt, ...)
 
 /* A problem with the value of key o, of the current section, on the
  * current line: "[section] key: ...". */
-static void
+void
 rlg_key_problem(struct rlg_parse *p, const struct rlg_option *o,
     const char *fmt, ...)
 {
@@ -1139,499 +820,4 @@ rlg_problem_cmp(const void *a, const void *b)
 	if (x->seq != y->seq)
 		return x->seq < y->seq ? -1 : 1;
 	return 0;
-}
-
-/*
- * A whole decimal integer from min to max: digits only (no sign, no space,
- * no unit), nothing after them. Returns false on anything else.
- */
-static bool
-rlg_parse_int(const char *s, long long min, long long max, long long *out)
-{
-	char *end;
-	long long v;
-
-	if (!isdigit((unsigned char)*s))
-		return false;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno != 0 || *end != '\0' || v < min || v > max)
-		return false;
-	*out = v;
-	return true;
-}
-
-/* The first word of words (ended by a NULL name) for value, or
- * "unknown". */
-static const char *
-rlg_word_name(const struct rlg_word *words, int value)
-{
-	for (; words->name != NULL; words++)
-		if (words->value == value)
-			return words->name;
-	return "unknown";
-}
-
-/* The names of words, "a, b, c", for the messages, into buf (size bytes). */
-static const char *
-rlg_word_list(const struct rlg_word *words, char *buf, size_t size)
-{
-	size_t at = 0;
-
-	for (buf[0] = '\0'; words->name != NULL && at < size; words++)
-		at += (size_t)snprintf(buf + at, size - at, "%s%s",
-		    at > 0 ? ", " : "", words->name);
-	return buf;
-}
-
-/* Stores v in the integer field of size bytes: a bool, an int (or an
- * enum), or an int64_t. */
-static void
-rlg_put_int(void *field, size_t size, long long v)
-{
-	switch (size) {
-	case sizeof(bool):
-		*(bool *)field = v != 0;
-		break;
-	case sizeof(int):
-		*(int *)field = (int)v;
-		break;
-	default:
-		assert(size == sizeof(int64_t));
-		*(int64_t *)field = v;
-		break;
-	}
-}
-
-/*
- * The setter of every row without a hand-written one: parses value by
- * the row's type and stores it in its field of base, or reports it.
- */
-static bool
-rlg_set_value(struct rlg_parse *p, const struct rlg_option *o,
-    const char *value, void *base)
-{
-	char *field = (char *)base + o->offset;
-	size_t len = strlen(value);
-	long long v;
-	int w;
-
-	switch (o->type) {
-	case RLG_OPT_INT:
-		if (!rlg_parse_int(value, o->min, o->max, &v)) {
-			rlg_key_problem(p, o, "must be an integer from %lld to "
-			    "%lld (got \"%s\")", o->min, o->max, value);
-			return false;
-		}
-		rlg_put_int(field, o->size, o->scale != 0 ? v * o->scale : v);
-		return true;
-	case RLG_OPT_ENUM:
-		if (!rlg_set_word(p, o, value, NULL, &w))
-			return false;
-		rlg_put_int(field, o->size, w);
-		return true;
-	case RLG_OPT_STRING:
-		/* The length only: the value may be a secret. */
-		if ((long long)len < o->min) {
-			rlg_key_problem(p, o, "must be at least %lld bytes "
-			    "(got %zu bytes)", o->min, len);
-			return false;
-		}
-		if ((long long)len > o->max) {
-			rlg_key_problem(p, o, "must be at most %lld bytes "
-			    "long (got %zu bytes)", o->max, len);
-			return false;
-		}
-		free(*(char **)field);
-		*(char **)field = rlg_xstrdup(value);
-		return true;
-	case RLG_OPT_CIDRS:
-		return rlg_set_cidrs(p, o, value, base);
-	case RLG_OPT_COMPOUND:
-		break;
-	}
-	assert(!"a compound key needs its own setter");
-	return false;
-}
-
-/*
- * The value of the word value of o's words in *out, or reports "must be
- * one of ..." (or, with unknown, "unknown UNKNOWN (got ...): must be one
- * of ...") and returns false.
- */
-static bool
-rlg_set_word(struct rlg_parse *p, const struct rlg_option *o,
-    const char *value, const char *unknown, int *out)
-{
-	const struct rlg_word *w;
-	char list[256];
-
-	for (w = o->words; w->name != NULL; w++) {
-		if (strcmp(value, w->name) == 0) {
-			*out = w->value;
-			return true;
-		}
-	}
-	rlg_word_list(o->words, list, sizeof list);
-	if (unknown != NULL)
-		rlg_key_problem(p, o, "unknown %s (got \"%s\"): must be one "
-		    "of %s", unknown, value, list);
-	else
-		rlg_key_problem(p, o, "must be one of %s (got \"%s\")", list,
-		    value);
-	return false;
-}
-
-/*
- * A list of networks (rlg_cidr_parse) into a new array at o's field of
- * base and its count. Each bad item is its own problem; nothing is
- * stored unless all are good.
- */
-static bool
-rlg_set_cidrs(struct rlg_parse *p, const struct rlg_option *o,
-    const char *value, void *base)
-{
-	struct rlg_cidr **nets = (void *)((char *)base + o->offset);
-	size_t *n = (void *)((char *)base + o->count_offset);
-	struct rlg_cidr *v;
-	char **items;
-	size_t i, count;
-	bool ok = true;
-
-	if (!rlg_list_split(p, o, value, (size_t)o->max, "networks", &items,
-	    &count))
-		return false;
-	v = rlg_xcalloc(count, sizeof *v);
-	for (i = 0; i < count; i++) {
-		if (rlg_cidr_parse(items[i], &v[i]) != 0) {
-			rlg_key_problem(p, o, "not an IP address or "
-			    "ADDR/LEN network with zero host bits "
-			    "(got \"%s\")", items[i]);
-			ok = false;
-		}
-	}
-	rlg_list_free(items, count);
-	if (!ok) {
-		free(v);
-		return false;
-	}
-	free(*nets);
-	*nets = v;
-	*n = count;
-	return true;
-}
-
-/*
- * backend, url, connect_timeout_ms, timeout_ms and clock are checked
- * against each other at the end (rlg_store_finish): the keys may come in
- * any order.
- */
-static bool
-rlg_set_backend(struct rlg_parse *p, const struct rlg_option *o,
-    const char *value, void *base)
-{
-	struct rlg_store_config *sc = base;
-	int v;
-
-	if (!rlg_set_word(p, o, value, NULL, &v)) {
-		p->backend_bad = true;
-		return false;
-	}
-	sc->redis.cluster = v == RLG_BACKEND_WORD_CLUSTER;
-	sc->backend = v == RLG_BACKEND_WORD_CLUSTER ? RLG_BACKEND_REDIS :
-	    (enum rlg_store_backend)v;
-	return true;
-}
-
-/* The message quotes the url with its password masked: errors are logged. */
-static bool
-rlg_set_url(struct rlg_parse *p, const struct rlg_option *o,
-    const char *value, void *base)
-{
-	char why[256], *shown;
-
-	if (rlg_config_redis_url(base, value, why, sizeof why) == 0)
-		return true;
-	shown = rlg_url_masked(value);
-	rlg_key_problem(p, o, "%s (got \"%s\")", why, shown);
-	free(shown);
-	return false;
-}
-
-static bool
-rlg_set_trusted_proxies(struct rlg_parse *p, const struct rlg_option *o,
-    const char *value, void *base)
-{
-	const struct rlg_client_config *cc = base;
-	const struct rlg_cidr *n;
-	size_t i;
-
-	if (!rlg_set_cidrs(p, o, value, base))
-		return false;
-	/*
-	 * 0.0.0.0/0 (or ::/0) believes every peer's forwarding header: any
-	 * client then names its own key. Allowed (a front that strips and
-	 * sets the header, with rlgate reachable only through it), said.
-	 * An IPv4 network is stored over 16 bytes: /0 is 96 there.
-	 */
-	for (i = 0; i < cc->ntrusted; i++) {
-		n = &cc->trusted_proxies[i];
-		if (n->prefix_len == 0 || (n->addr.v4 && n->prefix_len <= 96)) {
-			rlg_key_problem(p, o, "%s trusts every peer: any "
-			    "client that reaches rlgate directly chooses its "
-			    "own key with a forwarding header; list only your "
-			    "proxies", n->addr.v4 ? "0.0.0.0/0" : "::/0");
-			p->problems[p->nproblems - 1].warning = true;
-			break;
-		}
-	}
-	return true;
-}
-
-/* A word of the algorithm rows, with a message of its own. */
-static bool
-rlg_set_algorithm(struct rlg_parse *p, const struct rlg_option *o,
-    const char *value, void *base)
-{
-	int v;
-
-	if (!rlg_set_word(p, o, value, "algorithm", &v))
-		return false;
-	rlg_put_int((char *)base + o->offset, o->size, v);
-	return true;
-}
-
-/*
- * key = ip | header:NAME | both, comma-separated in any order. NAME is kept
- * as written (header names compare without case when a request is read).
- * Each bad item is its own problem; the policy changes only if all are
- * good. Whether a key_secret is there waits for the end.
- */
-static bool
-rlg_set_key(struct rlg_parse *p, const struct rlg_option *o,
-    const char *value, void *base)
-{
-	struct rlg_policy *pol = base;
-	const char *header = NULL, *name;
-	unsigned bits = 0;
-	char **items;
-	size_t i, n, len;
-	bool ok = true;
-
-	if (!rlg_list_split(p, o, value, 2, "items", &items, &n))
-		return false;
-	for (i = 0; i < n; i++) {
-		if (strcmp(items[i], "ip") == 0) {
-			if ((bits & RLG_KEY_IP) != 0) {
-				rlg_key_problem(p, o, "ip given twice "
-				    "(got \"%s\")", value);
-				ok = false;
-			}
-			bits |= RLG_KEY_IP;
-			continue;
-		}
-		if (strncmp(items[i], "header:", 7) != 0 ||
-		    items[i][7] == '\0') {
-			rlg_key_problem(p, o, "must be one of ip, header:NAME "
-			    "(got \"%s\")", items[i]);
-			ok = false;
-			continue;
-		}
-		name = items[i] + 7;
-		len = strlen(name);
-		/* An HTTP token (RFC 9110 tchar). */
-		if (name[strspn(name, RLG_ALNUM "!#$%&'*+-.^_`|~")] != '\0') {
-			rlg_key_problem(p, o, "header name must be an HTTP "
-			    "token: A-Z a-z 0-9 and !#$%%&'*+-.^_`|~ "
-			    "(got \"%s\")", name);
-			ok = false;
-		} else if (len > RLG_HEADER_NAME_MAX) {
-			rlg_key_problem(p, o, "header name must be at most "
-			    "%d bytes (got %zu)", RLG_HEADER_NAME_MAX, len);
-			ok = false;
-		} else if (header != NULL) {
-			rlg_key_problem(p, o, "at most one header:NAME "
-			    "(got \"%s\")", value);
-			ok = false;
-		}
-		header = name;
-		bits |= RLG_KEY_HEADER;
-	}
-	if (ok) {
-		pol->key = bits;
-		free(pol->key_header);
-		pol->key_header = header != NULL ? rlg_xstrdup(header) : NULL;
-	}
-	rlg_list_free(items, n);
-	return ok;
-}
-
-/* "/exact" or "/prefix*": a '*' only at the end, stored without it. */
-static bool
-rlg_set_route_path(struct rlg_parse *p, const struct rlg_option *o,
-    const char *value, void *base)
-{
-	struct rlg_route *r = base;
-	const char *star;
-	size_t len = strlen(value);
-
-	if (value[0] != '/') {
-		rlg_key_problem(p, o, "must start with \"/\" (got \"%s\")",
-		    value);
-		return false;
-	}
-	star = strchr(value, '*');
-	if (star != NULL && star != value + len - 1) {
-		rlg_key_problem(p, o, "\"*\" may only end the path, for a "
-		    "prefix match (got \"%s\")", value);
-		return false;
-	}
-	free(r->path);
-	r->path = rlg_xstrdup(value);
-	r->prefix = star != NULL;
-	if (r->prefix)
-		r->path[len - 1] = '\0';
-	return true;
-}
-
-/* Method names as a request carries them: uppercase letters, no repeat. */
-static bool
-rlg_set_route_methods(struct rlg_parse *p, const struct rlg_option *o,
-    const char *value, void *base)
-{
-	struct rlg_route *r = base;
-	const char *c;
-	char **items;
-	size_t i, j, n;
-	bool ok = true;
-
-	if (!rlg_list_split(p, o, value, RLG_ROUTE_METHODS_MAX, "methods",
-	    &items, &n))
-		return false;
-	for (i = 0; i < n; i++) {
-		for (c = items[i]; *c >= 'A' && *c <= 'Z';)
-			c++;
-		if (*c != '\0') {
-			rlg_key_problem(p, o, "not a method: uppercase "
-			    "letters only (got \"%s\")", items[i]);
-			ok = false;
-			continue;
-		}
-		for (j = 0; j < i; j++) {
-			if (strcmp(items[j], items[i]) == 0) {
-				rlg_key_problem(p, o, "%s given twice "
-				    "(got \"%s\")", items[i], value);
-				ok = false;
-				break;
-			}
-		}
-	}
-	if (!ok) {
-		rlg_list_free(items, n);
-		return false;
-	}
-	rlg_list_free(r->methods, r->nmethods);
-	r->methods = items;
-	r->nmethods = n;
-	return true;
-}
-
-/*
- * Policy names, resolved at the end (a [policy] may come later), or
- * "none" alone: the route is not limited.
- */
-static bool
-rlg_set_route_policies(struct rlg_parse *p, const struct rlg_option *o,
-    const char *value, void *base)
-{
-	struct rlg_build *b = &p->rbuilds[p->cur];
-	char **items;
-	size_t i, j, n;
-	bool ok = true;
-
-	(void)base;
-	if (!rlg_list_split(p, o, value, RLG_POLICIES_MAX, "policies",
-	    &items, &n))
-		return false;
-	for (i = 0; i < n; i++) {
-		if (strcmp(items[i], "none") == 0 && n > 1) {
-			rlg_key_problem(p, o, "none must stand alone "
-			    "(got \"%s\")", value);
-			ok = false;
-			break;
-		}
-		for (j = 0; j < i; j++) {
-			if (strcmp(items[j], items[i]) == 0) {
-				rlg_key_problem(p, o, "[policy %s] given "
-				    "twice (got \"%s\")", items[i], value);
-				ok = false;
-				break;
-			}
-		}
-	}
-	if (!ok || (n == 1 && strcmp(items[0], "none") == 0)) {
-		rlg_list_free(items, n);
-		return ok;
-	}
-	b->names = items;
-	b->nnames = n;
-	return true;
-}
-
-/*
- * Splits value at commas into trimmed items (a new array of new strings,
- * free with rlg_list_free). Reports an empty item, or more than max of
- * them (what names them in the message), and returns false.
- */
-static bool
-rlg_list_split(struct rlg_parse *p, const struct rlg_option *o,
-    const char *value, size_t max, const char *what, char ***items,
-    size_t *n)
-{
-	const char *s, *e, *comma;
-	size_t count = 1, i;
-	char **v;
-
-	for (s = value; *s != '\0'; s++)
-		if (*s == ',')
-			count++;
-	if (count > max) {
-		rlg_key_problem(p, o, "at most %zu %s (got %zu)", max, what,
-		    count);
-		return false;
-	}
-	v = rlg_xcalloc(count, sizeof *v);
-	s = value;
-	for (i = 0; i < count; i++) {
-		comma = strchr(s, ',');
-		e = comma != NULL ? comma : s + strlen(s);
-		while (s < e && isspace((unsigned char)*s))
-			s++;
-		while (e > s && isspace((unsigned char)e[-1]))
-			e--;
-		if (e == s) {
-			rlg_key_problem(p, o, "empty item in the list "
-			    "(got \"%s\")", value);
-			rlg_list_free(v, i);
-			return false;
-		}
-		v[i] = rlg_xmalloc((size_t)(e - s) + 1);
-		memcpy(v[i], s, (size_t)(e - s));
-		v[i][e - s] = '\0';
-		if (comma != NULL)
-			s = comma + 1;
-	}
-	*items = v;
-	*n = count;
-	return true;
-}
-
-static void
-rlg_list_free(char **items, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		free(items[i]);
-	free(items);
 }

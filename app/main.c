@@ -24,7 +24,20 @@
 #define THREADS_DEFAULT 4
 #define THREADS_MAX     256
 
+/* What the command line asks for. */
+struct options {
+	const char *config;        /* --config FILE, or NULL */
+	const char *log;           /* --log FILE, or NULL: stderr */
+	int threads;               /* --threads N */
+	int check_only;            /* --check-config */
+};
+
 static void usage(FILE *f);
+static int parse_options(int argc, char **argv, struct options *o);
+static int check_config(const struct rlg_config *cfg, const char *path,
+    const char *log_path);
+static int serve(const struct rlg_config *cfg, const char *path,
+    int threads, const char *log_warning);
 static int parse_threads(const char *s, int *out);
 static int open_log(const char *path, char *warning, size_t size);
 static void log_mode_warning(const char *path, mode_t mode, char *buf,
@@ -205,8 +218,13 @@ warn_stdout(void *ctx, const char *line)
 	printf("%s\n", line);
 }
 
-int
-main(int argc, char **argv)
+/*
+ * The options into *o. -1 to go on; else the exit code to return at once
+ * (0 after --version or --help, RLG_EXIT_USAGE for a bad command line,
+ * which is said on stderr).
+ */
+static int
+parse_options(int argc, char **argv, struct options *o)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -217,18 +235,15 @@ main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *config_opt = NULL, *log_opt = NULL, *path;
-	struct rlg_config *cfg;
-	char policies[1024], store[512], log_warning[1024] = "";
-	int c, threads = THREADS_DEFAULT, check_only = 0, rc, problems;
+	int c;
 
 	while ((c = getopt_long(argc, argv, "c:t:l:CVh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
-			config_opt = optarg;
+			o->config = optarg;
 			break;
 		case 't':
-			if (parse_threads(optarg, &threads) != 0) {
+			if (parse_threads(optarg, &o->threads) != 0) {
 				fprintf(stderr, "rlgate: --threads: must be an "
 				    "integer from 1 to %d (got \"%s\")\n",
 				    THREADS_MAX, optarg);
@@ -236,10 +251,10 @@ main(int argc, char **argv)
 			}
 			break;
 		case 'l':
-			log_opt = optarg;
+			o->log = optarg;
 			break;
 		case 'C':
-			check_only = 1;
+			o->check_only = 1;
 			break;
 		case 'V':
 			printf("rlgate %s\n", PACKAGE_VERSION);
@@ -258,33 +273,37 @@ main(int argc, char **argv)
 		usage(stderr);
 		return RLG_EXIT_USAGE;
 	}
+	return -1;
+}
 
-	if (log_opt != NULL && !check_only &&
-	    open_log(log_opt, log_warning, sizeof log_warning) != 0)
-		return RLG_EXIT_USAGE;
+/*
+ * --check-config on a config that loaded: the warnings about files others
+ * may read or write (the store's, the log's), then "ok". Returns 0:
+ * warnings are no problems.
+ */
+static int
+check_config(const struct rlg_config *cfg, const char *path,
+    const char *log_path)
+{
+	(void)rlg_store_check_files(&cfg->store, warn_stdout, NULL);
+	if (log_path != NULL)
+		check_log_path(log_path);
+	printf("%s: configuration ok\n",
+	    path != NULL ? path : "built-in defaults");
+	return 0;
+}
 
-	path = rlg_config_pick(config_opt);
-	if (path == NULL) {
-		cfg = rlg_config_defaults();
-	} else if ((problems = rlg_config_load(path, stderr, &cfg)) != 0) {
-		fprintf(stderr, "rlgate: %s: %d problem%s, not starting\n",
-		    path, problems, problems == 1 ? "" : "s");
-		return RLG_EXIT_CONFIG;
-	}
-	if (cfg->nroutes > 0 && cfg->ndefault == 0)
-		fprintf(stderr, "rlgate: note: %s has routes but no "
-		    "[policy default]: requests that match no route are not "
-		    "limited\n", path != NULL ? path : "the configuration");
-	if (check_only) {
-		/* Warnings, not problems: the exit status stays 0. */
-		(void)rlg_store_check_files(&cfg->store, warn_stdout, NULL);
-		if (log_opt != NULL)
-			check_log_path(log_opt);
-		printf("%s: configuration ok\n",
-		    path != NULL ? path : "built-in defaults");
-		rlg_config_free(cfg);
-		return 0;
-	}
+/*
+ * Serves with cfg (from path, NULL: the built-in defaults): FastCGI on
+ * the socket at fd 0, after one line saying what it serves and the
+ * warnings about files (log_warning: the log's, or ""); else one CGI
+ * request. Returns the exit code.
+ */
+static int
+serve(const struct rlg_config *cfg, const char *path, int threads,
+    const char *log_warning)
+{
+	char policies[1024], store[512];
 
 	if (rlg_server_is_fastcgi()) {
 		describe_policies(cfg, policies, sizeof policies);
@@ -300,15 +319,47 @@ main(int argc, char **argv)
 		if (log_warning[0] != '\0')
 			rlg_log("%s", log_warning);
 		(void)rlg_store_check_files(&cfg->store, warn_log, NULL);
-		rc = rlg_server_run_fastcgi(cfg, threads);
-	} else if (getenv("GATEWAY_INTERFACE") != NULL) {
-		rc = rlg_server_run_cgi(cfg);
-	} else {
-		fprintf(stderr, "rlgate: no FastCGI socket on standard input "
-		    "and GATEWAY_INTERFACE is not set: start rlgate under "
-		    "spawn-fcgi or a web server (see rlgate --help)\n");
-		rc = RLG_EXIT_USAGE;
+		return rlg_server_run_fastcgi(cfg, threads);
 	}
+	if (getenv("GATEWAY_INTERFACE") != NULL)
+		return rlg_server_run_cgi(cfg);
+	fprintf(stderr, "rlgate: no FastCGI socket on standard input "
+	    "and GATEWAY_INTERFACE is not set: start rlgate under "
+	    "spawn-fcgi or a web server (see rlgate --help)\n");
+	return RLG_EXIT_USAGE;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct options o = { .threads = THREADS_DEFAULT };
+	const char *path;
+	struct rlg_config *cfg;
+	char log_warning[1024] = "";
+	int rc, problems;
+
+	if ((rc = parse_options(argc, argv, &o)) >= 0)
+		return rc;
+	if (o.log != NULL && !o.check_only &&
+	    open_log(o.log, log_warning, sizeof log_warning) != 0)
+		return RLG_EXIT_USAGE;
+
+	path = rlg_config_pick(o.config);
+	if (path == NULL) {
+		cfg = rlg_config_defaults();
+	} else if ((problems = rlg_config_load(path, stderr, &cfg)) != 0) {
+		fprintf(stderr, "rlgate: %s: %d problem%s, not starting\n",
+		    path, problems, problems == 1 ? "" : "s");
+		return RLG_EXIT_CONFIG;
+	}
+	if (cfg->nroutes > 0 && cfg->ndefault == 0)
+		fprintf(stderr, "rlgate: note: %s has routes but no "
+		    "[policy default]: requests that match no route are not "
+		    "limited\n", path != NULL ? path : "the configuration");
+	if (o.check_only)
+		rc = check_config(cfg, path, o.log);
+	else
+		rc = serve(cfg, path, o.threads, log_warning);
 	rlg_config_free(cfg);
 	return rc;
 }

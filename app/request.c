@@ -104,6 +104,7 @@ static void hops_push(struct fwd_hops *hs, const char *s, size_t len,
     bool quoted, bool bad);
 static void split_xff(const char *h, struct fwd_hops *hs);
 static void split_forwarded(const char *h, struct fwd_hops *hs);
+static const char *skip_element(const char *p);
 static enum hop_kind parse_node(const struct fwd_hop *hop, bool forwarded,
     struct rlg_addr *out);
 static bool obfuscated_ok(const char *s);
@@ -115,6 +116,7 @@ static enum walk_end walk_hops(const struct fwd_hops *hs, bool forwarded,
 static enum walk_end client_from_proxy(char *const *envp,
     const struct rlg_client_config *cc, const struct rlg_addr *peer,
     struct rlg_addr *out);
+static void parse_path(struct rlg_request *r, char *const *envp);
 static void sodium_start(void);
 
 const char *
@@ -380,7 +382,7 @@ split_forwarded(const char *h, struct fwd_hops *hs)
 	for (;;) {
 		struct fwd_hop hop = { NULL, 0, false, false };
 		size_t npairs = 0, nfor = 0, namelen;
-		bool bad = false, in_q;
+		bool bad = false;
 
 		for (;;) {
 			p = skip_ows(p);
@@ -434,16 +436,8 @@ split_forwarded(const char *h, struct fwd_hops *hs)
 				bad = true;
 			break;
 		}
-		if (bad) {
-			for (in_q = false; *p != '\0'; p++) {
-				if (in_q && *p == '\\' && p[1] != '\0')
-					p++;
-				else if (*p == '"')
-					in_q = !in_q;
-				else if (!in_q && *p == ',')
-					break;
-			}
-		}
+		if (bad)
+			p = skip_element(p);
 		if (bad || nfor > 1)
 			hops_push(hs, NULL, 0, false, true);
 		else if (npairs > 0)
@@ -452,6 +446,27 @@ split_forwarded(const char *h, struct fwd_hops *hs)
 			break;
 		p++;
 	}
+}
+
+/*
+ * After a syntax error in a Forwarded element: p moved to the next ','
+ * outside a quoted string (a backslash escapes inside one), or to the
+ * end.
+ */
+static const char *
+skip_element(const char *p)
+{
+	bool in_q;
+
+	for (in_q = false; *p != '\0'; p++) {
+		if (in_q && *p == '\\' && p[1] != '\0')
+			p++;
+		else if (*p == '"')
+			in_q = !in_q;
+		else if (!in_q && *p == ',')
+			break;
+	}
+	return p;
 }
 
 /*
@@ -627,32 +642,19 @@ client_from_proxy(char *const *envp, const struct rlg_client_config *cc,
 	return end;
 }
 
-void
-rlg_request_parse(struct rlg_request *r, char *const *envp,
-    const struct rlg_client_config *cc)
+/*
+ * r->path, r->path_ok and, for a path that cannot be read, the flaw.
+ * REQUEST_URI is what the client sent, under lighttpd, Apache
+ * mod_proxy_fcgi and CGI alike; SCRIPT_NAME and PATH_INFO depend on how
+ * the server mounts us and are already decoded, so they are only the
+ * fallback, taken as they are (but for the dot segments).
+ */
+static void
+parse_path(struct rlg_request *r, char *const *envp)
 {
-	const char *method, *uri, *script, *info;
-	struct rlg_addr peer;
-	enum walk_end end;
+	const char *uri, *script, *info;
 	int n;
 
-	memset(r, 0, sizeof *r);
-	r->envp = envp;
-	r->role = role_of(rlg_request_param(envp, "FCGI_ROLE"));
-
-	method = rlg_request_param(envp, "REQUEST_METHOD");
-	if (method == NULL)
-		method = "";
-	snprintf(r->method_name, sizeof r->method_name, "%s", method);
-	r->method_ok = strlen(method) < sizeof r->method_name;
-	r->method = method_of(method);
-
-	/*
-	 * REQUEST_URI is what the client sent, under lighttpd, Apache
-	 * mod_proxy_fcgi and CGI alike; SCRIPT_NAME and PATH_INFO depend on
-	 * how the server mounts us and are already decoded, so they are only
-	 * the fallback, taken as they are (but for the dot segments).
-	 */
 	uri = rlg_request_param(envp, "REQUEST_URI");
 	if (uri != NULL) {
 		r->path_ok = rlg_request_decode_path(uri, r->path,
@@ -674,6 +676,28 @@ rlg_request_parse(struct rlg_request *r, char *const *envp,
 		r->path[0] = '\0';
 		r->flaw = RLG_FLAW_PATH;
 	}
+}
+
+void
+rlg_request_parse(struct rlg_request *r, char *const *envp,
+    const struct rlg_client_config *cc)
+{
+	const char *method;
+	struct rlg_addr peer;
+	enum walk_end end;
+
+	memset(r, 0, sizeof *r);
+	r->envp = envp;
+	r->role = role_of(rlg_request_param(envp, "FCGI_ROLE"));
+
+	method = rlg_request_param(envp, "REQUEST_METHOD");
+	if (method == NULL)
+		method = "";
+	snprintf(r->method_name, sizeof r->method_name, "%s", method);
+	r->method_ok = strlen(method) < sizeof r->method_name;
+	r->method = method_of(method);
+
+	parse_path(r, envp);
 
 	if (rlg_addr_parse(rlg_request_param(envp, "REMOTE_ADDR"), &peer) != 0) {
 		snprintf(r->client, sizeof r->client, "%s", RLG_CLIENT_UNKNOWN);

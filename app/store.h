@@ -21,7 +21,6 @@
 
 #include "config.h"
 #include "limiter.h"
-#include "store_redis.h"
 
 
 /*
@@ -84,7 +83,7 @@ extern const struct rlg_store_ops rlg_store_sqlite_ops;
  * which steps fail at once. Its prune deletes nothing: keys expire. On a
  * Redis Cluster (redis_cluster in the config): one connection per master,
  * one EVALSHA per slot, and a step whose clients lie in several slots is
- * atomic per slot only (store_redis.c says what that means).
+ * atomic per slot only (store_redis_cluster.c says what that means).
  */
 extern const struct rlg_store_ops rlg_store_redis_ops;
 /* The rejection cache in front of either store (store_cache.c); no open:
@@ -119,7 +118,8 @@ int rlg_store_open(const struct rlg_store_config *cfg, struct rlg_store **out);
  * policy i's decision. The request is admitted when every decision is; only
  * then are the new states written. Returns RLG_OK (admitted or not), or
  * RLG_ESTORE when the store failed (nothing written, decisions undefined;
- * on a Redis Cluster, items of several slots: see store_redis.c),
+ * on a Redis Cluster, items of several slots: see
+ * store_redis_cluster.c),
  * or RLG_EFULL when admitting would give a policy state for more than
  * max_clients clients even after pruning expired ones (SQLite only; nothing
  * written, decisions undefined; clients the store already holds are never
@@ -158,9 +158,9 @@ bool rlg_store_cached(const struct rlg_store *s);
  * requests (after one is answered): the SQLite store checkpoints its WAL
  * there once a commit found it past about 4 MB (and makes it start over
  * past about 8 MB), so the file stays bounded under continuous load
- * (store_sqlite.c). One comparison when there is nothing to do. A handle
- * whose caller never calls it does that work in the step instead. NULL
- * does nothing.
+ * (store_sqlite_wal.c). One comparison when there is nothing to do. A
+ * handle whose caller never calls it does that work in the step
+ * instead. NULL does nothing.
  */
 void rlg_store_idle(struct rlg_store *s, int64_t now_ms);
 

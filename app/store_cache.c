@@ -86,6 +86,12 @@ static void cache_close(struct rlg_store *base);
 static void cache_stats(const struct rlg_store *base,
     struct rlg_store_stats *out);
 static void cache_idle(struct rlg_store *base, int64_t now_ms);
+static void cache_answer(const struct cache_entry *e,
+    const struct rlg_store_item *items, size_t n, int64_t now_ms,
+    struct rlg_decision *decisions);
+static bool cache_remember(struct cache_entry *e,
+    const struct rlg_store_item *items, size_t n, int64_t now_ms,
+    const struct rlg_decision *decisions);
 static size_t cache_key(const struct rlg_store_item *items, size_t n,
     char *key, size_t *m);
 static uint64_t cache_hash(uint64_t seed, const char *key, size_t len);
@@ -127,11 +133,10 @@ cache_step(struct rlg_store *base, const struct rlg_store_item *items,
     size_t n, int64_t now_ms, struct rlg_decision *decisions)
 {
 	struct cache_store *c = (struct cache_store *)base;
-	struct cache_entry *e;
+	struct cache_entry *e = NULL;
 	char key[RLG_CACHE_KEY_MAX];
-	size_t keylen = 0, m = 0, i, j;
+	size_t keylen = 0, m = 0;
 	uint64_t h = 0;
-	int64_t until;
 	int rc;
 
 	if (n >= 1 && items != NULL && decisions != NULL)
@@ -142,21 +147,7 @@ cache_step(struct rlg_store *base, const struct rlg_store_item *items,
 		if (e->hash == h && e->n == m && e->keylen == keylen &&
 		    now_ms >= e->since_ms && now_ms < e->until_ms &&
 		    memcmp(e->key, key, keylen) == 0) {
-			for (i = 0, j = 0; i < n; i++) {
-				if (items[i].if_new) {
-					rlg_store_skipped(items[i].policy,
-					    &decisions[i]);
-					continue;
-				}
-				decisions[i].admitted = false;
-				decisions[i].limit = e->d[j].limit;
-				decisions[i].remaining = 0;
-				decisions[i].reset_ms =
-				    e->d[j].reset_at_ms - now_ms;
-				decisions[i].retry_ms =
-				    e->d[j].retry_at_ms - now_ms;
-				j++;
-			}
+			cache_answer(e, items, n, now_ms, decisions);
 			c->hits++;
 			c->base.cached = true;
 			return RLG_OK;
@@ -173,12 +164,57 @@ cache_step(struct rlg_store *base, const struct rlg_store_item *items,
 	}
 	if (keylen == 0)
 		return rc;
-	/*
-	 * Cacheable: every key item rejected by the store, none advisory,
-	 * and every instant now_ms + delay representable (see the top).
-	 */
+	if (cache_remember(e, items, n, now_ms, decisions)) {
+		e->hash = h;
+		e->n = (uint16_t)m;
+		e->keylen = (uint16_t)keylen;
+		memcpy(e->key, key, keylen);
+		c->stored++;
+	}
+	return rc;
+}
+
+/*
+ * A hit: the step's decisions from entry e at now_ms, as the store would
+ * give them (see the top): each key item rejected with its limit and the
+ * time left until the instants remembered, each charge skipped.
+ */
+static void
+cache_answer(const struct cache_entry *e, const struct rlg_store_item *items,
+    size_t n, int64_t now_ms, struct rlg_decision *decisions)
+{
+	size_t i, j;
+
+	for (i = 0, j = 0; i < n; i++) {
+		if (items[i].if_new) {
+			rlg_store_skipped(items[i].policy, &decisions[i]);
+			continue;
+		}
+		decisions[i].admitted = false;
+		decisions[i].limit = e->d[j].limit;
+		decisions[i].remaining = 0;
+		decisions[i].reset_ms = e->d[j].reset_at_ms - now_ms;
+		decisions[i].retry_ms = e->d[j].retry_at_ms - now_ms;
+		j++;
+	}
+}
+
+/*
+ * After a step the store answered at now_ms: when it is cacheable (every
+ * key item rejected by the store, none advisory, and every instant
+ * now_ms + delay representable: see the top), the instants of its
+ * decisions into e, and true (the caller writes the key); else false and
+ * e untouched.
+ */
+static bool
+cache_remember(struct cache_entry *e, const struct rlg_store_item *items,
+    size_t n, int64_t now_ms, const struct rlg_decision *decisions)
+{
+	int64_t until;
+	size_t i, j;
+
 	if (now_ms < 0)
-		return rc;
+		return false;
 	until = INT64_MAX;
 	for (i = 0; i < n; i++) {
 		if (items[i].if_new)
@@ -188,17 +224,12 @@ cache_step(struct rlg_store *base, const struct rlg_store_item *items,
 		    decisions[i].remaining != 0 ||
 		    decisions[i].retry_ms > INT64_MAX - now_ms ||
 		    decisions[i].reset_ms > INT64_MAX - now_ms)
-			return rc;
+			return false;
 		if (now_ms + decisions[i].retry_ms < until)
 			until = now_ms + decisions[i].retry_ms;
 	}
-	e = &c->entries[h & c->mask];
-	e->hash = h;
 	e->since_ms = now_ms;
 	e->until_ms = until;
-	e->n = (uint16_t)m;
-	e->keylen = (uint16_t)keylen;
-	memcpy(e->key, key, keylen);
 	for (i = 0, j = 0; i < n; i++) {
 		if (items[i].if_new)
 			continue;
@@ -207,8 +238,7 @@ cache_step(struct rlg_store *base, const struct rlg_store_item *items,
 		e->d[j].retry_at_ms = now_ms + decisions[i].retry_ms;
 		j++;
 	}
-	c->stored++;
-	return rc;
+	return true;
 }
 
 static int

@@ -22,7 +22,6 @@
 #include "check_rlgate.h"
 #include "config.h"
 #include "ini.h"
-#include "store_redis.h"
 
 /* One value that a key must refuse, and what the loader says. */
 struct rlg_t_bad {

@@ -614,10 +614,11 @@ END_TEST
 
 /*
  * Two policies keyed by two clients in two slots, as the top of
- * store_redis.c documents: checked, then committed. A request rejected
- * by either policy costs no quota in the other, whatever the order of the
- * items; an admitted one counts in both. Round trips: one EVALSHA for one
- * slot, two for a rejection at the check, three for an admission. An
+ * store_redis_cluster.c documents: checked, then committed. A request
+ * rejected by either policy costs no quota in the other, whatever the
+ * order of the items; an admitted one counts in both. Round trips: one
+ * EVALSHA for one slot, two for a rejection at the check, three for an
+ * admission. An
  * advisory item in another slot never rejects, and is written only when
  * the request is admitted and it admits.
  */

@@ -1,12 +1,16 @@
 /*
- * store_redis_url.c: [store] url, the address of the Redis store, parsed
+ * config_url.c: [store] url, the address of the Redis store, parsed
  * into the redis_* fields of struct rlg_store_config; the store described
- * for the logs; and any url masked for a message. It sits beside the
- * Redis store because the forms it accepts are the ones that store can
- * reach (TCP, a unix socket, a cluster's seed nodes); the config only
- * calls it. No secret ever leaves this file unmasked: a refused url's
- * reason never quotes the password, and rlg_url_masked hides every part
- * of a url that may be one, whatever its shape.
+ * for the logs; and any url masked for a message. Part of the config
+ * module (config.h declares it): it fills the config's structs and the
+ * config's setter calls it, while the Redis store only reads what it
+ * parsed and names itself with rlg_store_describe: so it lives with the
+ * config, below the stores, and nothing runs from the config up to a
+ * store (scripts/lint.sh holds the modules to that). The forms
+ * it accepts are the ones the Redis store can reach (TCP, a unix socket,
+ * a cluster's seed nodes). No secret ever leaves this file unmasked: a
+ * refused url's reason never quotes the password, and rlg_url_masked
+ * hides every part of a url that may be one, whatever its shape.
  */
 #include <assert.h>
 #include <ctype.h>
@@ -18,7 +22,7 @@
 #include <arpa/inet.h>
 #include <sys/un.h>
 
-#include "store_redis.h"
+#include "config.h"
 #include "util.h"
 
 /* The longest Redis host name (DNS: 253) and unix socket path (sun_path). */

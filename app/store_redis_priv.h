@@ -1,0 +1,222 @@
+/*
+ * store_redis_priv.h: the Redis store's internals, shared by the files of
+ * the one backend and included by nothing else (the rest of rlgate sees
+ * rlg_store_redis_ops, store.h): a server (struct rd_node), the handle
+ * (struct rd_store), and the rd_ functions one file calls in another.
+ *   store_redis.c          the step: open, EVALSHA's arguments, the
+ *                          reply checked into decisions, close
+ *   store_redis_io.c       connections, deadline I/O, backoff
+ *   store_redis_cluster.c  Redis Cluster: slot map, slot groups,
+ *                          redirections, the charges' EXISTS
+ * Each function's full contract is above its definition; here, what it
+ * is for and where it lives.
+ */
+#ifndef RLG_STORE_REDIS_PRIV_H
+#define RLG_STORE_REDIS_PRIV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+#include "store.h"
+
+/* Bytes of one decimal int64 with its sign and NUL. */
+#define RD_NUM 21
+
+/* Redis Cluster: its hash slots. */
+#define RD_SLOTS 16384
+/* The probe of a check (store_redis_cluster.c): two items of
+ * fixed_window, limit 1. */
+#define RD_PROBE_ITEMS 2
+/* A server's text in a message: at most this many bytes, and a NUL. */
+#define RD_SAID 201
+
+/*
+ * One Redis server: where it is, the connection to it, its health. The
+ * single server of backend = redis, or a node of a cluster.
+ */
+struct rd_node {
+	char *host;                   /* or NULL: socket; owned */
+	int port;
+	char *socket;                 /* unix socket path, or NULL; owned */
+	bool seed;                    /* cluster: named by the url: kept */
+	char name[320];               /* "redis HOST:PORT[/DB]", for messages */
+	redisContext *c;              /* NULL while disconnected */
+	/*
+	 * Health: down from the first failure until a step succeeds again;
+	 * backoff_ms is the wait after the next failure (0: healthy: the
+	 * first wait is RD_BACKOFF_MIN_MS); no connect before retry_at_ms.
+	 * Times on the monotonic clock.
+	 */
+	bool down;
+	int64_t down_since_ms;
+	int64_t backoff_ms;
+	int64_t retry_at_ms;
+	char err[512];                /* why it is down: its last errmsg */
+};
+
+struct rd_store {
+	struct rlg_store base;        /* first: rlg_store_* dispatch on it */
+	/* How to talk to every server, copied from the config; owned. */
+	char *user;                   /* ACL user, or NULL */
+	char *password;               /* AUTH, or NULL; never logged */
+	int db;                       /* SELECT when not 0 */
+	int connect_timeout_ms;       /* all the connects of one step */
+	int timeout_ms;               /* all the commands of one step */
+	bool local_clock;             /* clock = local: pass the caller's now */
+	char name[320];               /* "redis HOST:PORT[/DB]", the store */
+	char sha[41];                 /* the script's SHA1 (SCRIPT LOAD); ""
+	                                 until the first load */
+	/*
+	 * The budgets of the step (or open) under way, on the monotonic
+	 * clock (see the top): its commands are done by deadline_ms, its
+	 * connects may take connect_left_ms more. late: the last failure
+	 * came before anything was sent to that server (out of time).
+	 */
+	int64_t deadline_ms;
+	int64_t connect_left_ms;
+	bool late;
+	/* The bytes of the commands to send (RESP), grown, never shrunk. */
+	char *out;
+	size_t outlen;
+	size_t outcap;
+
+	/*
+	 * The servers: the single one (nnodes == 1), or the cluster's known
+	 * nodes, the seeds first. Grown on demand; a refresh of the slot
+	 * map drops the nodes that are neither seeds nor in the map.
+	 */
+	bool cluster;
+	struct rd_node *nodes;
+	size_t nnodes;
+	size_t capnodes;
+	/*
+	 * Cluster: the master of each slot, as an index in nodes plus one
+	 * (0: unknown). map_loaded once a CLUSTER SLOTS was read; map_stale
+	 * when it should be read again, not before refresh_at_ms.
+	 */
+	uint16_t *slots;
+	bool map_loaded;
+	bool map_stale;
+	int64_t refresh_at_ms;
+	char map_err[512];            /* why the last reading failed */
+
+	/*
+	 * EVALSHA's argument vector, reused by every step: argv[i] points
+	 * into text (or at sha and constants), argvlen[i] is its length.
+	 * Grown on demand, never shrunk.
+	 */
+	const char **argv;
+	size_t *argvlen;
+	size_t argcap;                /* entries in argv and argvlen */
+	char *text;
+	size_t textcap;               /* bytes in text */
+	/*
+	 * Cluster, a step's slot groups: the slot of each item, the items in
+	 * group order (order[gstart[g]..gstart[g + 1])), the slot of each
+	 * group. Each array has itemcap entries (gstart one more).
+	 */
+	uint16_t *item_slot;
+	size_t *order;
+	size_t *gstart;
+	uint16_t *gslot;
+	size_t itemcap;
+	/*
+	 * Cluster, a step with charges for new keys (rd_cluster_step): the
+	 * items sent, the index of each in the step, their decisions. ccap
+	 * entries each.
+	 */
+	struct rlg_store_item *citems;
+	size_t *cmap;
+	struct rlg_decision *cdec;
+	size_t ccap;
+
+};
+
+/* ---- store_redis.c: the step ---------------------------------------- */
+
+/* EVALSHA's arguments into s->argv for items idx[0..m) (idx NULL:
+ * items[0..m)), with probe the check's two items after them. argc. */
+int rd_build(struct rd_store *s, const struct rlg_store_item *items,
+    const size_t *idx, size_t m, bool probe, int64_t now_ms);
+
+/* Room for argc arguments in s->argv, s->argvlen and need bytes in
+ * s->text (their contents not kept). */
+void rd_reserve(struct rd_store *s, size_t argc, size_t need);
+
+/* Copies len bytes of s to at; returns the end. */
+char *rd_put(char *at, const char *s, size_t len);
+
+/* The script's reply from node, every value checked, into decisions:
+ * 0, or -1 (errmsg). */
+int rd_decisions(struct rd_store *s, const struct rd_node *node,
+    const redisReply *reply, const struct rlg_store_item *items,
+    size_t nreply, const size_t *idx, size_t m,
+    struct rlg_decision *decisions);
+
+/* ---- store_redis_io.c: connections and I/O ---------------------------- */
+
+/* A step (or an open) begins: its command deadline and connect budget. */
+void rd_budget(struct rd_store *s);
+
+/* The index of the node at host:port (or socket), added if new. */
+size_t rd_node_add(struct rd_store *s, const char *host, int port,
+    const char *socket);
+
+/* A connection to node ni, if its backoff allows: 0, or -1 (errmsg). */
+int rd_ready(struct rd_store *s, size_t ni);
+
+/* Connects, authenticates, selects and loads the script: 0, or -1. */
+int rd_connect(struct rd_store *s, struct rd_node *node);
+
+/* One command and its reply, by the step's deadline: 0, or -1. */
+int rd_command(struct rd_store *s, struct rd_node *node, const char *what,
+    int argc, const char *const *argv, const size_t *argvlen,
+    redisReply **out);
+
+/* SCRIPT LOAD on node, its SHA1 checked into s->sha: 0, or -1. */
+int rd_load_script(struct rd_store *s, struct rd_node *node);
+
+/* The command in s->argv on node ni (after ASKING if asking): its reply,
+ * or NULL (errmsg). */
+redisReply *rd_exec_on(struct rd_store *s, size_t ni, bool asking,
+    int argc);
+
+/* A server's text for a message: at most RD_SAID - 1 printable bytes. */
+const char *rd_said(const char *str, size_t len, char *buf);
+
+/* An error reply whose first word is word ("MOVED", "NOSCRIPT"). */
+bool rd_error_is(const redisReply *reply, const char *word);
+
+/* Node ni answered a step: healthy again (logged once). */
+void rd_node_ok(struct rd_store *s, size_t ni);
+
+/* After an error of node ni: drops it, starts its backoff (logged once).
+ * Returns RLG_ESTORE. */
+int rd_failed(struct rd_store *s, size_t ni);
+
+/* Closes a node's connection, if open. */
+void rd_disconnect(struct rd_node *node);
+
+/* Sets the handle's errmsg, printf-style. */
+void rd_seterr(struct rd_store *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* A reply type's name, for the messages. */
+const char *rd_reply_type(int type);
+
+/* The monotonic clock, in ms: what deadlines and backoffs go by. */
+int64_t rd_mono_ms(void);
+
+/* ---- store_redis_cluster.c: Redis Cluster ----------------------------- */
+
+/* A step on a cluster: the charges, then the slot groups. */
+int rd_cluster_step(struct rd_store *s, const struct rlg_store_item *items,
+    size_t n, int64_t now_ms, struct rlg_decision *decisions);
+
+/* The slot map read if there is none, or if stale: 0, or -1 (errmsg). */
+int rd_map_ready(struct rd_store *s);
+
+#endif

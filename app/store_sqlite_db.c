@@ -1,0 +1,607 @@
+/*
+ * store_sqlite_db.c: the SQLite store's connection: opening it (the file
+ * created with mode 0600, WAL mode, the pragmas, the schema applied and
+ * checked, the statements prepared), closing it, and running and
+ * reporting its statements. Beside the step (store_sqlite.c) because a
+ * connection is opened, and opened again, from every call: the handle
+ * outlives its connections.
+ *
+ * The handle heals by itself. If the file cannot be opened (directory
+ * missing, not a database, newer schema, read-only) the handle still
+ * exists, says why, and the next call tries again. After an error that
+ * leaves the connection unusable (I/O error, corruption, file gone) the
+ * connection is closed and the next call reopens it, at most one open per
+ * call. Once a second (by the caller's now_ms) a step checks that the path
+ * still names the file it opened, so a database deleted or replaced while
+ * rlgate serves is noticed and reopened (and recreated with its schema).
+ */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "store.h"
+#include "store_sqlite_priv.h"
+#include "util.h"
+
+/* How often (in ms of the caller's clock) a step checks the file's inode. */
+#define SQ_CHECK_MS 1000
+
+static bool sq_same_file(const struct sq_store *s);
+static int sq_harden(struct sq_store *s);
+static int sq_prepare_db(struct sq_store *s);
+static int sq_create_file(struct sq_store *s);
+static void sq_unlink_suffix(const char *path, const char *suffix);
+static int sq_check_header(struct sq_store *s);
+static int sq_set_wal(struct sq_store *s);
+static bool sq_unusable(int rc);
+static const char *sq_code_name(int rc, char *buf, size_t size);
+
+/* Result codes by name, for messages: sqlite3_errstr has no names. */
+static const struct {
+	int code;
+	const char *name;
+} sq_codes[] = {
+	{ SQLITE_ERROR, "SQLITE_ERROR" },
+	{ SQLITE_INTERNAL, "SQLITE_INTERNAL" },
+	{ SQLITE_PERM, "SQLITE_PERM" },
+	{ SQLITE_ABORT, "SQLITE_ABORT" },
+	{ SQLITE_BUSY, "SQLITE_BUSY" },
+	{ SQLITE_BUSY_RECOVERY, "SQLITE_BUSY_RECOVERY" },
+	{ SQLITE_BUSY_SNAPSHOT, "SQLITE_BUSY_SNAPSHOT" },
+	{ SQLITE_LOCKED, "SQLITE_LOCKED" },
+	{ SQLITE_NOMEM, "SQLITE_NOMEM" },
+	{ SQLITE_READONLY, "SQLITE_READONLY" },
+	{ SQLITE_READONLY_RECOVERY, "SQLITE_READONLY_RECOVERY" },
+	{ SQLITE_READONLY_CANTLOCK, "SQLITE_READONLY_CANTLOCK" },
+	{ SQLITE_READONLY_ROLLBACK, "SQLITE_READONLY_ROLLBACK" },
+	{ SQLITE_READONLY_DBMOVED, "SQLITE_READONLY_DBMOVED" },
+	{ SQLITE_READONLY_CANTINIT, "SQLITE_READONLY_CANTINIT" },
+	{ SQLITE_READONLY_DIRECTORY, "SQLITE_READONLY_DIRECTORY" },
+	{ SQLITE_INTERRUPT, "SQLITE_INTERRUPT" },
+	{ SQLITE_IOERR, "SQLITE_IOERR" },
+	{ SQLITE_IOERR_READ, "SQLITE_IOERR_READ" },
+	{ SQLITE_IOERR_SHORT_READ, "SQLITE_IOERR_SHORT_READ" },
+	{ SQLITE_IOERR_WRITE, "SQLITE_IOERR_WRITE" },
+	{ SQLITE_IOERR_FSYNC, "SQLITE_IOERR_FSYNC" },
+	{ SQLITE_IOERR_TRUNCATE, "SQLITE_IOERR_TRUNCATE" },
+	{ SQLITE_IOERR_FSTAT, "SQLITE_IOERR_FSTAT" },
+	{ SQLITE_IOERR_LOCK, "SQLITE_IOERR_LOCK" },
+	{ SQLITE_IOERR_SHMOPEN, "SQLITE_IOERR_SHMOPEN" },
+	{ SQLITE_IOERR_SHMSIZE, "SQLITE_IOERR_SHMSIZE" },
+	{ SQLITE_IOERR_SHMMAP, "SQLITE_IOERR_SHMMAP" },
+	{ SQLITE_CORRUPT, "SQLITE_CORRUPT" },
+	{ SQLITE_NOTFOUND, "SQLITE_NOTFOUND" },
+	{ SQLITE_FULL, "SQLITE_FULL" },
+	{ SQLITE_CANTOPEN, "SQLITE_CANTOPEN" },
+	{ SQLITE_CANTOPEN_ISDIR, "SQLITE_CANTOPEN_ISDIR" },
+	{ SQLITE_CANTOPEN_FULLPATH, "SQLITE_CANTOPEN_FULLPATH" },
+	{ SQLITE_PROTOCOL, "SQLITE_PROTOCOL" },
+	{ SQLITE_SCHEMA, "SQLITE_SCHEMA" },
+	{ SQLITE_TOOBIG, "SQLITE_TOOBIG" },
+	{ SQLITE_CONSTRAINT, "SQLITE_CONSTRAINT" },
+	{ SQLITE_MISMATCH, "SQLITE_MISMATCH" },
+	{ SQLITE_MISUSE, "SQLITE_MISUSE" },
+	{ SQLITE_NOLFS, "SQLITE_NOLFS" },
+	{ SQLITE_AUTH, "SQLITE_AUTH" },
+	{ SQLITE_RANGE, "SQLITE_RANGE" },
+	{ SQLITE_NOTADB, "SQLITE_NOTADB" },
+};
+
+/*
+ * Makes sure the connection is open and still on the file that the path
+ * names, reopening it at most once. 0 or -1 (errmsg set).
+ */
+int
+sq_ready(struct sq_store *s, int64_t now_ms)
+{
+	if (s->db != NULL) {
+		if (!s->check_armed) {
+			s->check_armed = true;
+			s->checked_ms = now_ms;
+		} else if (now_ms < s->checked_ms ||
+		    now_ms - s->checked_ms >= SQ_CHECK_MS) {
+			s->checked_ms = now_ms;
+			if (!sq_same_file(s)) {
+				rlg_log("store %s: the database file was"
+				    " deleted or replaced: reopening",
+				    s->path);
+				sq_disconnect(s);
+			}
+		}
+	}
+	if (s->db == NULL) {
+		if (sq_connect(s) != 0)
+			return -1;
+		s->check_armed = true;
+		s->checked_ms = now_ms;
+	}
+	return 0;
+}
+
+/* Does the path still name the file the connection opened? */
+static bool
+sq_same_file(const struct sq_store *s)
+{
+	struct stat st;
+
+	if (stat(s->path, &st) != 0)
+		return false;
+	return st.st_dev == s->dev && st.st_ino == s->ino;
+}
+
+/*
+ * Opens the connection: creates the file (mode 0600) if it is missing,
+ * sets WAL, synchronous and journal_size_limit, applies the schema to a
+ * new file, checks that the schema is rlgate's (sq_check_schema) and
+ * prepares the statements. 0, or -1 with errmsg set and s->db NULL.
+ */
+int
+sq_connect(struct sq_store *s)
+{
+	struct stat st;
+	int rc;
+
+	assert(s->db == NULL);
+	s->check_armed = false;
+	if (s->path[0] == '\0') {
+		rlg_store_seterr(&s->base, "sqlite open: no database path configured");
+		return -1;
+	}
+	if (sq_create_file(s) != 0)
+		return -1;
+	/*
+	 * No SQLITE_OPEN_CREATE: sq_create_file made the file with mode
+	 * 0600; should it vanish in between, sqlite must not create one with
+	 * its default mode. The open then fails and the next call retries.
+	 */
+	rc = sqlite3_open_v2(s->path, &s->db,
+	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		if (s->db == NULL)
+			rlg_store_seterr(&s->base, "sqlite open on %s: %s", s->path,
+			    sqlite3_errstr(rc));
+		else
+			sq_sqlite_error(s, "open", rc);
+		goto fail;
+	}
+	if (sq_harden(s) != 0 || sq_prepare_db(s) != 0)
+		goto fail;
+	s->preparing = false;
+	if (stat(s->path, &st) != 0) {
+		rlg_store_seterr(&s->base, "sqlite open on %s: %s", s->path,
+		    strerror(errno));
+		goto fail;
+	}
+	s->dev = st.st_dev;
+	s->ino = st.st_ino;
+	return 0;
+
+fail:
+	sq_disconnect(s);
+	return -1;
+}
+
+/*
+ * The new connection's handlers and guards, before it reads anything:
+ * extended result codes, the busy handler, the authorizer and the WAL
+ * hook, and no code from the file that runs unchecked. A file this
+ * process may not write is refused here. 0, or -1 with errmsg set (the
+ * caller closes the connection).
+ */
+static int
+sq_harden(struct sq_store *s)
+{
+	sqlite3_extended_result_codes(s->db, 1);
+	sqlite3_busy_handler(s->db, sq_busy, s);
+	/*
+	 * No code from the file runs unchecked: no writes to the schema
+	 * through this connection, no functions with side effects in
+	 * triggers or views, no trigger code but rlgate's (sq_authorize).
+	 * The WAL hook replaces the automatic checkpoint (sq_checkpoint).
+	 */
+	s->preparing = true;
+	s->schema_ok = false;
+	s->schema_moved = false;
+	s->wal_frames = 0;
+	s->checkpoint_at = SQ_WAL_CHECKPOINT_FRAMES;
+	if (sqlite3_db_config(s->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL) !=
+	    SQLITE_OK || sqlite3_db_config(s->db,
+	    SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL) != SQLITE_OK) {
+		rlg_store_seterr(&s->base, "sqlite open on %s: cannot set"
+		    " SQLITE_DBCONFIG_DEFENSIVE and trusted_schema = OFF: %s",
+		    s->path, sqlite3_errmsg(s->db));
+		return -1;
+	}
+	sqlite3_set_authorizer(s->db, sq_authorize, s);
+	sqlite3_wal_hook(s->db, sq_wal_hook, s);
+	if (sqlite3_db_readonly(s->db, "main") == 1) {
+		rlg_store_seterr(&s->base, "sqlite open on %s: the file is read-only for"
+		    " this process (SQLITE_READONLY)", s->path);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The hardened connection's file made ready: its header checked, WAL
+ * mode, synchronous and journal_size_limit set, the schema applied (or
+ * migrated), checked, and the statements prepared. 0, or -1 with errmsg
+ * set (the caller closes the connection).
+ */
+static int
+sq_prepare_db(struct sq_store *s)
+{
+	char limit[64];
+
+	snprintf(limit, sizeof limit, "PRAGMA journal_size_limit = %lld",
+	    (long long)SQ_WAL_LIMIT_BYTES);
+	if (sq_check_header(s) != 0 || sq_set_wal(s) != 0 ||
+	    sq_exec(s, "open", s->sync_full ? "PRAGMA synchronous = FULL" :
+	    "PRAGMA synchronous = NORMAL") != 0 ||
+	    sq_exec(s, "open", limit) != 0 ||
+	    sq_apply_schema(s) != 0)
+		return -1;
+	/*
+	 * The check and the statements see one snapshot of the schema: the
+	 * statements carry no trigger but those the check saw.
+	 */
+	if (sq_exec(s, "open", "BEGIN") != 0)
+		return -1;
+	if (sq_check_schema(s) != 0 || sq_prepare_all(s) != 0) {
+		(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		return -1;
+	}
+	if (sq_exec(s, "open", "COMMIT") != 0)
+		return -1;
+	return 0;
+}
+
+/* Finalizes the statements and closes the connection, if open. */
+void
+sq_disconnect(struct sq_store *s)
+{
+	sq_finalize_all(s);
+	s->schema_ok = false;
+	s->wal_frames = 0;
+	if (s->db != NULL) {
+		/* An open transaction is rolled back. */
+		sqlite3_close_v2(s->db);
+		s->db = NULL;
+	}
+	s->check_armed = false;
+}
+
+/*
+ * Creates the database file with mode 0600 if it does not exist (an empty
+ * file is an empty SQLite database), without touching the process umask.
+ *
+ * The file is made under a temporary name and linked into place, so no
+ * descriptor on it is ever closed once another connection could lock it
+ * (closing any descriptor drops every POSIX lock the process holds on the
+ * file, other connections' included). Under a lock on the directory,
+ * leftover -wal, -shm and -journal files of a deleted database are removed
+ * first: sqlite would otherwise replay them into the new file.
+ */
+static int
+sq_create_file(struct sq_store *s)
+{
+	struct stat st;
+	char *dir, *tmp, *slash;
+	size_t len;
+	int dfd, fd, err = 0;
+
+	if (stat(s->path, &st) == 0)
+		return 0;
+	if (errno != ENOENT) {
+		rlg_store_seterr(&s->base, "sqlite open on %s: %s", s->path,
+		    strerror(errno));
+		return -1;
+	}
+
+	len = strlen(s->path);
+	dir = rlg_xstrdup(s->path);
+	slash = strrchr(dir, '/');
+	if (slash == NULL)
+		memcpy(dir, ".", 2);   /* s->path is not empty: len >= 1 */
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		rlg_store_seterr(&s->base, "sqlite open on %s: cannot create the database:"
+		    " directory %s: %s", s->path, dir, strerror(errno));
+		free(dir);
+		return -1;
+	}
+	/* Serializes creators; without it (ENOLCK) the race is only wider. */
+	while (flock(dfd, LOCK_EX) != 0 && errno == EINTR)
+		;
+
+	if (stat(s->path, &st) == 0)
+		goto done;
+	sq_unlink_suffix(s->path, "-wal");
+	sq_unlink_suffix(s->path, "-shm");
+	sq_unlink_suffix(s->path, "-journal");
+
+	tmp = rlg_xmalloc(len + sizeof ".new-XXXXXX");
+	memcpy(tmp, s->path, len);
+	memcpy(tmp + len, ".new-XXXXXX", sizeof ".new-XXXXXX");
+	fd = mkostemp(tmp, O_CLOEXEC);      /* mode 0600 */
+	if (fd < 0) {
+		err = errno;
+	} else {
+		close(fd);
+		if (link(tmp, s->path) != 0 && errno != EEXIST &&
+		    rename(tmp, s->path) != 0)
+			err = errno;
+		unlink(tmp);
+	}
+	if (err != 0)
+		rlg_store_seterr(&s->base, "sqlite open on %s: cannot create the database:"
+		    " %s", s->path, strerror(err));
+	free(tmp);
+
+done:
+	flock(dfd, LOCK_UN);
+	close(dfd);
+	free(dir);
+	return err != 0 ? -1 : 0;
+}
+
+/* Removes path+suffix if it exists. */
+static void
+sq_unlink_suffix(const char *path, const char *suffix)
+{
+	char name[4096];
+
+	if ((size_t)snprintf(name, sizeof name, "%s%s", path, suffix) <
+	    sizeof name)
+		(void)unlink(name);
+}
+
+/*
+ * Refuses a file that is neither empty nor an SQLite database. sqlite would
+ * say so too, but only once it reads the header, and a -wal left behind by
+ * the file this one replaced could hand it a valid page 1 over garbage.
+ * The bytes are read through sqlite's own descriptor: opening and closing
+ * another one would drop the POSIX locks of every connection in this
+ * process.
+ */
+static int
+sq_check_header(struct sq_store *s)
+{
+	static const char magic[16] = "SQLite format 3";
+	sqlite3_file *f = NULL;
+	unsigned char head[100];
+	size_t i;
+	int rc;
+
+	if (sqlite3_file_control(s->db, "main", SQLITE_FCNTL_FILE_POINTER,
+	    &f) != SQLITE_OK || f == NULL || f->pMethods == NULL)
+		return 0;                  /* let sqlite judge by itself */
+	rc = f->pMethods->xRead(f, head, sizeof head, 0);
+	if (rc != SQLITE_OK && rc != SQLITE_IOERR_SHORT_READ) {
+		rlg_store_seterr(&s->base, "sqlite open on %s: cannot read the header (%s)",
+		    s->path, sqlite3_errstr(rc));
+		return -1;
+	}
+	/* A short read pads with zeros: an empty file is an empty database. */
+	for (i = 0; i < sizeof head && head[i] == 0; i++)
+		;
+	if (i < sizeof head && memcmp(head, magic, sizeof magic) != 0) {
+		rlg_store_seterr(&s->base, "sqlite open on %s: file is not a database"
+		    " (SQLITE_NOTADB)", s->path);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * PRAGMA journal_mode = WAL; a file system without WAL support is logged.
+ *
+ * Switching a new file to WAL upgrades a read transaction to a write one,
+ * and sqlite does not call the busy handler for that (it could deadlock):
+ * when several processes open a new file together, all but one get
+ * SQLITE_BUSY at once. So this waits by itself, up to busy_timeout_ms.
+ */
+static int
+sq_set_wal(struct sq_store *s)
+{
+	struct timespec t0, t1;
+	sqlite3_stmt *st;
+	const char *mode;
+	int rc, pause_ms = 1;
+	int64_t waited_ms;
+
+	rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode = WAL", -1, &st,
+	    NULL);
+	if (rc != SQLITE_OK) {
+		sq_sqlite_error(s, "open", rc);
+		return -1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while ((rc = sqlite3_step(st)) != SQLITE_ROW &&
+	    (rc & 0xff) == SQLITE_BUSY) {
+		sqlite3_reset(st);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		waited_ms = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000 +
+		    (t1.tv_nsec - t0.tv_nsec) / 1000000;
+		if (waited_ms >= s->busy_timeout_ms)
+			break;
+		sqlite3_sleep(pause_ms);
+		if (pause_ms < 32)
+			pause_ms *= 2;
+	}
+	if (rc != SQLITE_ROW) {
+		sq_sqlite_error(s, "open", rc);
+		sqlite3_finalize(st);
+		return -1;
+	}
+	mode = (const char *)sqlite3_column_text(st, 0);
+	if ((mode == NULL || strcmp(mode, "wal") != 0) && !s->warned_journal) {
+		s->warned_journal = true;
+		rlg_log("store %s: journal_mode is %s, not wal: readers will"
+		    " block the gateway", s->path, mode != NULL ? mode : "?");
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* Runs SQL text once (set-up only, never per request). 0 or -1. */
+int
+sq_exec(struct sq_store *s, const char *op, const char *sql)
+{
+	int rc;
+
+	rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		sq_sqlite_error(s, op, rc);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Steps a prepared statement that returns no rows to completion, then
+ * resets it and clears its bindings. Returns SQLITE_OK or the error code,
+ * with errmsg set when op is not NULL.
+ */
+int
+sq_run(struct sq_store *s, const char *op, sqlite3_stmt *st)
+{
+	int rc;
+
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE || rc == SQLITE_ROW)
+		rc = SQLITE_OK;
+	else if (op != NULL)
+		sq_sqlite_error(s, op, rc);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return rc;
+}
+
+/*
+ * After an SQLite error (errmsg already set): rolls back an open
+ * transaction and closes a connection the error left unusable, so the next
+ * call reopens it. Returns RLG_ESTORE.
+ */
+int
+sq_failed(struct sq_store *s, int rc)
+{
+	sq_rollback(s);
+	if (sq_unusable(rc))
+		sq_disconnect(s);
+	return RLG_ESTORE;
+}
+
+/*
+ * Rolls back an open transaction, if any: with the prepared ROLLBACK, or
+ * without it when a failed schema check left the statements unprepared.
+ */
+void
+sq_rollback(struct sq_store *s)
+{
+	if (s->db == NULL || sqlite3_get_autocommit(s->db))
+		return;
+	if (s->stmt[SQ_ROLLBACK] != NULL)
+		(void)sq_run(s, NULL, s->stmt[SQ_ROLLBACK]);
+	else
+		(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* errmsg = "sqlite OP on PATH: message (SQLITE_CODE)". */
+void
+sq_sqlite_error(struct sq_store *s, const char *op, int rc)
+{
+	char name[48];
+
+	rlg_store_seterr(&s->base, "sqlite %s on %s: %s (%s)", op, s->path,
+	    s->db != NULL ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc),
+	    sq_code_name(rc, name, sizeof name));
+}
+
+/*
+ * Errors after which the connection cannot be trusted: the file is gone,
+ * moved, unreadable, not (or no longer) a database. Busy, full and the like
+ * pass by themselves and keep the connection.
+ */
+static bool
+sq_unusable(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+	case SQLITE_AUTH:           /* code rlgate did not write: check again */
+	case SQLITE_CANTOPEN:
+	case SQLITE_IOERR:
+	case SQLITE_READONLY:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* "SQLITE_BUSY", or "SQLITE_IOERR extended 1234" for one without a name. */
+static const char *
+sq_code_name(int rc, char *buf, size_t size)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof sq_codes / sizeof sq_codes[0]; i++) {
+		if (sq_codes[i].code == rc)
+			return sq_codes[i].name;
+	}
+	for (i = 0; i < sizeof sq_codes / sizeof sq_codes[0]; i++) {
+		if (sq_codes[i].code == (rc & 0xff)) {
+			snprintf(buf, size, "%s extended %d", sq_codes[i].name,
+			    rc);
+			return buf;
+		}
+	}
+	snprintf(buf, size, "code %d", rc);
+	return buf;
+}
+
+/*
+ * Prepares every statement of the connection, as the store's own (trigger
+ * code allowed, if the schema passed its check). 0, or -1 with errmsg set.
+ */
+int
+sq_prepare_all(struct sq_store *s)
+{
+	bool was = s->preparing;
+	int rc = SQLITE_OK, i;
+
+	s->preparing = true;
+	for (i = 0; i < SQ_NSTMT && rc == SQLITE_OK; i++) {
+		rc = sqlite3_prepare_v3(s->db, sq_sql[i], -1,
+		    SQLITE_PREPARE_PERSISTENT, &s->stmt[i], NULL);
+		if (rc != SQLITE_OK)
+			sq_sqlite_error(s, "prepare", rc);
+	}
+	s->preparing = was;
+	return rc == SQLITE_OK ? 0 : -1;
+}
+
+void
+sq_finalize_all(struct sq_store *s)
+{
+	int i;
+
+	for (i = 0; i < SQ_NSTMT; i++) {
+		sqlite3_finalize(s->stmt[i]);
+		s->stmt[i] = NULL;
+	}
+}
