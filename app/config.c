@@ -17,8 +17,8 @@
  *
  * The option table, its generic setters and the names of enum values are
  * config_options.c, which shares the loader's state (struct rlg_parse)
- * with this file through config_priv.h; [store] url is parsed by
- * config_url.c.
+ * with this file through config_priv.h; [store] url is parsed by the
+ * redis_url module.
  */
 #include <assert.h>
 #include <ctype.h>
@@ -177,7 +177,7 @@ rlg_config_free(struct rlg_config *cfg)
 		return;
 	free(cfg->source);
 	free(cfg->store.sqlite.path);
-	rlg_redis_fields_free(&cfg->store);
+	rlg_redis_config_free(&cfg->store.redis);
 	for (i = 0; i < cfg->npolicies; i++)
 		rlg_policy_free_fields(&cfg->policies[i]);
 	free(cfg->policies);

@@ -15,6 +15,7 @@
 
 #include "limiter.h"
 #include "net.h"
+#include "redis_url.h"
 
 /* sysexits.h: what main returns on a bad command line or config. */
 #define RLG_EXIT_USAGE   64
@@ -101,18 +102,6 @@ enum rlg_store_backend {
 	                              or a Redis Cluster (redis_cluster) */
 };
 
-/* One more seed node of a Redis Cluster ([store] url). */
-struct rlg_redis_seed {
-	char *host;                /* as struct rlg_redis_config's */
-	int port;
-};
-
-/* [store] clock (Redis): whose clock says what time it is. */
-enum rlg_store_clock {
-	RLG_CLOCK_REDIS = 0,       /* Redis TIME, inside the script */
-	RLG_CLOCK_LOCAL,           /* the gateway's own (the caller's now_ms) */
-};
-
 /* [store] for backend = sqlite: one file, the processes of one machine. */
 struct rlg_sqlite_config {
 	char *path;                /* the database file */
@@ -125,37 +114,6 @@ struct rlg_sqlite_config {
 	int64_t max_clients;
 	enum rlg_sync synchronous;     /* PRAGMA synchronous */
 	enum rlg_group group_commit;   /* auto: on with synchronous = full */
-};
-
-/*
- * [store] for backend = redis or redis_cluster, filled from [store] url by
- * rlg_config_redis_url (config_url.c). A TCP host and port, or a unix
- * socket (then host is NULL). host is a name or an address, an IPv6 one
- * without its brackets. AUTH follows the connect when password is set
- * (with user, an ACL user, if set too); SELECT when db is not 0. The
- * password is never logged.
- */
-struct rlg_redis_config {
-	char *host;
-	int port;                  /* 1..65535 */
-	char *socket;              /* absolute path, or NULL */
-	char *user;                /* or NULL: the default user */
-	char *password;            /* or NULL: no AUTH */
-	int db;                    /* 0..RLG_REDIS_DB_MAX */
-	/*
-	 * backend = redis_cluster: a Redis Cluster, whose seed nodes are
-	 * host:port and then seeds, in url order
-	 * (redis://HOST:PORT,HOST:PORT,...). The config allows a list only
-	 * with it. The seeds are owned.
-	 */
-	bool cluster;
-	struct rlg_redis_seed *seeds;
-	size_t nseeds;             /* < RLG_REDIS_SEEDS_MAX */
-	int connect_timeout_ms;    /* the connects of a step, together (TCP or
-	                              socket); 0: the default */
-	int timeout_ms;            /* the commands of a step: one deadline;
-	                              0: the default */
-	enum rlg_store_clock clock;
 };
 
 /*
@@ -250,12 +208,6 @@ struct rlg_config {
 #define RLG_MAX_CLIENTS_MAX 1000000000
 #define RLG_DEFAULT_REJECTION_CACHE 4096
 #define RLG_REJECTION_CACHE_MAX 1048576
-#define RLG_DEFAULT_REDIS_PORT 6379
-#define RLG_DEFAULT_REDIS_TIMEOUT_MS 500      /* a request's connects, and
-                                                 its commands */
-#define RLG_REDIS_TIMEOUT_MS_MAX 60000
-#define RLG_REDIS_DB_MAX 2147483647
-#define RLG_REDIS_SEEDS_MAX 32                /* HOST:PORT in one url */
 /* [policy] new_keys_per_ip: new header keys per address and window. */
 #define RLG_DEFAULT_NEW_KEYS     100
 /* The name of a policy's bound on new keys: NAME + this; no [policy]
@@ -375,49 +327,5 @@ const char *rlg_store_backend_name(enum rlg_store_backend b);
 const char *rlg_store_clock_name(enum rlg_store_clock c);
 /* "error", "warn", "info" ("unknown" for anything else). */
 const char *rlg_log_level_name(enum rlg_log_level l);
-
-/*
- * [store] url (config_url.c): the Redis address parsed into the redis_*
- * fields of struct rlg_store_config, and the store described for the logs
- * with every secret masked. The config calls these to check [store] url;
- * the stores and main call rlg_store_describe.
- */
-
-/*
- * Parses a Redis address into sc->redis (struct rlg_redis_config),
- * replacing what its address fields held:
- *   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]   (PORT 6379 by default)
- *   redis://[[USER]:PASSWORD@]HOST[:PORT],HOST[:PORT]...[/DB]
- *   unix:/PATH[?db=N][&password=P][&user=U]      (unix:///PATH too)
- * HOST is a name, an IPv4 address or an IPv6 one in brackets; USER and
- * PASSWORD may hold %XX escapes (%40 for '@'). A list (at most
- * RLG_REDIS_SEEDS_MAX) names the seed nodes of a Redis Cluster: the first
- * goes to host and port, the others to seeds; whether
- * the backend wants a list is the config's check, not this one's.
- * Returns 0, or -1 with why the url is refused in why (size bytes; never
- * the password) and sc unchanged.
- */
-int rlg_config_redis_url(struct rlg_store_config *sc, const char *url,
-    char *why, size_t size);
-
-/*
- * Where the store is, for the logs, never with a password: "sqlite PATH",
- * "redis HOST:PORT[/DB]", "redis [V6ADDR]:PORT", "redis unix:PATH[?db=N]",
- * "redis_cluster HOST:PORT,HOST:PORT..." (the seed nodes).
- * Writes into buf (size bytes) and returns it.
- */
-const char *rlg_store_describe(const struct rlg_store_config *sc, char *buf,
-    size_t size);
-
-/*
- * url for a message, whatever its shape, valid or not, with every part
- * that may be a secret replaced by "***" (the userinfo; every query value
- * but db's). Returns a new string: the caller frees it.
- */
-char *rlg_url_masked(const char *url);
-
-/* Frees the strings and seeds of sc->redis and sets them to NULL (and its
- * db to 0); the other fields are left alone. */
-void rlg_redis_fields_free(struct rlg_store_config *sc);
 
 #endif

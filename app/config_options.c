@@ -466,9 +466,10 @@ rlg_set_url(struct rlg_parse *p, const struct rlg_option *o,
 {
 	char why[256], *shown;
 
-	if (rlg_config_redis_url(base, value, why, sizeof why) == 0)
+	if (rlg_redis_url_parse(&((struct rlg_store_config *)base)->redis,
+	    value, why, sizeof why) == 0)
 		return true;
-	shown = rlg_url_masked(value);
+	shown = rlg_redis_url_masked(value);
 	rlg_key_problem(p, o, "%s (got \"%s\")", why, shown);
 	free(shown);
 	return false;

@@ -5,7 +5,6 @@
  * the functions one file calls in another.
  *   config.c          reading the file, the checks across keys, problems
  *   config_options.c  the option table, its setters, words and names
- *   config_url.c      [store] url (declared in config.h: tests call it)
  * Each function's full contract is above its definition; here, what it
  * is for and where it lives.
  */

@@ -6,6 +6,7 @@
  * never know which one they talk to.
  */
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "store.h"
@@ -90,6 +91,16 @@ rlg_store_prune(struct rlg_store *s, int64_t now_ms, int64_t *deleted)
 	if (s == NULL)
 		return RLG_ESTORE;
 	return s->ops->prune(s, now_ms, deleted);
+}
+
+const char *
+rlg_store_describe(const struct rlg_store_config *sc, char *buf, size_t size)
+{
+	if (sc->backend == RLG_BACKEND_REDIS)
+		return rlg_redis_describe(&sc->redis, buf, size);
+	snprintf(buf, size, "sqlite %s", sc->sqlite.path != NULL ?
+	    sc->sqlite.path : "(no path)");
+	return buf;
 }
 
 bool

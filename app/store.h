@@ -175,6 +175,14 @@ void rlg_store_idle(struct rlg_store *s, int64_t now_ms);
 int rlg_store_check_files(const struct rlg_store_config *cfg,
     void (*warn)(void *ctx, const char *line), void *ctx);
 
+/*
+ * Where the store that sc names is, for the logs, never with a password:
+ * "sqlite PATH", or a Redis store as rlg_redis_describe says it. Writes
+ * into buf (size bytes) and returns it.
+ */
+const char *rlg_store_describe(const struct rlg_store_config *sc, char *buf,
+    size_t size);
+
 /* The last error, for the log. Never NULL. */
 const char *rlg_store_errmsg(const struct rlg_store *s);
 

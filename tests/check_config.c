@@ -21,6 +21,7 @@
 
 #include "check_rlgate.h"
 #include "config.h"
+#include "store.h"
 #include "ini.h"
 
 /* One value that a key must refuse, and what the loader says. */
@@ -2805,16 +2806,16 @@ START_TEST(test_redis_store_errors)
 }
 END_TEST
 
-/* rlg_config_redis_url itself: the reason, and sc untouched on failure. */
+/* rlg_redis_url_parse itself: the reason, and sc untouched on failure. */
 START_TEST(test_redis_url_api)
 {
 	struct rlg_store_config sc;
 	char why[256];
 
 	memset(&sc, 0, sizeof sc);
-	ck_assert_int_eq(rlg_config_redis_url(&sc, "redis://:pw@h:2/3", why,
+	ck_assert_int_eq(rlg_redis_url_parse(&sc.redis, "redis://:pw@h:2/3", why,
 	    sizeof why), 0);
-	ck_assert_int_eq(rlg_config_redis_url(&sc, "redis://x:99999", why,
+	ck_assert_int_eq(rlg_redis_url_parse(&sc.redis, "redis://x:99999", why,
 	    sizeof why), -1);
 	ck_assert_str_eq(why, "port must be an integer from 1 to 65535");
 	ck_assert_str_eq(sc.redis.host, "h");
@@ -2822,7 +2823,7 @@ START_TEST(test_redis_url_api)
 	ck_assert_int_eq(sc.redis.port, 2);
 	ck_assert_int_eq(sc.redis.db, 3);
 	/* Replaced as a whole: no password left from the last url. */
-	ck_assert_int_eq(rlg_config_redis_url(&sc, "unix:/s", why,
+	ck_assert_int_eq(rlg_redis_url_parse(&sc.redis, "unix:/s", why,
 	    sizeof why), 0);
 	ck_assert_ptr_null(sc.redis.host);
 	ck_assert_ptr_null(sc.redis.password);
@@ -2999,24 +3000,24 @@ START_TEST(test_redis_cluster_errors)
 }
 END_TEST
 
-/* rlg_config_redis_url replaces a list as a whole; sc kept on failure. */
+/* rlg_redis_url_parse replaces a list as a whole; sc kept on failure. */
 START_TEST(test_redis_cluster_url_api)
 {
 	struct rlg_store_config sc;
 	char why[256];
 
 	memset(&sc, 0, sizeof sc);
-	ck_assert_int_eq(rlg_config_redis_url(&sc, "redis://a:1,b:2,c:3",
+	ck_assert_int_eq(rlg_redis_url_parse(&sc.redis, "redis://a:1,b:2,c:3",
 	    why, sizeof why), 0);
 	ck_assert_uint_eq(sc.redis.nseeds, 2);
 	ck_assert_str_eq(sc.redis.seeds[1].host, "c");
 	ck_assert_int_eq(sc.redis.seeds[1].port, 3);
-	ck_assert_int_eq(rlg_config_redis_url(&sc, "redis://x:1,y:0", why,
+	ck_assert_int_eq(rlg_redis_url_parse(&sc.redis, "redis://x:1,y:0", why,
 	    sizeof why), -1);
 	ck_assert_str_eq(why, "port must be an integer from 1 to 65535");
 	ck_assert_uint_eq(sc.redis.nseeds, 2);
 	ck_assert_str_eq(sc.redis.host, "a");
-	ck_assert_int_eq(rlg_config_redis_url(&sc, "redis://d", why,
+	ck_assert_int_eq(rlg_redis_url_parse(&sc.redis, "redis://d", why,
 	    sizeof why), 0);
 	ck_assert_uint_eq(sc.redis.nseeds, 0);
 	ck_assert_ptr_null(sc.redis.seeds);

@@ -277,7 +277,7 @@ store_cfg_url(struct rlg_store_config *cfg, const char *url)
 	char why[256];
 
 	cfg->backend = RLG_BACKEND_REDIS;
-	ck_assert_msg(rlg_config_redis_url(cfg, url, why, sizeof why) == 0,
+	ck_assert_msg(rlg_redis_url_parse(&cfg->redis, url, why, sizeof why) == 0,
 	    "%s: %s", url, why);
 	/* Generous: sanitizer builds and a loaded machine are slow. */
 	cfg->redis.connect_timeout_ms = 2000;

@@ -1729,7 +1729,7 @@ main(int argc, char **argv)
 		redis_conf = rlg_config_defaults();
 		redis_conf->store.backend = RLG_BACKEND_REDIS;
 		redis_conf->store.redis.clock = RLG_CLOCK_REDIS;
-		if (rlg_config_redis_url(&redis_conf->store, redis.url, why,
+		if (rlg_redis_url_parse(&redis_conf->store.redis, redis.url, why,
 		    sizeof why) != 0) {
 			fprintf(stderr, "bench_decide: %s: %s\n", redis.url,
 			    why);

@@ -1,16 +1,12 @@
 /*
- * config_url.c: [store] url, the address of the Redis store, parsed
- * into the redis_* fields of struct rlg_store_config; the store described
- * for the logs; and any url masked for a message. Part of the config
- * module (config.h declares it): it fills the config's structs and the
- * config's setter calls it, while the Redis store only reads what it
- * parsed and names itself with rlg_store_describe: so it lives with the
- * config, below the stores, and nothing runs from the config up to a
- * store (scripts/lint.sh holds the modules to that). The forms
- * it accepts are the ones the Redis store can reach (TCP, a unix socket,
- * a cluster's seed nodes). No secret ever leaves this file unmasked: a
- * refused url's reason never quotes the password, and rlg_url_masked
- * hides every part of a url that may be one, whatever its shape.
+ * redis_url.c: [store] url, the address of the Redis store, parsed into
+ * struct rlg_redis_config; a Redis store described for the logs; and any
+ * url masked for a message. The forms it accepts are the ones the Redis
+ * store can reach (TCP, a unix socket, a cluster's seed nodes). No secret
+ * ever leaves this file unmasked: a refused url's reason never quotes the
+ * password, and rlg_redis_url_masked hides every part of a url that may
+ * be one, whatever its shape. It needs nothing of the config or the store
+ * (redis_url.h says why it is a module of its own).
  */
 #include <assert.h>
 #include <ctype.h>
@@ -22,7 +18,7 @@
 #include <arpa/inet.h>
 #include <sys/un.h>
 
-#include "config.h"
+#include "redis_url.h"
 #include "util.h"
 
 /* The longest Redis host name (DNS: 253) and unix socket path (sun_path). */
@@ -31,9 +27,9 @@
 
 static bool rlg_url_param_name(const char *s, size_t len);
 static bool rlg_url_word(const char *s, size_t len, const char *word);
-static int rlg_url_unix(struct rlg_store_config *sc, const char *rest,
+static int rlg_url_unix(struct rlg_redis_config *rc, const char *rest,
     char *why, size_t size);
-static int rlg_url_tcp(struct rlg_store_config *sc, const char *rest,
+static int rlg_url_tcp(struct rlg_redis_config *rc, const char *rest,
     char *why, size_t size);
 static int rlg_url_host(const char **sp, char **hostp, int *portp,
     char *why, size_t size);
@@ -42,83 +38,78 @@ static bool rlg_url_number(const char *s, size_t len, long long max,
     long long *out);
 
 int
-rlg_config_redis_url(struct rlg_store_config *sc, const char *url,
+rlg_redis_url_parse(struct rlg_redis_config *rc, const char *url,
     char *why, size_t size)
 {
-	struct rlg_store_config tmp;
-	int rc;
+	struct rlg_redis_config tmp;
+	int ret;
 
-	assert(sc != NULL && url != NULL && why != NULL);
+	assert(rc != NULL && url != NULL && why != NULL);
 	memset(&tmp, 0, sizeof tmp);
-	tmp.redis.port = RLG_DEFAULT_REDIS_PORT;
+	tmp.port = RLG_DEFAULT_REDIS_PORT;
 	if (strncmp(url, "redis://", 8) == 0) {
-		rc = rlg_url_tcp(&tmp, url + 8, why, size);
+		ret = rlg_url_tcp(&tmp, url + 8, why, size);
 	} else if (strncmp(url, "unix:", 5) == 0) {
-		rc = rlg_url_unix(&tmp, url + 5, why, size);
+		ret = rlg_url_unix(&tmp, url + 5, why, size);
 	} else if (strncmp(url, "rediss://", 9) == 0) {
 		snprintf(why, size, "rediss:// (TLS) is not supported: use "
 		    "redis:// on a trusted network, or a unix socket");
-		rc = -1;
+		ret = -1;
 	} else {
 		snprintf(why, size, "must start with redis:// or unix:");
-		rc = -1;
+		ret = -1;
 	}
-	if (rc != 0) {
-		rlg_redis_fields_free(&tmp);
+	if (ret != 0) {
+		rlg_redis_config_free(&tmp);
 		return -1;
 	}
-	rlg_redis_fields_free(sc);
-	sc->redis.host = tmp.redis.host;
-	sc->redis.port = tmp.redis.port;
-	sc->redis.socket = tmp.redis.socket;
-	sc->redis.user = tmp.redis.user;
-	sc->redis.password = tmp.redis.password;
-	sc->redis.db = tmp.redis.db;
-	sc->redis.seeds = tmp.redis.seeds;
-	sc->redis.nseeds = tmp.redis.nseeds;
+	rlg_redis_config_free(rc);
+	rc->host = tmp.host;
+	rc->port = tmp.port;
+	rc->socket = tmp.socket;
+	rc->user = tmp.user;
+	rc->password = tmp.password;
+	rc->db = tmp.db;
+	rc->seeds = tmp.seeds;
+	rc->nseeds = tmp.nseeds;
 	return 0;
 }
 
 const char *
-rlg_store_describe(const struct rlg_store_config *sc, char *buf, size_t size)
+rlg_redis_describe(const struct rlg_redis_config *rc, char *buf, size_t size)
 {
 	const char *host;
 	char db[24] = "", *unix_url, *shown;
 	size_t len, i;
 	int port;
 
-	if (sc->backend == RLG_BACKEND_SQLITE) {
-		snprintf(buf, size, "sqlite %s", sc->sqlite.path != NULL ?
-		    sc->sqlite.path : "(no path)");
-		return buf;
-	}
-	if (sc->redis.socket != NULL) {
+	if (rc->socket != NULL) {
 		/* A path may hold what looks like a secret: masked alike. */
-		if (sc->redis.db != 0)
-			snprintf(db, sizeof db, "?db=%d", sc->redis.db);
-		len = strlen(sc->redis.socket) + 6;
+		if (rc->db != 0)
+			snprintf(db, sizeof db, "?db=%d", rc->db);
+		len = strlen(rc->socket) + 6;
 		unix_url = rlg_xmalloc(len);
-		snprintf(unix_url, len, "unix:%s", sc->redis.socket);
-		shown = rlg_url_masked(unix_url);
+		snprintf(unix_url, len, "unix:%s", rc->socket);
+		shown = rlg_redis_url_masked(unix_url);
 		snprintf(buf, size, "redis %s%s", shown, db);
 		free(shown);
 		free(unix_url);
 		return buf;
 	}
-	if (sc->redis.host == NULL) {
+	if (rc->host == NULL) {
 		snprintf(buf, size, "redis (no url)");
 		return buf;
 	}
-	if (sc->redis.db != 0)
-		snprintf(db, sizeof db, "/%d", sc->redis.db);
-	if (sc->redis.cluster) {
+	if (rc->db != 0)
+		snprintf(db, sizeof db, "/%d", rc->db);
+	if (rc->cluster) {
 		/* The seed nodes, as many as fit. */
 		len = (size_t)snprintf(buf, size, "redis_cluster ");
-		for (i = 0; i <= sc->redis.nseeds && len < size; i++) {
-			host = i == 0 ? sc->redis.host :
-			    sc->redis.seeds[i - 1].host;
-			port = i == 0 ? sc->redis.port :
-			    sc->redis.seeds[i - 1].port;
+		for (i = 0; i <= rc->nseeds && len < size; i++) {
+			host = i == 0 ? rc->host :
+			    rc->seeds[i - 1].host;
+			port = i == 0 ? rc->port :
+			    rc->seeds[i - 1].port;
 			len += (size_t)snprintf(buf + len, size - len,
 			    strchr(host, ':') != NULL ? "%s[%s]:%d" :
 			    "%s%s:%d", i > 0 ? "," : "", host, port);
@@ -127,9 +118,9 @@ rlg_store_describe(const struct rlg_store_config *sc, char *buf, size_t size)
 			snprintf(buf + len, size - len, "%s", db);
 		return buf;
 	}
-	snprintf(buf, size, strchr(sc->redis.host, ':') != NULL ?
-	    "redis [%s]:%d%s" : "redis %s:%d%s", sc->redis.host,
-	    sc->redis.port, db);
+	snprintf(buf, size, strchr(rc->host, ':') != NULL ?
+	    "redis [%s]:%d%s" : "redis %s:%d%s", rc->host,
+	    rc->port, db);
 	return buf;
 }
 
@@ -137,13 +128,13 @@ rlg_store_describe(const struct rlg_store_config *sc, char *buf, size_t size)
  * redis://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...][/DB], rest after
  * "redis://". The userinfo ends at the last '@', so a password may hold
  * '@', '/' and ',' as they are; %XX escapes are decoded too. The first
- * HOST:PORT goes to sc->redis.host and port, the others (a Redis
+ * HOST:PORT goes to rc->host and port, the others (a Redis
  * Cluster's seed nodes) to its seeds. A little over 80 lines: the
  * userinfo, the host list and the database are one left-to-right pass
  * with one cursor, which pieces would only hand to each other.
  */
 static int
-rlg_url_tcp(struct rlg_store_config *sc, const char *rest, char *why,
+rlg_url_tcp(struct rlg_redis_config *rc, const char *rest, char *why,
     size_t size)
 {
 	const char *at, *host, *colon, *s;
@@ -165,9 +156,9 @@ rlg_url_tcp(struct rlg_store_config *sc, const char *rest, char *why,
 			return -1;
 		}
 		if ((colon > rest && !rlg_url_decode(rest,
-		    (size_t)(colon - rest), &sc->redis.user)) ||
+		    (size_t)(colon - rest), &rc->user)) ||
 		    !rlg_url_decode(colon + 1, (size_t)(at - colon - 1),
-		    &sc->redis.password)) {
+		    &rc->password)) {
 			snprintf(why, size, "bad %%XX escape in the user or "
 			    "password");
 			return -1;
@@ -191,16 +182,16 @@ rlg_url_tcp(struct rlg_store_config *sc, const char *rest, char *why,
 		if (rlg_url_host(&s, &h, &port, why, size) != 0)
 			return -1;
 		if (i == 0) {
-			sc->redis.host = h;
-			sc->redis.port = port;
+			rc->host = h;
+			rc->port = port;
 		} else {
-			if (sc->redis.seeds == NULL)
-				sc->redis.seeds = rlg_xcalloc(
+			if (rc->seeds == NULL)
+				rc->seeds = rlg_xcalloc(
 				    RLG_REDIS_SEEDS_MAX - 1,
-				    sizeof *sc->redis.seeds);
-			sc->redis.seeds[i - 1].host = h;
-			sc->redis.seeds[i - 1].port = port;
-			sc->redis.nseeds = i;
+				    sizeof *rc->seeds);
+			rc->seeds[i - 1].host = h;
+			rc->seeds[i - 1].port = port;
+			rc->nseeds = i;
 		}
 		if (*s != ',')
 			break;
@@ -214,7 +205,7 @@ rlg_url_tcp(struct rlg_store_config *sc, const char *rest, char *why,
 			    "0 to %d", RLG_REDIS_DB_MAX);
 			return -1;
 		}
-		sc->redis.db = len > 0 ? (int)v : 0;
+		rc->db = len > 0 ? (int)v : 0;
 		s += 1 + len;
 	}
 	if (*s != '\0') {
@@ -305,7 +296,7 @@ rlg_url_host(const char **sp, char **hostp, int *portp, char *why,
 
 /* unix:/PATH[?db=N][&password=P][&user=U], rest after "unix:". */
 static int
-rlg_url_unix(struct rlg_store_config *sc, const char *rest, char *why,
+rlg_url_unix(struct rlg_redis_config *rc, const char *rest, char *why,
     size_t size)
 {
 	const char *q, *item, *eq, *next;
@@ -327,9 +318,9 @@ rlg_url_unix(struct rlg_store_config *sc, const char *rest, char *why,
 		    (size_t)RLG_REDIS_SOCKET_MAX);
 		return -1;
 	}
-	sc->redis.socket = rlg_xmalloc(len + 1);
-	memcpy(sc->redis.socket, rest, len);
-	sc->redis.socket[len] = '\0';
+	rc->socket = rlg_xmalloc(len + 1);
+	memcpy(rc->socket, rest, len);
+	rc->socket[len] = '\0';
 	for (item = q != NULL ? q + 1 : NULL; item != NULL; item = next) {
 		next = strchr(item, '&');
 		len = next != NULL ? (size_t)(next - item) : strlen(item);
@@ -349,15 +340,15 @@ rlg_url_unix(struct rlg_store_config *sc, const char *rest, char *why,
 				    "integer from 0 to %d", RLG_REDIS_DB_MAX);
 				return -1;
 			}
-			sc->redis.db = (int)v;
+			rc->db = (int)v;
 			continue;
 		}
 		if ((size_t)(eq - item) == 8 &&
 		    strncmp(item, "password", 8) == 0)
-			field = &sc->redis.password;
+			field = &rc->password;
 		else if ((size_t)(eq - item) == 4 &&
 		    strncmp(item, "user", 4) == 0)
-			field = &sc->redis.user;
+			field = &rc->user;
 		else {
 			snprintf(why, size, "unknown parameter \"%.*s\": db, "
 			    "password, user", (int)(eq - item) > 32 ? 32 :
@@ -377,7 +368,7 @@ rlg_url_unix(struct rlg_store_config *sc, const char *rest, char *why,
 			return -1;
 		}
 	}
-	if (sc->redis.user != NULL && sc->redis.password == NULL) {
+	if (rc->user != NULL && rc->password == NULL) {
 		snprintf(why, size, "a user needs a password");
 		return -1;
 	}
@@ -445,7 +436,7 @@ rlg_url_number(const char *s, size_t len, long long max, long long *out)
  * that is no NAME=VALUE ("unix:/p?password=<stars>&db=1"). A new string.
  */
 char *
-rlg_url_masked(const char *url)
+rlg_redis_url_masked(const char *url)
 {
 	size_t len = strlen(url), i, from, at, q, item, end, eq, out;
 	bool *hide, dbl = false;
@@ -527,22 +518,22 @@ rlg_url_param_name(const char *s, size_t len)
 }
 
 void
-rlg_redis_fields_free(struct rlg_store_config *sc)
+rlg_redis_config_free(struct rlg_redis_config *rc)
 {
 	size_t i;
 
-	for (i = 0; i < sc->redis.nseeds; i++)
-		free(sc->redis.seeds[i].host);
-	free(sc->redis.seeds);
-	sc->redis.seeds = NULL;
-	sc->redis.nseeds = 0;
-	free(sc->redis.host);
-	free(sc->redis.socket);
-	free(sc->redis.user);
-	free(sc->redis.password);
-	sc->redis.host = NULL;
-	sc->redis.socket = NULL;
-	sc->redis.user = NULL;
-	sc->redis.password = NULL;
-	sc->redis.db = 0;
+	for (i = 0; i < rc->nseeds; i++)
+		free(rc->seeds[i].host);
+	free(rc->seeds);
+	rc->seeds = NULL;
+	rc->nseeds = 0;
+	free(rc->host);
+	free(rc->socket);
+	free(rc->user);
+	free(rc->password);
+	rc->host = NULL;
+	rc->socket = NULL;
+	rc->user = NULL;
+	rc->password = NULL;
+	rc->db = 0;
 }
