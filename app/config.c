@@ -57,6 +57,7 @@ static void rlg_policies_finish(struct rlg_parse *p);
 static void rlg_new_keys_policy(struct rlg_parse *p, struct rlg_policy *pol,
     size_t i);
 static void rlg_store_finish(struct rlg_parse *p);
+static void rlg_table_finish(struct rlg_parse *p);
 static void rlg_routes_finish(struct rlg_parse *p);
 static void rlg_policy_free_fields(struct rlg_policy *pol);
 static void rlg_route_free_fields(struct rlg_route *r);
@@ -94,6 +95,7 @@ rlg_config_defaults(void)
 	cfg->store.sqlite.path = rlg_xstrdup(RLG_DEFAULT_DB_PATH);
 	cfg->store.sqlite.busy_timeout_ms = RLG_DEFAULT_BUSY_TIMEOUT_MS;
 	cfg->store.sqlite.max_clients = RLG_DEFAULT_MAX_CLIENTS;
+	cfg->store.sqlite.flush_ms = RLG_DEFAULT_FLUSH_MS;
 	cfg->store.rejection_cache = RLG_DEFAULT_REJECTION_CACHE;
 	cfg->store.redis.port = RLG_DEFAULT_REDIS_PORT;
 	cfg->store.redis.connect_timeout_ms = RLG_DEFAULT_REDIS_TIMEOUT_MS;
@@ -676,6 +678,8 @@ rlg_store_finish(struct rlg_parse *p)
 		{ "synchronous", "sqlite", ": Redis durability is its own "
 		    "appendfsync" },
 		{ "group_commit", "sqlite", "" },
+		{ "commit", "sqlite", "" },
+		{ "flush_ms", "sqlite", "" },
 	};
 	const struct rlg_store_config *sc = &p->cfg->store;
 	const struct rlg_set_lines *backend, *url;
@@ -695,8 +699,10 @@ rlg_store_finish(struct rlg_parse *p)
 			    "backend = %s%s", one_backend[i][0],
 			    one_backend[i][1], one_backend[i][2]);
 	}
-	if (sqlite)
+	if (sqlite) {
+		rlg_table_finish(p);
 		return;
+	}
 	/* A url that was set but bad is reported for itself. */
 	if (url->first == 0)
 		rlg_problem(p, backend->ok, cluster ? "[store] backend: "
@@ -714,6 +720,55 @@ rlg_store_finish(struct rlg_parse *p)
 	if (url->ok != 0 && cluster && sc->redis.db != 0)
 		rlg_problem(p, url->ok, "[store] url: a Redis Cluster has "
 		    "database 0 only (got /%d)", sc->redis.db);
+}
+
+/*
+ * commit = behind: the table holds max_clients entries for each policy
+ * that keeps state (a bound on new keys is one), so max_clients must be
+ * set and the product bounded; sliding_log keeps its log in the database,
+ * which the table does not (store_table.c). flush_ms only means something
+ * with behind.
+ */
+static void
+rlg_table_finish(struct rlg_parse *p)
+{
+	struct rlg_sqlite_config *sq = &p->cfg->store.sqlite;
+	int commit = rlg_lines(p, 0, "store", "commit")->ok;
+	int flush = rlg_lines(p, 0, "store", "flush_ms")->ok;
+	int64_t kept = 0;
+	size_t i;
+
+	if (sq->commit != RLG_COMMIT_BEHIND) {
+		if (flush != 0)
+			rlg_problem(p, flush, "[store] flush_ms: applies only "
+			    "to commit = behind");
+		return;
+	}
+	for (i = 0; i < p->cfg->npolicies; i++) {
+		const struct rlg_policy *pol = &p->cfg->policies[i];
+
+		kept += 1 + (pol->new_keys_policy != NULL);
+		if (pol->lim.algorithm == RLG_ALG_SLIDING_LOG)
+			rlg_problem(p, commit, "[store] commit: behind does "
+			    "not keep [policy %s], a sliding_log (its log "
+			    "lives in the database): use commit = each, or "
+			    "another algorithm", pol->name);
+	}
+	if (sq->max_clients == 0) {
+		rlg_problem(p, commit, "[store] commit: behind sizes its "
+		    "table by max_clients: set [store] max_clients > 0");
+		return;
+	}
+	if (sq->max_clients > RLG_TABLE_ENTRIES_MAX / (kept > 0 ? kept : 1)) {
+		rlg_problem(p, commit, "[store] commit: behind keeps "
+		    "max_clients (%lld) x %lld policies = %lld entries, over "
+		    "the table's %lld: lower max_clients",
+		    (long long)sq->max_clients, (long long)kept,
+		    (long long)(sq->max_clients * kept),
+		    (long long)RLG_TABLE_ENTRIES_MAX);
+		return;
+	}
+	sq->table_entries = sq->max_clients * (kept > 0 ? kept : 1);
 }
 
 /* Frees what a policy owns, not the policy itself. */

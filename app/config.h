@@ -20,6 +20,8 @@
 /* sysexits.h: what main returns on a bad command line or config. */
 #define RLG_EXIT_USAGE   64
 #define RLG_EXIT_CONFIG  78
+/* The store could not do what the command line asked (sysexits' EX_UNAVAILABLE). */
+#define RLG_EXIT_UNAVAILABLE 69
 
 enum rlg_on_error {
 	RLG_ON_ERROR_CLOSED = 0,   /* 503 + Retry-After */
@@ -95,6 +97,15 @@ enum rlg_group {
 	RLG_GROUP_OFF,
 };
 
+/*
+ * [store] commit (SQLite): each decision one commit, or the decisions in
+ * the host's shared table and the database written behind (store_table.c).
+ */
+enum rlg_commit {
+	RLG_COMMIT_EACH = 0,
+	RLG_COMMIT_BEHIND,
+};
+
 /* [store] backend: where the limiter state lives (store.h). */
 enum rlg_store_backend {
 	RLG_BACKEND_SQLITE = 0,    /* one file, shared by the gateway's processes */
@@ -114,6 +125,14 @@ struct rlg_sqlite_config {
 	int64_t max_clients;
 	enum rlg_sync synchronous;     /* PRAGMA synchronous */
 	enum rlg_group group_commit;   /* auto: on with synchronous = full */
+	enum rlg_commit commit;        /* each, or behind (the table) */
+	int64_t flush_ms;              /* behind: how often the table is
+	                                  written to the database */
+	/*
+	 * behind: the entries of the table, max_clients for each policy
+	 * that keeps state (the config computes it); 0: max_clients x 4.
+	 */
+	int64_t table_entries;
 };
 
 /*
@@ -206,6 +225,11 @@ struct rlg_config {
 #define RLG_DEFAULT_BUSY_TIMEOUT_MS 2000
 #define RLG_DEFAULT_MAX_CLIENTS 1000000
 #define RLG_MAX_CLIENTS_MAX 1000000000
+/* [store] flush_ms (commit = behind), and the table's most entries. */
+#define RLG_DEFAULT_FLUSH_MS     1000
+#define RLG_FLUSH_MS_MIN         10
+#define RLG_FLUSH_MS_MAX         60000
+#define RLG_TABLE_ENTRIES_MAX    ((int64_t)1 << 26)
 #define RLG_DEFAULT_REJECTION_CACHE 4096
 #define RLG_REJECTION_CACHE_MAX 1048576
 /* [policy] new_keys_per_ip: new header keys per address and window. */

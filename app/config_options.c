@@ -75,6 +75,10 @@ static const struct rlg_word rlg_group_words[] = {
 	{ "auto", RLG_GROUP_AUTO }, { "on", RLG_GROUP_ON },
 	{ "off", RLG_GROUP_OFF }, { NULL, 0 }
 };
+static const struct rlg_word rlg_commit_words[] = {
+	{ "each", RLG_COMMIT_EACH }, { "behind", RLG_COMMIT_BEHIND },
+	{ NULL, 0 }
+};
 static const struct rlg_word rlg_style_words[] = {
 	{ "draft03", RLG_STYLE_DRAFT03 }, { "ietf", RLG_STYLE_IETF },
 	{ "x-ratelimit", RLG_STYLE_X_RATELIMIT }, { "all", RLG_STYLE_ALL },
@@ -162,6 +166,14 @@ const struct rlg_option rlg_options[] = {
 	  RLG_STORE(sqlite.group_commit),
 	  .words = rlg_group_words, .def = "auto",
 	  .doc = "Whether the threads of a process share SQLite commits." },
+	{ RLG_KEY("store", "commit", ENUM), RLG_STORE(sqlite.commit),
+	  .words = rlg_commit_words, .def = "each",
+	  .doc = "Each decision a commit, or decided in shared memory,"
+	  " written behind." },
+	{ RLG_KEY("store", "flush_ms", INT), RLG_STORE(sqlite.flush_ms),
+	  .min = RLG_FLUSH_MS_MIN, .max = RLG_FLUSH_MS_MAX, .def = "1000",
+	  .doc = "commit = behind: how often the table is written to SQLite,"
+	  " in ms." },
 	{ RLG_KEY("headers", "style", ENUM), RLG_CONFIG(style),
 	  .words = rlg_style_words, .def = "draft03",
 	  .doc = "Which rate-limit headers to send." },

@@ -30,6 +30,8 @@ struct options {
 	const char *log;           /* --log FILE, or NULL: stderr */
 	int threads;               /* --threads N */
 	int check_only;            /* --check-config */
+	const char *reset;         /* --reset CLIENT, or NULL */
+	const char *policy;        /* --policy NAME (with --reset), or NULL */
 };
 
 static void usage(FILE *f);
@@ -47,12 +49,15 @@ static void warn_log(void *ctx, const char *line);
 static void warn_stdout(void *ctx, const char *line);
 static void describe_policies(const struct rlg_config *cfg, char *buf,
     size_t len);
+static int reset_client(const struct rlg_config *cfg, const char *client,
+    const char *policy);
 
 static void
 usage(FILE *f)
 {
 	fprintf(f,
 	    "Usage: rlgate [--config FILE] [--threads N] [--log FILE] [--check-config]\n"
+	    "       rlgate [--config FILE] --reset CLIENT [--policy NAME]\n"
 	    "       rlgate --version | --help\n"
 	    "\n"
 	    "A rate-limit gateway: a FastCGI application (or CGI program) that\n"
@@ -66,13 +71,17 @@ usage(FILE *f)
 	    "                      (spawn-fcgi points stderr at /dev/null);\n"
 	    "                      created mode 0640, never a symbolic link\n"
 	    "  -C, --check-config  validate the configuration, print problems, exit\n"
+	    "  -r, --reset CLIENT  forget CLIENT's state (its key as the clients\n"
+	    "                      view shows it) under every policy, or NAME's\n"
+	    "  -p, --policy NAME   with --reset: only under [policy NAME]\n"
 	    "  -V, --version       print the version and exit\n"
 	    "  -h, --help          print this help and exit\n"
 	    "\n"
 	    "Run it under a FastCGI spawner, which passes the socket on stdin:\n"
 	    "  spawn-fcgi -s /run/rlgate.sock -F 2 -- rlgate --config FILE\n"
 	    "or from a web server as CGI (GATEWAY_INTERFACE set).\n"
-	    "Exit codes: 0 ok, 64 bad usage, 78 bad configuration.\n",
+	    "Exit codes: 0 ok, 64 bad usage, 69 store unavailable (--reset),\n"
+	    "78 bad configuration.\n",
 	    RLG_DEFAULT_CONFIG_PATH, THREADS_DEFAULT);
 }
 
@@ -231,13 +240,15 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "threads", required_argument, NULL, 't' },
 		{ "log", required_argument, NULL, 'l' },
 		{ "check-config", no_argument, NULL, 'C' },
+		{ "reset", required_argument, NULL, 'r' },
+		{ "policy", required_argument, NULL, 'p' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "c:t:l:CVh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:t:l:Cr:p:Vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			o->config = optarg;
@@ -256,6 +267,12 @@ parse_options(int argc, char **argv, struct options *o)
 		case 'C':
 			o->check_only = 1;
 			break;
+		case 'r':
+			o->reset = optarg;
+			break;
+		case 'p':
+			o->policy = optarg;
+			break;
 		case 'V':
 			printf("rlgate %s\n", PACKAGE_VERSION);
 			return 0;
@@ -271,6 +288,16 @@ parse_options(int argc, char **argv, struct options *o)
 		fprintf(stderr, "rlgate: unexpected argument \"%s\"\n",
 		    argv[optind]);
 		usage(stderr);
+		return RLG_EXIT_USAGE;
+	}
+	if (o->policy != NULL && o->reset == NULL) {
+		fprintf(stderr, "rlgate: --policy goes with --reset\n");
+		return RLG_EXIT_USAGE;
+	}
+	if (o->reset != NULL && (o->reset[0] == '\0' ||
+	    strlen(o->reset) > RLG_CLIENT_KEY_MAX)) {
+		fprintf(stderr, "rlgate: --reset: a client key is 1 to %d"
+		    " bytes\n", RLG_CLIENT_KEY_MAX);
 		return RLG_EXIT_USAGE;
 	}
 	return -1;
@@ -290,6 +317,49 @@ check_config(const struct rlg_config *cfg, const char *path,
 		check_log_path(log_path);
 	printf("%s: configuration ok\n",
 	    path != NULL ? path : "built-in defaults");
+	return 0;
+}
+
+/*
+ * --reset: deletes client's state (under policy, or every policy) in the
+ * store, the decision table's included, and says how many states went.
+ * A running worker that remembered a rejection of the client (the
+ * rejection cache) answers it until that rejection's retry time.
+ */
+static int
+reset_client(const struct rlg_config *cfg, const char *client,
+    const char *policy)
+{
+	struct rlg_store *s = NULL;
+	int64_t deleted = 0;
+	size_t i;
+	int rc;
+
+	if (policy != NULL) {
+		for (i = 0; i < cfg->npolicies; i++)
+			if (strcmp(cfg->policies[i].name, policy) == 0 ||
+			    (cfg->policies[i].new_keys_policy != NULL &&
+			    strcmp(cfg->policies[i].new_keys_policy->name,
+			    policy) == 0))
+				break;
+		if (i == cfg->npolicies) {
+			fprintf(stderr, "rlgate: --policy %s: the config has"
+			    " no such policy\n", policy);
+			return RLG_EXIT_USAGE;
+		}
+	}
+	rc = rlg_store_open(&cfg->store, &s);
+	if (rc == RLG_OK)
+		rc = rlg_store_reset(s, client, policy, &deleted);
+	if (rc != RLG_OK) {
+		fprintf(stderr, "rlgate: --reset %s: %s\n", client,
+		    rlg_store_errmsg(s));
+		rlg_store_close(s);
+		return RLG_EXIT_UNAVAILABLE;
+	}
+	printf("rlgate: reset %s: %lld state%s deleted\n", client,
+	    (long long)deleted, deleted == 1 ? "" : "s");
+	rlg_store_close(s);
 	return 0;
 }
 
@@ -358,6 +428,8 @@ main(int argc, char **argv)
 		    "limited\n", path != NULL ? path : "the configuration");
 	if (o.check_only)
 		rc = check_config(cfg, path, o.log);
+	else if (o.reset != NULL)
+		rc = reset_client(cfg, o.reset, o.policy);
 	else
 		rc = serve(cfg, path, o.threads, log_warning);
 	rlg_config_free(cfg);

@@ -28,6 +28,12 @@ rlg_store_open(const struct rlg_store_config *cfg, struct rlg_store **out)
 	    &rlg_store_sqlite_ops;
 	/* A handle even on failure (it heals): the cache goes on it too. */
 	rc = backend->open(cfg, &inner);
+	/* commit = behind: the decisions in the host's shared table. */
+	if (cfg->backend == RLG_BACKEND_SQLITE &&
+	    cfg->sqlite.commit == RLG_COMMIT_BEHIND) {
+		if (rlg_store_table_wrap(inner, cfg, &inner) != RLG_OK)
+			rc = RLG_ESTORE;
+	}
 	*out = rlg_store_cache_wrap(inner, cfg->rejection_cache);
 	return rc;
 }
@@ -130,6 +136,29 @@ rlg_store_stats(const struct rlg_store *s, struct rlg_store_stats *out)
 	memset(out, 0, sizeof *out);
 	if (s != NULL && s->ops->stats != NULL)
 		s->ops->stats(s, out);
+}
+
+int
+rlg_store_flush(struct rlg_store *s, int64_t now_ms)
+{
+	if (s == NULL)
+		return RLG_ESTORE;
+	return s->ops->flush != NULL ? s->ops->flush(s, now_ms) : RLG_OK;
+}
+
+int
+rlg_store_reset(struct rlg_store *s, const char *client, const char *policy,
+    int64_t *deleted)
+{
+	*deleted = 0;
+	if (s == NULL)
+		return RLG_ESTORE;
+	if (s->ops->reset == NULL) {
+		rlg_store_seterr(s, "reset: the %s store cannot reset a client;"
+		    " delete its keys in the store itself", s->ops->name);
+		return RLG_EINVAL;
+	}
+	return s->ops->reset(s, client, policy, deleted);
 }
 
 void

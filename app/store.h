@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "config.h"
 #include "limiter.h"
@@ -74,6 +75,11 @@ struct rlg_store_ops {
 	void (*stats)(const struct rlg_store *s, struct rlg_store_stats *out);
 	/* Upkeep between requests (rlg_store_idle); NULL: none. */
 	void (*idle)(struct rlg_store *s, int64_t now_ms);
+	/* rlg_store_flush; NULL: nothing is kept behind. */
+	int (*flush)(struct rlg_store *s, int64_t now_ms);
+	/* rlg_store_reset; NULL: the store cannot. */
+	int (*reset)(struct rlg_store *s, const char *client,
+	    const char *policy, int64_t *deleted);
 };
 
 extern const struct rlg_store_ops rlg_store_sqlite_ops;
@@ -221,5 +227,65 @@ rlg_store_skipped(const struct rlg_policy *p, struct rlg_decision *d)
 
 /* Closes the connection; NULL does nothing. */
 void rlg_store_close(struct rlg_store *s);
+
+/*
+ * Writes what the store keeps behind (commit = behind: the table's
+ * changed states) to the database now, as a flush would. RLG_OK (also
+ * when there is nothing behind), or RLG_ESTORE.
+ */
+int rlg_store_flush(struct rlg_store *s, int64_t now_ms);
+
+/*
+ * Resets a client: deletes its state under policy (NULL: every policy),
+ * wherever the store keeps it (the decision table and the database).
+ * *deleted gets the number of states removed. RLG_OK, RLG_ESTORE, or
+ * RLG_EINVAL for a store that cannot (Redis: DEL its keys).
+ */
+int rlg_store_reset(struct rlg_store *s, const char *client,
+    const char *policy, int64_t *deleted);
+
+/*
+ * The decision table (store_table.c, [store] commit = behind): the
+ * SQLite store s wrapped so that decisions are made in a table of the
+ * host's shared memory and written to the database behind, every
+ * cfg->sqlite.flush_ms. *out gets the new handle, which owns s. RLG_OK,
+ * or RLG_ESTORE when the table cannot be opened yet: the handle's steps
+ * then fail and retry (its errmsg says why).
+ */
+int rlg_store_table_wrap(struct rlg_store *s,
+    const struct rlg_store_config *cfg, struct rlg_store **out);
+extern const struct rlg_store_ops rlg_store_table_ops;
+
+/* The table file of the SQLite database at path: PATH-table. Into buf. */
+const char *rlg_store_table_path(const char *path, char *buf, size_t size);
+
+/*
+ * For the table: the SQLite store's states in bulk
+ * (store_sqlite_rows.c). s must be a SQLite handle (else RLG_ESTORE).
+ */
+struct rlg_store_row {
+	const char *policy;
+	const char *client;
+	struct rlg_state st;
+};
+
+/* Calls fn for every state live at now_ms, until it returns non-zero. */
+int rlg_store_sqlite_scan(struct rlg_store *s, int64_t now_ms,
+    int (*fn)(void *ctx, const struct rlg_store_row *row), void *ctx);
+
+/* Writes rows (UPSERT) in one transaction. */
+int rlg_store_sqlite_put(struct rlg_store *s,
+    const struct rlg_store_row *rows, size_t n, int64_t now_ms);
+
+/* Deletes client's states (policy NULL: all of them); *deleted. */
+int rlg_store_sqlite_reset(struct rlg_store *s, const char *client,
+    const char *policy, int64_t *deleted);
+
+/*
+ * The file the connection has open, and whether this handle gave it its
+ * schema (a new file; said once, then false).
+ */
+int rlg_store_sqlite_ident(struct rlg_store *s, dev_t *dev, ino_t *ino,
+    bool *created);
 
 #endif

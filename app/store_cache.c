@@ -95,6 +95,9 @@ static bool cache_remember(struct cache_entry *e,
 static size_t cache_key(const struct rlg_store_item *items, size_t n,
     char *key, size_t *m);
 static uint64_t cache_hash(uint64_t seed, const char *key, size_t len);
+static int cache_reset(struct rlg_store *base, const char *client,
+    const char *policy, int64_t *deleted);
+static int cache_flush(struct rlg_store *base, int64_t now_ms);
 
 const struct rlg_store_ops rlg_store_cache_ops = {
 	.name = "rejection-cache",
@@ -104,6 +107,8 @@ const struct rlg_store_ops rlg_store_cache_ops = {
 	.close = cache_close,
 	.stats = cache_stats,
 	.idle = cache_idle,
+	.reset = cache_reset,
+	.flush = cache_flush,
 };
 
 struct rlg_store *
@@ -261,6 +266,31 @@ cache_idle(struct rlg_store *base, int64_t now_ms)
 
 	if (c->inner->ops->idle != NULL)
 		c->inner->ops->idle(c->inner, now_ms);
+}
+
+/* Passed on; this handle forgets what it remembered (all of it: cheap,
+ * and a reset is rare). */
+static int
+cache_reset(struct rlg_store *base, const char *client, const char *policy,
+    int64_t *deleted)
+{
+	struct cache_store *c = (struct cache_store *)base;
+	int rc;
+
+	memset(c->entries, 0, (c->mask + 1) * sizeof *c->entries);
+	rc = rlg_store_reset(c->inner, client, policy, deleted);
+	memcpy(c->base.errmsg, c->inner->errmsg, sizeof c->base.errmsg);
+	return rc;
+}
+
+static int
+cache_flush(struct rlg_store *base, int64_t now_ms)
+{
+	struct cache_store *c = (struct cache_store *)base;
+	int rc = rlg_store_flush(c->inner, now_ms);
+
+	memcpy(c->base.errmsg, c->inner->errmsg, sizeof c->base.errmsg);
+	return rc;
 }
 
 static void

@@ -112,6 +112,7 @@ const struct rlg_store_ops rlg_store_sqlite_ops = {
 	.close = sq_close,
 	.stats = sq_stats,
 	.idle = sq_idle,
+	.reset = rlg_store_sqlite_reset,
 };
 
 const char *const sq_sql[SQ_NSTMT] = {
@@ -173,6 +174,14 @@ const char *const sq_sql[SQ_NSTMT] = {
 	[SQ_SAVEPOINT] = "SAVEPOINT rlg_step",
 	[SQ_RELEASE] = "RELEASE rlg_step",
 	[SQ_ROLLBACK_TO] = "ROLLBACK TO rlg_step",
+	/* The table's seed (store_sqlite_rows.c): every live state. */
+	[SQ_SCAN] =
+	    "SELECT policy, client, window_start_ms, count, expires_ms,"
+	    " prev_count, tat_us FROM rlg_state WHERE expires_ms > ?1",
+	/* rlgate --reset: a client's states (the trigger takes its log). */
+	[SQ_RESET] =
+	    "DELETE FROM rlg_state WHERE client = ?1"
+	    " AND (?2 IS NULL OR policy = ?2)",
 };
 
 static int

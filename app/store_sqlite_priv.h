@@ -73,6 +73,8 @@ enum sq_stmt {
 	SQ_SAVEPOINT,
 	SQ_RELEASE,
 	SQ_ROLLBACK_TO,
+	SQ_SCAN,
+	SQ_RESET,
 	SQ_NSTMT
 };
 
@@ -107,6 +109,7 @@ struct sq_store {
 	sqlite3_stmt *stmt[SQ_NSTMT];
 	dev_t dev;                    /* the file db opened, to notice */
 	ino_t ino;                    /* deletion or replacement */
+	bool created;                 /* this handle gave the file its schema */
 	bool check_armed;             /* checked_ms holds a time */
 	int64_t checked_ms;           /* now_ms of the last inode check */
 	bool warned_journal;          /* logged once: WAL not available */

@@ -22,6 +22,10 @@ struct rlg_store_stats {
 	                              the process (every handle of the file) */
 	uint64_t group_batches;    /* transactions committed by a leader */
 	uint64_t group_steps;      /* requests they carried */
+	bool table;                /* commit = behind: the table's */
+	uint64_t table_entries;    /* entries in use */
+	uint64_t table_recoveries; /* steps of dead holders undone */
+	int64_t table_flushed_at_ms;  /* the last flush's end; 0: none */
 };
 
 /* Fills *out (all zero and false for what s does not do; NULL: zeros). */

@@ -3125,6 +3125,8 @@ START_TEST(test_option_defaults)
 		else if (strcmp(o->name, "new_keys_per_ip") == 0)
 			ctx = "[client]\nkey_secret = 0123456789abcdef\n"
 			    "[policy p]\nkey = header:X\n";
+		else if (strcmp(o->name, "flush_ms") == 0)
+			ctx = "[store]\ncommit = behind\n";
 		a = rlg_t_fmt("%s%s\n%s = %s\n", ctx, rlg_t_header(o), o->name,
 		    o->def);
 		b = rlg_t_fmt("%s%s\n", ctx, rlg_t_header(o));
@@ -3208,7 +3210,44 @@ START_TEST(test_option_words)
 				ck_assert_str_eq(got, w->name);
 		}
 	}
-	ck_assert_uint_eq(rows, 12);
+	ck_assert_uint_eq(rows, 13);
+}
+END_TEST
+
+/*
+ * commit = behind: the table is sized by max_clients per policy that keeps
+ * state, so max_clients must be set and the product bounded; no
+ * sliding_log; flush_ms only with it.
+ */
+START_TEST(test_commit_behind)
+{
+	struct rlg_config *cfg;
+
+	cfg = rlg_t_ok("[store]\ncommit = behind\nflush_ms = 250\n"
+	    "max_clients = 1000\n[client]\nkey_secret = 0123456789abcdef\n"
+	    "[policy a]\nkey = header:X\n[policy b]\n");
+	ck_assert_int_eq(cfg->store.sqlite.commit, RLG_COMMIT_BEHIND);
+	ck_assert_int_eq(cfg->store.sqlite.flush_ms, 250);
+	/* a, its bound on new keys, b. */
+	ck_assert_int_eq(cfg->store.sqlite.table_entries, 3000);
+	rlg_config_free(cfg);
+	rlg_t_expect("[store]\nflush_ms = 250\n", 1,
+	    "t.conf:2: [store] flush_ms: applies only to commit = behind\n");
+	rlg_t_expect("[store]\ncommit = behind\nmax_clients = 0\n", 1,
+	    "t.conf:2: [store] commit: behind sizes its table by max_clients:"
+	    " set [store] max_clients > 0\n");
+	rlg_t_expect("[store]\ncommit = behind\n[policy s]\n"
+	    "algorithm = sliding_log\n", 1,
+	    "t.conf:2: [store] commit: behind does not keep [policy s], a"
+	    " sliding_log (its log lives in the database): use commit = each,"
+	    " or another algorithm\n");
+	rlg_t_expect("[store]\ncommit = behind\nmax_clients = 100000000\n",
+	    1, "t.conf:2: [store] commit: behind keeps max_clients (100000000)"
+	    " x 1 policies = 100000000 entries, over the table's 67108864:"
+	    " lower max_clients\n");
+	rlg_t_expect("[store]\ncommit = later\n", 1,
+	    "t.conf:2: [store] commit: must be one of each, behind (got"
+	    " \"later\")\n");
 }
 END_TEST
 
@@ -3677,6 +3716,7 @@ rlg_config_suite(void)
 	tc = tcase_create("table");
 	tcase_add_test(tc, test_option_rows);
 	tcase_add_test(tc, test_option_defaults);
+	tcase_add_test(tc, test_commit_behind);
 	tcase_add_test(tc, test_option_words);
 	tcase_add_test(tc, test_empty_backend);
 	suite_add_tcase(s, tc);

@@ -26,6 +26,7 @@ main(void)
 	srunner_add_suite(sr, rlg_redis_script_suite());
 	srunner_add_suite(sr, rlg_redis_faults_suite());
 	srunner_add_suite(sr, rlg_group_suite());
+	srunner_add_suite(sr, rlg_table_suite());
 	srunner_run_all(sr, CK_ENV);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -1,0 +1,163 @@
+/*
+ * store_sqlite_rows.c: the SQLite store's states in bulk, for what works
+ * beside the step: the decision table (store_table.c) seeds itself from
+ * the live states and writes its changes behind, many rows to one
+ * transaction; rlgate --reset deletes a client's states.
+ *
+ * Each write transaction reads first (the client count of no policy), so
+ * that a schema changed since the connection's last statement is checked
+ * before anything that can fire a trigger runs, as in the step
+ * (store_sqlite_schema.c says why).
+ */
+#include <assert.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <sqlite3.h>
+
+#include "store.h"
+#include "store_sqlite_priv.h"
+#include "util.h"
+
+static int sq_rows_begin(struct sq_store *s, const char *op);
+
+/* The handle, when it is the SQLite store's. */
+static struct sq_store *
+sq_handle(struct rlg_store *base)
+{
+	return base != NULL && base->ops == &rlg_store_sqlite_ops ?
+	    (struct sq_store *)base : NULL;
+}
+
+int
+rlg_store_sqlite_scan(struct rlg_store *base, int64_t now_ms,
+    int (*fn)(void *ctx, const struct rlg_store_row *row), void *ctx)
+{
+	struct sq_store *s = sq_handle(base);
+	struct rlg_store_row row;
+	sqlite3_stmt *st;
+	int rc;
+
+	if (s == NULL || sq_ready(s, now_ms) != 0)
+		return RLG_ESTORE;
+	st = s->stmt[SQ_SCAN];
+	sqlite3_bind_int64(st, 1, now_ms);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		row.policy = (const char *)sqlite3_column_text(st, 0);
+		row.client = (const char *)sqlite3_column_text(st, 1);
+		if (row.policy == NULL || row.client == NULL)
+			continue;
+		row.st.window_start_ms = sqlite3_column_int64(st, 2);
+		row.st.count = sqlite3_column_int64(st, 3);
+		row.st.expires_ms = sqlite3_column_int64(st, 4);
+		row.st.prev_count = sqlite3_column_int64(st, 5);
+		row.st.tat_us = sqlite3_column_int64(st, 6);
+		if (fn(ctx, &row) != 0) {
+			rc = SQLITE_DONE;
+			break;
+		}
+	}
+	if (rc != SQLITE_DONE)
+		sq_sqlite_error(s, "scan", rc);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return rc == SQLITE_DONE ? RLG_OK : RLG_ESTORE;
+}
+
+int
+rlg_store_sqlite_put(struct rlg_store *base, const struct rlg_store_row *rows,
+    size_t n, int64_t now_ms)
+{
+	struct sq_store *s = sq_handle(base);
+	sqlite3_stmt *st;
+	size_t i;
+	int rc;
+
+	if (s == NULL)
+		return RLG_ESTORE;
+	if (n == 0)
+		return RLG_OK;
+	if (sq_ready(s, now_ms) != 0 || sq_rows_begin(s, "flush") != 0)
+		return RLG_ESTORE;
+	st = s->stmt[SQ_UPSERT];
+	for (i = 0; i < n; i++) {
+		sqlite3_bind_text(st, 1, rows[i].policy, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, rows[i].client, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, rows[i].st.window_start_ms);
+		sqlite3_bind_int64(st, 4, rows[i].st.count);
+		sqlite3_bind_int64(st, 5, rows[i].st.expires_ms);
+		sqlite3_bind_int64(st, 6, rows[i].st.prev_count);
+		sqlite3_bind_int64(st, 7, rows[i].st.tat_us);
+		if ((rc = sq_run(s, "flush", st)) != SQLITE_OK)
+			return sq_failed(s, rc);
+	}
+	if ((rc = sq_run(s, "flush", s->stmt[SQ_COMMIT])) != SQLITE_OK)
+		return sq_failed(s, rc);
+	return RLG_OK;
+}
+
+int
+rlg_store_sqlite_reset(struct rlg_store *base, const char *client,
+    const char *policy, int64_t *deleted)
+{
+	struct sq_store *s = sq_handle(base);
+	sqlite3_stmt *st;
+	int rc;
+
+	*deleted = 0;
+	if (s == NULL || sq_ready(s, rlg_now_ms()) != 0 ||
+	    sq_rows_begin(s, "reset") != 0)
+		return RLG_ESTORE;
+	st = s->stmt[SQ_RESET];
+	sqlite3_bind_text(st, 1, client, -1, SQLITE_STATIC);
+	if (policy != NULL)
+		sqlite3_bind_text(st, 2, policy, -1, SQLITE_STATIC);
+	if ((rc = sq_run(s, "reset", st)) != SQLITE_OK)
+		return sq_failed(s, rc);
+	*deleted = sqlite3_changes(s->db);
+	if ((rc = sq_run(s, "reset", s->stmt[SQ_COMMIT])) != SQLITE_OK)
+		return sq_failed(s, rc);
+	return RLG_OK;
+}
+
+int
+rlg_store_sqlite_ident(struct rlg_store *base, dev_t *dev, ino_t *ino,
+    bool *created)
+{
+	struct sq_store *s = sq_handle(base);
+
+	if (s == NULL || sq_ready(s, rlg_now_ms()) != 0)
+		return RLG_ESTORE;
+	*dev = s->dev;
+	*ino = s->ino;
+	*created = s->created;
+	s->created = false;           /* told once */
+	return RLG_OK;
+}
+
+/*
+ * BEGIN IMMEDIATE, a read, the schema checked if it moved: 0, or -1 with
+ * the transaction closed and errmsg set.
+ */
+static int
+sq_rows_begin(struct sq_store *s, const char *op)
+{
+	sqlite3_stmt *st = s->stmt[SQ_CLIENTS];
+	int rc;
+
+	if ((rc = sq_run(s, op, s->stmt[SQ_BEGIN])) != SQLITE_OK) {
+		sq_failed(s, rc);
+		return -1;
+	}
+	sqlite3_bind_text(st, 1, "", -1, SQLITE_STATIC);
+	if ((rc = sq_run(s, op, st)) != SQLITE_OK) {
+		sq_failed(s, rc);
+		return -1;
+	}
+	if (s->schema_moved && sq_recheck(s) != 0) {
+		sq_failed(s, SQLITE_AUTH);
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,697 @@
+/*
+ * store_table.c: [store] commit = behind. The decisions of every process
+ * and thread of a host are made in one table in shared memory (table.c),
+ * and the SQLite store is written behind.
+ *
+ * A step takes the table's lock, reads each item's entry, runs the pure
+ * limiter on it and, only when every enforcing item admits, writes the
+ * new states, journaled, and unlocks: exact across processes and threads
+ * and all or nothing across the policies of a request, as the SQLite
+ * transaction is, at the cost of a mutex instead of a commit.
+ *
+ * Behind: each process runs one flusher thread (shared by its handles of
+ * one database). Every flush_ms, the flusher of whichever process wins
+ * the table's flush clock copies the entries changed since they were
+ * last written (seq != flushed), under the lock in batches, writes them
+ * in one UPSERT transaction per TAB_FLUSH_ROWS rows, and marks those
+ * still unchanged as flushed. The database thus lags the table by at
+ * most about one interval while a flusher runs; a process that closes
+ * its last handle flushes once more. The same pass frees entries that
+ * expired and are flushed, so the table holds the active clients.
+ *
+ * The table outlives the processes (it is a file): a restart loses
+ * nothing. A reboot, or a database replaced, builds it again from the
+ * database's live states: what was not flushed, at most one interval,
+ * is lost, as a power cut loses the last commits with synchronous =
+ * normal.
+ *
+ * sliding_log keeps its log in the database (a state of variable size):
+ * the config does not let commit = behind apply to a config that has a
+ * sliding_log policy, and a step with one is refused here (RLG_EINVAL).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "store.h"
+#include "store_stats.h"
+#include "table.h"
+#include "util.h"
+
+/* Rows per flush transaction, and entries copied per hold of the lock. */
+#define TAB_FLUSH_ROWS 65536
+#define TAB_FLUSH_BATCH 1024
+/* The default interval, and the bounds the config holds it to. */
+#define TAB_FLUSH_MS_DEFAULT 1000
+
+/* The flusher of one process for one table file. */
+struct tab_flusher {
+	char *path;                   /* the table file */
+	char *db_path;
+	struct rlg_store_config cfg;  /* a copy: its own connection */
+	struct rlg_store *db;         /* the flusher's SQLite handle */
+	struct tbl *t;                /* its own mapping, NULL until open */
+	uint64_t capacity;
+	int64_t interval_ms;
+	int refs;
+	bool stop;
+	bool running;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct tab_flusher *next;
+};
+
+/* A worker's handle. */
+struct tab_store {
+	struct rlg_store base;        /* first: rlg_store_* dispatch on it */
+	struct rlg_store *inner;      /* the SQLite store, owned */
+	struct tab_flusher *f;
+	struct tbl *t;                /* this handle's mapping, or NULL */
+	char *path;
+	uint64_t capacity;
+	int64_t max_clients;
+	/* Step scratch, one per item. */
+	struct rlg_state *out;
+	bool *skip;
+	size_t nscratch;
+};
+
+/* One row copied for a flush, with what marks it flushed after. */
+struct tab_row {
+	struct rlg_store_row row;
+	uint64_t at;                  /* entry index */
+	uint32_t seq;
+	char policy[TBL_POLICY_MAX + 1];
+	char client[TBL_CLIENT_MAX + 1];
+};
+
+static int tab_step(struct rlg_store *base, const struct rlg_store_item *items,
+    size_t n, int64_t now_ms, struct rlg_decision *decisions);
+static int tab_prune(struct rlg_store *base, int64_t now_ms, int64_t *deleted);
+static void tab_close(struct rlg_store *base);
+static void tab_stats(const struct rlg_store *base, struct rlg_store_stats *out);
+static void tab_idle(struct rlg_store *base, int64_t now_ms);
+static int tab_reset(struct rlg_store *base, const char *client,
+    const char *policy, int64_t *deleted);
+static int tab_ready(struct tab_store *s);
+static int tab_decide(struct tab_store *s, const struct rlg_store_item *items,
+    size_t n, int64_t now_ms, struct rlg_decision *decisions, bool *admit);
+static struct tbl *tab_open_table(struct rlg_store *db, const char *path,
+    uint64_t capacity, char *err, size_t errsize);
+static int tab_seed(void *ctx, struct tbl *t);
+static struct tab_flusher *tab_flusher_join(const struct rlg_store_config *cfg,
+    const char *path, uint64_t capacity);
+static void tab_flusher_leave(struct tab_flusher *f);
+static void *tab_flusher_main(void *arg);
+static int tab_flush(struct tab_flusher *f, int64_t now_ms);
+static int tab_write_behind(struct tbl *t, struct rlg_store *db,
+    const char *path, int64_t now_ms);
+static int tab_flush_now(struct rlg_store *base, int64_t now_ms);
+
+const struct rlg_store_ops rlg_store_table_ops = {
+	.name = "table",
+	.open = NULL,           /* made by rlg_store_table_wrap */
+	.step = tab_step,
+	.prune = tab_prune,
+	.close = tab_close,
+	.stats = tab_stats,
+	.idle = tab_idle,
+	.reset = tab_reset,
+	.flush = tab_flush_now,
+};
+
+static pthread_mutex_t tab_flushers_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct tab_flusher *tab_flushers;
+
+const char *
+rlg_store_table_path(const char *path, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s-table", path != NULL ? path : "");
+	return buf;
+}
+
+int
+rlg_store_table_wrap(struct rlg_store *inner,
+    const struct rlg_store_config *cfg, struct rlg_store **out)
+{
+	struct tab_store *s;
+	char path[4200];
+
+	s = rlg_xcalloc(1, sizeof *s);
+	s->base.ops = &rlg_store_table_ops;
+	s->inner = inner;
+	rlg_store_table_path(cfg->sqlite.path, path, sizeof path);
+	s->path = rlg_xstrdup(path);
+	s->max_clients = cfg->sqlite.max_clients;
+	s->capacity = cfg->sqlite.table_entries > 0 ?
+	    (uint64_t)cfg->sqlite.table_entries :
+	    (uint64_t)(s->max_clients > 0 ? s->max_clients : 250000) * 4;
+	snprintf(s->base.errmsg, sizeof s->base.errmsg, "no error");
+	s->f = tab_flusher_join(cfg, s->path, s->capacity);
+	*out = &s->base;
+	/* Open now, so a start-up with a broken table says so at once. */
+	return tab_ready(s) == 0 ? RLG_OK : RLG_ESTORE;
+}
+
+/*
+ * The handle's table mapped and current (opened again when another
+ * process replaced it): 0, or -1 with errmsg set.
+ */
+static int
+tab_ready(struct tab_store *s)
+{
+	char err[RLG_STORE_ERRMSG_MAX];
+
+	if (s->t != NULL && !tbl_retired(s->t))
+		return 0;
+	tbl_close(s->t);
+	s->t = tab_open_table(s->inner, s->path, s->capacity, err,
+	    sizeof err);
+	if (s->t == NULL) {
+		rlg_store_seterr(&s->base, "%s", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* Maps the table of db's file, built from db's states if need be. */
+static struct tbl *
+tab_open_table(struct rlg_store *db, const char *path, uint64_t capacity,
+    char *err, size_t errsize)
+{
+	struct tbl_ident id;
+
+	if (rlg_store_sqlite_ident(db, &id.dev, &id.ino, &id.created) !=
+	    RLG_OK) {
+		snprintf(err, errsize, "%s", rlg_store_errmsg(db));
+		return NULL;
+	}
+	return tbl_open(path, &id, capacity, tab_seed, db, err, errsize);
+}
+
+struct tab_seed_ctx {
+	struct tbl *t;
+	uint64_t skipped;
+};
+
+static int
+tab_seed_row(void *arg, const struct rlg_store_row *row)
+{
+	struct tab_seed_ctx *c = arg;
+	struct tbl_entry *e;
+
+	e = tbl_insert(c->t, row->policy, row->client, rlg_now_ms(), 0);
+	if (e == NULL) {
+		c->skipped++;
+		return 0;
+	}
+	tbl_write(c->t, e, &row->st);
+	e->flushed = e->seq;
+	tbl_commit(c->t);
+	return 0;
+}
+
+/* Seeds a new table with the live states of the database. */
+static int
+tab_seed(void *ctx, struct tbl *t)
+{
+	struct tab_seed_ctx c = { t, 0 };
+	struct rlg_store *db = ctx;
+
+	if (rlg_store_sqlite_scan(db, rlg_now_ms(), tab_seed_row, &c) !=
+	    RLG_OK)
+		return -1;
+	if (c.skipped > 0)
+		rlg_log("table: %llu states of the database did not fit in"
+		    " %llu entries and start fresh",
+		    (unsigned long long)c.skipped,
+		    (unsigned long long)tbl_capacity(t));
+	return 0;
+}
+
+static int
+tab_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
+    int64_t now_ms, struct rlg_decision *decisions)
+{
+	struct tab_store *s = (struct tab_store *)base;
+	bool admit;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < n; i++) {
+		if (items[i].policy->lim.algorithm == RLG_ALG_SLIDING_LOG) {
+			rlg_store_seterr(base, "store step: policy \"%s\" is a"
+			    " sliding_log, which commit = behind does not"
+			    " keep", items[i].policy->name);
+			return RLG_EINVAL;
+		}
+	}
+	if (n > s->nscratch) {
+		free(s->out);
+		free(s->skip);
+		s->nscratch = n;
+		s->out = rlg_xcalloc(n, sizeof *s->out);
+		s->skip = rlg_xcalloc(n, sizeof *s->skip);
+	}
+	if (tab_ready(s) != 0)
+		return RLG_ESTORE;
+	if (tbl_lock(s->t) != 0) {
+		rlg_store_seterr(base, "table %s: its lock is unusable; the"
+		    " table is built again", s->path);
+		tbl_retire(s->t);
+		return RLG_ESTORE;
+	}
+	rc = tab_decide(s, items, n, now_ms, decisions, &admit);
+	if (rc != RLG_OK) {
+		tbl_abort(s->t);
+		return rc;
+	}
+	tbl_unlock(s->t);
+	return RLG_OK;
+}
+
+/*
+ * Under the lock: every item decided, then, if the request is admitted,
+ * every admitted item's state written. RLG_OK, RLG_EINVAL (a policy the
+ * limiter refuses) or RLG_EFULL; the caller ends or plays back the
+ * journal.
+ */
+static int
+tab_decide(struct tab_store *s, const struct rlg_store_item *items, size_t n,
+    int64_t now_ms, struct rlg_decision *decisions, bool *admit)
+{
+	static const struct rlg_state fresh;
+	const struct rlg_state *in;
+	struct tbl_entry *e;
+	bool live_prev = false;
+	size_t i, j;
+
+	*admit = true;
+	for (i = 0; i < n; i++) {
+		/* A charge for a new key, and the key is not new. */
+		s->skip[i] = items[i].if_new && live_prev;
+		if (s->skip[i]) {
+			rlg_store_skipped(items[i].policy, &decisions[i]);
+			continue;
+		}
+		/* The same (policy, client) earlier: its new state counts. */
+		in = NULL;
+		for (j = i; j-- > 0 && in == NULL; )
+			if (!s->skip[j] &&
+			    strcmp(items[j].policy->name, items[i].policy->name) == 0 &&
+			    strcmp(items[j].client, items[i].client) == 0)
+				in = decisions[j].admitted ? &s->out[j] : NULL;
+		if (in == NULL) {
+			e = tbl_find(s->t, items[i].policy->name,
+			    items[i].client);
+			in = e != NULL ? &e->st : &fresh;
+		}
+		live_prev = in->expires_ms > now_ms;
+		if (rlg_limiter_step(&items[i].policy->lim, in, now_ms,
+		    &s->out[i], &decisions[i]) != RLG_OK) {
+			rlg_store_seterr(&s->base, "store step: the limiter"
+			    " refused policy \"%s\"", items[i].policy->name);
+			return RLG_EINVAL;
+		}
+		if (!decisions[i].admitted && !items[i].advisory)
+			*admit = false;
+	}
+	if (!*admit)
+		return RLG_OK;
+	for (i = 0; i < n; i++) {
+		if (s->skip[i] || !decisions[i].admitted)
+			continue;
+		e = tbl_find(s->t, items[i].policy->name, items[i].client);
+		if (e == NULL)
+			e = tbl_insert(s->t, items[i].policy->name,
+			    items[i].client, now_ms,
+			    s->max_clients > 0 ? (uint64_t)s->max_clients : 0);
+		if (e == NULL) {
+			rlg_store_seterr(&s->base, "store full: policy \"%s\""
+			    " holds state for max_clients = %lld clients, or"
+			    " the table its %llu entries; new clients are"
+			    " refused until states expire",
+			    items[i].policy->name, (long long)s->max_clients,
+			    (unsigned long long)s->capacity);
+			return RLG_EFULL;
+		}
+		tbl_write(s->t, e, &s->out[i]);
+	}
+	return RLG_OK;
+}
+
+/* The database's expired rows; the table frees its own when it flushes. */
+static int
+tab_prune(struct rlg_store *base, int64_t now_ms, int64_t *deleted)
+{
+	struct tab_store *s = (struct tab_store *)base;
+	int rc = rlg_store_prune(s->inner, now_ms, deleted);
+
+	if (rc != RLG_OK)
+		rlg_store_seterr(base, "%s", rlg_store_errmsg(s->inner));
+	return rc;
+}
+
+static void
+tab_idle(struct rlg_store *base, int64_t now_ms)
+{
+	struct tab_store *s = (struct tab_store *)base;
+
+	rlg_store_idle(s->inner, now_ms);
+}
+
+/*
+ * Removes the client's entries from the table and its rows from the
+ * database, holding the flush lock, so no flush writes back what was
+ * removed.
+ */
+static int
+tab_reset(struct rlg_store *base, const char *client, const char *policy,
+    int64_t *deleted)
+{
+	struct tab_store *s = (struct tab_store *)base;
+	struct tbl_entry *e;
+	int64_t rows = 0, removed = 0;
+	uint64_t i;
+	int rc;
+
+	*deleted = 0;
+	if (tab_ready(s) != 0)
+		return RLG_ESTORE;
+	if (tbl_flush_lock(s->t) != 0 || tbl_lock(s->t) != 0) {
+		rlg_store_seterr(base, "table %s: its lock is unusable",
+		    s->path);
+		return RLG_ESTORE;
+	}
+	for (i = 0; i < tbl_extent(s->t); i++) {
+		e = tbl_at(s->t, i);
+		if (e != NULL && strcmp(e->client, client) == 0 &&
+		    (policy == NULL ||
+		    strcmp(tbl_policy(s->t, e), policy) == 0)) {
+			tbl_remove(s->t, e);
+			tbl_commit(s->t);
+			removed++;
+		}
+	}
+	tbl_unlock(s->t);
+	rc = rlg_store_sqlite_reset(s->inner, client, policy, &rows);
+	tbl_flush_unlock(s->t);
+	if (rc != RLG_OK) {
+		rlg_store_seterr(base, "%s", rlg_store_errmsg(s->inner));
+		return rc;
+	}
+	*deleted = removed > rows ? removed : rows;
+	return RLG_OK;
+}
+
+/* rlg_store_flush: this handle writes the table behind, now. */
+static int
+tab_flush_now(struct rlg_store *base, int64_t now_ms)
+{
+	struct tab_store *s = (struct tab_store *)base;
+
+	if (tab_ready(s) != 0)
+		return RLG_ESTORE;
+	if (tab_write_behind(s->t, s->inner, s->path, now_ms) != 0) {
+		rlg_store_seterr(base, "%s", rlg_store_errmsg(s->inner));
+		return RLG_ESTORE;
+	}
+	return RLG_OK;
+}
+
+static void
+tab_stats(const struct rlg_store *base, struct rlg_store_stats *out)
+{
+	const struct tab_store *s = (const struct tab_store *)base;
+
+	if (s->inner->ops->stats != NULL)
+		s->inner->ops->stats(s->inner, out);
+	if (s->t != NULL) {
+		out->table = true;
+		out->table_entries = tbl_count(s->t);
+		out->table_recoveries = tbl_recoveries(s->t);
+		out->table_flushed_at_ms = tbl_flushed_at(s->t);
+	}
+}
+
+static void
+tab_close(struct rlg_store *base)
+{
+	struct tab_store *s = (struct tab_store *)base;
+
+	tab_flusher_leave(s->f);
+	tbl_close(s->t);
+	rlg_store_close(s->inner);
+	free(s->out);
+	free(s->skip);
+	free(s->path);
+	free(s);
+}
+
+/* ---- the flusher ----------------------------------------------------- */
+
+/*
+ * The process's flusher of the table at path, started on first use; the
+ * last handle to leave stops it (after a last flush).
+ */
+static struct tab_flusher *
+tab_flusher_join(const struct rlg_store_config *cfg, const char *path,
+    uint64_t capacity)
+{
+	struct tab_flusher *f;
+
+	pthread_mutex_lock(&tab_flushers_mu);
+	for (f = tab_flushers; f != NULL; f = f->next)
+		if (strcmp(f->path, path) == 0)
+			break;
+	if (f == NULL) {
+		f = rlg_xcalloc(1, sizeof *f);
+		f->path = rlg_xstrdup(path);
+		f->db_path = rlg_xstrdup(cfg->sqlite.path);
+		f->cfg.backend = RLG_BACKEND_SQLITE;
+		f->cfg.sqlite = cfg->sqlite;
+		f->cfg.sqlite.path = f->db_path;
+		/* Its own connection, with no group (it commits alone),
+		 * no table and no cache: the database itself. */
+		f->cfg.sqlite.group_commit = RLG_GROUP_OFF;
+		f->cfg.sqlite.commit = RLG_COMMIT_EACH;
+		f->cfg.rejection_cache = 0;
+		f->capacity = capacity;
+		f->interval_ms = cfg->sqlite.flush_ms > 0 ?
+		    cfg->sqlite.flush_ms : TAB_FLUSH_MS_DEFAULT;
+		pthread_mutex_init(&f->mu, NULL);
+		pthread_cond_init(&f->cv, NULL);
+		f->running = pthread_create(&f->thread, NULL,
+		    tab_flusher_main, f) == 0;
+		if (!f->running)
+			rlg_log("table %s: no flusher thread: %s", path,
+			    strerror(errno));
+		f->next = tab_flushers;
+		tab_flushers = f;
+	}
+	f->refs++;
+	pthread_mutex_unlock(&tab_flushers_mu);
+	return f;
+}
+
+static void
+tab_flusher_leave(struct tab_flusher *f)
+{
+	struct tab_flusher **pp;
+
+	pthread_mutex_lock(&tab_flushers_mu);
+	if (--f->refs > 0) {
+		pthread_mutex_unlock(&tab_flushers_mu);
+		return;
+	}
+	for (pp = &tab_flushers; *pp != f; pp = &(*pp)->next)
+		;
+	*pp = f->next;
+	pthread_mutex_unlock(&tab_flushers_mu);
+	pthread_mutex_lock(&f->mu);
+	f->stop = true;
+	pthread_cond_signal(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	if (f->running)
+		pthread_join(f->thread, NULL);
+	tbl_close(f->t);
+	rlg_store_close(f->db);
+	pthread_mutex_destroy(&f->mu);
+	pthread_cond_destroy(&f->cv);
+	free(f->path);
+	free(f->db_path);
+	free(f);
+}
+
+/*
+ * Wakes four times an interval; flushes when it wins the table's flush
+ * clock. On stop, one last flush of what is left.
+ */
+static void *
+tab_flusher_main(void *arg)
+{
+	struct tab_flusher *f = arg;
+	struct timespec until;
+	int64_t tick = f->interval_ms / 4 > 0 ? f->interval_ms / 4 : 1;
+	bool stop;
+
+	if (rlg_store_open(&f->cfg, &f->db) != RLG_OK)
+		rlg_log("table %s: %s", f->path, rlg_store_errmsg(f->db));
+	for (;;) {
+		pthread_mutex_lock(&f->mu);
+		if (!f->stop) {
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_nsec += (long)(tick % 1000) * 1000000L;
+			until.tv_sec += (time_t)(tick / 1000) +
+			    until.tv_nsec / 1000000000L;
+			until.tv_nsec %= 1000000000L;
+			pthread_cond_timedwait(&f->cv, &f->mu, &until);
+		}
+		stop = f->stop;
+		pthread_mutex_unlock(&f->mu);
+		if (stop || (f->t != NULL &&
+		    tbl_flush_due(f->t, rlg_now_ms(), f->interval_ms)) ||
+		    f->t == NULL)
+			tab_flush(f, rlg_now_ms());
+		if (stop)
+			break;
+	}
+	return NULL;
+}
+
+/* Copies the next batch of changed entries from *at on; frees those that
+ * expired and are flushed. Returns the rows copied into rows + n. */
+static size_t
+tab_copy(struct tbl *t, uint64_t *at, struct tab_row *rows, size_t n,
+    size_t room, int64_t now_ms)
+{
+	struct tbl_entry *e;
+	struct tab_row *r;
+	uint64_t end = *at + TAB_FLUSH_BATCH;
+	size_t got = 0;
+
+	for (; *at < end && *at < tbl_extent(t) && n + got < room; (*at)++) {
+		if ((e = tbl_at(t, *at)) == NULL)
+			continue;
+		if (e->seq == e->flushed) {
+			if (e->st.expires_ms <= now_ms) {
+				tbl_remove(t, e);
+				tbl_commit(t);
+			}
+			continue;
+		}
+		r = &rows[n + got++];
+		r->at = *at;
+		r->seq = e->seq;
+		snprintf(r->policy, sizeof r->policy, "%s", tbl_policy(t, e));
+		memcpy(r->client, e->client, e->client_len);
+		r->client[e->client_len] = '\0';
+		r->row.policy = r->policy;
+		r->row.client = r->client;
+		r->row.st = e->st;
+	}
+	return got;
+}
+
+/*
+ * One flush: the table (opened, or built again when the database was
+ * replaced) copied and written. 0, or -1 (logged; the entries stay
+ * changed and the next flush tries again).
+ */
+static int
+tab_flush(struct tab_flusher *f, int64_t now_ms)
+{
+	char err[RLG_STORE_ERRMSG_MAX];
+	dev_t dev, tdev;
+	ino_t ino, tino;
+	bool created;
+
+	if (f->db == NULL)
+		return -1;
+	if (f->t != NULL && rlg_store_sqlite_ident(f->db, &dev, &ino,
+	    &created) == RLG_OK) {
+		tbl_identity(f->t, &tdev, &tino);
+		/* The database was replaced: the table is its no more. */
+		if (dev != tdev || ino != tino || created)
+			tbl_retire(f->t);
+	}
+	if (f->t == NULL || tbl_retired(f->t)) {
+		tbl_close(f->t);
+		f->t = tab_open_table(f->db, f->path, f->capacity, err,
+		    sizeof err);
+		if (f->t == NULL)
+			return -1;
+	}
+	return tab_write_behind(f->t, f->db, f->path, now_ms);
+}
+
+/*
+ * Writes the entries of t changed since their last flush to db, under
+ * t's flush lock; frees those that expired and are flushed. 0, or -1
+ * (logged; the entries stay changed and the next flush tries again).
+ */
+static int
+tab_write_behind(struct tbl *t, struct rlg_store *db, const char *path,
+    int64_t now_ms)
+{
+	struct rlg_store_row *put;
+	struct tab_row *buf;
+	struct tbl_entry *e;
+	uint64_t at = 0;
+	size_t n, i;
+	int rc = 0;
+
+	buf = rlg_xmalloc(TAB_FLUSH_BATCH * 4 * sizeof *buf);
+	put = rlg_xmalloc(TAB_FLUSH_BATCH * 4 * sizeof *put);
+	if (tbl_flush_lock(t) != 0) {
+		free(buf);
+		free(put);
+		return -1;
+	}
+	while (at < tbl_extent(t) && rc == 0) {
+		/* Up to four batches per transaction here: bounded memory. */
+		n = 0;
+		while (n < TAB_FLUSH_BATCH * 3 && at < tbl_extent(t)) {
+			if (tbl_lock(t) != 0) {
+				rc = -1;
+				break;
+			}
+			n += tab_copy(t, &at, buf, n, TAB_FLUSH_BATCH * 4,
+			    now_ms);
+			tbl_unlock(t);
+		}
+		if (rc != 0 || n == 0)
+			continue;
+		for (i = 0; i < n; i++)
+			put[i] = buf[i].row;
+		if (rlg_store_sqlite_put(db, put, n, now_ms) != RLG_OK) {
+			rlg_log("table %s: flush failed, retried: %s", path,
+			    rlg_store_errmsg(db));
+			rc = -1;
+			break;
+		}
+		if (tbl_lock(t) != 0) {
+			rc = -1;
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			e = tbl_at(t, buf[i].at);
+			/* Unchanged since the copy: the database has it. */
+			if (e != NULL && e->seq == buf[i].seq &&
+			    strcmp(e->client, buf[i].client) == 0)
+				e->flushed = e->seq;
+		}
+		tbl_unlock(t);
+	}
+	tbl_flush_unlock(t);
+	if (rc == 0)
+		tbl_set_flushed_at(t, now_ms);
+	free(buf);
+	free(put);
+	return rc;
+}

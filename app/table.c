@@ -1,0 +1,772 @@
+/*
+ * table.c: the decision table of one host in shared memory (table.h says
+ * what it is for and how it is laid out).
+ *
+ * The journal. A holder of the lock writes nothing without tbl_save
+ * first: the old bytes of the range go to the journal in the header,
+ * then the record is counted (a release fence between, and between the
+ * count and the write), then the range is written. A holder killed
+ * anywhere leaves counted records whose ranges are either unchanged or
+ * changed; playing them back newest first restores the table as it was
+ * when the lock was taken. tbl_lock does that on EOWNERDEAD, before it
+ * marks the mutex consistent. Ending the journal (undo_n = 0) is one
+ * aligned store: the step is then whole.
+ *
+ * Building. The file is opened (O_NOFOLLOW, created 0600) and checked to
+ * be a regular file of this user; an flock serializes the processes that
+ * open it. Under the flock, a header that matches (magic, version,
+ * layout, capacity, boot, database) is mapped as it is; any other is
+ * marked retired (when the file is long enough to hold the flag),
+ * unlinked, and a new file is made with O_EXCL, sized, given a new
+ * mutex and hash key, seeded, and only then given its magic. A process
+ * (or thread) that gets a file's flock and finds that the path names
+ * another file by then opens the path again; one that mapped the old
+ * file earlier sees tbl_retired and does the same.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "table.h"
+#include "util.h"
+
+#define TBL_MAGIC "RLGTAB01"
+#define TBL_VERSION 1
+/* The journal's room: a step of 64 items, each an entry and its index
+ * slots, with expired entries reclaimed, fits many times over. */
+#define TBL_UNDO_BYTES (256 * 1024)
+/* Expired entries an insertion may reclaim, and entries it looks at. */
+#define TBL_RECLAIM_MAX 16
+#define TBL_RECLAIM_SCAN 1024
+
+struct tbl_policy {
+	char name[TBL_POLICY_MAX + 1];
+	uint8_t used;
+	uint64_t count;               /* its entries in the index */
+};
+
+/* A journal record: where, how long, then the old bytes. */
+struct tbl_undo {
+	uint64_t off;
+	uint32_t len;
+	uint32_t pad;
+};
+
+struct tbl_header {
+	char magic[8];
+	uint32_t version;
+	uint32_t retired;             /* offset 12 in every version */
+	uint64_t entry_size;
+	uint64_t capacity;
+	uint64_t slots;               /* index slots, a power of two */
+	uint64_t db_dev;
+	uint64_t db_ino;
+	char boot_id[40];
+	unsigned char hash_key[16];   /* SipHash key, random per build */
+	pthread_mutex_t lock;
+	pthread_mutex_t flush_lock;
+	uint64_t extent;              /* entries ever taken (the tail) */
+	uint64_t free_head;           /* free list: entry index + 1; 0: none */
+	uint64_t count;               /* entries in the index */
+	uint64_t hand;                /* where reclaiming looks next */
+	uint64_t recoveries;
+	int64_t next_flush_ms;        /* the flush clock, atomic */
+	int64_t flushed_at_ms;
+	struct tbl_policy policies[TBL_POLICIES];
+	uint64_t undo_n;              /* records in the journal; 0: none */
+	uint64_t undo_used;           /* bytes of it */
+	unsigned char undo[TBL_UNDO_BYTES];
+};
+
+struct tbl {
+	unsigned char *base;
+	size_t size;
+	struct tbl_header *h;
+	uint32_t *index;
+	struct tbl_entry *entries;
+};
+
+static uint64_t tbl_offsets(uint64_t capacity, uint64_t *slots,
+    uint64_t *index_off, uint64_t *entries_off);
+static int tbl_boot_id(char *out, size_t size);
+static bool tbl_moved(int fd, const char *path);
+static int tbl_open_once(const char *path, const struct tbl_ident *id,
+    uint64_t capacity, tbl_seed_fn *seed, void *ctx, struct tbl **out,
+    char *err, size_t errsize);
+static int tbl_build(const char *path, const struct tbl_ident *id,
+    uint64_t capacity, const char *boot, tbl_seed_fn *seed, void *ctx,
+    struct tbl **out, char *err, size_t errsize);
+static struct tbl *tbl_map(int fd, uint64_t capacity, char *err,
+    size_t errsize);
+static bool tbl_matches(const struct tbl_header *h, const struct tbl_ident *id,
+    uint64_t capacity, const char *boot);
+static void tbl_save(struct tbl *t, const void *p, size_t len);
+static void tbl_playback(struct tbl *t);
+static uint64_t tbl_hash(const struct tbl *t, unsigned policy,
+    const char *client, size_t len);
+static int tbl_policy_slot(struct tbl *t, const char *policy, bool add);
+static bool tbl_reclaim(struct tbl *t, int64_t now_ms);
+static void tbl_set_u64(struct tbl *t, uint64_t *p, uint64_t v);
+
+uint64_t
+tbl_file_size(uint64_t capacity)
+{
+	uint64_t slots, io, eo;
+
+	return tbl_offsets(capacity, &slots, &io, &eo);
+}
+
+size_t
+tbl_entry_size(void)
+{
+	return sizeof(struct tbl_entry);
+}
+
+/* The file's size, and where its parts start. */
+static uint64_t
+tbl_offsets(uint64_t capacity, uint64_t *slots, uint64_t *index_off,
+    uint64_t *entries_off)
+{
+	uint64_t s = 16;
+
+	while (s < 2 * capacity)
+		s *= 2;
+	*slots = s;
+	*index_off = (sizeof(struct tbl_header) + 63) & ~(uint64_t)63;
+	*entries_off = (*index_off + s * sizeof(uint32_t) + 63) &
+	    ~(uint64_t)63;
+	return *entries_off + capacity * sizeof(struct tbl_entry);
+}
+
+/* This boot's id: a reboot makes a new one. 0, or -1. */
+static int
+tbl_boot_id(char *out, size_t size)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	size_t n;
+
+	memset(out, 0, size);
+	if (f == NULL)
+		return -1;
+	n = fread(out, 1, size - 1, f);
+	fclose(f);
+	while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\0'))
+		out[--n] = '\0';
+	return n > 0 ? 0 : -1;
+}
+
+struct tbl *
+tbl_open(const char *path, const struct tbl_ident *id, uint64_t capacity,
+    tbl_seed_fn *seed, void *ctx, char *err, size_t errsize)
+{
+	struct tbl *t = NULL;
+	int tries, rc;
+
+	if (capacity == 0 || capacity > UINT32_MAX / 4) {
+		snprintf(err, errsize, "table %s: %llu entries is out of"
+		    " range", path, (unsigned long long)capacity);
+		return NULL;
+	}
+	/* Another process may replace the file between open and flock. */
+	for (tries = 0; tries < 8; tries++) {
+		rc = tbl_open_once(path, id, capacity, seed, ctx, &t, err,
+		    errsize);
+		if (rc <= 0)
+			return rc == 0 ? t : NULL;
+	}
+	snprintf(err, errsize, "table %s: replaced again and again while"
+	    " opening it", path);
+	return NULL;
+}
+
+/* One try: 0 (*out set), -1 (err set), or 1: the file was replaced. */
+static int
+tbl_open_once(const char *path, const struct tbl_ident *id,
+    uint64_t capacity, tbl_seed_fn *seed, void *ctx, struct tbl **out,
+    char *err, size_t errsize)
+{
+	struct tbl_header h;
+	char boot[40];
+	struct stat sb;
+	ssize_t got;
+	int fd, rc;
+
+	if (tbl_boot_id(boot, sizeof boot) != 0) {
+		snprintf(err, errsize, "table %s: cannot read this boot's id"
+		    " (/proc/sys/kernel/random/boot_id)", path);
+		return -1;
+	}
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		snprintf(err, errsize, "table %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) ||
+	    sb.st_uid != geteuid()) {
+		snprintf(err, errsize, "table %s: not a regular file of this"
+		    " user (uid %u); remove it", path, (unsigned)geteuid());
+		close(fd);
+		return -1;
+	}
+	if (flock(fd, LOCK_EX) != 0) {
+		snprintf(err, errsize, "table %s: flock: %s", path,
+		    strerror(errno));
+		close(fd);
+		return -1;
+	}
+	/* Replaced (or removed) while we waited for the flock: again. */
+	if (tbl_moved(fd, path)) {
+		close(fd);
+		return 1;
+	}
+	memset(&h, 0, sizeof h);
+	got = pread(fd, &h, sizeof h, 0);
+	if (got == (ssize_t)sizeof h && fstat(fd, &sb) == 0 &&
+	    (uint64_t)sb.st_size == tbl_file_size(capacity) &&
+	    tbl_matches(&h, id, capacity, boot)) {
+		*out = tbl_map(fd, capacity, err, errsize);
+		/* Unlocked by hand: the mapping keeps the file open. */
+		flock(fd, LOCK_UN);
+		close(fd);
+		return *out != NULL ? 0 : -1;
+	}
+	/* Not ours: mark it retired for whoever mapped it, build anew. */
+	if (got >= 16 && memcmp(h.magic, TBL_MAGIC, 6) == 0) {
+		uint32_t one = 1;
+
+		(void)!pwrite(fd, &one, sizeof one,
+		    offsetof(struct tbl_header, retired));
+	}
+	if (unlink(path) != 0 && errno != ENOENT) {
+		snprintf(err, errsize, "table %s: cannot replace it: %s",
+		    path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	rc = tbl_build(path, id, capacity, boot, seed, ctx, out, err,
+	    errsize);
+	flock(fd, LOCK_UN);
+	close(fd);
+	return rc == 0 ? 0 : rc;
+}
+
+/* Whether path names another file than fd now. */
+static bool
+tbl_moved(int fd, const char *path)
+{
+	struct stat a, b;
+
+	if (fstat(fd, &a) != 0 || stat(path, &b) != 0)
+		return true;
+	return a.st_dev != b.st_dev || a.st_ino != b.st_ino;
+}
+
+/* Whether the header is a table of this version for this database. */
+static bool
+tbl_matches(const struct tbl_header *h, const struct tbl_ident *id,
+    uint64_t capacity, const char *boot)
+{
+	return memcmp(h->magic, TBL_MAGIC, sizeof h->magic) == 0 &&
+	    h->version == TBL_VERSION && h->retired == 0 &&
+	    h->entry_size == sizeof(struct tbl_entry) &&
+	    h->capacity == capacity && h->slots >= 2 * capacity &&
+	    (h->slots & (h->slots - 1)) == 0 && !id->created &&
+	    h->db_dev == (uint64_t)id->dev && h->db_ino == (uint64_t)id->ino &&
+	    strncmp(h->boot_id, boot, sizeof h->boot_id) == 0 &&
+	    h->extent <= capacity && h->count <= h->extent &&
+	    h->undo_used <= TBL_UNDO_BYTES;
+}
+
+/*
+ * Makes the new file (O_EXCL: a builder that lost a race gets 1 and
+ * opens again), under its own flock: header, mutex, seed, magic last.
+ */
+static int
+tbl_build(const char *path, const struct tbl_ident *id, uint64_t capacity,
+    const char *boot, tbl_seed_fn *seed, void *ctx, struct tbl **out,
+    char *err, size_t errsize)
+{
+	pthread_mutexattr_t ma;
+	struct tbl_header *h;
+	uint64_t io, eo;
+	struct tbl *t;
+	int fd;
+
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
+	if (fd < 0) {
+		if (errno == EEXIST)
+			return 1;
+		snprintf(err, errsize, "table %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (flock(fd, LOCK_EX) != 0 ||
+	    ftruncate(fd, (off_t)tbl_file_size(capacity)) != 0) {
+		snprintf(err, errsize, "table %s: cannot size it to %llu"
+		    " bytes: %s", path,
+		    (unsigned long long)tbl_file_size(capacity),
+		    strerror(errno));
+		unlink(path);
+		close(fd);
+		return -1;
+	}
+	if ((t = tbl_map(fd, capacity, err, errsize)) == NULL) {
+		unlink(path);
+		close(fd);
+		return -1;
+	}
+	h = t->h;
+	h->version = TBL_VERSION;
+	h->entry_size = sizeof(struct tbl_entry);
+	h->capacity = capacity;
+	(void)tbl_offsets(capacity, &h->slots, &io, &eo);
+	h->db_dev = (uint64_t)id->dev;
+	h->db_ino = (uint64_t)id->ino;
+	snprintf(h->boot_id, sizeof h->boot_id, "%s", boot);
+	randombytes_buf(h->hash_key, sizeof h->hash_key);
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+	pthread_mutex_init(&h->lock, &ma);
+	pthread_mutex_init(&h->flush_lock, &ma);
+	pthread_mutexattr_destroy(&ma);
+	if (seed != NULL && seed(ctx, t) != 0) {
+		snprintf(err, errsize, "table %s: seeding it from the"
+		    " database failed", path);
+		tbl_close(t);
+		unlink(path);
+		close(fd);
+		return -1;
+	}
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	memcpy(h->magic, TBL_MAGIC, sizeof h->magic);
+	flock(fd, LOCK_UN);
+	close(fd);
+	*out = t;
+	return 0;
+}
+
+static struct tbl *
+tbl_map(int fd, uint64_t capacity, char *err, size_t errsize)
+{
+	uint64_t slots, io, eo, size = tbl_offsets(capacity, &slots, &io, &eo);
+	struct tbl *t;
+	void *p;
+
+	p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+	    0);
+	if (p == MAP_FAILED) {
+		snprintf(err, errsize, "table: mmap of %llu bytes: %s",
+		    (unsigned long long)size, strerror(errno));
+		return NULL;
+	}
+	t = rlg_xcalloc(1, sizeof *t);
+	t->base = p;
+	t->size = (size_t)size;
+	t->h = p;
+	t->index = (uint32_t *)(t->base + io);
+	t->entries = (struct tbl_entry *)(t->base + eo);
+	return t;
+}
+
+void
+tbl_close(struct tbl *t)
+{
+	if (t == NULL)
+		return;
+	munmap(t->base, t->size);
+	free(t);
+}
+
+bool
+tbl_retired(const struct tbl *t)
+{
+	return __atomic_load_n(&t->h->retired, __ATOMIC_ACQUIRE) != 0;
+}
+
+void
+tbl_identity(const struct tbl *t, dev_t *dev, ino_t *ino)
+{
+	*dev = (dev_t)t->h->db_dev;
+	*ino = (ino_t)t->h->db_ino;
+}
+
+int
+tbl_lock(struct tbl *t)
+{
+	int rc = pthread_mutex_lock(&t->h->lock);
+
+	if (rc == EOWNERDEAD) {
+		/* Its holder died: undo the step it was in. */
+		tbl_playback(t);
+		t->h->recoveries++;
+		rc = pthread_mutex_consistent(&t->h->lock);
+		if (rc != 0) {
+			pthread_mutex_unlock(&t->h->lock);
+			return -1;
+		}
+		return 0;
+	}
+	return rc == 0 ? 0 : -1;
+}
+
+void
+tbl_commit(struct tbl *t)
+{
+	__atomic_store_n(&t->h->undo_n, 0, __ATOMIC_RELEASE);
+	t->h->undo_used = 0;
+}
+
+void
+tbl_unlock(struct tbl *t)
+{
+	tbl_commit(t);
+	pthread_mutex_unlock(&t->h->lock);
+}
+
+void
+tbl_abort(struct tbl *t)
+{
+	tbl_playback(t);
+	pthread_mutex_unlock(&t->h->lock);
+}
+
+/*
+ * Journals the len bytes at p before the caller writes them. A journal
+ * that is full (never, for the steps rlgate makes) aborts: losing the
+ * guarantee silently would be worse.
+ */
+static void
+tbl_save(struct tbl *t, const void *p, size_t len)
+{
+	struct tbl_header *h = t->h;
+	struct tbl_undo u;
+	size_t need = sizeof u + ((len + 7) & ~(size_t)7);
+
+	if (h->undo_used + need > TBL_UNDO_BYTES) {
+		rlg_log("table: the journal of one step is full (%zu bytes)",
+		    (size_t)h->undo_used);
+		abort();
+	}
+	u.off = (uint64_t)((const unsigned char *)p - t->base);
+	u.len = (uint32_t)len;
+	u.pad = 0;
+	memcpy(h->undo + h->undo_used, &u, sizeof u);
+	memcpy(h->undo + h->undo_used + sizeof u, p, len);
+	h->undo_used += need;
+	/* The record is whole before it counts, and counts before the
+	 * write it guards. */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&h->undo_n, h->undo_n + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+/* Restores what the journal's records saved, newest first; ends it. */
+static void
+tbl_playback(struct tbl *t)
+{
+	struct tbl_header *h = t->h;
+	uint64_t n = h->undo_n, i, at;
+	struct tbl_undo u;
+	size_t *offs;
+
+	if (n == 0)
+		return;
+	offs = rlg_xmalloc(n * sizeof *offs);
+	for (i = 0, at = 0; i < n && at + sizeof u <= TBL_UNDO_BYTES; i++) {
+		offs[i] = (size_t)at;
+		memcpy(&u, h->undo + at, sizeof u);
+		at += sizeof u + ((u.len + 7) & ~(uint64_t)7);
+	}
+	while (i-- > 0) {
+		memcpy(&u, h->undo + offs[i], sizeof u);
+		if (u.off + u.len <= t->size &&
+		    offs[i] + sizeof u + u.len <= TBL_UNDO_BYTES)
+			memcpy(t->base + u.off, h->undo + offs[i] + sizeof u,
+			    u.len);
+	}
+	free(offs);
+	tbl_commit(t);
+}
+
+/* A journaled store of one counter. */
+static void
+tbl_set_u64(struct tbl *t, uint64_t *p, uint64_t v)
+{
+	tbl_save(t, p, sizeof *p);
+	*p = v;
+}
+
+/* Keyed SipHash of the policy slot and the client key. */
+static uint64_t
+tbl_hash(const struct tbl *t, unsigned policy, const char *client,
+    size_t len)
+{
+	unsigned char in[1 + TBL_CLIENT_MAX], out[crypto_shorthash_BYTES];
+	uint64_t v;
+
+	in[0] = (unsigned char)policy;
+	memcpy(in + 1, client, len);
+	crypto_shorthash(out, in, 1 + len, t->h->hash_key);
+	memcpy(&v, out, sizeof v);
+	return v;
+}
+
+/* The slot of a policy name, added when add; -1 if none (or full). */
+static int
+tbl_policy_slot(struct tbl *t, const char *policy, bool add)
+{
+	struct tbl_policy *p;
+	int i, spare = -1;
+
+	if (strlen(policy) > TBL_POLICY_MAX)
+		return -1;
+	for (i = 0; i < TBL_POLICIES; i++) {
+		p = &t->h->policies[i];
+		if (p->used && strcmp(p->name, policy) == 0)
+			return i;
+		if (spare < 0 && (!p->used || p->count == 0))
+			spare = i;
+	}
+	if (!add || spare < 0)
+		return -1;
+	/* A name without entries (a policy the config dropped) makes room. */
+	p = &t->h->policies[spare];
+	tbl_save(t, p, sizeof *p);
+	memset(p, 0, sizeof *p);
+	snprintf(p->name, sizeof p->name, "%s", policy);
+	p->used = 1;
+	return spare;
+}
+
+struct tbl_entry *
+tbl_find(struct tbl *t, const char *policy, const char *client)
+{
+	size_t len = strlen(client);
+	uint64_t hash, mask = t->h->slots - 1, i;
+	struct tbl_entry *e;
+	int slot;
+
+	if (len > TBL_CLIENT_MAX || (slot = tbl_policy_slot(t, policy,
+	    false)) < 0)
+		return NULL;
+	hash = tbl_hash(t, (unsigned)slot, client, len);
+	for (i = hash & mask; t->index[i] != 0; i = (i + 1) & mask) {
+		if (t->index[i] > t->h->extent)
+			return NULL;  /* never written so; not trusted */
+		e = &t->entries[t->index[i] - 1];
+		if (e->hash == hash && e->policy == slot &&
+		    e->client_len == len && memcmp(e->client, client, len) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+struct tbl_entry *
+tbl_insert(struct tbl *t, const char *policy, const char *client,
+    int64_t now_ms, uint64_t max)
+{
+	struct tbl_header *h = t->h;
+	size_t len = strlen(client);
+	uint64_t hash, mask = h->slots - 1, i, at;
+	struct tbl_entry *e;
+	bool reclaimed = false;
+	int slot;
+
+	if (len > TBL_CLIENT_MAX ||
+	    (slot = tbl_policy_slot(t, policy, true)) < 0)
+		return NULL;
+	while ((max > 0 && h->policies[slot].count >= max) ||
+	    (h->free_head == 0 && h->extent >= h->capacity)) {
+		if (reclaimed || !tbl_reclaim(t, now_ms))
+			return NULL;
+		reclaimed = true;
+	}
+	if (h->free_head != 0) {
+		at = h->free_head - 1;
+		e = &t->entries[at];
+		/* A free entry keeps the next free one in its hash. */
+		tbl_set_u64(t, &h->free_head, e->hash);
+	} else {
+		at = h->extent;
+		e = &t->entries[at];
+		tbl_set_u64(t, &h->extent, at + 1);
+	}
+	hash = tbl_hash(t, (unsigned)slot, client, len);
+	tbl_save(t, e, sizeof *e);
+	memset(e, 0, sizeof *e);
+	e->hash = hash;
+	e->policy = (uint8_t)slot;
+	e->client_len = (uint16_t)len;
+	memcpy(e->client, client, len);
+	e->used = 1;
+	for (i = hash & mask; t->index[i] != 0; i = (i + 1) & mask)
+		;
+	tbl_save(t, &t->index[i], sizeof t->index[i]);
+	t->index[i] = (uint32_t)(at + 1);
+	tbl_set_u64(t, &h->count, h->count + 1);
+	tbl_set_u64(t, &h->policies[slot].count, h->policies[slot].count + 1);
+	return e;
+}
+
+void
+tbl_write(struct tbl *t, struct tbl_entry *e, const struct rlg_state *st)
+{
+	tbl_save(t, &e->st, sizeof e->st + sizeof e->seq);
+	e->st = *st;
+	e->seq++;
+}
+
+/*
+ * Takes e out of the index (backward-shift deletion: no tombstones, so
+ * probes stay short) and puts it on the free list.
+ */
+void
+tbl_remove(struct tbl *t, struct tbl_entry *e)
+{
+	struct tbl_header *h = t->h;
+	uint64_t mask = h->slots - 1, i, j, home, at;
+
+	at = (uint64_t)(e - t->entries);
+	for (i = e->hash & mask; t->index[i] != at + 1; i = (i + 1) & mask)
+		if (t->index[i] == 0)
+			return;       /* not in the index */
+	for (j = (i + 1) & mask; t->index[j] != 0; j = (j + 1) & mask) {
+		home = t->entries[t->index[j] - 1].hash & mask;
+		/* Move j into the hole at i unless its home lies in (i, j]. */
+		if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) {
+			tbl_save(t, &t->index[i], sizeof t->index[i]);
+			t->index[i] = t->index[j];
+			i = j;
+		}
+	}
+	tbl_save(t, &t->index[i], sizeof t->index[i]);
+	t->index[i] = 0;
+	tbl_set_u64(t, &h->policies[e->policy].count,
+	    h->policies[e->policy].count - 1);
+	tbl_set_u64(t, &h->count, h->count - 1);
+	tbl_save(t, e, sizeof e->hash + sizeof e->st + 2 * sizeof e->seq +
+	    sizeof e->client_len + sizeof e->policy + sizeof e->used);
+	e->used = 0;
+	e->hash = h->free_head;
+	tbl_set_u64(t, &h->free_head, at + 1);
+}
+
+/*
+ * Frees up to TBL_RECLAIM_MAX expired entries among the next
+ * TBL_RECLAIM_SCAN from the hand. Whether it freed any.
+ */
+static bool
+tbl_reclaim(struct tbl *t, int64_t now_ms)
+{
+	struct tbl_header *h = t->h;
+	uint64_t k, i, freed = 0;
+	struct tbl_entry *e;
+
+	if (h->extent == 0)
+		return false;
+	for (k = 0; k < TBL_RECLAIM_SCAN && k < h->extent &&
+	    freed < TBL_RECLAIM_MAX; k++) {
+		i = (h->hand + k) % h->extent;
+		e = &t->entries[i];
+		if (e->used && e->st.expires_ms <= now_ms) {
+			tbl_remove(t, e);
+			freed++;
+		}
+	}
+	tbl_set_u64(t, &h->hand, (h->hand + k) % h->extent);
+	return freed > 0;
+}
+
+const char *
+tbl_policy(const struct tbl *t, const struct tbl_entry *e)
+{
+	return t->h->policies[e->policy].name;
+}
+
+struct tbl_entry *
+tbl_at(struct tbl *t, uint64_t i)
+{
+	if (i >= t->h->extent || !t->entries[i].used)
+		return NULL;
+	return &t->entries[i];
+}
+
+uint64_t
+tbl_extent(const struct tbl *t)
+{
+	return t->h->extent;
+}
+
+uint64_t
+tbl_count(const struct tbl *t)
+{
+	return t->h->count;
+}
+
+uint64_t
+tbl_capacity(const struct tbl *t)
+{
+	return t->h->capacity;
+}
+
+bool
+tbl_flush_due(struct tbl *t, int64_t now_ms, int64_t interval_ms)
+{
+	int64_t next = __atomic_load_n(&t->h->next_flush_ms, __ATOMIC_ACQUIRE);
+
+	if (now_ms < next)
+		return false;
+	return __atomic_compare_exchange_n(&t->h->next_flush_ms, &next,
+	    now_ms + interval_ms, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+int64_t
+tbl_flushed_at(const struct tbl *t)
+{
+	return __atomic_load_n(&t->h->flushed_at_ms, __ATOMIC_ACQUIRE);
+}
+
+void
+tbl_set_flushed_at(struct tbl *t, int64_t now_ms)
+{
+	__atomic_store_n(&t->h->flushed_at_ms, now_ms, __ATOMIC_RELEASE);
+}
+
+int
+tbl_flush_lock(struct tbl *t)
+{
+	int rc = pthread_mutex_lock(&t->h->flush_lock);
+
+	/* It guards no data of its own: a dead holder left nothing half. */
+	if (rc == EOWNERDEAD)
+		rc = pthread_mutex_consistent(&t->h->flush_lock);
+	return rc == 0 ? 0 : -1;
+}
+
+void
+tbl_flush_unlock(struct tbl *t)
+{
+	pthread_mutex_unlock(&t->h->flush_lock);
+}
+
+void
+tbl_retire(struct tbl *t)
+{
+	__atomic_store_n(&t->h->retired, 1, __ATOMIC_RELEASE);
+}
+
+uint64_t
+tbl_recoveries(const struct tbl *t)
+{
+	return t->h->recoveries;
+}

@@ -1,0 +1,650 @@
+/*
+ * check_table.c: the decision table (app/table.c) and the store that
+ * decides in it and writes SQLite behind ([store] commit = behind,
+ * app/store_table.c).
+ *
+ * The table alone: entries found, inserted and removed through many
+ * collisions; a step undone by its journal; a holder SIGKILLed with the
+ * lock held, and holders killed at random instants, recovered by the next
+ * holder with nothing half-written; a table that is corrupt, of another
+ * version, of another database or of another boot built anew; the file's
+ * mode, owner and links; a full table and a policy at max, with expired
+ * entries reused.
+ *
+ * The store: exact counting by processes and threads on one table, all
+ * or nothing across policies, the states written behind by a flush and
+ * by the flusher thread within its interval, a restart seeded from the
+ * database, a reset through rlg_store_reset, sliding_log refused.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <check.h>
+#include <sqlite3.h>
+
+#include "check_rlgate.h"
+#include "config.h"
+#include "fixture.h"
+#include "store.h"
+#include "store_stats.h"
+#include "table.h"
+#include "util.h"
+
+static char dir[64];
+static char tpath[128];
+static char dbpath[128];
+
+static void
+setup(void)
+{
+	snprintf(dir, sizeof dir, "/tmp/rlg-table-XXXXXX");
+	ck_assert_int_eq(rlg_test_mkdtemp(dir), 0);
+	snprintf(tpath, sizeof tpath, "%s/t-table", dir);
+	snprintf(dbpath, sizeof dbpath, "%s/db", dir);
+}
+
+static void
+teardown(void)
+{
+	rlg_test_rmtree(dir);
+}
+
+static const struct tbl_ident ident1 = { 1, 100, false };
+
+static struct tbl *
+open_table(const struct tbl_ident *id, uint64_t capacity)
+{
+	char err[256];
+	struct tbl *t = tbl_open(tpath, id, capacity, NULL, NULL, err,
+	    sizeof err);
+
+	ck_assert_msg(t != NULL, "tbl_open: %s", err);
+	return t;
+}
+
+/* One step: (policy, client) gets count, inserted if need be. */
+static void
+put(struct tbl *t, const char *policy, const char *client, int64_t count)
+{
+	struct rlg_state st = { .count = count, .expires_ms = INT64_MAX / 2 };
+	struct tbl_entry *e;
+
+	ck_assert_int_eq(tbl_lock(t), 0);
+	e = tbl_find(t, policy, client);
+	if (e == NULL)
+		e = tbl_insert(t, policy, client, 0, 0);
+	ck_assert_ptr_nonnull(e);
+	tbl_write(t, e, &st);
+	tbl_unlock(t);
+}
+
+static int64_t
+get(struct tbl *t, const char *policy, const char *client)
+{
+	struct tbl_entry *e;
+	int64_t v;
+
+	ck_assert_int_eq(tbl_lock(t), 0);
+	e = tbl_find(t, policy, client);
+	v = e != NULL ? e->st.count : -1;
+	tbl_unlock(t);
+	return v;
+}
+
+START_TEST(test_insert_find_remove)
+{
+	struct tbl *t = open_table(&ident1, 2000);
+	char client[32];
+	struct tbl_entry *e;
+	int i;
+
+	for (i = 0; i < 2000; i++) {
+		snprintf(client, sizeof client, "10.0.%d.%d", i / 256, i % 256);
+		put(t, i % 2 ? "a" : "b", client, i);
+	}
+	ck_assert_uint_eq(tbl_count(t), 2000);
+	/* Every other one removed: the rest still found (backward shift). */
+	ck_assert_int_eq(tbl_lock(t), 0);
+	for (i = 0; i < 2000; i += 2) {
+		snprintf(client, sizeof client, "10.0.%d.%d", i / 256, i % 256);
+		e = tbl_find(t, "b", client);
+		ck_assert_ptr_nonnull(e);
+		tbl_remove(t, e);
+		tbl_commit(t);
+	}
+	tbl_unlock(t);
+	ck_assert_uint_eq(tbl_count(t), 1000);
+	for (i = 0; i < 2000; i++) {
+		snprintf(client, sizeof client, "10.0.%d.%d", i / 256, i % 256);
+		ck_assert_int_eq(get(t, i % 2 ? "a" : "b", client),
+		    i % 2 ? i : -1);
+	}
+	/* Freed entries are taken again: the table holds 2000 at most. */
+	for (i = 0; i < 1000; i++) {
+		snprintf(client, sizeof client, "10.9.%d.%d", i / 256, i % 256);
+		put(t, "c", client, 1);
+	}
+	ck_assert_uint_eq(tbl_count(t), 2000);
+	ck_assert_uint_eq(tbl_extent(t), 2000);
+	/* Policy and client both name an entry. */
+	ck_assert_int_eq(get(t, "b", "10.0.0.1"), -1);
+	ck_assert_int_eq(get(t, "a", "10.0.0.1"), 1);
+	ck_assert_int_eq(get(t, "zz", "10.0.0.1"), -1);
+	tbl_close(t);
+}
+END_TEST
+
+START_TEST(test_abort_undoes)
+{
+	struct tbl *t = open_table(&ident1, 64);
+	struct rlg_state st = { .count = 9, .expires_ms = 1 << 30 };
+	struct tbl_entry *e;
+
+	put(t, "p", "kept", 5);
+	ck_assert_int_eq(tbl_lock(t), 0);
+	e = tbl_find(t, "p", "kept");
+	tbl_write(t, e, &st);
+	e = tbl_insert(t, "p", "new", 0, 0);
+	tbl_write(t, e, &st);
+	e = tbl_insert(t, "q", "new", 0, 0);
+	tbl_abort(t);
+	ck_assert_int_eq(get(t, "p", "kept"), 5);
+	ck_assert_int_eq(get(t, "p", "new"), -1);
+	ck_assert_int_eq(get(t, "q", "new"), -1);
+	ck_assert_uint_eq(tbl_count(t), 1);
+	tbl_close(t);
+}
+END_TEST
+
+/* A holder killed with the lock held, in the middle of a step. */
+START_TEST(test_dead_holder_undone)
+{
+	struct tbl *t = open_table(&ident1, 64);
+	struct rlg_state st = { .count = 42, .expires_ms = 1 << 30 };
+	int status;
+	pid_t pid;
+
+	put(t, "p", "a", 1);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct tbl *c = open_table(&ident1, 64);
+		struct tbl_entry *e;
+
+		if (tbl_lock(c) != 0)
+			_exit(1);
+		e = tbl_find(c, "p", "a");
+		tbl_write(c, e, &st);
+		e = tbl_insert(c, "p", "b", 0, 0);
+		tbl_write(c, e, &st);
+		raise(SIGKILL);
+		_exit(2);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	ck_assert_int_eq(get(t, "p", "a"), 1);
+	ck_assert_int_eq(get(t, "p", "b"), -1);
+	ck_assert_uint_eq(tbl_count(t), 1);
+	ck_assert_uint_eq(tbl_recoveries(t), 1);
+	/* The lock works on. */
+	put(t, "p", "b", 7);
+	ck_assert_int_eq(get(t, "p", "b"), 7);
+	tbl_close(t);
+}
+END_TEST
+
+/*
+ * Holders SIGKILLed at random instants while they count one client in
+ * steps of two policies: after each kill, both counts are equal (no step
+ * half-done) and lie between the steps the child finished and one more.
+ */
+START_TEST(test_random_kills)
+{
+	struct tbl *t = open_table(&ident1, 64);
+	volatile int64_t *done;
+	int round, status;
+	int64_t a, b;
+	pid_t pid;
+
+	done = mmap(NULL, sizeof *done, PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ck_assert(done != MAP_FAILED);
+	*done = 0;
+	srand(7);
+	for (round = 0; round < 40; round++) {
+		pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			struct tbl *c = open_table(&ident1, 64);
+			struct rlg_state st = { .expires_ms = 1 << 30 };
+			struct tbl_entry *e;
+
+			for (;;) {
+				if (tbl_lock(c) != 0)
+					_exit(1);
+				e = tbl_find(c, "x", "client");
+				st.count = (e != NULL ? e->st.count : 0) + 1;
+				if (e == NULL)
+					e = tbl_insert(c, "x", "client", 0, 0);
+				tbl_write(c, e, &st);
+				e = tbl_find(c, "y", "client");
+				if (e == NULL)
+					e = tbl_insert(c, "y", "client", 0, 0);
+				tbl_write(c, e, &st);
+				tbl_unlock(c);
+				__atomic_store_n(done, st.count,
+				    __ATOMIC_SEQ_CST);
+			}
+		}
+		usleep((useconds_t)(500 + rand() % 3000));
+		kill(pid, SIGKILL);
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		a = get(t, "x", "client");
+		b = get(t, "y", "client");
+		ck_assert_int_eq(a, b);
+		ck_assert_int_ge(a, *done);
+		ck_assert_int_le(a, *done + 1);
+		*done = a;
+	}
+	munmap((void *)done, sizeof *done);
+	tbl_close(t);
+}
+END_TEST
+
+static int seeded;
+
+static int
+seed_one(void *ctx, struct tbl *t)
+{
+	struct rlg_state st = { .count = 3, .expires_ms = 1 << 30 };
+	struct tbl_entry *e = tbl_insert(t, "p", "seeded", 0, 0);
+
+	(void)ctx;
+	tbl_write(t, e, &st);
+	tbl_commit(t);
+	seeded++;
+	return 0;
+}
+
+static struct tbl *
+open_seeded(const struct tbl_ident *id, uint64_t capacity)
+{
+	char err[256];
+	struct tbl *t = tbl_open(tpath, id, capacity, seed_one, NULL, err,
+	    sizeof err);
+
+	ck_assert_msg(t != NULL, "tbl_open: %s", err);
+	return t;
+}
+
+START_TEST(test_rebuilt_when_not_ours)
+{
+	struct tbl_ident other = { 1, 101, false }, fresh = ident1;
+	struct tbl *t, *u;
+	int fd;
+
+	seeded = 0;
+	t = open_seeded(&ident1, 64);
+	ck_assert_int_eq(seeded, 1);
+	put(t, "p", "a", 5);
+	/* The same: mapped as it is, not seeded again. */
+	u = open_seeded(&ident1, 64);
+	ck_assert_int_eq(seeded, 1);
+	ck_assert_int_eq(get(u, "p", "a"), 5);
+	tbl_close(u);
+	/* Another database: built anew; the old mapping is retired. */
+	u = open_seeded(&other, 64);
+	ck_assert_int_eq(seeded, 2);
+	ck_assert(tbl_retired(t));
+	ck_assert(!tbl_retired(u));
+	ck_assert_int_eq(get(u, "p", "a"), -1);
+	ck_assert_int_eq(get(u, "p", "seeded"), 3);
+	tbl_close(u);
+	tbl_close(t);
+	/* Another size. */
+	u = open_seeded(&other, 128);
+	ck_assert_int_eq(seeded, 3);
+	tbl_close(u);
+	/* A database file made just now. */
+	fresh.dev = other.dev;
+	fresh.ino = other.ino;
+	fresh.created = true;
+	u = open_seeded(&fresh, 128);
+	ck_assert_int_eq(seeded, 4);
+	tbl_close(u);
+	/* A corrupt header (another version's, or garbage). */
+	fd = open(tpath, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, "RLGTAB99", 8, 0), 8);
+	close(fd);
+	u = open_seeded(&other, 128);
+	ck_assert_int_eq(seeded, 5);
+	tbl_close(u);
+	/* Cut short. */
+	ck_assert_int_eq(truncate(tpath, 4096), 0);
+	u = open_seeded(&other, 128);
+	ck_assert_int_eq(seeded, 6);
+	ck_assert_int_eq(get(u, "p", "seeded"), 3);
+	tbl_close(u);
+}
+END_TEST
+
+START_TEST(test_file_guarded)
+{
+	struct stat sb;
+	struct tbl *t;
+	char err[256], link[160];
+
+	umask(0);
+	t = open_table(&ident1, 64);
+	umask(022);
+	ck_assert_int_eq(stat(tpath, &sb), 0);
+	ck_assert_uint_eq(sb.st_mode & 0777, 0600);
+	tbl_close(t);
+	/* A symbolic link is not followed. */
+	snprintf(link, sizeof link, "%s/link", dir);
+	ck_assert_int_eq(symlink(tpath, link), 0);
+	ck_assert_ptr_null(tbl_open(link, &ident1, 64, NULL, NULL, err,
+	    sizeof err));
+	/* A file of another user is refused. */
+	if (geteuid() == 0) {
+		ck_assert_int_eq(chown(tpath, 65534, 65534), 0);
+		ck_assert_ptr_null(tbl_open(tpath, &ident1, 64, NULL, NULL,
+		    err, sizeof err));
+		ck_assert_msg(strstr(err, "not a regular file of this user") !=
+		    NULL, "%s", err);
+	}
+}
+END_TEST
+
+START_TEST(test_full_and_reuse)
+{
+	struct tbl *t = open_table(&ident1, 16);
+	struct rlg_state old = { .count = 1, .expires_ms = 1000 };
+	struct tbl_entry *e;
+	char client[16];
+	int i;
+
+	ck_assert_int_eq(tbl_lock(t), 0);
+	for (i = 0; i < 16; i++) {
+		snprintf(client, sizeof client, "c%d", i);
+		e = tbl_insert(t, "p", client, 500, 0);
+		ck_assert_ptr_nonnull(e);
+		tbl_write(t, e, &old);
+		tbl_commit(t);
+	}
+	/* Full while every entry is live. */
+	ck_assert_ptr_null(tbl_insert(t, "p", "more", 500, 0));
+	/* Once they expired, they are reused. */
+	e = tbl_insert(t, "p", "more", 1000, 0);
+	ck_assert_ptr_nonnull(e);
+	tbl_commit(t);
+	ck_assert_uint_le(tbl_count(t), 16);
+	/* A policy at its max is refused while its entries live. */
+	old.expires_ms = 5000;
+	e = tbl_insert(t, "q", "one", 1000, 1);
+	ck_assert_ptr_nonnull(e);
+	tbl_write(t, e, &old);
+	tbl_commit(t);
+	ck_assert_ptr_null(tbl_insert(t, "q", "two", 1000, 1));
+	tbl_unlock(t);
+	tbl_close(t);
+}
+END_TEST
+
+/* ---- the store: commit = behind --------------------------------------- */
+
+static struct rlg_policy pol_a, pol_b, pol_log;
+/* Now, one second into a minute: the flusher and the seed read the
+ * clock, so the states must be live by it. */
+static int64_t NOW;
+
+static void
+store_setup(void)
+{
+	setup();
+	memset(&pol_a, 0, sizeof pol_a);
+	pol_a.name = "a";
+	pol_a.lim = (struct rlg_limit){ RLG_ALG_FIXED_WINDOW, 10, 60000, 10 };
+	pol_b = pol_a;
+	pol_b.name = "b";
+	pol_b.lim.limit = 1000;
+	pol_log = pol_a;
+	pol_log.name = "log";
+	pol_log.lim.algorithm = RLG_ALG_SLIDING_LOG;
+	NOW = rlg_now_ms() / 60000 * 60000 + 1000;
+}
+
+static void
+behind_cfg(struct rlg_store_config *cfg)
+{
+	memset(cfg, 0, sizeof *cfg);
+	cfg->backend = RLG_BACKEND_SQLITE;
+	cfg->sqlite.path = dbpath;
+	cfg->sqlite.busy_timeout_ms = 5000;
+	cfg->sqlite.max_clients = 1000;
+	cfg->sqlite.commit = RLG_COMMIT_BEHIND;
+	cfg->sqlite.flush_ms = 100;
+	cfg->sqlite.table_entries = 4000;
+}
+
+static struct rlg_store *
+behind_open(void)
+{
+	struct rlg_store_config cfg;
+	struct rlg_store *s = NULL;
+
+	behind_cfg(&cfg);
+	ck_assert_msg(rlg_store_open(&cfg, &s) == RLG_OK, "open: %s",
+	    rlg_store_errmsg(s));
+	return s;
+}
+
+static int
+step(struct rlg_store *s, const struct rlg_policy *p, const char *client,
+    int64_t now, bool *admitted)
+{
+	struct rlg_store_item it = { p, client, false, false };
+	struct rlg_decision d;
+	int rc = rlg_store_step(s, &it, 1, now, &d);
+
+	*admitted = rc == RLG_OK && d.admitted;
+	return rc;
+}
+
+/* The count of (policy, client) in the database; -1: no row. */
+static int64_t
+db_count(const char *policy, const char *client)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int64_t v = -1;
+
+	ck_assert_int_eq(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY,
+	    NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT count FROM rlg_state"
+	    " WHERE policy = ?1 AND client = ?2", -1, &st, NULL), SQLITE_OK);
+	sqlite3_bind_text(st, 1, policy, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, client, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+
+/* Four processes of two threads' worth of steps on one client. */
+START_TEST(test_exact_across_processes)
+{
+	struct rlg_store *s;
+	int i, p, status, admitted = 0;
+	int fds[2];
+	pid_t pids[4];
+	bool ok;
+
+	s = behind_open();
+	rlg_store_close(s);
+	ck_assert_int_eq(pipe(fds), 0);
+	for (p = 0; p < 4; p++) {
+		pids[p] = fork();
+		ck_assert_int_ge(pids[p], 0);
+		if (pids[p] == 0) {
+			int n = 0;
+
+			s = behind_open();
+			for (i = 0; i < 50; i++)
+				if (step(s, &pol_a, "hot", NOW, &ok) == RLG_OK &&
+				    ok)
+					n++;
+			rlg_store_close(s);
+			if (write(fds[1], &n, sizeof n) != sizeof n)
+				_exit(1);
+			_exit(0);
+		}
+	}
+	for (p = 0; p < 4; p++) {
+		int n;
+
+		ck_assert_int_eq(waitpid(pids[p], &status, 0), pids[p]);
+		ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		ck_assert_int_eq(read(fds[0], &n, sizeof n), sizeof n);
+		admitted += n;
+	}
+	close(fds[0]);
+	close(fds[1]);
+	ck_assert_int_eq(admitted, 10);
+	/* The last process to close flushed: the database has it. */
+	ck_assert_int_eq(db_count("a", "hot"), 10);
+}
+END_TEST
+
+START_TEST(test_all_or_nothing)
+{
+	struct rlg_store *s = behind_open();
+	struct rlg_store_item it[2] = {
+		{ &pol_a, "c", false, false }, { &pol_b, "c", false, false },
+	};
+	struct rlg_decision d[2];
+	int i;
+
+	for (i = 0; i < 12; i++)
+		ck_assert_int_eq(rlg_store_step(s, it, 2, NOW, d), RLG_OK);
+	/* a admitted 10 and rejected 2: b counted only the 10. */
+	ck_assert_int_eq(rlg_store_flush(s, NOW), RLG_OK);
+	ck_assert_int_eq(db_count("a", "c"), 10);
+	ck_assert_int_eq(db_count("b", "c"), 10);
+	rlg_store_close(s);
+}
+END_TEST
+
+START_TEST(test_flusher_within_interval)
+{
+	struct rlg_store *s = behind_open();
+	struct rlg_store_stats st;
+	bool ok;
+	int i, waited;
+
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(step(s, &pol_a, "lag", NOW, &ok), RLG_OK);
+	/* Nobody calls flush: the thread does, within about 100 ms. */
+	for (waited = 0; waited < 3000 && db_count("a", "lag") != 3;
+	    waited += 10)
+		usleep(10000);
+	ck_assert_int_eq(db_count("a", "lag"), 3);
+	ck_assert_int_lt(waited, 1000);
+	st = rlg_test_stats(s);
+	ck_assert(st.table);
+	ck_assert_uint_eq(st.table_entries, 1);
+	ck_assert_int_gt(st.table_flushed_at_ms, 0);
+	rlg_store_close(s);
+}
+END_TEST
+
+START_TEST(test_restart_seeded)
+{
+	struct rlg_store *s = behind_open();
+	char t[160];
+	bool ok;
+	int i;
+
+	for (i = 0; i < 10; i++)
+		ck_assert_int_eq(step(s, &pol_a, "r", NOW, &ok), RLG_OK);
+	rlg_store_close(s);
+	/* A restart: the table file is there, the count with it. */
+	s = behind_open();
+	ck_assert_int_eq(step(s, &pol_a, "r", NOW, &ok), RLG_OK);
+	ck_assert(!ok);
+	rlg_store_close(s);
+	/* A reboot: the table is gone, the database seeds a new one. */
+	snprintf(t, sizeof t, "%s-table", dbpath);
+	ck_assert_int_eq(unlink(t), 0);
+	s = behind_open();
+	ck_assert_int_eq(step(s, &pol_a, "r", NOW, &ok), RLG_OK);
+	ck_assert(!ok);
+	ck_assert_int_eq(step(s, &pol_a, "other", NOW, &ok), RLG_OK);
+	ck_assert(ok);
+	rlg_store_close(s);
+}
+END_TEST
+
+START_TEST(test_reset_and_log)
+{
+	struct rlg_store *s = behind_open();
+	int64_t deleted;
+	bool ok;
+	int i;
+
+	for (i = 0; i < 10; i++)
+		ck_assert_int_eq(step(s, &pol_a, "z", NOW, &ok), RLG_OK);
+	ck_assert_int_eq(step(s, &pol_a, "z", NOW, &ok), RLG_OK);
+	ck_assert(!ok);
+	ck_assert_int_eq(rlg_store_flush(s, NOW), RLG_OK);
+	ck_assert_int_eq(rlg_store_reset(s, "z", NULL, &deleted), RLG_OK);
+	ck_assert_int_eq(deleted, 1);
+	ck_assert_int_eq(db_count("a", "z"), -1);
+	ck_assert_int_eq(step(s, &pol_a, "z", NOW, &ok), RLG_OK);
+	ck_assert(ok);
+	ck_assert_int_eq(step(s, &pol_log, "z", NOW, &ok), RLG_EINVAL);
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "sliding_log") != NULL,
+	    "%s", rlg_store_errmsg(s));
+	rlg_store_close(s);
+}
+END_TEST
+
+Suite *
+rlg_table_suite(void)
+{
+	Suite *s = suite_create("table");
+	TCase *tc = tcase_create("table");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_insert_find_remove);
+	tcase_add_test(tc, test_abort_undoes);
+	tcase_add_test(tc, test_dead_holder_undone);
+	tcase_add_test(tc, test_random_kills);
+	tcase_add_test(tc, test_rebuilt_when_not_ours);
+	tcase_add_test(tc, test_file_guarded);
+	tcase_add_test(tc, test_full_and_reuse);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("behind");
+	tcase_add_checked_fixture(tc, store_setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_exact_across_processes);
+	tcase_add_test(tc, test_all_or_nothing);
+	tcase_add_test(tc, test_flusher_within_interval);
+	tcase_add_test(tc, test_restart_seeded);
+	tcase_add_test(tc, test_reset_and_log);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# table.sh: [store] commit = behind, the decision table in shared memory
+# with SQLite written behind, through real lighttpd and spawn-fcgi.
+#  1. Exact under load: -F 8 --threads 4 on one table, tests/loadgen from
+#     300 addresses over two windows or more: per client and window,
+#     admitted == min(sent, limit); after the load the database catches up
+#     with the table within a few intervals (the lag is printed) and holds
+#     each client's admitted count of the last window.
+#  2. The table file beside the database: mode 0600.
+#  3. Workers SIGKILLed mid-load: the others answer on; once flushed, per
+#     client of the last window, admitted <= stored <= admitted + failed.
+#  4. A restart (every worker stopped, new ones started) keeps every
+#     client's count: a client at its limit is still refused.
+#  5. rlgate --reset CLIENT: the client's state gone from the table and the
+#     database; its next request is admitted.
+#  6. A table file that is not a table (garbage) is rebuilt from the
+#     database, counts kept.
+#
+# TABLE_TOTAL (default 30000) and TABLE_CLIENTS (default 300) scale it.
+: "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
+# shellcheck source=tests/integration/lib.sh
+. "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
+
+need_cmd lighttpd spawn-fcgi sqlite3 curl
+[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
+LOADGEN=$RLGATE_BUILDDIR/tests/loadgen
+[ -x "$LOADGEN" ] || skip_all "no tests/loadgen (configure found no libcurl)"
+make_tmpdir
+
+TOTAL=${TABLE_TOTAL:-30000}
+CLIENTS=${TABLE_CLIENTS:-300}
+LIMIT=50
+WINDOW=10
+FLUSH_MS=200
+
+make_rundir
+db="$T/table.db"
+write_rlgate_conf "$T/rlgate.conf" "$db" "$LIMIT" "$WINDOW" closed 5000
+# commit = behind, and a table sized for the test.
+sed -i "s/^\[store\]$/[store]\ncommit = behind\nflush_ms = $FLUSH_MS\nmax_clients = 10000/" "$T/rlgate.conf"
+start_rlgate_fcgi rlgate "$run/rlgate.sock" "$T/rlgate.conf" 8 --threads 4
+demo_lighttpd
+
+# run_load NAME TOTAL: loadgen against the gateway into $T/NAME.cells and
+# $T/NAME.summary; its exit code.
+run_load() {
+	"$LOADGEN" --url "$url" --out "$T/$1.cells" --clients "$CLIENTS" \
+	    --concurrency 32 --window-ms $((WINDOW * 1000)) --guard-ms 500 \
+	    --per-client 10:90 --total "$2" --min-windows 2 --max-seconds 600 \
+	    >"$T/$1.summary" 2>"$T/$1.err"
+}
+val() { awk -v k="$2" '$1 == k { print $2 }' "$T/$1.summary"; }
+
+# db_matches NAME: the clients of NAME's last window whose stored count is
+# not what the awk program $2 wants of (stored, admitted, failed).
+db_mismatches() {
+	local last
+	last=$(awk '{ print $1 }' "$T/$1.cells" | sort -n | tail -1)
+	sql "$db" "SELECT client, count FROM rlg_state WHERE policy = 'default' AND window_start_ms = $last" |
+	    tr '|' ' ' | sort >"$T/$1.db"
+	awk -v w="$last" '$1 == w { print $2, $4, $3 - $4 - $5 }' "$T/$1.cells" | sort >"$T/$1.sent"
+	join -a 1 -e 0 -o 1.1,2.2,1.2,1.3 "$T/$1.sent" "$T/$1.db" | awk "$2"
+}
+
+# ---- 1. exact under load ----------------------------------------------------
+run_load load "$TOTAL"
+rc=$?
+is "$rc" 0 "loadgen sent $TOTAL requests over 2 windows or more" "$(tail -3 "$T/load.err")"
+is "$(val load status_other)" 0 "every answer is a 200 or a 429"
+is "$(val load ambiguous)" 0 "every answer's window is known"
+bad=$(awk -v L=$LIMIT '{ want = $3 < L ? $3 : L
+	if ($4 != want || $4 + $5 != $3)
+		print "window " $1 " client " $2 ": sent " $3 ", 200: " $4 ", 429: " $5 }' "$T/load.cells")
+is "$(printf '%s' "$bad" | grep -c .)" 0 "per client and window: admitted == min(sent, $LIMIT), on the table" \
+    "$(printf '%s\n' "$bad" | head -5)"
+
+# The database lags the table by the flush interval: wait for it, and say
+# how long it took (a figure, not a timed assertion; the bound is loose).
+start=$(now_ms)
+while :; do
+	n=$(db_mismatches load '$2 != $3' | wc -l)
+	[ "$n" -eq 0 ] && break
+	[ $(($(now_ms) - start)) -gt 10000 ] && break
+	sleep_ms 20
+done
+lag=$(($(now_ms) - start))
+diag "table: the database caught up ${lag} ms after the load (flush_ms = $FLUSH_MS)"
+is "$n" 0 "the database holds every client's admitted count of the last window, once flushed" \
+    "$(db_mismatches load '$2 != $3' | head -5)"
+errors=$(grep -v 'serving FastCGI' "$T/rlgate.log" | grep -ciE 'error|busy|locked|fail')
+is "$errors" 0 "no store error in rlgate's log" "$(grep -v 'serving FastCGI' "$T/rlgate.log" | head -3)"
+
+# ---- 2. the file --------------------------------------------------------------
+is "$(stat -c %a "$db-table" 2>/dev/null)" 600 "the table file $db-table has mode 0600"
+
+# ---- 3. workers killed mid-load ----------------------------------------------
+# One window's worth of load, with two workers killed in it.
+wait_for_window_start "$WINDOW"
+run_load kill "$((TOTAL / 3))" &
+loadpid=$!
+sleep 1
+kill -9 "${RLGATE_PIDS[0]}"
+sleep 1
+kill -9 "${RLGATE_PIDS[1]}"
+wait "$loadpid"
+diag "table: with 2 of 8 workers SIGKILLed: $(tr '\n' ' ' <"$T/kill.summary")"
+alive=0
+for p in "${RLGATE_PIDS[@]:2}"; do
+	pid_alive "$p" && alive=$((alive + 1))
+done
+is "$alive" 6 "the 6 other workers answer on"
+between "$(val kill status_200)" 1 999999999 "requests were admitted after the kills"
+sleep_ms $((FLUSH_MS * 5))
+is "$(db_mismatches kill '$2 < $3 || $2 > $3 + $4' | wc -l)" 0 \
+    "per client of the last window: admitted <= stored <= admitted + failed" \
+    "$(db_mismatches kill '$2 < $3 || $2 > $3 + $4' | head -5)"
+is "$(awk -v L=$LIMIT '$4 > L' "$T/kill.cells" | wc -l)" 0 \
+    "no client got more than $LIMIT admitted in a window"
+
+# code URL: the status of one request.
+code() {
+	req "$@"
+	echo "$STATUS"
+}
+# fill: requests from 127.0.0.1 until one is refused (at most LIMIT + 1).
+fill() {
+	local i
+	for i in $(seq 0 "$LIMIT"); do
+		[ "$(code "$url")" = 429 ] && return 0
+	done
+	return 1
+}
+
+# ---- 4. restart -----------------------------------------------------------------
+ensure_window_room "$WINDOW" 7
+fill
+ok $? "127.0.0.1 brought to its limit"
+stop_rlgate_fcgi rlgate
+start_rlgate_fcgi rlgate "$run/rlgate.sock" "$T/rlgate.conf" 2 --threads 2
+is "$(code "$url")" 429 "after a restart of every worker, still refused (the table kept its count)"
+
+# ---- 5. reset -------------------------------------------------------------------
+sleep_ms $((FLUSH_MS * 3))
+out=$("$RLGATE_BIN" --config "$T/rlgate.conf" --reset 127.0.0.1 2>&1)
+is "$?" 0 "rlgate --reset 127.0.0.1 exits 0" "$out"
+like "$out" "reset 127.0.0.1: 1 state deleted" "it says what it deleted"
+is "$(sql "$db" "SELECT count(*) FROM rlg_state WHERE client = '127.0.0.1'")" 0 "the database has no state of it"
+is "$(code "$url")" 200 "its next request is admitted"
+out=$("$RLGATE_BIN" --config "$T/rlgate.conf" --reset 127.0.0.1 --policy nosuch 2>&1)
+is "$?" 64 "--policy of no policy: exit 64" "$out"
+
+# ---- 6. a table that is not one ---------------------------------------------------
+ensure_window_room "$WINDOW" 7
+fill
+ok $? "127.0.0.1 at its limit again"
+sleep_ms $((FLUSH_MS * 3))
+is "$(sql "$db" "SELECT count FROM rlg_state WHERE client = '127.0.0.1'")" "$LIMIT" \
+    "the database has its count, flushed" "$(tail -4 "$T/rlgate.log")"
+stop_rlgate_fcgi rlgate
+head -c 4096 /dev/urandom >"$db-table"
+start_rlgate_fcgi rlgate "$run/rlgate.sock" "$T/rlgate.conf" 2 --threads 2
+is "$(code "$url")" 429 "a garbage table file is rebuilt from the database: still refused" "$(tail -3 "$T/rlgate.log")"
+between "$(stat -c %s "$db-table")" 100000 999999999999 "the table file is back at its full size"
+
+stop_rlgate_fcgi rlgate
+done_testing
