@@ -148,12 +148,8 @@ exec "$RLGATE_BIN" --config "$conf2"
 EOF
 chmod 755 "$T/cgiroot/api"
 PORT=$(free_port) || bail_out "no free port"
-cat >"$T/lighttpd-cgi.conf" <<EOF
-server.bind = "127.0.0.1"
-server.port = $PORT
-server.document-root = "$T/cgiroot"
-server.errorlog = "$T/lighttpd-cgi-error.log"
-server.pid-file = "$T/lighttpd-cgi.pid"
+write_lighttpd_base "$T/lighttpd-cgi.conf" "$PORT" "$T/cgiroot" "$T/lighttpd-cgi.pid" \
+    "$T/lighttpd-cgi-error.log" <<EOF
 server.modules += ( "mod_cgi" )
 # /api/v1/resources runs the file "api" with PATH_INFO /v1/resources
 cgi.assign = ( "/api" => "" )

@@ -34,13 +34,8 @@ db="$T/crash.db"
 # admitted and counted.
 write_rlgate_conf "$T/rlgate.conf" "$db" 1000 86400 closed 5000
 PORT=$(free_port) || bail_out "no free port"
-cat >"$T/lighttpd.conf" <<EOF
-# written by $(basename "$0")
-server.bind          = "127.0.0.1"
-server.port          = $PORT
-server.document-root = "$T/docroot"
-server.pid-file      = "$run/lighttpd.pid"
-server.errorlog      = "$run/lighttpd-error.log"
+write_lighttpd_base "$T/lighttpd.conf" "$PORT" "$T/docroot" "$run/lighttpd.pid" \
+    "$run/lighttpd-error.log" <<EOF
 server.modules      += ( "mod_fastcgi", "mod_accesslog" )
 accesslog.filename   = "$run/lighttpd-access.log"
 fastcgi.server = ( "/api/" => ((

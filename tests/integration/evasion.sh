@@ -75,13 +75,8 @@ echo 'server.max-request-field-size := 65536' >>"$T/backend.conf"
 LF_PORT=$(free_port) || bail_out "no free port"
 mkdir -p "$T/lfront"
 chmod 755 "$T/lfront"
-cat >"$T/lfront.conf" <<EOF
-# written by $(basename "$0"): a front proxy
-server.bind          = "127.0.0.1"
-server.port          = $LF_PORT
-server.document-root = "$T/lfront"
-server.pid-file      = "$T/lfront/lighttpd.pid"
-server.errorlog      = "$T/lfront/error.log"
+write_lighttpd_base "$T/lfront.conf" "$LF_PORT" "$T/lfront" "$T/lfront/lighttpd.pid" \
+    "$T/lfront/error.log" <<EOF
 server.modules      += ( "mod_proxy" )
 proxy.server         = ( "" => (( "host" => "127.0.0.1", "port" => $BE_PORT )) )
 proxy.forwarded      = ( "for" => 1 )
@@ -310,19 +305,7 @@ chmod 755 "$lt"
 make_docroot "$lt/htdocs"
 use_conf auth_lt <<<"$AUTH_CONF"
 LA_PORT=$(free_port) || bail_out "no free port"
-cat >"$lt/lighttpd.conf" <<EOF
-# written by $(basename "$0")
-server.bind          = "127.0.0.1"
-server.port          = $LA_PORT
-server.document-root = "$lt/htdocs"
-server.pid-file      = "$lt/lighttpd.pid"
-server.errorlog      = "$lt/error.log"
-mimetype.assign      = ( "" => "text/plain" )
-var.rlgate_authorizer_socket = "$sock"
-var.rlgate_guard             = "/"
-include "$RLGATE_SRCDIR/www/lighttpd/authorizer.conf"
-EOF
-start_lighttpd "$lt/lighttpd.conf" "$LA_PORT"
+start_authorizer_lighttpd "$lt" "$LA_PORT" "$sock" / <<<'mimetype.assign      = ( "" => "text/plain" )'
 check_paths lighttpd "http://127.0.0.1:$LA_PORT" 127.0.0.3
 
 if apache_available && [ -f "$APACHE_MODULES/mod_authnz_fcgi.so" ]; then

@@ -207,16 +207,8 @@ pid_gone() {
 _cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM HUP
-	if [ ${#_pids[@]} -gt 0 ]; then
-		STOP_GRACE_MS=2000 stop_pids "${_pids[@]}"
-	fi
-	if [ -n "$T" ] && [ -d "$T" ]; then
-		if [ "${RLGATE_KEEP_TMP:-0}" = 1 ]; then
-			echo "# kept temporary directory $T"
-		else
-			rm -rf "$T"
-		fi
-	fi
+	stop_and_remove "${RLGATE_KEEP_TMP:-0}" "$T" "${_pids[@]}" ||
+		echo "# kept temporary directory $T"
 	if [ $_tap_done -eq 0 ]; then
 		# died without a plan: make the failure visible to the TAP driver
 		echo "Bail out! test script stopped early (status $rc)"
@@ -224,10 +216,7 @@ _cleanup() {
 	fi
 	exit $rc
 }
-trap _cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+trap_exit _cleanup
 
 # make_tmpdir: sets T to a new temporary directory, mode 755 (servers that
 # drop to another user must reach sockets inside), removed on exit.
@@ -590,6 +579,21 @@ var.rlgate_socket = "${4:-$3/rlgate.sock}"
 server.port       = $2
 include "$RLGATE_SRCDIR/www/lighttpd/demo.conf"
 EOF
+}
+
+# start_authorizer_lighttpd DIR PORT SOCKET GUARD: a lighttpd on PORT in DIR
+# (DIR/lighttpd.conf, docroot DIR/htdocs) that asks rlgate on SOCKET, as
+# its Authorizer, before serving anything under GUARD (the shipped
+# www/lighttpd/authorizer.conf); lines from stdin go before that. Started.
+start_authorizer_lighttpd() {
+	{
+		cat
+		printf 'var.rlgate_authorizer_socket = "%s"\n' "$3"
+		printf 'var.rlgate_guard             = "%s"\n' "$4"
+		printf 'include "%s/www/lighttpd/authorizer.conf"\n' "$RLGATE_SRCDIR"
+	} | write_lighttpd_base "$1/lighttpd.conf" "$2" "$1/htdocs" "$1/lighttpd.pid" \
+	    "$1/error.log"
+	start_lighttpd "$1/lighttpd.conf" "$2"
 }
 
 # start_lighttpd CONF PORT: lighttpd -D in the background, tracked by pid;
