@@ -563,6 +563,15 @@ store_log_lines() {
 	grep -i 'store' "$1" 2>/dev/null | grep -v 'serving FastCGI'
 }
 
+# log_size NAME: bytes in $T/NAME.log now; log_since NAME OFFSET: the lines
+# logged since; new_store_lines NAME OFFSET: those of them about the store.
+log_size() { wc -c <"$T/$1.log"; }
+log_since() { tail -c +$(($2 + 1)) "$T/$1.log"; }
+new_store_lines() {
+	log_since "$1" "$2" >"$T/$1.log.new"
+	store_log_lines "$T/$1.log.new"
+}
+
 # ---- lighttpd ----------------------------------------------------------------
 
 # write_lighttpd_demo_conf FILE PORT RUNDIR [SOCKET]: a wrapper, as

@@ -367,11 +367,6 @@ bg_started() {
 	[ "$(cat "$T"/bg.[0-9] 2>/dev/null | wc -l)" -ge 30 ]
 }
 
-# log_size NAME: bytes in $T/NAME.log now; log_since NAME OFFSET: the lines
-# logged since.
-log_size() { wc -c <"$T/$1.log"; }
-log_since() { tail -c +$(($2 + 1)) "$T/$1.log"; }
-
 # all_lost: each gateway has logged a "store lost" line per worker thread
 # since OFF[g].
 # shellcheck disable=SC2317  # called through wait_until

@@ -22,14 +22,6 @@ BUSY_MS=100
 
 demo_lighttpd_conf
 
-# log_size NAME: bytes in $T/NAME.log now; new_store_lines NAME OFFSET: the
-# store lines logged since.
-log_size() { wc -c <"$T/$1.log"; }
-new_store_lines() {
-	tail -c +$(($2 + 1)) "$T/$1.log" >"$T/$1.log.new"
-	store_log_lines "$T/$1.log.new"
-}
-
 # lock_db DB: another process holds an exclusive lock on DB until unlock_db.
 lock_db() {
 	rm -f "$T/lock.fifo"
