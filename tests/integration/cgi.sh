@@ -54,10 +54,7 @@ for i in $(seq 1 $LIMIT); do
 	is "$RC" 0 "request $i: exits 0"
 	is "$STATUS" 200 "request $i: Status 200"
 	like "$(header Status)" '^200 OK$' "request $i: 'Status: 200 OK'"
-	is "$(header Content-Type)" application/json "request $i: Content-Type: application/json"
-	is "$(header RateLimit-Limit)" $LIMIT "request $i: RateLimit-Limit $LIMIT"
-	is "$(header RateLimit-Remaining)" $((LIMIT - i)) "request $i: RateLimit-Remaining $((LIMIT - i))"
-	between "$(header RateLimit-Reset)" 1 $WINDOW "request $i: RateLimit-Reset in 1..$WINDOW"
+	check_200_headers "$i" $LIMIT $WINDOW
 	like "$BODY" "$RE_BODY_200" "request $i: success JSON body"
 done
 reset_before=$(header RateLimit-Reset)

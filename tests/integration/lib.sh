@@ -413,6 +413,64 @@ check_429() {
 	is "$BODY" "$BODY_429" "429: the seed's JSON error body"
 }
 
+# check_200_headers I LIMIT WINDOW: the last answer, request I in a fixed
+# window of LIMIT per WINDOW seconds, has the seed's JSON type and its
+# RateLimit-Limit, -Remaining (LIMIT - I) and -Reset (1..WINDOW).
+check_200_headers() {
+	is "$(header Content-Type)" application/json "request $1: Content-Type: application/json"
+	is "$(header RateLimit-Limit)" "$2" "request $1: RateLimit-Limit $2"
+	is "$(header RateLimit-Remaining)" $(($2 - $1)) "request $1: RateLimit-Remaining $(($2 - $1))"
+	between "$(header RateLimit-Reset)" 1 "$3" "request $1: RateLimit-Reset in 1..$3"
+}
+
+# check_first_window LIMIT WINDOW [STRICT]: the answers kept as r1 ..
+# r(LIMIT+2), sent in one fixed window of LIMIT per WINDOW seconds: LIMIT
+# 200s (check_200_headers, the success body; with STRICT, no Retry-After
+# either), the 429 (check_429), and a 429 for the last one, sent with a
+# query string.
+check_first_window() {
+	local i
+	for i in $(seq 1 "$1"); do
+		recall "r$i"
+		is "$STATUS" 200 "request $i: 200"
+		check_200_headers "$i" "$1" "$2"
+		if [ -n "${3:-}" ]; then
+			has_header Retry-After
+			ok $((! $?)) "request $i: no Retry-After on a 200"
+		fi
+		like "$BODY" "$RE_BODY_200" "request $i: success JSON body"
+	done
+	recall "r$(($1 + 1))"
+	check_429 "$1" "$2"
+	recall "r$(($1 + 2))"
+	is "$STATUS" 429 "a query string does not get around the limit"
+}
+
+# check_404_405: a GET of another path under $base/api/ from 127.0.0.9 and
+# a POST to $url from 127.0.0.10 get rlgate's JSON 404 and 405 (with Allow).
+check_404_405() {
+	req --interface 127.0.0.9 "$base/api/v1/nothing-here"
+	is "$STATUS" 404 "another path under /api/: 404"
+	is "$(header Content-Type)" application/json "404: Content-Type: application/json"
+	like "$BODY" "$(re_err 404)" "404: JSON error body"
+	req --interface 127.0.0.10 -X POST -d 'a=1' "$url"
+	is "$STATUS" 405 "POST: 405"
+	is "$(header Allow)" "GET, HEAD" "405: Allow: GET, HEAD"
+	is "$(header Content-Type)" application/json "405: Content-Type: application/json"
+	like "$BODY" "$(re_err 405)" "405: JSON error body"
+}
+
+# codes NAME...: "STATUS:RateLimit-Remaining" of each answer kept under
+# NAME (keep), space-separated.
+codes() {
+	local n s=
+	for n in "$@"; do
+		recall "$n"
+		s="$s $STATUS:$(header RateLimit-Remaining)"
+	done
+	echo "${s# }"
+}
+
 # re_err CODE: the regex for a JSON error body with that code.
 re_err() {
 	# shellcheck disable=SC2059
