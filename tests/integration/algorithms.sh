@@ -24,9 +24,7 @@
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
 
-need_cmd lighttpd spawn-fcgi sqlite3 curl
-[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
-make_tmpdir
+setup_test lighttpd spawn-fcgi sqlite3 curl
 
 make_rundir
 

@@ -8,9 +8,7 @@
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
 
 apache_available || skip_all "Apache 2.4 with mod_proxy_fcgi is not installed ($APACHE_BIN)"
-need_cmd spawn-fcgi sqlite3 curl
-[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
-make_tmpdir
+setup_test spawn-fcgi sqlite3 curl
 
 make_rundir
 

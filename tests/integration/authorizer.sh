@@ -23,9 +23,7 @@
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
 
-need_cmd lighttpd spawn-fcgi curl
-[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
-make_tmpdir
+setup_test lighttpd spawn-fcgi curl
 
 LIMIT=3
 WINDOW=3600

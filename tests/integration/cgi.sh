@@ -6,9 +6,7 @@
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
 
-need_cmd sqlite3 timeout
-[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
-make_tmpdir
+setup_test sqlite3 timeout
 
 # A long window, so the sequence never crosses a boundary (we still make
 # sure that 10 s are left in it).

@@ -22,32 +22,18 @@
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
 
-need_cmd lighttpd spawn-fcgi sqlite3 curl
-[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
-make_tmpdir
+setup_test lighttpd spawn-fcgi sqlite3 curl
 
-WINDOW=3600
 make_rundir
-CUR=
-DB=
+# every policy here counts in windows of an hour
+WINDOW=3600
 
-# use_conf NAME: writes $T/NAME.conf ([store] with its own database, the
-# rejection cache off, then stdin), restarts rlgate on it (2 processes x 2
-# threads on $sock) and waits for room in the window.
+# use_conf NAME: write_store_conf NAME (its own database, the rejection
+# cache off, the rest from stdin), then restart_rlgate on it, waiting for
+# a fresh window when less than 30 s are left in this one.
 use_conf() {
-	DB="$T/$1.db"
-	{
-		echo "; written by $(basename "$0")"
-		printf '[store]\npath = %s\nrejection_cache = 0\n\n' "$DB"
-		cat
-	} >"$T/$1.conf"
-	[ -n "$CUR" ] && stop_rlgate_fcgi "$CUR"
-	rm -f "$sock"
-	"$RLGATE_BIN" --check-config --config "$T/$1.conf" >"$T/$1.check" 2>&1 ||
-		bail_out "rlgate rejects $1.conf: $(cat "$T/$1.check")"
-	start_rlgate_fcgi "$1" "$sock" "$T/$1.conf" 2 --threads 2
-	CUR=$1
-	ensure_window_room $WINDOW 30
+	write_store_conf "$1"
+	restart_rlgate "$1" 30
 }
 
 # rows: every rlg_state row as "policy/client=count", sorted.

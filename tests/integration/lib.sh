@@ -229,6 +229,27 @@ make_tmpdir() {
 	[ -x "$d" ] || bail_out "$d is not traversable"
 }
 
+# setup_test CMD...: the start of a script: bails out unless every CMD and
+# the rlgate binary exist, then make_tmpdir.
+setup_test() {
+	need_cmd "$@"
+	[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
+	make_tmpdir
+}
+
+# split_envs [ENV=VALUE...] -- ARGS...: for a wrapper that takes both:
+# ENVS, the words before "--"; ENVS_SHIFT, how many words to shift to reach
+# ARGS ("--" included).
+split_envs() {
+	ENVS=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		ENVS+=("$1")
+		shift
+	done
+	ENVS_SHIFT=${#ENVS[@]}
+	[ $# -gt 0 ] && ENVS_SHIFT=$((ENVS_SHIFT + 1))
+}
+
 # ---- ports and waiting ---------------------------------------------------
 
 # make_rundir: the run directory of the test's rlgate, $run ($T/run, mode
@@ -499,6 +520,29 @@ key = ip
 EOF
 }
 
+# write_store_conf NAME: $T/NAME.conf, a [store] section on a database of
+# its own, $T/NAME.db (sets DB), with rejection_cache = ${CACHE:-0}; the
+# rest of the config from stdin.
+DB=
+write_store_conf() {
+	DB="$T/$1.db"
+	{
+		echo "; written by $(basename "$0")"
+		echo "[store]"
+		echo "path = $DB"
+		echo "rejection_cache = ${CACHE:-0}"
+		echo
+		cat
+	} >"$T/$1.conf"
+}
+
+# check_conf NAME: bails out unless rlgate --check-config accepts
+# $T/NAME.conf (its report in $T/NAME.check).
+check_conf() {
+	"$RLGATE_BIN" --check-config --config "$T/$1.conf" >"$T/$1.check" 2>&1 ||
+		bail_out "rlgate rejects $1.conf: $(head -5 "$T/$1.check")"
+}
+
 # ---- spawn-fcgi ------------------------------------------------------------
 
 # start_rlgate_fcgi NAME SOCKET CONFIG NPROC [RLGATE_ARGS...]: spawn-fcgi
@@ -544,6 +588,20 @@ start_rlgate_fcgi() {
 	for p in "${RLGATE_PIDS[@]}"; do
 		pid_alive "$p" || bail_out "rlgate (pid $p) exited at start: $(tail -5 "$T/$name.log")"
 	done
+}
+
+# restart_rlgate NAME ROOM_S: stops the rlgate named CUR (if any), starts
+# NAME ($T/NAME.conf, check_conf first) on $sock, 2 processes x 2 threads,
+# and sets CUR=NAME; then waits for a fresh window of $WINDOW s when less
+# than ROOM_S seconds are left in this one.
+CUR=
+restart_rlgate() {
+	[ -n "$CUR" ] && stop_rlgate_fcgi "$CUR"
+	rm -f "$sock"
+	check_conf "$1"
+	start_rlgate_fcgi "$1" "$sock" "$T/$1.conf" 2 --threads 2
+	CUR=$1
+	ensure_window_room "$WINDOW" "$2"
 }
 
 # start_rlgate_tcp NAME PORT CONFIG NPROC [RLGATE_ARGS...]: as

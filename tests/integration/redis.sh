@@ -38,9 +38,7 @@ REDIS_SERVER=${REDIS_SERVER:-redis-server}
 REDIS_CLI=${REDIS_CLI:-redis-cli}
 # a missing Redis is a broken set-up (scripts/deps.sh installs redis-server
 # and redis-tools), as for the unit tests: never a silent skip
-need_cmd lighttpd spawn-fcgi curl timeout "$REDIS_SERVER" "$REDIS_CLI"
-[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
-make_tmpdir
+setup_test lighttpd spawn-fcgi curl timeout "$REDIS_SERVER" "$REDIS_CLI"
 
 LIMIT=50
 WINDOW=3600
