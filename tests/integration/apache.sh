@@ -18,12 +18,8 @@ conf="$T/rlgate.conf"
 write_rlgate_conf "$conf" "$run/rlgate.db" $LIMIT $WINDOW
 start_rlgate_fcgi rlgate "$sock" "$conf" 2 --threads 2
 
-PORT=$(free_port) || bail_out "no free port"
-write_apache_conf "$T/apache/httpd.conf" "$PORT" "$T/apache" \
-    "Define RLGATE_SOCKET $sock
-Include \"$RLGATE_SRCDIR/www/apache/rlgate.conf\""
-start_apache "$T/apache/httpd.conf" "$PORT"
-base="http://127.0.0.1:$PORT"
+shipped_apache "$sock"
+base=$AP
 url="$base/api/v1/resources"
 
 # --- 200 x LIMIT then 429, a query string, a distinct client: sent within

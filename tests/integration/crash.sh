@@ -16,11 +16,8 @@
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
 
-need_cmd lighttpd sqlite3 curl pgrep
-[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
-LOADGEN=$RLGATE_BUILDDIR/tests/loadgen
-[ -x "$LOADGEN" ] || skip_all "no tests/loadgen (configure found no libcurl)"
-make_tmpdir
+setup_test lighttpd sqlite3 curl pgrep
+need_loadgen
 
 CLIENTS=300
 PROCS=8
@@ -86,10 +83,7 @@ while pid_alive "$LOADGEN_PID" && [ "$(now_ms)" -lt "$deadline" ]; do
 done
 wait "$LOADGEN_PID"
 is "$?" 0 "the load ran to its end" "$(tail -3 "$T/loadgen.err")"
-while read -r k v; do
-	diag "crash: $k $v"
-done <"$T/summary"
-val() { awk -v k="$1" '$1 == k { print $2 }' "$T/summary"; }
+loadgen_report crash
 
 # lighttpd brought new workers up
 wait_until 15000 nworkers_is $PROCS
@@ -106,9 +100,9 @@ for i in $(seq 1 $((PROCS * 2))); do
 done
 is "$STATUS" 200 "the workers answer 200 after the kills"
 
-is "$(val status_429)" 0 "no client reached its limit"
-between "$(val status_other)" 0 $((KILLS * THREADS)) "at most $THREADS failed answers per killed worker"
-is "$(val ambiguous)" 0 "all requests in one window"
+is "$(loadgen_val status_429)" 0 "no client reached its limit"
+between "$(loadgen_val status_other)" 0 $((KILLS * THREADS)) "at most $THREADS failed answers per killed worker"
+is "$(loadgen_val ambiguous)" 0 "all requests in one window"
 
 is "$(sql "$db" 'PRAGMA integrity_check')" ok "PRAGMA integrity_check: ok"
 win=$(awk '{ print $1 }' "$T/cells" | sort -u)

@@ -201,12 +201,7 @@ is "$(rows_of 127.0.0.6)" "default:3" "lighttpd: rlg_state: one row (default, 12
 # ---- 1b. routes through Apache (same rlgate, same database) -------------------
 
 if apache_available; then
-	AP_PORT=$(free_port) || bail_out "no free port"
-	write_apache_conf "$T/apache/httpd.conf" "$AP_PORT" "$T/apache" \
-	    "Define RLGATE_SOCKET $sock
-Include \"$RLGATE_SRCDIR/www/apache/rlgate.conf\""
-	start_apache "$T/apache/httpd.conf" "$AP_PORT"
-	AP="http://127.0.0.1:$AP_PORT"
+	shipped_apache "$sock"
 	is "$(seq_codes 4 --interface 127.0.0.7 "$AP/api/v1/resources")" "200:2 200:1 200:0 429:0" \
 	    "Apache: GET /api/v1/resources (route res): 3 x 200, then 429"
 	is "$(last_body)" "$BODY_429" "Apache: route res: the JSON 429 body"

@@ -802,6 +802,84 @@ start_apache() {
 		bail_out "apache2 did not listen on $port: $(tail -5 "$log")"
 }
 
+# shipped_apache SOCKET: Apache in $T/apache (write_apache_conf) on a free
+# port AP_PORT, with the shipped www/apache/rlgate.conf on SOCKET, started;
+# AP is its base URL.
+shipped_apache() {
+	AP_PORT=$(free_port) || bail_out "no free port"
+	write_apache_conf "$T/apache/httpd.conf" "$AP_PORT" "$T/apache" \
+	    "Define RLGATE_SOCKET $1
+Include \"$RLGATE_SRCDIR/www/apache/rlgate.conf\""
+	start_apache "$T/apache/httpd.conf" "$AP_PORT"
+	AP="http://127.0.0.1:$AP_PORT"
+}
+
+# ---- tests/loadgen (load.sh, sustained.sh, crash.sh) ------------------------
+
+# need_loadgen: LOADGEN, the load generator tests/loadgen; skips the whole
+# script without it.
+need_loadgen() {
+	LOADGEN=$RLGATE_BUILDDIR/tests/loadgen
+	[ -x "$LOADGEN" ] || skip_all "no tests/loadgen (configure found no libcurl)"
+}
+
+# start_load_gateway DB LIMIT WINDOW NPROC NTHREADS: rlgate on DB (a fixed
+# window of LIMIT per WINDOW s, busy_timeout_ms 5000), NPROC processes x
+# NTHREADS threads (RLGATE_PIDS, log $T/rlgate.log), behind the demo
+# lighttpd (url).
+start_load_gateway() {
+	make_rundir
+	write_rlgate_conf "$T/rlgate.conf" "$1" "$2" "$3" closed 5000
+	start_rlgate_fcgi rlgate "$run/rlgate.sock" "$T/rlgate.conf" "$4" --threads "$5"
+	demo_lighttpd "$run/rlgate.sock"
+}
+
+# run_loadgen TAG ARGS...: tests/loadgen against $url from $CLIENTS clients
+# on 32 connections, in windows of $WINDOW s (500 ms of guard), with ARGS:
+# the cells in $T/cells, then loadgen_report TAG. Returns loadgen's status.
+run_loadgen() {
+	local tag=$1 rc
+	shift
+	"$LOADGEN" --url "$url" --out "$T/cells" --clients "$CLIENTS" \
+	    --concurrency 32 --window-ms $((WINDOW * 1000)) --guard-ms 500 "$@" \
+	    >"$T/summary" 2>"$T/loadgen.err"
+	rc=$?
+	loadgen_report "$tag"
+	return $rc
+}
+
+# loadgen_report TAG: loadgen's summary ($T/summary) as diagnostics, one
+# "TAG: KEY VALUE" a line. loadgen_val KEY: one value of it.
+loadgen_report() {
+	local k v
+	while read -r k v; do
+		diag "$1: $k $v"
+	done <"$T/summary"
+}
+loadgen_val() { awk -v k="$1" '$1 == k { print $2 }' "$T/summary"; }
+
+# check_load_counts LIMIT NPROC: after a load on start_load_gateway's
+# gateway: per client and window ($T/cells), admitted == min(sent, LIMIT);
+# no store error in rlgate's log; only 200s and 429s in lighttpd's access
+# log; all NPROC workers still run.
+check_load_counts() {
+	local bad errors dead=0 p
+	bad=$(awk -v L="$1" '{ want = $3 < L ? $3 : L
+		if ($4 != want || $4 + $5 != $3)
+			print "window " $1 " client " $2 ": sent " $3 ", 200: " $4 ", 429: " $5 " (want " want " admitted)" }' "$T/cells")
+	is "$(printf '%s' "$bad" | grep -c .)" 0 "per client and window: admitted == min(sent, $1)" \
+	    "$(printf '%s\n' "$bad" | head -5)"
+	errors=$(grep -v 'serving FastCGI' "$T/rlgate.log" | grep -ciE 'error|busy|locked|fail')
+	is "$errors" 0 "no store error in rlgate's log (SQLITE_BUSY included)" \
+	    "$(grep -v 'serving FastCGI' "$T/rlgate.log" | head -3)"
+	is "$(awk '$9 != 200 && $9 != 429' "$run/lighttpd-access.log" | wc -l)" 0 \
+	    "lighttpd logged no status but 200 and 429"
+	for p in "${RLGATE_PIDS[@]}"; do
+		pid_alive "$p" || dead=$((dead + 1))
+	done
+	is "$dead" 0 "all $2 rlgate workers survived the load"
+}
+
 # ---- sqlite3 -----------------------------------------------------------------
 
 # sql DB QUERY: runs QUERY with the sqlite3 shell (waits up to 5 s for locks).

@@ -102,12 +102,8 @@ is "$(statuses 127.0.0.4 3)" "200 200 429" "after DROP TRIGGER: exact again"
 
 # --- Apache
 if apache_available; then
-	APORT=$(free_port) || bail_out "no free port"
-	write_apache_conf "$T/apache/httpd.conf" "$APORT" "$T/apache" \
-	    "Define RLGATE_SOCKET $sock
-Include \"$RLGATE_SRCDIR/www/apache/rlgate.conf\""
-	start_apache "$T/apache/httpd.conf" "$APORT"
-	aurl="http://127.0.0.1:$APORT/api/v1/resources"
+	shipped_apache "$sock"
+	aurl="$AP/api/v1/resources"
 	ensure_window_room $WINDOW 10
 	is "$(statuses 127.0.0.5 1 "$aurl")" 200 "Apache: 200 before the trigger"
 	sql "$db" "$RESET_TRIGGER"
