@@ -1,9 +1,10 @@
 # shellcheck shell=bash
 # tests/lib-proc.sh: the process, port and waiting helpers that the
 # integration tests (tests/integration/lib.sh) and the benchmarks
-# (tests/bench/lib-bench.sh) share. Sourced by those two, not run; it
-# prints nothing and sets no option or trap of its own. Every wait is
-# bounded; ports are on 127.0.0.1.
+# (tests/bench/lib-bench.sh) share, and the start of a lighttpd config of
+# their own. Sourced by those two, not run; it prints nothing and sets no
+# option, nor a trap unless asked (trap_exit). Every wait is bounded; ports
+# are on 127.0.0.1.
 
 # now_ms: wall-clock milliseconds since the epoch.
 now_ms() {
@@ -97,4 +98,41 @@ wait_until() {
 		[ "$(now_ms)" -ge "$deadline" ] && return 1
 		sleep 0.05
 	done
+}
+
+# stop_and_remove KEEP DIR PID...: an EXIT trap's work: stops the PIDs
+# (the sourcing library's stop_pids, 2 s to go), then removes the temporary
+# directory DIR (if set) unless KEEP is 1; fails when it kept DIR.
+stop_and_remove() {
+	local keep=$1 dir=$2
+	shift 2
+	[ $# -gt 0 ] && STOP_GRACE_MS=2000 stop_pids "$@"
+	[ -n "$dir" ] && [ -d "$dir" ] || return 0
+	[ "$keep" = 1 ] && return 1
+	rm -rf "$dir"
+}
+
+# trap_exit FN: FN runs on exit, and SIGINT, SIGTERM and SIGHUP exit (with
+# 130, 143, 129) so that it runs for them too.
+trap_exit() {
+	# shellcheck disable=SC2064  # FN is named now, on purpose
+	trap "$1" EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	trap 'exit 129' HUP
+}
+
+# write_lighttpd_base FILE PORT DOCROOT PIDFILE ERRORLOG: a lighttpd config
+# of the script's own (not the demo's) on 127.0.0.1:PORT, serving DOCROOT,
+# with PIDFILE and ERRORLOG; the rest of it (modules, ...) from stdin.
+write_lighttpd_base() {
+	cat >"$1" <<EOF
+# written by $(basename "$0")
+server.bind          = "127.0.0.1"
+server.port          = $2
+server.document-root = "$3"
+server.pid-file      = "$4"
+server.errorlog      = "$5"
+EOF
+	cat >>"$1"
 }

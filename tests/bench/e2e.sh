@@ -261,13 +261,7 @@ write_rlgate_conf() {
 # www/lighttpd/rlgate.conf.
 write_lighttpd_conf() {
 	mkdir -p "$2/htdocs"
-	cat >"$1" <<EOF
-# written by e2e.sh
-server.bind          = "127.0.0.1"
-server.port          = $3
-server.document-root = "$2/htdocs"
-server.pid-file      = "$2/lighttpd.pid"
-server.errorlog      = "$2/lighttpd-error.log"
+	write_lighttpd_base "$1" "$3" "$2/htdocs" "$2/lighttpd.pid" "$2/lighttpd-error.log" <<EOF
 server.upload-dirs   = ( "$2" )
 server.modules      += ( "mod_fastcgi" )
 fastcgi.server       = (

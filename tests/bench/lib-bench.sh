@@ -92,22 +92,11 @@ stop_pids() {
 _bench_cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM HUP
-	if [ ${#_bench_pids[@]} -gt 0 ]; then
-		STOP_GRACE_MS=2000 stop_pids "${_bench_pids[@]}"
-	fi
-	if [ -n "$BT" ] && [ -d "$BT" ]; then
-		if [ "${BENCH_KEEP_TMP:-0}" = 1 ]; then
-			note "kept temporary directory $BT"
-		else
-			rm -rf "$BT"
-		fi
-	fi
+	stop_and_remove "${BENCH_KEEP_TMP:-0}" "$BT" "${_bench_pids[@]}" ||
+		note "kept temporary directory $BT"
 	exit $rc
 }
-trap _bench_cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+trap_exit _bench_cleanup
 
 # bench_tmpdir: sets BT to a new temporary directory, mode 755 (nginx
 # workers run as nobody and must reach the sockets inside), removed on exit.

@@ -8,9 +8,7 @@
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
 
 apache_available || skip_all "Apache 2.4 with mod_proxy_fcgi is not installed ($APACHE_BIN)"
-need_cmd spawn-fcgi sqlite3 curl
-[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
-make_tmpdir
+setup_test spawn-fcgi sqlite3 curl
 
 make_rundir
 
@@ -20,12 +18,8 @@ conf="$T/rlgate.conf"
 write_rlgate_conf "$conf" "$run/rlgate.db" $LIMIT $WINDOW
 start_rlgate_fcgi rlgate "$sock" "$conf" 2 --threads 2
 
-PORT=$(free_port) || bail_out "no free port"
-write_apache_conf "$T/apache/httpd.conf" "$PORT" "$T/apache" \
-    "Define RLGATE_SOCKET $sock
-Include \"$RLGATE_SRCDIR/www/apache/rlgate.conf\""
-start_apache "$T/apache/httpd.conf" "$PORT"
-base="http://127.0.0.1:$PORT"
+shipped_apache "$sock"
+base=$AP
 url="$base/api/v1/resources"
 
 # --- 200 x LIMIT then 429, a query string, a distinct client: sent within
@@ -46,25 +40,9 @@ first_window() {
 }
 in_one_window $WINDOW first_window
 ok $? "the first $((2 * LIMIT + 3)) requests fit in one $WINDOW s window"
-for i in $(seq 1 $LIMIT); do
-	recall "r$i"
-	is "$STATUS" 200 "request $i: 200"
-	is "$(header Content-Type)" application/json "request $i: Content-Type: application/json"
-	is "$(header RateLimit-Limit)" $LIMIT "request $i: RateLimit-Limit $LIMIT"
-	is "$(header RateLimit-Remaining)" $((LIMIT - i)) "request $i: RateLimit-Remaining $((LIMIT - i))"
-	between "$(header RateLimit-Reset)" 1 $WINDOW "request $i: RateLimit-Reset in 1..$WINDOW"
-	like "$BODY" "$RE_BODY_200" "request $i: success JSON body"
-done
-recall r6
-check_429 "$LIMIT" "$WINDOW"
-recall r7
-is "$STATUS" 429 "a query string does not get around the limit"
-codes=
-for i in $(seq 1 $((LIMIT + 1))); do
-	recall "c2-$i"
-	codes="$codes $STATUS:$(header RateLimit-Remaining)"
-done
-is "${codes# }" "200:4 200:3 200:2 200:1 200:0 429:0" "client 127.0.0.2 gets its own $LIMIT"
+check_first_window $LIMIT $WINDOW
+is "$(codes $(seq -f 'c2-%g' 1 $((LIMIT + 1))))" "200:4 200:3 200:2 200:1 200:0 429:0" \
+    "client 127.0.0.2 gets its own $LIMIT"
 
 # --- HEAD
 hreq --interface 127.0.0.8 "$url"
@@ -72,16 +50,7 @@ is "$STATUS" 200 "HEAD: 200"
 is "$(header RateLimit-Remaining)" $((LIMIT - 1)) "HEAD: RateLimit-Remaining $((LIMIT - 1))"
 
 # --- 404, 405
-req --interface 127.0.0.9 "$base/api/v1/nothing-here"
-is "$STATUS" 404 "another path under /api/: 404"
-is "$(header Content-Type)" application/json "404: Content-Type: application/json"
-like "$BODY" "$(re_err 404)" "404: JSON error body"
-
-req --interface 127.0.0.10 -X POST -d 'a=1' "$url"
-is "$STATUS" 405 "POST: 405"
-is "$(header Allow)" "GET, HEAD" "405: Allow: GET, HEAD"
-is "$(header Content-Type)" application/json "405: Content-Type: application/json"
-like "$BODY" "$(re_err 405)" "405: JSON error body"
+check_404_405
 
 # --- the window resets
 wait_for_window_start $WINDOW

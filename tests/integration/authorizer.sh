@@ -23,9 +23,7 @@
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
 
-need_cmd lighttpd spawn-fcgi curl
-[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
-make_tmpdir
+setup_test lighttpd spawn-fcgi curl
 
 LIMIT=3
 WINDOW=3600
@@ -139,22 +137,12 @@ add_public_route "$lt/rlgate.conf"
 start_rlgate_fcgi rlgate-lt "$lt/rlgate.sock" "$lt/rlgate.conf" 2 --threads 2
 
 LT_PORT=$(free_port) || bail_out "no free port"
-cat >"$lt/lighttpd.conf" <<EOF
-# written by $(basename "$0")
-server.bind          = "127.0.0.1"
-server.port          = $LT_PORT
-server.document-root = "$lt/htdocs"
-server.pid-file      = "$lt/lighttpd.pid"
-server.errorlog      = "$lt/error.log"
+start_authorizer_lighttpd "$lt" "$LT_PORT" "$lt/rlgate.sock" /static/ <<EOF
 server.upload-dirs   = ( "$lt" )
 server.modules      += ( "mod_cgi" )
 cgi.assign           = ( ".cgi" => "" )
 mimetype.assign      = ( ".txt" => "text/plain; charset=utf-8" )
-var.rlgate_authorizer_socket = "$lt/rlgate.sock"
-var.rlgate_guard             = "/static/"
-include "$RLGATE_SRCDIR/www/lighttpd/authorizer.conf"
 EOF
-start_lighttpd "$lt/lighttpd.conf" "$LT_PORT"
 # lighttpd hands Variable-RateLimit-Remaining to a CGI as RATELIMIT_REMAINING
 check_guard lighttpd "http://127.0.0.1:$LT_PORT" RATELIMIT_REMAINING RATELIMIT_LIMIT
 

@@ -54,16 +54,12 @@ fi
 # temporary directories go under $T/tmp. Sets RC; stdout in $T/e2e.out,
 # stderr in $T/e2e.err.
 e2e() {
-	local envs=()
-	while [ $# -gt 0 ] && [ "$1" != -- ]; do
-		envs+=("$1")
-		shift
-	done
-	shift
+	split_envs "$@"
+	shift "$ENVS_SHIFT"
 	mkdir -p "$T/tmp"
 	env TMPDIR="$T/tmp" RLGATE_BIN="$RLGATE_BIN" NOOP_BIN="$NOOP_BIN" \
 	    NGINX_BIN="$NGINX_BIN" LIGHTTPD_BIN="$LIGHTTPD_BIN" \
-	    BENCH_SECONDS=1 BENCH_WARMUP=1 BENCH_PAIRS=1 "${envs[@]}" \
+	    BENCH_SECONDS=1 BENCH_WARMUP=1 BENCH_PAIRS=1 "${ENVS[@]}" \
 	    timeout -k 5 150 bash "$E2E" "$@" </dev/null >"$T/e2e.out" 2>"$T/e2e.err"
 	RC=$?
 }

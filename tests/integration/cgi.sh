@@ -6,9 +6,7 @@
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
 
-need_cmd sqlite3 timeout
-[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
-make_tmpdir
+setup_test sqlite3 timeout
 
 # A long window, so the sequence never crosses a boundary (we still make
 # sure that 10 s are left in it).
@@ -54,10 +52,7 @@ for i in $(seq 1 $LIMIT); do
 	is "$RC" 0 "request $i: exits 0"
 	is "$STATUS" 200 "request $i: Status 200"
 	like "$(header Status)" '^200 OK$' "request $i: 'Status: 200 OK'"
-	is "$(header Content-Type)" application/json "request $i: Content-Type: application/json"
-	is "$(header RateLimit-Limit)" $LIMIT "request $i: RateLimit-Limit $LIMIT"
-	is "$(header RateLimit-Remaining)" $((LIMIT - i)) "request $i: RateLimit-Remaining $((LIMIT - i))"
-	between "$(header RateLimit-Reset)" 1 $WINDOW "request $i: RateLimit-Reset in 1..$WINDOW"
+	check_200_headers "$i" $LIMIT $WINDOW
 	like "$BODY" "$RE_BODY_200" "request $i: success JSON body"
 done
 reset_before=$(header RateLimit-Reset)
@@ -148,12 +143,8 @@ exec "$RLGATE_BIN" --config "$conf2"
 EOF
 chmod 755 "$T/cgiroot/api"
 PORT=$(free_port) || bail_out "no free port"
-cat >"$T/lighttpd-cgi.conf" <<EOF
-server.bind = "127.0.0.1"
-server.port = $PORT
-server.document-root = "$T/cgiroot"
-server.errorlog = "$T/lighttpd-cgi-error.log"
-server.pid-file = "$T/lighttpd-cgi.pid"
+write_lighttpd_base "$T/lighttpd-cgi.conf" "$PORT" "$T/cgiroot" "$T/lighttpd-cgi.pid" \
+    "$T/lighttpd-cgi-error.log" <<EOF
 server.modules += ( "mod_cgi" )
 # /api/v1/resources runs the file "api" with PATH_INFO /v1/resources
 cgi.assign = ( "/api" => "" )

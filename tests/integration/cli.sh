@@ -6,20 +6,14 @@
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
 
-need_cmd timeout
-[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
-make_tmpdir
+setup_test timeout
 
 # run [ENV=VALUE...] -- ARGS...: runs rlgate with a clean-ish environment,
 # stdin from /dev/null (not a socket), bounded in time. Sets RC, OUT, ERR.
 run() {
-	local envs=()
-	while [ $# -gt 0 ] && [ "$1" != -- ]; do
-		envs+=("$1")
-		shift
-	done
-	shift
-	env -u GATEWAY_INTERFACE -u RLGATE_CONFIG "${envs[@]}" \
+	split_envs "$@"
+	shift "$ENVS_SHIFT"
+	env -u GATEWAY_INTERFACE -u RLGATE_CONFIG "${ENVS[@]}" \
 	    timeout 10 "$RLGATE_BIN" "$@" </dev/null >"$T/out" 2>"$T/err"
 	RC=$?
 	OUT=$(cat "$T/out")

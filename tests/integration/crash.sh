@@ -16,11 +16,8 @@
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
 
-need_cmd lighttpd sqlite3 curl pgrep
-[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
-LOADGEN=$RLGATE_BUILDDIR/tests/loadgen
-[ -x "$LOADGEN" ] || skip_all "no tests/loadgen (configure found no libcurl)"
-make_tmpdir
+setup_test lighttpd sqlite3 curl pgrep
+need_loadgen
 
 CLIENTS=300
 PROCS=8
@@ -34,13 +31,8 @@ db="$T/crash.db"
 # admitted and counted.
 write_rlgate_conf "$T/rlgate.conf" "$db" 1000 86400 closed 5000
 PORT=$(free_port) || bail_out "no free port"
-cat >"$T/lighttpd.conf" <<EOF
-# written by $(basename "$0")
-server.bind          = "127.0.0.1"
-server.port          = $PORT
-server.document-root = "$T/docroot"
-server.pid-file      = "$run/lighttpd.pid"
-server.errorlog      = "$run/lighttpd-error.log"
+write_lighttpd_base "$T/lighttpd.conf" "$PORT" "$T/docroot" "$run/lighttpd.pid" \
+    "$run/lighttpd-error.log" <<EOF
 server.modules      += ( "mod_fastcgi", "mod_accesslog" )
 accesslog.filename   = "$run/lighttpd-access.log"
 fastcgi.server = ( "/api/" => ((
@@ -91,10 +83,7 @@ while pid_alive "$LOADGEN_PID" && [ "$(now_ms)" -lt "$deadline" ]; do
 done
 wait "$LOADGEN_PID"
 is "$?" 0 "the load ran to its end" "$(tail -3 "$T/loadgen.err")"
-while read -r k v; do
-	diag "crash: $k $v"
-done <"$T/summary"
-val() { awk -v k="$1" '$1 == k { print $2 }' "$T/summary"; }
+loadgen_report crash
 
 # lighttpd brought new workers up
 wait_until 15000 nworkers_is $PROCS
@@ -111,9 +100,9 @@ for i in $(seq 1 $((PROCS * 2))); do
 done
 is "$STATUS" 200 "the workers answer 200 after the kills"
 
-is "$(val status_429)" 0 "no client reached its limit"
-between "$(val status_other)" 0 $((KILLS * THREADS)) "at most $THREADS failed answers per killed worker"
-is "$(val ambiguous)" 0 "all requests in one window"
+is "$(loadgen_val status_429)" 0 "no client reached its limit"
+between "$(loadgen_val status_other)" 0 $((KILLS * THREADS)) "at most $THREADS failed answers per killed worker"
+is "$(loadgen_val ambiguous)" 0 "all requests in one window"
 
 is "$(sql "$db" 'PRAGMA integrity_check')" ok "PRAGMA integrity_check: ok"
 win=$(awk '{ print $1 }' "$T/cells" | sort -u)

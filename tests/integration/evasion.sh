@@ -22,32 +22,18 @@
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
 
-need_cmd lighttpd spawn-fcgi sqlite3 curl
-[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
-make_tmpdir
+setup_test lighttpd spawn-fcgi sqlite3 curl
 
-WINDOW=3600
 make_rundir
-CUR=
-DB=
+# every policy here counts in windows of an hour
+WINDOW=3600
 
-# use_conf NAME: writes $T/NAME.conf ([store] with its own database, the
-# rejection cache off, then stdin), restarts rlgate on it (2 processes x 2
-# threads on $sock) and waits for room in the window.
+# use_conf NAME: write_store_conf NAME (its own database, the rejection
+# cache off, the rest from stdin), then restart_rlgate on it, waiting for
+# a fresh window when less than 30 s are left in this one.
 use_conf() {
-	DB="$T/$1.db"
-	{
-		echo "; written by $(basename "$0")"
-		printf '[store]\npath = %s\nrejection_cache = 0\n\n' "$DB"
-		cat
-	} >"$T/$1.conf"
-	[ -n "$CUR" ] && stop_rlgate_fcgi "$CUR"
-	rm -f "$sock"
-	"$RLGATE_BIN" --check-config --config "$T/$1.conf" >"$T/$1.check" 2>&1 ||
-		bail_out "rlgate rejects $1.conf: $(cat "$T/$1.check")"
-	start_rlgate_fcgi "$1" "$sock" "$T/$1.conf" 2 --threads 2
-	CUR=$1
-	ensure_window_room $WINDOW 30
+	write_store_conf "$1"
+	restart_rlgate "$1" 30
 }
 
 # rows: every rlg_state row as "policy/client=count", sorted.
@@ -75,13 +61,8 @@ echo 'server.max-request-field-size := 65536' >>"$T/backend.conf"
 LF_PORT=$(free_port) || bail_out "no free port"
 mkdir -p "$T/lfront"
 chmod 755 "$T/lfront"
-cat >"$T/lfront.conf" <<EOF
-# written by $(basename "$0"): a front proxy
-server.bind          = "127.0.0.1"
-server.port          = $LF_PORT
-server.document-root = "$T/lfront"
-server.pid-file      = "$T/lfront/lighttpd.pid"
-server.errorlog      = "$T/lfront/error.log"
+write_lighttpd_base "$T/lfront.conf" "$LF_PORT" "$T/lfront" "$T/lfront/lighttpd.pid" \
+    "$T/lfront/error.log" <<EOF
 server.modules      += ( "mod_proxy" )
 proxy.server         = ( "" => (( "host" => "127.0.0.1", "port" => $BE_PORT )) )
 proxy.forwarded      = ( "for" => 1 )
@@ -310,19 +291,7 @@ chmod 755 "$lt"
 make_docroot "$lt/htdocs"
 use_conf auth_lt <<<"$AUTH_CONF"
 LA_PORT=$(free_port) || bail_out "no free port"
-cat >"$lt/lighttpd.conf" <<EOF
-# written by $(basename "$0")
-server.bind          = "127.0.0.1"
-server.port          = $LA_PORT
-server.document-root = "$lt/htdocs"
-server.pid-file      = "$lt/lighttpd.pid"
-server.errorlog      = "$lt/error.log"
-mimetype.assign      = ( "" => "text/plain" )
-var.rlgate_authorizer_socket = "$sock"
-var.rlgate_guard             = "/"
-include "$RLGATE_SRCDIR/www/lighttpd/authorizer.conf"
-EOF
-start_lighttpd "$lt/lighttpd.conf" "$LA_PORT"
+start_authorizer_lighttpd "$lt" "$LA_PORT" "$sock" / <<<'mimetype.assign      = ( "" => "text/plain" )'
 check_paths lighttpd "http://127.0.0.1:$LA_PORT" 127.0.0.3
 
 if apache_available && [ -f "$APACHE_MODULES/mod_authnz_fcgi.so" ]; then

@@ -10,9 +10,7 @@
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
 
-need_cmd spawn-fcgi sqlite3 curl timeout
-[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
-make_tmpdir
+setup_test spawn-fcgi sqlite3 curl timeout
 
 # check ARGS...: rlgate --check-config ARGS, bounded. Sets RC, OUT, ERR.
 check() {

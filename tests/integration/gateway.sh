@@ -25,46 +25,22 @@
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
 
-need_cmd lighttpd spawn-fcgi sqlite3 curl
-[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
-make_tmpdir
+setup_test lighttpd spawn-fcgi sqlite3 curl
 
 WINDOW=3600
 make_rundir
-CUR=            # the name of the running rlgate (its $T/NAME.pid, .log)
-DB=             # its database
 
-# conf NAME: writes $T/NAME.conf from a [store] section with its own
-# database ($T/NAME.db) and the rest from stdin; sets DB. The rejection
-# cache is off (rejection_cache = $CACHE, default 0), so that every 429 is
-# the store's decision and logs its event=reject line; part 6c turns it on.
-conf() {
-	DB="$T/$1.db"
-	{
-		echo "; written by $(basename "$0")"
-		echo "[store]"
-		echo "path = $DB"
-		echo "rejection_cache = ${CACHE:-0}"
-		echo
-		cat
-	} >"$T/$1.conf"
-}
+# Each part writes its config with write_store_conf: the rejection cache
+# is off (rejection_cache = $CACHE, default 0), so that every 429 is the
+# store's decision and logs its event=reject line; part 6c turns it on.
 
-# use_rlgate NAME: stops the running rlgate, starts one on $T/NAME.conf
-# (2 processes x 2 threads, on the socket lighttpd and Apache use), and
-# waits for a fresh window when less than 20 s are left in this one.
+# use_rlgate NAME: restart_rlgate on $T/NAME.conf (the socket lighttpd and
+# Apache use), waiting for a fresh window when less than 20 s are left in
+# this one; DB is its database.
 use_rlgate() {
-	if [ -n "$CUR" ]; then
-		stop_rlgate_fcgi "$CUR"
-	fi
-	rm -f "$sock"
-	"$RLGATE_BIN" --check-config --config "$T/$1.conf" >"$T/$1.check" 2>&1 ||
-		bail_out "rlgate rejects $1.conf: $(cat "$T/$1.check")"
-	start_rlgate_fcgi "$1" "$sock" "$T/$1.conf" 2 --threads 2
-	CUR=$1
-	DB="$T/$1.db"
 	: >"$T/statuses"
-	ensure_window_room $WINDOW 20
+	restart_rlgate "$1" 20
+	DB="$T/$1.db"
 }
 
 # row POLICY CLIENT: the count of that rlg_state row (empty: no row).
@@ -142,7 +118,7 @@ check_reject_lines() {
 
 # ---- 1. routes ----------------------------------------------------------------
 
-conf routes <<EOF
+write_store_conf routes <<EOF
 [policy default]
 limit = 3
 window = $WINDOW
@@ -225,12 +201,7 @@ is "$(rows_of 127.0.0.6)" "default:3" "lighttpd: rlg_state: one row (default, 12
 # ---- 1b. routes through Apache (same rlgate, same database) -------------------
 
 if apache_available; then
-	AP_PORT=$(free_port) || bail_out "no free port"
-	write_apache_conf "$T/apache/httpd.conf" "$AP_PORT" "$T/apache" \
-	    "Define RLGATE_SOCKET $sock
-Include \"$RLGATE_SRCDIR/www/apache/rlgate.conf\""
-	start_apache "$T/apache/httpd.conf" "$AP_PORT"
-	AP="http://127.0.0.1:$AP_PORT"
+	shipped_apache "$sock"
 	is "$(seq_codes 4 --interface 127.0.0.7 "$AP/api/v1/resources")" "200:2 200:1 200:0 429:0" \
 	    "Apache: GET /api/v1/resources (route res): 3 x 200, then 429"
 	is "$(last_body)" "$BODY_429" "Apache: route res: the JSON 429 body"
@@ -266,7 +237,7 @@ is "$(grep -c 'event=' "$T/routes.log" | tr -d ' ')" "$(n429)" "routes log: no o
 # [client] forwarded_header names the one header the trusted proxies set
 # (default x-forwarded-for); the other is never read, as a proxy that only
 # passes it through would let the client choose its key.
-conf identity <<EOF
+write_store_conf identity <<EOF
 [client]
 trusted_proxies = 127.0.0.1/32
 
@@ -344,7 +315,7 @@ is "$(grep -c 'event=reject' "$T/identity.log" | tr -d ' ')" 0 "identity: nothin
 like "$(grep -m1 'event=bad_request' "$T/identity.log")" 'event=bad_request peer=127\.0\.0\.1 reason=bad_forwarded header=X-Forwarded-For suppressed=0$' \
     "identity: the first refused request logged as event=bad_request, by the peer's address"
 
-conf identity_fwd <<EOF
+write_store_conf identity_fwd <<EOF
 [client]
 trusted_proxies = 127.0.0.1/32
 forwarded_header = forwarded
@@ -376,7 +347,7 @@ ok $? "rlgate survived the Forwarded headers"
 
 KEY_A=secret-key-value-A
 KEY_B=secret-key-value-B
-conf keys <<EOF
+write_store_conf keys <<EOF
 [client]
 key_secret = 0123456789abcdef0123
 
@@ -427,7 +398,7 @@ is "$(log_events keys reject | wc -l)" "$(n429)" "keys log: one event=reject lin
 # ---- 4. exemptions -------------------------------------------------------------------
 
 exempt_conf() {
-	conf "$1" <<EOF
+	write_store_conf "$1" <<EOF
 [headers]
 report_exempt = $2
 
@@ -482,7 +453,7 @@ diag "report_exempt = yes: lines logged for exempt 127.0.0.3:" \
 
 # ---- 5. dry run ---------------------------------------------------------------------
 
-conf dry <<EOF
+write_store_conf dry <<EOF
 [policy trial]
 mode = dry_run
 limit = 2
@@ -497,7 +468,7 @@ is "$(row trial 127.0.0.1)" 2 "dry_run: the would-be rejections use no quota (co
 check_reject_lines dry dry_run_reject 3 127.0.0.1 - trial "dry_run log"
 is "$(grep -c 'event=reject' "$T/dry.log" | tr -d ' ')" 0 "dry_run log: no event=reject"
 
-conf dry2 <<EOF
+write_store_conf dry2 <<EOF
 [response]
 errors = problem
 
@@ -521,7 +492,7 @@ check_reject_lines dry2 dry_run_reject 3 127.0.0.1 - trial "dry_run beside hard 
 
 # ---- 6b. [log] level = error ------------------------------------------------------------
 
-conf quiet <<EOF
+write_store_conf quiet <<EOF
 [log]
 level = error
 
@@ -541,7 +512,7 @@ ok $? "rlgate still runs"
 # thread that went to the store (2 processes x 2 threads: at most 4) for
 # 20 rejections, at level info one per 429.
 for level in warn info; do
-	CACHE=4096 conf "cached-$level" <<EOF
+	CACHE=4096 write_store_conf "cached-$level" <<EOF
 [log]
 level = $level
 

@@ -6,9 +6,7 @@
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
 
-need_cmd readelf nm
-[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
-make_tmpdir
+setup_test readelf nm
 
 readelf -h "$RLGATE_BIN" >"$T/h" 2>&1
 readelf -lW "$RLGATE_BIN" >"$T/l" 2>&1

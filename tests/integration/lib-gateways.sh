@@ -44,8 +44,7 @@ use_gateways() {
 		stop_rlgate_fcgi "$CUR-1"
 		stop_rlgate_fcgi "$CUR-2"
 	fi
-	"$RLGATE_BIN" --check-config --config "$T/$name.conf" >"$T/$name.check" 2>&1 ||
-		bail_out "rlgate rejects $name.conf: $(head -5 "$T/$name.check")"
+	check_conf "$name"
 	start_rlgate_fcgi "$name-1" "$run1/rlgate.sock" "$T/$name.conf" "$NPROC" --threads "$NTHREADS"
 	start_rlgate_fcgi "$name-2" "$run2/rlgate.sock" "$T/$name.conf" "$NPROC" --threads "$NTHREADS"
 	CUR=$name

@@ -207,16 +207,8 @@ pid_gone() {
 _cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM HUP
-	if [ ${#_pids[@]} -gt 0 ]; then
-		STOP_GRACE_MS=2000 stop_pids "${_pids[@]}"
-	fi
-	if [ -n "$T" ] && [ -d "$T" ]; then
-		if [ "${RLGATE_KEEP_TMP:-0}" = 1 ]; then
-			echo "# kept temporary directory $T"
-		else
-			rm -rf "$T"
-		fi
-	fi
+	stop_and_remove "${RLGATE_KEEP_TMP:-0}" "$T" "${_pids[@]}" ||
+		echo "# kept temporary directory $T"
 	if [ $_tap_done -eq 0 ]; then
 		# died without a plan: make the failure visible to the TAP driver
 		echo "Bail out! test script stopped early (status $rc)"
@@ -224,10 +216,7 @@ _cleanup() {
 	fi
 	exit $rc
 }
-trap _cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+trap_exit _cleanup
 
 # make_tmpdir: sets T to a new temporary directory, mode 755 (servers that
 # drop to another user must reach sockets inside), removed on exit.
@@ -238,6 +227,27 @@ make_tmpdir() {
 	local d
 	d=$(dirname "$T")
 	[ -x "$d" ] || bail_out "$d is not traversable"
+}
+
+# setup_test CMD...: the start of a script: bails out unless every CMD and
+# the rlgate binary exist, then make_tmpdir.
+setup_test() {
+	need_cmd "$@"
+	[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
+	make_tmpdir
+}
+
+# split_envs [ENV=VALUE...] -- ARGS...: for a wrapper that takes both:
+# ENVS, the words before "--"; ENVS_SHIFT, how many words to shift to reach
+# ARGS ("--" included).
+split_envs() {
+	ENVS=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		ENVS+=("$1")
+		shift
+	done
+	ENVS_SHIFT=${#ENVS[@]}
+	[ $# -gt 0 ] && ENVS_SHIFT=$((ENVS_SHIFT + 1))
 }
 
 # ---- ports and waiting ---------------------------------------------------
@@ -424,6 +434,64 @@ check_429() {
 	is "$BODY" "$BODY_429" "429: the seed's JSON error body"
 }
 
+# check_200_headers I LIMIT WINDOW: the last answer, request I in a fixed
+# window of LIMIT per WINDOW seconds, has the seed's JSON type and its
+# RateLimit-Limit, -Remaining (LIMIT - I) and -Reset (1..WINDOW).
+check_200_headers() {
+	is "$(header Content-Type)" application/json "request $1: Content-Type: application/json"
+	is "$(header RateLimit-Limit)" "$2" "request $1: RateLimit-Limit $2"
+	is "$(header RateLimit-Remaining)" $(($2 - $1)) "request $1: RateLimit-Remaining $(($2 - $1))"
+	between "$(header RateLimit-Reset)" 1 "$3" "request $1: RateLimit-Reset in 1..$3"
+}
+
+# check_first_window LIMIT WINDOW [STRICT]: the answers kept as r1 ..
+# r(LIMIT+2), sent in one fixed window of LIMIT per WINDOW seconds: LIMIT
+# 200s (check_200_headers, the success body; with STRICT, no Retry-After
+# either), the 429 (check_429), and a 429 for the last one, sent with a
+# query string.
+check_first_window() {
+	local i
+	for i in $(seq 1 "$1"); do
+		recall "r$i"
+		is "$STATUS" 200 "request $i: 200"
+		check_200_headers "$i" "$1" "$2"
+		if [ -n "${3:-}" ]; then
+			has_header Retry-After
+			ok $((! $?)) "request $i: no Retry-After on a 200"
+		fi
+		like "$BODY" "$RE_BODY_200" "request $i: success JSON body"
+	done
+	recall "r$(($1 + 1))"
+	check_429 "$1" "$2"
+	recall "r$(($1 + 2))"
+	is "$STATUS" 429 "a query string does not get around the limit"
+}
+
+# check_404_405: a GET of another path under $base/api/ from 127.0.0.9 and
+# a POST to $url from 127.0.0.10 get rlgate's JSON 404 and 405 (with Allow).
+check_404_405() {
+	req --interface 127.0.0.9 "$base/api/v1/nothing-here"
+	is "$STATUS" 404 "another path under /api/: 404"
+	is "$(header Content-Type)" application/json "404: Content-Type: application/json"
+	like "$BODY" "$(re_err 404)" "404: JSON error body"
+	req --interface 127.0.0.10 -X POST -d 'a=1' "$url"
+	is "$STATUS" 405 "POST: 405"
+	is "$(header Allow)" "GET, HEAD" "405: Allow: GET, HEAD"
+	is "$(header Content-Type)" application/json "405: Content-Type: application/json"
+	like "$BODY" "$(re_err 405)" "405: JSON error body"
+}
+
+# codes NAME...: "STATUS:RateLimit-Remaining" of each answer kept under
+# NAME (keep), space-separated.
+codes() {
+	local n s=
+	for n in "$@"; do
+		recall "$n"
+		s="$s $STATUS:$(header RateLimit-Remaining)"
+	done
+	echo "${s# }"
+}
+
 # re_err CODE: the regex for a JSON error body with that code.
 re_err() {
 	# shellcheck disable=SC2059
@@ -450,6 +518,29 @@ limit = $3
 window = $4
 key = ip
 EOF
+}
+
+# write_store_conf NAME: $T/NAME.conf, a [store] section on a database of
+# its own, $T/NAME.db (sets DB), with rejection_cache = ${CACHE:-0}; the
+# rest of the config from stdin.
+DB=
+write_store_conf() {
+	DB="$T/$1.db"
+	{
+		echo "; written by $(basename "$0")"
+		echo "[store]"
+		echo "path = $DB"
+		echo "rejection_cache = ${CACHE:-0}"
+		echo
+		cat
+	} >"$T/$1.conf"
+}
+
+# check_conf NAME: bails out unless rlgate --check-config accepts
+# $T/NAME.conf (its report in $T/NAME.check).
+check_conf() {
+	"$RLGATE_BIN" --check-config --config "$T/$1.conf" >"$T/$1.check" 2>&1 ||
+		bail_out "rlgate rejects $1.conf: $(head -5 "$T/$1.check")"
 }
 
 # ---- spawn-fcgi ------------------------------------------------------------
@@ -497,6 +588,20 @@ start_rlgate_fcgi() {
 	for p in "${RLGATE_PIDS[@]}"; do
 		pid_alive "$p" || bail_out "rlgate (pid $p) exited at start: $(tail -5 "$T/$name.log")"
 	done
+}
+
+# restart_rlgate NAME ROOM_S: stops the rlgate named CUR (if any), starts
+# NAME ($T/NAME.conf, check_conf first) on $sock, 2 processes x 2 threads,
+# and sets CUR=NAME; then waits for a fresh window of $WINDOW s when less
+# than ROOM_S seconds are left in this one.
+CUR=
+restart_rlgate() {
+	[ -n "$CUR" ] && stop_rlgate_fcgi "$CUR"
+	rm -f "$sock"
+	check_conf "$1"
+	start_rlgate_fcgi "$1" "$sock" "$T/$1.conf" 2 --threads 2
+	CUR=$1
+	ensure_window_room "$WINDOW" "$2"
 }
 
 # start_rlgate_tcp NAME PORT CONFIG NPROC [RLGATE_ARGS...]: as
@@ -574,6 +679,15 @@ store_log_lines() {
 	grep -i 'store' "$1" 2>/dev/null | grep -v 'serving FastCGI'
 }
 
+# log_size NAME: bytes in $T/NAME.log now; log_since NAME OFFSET: the lines
+# logged since; new_store_lines NAME OFFSET: those of them about the store.
+log_size() { wc -c <"$T/$1.log"; }
+log_since() { tail -c +$(($2 + 1)) "$T/$1.log"; }
+new_store_lines() {
+	log_since "$1" "$2" >"$T/$1.log.new"
+	store_log_lines "$T/$1.log.new"
+}
+
 # ---- lighttpd ----------------------------------------------------------------
 
 # write_lighttpd_demo_conf FILE PORT RUNDIR [SOCKET]: a wrapper, as
@@ -590,6 +704,21 @@ var.rlgate_socket = "${4:-$3/rlgate.sock}"
 server.port       = $2
 include "$RLGATE_SRCDIR/www/lighttpd/demo.conf"
 EOF
+}
+
+# start_authorizer_lighttpd DIR PORT SOCKET GUARD: a lighttpd on PORT in DIR
+# (DIR/lighttpd.conf, docroot DIR/htdocs) that asks rlgate on SOCKET, as
+# its Authorizer, before serving anything under GUARD (the shipped
+# www/lighttpd/authorizer.conf); lines from stdin go before that. Started.
+start_authorizer_lighttpd() {
+	{
+		cat
+		printf 'var.rlgate_authorizer_socket = "%s"\n' "$3"
+		printf 'var.rlgate_guard             = "%s"\n' "$4"
+		printf 'include "%s/www/lighttpd/authorizer.conf"\n' "$RLGATE_SRCDIR"
+	} | write_lighttpd_base "$1/lighttpd.conf" "$2" "$1/htdocs" "$1/lighttpd.pid" \
+	    "$1/error.log"
+	start_lighttpd "$1/lighttpd.conf" "$2"
 }
 
 # start_lighttpd CONF PORT: lighttpd -D in the background, tracked by pid;
@@ -671,6 +800,84 @@ start_apache() {
 	track_pid "$APACHE_PID"
 	wait_for_port "$port" 15 "$APACHE_PID" ||
 		bail_out "apache2 did not listen on $port: $(tail -5 "$log")"
+}
+
+# shipped_apache SOCKET: Apache in $T/apache (write_apache_conf) on a free
+# port AP_PORT, with the shipped www/apache/rlgate.conf on SOCKET, started;
+# AP is its base URL.
+shipped_apache() {
+	AP_PORT=$(free_port) || bail_out "no free port"
+	write_apache_conf "$T/apache/httpd.conf" "$AP_PORT" "$T/apache" \
+	    "Define RLGATE_SOCKET $1
+Include \"$RLGATE_SRCDIR/www/apache/rlgate.conf\""
+	start_apache "$T/apache/httpd.conf" "$AP_PORT"
+	AP="http://127.0.0.1:$AP_PORT"
+}
+
+# ---- tests/loadgen (load.sh, sustained.sh, crash.sh) ------------------------
+
+# need_loadgen: LOADGEN, the load generator tests/loadgen; skips the whole
+# script without it.
+need_loadgen() {
+	LOADGEN=$RLGATE_BUILDDIR/tests/loadgen
+	[ -x "$LOADGEN" ] || skip_all "no tests/loadgen (configure found no libcurl)"
+}
+
+# start_load_gateway DB LIMIT WINDOW NPROC NTHREADS: rlgate on DB (a fixed
+# window of LIMIT per WINDOW s, busy_timeout_ms 5000), NPROC processes x
+# NTHREADS threads (RLGATE_PIDS, log $T/rlgate.log), behind the demo
+# lighttpd (url).
+start_load_gateway() {
+	make_rundir
+	write_rlgate_conf "$T/rlgate.conf" "$1" "$2" "$3" closed 5000
+	start_rlgate_fcgi rlgate "$run/rlgate.sock" "$T/rlgate.conf" "$4" --threads "$5"
+	demo_lighttpd "$run/rlgate.sock"
+}
+
+# run_loadgen TAG ARGS...: tests/loadgen against $url from $CLIENTS clients
+# on 32 connections, in windows of $WINDOW s (500 ms of guard), with ARGS:
+# the cells in $T/cells, then loadgen_report TAG. Returns loadgen's status.
+run_loadgen() {
+	local tag=$1 rc
+	shift
+	"$LOADGEN" --url "$url" --out "$T/cells" --clients "$CLIENTS" \
+	    --concurrency 32 --window-ms $((WINDOW * 1000)) --guard-ms 500 "$@" \
+	    >"$T/summary" 2>"$T/loadgen.err"
+	rc=$?
+	loadgen_report "$tag"
+	return $rc
+}
+
+# loadgen_report TAG: loadgen's summary ($T/summary) as diagnostics, one
+# "TAG: KEY VALUE" a line. loadgen_val KEY: one value of it.
+loadgen_report() {
+	local k v
+	while read -r k v; do
+		diag "$1: $k $v"
+	done <"$T/summary"
+}
+loadgen_val() { awk -v k="$1" '$1 == k { print $2 }' "$T/summary"; }
+
+# check_load_counts LIMIT NPROC: after a load on start_load_gateway's
+# gateway: per client and window ($T/cells), admitted == min(sent, LIMIT);
+# no store error in rlgate's log; only 200s and 429s in lighttpd's access
+# log; all NPROC workers still run.
+check_load_counts() {
+	local bad errors dead=0 p
+	bad=$(awk -v L="$1" '{ want = $3 < L ? $3 : L
+		if ($4 != want || $4 + $5 != $3)
+			print "window " $1 " client " $2 ": sent " $3 ", 200: " $4 ", 429: " $5 " (want " want " admitted)" }' "$T/cells")
+	is "$(printf '%s' "$bad" | grep -c .)" 0 "per client and window: admitted == min(sent, $1)" \
+	    "$(printf '%s\n' "$bad" | head -5)"
+	errors=$(grep -v 'serving FastCGI' "$T/rlgate.log" | grep -ciE 'error|busy|locked|fail')
+	is "$errors" 0 "no store error in rlgate's log (SQLITE_BUSY included)" \
+	    "$(grep -v 'serving FastCGI' "$T/rlgate.log" | head -3)"
+	is "$(awk '$9 != 200 && $9 != 429' "$run/lighttpd-access.log" | wc -l)" 0 \
+	    "lighttpd logged no status but 200 and 429"
+	for p in "${RLGATE_PIDS[@]}"; do
+		pid_alive "$p" || dead=$((dead + 1))
+	done
+	is "$dead" 0 "all $2 rlgate workers survived the load"
 }
 
 # ---- sqlite3 -----------------------------------------------------------------

@@ -8,9 +8,7 @@
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
 
-need_cmd lighttpd spawn-fcgi sqlite3 curl
-[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
-make_tmpdir
+setup_test lighttpd spawn-fcgi sqlite3 curl
 
 make_rundir
 
@@ -43,21 +41,7 @@ first_window() {
 }
 in_one_window $WINDOW first_window
 ok $? "the first $((LIMIT + 2)) requests fit in one $WINDOW s window"
-for i in $(seq 1 $LIMIT); do
-	recall "r$i"
-	is "$STATUS" 200 "request $i: 200"
-	is "$(header Content-Type)" application/json "request $i: Content-Type: application/json"
-	is "$(header RateLimit-Limit)" $LIMIT "request $i: RateLimit-Limit $LIMIT"
-	is "$(header RateLimit-Remaining)" $((LIMIT - i)) "request $i: RateLimit-Remaining $((LIMIT - i))"
-	between "$(header RateLimit-Reset)" 1 $WINDOW "request $i: RateLimit-Reset in 1..$WINDOW"
-	has_header Retry-After
-	ok $((! $?)) "request $i: no Retry-After on a 200"
-	like "$BODY" "$RE_BODY_200" "request $i: success JSON body"
-done
-recall r6
-check_429 "$LIMIT" "$WINDOW"
-recall r7
-is "$STATUS" 429 "a query string does not get around the limit"
+check_first_window $LIMIT $WINDOW strict
 
 # --- HEAD (its own client): headers, counted
 hreq --interface 127.0.0.8 "$url"
@@ -67,16 +51,7 @@ is "$(header RateLimit-Remaining)" $((LIMIT - 1)) "HEAD: RateLimit-Remaining $((
 is "$(header Content-Type)" application/json "HEAD: Content-Type: application/json"
 
 # --- 404 and 405, as JSON (their own clients)
-req --interface 127.0.0.9 "$base/api/v1/nothing-here"
-is "$STATUS" 404 "another path under /api/: 404"
-is "$(header Content-Type)" application/json "404: Content-Type: application/json"
-like "$BODY" "$(re_err 404)" "404: JSON error body"
-
-req --interface 127.0.0.10 -X POST -d 'a=1' "$url"
-is "$STATUS" 405 "POST: 405"
-is "$(header Allow)" "GET, HEAD" "405: Allow: GET, HEAD"
-is "$(header Content-Type)" application/json "405: Content-Type: application/json"
-like "$BODY" "$(re_err 405)" "405: JSON error body"
+check_404_405
 req --interface 127.0.0.11 -X DELETE "$url"
 is "$STATUS" 405 "DELETE: 405"
 
@@ -98,12 +73,8 @@ recall reset
 is "$STATUS" 200 "after the window: 200 again"
 is "$(header RateLimit-Remaining)" $((LIMIT - 1)) "after the window: RateLimit-Remaining $((LIMIT - 1))"
 for c in 127.0.0.2 127.0.0.3; do
-	codes=
-	for i in $(seq 1 $((LIMIT + 1))); do
-		recall "$c-$i"
-		codes="$codes $STATUS:$(header RateLimit-Remaining)"
-	done
-	is "${codes# }" "200:4 200:3 200:2 200:1 200:0 429:0" "client $c gets its own $LIMIT"
+	is "$(codes $(seq -f "$c-%g" 1 $((LIMIT + 1))))" "200:4 200:3 200:2 200:1 200:0 429:0" \
+	    "client $c gets its own $LIMIT"
 done
 recall again
 is "$(header RateLimit-Remaining)" $((LIMIT - 2)) "127.0.0.1's quota is untouched by the others"

@@ -38,9 +38,7 @@ REDIS_SERVER=${REDIS_SERVER:-redis-server}
 REDIS_CLI=${REDIS_CLI:-redis-cli}
 # a missing Redis is a broken set-up (scripts/deps.sh installs redis-server
 # and redis-tools), as for the unit tests: never a silent skip
-need_cmd lighttpd spawn-fcgi curl timeout "$REDIS_SERVER" "$REDIS_CLI"
-[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
-make_tmpdir
+setup_test lighttpd spawn-fcgi curl timeout "$REDIS_SERVER" "$REDIS_CLI"
 
 LIMIT=50
 WINDOW=3600
@@ -366,11 +364,6 @@ bg_enough() {
 bg_started() {
 	[ "$(cat "$T"/bg.[0-9] 2>/dev/null | wc -l)" -ge 30 ]
 }
-
-# log_size NAME: bytes in $T/NAME.log now; log_since NAME OFFSET: the lines
-# logged since.
-log_size() { wc -c <"$T/$1.log"; }
-log_since() { tail -c +$(($2 + 1)) "$T/$1.log"; }
 
 # all_lost: each gateway has logged a "store lost" line per worker thread
 # since OFF[g].

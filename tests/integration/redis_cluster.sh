@@ -38,9 +38,7 @@
 REDIS_SERVER=${REDIS_SERVER:-redis-server}
 REDIS_CLI=${REDIS_CLI:-redis-cli}
 # a missing Redis is a broken set-up (scripts/deps.sh installs them)
-need_cmd lighttpd spawn-fcgi curl timeout stdbuf "$REDIS_SERVER" "$REDIS_CLI"
-[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
-make_tmpdir
+setup_test lighttpd spawn-fcgi curl timeout stdbuf "$REDIS_SERVER" "$REDIS_CLI"
 
 WINDOW=3600
 NPROC=2

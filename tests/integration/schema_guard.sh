@@ -18,9 +18,7 @@
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
 
-need_cmd lighttpd spawn-fcgi sqlite3 curl
-[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
-make_tmpdir
+setup_test lighttpd spawn-fcgi sqlite3 curl
 
 make_rundir
 db="$T/guard.db"
@@ -104,12 +102,8 @@ is "$(statuses 127.0.0.4 3)" "200 200 429" "after DROP TRIGGER: exact again"
 
 # --- Apache
 if apache_available; then
-	APORT=$(free_port) || bail_out "no free port"
-	write_apache_conf "$T/apache/httpd.conf" "$APORT" "$T/apache" \
-	    "Define RLGATE_SOCKET $sock
-Include \"$RLGATE_SRCDIR/www/apache/rlgate.conf\""
-	start_apache "$T/apache/httpd.conf" "$APORT"
-	aurl="http://127.0.0.1:$APORT/api/v1/resources"
+	shipped_apache "$sock"
+	aurl="$AP/api/v1/resources"
 	ensure_window_room $WINDOW 10
 	is "$(statuses 127.0.0.5 1 "$aurl")" 200 "Apache: 200 before the trigger"
 	sql "$db" "$RESET_TRIGGER"

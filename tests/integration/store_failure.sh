@@ -10,9 +10,7 @@
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
 
-need_cmd lighttpd spawn-fcgi sqlite3 curl mkfifo
-[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
-make_tmpdir
+setup_test lighttpd spawn-fcgi sqlite3 curl mkfifo
 
 make_rundir
 
@@ -21,14 +19,6 @@ WINDOW=3600
 BUSY_MS=100
 
 demo_lighttpd_conf
-
-# log_size NAME: bytes in $T/NAME.log now; new_store_lines NAME OFFSET: the
-# store lines logged since.
-log_size() { wc -c <"$T/$1.log"; }
-new_store_lines() {
-	tail -c +$(($2 + 1)) "$T/$1.log" >"$T/$1.log.new"
-	store_log_lines "$T/$1.log.new"
-}
 
 # lock_db DB: another process holds an exclusive lock on DB until unlock_db.
 lock_db() {

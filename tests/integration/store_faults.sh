@@ -23,9 +23,7 @@
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
 
-need_cmd lighttpd spawn-fcgi sqlite3 curl mount umount dd timeout
-[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
-make_tmpdir
+setup_test lighttpd spawn-fcgi sqlite3 curl mount umount dd timeout
 
 # every request must be answered well within this (never a hang)
 CURL_MAX_TIME=5
@@ -110,14 +108,6 @@ WINDOW=86400
 
 demo_lighttpd_conf
 
-# log_size NAME: bytes in $T/NAME.log now; new_store_lines NAME OFFSET: the
-# store lines logged since.
-log_size() { wc -c <"$T/$1.log"; }
-new_store_lines() {
-	tail -c +$(($2 + 1)) "$T/$1.log" >"$T/$1.log.new"
-	store_log_lines "$T/$1.log.new"
-}
-
 # nlines TEXT: its number of non-empty lines.
 nlines() { printf '%s\n' "$1" | grep -c .; }
 
@@ -196,14 +186,71 @@ count() {
 	sql "$1" "SELECT count FROM rlg_state WHERE client = '127.0.0.$2'"
 }
 
+# part NAME DIR SIZE ON_ERROR: dir ($T/DIR) and db (dir/rlgate.db), dir a
+# tmpfs of SIZE (a plain directory when SIZE is -), and start NAME on db.
+part() {
+	dir="$T/$2"
+	db="$dir/rlgate.db"
+	if [ "$3" = - ]; then
+		mkdir -p "$dir"
+	else
+		mount_tmpfs "$dir" "$3" || bail_out "mount tmpfs on $dir failed: $(cat "$T/mount.err")"
+	fi
+	start "$1" "$db" "$4"
+}
+
+# fill DIR: a filler file takes every free block of DIR's file system.
+fill() {
+	dd if=/dev/zero of="$1/filler" bs=4096 2>/dev/null
+	: # dd ends with ENOSPC
+	! head -c 4096 /dev/zero 2>/dev/null >>"$1/filler.more"
+}
+
+# fault NAME DESC ERE REOPENED CLIENT...: with the fault on (on_error =
+# closed), during_fault "DESC, closed" for the CLIENTs, check_fault_log
+# (ERE; REOPENED "reopened" or "-") and check_alive. A reopened file is
+# noticed within a second: it waits for that first.
+fault() {
+	local name=$1 desc=$2 ere=$3 reopened=${4#-} off
+	shift 4
+	off=$(log_size "$name")
+	# rlgate checks once a second whether the path still names its file
+	[ -n "$reopened" ] && sleep 1.1
+	during_fault "$desc, closed" "$@"
+	check_fault_log "$name" "$off" "$ere" "$desc" "$reopened"
+	check_alive "$name" "$desc"
+}
+
+# fault_gone NAME WHAT REMAINING NOTE CMD...: CMD ends the fault (OFF, the
+# size of NAME's log before it); then a request from 127.0.0.1 gets 200
+# ("WHAT: the running rlgate answers 200") with RateLimit-Remaining
+# REMAINING ("... NOTE").
+fault_gone() {
+	local name=$1 what=$2 left=$3 note=$4
+	shift 4
+	OFF=$(log_size "$name")
+	"$@" || bail_out "$* failed"
+	req "$url"
+	is "$STATUS" 200 "$what: the running rlgate answers 200"
+	is "$(header RateLimit-Remaining)" "$left" "... $note"
+}
+
+# recovered NAME DESC: the log of NAME says, in one line since OFF, that
+# the store recovered; the same process still runs; then it is stopped.
+recovered() {
+	local lines
+	lines=$(new_store_lines "$1" "$OFF")
+	like "$lines" 'store recovered' "$2: the log says the store recovered"
+	is "$(nlines "$lines")" 1 "... in one line"
+	check_alive "$1" "$2, after"
+	stop_rlgate_fcgi "$1"
+}
+
 ensure_window_room $WINDOW 60
 
 # ============================================================================
 # 1. read-only file system (on_error = closed)
-dir="$T/ro"
-db="$dir/rlgate.db"
-mount_tmpfs "$dir" 4m || bail_out "mount tmpfs on $dir failed: $(cat "$T/mount.err")"
-start ro "$db" closed
+part ro ro 4m closed
 start_lighttpd "$T/lighttpd.conf" "$PORT"
 serve 3 1
 is "$(header RateLimit-Remaining)" $((LIMIT - 3)) "read-only fs: 3 requests served from the tmpfs"
@@ -222,59 +269,30 @@ mount_tmpfs "$dir" 4m || bail_out "mount tmpfs over $dir failed: $(cat "$T/mount
 cp "$T/ro-copy.db" "$db" || bail_out "cp failed"
 mount -o remount,ro "$dir" || bail_out "mount -o remount,ro $dir failed"
 ( : >"$dir/probe" ) 2>/dev/null && bail_out "$dir is still writable"
-off=$(log_size ro)
-# rlgate checks once a second whether the path still names its file
-sleep 1.1
-during_fault "read-only fs, closed" 1 1 2 3 1
-check_fault_log ro "$off" '(read-only|Read-only|READONLY)' "read-only fs" reopened
-check_alive ro "read-only fs"
+fault ro "read-only fs" '(read-only|Read-only|READONLY)' reopened 1 1 2 3 1
 
-off=$(log_size ro)
-mount -o remount,rw "$dir" || bail_out "mount -o remount,rw $dir failed"
-req "$url"
-is "$STATUS" 200 "read-only fs: remounted rw: the running rlgate answers 200"
-is "$(header RateLimit-Remaining)" $((LIMIT - 4)) \
-    "... and counts on (RateLimit-Remaining $((LIMIT - 4)): the 503s were not counted)"
+fault_gone ro "read-only fs: remounted rw" $((LIMIT - 4)) \
+    "and counts on (RateLimit-Remaining $((LIMIT - 4)): the 503s were not counted)" \
+    mount -o remount,rw "$dir"
 is "$(count "$db" 1)" 4 "... the database holds count 4 for 127.0.0.1"
 is "$(sql "$db" "SELECT count(*) FROM rlg_state")" 1 "... and no row for the clients refused"
-lines=$(new_store_lines ro "$off")
-like "$lines" 'store recovered' "read-only fs: the log says the store recovered"
-is "$(nlines "$lines")" 1 "... in one line"
-check_alive ro "read-only fs, after"
-stop_rlgate_fcgi ro
+recovered ro "read-only fs"
 
 # ============================================================================
 # 2. disk full (on_error = closed)
-dir="$T/full"
-db="$dir/rlgate.db"
-
-# fill DIR: a filler file takes every free block of DIR's file system.
-fill() {
-	dd if=/dev/zero of="$1/filler" bs=4096 2>/dev/null
-	: # dd ends with ENOSPC
-	! head -c 4096 /dev/zero 2>/dev/null >>"$1/filler.more"
-}
-
-mount_tmpfs "$dir" 1m || bail_out "mount tmpfs on $dir failed: $(cat "$T/mount.err")"
-start full "$db" closed
+part full full 1m closed
 serve 3 1
 serve 1 2
 is "$(header RateLimit-Remaining)" $((LIMIT - 1)) "disk full: 4 requests served from the tmpfs (2 clients)"
 fill "$dir"
 ok $? "disk full: the file system is full"
-off=$(log_size full)
 # new clients need a new row, existing ones an updated one: every commit
 # appends a frame (page + header, more than one page) to the -wal
-during_fault "disk full, closed" 3 4 5 6 1 2 7 1
-check_fault_log full "$off" '(full|disk)' "disk full"
-check_alive full "disk full"
+fault full "disk full" '(full|disk)' - 3 4 5 6 1 2 7 1
 
-off=$(log_size full)
-rm -f "$dir/filler" "$dir/filler.more"
-req "$url"
-is "$STATUS" 200 "disk full: filler deleted: the running rlgate answers 200"
-is "$(header RateLimit-Remaining)" $((LIMIT - 4)) \
-    "... and counts on (RateLimit-Remaining $((LIMIT - 4)): the 503s were not counted)"
+fault_gone full "disk full: filler deleted" $((LIMIT - 4)) \
+    "and counts on (RateLimit-Remaining $((LIMIT - 4)): the 503s were not counted)" \
+    rm -f "$dir/filler" "$dir/filler.more"
 req --interface 127.0.0.3 "$url"
 is "$STATUS" 200 "disk full: a client refused during the fault now gets 200"
 is "$(header RateLimit-Remaining)" $((LIMIT - 1)) "... counted once (RateLimit-Remaining $((LIMIT - 1)))"
@@ -283,18 +301,11 @@ is "$(count "$db" 2)" 1 "... count 1 for 127.0.0.2"
 is "$(count "$db" 3)" 1 "... count 1 for 127.0.0.3"
 is "$(sql "$db" "SELECT count(*) FROM rlg_state")" 3 "... and no row for the clients refused"
 is "$(sql "$db" "PRAGMA integrity_check")" ok "... and the database is intact"
-lines=$(new_store_lines full "$off")
-like "$lines" 'store recovered' "disk full: the log says the store recovered"
-is "$(nlines "$lines")" 1 "... in one line"
-check_alive full "disk full, after"
-stop_rlgate_fcgi full
+recovered full "disk full"
 
 # ============================================================================
 # 3. the database replaced by garbage (on_error = closed)
-dir="$T/corrupt"
-db="$dir/rlgate.db"
-mkdir -p "$dir"
-start corrupt "$db" closed
+part corrupt corrupt - closed
 serve 3 1
 is "$(header RateLimit-Remaining)" $((LIMIT - 3)) "corrupt: 3 requests served"
 
@@ -303,34 +314,19 @@ is "$(header RateLimit-Remaining)" $((LIMIT - 3)) "corrupt: 3 requests served"
 head -c 65536 /dev/urandom >"$dir/garbage" || bail_out "cannot write garbage"
 mv -f "$dir/garbage" "$db" || bail_out "mv failed"
 rm -f "$db-wal" "$db-shm"
-off=$(log_size corrupt)
-# rlgate checks once a second whether the path still names its file
-sleep 1.1
-during_fault "corrupt, closed" 1 2 1 3 1
-check_fault_log corrupt "$off" '(not a database|corrupt|malformed)' "corrupt" reopened
-check_alive corrupt "corrupt"
+fault corrupt "corrupt" '(not a database|corrupt|malformed)' reopened 1 2 1 3 1
 
-off=$(log_size corrupt)
-rm -f "$db"
-req "$url"
-is "$STATUS" 200 "corrupt: garbage removed: the running rlgate answers 200"
-is "$(header RateLimit-Remaining)" $((LIMIT - 1)) \
-    "... counting afresh in a new database (RateLimit-Remaining $((LIMIT - 1)))"
+fault_gone corrupt "corrupt: garbage removed" $((LIMIT - 1)) \
+    "counting afresh in a new database (RateLimit-Remaining $((LIMIT - 1)))" \
+    rm -f "$db"
 like "$(sql "$db" "PRAGMA user_version")" '^[1-9][0-9]*$' "... which it created with its schema (user_version set)"
 is "$(count "$db" 1)" 1 "... holding count 1 for 127.0.0.1"
 is "$(sql "$db" "SELECT count(*) FROM rlg_state")" 1 "... and no other row"
-lines=$(new_store_lines corrupt "$off")
-like "$lines" 'store recovered' "corrupt: the log says the store recovered"
-is "$(nlines "$lines")" 1 "... in one line"
-check_alive corrupt "corrupt, after"
-stop_rlgate_fcgi corrupt
+recovered corrupt "corrupt"
 
 # ============================================================================
 # 4. disk full with on_error = open
-dir="$T/full-open"
-db="$dir/rlgate.db"
-mount_tmpfs "$dir" 1m || bail_out "mount tmpfs on $dir failed: $(cat "$T/mount.err")"
-start open "$db" open
+part open full-open 1m open
 serve 2 1
 fill "$dir"
 ok $? "disk full, open: the file system is full"

@@ -27,11 +27,8 @@
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
 
-need_cmd lighttpd spawn-fcgi sqlite3 curl
-[ -x "$RLGATE_BIN" ] || bail_out "no rlgate binary at $RLGATE_BIN"
-LOADGEN=$RLGATE_BUILDDIR/tests/loadgen
-[ -x "$LOADGEN" ] || skip_all "no tests/loadgen (configure found no libcurl)"
-make_tmpdir
+setup_test lighttpd spawn-fcgi sqlite3 curl
+need_loadgen
 
 asan=0
 nm -D "$RLGATE_BIN" 2>/dev/null | grep -q __asan_init && asan=1
@@ -52,12 +49,8 @@ WINDOW=10
 PROCS=${SUSTAINED_PROCS:-4}
 THREADS=${SUSTAINED_THREADS:-2}
 
-make_rundir
 db="$T/sustained.db"
-write_rlgate_conf "$T/rlgate.conf" "$db" "$LIMIT" "$WINDOW" closed 5000
-start_rlgate_fcgi rlgate "$run/rlgate.sock" "$T/rlgate.conf" "$PROCS" \
-    --threads "$THREADS"
-demo_lighttpd
+start_load_gateway "$db" "$LIMIT" "$WINDOW" "$PROCS" "$THREADS"
 diag "sustained: $SECONDS_RUN s, $CLIENTS clients, -F $PROCS --threads $THREADS, limit $LIMIT per $WINDOW s$([ "$asan" = 1 ] && echo ", sanitizer build")"
 
 # size FILE: its size in bytes, 0 when it does not exist.
@@ -98,15 +91,8 @@ sampler >"$T/samples.tsv" &
 sampler_pid=$!
 track_pid "$sampler_pid"
 
-"$LOADGEN" --url "$url" --out "$T/cells" --clients "$CLIENTS" \
-    --concurrency 32 --window-ms $((WINDOW * 1000)) --guard-ms 500 \
-    --per-client 1:3 --seconds "$SECONDS_RUN" \
-    >"$T/summary" 2>"$T/loadgen.err"
-rc=$?
-while read -r k v; do
-	diag "sustained: $k $v"
-done <"$T/summary"
-is "$rc" 0 "loadgen sent for $SECONDS_RUN s, every one of $CLIENTS clients" \
+run_loadgen sustained --per-client 1:3 --seconds "$SECONDS_RUN"
+is "$?" 0 "loadgen sent for $SECONDS_RUN s, every one of $CLIENTS clients" \
     "$(tail -3 "$T/loadgen.err")"
 load_end_s=$((($(now_ms) - t0) / 1000))
 # The counts of the last window, before anything prunes them (they expire
@@ -133,12 +119,11 @@ while IFS= read -r line; do
 	diag "$line"
 done <"$T/samples.tsv"
 
-val() { awk -v k="$1" '$1 == k { print $2 }' "$T/summary"; }
-between "$(val requests)" $((SECONDS_RUN * 50)) 999999999 \
+between "$(loadgen_val requests)" $((SECONDS_RUN * 50)) 999999999 \
     "at least 50 requests/s answered over the run"
-is "$(val status_other)" 0 "every answer is a 200 or a 429"
-is "$(val ambiguous)" 0 "every answer's window is known"
-between "$(val status_429)" 1 999999999 "some clients went over their limit"
+is "$(loadgen_val status_other)" 0 "every answer is a 200 or a 429"
+is "$(loadgen_val ambiguous)" 0 "every answer's window is known"
+between "$(loadgen_val status_429)" 1 999999999 "some clients went over their limit"
 
 # The samples taken while the load ran (the first line is the header).
 awk -v end="$load_end_s" 'NR > 1 && $1 <= end' "$T/samples.tsv" >"$T/during"
@@ -170,21 +155,7 @@ between "$rss_last" 1 $((rss_third + RSS_SLACK_MB * 1024)) \
     "no worker's RSS grew by more than $RSS_SLACK_MB MiB after the first third"
 
 # Exact counting, as in load.sh.
-bad=$(awk -v L=$LIMIT '{ want = $3 < L ? $3 : L
-	if ($4 != want || $4 + $5 != $3)
-		print "window " $1 " client " $2 ": sent " $3 ", 200: " $4 ", 429: " $5 " (want " want " admitted)" }' "$T/cells")
-is "$(printf '%s' "$bad" | grep -c .)" 0 "per client and window: admitted == min(sent, $LIMIT)" \
-    "$(printf '%s\n' "$bad" | head -5)"
-errors=$(grep -v 'serving FastCGI' "$T/rlgate.log" | grep -ciE 'error|busy|locked|fail')
-is "$errors" 0 "no store error in rlgate's log" \
-    "$(grep -v 'serving FastCGI' "$T/rlgate.log" | head -3)"
-is "$(awk '$9 != 200 && $9 != 429' "$run/lighttpd-access.log" | wc -l)" 0 \
-    "lighttpd logged no status but 200 and 429"
-dead=0
-for p in "${RLGATE_PIDS[@]}"; do
-	pid_alive "$p" || dead=$((dead + 1))
-done
-is "$dead" 0 "all $PROCS rlgate workers survived"
+check_load_counts $LIMIT "$PROCS"
 
 awk -v w="$last" '$1 == w && $4 > 0 { print $2 "|" $4 }' "$T/cells" | sort >"$T/load_counts"
 mismatch=$(comm -3 "$T/load_counts" "$T/db_counts" | wc -l)
