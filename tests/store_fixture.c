@@ -166,43 +166,60 @@ store_tcase(Suite *s, const char *name, void (*setup)(void),
 
 /* ---- two backends --------------------------------------------------- */
 
-void
-redis_base_setup(void)
+/*
+ * The unchecked fixture of the Redis backends: one server (the suite
+ * "store_redis") or the cluster (cluster), started once per tcase.
+ */
+static void
+redis_backend_setup(bool cluster)
 {
 	base_setup();
 	backend = RLG_BACKEND_REDIS;
+	cluster_mode = cluster;
 	/* A connection Redis closed must fail a write, not kill the test. */
 	signal(SIGPIPE, SIG_IGN);
-	redis_up = rlg_test_redis_start(&redis_srv) == 0;
+	if (cluster)
+		redis_up = rlg_test_redis_cluster_start(&cluster_srv) == 0;
+	else
+		redis_up = rlg_test_redis_start(&redis_srv) == 0;
+}
+
+/* Stops what redis_backend_setup(cluster) started; SQLite again. */
+static void
+redis_backend_teardown(bool cluster)
+{
+	if (cluster)
+		rlg_test_redis_cluster_stop(&cluster_srv);
+	else
+		rlg_test_redis_stop(&redis_srv);
+	redis_up = false;
+	cluster_mode = false;
+	backend = RLG_BACKEND_SQLITE;
+	base_teardown();
+}
+
+void
+redis_base_setup(void)
+{
+	redis_backend_setup(false);
 }
 
 void
 redis_base_teardown(void)
 {
-	rlg_test_redis_stop(&redis_srv);
-	redis_up = false;
-	backend = RLG_BACKEND_SQLITE;
-	base_teardown();
+	redis_backend_teardown(false);
 }
 
 void
 cluster_base_setup(void)
 {
-	base_setup();
-	backend = RLG_BACKEND_REDIS;
-	cluster_mode = true;
-	signal(SIGPIPE, SIG_IGN);
-	redis_up = rlg_test_redis_cluster_start(&cluster_srv) == 0;
+	redis_backend_setup(true);
 }
 
 void
 cluster_base_teardown(void)
 {
-	rlg_test_redis_cluster_stop(&cluster_srv);
-	redis_up = false;
-	cluster_mode = false;
-	backend = RLG_BACKEND_SQLITE;
-	base_teardown();
+	redis_backend_teardown(true);
 }
 
 /*
@@ -301,16 +318,16 @@ store_cfg_free(struct rlg_store_config *cfg)
 }
 
 /*
- * One command to the server on 127.0.0.1:port (AUTH with password if not
- * NULL, SELECT db); the reply, never NULL nor an error, caller frees.
+ * One command (fmt, ap) on a new connection to 127.0.0.1:port, after AUTH
+ * with password if not NULL and SELECT db: the reply, never NULL, maybe
+ * an error; caller frees. What rcmd and rdb both send by.
  */
-redisReply *
-rcmd(int port, const char *password, int db, const char *fmt, ...)
+static redisReply *
+rvcmd(int port, const char *password, int db, const char *fmt, va_list ap)
 {
 	struct timeval tv = { 5, 0 };
 	redisContext *c;
 	redisReply *r;
-	va_list ap;
 
 	c = redisConnectWithTimeout("127.0.0.1", port, tv);
 	ck_assert_msg(c != NULL && c->err == 0, "connect to %d: %s", port,
@@ -324,12 +341,26 @@ rcmd(int port, const char *password, int db, const char *fmt, ...)
 	r = redisCommand(c, "SELECT %d", db);
 	ck_assert(r != NULL && r->type == REDIS_REPLY_STATUS);
 	freeReplyObject(r);
-	va_start(ap, fmt);
 	r = redisvCommand(c, fmt, ap);
-	va_end(ap);
 	ck_assert_msg(r != NULL, "%s: %s", fmt, c->errstr);
-	ck_assert_msg(r->type != REDIS_REPLY_ERROR, "%s: %s", fmt, r->str);
 	redisFree(c);
+	return r;
+}
+
+/*
+ * One command to the server on 127.0.0.1:port (AUTH with password if not
+ * NULL, SELECT db); the reply, never NULL nor an error, caller frees.
+ */
+redisReply *
+rcmd(int port, const char *password, int db, const char *fmt, ...)
+{
+	redisReply *r;
+	va_list ap;
+
+	va_start(ap, fmt);
+	r = rvcmd(port, password, db, fmt, ap);
+	va_end(ap);
+	ck_assert_msg(r->type != REDIS_REPLY_ERROR, "%s: %s", fmt, r->str);
 	return r;
 }
 
@@ -340,27 +371,16 @@ rcmd(int port, const char *password, int db, const char *fmt, ...)
 redisReply *
 rdb(const char *path, const char *fmt, ...)
 {
-	struct timeval tv = { 5, 0 };
-	redisContext *c;
 	redisReply *r;
 	va_list ap;
 	int port, hops;
 
 	port = cluster_mode ? cluster_srv.port[0] : redis_srv.port;
 	for (hops = 0;; hops++) {
-		c = redisConnectWithTimeout("127.0.0.1", port, tv);
-		ck_assert_msg(c != NULL && c->err == 0, "connect: %s",
-		    c != NULL ? c->errstr : "out of memory");
-		redisSetTimeout(c, tv);
-		r = redisCommand(c, "SELECT %d", cluster_mode ? 0 :
-		    redis_db_of(path));
-		ck_assert(r != NULL && r->type == REDIS_REPLY_STATUS);
-		freeReplyObject(r);
 		va_start(ap, fmt);
-		r = redisvCommand(c, fmt, ap);
+		r = rvcmd(port, NULL, cluster_mode ? 0 : redis_db_of(path),
+		    fmt, ap);
 		va_end(ap);
-		ck_assert_msg(r != NULL, "%s: %s", fmt, c->errstr);
-		redisFree(c);
 		if (!cluster_mode || hops == 3 ||
 		    r->type != REDIS_REPLY_ERROR ||
 		    strncmp(r->str, "MOVED ", 6) != 0)
@@ -442,15 +462,39 @@ nstates(const char *path)
 	return n;
 }
 
+/*
+ * "cmd KEY" for every key that matches pattern on the servers of path's
+ * keys; the sum of the (integer) replies. How nlog counts (LLEN) and
+ * reset_client deletes (DEL) on Redis.
+ */
+static int64_t
+redis_each_key(const char *path, const char *pattern, const char *cmd)
+{
+	int ports[RLG_TEST_CLUSTER_NODES], db, k, nk;
+	redisReply *keys, *r;
+	int64_t n = 0;
+	size_t i;
+
+	nk = key_servers(path, ports, &db);
+	for (k = 0; k < nk; k++) {
+		keys = rcmd(ports[k], NULL, db, "KEYS %s", pattern);
+		for (i = 0; i < keys->elements; i++) {
+			r = rcmd(ports[k], NULL, db, "%s %s", cmd,
+			    keys->element[i]->str);
+			n += r->integer;
+			freeReplyObject(r);
+		}
+		freeReplyObject(keys);
+	}
+	return n;
+}
+
 /* Sliding-log entries of policy and client (NULL: any). */
 int64_t
 nlog(const char *path, const char *policy_name, const char *client)
 {
-	int ports[RLG_TEST_CLUSTER_NODES], db, k, nk;
 	char *sql, pattern[512];
-	redisReply *r, *len;
-	int64_t n = 0;
-	size_t i;
+	int64_t n;
 
 	if (backend == RLG_BACKEND_SQLITE) {
 		sql = sqlite3_mprintf("SELECT count(*) FROM rlg_log WHERE"
@@ -463,28 +507,14 @@ nlog(const char *path, const char *policy_name, const char *client)
 	}
 	redis_key(pattern, sizeof pattern, policy_name != NULL ?
 	    policy_name : "*", client != NULL ? client : "*", true);
-	nk = key_servers(path, ports, &db);
-	for (k = 0; k < nk; k++) {
-		r = rcmd(ports[k], NULL, db, "KEYS %s", pattern);
-		for (i = 0; i < r->elements; i++) {
-			len = rcmd(ports[k], NULL, db, "LLEN %s",
-			    r->element[i]->str);
-			n += len->integer;
-			freeReplyObject(len);
-		}
-		freeReplyObject(r);
-	}
-	return n;
+	return redis_each_key(path, pattern, "LLEN");
 }
 
 /* An operator's reset of one client: every state (and log) of it. */
 void
 reset_client(const char *path, const char *client)
 {
-	int ports[RLG_TEST_CLUSTER_NODES], db, k, nk;
 	char *sql, pattern[512];
-	redisReply *r, *del;
-	size_t i;
 
 	if (backend == RLG_BACKEND_SQLITE) {
 		sql = sqlite3_mprintf("DELETE FROM rlg_state WHERE client = %Q",
@@ -494,16 +524,7 @@ reset_client(const char *path, const char *client)
 		return;
 	}
 	snprintf(pattern, sizeof pattern, "rlg:{%s}:*", client);
-	nk = key_servers(path, ports, &db);
-	for (k = 0; k < nk; k++) {
-		r = rcmd(ports[k], NULL, db, "KEYS %s", pattern);
-		for (i = 0; i < r->elements; i++) {
-			del = rcmd(ports[k], NULL, db, "DEL %s",
-			    r->element[i]->str);
-			freeReplyObject(del);
-		}
-		freeReplyObject(r);
-	}
+	(void)redis_each_key(path, pattern, "DEL");
 }
 
 /*
