@@ -43,6 +43,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include "clock.h"
+
 #define FR_CONNS 64
 #define FR_INBUF (1 << 16)         /* the largest command: SCRIPT LOAD */
 #define FR_ARGS 512                /* arguments of one command, at most */
@@ -167,8 +169,6 @@ static void fr_putf(struct fr_conn *c, bool trickle, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static long long fr_arg(const char *s, size_t len, long long dflt);
 static unsigned fr_slot(const char *key, size_t len);
-static int64_t fr_now_ms(void);
-static int64_t fr_mono_ms(void);
 static void fr_write_file(const char *path, long v);
 
 int
@@ -223,8 +223,9 @@ main(int argc, char **argv)
 	if (port_file != NULL)
 		fr_write_file(port_file, port);
 
-	end = fr_mono_ms() + (int64_t)lifetime_s * 1000;
-	while (!stop && (now = fr_mono_ms()) < end) {
+	end = rlg_test_clock_ms(CLOCK_MONOTONIC) +
+	    (int64_t)lifetime_s * 1000;
+	while (!stop && (now = rlg_test_clock_ms(CLOCK_MONOTONIC)) < end) {
 		wait = 1000;
 		pfd[0].fd = lfd;
 		pfd[0].events = POLLIN;
@@ -387,7 +388,7 @@ fr_write(struct fr_conn *c)
 		return errno == EAGAIN || errno == EINTR;
 	c->outpos += (size_t)put;
 	if (c->trickle)
-		c->next_ms = fr_mono_ms() + trickle_ms;
+		c->next_ms = rlg_test_clock_ms(CLOCK_MONOTONIC) + trickle_ms;
 	if (c->outpos == c->outlen) {
 		free(c->out);
 		c->out = NULL;
@@ -561,7 +562,8 @@ fr_evalsha(struct fr_conn *c, int argc, const char **argv,
 		fr_putf(c, false, "-ERR fake_redis: malformed EVALSHA\r\n");
 		return;
 	}
-	now = argvlen[a] > 0 ? fr_arg(argv[a], argvlen[a], 0) : fr_now_ms();
+	now = argvlen[a] > 0 ? fr_arg(argv[a], argvlen[a], 0) :
+	    rlg_test_clock_ms(CLOCK_REALTIME);
 	n = fr_arg(argv[a + 1], argvlen[a + 1], 0);
 	a += 2;
 	if (n < 1 || a + 5 * n > argc) {
@@ -661,7 +663,7 @@ fr_put(struct fr_conn *c, bool trickle, const char *s, size_t len)
 	c->outlen += len;
 	if (trickle && !c->trickle) {
 		c->trickle = true;
-		c->next_ms = fr_mono_ms();
+		c->next_ms = rlg_test_clock_ms(CLOCK_MONOTONIC);
 	}
 }
 
@@ -721,24 +723,6 @@ fr_slot(const char *key, size_t len)
 		crc &= 0xffff;
 	}
 	return crc & 16383;
-}
-
-static int64_t
-fr_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t
-fr_mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Writes "v\n" to path through a temporary file, so readers see it whole. */

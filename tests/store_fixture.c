@@ -33,6 +33,7 @@
 #include <hiredis/hiredis.h>
 #include <sqlite3.h>
 
+#include "clock.h"
 #include "config.h"
 #include "fixture.h"
 #include "store_fixture.h"
@@ -1019,27 +1020,31 @@ thread_main(void *arg)
 	return NULL;
 }
 
+/* Worker id of a run, its settings and nothing counted yet. */
+static void
+worker_init(struct worker *w, const char *path, int many, int64_t cache,
+    int id)
+{
+	memset(w, 0, sizeof *w);
+	w->path = path;
+	w->many = many;
+	w->id = id;
+	w->cache = cache;
+}
+
 /* NWORKERS threads open path together (a new file) and send at once. */
 void
 run_threads(const char *path, int many, int64_t cache, struct worker *w)
 {
 	pthread_barrier_t barrier;
-	pthread_t t[NWORKERS];
 	int i;
 
 	pthread_barrier_init(&barrier, NULL, NWORKERS);
 	for (i = 0; i < NWORKERS; i++) {
-		memset(&w[i], 0, sizeof w[i]);
-		w[i].path = path;
-		w[i].many = many;
-		w[i].id = i;
-		w[i].cache = cache;
+		worker_init(&w[i], path, many, cache, i);
 		w[i].barrier = &barrier;
-		ck_assert_int_eq(pthread_create(&t[i], NULL, thread_main,
-		    &w[i]), 0);
 	}
-	for (i = 0; i < NWORKERS; i++)
-		pthread_join(t[i], NULL);
+	rlg_test_threads(NWORKERS, thread_main, w, sizeof w[0]);
 	pthread_barrier_destroy(&barrier);
 }
 
@@ -1057,11 +1062,7 @@ run_processes(const char *path, int many, int64_t cache,
 	ck_assert_int_eq(pipe(go), 0);
 	ck_assert_int_eq(pipe(res), 0);
 	for (i = 0; i < NWORKERS; i++) {
-		memset(&w[i], 0, sizeof w[i]);
-		w[i].path = path;
-		w[i].many = many;
-		w[i].id = i;
-		w[i].cache = cache;
+		worker_init(&w[i], path, many, cache, i);
 		pids[i] = fork();
 		ck_assert_int_ge(pids[i], 0);
 		if (pids[i] == 0) {
@@ -1206,10 +1207,7 @@ sleep_ms(long ms)
 int64_t
 mono_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return rlg_test_clock_ms(CLOCK_MONOTONIC);
 }
 
 /* A Redis store on url, clock = local; its open's result in *rc. */
