@@ -44,6 +44,7 @@
 #include <netinet/in.h>
 
 #include "clock.h"
+#include "resp.h"
 
 #define FR_CONNS 64
 #define FR_INBUF (1 << 16)         /* the largest command: SCRIPT LOAD */
@@ -157,8 +158,6 @@ static void fr_accept(int lfd);
 static bool fr_read(struct fr_conn *c);
 static bool fr_write(struct fr_conn *c);
 static void fr_close(struct fr_conn *c);
-static size_t fr_parse(const char *buf, size_t len, const char **argv,
-    size_t *argvlen, int *argc);
 static void fr_command(struct fr_conn *c, int argc, const char **argv,
     const size_t *argvlen);
 static void fr_evalsha(struct fr_conn *c, int argc, const char **argv,
@@ -354,7 +353,8 @@ fr_read(struct fr_conn *c)
 	if (got < 0)
 		return errno == EAGAIN || errno == EINTR;
 	c->inlen += (size_t)got;
-	while ((used = fr_parse(c->in, c->inlen, argv, argvlen, &argc)) > 0) {
+	while ((used = rlg_test_resp_parse(c->in, c->inlen, argv, argvlen,
+	    FR_ARGS, &argc)) > 0) {
 		if (argc > 0)
 			fr_command(c, argc, argv, argvlen);
 		memmove(c->in, c->in + used, c->inlen - used);
@@ -406,43 +406,6 @@ fr_close(struct fr_conn *c)
 	free(c->out);
 	memset(c, 0, sizeof *c);
 	c->fd = -1;
-}
-
-/*
- * The first whole RESP command (an array of bulk strings) in buf: its
- * length, with argv pointing into buf; 0 when it is not all there yet.
- * Anything else than an array is skipped up to its end of line (argc 0).
- */
-static size_t
-fr_parse(const char *buf, size_t len, const char **argv, size_t *argvlen,
-    int *argc)
-{
-	const char *at = buf, *end = buf + len, *nl;
-	long n, i, blen;
-
-	*argc = 0;
-	if (len == 0 || (nl = memchr(at, '\n', len)) == NULL)
-		return 0;
-	if (*at != '*')
-		return (size_t)(nl + 1 - buf);
-	n = strtol(at + 1, NULL, 10);
-	if (n < 0 || n > FR_ARGS)
-		n = 0;
-	at = nl + 1;
-	for (i = 0; i < n; i++) {
-		if (at >= end || *at != '$' ||
-		    (nl = memchr(at, '\n', (size_t)(end - at))) == NULL)
-			return 0;
-		blen = strtol(at + 1, NULL, 10);
-		at = nl + 1;
-		if (blen < 0 || end - at < blen + 2)
-			return 0;
-		argv[i] = at;
-		argvlen[i] = (size_t)blen;
-		at += blen + 2;
-	}
-	*argc = (int)n;
-	return (size_t)(at - buf);
 }
 
 /* Whether argument i is word (case-insensitive). */

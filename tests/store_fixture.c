@@ -36,6 +36,7 @@
 #include "clock.h"
 #include "config.h"
 #include "fixture.h"
+#include "resp.h"
 #include "store_fixture.h"
 #include "util.h"
 
@@ -1259,30 +1260,21 @@ check_names(const struct rlg_store *s, int port, const char *also)
 
 /* ---- a fake Redis --------------------------------------------------- */
 
-/* The length of the first whole RESP command in buf, or 0; its name. */
+/*
+ * The length of the first whole RESP command in buf, or 0 (not all
+ * there); its name, "" if it has none.
+ */
 static size_t
 resp_command(const char *buf, size_t len, char *name, size_t size)
 {
-	const char *at = buf, *end = buf + len, *nl;
-	long n, i, blen;
+	const char *argv[512];
+	size_t argvlen[512], used;
+	int argc;
 
-	if (len < 4 || *at != '*' || (nl = memchr(at, '\n', len)) == NULL)
-		return 0;
-	n = strtol(at + 1, NULL, 10);
-	at = nl + 1;
-	for (i = 0; i < n; i++) {
-		if (at >= end || *at != '$' ||
-		    (nl = memchr(at, '\n', (size_t)(end - at))) == NULL)
-			return 0;
-		blen = strtol(at + 1, NULL, 10);
-		at = nl + 1;
-		if (end - at < blen + 2)
-			return 0;
-		if (i == 0)
-			snprintf(name, size, "%.*s", (int)blen, at);
-		at += blen + 2;
-	}
-	return (size_t)(at - buf);
+	used = rlg_test_resp_parse(buf, len, argv, argvlen, 512, &argc);
+	snprintf(name, size, "%.*s", argc > 0 ? (int)argvlen[0] : 0,
+	    argc > 0 ? argv[0] : "");
+	return used;
 }
 
 static void *
