@@ -58,16 +58,10 @@ ask(struct rlg_verdict *v, int64_t now, ...)
 {
 	char *envp[16];
 	va_list ap;
-	size_t n = 0;
-	char *e;
 
 	va_start(ap, now);
-	while ((e = va_arg(ap, char *)) != NULL) {
-		ck_assert_uint_lt(n, 15);
-		envp[n++] = e;
-	}
+	(void)rlg_test_envv(envp, 16, ap);
 	va_end(ap);
-	envp[n] = NULL;
 	rlg_gate_decide(&gate, envp, now, v);
 }
 

@@ -147,23 +147,13 @@ run(const char *path, enum gmode mode, const struct rlg_policy *p,
     const struct rlg_policy *bad, struct gworker *w)
 {
 	pthread_barrier_t barrier;
-	pthread_t t[GTHREADS];
 	int i;
 
 	pthread_barrier_init(&barrier, NULL, GTHREADS);
-	for (i = 0; i < GTHREADS; i++) {
-		memset(&w[i], 0, sizeof w[i]);
-		w[i].path = path;
-		w[i].p = p;
-		w[i].bad = bad;
-		w[i].mode = mode;
-		w[i].id = i;
-		w[i].barrier = &barrier;
-		ck_assert_int_eq(pthread_create(&t[i], NULL, gthread, &w[i]),
-		    0);
-	}
 	for (i = 0; i < GTHREADS; i++)
-		pthread_join(t[i], NULL);
+		w[i] = (struct gworker){ .path = path, .p = p, .bad = bad,
+		    .mode = mode, .id = i, .barrier = &barrier };
+	rlg_test_threads(GTHREADS, gthread, w, sizeof w[0]);
 	pthread_barrier_destroy(&barrier);
 	for (i = 0; i < GTHREADS; i++)
 		ck_assert_msg(w[i].errors == 0, "thread %d: %ld errors: %s",

@@ -24,6 +24,7 @@
 #endif
 
 #include "check_rlgate.h"
+#include "fixture.h"
 #include "limiter.h"
 #include "util.h"
 
@@ -119,7 +120,6 @@ static int64_t count_between(const struct run *r, int64_t from, int64_t to);
 static bool run_hit(struct sim *s, struct run *r, int64_t real,
     int64_t reported);
 static int64_t span_bound(const struct sim *s);
-static uint64_t xorshift(uint64_t *x);
 static int64_t seed_scenario(enum rlg_algorithm alg, int64_t per_second);
 static void run_table(struct sim *s, const struct step_row *rows, size_t n);
 
@@ -480,15 +480,6 @@ span_bound(const struct sim *s)
 		return s->p.limit;
 	}
 	return 0;
-}
-
-static uint64_t
-xorshift(uint64_t *x)
-{
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
 }
 
 /*
@@ -1184,17 +1175,17 @@ START_TEST(test_clock_back_never_grants_more)
 					    (long long)at);
 			}
 			(void)sim_hit(&s, t, &d);
-			switch (xorshift(&x) % 4) {
+			switch (rlg_test_xorshift(&x) % 4) {
 			case 0:
 				break;
 			case 1:
-				t += (int64_t)(xorshift(&x) % 50);
+				t += (int64_t)(rlg_test_xorshift(&x) % 50);
 				break;
 			case 2:
-				t += (int64_t)(xorshift(&x) % 3000);
+				t += (int64_t)(rlg_test_xorshift(&x) % 3000);
 				break;
 			default:
-				t += (int64_t)(xorshift(&x) % 70000);
+				t += (int64_t)(rlg_test_xorshift(&x) % 70000);
 				break;
 			}
 		}
@@ -1803,17 +1794,17 @@ START_TEST(test_prop_random)
 		mode = 0;
 		for (i = 0; i < 20000; i++) {
 			(void)run_hit(&s, &run_a, t, t);
-			if (xorshift(&x) % 100 == 0)
-				mode = (int64_t)(xorshift(&x) % 3);
+			if (rlg_test_xorshift(&x) % 100 == 0)
+				mode = (int64_t)(rlg_test_xorshift(&x) % 3);
 			if (mode == 0)
 				gap = 3;                       /* hammering */
 			else if (mode == 1)
 				gap = 2 * w / pol[q].limit + 1;  /* ~ the rate */
 			else
 				gap = w / 4 + 1;               /* sparse */
-			if (xorshift(&x) % 200 == 0)
+			if (rlg_test_xorshift(&x) % 200 == 0)
 				gap = 3 * w;                   /* silence */
-			t += (int64_t)(xorshift(&x) % (uint64_t)gap);
+			t += (int64_t)(rlg_test_xorshift(&x) % (uint64_t)gap);
 		}
 		best = max_in_span(&run_a, w);
 		bound = span_bound(&s);

@@ -7,26 +7,25 @@
 
 #include "check_rlgate.h"
 
+/* The suites, in the order they run: a new one is a word here. */
+static Suite *(*const suites[])(void) = {
+	rlg_limiter_suite, rlg_config_suite, rlg_net_suite, rlg_request_suite,
+	rlg_response_suite, rlg_gate_suite, rlg_store_suite,
+	rlg_store_guard_suite, rlg_store_redis_suite,
+	rlg_store_redis_cluster_suite, rlg_redis_script_suite,
+	rlg_redis_faults_suite, rlg_group_suite, rlg_table_suite,
+};
+
 int
 main(void)
 {
 	SRunner *sr;
+	size_t i;
 	int failed;
 
-	sr = srunner_create(rlg_limiter_suite());
-	srunner_add_suite(sr, rlg_config_suite());
-	srunner_add_suite(sr, rlg_net_suite());
-	srunner_add_suite(sr, rlg_request_suite());
-	srunner_add_suite(sr, rlg_response_suite());
-	srunner_add_suite(sr, rlg_gate_suite());
-	srunner_add_suite(sr, rlg_store_suite());
-	srunner_add_suite(sr, rlg_store_guard_suite());
-	srunner_add_suite(sr, rlg_store_redis_suite());
-	srunner_add_suite(sr, rlg_store_redis_cluster_suite());
-	srunner_add_suite(sr, rlg_redis_script_suite());
-	srunner_add_suite(sr, rlg_redis_faults_suite());
-	srunner_add_suite(sr, rlg_group_suite());
-	srunner_add_suite(sr, rlg_table_suite());
+	sr = srunner_create(suites[0]());
+	for (i = 1; i < sizeof suites / sizeof suites[0]; i++)
+		srunner_add_suite(sr, suites[i]());
 	srunner_run_all(sr, CK_ENV);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -85,28 +85,30 @@ START_TEST(test_cidr_parse)
 	    "10.0.0.0/-1", "10.0.0.0/+8", "10.0.0.0/8 ", "10.0.0.0/0x8",
 	    "/8", "2001:db8::1/64", "2001:db8::/129", "2001:db8::/1000",
 	    "10.0.0.0/8/8", "::ffff:10.0.0.1/104", "", "bogus/8",
-	    "192.168.1.128/24" };
+	    "192.168.1.128/24", "2001:db8:0:1::/63" };
+	/*
+	 * Each good network and its prefix length over 128 bits (an IPv4
+	 * one as ::ffff:a.b.c.d, 96 bits in).
+	 */
+	static const struct {
+		const char *text;
+		int prefix_len;
+	} good[] = {
+		{ "10.0.0.0/8", 96 + 8 }, { "192.0.2.7", 128 },
+		{ "0.0.0.0/0", 96 }, { "2001:db8::/32", 32 }, { "::/0", 0 },
+		{ "::1", 128 }, { "::ffff:10.0.0.0/104", 104 },
+		{ "10.0.0.128/25", 96 + 25 }, { "2001:db8:0:2::/63", 63 },
+	};
 	struct rlg_cidr n;
 	size_t i;
 
+	for (i = 0; i < sizeof good / sizeof good[0]; i++) {
+		ck_assert_msg(rlg_cidr_parse(good[i].text, &n) == 0, "%s",
+		    good[i].text);
+		ck_assert_int_eq(n.prefix_len, good[i].prefix_len);
+	}
 	ck_assert_int_eq(rlg_cidr_parse("10.0.0.0/8", &n), 0);
-	ck_assert_int_eq(n.prefix_len, 96 + 8);
 	ck_assert(n.addr.v4);
-	ck_assert_int_eq(rlg_cidr_parse("192.0.2.7", &n), 0);
-	ck_assert_int_eq(n.prefix_len, 128);
-	ck_assert_int_eq(rlg_cidr_parse("0.0.0.0/0", &n), 0);
-	ck_assert_int_eq(n.prefix_len, 96);
-	ck_assert_int_eq(rlg_cidr_parse("2001:db8::/32", &n), 0);
-	ck_assert_int_eq(n.prefix_len, 32);
-	ck_assert_int_eq(rlg_cidr_parse("::/0", &n), 0);
-	ck_assert_int_eq(n.prefix_len, 0);
-	ck_assert_int_eq(rlg_cidr_parse("::1", &n), 0);
-	ck_assert_int_eq(n.prefix_len, 128);
-	ck_assert_int_eq(rlg_cidr_parse("::ffff:10.0.0.0/104", &n), 0);
-	ck_assert_int_eq(n.prefix_len, 104);
-	ck_assert_int_eq(rlg_cidr_parse("10.0.0.128/25", &n), 0);
-	ck_assert_int_eq(rlg_cidr_parse("2001:db8:0:1::/63", &n), -1);
-	ck_assert_int_eq(rlg_cidr_parse("2001:db8:0:2::/63", &n), 0);
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		ck_assert_msg(rlg_cidr_parse(bad[i], &n) == -1, "%s", bad[i]);
 	ck_assert_int_eq(rlg_cidr_parse(NULL, &n), -1);
@@ -115,30 +117,33 @@ END_TEST
 
 START_TEST(test_contains)
 {
+	/* A network, an address in it and one not in it (NULL: none). */
+	static const struct {
+		const char *net, *inside, *outside;
+	} cases[] = {
+		{ "10.0.0.0/8", "10.255.1.2", "11.0.0.0" },
+		{ "10.0.0.0/8", "::ffff:10.1.2.3", "9.255.255.255" },
+		{ "10.0.0.128/25", "10.0.0.255", "10.0.0.127" },
+		{ "192.0.2.7", "192.0.2.7", "192.0.2.8" },
+		{ "0.0.0.0/0", "203.0.113.9", "2001:db8::1" },  /* IPv4 only */
+		{ "2001:db8::/32", "2001:db8:ffff::1", "2001:db9::1" },
+		{ "2001:db8::/33", "2001:db8:7fff::1", "2001:db8:8000::1" },
+		{ "::1", "::1", "::2" },
+		{ "::1", "::1", "127.0.0.1" },
+		{ "::ffff:10.0.0.0/104", "10.1.2.3", "11.1.2.3" },  /* mapped */
+		{ "::/0", "10.1.2.3", NULL },
+	};
 	struct rlg_cidr nets[2];
 	struct rlg_addr a;
+	size_t i;
 
-	ck_assert(in("10.0.0.0/8", "10.255.1.2"));
-	ck_assert(!in("10.0.0.0/8", "11.0.0.0"));
-	ck_assert(!in("10.0.0.0/8", "9.255.255.255"));
-	ck_assert(in("10.0.0.128/25", "10.0.0.255"));
-	ck_assert(!in("10.0.0.128/25", "10.0.0.127"));
-	ck_assert(in("192.0.2.7", "192.0.2.7"));
-	ck_assert(!in("192.0.2.7", "192.0.2.8"));
-	ck_assert(in("0.0.0.0/0", "203.0.113.9"));
-	ck_assert(!in("0.0.0.0/0", "2001:db8::1"));  /* IPv4 only */
-	ck_assert(in("2001:db8::/32", "2001:db8:ffff::1"));
-	ck_assert(!in("2001:db8::/32", "2001:db9::1"));
-	ck_assert(in("2001:db8::/33", "2001:db8:7fff::1"));
-	ck_assert(!in("2001:db8::/33", "2001:db8:8000::1"));
-	ck_assert(in("::1", "::1"));
-	ck_assert(!in("::1", "::2"));
-	/* mapped on either side */
-	ck_assert(in("10.0.0.0/8", "::ffff:10.1.2.3"));
-	ck_assert(in("::ffff:10.0.0.0/104", "10.1.2.3"));
-	ck_assert(!in("::ffff:10.0.0.0/104", "11.1.2.3"));
-	ck_assert(in("::/0", "10.1.2.3"));
-	ck_assert(!in("::1", "127.0.0.1"));
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		ck_assert_msg(in(cases[i].net, cases[i].inside), "%s in %s",
+		    cases[i].inside, cases[i].net);
+		ck_assert_msg(cases[i].outside == NULL ||
+		    !in(cases[i].net, cases[i].outside), "%s not in %s",
+		    cases[i].outside, cases[i].net);
+	}
 
 	ck_assert_int_eq(rlg_cidr_parse("10.0.0.0/8", &nets[0]), 0);
 	ck_assert_int_eq(rlg_cidr_parse("::1", &nets[1]), 0);
@@ -153,30 +158,36 @@ END_TEST
 
 START_TEST(test_prefix_keys)
 {
-	char buf[RLG_ADDR_TEXT_MAX], other[RLG_ADDR_TEXT_MAX];
+	/* An address, the IPv6 prefix, its key. */
+	static const struct {
+		const char *addr;
+		int prefix;
+		const char *key;
+	} cases[] = {
+		{ "2001:db8:1:2:3:4:5:6", 64, "2001:db8:1:2::/64" },
+		{ "2001:db8:1:2:ffff::1", 64, "2001:db8:1:2::/64" },
+		{ "2001:db8:1:3::1", 64, "2001:db8:1:3::/64" },
+		{ "2001:db8:1:2:3:4:5:6", 128, "2001:db8:1:2:3:4:5:6" },
+		{ "2001:db8:1:2:3:4:5:6", 0, "2001:db8:1:2:3:4:5:6" },
+		{ "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 127,
+		    "ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe/127" },  /* longest */
+		{ "2001:db8:1:2:3:4:5:6", 48, "2001:db8:1::/48" },
+		{ "2001:db8:1:2:3:4:5:6", 1, "::/1" },
+		{ "2001:db8::ff", 120, "2001:db8::/120" },
+		/* IPv4 is always whole, whatever the IPv6 prefix */
+		{ "192.0.2.77", 64, "192.0.2.77" },
+		{ "::ffff:192.0.2.77", 1, "192.0.2.77" },
+		{ "::1", 64, "::/64" },
+		{ "::1", 128, "::1" },
+	};
+	char buf[RLG_ADDR_TEXT_MAX];
+	size_t i;
 
-	ck_assert_str_eq(key_of("2001:db8:1:2:3:4:5:6", 64, buf),
-	    "2001:db8:1:2::/64");
-	ck_assert_str_eq(key_of("2001:db8:1:2:ffff::1", 64, other),
-	    "2001:db8:1:2::/64");
-	ck_assert_str_eq(key_of("2001:db8:1:3::1", 64, buf),
-	    "2001:db8:1:3::/64");
-	ck_assert_str_eq(key_of("2001:db8:1:2:3:4:5:6", 128, buf),
-	    "2001:db8:1:2:3:4:5:6");
-	ck_assert_str_eq(key_of("2001:db8:1:2:3:4:5:6", 0, buf),
-	    "2001:db8:1:2:3:4:5:6");
-	ck_assert_str_eq(key_of("2001:db8:1:2:3:4:5:6", 48, buf),
-	    "2001:db8:1::/48");
-	ck_assert_str_eq(key_of("2001:db8:1:2:3:4:5:6", 1, buf), "::/1");
-	ck_assert_str_eq(key_of("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
-	    127, buf), "ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe/127");
-	ck_assert_int_lt(strlen(buf), RLG_ADDR_TEXT_MAX);
-	ck_assert_str_eq(key_of("2001:db8::ff", 120, buf), "2001:db8::/120");
-	/* IPv4 is always whole, whatever the IPv6 prefix */
-	ck_assert_str_eq(key_of("192.0.2.77", 64, buf), "192.0.2.77");
-	ck_assert_str_eq(key_of("::ffff:192.0.2.77", 1, buf), "192.0.2.77");
-	ck_assert_str_eq(key_of("::1", 64, buf), "::/64");
-	ck_assert_str_eq(key_of("::1", 128, buf), "::1");
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		ck_assert_str_eq(key_of(cases[i].addr, cases[i].prefix, buf),
+		    cases[i].key);
+		ck_assert_int_lt(strlen(buf), RLG_ADDR_TEXT_MAX);
+	}
 }
 END_TEST
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check_rlgate.h"
+#include "fixture.h"
 #include "request.h"
 #include "util.h"
 
@@ -291,18 +292,18 @@ who(struct rlg_request *r, const struct rlg_client_config *c, ...)
 	struct rlg_client_config fwd;
 	bool has_fwd = false, has_xff = false;
 	va_list ap;
-	size_t n = 0;
-	char *e;
+	size_t n, i;
 
+	/* Room for REQUEST_URI after them. */
 	va_start(ap, c);
-	while ((e = va_arg(ap, char *)) != NULL) {
-		ck_assert_uint_lt(n, 14);
-		g_envp[n++] = e;
-		has_fwd = has_fwd || strncmp(e, "HTTP_FORWARDED=", 15) == 0;
-		has_xff = has_xff || strncmp(e, "HTTP_X_FORWARDED_FOR=", 21) == 0;
-	}
+	n = rlg_test_envv(g_envp, 15, ap);
 	va_end(ap);
-	g_envp[n] = NULL;
+	for (i = 0; i < n; i++) {
+		has_fwd = has_fwd ||
+		    strncmp(g_envp[i], "HTTP_FORWARDED=", 15) == 0;
+		has_xff = has_xff ||
+		    strncmp(g_envp[i], "HTTP_X_FORWARDED_FOR=", 21) == 0;
+	}
 	/* A path, so that only the identity can be a flaw. */
 	if (rlg_request_param(g_envp, "REQUEST_URI") == NULL) {
 		g_envp[n++] = "REQUEST_URI=/";

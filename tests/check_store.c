@@ -549,7 +549,7 @@ START_TEST(test_algorithm_sequence)
 	struct rlg_decision d, want;
 	struct sim m[3];
 	struct rlg_store *s;
-	uint64_t x = 88172645463325252ULL;
+	uint64_t x = 88172645463325252ULL, r;
 	int64_t now = T1;
 	long i, admitted = 0;
 	int c;
@@ -559,14 +559,9 @@ START_TEST(test_algorithm_sequence)
 		m[c].p = &p;
 	s = open_ok(path, 2000);
 	for (i = 0; i < 3000; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		if (x % 40 == 0)
-			now -= (int64_t)(x >> 8) % 3000;
-		else
-			now += (int64_t)(x >> 8) % 300;
-		c = (int)((x >> 20) % 3);
+		/* One in 40 back by up to 3 s, else on by up to 300 ms. */
+		r = rlg_test_clock_walk(&x, &now, 40, 3000, 300);
+		c = (int)((r >> 20) % 3);
 		admitted += hit(s, &p, clients[c], now, &d);
 		sim_step(&m[c], now, &want);
 		check_same(&d, &want, rlg_algorithm_name(p.lim.algorithm), i);

@@ -43,6 +43,9 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include "clock.h"
+#include "resp.h"
+
 #define FR_CONNS 64
 #define FR_INBUF (1 << 16)         /* the largest command: SCRIPT LOAD */
 #define FR_ARGS 512                /* arguments of one command, at most */
@@ -155,8 +158,6 @@ static void fr_accept(int lfd);
 static bool fr_read(struct fr_conn *c);
 static bool fr_write(struct fr_conn *c);
 static void fr_close(struct fr_conn *c);
-static size_t fr_parse(const char *buf, size_t len, const char **argv,
-    size_t *argvlen, int *argc);
 static void fr_command(struct fr_conn *c, int argc, const char **argv,
     const size_t *argvlen);
 static void fr_evalsha(struct fr_conn *c, int argc, const char **argv,
@@ -167,8 +168,6 @@ static void fr_putf(struct fr_conn *c, bool trickle, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static long long fr_arg(const char *s, size_t len, long long dflt);
 static unsigned fr_slot(const char *key, size_t len);
-static int64_t fr_now_ms(void);
-static int64_t fr_mono_ms(void);
 static void fr_write_file(const char *path, long v);
 
 int
@@ -223,8 +222,9 @@ main(int argc, char **argv)
 	if (port_file != NULL)
 		fr_write_file(port_file, port);
 
-	end = fr_mono_ms() + (int64_t)lifetime_s * 1000;
-	while (!stop && (now = fr_mono_ms()) < end) {
+	end = rlg_test_clock_ms(CLOCK_MONOTONIC) +
+	    (int64_t)lifetime_s * 1000;
+	while (!stop && (now = rlg_test_clock_ms(CLOCK_MONOTONIC)) < end) {
 		wait = 1000;
 		pfd[0].fd = lfd;
 		pfd[0].events = POLLIN;
@@ -353,7 +353,8 @@ fr_read(struct fr_conn *c)
 	if (got < 0)
 		return errno == EAGAIN || errno == EINTR;
 	c->inlen += (size_t)got;
-	while ((used = fr_parse(c->in, c->inlen, argv, argvlen, &argc)) > 0) {
+	while ((used = rlg_test_resp_parse(c->in, c->inlen, argv, argvlen,
+	    FR_ARGS, &argc)) > 0) {
 		if (argc > 0)
 			fr_command(c, argc, argv, argvlen);
 		memmove(c->in, c->in + used, c->inlen - used);
@@ -387,7 +388,7 @@ fr_write(struct fr_conn *c)
 		return errno == EAGAIN || errno == EINTR;
 	c->outpos += (size_t)put;
 	if (c->trickle)
-		c->next_ms = fr_mono_ms() + trickle_ms;
+		c->next_ms = rlg_test_clock_ms(CLOCK_MONOTONIC) + trickle_ms;
 	if (c->outpos == c->outlen) {
 		free(c->out);
 		c->out = NULL;
@@ -405,43 +406,6 @@ fr_close(struct fr_conn *c)
 	free(c->out);
 	memset(c, 0, sizeof *c);
 	c->fd = -1;
-}
-
-/*
- * The first whole RESP command (an array of bulk strings) in buf: its
- * length, with argv pointing into buf; 0 when it is not all there yet.
- * Anything else than an array is skipped up to its end of line (argc 0).
- */
-static size_t
-fr_parse(const char *buf, size_t len, const char **argv, size_t *argvlen,
-    int *argc)
-{
-	const char *at = buf, *end = buf + len, *nl;
-	long n, i, blen;
-
-	*argc = 0;
-	if (len == 0 || (nl = memchr(at, '\n', len)) == NULL)
-		return 0;
-	if (*at != '*')
-		return (size_t)(nl + 1 - buf);
-	n = strtol(at + 1, NULL, 10);
-	if (n < 0 || n > FR_ARGS)
-		n = 0;
-	at = nl + 1;
-	for (i = 0; i < n; i++) {
-		if (at >= end || *at != '$' ||
-		    (nl = memchr(at, '\n', (size_t)(end - at))) == NULL)
-			return 0;
-		blen = strtol(at + 1, NULL, 10);
-		at = nl + 1;
-		if (blen < 0 || end - at < blen + 2)
-			return 0;
-		argv[i] = at;
-		argvlen[i] = (size_t)blen;
-		at += blen + 2;
-	}
-	*argc = (int)n;
-	return (size_t)(at - buf);
 }
 
 /* Whether argument i is word (case-insensitive). */
@@ -561,7 +525,8 @@ fr_evalsha(struct fr_conn *c, int argc, const char **argv,
 		fr_putf(c, false, "-ERR fake_redis: malformed EVALSHA\r\n");
 		return;
 	}
-	now = argvlen[a] > 0 ? fr_arg(argv[a], argvlen[a], 0) : fr_now_ms();
+	now = argvlen[a] > 0 ? fr_arg(argv[a], argvlen[a], 0) :
+	    rlg_test_clock_ms(CLOCK_REALTIME);
 	n = fr_arg(argv[a + 1], argvlen[a + 1], 0);
 	a += 2;
 	if (n < 1 || a + 5 * n > argc) {
@@ -661,7 +626,7 @@ fr_put(struct fr_conn *c, bool trickle, const char *s, size_t len)
 	c->outlen += len;
 	if (trickle && !c->trickle) {
 		c->trickle = true;
-		c->next_ms = fr_mono_ms();
+		c->next_ms = rlg_test_clock_ms(CLOCK_MONOTONIC);
 	}
 }
 
@@ -721,24 +686,6 @@ fr_slot(const char *key, size_t len)
 		crc &= 0xffff;
 	}
 	return crc & 16383;
-}
-
-static int64_t
-fr_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t
-fr_mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Writes "v\n" to path through a temporary file, so readers see it whole. */

@@ -3,6 +3,7 @@
  */
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,4 +86,65 @@ rlg_test_stats(const struct rlg_store *s)
 
 	rlg_store_stats(s, &st);
 	return st;
+}
+
+size_t
+rlg_test_envv(char **envp, size_t max, va_list ap)
+{
+	size_t n = 0;
+	char *e;
+
+	while ((e = va_arg(ap, char *)) != NULL) {
+		if (n + 1 >= max) {
+			fprintf(stderr, "rlg_test_envv: more than %zu"
+			    " parameters\n", max - 1);
+			abort();
+		}
+		envp[n++] = e;
+	}
+	envp[n] = NULL;
+	return n;
+}
+
+void
+rlg_test_threads(int n, void *(*fn)(void *), void *args, size_t size)
+{
+	pthread_t *t = calloc((size_t)n, sizeof *t);
+	int i;
+
+	if (t == NULL)
+		abort();
+	for (i = 0; i < n; i++) {
+		if (pthread_create(&t[i], NULL, fn,
+		    (char *)args + (size_t)i * size) != 0) {
+			fprintf(stderr, "rlg_test_threads: pthread_create"
+			    " failed\n");
+			abort();
+		}
+	}
+	for (i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	free(t);
+}
+
+uint64_t
+rlg_test_xorshift(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+uint64_t
+rlg_test_clock_walk(uint64_t *x, int64_t *now, uint64_t back_one_in,
+    int64_t back, int64_t on)
+{
+	uint64_t r = rlg_test_xorshift(x);
+
+	if (r % back_one_in == 0)
+		*now -= (int64_t)(r >> 8) % back;
+	else
+		*now += (int64_t)(r >> 8) % on;
+	return r;
 }

@@ -1,13 +1,16 @@
 /*
  * fixture.h: what several test programs share: scratch directories
  * removed with everything in them, the log (stderr) captured to a file,
- * and a store handle's statistics by value. The Redis servers have their
- * own fixture (redis_fixture.h).
+ * a store handle's statistics by value, CGI parameters from arguments,
+ * worker threads, and a pseudo-random clock. The Redis servers have their
+ * own fixture (redis_fixture.h). No Check here: the benchmarks link it.
  */
 #ifndef RLG_TEST_FIXTURE_H
 #define RLG_TEST_FIXTURE_H
 
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "store.h"
 #include "store_stats.h"
@@ -35,5 +38,32 @@ int rlg_test_log_end(const char *needle);
 
 /* What s has done (rlg_store_stats), by value. */
 struct rlg_store_stats rlg_test_stats(const struct rlg_store *s);
+
+/*
+ * Copies the NULL-terminated char * arguments in ap to envp, which has
+ * room for max pointers, and ends it with NULL: the "NAME=value"
+ * parameters a test passes as arguments. How many; aborts if they do not
+ * fit (a test's mistake).
+ */
+size_t rlg_test_envv(char **envp, size_t max, va_list ap);
+
+/*
+ * Runs fn on n threads at once, the i-th with (char *)args + i * size,
+ * and waits for them all. A thread that cannot start aborts the program
+ * (the others may wait for it on a barrier).
+ */
+void rlg_test_threads(int n, void *(*fn)(void *), void *args, size_t size);
+
+/* One xorshift64 step of *x (not 0): the new *x. Fast, reproducible. */
+uint64_t rlg_test_xorshift(uint64_t *x);
+
+/*
+ * A clock that mostly goes on and now and then steps back: one
+ * rlg_test_xorshift draw of *x; one draw in back_one_in moves *now back
+ * by up to back - 1 ms, the others on by up to on - 1 ms. Returns the
+ * draw, for the caller's other choices (which client).
+ */
+uint64_t rlg_test_clock_walk(uint64_t *x, int64_t *now, uint64_t back_one_in,
+    int64_t back, int64_t on);
 
 #endif

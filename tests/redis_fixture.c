@@ -70,7 +70,7 @@ static void rf_rmdir(const char *dir);
 int
 rlg_test_redis_start(struct rlg_test_redis *r)
 {
-	int attempt, waited, up;
+	int attempt;
 
 	memset(r, 0, sizeof *r);
 	snprintf(r->dir, sizeof r->dir, "/tmp/rlg-redis-XXXXXX");
@@ -88,27 +88,14 @@ rlg_test_redis_start(struct rlg_test_redis *r)
 			r->pid = 0;
 			break;
 		}
-		up = 0;
-		for (waited = 0; waited < RF_START_MS && !up;
-		    waited += RF_POLL_MS) {
-			if (waitpid(r->pid, NULL, WNOHANG) == r->pid) {
-				/* Exited: the port was taken, or worse. */
-				r->pid = 0;
-				break;
-			}
-			if (rf_ping(r->port) == 0)
-				up = 1;
-			else
-				rf_sleep_ms(RF_POLL_MS);
-		}
-		if (up)
+		if (rf_wait_up(&r->pid, r->port) == 0)
 			return 0;
-		if (r->pid > 0) {
-			fprintf(stderr, "redis fixture: redis-server on port"
-			    " %d did not answer PING in %d ms\n", r->port,
-			    RF_START_MS);
+		/*
+		 * Exited (r->pid 0): the port was taken, try another one;
+		 * alive but not answering will not get better.
+		 */
+		if (r->pid > 0)
 			break;
-		}
 	}
 	fprintf(stderr, "redis fixture: could not start redis-server (see"
 	    " %s/redis.log)\n", r->dir);
@@ -184,6 +171,29 @@ rf_spawn(const struct rlg_test_redis *r)
 }
 
 /*
+ * In a forked child before exec: stdout and stderr appended to the file
+ * at log, stdin from /dev/null, so a server or redis-cli never writes
+ * into the runner's output nor reads its input.
+ */
+static void
+rf_child_stdio(const char *log)
+{
+	int fd;
+
+	if ((fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600)) >= 0) {
+		(void)dup2(fd, STDOUT_FILENO);
+		(void)dup2(fd, STDERR_FILENO);
+		if (fd > STDERR_FILENO)
+			close(fd);
+	}
+	if ((fd = open("/dev/null", O_RDONLY)) >= 0) {
+		(void)dup2(fd, STDIN_FILENO);
+		if (fd > STDERR_FILENO)
+			close(fd);
+	}
+}
+
+/*
  * fork + exec redis-server on 127.0.0.1:port in dir, output to dir/log;
  * a cluster node keeps its nodes file in dir/nodes-PORT.conf. Its pid,
  * or -1.
@@ -209,17 +219,7 @@ rf_exec_server(int port, const char *dir, const char *log, bool cluster)
 #ifdef __linux__
 	(void)prctl(PR_SET_PDEATHSIG, SIGTERM);
 #endif
-	if ((fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND, 0600)) >= 0) {
-		(void)dup2(fd, STDOUT_FILENO);
-		(void)dup2(fd, STDERR_FILENO);
-		if (fd > STDERR_FILENO)
-			close(fd);
-	}
-	if ((fd = open("/dev/null", O_RDONLY)) >= 0) {
-		(void)dup2(fd, STDIN_FILENO);
-		if (fd > STDERR_FILENO)
-			close(fd);
-	}
+	rf_child_stdio(logpath);
 	/* Nothing of the runner's (Check's pipes, sockets) stays open. */
 	maxfd = (int)sysconf(_SC_OPEN_MAX);
 	if (maxfd < 0 || maxfd > 65536)
@@ -410,7 +410,7 @@ rf_cluster_create(struct rlg_test_redis_cluster *cl)
 	char addr[RLG_TEST_CLUSTER_NODES][32], log[160];
 	long waited;
 	pid_t pid, got;
-	int fd, status, i;
+	int status, i;
 
 	for (i = 0; i < RLG_TEST_CLUSTER_NODES; i++)
 		snprintf(addr[i], sizeof addr[i], "127.0.0.1:%d", cl->port[i]);
@@ -421,17 +421,7 @@ rf_cluster_create(struct rlg_test_redis_cluster *cl)
 		return -1;
 	}
 	if (pid == 0) {
-		if ((fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600)) >= 0) {
-			(void)dup2(fd, STDOUT_FILENO);
-			(void)dup2(fd, STDERR_FILENO);
-			if (fd > STDERR_FILENO)
-				close(fd);
-		}
-		if ((fd = open("/dev/null", O_RDONLY)) >= 0) {
-			(void)dup2(fd, STDIN_FILENO);
-			if (fd > STDERR_FILENO)
-				close(fd);
-		}
+		rf_child_stdio(log);
 		execlp("redis-cli", "redis-cli", "--cluster", "create",
 		    addr[0], addr[1], addr[2], "--cluster-replicas", "0",
 		    "--cluster-yes", (char *)NULL);

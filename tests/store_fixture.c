@@ -33,8 +33,10 @@
 #include <hiredis/hiredis.h>
 #include <sqlite3.h>
 
+#include "clock.h"
 #include "config.h"
 #include "fixture.h"
+#include "resp.h"
 #include "store_fixture.h"
 #include "util.h"
 
@@ -166,43 +168,60 @@ store_tcase(Suite *s, const char *name, void (*setup)(void),
 
 /* ---- two backends --------------------------------------------------- */
 
-void
-redis_base_setup(void)
+/*
+ * The unchecked fixture of the Redis backends: one server (the suite
+ * "store_redis") or the cluster (cluster), started once per tcase.
+ */
+static void
+redis_backend_setup(bool cluster)
 {
 	base_setup();
 	backend = RLG_BACKEND_REDIS;
+	cluster_mode = cluster;
 	/* A connection Redis closed must fail a write, not kill the test. */
 	signal(SIGPIPE, SIG_IGN);
-	redis_up = rlg_test_redis_start(&redis_srv) == 0;
+	if (cluster)
+		redis_up = rlg_test_redis_cluster_start(&cluster_srv) == 0;
+	else
+		redis_up = rlg_test_redis_start(&redis_srv) == 0;
+}
+
+/* Stops what redis_backend_setup(cluster) started; SQLite again. */
+static void
+redis_backend_teardown(bool cluster)
+{
+	if (cluster)
+		rlg_test_redis_cluster_stop(&cluster_srv);
+	else
+		rlg_test_redis_stop(&redis_srv);
+	redis_up = false;
+	cluster_mode = false;
+	backend = RLG_BACKEND_SQLITE;
+	base_teardown();
+}
+
+void
+redis_base_setup(void)
+{
+	redis_backend_setup(false);
 }
 
 void
 redis_base_teardown(void)
 {
-	rlg_test_redis_stop(&redis_srv);
-	redis_up = false;
-	backend = RLG_BACKEND_SQLITE;
-	base_teardown();
+	redis_backend_teardown(false);
 }
 
 void
 cluster_base_setup(void)
 {
-	base_setup();
-	backend = RLG_BACKEND_REDIS;
-	cluster_mode = true;
-	signal(SIGPIPE, SIG_IGN);
-	redis_up = rlg_test_redis_cluster_start(&cluster_srv) == 0;
+	redis_backend_setup(true);
 }
 
 void
 cluster_base_teardown(void)
 {
-	rlg_test_redis_cluster_stop(&cluster_srv);
-	redis_up = false;
-	cluster_mode = false;
-	backend = RLG_BACKEND_SQLITE;
-	base_teardown();
+	redis_backend_teardown(true);
 }
 
 /*
@@ -301,16 +320,16 @@ store_cfg_free(struct rlg_store_config *cfg)
 }
 
 /*
- * One command to the server on 127.0.0.1:port (AUTH with password if not
- * NULL, SELECT db); the reply, never NULL nor an error, caller frees.
+ * One command (fmt, ap) on a new connection to 127.0.0.1:port, after AUTH
+ * with password if not NULL and SELECT db: the reply, never NULL, maybe
+ * an error; caller frees. What rcmd and rdb both send by.
  */
-redisReply *
-rcmd(int port, const char *password, int db, const char *fmt, ...)
+static redisReply *
+rvcmd(int port, const char *password, int db, const char *fmt, va_list ap)
 {
 	struct timeval tv = { 5, 0 };
 	redisContext *c;
 	redisReply *r;
-	va_list ap;
 
 	c = redisConnectWithTimeout("127.0.0.1", port, tv);
 	ck_assert_msg(c != NULL && c->err == 0, "connect to %d: %s", port,
@@ -324,12 +343,26 @@ rcmd(int port, const char *password, int db, const char *fmt, ...)
 	r = redisCommand(c, "SELECT %d", db);
 	ck_assert(r != NULL && r->type == REDIS_REPLY_STATUS);
 	freeReplyObject(r);
-	va_start(ap, fmt);
 	r = redisvCommand(c, fmt, ap);
-	va_end(ap);
 	ck_assert_msg(r != NULL, "%s: %s", fmt, c->errstr);
-	ck_assert_msg(r->type != REDIS_REPLY_ERROR, "%s: %s", fmt, r->str);
 	redisFree(c);
+	return r;
+}
+
+/*
+ * One command to the server on 127.0.0.1:port (AUTH with password if not
+ * NULL, SELECT db); the reply, never NULL nor an error, caller frees.
+ */
+redisReply *
+rcmd(int port, const char *password, int db, const char *fmt, ...)
+{
+	redisReply *r;
+	va_list ap;
+
+	va_start(ap, fmt);
+	r = rvcmd(port, password, db, fmt, ap);
+	va_end(ap);
+	ck_assert_msg(r->type != REDIS_REPLY_ERROR, "%s: %s", fmt, r->str);
 	return r;
 }
 
@@ -340,27 +373,16 @@ rcmd(int port, const char *password, int db, const char *fmt, ...)
 redisReply *
 rdb(const char *path, const char *fmt, ...)
 {
-	struct timeval tv = { 5, 0 };
-	redisContext *c;
 	redisReply *r;
 	va_list ap;
 	int port, hops;
 
 	port = cluster_mode ? cluster_srv.port[0] : redis_srv.port;
 	for (hops = 0;; hops++) {
-		c = redisConnectWithTimeout("127.0.0.1", port, tv);
-		ck_assert_msg(c != NULL && c->err == 0, "connect: %s",
-		    c != NULL ? c->errstr : "out of memory");
-		redisSetTimeout(c, tv);
-		r = redisCommand(c, "SELECT %d", cluster_mode ? 0 :
-		    redis_db_of(path));
-		ck_assert(r != NULL && r->type == REDIS_REPLY_STATUS);
-		freeReplyObject(r);
 		va_start(ap, fmt);
-		r = redisvCommand(c, fmt, ap);
+		r = rvcmd(port, NULL, cluster_mode ? 0 : redis_db_of(path),
+		    fmt, ap);
 		va_end(ap);
-		ck_assert_msg(r != NULL, "%s: %s", fmt, c->errstr);
-		redisFree(c);
 		if (!cluster_mode || hops == 3 ||
 		    r->type != REDIS_REPLY_ERROR ||
 		    strncmp(r->str, "MOVED ", 6) != 0)
@@ -442,15 +464,39 @@ nstates(const char *path)
 	return n;
 }
 
+/*
+ * "cmd KEY" for every key that matches pattern on the servers of path's
+ * keys; the sum of the (integer) replies. How nlog counts (LLEN) and
+ * reset_client deletes (DEL) on Redis.
+ */
+static int64_t
+redis_each_key(const char *path, const char *pattern, const char *cmd)
+{
+	int ports[RLG_TEST_CLUSTER_NODES], db, k, nk;
+	redisReply *keys, *r;
+	int64_t n = 0;
+	size_t i;
+
+	nk = key_servers(path, ports, &db);
+	for (k = 0; k < nk; k++) {
+		keys = rcmd(ports[k], NULL, db, "KEYS %s", pattern);
+		for (i = 0; i < keys->elements; i++) {
+			r = rcmd(ports[k], NULL, db, "%s %s", cmd,
+			    keys->element[i]->str);
+			n += r->integer;
+			freeReplyObject(r);
+		}
+		freeReplyObject(keys);
+	}
+	return n;
+}
+
 /* Sliding-log entries of policy and client (NULL: any). */
 int64_t
 nlog(const char *path, const char *policy_name, const char *client)
 {
-	int ports[RLG_TEST_CLUSTER_NODES], db, k, nk;
 	char *sql, pattern[512];
-	redisReply *r, *len;
-	int64_t n = 0;
-	size_t i;
+	int64_t n;
 
 	if (backend == RLG_BACKEND_SQLITE) {
 		sql = sqlite3_mprintf("SELECT count(*) FROM rlg_log WHERE"
@@ -463,28 +509,14 @@ nlog(const char *path, const char *policy_name, const char *client)
 	}
 	redis_key(pattern, sizeof pattern, policy_name != NULL ?
 	    policy_name : "*", client != NULL ? client : "*", true);
-	nk = key_servers(path, ports, &db);
-	for (k = 0; k < nk; k++) {
-		r = rcmd(ports[k], NULL, db, "KEYS %s", pattern);
-		for (i = 0; i < r->elements; i++) {
-			len = rcmd(ports[k], NULL, db, "LLEN %s",
-			    r->element[i]->str);
-			n += len->integer;
-			freeReplyObject(len);
-		}
-		freeReplyObject(r);
-	}
-	return n;
+	return redis_each_key(path, pattern, "LLEN");
 }
 
 /* An operator's reset of one client: every state (and log) of it. */
 void
 reset_client(const char *path, const char *client)
 {
-	int ports[RLG_TEST_CLUSTER_NODES], db, k, nk;
 	char *sql, pattern[512];
-	redisReply *r, *del;
-	size_t i;
 
 	if (backend == RLG_BACKEND_SQLITE) {
 		sql = sqlite3_mprintf("DELETE FROM rlg_state WHERE client = %Q",
@@ -494,16 +526,7 @@ reset_client(const char *path, const char *client)
 		return;
 	}
 	snprintf(pattern, sizeof pattern, "rlg:{%s}:*", client);
-	nk = key_servers(path, ports, &db);
-	for (k = 0; k < nk; k++) {
-		r = rcmd(ports[k], NULL, db, "KEYS %s", pattern);
-		for (i = 0; i < r->elements; i++) {
-			del = rcmd(ports[k], NULL, db, "DEL %s",
-			    r->element[i]->str);
-			freeReplyObject(del);
-		}
-		freeReplyObject(r);
-	}
+	(void)redis_each_key(path, pattern, "DEL");
 }
 
 /*
@@ -998,27 +1021,31 @@ thread_main(void *arg)
 	return NULL;
 }
 
+/* Worker id of a run, its settings and nothing counted yet. */
+static void
+worker_init(struct worker *w, const char *path, int many, int64_t cache,
+    int id)
+{
+	memset(w, 0, sizeof *w);
+	w->path = path;
+	w->many = many;
+	w->id = id;
+	w->cache = cache;
+}
+
 /* NWORKERS threads open path together (a new file) and send at once. */
 void
 run_threads(const char *path, int many, int64_t cache, struct worker *w)
 {
 	pthread_barrier_t barrier;
-	pthread_t t[NWORKERS];
 	int i;
 
 	pthread_barrier_init(&barrier, NULL, NWORKERS);
 	for (i = 0; i < NWORKERS; i++) {
-		memset(&w[i], 0, sizeof w[i]);
-		w[i].path = path;
-		w[i].many = many;
-		w[i].id = i;
-		w[i].cache = cache;
+		worker_init(&w[i], path, many, cache, i);
 		w[i].barrier = &barrier;
-		ck_assert_int_eq(pthread_create(&t[i], NULL, thread_main,
-		    &w[i]), 0);
 	}
-	for (i = 0; i < NWORKERS; i++)
-		pthread_join(t[i], NULL);
+	rlg_test_threads(NWORKERS, thread_main, w, sizeof w[0]);
 	pthread_barrier_destroy(&barrier);
 }
 
@@ -1036,11 +1063,7 @@ run_processes(const char *path, int many, int64_t cache,
 	ck_assert_int_eq(pipe(go), 0);
 	ck_assert_int_eq(pipe(res), 0);
 	for (i = 0; i < NWORKERS; i++) {
-		memset(&w[i], 0, sizeof w[i]);
-		w[i].path = path;
-		w[i].many = many;
-		w[i].id = i;
-		w[i].cache = cache;
+		worker_init(&w[i], path, many, cache, i);
 		pids[i] = fork();
 		ck_assert_int_ge(pids[i], 0);
 		if (pids[i] == 0) {
@@ -1185,10 +1208,7 @@ sleep_ms(long ms)
 int64_t
 mono_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return rlg_test_clock_ms(CLOCK_MONOTONIC);
 }
 
 /* A Redis store on url, clock = local; its open's result in *rc. */
@@ -1240,30 +1260,21 @@ check_names(const struct rlg_store *s, int port, const char *also)
 
 /* ---- a fake Redis --------------------------------------------------- */
 
-/* The length of the first whole RESP command in buf, or 0; its name. */
+/*
+ * The length of the first whole RESP command in buf, or 0 (not all
+ * there); its name, "" if it has none.
+ */
 static size_t
 resp_command(const char *buf, size_t len, char *name, size_t size)
 {
-	const char *at = buf, *end = buf + len, *nl;
-	long n, i, blen;
+	const char *argv[512];
+	size_t argvlen[512], used;
+	int argc;
 
-	if (len < 4 || *at != '*' || (nl = memchr(at, '\n', len)) == NULL)
-		return 0;
-	n = strtol(at + 1, NULL, 10);
-	at = nl + 1;
-	for (i = 0; i < n; i++) {
-		if (at >= end || *at != '$' ||
-		    (nl = memchr(at, '\n', (size_t)(end - at))) == NULL)
-			return 0;
-		blen = strtol(at + 1, NULL, 10);
-		at = nl + 1;
-		if (end - at < blen + 2)
-			return 0;
-		if (i == 0)
-			snprintf(name, size, "%.*s", (int)blen, at);
-		at += blen + 2;
-	}
-	return (size_t)(at - buf);
+	used = rlg_test_resp_parse(buf, len, argv, argvlen, 512, &argc);
+	snprintf(name, size, "%.*s", argc > 0 ? (int)argvlen[0] : 0,
+	    argc > 0 ? argv[0] : "");
+	return used;
 }
 
 static void *

@@ -75,7 +75,6 @@
  * matter in production; --only runs one cell, e.g. under perf.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <getopt.h>
 #include <limits.h>
 #include <pthread.h>
@@ -100,6 +99,8 @@
 #include "limiter.h"
 #include "store.h"
 #include "util.h"
+#include "../clock.h"
+#include "../fixture.h"
 #include "../redis_fixture.h"
 
 #define BUSY_TIMEOUT_MS 5000
@@ -223,7 +224,6 @@ struct options {
 	enum rlg_group group;    /* --group */
 };
 
-static double mono(void);
 static void xsnprintf(char *buf, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void emit(FILE *md, const char *fmt, ...)
@@ -272,8 +272,6 @@ static void remove_db(const char *path);
 static long vm_kb(const char *field);
 static const char *fs_name(const char *dir, char *buf, size_t size);
 static void cpu_model(char *buf, size_t size);
-static int rm_entry(const char *path, const struct stat *st, int flag,
-    struct FTW *ftw);
 static void cleanup(void);
 static int redis_in_path(void);
 static void usage(FILE *f);
@@ -310,15 +308,6 @@ static struct cell admitted[NSTORES][NROWS][NTHREADS_MAX][NKEYS_MAX];
 /* The rejected path, 1 thread, hot key: [store][algorithm][engine]. */
 static struct cell rejected[NSTORES][NALGS][2];
 static struct fileinfo files[NSTORES][NROWS][NKEYS_MAX];
-
-static double
-mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* snprintf into a buffer that is always large enough for what we write. */
 static void
@@ -623,7 +612,7 @@ worker_main(void *arg)
 	while (!w->failed) {
 		key_format(key, rng_pick(&x, j->nkeys));
 		if (j->latency)
-			t0 = mono();
+			t0 = rlg_test_mono_s();
 		if (j->engine == ENG_BASELINE) {
 			rc = naive_step(&nv, key, rlg_now_ms(), j->policy,
 			    w->errmsg, sizeof w->errmsg);
@@ -637,7 +626,7 @@ worker_main(void *arg)
 			w->failed = true;
 			break;
 		}
-		t = mono();
+		t = rlg_test_mono_s();
 		if (t >= j->end)
 			break;
 		if (t >= j->warm_end) {
@@ -734,12 +723,12 @@ run_job(struct job *j, struct cell *c, char *backend, size_t backend_size)
 		}
 	}
 	pthread_barrier_wait(&j->barrier);      /* ready: handles open */
-	j->warm_end = mono() + j->warm_s;
+	j->warm_end = rlg_test_mono_s() + j->warm_s;
 	j->end = j->warm_end + j->seconds;
 	pthread_barrier_wait(&j->barrier);      /* go */
 	if (j->store == STORE_REDIS) {
 		/* The server's CPU over the timed phase: from warm_end. */
-		while ((left = j->warm_end - mono()) > 0) {
+		while ((left = j->warm_end - rlg_test_mono_s()) > 0) {
 			ts.tv_sec = (time_t)left;
 			ts.tv_nsec = (long)((left - (double)ts.tv_sec) * 1e9);
 			(void)nanosleep(&ts, NULL);
@@ -896,7 +885,7 @@ populate_apart(int store, const char *path, const struct rlg_policy *p,
     long nkeys, struct fileinfo *fi)
 {
 	struct fileinfo got = { 0 };
-	double t0 = mono();
+	double t0 = rlg_test_mono_s();
 	int fd[2], status = 0;
 	ssize_t n = 0;
 	pid_t pid;
@@ -925,7 +914,7 @@ populate_apart(int store, const char *path, const struct rlg_policy *p,
 	    WEXITSTATUS(status) != 0 || !got.done)
 		return -1;
 	*fi = got;
-	fi->seconds = mono() - t0;
+	fi->seconds = rlg_test_mono_s() - t0;
 	return 0;
 }
 
@@ -1381,15 +1370,6 @@ cpu_model(char *buf, size_t size)
 	fclose(f);
 }
 
-static int
-rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	(void)remove(path);
-	return 0;
-}
 
 /*
  * Removes the directories this run made, whatever it left in them, and
@@ -1405,8 +1385,7 @@ cleanup(void)
 		return;
 	for (s = 0; s < NSTORES; s++) {
 		if (store_dir_made[s])
-			(void)nftw(store_dir[s], rm_entry, 16,
-			    FTW_DEPTH | FTW_PHYS);
+			rlg_test_rmtree(store_dir[s]);
 		store_dir_made[s] = false;
 	}
 	if (redis.pid > 0 || redis.dir[0] != '\0')
@@ -1677,7 +1656,7 @@ main(int argc, char **argv)
 	struct rlg_policy pol;
 	struct job j;
 	char path[PATH_MAX + 64], buf[64], backend[32], why[256];
-	double t_begin = mono();
+	double t_begin = rlg_test_mono_s();
 	FILE *md, *tsv;
 	size_t s, r, ti, ki;
 	int failed = 0, e;
@@ -1895,7 +1874,7 @@ main(int argc, char **argv)
 		rlg_config_free(redis_conf);
 		return 1;
 	}
-	report(md, &o, mono() - t_begin);
+	report(md, &o, rlg_test_mono_s() - t_begin);
 	write_tsv(tsv);
 	if (fclose(md) != 0 || fclose(tsv) != 0) {
 		fprintf(stderr, "bench_decide: writing %s or %s: %s\n", o.out,

@@ -35,7 +35,6 @@
  * about 80 s in all; 0.1 gives a quick look in about 15 s)
  */
 #include <errno.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -51,6 +50,8 @@
 #include "limiter.h"
 #include "store.h"
 #include "util.h"
+#include "../clock.h"
+#include "../fixture.h"
 
 #define ROUNDS 3
 #define ALG_ROUNDS 2
@@ -105,7 +106,6 @@ struct runner {
 	char errmsg[256];
 };
 
-static double mono(void);
 static int conn_open(struct conn *c, int variant, const char *path);
 static void conn_close(struct conn *c);
 static int conn_step(struct conn *c, const struct rlg_policy *p,
@@ -121,8 +121,6 @@ static int check_sequence(const char *dir);
 static int check_threads(const char *dir);
 static void *exact_main(void *arg);
 static char *table_dump(const char *path);
-static int rm_entry(const char *path, const struct stat *st, int flag,
-    struct FTW *ftw);
 static struct rlg_policy fixed_policy(int64_t limit, int64_t window_ms);
 static struct rlg_policy alg_policy(enum rlg_algorithm a, int kind);
 static double alg_round(const char *path, const struct rlg_policy *p,
@@ -156,15 +154,6 @@ static const struct {
 	{ "10000 keys, admitted", KIND_ADMIT, NKEYS_MAX },
 };
 #define NALGSC (sizeof alg_scenarios / sizeof alg_scenarios[0])
-
-static double
-mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static int
 conn_open(struct conn *c, int variant, const char *path)
@@ -270,7 +259,7 @@ runner_main(void *arg)
 		exit(1);
 	k = r->id * (r->sc->nkeys / r->sc->nthreads);
 	pthread_barrier_wait(r->start);
-	r->t_start = mono();
+	r->t_start = rlg_test_mono_s();
 	deadline = r->t_start + r->seconds;
 	do {
 		for (i = 0; i < 32; i++) {
@@ -284,8 +273,8 @@ runner_main(void *arg)
 			if (++k == r->sc->nkeys)
 				k = 0;
 		}
-	} while (mono() < deadline);
-	r->t_end = mono();
+	} while (rlg_test_mono_s() < deadline);
+	r->t_end = rlg_test_mono_s();
 	conn_close(&c);
 	return NULL;
 }
@@ -296,25 +285,18 @@ run_round(int variant, const struct scenario *sc, const char *path,
     double seconds, long *errors)
 {
 	struct runner r[8];
-	pthread_t t[8];
 	pthread_barrier_t start;
 	double t0 = 0, t1 = 0;
 	long ops = 0;
 	int i;
 
 	pthread_barrier_init(&start, NULL, (unsigned)sc->nthreads);
+	for (i = 0; i < sc->nthreads; i++)
+		r[i] = (struct runner){ .variant = variant, .sc = sc,
+		    .path = path, .id = i, .seconds = seconds,
+		    .start = &start };
+	rlg_test_threads(sc->nthreads, runner_main, r, sizeof r[0]);
 	for (i = 0; i < sc->nthreads; i++) {
-		memset(&r[i], 0, sizeof r[i]);
-		r[i].variant = variant;
-		r[i].sc = sc;
-		r[i].path = path;
-		r[i].id = i;
-		r[i].seconds = seconds;
-		r[i].start = &start;
-		pthread_create(&t[i], NULL, runner_main, &r[i]);
-	}
-	for (i = 0; i < sc->nthreads; i++) {
-		pthread_join(t[i], NULL);
 		ops += r[i].ops;
 		*errors += r[i].errors;
 		if (r[i].errors > 0)
@@ -360,7 +342,7 @@ check_sequence(const char *dir)
 	struct conn c[2];
 	char path[2][300], *dump[2];
 	long admitted[2] = { 0, 0 }, mismatches = 0, errors = 0, i;
-	uint64_t x = 88172645463325252ULL;
+	uint64_t x = 88172645463325252ULL, r;
 	int64_t now = 1700000000000;
 	bool a[2];
 	int v, ok;
@@ -373,15 +355,10 @@ check_sequence(const char *dir)
 			exit(1);
 	}
 	for (i = 0; i < 20000; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		if (x % 50 == 0)
-			now -= (int64_t)(x >> 8) % 1500;
-		else
-			now += (int64_t)(x >> 8) % 40;
+		/* One in 50 back by up to 1.5 s, else on by up to 40 ms. */
+		r = rlg_test_clock_walk(&x, &now, 50, 1500, 40);
 		for (v = 0; v < 2; v++) {
-			if (conn_step(&c[v], &p, keys[(x >> 20) % 5], now,
+			if (conn_step(&c[v], &p, keys[(r >> 20) % 5], now,
 			    &a[v]) != 0)
 				errors++;
 			admitted[v] += a[v];
@@ -440,7 +417,6 @@ check_threads(const char *dir)
 {
 	struct exact e[2];
 	pthread_barrier_t start;
-	pthread_t t[2];
 	char path[300];
 	int v, i, ok = 1;
 	long total, errors;
@@ -449,16 +425,12 @@ check_threads(const char *dir)
 		snprintf(path, sizeof path, "%s/exact-%c.db", dir, 'a' + v);
 		create_db(path);
 		pthread_barrier_init(&start, NULL, 2);
-		for (i = 0; i < 2; i++) {
-			memset(&e[i], 0, sizeof e[i]);
-			e[i].variant = v;
-			e[i].path = path;
-			e[i].start = &start;
-			pthread_create(&t[i], NULL, exact_main, &e[i]);
-		}
+		for (i = 0; i < 2; i++)
+			e[i] = (struct exact){ .variant = v, .path = path,
+			    .start = &start };
+		rlg_test_threads(2, exact_main, e, sizeof e[0]);
 		total = errors = 0;
 		for (i = 0; i < 2; i++) {
-			pthread_join(t[i], NULL);
 			total += e[i].admitted;
 			errors += e[i].errors;
 		}
@@ -546,7 +518,7 @@ alg_round(const char *path, const struct rlg_policy *p, int nkeys,
 
 	if (conn_open(&c, 0, path) != 0)
 		exit(1);
-	t0 = mono();
+	t0 = rlg_test_mono_s();
 	deadline = t0 + seconds;
 	do {
 		for (i = 0; i < 32; i++) {
@@ -563,7 +535,7 @@ alg_round(const char *path, const struct rlg_policy *p, int nkeys,
 			if (++k == nkeys)
 				k = 0;
 		}
-	} while ((t1 = mono()) < deadline);
+	} while ((t1 = rlg_test_mono_s()) < deadline);
 	conn_close(&c);
 	return (double)*ops / (t1 - t0);
 }
@@ -685,14 +657,14 @@ log_rows_round(const char *path, int rows, double seconds, long *errors)
 		if (conn_step(&c, &p, keys[0], now, &adm) != 0 || !adm)
 			(*errors)++;
 	}
-	t0 = mono();
+	t0 = rlg_test_mono_s();
 	deadline = t0 + seconds;
 	do {
 		for (i = 0; i < 32; i++, now += step, ops++) {
 			if (conn_step(&c, &p, keys[0], now, &adm) != 0 || !adm)
 				(*errors)++;
 		}
-	} while ((t1 = mono()) < deadline);
+	} while ((t1 = rlg_test_mono_s()) < deadline);
 	conn_close(&c);
 	return (double)ops / (t1 - t0);
 }
@@ -786,15 +758,6 @@ size_table(const char *dir)
 	return ok ? 0 : -1;
 }
 
-static int
-rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
 
 int
 main(int argc, char **argv)
@@ -808,7 +771,8 @@ main(int argc, char **argv)
 		{ "10000 keys, admitted", RLG_LIMIT_MAX, 10000, 2 },
 	};
 	const size_t nsc = sizeof scenarios / sizeof scenarios[0];
-	double seconds = 1.0, rate[2], sum[2], ratio, t_begin = mono();
+	double seconds = 1.0, rate[2], sum[2], ratio;
+	double t_begin = rlg_test_mono_s();
 	char dir[] = "/tmp/rlg-bench-XXXXXX", path[2][300], *end;
 	long errors = 0;
 	size_t s;
@@ -876,7 +840,8 @@ main(int argc, char **argv)
 		failed = 1;
 	if (size_table(dir) != 0)
 		failed = 1;
-	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	printf("\n%s (%.0f s)\n", failed ? "FAILED" : "ok", mono() - t_begin);
+	rlg_test_rmtree(dir);
+	printf("\n%s (%.0f s)\n", failed ? "FAILED" : "ok",
+	    rlg_test_mono_s() - t_begin);
 	return failed ? 1 : 0;
 }
