@@ -823,13 +823,15 @@ need_loadgen() {
 	[ -x "$LOADGEN" ] || skip_all "no tests/loadgen (configure found no libcurl)"
 }
 
-# start_load_gateway DB LIMIT WINDOW NPROC NTHREADS: rlgate on DB (a fixed
-# window of LIMIT per WINDOW s, busy_timeout_ms 5000), NPROC processes x
-# NTHREADS threads (RLGATE_PIDS, log $T/rlgate.log), behind the demo
-# lighttpd (url).
+# start_load_gateway DB LIMIT WINDOW NPROC NTHREADS [STORE_LINES]: rlgate
+# on DB (a fixed window of LIMIT per WINDOW s, busy_timeout_ms 5000, and
+# STORE_LINES added to [store]), NPROC processes x NTHREADS threads
+# (RLGATE_PIDS, log $T/rlgate.log), behind the demo lighttpd (url).
 start_load_gateway() {
 	make_rundir
 	write_rlgate_conf "$T/rlgate.conf" "$1" "$2" "$3" closed 5000
+	[ -n "${6:-}" ] && printf '%s\n' "$6" >"$T/store.lines" &&
+	    sed -i "/^\[store\]\$/r $T/store.lines" "$T/rlgate.conf"
 	start_rlgate_fcgi rlgate "$run/rlgate.sock" "$T/rlgate.conf" "$4" --threads "$5"
 	demo_lighttpd "$run/rlgate.sock"
 }
