@@ -21,6 +21,7 @@
 #include "util.h"
 
 static int sq_rows_begin(struct sq_store *s, const char *op);
+static int sq_rows_commit(struct sq_store *s, const char *op);
 
 /* The handle, when it is the SQLite store's. */
 static struct sq_store *
@@ -92,9 +93,7 @@ rlg_store_sqlite_put(struct rlg_store *base, const struct rlg_store_row *rows,
 		if ((rc = sq_run(s, "flush", st)) != SQLITE_OK)
 			return sq_failed(s, rc);
 	}
-	if ((rc = sq_run(s, "flush", s->stmt[SQ_COMMIT])) != SQLITE_OK)
-		return sq_failed(s, rc);
-	return RLG_OK;
+	return sq_rows_commit(s, "flush");
 }
 
 int
@@ -113,12 +112,9 @@ rlg_store_sqlite_reset(struct rlg_store *base, const char *client,
 	sqlite3_bind_text(st, 1, client, -1, SQLITE_STATIC);
 	if (policy != NULL)
 		sqlite3_bind_text(st, 2, policy, -1, SQLITE_STATIC);
-	if ((rc = sq_run(s, "reset", st)) != SQLITE_OK)
-		return sq_failed(s, rc);
-	*deleted = sqlite3_changes(s->db);
-	if ((rc = sq_run(s, "reset", s->stmt[SQ_COMMIT])) != SQLITE_OK)
-		return sq_failed(s, rc);
-	return RLG_OK;
+	rc = sq_run(s, "reset", st);
+	*deleted = rc == SQLITE_OK ? sqlite3_changes(s->db) : 0;
+	return rc == SQLITE_OK ? sq_rows_commit(s, "reset") : sq_failed(s, rc);
 }
 
 int
@@ -160,4 +156,13 @@ sq_rows_begin(struct sq_store *s, const char *op)
 		return -1;
 	}
 	return 0;
+}
+
+/* COMMIT: RLG_OK, or RLG_ESTORE with the transaction closed. */
+static int
+sq_rows_commit(struct sq_store *s, const char *op)
+{
+	int rc = sq_run(s, op, s->stmt[SQ_COMMIT]);
+
+	return rc == SQLITE_OK ? RLG_OK : sq_failed(s, rc);
 }

@@ -72,13 +72,15 @@ struct tab_store {
 	struct rlg_store *inner;      /* the SQLite store, owned */
 	struct tab_flusher *f;
 	struct tbl *t;                /* this handle's mapping, or NULL */
-	char *path;
 	uint64_t capacity;
 	int64_t max_clients;
-	/* Step scratch, one per item. */
-	struct rlg_state *out;
-	bool *skip;
+	/* Step scratch, one per item: its new state, or skipped. */
+	struct tab_item {
+		struct rlg_state out;
+		bool skip;
+	} *scratch;
 	size_t nscratch;
+	char path[];                  /* the table file */
 };
 
 /* One row copied for a flush, with what marks it flushed after. */
@@ -104,6 +106,7 @@ static int tab_decide(struct tab_store *s, const struct rlg_store_item *items,
 static struct tbl *tab_open_table(struct rlg_store *db, const char *path,
     uint64_t capacity, char *err, size_t errsize);
 static int tab_seed(void *ctx, struct tbl *t);
+static struct tab_flusher *tab_flusher_find(const char *path);
 static struct tab_flusher *tab_flusher_join(const struct rlg_store_config *cfg,
     const char *path, uint64_t capacity);
 static void tab_flusher_leave(struct tab_flusher *f);
@@ -142,11 +145,11 @@ rlg_store_table_wrap(struct rlg_store *inner,
 	struct tab_store *s;
 	char path[4200];
 
-	s = rlg_xcalloc(1, sizeof *s);
+	rlg_store_table_path(cfg->sqlite.path, path, sizeof path);
+	s = rlg_xcalloc(1, sizeof *s + strlen(path) + 1);
+	memcpy(s->path, path, strlen(path) + 1);
 	s->base.ops = &rlg_store_table_ops;
 	s->inner = inner;
-	rlg_store_table_path(cfg->sqlite.path, path, sizeof path);
-	s->path = rlg_xstrdup(path);
 	s->max_clients = cfg->sqlite.max_clients;
 	s->capacity = cfg->sqlite.table_entries > 0 ?
 	    (uint64_t)cfg->sqlite.table_entries :
@@ -252,11 +255,9 @@ tab_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
 		}
 	}
 	if (n > s->nscratch) {
-		free(s->out);
-		free(s->skip);
+		free(s->scratch);
 		s->nscratch = n;
-		s->out = rlg_xcalloc(n, sizeof *s->out);
-		s->skip = rlg_xcalloc(n, sizeof *s->skip);
+		s->scratch = rlg_xcalloc(n, sizeof *s->scratch);
 	}
 	if (tab_ready(s) != 0)
 		return RLG_ESTORE;
@@ -294,18 +295,18 @@ tab_decide(struct tab_store *s, const struct rlg_store_item *items, size_t n,
 	*admit = true;
 	for (i = 0; i < n; i++) {
 		/* A charge for a new key, and the key is not new. */
-		s->skip[i] = items[i].if_new && live_prev;
-		if (s->skip[i]) {
+		s->scratch[i].skip = items[i].if_new && live_prev;
+		if (s->scratch[i].skip) {
 			rlg_store_skipped(items[i].policy, &decisions[i]);
 			continue;
 		}
 		/* The same (policy, client) earlier: its new state counts. */
 		in = NULL;
 		for (j = i; j-- > 0 && in == NULL; )
-			if (!s->skip[j] &&
+			if (!s->scratch[j].skip &&
 			    strcmp(items[j].policy->name, items[i].policy->name) == 0 &&
 			    strcmp(items[j].client, items[i].client) == 0)
-				in = decisions[j].admitted ? &s->out[j] : NULL;
+				in = decisions[j].admitted ? &s->scratch[j].out : NULL;
 		if (in == NULL) {
 			e = tbl_find(s->t, items[i].policy->name,
 			    items[i].client);
@@ -313,7 +314,7 @@ tab_decide(struct tab_store *s, const struct rlg_store_item *items, size_t n,
 		}
 		live_prev = in->expires_ms > now_ms;
 		if (rlg_limiter_step(&items[i].policy->lim, in, now_ms,
-		    &s->out[i], &decisions[i]) != RLG_OK) {
+		    &s->scratch[i].out, &decisions[i]) != RLG_OK) {
 			rlg_store_seterr(&s->base, "store step: the limiter"
 			    " refused policy \"%s\"", items[i].policy->name);
 			return RLG_EINVAL;
@@ -324,7 +325,7 @@ tab_decide(struct tab_store *s, const struct rlg_store_item *items, size_t n,
 	if (!*admit)
 		return RLG_OK;
 	for (i = 0; i < n; i++) {
-		if (s->skip[i] || !decisions[i].admitted)
+		if (s->scratch[i].skip || !decisions[i].admitted)
 			continue;
 		e = tbl_find(s->t, items[i].policy->name, items[i].client);
 		if (e == NULL)
@@ -340,7 +341,7 @@ tab_decide(struct tab_store *s, const struct rlg_store_item *items, size_t n,
 			    (unsigned long long)s->capacity);
 			return RLG_EFULL;
 		}
-		tbl_write(s->t, e, &s->out[i]);
+		tbl_write(s->t, e, &s->scratch[i].out);
 	}
 	return RLG_OK;
 }
@@ -447,13 +448,22 @@ tab_close(struct rlg_store *base)
 	tab_flusher_leave(s->f);
 	tbl_close(s->t);
 	rlg_store_close(s->inner);
-	free(s->out);
-	free(s->skip);
-	free(s->path);
+	free(s->scratch);
 	free(s);
 }
 
 /* ---- the flusher ----------------------------------------------------- */
+
+/* The flusher of path in this process, or NULL (tab_flushers_mu held). */
+static struct tab_flusher *
+tab_flusher_find(const char *path)
+{
+	struct tab_flusher *f = tab_flushers;
+
+	while (f != NULL && strcmp(f->path, path) != 0)
+		f = f->next;
+	return f;
+}
 
 /*
  * The process's flusher of the table at path, started on first use; the
@@ -466,10 +476,7 @@ tab_flusher_join(const struct rlg_store_config *cfg, const char *path,
 	struct tab_flusher *f;
 
 	pthread_mutex_lock(&tab_flushers_mu);
-	for (f = tab_flushers; f != NULL; f = f->next)
-		if (strcmp(f->path, path) == 0)
-			break;
-	if (f == NULL) {
+	if ((f = tab_flusher_find(path)) == NULL) {
 		f = rlg_xcalloc(1, sizeof *f);
 		f->path = rlg_xstrdup(path);
 		f->db_path = rlg_xstrdup(cfg->sqlite.path);

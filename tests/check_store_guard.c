@@ -45,6 +45,7 @@
 
 #include "check_rlgate.h"
 #include "store.h"
+#include "fixture.h"
 #include "store_fixture.h"
 #include "util.h"
 
@@ -79,18 +80,7 @@ open_store(const char *path, bool group, struct rlg_store **s)
 }
 
 /* One request: the step's result; *admitted when RLG_OK. */
-static int
-step(struct rlg_store *s, const struct rlg_policy *p, const char *client,
-    int64_t now, bool *admitted)
-{
-	struct rlg_store_item item = { p, client, false, false };
-	struct rlg_decision d;
-	int rc = rlg_store_step(s, &item, 1, now, &d);
-
-	if (admitted != NULL)
-		*admitted = rc == RLG_OK && d.admitted;
-	return rc;
-}
+#define step rlg_test_step
 
 /*
  * Runs the CREATE statement of rlgate's trigger or index name, as it

@@ -60,16 +60,19 @@ teardown(void)
 
 static const struct tbl_ident ident1 = { 1, 100, false };
 
+/* The table at tpath, built by seed (NULL: empty) if need be. */
 static struct tbl *
-open_table(const struct tbl_ident *id, uint64_t capacity)
+open_seed(const struct tbl_ident *id, uint64_t capacity, tbl_seed_fn *seed)
 {
 	char err[256];
-	struct tbl *t = tbl_open(tpath, id, capacity, NULL, NULL, err,
+	struct tbl *t = tbl_open(tpath, id, capacity, seed, NULL, err,
 	    sizeof err);
 
 	ck_assert_msg(t != NULL, "tbl_open: %s", err);
 	return t;
 }
+
+#define open_table(id, capacity) open_seed((id), (capacity), NULL)
 
 /* One step: (policy, client) gets count, inserted if need be. */
 static void
@@ -275,16 +278,7 @@ seed_one(void *ctx, struct tbl *t)
 	return 0;
 }
 
-static struct tbl *
-open_seeded(const struct tbl_ident *id, uint64_t capacity)
-{
-	char err[256];
-	struct tbl *t = tbl_open(tpath, id, capacity, seed_one, NULL, err,
-	    sizeof err);
-
-	ck_assert_msg(t != NULL, "tbl_open: %s", err);
-	return t;
-}
+#define open_seeded(id, capacity) open_seed((id), (capacity), seed_one)
 
 START_TEST(test_rebuilt_when_not_ours)
 {
@@ -449,17 +443,7 @@ behind_open(void)
 	return s;
 }
 
-static int
-step(struct rlg_store *s, const struct rlg_policy *p, const char *client,
-    int64_t now, bool *admitted)
-{
-	struct rlg_store_item it = { p, client, false, false };
-	struct rlg_decision d;
-	int rc = rlg_store_step(s, &it, 1, now, &d);
-
-	*admitted = rc == RLG_OK && d.admitted;
-	return rc;
-}
+#define step rlg_test_step
 
 /* The count of (policy, client) in the database; -1: no row. */
 static int64_t
@@ -621,30 +605,39 @@ START_TEST(test_reset_and_log)
 }
 END_TEST
 
+/* A test case of s: its fixture, a timeout of 60 s, its tests. */
+static void
+add_case(Suite *s, const char *name, void (*set)(void),
+    const TTest *const *tests, size_t n)
+{
+	TCase *tc = tcase_create(name);
+	size_t i;
+
+	tcase_add_checked_fixture(tc, set, teardown);
+	tcase_set_timeout(tc, 60);
+	for (i = 0; i < n; i++)
+		tcase_add_test(tc, tests[i]);
+	suite_add_tcase(s, tc);
+}
+
 Suite *
 rlg_table_suite(void)
 {
+	const TTest *const table[] = {
+		test_insert_find_remove, test_abort_undoes,
+		test_dead_holder_undone, test_random_kills,
+		test_rebuilt_when_not_ours, test_file_guarded,
+		test_full_and_reuse,
+	};
+	const TTest *const behind[] = {
+		test_exact_across_processes, test_all_or_nothing,
+		test_flusher_within_interval, test_restart_seeded,
+		test_reset_and_log,
+	};
 	Suite *s = suite_create("table");
-	TCase *tc = tcase_create("table");
 
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_insert_find_remove);
-	tcase_add_test(tc, test_abort_undoes);
-	tcase_add_test(tc, test_dead_holder_undone);
-	tcase_add_test(tc, test_random_kills);
-	tcase_add_test(tc, test_rebuilt_when_not_ours);
-	tcase_add_test(tc, test_file_guarded);
-	tcase_add_test(tc, test_full_and_reuse);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("behind");
-	tcase_add_checked_fixture(tc, store_setup, teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_exact_across_processes);
-	tcase_add_test(tc, test_all_or_nothing);
-	tcase_add_test(tc, test_flusher_within_interval);
-	tcase_add_test(tc, test_restart_seeded);
-	tcase_add_test(tc, test_reset_and_log);
-	suite_add_tcase(s, tc);
+	add_case(s, "table", setup, table, sizeof table / sizeof table[0]);
+	add_case(s, "behind", store_setup, behind,
+	    sizeof behind / sizeof behind[0]);
 	return s;
 }

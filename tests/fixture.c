@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "fixture.h"
+#include "util.h"
 
 static int saved_stderr = -1;
 static char log_path[512];
@@ -77,6 +78,19 @@ rlg_test_log_end(const char *needle)
 			n++;
 	fclose(f);
 	return n;
+}
+
+int
+rlg_test_step(struct rlg_store *s, const struct rlg_policy *p,
+    const char *client, int64_t now, bool *admitted)
+{
+	struct rlg_store_item item = { p, client, false, false };
+	struct rlg_decision d;
+	int rc = rlg_store_step(s, &item, 1, now, &d);
+
+	if (admitted != NULL)
+		*admitted = rc == RLG_OK && d.admitted;
+	return rc;
 }
 
 struct rlg_store_stats

@@ -9,7 +9,9 @@
 #define RLG_TEST_FIXTURE_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdint.h>
 
 #include "store.h"
@@ -35,6 +37,13 @@ int rlg_test_log_begin(const char *path);
  * needle ("" counts every line); -1 if the log cannot be read.
  */
 int rlg_test_log_end(const char *needle);
+
+/*
+ * One request of one item (policy p, client) at now: the step's result;
+ * *admitted (if not NULL) whether it was admitted, when RLG_OK.
+ */
+int rlg_test_step(struct rlg_store *s, const struct rlg_policy *p,
+    const char *client, int64_t now, bool *admitted);
 
 /* What s has done (rlg_store_stats), by value. */
 struct rlg_store_stats rlg_test_stats(const struct rlg_store *s);

@@ -23,14 +23,10 @@
 
 setup_test lighttpd spawn-fcgi sqlite3 curl
 need_loadgen
-
-TOTAL=${TABLE_TOTAL:-30000}
-CLIENTS=${TABLE_CLIENTS:-300}
-LIMIT=50
-WINDOW=10
-FLUSH_MS=200
-
 db="$T/table.db"
+TOTAL=${TABLE_TOTAL:-30000} CLIENTS=${TABLE_CLIENTS:-300}
+LIMIT=50 WINDOW=10 FLUSH_MS=200
+
 # No rejection cache: a worker that remembered a rejection would answer it
 # after a reset until its retry time (as documented), and fool the checks
 # of parts 4 to 6, which count on the table alone.
