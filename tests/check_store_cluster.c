@@ -1057,6 +1057,22 @@ START_TEST(test_cluster_master_down)
 	    0);
 	ck_assert_int_eq(rlg_test_redis_cluster_wait(&cluster_srv, "ok",
 	    30000), 0);
+	/*
+	 * And its FAIL flag cleared everywhere (a master that serves slots
+	 * gets it cleared some seconds after it is back): a node still
+	 * flagged FAIL when it stops again makes no new event, and the
+	 * others would never compute their state again.
+	 */
+	t0 = mono_ms();
+	for (i = 1; i < RLG_TEST_CLUSTER_NODES && mono_ms() - t0 < 30000; ) {
+		r = CL(i, "CLUSTER NODES");
+		if (strstr(r->str, "fail") == NULL)
+			i++;
+		else
+			sleep_ms(100);
+		freeReplyObject(r);
+	}
+	ck_assert_int_lt(mono_ms() - t0, 30000);
 	for (i = 0; i < RLG_TEST_CLUSTER_NODES; i++) {
 		r = CL(i, "CONFIG SET cluster-require-full-coverage yes");
 		freeReplyObject(r);
