@@ -323,8 +323,9 @@ check_config(const struct rlg_config *cfg, const char *path,
 /*
  * --reset: deletes client's state (under policy, or every policy) in the
  * store, the decision table's included, and says how many states went.
- * A running worker that remembered a rejection of the client (the
- * rejection cache) answers it until that rejection's retry time.
+ * With commit = each, a running worker that remembered a rejection of
+ * the client (the rejection cache) answers it until that rejection's
+ * retry time.
  */
 static int
 reset_client(const struct rlg_config *cfg, const char *client,

@@ -2,7 +2,8 @@
  * store.c: the store calls, dispatched through the handle's operations
  * table. rlg_store_open opens the backend that [store] backend names,
  * SQLite (store_sqlite.c) or Redis (store_redis.c), and wraps it in the
- * rejection cache (store_cache.c) unless rejection_cache = 0: the callers
+ * rejection cache (store_cache.c) unless rejection_cache = 0, or SQLite
+ * in the decision table (store_table.c) with commit = behind: the callers
  * never know which one they talk to.
  */
 #include <stddef.h>
@@ -29,10 +30,15 @@ rlg_store_open(const struct rlg_store_config *cfg, struct rlg_store **out)
 	/* A handle even on failure (it heals): the cache goes on it too. */
 	rc = backend->open(cfg, &inner);
 	/* commit = behind: the decisions in the host's shared table. */
+	/*
+	 * The table answers a repeat rejection at memory speed itself: no
+	 * rejection cache in front of it, so a reset takes effect at once.
+	 */
 	if (cfg->backend == RLG_BACKEND_SQLITE &&
 	    cfg->sqlite.commit == RLG_COMMIT_BEHIND) {
-		if (rlg_store_table_wrap(inner, cfg, &inner) != RLG_OK)
+		if (rlg_store_table_wrap(inner, cfg, out) != RLG_OK)
 			rc = RLG_ESTORE;
+		return rc;
 	}
 	*out = rlg_store_cache_wrap(inner, cfg->rejection_cache);
 	return rc;

@@ -77,6 +77,7 @@ struct tab_store {
 	/* Step scratch, one per item: its new state, or skipped. */
 	struct tab_item {
 		struct rlg_state out;
+		struct tbl_entry *e;      /* its entry found when decided */
 		bool skip;
 	} *scratch;
 	size_t nscratch;
@@ -289,7 +290,7 @@ tab_decide(struct tab_store *s, const struct rlg_store_item *items, size_t n,
 	static const struct rlg_state fresh;
 	const struct rlg_state *in;
 	struct tbl_entry *e;
-	bool live_prev = false;
+	bool live_prev = false, inserted = false;
 	size_t i, j;
 
 	*admit = true;
@@ -302,6 +303,7 @@ tab_decide(struct tab_store *s, const struct rlg_store_item *items, size_t n,
 		}
 		/* The same (policy, client) earlier: its new state counts. */
 		in = NULL;
+		s->scratch[i].e = NULL;
 		for (j = i; j-- > 0 && in == NULL; )
 			if (!s->scratch[j].skip &&
 			    strcmp(items[j].policy->name, items[i].policy->name) == 0 &&
@@ -311,6 +313,7 @@ tab_decide(struct tab_store *s, const struct rlg_store_item *items, size_t n,
 			e = tbl_find(s->t, items[i].policy->name,
 			    items[i].client);
 			in = e != NULL ? &e->st : &fresh;
+			s->scratch[i].e = e;
 		}
 		live_prev = in->expires_ms > now_ms;
 		if (rlg_limiter_step(&items[i].policy->lim, in, now_ms,
@@ -327,11 +330,21 @@ tab_decide(struct tab_store *s, const struct rlg_store_item *items, size_t n,
 	for (i = 0; i < n; i++) {
 		if (s->scratch[i].skip || !decisions[i].admitted)
 			continue;
-		e = tbl_find(s->t, items[i].policy->name, items[i].client);
+		/*
+		 * The entry found when deciding, unless an insertion since
+		 * (which may free expired entries) or an earlier item of the
+		 * same key (which made it) makes it stale: then found again.
+		 */
+		e = inserted ? NULL : s->scratch[i].e;
 		if (e == NULL)
+			e = tbl_find(s->t, items[i].policy->name,
+			    items[i].client);
+		if (e == NULL) {
 			e = tbl_insert(s->t, items[i].policy->name,
 			    items[i].client, now_ms,
 			    s->max_clients > 0 ? (uint64_t)s->max_clients : 0);
+			inserted = true;
+		}
 		if (e == NULL) {
 			rlg_store_seterr(&s->base, "store full: policy \"%s\""
 			    " holds state for max_clients = %lld clients, or"
