@@ -246,6 +246,9 @@ static void naive_close(struct naive *nv);
 static int naive_step(struct naive *nv, const char *key, int64_t now_ms,
     const struct rlg_policy *p, char *err, size_t errsize);
 static void *worker_main(void *arg);
+static int run_apart(const char *what, int (*fn)(void *arg, void *out),
+    void *arg, void *out, size_t size);
+static int job_child(void *arg, void *out);
 static int run_job_apart(struct job *j, struct cell *c, char *backend,
     size_t backend_size);
 static int run_job(struct job *j, struct cell *c, char *backend,
@@ -254,6 +257,7 @@ static void lat_record(double seconds);
 static double lat_quantile(double q);
 static long redis_cpu_ticks(void);
 static int create_db(const char *path);
+static int populate_child(void *arg, void *out);
 static int populate_apart(int store, const char *path,
     const struct rlg_policy *p, long nkeys, struct fileinfo *fi);
 static int populate(const char *path, const struct rlg_policy *p,
@@ -646,6 +650,59 @@ worker_main(void *arg)
 }
 
 /*
+ * fn(arg, out) in a child process; out (size bytes) comes back through a
+ * pipe. 0, or -1 if the fork failed (said so, naming what), fn failed or
+ * the child died (the child printed why).
+ */
+static int
+run_apart(const char *what, int (*fn)(void *arg, void *out), void *arg,
+    void *out, size_t size)
+{
+	int fd[2], status = 0;
+	ssize_t n;
+	pid_t pid;
+
+	fflush(NULL);
+	if (pipe(fd) != 0 || (pid = fork()) < 0) {
+		fprintf(stderr, "bench_decide: %s: %s\n", what, strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		close(fd[0]);
+		status = fn(arg, out) == 0 ? 0 : 1;
+		if (write(fd[1], out, size) != (ssize_t)size)
+			status = 1;
+		fflush(NULL);
+		_exit(status);
+	}
+	close(fd[1]);
+	while ((n = read(fd[0], out, size)) < 0 && errno == EINTR)
+		;
+	close(fd[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (n != (ssize_t)size || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0)
+		return -1;
+	return 0;
+}
+
+/* What a run_job() in a child process sends back. */
+struct job_result {
+	struct cell c;
+	char backend[32];
+};
+
+/* run_apart's fn for run_job_apart: arg the job, out a job_result. */
+static int
+job_child(void *arg, void *out)
+{
+	struct job_result *got = out;
+
+	return run_job(arg, &got->c, got->backend, sizeof got->backend);
+}
+
+/*
  * run_job() in a child process: each measurement starts from the same
  * heap, so VmRSS is that measurement's own (glibc keeps what earlier
  * threads' arenas freed), and nothing of it outlives the measurement.
@@ -655,37 +712,10 @@ static int
 run_job_apart(struct job *j, struct cell *c, char *backend,
     size_t backend_size)
 {
-	struct {
-		struct cell c;
-		char backend[32];
-	} got;
-	int fd[2], status = 0;
-	ssize_t n;
-	pid_t pid;
+	struct job_result got;
 
 	memset(&got, 0, sizeof got);
-	fflush(NULL);
-	if (pipe(fd) != 0 || (pid = fork()) < 0) {
-		fprintf(stderr, "bench_decide: fork: %s\n", strerror(errno));
-		return -1;
-	}
-	if (pid == 0) {
-		close(fd[0]);
-		status = run_job(j, &got.c, got.backend,
-		    sizeof got.backend) == 0 ? 0 : 1;
-		if (write(fd[1], &got, sizeof got) != (ssize_t)sizeof got)
-			status = 1;
-		fflush(NULL);
-		_exit(status);
-	}
-	close(fd[1]);
-	while ((n = read(fd[0], &got, sizeof got)) < 0 && errno == EINTR)
-		;
-	close(fd[0]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (n != (ssize_t)sizeof got || !WIFEXITED(status) ||
-	    WEXITSTATUS(status) != 0)
+	if (run_apart("fork", job_child, j, &got, sizeof got) != 0)
 		return -1;
 	*c = got.c;
 	if (backend != NULL)
@@ -874,6 +904,24 @@ create_db(const char *path)
 	return 0;
 }
 
+/* populate_apart's arguments, for run_apart. */
+struct populate_args {
+	int store;
+	const char *path;
+	const struct rlg_policy *p;
+	long nkeys;
+};
+
+/* run_apart's fn for populate_apart: arg the populate_args, out a fileinfo. */
+static int
+populate_child(void *arg, void *out)
+{
+	const struct populate_args *a = arg;
+
+	return a->store == STORE_REDIS ? redis_populate(a->p, a->nkeys, out) :
+	    populate(a->path, a->p, a->nkeys, out);
+}
+
 /*
  * populate(), or redis_populate() for the redis store, in a child
  * process, so that its page cache (and the heap it leaves behind) never
@@ -884,34 +932,12 @@ static int
 populate_apart(int store, const char *path, const struct rlg_policy *p,
     long nkeys, struct fileinfo *fi)
 {
+	struct populate_args a = { store, path, p, nkeys };
 	struct fileinfo got = { 0 };
 	double t0 = rlg_test_mono_s();
-	int fd[2], status = 0;
-	ssize_t n = 0;
-	pid_t pid;
 
-	fflush(NULL);
-	if (pipe(fd) != 0 || (pid = fork()) < 0) {
-		fprintf(stderr, "bench_decide: populate: %s\n",
-		    strerror(errno));
-		return -1;
-	}
-	if (pid == 0) {
-		close(fd[0]);
-		status = (store == STORE_REDIS ? redis_populate(p, nkeys,
-		    &got) : populate(path, p, nkeys, &got)) == 0 ? 0 : 1;
-		if (write(fd[1], &got, sizeof got) != (ssize_t)sizeof got)
-			status = 1;
-		_exit(status);
-	}
-	close(fd[1]);
-	while ((n = read(fd[0], &got, sizeof got)) < 0 && errno == EINTR)
-		;
-	close(fd[0]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (n != (ssize_t)sizeof got || !WIFEXITED(status) ||
-	    WEXITSTATUS(status) != 0 || !got.done)
+	if (run_apart("populate", populate_child, &a, &got, sizeof got) != 0 ||
+	    !got.done)
 		return -1;
 	*fi = got;
 	fi->seconds = rlg_test_mono_s() - t0;

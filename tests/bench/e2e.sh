@@ -102,38 +102,20 @@
 #                          SQLite
 # <algorithm> is fixed_window, sliding_window, token_bucket, sliding_log.
 
-set -u
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BENCH_PROG=e2e.sh
+# lib-bench.sh: set -u, the defaults of RLGATE_*, NOOP_BIN, BENCH_SECONDS,
+# BENCH_WARMUP, BENCH_WRK_THREADS, BENCH_CONNECTIONS, LIGHTTPD_BIN, URL_PATH
 # shellcheck source=tests/bench/lib-bench.sh
-. "$here/lib-bench.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib-bench.sh"
 
-: "${RLGATE_SRCDIR:=$(cd "$here/../.." && pwd)}"
-: "${RLGATE_BUILDDIR:=$RLGATE_SRCDIR}"
-: "${RLGATE_BIN:=$RLGATE_BUILDDIR/app/rlgate}"
-: "${NOOP_BIN:=$RLGATE_BUILDDIR/tests/bench/noop}"
-: "${BENCH_SECONDS:=5}"
-: "${BENCH_WARMUP:=1}"
-: "${BENCH_PAIRS:=3}"
-: "${BENCH_PROCS:=2}"
-: "${BENCH_THREADS:=1}"
-: "${BENCH_WRK_THREADS:=2}"
-: "${BENCH_CONNECTIONS:=16}"
+bench_defaults BENCH_PAIRS=3 BENCH_PROCS=2 BENCH_THREADS=1 \
+    BENCH_NGINX_WORKERS=1 BENCH_GROUP_THREADS=8 BENCH_SCENARIOS=
 : "${BENCH_KEEPCONN_THREADS:=$(((BENCH_CONNECTIONS + BENCH_PROCS - 1) / BENCH_PROCS))}"
-: "${BENCH_NGINX_WORKERS:=1}"
-: "${BENCH_GROUP_THREADS:=8}"
-: "${BENCH_SCENARIOS:=}"
-LIGHTTPD_BIN=${LIGHTTPD_BIN:-$(command -v lighttpd 2>/dev/null || echo /usr/sbin/lighttpd)}
 NGINX_BIN=${NGINX_BIN:-$(command -v nginx 2>/dev/null || echo /usr/sbin/nginx)}
 REDIS_SERVER_BIN=${REDIS_SERVER_BIN:-$(command -v redis-server 2>/dev/null || echo /usr/bin/redis-server)}
 REDIS_CLI_BIN=${REDIS_CLI_BIN:-$(command -v redis-cli 2>/dev/null || echo /usr/bin/redis-cli)}
-URL_PATH=/api/v1/resources
 
-OUT=${1:-./bench-e2e.md}
-case $OUT in
-*.md) TSV=${OUT%.md}.tsv ;;
-*) TSV=$OUT.tsv ;;
-esac
+bench_outputs "${1:-./bench-e2e.md}"
 
 # id server algorithm kind backend-threads keepconn rlgate-log-level store
 # (store: empty for SQLite with the defaults, full, fullgroup, redis)
@@ -157,14 +139,9 @@ fixed_window_rejected_redis          lighttpd fixed_window   rejected base off w
 
 # ---- checks ----------------------------------------------------------------
 
-for v in BENCH_SECONDS BENCH_WARMUP BENCH_PAIRS BENCH_PROCS BENCH_THREADS \
+check_counts BENCH_SECONDS BENCH_WARMUP BENCH_PAIRS BENCH_PROCS BENCH_THREADS \
     BENCH_WRK_THREADS BENCH_CONNECTIONS BENCH_KEEPCONN_THREADS \
-    BENCH_NGINX_WORKERS BENCH_GROUP_THREADS; do
-	[[ ${!v} =~ ^[1-9][0-9]{0,3}$ ]] ||
-		die "$v must be an integer from 1 to 9999 (got \"${!v}\")"
-done
-[ "$BENCH_CONNECTIONS" -ge "$BENCH_WRK_THREADS" ] ||
-	die "BENCH_CONNECTIONS ($BENCH_CONNECTIONS) must be at least BENCH_WRK_THREADS ($BENCH_WRK_THREADS)"
+    BENCH_NGINX_WORKERS BENCH_GROUP_THREADS
 
 if [ "$BENCH_SCENARIOS" = list ]; then
 	awk 'NF { print $1 }' <<<"$ALL_SCENARIOS"
@@ -202,13 +179,7 @@ if [ -n "$need_redis" ]; then
 	[ -x "$REDIS_CLI_BIN" ] ||
 		die "redis-cli not found (REDIS_CLI_BIN=$REDIS_CLI_BIN): the _redis scenarios need it (scripts/deps.sh installs redis-tools)"
 fi
-[ -x "$RLGATE_BIN" ] || die "rlgate not found or not executable: $RLGATE_BIN (set RLGATE_BIN or RLGATE_BUILDDIR)"
-[ -x "$NOOP_BIN" ] || die "noop not found or not executable: $NOOP_BIN (make tests/bench/noop, or set NOOP_BIN)"
-{ : >"$OUT"; } 2>/dev/null || die "cannot write $OUT"
-{ : >"$TSV"; } 2>/dev/null || die "cannot write $TSV"
-
-CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
-bench_tmpdir
+bench_begin
 
 # ---- one run -----------------------------------------------------------------
 
@@ -254,23 +225,6 @@ write_rlgate_conf() {
 		[ -n "$burst" ] && echo "burst = $burst"
 		echo "key = ip"
 	} >"$1"
-}
-
-# write_lighttpd_conf FILE DIR PORT SOCKET: lighttpd 1.4 defaults but for
-# these lines; no mod_accesslog, so no access log. The mount is the one of
-# www/lighttpd/rlgate.conf.
-write_lighttpd_conf() {
-	mkdir -p "$2/htdocs"
-	write_lighttpd_base "$1" "$3" "$2/htdocs" "$2/lighttpd.pid" "$2/lighttpd-error.log" <<EOF
-server.upload-dirs   = ( "$2" )
-server.modules      += ( "mod_fastcgi" )
-fastcgi.server       = (
-    "/api/" => ((
-        "socket"      => "$4",
-        "check-local" => "disable",
-    ))
-)
-EOF
 }
 
 # write_nginx_conf FILE DIR PORT SOCKET KEEPCONN(on|off)
@@ -335,42 +289,6 @@ http {
 EOF
 }
 
-# check_answer URL KIND(rlgate|noop) EXPECT(200|429) WHAT: one curl; dies
-# unless the status is EXPECT and the answer comes from the right backend.
-check_answer() {
-	local url=$1 kind=$2 want=$3 what=$4 got hdr="$RUN/check.headers"
-	got=$(curl -sS --max-time 5 -D "$hdr" -o "$RUN/check.body" \
-	    -w '%{http_code}' "$url" 2>"$RUN/check.err") ||
-		die "$what: curl $url failed: $(cat "$RUN/check.err")"
-	[ "$got" = "$want" ] ||
-		die "$what: expected HTTP $want from $url, got $got: $(head -c 300 "$RUN/check.body"); backend log: $(tail -n 2 "$RUN/backend.log" 2>/dev/null); server log: $(tail -n 2 "$RUN"/*error.log 2>/dev/null)"
-	if [ "$kind" = rlgate ]; then
-		grep -qi '^RateLimit-Limit:' "$hdr" ||
-			die "$what: the $got from $url has no RateLimit-Limit header: is it rlgate?"
-		if [ "$want" = 429 ]; then
-			grep -qi '^Retry-After:' "$hdr" ||
-				die "$what: the 429 from $url has no Retry-After"
-		fi
-	else
-		grep -qi '^X-Noop-Limit-00:' "$hdr" ||
-			die "$what: the answer from $url has no X-Noop-Limit-00 header: is it noop?"
-	fi
-}
-
-# stop_run: stops the web server, the backend and the redis-server of the
-# current run.
-stop_run() {
-	local pids=()
-	[ -n "${SERVER_PID:-}" ] && pids+=("$SERVER_PID")
-	[ ${#BACKEND_PIDS[@]} -gt 0 ] && pids+=("${BACKEND_PIDS[@]}")
-	[ -n "${REDIS_PID:-}" ] && pids+=("$REDIS_PID")
-	STOP_GRACE_MS=3000 stop_pids "${pids[@]}"
-	untrack_pid "${pids[@]}"
-	SERVER_PID=''
-	BACKEND_PIDS=()
-	REDIS_PID=''
-}
-
 # start_redis WHAT: a fresh redis-server on a free port of 127.0.0.1, no
 # persistence, in $RUN/redis, in the background; sets REDIS_PID and
 # REDIS_PORT once it answers PING (at most 10 s). A port taken before it
@@ -402,46 +320,18 @@ start_redis() {
 	die "$what: redis-server did not answer PING on 127.0.0.1:$REDIS_PORT: $(tail -3 "$RUN/redis.log")"
 }
 
-# start_server SERVER SOCKET KEEPCONN WHAT: lighttpd or nginx on a free
-# port of 127.0.0.1, in the background; sets SERVER_PID and port. A port
-# taken between the choice and the bind (by a client's ephemeral port,
-# say) is retried with another one, up to 3 times.
-start_server() {
-	local server=$1 sock=$2 keepconn=$3 what=$4 try
-	for try in 1 2 3; do
-		port=$(free_port) || die "no free port on 127.0.0.1"
-		if [ "$server" = lighttpd ]; then
-			write_lighttpd_conf "$RUN/lighttpd.conf" "$RUN" "$port" "$sock"
-			"$LIGHTTPD_BIN" -tt -f "$RUN/lighttpd.conf" >"$RUN/server.out" 2>&1 ||
-				die "$what: lighttpd rejects its config: $(head -3 "$RUN/server.out")"
-			"$LIGHTTPD_BIN" -D -f "$RUN/lighttpd.conf" </dev/null >>"$RUN/server.out" 2>&1 &
-		else
-			write_nginx_conf "$RUN/nginx.conf" "$RUN" "$port" "$sock" "$keepconn"
-			"$NGINX_BIN" -t -q -e "$RUN/nginx-error.log" -c "$RUN/nginx.conf" \
-			    -p "$RUN" >"$RUN/server.out" 2>&1 ||
-				die "$what: nginx rejects its config: $(head -3 "$RUN/server.out")"
-			"$NGINX_BIN" -e "$RUN/nginx-error.log" -c "$RUN/nginx.conf" \
-			    -p "$RUN" </dev/null >>"$RUN/server.out" 2>&1 &
-		fi
-		SERVER_PID=$!
-		track_pid "$SERVER_PID"
-		wait_for_port "$port" 10 "$SERVER_PID" && return 0
-		STOP_GRACE_MS=2000 stop_pids "$SERVER_PID"
-		untrack_pid "$SERVER_PID"
-		SERVER_PID=''
-		if ! grep -qs 'in use' "$RUN/server.out" "$RUN"/*error.log; then
-			break
-		fi
-		note "$what: port $port was taken before $server could bind it (try $try); another one"
-		rm -f "$RUN"/*error.log
-	done
-	die "$what: $server did not listen on 127.0.0.1:$port: $(tail -3 "$RUN/server.out"; tail -3 "$RUN"/*error.log 2>/dev/null)"
+# launch_nginx PORT SOCKET KEEPCONN WHAT: as lib-bench.sh's launch_lighttpd,
+# for start_server: $RUN/nginx.conf, checked, and nginx in the background.
+launch_nginx() {
+	write_nginx_conf "$RUN/nginx.conf" "$RUN" "$1" "$2" "$3"
+	"$NGINX_BIN" -t -q -e "$RUN/nginx-error.log" -c "$RUN/nginx.conf" \
+	    -p "$RUN" >"$RUN/server.out" 2>&1 ||
+		die "$4: nginx rejects its config: $(head -3 "$RUN/server.out")"
+	"$NGINX_BIN" -e "$RUN/nginx-error.log" -c "$RUN/nginx.conf" \
+	    -p "$RUN" </dev/null >>"$RUN/server.out" 2>&1 &
 }
 
 NRUN=0
-SERVER_PID=
-BACKEND_PIDS=()
-REDIS_PID=
 REDIS_PORT=
 REDIS_RAN=
 
@@ -451,10 +341,8 @@ REDIS_RAN=
 # db and wal "-" with Redis, redis_cpu "-" without).
 run_one() {
 	local scen=$1 kind=$2 pair=$3 server algo skind tsel keepconn threads
-	local sock url what p rc wrk_s t0 t1 cpu_s0 cpu_s1 cpu_b0 cpu_b1
-	local cpu_w0 cpu_w1 cpu_r0=0 cpu_r1=0 wall_ms rss db=0 wal=0 store
-	local redis_cpu=-
-	local -a spid=() server_pids=()
+	local sock url what p rss db=0 wal=0 store
+	local -a spid=()
 	server=$(scen_field "$scen" 2)
 	algo=$(scen_field "$scen" 3)
 	skind=$(scen_field "$scen" 4)
@@ -471,8 +359,8 @@ run_one() {
 	what="$server $scen $kind pair $pair"
 	sock=$RUN/fcgi.sock
 
-	# the backend: spawn-fcgi -F N; a /bin/sh wrapper keeps each worker's
-	# stderr (spawn-fcgi points it at /dev/null) and execs it (same pid)
+	# the backend: spawn-fcgi -F N (the socket 0666: nginx's workers run
+	# as nobody)
 	if [ "$kind" = rlgate ]; then
 		if [ "$store" = redis ]; then
 			start_redis "$what"
@@ -484,32 +372,11 @@ run_one() {
 	else
 		set -- "$NOOP_BIN" --threads "$threads"
 	fi
-	# shellcheck disable=SC2016
-	# (the pids it wrote are tracked before its status is looked at, so a
-	# partial start leaves nothing running)
-	spawn-fcgi -s "$sock" -M 0666 -F "$BENCH_PROCS" -P "$RUN/backend.pid" \
-	    -- /bin/sh -c 'log=$1; shift; exec "$@" 2>>"$log"' backend-log \
-	    "$RUN/backend.log" "$@" </dev/null >"$RUN/spawn.log" 2>&1
-	rc=$?
-	BACKEND_PIDS=()
-	if [ -r "$RUN/backend.pid" ]; then
-		while read -r p || [ -n "$p" ]; do
-			[[ $p =~ ^[0-9]+$ ]] || continue
-			BACKEND_PIDS+=("$p")
-			track_pid "$p"
-		done <"$RUN/backend.pid"
-	fi
-	[ "$rc" -eq 0 ] || die "$what: spawn-fcgi failed: $(tail -3 "$RUN/spawn.log")"
-	[ ${#BACKEND_PIDS[@]} -eq "$BENCH_PROCS" ] ||
-		die "$what: spawn-fcgi -F $BENCH_PROCS wrote ${#BACKEND_PIDS[@]} pids"
-	[ -S "$sock" ] || die "$what: no socket at $sock"
+	spawn_backend "$what" "$sock" "$BENCH_PROCS" 0666 "$@"
 
 	# the web server
 	start_server "$server" "$sock" "$keepconn" "$what"
-	for p in "${BACKEND_PIDS[@]}"; do
-		pid_alive "$p" || die "$what: backend pid $p exited at start: $(tail -3 "$RUN/backend.log")"
-	done
-	server_pids=("$SERVER_PID")
+	backends_alive "$what" "exited at start"
 	if [ "$server" = nginx ]; then
 		# the master's workers (by parent pid), once they are up
 		for _ in $(seq 1 100); do
@@ -517,7 +384,7 @@ run_one() {
 			[ ${#spid[@]} -ge "$BENCH_NGINX_WORKERS" ] && break
 			sleep 0.02
 		done
-		server_pids+=("${spid[@]}")
+		SERVER_PIDS+=("${spid[@]}")
 	fi
 
 	url=http://127.0.0.1:$port$URL_PATH
@@ -528,28 +395,9 @@ run_one() {
 		check_answer "$url" "$kind" 200 "$what"
 	fi
 
-	wrk_s=$((BENCH_WARMUP + 30))
-	timeout -k 5 "$wrk_s" wrk -t"$BENCH_WRK_THREADS" -c"$BENCH_CONNECTIONS" \
-	    -d"${BENCH_WARMUP}s" "$url" >"$RUN/warmup.out" 2>&1 ||
-		die "$what: the warm-up wrk failed: $(tail -3 "$RUN/warmup.out")"
-
-	wrk_s=$((BENCH_SECONDS + 30))
-	cpu_s0=$(cpu_ticks "${server_pids[@]}")
-	cpu_b0=$(cpu_ticks "${BACKEND_PIDS[@]}")
-	cpu_w0=$(children_ticks)
-	[ -n "$REDIS_PID" ] && cpu_r0=$(cpu_ticks "$REDIS_PID")
-	t0=$(now_ms)
-	timeout -k 5 "$wrk_s" wrk -t"$BENCH_WRK_THREADS" -c"$BENCH_CONNECTIONS" \
-	    -d"${BENCH_SECONDS}s" --latency "$url" >"$RUN/wrk.out" 2>&1 ||
-		die "$what: wrk failed: $(tail -3 "$RUN/wrk.out")"
-	t1=$(now_ms)
-	cpu_s1=$(cpu_ticks "${server_pids[@]}")
-	cpu_b1=$(cpu_ticks "${BACKEND_PIDS[@]}")
-	cpu_w1=$(children_ticks)
-	[ -n "$REDIS_PID" ] && cpu_r1=$(cpu_ticks "$REDIS_PID")
+	wrk_run "$what" "$url"
 	rss=
 	for p in "${BACKEND_PIDS[@]}"; do
-		pid_alive "$p" || die "$what: backend pid $p died during the run: $(tail -3 "$RUN/backend.log")"
 		rss="$rss${rss:+,}$(rss_kb "$p")"
 	done
 	if [ -n "$REDIS_PID" ]; then
@@ -561,47 +409,32 @@ run_one() {
 	fi
 	stop_run
 
-	parse_wrk "$RUN/wrk.out" ||
-		die "$what: cannot read wrk's output: $(cat "$RUN/wrk.out")"
-	wall_ms=$((t1 - t0))
-	[ "$wall_ms" -gt 0 ] || wall_ms=1
-	pct() { awk -v a="$1" -v b="$2" -v hz="$CLK_TCK" -v ms="$wall_ms" \
-	    'BEGIN { printf "%.0f", (b - a) / hz / (ms / 1000) * 100 }'; }
-	[ "$store" = redis ] && [ "$kind" = rlgate ] &&
-		redis_cpu=$(pct "$cpu_r0" "$cpu_r1")
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
-	    "$server" "$scen" "$kind" "$pair" "$WRK_RPS" "$WRK_P50_MS" \
-	    "$WRK_P99_MS" "$WRK_REQUESTS" "$WRK_NON2XX" "$WRK_SOCKERR" \
-	    "$(pct "$cpu_s0" "$cpu_s1")" "$(pct "$cpu_b0" "$cpu_b1")" \
-	    "$(pct "$cpu_w0" "$cpu_w1")" "$rss" "$db" "$wal" "$redis_cpu" \
-	    >>"$BT/runs.tsv"
-
 	# the answers must be what the scenario says: all 2xx when admitted
 	# (and for noop), all 429 when rejected
 	if [ "$kind" = rlgate ] && [ "$skind" = rejected ]; then
-		[ "$WRK_NON2XX" -eq "$WRK_REQUESTS" ] ||
-			note "WARNING: $what: $((WRK_REQUESTS - WRK_NON2XX)) of $WRK_REQUESTS answers were not 429"
-	elif [ "$WRK_NON2XX" -ne 0 ]; then
-		note "WARNING: $what: $WRK_NON2XX of $WRK_REQUESTS answers were not 2xx"
+		read_wrk "$what" 429
+	else
+		read_wrk "$what" 2xx
 	fi
-	[ "$WRK_SOCKERR" -eq 0 ] || note "WARNING: $what: $WRK_SOCKERR socket errors"
+	runs_row "$server" "$scen" "$kind" "$pair" "$WRK_RPS" "$WRK_P50_MS" \
+	    "$WRK_P99_MS" "$WRK_REQUESTS" "$WRK_NON2XX" "$WRK_SOCKERR" \
+	    "$CPU_SERVER" "$CPU_BACKEND" "$CPU_WRK" "$rss" "$db" "$wal" \
+	    "$CPU_REDIS"
 	note "$what: $WRK_RPS req/s, p50 $WRK_P50_MS ms, p99 $WRK_P99_MS ms"
 }
 
 # ---- the runs ----------------------------------------------------------------
 
-load_start=$(cut -d' ' -f1-3 /proc/loadavg)
-started=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
+runs_begin
 total=$((${#SCENARIOS[@]} * BENCH_PAIRS * 2))
 note "${#SCENARIOS[@]} scenarios x $BENCH_PAIRS pairs = $total runs of ${BENCH_SECONDS} s (+ ${BENCH_WARMUP} s warm-up); load average $load_start"
-: >"$BT/runs.tsv"
 for scen in "${SCENARIOS[@]}"; do
 	for pair in $(seq 1 "$BENCH_PAIRS"); do
 		run_one "$scen" rlgate "$pair"
 		run_one "$scen" noop "$pair"
 	done
 done
-load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+runs_end
 
 # ---- the report -----------------------------------------------------------------
 
@@ -622,11 +455,7 @@ ratios() {
 	    "$BT/runs.tsv"
 }
 
-rlgate_version=$("$RLGATE_BIN" --version 2>/dev/null | head -1)
-cpu_model=$(awk -F': *' '$1 ~ /^model name/ { print $2; exit }' /proc/cpuinfo)
-lighttpd_v=$("$LIGHTTPD_BIN" -v 2>&1 | head -1)
 nginx_v=$("$NGINX_BIN" -v 2>&1 | head -1)
-wrk_v=$(wrk -v 2>&1 | head -1 | awk '{ print $1, $2 }')
 redis_v=
 [ -n "$REDIS_RAN" ] &&
 	redis_v="; redis-server $("$REDIS_SERVER_BIN" --version 2>/dev/null | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^v=/) { sub(/^v=/, "", $i); print $i } }')"
@@ -703,7 +532,7 @@ R=$BT/report.md
 	echo
 	echo "## Machine and parameters"
 	echo
-	echo "- machine: $(nproc) CPUs, $cpu_model; load average $load_start at the start, $load_end at the end"
+	machine_line
 	echo "- software: $lighttpd_v; $nginx_v; $wrk_v; $rlgate_version$redis_v"
 	echo "- started $started; $BENCH_PAIRS pairs per scenario, ${BENCH_SECONDS} s measured after ${BENCH_WARMUP} s of warm-up per run"
 	echo "- wrk -t$BENCH_WRK_THREADS -c$BENCH_CONNECTIONS -d${BENCH_SECONDS}s --latency http://127.0.0.1:PORT$URL_PATH (one client address)"
@@ -716,10 +545,5 @@ R=$BT/report.md
 	echo "- rlgate $RLGATE_BIN; noop $NOOP_BIN"
 } >"$R"
 
-cp "$R" "$OUT" || die "cannot write $OUT"
-{
-	printf '# server\tscenario\tkind\tpair\treqs_per_s\tp50_ms\tp99_ms\n'
-	cut -f1-7 "$BT/runs.tsv"
-} >"$TSV" || die "cannot write $TSV"
-cat "$R"
+publish "$R" 1-7 server scenario kind pair reqs_per_s p50_ms p99_ms
 note "wrote $OUT and $TSV"

@@ -7,28 +7,21 @@
  *     ON CONFLICT(client) DO UPDATE SET count = count + 1
  * keyed by the X-API-Key header if the request has one (the benchmark's
  * 10,000 clients), else by REMOTE_ADDR. It never says no: it counts and
- * answers with noop's bytes (tests/bench/noop.c, as many as rlgate's 200),
- * or a 500 if the statement failed. rlgate must beat this to be worth its
- * code; noop is the ceiling over both.
+ * answers with noop's bytes (responder.c, as many as rlgate's 200), or a
+ * 500 if the statement failed. It serves as noop does (responder.c).
+ * rlgate must beat this to be worth its code; noop is the ceiling over
+ * both.
  *
  * Usage: spawn-fcgi -s SOCKET -F N -- naive --db FILE [--threads N]
  */
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <fcgiapp.h>
 #include <sqlite3.h>
 
-#define NAIVE_BODY \
-	"{\"status\":\"success\",\"data\":{\"message\":\"Here is the resource payload.\"}}"
-/* noop's headers: as many bytes as rlgate's draft03 200 */
-#define NAIVE_HEAD \
-	"Status: 200 OK\r\nContent-Type: application/json\r\n" \
-	"Cache-Control: no-store\r\nX-Noop-Limit-00: 1000000000\r\n" \
-	"X-Noop-Remaining-00: 999999999\r\nX-Noop-Reset-00: 36\r\n"
+#include "responder.h"
+
 #define NAIVE_500 \
 	"Status: 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n"
 #define NAIVE_UPSERT \
@@ -36,14 +29,16 @@
 	"ON CONFLICT(client) DO UPDATE SET count = count + 1"
 
 static const char *db_path;
-static char answer[512];
-static int answer_len;
-static pthread_mutex_t accept_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static sqlite3 *
-naive_open(sqlite3_stmt **upsert)
+static void *naive_open(void);
+static void naive_handle(FCGX_Request *req, void *state);
+
+/* A thread's connection and its prepared UPSERT (NULL: said why). */
+static void *
+naive_open(void)
 {
 	sqlite3 *db = NULL;
+	sqlite3_stmt *upsert = NULL;
 	int rc = SQLITE_ERROR, tries;
 
 	/* every thread of every process sets the file up at once: switching
@@ -60,53 +55,38 @@ naive_open(sqlite3_stmt **upsert)
 			sqlite3_sleep(10);
 		}
 	if (rc != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, NAIVE_UPSERT, -1, upsert, NULL) != SQLITE_OK) {
+	    sqlite3_prepare_v2(db, NAIVE_UPSERT, -1, &upsert, NULL) != SQLITE_OK) {
 		fprintf(stderr, "naive: %s: %s\n", db_path,
 		    db != NULL ? sqlite3_errmsg(db) : "out of memory");
 		sqlite3_close(db);
 		return NULL;
 	}
-	return db;
+	return upsert;
 }
 
-static void *
-naive_thread(void *arg)
+static void
+naive_handle(FCGX_Request *req, void *state)
 {
-	FCGX_Request req;
-	sqlite3_stmt *upsert;
-	sqlite3 *db = naive_open(&upsert);
+	sqlite3_stmt *upsert = state;
 	const char *key;
 	int rc;
 
-	(void)arg;
-	if (db == NULL || FCGX_InitRequest(&req, 0, 0) != 0)
-		exit(70);
-	for (;;) {
-		pthread_mutex_lock(&accept_lock);
-		rc = FCGX_Accept_r(&req);
-		pthread_mutex_unlock(&accept_lock);
-		if (rc < 0)
-			break;
-		key = FCGX_GetParam("HTTP_X_API_KEY", req.envp);
-		if (key == NULL)
-			key = FCGX_GetParam("REMOTE_ADDR", req.envp);
-		sqlite3_bind_text(upsert, 1, key != NULL ? key : "-", -1,
-		    SQLITE_STATIC);
-		rc = sqlite3_step(upsert);
-		sqlite3_reset(upsert);
-		if (rc == SQLITE_DONE)
-			FCGX_PutStr(answer, answer_len, req.out);
-		else
-			FCGX_PutS(NAIVE_500, req.out);
-		FCGX_Finish_r(&req);
-	}
-	return NULL;
+	key = FCGX_GetParam("HTTP_X_API_KEY", req->envp);
+	if (key == NULL)
+		key = FCGX_GetParam("REMOTE_ADDR", req->envp);
+	sqlite3_bind_text(upsert, 1, key != NULL ? key : "-", -1,
+	    SQLITE_STATIC);
+	rc = sqlite3_step(upsert);
+	sqlite3_reset(upsert);
+	if (rc == SQLITE_DONE)
+		responder_ok(req);
+	else
+		FCGX_PutS(NAIVE_500, req->out);
 }
 
 int
 main(int argc, char **argv)
 {
-	pthread_t tids[256];
 	int i, n = 1;
 
 	for (i = 1; i + 1 < argc; i += 2) {
@@ -117,24 +97,11 @@ main(int argc, char **argv)
 		else
 			break;
 	}
-	if (i != argc || db_path == NULL || n < 1 || n > 256) {
-		fprintf(stderr, "usage: naive --db FILE [--threads 1-256] "
-		    "(under spawn-fcgi)\n");
+	if (i != argc || db_path == NULL || n < 1 ||
+	    n > RESPONDER_THREADS_MAX) {
+		fprintf(stderr, "usage: naive --db FILE [--threads 1-%d] "
+		    "(under spawn-fcgi)\n", RESPONDER_THREADS_MAX);
 		return 64;
 	}
-	answer_len = snprintf(answer, sizeof answer,
-	    "%sContent-Length: %zu\r\n\r\n%s", NAIVE_HEAD,
-	    sizeof NAIVE_BODY - 1, NAIVE_BODY);
-	if (FCGX_Init() != 0 || FCGX_IsCGI()) {
-		fprintf(stderr, "naive: start it under spawn-fcgi\n");
-		return 64;
-	}
-	signal(SIGPIPE, SIG_IGN);
-	signal(SIGTERM, SIG_DFL);
-	for (i = 0; i < n; i++)
-		if (pthread_create(&tids[i], NULL, naive_thread, NULL) != 0)
-			return 71;
-	for (i = 0; i < n; i++)
-		pthread_join(tids[i], NULL);
-	return 0;
+	return responder_run("naive", n, naive_open, naive_handle);
 }
