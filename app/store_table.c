@@ -45,6 +45,8 @@
 /* Rows per flush transaction, and entries copied per hold of the lock. */
 #define TAB_FLUSH_ROWS 65536
 #define TAB_FLUSH_BATCH 1024
+/* Policies whose table slot a handle remembers. */
+#define TAB_SLOTS 16
 /* The default interval, and the bounds the config holds it to. */
 #define TAB_FLUSH_MS_DEFAULT 1000
 
@@ -78,8 +80,20 @@ struct tab_store {
 	struct tab_item {
 		struct rlg_state out;
 		struct tbl_entry *e;      /* its entry found when decided */
+		uint64_t hash;            /* of (slot, client), before the lock */
+		int slot;                 /* the policy's slot it assumed; -1 */
 		bool skip;
 	} *scratch;
+	/*
+	 * The table's slot of each policy seen, so that a step hashes its
+	 * keys and prefetches their entries before it takes the lock (what
+	 * the lock then holds is the lookups, not the hashing and the cache
+	 * misses). A hint: checked under the lock.
+	 */
+	struct tab_slot {
+		const struct rlg_policy *policy;
+		int slot;
+	} slots[TAB_SLOTS];
 	size_t nscratch;
 	char path[];                  /* the table file */
 };
@@ -102,6 +116,10 @@ static void tab_idle(struct rlg_store *base, int64_t now_ms);
 static int tab_reset(struct rlg_store *base, const char *client,
     const char *policy, int64_t *deleted);
 static int tab_ready(struct tab_store *s);
+static void tab_prehash(struct tab_store *s,
+    const struct rlg_store_item *items, size_t n);
+static struct tbl_entry *tab_find(struct tab_store *s,
+    const struct rlg_store_item *item, struct tab_item *x);
 static int tab_decide(struct tab_store *s, const struct rlg_store_item *items,
     size_t n, int64_t now_ms, struct rlg_decision *decisions, bool *admit);
 static struct tbl *tab_open_table(struct rlg_store *db, const char *path,
@@ -262,6 +280,7 @@ tab_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
 	}
 	if (tab_ready(s) != 0)
 		return RLG_ESTORE;
+	tab_prehash(s, items, n);
 	if (tbl_lock(s->t) != 0) {
 		rlg_store_seterr(base, "table %s: its lock is unusable; the"
 		    " table is built again", s->path);
@@ -310,8 +329,7 @@ tab_decide(struct tab_store *s, const struct rlg_store_item *items, size_t n,
 			    strcmp(items[j].client, items[i].client) == 0)
 				in = decisions[j].admitted ? &s->scratch[j].out : NULL;
 		if (in == NULL) {
-			e = tbl_find(s->t, items[i].policy->name,
-			    items[i].client);
+			e = tab_find(s, &items[i], &s->scratch[i]);
 			in = e != NULL ? &e->st : &fresh;
 			s->scratch[i].e = e;
 		}
@@ -357,6 +375,56 @@ tab_decide(struct tab_store *s, const struct rlg_store_item *items, size_t n,
 		tbl_write(s->t, e, &s->scratch[i].out);
 	}
 	return RLG_OK;
+}
+
+/*
+ * Before the lock: each item's hash under the slot its policy had last
+ * time, and a prefetch of its entry.
+ */
+static void
+tab_prehash(struct tab_store *s, const struct rlg_store_item *items,
+    size_t n)
+{
+	size_t i, k;
+
+	for (i = 0; i < n; i++) {
+		s->scratch[i].slot = -1;
+		for (k = 0; k < TAB_SLOTS; k++) {
+			if (s->slots[k].policy != items[i].policy)
+				continue;
+			s->scratch[i].slot = s->slots[k].slot;
+			s->scratch[i].hash = tbl_key_hash(s->t,
+			    s->slots[k].slot, items[i].client);
+			tbl_prefetch(s->t, s->scratch[i].hash);
+			break;
+		}
+	}
+}
+
+/*
+ * Under the lock: the entry of item, by the hash taken before when its
+ * policy's slot is still that one; the slot remembered for next time.
+ */
+static struct tbl_entry *
+tab_find(struct tab_store *s, const struct rlg_store_item *item,
+    struct tab_item *x)
+{
+	int slot = tbl_slot(s->t, item->policy->name);
+	size_t k;
+
+	if (slot < 0)
+		return NULL;
+	if (slot != x->slot) {
+		/* Remembered from now on (a full cache: the first one
+		 * of the policies not there takes the last place). */
+		for (k = 0; k < TAB_SLOTS - 1 && s->slots[k].policy != NULL &&
+		    s->slots[k].policy != item->policy; k++)
+			;
+		s->slots[k].policy = item->policy;
+		s->slots[k].slot = slot;
+		x->hash = tbl_key_hash(s->t, slot, item->client);
+	}
+	return tbl_find_hashed(s->t, slot, x->hash, item->client);
 }
 
 /* The database's expired rows; the table frees its own when it flushes. */

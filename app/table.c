@@ -552,14 +552,24 @@ struct tbl_entry *
 tbl_find(struct tbl *t, const char *policy, const char *client)
 {
 	size_t len = strlen(client);
-	uint64_t hash, mask = t->h->slots - 1, i;
-	struct tbl_entry *e;
 	int slot;
 
 	if (len > TBL_CLIENT_MAX || (slot = tbl_policy_slot(t, policy,
 	    false)) < 0)
 		return NULL;
-	hash = tbl_hash(t, (unsigned)slot, client, len);
+	return tbl_find_hashed(t, slot, tbl_key_hash(t, slot, client),
+	    client);
+}
+
+struct tbl_entry *
+tbl_find_hashed(struct tbl *t, int slot, uint64_t hash, const char *client)
+{
+	uint64_t mask = t->h->slots - 1, i;
+	size_t len = strlen(client);
+	struct tbl_entry *e;
+
+	if (len > TBL_CLIENT_MAX)
+		return NULL;
 	for (i = hash & mask; t->index[i] != 0; i = (i + 1) & mask) {
 		if (t->index[i] > t->h->extent)
 			return NULL;  /* never written so; not trusted */
@@ -569,6 +579,37 @@ tbl_find(struct tbl *t, const char *policy, const char *client)
 			return e;
 	}
 	return NULL;
+}
+
+int
+tbl_slot(struct tbl *t, const char *policy)
+{
+	return tbl_policy_slot(t, policy, false);
+}
+
+uint64_t
+tbl_key_hash(const struct tbl *t, int slot, const char *client)
+{
+	size_t len = strnlen(client, TBL_CLIENT_MAX + 1);
+
+	return tbl_hash(t, (unsigned)slot, client,
+	    len > TBL_CLIENT_MAX ? TBL_CLIENT_MAX : len);
+}
+
+/*
+ * A hint only: the index slot of hash and the entry it names now, read
+ * without the lock (a relaxed atomic load; a writer may change it at any
+ * moment, and nothing but the cache depends on what it reads).
+ */
+void
+tbl_prefetch(const struct tbl *t, uint64_t hash)
+{
+	uint64_t i = hash & (t->h->slots - 1);
+	uint32_t at;
+
+	at = __atomic_load_n(&t->index[i], __ATOMIC_RELAXED);
+	if (at != 0 && at <= t->h->capacity)
+		__builtin_prefetch(&t->entries[at - 1]);
 }
 
 struct tbl_entry *

@@ -115,6 +115,19 @@ struct tbl_entry *tbl_find(struct tbl *t, const char *policy,
     const char *client);
 
 /*
+ * The same in steps, for a caller that hashes before it takes the lock:
+ * the slot of a policy name (-1: the table has none; lock held), the
+ * hash of (slot, client) (no lock: the key is fixed when the table is
+ * built), a prefetch of where that hash leads (no lock: a hint, read
+ * racily), and the lookup by slot and hash (lock held).
+ */
+int tbl_slot(struct tbl *t, const char *policy);
+uint64_t tbl_key_hash(const struct tbl *t, int slot, const char *client);
+void tbl_prefetch(const struct tbl *t, uint64_t hash);
+struct tbl_entry *tbl_find_hashed(struct tbl *t, int slot, uint64_t hash,
+    const char *client);
+
+/*
  * A new entry for (policy, client), which has none, state all zero, or
  * NULL when the table is full or the policy has max entries already
  * (after reusing expired ones at now_ms), or policy names are full.
