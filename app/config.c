@@ -764,7 +764,7 @@ rlg_table_finish(struct rlg_parse *p)
 		    "max_clients (%lld) x %lld policies = %lld entries, over "
 		    "the table's %lld: lower max_clients",
 		    (long long)sq->max_clients, (long long)kept,
-		    (long long)(sq->max_clients * kept),
+		    (long long)sq->max_clients * (long long)kept,
 		    (long long)RLG_TABLE_ENTRIES_MAX);
 		return;
 	}

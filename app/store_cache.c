@@ -278,7 +278,13 @@ cache_reset(struct rlg_store *base, const char *client, const char *policy,
 	int rc;
 
 	memset(c->entries, 0, (c->mask + 1) * sizeof *c->entries);
-	rc = rlg_store_reset(c->inner, client, policy, deleted);
+	if (c->inner->ops->reset == NULL) {
+		rlg_store_seterr(base, "reset: the %s store cannot reset a"
+		    " client; delete its keys in the store itself",
+		    c->inner->ops->name);
+		return RLG_EINVAL;
+	}
+	rc = c->inner->ops->reset(c->inner, client, policy, deleted);
 	memcpy(c->base.errmsg, c->inner->errmsg, sizeof c->base.errmsg);
 	return rc;
 }
@@ -287,7 +293,8 @@ static int
 cache_flush(struct rlg_store *base, int64_t now_ms)
 {
 	struct cache_store *c = (struct cache_store *)base;
-	int rc = rlg_store_flush(c->inner, now_ms);
+	int rc = c->inner->ops->flush != NULL ?
+	    c->inner->ops->flush(c->inner, now_ms) : RLG_OK;
 
 	memcpy(c->base.errmsg, c->inner->errmsg, sizeof c->base.errmsg);
 	return rc;

@@ -44,7 +44,7 @@
 
 /* Rows per flush transaction, and entries copied per hold of the lock. */
 #define TAB_FLUSH_ROWS 65536
-#define TAB_FLUSH_BATCH 1024
+#define TAB_FLUSH_BATCH ((size_t)1024)
 /* Policies whose table slot a handle remembers. */
 #define TAB_SLOTS 16
 /* The default interval, and the bounds the config holds it to. */
@@ -210,7 +210,7 @@ tab_open_table(struct rlg_store *db, const char *path, uint64_t capacity,
 
 	if (rlg_store_sqlite_ident(db, &id.dev, &id.ino, &id.created) !=
 	    RLG_OK) {
-		snprintf(err, errsize, "%s", rlg_store_errmsg(db));
+		snprintf(err, errsize, "%s", db->errmsg);
 		return NULL;
 	}
 	return tbl_open(path, &id, capacity, tab_seed, db, err, errsize);
@@ -432,10 +432,10 @@ static int
 tab_prune(struct rlg_store *base, int64_t now_ms, int64_t *deleted)
 {
 	struct tab_store *s = (struct tab_store *)base;
-	int rc = rlg_store_prune(s->inner, now_ms, deleted);
+	int rc = s->inner->ops->prune(s->inner, now_ms, deleted);
 
 	if (rc != RLG_OK)
-		rlg_store_seterr(base, "%s", rlg_store_errmsg(s->inner));
+		rlg_store_seterr(base, "%s", s->inner->errmsg);
 	return rc;
 }
 
@@ -444,7 +444,8 @@ tab_idle(struct rlg_store *base, int64_t now_ms)
 {
 	struct tab_store *s = (struct tab_store *)base;
 
-	rlg_store_idle(s->inner, now_ms);
+	if (s->inner->ops->idle != NULL)
+		s->inner->ops->idle(s->inner, now_ms);
 }
 
 /*
@@ -484,7 +485,7 @@ tab_reset(struct rlg_store *base, const char *client, const char *policy,
 	rc = rlg_store_sqlite_reset(s->inner, client, policy, &rows);
 	tbl_flush_unlock(s->t);
 	if (rc != RLG_OK) {
-		rlg_store_seterr(base, "%s", rlg_store_errmsg(s->inner));
+		rlg_store_seterr(base, "%s", s->inner->errmsg);
 		return rc;
 	}
 	*deleted = removed > rows ? removed : rows;
@@ -500,7 +501,7 @@ tab_flush_now(struct rlg_store *base, int64_t now_ms)
 	if (tab_ready(s) != 0)
 		return RLG_ESTORE;
 	if (tab_write_behind(s->t, s->inner, s->path, now_ms) != 0) {
-		rlg_store_seterr(base, "%s", rlg_store_errmsg(s->inner));
+		rlg_store_seterr(base, "%s", s->inner->errmsg);
 		return RLG_ESTORE;
 	}
 	return RLG_OK;
@@ -528,7 +529,7 @@ tab_close(struct rlg_store *base)
 
 	tab_flusher_leave(s->f);
 	tbl_close(s->t);
-	rlg_store_close(s->inner);
+	s->inner->ops->close(s->inner);
 	free(s->scratch);
 	free(s);
 }
@@ -608,7 +609,8 @@ tab_flusher_leave(struct tab_flusher *f)
 	if (f->running)
 		pthread_join(f->thread, NULL);
 	tbl_close(f->t);
-	rlg_store_close(f->db);
+	if (f->db != NULL)
+		f->db->ops->close(f->db);
 	pthread_mutex_destroy(&f->mu);
 	pthread_cond_destroy(&f->cv);
 	free(f->path);
@@ -628,8 +630,9 @@ tab_flusher_main(void *arg)
 	int64_t tick = f->interval_ms / 4 > 0 ? f->interval_ms / 4 : 1;
 	bool stop;
 
-	if (rlg_store_open(&f->cfg, &f->db) != RLG_OK)
-		rlg_log("table %s: %s", f->path, rlg_store_errmsg(f->db));
+	/* The backend itself: a handle even on failure, which heals. */
+	if (rlg_store_sqlite_ops.open(&f->cfg, &f->db) != RLG_OK)
+		rlg_log("table %s: %s", f->path, f->db->errmsg);
 	for (;;) {
 		pthread_mutex_lock(&f->mu);
 		if (!f->stop) {
@@ -759,7 +762,7 @@ tab_write_behind(struct tbl *t, struct rlg_store *db, const char *path,
 			put[i] = buf[i].row;
 		if (rlg_store_sqlite_put(db, put, n, now_ms) != RLG_OK) {
 			rlg_log("table %s: flush failed, retried: %s", path,
-			    rlg_store_errmsg(db));
+			    db->errmsg);
 			rc = -1;
 			break;
 		}

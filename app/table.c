@@ -43,7 +43,7 @@
 #define TBL_VERSION 1
 /* The journal's room: a step of 64 items, each an entry and its index
  * slots, with expired entries reclaimed, fits many times over. */
-#define TBL_UNDO_BYTES (256 * 1024)
+#define TBL_UNDO_BYTES ((size_t)256 * 1024)
 /* Expired entries an insertion may reclaim, and entries it looks at. */
 #define TBL_RECLAIM_MAX 16
 #define TBL_RECLAIM_SCAN 1024
