@@ -734,6 +734,14 @@ tbl_policy(const struct tbl *t, const struct tbl_entry *e)
 	return t->h->policies[e->policy].name;
 }
 
+const char *
+tbl_policy_at(const struct tbl *t, int slot)
+{
+	if (slot < 0 || slot >= TBL_POLICIES || !t->h->policies[slot].used)
+		return NULL;
+	return t->h->policies[slot].name;
+}
+
 struct tbl_entry *
 tbl_at(struct tbl *t, uint64_t i)
 {

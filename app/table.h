@@ -152,6 +152,9 @@ void tbl_commit(struct tbl *t);
 /* The policy name of an entry. */
 const char *tbl_policy(const struct tbl *t, const struct tbl_entry *e);
 
+/* The policy name in slot (0 <= slot < TBL_POLICIES), or NULL. */
+const char *tbl_policy_at(const struct tbl *t, int slot);
+
 /*
  * Entry i of the table (0 <= i < tbl_extent), or NULL if unused: for
  * walks that flush or sweep, in batches under the lock.

@@ -592,7 +592,15 @@ START_TEST(test_reset_and_log)
 		ck_assert_int_eq(step(s, &pol_a, "z", NOW, &ok), RLG_OK);
 	ck_assert_int_eq(step(s, &pol_a, "z", NOW, &ok), RLG_OK);
 	ck_assert(!ok);
+	/* One policy only: b's state goes, a's stays. */
+	ck_assert_int_eq(step(s, &pol_b, "z", NOW, &ok), RLG_OK);
+	ck_assert(ok);
+	ck_assert_int_eq(rlg_store_reset(s, "z", "b", &deleted), RLG_OK);
+	ck_assert_int_eq(deleted, 1);
+	ck_assert_int_eq(step(s, &pol_a, "z", NOW, &ok), RLG_OK);
+	ck_assert(!ok);
 	ck_assert_int_eq(rlg_store_flush(s, NOW), RLG_OK);
+	ck_assert_int_eq(db_count("b", "z"), -1);
 	ck_assert_int_eq(rlg_store_reset(s, "z", NULL, &deleted), RLG_OK);
 	ck_assert_int_eq(deleted, 1);
 	ck_assert_int_eq(db_count("a", "z"), -1);
