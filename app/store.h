@@ -273,9 +273,19 @@ struct rlg_store_row {
 int rlg_store_sqlite_scan(struct rlg_store *s, int64_t now_ms,
     int (*fn)(void *ctx, const struct rlg_store_row *row), void *ctx);
 
-/* Writes rows (UPSERT) in one transaction. */
+/*
+ * A write transaction of many rows: begin (BEGIN IMMEDIATE, the schema
+ * checked), put rows (UPSERT) as often as needed, commit or roll back. A
+ * failed put or commit has rolled the transaction back.
+ */
+int rlg_store_sqlite_begin(struct rlg_store *s, int64_t now_ms);
 int rlg_store_sqlite_put(struct rlg_store *s,
-    const struct rlg_store_row *rows, size_t n, int64_t now_ms);
+    const struct rlg_store_row *rows, size_t n);
+int rlg_store_sqlite_commit(struct rlg_store *s);
+void rlg_store_sqlite_rollback(struct rlg_store *s);
+
+/* The connection's page cache, in KiB (PRAGMA cache_size = -kib). */
+void rlg_store_sqlite_cache(struct rlg_store *s, int64_t kib);
 
 /* Deletes client's states (policy NULL: all of them); *deleted. */
 int rlg_store_sqlite_reset(struct rlg_store *s, const char *client,

@@ -11,6 +11,7 @@
  */
 #include <assert.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -67,20 +68,27 @@ rlg_store_sqlite_scan(struct rlg_store *base, int64_t now_ms,
 }
 
 int
+rlg_store_sqlite_begin(struct rlg_store *base, int64_t now_ms)
+{
+	struct sq_store *s = sq_handle(base);
+
+	if (s == NULL || sq_ready(s, now_ms) != 0 ||
+	    sq_rows_begin(s, "flush") != 0)
+		return RLG_ESTORE;
+	return RLG_OK;
+}
+
+int
 rlg_store_sqlite_put(struct rlg_store *base, const struct rlg_store_row *rows,
-    size_t n, int64_t now_ms)
+    size_t n)
 {
 	struct sq_store *s = sq_handle(base);
 	sqlite3_stmt *st;
 	size_t i;
 	int rc;
 
-	if (s == NULL)
-		return RLG_ESTORE;
-	if (n == 0)
-		return RLG_OK;
-	if (sq_ready(s, now_ms) != 0 || sq_rows_begin(s, "flush") != 0)
-		return RLG_ESTORE;
+	if (s == NULL || s->db == NULL || sqlite3_get_autocommit(s->db))
+		return s != NULL ? sq_failed(s, SQLITE_MISUSE) : RLG_ESTORE;
 	st = s->stmt[SQ_UPSERT];
 	for (i = 0; i < n; i++) {
 		sqlite3_bind_text(st, 1, rows[i].policy, -1, SQLITE_STATIC);
@@ -93,7 +101,45 @@ rlg_store_sqlite_put(struct rlg_store *base, const struct rlg_store_row *rows,
 		if ((rc = sq_run(s, "flush", st)) != SQLITE_OK)
 			return sq_failed(s, rc);
 	}
+	return RLG_OK;
+}
+
+int
+rlg_store_sqlite_commit(struct rlg_store *base)
+{
+	struct sq_store *s = sq_handle(base);
+
+	if (s == NULL || s->db == NULL || sqlite3_get_autocommit(s->db))
+		return RLG_ESTORE;
 	return sq_rows_commit(s, "flush");
+}
+
+void
+rlg_store_sqlite_rollback(struct rlg_store *base)
+{
+	struct sq_store *s = sq_handle(base);
+
+	if (s != NULL)
+		sq_rollback(s);
+}
+
+/*
+ * The connection's page cache: the flusher's updates land all over the
+ * state b-tree, and pages read again from the kernel's cache cost a
+ * system call each (measured: a third of the flush's time with 200,000
+ * rows in SQLite's default 2 MB).
+ */
+void
+rlg_store_sqlite_cache(struct rlg_store *base, int64_t kib)
+{
+	struct sq_store *s = sq_handle(base);
+	char sql[64];
+
+	if (s == NULL || s->db == NULL || kib <= 0)
+		return;
+	snprintf(sql, sizeof sql, "PRAGMA cache_size = -%lld",
+	    (long long)kib);
+	(void)sqlite3_exec(s->db, sql, NULL, NULL, NULL);
 }
 
 int

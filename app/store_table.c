@@ -14,10 +14,17 @@
  * the table's flush clock copies the entries changed since they were
  * last written (seq != flushed), under the lock in batches, writes them
  * in one UPSERT transaction per TAB_FLUSH_ROWS rows, and marks those
- * still unchanged as flushed. The database thus lags the table by at
- * most about one interval while a flusher runs; a process that closes
- * its last handle flushes once more. The same pass frees entries that
- * expired and are flushed, so the table holds the active clients.
+ * still unchanged as flushed once it is committed. The database thus
+ * lags the table by about one interval while a flusher runs; a process
+ * that closes its last handle flushes once more. The same pass frees
+ * entries that expired and are flushed, so the table holds the active
+ * clients.
+ *
+ * The write-behind never takes more than about half of one core: after
+ * each transaction of a long flush it waits as long as the transaction
+ * took (the flush lock released meanwhile), so that with more changed
+ * clients than it writes in an interval the decisions keep their speed
+ * and the database lags more (the table, which decides, stays exact).
  *
  * The table outlives the processes (it is a file): a restart loses
  * nothing. A reboot, or a database replaced, builds it again from the
@@ -42,9 +49,19 @@
 #include "table.h"
 #include "util.h"
 
-/* Rows per flush transaction, and entries copied per hold of the lock. */
-#define TAB_FLUSH_ROWS 65536
+/*
+ * Rows per flush transaction at most (the marks kept until its commit);
+ * entries looked at per hold of the table's lock; rows per put.
+ */
+#define TAB_FLUSH_ROWS ((size_t)65536)
 #define TAB_FLUSH_BATCH ((size_t)1024)
+#define TAB_PUT_ROWS (TAB_FLUSH_BATCH * 4)
+/*
+ * The flusher's SQLite page cache: about 256 bytes per entry (a state row
+ * and its index entry), from SQLite's default 2 MB up to 32 MB.
+ */
+#define TAB_CACHE_KIB_MIN 2048
+#define TAB_CACHE_KIB_MAX 32768
 /* Policies whose table slot a handle remembers. */
 #define TAB_SLOTS 16
 /* The default interval, and the bounds the config holds it to. */
@@ -59,6 +76,7 @@ struct tab_flusher {
 	struct tbl *t;                /* its own mapping, NULL until open */
 	uint64_t capacity;
 	int64_t interval_ms;
+	struct tab_wb *wb;            /* its buffers */
 	int refs;
 	bool stop;
 	bool running;
@@ -98,13 +116,30 @@ struct tab_store {
 	char path[];                  /* the table file */
 };
 
-/* One row copied for a flush, with what marks it flushed after. */
+/*
+ * What a flush keeps of each row it wrote, to mark the entry flushed once
+ * the transaction is committed: the entry, its change and its key hash
+ * (an entry freed and reused meanwhile holds another key).
+ */
+struct tab_mark {
+	uint64_t at;                  /* entry index */
+	uint64_t hash;
+	uint32_t seq;
+};
+
+/* One row copied for a flush. */
 struct tab_row {
 	struct rlg_store_row row;
-	uint64_t at;                  /* entry index */
-	uint32_t seq;
+	struct tab_mark mark;
 	char policy[TBL_POLICY_MAX + 1];
 	char client[TBL_CLIENT_MAX + 1];
+};
+
+/* A flush's buffers, allocated once per flusher (about 3.5 MB). */
+struct tab_wb {
+	struct tab_row rows[TAB_PUT_ROWS];
+	struct rlg_store_row put[TAB_PUT_ROWS];
+	struct tab_mark marks[TAB_FLUSH_ROWS];
 };
 
 static int tab_step(struct rlg_store *base, const struct rlg_store_item *items,
@@ -132,7 +167,12 @@ static void tab_flusher_leave(struct tab_flusher *f);
 static void *tab_flusher_main(void *arg);
 static int tab_flush(struct tab_flusher *f, int64_t now_ms);
 static int tab_write_behind(struct tbl *t, struct rlg_store *db,
-    const char *path, int64_t now_ms);
+    const char *path, int64_t now_ms, struct tab_wb *wb,
+    struct tab_flusher *pace);
+static int tab_commit(struct tbl *t, struct rlg_store *db,
+    const struct tab_mark *marks, size_t n);
+static bool tab_pause(struct tbl *t, struct tab_flusher *f, int64_t ms);
+static void tab_wait(struct tab_flusher *f, int64_t ms);
 static int tab_flush_now(struct rlg_store *base, int64_t now_ms);
 
 const struct rlg_store_ops rlg_store_table_ops = {
@@ -163,6 +203,7 @@ rlg_store_table_wrap(struct rlg_store *inner,
 {
 	struct tab_store *s;
 	char path[4200];
+	int rc;
 
 	rlg_store_table_path(cfg->sqlite.path, path, sizeof path);
 	s = rlg_xcalloc(1, sizeof *s + strlen(path) + 1);
@@ -174,10 +215,18 @@ rlg_store_table_wrap(struct rlg_store *inner,
 	    (uint64_t)cfg->sqlite.table_entries :
 	    (uint64_t)(s->max_clients > 0 ? s->max_clients : 250000) * 4;
 	snprintf(s->base.errmsg, sizeof s->base.errmsg, "no error");
-	s->f = tab_flusher_join(cfg, s->path, s->capacity);
 	*out = &s->base;
-	/* Open now, so a start-up with a broken table says so at once. */
-	return tab_ready(s) == 0 ? RLG_OK : RLG_ESTORE;
+	/*
+	 * Open now, so a start-up with a broken table says so at once; and
+	 * before the flusher starts, so that a database file this start
+	 * makes is made by the handle that builds the table from it: were
+	 * the flusher's connection first, its first flush would take the
+	 * table for one of an older file and build it again, losing the
+	 * decisions made meanwhile.
+	 */
+	rc = tab_ready(s) == 0 ? RLG_OK : RLG_ESTORE;
+	s->f = tab_flusher_join(cfg, s->path, s->capacity);
+	return rc;
 }
 
 /*
@@ -508,10 +557,15 @@ static int
 tab_flush_now(struct rlg_store *base, int64_t now_ms)
 {
 	struct tab_store *s = (struct tab_store *)base;
+	struct tab_wb *wb;
+	int rc;
 
 	if (tab_ready(s) != 0)
 		return RLG_ESTORE;
-	if (tab_write_behind(s->t, s->inner, s->path, now_ms) != 0) {
+	wb = rlg_xmalloc(sizeof *wb);
+	rc = tab_write_behind(s->t, s->inner, s->path, now_ms, wb, NULL);
+	free(wb);
+	if (rc != 0) {
 		rlg_store_seterr(base, "%s", s->inner->errmsg);
 		return RLG_ESTORE;
 	}
@@ -622,11 +676,30 @@ tab_flusher_leave(struct tab_flusher *f)
 	tbl_close(f->t);
 	if (f->db != NULL)
 		f->db->ops->close(f->db);
+	free(f->wb);
 	pthread_mutex_destroy(&f->mu);
 	pthread_cond_destroy(&f->cv);
 	free(f->path);
 	free(f->db_path);
 	free(f);
+}
+
+/* Waits ms, or until the flusher is told to stop. */
+static void
+tab_wait(struct tab_flusher *f, int64_t ms)
+{
+	struct timespec until;
+
+	pthread_mutex_lock(&f->mu);
+	if (!f->stop) {
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += (long)(ms % 1000) * 1000000L;
+		until.tv_sec += (time_t)(ms / 1000) +
+		    until.tv_nsec / 1000000000L;
+		until.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&f->cv, &f->mu, &until);
+	}
+	pthread_mutex_unlock(&f->mu);
 }
 
 /*
@@ -637,23 +710,20 @@ static void *
 tab_flusher_main(void *arg)
 {
 	struct tab_flusher *f = arg;
-	struct timespec until;
 	int64_t tick = f->interval_ms / 4 > 0 ? f->interval_ms / 4 : 1;
+	int64_t kib = (int64_t)(f->capacity / 4);
 	bool stop;
 
+	f->wb = rlg_xmalloc(sizeof *f->wb);
 	/* The backend itself: a handle even on failure, which heals. */
 	if (rlg_store_sqlite_ops.open(&f->cfg, &f->db) != RLG_OK)
 		rlg_log("table %s: %s", f->path, f->db->errmsg);
+	rlg_store_sqlite_cache(f->db, kib < TAB_CACHE_KIB_MIN ?
+	    TAB_CACHE_KIB_MIN : kib > TAB_CACHE_KIB_MAX ? TAB_CACHE_KIB_MAX :
+	    kib);
 	for (;;) {
+		tab_wait(f, tick);
 		pthread_mutex_lock(&f->mu);
-		if (!f->stop) {
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_nsec += (long)(tick % 1000) * 1000000L;
-			until.tv_sec += (time_t)(tick / 1000) +
-			    until.tv_nsec / 1000000000L;
-			until.tv_nsec %= 1000000000L;
-			pthread_cond_timedwait(&f->cv, &f->mu, &until);
-		}
 		stop = f->stop;
 		pthread_mutex_unlock(&f->mu);
 		if (stop || (f->t != NULL &&
@@ -688,8 +758,9 @@ tab_copy(struct tbl *t, uint64_t *at, struct tab_row *rows, size_t n,
 			continue;
 		}
 		r = &rows[n + got++];
-		r->at = *at;
-		r->seq = e->seq;
+		r->mark.at = *at;
+		r->mark.hash = e->hash;
+		r->mark.seq = e->seq;
 		snprintf(r->policy, sizeof r->policy, "%s", tbl_policy(t, e));
 		memcpy(r->client, e->client, e->client_len);
 		r->client[e->client_len] = '\0';
@@ -729,71 +800,118 @@ tab_flush(struct tab_flusher *f, int64_t now_ms)
 		if (f->t == NULL)
 			return -1;
 	}
-	return tab_write_behind(f->t, f->db, f->path, now_ms);
+	return tab_write_behind(f->t, f->db, f->path, now_ms, f->wb, f);
 }
 
 /*
  * Writes the entries of t changed since their last flush to db, under
- * t's flush lock; frees those that expired and are flushed. 0, or -1
- * (logged; the entries stay changed and the next flush tries again).
+ * t's flush lock, in transactions of up to TAB_FLUSH_ROWS rows; frees
+ * those that expired and are flushed. pace: the flusher, which rests
+ * between transactions (tab_pause); NULL: no rest. 0, or -1 (logged; the
+ * entries not committed stay changed and the next flush tries again).
  */
 static int
 tab_write_behind(struct tbl *t, struct rlg_store *db, const char *path,
-    int64_t now_ms)
+    int64_t now_ms, struct tab_wb *wb, struct tab_flusher *pace)
 {
-	struct rlg_store_row *put;
-	struct tab_row *buf;
-	struct tbl_entry *e;
 	uint64_t at = 0;
-	size_t n, i;
+	int64_t began = 0;
+	size_t n, i, marked = 0;
 	int rc = 0;
 
-	buf = rlg_xmalloc(TAB_FLUSH_BATCH * 4 * sizeof *buf);
-	put = rlg_xmalloc(TAB_FLUSH_BATCH * 4 * sizeof *put);
-	if (tbl_flush_lock(t) != 0) {
-		free(buf);
-		free(put);
+	if (tbl_flush_lock(t) != 0)
 		return -1;
-	}
-	while (at < tbl_extent(t) && rc == 0) {
-		/* Up to four batches per transaction here: bounded memory. */
+	while (rc == 0 && at < tbl_extent(t)) {
 		n = 0;
-		while (n < TAB_FLUSH_BATCH * 3 && at < tbl_extent(t)) {
+		while (n < TAB_PUT_ROWS - TAB_FLUSH_BATCH &&
+		    at < tbl_extent(t)) {
 			if (tbl_lock(t) != 0) {
 				rc = -1;
 				break;
 			}
-			n += tab_copy(t, &at, buf, n, TAB_FLUSH_BATCH * 4,
+			n += tab_copy(t, &at, wb->rows, n, TAB_PUT_ROWS,
 			    now_ms);
 			tbl_unlock(t);
 		}
 		if (rc != 0 || n == 0)
 			continue;
-		for (i = 0; i < n; i++)
-			put[i] = buf[i].row;
-		if (rlg_store_sqlite_put(db, put, n, now_ms) != RLG_OK) {
-			rlg_log("table %s: flush failed, retried: %s", path,
-			    db->errmsg);
-			rc = -1;
-			break;
-		}
-		if (tbl_lock(t) != 0) {
-			rc = -1;
-			break;
+		if (marked == 0) {
+			began = rlg_now_ms();
+			if (rlg_store_sqlite_begin(db, now_ms) != RLG_OK) {
+				rc = -2;
+				break;
+			}
 		}
 		for (i = 0; i < n; i++) {
-			e = tbl_at(t, buf[i].at);
-			/* Unchanged since the copy: the database has it. */
-			if (e != NULL && e->seq == buf[i].seq &&
-			    strcmp(e->client, buf[i].client) == 0)
-				e->flushed = e->seq;
+			wb->put[i] = wb->rows[i].row;
+			wb->marks[marked + i] = wb->rows[i].mark;
 		}
-		tbl_unlock(t);
+		if (rlg_store_sqlite_put(db, wb->put, n) != RLG_OK) {
+			marked = 0;             /* rolled back */
+			rc = -2;
+			break;
+		}
+		marked += n;
+		if (marked + TAB_PUT_ROWS <= TAB_FLUSH_ROWS)
+			continue;
+		rc = tab_commit(t, db, wb->marks, marked);
+		marked = 0;
+		if (rc == 0 && pace != NULL && at < tbl_extent(t) &&
+		    !tab_pause(t, pace, rlg_now_ms() - began))
+			return -1;              /* the flush lock is lost */
 	}
+	if (rc == 0 && marked > 0)
+		rc = tab_commit(t, db, wb->marks, marked);
+	else if (marked > 0)
+		rlg_store_sqlite_rollback(db);
 	tbl_flush_unlock(t);
+	if (rc == -2)
+		rlg_log("table %s: flush failed, retried: %s", path,
+		    db->errmsg);
 	if (rc == 0)
 		tbl_set_flushed_at(t, now_ms);
-	free(buf);
-	free(put);
-	return rc;
+	return rc == 0 ? 0 : -1;
+}
+
+/*
+ * Commits the open transaction, then marks flushed the entries written
+ * that have not changed since (under the table's lock). 0, or -2 (the
+ * commit failed: rolled back) or -1.
+ */
+static int
+tab_commit(struct tbl *t, struct rlg_store *db, const struct tab_mark *marks,
+    size_t n)
+{
+	struct tbl_entry *e;
+	size_t i;
+
+	if (rlg_store_sqlite_commit(db) != RLG_OK)
+		return -2;
+	if (tbl_lock(t) != 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		e = tbl_at(t, marks[i].at);
+		/* Unchanged since the copy: the database has it. */
+		if (e != NULL && e->seq == marks[i].seq &&
+		    e->hash == marks[i].hash)
+			e->flushed = e->seq;
+	}
+	tbl_unlock(t);
+	return 0;
+}
+
+/*
+ * The rest between two transactions of one flush: as long as the last
+ * one took (at most an interval), the flush lock released so that a reset
+ * does not wait for the whole flush; none when the flusher is stopping.
+ * false if the flush lock could not be taken again.
+ */
+static bool
+tab_pause(struct tbl *t, struct tab_flusher *f, int64_t ms)
+{
+	if (ms <= 0)
+		return true;
+	tbl_flush_unlock(t);
+	tab_wait(f, ms < f->interval_ms ? ms : f->interval_ms);
+	return tbl_flush_lock(t) == 0;
 }

@@ -398,8 +398,13 @@ END_TEST
 /* ---- the store: commit = behind --------------------------------------- */
 
 static struct rlg_policy pol_a, pol_b, pol_log;
-/* Now, one second into a minute: the flusher and the seed read the
- * clock, so the states must be live by it. */
+/*
+ * Now, one second into a window of 30 days: the flusher (which frees
+ * expired entries) and the seed read the real clock, so the states must
+ * stay live by it for the whole test (a window of a minute ended under
+ * some runs, and the table let their states go).
+ */
+#define WINDOW_MS ((int64_t)30 * 86400 * 1000)
 static int64_t NOW;
 
 static void
@@ -408,14 +413,15 @@ store_setup(void)
 	setup();
 	memset(&pol_a, 0, sizeof pol_a);
 	pol_a.name = "a";
-	pol_a.lim = (struct rlg_limit){ RLG_ALG_FIXED_WINDOW, 10, 60000, 10 };
+	pol_a.lim = (struct rlg_limit){ RLG_ALG_FIXED_WINDOW, 10, WINDOW_MS,
+	    10 };
 	pol_b = pol_a;
 	pol_b.name = "b";
 	pol_b.lim.limit = 1000;
 	pol_log = pol_a;
 	pol_log.name = "log";
 	pol_log.lim.algorithm = RLG_ALG_SLIDING_LOG;
-	NOW = rlg_now_ms() / 60000 * 60000 + 1000;
+	NOW = rlg_now_ms() / WINDOW_MS * WINDOW_MS + 1000;
 }
 
 static void
@@ -554,6 +560,41 @@ START_TEST(test_flusher_within_interval)
 }
 END_TEST
 
+/*
+ * A start on no database: the file is made while the flusher's own
+ * connection opens too. Whichever made it, the decisions made at once
+ * reach the database, and the table is not built again from the empty
+ * file (that lost them when the flusher's connection made the file).
+ * Rounds, since it is a race.
+ */
+START_TEST(test_fresh_database_kept)
+{
+	struct rlg_store *s;
+	bool ok;
+	int round, i, waited;
+
+	for (round = 0; round < 40; round++) {
+		snprintf(dbpath, sizeof dbpath, "%s/fresh%d", dir, round);
+		s = behind_open();
+		for (i = 0; i < 3; i++)
+			ck_assert_int_eq(step(s, &pol_a, "new", NOW, &ok),
+			    RLG_OK);
+		for (waited = 0; waited < 3000 &&
+		    db_count("a", "new") != 3; waited += 5)
+			usleep(5000);
+		ck_assert_msg(db_count("a", "new") == 3, "round %d: the "
+		    "database holds %lld, not 3", round,
+		    (long long)db_count("a", "new"));
+		/* Two more intervals: no flush takes it back. */
+		usleep(200000);
+		ck_assert_int_eq(step(s, &pol_a, "new", NOW, &ok), RLG_OK);
+		ck_assert_int_eq(rlg_store_flush(s, NOW), RLG_OK);
+		ck_assert_int_eq(db_count("a", "new"), 4);
+		rlg_store_close(s);
+	}
+}
+END_TEST
+
 START_TEST(test_restart_seeded)
 {
 	struct rlg_store *s = behind_open();
@@ -639,7 +680,8 @@ rlg_table_suite(void)
 	};
 	const TTest *const behind[] = {
 		test_exact_across_processes, test_all_or_nothing,
-		test_flusher_within_interval, test_restart_seeded,
+		test_flusher_within_interval, test_fresh_database_kept,
+		test_restart_seeded,
 		test_reset_and_log,
 	};
 	Suite *s = suite_create("table");
