@@ -46,9 +46,12 @@ static const char *flaw_header(const struct rlg_config *cfg,
 static void log_rejection(const struct rlg_gate *g, const char *event,
     const struct rlg_route *rt, const struct gate_items *gi,
     const struct rlg_decision *d, const bool *which);
-static bool log_decisions(const struct rlg_gate *g,
-    const struct gate_items *gi, const struct rlg_verdict *v,
-    const struct rlg_decision *d);
+static bool repeat_rejection(struct rlg_gate *g,
+    const struct gate_items *gi, const struct rlg_route *rt,
+    const struct rlg_decision *d, int64_t now_ms);
+static bool log_decisions(struct rlg_gate *g, const struct gate_items *gi,
+    const struct rlg_verdict *v, const struct rlg_decision *d,
+    int64_t now_ms);
 static void show(const struct gate_items *gi, bool admitted,
     const struct rlg_decision *d, struct rlg_verdict *v);
 
@@ -316,15 +319,59 @@ log_rejection(const struct rlg_gate *g, const char *event,
 }
 
 /*
- * Logs what the step decided, and returns whether the request is
- * admitted: every enforcing item admits (advisory ones never reject). A
- * repeat rejection answered by the rejection cache is the same decision
- * as the one logged when the store took it: logged again only at level
- * info, so a flood does not write a line per request.
+ * Whether a rejection repeats one this thread logged: the same client,
+ * route and rejecting policies, before the Retry-After that line gave.
+ * What the rejection cache tells of the repeats it answers, for a store
+ * that answers them itself (the decision table); remembered by a 64-bit
+ * hash, the latest of each slot. As the cache, rejection_cache = 0 turns
+ * it off: every rejection logged.
  */
 static bool
-log_decisions(const struct rlg_gate *g, const struct gate_items *gi,
-    const struct rlg_verdict *v, const struct rlg_decision *d)
+repeat_rejection(struct rlg_gate *g, const struct gate_items *gi,
+    const struct rlg_route *rt, const struct rlg_decision *d, int64_t now_ms)
+{
+	uint64_t h = 14695981039346656037ULL;   /* FNV-1a */
+	struct rlg_gate_seen *seen;
+	int64_t retry_ms = 0;
+	const unsigned char *c;
+	size_t i;
+
+	for (i = 0; i < gi->n; i++) {
+		if (d[i].admitted || !gi->enforced[i])
+			continue;
+		if (d[i].retry_ms > retry_ms)
+			retry_ms = d[i].retry_ms;
+		for (c = (const unsigned char *)gi->items[i].policy->name;
+		    *c != '\0'; c++)
+			h = (h ^ *c) * 1099511628211ULL;
+		h = (h ^ 0xff) * 1099511628211ULL;
+		for (c = (const unsigned char *)gi->items[i].client;
+		    *c != '\0'; c++)
+			h = (h ^ *c) * 1099511628211ULL;
+		h = (h ^ 0xfe) * 1099511628211ULL;
+	}
+	for (c = (const unsigned char *)(rt != NULL ? rt->name : "");
+	    *c != '\0'; c++)
+		h = (h ^ *c) * 1099511628211ULL;
+	seen = &g->seen[h % RLG_GATE_SEEN];
+	if (seen->hash == h && now_ms < seen->until_ms)
+		return true;
+	seen->hash = h;
+	seen->until_ms = now_ms + retry_ms;
+	return false;
+}
+
+/*
+ * Logs what the step decided, and returns whether the request is
+ * admitted: every enforcing item admits (advisory ones never reject). A
+ * repeat rejection (answered by the rejection cache, or repeat_rejection
+ * while there is one: rejection_cache > 0) is the same decision as the
+ * one logged before it: logged again only at level info, so a flood does
+ * not write a line per request.
+ */
+static bool
+log_decisions(struct rlg_gate *g, const struct gate_items *gi,
+    const struct rlg_verdict *v, const struct rlg_decision *d, int64_t now_ms)
 {
 	bool admitted = true, dry_rejected = false;
 	size_t i;
@@ -337,7 +384,9 @@ log_decisions(const struct rlg_gate *g, const struct gate_items *gi,
 		else if (gi->enforced[i])
 			admitted = false;
 	}
-	if (!admitted && (!v->cached || g->cfg->log_level >= RLG_LOG_INFO))
+	if (!admitted && (g->cfg->log_level >= RLG_LOG_INFO ||
+	    (!v->cached && (g->cfg->store.rejection_cache == 0 ||
+	    !repeat_rejection(g, gi, v->route, d, now_ms)))))
 		log_rejection(g, "reject", v->route, gi, d, gi->enforced);
 	else if (admitted && gi->n > 0 && g->cfg->log_level >= RLG_LOG_INFO)
 		rlg_log("event=admit client=%s route=%s", gi->items[0].client,
@@ -425,7 +474,7 @@ rlg_gate_decide(struct rlg_gate *g, char *const *envp, int64_t now_ms,
 		}
 		store_ok(g, now_ms);
 	}
-	if (!log_decisions(g, &gi, v, d)) {
+	if (!log_decisions(g, &gi, v, d, now_ms)) {
 		show(&gi, false, d, v);
 		v->answer.outcome = RLG_OUT_REJECTED;
 		return;

@@ -35,6 +35,9 @@
  * One worker thread's gate: its store connection and the pacing of its
  * log lines. Owned by the thread; not shared.
  */
+/* Rejections a worker thread remembers having logged. */
+#define RLG_GATE_SEEN 64
+
 struct rlg_gate {
 	const struct rlg_config *cfg;      /* borrowed, outlives the gate */
 	struct rlg_store *store;           /* owned */
@@ -46,6 +49,15 @@ struct rlg_gate {
 	long suppressed_full;
 	int64_t next_flaw_log_ms;          /* refused requests */
 	long suppressed_flaws;
+	/*
+	 * The rejections this thread logged lately, one per slot (by a hash
+	 * of client, route and policies): a repeat before its Retry-After is
+	 * logged at level info only (gate.c, repeat_rejection).
+	 */
+	struct rlg_gate_seen {
+		uint64_t hash;
+		int64_t until_ms;
+	} seen[RLG_GATE_SEEN];
 };
 
 /*

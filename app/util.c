@@ -3,6 +3,7 @@
  * the clock, and file modes in words. Kept apart so every module links
  * the same few helpers.
  */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,38 @@
 
 #include "util.h"
 
+/*
+ * The process id a log line starts with, asked of the kernel once per
+ * process (getpid is a system call): a child forgets its parent's.
+ */
+static long log_pid;
+static pthread_once_t log_pid_once = PTHREAD_ONCE_INIT;
+
+static void
+log_pid_forget(void)
+{
+	__atomic_store_n(&log_pid, 0, __ATOMIC_RELAXED);
+}
+
+static void
+log_pid_init(void)
+{
+	(void)pthread_atfork(NULL, NULL, log_pid_forget);
+}
+
+static long
+log_pid_get(void)
+{
+	long pid;
+
+	(void)pthread_once(&log_pid_once, log_pid_init);
+	if ((pid = __atomic_load_n(&log_pid, __ATOMIC_RELAXED)) == 0) {
+		pid = (long)getpid();
+		__atomic_store_n(&log_pid, pid, __ATOMIC_RELAXED);
+	}
+	return pid;
+}
+
 void
 rlg_log(const char *fmt, ...)
 {
@@ -20,7 +53,7 @@ rlg_log(const char *fmt, ...)
 	va_list ap;
 	int n, m;
 
-	n = snprintf(line, sizeof line, "rlgate[%ld]: ", (long)getpid());
+	n = snprintf(line, sizeof line, "rlgate[%ld]: ", log_pid_get());
 	if (n < 0)
 		return;
 	va_start(ap, fmt);

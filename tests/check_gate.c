@@ -322,6 +322,57 @@ START_TEST(test_cached_repeats)
 }
 END_TEST
 
+/*
+ * With the decision table, which answers repeats itself (no rejection
+ * cache): a client's repeats before its Retry-After are logged once at
+ * warn, another client's rejection has its own line, and so has the
+ * first rejection after the quota came back; at info, or with
+ * rejection_cache = 0, every one.
+ */
+START_TEST(test_table_repeats)
+{
+	struct rlg_verdict v;
+	int i;
+
+	gate_on("[store]\ncommit = behind\nmax_clients = 100\n"
+	    "[policy default]\nlimit = 1\nwindow = 60\n");
+	log_begin();
+	for (i = 0; i < 5; i++) {
+		ask(&v, T1 + i, GET, RES, A1, NULL);
+		ck_assert(!v.cached);
+	}
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	ask(&v, T1 + 10, GET, RES, A2, NULL);
+	ask(&v, T1 + 11, GET, RES, A2, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	/* The next window: admitted, then a new rejection. */
+	ask(&v, T1 + 60000, GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_ADMITTED);
+	ask(&v, T1 + 60001, GET, RES, A1, NULL);
+	ask(&v, T1 + 60002, GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	ck_assert_int_eq(log_end("event=reject"), 3);
+	gate_off();
+
+	gate_on("[store]\ncommit = behind\nmax_clients = 100\n"
+	    "[log]\nlevel = info\n[policy default]\nlimit = 1\n");
+	log_begin();
+	for (i = 0; i < 5; i++)      /* a window of its own */
+		ask(&v, T1 + 120000 + i, GET, RES, A1, NULL);
+	ck_assert_int_eq(log_end("event=reject"), 4);
+	gate_off();
+
+	/* No rejection cache: every rejection logged, as without the table. */
+	gate_on("[store]\ncommit = behind\nmax_clients = 100\n"
+	    "rejection_cache = 0\n[policy default]\nlimit = 1\n");
+	log_begin();
+	for (i = 0; i < 5; i++)
+		ask(&v, T1 + 240000 + i, GET, RES, A1, NULL);
+	ck_assert_int_eq(log_end("event=reject"), 4);
+	gate_off();
+}
+END_TEST
+
 Suite *
 rlg_gate_suite(void)
 {
@@ -336,5 +387,6 @@ rlg_gate_suite(void)
 	tcase_add_test(tc, test_new_keys);
 	tcase_add_test(tc, test_on_error);
 	tcase_add_test(tc, test_cached_repeats);
+	tcase_add_test(tc, test_table_repeats);
 	return s;
 }
