@@ -473,6 +473,25 @@ db_count(const char *policy, const char *client)
 }
 
 
+/* The rows of the database's state table. */
+static int64_t
+db_rows(void)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int64_t v = -1;
+
+	ck_assert_int_eq(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY,
+	    NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT count(*) FROM"
+	    " rlg_state", -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
 /* Four processes of two threads' worth of steps on one client. */
 START_TEST(test_exact_across_processes)
 {
@@ -595,6 +614,36 @@ START_TEST(test_fresh_database_kept)
 }
 END_TEST
 
+/*
+ * More changed clients than one flush transaction holds (65,536): the
+ * flusher thread writes them in two, resting between them, and every
+ * one reaches the database.
+ */
+START_TEST(test_flush_many)
+{
+	struct rlg_store_config cfg;
+	struct rlg_store *s = NULL;
+	char key[32];
+	bool ok;
+	int i, waited;
+
+	behind_cfg(&cfg);
+	cfg.sqlite.max_clients = 80000;
+	cfg.sqlite.table_entries = 80000;
+	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_OK);
+	for (i = 0; i < 70000; i++) {
+		snprintf(key, sizeof key, "c%d", i);
+		ck_assert_int_eq(step(s, &pol_a, key, NOW, &ok), RLG_OK);
+		ck_assert(ok);
+	}
+	for (waited = 0; waited < 20000 && db_rows() != 70000; waited += 50)
+		usleep(50000);
+	ck_assert_int_eq(db_rows(), 70000);
+	ck_assert_int_eq(db_count("a", "c69999"), 1);
+	rlg_store_close(s);
+}
+END_TEST
+
 START_TEST(test_restart_seeded)
 {
 	struct rlg_store *s = behind_open();
@@ -681,6 +730,7 @@ rlg_table_suite(void)
 	const TTest *const behind[] = {
 		test_exact_across_processes, test_all_or_nothing,
 		test_flusher_within_interval, test_fresh_database_kept,
+		test_flush_many,
 		test_restart_seeded,
 		test_reset_and_log,
 	};
