@@ -292,10 +292,10 @@ int rlg_store_sqlite_reset(struct rlg_store *s, const char *client,
     const char *policy, int64_t *deleted);
 
 /*
- * The file the connection has open, and whether this handle gave it its
- * schema (a new file; said once, then false).
+ * The file the connection has open, and when this handle gave it its
+ * schema (a new file; said once, then 0).
  */
 int rlg_store_sqlite_ident(struct rlg_store *s, dev_t *dev, ino_t *ino,
-    bool *created);
+    int64_t *created_ms);
 
 #endif

@@ -109,7 +109,8 @@ struct sq_store {
 	sqlite3_stmt *stmt[SQ_NSTMT];
 	dev_t dev;                    /* the file db opened, to notice */
 	ino_t ino;                    /* deletion or replacement */
-	bool created;                 /* this handle gave the file its schema */
+	int64_t created_ms;           /* when this handle gave the file its
+	                                 schema (committed); 0: it did not */
 	bool check_armed;             /* checked_ms holds a time */
 	int64_t checked_ms;           /* now_ms of the last inode check */
 	bool warned_journal;          /* logged once: WAL not available */

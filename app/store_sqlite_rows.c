@@ -165,7 +165,7 @@ rlg_store_sqlite_reset(struct rlg_store *base, const char *client,
 
 int
 rlg_store_sqlite_ident(struct rlg_store *base, dev_t *dev, ino_t *ino,
-    bool *created)
+    int64_t *created_ms)
 {
 	struct sq_store *s = sq_handle(base);
 
@@ -173,8 +173,8 @@ rlg_store_sqlite_ident(struct rlg_store *base, dev_t *dev, ino_t *ino,
 		return RLG_ESTORE;
 	*dev = s->dev;
 	*ino = s->ino;
-	*created = s->created;
-	s->created = false;           /* told once */
+	*created_ms = s->created_ms;
+	s->created_ms = 0;            /* told once */
 	return RLG_OK;
 }
 

@@ -146,7 +146,7 @@ sq_apply_schema(struct sq_store *s)
 			goto rollback;
 		/* The file was new: a table of its path is not its own. */
 		if (from == 0)
-			s->created = true;
+			s->created_ms = rlg_now_ms();
 		if (from >= 1 && from < SQ_SCHEMA_VERSION)
 			rlg_log("store %s: database schema migrated from"
 			    " version %d to %d", s->path, from, version);

@@ -257,7 +257,7 @@ tab_open_table(struct rlg_store *db, const char *path, uint64_t capacity,
 {
 	struct tbl_ident id;
 
-	if (rlg_store_sqlite_ident(db, &id.dev, &id.ino, &id.created) !=
+	if (rlg_store_sqlite_ident(db, &id.dev, &id.ino, &id.created_ms) !=
 	    RLG_OK) {
 		snprintf(err, errsize, "%s", db->errmsg);
 		return NULL;
@@ -780,19 +780,14 @@ static int
 tab_flush(struct tab_flusher *f, int64_t now_ms)
 {
 	char err[RLG_STORE_ERRMSG_MAX];
-	dev_t dev, tdev;
-	ino_t ino, tino;
-	bool created;
+	struct tbl_ident id;
 
 	if (f->db == NULL)
 		return -1;
-	if (f->t != NULL && rlg_store_sqlite_ident(f->db, &dev, &ino,
-	    &created) == RLG_OK) {
-		tbl_identity(f->t, &tdev, &tino);
-		/* The database was replaced: the table is its no more. */
-		if (dev != tdev || ino != tino || created)
-			tbl_retire(f->t);
-	}
+	/* The database was replaced: the table is its no more. */
+	if (f->t != NULL && rlg_store_sqlite_ident(f->db, &id.dev, &id.ino,
+	    &id.created_ms) == RLG_OK && !tbl_belongs(f->t, &id))
+		tbl_retire(f->t);
 	if (f->t == NULL || tbl_retired(f->t)) {
 		tbl_close(f->t);
 		f->t = tab_open_table(f->db, f->path, f->capacity, err,

@@ -40,7 +40,7 @@
 #include "util.h"
 
 #define TBL_MAGIC "RLGTAB01"
-#define TBL_VERSION 1
+#define TBL_VERSION 2
 /* The journal's room: a step of 64 items, each an entry and its index
  * slots, with expired entries reclaimed, fits many times over. */
 #define TBL_UNDO_BYTES ((size_t)256 * 1024)
@@ -70,6 +70,7 @@ struct tbl_header {
 	uint64_t slots;               /* index slots, a power of two */
 	uint64_t db_dev;
 	uint64_t db_ino;
+	int64_t built_ms;             /* when it was built (tbl_is_of) */
 	char boot_id[40];
 	unsigned char hash_key[16];   /* SipHash key, random per build */
 	pthread_mutex_t lock;
@@ -91,6 +92,12 @@ struct tbl {
 	unsigned char *base;
 	size_t size;
 	struct tbl_header *h;
+	/*
+	 * The header's hash_key, copied when mapped: in the header it shares
+	 * a cache line with the lock, which every step of every core writes,
+	 * and a step hashes its keys before it takes the lock.
+	 */
+	unsigned char hash_key[16];
 	uint32_t *index;
 	struct tbl_entry *entries;
 };
@@ -99,6 +106,7 @@ static uint64_t tbl_offsets(uint64_t capacity, uint64_t *slots,
     uint64_t *index_off, uint64_t *entries_off);
 static int tbl_boot_id(char *out, size_t size);
 static bool tbl_moved(int fd, const char *path);
+static bool tbl_is_of(const struct tbl_header *h, const struct tbl_ident *id);
 static int tbl_open_once(const char *path, const struct tbl_ident *id,
     uint64_t capacity, tbl_seed_fn *seed, void *ctx, struct tbl **out,
     char *err, size_t errsize);
@@ -234,6 +242,9 @@ tbl_open_once(const char *path, const struct tbl_ident *id,
 	    (uint64_t)sb.st_size == tbl_file_size(capacity) &&
 	    tbl_matches(&h, id, capacity, boot)) {
 		*out = tbl_map(fd, capacity, err, errsize);
+		if (*out != NULL)
+			memcpy((*out)->hash_key, (*out)->h->hash_key,
+			    sizeof (*out)->hash_key);
 		/* Unlocked by hand: the mapping keeps the file open. */
 		flock(fd, LOCK_UN);
 		close(fd);
@@ -279,8 +290,7 @@ tbl_matches(const struct tbl_header *h, const struct tbl_ident *id,
 	    h->version == TBL_VERSION && h->retired == 0 &&
 	    h->entry_size == sizeof(struct tbl_entry) &&
 	    h->capacity == capacity && h->slots >= 2 * capacity &&
-	    (h->slots & (h->slots - 1)) == 0 && !id->created &&
-	    h->db_dev == (uint64_t)id->dev && h->db_ino == (uint64_t)id->ino &&
+	    (h->slots & (h->slots - 1)) == 0 && tbl_is_of(h, id) &&
 	    strncmp(h->boot_id, boot, sizeof h->boot_id) == 0 &&
 	    h->extent <= capacity && h->count <= h->extent &&
 	    h->undo_used <= TBL_UNDO_BYTES;
@@ -331,8 +341,10 @@ tbl_build(const char *path, const struct tbl_ident *id, uint64_t capacity,
 	(void)tbl_offsets(capacity, &h->slots, &io, &eo);
 	h->db_dev = (uint64_t)id->dev;
 	h->db_ino = (uint64_t)id->ino;
+	h->built_ms = rlg_now_ms();
 	snprintf(h->boot_id, sizeof h->boot_id, "%s", boot);
 	randombytes_buf(h->hash_key, sizeof h->hash_key);
+	memcpy(t->hash_key, h->hash_key, sizeof t->hash_key);
 	pthread_mutexattr_init(&ma);
 	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
 	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
@@ -393,11 +405,24 @@ tbl_retired(const struct tbl *t)
 	return __atomic_load_n(&t->h->retired, __ATOMIC_ACQUIRE) != 0;
 }
 
-void
-tbl_identity(const struct tbl *t, dev_t *dev, ino_t *ino)
+/*
+ * The database's file, and not made anew since the table was built: a
+ * table built in the same millisecond as the schema was given, or later,
+ * was built from that file (whoever gave the schema, the builder read it
+ * after), while a table of a file deleted and made again is older.
+ */
+static bool
+tbl_is_of(const struct tbl_header *h, const struct tbl_ident *id)
 {
-	*dev = (dev_t)t->h->db_dev;
-	*ino = (ino_t)t->h->db_ino;
+	return h->db_dev == (uint64_t)id->dev &&
+	    h->db_ino == (uint64_t)id->ino &&
+	    (id->created_ms == 0 || h->built_ms >= id->created_ms);
+}
+
+bool
+tbl_belongs(const struct tbl *t, const struct tbl_ident *id)
+{
+	return tbl_is_of(t->h, id);
 }
 
 int
@@ -516,7 +541,7 @@ tbl_hash(const struct tbl *t, unsigned policy, const char *client,
 
 	in[0] = (unsigned char)policy;
 	memcpy(in + 1, client, len);
-	crypto_shorthash(out, in, 1 + len, t->h->hash_key);
+	crypto_shorthash(out, in, 1 + len, t->hash_key);
 	memcpy(&v, out, sizeof v);
 	return v;
 }

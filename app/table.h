@@ -56,11 +56,16 @@ struct tbl_entry {
 
 struct tbl;
 
-/* What the table's database is: it is rebuilt when this changes. */
+/*
+ * What the table's database is: it is rebuilt when this changes. A
+ * database file made anew may have the inode of the one it replaced:
+ * created_ms, when the connection that asks gave the file its schema (0:
+ * it did not), tells a table built before then from one built from it.
+ */
 struct tbl_ident {
 	dev_t dev;
 	ino_t ino;
-	bool created;                 /* the file was made just now */
+	int64_t created_ms;
 };
 
 /*
@@ -90,14 +95,14 @@ void tbl_close(struct tbl *t);
 /* Whether another process built a new table in its place. */
 bool tbl_retired(const struct tbl *t);
 
-/* The identity it was built for. */
-void tbl_identity(const struct tbl *t, dev_t *dev, ino_t *ino);
+/* Whether the table is the one of the database id describes. */
+bool tbl_belongs(const struct tbl *t, const struct tbl_ident *id);
 
 /*
  * Takes the lock; a holder that died is undone first (its journal
  * played back). 0, or -1 (the lock is unusable: the table must be
  * rebuilt). Every call below but tbl_open, tbl_close, tbl_retired,
- * tbl_identity and the flush clock needs it held.
+ * tbl_belongs and the flush clock needs it held.
  */
 int tbl_lock(struct tbl *t);
 
