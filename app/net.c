@@ -131,6 +131,26 @@ rlg_cidr_any(const struct rlg_cidr *nets, size_t n, const struct rlg_addr *a)
 	return false;
 }
 
+/* Dotted quad of 4 bytes into buf (16 bytes at least): inet_ntop's
+ * text, without the sprintf it calls for each of them. */
+static void
+format_v4(const unsigned char *b, char *buf)
+{
+	char *p = buf;
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		if (i > 0)
+			*p++ = '.';
+		if (b[i] >= 100)
+			*p++ = (char)('0' + b[i] / 100);
+		if (b[i] >= 10)
+			*p++ = (char)('0' + b[i] / 10 % 10);
+		*p++ = (char)('0' + b[i] % 10);
+	}
+	*p = '\0';
+}
+
 char *
 rlg_addr_key(const struct rlg_addr *a, int ipv6_prefix, char *buf)
 {
@@ -138,8 +158,7 @@ rlg_addr_key(const struct rlg_addr *a, int ipv6_prefix, char *buf)
 	size_t n;
 
 	if (a->v4) {
-		if (inet_ntop(AF_INET, a->b + 12, buf, RLG_ADDR_TEXT_MAX) == NULL)
-			buf[0] = '\0';
+		format_v4(a->b + 12, buf);
 		return buf;
 	}
 	memcpy(b, a->b, sizeof b);

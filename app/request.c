@@ -693,14 +693,14 @@ rlg_request_parse(struct rlg_request *r, char *const *envp,
 	method = rlg_request_param(envp, "REQUEST_METHOD");
 	if (method == NULL)
 		method = "";
-	snprintf(r->method_name, sizeof r->method_name, "%s", method);
-	r->method_ok = strlen(method) < sizeof r->method_name;
+	r->method_ok = rlg_copy(r->method_name, method,
+	    sizeof r->method_name) < sizeof r->method_name;
 	r->method = method_of(method);
 
 	parse_path(r, envp);
 
 	if (rlg_addr_parse(rlg_request_param(envp, "REMOTE_ADDR"), &peer) != 0) {
-		snprintf(r->client, sizeof r->client, "%s", RLG_CLIENT_UNKNOWN);
+		rlg_copy(r->client, RLG_CLIENT_UNKNOWN, sizeof r->client);
 		return;
 	}
 	r->addr = peer;
@@ -746,6 +746,46 @@ sodium_start(void)
 	}
 }
 
+/*
+ * The BLAKE2b key stretched from key_secret into key, kept per thread
+ * with the secret it came from (compared each time: a config read again
+ * may hold another secret at the same address), so that a request hashes
+ * once, not twice. A secret too long to keep is stretched every time.
+ */
+#define SECRET_KEPT_MAX 256
+static __thread char secret_of[SECRET_KEPT_MAX];
+static __thread unsigned char secret_key[crypto_generichash_KEYBYTES];
+
+static void
+stretch_secret(const char *key_secret, unsigned char *key)
+{
+	size_t n = strlen(key_secret);
+
+	if (n > 0 && n < sizeof secret_of && strcmp(secret_of, key_secret) == 0) {
+		memcpy(key, secret_key, sizeof secret_key);
+		return;
+	}
+	crypto_generichash(key, crypto_generichash_KEYBYTES,
+	    (const unsigned char *)key_secret, n, NULL, 0);
+	if (n > 0 && n < sizeof secret_of) {
+		memcpy(secret_of, key_secret, n + 1);
+		memcpy(secret_key, key, sizeof secret_key);
+	}
+}
+
+/* out = a, b, c in turn; its length, or len (cut) if they do not fit. */
+static size_t
+join3(char *out, size_t len, const char *a, const char *b, const char *c)
+{
+	size_t used = rlg_copy(out, a, len);
+
+	if (used < len)
+		used += rlg_copy(out + used, b, len - used);
+	if (used < len)
+		used += rlg_copy(out + used, c, len - used);
+	return used < len ? used : len;
+}
+
 int
 rlg_request_policy_key(const struct rlg_request *r,
     const struct rlg_policy *p, const struct rlg_client_config *cc,
@@ -755,11 +795,11 @@ rlg_request_policy_key(const struct rlg_request *r,
 	unsigned char hash[RLG_KEY_HASH_BYTES];
 	char name[256], hex[2 * RLG_KEY_HASH_BYTES + 1];
 	const char *value = NULL;
-	size_t i;
-	int n;
+	size_t i, n;
 
-	if (len > 0)
-		out[0] = '\0';
+	if (len == 0)
+		return RLG_ENOSPC;
+	out[0] = '\0';
 	if ((p->key & RLG_KEY_HEADER) && p->key_header != NULL &&
 	    strlen(p->key_header) < sizeof name - 5) {
 		/* CGI names a header HTTP_ + its name, upper case, '-' -> '_'. */
@@ -777,7 +817,7 @@ rlg_request_policy_key(const struct rlg_request *r,
 			value = NULL;
 	}
 	if (value == NULL) {
-		n = snprintf(out, len, "%s", r->client);
+		n = rlg_copy(out, r->client, len);
 		goto done;
 	}
 
@@ -785,9 +825,7 @@ rlg_request_policy_key(const struct rlg_request *r,
 	/* The secret is stretched to a full BLAKE2b key; an unset one gives
 	 * an unkeyed hash (still no raw value, but guessable offline). */
 	if (cc != NULL && cc->key_secret != NULL) {
-		crypto_generichash(secret, sizeof secret,
-		    (const unsigned char *)cc->key_secret,
-		    strlen(cc->key_secret), NULL, 0);
+		stretch_secret(cc->key_secret, secret);
 		crypto_generichash(hash, sizeof hash,
 		    (const unsigned char *)value, strlen(value),
 		    secret, sizeof secret);
@@ -798,13 +836,12 @@ rlg_request_policy_key(const struct rlg_request *r,
 	}
 	sodium_bin2hex(hex, sizeof hex, hash, sizeof hash);
 	if (p->key & RLG_KEY_IP)
-		n = snprintf(out, len, "%s|k:%s", r->client, hex);
+		n = join3(out, len, r->client, "|k:", hex);
 	else
-		n = snprintf(out, len, "k:%s", hex);
+		n = join3(out, len, "k:", hex, "");
 done:
-	if (n < 0 || (size_t)n >= len) {
-		if (len > 0)
-			out[0] = '\0';
+	if (n >= len) {
+		out[0] = '\0';
 		return RLG_ENOSPC;
 	}
 	return RLG_OK;

@@ -88,6 +88,8 @@ struct buf {
 static void put(struct buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void put_mem(struct buf *b, const char *s, size_t n);
+static void put_str(struct buf *b, const char *s);
+static void put_int(struct buf *b, int64_t v);
 static void put_sf_string(struct buf *b, const char *s);
 static void put_json_string(struct buf *b, const char *s);
 static void put_trio(struct buf *b, const char *prefix,
@@ -136,6 +138,32 @@ put_mem(struct buf *b, const char *s, size_t n)
 		b->p[b->used + n] = '\0';
 	}
 	b->used += n;
+}
+
+/*
+ * A string, and a decimal integer: what every answer is made of, without
+ * the printf machinery (which was most of what formatting an answer cost).
+ */
+static void
+put_str(struct buf *b, const char *s)
+{
+	put_mem(b, s, strlen(s));
+}
+
+static void
+put_int(struct buf *b, int64_t v)
+{
+	char digits[24];
+	size_t i = sizeof digits;
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+
+	do {
+		digits[--i] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u > 0);
+	if (v < 0)
+		digits[--i] = '-';
+	put_mem(b, digits + i, sizeof digits - i);
 }
 
 /*
@@ -289,11 +317,18 @@ rlg_response_pick(const struct rlg_decision *decisions, size_t n)
 static void
 put_trio(struct buf *b, const char *prefix, const struct rlg_decision *d)
 {
-	put(b, "%sLimit: %" PRId64 "\r\n"
-	    "%sRemaining: %" PRId64 "\r\n"
-	    "%sReset: %" PRId64 "\r\n",
-	    prefix, nonneg(d->limit), prefix, nonneg(d->remaining),
-	    prefix, rlg_response_seconds(d->reset_ms));
+	put_str(b, prefix);
+	put_str(b, "Limit: ");
+	put_int(b, nonneg(d->limit));
+	put_str(b, "\r\n");
+	put_str(b, prefix);
+	put_str(b, "Remaining: ");
+	put_int(b, nonneg(d->remaining));
+	put_str(b, "\r\n");
+	put_str(b, prefix);
+	put_str(b, "Reset: ");
+	put_int(b, rlg_response_seconds(d->reset_ms));
+	put_str(b, "\r\n");
 }
 
 /*
@@ -315,27 +350,32 @@ put_ietf(struct buf *b, const struct rlg_answer *a)
 	for (i = 0; i < a->n; i++) {
 		const struct rlg_policy *p = &a->policies[i];
 
-		put(b, i == 0 ? "RateLimit-Policy: " : ", ");
+		put_str(b, i == 0 ? "RateLimit-Policy: " : ", ");
 		put_sf_string(b, p->name);
-		put(b, ";q=%" PRId64 ";w=%" PRId64, nonneg(p->lim.limit),
-		    rlg_response_seconds(p->lim.window_ms));
-		if (p->lim.algorithm == RLG_ALG_TOKEN_BUCKET)
-			put(b, ";" IETF_BURST_PARAM "=%" PRId64,
-			    nonneg(p->lim.burst));
+		put_str(b, ";q=");
+		put_int(b, nonneg(p->lim.limit));
+		put_str(b, ";w=");
+		put_int(b, rlg_response_seconds(p->lim.window_ms));
+		if (p->lim.algorithm == RLG_ALG_TOKEN_BUCKET) {
+			put_str(b, ";" IETF_BURST_PARAM "=");
+			put_int(b, nonneg(p->lim.burst));
+		}
 	}
-	put(b, "\r\n");
+	put_str(b, "\r\n");
 	for (i = 0; i < a->n; i++) {
 		const struct rlg_decision *d = &a->decisions[i];
 
 		if (rejected && d->admitted)
 			continue;
-		put(b, members++ == 0 ? "RateLimit: " : ", ");
+		put_str(b, members++ == 0 ? "RateLimit: " : ", ");
 		put_sf_string(b, a->policies[i].name);
-		put(b, ";r=%" PRId64 ";t=%" PRId64, nonneg(d->remaining),
-		    rlg_response_seconds(d->reset_ms));
+		put_str(b, ";r=");
+		put_int(b, nonneg(d->remaining));
+		put_str(b, ";t=");
+		put_int(b, rlg_response_seconds(d->reset_ms));
 	}
 	if (members > 0)     /* a List field is never sent empty */
-		put(b, "\r\n");
+		put_str(b, "\r\n");
 }
 
 static void
@@ -378,7 +418,7 @@ put_body(struct buf *b, const struct rlg_answer *a,
 	size_t i, listed = 0;
 
 	if (!problem) {
-		put(b, "%s", t->json);
+		put_str(b, t->json);
 		return;
 	}
 	if (a->outcome != RLG_OUT_REJECTED) {
@@ -412,11 +452,11 @@ put_body(struct buf *b, const struct rlg_answer *a,
 static int
 format_authorized(const struct rlg_answer *a, struct buf *b)
 {
-	put(b, "Status: 200 OK\r\n");
+	put_str(b, "Status: 200 OK\r\n");
 	if (has_decisions(a) && a->style != RLG_STYLE_NONE)
 		put_trio(b, "Variable-RateLimit-",
 		    &a->decisions[rlg_response_pick(a->decisions, a->n)]);
-	put(b, "\r\n");
+	put_str(b, "\r\n");
 	if (b->err == 0 && b->used > (size_t)INT_MAX)
 		b->err = RLG_ENOSPC;
 	if (b->err != 0) {
@@ -452,27 +492,35 @@ rlg_response_format(const struct rlg_answer *a, char *out, size_t len)
 	if (body.err != 0)
 		return body.err;
 
-	put(&b, "Status: %d %s\r\n"
-	    "Content-Type: %s\r\n"
-	    "Cache-Control: no-store\r\n", t->code, t->reason,
-	    problem ? PROBLEM_JSON : "application/json");
+	put_str(&b, "Status: ");
+	put_int(&b, t->code);
+	put_str(&b, " ");
+	put_str(&b, t->reason);
+	put_str(&b, "\r\nContent-Type: ");
+	put_str(&b, problem ? PROBLEM_JSON : "application/json");
+	put_str(&b, "\r\nCache-Control: no-store\r\n");
 	put_ratelimit(&b, a);
 	switch (a->outcome) {
 	case RLG_OUT_REJECTED:
 		/* Every 429, whatever the style (none included); at least 1 s. */
-		put(&b, "Retry-After: %" PRId64 "\r\n",
-		    rlg_response_seconds(retry_ms(a)));
+		put_str(&b, "Retry-After: ");
+		put_int(&b, rlg_response_seconds(retry_ms(a)));
+		put_str(&b, "\r\n");
 		break;
 	case RLG_OUT_STORE_DOWN:
-		put(&b, "Retry-After: %d\r\n", RLG_STORE_DOWN_RETRY_S);
+		put_str(&b, "Retry-After: ");
+		put_int(&b, RLG_STORE_DOWN_RETRY_S);
+		put_str(&b, "\r\n");
 		break;
 	case RLG_OUT_BAD_METHOD:
-		put(&b, "Allow: GET, HEAD\r\n");
+		put_str(&b, "Allow: GET, HEAD\r\n");
 		break;
 	default:
 		break;
 	}
-	put(&b, "Content-Length: %zu\r\n\r\n", body.used);
+	put_str(&b, "Content-Length: ");
+	put_int(&b, (int64_t)body.used);
+	put_str(&b, "\r\n\r\n");
 	if (!a->head)
 		put_body(&b, a, t, problem);
 	if (b.err == 0 && b.used > (size_t)INT_MAX)

@@ -64,6 +64,7 @@ fastcgi_thread(void *arg)
 	struct thread_arg *t = arg;
 	struct rlg_gate g;
 	FCGX_Request req;
+	int64_t now_ms;
 	int rc;
 
 	rlg_gate_init(&g, t->cfg);
@@ -87,10 +88,10 @@ fastcgi_thread(void *arg)
 			    rc);
 			break;
 		}
-		rlg_gate_handle(&g, req.envp, rlg_now_ms(), fcgx_write,
-		    req.out);
+		now_ms = rlg_now_ms();
+		rlg_gate_handle(&g, req.envp, now_ms, fcgx_write, req.out);
 		FCGX_Finish_r(&req);
-		rlg_gate_idle(&g, rlg_now_ms());
+		rlg_gate_idle(&g, now_ms);      /* a clock read per request */
 	}
 	FCGX_Free(&req, 1);
 	rlg_gate_fini(&g);

@@ -116,6 +116,17 @@ rlg_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+size_t
+rlg_copy(char *dst, const char *src, size_t size)
+{
+	size_t n = strlen(src);
+	size_t k = n < size ? n : size - 1;
+
+	memcpy(dst, src, k);
+	dst[k] = '\0';
+	return n;
+}
+
 int
 rlg_hexval(int c)
 {

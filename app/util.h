@@ -27,6 +27,13 @@ void *rlg_xmalloc(size_t size);
 void *rlg_xcalloc(size_t n, size_t size);
 char *rlg_xstrdup(const char *s);
 
+/*
+ * Copies src into dst of size bytes (size > 0), cut to fit and always
+ * terminated; returns strlen(src), so a result >= size says it was cut.
+ * snprintf(dst, size, "%s", src) without the printf machinery.
+ */
+size_t rlg_copy(char *dst, const char *src, size_t size);
+
 /* The value of a hex digit (0-9, a-f, A-F), or -1. */
 int rlg_hexval(int c);
 

@@ -4,6 +4,8 @@
  * strictness, containment across families, and the prefix keys that group
  * an IPv6 client's /64 into one.
  */
+#include <arpa/inet.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "check_rlgate.h"
@@ -191,6 +193,30 @@ START_TEST(test_prefix_keys)
 }
 END_TEST
 
+/* The IPv4 key is inet_ntop's text, for every value of each byte. */
+START_TEST(test_v4_text)
+{
+	char buf[RLG_ADDR_TEXT_MAX], want[INET_ADDRSTRLEN], in[32];
+	unsigned char b[4];
+	int v, pos;
+
+	for (pos = 0; pos < 4; pos++) {
+		for (v = 0; v < 256; v++) {
+			b[0] = 1, b[1] = 20, b[2] = 203, b[3] = 7;
+			b[pos] = (unsigned char)v;
+			ck_assert_ptr_nonnull(inet_ntop(AF_INET, b, want,
+			    sizeof want));
+			snprintf(in, sizeof in, "%u.%u.%u.%u", b[0], b[1],
+			    b[2], b[3]);
+			ck_assert_str_eq(key_of(in, 64, buf), want);
+		}
+	}
+	ck_assert_str_eq(key_of("255.255.255.255", 64, buf),
+	    "255.255.255.255");
+	ck_assert_str_eq(key_of("0.0.0.0", 64, buf), "0.0.0.0");
+}
+END_TEST
+
 Suite *
 rlg_net_suite(void)
 {
@@ -202,6 +228,7 @@ rlg_net_suite(void)
 	tcase_add_test(core, test_cidr_parse);
 	tcase_add_test(core, test_contains);
 	tcase_add_test(keys, test_prefix_keys);
+	tcase_add_test(keys, test_v4_text);
 	suite_add_tcase(s, core);
 	suite_add_tcase(s, keys);
 	return s;

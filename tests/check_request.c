@@ -726,6 +726,7 @@ START_TEST(test_policy_keys)
 	struct rlg_request r;
 	char k1[RLG_CLIENT_KEY_MAX + 1], k2[RLG_CLIENT_KEY_MAX + 1];
 	char both[RLG_CLIENT_KEY_MAX + 1], want[2 * RLG_CLIENT_KEY_MAX];
+	char sec[300];
 	const unsigned HB = RLG_KEY_HEADER, IB = RLG_KEY_IP;
 	size_t i;
 
@@ -767,7 +768,25 @@ START_TEST(test_policy_keys)
 	ck_assert_int_eq(pkey(&r, HB, "X-Api-Key", &c, k2, sizeof k2), RLG_OK);
 	ck_assert_str_ne(k1, k2);
 	ck_assert_uint_eq(strlen(k2), 34);
+	/* the stretched secret a thread keeps follows the text, not the
+	 * address (a config read again may reuse it) */
+	snprintf(sec, sizeof sec, "s3cret");
+	c.key_secret = sec;
+	ck_assert_int_eq(pkey(&r, HB, "X-Api-Key", &c, k2, sizeof k2), RLG_OK);
+	ck_assert_str_eq(k1, k2);
+	sec[5] = 'u';
+	ck_assert_int_eq(pkey(&r, HB, "X-Api-Key", &c, k2, sizeof k2), RLG_OK);
+	ck_assert_str_ne(k1, k2);
+	memset(sec, 'x', sizeof sec - 1);   /* too long to keep: each time */
+	sec[sizeof sec - 1] = '\0';
+	ck_assert_int_eq(pkey(&r, HB, "X-Api-Key", &c, k2, sizeof k2), RLG_OK);
+	ck_assert_int_eq(pkey(&r, HB, "X-Api-Key", &c, both, sizeof both),
+	    RLG_OK);
+	ck_assert_str_eq(k2, both);
+	ck_assert_str_ne(k1, k2);
 	c.key_secret = "s3cret";
+	ck_assert_int_eq(pkey(&r, HB, "X-Api-Key", &c, k2, sizeof k2), RLG_OK);
+	ck_assert_str_eq(k1, k2);
 	/* absent or empty header: the IP key */
 	who(&r, &c, "REMOTE_ADDR=2001:db8::1", NULL);
 	ck_assert_int_eq(pkey(&r, HB, "X-Api-Key", &c, k2, sizeof k2), RLG_OK);
