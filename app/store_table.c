@@ -38,11 +38,13 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "store.h"
 #include "store_stats.h"
@@ -62,6 +64,12 @@
  */
 #define TAB_CACHE_KIB_MIN 2048
 #define TAB_CACHE_KIB_MAX 32768
+/*
+ * How much nicer than the threads that answer the flusher runs: a flush
+ * of many rows then waits for the answers instead of delaying them (the
+ * tail latency of the answers), and takes what the cores leave.
+ */
+#define TAB_FLUSHER_NICE 5
 /* Policies whose table slot a handle remembers. */
 #define TAB_SLOTS 16
 /* The default interval, and the bounds the config holds it to. */
@@ -713,8 +721,15 @@ tab_flusher_main(void *arg)
 	int64_t tick = f->interval_ms / 4 > 0 ? f->interval_ms / 4 : 1;
 	int64_t kib = (int64_t)(f->capacity / 4);
 	bool stop;
+	int prio;
 
 	f->wb = rlg_xmalloc(sizeof *f->wb);
+	/* This thread only (Linux: a thread has its own nice value). */
+	errno = 0;
+	prio = getpriority(PRIO_PROCESS, (id_t)gettid());
+	if (errno == 0)
+		(void)setpriority(PRIO_PROCESS, (id_t)gettid(),
+		    prio + TAB_FLUSHER_NICE);
 	/* The backend itself: a handle even on failure, which heals. */
 	if (rlg_store_sqlite_ops.open(&f->cfg, &f->db) != RLG_OK)
 		rlg_log("table %s: %s", f->path, f->db->errmsg);

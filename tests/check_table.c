@@ -22,7 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -563,6 +565,39 @@ START_TEST(test_all_or_nothing)
 }
 END_TEST
 
+/* The highest nice value among this process's threads (/proc). */
+static int
+nicest_thread(void)
+{
+	char path[300], line[1024], *p;
+	struct dirent *d;
+	DIR *tasks = opendir("/proc/self/task");
+	int best = -100, field, nice;
+	FILE *f;
+
+	ck_assert_ptr_nonnull(tasks);
+	while ((d = readdir(tasks)) != NULL) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "/proc/self/task/%s/stat",
+		    d->d_name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		p = fgets(line, sizeof line, f);
+		fclose(f);
+		/* After "(comm)": state is field 3, nice field 19. */
+		if (p == NULL || (p = strrchr(line, ')')) == NULL)
+			continue;
+		for (field = 2; field < 19 && p != NULL; field++)
+			p = strchr(p + 1, ' ');
+		if (p != NULL && sscanf(p + 1, "%d", &nice) == 1 &&
+		    nice > best)
+			best = nice;
+	}
+	closedir(tasks);
+	return best;
+}
+
 START_TEST(test_flusher_within_interval)
 {
 	struct rlg_store *s = behind_open();
@@ -582,6 +617,8 @@ START_TEST(test_flusher_within_interval)
 	ck_assert(st.table);
 	ck_assert_uint_eq(st.table_entries, 1);
 	ck_assert_int_gt(st.table_flushed_at_ms, 0);
+	/* The flusher runs 5 nicer than the threads that answer. */
+	ck_assert_int_eq(nicest_thread(), getpriority(PRIO_PROCESS, 0) + 5);
 	rlg_store_close(s);
 }
 END_TEST
