@@ -80,7 +80,6 @@ open_store(const char *path, bool group, struct rlg_store **s)
 }
 
 /* One request: the step's result; *admitted when RLG_OK. */
-#define step rlg_test_step
 
 /*
  * Runs the CREATE statement of rlgate's trigger or index name, as it
@@ -146,7 +145,7 @@ check_refused(const char *sql, const char *fix, const char *restored,
 	ck_assert(hit(s, &p, "c", GT0, NULL));
 	sql_exec(path, sql);
 	for (i = 0; i < 6; i++) {
-		ck_assert_int_eq(step(s, &p, "c", GT0 + i, NULL), RLG_ESTORE);
+		ck_assert_int_eq(rlg_test_step(s, &p, "c", GT0 + i, NULL), RLG_ESTORE);
 		check_msg(s, path, want1, want2, NULL);
 	}
 	ck_assert_int_eq(rlg_store_prune(s, GT0, NULL), RLG_ESTORE);
@@ -200,7 +199,7 @@ START_TEST(test_foreign_trigger_at_open)
 	check_msg(s, "sqlite schema check on ", path,
 	    "the database holds trigger \"reset\"", "DROP TRIGGER", NULL);
 	for (i = 0; i < 6; i++) {
-		ck_assert_int_eq(step(s, &p, "c", GT0, &admitted), RLG_ESTORE);
+		ck_assert_int_eq(rlg_test_step(s, &p, "c", GT0, &admitted), RLG_ESTORE);
 		n += admitted;
 	}
 	ck_assert_int_eq(n, 0);
@@ -363,9 +362,9 @@ START_TEST(test_foreign_trigger_log_and_group)
 	sql_exec(path, "CREATE TRIGGER spare BEFORE INSERT ON rlg_log BEGIN"
 	    " SELECT RAISE(IGNORE); END;" RESET_TRIGGER);
 	for (i = 0; i < 4; i++) {
-		ck_assert_int_eq(step(s, &l, "c", GT0 + 1 + i, NULL),
+		ck_assert_int_eq(rlg_test_step(s, &l, "c", GT0 + 1 + i, NULL),
 		    RLG_ESTORE);
-		ck_assert_int_eq(step(g, &p, "c", GT0 + 1 + i, NULL),
+		ck_assert_int_eq(rlg_test_step(g, &p, "c", GT0 + 1 + i, NULL),
 		    RLG_ESTORE);
 	}
 	check_msg(s, "that rlgate did not create", NULL);
@@ -455,7 +454,7 @@ START_TEST(test_migrated_foreign_trigger)
 	make_v1(v1, RESET_TRIGGER ";");
 	ck_assert_int_eq(open_store(v1, false, &s), RLG_ESTORE);
 	check_msg(s, "holds trigger \"reset\"", NULL);
-	ck_assert_int_eq(step(s, &p, "c", GT0, NULL), RLG_ESTORE);
+	ck_assert_int_eq(rlg_test_step(s, &p, "c", GT0, NULL), RLG_ESTORE);
 	sql_exec(v1, "DROP TRIGGER reset");
 	ck_assert(hit(s, &p, "c", GT0, NULL));
 	ck_assert(!hit(s, &p, "c", GT0, NULL));
