@@ -133,9 +133,12 @@ in_time() {
 	return 1
 }
 
-# client_sql QUERY: QUERY on $DB with :c bound to the client $CL.
+# client_sql QUERY: QUERY on $DB with :c bound to the client $CL, once
+# a decision table (commit = behind; none where each decision is a
+# commit) is flushed to it.
 client_sql() {
 	local q="'$CL'"
+	[ -e "$DB-table" ] && flush_table "$T/$CUR.conf"
 	sql "$DB" "${1//:c/$q}"
 }
 

@@ -19,6 +19,8 @@
 #      an enforcing policy beside it still rejects;
 #   6. logging: one key=value line per rejection; [log] level = error
 #      silences them.
+# The database is read once a decision table (commit = behind) is flushed
+# to it (gsql).
 # Every policy here has a 3600 s fixed window: each part waits for a fresh
 # hour only when it would start in the last seconds of one.
 : "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
@@ -43,14 +45,20 @@ use_rlgate() {
 	DB="$T/$1.db"
 }
 
+# gsql QUERY: QUERY on $DB once the running rlgate's decision table is
+# flushed to it.
+gsql() {
+	sql_flushed "$T/$CUR.conf" "$DB" "$1"
+}
+
 # row POLICY CLIENT: the count of that rlg_state row (empty: no row).
 row() {
-	sql "$DB" "SELECT count FROM rlg_state WHERE policy = '$1' AND client = '$2'"
+	gsql "SELECT count FROM rlg_state WHERE policy = '$1' AND client = '$2'"
 }
 
 # rows_of CLIENT: "policy:count" of every row of CLIENT, sorted.
 rows_of() {
-	sql "$DB" "SELECT policy || ':' || count FROM rlg_state WHERE client = '$1' ORDER BY policy" | tr '\n' ' ' | sed 's/ $//'
+	gsql "SELECT policy || ':' || count FROM rlg_state WHERE client = '$1' ORDER BY policy" | tr '\n' ' ' | sed 's/ $//'
 }
 
 # req: lib.sh's, and every status goes to $T/statuses (emptied by
@@ -253,16 +261,16 @@ via() {
 	local want=$1 d=$2 before after total0 total1
 	shift 2
 	before=$(row default "$want")
-	total0=$(sql "$DB" "SELECT coalesce(sum(count), 0) FROM rlg_state")
+	total0=$(gsql "SELECT coalesce(sum(count), 0) FROM rlg_state")
 	req "$@" "$url"
 	after=$(row default "$want")
-	total1=$(sql "$DB" "SELECT coalesce(sum(count), 0) FROM rlg_state")
+	total1=$(gsql "SELECT coalesce(sum(count), 0) FROM rlg_state")
 	if [ "$STATUS" = 200 ] && [ "$after" = $((${before:-0} + 1)) ] &&
 	    [ "$total1" = $((total0 + 1)) ]; then
 		pass "$d: counted as $want"
 	else
 		fail "$d: counted as $want" "status $STATUS; row $want: '${before}' -> '${after}'" \
-		    "rows now: $(sql "$DB" "SELECT client || '=' || count FROM rlg_state" | tr '\n' ' ')"
+		    "rows now: $(gsql "SELECT client || '=' || count FROM rlg_state" | tr '\n' ' ')"
 	fi
 }
 
@@ -287,9 +295,9 @@ is "$(row default 198.51.100.10)" "" "no row for the address an untrusted peer c
 refused() {
 	local d=$1 total0 total1
 	shift
-	total0=$(sql "$DB" "SELECT coalesce(sum(count), 0) FROM rlg_state")
+	total0=$(gsql "SELECT coalesce(sum(count), 0) FROM rlg_state")
 	req "$@" "$url"
-	total1=$(sql "$DB" "SELECT coalesce(sum(count), 0) FROM rlg_state")
+	total1=$(gsql "SELECT coalesce(sum(count), 0) FROM rlg_state")
 	if [ "$STATUS" = 400 ] && [ "$total1" = "$total0" ] &&
 	    ! has_header RateLimit-Remaining; then
 		pass "$d: 400, counted by nobody"
@@ -372,17 +380,18 @@ req --interface 127.0.0.12 -H 'X-API-Key;' "$url"
 is "$STATUS" 200 "an empty X-API-Key: 200"
 is "$(rows_of 127.0.0.12)" "combo:1 perkey:1" "an empty X-API-Key falls back to the IP key 127.0.0.12"
 
-perkey=$(sql "$DB" "SELECT client FROM rlg_state WHERE policy = 'perkey' AND client LIKE 'k:%' ORDER BY client")
+perkey=$(gsql "SELECT client FROM rlg_state WHERE policy = 'perkey' AND client LIKE 'k:%' ORDER BY client")
 is "$(printf '%s\n' "$perkey" | grep -cE '^k:[0-9a-f]{32}$')" 2 "perkey: two rows keyed k: + 32 hex digits"
 is "$(row perkey 127.0.0.1)" 2 "perkey: the header-less requests: row 127.0.0.1 = 2"
 for h in $perkey; do
 	is "$(row perkey "$h")" 2 "perkey: $h = 2"
 done
-combo=$(sql "$DB" "SELECT client FROM rlg_state WHERE policy = 'combo' AND client LIKE '127.0.0.1|k:%' ORDER BY client")
+combo=$(gsql "SELECT client FROM rlg_state WHERE policy = 'combo' AND client LIKE '127.0.0.1|k:%' ORDER BY client")
 is "$(printf '%s\n' "$combo" | grep -cE '^127\.0\.0\.1\|k:[0-9a-f]{32}$')" 2 "combo (key = ip, header:X-API-Key): two rows 127.0.0.1|k:HEX"
 is "$(printf '%s\n' "$combo" | sed 's/^127\.0\.0\.1|//')" "$perkey" "combo: the same hashes as perkey, behind the address"
 is "$(row combo 127.0.0.1)" 2 "combo: the header-less requests: row 127.0.0.1 = 2"
 is "$(rows_of 127.0.0.2)" "" "combo: key A from 127.0.0.2 was rejected by perkey: no row written"
+flush_table "$T/$CUR.conf"
 is "$(sqlite3 "$DB" .dump | grep -c secret-key-value)" 0 "sqlite3 .dump holds no raw key"
 is "$(cat "$DB" "$DB-wal" "$DB-journal" 2>/dev/null | grep -ac secret-key-value)" 0 "the .db and -wal files hold no raw key"
 is "$(grep -c secret-key-value "$T/keys.log")" 0 "the log holds no raw key"

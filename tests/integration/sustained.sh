@@ -98,7 +98,7 @@ load_end_s=$((($(now_ms) - t0) / 1000))
 # The counts of the last window, before anything prunes them (they expire
 # as it ends, and the next request's worker may prune).
 last=$(awk '{ print $1 }' "$T/cells" | sort -n | tail -1)
-sql "$db" "SELECT client, count FROM rlg_state WHERE policy = 'default' AND window_start_ms = $last ORDER BY client" | sort >"$T/db_counts"
+sql_flushed "$T/rlgate.conf" "$db" "SELECT client, count FROM rlg_state WHERE policy = 'default' AND window_start_ms = $last ORDER BY client" | sort >"$T/db_counts"
 
 # After the load, five requests a second, as a quiet gateway gets them:
 # each worker prunes every 10 s after a request, and its first prune after
