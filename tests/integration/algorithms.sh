@@ -134,8 +134,8 @@ in_time() {
 }
 
 # client_sql QUERY: QUERY on $DB with :c bound to the client $CL, once
-# a decision table (commit = behind; none where each decision is a
-# commit) is flushed to it.
+# the decision table (commit = behind, the default; not for sliding_log,
+# where auto gives each and there is no table) is flushed to it.
 client_sql() {
 	local q="'$CL'"
 	[ -e "$DB-table" ] && flush_table "$T/$CUR.conf"

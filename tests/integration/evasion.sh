@@ -15,8 +15,8 @@
 #   4. dry run: a dry_run policy never shows in the client's headers;
 #   5. a key flood: one address minting API keys cannot fill the store and
 #      lock every new client out (new_keys_per_ip).
-# The database is read once a decision table (commit = behind) is flushed
-# to it (esql).
+# The database is read once the decision table (commit = behind, the
+# default) is flushed to it (esql).
 # Topology: client (127.0.0.x) -> front proxy on 127.0.0.1 -> backend
 # lighttpd -> spawn-fcgi -> rlgate, whose peer is the front (127.0.0.1, a
 # trusted proxy); or client -> lighttpd/Apache -> rlgate as Authorizer.
@@ -38,8 +38,9 @@ use_conf() {
 	restart_rlgate "$1" 30
 }
 
-# esql QUERY: QUERY on $DB once the decision table (commit = behind) of
-# its config is flushed to it: $DBCONF, else the running rlgate's.
+# esql QUERY: QUERY on $DB once the decision table (commit = behind, the
+# default) of its config is flushed to it: $DBCONF, else the running
+# rlgate's.
 DBCONF=
 esql() {
 	sql_flushed "${DBCONF:-$T/$CUR.conf}" "$DB" "$1"

@@ -29,6 +29,8 @@ make_rundir
 db="$T/files.db"
 conf="$T/rlgate.conf"
 write_rlgate_conf "$conf" "$db" 5 60
+# what --check-config says first: commit = auto is behind here
+commit_line="commit = behind (auto): decided in $db-table, written to the database every 1000 ms; each when run as CGI, one process per request"
 
 # --- a database rlgate creates: 0600, no warning
 start_rlgate_fcgi made "$run/made.sock" "$conf" 1 --threads 1 \
@@ -44,7 +46,8 @@ is "$(mode_of "$db-wal")" 600 "so has its -wal"
 is "$(mode_of "$db-shm")" 600 "and its -shm"
 check --config "$conf"
 is "$RC" 0 "--check-config: exit 0"
-is "$OUT" "$conf: configuration ok" "--check-config: no warning for mode 0600"
+is "$OUT" "$commit_line
+$conf: configuration ok" "--check-config: no warning for mode 0600"
 is "$(grep -c warning "$T/made-log")" 0 "no warning in the log"
 stop_rlgate_fcgi made
 
@@ -72,7 +75,8 @@ is "$(mode_of "$db")" 644 "rlgate leaves the mode as the operator set it"
 stop_rlgate_fcgi made
 chmod 0600 "$db" "$db-wal" "$db-shm"
 check --config "$conf"
-is "$OUT" "$conf: configuration ok" "after the chmod: no warning"
+is "$OUT" "$commit_line
+$conf: configuration ok" "after the chmod: no warning"
 
 # --- the log: a symbolic link is refused, the file behind it untouched
 printf 'precious\n' >"$T/target"
@@ -131,6 +135,7 @@ is "$RC" 0 "--check-config --log on a 0666 log: exit 0"
 like "$OUT" "warning: the log $T/open-log has mode 0666" "--check-config warns about it too"
 chmod 0640 "$T/open-log"
 check --config "$conf" --log "$T/open-log"
-is "$OUT" "$conf: configuration ok" "a 0640 log: no warning"
+is "$OUT" "$commit_line
+$conf: configuration ok" "a 0640 log: no warning"
 
 done_testing

@@ -501,7 +501,7 @@ re_err() {
 # ---- rlgate configs --------------------------------------------------------
 
 # write_rlgate_conf FILE DB LIMIT WINDOW [ON_ERROR [BUSY_MS]]; with
-# COMMIT set, [store] commit = $COMMIT (else the default).
+# COMMIT set, [store] commit = $COMMIT (else the default, auto).
 write_rlgate_conf() {
 	cat >"$1" <<EOF
 ; written by $(basename "$0")
@@ -892,7 +892,7 @@ sql() {
 	sqlite3 -cmd '.timeout 5000' "$1" "$2"
 }
 
-# flush_table CONF: with [store] commit = behind, writes
+# flush_table CONF: with [store] commit = behind (the default), writes
 # what the decision table of CONF's database holds to the database now, so
 # that the sqlite3 shell sees every decision made so far: a process that
 # closes the table flushes it (as a stopping worker does), and rlgate

@@ -14,6 +14,8 @@
 #     view and a table of the operator's own: served as before;
 #   - through Apache (mod_proxy_fcgi, the shipped config): the trigger
 #     again, 503, then exact counting after DROP TRIGGER.
+# Those run with commit = each: the trigger would fire in the transaction of
+# a decision.
 : "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
@@ -25,7 +27,7 @@ db="$T/guard.db"
 LIMIT=2
 WINDOW=60
 conf="$T/rlgate.conf"
-write_rlgate_conf "$conf" "$db" $LIMIT $WINDOW closed 2000
+COMMIT=each write_rlgate_conf "$conf" "$db" $LIMIT $WINDOW closed 2000
 start_rlgate_fcgi rlgate "$sock" "$conf" 2 --threads 2
 demo_lighttpd "$sock"
 

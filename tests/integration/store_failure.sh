@@ -5,7 +5,8 @@
 # fault goes away. on_error = open: the same faults let requests through.
 # Faults: the database's directory missing; the database locked by another
 # process for longer than busy_timeout_ms; the database file deleted while
-# rlgate serves.
+# rlgate serves. They run with commit = each, where every decision is a
+# SQLite transaction.
 : "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
@@ -61,7 +62,7 @@ ensure_window_room $WINDOW 30
 missing="$T/missing"
 db="$missing/rlgate.db"
 conf="$T/closed.conf"
-write_rlgate_conf "$conf" "$db" $LIMIT $WINDOW closed $BUSY_MS
+COMMIT=each write_rlgate_conf "$conf" "$db" $LIMIT $WINDOW closed $BUSY_MS
 # one process, one thread: one error-log throttle, so the log is exact
 start_rlgate_fcgi closed "$sock" "$conf" 1 --threads 1
 pids_before=$(cat "$T/closed.pid")
@@ -142,7 +143,7 @@ stop_rlgate_fcgi closed
 missing="$T/missing-open"
 db="$missing/rlgate.db"
 conf="$T/open.conf"
-write_rlgate_conf "$conf" "$db" $LIMIT $WINDOW open $BUSY_MS
+COMMIT=each write_rlgate_conf "$conf" "$db" $LIMIT $WINDOW open $BUSY_MS
 start_rlgate_fcgi open "$sock" "$conf" 1 --threads 1
 
 # --- directory missing: every request passes, past the limit too
@@ -191,7 +192,7 @@ stop_rlgate_fcgi open
 for mode in closed open; do
 	db="$T/full-$mode.db"
 	conf="$T/full-$mode.conf"
-	write_rlgate_conf "$conf" "$db" $LIMIT $WINDOW $mode $BUSY_MS
+	COMMIT=each write_rlgate_conf "$conf" "$db" $LIMIT $WINDOW $mode $BUSY_MS
 	sed -i 's/^\[store\]$/[store]\nmax_clients = 3/' "$conf"
 	start_rlgate_fcgi "full-$mode" "$sock" "$conf" 1 --threads 1
 	for c in 1 2 3; do

@@ -9,6 +9,9 @@
 # Remaining and the count in the database). Then the full disk once more
 # with on_error = open: requests pass, one log line.
 #
+# These faults are of the SQLite transaction each decision is with commit
+# = each, which every part here sets.
+#
 # The databases live on small tmpfs mounts made here, so this needs root (or
 # CAP_SYS_ADMIN); without it the whole script is skipped.
 #
@@ -112,7 +115,8 @@ demo_lighttpd_conf
 nlines() { printf '%s\n' "$1" | grep -c .; }
 
 # start NAME DB ON_ERROR: an rlgate for DB (one process, one thread) on the
-# socket lighttpd uses; sets PID.
+# socket lighttpd uses, with commit = $COMMIT; sets PID.
+COMMIT=each
 start() {
 	write_rlgate_conf "$T/$1.conf" "$2" $LIMIT $WINDOW "$3"
 	start_rlgate_fcgi "$1" "$sock" "$T/$1.conf" 1 --threads 1
