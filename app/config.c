@@ -58,6 +58,8 @@ static void rlg_new_keys_policy(struct rlg_parse *p, struct rlg_policy *pol,
     size_t i);
 static void rlg_store_finish(struct rlg_parse *p);
 static void rlg_table_finish(struct rlg_parse *p);
+static int64_t rlg_table_policies(const struct rlg_config *cfg);
+static struct rlg_config *rlg_config_base(void);
 static void rlg_routes_finish(struct rlg_parse *p);
 static void rlg_policy_free_fields(struct rlg_policy *pol);
 static void rlg_route_free_fields(struct rlg_route *r);
@@ -83,13 +85,36 @@ static const struct {
 struct rlg_config *
 rlg_config_defaults(void)
 {
+	struct rlg_config *cfg = rlg_config_base();
+	struct rlg_sqlite_config *sq = &cfg->store.sqlite;
+	char why[256];
+
+	/* commit = auto, resolved as the loader does for an empty file. */
+	sq->commit_auto = true;
+	if (rlg_config_why_each(cfg, why, sizeof why)) {
+		sq->commit = RLG_COMMIT_EACH;
+	} else {
+		sq->commit = RLG_COMMIT_BEHIND;
+		sq->table_entries = sq->max_clients * rlg_table_policies(cfg);
+	}
+	return cfg;
+}
+
+/*
+ * The built-in defaults before anything is resolved (commit = auto): what
+ * the loader reads a file over.
+ */
+static struct rlg_config *
+rlg_config_base(void)
+{
 	struct rlg_config *cfg;
 
 	/*
 	 * All zero is the first word of every enum (on_error = closed,
 	 * backend = sqlite, clock = redis, synchronous = normal, group_commit
-	 * = auto, style = draft03, errors = json), report_exempt = no and no
-	 * lists; the rows' defaults are held to these by the tests.
+	 * = auto, commit = auto, style = draft03, errors = json),
+	 * report_exempt = no and no lists; the rows' defaults are held to
+	 * these by the tests.
 	 */
 	cfg = rlg_xcalloc(1, sizeof *cfg);
 	cfg->store.sqlite.path = rlg_xstrdup(RLG_DEFAULT_DB_PATH);
@@ -210,7 +235,7 @@ rlg_config_parse(const char *name, FILE *fp, const char *text, FILE *errs,
 	memset(&p, 0, sizeof p);
 	p.name = name;
 	p.lines = rlg_xcalloc(RLG_NSCOPES * rlg_noptions, sizeof *p.lines);
-	p.cfg = rlg_config_defaults();
+	p.cfg = rlg_config_base();
 	p.pols = rlg_xcalloc(RLG_POLICIES_MAX, sizeof *p.pols);
 	p.builds = rlg_xcalloc(RLG_POLICIES_MAX, sizeof *p.builds);
 	p.routes = rlg_xcalloc(RLG_ROUTES_MAX, sizeof *p.routes);
@@ -703,6 +728,12 @@ rlg_store_finish(struct rlg_parse *p)
 		rlg_table_finish(p);
 		return;
 	}
+	/* Redis has no commit of its own to choose (a commit line was
+	 * reported above): auto means nothing there, each says so. */
+	if (p->cfg->store.sqlite.commit == RLG_COMMIT_AUTO) {
+		p->cfg->store.sqlite.commit = RLG_COMMIT_EACH;
+		p->cfg->store.sqlite.commit_auto = true;
+	}
 	/* A url that was set but bad is reported for itself. */
 	if (url->first == 0)
 		rlg_problem(p, backend->ok, cluster ? "[store] backend: "
@@ -723,11 +754,14 @@ rlg_store_finish(struct rlg_parse *p)
 }
 
 /*
- * commit = behind: the table holds max_clients entries for each policy
- * that keeps state (a bound on new keys is one), so max_clients must be
- * set and the product bounded; sliding_log keeps its log in the database,
- * which the table does not (store_table.c). flush_ms only means something
- * with behind.
+ * commit: auto becomes behind where the table holds the config, else each
+ * (rlg_config_why_each), and says so in commit_auto. An explicit behind
+ * must fit, or each reason is a problem on the commit line: the table
+ * holds max_clients entries for each policy that keeps state (a bound on
+ * new keys is one), so max_clients must be set and the product bounded;
+ * sliding_log keeps its log in the database, which the table does not
+ * (store_table.c). flush_ms only means something with behind: with an
+ * auto that gave each, the problem says why it did.
  */
 static void
 rlg_table_finish(struct rlg_parse *p)
@@ -735,31 +769,41 @@ rlg_table_finish(struct rlg_parse *p)
 	struct rlg_sqlite_config *sq = &p->cfg->store.sqlite;
 	int commit = rlg_lines(p, 0, "store", "commit")->ok;
 	int flush = rlg_lines(p, 0, "store", "flush_ms")->ok;
-	int64_t kept = 0;
+	int64_t kept = rlg_table_policies(p->cfg);
+	char why[256];
 	size_t i;
 
+	if (sq->commit == RLG_COMMIT_AUTO) {
+		sq->commit_auto = true;
+		if (rlg_config_why_each(p->cfg, why, sizeof why)) {
+			sq->commit = RLG_COMMIT_EACH;
+			if (flush != 0)
+				rlg_problem(p, flush, "[store] flush_ms: "
+				    "commit = auto resolves to each here (%s):"
+				    " flush_ms applies only to commit = "
+				    "behind", why);
+			return;
+		}
+		sq->commit = RLG_COMMIT_BEHIND;
+	}
 	if (sq->commit != RLG_COMMIT_BEHIND) {
 		if (flush != 0)
 			rlg_problem(p, flush, "[store] flush_ms: applies only "
 			    "to commit = behind");
 		return;
 	}
-	for (i = 0; i < p->cfg->npolicies; i++) {
-		const struct rlg_policy *pol = &p->cfg->policies[i];
-
-		kept += 1 + (pol->new_keys_policy != NULL);
-		if (pol->lim.algorithm == RLG_ALG_SLIDING_LOG)
+	for (i = 0; i < p->cfg->npolicies; i++)
+		if (p->cfg->policies[i].lim.algorithm == RLG_ALG_SLIDING_LOG)
 			rlg_problem(p, commit, "[store] commit: behind does "
 			    "not keep [policy %s], a sliding_log (its log "
 			    "lives in the database): use commit = each, or "
-			    "another algorithm", pol->name);
-	}
+			    "another algorithm", p->cfg->policies[i].name);
 	if (sq->max_clients == 0) {
 		rlg_problem(p, commit, "[store] commit: behind sizes its "
 		    "table by max_clients: set [store] max_clients > 0");
 		return;
 	}
-	if (sq->max_clients > RLG_TABLE_ENTRIES_MAX / (kept > 0 ? kept : 1)) {
+	if (sq->max_clients > RLG_TABLE_ENTRIES_MAX / kept) {
 		rlg_problem(p, commit, "[store] commit: behind keeps "
 		    "max_clients (%lld) x %lld policies = %lld entries, over "
 		    "the table's %lld: lower max_clients",
@@ -768,7 +812,52 @@ rlg_table_finish(struct rlg_parse *p)
 		    (long long)RLG_TABLE_ENTRIES_MAX);
 		return;
 	}
-	sq->table_entries = sq->max_clients * (kept > 0 ? kept : 1);
+	sq->table_entries = sq->max_clients * kept;
+}
+
+bool
+rlg_config_why_each(const struct rlg_config *cfg, char *why, size_t size)
+{
+	const struct rlg_sqlite_config *sq = &cfg->store.sqlite;
+	int64_t kept = rlg_table_policies(cfg);
+	size_t i;
+
+	for (i = 0; i < cfg->npolicies; i++)
+		if (cfg->policies[i].lim.algorithm == RLG_ALG_SLIDING_LOG) {
+			snprintf(why, size, "[policy %s] is a sliding_log, "
+			    "whose log lives in the database",
+			    cfg->policies[i].name);
+			return true;
+		}
+	if (sq->max_clients == 0) {
+		snprintf(why, size, "max_clients = 0, and the table is sized "
+		    "by it");
+		return true;
+	}
+	if (sq->max_clients > RLG_TABLE_ENTRIES_MAX / kept) {
+		snprintf(why, size, "max_clients (%lld) x %lld policies = "
+		    "%lld entries, over the table's %lld",
+		    (long long)sq->max_clients, (long long)kept,
+		    (long long)sq->max_clients * (long long)kept,
+		    (long long)RLG_TABLE_ENTRIES_MAX);
+		return true;
+	}
+	if (size > 0)
+		why[0] = '\0';
+	return false;
+}
+
+/* The policies that keep state in the table: each, and each bound on new
+ * keys; at least 1. */
+static int64_t
+rlg_table_policies(const struct rlg_config *cfg)
+{
+	int64_t kept = 0;
+	size_t i;
+
+	for (i = 0; i < cfg->npolicies; i++)
+		kept += 1 + (cfg->policies[i].new_keys_policy != NULL);
+	return kept > 0 ? kept : 1;
 }
 
 /* Frees what a policy owns, not the policy itself. */

@@ -100,9 +100,13 @@ enum rlg_group {
 /*
  * [store] commit (SQLite): each decision one commit, or the decisions in
  * the host's shared table and the database written behind (store_table.c).
+ * auto, the default, is resolved when the config is finished: behind where
+ * the table can hold the config, else each (rlg_config_why_each); a loaded
+ * config never holds auto.
  */
 enum rlg_commit {
-	RLG_COMMIT_EACH = 0,
+	RLG_COMMIT_AUTO = 0,
+	RLG_COMMIT_EACH,
 	RLG_COMMIT_BEHIND,
 };
 
@@ -126,6 +130,8 @@ struct rlg_sqlite_config {
 	enum rlg_sync synchronous;     /* PRAGMA synchronous */
 	enum rlg_group group_commit;   /* auto: on with synchronous = full */
 	enum rlg_commit commit;        /* each, or behind (the table) */
+	bool commit_auto;              /* commit was auto: resolved, not
+	                                  written */
 	int64_t flush_ms;              /* behind: how often the table is
 	                                  written to the database */
 	/*
@@ -278,6 +284,18 @@ const char *rlg_config_pick(const char *opt);
 /* Frees a config; NULL does nothing. */
 void rlg_config_free(struct rlg_config *cfg);
 
+/*
+ * Why [store] commit = auto gives cfg's SQLite store each, not behind:
+ * the decision table cannot hold it (a sliding_log policy, max_clients =
+ * 0, or max_clients x the policies that keep state over
+ * RLG_TABLE_ENTRIES_MAX). Returns true with the reason in why (size
+ * bytes, a phrase: "[policy s] is a sliding_log, whose log lives in the
+ * database"), or false with why "" when the table holds it. The loader
+ * resolves auto with it; main.c says it in the log and --check-config.
+ */
+bool rlg_config_why_each(const struct rlg_config *cfg, char *why,
+    size_t size);
+
 /* A word a key takes, and the enum value it stands for. */
 struct rlg_word {
 	const char *name;
@@ -349,6 +367,8 @@ const char *rlg_style_name(enum rlg_header_style s);
 const char *rlg_error_format_name(enum rlg_error_format f);
 const char *rlg_store_backend_name(enum rlg_store_backend b);
 const char *rlg_store_clock_name(enum rlg_store_clock c);
+/* "auto", "each", "behind". */
+const char *rlg_commit_name(enum rlg_commit c);
 /* "error", "warn", "info" ("unknown" for anything else). */
 const char *rlg_log_level_name(enum rlg_log_level l);
 

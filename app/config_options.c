@@ -76,8 +76,8 @@ static const struct rlg_word rlg_group_words[] = {
 	{ "off", RLG_GROUP_OFF }, { NULL, 0 }
 };
 static const struct rlg_word rlg_commit_words[] = {
-	{ "each", RLG_COMMIT_EACH }, { "behind", RLG_COMMIT_BEHIND },
-	{ NULL, 0 }
+	{ "auto", RLG_COMMIT_AUTO }, { "each", RLG_COMMIT_EACH },
+	{ "behind", RLG_COMMIT_BEHIND }, { NULL, 0 }
 };
 static const struct rlg_word rlg_style_words[] = {
 	{ "draft03", RLG_STYLE_DRAFT03 }, { "ietf", RLG_STYLE_IETF },
@@ -167,9 +167,9 @@ const struct rlg_option rlg_options[] = {
 	  .words = rlg_group_words, .def = "auto",
 	  .doc = "Whether the threads of a process share SQLite commits." },
 	{ RLG_KEY("store", "commit", ENUM), RLG_STORE(sqlite.commit),
-	  .words = rlg_commit_words, .def = "each",
-	  .doc = "Each decision a commit, or decided in shared memory,"
-	  " written behind." },
+	  .words = rlg_commit_words, .def = "auto",
+	  .doc = "Decided in shared memory and written behind, or a commit"
+	  " each." },
 	{ RLG_KEY("store", "flush_ms", INT), RLG_STORE(sqlite.flush_ms),
 	  .min = RLG_FLUSH_MS_MIN, .max = RLG_FLUSH_MS_MAX, .def = "1000",
 	  .doc = "commit = behind: how often the table is written to SQLite,"
@@ -251,6 +251,7 @@ rlg_config_options(size_t *n)
 RLG_NAME_FN(rlg_on_error_name, enum rlg_on_error, rlg_on_error_words)
 RLG_NAME_FN(rlg_store_backend_name, enum rlg_store_backend, rlg_backend_words)
 RLG_NAME_FN(rlg_store_clock_name, enum rlg_store_clock, rlg_clock_words)
+RLG_NAME_FN(rlg_commit_name, enum rlg_commit, rlg_commit_words)
 RLG_NAME_FN(rlg_style_name, enum rlg_header_style, rlg_style_words)
 RLG_NAME_FN(rlg_error_format_name, enum rlg_error_format,
     rlg_error_format_words)

@@ -4,12 +4,16 @@
  * then hands over to the FastCGI accept loop, or serves one CGI request.
  * At FastCGI start and in --check-config it warns about files that users
  * other than rlgate's may read or write: the log, and the store's (which
- * the store reports on itself).
+ * the store reports on itself). Both say which [store] commit applies;
+ * a plain CGI process, one per request, turns commit = auto into each
+ * before its store opens (a table and a flusher thread for one request
+ * are pure cost).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,8 +42,10 @@ static void usage(FILE *f);
 static int parse_options(int argc, char **argv, struct options *o);
 static int check_config(const struct rlg_config *cfg, const char *path,
     const char *log_path);
-static int serve(const struct rlg_config *cfg, const char *path,
-    int threads, const char *log_warning);
+static int serve(struct rlg_config *cfg, const char *path, int threads,
+    const char *log_warning);
+static const char *describe_commit(const struct rlg_config *cfg,
+    bool check, char *buf, size_t size);
 static int parse_threads(const char *s, int *out);
 static int open_log(const char *path, char *warning, size_t size);
 static void log_mode_warning(const char *path, mode_t mode, char *buf,
@@ -126,6 +132,38 @@ describe_policies(const struct rlg_config *cfg, char *buf, size_t len)
 			used += (size_t)n;
 		}
 	}
+}
+
+/*
+ * Which [store] commit a SQLite store has, and why when auto chose each:
+ * "commit = behind (auto): decided in PATH-table, written to the database
+ * every 1000 ms", "commit = each (auto: [policy s] is a sliding_log,
+ * whose log lives in the database): one SQLite transaction per decision".
+ * check adds what a CGI process does with auto. NULL for Redis.
+ */
+static const char *
+describe_commit(const struct rlg_config *cfg, bool check, char *buf,
+    size_t size)
+{
+	const struct rlg_sqlite_config *sq = &cfg->store.sqlite;
+	char why[256] = "", table[4200];
+
+	if (cfg->store.backend != RLG_BACKEND_SQLITE)
+		return NULL;
+	if (sq->commit_auto && sq->commit == RLG_COMMIT_EACH)
+		(void)rlg_config_why_each(cfg, why, sizeof why);
+	if (sq->commit == RLG_COMMIT_BEHIND)
+		snprintf(buf, size, "commit = behind%s: decided in %s, written"
+		    " to the database every %lld ms%s",
+		    sq->commit_auto ? " (auto)" : "",
+		    rlg_store_table_path(sq->path, table, sizeof table),
+		    (long long)sq->flush_ms, sq->commit_auto && check ?
+		    "; each when run as CGI, one process per request" : "");
+	else
+		snprintf(buf, size, "commit = each%s%s%s: one SQLite "
+		    "transaction per decision", why[0] != '\0' ? " (auto: " :
+		    "", why, why[0] != '\0' ? ")" : "");
+	return buf;
 }
 
 /*
@@ -305,16 +343,20 @@ parse_options(int argc, char **argv, struct options *o)
 
 /*
  * --check-config on a config that loaded: the warnings about files others
- * may read or write (the store's, the log's), then "ok". Returns 0:
- * warnings are no problems.
+ * may read or write (the store's, the log's), which commit a SQLite store
+ * has, then "ok". Returns 0: warnings are no problems.
  */
 static int
 check_config(const struct rlg_config *cfg, const char *path,
     const char *log_path)
 {
+	char commit[4600];
+
 	(void)rlg_store_check_files(&cfg->store, warn_stdout, NULL);
 	if (log_path != NULL)
 		check_log_path(log_path);
+	if (describe_commit(cfg, true, commit, sizeof commit) != NULL)
+		printf("%s\n", commit);
 	printf("%s: configuration ok\n",
 	    path != NULL ? path : "built-in defaults");
 	return 0;
@@ -366,15 +408,17 @@ reset_client(const struct rlg_config *cfg, const char *client,
 
 /*
  * Serves with cfg (from path, NULL: the built-in defaults): FastCGI on
- * the socket at fd 0, after one line saying what it serves and the
- * warnings about files (log_warning: the log's, or ""); else one CGI
- * request. Returns the exit code.
+ * the socket at fd 0, after one line saying what it serves, the warnings
+ * about files (log_warning: the log's, or "") and, at level info, which
+ * commit applies; else one CGI request, with each for an auto commit.
+ * Returns the exit code.
  */
 static int
-serve(const struct rlg_config *cfg, const char *path, int threads,
+serve(struct rlg_config *cfg, const char *path, int threads,
     const char *log_warning)
 {
-	char policies[1024], store[512];
+	char policies[1024], store[512], commit[4600];
+	struct rlg_sqlite_config *sq = &cfg->store.sqlite;
 
 	if (rlg_server_is_fastcgi()) {
 		describe_policies(cfg, policies, sizeof policies);
@@ -390,10 +434,24 @@ serve(const struct rlg_config *cfg, const char *path, int threads,
 		if (log_warning[0] != '\0')
 			rlg_log("%s", log_warning);
 		(void)rlg_store_check_files(&cfg->store, warn_log, NULL);
+		if (cfg->log_level >= RLG_LOG_INFO &&
+		    describe_commit(cfg, false, commit, sizeof commit) != NULL)
+			rlg_log("%s", commit);
 		return rlg_server_run_fastcgi(cfg, threads);
 	}
-	if (getenv("GATEWAY_INTERFACE") != NULL)
+	if (getenv("GATEWAY_INTERFACE") != NULL) {
+		/*
+		 * One process per request: the table would be mapped, and a
+		 * flusher started and joined, for one decision. An explicit
+		 * behind is the operator's (every process of the host then
+		 * decides in the one table).
+		 */
+		if (sq->commit_auto && sq->commit == RLG_COMMIT_BEHIND) {
+			sq->commit = RLG_COMMIT_EACH;
+			sq->table_entries = 0;
+		}
 		return rlg_server_run_cgi(cfg);
+	}
 	fprintf(stderr, "rlgate: no FastCGI socket on standard input "
 	    "and GATEWAY_INTERFACE is not set: start rlgate under "
 	    "spawn-fcgi or a web server (see rlgate --help)\n");

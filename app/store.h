@@ -172,9 +172,9 @@ void rlg_store_idle(struct rlg_store *s, int64_t now_ms);
 
 /*
  * Reports the files the store keeps for cfg that anyone but their owner
- * may read or write: SQLite's database and its -wal and -shm, those that
- * exist (the store creates them 0600 but keeps the mode of a file it
- * finds); Redis keeps none. One line through warn(ctx, line) when there
+ * may read or write: SQLite's database, its -wal and -shm and the
+ * decision table (-table), those that exist (the store creates them 0600
+ * but keeps the mode of a file it finds); Redis keeps none. One line through warn(ctx, line) when there
  * is any: each file with its mode and what that allows, and the chmod
  * that fixes it. Returns the number of files reported.
  */

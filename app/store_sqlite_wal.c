@@ -23,7 +23,8 @@
  * in the step that found the WAL long, as SQLite's own would.
  *
  * rlg_store_check_files (store.h) lives here too: whether others than
- * rlgate may read or write the database, its -wal and its -shm.
+ * rlgate may read or write the database, its -wal, its -shm and the
+ * decision table beside it (commit = behind), which holds the same state.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -157,6 +158,8 @@ rlg_store_check_files(const struct rlg_store_config *cfg,
 	sq_warn_file(cfg->sqlite.path, "-wal", files, sizeof files, names,
 	    sizeof names, &bad, &bad_bits);
 	sq_warn_file(cfg->sqlite.path, "-shm", files, sizeof files, names,
+	    sizeof names, &bad, &bad_bits);
+	sq_warn_file(cfg->sqlite.path, "-table", files, sizeof files, names,
 	    sizeof names, &bad, &bad_bits);
 	if (bad == 0)
 		return 0;

@@ -90,7 +90,7 @@ cat <<MSG
 
 rlgate demo running: lighttpd on http://127.0.0.1:$port/ -> spawn-fcgi (2 processes x 2 threads) -> rlgate
   config:   $run/rlgate.conf (5 requests per 60 s window per client)
-  database: $run/rlgate.db
+  database: $run/rlgate.db (decided in $run/rlgate.db-table, written behind every second)
   logs:     $run/rlgate.log, $run/lighttpd-error.log
 
 Try it:
@@ -98,7 +98,7 @@ Try it:
   for i in 1 2 3 4 5 6 7; do curl -s -o /dev/null -w '%{http_code} ' http://127.0.0.1:$port/api/v1/resources; done; echo
   curl -i http://127.0.0.1:$port/api/v1/resources          # 429 with Retry-After
   curl -i --interface 127.0.0.2 http://127.0.0.1:$port/api/v1/resources   # another client
-  sqlite3 $run/rlgate.db 'SELECT * FROM clients'
+  sqlite3 $run/rlgate.db 'SELECT * FROM clients'          # written behind: about 1 s old
 
 Stop it with: bash scripts/demo.sh stop
 MSG

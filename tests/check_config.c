@@ -600,6 +600,11 @@ START_TEST(test_defaults)
 	ck_assert_int_eq(cfg->store.rejection_cache, 4096);
 	ck_assert_int_eq(cfg->store.sqlite.synchronous, RLG_SYNC_NORMAL);
 	ck_assert_int_eq(cfg->store.sqlite.group_commit, RLG_GROUP_AUTO);
+	/* commit = auto, resolved: the table holds the built-in policy. */
+	ck_assert_int_eq(cfg->store.sqlite.commit, RLG_COMMIT_BEHIND);
+	ck_assert(cfg->store.sqlite.commit_auto);
+	ck_assert_int_eq(cfg->store.sqlite.flush_ms, 1000);
+	ck_assert_int_eq(cfg->store.sqlite.table_entries, 1000000);
 	ck_assert_int_eq(cfg->style, RLG_STYLE_DRAFT03);
 	ck_assert_int_eq(cfg->errors, RLG_ERRORS_JSON);
 	ck_assert_uint_eq(cfg->npolicies, 1);
@@ -3204,6 +3209,8 @@ START_TEST(test_option_words)
 				got = rlg_error_format_name(w->value);
 			else if (strcmp(o->name, "level") == 0)
 				got = rlg_log_level_name(w->value);
+			else if (strcmp(o->name, "commit") == 0)
+				got = rlg_commit_name(w->value);
 			else if (strcmp(o->name, "algorithm") == 0)
 				got = rlg_algorithm_name(w->value);
 			if (got != NULL)
@@ -3230,9 +3237,15 @@ START_TEST(test_commit_behind)
 	ck_assert_int_eq(cfg->store.sqlite.flush_ms, 250);
 	/* a, its bound on new keys, b. */
 	ck_assert_int_eq(cfg->store.sqlite.table_entries, 3000);
+	ck_assert(!cfg->store.sqlite.commit_auto);
 	rlg_config_free(cfg);
-	rlg_t_expect("[store]\nflush_ms = 250\n", 1,
-	    "t.conf:2: [store] flush_ms: applies only to commit = behind\n");
+	rlg_t_expect("[store]\ncommit = each\nflush_ms = 250\n", 1,
+	    "t.conf:3: [store] flush_ms: applies only to commit = behind\n");
+	cfg = rlg_t_ok("[store]\ncommit = each\n");
+	ck_assert_int_eq(cfg->store.sqlite.commit, RLG_COMMIT_EACH);
+	ck_assert(!cfg->store.sqlite.commit_auto);
+	ck_assert_int_eq(cfg->store.sqlite.table_entries, 0);
+	rlg_config_free(cfg);
 	rlg_t_expect("[store]\ncommit = behind\nmax_clients = 0\n", 1,
 	    "t.conf:2: [store] commit: behind sizes its table by max_clients:"
 	    " set [store] max_clients > 0\n");
@@ -3245,9 +3258,99 @@ START_TEST(test_commit_behind)
 	    1, "t.conf:2: [store] commit: behind keeps max_clients (100000000)"
 	    " x 1 policies = 100000000 entries, over the table's 67108864:"
 	    " lower max_clients\n");
+	/* Every reason at once, each on the commit line. */
+	rlg_t_expect("[store]\ncommit = behind\nmax_clients = 0\n"
+	    "[policy s]\nalgorithm = sliding_log\n", 2,
+	    "t.conf:2: [store] commit: behind does not keep [policy s], a"
+	    " sliding_log (its log lives in the database): use commit = each,"
+	    " or another algorithm\n"
+	    "t.conf:2: [store] commit: behind sizes its table by max_clients:"
+	    " set [store] max_clients > 0\n");
 	rlg_t_expect("[store]\ncommit = later\n", 1,
-	    "t.conf:2: [store] commit: must be one of each, behind (got"
+	    "t.conf:2: [store] commit: must be one of auto, each, behind (got"
 	    " \"later\")\n");
+}
+END_TEST
+
+/*
+ * commit = auto, the default: behind where the table holds the config
+ * (sized as an explicit behind is), else each with commit_auto saying it
+ * was resolved; flush_ms with an auto that gave each is a problem naming
+ * why; Redis takes each and no commit line.
+ */
+START_TEST(test_commit_auto)
+{
+	static const struct {
+		const char *text;
+		enum rlg_commit commit;
+		int64_t entries;
+		const char *why;
+	} cases[] = {
+		{ "", RLG_COMMIT_BEHIND, 1000000, "" },
+		{ "[store]\ncommit = auto\n", RLG_COMMIT_BEHIND, 1000000, "" },
+		{ "[store]\nmax_clients = 1000\n[client]\n"
+		  "key_secret = 0123456789abcdef\n[policy a]\n"
+		  "key = header:X\n[policy b]\n", RLG_COMMIT_BEHIND, 3000,
+		  "" },
+		{ "[store]\nflush_ms = 250\n", RLG_COMMIT_BEHIND, 1000000,
+		  "" },
+		{ "[policy fast]\n[policy s]\nalgorithm = sliding_log\n",
+		  RLG_COMMIT_EACH, 0, "[policy s] is a sliding_log, whose log"
+		  " lives in the database" },
+		{ "[store]\nmax_clients = 0\n", RLG_COMMIT_EACH, 0,
+		  "max_clients = 0, and the table is sized by it" },
+		{ "[store]\nmax_clients = 40000000\n[policy a]\n[policy b]\n",
+		  RLG_COMMIT_EACH, 0, "max_clients (40000000) x 2 policies ="
+		  " 80000000 entries, over the table's 67108864" },
+		/* Exactly the table's most: it fits. */
+		{ "[store]\nmax_clients = 33554432\n[policy a]\n[policy b]\n",
+		  RLG_COMMIT_BEHIND, 67108864, "" },
+	};
+	struct rlg_config *cfg;
+	char why[256];
+	size_t i;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		cfg = rlg_t_ok(cases[i].text);
+		ck_assert_msg(cfg->store.sqlite.commit == cases[i].commit,
+		    "case %zu: commit %d", i, (int)cfg->store.sqlite.commit);
+		ck_assert(cfg->store.sqlite.commit_auto);
+		ck_assert_int_eq(cfg->store.sqlite.table_entries,
+		    cases[i].entries);
+		ck_assert_int_eq(rlg_config_why_each(cfg, why, sizeof why),
+		    cases[i].why[0] != '\0');
+		ck_assert_str_eq(why, cases[i].why);
+		rlg_config_free(cfg);
+	}
+	/* flush_ms where auto gives each: the problem says why. */
+	rlg_t_expect("[store]\nflush_ms = 250\n[policy s]\n"
+	    "algorithm = sliding_log\n", 1,
+	    "t.conf:2: [store] flush_ms: commit = auto resolves to each here"
+	    " ([policy s] is a sliding_log, whose log lives in the database):"
+	    " flush_ms applies only to commit = behind\n");
+	rlg_t_expect("[store]\ncommit = auto\nmax_clients = 0\n"
+	    "flush_ms = 250\n", 1,
+	    "t.conf:4: [store] flush_ms: commit = auto resolves to each here"
+	    " (max_clients = 0, and the table is sized by it): flush_ms"
+	    " applies only to commit = behind\n");
+	/* An explicit behind keeps its problems where auto gives each. */
+	rlg_t_expect("[policy s]\nalgorithm = sliding_log\n[store]\n"
+	    "commit = behind\n", 1,
+	    "t.conf:4: [store] commit: behind does not keep [policy s], a"
+	    " sliding_log (its log lives in the database): use commit = each,"
+	    " or another algorithm\n");
+	/* Redis: each, resolved; a commit line is a problem, auto too. */
+	cfg = rlg_t_ok("[store]\nbackend = redis\nurl = redis://h\n");
+	ck_assert_int_eq(cfg->store.sqlite.commit, RLG_COMMIT_EACH);
+	ck_assert(cfg->store.sqlite.commit_auto);
+	ck_assert_int_eq(cfg->store.sqlite.table_entries, 0);
+	rlg_config_free(cfg);
+	rlg_t_expect("[store]\nbackend = redis\nurl = redis://h\n"
+	    "commit = auto\nflush_ms = 250\n", 2,
+	    "t.conf:4: [store] commit: applies only to backend = sqlite\n"
+	    "t.conf:5: [store] flush_ms: applies only to backend = sqlite\n");
+	ck_assert_str_eq(rlg_commit_name(RLG_COMMIT_AUTO), "auto");
+	ck_assert_str_eq(rlg_commit_name(RLG_COMMIT_BEHIND), "behind");
 }
 END_TEST
 
@@ -3717,6 +3820,7 @@ rlg_config_suite(void)
 	tcase_add_test(tc, test_option_rows);
 	tcase_add_test(tc, test_option_defaults);
 	tcase_add_test(tc, test_commit_behind);
+	tcase_add_test(tc, test_commit_auto);
 	tcase_add_test(tc, test_option_words);
 	tcase_add_test(tc, test_empty_backend);
 	suite_add_tcase(s, tc);

@@ -304,13 +304,15 @@ START_TEST(test_on_error)
 END_TEST
 
 /* A repeat answered by the rejection cache is reported as such, and
- * logged once (at warn). */
+ * logged once (at warn). The cache stands before a store that commits
+ * each decision. */
 START_TEST(test_cached_repeats)
 {
 	struct rlg_verdict v;
 	int i;
 
-	gate_on("[store]\nrejection_cache = 64\n[policy default]\nlimit = 1\n");
+	gate_on("[store]\nrejection_cache = 64\ncommit = each\n"
+	    "[policy default]\nlimit = 1\n");
 	log_begin();
 	for (i = 0; i < 4; i++) {
 		ask(&v, T1 + i, GET, RES, A1, NULL);

@@ -11,7 +11,8 @@
 #      first has slid out; rlg_log never holds more than the limit);
 #   2. exact counting under concurrency for every algorithm: 4 processes x
 #      4 threads, 200 requests over 32 connections, exactly 50 admitted, and
-#      the database agrees;
+#      the database agrees; with the default commit (auto: the decision
+#      table, but each for sliding_log) and again with commit = each;
 #   3. two policies on one request (token_bucket + fixed_window): all or
 #      nothing, the rejecting policy is the one reported;
 #   4. the header styles ietf, x-ratelimit, all, none, and errors = problem.
@@ -133,9 +134,12 @@ in_time() {
 	return 1
 }
 
-# client_sql QUERY: QUERY on $DB with :c bound to the client $CL.
+# client_sql QUERY: QUERY on $DB with :c bound to the client $CL, once
+# the decision table (commit = behind, the default; not for sliding_log,
+# where auto gives each and there is no table) is flushed to it.
 client_sql() {
 	local q="'$CL'"
+	[ -e "$DB-table" ] && flush_table "$T/$CUR.conf"
 	sql "$DB" "${1//:c/$q}"
 }
 
@@ -348,22 +352,38 @@ is "$SL_STATE7" 2 "sliding_log: rlg_state count 2"
 is "${SL_ROWS# }" "1 2 3 3 3 2" "sliding_log: rlg_log rows after each step: never more than 3"
 
 # ============================================================================
-# 2. exact counting under concurrency, for every algorithm: 4 processes x 4
-# threads on one database, 200 requests from one client on 32 connections
+# 2. exact counting under concurrency, for every algorithm: 4 processes x
+# 4 threads on one database, 200 requests from one client on 32 connections;
+# with commit = auto (the table; each for sliding_log, which the table does
+# not keep) and with commit = each (one transaction per decision)
 CLIMIT=50
 CWINDOW=3600
 NREQ=200
+for run_commit in auto each; do
 for alg in fixed_window sliding_window token_bucket sliding_log; do
+	# sliding_log is each with auto already
+	[ $run_commit = each ] && [ $alg = sliding_log ] && continue
+	lab="$alg, commit = $run_commit"
 	extra=
 	[ $alg = token_bucket ] && extra="burst = $CLIMIT"
-	conf "c-$alg" draft03 json <<EOF
+	conf "c-$alg-$run_commit" draft03 json <<EOF
 [policy $alg]
 algorithm = $alg
 limit = $CLIMIT
 window = $CWINDOW
 $extra
+
+[store]
+commit = $run_commit
 EOF
-	use_rlgate "c-$alg" 4 --threads 4
+	use_rlgate "c-$alg-$run_commit" 4 --threads 4
+	if [ $run_commit = auto ] && [ $alg != sliding_log ]; then
+		[ -f "$DB-table" ]
+		ok $? "$lab: decided in the table beside the database"
+	else
+		[ -e "$DB-table" ]
+		ok $((! $?)) "$lab: no table, a commit per decision"
+	fi
 	# a run that crosses an hour boundary (fixed and sliding windows count
 	# by aligned hour) is repeated from a fresh client
 	for try in 1 2 3; do
@@ -379,32 +399,33 @@ EOF
 		diag "$alg: the burst crossed an hour boundary (try $try); again with a fresh client"
 	done
 	[ -s "$T/curl.$alg.err" ] && diag "curl: $(head -5 "$T/curl.$alg.err")"
-	diag "$alg: $NREQ requests in $((t1 - t0)) ms"
+	diag "$lab: $NREQ requests in $((t1 - t0)) ms"
 	n200=$(grep -c '^200$' "$T/codes.$alg")
 	n429=$(grep -c '^429$' "$T/codes.$alg")
 	others=$(grep -vE '^(200|429)$' "$T/codes.$alg" | sort | uniq -c | tr -s ' \n' '  ')
 	is "$n200:$n429" "$CLIMIT:$((NREQ - CLIMIT))" \
-	    "$alg, concurrency: exactly $CLIMIT x 200 and $((NREQ - CLIMIT)) x 429"
+	    "$lab, concurrency: exactly $CLIMIT x 200 and $((NREQ - CLIMIT)) x 429"
 	is "$(wc -l <"$T/codes.$alg" | tr -d ' ')|${others% }" "$NREQ|" \
-	    "$alg, concurrency: $NREQ answers, no other status"
+	    "$lab, concurrency: $NREQ answers, no other status"
 	case $alg in
 	fixed_window | sliding_window)
 		is "$(client_sql "SELECT count, prev_count FROM rlg_state WHERE client = :c")" "$CLIMIT|0" \
-		    "$alg, concurrency: rlg_state count $CLIMIT"
+		    "$lab, concurrency: rlg_state count $CLIMIT"
 		;;
 	token_bucket)
 		# 50 admitted from a full bucket: tat = first request + 50 x 72 s
 		tat=$(client_sql "SELECT tat_us / 1000 FROM rlg_state WHERE client = :c")
 		between "$((tat - CWINDOW * 1000))" "$t0" "$t1" \
-		    "$alg, concurrency: rlg_state tat = first request + $CLIMIT emission intervals"
+		    "$lab, concurrency: rlg_state tat = first request + $CLIMIT emission intervals"
 		;;
 	sliding_log)
 		is "$(client_sql "SELECT count(*) FROM rlg_log WHERE client = :c")|$(client_sql "SELECT count FROM rlg_state WHERE client = :c")" \
-		    "$CLIMIT|$CLIMIT" "$alg, concurrency: $CLIMIT rlg_log rows, rlg_state count $CLIMIT"
+		    "$CLIMIT|$CLIMIT" "$lab, concurrency: $CLIMIT rlg_log rows, rlg_state count $CLIMIT"
 		;;
 	esac
-	rlgate_pids_alive "c-$alg"
-	ok $? "$alg, concurrency: every rlgate process survived"
+	rlgate_pids_alive "c-$alg-$run_commit"
+	ok $? "$lab, concurrency: every rlgate process survived"
+done
 done
 
 # ============================================================================

@@ -69,7 +69,7 @@ for st in /proc/[0-9]*/status; do
 	workers="$workers $(awk '$1 == "Uid:" { print $2 }' "$st" 2>/dev/null)"
 done
 like "$workers" " $daemon_uid( |\$)" "Apache's workers run as daemon (uid $daemon_uid) and reached the socket"
-is "$(sql "$run/rlgate.db" "SELECT count FROM rlg_state WHERE client = '127.0.0.1'")" 1 \
+is "$(sql_flushed "$conf" "$run/rlgate.db" "SELECT count FROM rlg_state WHERE client = '127.0.0.1'")" 1 \
     "rlg_state holds 127.0.0.1's count in this window"
 
 done_testing

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cgi.sh: rlgate as a CGI program: run directly with a CGI environment (one
 # request per process, all sharing the SQLite file), then under a real
-# lighttpd with mod_cgi.
+# lighttpd with mod_cgi. [store] commit = auto is each in a CGI process
+# (no decision table); an explicit behind is kept.
 : "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
@@ -73,6 +74,23 @@ like "$(header Status)" '^429 ' "still 429 (a rejected request consumes no quota
 # the database holds the count
 is "$(sql "$db" "SELECT count FROM rlg_state WHERE client = '127.0.0.1'")" $LIMIT \
     "rlg_state holds count $LIMIT for 127.0.0.1"
+# commit = auto (the file sets none): each in a CGI process
+[ -e "$db-table" ]
+ok $((! $?)) "commit = auto in a CGI process is each: no decision table beside the database"
+
+# --- an explicit commit = behind is kept in CGI: the table decides, and the
+# process flushes it as it exits
+conf_each=$conf
+conf="$T/cgi-behind.conf"
+COMMIT=behind write_rlgate_conf "$conf" "$T/cgi-behind.db" $LIMIT $WINDOW
+cgi GET /api/v1/resources 127.0.0.1
+cgi GET /api/v1/resources 127.0.0.1
+is "$STATUS:$(header RateLimit-Remaining)" "200:$((LIMIT - 2))" "commit = behind in CGI: counted in the table"
+[ -f "$T/cgi-behind.db-table" ]
+ok $? "commit = behind in CGI: the table beside the database"
+is "$(sql "$T/cgi-behind.db" "SELECT count FROM rlg_state WHERE client = '127.0.0.1'")" 2 \
+    "... written to the database by the time the process exits"
+conf=$conf_each
 
 # --- the query string is ignored for routing
 cgi GET '/api/v1/resources?x=1&y=%2F' 127.0.0.2

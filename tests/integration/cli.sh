@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # cli.sh: rlgate's command line: options, exit codes (sysexits.h: 64 bad
 # usage, 78 bad configuration), --check-config with file:line problems, the
-# choice of config file, and the shipped example config.
+# choice of config file, the shipped example config, and the [store]
+# commit --check-config says applies (auto: behind where the table holds
+# the file, else each and why; an explicit word as written).
 : "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
@@ -65,9 +67,45 @@ like "$ERR" 'no-such-dir' "... and names the file"
 run -- --config "$good" --check-config
 is "$RC" 0 "--check-config on a good file exits 0"
 is "$ERR" "" "--check-config on a good file prints nothing on stderr"
-is "$OUT" "$good: configuration ok" "--check-config says 'FILE: configuration ok' on stdout"
-[ -e "$T/good.db" ]
-ok $((! $?)) "--check-config does not create the database"
+behind_auto="commit = behind (auto): decided in $T/good.db-table, written to the database every 1000 ms; each when run as CGI, one process per request"
+is "$OUT" "$behind_auto
+$good: configuration ok" "--check-config says which commit applies, then 'FILE: configuration ok' on stdout"
+[ -e "$T/good.db" ] || [ -e "$T/good.db-table" ]
+ok $((! $?)) "--check-config creates neither the database nor the table"
+
+# --- which commit applies: auto resolved as a FastCGI worker resolves it,
+# an explicit word as written; where auto cannot be behind, each and why
+commit_line() {   # commit_line NAME STORE_LINES [POLICY_LINES]: RC, OUT, ERR
+	printf '[store]\npath = %s\n%s\n%s\n' "$T/$1.db" "$2" "${3:-}" >"$T/$1.conf"
+	run -- --config "$T/$1.conf" --check-config
+}
+commit_line flush 'flush_ms = 250'
+is "$RC:$(head -1 <<<"$OUT")" "0:commit = behind (auto): decided in $T/flush.db-table, written to the database every 250 ms; each when run as CGI, one process per request" \
+    "--check-config: commit = behind (auto), its flush_ms"
+commit_line each 'commit = each'
+is "$RC:$OUT" "0:commit = each: one SQLite transaction per decision
+$T/each.conf: configuration ok" "--check-config: an explicit commit = each, as written"
+commit_line behind 'commit = behind'
+is "$RC:$(head -1 <<<"$OUT")" "0:commit = behind: decided in $T/behind.db-table, written to the database every 1000 ms" \
+    "--check-config: an explicit commit = behind (no CGI note: CGI keeps it)"
+commit_line slog 'commit = auto' $'[policy fast]\n[policy strict]\nalgorithm = sliding_log'
+is "$RC:$(head -1 <<<"$OUT")" "0:commit = each (auto: [policy strict] is a sliding_log, whose log lives in the database): one SQLite transaction per decision" \
+    "--check-config: auto with a sliding_log policy is each, and says why"
+commit_line unbounded 'max_clients = 0'
+is "$RC:$(head -1 <<<"$OUT")" "0:commit = each (auto: max_clients = 0, and the table is sized by it): one SQLite transaction per decision" \
+    "--check-config: auto with max_clients = 0 is each, and says why"
+commit_line slogflush $'flush_ms = 250' $'[policy strict]\nalgorithm = sliding_log'
+is "$RC" 78 "flush_ms where auto gives each: exit 78"
+is "$ERR" "$T/slogflush.conf:3: [store] flush_ms: commit = auto resolves to each here ([policy strict] is a sliding_log, whose log lives in the database): flush_ms applies only to commit = behind
+rlgate: $T/slogflush.conf: 1 problem, not starting" "... naming why auto chose each, at the flush_ms line"
+commit_line slogbehind $'commit = behind' $'[policy strict]\nalgorithm = sliding_log'
+is "$RC" 78 "an explicit commit = behind with a sliding_log policy: exit 78"
+like "$ERR" "slogbehind.conf:3: \\[store\\] commit: behind does not keep \\[policy strict\\]" "... at the commit line"
+printf '[store]\nbackend = redis\nurl = redis://127.0.0.1:1\n' >"$T/redis.conf"
+run -- --config "$T/redis.conf" --check-config
+is "$RC:$OUT" "0:$T/redis.conf: configuration ok" "--check-config: no commit line for Redis"
+ls "$T"/*-table >/dev/null 2>&1
+ok $((! $?)) "--check-config made no table file"
 
 run -- --config "$good" --threads 8 --check-config
 is "$RC" 0 "--threads 8 is accepted"
@@ -150,7 +188,8 @@ default_conf=$("$RLGATE_BIN" --help | sed -n 's/.*else \(.*\) if it exists.*/\1/
 isnt "$default_conf" "" "--help names the default config path"
 if [ -n "$default_conf" ] && [ ! -e "$default_conf" ]; then
 	run RLGATE_CONFIG= -- --check-config
-	is "$RC:$OUT" "0:built-in defaults: configuration ok" "an empty \$RLGATE_CONFIG runs on the built-in defaults"
+	is "$RC:$(tail -1 <<<"$OUT")" "0:built-in defaults: configuration ok" "an empty \$RLGATE_CONFIG runs on the built-in defaults"
+	like "$(head -1 <<<"$OUT")" "^commit = behind \\(auto\\): decided in .*/rlgate.db-table," "... with commit = behind (auto)"
 else
 	pass "an empty \$RLGATE_CONFIG: $default_conf exists here, not checked # SKIP"
 fi

@@ -12,6 +12,9 @@
 #     after COMMIT but before its answer went out counts a request whose
 #     client saw an error; it can never lose one whose client saw a 200);
 #   - the failed answers are few: at most 4 (one per thread) per kill.
+# It holds the SQLite transaction of commit = each to this (a kill before
+# or after COMMIT); table.sh kills workers of the decision table (commit =
+# behind, the default) and holds it to the same bounds.
 : "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
@@ -29,7 +32,7 @@ chmod 755 "$run"
 db="$T/crash.db"
 # One day's window and a limit no client reaches: every request should be
 # admitted and counted.
-write_rlgate_conf "$T/rlgate.conf" "$db" 1000 86400 closed 5000
+COMMIT=each write_rlgate_conf "$T/rlgate.conf" "$db" 1000 86400 closed 5000
 PORT=$(free_port) || bail_out "no free port"
 write_lighttpd_base "$T/lighttpd.conf" "$PORT" "$T/docroot" "$run/lighttpd.pid" \
     "$run/lighttpd-error.log" <<EOF

@@ -15,6 +15,8 @@
 #   4. dry run: a dry_run policy never shows in the client's headers;
 #   5. a key flood: one address minting API keys cannot fill the store and
 #      lock every new client out (new_keys_per_ip).
+# The database is read once the decision table (commit = behind, the
+# default) is flushed to it (esql).
 # Topology: client (127.0.0.x) -> front proxy on 127.0.0.1 -> backend
 # lighttpd -> spawn-fcgi -> rlgate, whose peer is the front (127.0.0.1, a
 # trusted proxy); or client -> lighttpd/Apache -> rlgate as Authorizer.
@@ -36,9 +38,17 @@ use_conf() {
 	restart_rlgate "$1" 30
 }
 
+# esql QUERY: QUERY on $DB once the decision table (commit = behind, the
+# default) of its config is flushed to it: $DBCONF, else the running
+# rlgate's.
+DBCONF=
+esql() {
+	sql_flushed "${DBCONF:-$T/$CUR.conf}" "$DB" "$1"
+}
+
 # rows: every rlg_state row as "policy/client=count", sorted.
 rows() {
-	sql "$DB" "SELECT policy || '/' || client || '=' || count FROM rlg_state ORDER BY 1" |
+	esql "SELECT policy || '/' || client || '=' || count FROM rlg_state ORDER BY 1" |
 	    tr '\n' ' ' | sed 's/ $//'
 }
 
@@ -128,14 +138,14 @@ for f in $FRONTS; do
 		got="$got $STATUS"
 	done
 	is "${got# }" "$(times 5 400)" "$name front: X_API_Key beside X-API-Key: 5 x 400"
-	is "$(sql "$DB" "SELECT count(*) FROM rlg_state WHERE client LIKE '203.0.113.%' OR client = '198.51.100.1'")" 0 \
+	is "$(esql "SELECT count(*) FROM rlg_state WHERE client LIKE '203.0.113.%' OR client = '198.51.100.1'")" 0 \
 	    "$name front: no row for any spoofed address"
-	is "$(sql "$DB" "SELECT count(*) FROM rlg_state WHERE policy = 'by_key'")" $((n - 1)) \
+	is "$(esql "SELECT count(*) FROM rlg_state WHERE policy = 'by_key'")" $((n - 1)) \
 	    "$name front: no row for any look-alike API key"
 	# the honest requests are keyed by the address the front saw
 	is "$(seq_codes 4 --interface "$c" -H "X-API-Key: mine-$n" "$base")" "200:2 200:1 200:0 429:0" \
 	    "$name front: the same client without look-alikes: its own 3, then 429"
-	is "$(sql "$DB" "SELECT count FROM rlg_state WHERE policy = 'by_ip' AND client = '$c'")" 3 \
+	is "$(esql "SELECT count FROM rlg_state WHERE policy = 'by_ip' AND client = '$c'")" 3 \
 	    "$name front: counted as $c, the address the front saw"
 done
 like "$(grep -m1 'reason=duplicate_header' "$T/lookalike.log")" \
@@ -169,7 +179,7 @@ is "$STATUS" 400 "backend: 70 trusted hops behind the client: 400 (64 are read, 
 hops=$(for i in $(seq 1 62); do printf '127.0.0.1, '; done)
 req -H "X-Forwarded-For: 203.0.113.50, ${hops%, }" \
     "http://127.0.0.1:$BE_PORT/api/v1/resources"
-is "$STATUS:$(sql "$DB" "SELECT count FROM rlg_state WHERE policy = 'by_ip' AND client = '203.0.113.50'")" "200:1" \
+is "$STATUS:$(esql "SELECT count FROM rlg_state WHERE policy = 'by_ip' AND client = '203.0.113.50'")" "200:1" \
     "backend: the client left of 62 trusted hops (63 in the header): found and counted"
 
 # trusted_proxies = 0.0.0.0/0 lets any client choose its key: warned about
@@ -269,7 +279,7 @@ check_paths() {
 	done
 	is "${got# }" "200 429 429 429 429" \
 	    "$s: /login, then //login, /./login, /x/../login, /static/%2e%2e/login: all the login route's (1, then 429)"
-	is "$(sql "$DB" "SELECT count FROM rlg_state WHERE policy = 'login' AND client = '${p}2'")" 1 \
+	is "$(esql "SELECT count FROM rlg_state WHERE policy = 'login' AND client = '${p}2'")" 1 \
 	    "$s: every spelling counted under the login route (limit 1: one admitted)"
 	# a malformed header from a trusted peer: denied with rlgate's 400
 	req -H 'X-Forwarded-For: garbage' "$base/static/secret.txt"
@@ -312,8 +322,10 @@ Include \"$RLGATE_SRCDIR/www/apache/authorizer.conf\""
 	start_apache "$ap/httpd.conf" "$AA_PORT"
 	DB_LT=$DB
 	DB="$ap/rlgate.db"
+	DBCONF="$ap/rlgate.conf"
 	check_paths apache "http://127.0.0.1:$AA_PORT" 127.0.0.4
 	DB=$DB_LT
+	DBCONF=
 else
 	diag "Apache with mod_authnz_fcgi is not installed: its Authorizer part is skipped"
 fi
@@ -354,7 +366,7 @@ req --interface 127.0.0.60 "$be"
 is "$STATUS" 429 "lighttpd: the third: 429 from hard"
 grep -q 'event=dry_run_reject client=127.0.0.60 ' "$T/dry.log"
 ok $? "the trial's would-be rejection is logged"
-is "$(sql "$DB" "SELECT count FROM rlg_state WHERE policy = 'trial' AND client = '127.0.0.60'")" 1 \
+is "$(esql "SELECT count FROM rlg_state WHERE policy = 'trial' AND client = '127.0.0.60'")" 1 \
     "the trial is stored (count 1)"
 if [ -n "${AF_PORT:-}" ]; then
 	req --interface 127.0.0.61 "http://127.0.0.1:$AF_PORT/api/v1/resources"
@@ -407,11 +419,11 @@ for f in "lighttpd=http://127.0.0.1:$BE_PORT" $FRONTS; do
 	is "$STATUS" 200 "$name: a new client from $b with a new key: 200, not locked out"
 done
 nf=$(((n - 70) / 2))
-is "$(sql "$DB" "SELECT count(*) FROM rlg_state WHERE policy = 'per_key'")" $((nf * 5)) \
+is "$(esql "SELECT count(*) FROM rlg_state WHERE policy = 'per_key'")" $((nf * 5)) \
     "the store holds 4 keys per flooding address and 1 per newcomer ($((nf * 5)) of max_clients 20)"
 want=
 for i in $(seq 70 2 $((n - 1))); do want="$want 127.0.0.$i=4 127.0.0.$((i + 1))=1"; done
-is "$(sql "$DB" "SELECT group_concat(client || '=' || count, ' ') FROM (SELECT * FROM rlg_state WHERE policy = 'per_key.new_keys' ORDER BY client)")" \
+is "$(esql "SELECT group_concat(client || '=' || count, ' ') FROM (SELECT * FROM rlg_state WHERE policy = 'per_key.new_keys' ORDER BY client)")" \
     "${want# }" "the bound is counted per address, as policy per_key.new_keys"
 grep -q 'event=reject client=127.0.0.70 route=- policy=per_key.new_keys ' "$T/flood.log"
 ok $? "the refusals are logged as rejections by per_key.new_keys"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# files.sh: the files rlgate writes. A database (and its -wal and -shm)
-# that others may read or write draws one warning at start, in the log,
+# files.sh: the files rlgate writes. A database (and its -wal, -shm and
+# decision table) that others may read or write draws one warning at
+# start, in the log,
 # and one in --check-config's output, with the modes and the chmod, and
 # the exit status stays 0; a database rlgate creates is 0600 and draws
 # none. --log refuses a symbolic link (exit 64, the file it points to
@@ -29,6 +30,8 @@ make_rundir
 db="$T/files.db"
 conf="$T/rlgate.conf"
 write_rlgate_conf "$conf" "$db" 5 60
+# what --check-config says first: commit = auto is behind here
+commit_line="commit = behind (auto): decided in $db-table, written to the database every 1000 ms; each when run as CGI, one process per request"
 
 # --- a database rlgate creates: 0600, no warning
 start_rlgate_fcgi made "$run/made.sock" "$conf" 1 --threads 1 \
@@ -42,21 +45,23 @@ is "$STATUS" 200 "a request: 200"
 is "$(mode_of "$db")" 600 "the database rlgate created has mode 0600"
 is "$(mode_of "$db-wal")" 600 "so has its -wal"
 is "$(mode_of "$db-shm")" 600 "and its -shm"
+is "$(mode_of "$db-table")" 600 "and the decision table (commit = behind, the default)"
 check --config "$conf"
 is "$RC" 0 "--check-config: exit 0"
-is "$OUT" "$conf: configuration ok" "--check-config: no warning for mode 0600"
+is "$OUT" "$commit_line
+$conf: configuration ok" "--check-config: no warning for mode 0600"
 is "$(grep -c warning "$T/made-log")" 0 "no warning in the log"
 stop_rlgate_fcgi made
 
 # --- an existing database of mode 0644 (and its files 0644 and 0666)
-chmod 0644 "$db" "$db-shm"
+chmod 0644 "$db" "$db-shm" "$db-table"
 chmod 0666 "$db-wal"
 check --config "$conf"
 is "$RC" 0 "--check-config with a 0644 database: still exit 0"
 is "$ERR" "" "--check-config: nothing on stderr"
-like "$OUT" "warning: store $db: the database has mode 0644 \\(group-readable, world-readable\\), its -wal has mode 0666 \\(group-readable, group-writable, world-readable, world-writable\\), its -shm has mode 0644 \\(group-readable, world-readable\\): users other than rlgate's can read the clients' state and change their counts" \
+like "$OUT" "warning: store $db: the database has mode 0644 \\(group-readable, world-readable\\), its -wal has mode 0666 \\(group-readable, group-writable, world-readable, world-writable\\), its -shm has mode 0644 \\(group-readable, world-readable\\), its -table has mode 0644 \\(group-readable, world-readable\\): users other than rlgate's can read the clients' state and change their counts" \
     "--check-config names each file, its mode and what others may do"
-like "$OUT" "chmod go-rwx $db $db-wal $db-shm" "--check-config gives the chmod"
+like "$OUT" "chmod go-rwx $db $db-wal $db-shm $db-table" "--check-config gives the chmod"
 like "$OUT" "$conf: configuration ok\$" "--check-config: the verdict comes last"
 
 : >"$T/made-log"
@@ -70,9 +75,10 @@ like "$(grep 'warning: store' "$T/made-log")" \
     "the log's warning names the database, its mode and the chmod"
 is "$(mode_of "$db")" 644 "rlgate leaves the mode as the operator set it"
 stop_rlgate_fcgi made
-chmod 0600 "$db" "$db-wal" "$db-shm"
+chmod 0600 "$db" "$db-wal" "$db-shm" "$db-table"
 check --config "$conf"
-is "$OUT" "$conf: configuration ok" "after the chmod: no warning"
+is "$OUT" "$commit_line
+$conf: configuration ok" "after the chmod: no warning"
 
 # --- the log: a symbolic link is refused, the file behind it untouched
 printf 'precious\n' >"$T/target"
@@ -131,6 +137,7 @@ is "$RC" 0 "--check-config --log on a 0666 log: exit 0"
 like "$OUT" "warning: the log $T/open-log has mode 0666" "--check-config warns about it too"
 chmod 0640 "$T/open-log"
 check --config "$conf" --log "$T/open-log"
-is "$OUT" "$conf: configuration ok" "a 0640 log: no warning"
+is "$OUT" "$commit_line
+$conf: configuration ok" "a 0640 log: no warning"
 
 done_testing

@@ -18,7 +18,11 @@
 #   5. dry run: mode = dry_run admits, reports and logs would-be rejections;
 #      an enforcing policy beside it still rejects;
 #   6. logging: one key=value line per rejection; [log] level = error
-#      silences them.
+#      silences them; the rejection cache (commit = each: the decision
+#      table has none) logs once per thread; level = info says at start
+#      which commit applies, and why when auto chose each.
+# The database is read once the decision table (commit = behind, the
+# default) is flushed to it (gsql).
 # Every policy here has a 3600 s fixed window: each part waits for a fresh
 # hour only when it would start in the last seconds of one.
 : "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
@@ -43,14 +47,20 @@ use_rlgate() {
 	DB="$T/$1.db"
 }
 
+# gsql QUERY: QUERY on $DB once the running rlgate's decision table is
+# flushed to it.
+gsql() {
+	sql_flushed "$T/$CUR.conf" "$DB" "$1"
+}
+
 # row POLICY CLIENT: the count of that rlg_state row (empty: no row).
 row() {
-	sql "$DB" "SELECT count FROM rlg_state WHERE policy = '$1' AND client = '$2'"
+	gsql "SELECT count FROM rlg_state WHERE policy = '$1' AND client = '$2'"
 }
 
 # rows_of CLIENT: "policy:count" of every row of CLIENT, sorted.
 rows_of() {
-	sql "$DB" "SELECT policy || ':' || count FROM rlg_state WHERE client = '$1' ORDER BY policy" | tr '\n' ' ' | sed 's/ $//'
+	gsql "SELECT policy || ':' || count FROM rlg_state WHERE client = '$1' ORDER BY policy" | tr '\n' ' ' | sed 's/ $//'
 }
 
 # req: lib.sh's, and every status goes to $T/statuses (emptied by
@@ -253,16 +263,16 @@ via() {
 	local want=$1 d=$2 before after total0 total1
 	shift 2
 	before=$(row default "$want")
-	total0=$(sql "$DB" "SELECT coalesce(sum(count), 0) FROM rlg_state")
+	total0=$(gsql "SELECT coalesce(sum(count), 0) FROM rlg_state")
 	req "$@" "$url"
 	after=$(row default "$want")
-	total1=$(sql "$DB" "SELECT coalesce(sum(count), 0) FROM rlg_state")
+	total1=$(gsql "SELECT coalesce(sum(count), 0) FROM rlg_state")
 	if [ "$STATUS" = 200 ] && [ "$after" = $((${before:-0} + 1)) ] &&
 	    [ "$total1" = $((total0 + 1)) ]; then
 		pass "$d: counted as $want"
 	else
 		fail "$d: counted as $want" "status $STATUS; row $want: '${before}' -> '${after}'" \
-		    "rows now: $(sql "$DB" "SELECT client || '=' || count FROM rlg_state" | tr '\n' ' ')"
+		    "rows now: $(gsql "SELECT client || '=' || count FROM rlg_state" | tr '\n' ' ')"
 	fi
 }
 
@@ -287,9 +297,9 @@ is "$(row default 198.51.100.10)" "" "no row for the address an untrusted peer c
 refused() {
 	local d=$1 total0 total1
 	shift
-	total0=$(sql "$DB" "SELECT coalesce(sum(count), 0) FROM rlg_state")
+	total0=$(gsql "SELECT coalesce(sum(count), 0) FROM rlg_state")
 	req "$@" "$url"
-	total1=$(sql "$DB" "SELECT coalesce(sum(count), 0) FROM rlg_state")
+	total1=$(gsql "SELECT coalesce(sum(count), 0) FROM rlg_state")
 	if [ "$STATUS" = 400 ] && [ "$total1" = "$total0" ] &&
 	    ! has_header RateLimit-Remaining; then
 		pass "$d: 400, counted by nobody"
@@ -372,19 +382,23 @@ req --interface 127.0.0.12 -H 'X-API-Key;' "$url"
 is "$STATUS" 200 "an empty X-API-Key: 200"
 is "$(rows_of 127.0.0.12)" "combo:1 perkey:1" "an empty X-API-Key falls back to the IP key 127.0.0.12"
 
-perkey=$(sql "$DB" "SELECT client FROM rlg_state WHERE policy = 'perkey' AND client LIKE 'k:%' ORDER BY client")
+perkey=$(gsql "SELECT client FROM rlg_state WHERE policy = 'perkey' AND client LIKE 'k:%' ORDER BY client")
 is "$(printf '%s\n' "$perkey" | grep -cE '^k:[0-9a-f]{32}$')" 2 "perkey: two rows keyed k: + 32 hex digits"
 is "$(row perkey 127.0.0.1)" 2 "perkey: the header-less requests: row 127.0.0.1 = 2"
 for h in $perkey; do
 	is "$(row perkey "$h")" 2 "perkey: $h = 2"
 done
-combo=$(sql "$DB" "SELECT client FROM rlg_state WHERE policy = 'combo' AND client LIKE '127.0.0.1|k:%' ORDER BY client")
+combo=$(gsql "SELECT client FROM rlg_state WHERE policy = 'combo' AND client LIKE '127.0.0.1|k:%' ORDER BY client")
 is "$(printf '%s\n' "$combo" | grep -cE '^127\.0\.0\.1\|k:[0-9a-f]{32}$')" 2 "combo (key = ip, header:X-API-Key): two rows 127.0.0.1|k:HEX"
 is "$(printf '%s\n' "$combo" | sed 's/^127\.0\.0\.1|//')" "$perkey" "combo: the same hashes as perkey, behind the address"
 is "$(row combo 127.0.0.1)" 2 "combo: the header-less requests: row 127.0.0.1 = 2"
 is "$(rows_of 127.0.0.2)" "" "combo: key A from 127.0.0.2 was rejected by perkey: no row written"
+flush_table "$T/$CUR.conf"
 is "$(sqlite3 "$DB" .dump | grep -c secret-key-value)" 0 "sqlite3 .dump holds no raw key"
 is "$(cat "$DB" "$DB-wal" "$DB-journal" 2>/dev/null | grep -ac secret-key-value)" 0 "the .db and -wal files hold no raw key"
+[ -f "$DB-table" ]
+ok $? "the keys were decided in the decision table ($DB-table)"
+is "$(grep -ac secret-key-value "$DB-table")" 0 "the decision table holds no raw key"
 is "$(grep -c secret-key-value "$T/keys.log")" 0 "the log holds no raw key"
 check_reject_lines keys reject 1 127.0.0.1 - perkey "keys log: the header-less 429 names the IP key"
 n=0
@@ -510,9 +524,13 @@ ok $? "rlgate still runs"
 # With the cache on, a repeat 429 answered from memory is the decision
 # already logged when the store took it: at level warn one line per worker
 # thread that went to the store (2 processes x 2 threads: at most 4) for
-# 20 rejections, at level info one per 429.
+# 20 rejections, at level info one per 429. The cache stands in front of a
+# store that commits each decision (commit = each): the decision table
+# answers repeats itself and has none.
 for level in warn info; do
 	CACHE=4096 write_store_conf "cached-$level" <<EOF
+commit = each
+
 [log]
 level = $level
 
@@ -524,13 +542,40 @@ EOF
 	codes=$(seq_codes 21 "$url" | sed 's/:[0-9-]*//g')
 	is "$codes" "200$(printf ' 429%.0s' $(seq 1 20))" "cache, level $level: 200, then 20 429s"
 	lines=$(grep -c 'event=reject' "$T/cached-$level.log" | tr -d ' ')
+	commit_lines=$(grep -c '^rlgate\[[0-9]*\]: commit = ' "$T/cached-$level.log" | tr -d ' ')
 	if [ "$level" = warn ]; then
 		between "$lines" 1 4 "cache, level warn: 1 to 4 event=reject lines for 20 429s (got $lines)"
+		is "$commit_lines" 0 "level warn: no line about the commit at start"
 	else
 		is "$lines" 20 "cache, level info: one event=reject line per 429"
+		is "$(grep -c '^rlgate\[[0-9]*\]: commit = each: one SQLite transaction per decision$' "$T/cached-$level.log" | tr -d ' ')" 2 \
+		    "level info: each process says at start that commit = each applies"
 	fi
 done
 rlgate_pids_alive cached-info
 ok $? "rlgate still runs"
+
+# ---- 6d. level = info: which commit auto chose, and why -------------------------------
+write_store_conf info-behind <<EOF
+[log]
+level = info
+EOF
+use_rlgate info-behind
+is "$(grep -c "^rlgate\[[0-9]*\]: commit = behind (auto): decided in $DB-table, written to the database every 1000 ms\$" "$T/info-behind.log" | tr -d ' ')" 2 \
+    "level info, no commit set: each process says commit = behind (auto) at start"
+write_store_conf info-each <<EOF
+[log]
+level = info
+
+[policy strict]
+algorithm = sliding_log
+limit = 5
+window = $WINDOW
+EOF
+use_rlgate info-each
+is "$(grep -c '^rlgate\[[0-9]*\]: commit = each (auto: \[policy strict\] is a sliding_log, whose log lives in the database): one SQLite transaction per decision$' "$T/info-each.log" | tr -d ' ')" 2 \
+    "level info, a sliding_log policy: each process says commit = each (auto) and why"
+[ -e "$DB-table" ]
+ok $((! $?)) "... and no decision table is made"
 
 done_testing

@@ -156,12 +156,13 @@ diag "statuses seen: $(printf '%s\n' $CODES | sort | uniq -c | awk '{ printf "%s
 # ---- afterwards: the workers live, count exactly, and stored no key
 rlgate_pids_alive rlgate
 ok $? "both rlgate workers survived every hostile request"
-before=$(sql "$db" "SELECT count FROM rlg_state WHERE policy = 'by_ip' AND client = '127.0.0.1'")
+before=$(sql_flushed "$T/rlgate.conf" "$db" "SELECT count FROM rlg_state WHERE policy = 'by_ip' AND client = '127.0.0.1'")
 req -H "X-API-Key: after" "$url"
 is "$STATUS" 200 "a normal request afterwards: 200"
 is "$(header RateLimit-Remaining)" "$((1000 - before - 1))" "... counted exactly after the others (RateLimit-Remaining)"
 # by_key rows: k: and 32 hex digits, or the IP fallback of a request
 # without the header (the same key as its by_ip row)
+flush_table "$T/rlgate.conf"
 is "$(sql "$db" "SELECT count(*) FROM rlg_state WHERE policy = 'by_key' AND NOT (client GLOB 'k:[0-9a-f]*' AND length(client) = 34) AND client NOT IN (SELECT client FROM rlg_state WHERE policy = 'by_ip')")" 0 \
     "API keys are stored only as k:HEX"
 is "$(sql "$db" "SELECT count(*) FROM rlg_state WHERE client GLOB '*kkkkkkkk*' OR client GLOB '*Evil*'")" 0 \

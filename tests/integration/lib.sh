@@ -500,14 +500,16 @@ re_err() {
 
 # ---- rlgate configs --------------------------------------------------------
 
-# write_rlgate_conf FILE DB LIMIT WINDOW [ON_ERROR [BUSY_MS]]
+# write_rlgate_conf FILE DB LIMIT WINDOW [ON_ERROR [BUSY_MS]]; with
+# COMMIT set, [store] commit = $COMMIT (else the default, auto).
 write_rlgate_conf() {
 	cat >"$1" <<EOF
 ; written by $(basename "$0")
 [store]
 path = $2
 busy_timeout_ms = ${6:-2000}
-on_error = ${5:-closed}
+on_error = ${5:-closed}${COMMIT:+
+commit = $COMMIT}
 
 [headers]
 style = draft03
@@ -521,8 +523,8 @@ EOF
 }
 
 # write_store_conf NAME: $T/NAME.conf, a [store] section on a database of
-# its own, $T/NAME.db (sets DB), with rejection_cache = ${CACHE:-0}; the
-# rest of the config from stdin.
+# its own, $T/NAME.db (sets DB), with rejection_cache = ${CACHE:-0} and,
+# with COMMIT set, commit = $COMMIT; the rest of the config from stdin.
 DB=
 write_store_conf() {
 	DB="$T/$1.db"
@@ -531,6 +533,7 @@ write_store_conf() {
 		echo "[store]"
 		echo "path = $DB"
 		echo "rejection_cache = ${CACHE:-0}"
+		[ -n "${COMMIT:-}" ] && echo "commit = $COMMIT"
 		echo
 		cat
 	} >"$T/$1.conf"
@@ -887,4 +890,27 @@ check_load_counts() {
 # sql DB QUERY: runs QUERY with the sqlite3 shell (waits up to 5 s for locks).
 sql() {
 	sqlite3 -cmd '.timeout 5000' "$1" "$2"
+}
+
+# flush_table CONF: with [store] commit = behind (the default), writes
+# what the decision table of CONF's database holds to the database now, so
+# that the sqlite3 shell sees every decision made so far: a process that
+# closes the table flushes it (as a stopping worker does), and rlgate
+# --reset of a client no request has opens and closes it. With commit =
+# each it deletes nothing and the database is current anyway. A failure
+# is a failed test. Use CONF exactly as the workers do: the table's size
+# comes from it, and a table of another size would be built anew.
+flush_table() {
+	local out
+	if ! out=$("$RLGATE_BIN" --config "$1" --reset flush.barrier 2>&1) ||
+	    [ "$out" != "rlgate: reset flush.barrier: 0 states deleted" ]; then
+		fail "flush_table $1" "$out"
+		return 1
+	fi
+}
+
+# sql_flushed CONF DB QUERY: flush_table CONF, then sql DB QUERY.
+sql_flushed() {
+	flush_table "$1"
+	sql "$2" "$3"
 }

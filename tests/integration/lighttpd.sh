@@ -80,7 +80,7 @@ recall again
 is "$(header RateLimit-Remaining)" $((LIMIT - 2)) "127.0.0.1's quota is untouched by the others"
 
 # the database: one row per (policy, client)
-is "$(sql "$run/a.db" "SELECT count(*) FROM rlg_state WHERE client IN ('127.0.0.2', '127.0.0.3')")" 2 \
+is "$(sql_flushed "$conf_a" "$run/a.db" "SELECT count(*) FROM rlg_state WHERE client IN ('127.0.0.2', '127.0.0.3')")" 2 \
     "rlg_state has one row per client"
 
 stop_rlgate_fcgi rlgate-a
@@ -120,6 +120,7 @@ n200=$(count_codes "$T/codes2" 200)
 n429=$(count_codes "$T/codes2" 429)
 is "$n200:$n429" "$CLIMIT:$((200 - CLIMIT))" "concurrency: a second client at the same time: exactly $CLIMIT of 200 admitted"
 
+flush_table "$conf_b"
 is "$(sql "$run/b.db" "SELECT count FROM rlg_state WHERE client = '127.0.0.1'")" $CLIMIT \
     "concurrency: the database holds count $CLIMIT for client 1"
 is "$(sql "$run/b.db" "SELECT count FROM rlg_state WHERE client = '127.0.0.4'")" $CLIMIT \

@@ -6,7 +6,11 @@
 # client and every window: admitted == min(sent, limit) exactly, every
 # answer is a 200 or a 429, no store error reaches the log (SQLITE_BUSY
 # included), and the database's counts for the last window equal the 200s
-# each client got. The figures it saw are printed as diagnostics.
+# each client got. The figures it saw are printed as diagnostics. It runs
+# twice: with commit = auto (the default: the decision table, the database
+# written behind; a SIGTERM stops the workers at once, and the table, a
+# file, is flushed by the next process that opens it, here flush_table)
+# and with commit = each (one SQLite transaction per decision).
 #
 # LOAD_TOTAL (default 100000) and LOAD_CLIENTS (default 1000) scale it.
 : "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
@@ -21,13 +25,23 @@ CLIENTS=${LOAD_CLIENTS:-1000}
 LIMIT=50
 WINDOW=10
 
-db="$T/load.db"
-start_load_gateway "$db" "$LIMIT" "$WINDOW" 8 4
+for commit in auto each; do
+diag "load: commit = $commit"
+db="$T/load-$commit.db"
+: >"$T/rlgate.log"
+COMMIT=$commit start_load_gateway "$db" "$LIMIT" "$WINDOW" 8 4
+if [ $commit = auto ]; then
+	[ -f "$db-table" ]
+	ok $? "commit = auto: the workers decide in the table beside the database"
+else
+	[ -e "$db-table" ]
+	ok $((! $?)) "commit = each: no table, a transaction per decision"
+fi
 
 # Each client plans 10 to 90 requests a window against a limit of 50: about
 # half of the (client, window) pairs go over it.
 run_loadgen load --per-client 10:90 --total "$TOTAL" --min-windows 2 --max-seconds 900
-is "$?" 0 "loadgen sent $TOTAL requests over 2 windows or more in time" \
+is "$?" 0 "commit = $commit: loadgen sent $TOTAL requests over 2 windows or more in time" \
     "$(tail -3 "$T/loadgen.err")"
 
 between "$(loadgen_val requests)" "$TOTAL" 999999999 "at least $TOTAL requests answered"
@@ -50,16 +64,22 @@ diag "load: lighttpd access log statuses: $codes"
 # store error (SQLITE_BUSY included), only 200s and 429s, no worker lost.
 check_load_counts $LIMIT 8
 
+# SIGTERM: every worker stops at once; what the table held unflushed
+# stays in it (a file) until a process opens it again.
+term_and_wait 10000 "${RLGATE_PIDS[@]}" || fail "rlgate workers did not stop on SIGTERM"
+stop_pids "$LIGHTTPD_PID"
+flush_table "$T/rlgate.conf"
+
 # The database agrees: for the last window, each client's stored count is
 # the number of 200s it got in that window.
 last=$(awk '{ print $1 }' "$T/cells" | sort -n | tail -1)
-is "$(sql "$db" 'PRAGMA integrity_check')" ok "PRAGMA integrity_check: ok"
+is "$(sql "$db" 'PRAGMA integrity_check')" ok "commit = $commit: PRAGMA integrity_check: ok"
 sql "$db" "SELECT client, count FROM rlg_state WHERE policy = 'default' AND window_start_ms = $last ORDER BY client" >"$T/db_counts"
 awk -v w="$last" '$1 == w { print $2 "|" $4 }' "$T/cells" | sort >"$T/load_counts"
 sort "$T/db_counts" >"$T/db_counts.sorted"
 mismatch=$(comm -3 "$T/load_counts" "$T/db_counts.sorted" | wc -l)
-is "$mismatch" 0 "the database counts $(wc -l <"$T/load_counts") clients of the last window exactly as admitted" \
+is "$mismatch" 0 "commit = $commit: the database counts $(wc -l <"$T/load_counts") clients of the last window exactly as admitted" \
     "$(comm -3 "$T/load_counts" "$T/db_counts.sorted" | head -5)"
-
-term_and_wait 10000 "${RLGATE_PIDS[@]}" || fail "rlgate workers did not stop on SIGTERM"
+rm -f "$run/lighttpd-access.log" "$sock"
+done
 done_testing

@@ -14,6 +14,12 @@
 #     view and a table of the operator's own: served as before;
 #   - through Apache (mod_proxy_fcgi, the shipped config): the trigger
 #     again, 503, then exact counting after DROP TRIGGER.
+# Those run with commit = each: the trigger would fire in the transaction of
+# a decision. With commit = behind (the default) it would fire in a flush:
+#   - the trigger added while the table decides: requests are decided on
+#     (200, then 429 at the limit), the flush refuses the file and the log
+#     names the trigger, the trigger never runs; after DROP TRIGGER the
+#     database catches up with the table.
 : "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
@@ -25,7 +31,7 @@ db="$T/guard.db"
 LIMIT=2
 WINDOW=60
 conf="$T/rlgate.conf"
-write_rlgate_conf "$conf" "$db" $LIMIT $WINDOW closed 2000
+COMMIT=each write_rlgate_conf "$conf" "$db" $LIMIT $WINDOW closed 2000
 start_rlgate_fcgi rlgate "$sock" "$conf" 2 --threads 2
 demo_lighttpd "$sock"
 
@@ -123,4 +129,35 @@ for p in "${RLGATE_PIDS[@]}"; do
 	pid_alive "$p" || dead=$((dead + 1))
 done
 is "$dead" 0 "no worker died"
+stop_rlgate_fcgi rlgate
+
+# --- commit = behind: the trigger added while the table decides
+db="$T/guard-behind.db"
+conf="$T/behind.conf"
+write_rlgate_conf "$conf" "$db" $LIMIT $WINDOW closed 2000
+sed -i 's/^\[store\]$/[store]\nflush_ms = 100/' "$conf"
+: >"$T/rlgate.log"
+start_rlgate_fcgi rlgate "$sock" "$conf" 2 --threads 2
+ensure_window_room $WINDOW 10
+is "$(statuses 127.0.0.6 1)" 200 "behind: 200 before the trigger"
+[ -f "$db-table" ]
+ok $? "behind: decided in the table"
+is "$(sql_flushed "$conf" "$db" "SELECT count FROM rlg_state WHERE client = '127.0.0.6'")" 1 \
+    "behind: the database holds count 1, once flushed"
+sql "$db" "$RESET_TRIGGER"
+is "$(statuses 127.0.0.6 3)" "200 429 429" \
+    "behind, with the trigger in the file: decided on in the table (the limit 2, then 429)"
+sleep 0.5
+like "$(grep 'flush failed' "$T/rlgate.log" | head -1)" \
+    'holds trigger "reset" on rlg_state that rlgate did not create: remove it with DROP TRIGGER "reset"' \
+    "behind: the flush refuses the file, and the log names the trigger and the fix"
+is "$(count_of 127.0.0.6)" 1 "behind: the trigger never ran, and nothing was written: the count is still 1"
+sql "$db" "DROP TRIGGER reset"
+start=$(now_ms)
+until [ "$(count_of 127.0.0.6)" = 2 ] || [ $(($(now_ms) - start)) -gt 5000 ]; do
+	sleep_ms 50
+done
+is "$(count_of 127.0.0.6)" 2 "behind, after DROP TRIGGER: the database catches up with the table (count 2)"
+rlgate_pids_alive rlgate
+ok $? "behind: no worker died"
 done_testing

@@ -5,7 +5,12 @@
 # fault goes away. on_error = open: the same faults let requests through.
 # Faults: the database's directory missing; the database locked by another
 # process for longer than busy_timeout_ms; the database file deleted while
-# rlgate serves.
+# rlgate serves. These run with commit = each, where every decision is a
+# SQLite transaction. With commit = behind (the default) the decisions are
+# made in the decision table: a lock held on the database stops only the
+# flush (logged), requests are decided and counted on, and the database
+# catches up once the lock is gone; a deleted database is noticed and
+# started again as with each. max_clients is held under both.
 : "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
@@ -61,7 +66,7 @@ ensure_window_room $WINDOW 30
 missing="$T/missing"
 db="$missing/rlgate.db"
 conf="$T/closed.conf"
-write_rlgate_conf "$conf" "$db" $LIMIT $WINDOW closed $BUSY_MS
+COMMIT=each write_rlgate_conf "$conf" "$db" $LIMIT $WINDOW closed $BUSY_MS
 # one process, one thread: one error-log throttle, so the log is exact
 start_rlgate_fcgi closed "$sock" "$conf" 1 --threads 1
 pids_before=$(cat "$T/closed.pid")
@@ -142,7 +147,7 @@ stop_rlgate_fcgi closed
 missing="$T/missing-open"
 db="$missing/rlgate.db"
 conf="$T/open.conf"
-write_rlgate_conf "$conf" "$db" $LIMIT $WINDOW open $BUSY_MS
+COMMIT=each write_rlgate_conf "$conf" "$db" $LIMIT $WINDOW open $BUSY_MS
 start_rlgate_fcgi open "$sock" "$conf" 1 --threads 1
 
 # --- directory missing: every request passes, past the limit too
@@ -187,47 +192,119 @@ ok $? "rlgate survived every fault"
 stop_rlgate_fcgi open
 
 # ============================================================================
-# max_clients: the store holds state for 3 clients at most
+# commit = behind (the default): a lock on the database stops the flush,
+# not the decisions
+db="$T/behind.db"
+conf="$T/behind.conf"
+write_rlgate_conf "$conf" "$db" $LIMIT $WINDOW closed $BUSY_MS
+sed -i 's/^\[store\]$/[store]\nflush_ms = 100/' "$conf"
+start_rlgate_fcgi behind "$sock" "$conf" 1 --threads 1
+req "$url"
+is "$STATUS:$(header RateLimit-Remaining)" "200:$((LIMIT - 1))" "behind: 200, counted"
+[ -f "$db-table" ]
+ok $? "behind: decided in the table beside the database"
+off=$(log_size behind)
+lock_db "$db"
+timed_req "$url"
+is "$STATUS:$(header RateLimit-Remaining)" "200:$((LIMIT - 2))" "database locked, behind: 200, counted in the table"
+between "$ELAPSED_MS" 0 $((BUSY_MS - 20)) "locked, behind: answered without waiting for the lock ($ELAPSED_MS ms)"
+req "$url"
+is "$STATUS:$(header RateLimit-Remaining)" "200:$((LIMIT - 3))" "still locked: 200, counted"
+# the flusher tries every 100 ms and waits busy_timeout_ms each time
+sleep 0.6
+lines=$(log_since behind "$off" | grep 'flush failed')
+between "$(printf '%s\n' "$lines" | grep -c .)" 1 99 "locked, behind: the log says the flush failed"
+like "$lines" 'lock' "... naming the lock"
+diag "log: $(printf '%s\n' "$lines" | head -2)"
+is "$(log_since behind "$off" | grep -v 'flush failed' | grep -ci 'store')" 0 "... and no store error: no request failed"
+unlock_db
+# the next flush writes what the lock held back
+start=$(now_ms)
+until [ "$(sql "$db" "SELECT count FROM rlg_state WHERE client = '127.0.0.1'")" = 3 ] ||
+    [ $(($(now_ms) - start)) -gt 5000 ]; do
+	sleep_ms 50
+done
+is "$(sql "$db" "SELECT count FROM rlg_state WHERE client = '127.0.0.1'")" 3 \
+    "lock released: the database catches up with the table (count 3, after $(($(now_ms) - start)) ms)"
+req "$url"
+req "$url"
+req "$url"
+is "$STATUS:$(header RateLimit-Remaining)" "429:0" "behind: the limit holds across the fault (the 6th is 429)"
+
+# --- the database file is deleted while rlgate serves: noticed, and the
+# table built again from the new, empty database
+off=$(log_size behind)
+rm -f "$db" "$db-wal" "$db-shm"
+start=$(now_ms)
+until [ -f "$db" ] || [ $(($(now_ms) - start)) -gt 5000 ]; do
+	sleep_ms 50
+done
+sleep 1.2
+req "$url"
+is "$STATUS:$(header RateLimit-Remaining)" "200:$((LIMIT - 1))" "behind, database deleted: 200, counting from a new database"
+is "$(sql_flushed "$conf" "$db" "SELECT count FROM rlg_state WHERE client = '127.0.0.1'")" 1 \
+    "the new database holds count 1, once flushed"
+is "$(stat -c %a "$db")" 600 "the new database has mode 0600"
+diag "log: $(log_since behind "$off" | head -3)"
+rlgate_pids_alive behind
+ok $? "behind: rlgate survived every fault"
+stop_rlgate_fcgi behind
+
+# ============================================================================
+# max_clients: the store holds state for 3 clients at most; with commit =
+# each a slot is freed by a DELETE in the database, with behind (the table)
+# by rlgate --reset
+for commit in each behind; do
 for mode in closed open; do
-	db="$T/full-$mode.db"
-	conf="$T/full-$mode.conf"
-	write_rlgate_conf "$conf" "$db" $LIMIT $WINDOW $mode $BUSY_MS
+	db="$T/full-$commit-$mode.db"
+	conf="$T/full-$commit-$mode.conf"
+	COMMIT=$commit write_rlgate_conf "$conf" "$db" $LIMIT $WINDOW $mode $BUSY_MS
 	sed -i 's/^\[store\]$/[store]\nmax_clients = 3/' "$conf"
-	start_rlgate_fcgi "full-$mode" "$sock" "$conf" 1 --threads 1
+	name="full-$commit-$mode"
+	start_rlgate_fcgi "$name" "$sock" "$conf" 1 --threads 1
 	for c in 1 2 3; do
 		req --interface "127.0.0.$c" "$url"
 		[ "$STATUS" = 200 ] || break
 	done
-	is "$STATUS" 200 "max_clients = 3, $mode: 3 clients admitted"
+	is "$STATUS" 200 "max_clients = 3, $commit, $mode: 3 clients admitted"
 	for c in 4 5; do
 		req --interface "127.0.0.$c" "$url"
 		if [ $mode = closed ]; then
-			is "$STATUS" 503 "full, closed: a 4th client (127.0.0.$c) gets 503"
-			between "$(header Retry-After)" 1 60 "full, closed: Retry-After in 1..60"
+			is "$STATUS" 503 "full, $commit, closed: a 4th client (127.0.0.$c) gets 503"
+			between "$(header Retry-After)" 1 60 "full, $commit, closed: Retry-After in 1..60"
 		else
-			is "$STATUS" 200 "full, open: a 4th client (127.0.0.$c) passes"
+			is "$STATUS" 200 "full, $commit, open: a 4th client (127.0.0.$c) passes"
 		fi
 		has_header RateLimit-Remaining
-		ok $((! $?)) "full, $mode: no RateLimit-Remaining (nothing counted)"
+		ok $((! $?)) "full, $commit, $mode: no RateLimit-Remaining (nothing counted)"
 	done
 	req --interface 127.0.0.2 "$url"
-	is "$STATUS" 200 "full, $mode: a client the store holds still gets 200"
+	is "$STATUS" 200 "full, $commit, $mode: a client the store holds still gets 200"
 	is "$(header RateLimit-Remaining)" $((LIMIT - 2)) "... and is counted (RateLimit-Remaining $((LIMIT - 2)))"
-	is "$(sql "$db" "SELECT count(*) FROM rlg_state")" 3 "full, $mode: the database holds 3 clients"
-	is "$(sql "$db" "SELECT clients FROM rlg_clients")" 3 "full, $mode: rlg_clients says 3"
-	lines=$(store_log_lines "$T/full-$mode.log")
-	is "$(printf '%s\n' "$lines" | grep -c .)" 1 "full, $mode: one log line for two refused clients"
+	flush_table "$conf"
+	is "$(sql "$db" "SELECT count(*) FROM rlg_state")" 3 "full, $commit, $mode: the database holds 3 clients"
+	is "$(sql "$db" "SELECT clients FROM rlg_clients")" 3 "full, $commit, $mode: rlg_clients says 3"
+	lines=$(store_log_lines "$T/$name.log")
+	is "$(printf '%s\n' "$lines" | grep -c .)" 1 "full, $commit, $mode: one log line for two refused clients"
 	like "$lines" "store full: policy \"default\" holds state for max_clients = 3 clients.*on_error = $mode" \
 	    "... naming the policy, max_clients and on_error"
 	diag "log: $lines"
-	# an operator frees a slot by hand: the next new client gets in
-	sql "$db" "DELETE FROM rlg_state WHERE client = '127.0.0.1'"
+	# an operator frees a slot: the next new client gets in
+	if [ $commit = each ]; then
+		sql "$db" "DELETE FROM rlg_state WHERE client = '127.0.0.1'"
+		how="by hand"
+	else
+		out=$("$RLGATE_BIN" --config "$conf" --reset 127.0.0.1 2>&1)
+		is "$out" "rlgate: reset 127.0.0.1: 1 state deleted" "full, behind, $mode: rlgate --reset frees a slot"
+		how="by rlgate --reset"
+	fi
 	req --interface 127.0.0.4 "$url"
-	is "$STATUS" 200 "full, $mode: a slot freed by hand admits a new client"
+	is "$STATUS" 200 "full, $commit, $mode: a slot freed $how admits a new client"
 	is "$(header RateLimit-Remaining)" $((LIMIT - 1)) "... counted from 1"
-	rlgate_pids_alive "full-$mode"
-	ok $? "full, $mode: rlgate still runs"
-	stop_rlgate_fcgi "full-$mode"
+	rlgate_pids_alive "$name"
+	ok $? "full, $commit, $mode: rlgate still runs"
+	stop_rlgate_fcgi "$name"
+done
 done
 
 done_testing

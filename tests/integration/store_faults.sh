@@ -9,6 +9,13 @@
 # Remaining and the count in the database). Then the full disk once more
 # with on_error = open: requests pass, one log line.
 #
+# These faults are of the SQLite transaction each decision is with commit
+# = each, which every part here sets. With commit = behind (the default)
+# the decisions are made in the decision table beside the database: a
+# database replaced (by a read-only copy, by garbage) is noticed the same
+# way and the table built again from it, which parts 5 and 6 hold to the
+# same answers; store_failure.sh holds behind to a locked database.
+#
 # The databases live on small tmpfs mounts made here, so this needs root (or
 # CAP_SYS_ADMIN); without it the whole script is skipped.
 #
@@ -112,7 +119,8 @@ demo_lighttpd_conf
 nlines() { printf '%s\n' "$1" | grep -c .; }
 
 # start NAME DB ON_ERROR: an rlgate for DB (one process, one thread) on the
-# socket lighttpd uses; sets PID.
+# socket lighttpd uses, with commit = $COMMIT; sets PID.
+COMMIT=each
 start() {
 	write_rlgate_conf "$T/$1.conf" "$2" $LIMIT $WINDOW "$3"
 	start_rlgate_fcgi "$1" "$sock" "$T/$1.conf" 1 --threads 1
@@ -355,5 +363,78 @@ is "$(header RateLimit-Remaining)" $((LIMIT - 3)) \
 is "$(count "$db" 1)" 3 "... the database holds count 3 for 127.0.0.1"
 is "$(sql "$db" "SELECT count(*) FROM rlg_state")" 1 "... and no row for the clients let through"
 check_alive open "disk full, open, after"
+stop_rlgate_fcgi open
+
+# ============================================================================
+# 5., 6. commit = behind (the default): the database replaced by a
+# read-only copy, then by garbage, under a running rlgate. The decisions
+# are the table's, which stays mapped: requests are decided and counted on
+# (never a 503) while the flush fails and says so; once the fault is gone
+# the same process writes the database again, and it agrees with the
+# answers.
+COMMIT=
+
+# behind_fault NAME DESC ERE CLIENT...: after the replacement is noticed,
+# one request from each 127.0.0.CLIENT: each a 200 with RateLimit-Remaining
+# (counted), in under MAX_MS; the log says the flush failed (ERE), and
+# nothing about a store error; the same process runs.
+behind_fault() {
+	local name=$1 desc=$2 ere=$3 c t0 ms codes='' uncounted='' slow='' lines
+	shift 3
+	sleep 1.1
+	for c in "$@"; do
+		t0=$(now_ms)
+		req --interface "127.0.0.$c" "$url"
+		ms=$(($(now_ms) - t0))
+		codes="$codes $STATUS"
+		has_header RateLimit-Remaining || uncounted="$uncounted 127.0.0.$c"
+		[ "$ms" -lt "$MAX_MS" ] || slow="$slow 127.0.0.$c:${ms}ms"
+	done
+	is "${codes# }" "$(printf '200 %.0s' "$@" | sed 's/ $//')" "$desc, behind: $# requests, every one decided (200)"
+	is "${uncounted# }" "" "$desc, behind: each counted (RateLimit-Remaining)"
+	is "${slow# }" "" "$desc, behind: every answer in under $MAX_MS ms"
+	sleep 1.1
+	lines=$(log_since "$name" "$OFF")
+	like "$(printf '%s\n' "$lines" | grep 'flush failed')" "$ere" "$desc, behind: the log says the flush failed, and why"
+	is "$(printf '%s\n' "$lines" | grep -c 'store error')" 0 "$desc, behind: no store error (no request failed)"
+	diag "log: $(printf '%s\n' "$lines" | sort -u | head -4)"
+	check_alive "$name" "$desc, behind"
+}
+
+# behind_agrees NAME DESC: one request from 127.0.0.1 is a 200, and the
+# database, once the table is flushed to it, holds the count its
+# RateLimit-Remaining says.
+behind_agrees() {
+	req "$url"
+	is "$STATUS" 200 "$2: the running rlgate answers 200"
+	is "$(sql_flushed "$T/$1.conf" "$db" "SELECT count FROM rlg_state WHERE client = '127.0.0.1'")" \
+	    "$((LIMIT - $(header RateLimit-Remaining)))" "$2: the database is written again and agrees with the answer"
+	check_alive "$1" "$2, after"
+}
+
+part behind behind 4m closed
+[ -f "$db-table" ]
+ok $? "behind: the table beside the database"
+serve 3 1
+sql_flushed "$T/behind.conf" "$db" "VACUUM INTO '$T/behind-copy.db'" || bail_out "VACUUM INTO failed"
+mount_tmpfs "$dir" 4m || bail_out "mount tmpfs over $dir failed: $(cat "$T/mount.err")"
+cp "$T/behind-copy.db" "$db" || bail_out "cp failed"
+mount -o remount,ro "$dir" || bail_out "mount -o remount,ro $dir failed"
+OFF=$(log_size behind)
+behind_fault behind "read-only fs" '(read-only|READONLY)' 1 1 2 3 1
+mount -o remount,rw "$dir" || bail_out "mount -o remount,rw $dir failed"
+sleep 1.1
+behind_agrees behind "read-only fs: remounted rw"
+
+head -c 65536 /dev/urandom >"$dir/garbage" || bail_out "cannot write garbage"
+mv -f "$dir/garbage" "$db" || bail_out "mv failed"
+rm -f "$db-wal" "$db-shm"
+OFF=$(log_size behind)
+behind_fault behind "corrupt" '(not a database|NOTADB|corrupt|malformed)' 1 2 1 3 1
+rm -f "$db"
+sleep 1.1
+behind_agrees behind "corrupt: garbage removed"
+like "$(sql "$db" "PRAGMA user_version")" '^[1-9][0-9]*$' "corrupt, behind: the new database has its schema"
+stop_rlgate_fcgi behind
 
 done_testing

@@ -22,6 +22,12 @@
 # error in the log; the database's counts of the last window equal the
 # 200s); PRAGMA integrity_check is ok.
 #
+# It runs with the default [store] commit (auto: the decision table, the
+# database written behind; the last window's counts are read once the table
+# is flushed), or SUSTAINED_COMMIT: sustained_each.sh runs it with each, one
+# SQLite transaction per decision, whose WAL the bounds above were first
+# set for.
+#
 # make soak runs it for 30 minutes (SUSTAINED_SECONDS=1800).
 : "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 # shellcheck source=tests/integration/lib.sh
@@ -50,8 +56,8 @@ PROCS=${SUSTAINED_PROCS:-4}
 THREADS=${SUSTAINED_THREADS:-2}
 
 db="$T/sustained.db"
-start_load_gateway "$db" "$LIMIT" "$WINDOW" "$PROCS" "$THREADS"
-diag "sustained: $SECONDS_RUN s, $CLIENTS clients, -F $PROCS --threads $THREADS, limit $LIMIT per $WINDOW s$([ "$asan" = 1 ] && echo ", sanitizer build")"
+COMMIT=${SUSTAINED_COMMIT:-} start_load_gateway "$db" "$LIMIT" "$WINDOW" "$PROCS" "$THREADS"
+diag "sustained: $SECONDS_RUN s, $CLIENTS clients, -F $PROCS --threads $THREADS, limit $LIMIT per $WINDOW s, $("$RLGATE_BIN" --check-config --config "$T/rlgate.conf" | head -1 | cut -d: -f1)$([ "$asan" = 1 ] && echo ", sanitizer build")"
 
 # size FILE: its size in bytes, 0 when it does not exist.
 size() {
@@ -98,7 +104,7 @@ load_end_s=$((($(now_ms) - t0) / 1000))
 # The counts of the last window, before anything prunes them (they expire
 # as it ends, and the next request's worker may prune).
 last=$(awk '{ print $1 }' "$T/cells" | sort -n | tail -1)
-sql "$db" "SELECT client, count FROM rlg_state WHERE policy = 'default' AND window_start_ms = $last ORDER BY client" | sort >"$T/db_counts"
+sql_flushed "$T/rlgate.conf" "$db" "SELECT client, count FROM rlg_state WHERE policy = 'default' AND window_start_ms = $last ORDER BY client" | sort >"$T/db_counts"
 
 # After the load, five requests a second, as a quiet gateway gets them:
 # each worker prunes every 10 s after a request, and its first prune after
