@@ -415,10 +415,18 @@ tab_decide(struct tab_store *s, const struct rlg_store_item *items, size_t n,
 			e = tbl_find(s->t, items[i].policy->name,
 			    items[i].client);
 		if (e == NULL) {
+			errno = 0;
 			e = tbl_insert(s->t, items[i].policy->name,
 			    items[i].client, now_ms,
 			    s->max_clients > 0 ? (uint64_t)s->max_clients : 0);
 			inserted = true;
+		}
+		if (e == NULL && errno != 0) {
+			/* The file system could not give the table room. */
+			rlg_store_seterr(&s->base, "table %s: no room for new"
+			    " clients on its file system: %s", s->path,
+			    strerror(errno));
+			return RLG_ESTORE;
 		}
 		if (e == NULL) {
 			rlg_store_seterr(&s->base, "store full: policy \"%s\""

@@ -46,6 +46,8 @@
 #define TBL_UNDO_BYTES ((size_t)256 * 1024)
 /* Expired entries an insertion may reclaim, and entries it looks at. */
 #define TBL_RECLAIM_MAX 16
+/* Entries whose disk blocks are taken at once (tbl_reserve): 84 KB. */
+#define TBL_RESERVE ((uint64_t)256)
 #define TBL_RECLAIM_SCAN 1024
 
 struct tbl_policy {
@@ -82,6 +84,7 @@ struct tbl_header {
 	uint64_t recoveries;
 	int64_t next_flush_ms;        /* the flush clock, atomic */
 	int64_t flushed_at_ms;
+	uint64_t reserved;            /* entries whose disk blocks are taken */
 	struct tbl_policy policies[TBL_POLICIES];
 	uint64_t undo_n;              /* records in the journal; 0: none */
 	uint64_t undo_used;           /* bytes of it */
@@ -100,6 +103,7 @@ struct tbl {
 	unsigned char hash_key[16];
 	uint32_t *index;
 	struct tbl_entry *entries;
+	int fd;                       /* the file, for tbl_reserve */
 };
 
 static uint64_t tbl_offsets(uint64_t capacity, uint64_t *slots,
@@ -107,6 +111,8 @@ static uint64_t tbl_offsets(uint64_t capacity, uint64_t *slots,
 static int tbl_boot_id(char *out, size_t size);
 static bool tbl_moved(int fd, const char *path);
 static bool tbl_is_of(const struct tbl_header *h, const struct tbl_ident *id);
+static int tbl_take_blocks(struct tbl *t, uint64_t off, uint64_t len);
+static int tbl_reserve(struct tbl *t, uint64_t n);
 static int tbl_open_once(const char *path, const struct tbl_ident *id,
     uint64_t capacity, tbl_seed_fn *seed, void *ctx, struct tbl **out,
     char *err, size_t errsize);
@@ -351,6 +357,19 @@ tbl_build(const char *path, const struct tbl_ident *id, uint64_t capacity,
 	pthread_mutex_init(&h->lock, &ma);
 	pthread_mutex_init(&h->flush_lock, &ma);
 	pthread_mutexattr_destroy(&ma);
+	eo = (uint64_t)((unsigned char *)t->entries - t->base);
+	if (t->fd < 0 || tbl_take_blocks(t, 0, eo) != 0 ||
+	    tbl_reserve(t, 1) != 0) {
+		snprintf(err, errsize, "table %s: no room on its file system"
+		    " for its header, index and first entries (%llu bytes):"
+		    " %s", path, (unsigned long long)(eo + TBL_RESERVE *
+		    sizeof(struct tbl_entry)), strerror(errno));
+		tbl_close(t);
+		unlink(path);
+		close(fd);
+		return -1;
+	}
+	tbl_commit(t);          /* the reservation is no step to undo */
 	if (seed != NULL && seed(ctx, t) != 0) {
 		snprintf(err, errsize, "table %s: seeding it from the"
 		    " database failed", path);
@@ -364,6 +383,41 @@ tbl_build(const char *path, const struct tbl_ident *id, uint64_t capacity,
 	flock(fd, LOCK_UN);
 	close(fd);
 	*out = t;
+	return 0;
+}
+
+/*
+ * The file is sparse: a page of it first written on a full file system
+ * would kill the writer (SIGBUS). So its blocks are taken (fallocate)
+ * before they are used: the header and the index when it is built, the
+ * entries TBL_RESERVE at a time as the tail grows. 0, or -1 with errno
+ * (ENOSPC: the new client is refused, on_error). A file system without
+ * fallocate stays sparse.
+ */
+static int
+tbl_take_blocks(struct tbl *t, uint64_t off, uint64_t len)
+{
+	if (len == 0 || fallocate(t->fd, 0, (off_t)off, (off_t)len) == 0)
+		return 0;
+	return errno == EOPNOTSUPP ? 0 : -1;
+}
+
+/* Blocks taken for the first n entries (under the lock, or building). */
+static int
+tbl_reserve(struct tbl *t, uint64_t n)
+{
+	struct tbl_header *h = t->h;
+	uint64_t want, eo = (uint64_t)((unsigned char *)t->entries - t->base);
+
+	if (n <= h->reserved)
+		return 0;
+	want = (n + TBL_RESERVE - 1) / TBL_RESERVE * TBL_RESERVE;
+	if (want > h->capacity)
+		want = h->capacity;
+	if (tbl_take_blocks(t, eo + h->reserved * sizeof(struct tbl_entry),
+	    (want - h->reserved) * sizeof(struct tbl_entry)) != 0)
+		return -1;
+	tbl_set_u64(t, &h->reserved, want);
 	return 0;
 }
 
@@ -382,6 +436,7 @@ tbl_map(int fd, uint64_t capacity, char *err, size_t errsize)
 		return NULL;
 	}
 	t = rlg_xcalloc(1, sizeof *t);
+	t->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	t->base = p;
 	t->size = (size_t)size;
 	t->h = p;
@@ -396,6 +451,8 @@ tbl_close(struct tbl *t)
 	if (t == NULL)
 		return;
 	munmap(t->base, t->size);
+	if (t->fd >= 0)
+		close(t->fd);
 	free(t);
 }
 
@@ -664,6 +721,8 @@ tbl_insert(struct tbl *t, const char *policy, const char *client,
 		tbl_set_u64(t, &h->free_head, e->hash);
 	} else {
 		at = h->extent;
+		if (tbl_reserve(t, at + 1) != 0)
+			return NULL;
 		e = &t->entries[at];
 		tbl_set_u64(t, &h->extent, at + 1);
 	}

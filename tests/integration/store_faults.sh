@@ -14,7 +14,9 @@
 # the decisions are made in the decision table beside the database: a
 # database replaced (by a read-only copy, by garbage) is noticed the same
 # way and the table built again from it, which parts 5 and 6 hold to the
-# same answers; store_failure.sh holds behind to a locked database.
+# same answers; store_failure.sh holds behind to a locked database. Part 7
+# fills the disk under a running table: new clients past the room it took
+# get on_error, the others are decided, and the worker lives.
 #
 # The databases live on small tmpfs mounts made here, so this needs root (or
 # CAP_SYS_ADMIN); without it the whole script is skipped.
@@ -273,7 +275,7 @@ fi
 
 # a copy of the database on a tmpfs over the directory, made read-only
 sql "$db" "VACUUM INTO '$T/ro-copy.db'" || bail_out "VACUUM INTO failed"
-mount_tmpfs "$dir" 4m || bail_out "mount tmpfs over $dir failed: $(cat "$T/mount.err")"
+mount_tmpfs "$dir" 16m || bail_out "mount tmpfs over $dir failed: $(cat "$T/mount.err")"
 cp "$T/ro-copy.db" "$db" || bail_out "cp failed"
 mount -o remount,ro "$dir" || bail_out "mount -o remount,ro $dir failed"
 ( : >"$dir/probe" ) 2>/dev/null && bail_out "$dir is still writable"
@@ -412,12 +414,12 @@ behind_agrees() {
 	check_alive "$1" "$2, after"
 }
 
-part behind behind 4m closed
+part behind behind 16m closed
 [ -f "$db-table" ]
 ok $? "behind: the table beside the database"
 serve 3 1
 sql_flushed "$T/behind.conf" "$db" "VACUUM INTO '$T/behind-copy.db'" || bail_out "VACUUM INTO failed"
-mount_tmpfs "$dir" 4m || bail_out "mount tmpfs over $dir failed: $(cat "$T/mount.err")"
+mount_tmpfs "$dir" 16m || bail_out "mount tmpfs over $dir failed: $(cat "$T/mount.err")"
 cp "$T/behind-copy.db" "$db" || bail_out "cp failed"
 mount -o remount,ro "$dir" || bail_out "mount -o remount,ro $dir failed"
 OFF=$(log_size behind)
@@ -436,5 +438,60 @@ sleep 1.1
 behind_agrees behind "corrupt: garbage removed"
 like "$(sql "$db" "PRAGMA user_version")" '^[1-9][0-9]*$' "corrupt, behind: the new database has its schema"
 stop_rlgate_fcgi behind
+
+# ============================================================================
+# 7. commit = behind on a full disk: the table's file is sparse, and its
+# blocks are taken 256 entries at a time before they are used (a page
+# first written on a full file system would kill the worker with SIGBUS).
+# New clients past what is taken get the store's answer (on_error =
+# closed: 503), known ones are decided on, the worker lives, and once
+# room is made new clients are admitted again.
+dir="$T/tablefull"
+db="$dir/rlgate.db"
+mount_tmpfs "$dir" 4m || bail_out "mount tmpfs on $dir failed: $(cat "$T/mount.err")"
+cat >"$T/tablefull.conf" <<CONF
+[store]
+path = $db
+on_error = closed
+commit = behind
+max_clients = 2000
+flush_ms = 200
+
+[client]
+key_secret = store-faults-table-secret
+
+[policy default]
+limit = $LIMIT
+window = $WINDOW
+key = header:X-API-Key
+new_keys_per_ip = 0
+CONF
+start_rlgate_fcgi tablefull "$sock" "$T/tablefull.conf" 1 --threads 1
+PID=$(cat "$T/tablefull.pid")
+req -H "X-API-Key: known" "$url"
+is "$STATUS" 200 "table, disk full: a client before the fault gets 200"
+sleep 0.5
+fill "$dir"
+ok $? "table, disk full: the file system is full"
+OFF=$(log_size tablefull)
+codes=$(for i in $(seq 1 300); do
+	curl -s -o /dev/null -w '%{http_code}\n' --max-time "$CURL_MAX_TIME" \
+	    -H "X-API-Key: new-$i" "$url"
+done | sort | uniq -c | awk '{printf "%s:%s ", $2, $1}')
+diag "300 new clients on a full disk: $codes"
+like "$codes" '(^| )200:2[0-9][0-9] ' "table, disk full: new clients within the blocks taken get 200"
+like "$codes" '(^| )503:[1-9][0-9]* ' "table, disk full: new clients past them get 503 (on_error = closed)"
+is "$(printf '%s' "$codes" | tr ' ' '\n' | grep -cvE '^(200|503):|^$')" 0 "table, disk full: no other answer (no 000, no 502)"
+req -H "X-API-Key: known" "$url"
+is "$STATUS" 200 "table, disk full: the known client is still decided (200)"
+is "$(header RateLimit-Remaining)" $((LIMIT - 2)) "... and counted"
+like "$(log_since tablefull "$OFF" | grep 'store error' | head -1)" 'no room for new clients on its file system' \
+    "table, disk full: the log says the table has no room"
+check_alive tablefull "table, disk full"
+rm -f "$dir/filler" "$dir/filler.more"
+req -H "X-API-Key: after-room" "$url"
+is "$STATUS" 200 "table, disk full: room made, a new client gets 200"
+check_alive tablefull "table, disk full, after"
+stop_rlgate_fcgi tablefull
 
 done_testing
