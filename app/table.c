@@ -315,6 +315,7 @@ tbl_build(const char *path, const struct tbl_ident *id, uint64_t capacity,
 	struct tbl_header *h;
 	uint64_t io, eo;
 	struct tbl *t;
+	bool locked;
 	int fd;
 
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
@@ -325,8 +326,17 @@ tbl_build(const char *path, const struct tbl_ident *id, uint64_t capacity,
 		snprintf(err, errsize, "table %s: %s", path, strerror(errno));
 		return -1;
 	}
-	if (flock(fd, LOCK_EX) != 0 ||
-	    ftruncate(fd, (off_t)tbl_file_size(capacity)) != 0) {
+	/*
+	 * Between the open and the flock another opener may have locked the
+	 * new, empty file, taken it for no table and replaced it: building
+	 * this one then would leave its users apart from the others' table.
+	 */
+	locked = flock(fd, LOCK_EX) == 0;
+	if (locked && tbl_moved(fd, path)) {
+		close(fd);
+		return 1;
+	}
+	if (!locked || ftruncate(fd, (off_t)tbl_file_size(capacity)) != 0) {
 		snprintf(err, errsize, "table %s: cannot size it to %llu"
 		    " bytes: %s", path,
 		    (unsigned long long)tbl_file_size(capacity),
