@@ -313,7 +313,7 @@ tbl_build(const char *path, const struct tbl_ident *id, uint64_t capacity,
 {
 	pthread_mutexattr_t ma;
 	struct tbl_header *h;
-	uint64_t io, eo;
+	uint64_t io, eo, need;
 	struct tbl *t;
 	bool locked;
 	int fd;
@@ -368,12 +368,12 @@ tbl_build(const char *path, const struct tbl_ident *id, uint64_t capacity,
 	pthread_mutex_init(&h->flush_lock, &ma);
 	pthread_mutexattr_destroy(&ma);
 	eo = (uint64_t)((unsigned char *)t->entries - t->base);
+	need = eo + TBL_RESERVE * (uint64_t)sizeof(struct tbl_entry);
 	if (t->fd < 0 || tbl_take_blocks(t, 0, eo) != 0 ||
 	    tbl_reserve(t, 1) != 0) {
 		snprintf(err, errsize, "table %s: no room on its file system"
 		    " for its header, index and first entries (%llu bytes):"
-		    " %s", path, (unsigned long long)(eo + TBL_RESERVE *
-		    sizeof(struct tbl_entry)), strerror(errno));
+		    " %s", path, (unsigned long long)need, strerror(errno));
 		tbl_close(t);
 		unlink(path);
 		close(fd);
