@@ -143,6 +143,15 @@ const char *const sq_sql[SQ_NSTMT] = {
 	    " prev_count = ?5, tat_us = ?6"
 	    " WHERE policy = ?1 AND client = ?2",
 	/*
+	 * The write-behind's row when its expiry is the one stored (a fixed
+	 * or sliding window between two windows): the UPSERT's numbering,
+	 * expires_ms kept out of the SET list as above.
+	 */
+	[SQ_FLUSH_UPDATE] =
+	    "UPDATE rlg_state SET window_start_ms = ?3, count = ?4,"
+	    " prev_count = ?6, tat_us = ?7"
+	    " WHERE policy = ?1 AND client = ?2 AND expires_ms = ?5",
+	/*
 	 * A bounded batch: the inner SELECT walks the expires_ms index; the
 	 * schema's trigger deletes each state's log rows with it.
 	 */

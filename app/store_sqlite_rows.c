@@ -78,6 +78,25 @@ rlg_store_sqlite_begin(struct rlg_store *base, int64_t now_ms)
 	return RLG_OK;
 }
 
+static void
+bind_row(sqlite3_stmt *st, const struct rlg_store_row *row)
+{
+	sqlite3_bind_text(st, 1, row->policy, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, row->client, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, row->st.window_start_ms);
+	sqlite3_bind_int64(st, 4, row->st.count);
+	sqlite3_bind_int64(st, 5, row->st.expires_ms);
+	sqlite3_bind_int64(st, 6, row->st.prev_count);
+	sqlite3_bind_int64(st, 7, row->st.tat_us);
+}
+
+/*
+ * A row of a window (no GCRA tat) most often keeps the expiry the
+ * database holds: the UPDATE that leaves the expires_ms index alone is
+ * tried first, and the UPSERT writes the rest (a new window, a new
+ * client, a row an operator deleted). A token bucket moves its expiry
+ * with every admitted request: straight to the UPSERT.
+ */
 int
 rlg_store_sqlite_put(struct rlg_store *base, const struct rlg_store_row *rows,
     size_t n)
@@ -89,15 +108,17 @@ rlg_store_sqlite_put(struct rlg_store *base, const struct rlg_store_row *rows,
 
 	if (s == NULL || s->db == NULL || sqlite3_get_autocommit(s->db))
 		return s != NULL ? sq_failed(s, SQLITE_MISUSE) : RLG_ESTORE;
-	st = s->stmt[SQ_UPSERT];
 	for (i = 0; i < n; i++) {
-		sqlite3_bind_text(st, 1, rows[i].policy, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, rows[i].client, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 3, rows[i].st.window_start_ms);
-		sqlite3_bind_int64(st, 4, rows[i].st.count);
-		sqlite3_bind_int64(st, 5, rows[i].st.expires_ms);
-		sqlite3_bind_int64(st, 6, rows[i].st.prev_count);
-		sqlite3_bind_int64(st, 7, rows[i].st.tat_us);
+		if (rows[i].st.tat_us == 0) {
+			st = s->stmt[SQ_FLUSH_UPDATE];
+			bind_row(st, &rows[i]);
+			if ((rc = sq_run(s, "flush", st)) != SQLITE_OK)
+				return sq_failed(s, rc);
+			if (sqlite3_changes(s->db) == 1)
+				continue;
+		}
+		st = s->stmt[SQ_UPSERT];
+		bind_row(st, &rows[i]);
 		if ((rc = sq_run(s, "flush", st)) != SQLITE_OK)
 			return sq_failed(s, rc);
 	}

@@ -560,6 +560,119 @@ db_rows(void)
 	return v;
 }
 
+/* The stored state of (policy, client); false: no row. */
+static bool
+db_state(const char *policy, const char *client, struct rlg_state *st)
+{
+	sqlite3 *db;
+	sqlite3_stmt *q;
+	bool found = false;
+
+	ck_assert_int_eq(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY,
+	    NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT window_start_ms,"
+	    " count, expires_ms, prev_count, tat_us FROM rlg_state"
+	    " WHERE policy = ?1 AND client = ?2", -1, &q, NULL), SQLITE_OK);
+	sqlite3_bind_text(q, 1, policy, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 2, client, -1, SQLITE_STATIC);
+	if (sqlite3_step(q) == SQLITE_ROW) {
+		st->window_start_ms = sqlite3_column_int64(q, 0);
+		st->count = sqlite3_column_int64(q, 1);
+		st->expires_ms = sqlite3_column_int64(q, 2);
+		st->prev_count = sqlite3_column_int64(q, 3);
+		st->tat_us = sqlite3_column_int64(q, 4);
+		found = true;
+	}
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	return found;
+}
+
+/* One write-behind transaction of rows, committed. */
+static void
+put_rows(struct rlg_store *s, const struct rlg_store_row *rows, size_t n)
+{
+	ck_assert_int_eq(rlg_store_sqlite_begin(s, NOW), RLG_OK);
+	ck_assert_msg(rlg_store_sqlite_put(s, rows, n) == RLG_OK, "put: %s",
+	    rlg_store_errmsg(s));
+	ck_assert_int_eq(rlg_store_sqlite_commit(s), RLG_OK);
+}
+
+static void
+assert_stored(const struct rlg_store_row *row)
+{
+	struct rlg_state st;
+
+	ck_assert_msg(db_state(row->policy, row->client, &st), "%s/%s: no row",
+	    row->policy, row->client);
+	ck_assert_int_eq(st.window_start_ms, row->st.window_start_ms);
+	ck_assert_int_eq(st.count, row->st.count);
+	ck_assert_int_eq(st.expires_ms, row->st.expires_ms);
+	ck_assert_int_eq(st.prev_count, row->st.prev_count);
+	ck_assert_int_eq(st.tat_us, row->st.tat_us);
+}
+
+/*
+ * The write-behind's rows, every way they reach the database (the UPDATE
+ * that keeps the expiry, the UPSERT for the rest): a new client, the same
+ * window again, a new window (a new expiry), a token bucket, a row an
+ * operator deleted in between; each stored exactly as given, the expiry
+ * index with it.
+ */
+START_TEST(test_put_rows)
+{
+	struct rlg_store_config cfg;
+	struct rlg_store *s = NULL;
+	struct rlg_store_row r[3] = {
+		{ "a", "w", { .window_start_ms = 60000, .count = 1,
+		    .expires_ms = 120000 } },
+		{ "a", "tb", { .tat_us = 5000000, .expires_ms = 6000 } },
+		{ "b", "w", { .window_start_ms = 60000, .count = 7,
+		    .expires_ms = 120000, .prev_count = 3 } },
+	};
+	sqlite3_stmt *q;
+	sqlite3 *db;
+	size_t i;
+
+	behind_cfg(&cfg);
+	cfg.sqlite.commit = RLG_COMMIT_EACH;
+	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_OK);
+	put_rows(s, r, 3);                            /* new: inserted */
+	for (i = 0; i < 3; i++)
+		assert_stored(&r[i]);
+	r[0].st.count = 5;                           /* the same window */
+	r[1].st.tat_us = 7000000;                    /* GCRA: a new expiry */
+	r[1].st.expires_ms = 8000;
+	r[2].st.count = 8;
+	put_rows(s, r, 3);
+	for (i = 0; i < 3; i++)
+		assert_stored(&r[i]);
+	r[0].st = (struct rlg_state){ .window_start_ms = 120000, .count = 1,
+	    .expires_ms = 180000, .prev_count = 5 };   /* a new window */
+	ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "DELETE FROM rlg_state WHERE"
+	    " policy = 'b'", NULL, NULL, NULL), SQLITE_OK);   /* a reset */
+	sqlite3_close(db);
+	put_rows(s, r, 3);
+	for (i = 0; i < 3; i++)
+		assert_stored(&r[i]);
+	ck_assert_int_eq(db_rows(), 3);
+	/* The expiry index agrees with the rows: the file is sound, and a
+	 * delete through the index takes the two rows expired by 120000. */
+	ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1,
+	    &q, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+	ck_assert_str_eq((const char *)sqlite3_column_text(q, 0), "ok");
+	sqlite3_finalize(q);
+	ck_assert_int_eq(sqlite3_exec(db, "DELETE FROM rlg_state WHERE"
+	    " expires_ms <= 120000", NULL, NULL, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_changes(db), 2);
+	sqlite3_close(db);
+	rlg_store_close(s);
+}
+END_TEST
+
 /* Four processes of two threads' worth of steps on one client. */
 START_TEST(test_exact_across_processes)
 {
@@ -833,7 +946,7 @@ rlg_table_suite(void)
 	const TTest *const behind[] = {
 		test_exact_across_processes, test_all_or_nothing,
 		test_flusher_within_interval, test_fresh_database_kept,
-		test_flush_many,
+		test_flush_many, test_put_rows,
 		test_restart_seeded,
 		test_reset_and_log,
 	};
