@@ -127,8 +127,10 @@ rlg_request_param(char *const *envp, const char *name)
 
 	if (envp == NULL)
 		return NULL;
+	/* The first byte before the call: most names differ there. */
 	for (; *envp != NULL; envp++) {
-		if (strncmp(*envp, name, len) == 0 && (*envp)[len] == '=')
+		if ((*envp)[0] == name[0] && strncmp(*envp, name, len) == 0 &&
+		    (*envp)[len] == '=')
 			return *envp + len + 1;
 	}
 	return NULL;
@@ -144,7 +146,8 @@ rlg_request_header(char *const *envp, const char *name, const char **value)
 	if (envp == NULL)
 		return 0;
 	for (; *envp != NULL; envp++) {
-		if (strncmp(*envp, name, len) != 0 || (*envp)[len] != '=')
+		if ((*envp)[0] != name[0] || strncmp(*envp, name, len) != 0 ||
+		    (*envp)[len] != '=')
 			continue;
 		if (n++ > 0) {
 			*value = NULL;
