@@ -61,8 +61,10 @@ else
 fi
 
 echo "=== make distcheck ==="
-# The tarball's tests flood with 200,000 keys too: the 1,000,000 ran above.
-if FLOOD_KEYS=200000 make -C _build/normal distcheck >_build/distcheck.log 2>&1; then
+# The tarball's tests flood with 200,000 keys and sustain the load for 45 s
+# (as the sanitizer build does): the 1,000,000 keys and the 150 s ran above,
+# and the tarball is checked for what it holds, not for the soak again.
+if FLOOD_KEYS=200000 SUSTAINED_SECONDS=45 make -C _build/normal distcheck >_build/distcheck.log 2>&1; then
 	echo "test.sh: make distcheck passed"
 	passed=$((passed + 1))
 else
