@@ -4,7 +4,9 @@
  * FastCGI: libfcgi's reentrant API on the socket a spawner (spawn-fcgi, or
  * the web server) left on fd 0; N threads per process, each with its own
  * gate (gate.c: its store connection), each looping FCGX_Accept_r ->
- * rlg_gate_handle -> FCGX_Finish_r -> rlg_gate_idle. CGI: one request
+ * rlg_gate_handle -> FCGX_Finish_r -> rlg_gate_idle; on a unix socket a
+ * Responder request without a body is closed without libfcgi's wait
+ * (close_at_once). CGI: one request
  * from environ to stdout, through the same gate. What to answer is the
  * gate's; this file only moves bytes and owns the threads and signals.
  * Only this file includes fcgiapp.h.
@@ -15,8 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <fastcgi.h>
 #include <fcgiapp.h>
 
 #include "gate.h"
@@ -28,6 +32,8 @@ extern char **environ;
 static int fcgx_write(void *ctx, const char *buf, size_t len);
 static int stdout_write(void *ctx, const char *buf, size_t len);
 static void *fastcgi_thread(void *arg);
+static int listens_on_unix_socket(void);
+static int close_at_once(FCGX_Request *req, int unix_socket);
 
 static int
 fcgx_write(void *ctx, const char *buf, size_t len)
@@ -55,8 +61,65 @@ rlg_server_is_fastcgi(void)
 
 struct thread_arg {
 	const struct rlg_config *cfg;
+	int unix_socket;        /* fd 0 is an AF_UNIX socket */
 	pthread_t tid;
 };
+
+static int
+listens_on_unix_socket(void)
+{
+	struct sockaddr_storage sa = { .ss_family = AF_UNSPEC };
+	socklen_t len = sizeof sa;
+
+	return getsockname(0, (struct sockaddr *)&sa, &len) == 0 &&
+	    sa.ss_family == AF_UNIX;
+}
+
+/*
+ * libfcgi ends a connection by shutting down its sending side and reading
+ * until the web server closes (or 2 s pass), so that input still on the
+ * way cannot make the kernel answer with a TCP reset, which can destroy
+ * the answer before the web server has read it. That wait costs a worker
+ * about half its time per request (two more wake-ups and a select;
+ * docs/benchmarks.md). It can be skipped when nothing more will come:
+ *
+ * - on a unix socket only: there is no reset there, but over TCP a late
+ *   FCGI_ABORT_REQUEST would still draw one;
+ * - in the Responder role only, where the web server ends its input with
+ *   an empty FCGI_STDIN record, which is read here first (Apache writes
+ *   it apart from the parameters: closing before it arrives fails that
+ *   write, and the request). An Authorizer is sent no FCGI_STDIN by
+ *   Apache, an empty one by lighttpd: there is no end to wait for, so its
+ *   connections keep libfcgi's close;
+ * - for a request without a body (no Transfer-Encoding, CONTENT_LENGTH
+ *   absent, empty or 0): a body is left to libfcgi's close, which reads
+ *   it while the web server writes it.
+ *
+ * Returns true when the input was read to its end and the connection may
+ * be closed at once.
+ */
+static int
+close_at_once(FCGX_Request *req, int unix_socket)
+{
+	const char *len;
+	char buf[256];
+	int n, total = 0;
+
+	if (!unix_socket || req->role != FCGI_RESPONDER)
+		return 0;
+	if (FCGX_GetParam("HTTP_TRANSFER_ENCODING", req->envp) != NULL)
+		return 0;
+	len = FCGX_GetParam("CONTENT_LENGTH", req->envp);
+	if (len != NULL && len[0] != '\0' && strcmp(len, "0") != 0)
+		return 0;
+	/* Bounded: a web server that sends a body it did not announce gets
+	 * libfcgi's close for the rest. */
+	while ((n = FCGX_GetStr(buf, (int)sizeof buf, req->in)) > 0)
+		if ((total += n) > 4096)
+			return 0;
+	return FCGX_HasSeenEOF(req->in) == EOF &&
+	    FCGX_GetError(req->in) == 0;
+}
 
 static void *
 fastcgi_thread(void *arg)
@@ -90,6 +153,8 @@ fastcgi_thread(void *arg)
 		}
 		now_ms = rlg_now_ms();
 		rlg_gate_handle(&g, req.envp, now_ms, fcgx_write, req.out);
+		if (close_at_once(&req, t->unix_socket))
+			FCGX_Detach(&req);      /* its close skips the wait */
 		FCGX_Finish_r(&req);
 		rlg_gate_idle(&g, now_ms);      /* a clock read per request */
 	}
@@ -102,7 +167,7 @@ int
 rlg_server_run_fastcgi(const struct rlg_config *cfg, int nthreads)
 {
 	struct thread_arg *threads;
-	int i, started = 0, rc;
+	int i, started = 0, rc, unix_socket;
 
 	if (FCGX_Init() != 0) {
 		rlg_log("FCGX_Init failed");
@@ -119,8 +184,10 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, int nthreads)
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
 	threads = rlg_xcalloc((size_t)nthreads, sizeof *threads);
+	unix_socket = listens_on_unix_socket();
 	for (i = 0; i < nthreads; i++) {
 		threads[i].cfg = cfg;
+		threads[i].unix_socket = unix_socket;
 		rc = pthread_create(&threads[i].tid, NULL, fastcgi_thread,
 		    &threads[i]);
 		if (rc != 0) {

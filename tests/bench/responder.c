@@ -4,11 +4,14 @@
  */
 #include "responder.h"
 
+#include <fastcgi.h>
+
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #define RESPONDER_BODY \
 	"{\"status\":\"success\",\"data\":{\"message\":\"Here is the resource payload.\"}}"
@@ -33,10 +36,38 @@ static int answer_get_len, answer_head_len;
 static pthread_mutex_t accept_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const char *run_prog;
+static int run_unix_socket;     /* fd 0 is an AF_UNIX socket */
 static responder_init_fn run_init;
 static responder_handle_fn run_handle;
 
 static void *responder_thread(void *arg);
+static int close_at_once(FCGX_Request *req);
+
+/*
+ * As rlgate closes a connection (app/server.c, close_at_once): on a unix
+ * socket, a Responder request without a body has its FCGI_STDIN read to
+ * the end and is closed without libfcgi's wait for the web server's
+ * close; so that the ceiling is served as rlgate is.
+ */
+static int
+close_at_once(FCGX_Request *req)
+{
+	const char *len;
+	char buf[256];
+	int n, total = 0;
+
+	if (!run_unix_socket || req->role != FCGI_RESPONDER ||
+	    FCGX_GetParam("HTTP_TRANSFER_ENCODING", req->envp) != NULL)
+		return 0;
+	len = FCGX_GetParam("CONTENT_LENGTH", req->envp);
+	if (len != NULL && len[0] != '\0' && strcmp(len, "0") != 0)
+		return 0;
+	while ((n = FCGX_GetStr(buf, (int)sizeof buf, req->in)) > 0)
+		if ((total += n) > 4096)
+			return 0;
+	return FCGX_HasSeenEOF(req->in) == EOF &&
+	    FCGX_GetError(req->in) == 0;
+}
 
 void
 responder_ok(FCGX_Request *req)
@@ -74,6 +105,8 @@ responder_thread(void *arg)
 			break;
 		}
 		run_handle(&req, state);
+		if (close_at_once(&req))
+			FCGX_Detach(&req);
 		FCGX_Finish_r(&req);
 	}
 	FCGX_Free(&req, 1);
@@ -115,6 +148,13 @@ responder_run(const char *prog, int nthreads, responder_init_fn init,
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
+	{
+		struct sockaddr_storage sa = { .ss_family = AF_UNSPEC };
+		socklen_t len = sizeof sa;
+
+		run_unix_socket = getsockname(0, (struct sockaddr *)&sa,
+		    &len) == 0 && sa.ss_family == AF_UNIX;
+	}
 
 	tids = calloc((size_t)nthreads, sizeof *tids);
 	if (tids == NULL) {

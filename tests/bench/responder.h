@@ -3,7 +3,8 @@
  * ceiling; naive.c, one UPSERT per request) share: their 200 answer, as
  * many bytes as rlgate's, and the way they serve, as rlgate does
  * (libfcgi's reentrant API, N threads, the accept serialized by a mutex
- * as in fcgi2's examples/threaded.c).
+ * as in fcgi2's examples/threaded.c; on a unix socket a Responder request
+ * without a body closed without libfcgi's wait, as app/server.c does).
  */
 #ifndef RLGATE_BENCH_RESPONDER_H
 #define RLGATE_BENCH_RESPONDER_H

@@ -1,0 +1,276 @@
+/*
+ * fcgi_client.c: one FastCGI request, as a web server sends it, and how the
+ * application ends the connection; for tests/integration/close.sh.
+ *
+ *   fcgi_client ADDR METHOD URI [--body N] [--late-stdin MS]
+ *       [--authorizer [--no-stdin]] [NAME=VALUE...]
+ *
+ * ADDR is a unix socket's path (it holds a '/') or 127.0.0.1:PORT. Sends
+ * FCGI_BEGIN_REQUEST (Responder, no keep-alive), FCGI_PARAMS
+ * (REQUEST_METHOD, REQUEST_URI, SCRIPT_NAME, REMOTE_ADDR 127.0.0.1,
+ * SERVER_PROTOCOL, then each NAME=VALUE), the empty FCGI_PARAMS, N bytes
+ * of FCGI_STDIN (default 0) and the empty FCGI_STDIN, in one write, as
+ * lighttpd does; with --late-stdin the FCGI_STDIN records MS ms after the
+ * rest, as Apache's mod_proxy_fcgi writes them apart. --authorizer asks
+ * for the Authorizer role; --no-stdin then sends no FCGI_STDIN, as
+ * Apache's mod_authnz_fcgi. Reads the answer
+ * to FCGI_END_REQUEST and then to the application's end of the stream.
+ * Then it writes 8 more bytes: if the application has closed its socket,
+ * a unix socket refuses them (EPIPE) and TCP answers them with a reset;
+ * if it only shut down its sending side and still reads (libfcgi's wait
+ * for the web server to close first), they are taken and nothing comes
+ * back within 500 ms. Prints one line:
+ *
+ *   status=CODE end=closed|open
+ *
+ * Exit 0, or 1 with a message on stderr when the exchange fails.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+enum { BEGIN_REQUEST = 1, END_REQUEST = 3, PARAMS = 4, STDIN = 5,
+	STDOUT = 6 };
+
+static void
+die(const char *what)
+{
+	fprintf(stderr, "fcgi_client: %s: %s\n", what,
+	    errno != 0 ? strerror(errno) : "protocol error");
+	exit(1);
+}
+
+static void
+write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	ssize_t n;
+
+	while (len > 0) {
+		n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			die("write");
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+/*
+ * The request's records are gathered and written at once, as web servers
+ * write them (lighttpd, Apache): a record that came apart from the rest,
+ * after the answer, would still be unread when the application closes.
+ */
+static unsigned char *sendbuf;
+static size_t sendlen, sendcap;
+
+static void
+record(int type, const void *content, size_t len)
+{
+	unsigned char h[8] = { 1, (unsigned char)type, 0, 1,
+		(unsigned char)(len >> 8), (unsigned char)len, 0, 0 };
+
+	if (sendlen + sizeof h + len > sendcap) {
+		sendcap = (sendlen + sizeof h + len) * 2;
+		sendbuf = realloc(sendbuf, sendcap);
+		if (sendbuf == NULL)
+			die("out of memory");
+	}
+	memcpy(sendbuf + sendlen, h, sizeof h);
+	if (len > 0)
+		memcpy(sendbuf + sendlen + sizeof h, content, len);
+	sendlen += sizeof h + len;
+}
+
+/* Appends NAME=VALUE as a FastCGI name-value pair; returns the new length. */
+static size_t
+pair(unsigned char *buf, size_t at, size_t cap, const char *nv)
+{
+	const char *eq = strchr(nv, '=');
+	size_t nl, vl, i;
+	size_t lens[2];
+
+	if (eq == NULL)
+		die("a parameter without '='");
+	nl = (size_t)(eq - nv);
+	vl = strlen(eq + 1);
+	if (at + nl + vl + 8 > cap)
+		die("parameters too long");
+	lens[0] = nl;
+	lens[1] = vl;
+	for (i = 0; i < 2; i++) {
+		if (lens[i] < 128) {
+			buf[at++] = (unsigned char)lens[i];
+		} else {
+			buf[at++] = (unsigned char)(0x80 | (lens[i] >> 24));
+			buf[at++] = (unsigned char)(lens[i] >> 16);
+			buf[at++] = (unsigned char)(lens[i] >> 8);
+			buf[at++] = (unsigned char)lens[i];
+		}
+	}
+	memcpy(buf + at, nv, nl);
+	memcpy(buf + at + nl, eq + 1, vl);
+	return at + nl + vl;
+}
+
+static void
+read_full(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	ssize_t n;
+
+	while (len > 0) {
+		n = read(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = 0;
+			die("read");
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+static int
+connect_to(const char *addr)
+{
+	int fd;
+
+	if (strchr(addr, '/') != NULL) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+		if (strlen(addr) >= sizeof sa.sun_path)
+			die("socket path too long");
+		strcpy(sa.sun_path, addr);
+		fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0)
+			die(addr);
+	} else {
+		struct sockaddr_in sa = { .sin_family = AF_INET };
+		const char *colon = strrchr(addr, ':');
+
+		if (colon == NULL || inet_pton(AF_INET, "127.0.0.1",
+		    &sa.sin_addr) != 1 || strncmp(addr, "127.0.0.1:", 10) != 0)
+			die("ADDR must be a path or 127.0.0.1:PORT");
+		sa.sin_port = htons((unsigned short)atoi(colon + 1));
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0)
+			die(addr);
+	}
+	return fd;
+}
+
+int
+main(int argc, char **argv)
+{
+	static unsigned char params[65535], chunk[65535];
+	unsigned char begin[8] = { 0, 1, 0, 0, 0, 0, 0, 0 };   /* Responder */
+	int late_ms = -1, no_stdin = 0;
+	unsigned char h[8];
+	char nv[4096], out[4096] = "";
+	size_t plen = 0, outlen = 0, body = 0, n;
+	int fd, i, status = 0, closed;
+	ssize_t r;
+	struct pollfd pfd;
+
+	if (argc < 4) {
+		fprintf(stderr, "usage: fcgi_client ADDR METHOD URI "
+		    "[--body N] [NAME=VALUE...]\n");
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	fd = connect_to(argv[1]);
+	snprintf(nv, sizeof nv, "REQUEST_METHOD=%s", argv[2]);
+	plen = pair(params, plen, sizeof params, nv);
+	snprintf(nv, sizeof nv, "REQUEST_URI=%s", argv[3]);
+	plen = pair(params, plen, sizeof params, nv);
+	snprintf(nv, sizeof nv, "SCRIPT_NAME=%s", argv[3]);
+	plen = pair(params, plen, sizeof params, nv);
+	plen = pair(params, plen, sizeof params, "REMOTE_ADDR=127.0.0.1");
+	plen = pair(params, plen, sizeof params, "SERVER_PROTOCOL=HTTP/1.1");
+	for (i = 4; i < argc; i++) {
+		if (strcmp(argv[i], "--body") == 0 && i + 1 < argc)
+			body = (size_t)strtoul(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--late-stdin") == 0 && i + 1 < argc)
+			late_ms = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--authorizer") == 0)
+			begin[1] = 2;
+		else if (strcmp(argv[i], "--no-stdin") == 0)
+			no_stdin = 1;
+		else
+			plen = pair(params, plen, sizeof params, argv[i]);
+	}
+
+	record(BEGIN_REQUEST, begin, sizeof begin);
+	record(PARAMS, params, plen);
+	record(PARAMS, NULL, 0);
+	if (late_ms >= 0) {
+		write_all(fd, sendbuf, sendlen);
+		sendlen = 0;
+		poll(NULL, 0, late_ms);
+	}
+	memset(chunk, 'x', sizeof chunk);
+	while (body > 0) {
+		n = body < sizeof chunk ? body : sizeof chunk;
+		record(STDIN, chunk, n);
+		body -= n;
+	}
+	if (!no_stdin)
+		record(STDIN, NULL, 0);
+	if (sendlen > 0)
+		write_all(fd, sendbuf, sendlen);
+
+	for (;;) {
+		size_t clen, pad;
+
+		read_full(fd, h, sizeof h);
+		clen = (size_t)h[4] << 8 | h[5];
+		pad = h[6];
+		read_full(fd, chunk, clen + pad);
+		if (h[1] == STDOUT && outlen + clen < sizeof out) {
+			memcpy(out + outlen, chunk, clen);
+			outlen += clen;
+			out[outlen] = '\0';
+		}
+		if (h[1] == END_REQUEST)
+			break;
+	}
+	if (strncmp(out, "Status: ", 8) == 0)
+		status = atoi(out + 8);
+
+	/* The application's end of the stream: up to 5 s. */
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	for (;;) {
+		if (poll(&pfd, 1, 5000) <= 0)
+			die("no end of stream from the application within 5 s");
+		r = read(fd, chunk, sizeof chunk);
+		if (r == 0)
+			break;
+		if (r < 0 && errno != EINTR)
+			die("read to the end of stream");
+	}
+
+	/* Closed, or still reading what we send? */
+	r = write(fd, "trailing", 8);
+	if (r < 0) {
+		closed = 1;     /* unix socket: EPIPE (TCP: a reset seen) */
+	} else {
+		r = poll(&pfd, 1, 500);
+		closed = r > 0 && read(fd, chunk, sizeof chunk) < 0;
+	}
+	printf("status=%d end=%s\n", status, closed ? "closed" : "open");
+	close(fd);
+	return 0;
+}
