@@ -53,9 +53,20 @@ rlg_log(const char *fmt, ...)
 	va_list ap;
 	int n, m;
 
-	n = snprintf(line, sizeof line, "rlgate[%ld]: ", log_pid_get());
+	struct timespec ts;
+	struct tm tm;
+	size_t t;
+
+	/* RFC 3339, UTC, milliseconds: 2026-12-03T23:15:08.123Z */
+	if (clock_gettime(CLOCK_REALTIME, &ts) != 0 ||
+	    gmtime_r(&ts.tv_sec, &tm) == NULL ||
+	    (t = strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%S", &tm)) == 0)
+		return;
+	n = snprintf(line + t, sizeof line - t, ".%03ldZ rlgate[%ld]: ",
+	    ts.tv_nsec / 1000000, log_pid_get());
 	if (n < 0)
 		return;
+	n += (int)t;
 	va_start(ap, fmt);
 	m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
 	va_end(ap);

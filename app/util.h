@@ -16,8 +16,9 @@
 #define RLG_EFULL   (-4)   /* the store holds max_clients: apply on_error */
 
 /*
- * Writes one line to stderr (the web server's error log): "rlgate[pid]: "
- * then the formatted message and a newline. Safe from several threads: the
+ * Writes one line to stderr (the web server's error log): the time, RFC
+ * 3339 in UTC with milliseconds ("2026-12-03T23:15:08.123Z"), a space,
+ * "rlgate[pid]: ", then the formatted message and a newline. Safe from several threads: the
  * line is formatted first and written with one write(2).
  */
 void rlg_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

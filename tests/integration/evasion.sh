@@ -149,7 +149,7 @@ for f in $FRONTS; do
 	    "$name front: counted as $c, the address the front saw"
 done
 like "$(grep -m1 'reason=duplicate_header' "$T/lookalike.log")" \
-    '^rlgate\[[0-9]+\]: event=bad_request peer=127\.0\.0\.1 reason=duplicate_header header=X-Forwarded-For suppressed=0$' \
+    "^${LOG_RE}event=bad_request peer=127\.0\.0\.1 reason=duplicate_header header=X-Forwarded-For suppressed=0\$" \
     "look-alikes are logged as event=bad_request reason=duplicate_header"
 
 # ---- 2. malformed forwarding headers -----------------------------------------

@@ -71,7 +71,7 @@ req "$url"
 is "$STATUS" 200 "served as before"
 is "$(grep -c 'warning: store' "$T/made-log")" 1 "one warning line in the log at start"
 like "$(grep 'warning: store' "$T/made-log")" \
-    "^rlgate\\[[0-9]+\\]: warning: store $db: the database has mode 0644 .*: chmod go-rwx $db" \
+    "^${LOG_RE}warning: store $db: the database has mode 0644 .*: chmod go-rwx $db" \
     "the log's warning names the database, its mode and the chmod"
 is "$(mode_of "$db")" 644 "rlgate leaves the mode as the operator set it"
 stop_rlgate_fcgi made

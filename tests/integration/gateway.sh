@@ -85,7 +85,7 @@ last_body() {
 
 # log_events NAME EVENT: the log lines of $T/NAME.log with event=EVENT.
 log_events() {
-	grep -E "^rlgate\[[0-9]+\]: event=$2 " "$T/$1.log"
+	grep -E "^${LOG_RE}event=$2 " "$T/$1.log"
 }
 
 # kv LINE KEY: the value of KEY in a key=value log line.
@@ -105,7 +105,7 @@ kv() {
 # ROUTE, each exactly "event= client= route= policy= retry_after_s=" with
 # these values and retry_after_s in 1..WINDOW.
 check_reject_lines() {
-	local name=$1 ev=$2 want=$3 cl=$4 rt=$5 pol=$6 d=$7 lines line bad=0 n=0
+	local name=$1 ev=$2 want=$3 cl=$4 rt=$5 pol=$6 d=$7 lines line bad=0 n=0 re
 	lines=$(log_events "$name" "$ev" | while IFS= read -r line; do
 		[ "$(kv "$line" client)" = "$cl" ] && [ "$(kv "$line" route)" = "$rt" ] &&
 		    printf '%s\n' "$line"
@@ -113,8 +113,9 @@ check_reject_lines() {
 	[ -n "$lines" ] && n=$(printf '%s\n' "$lines" | wc -l)
 	is "$n" "$want" "$d: $want event=$ev line(s) for client $cl, route $rt"
 	[ "$n" -gt 0 ] || return 0
+	re="^${LOG_RE}event=[a-z_]+ client=[^ ]+ route=[^ ]+ policy=[^ ]+ retry_after_s=[0-9]+\$"
 	while IFS= read -r line; do
-		if ! [[ $line =~ ^rlgate\[[0-9]+\]:\ event=[a-z_]+\ client=[^\ ]+\ route=[^\ ]+\ policy=[^\ ]+\ retry_after_s=[0-9]+$ ]] ||
+		if ! [[ $line =~ $re ]] ||
 		    [ "$(kv "$line" route)" != "$rt" ] ||
 		    [ "$(kv "$line" policy)" != "$pol" ] ||
 		    [ "$(kv "$line" retry_after_s)" -lt 1 ] ||
@@ -542,13 +543,13 @@ EOF
 	codes=$(seq_codes 21 "$url" | sed 's/:[0-9-]*//g')
 	is "$codes" "200$(printf ' 429%.0s' $(seq 1 20))" "cache, level $level: 200, then 20 429s"
 	lines=$(grep -c 'event=reject' "$T/cached-$level.log" | tr -d ' ')
-	commit_lines=$(grep -c '^rlgate\[[0-9]*\]: commit = ' "$T/cached-$level.log" | tr -d ' ')
+	commit_lines=$(grep -cE "^${LOG_RE}commit = " "$T/cached-$level.log" | tr -d ' ')
 	if [ "$level" = warn ]; then
 		between "$lines" 1 4 "cache, level warn: 1 to 4 event=reject lines for 20 429s (got $lines)"
 		is "$commit_lines" 0 "level warn: no line about the commit at start"
 	else
 		is "$lines" 20 "cache, level info: one event=reject line per 429"
-		is "$(grep -c '^rlgate\[[0-9]*\]: commit = each: one SQLite transaction per decision$' "$T/cached-$level.log" | tr -d ' ')" 2 \
+		is "$(grep -cE "^${LOG_RE}commit = each: one SQLite transaction per decision\$" "$T/cached-$level.log" | tr -d ' ')" 2 \
 		    "level info: each process says at start that commit = each applies"
 	fi
 done
@@ -561,7 +562,7 @@ write_store_conf info-behind <<EOF
 level = info
 EOF
 use_rlgate info-behind
-is "$(grep -c "^rlgate\[[0-9]*\]: commit = behind (auto): decided in $DB-table, written to the database every 1000 ms\$" "$T/info-behind.log" | tr -d ' ')" 2 \
+is "$(grep -cE "^${LOG_RE}commit = behind \(auto\): decided in $DB-table, written to the database every 1000 ms\$" "$T/info-behind.log" | tr -d ' ')" 2 \
     "level info, no commit set: each process says commit = behind (auto) at start"
 write_store_conf info-each <<EOF
 [log]
@@ -573,9 +574,16 @@ limit = 5
 window = $WINDOW
 EOF
 use_rlgate info-each
-is "$(grep -c '^rlgate\[[0-9]*\]: commit = each (auto: \[policy strict\] is a sliding_log, whose log lives in the database): one SQLite transaction per decision$' "$T/info-each.log" | tr -d ' ')" 2 \
+is "$(grep -cE "^${LOG_RE}commit = each \(auto: \[policy strict\] is a sliding_log, whose log lives in the database\): one SQLite transaction per decision\$" "$T/info-each.log" | tr -d ' ')" 2 \
     "level info, a sliding_log policy: each process says commit = each (auto) and why"
 [ -e "$DB-table" ]
 ok $((! $?)) "... and no decision table is made"
+
+# ---- 6e. every log line starts with its time -----------------------------------------
+is "$(grep -cvE "^${LOG_RE}" "$T/info-behind.log" "$T/cached-info.log" | awk -F: '{ s += $2 } END { print s }')" 0 \
+    "every log line starts with the time (RFC 3339, UTC, milliseconds: 2026-12-03T23:15:08.123Z), then rlgate[PID]: "
+first=$(head -1 "$T/info-behind.log" | cut -d' ' -f1)
+age=$(( $(date -u +%s) - $(date -u -d "$(printf '%s' "$first" | tr T ' ' | tr -d Z)" +%s) ))
+between "$age" 0 900 "the first line's time ($first) is UTC and of this run"
 
 done_testing

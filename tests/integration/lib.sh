@@ -34,6 +34,10 @@ PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
 # shellcheck source=tests/lib-proc.sh
 . "$RLGATE_SRCDIR/tests/lib-proc.sh" || { echo "Bail out! cannot read tests/lib-proc.sh"; exit 99; }
 
+# The start of every rlgate log line (ERE, no anchor): the time, RFC 3339
+# in UTC with milliseconds, then "rlgate[PID]: ".
+LOG_RE='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z rlgate\[[0-9]+\]: '
+
 CURL_MAX_TIME=${CURL_MAX_TIME:-10}
 APACHE_BIN=${APACHE_BIN:-/usr/sbin/apache2}
 APACHE_MODULES=${APACHE_MODULES:-/usr/lib/apache2/modules}

@@ -379,7 +379,7 @@ all_lost() {
 # per_pid_max PATTERN FILE: the most lines matching PATTERN one process
 # (rlgate[PID]: prefix) logged.
 per_pid_max() {
-	grep -E "$1" "$2" | sed -n 's/^rlgate\[\([0-9]*\)\].*/\1/p' | sort | uniq -c |
+	grep -E "$1" "$2" | sed -n 's/^[^ ]* rlgate\[\([0-9]*\)\].*/\1/p' | sort | uniq -c |
 	    awk 'BEGIN { m = 0 } $1 > m { m = $1 } END { print m }'
 }
 
