@@ -127,6 +127,7 @@ rlg_config_base(void)
 	cfg->store.redis.timeout_ms = RLG_DEFAULT_REDIS_TIMEOUT_MS;
 	cfg->client.ipv6_prefix = RLG_DEFAULT_IPV6_PREFIX;
 	cfg->log_level = RLG_LOG_WARN;
+	cfg->log_format = RLG_LOG_TEXT;
 
 	cfg->npolicies = 1;
 	cfg->policies = rlg_xcalloc(cfg->npolicies, sizeof *cfg->policies);

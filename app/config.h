@@ -163,6 +163,12 @@ enum rlg_log_level {
 	RLG_LOG_INFO,
 };
 
+/* How a log line is written: text (key=value), or one JSON object. */
+enum rlg_log_format {
+	RLG_LOG_TEXT = 0,
+	RLG_LOG_JSON,
+};
+
 /*
  * [route NAME]: which policies apply to which requests. Routes are tried
  * in file order; the first whose path and method match decides.
@@ -223,6 +229,7 @@ struct rlg_config {
 	struct rlg_client_config client;
 	bool report_exempt;            /* [headers] report_exempt */
 	enum rlg_log_level log_level;  /* [log] level */
+	enum rlg_log_format log_format;        /* [log] format */
 };
 
 /* Built-in defaults (used when no config file is found). */

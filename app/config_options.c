@@ -109,6 +109,9 @@ static const struct rlg_word rlg_log_level_words[] = {
 	{ "error", RLG_LOG_ERROR }, { "warn", RLG_LOG_WARN },
 	{ "info", RLG_LOG_INFO }, { NULL, 0 }
 };
+static const struct rlg_word rlg_log_format_words[] = {
+	{ "text", RLG_LOG_TEXT }, { "json", RLG_LOG_JSON }, { NULL, 0 }
+};
 
 /* A row's section, name and type. */
 #define RLG_KEY(sect, key, t) \
@@ -203,6 +206,9 @@ const struct rlg_option rlg_options[] = {
 	{ RLG_KEY("log", "level", ENUM), RLG_CONFIG(log_level),
 	  .words = rlg_log_level_words, .def = "warn",
 	  .doc = "How much goes to stderr." },
+	{ RLG_KEY("log", "format", ENUM), RLG_CONFIG(log_format),
+	  .words = rlg_log_format_words, .def = "text",
+	  .doc = "Each line key=value text, or one JSON object." },
 	{ RLG_KEY("policy", "algorithm", ENUM), RLG_POLICY(lim.algorithm),
 	  .words = rlg_algorithm_words, .def = "fixed_window",
 	  .set = rlg_set_algorithm, .doc = "How requests are counted." },

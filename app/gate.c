@@ -22,6 +22,9 @@
 #include "gate.h"
 #include "util.h"
 
+/* The bytes of a path a log line shows at most (then "..."). */
+#define RLG_LOG_PATH_MAX 200
+
 /* The items of one store step and what the gate knows of each. */
 struct gate_items {
 	struct rlg_store_item items[RLG_GATE_ITEMS_MAX];
@@ -43,15 +46,16 @@ static void log_flaw(struct rlg_gate *g, const struct rlg_request *r,
     const char *reason, const char *header, int64_t now_ms);
 static const char *flaw_header(const struct rlg_config *cfg,
     const struct rlg_request *r);
-static void log_rejection(const struct rlg_gate *g, const char *event,
+static void log_rejection(const struct rlg_gate *g,
+    const struct rlg_request *req, const char *event,
     const struct rlg_route *rt, const struct gate_items *gi,
     const struct rlg_decision *d, const bool *which);
 static bool repeat_rejection(struct rlg_gate *g,
     const struct gate_items *gi, const struct rlg_route *rt,
     const struct rlg_decision *d, int64_t now_ms);
-static bool log_decisions(struct rlg_gate *g, const struct gate_items *gi,
-    const struct rlg_verdict *v, const struct rlg_decision *d,
-    int64_t now_ms);
+static bool log_decisions(struct rlg_gate *g, const struct rlg_request *req,
+    const struct gate_items *gi, const struct rlg_verdict *v,
+    const struct rlg_decision *d, int64_t now_ms);
 static void show(const struct gate_items *gi, bool admitted,
     const struct rlg_decision *d, struct rlg_verdict *v);
 
@@ -281,15 +285,20 @@ flaw_header(const struct rlg_config *cfg, const struct rlg_request *r)
  * One line per rejection the store decides (and per dry-run would-be
  * rejection), in a stable key=value form for log tools: the client's
  * store key (an API key only as its hash), the route, the policies that
- * said no (those which[i] selects), and when the client may come back.
- * Nothing from the request is written raw.
+ * said no (those which[i] selects), when the client may come back, and
+ * the request's method and path. Nothing from the request is written
+ * raw: the method and path as log tokens (rlg_log_token: percent-encoded,
+ * the path cut at RLG_LOG_PATH_MAX bytes).
  */
 static void
-log_rejection(const struct rlg_gate *g, const char *event,
-    const struct rlg_route *rt, const struct gate_items *gi,
-    const struct rlg_decision *d, const bool *which)
+log_rejection(const struct rlg_gate *g, const struct rlg_request *req,
+    const char *event, const struct rlg_route *rt,
+    const struct gate_items *gi, const struct rlg_decision *d,
+    const bool *which)
 {
-	char names[512];
+	char names[512], method[RLG_METHOD_MAX * 3 + 4];
+	char path[RLG_LOG_PATH_MAX * 3 + 4];
+	size_t n;
 	const char *client = NULL;
 	int64_t retry_ms = 0;
 	size_t i, used = 0;
@@ -313,9 +322,15 @@ log_rejection(const struct rlg_gate *g, const char *event,
 	}
 	if (client == NULL)
 		return;
-	rlg_log("event=%s client=%s route=%s policy=%s retry_after_s=%lld",
-	    event, client, rt != NULL ? rt->name : "-", names,
-	    (long long)rlg_response_seconds(retry_ms));
+	n = rlg_log_token(method, sizeof method, req->method_name,
+	    RLG_METHOD_MAX);
+	if (!req->method_ok)    /* longer than the request keeps: cut */
+		memcpy(method + n, "...", 4);
+	(void)rlg_log_token(path, sizeof path, req->path, RLG_LOG_PATH_MAX);
+	rlg_log("event=%s client=%s route=%s policy=%s retry_after_s=%lld"
+	    " method=%s path=%s", event, client, rt != NULL ? rt->name : "-",
+	    names, (long long)rlg_response_seconds(retry_ms),
+	    method[0] != '\0' ? method : "-", path[0] != '\0' ? path : "-");
 }
 
 /*
@@ -370,8 +385,9 @@ repeat_rejection(struct rlg_gate *g, const struct gate_items *gi,
  * not write a line per request.
  */
 static bool
-log_decisions(struct rlg_gate *g, const struct gate_items *gi,
-    const struct rlg_verdict *v, const struct rlg_decision *d, int64_t now_ms)
+log_decisions(struct rlg_gate *g, const struct rlg_request *req,
+    const struct gate_items *gi, const struct rlg_verdict *v,
+    const struct rlg_decision *d, int64_t now_ms)
 {
 	bool admitted = true, dry_rejected = false;
 	size_t i;
@@ -387,12 +403,13 @@ log_decisions(struct rlg_gate *g, const struct gate_items *gi,
 	if (!admitted && (g->cfg->log_level >= RLG_LOG_INFO ||
 	    (!v->cached && (g->cfg->store.rejection_cache == 0 ||
 	    !repeat_rejection(g, gi, v->route, d, now_ms)))))
-		log_rejection(g, "reject", v->route, gi, d, gi->enforced);
+		log_rejection(g, req, "reject", v->route, gi, d, gi->enforced);
 	else if (admitted && gi->n > 0 && g->cfg->log_level >= RLG_LOG_INFO)
 		rlg_log("event=admit client=%s route=%s", gi->items[0].client,
 		    v->route != NULL ? v->route->name : "-");
 	if (dry_rejected)
-		log_rejection(g, "dry_run_reject", v->route, gi, d, gi->dry);
+		log_rejection(g, req, "dry_run_reject", v->route, gi, d,
+		    gi->dry);
 	return admitted;
 }
 
@@ -474,7 +491,7 @@ rlg_gate_decide(struct rlg_gate *g, char *const *envp, int64_t now_ms,
 		}
 		store_ok(g, now_ms);
 	}
-	if (!log_decisions(g, &gi, v, d, now_ms)) {
+	if (!log_decisions(g, &req, &gi, v, d, now_ms)) {
 		show(&gi, false, d, v);
 		v->answer.outcome = RLG_OUT_REJECTED;
 		return;

@@ -481,6 +481,7 @@ main(int argc, char **argv)
 		    path, problems, problems == 1 ? "" : "s");
 		return RLG_EXIT_CONFIG;
 	}
+	rlg_log_set_json(cfg->log_format == RLG_LOG_JSON);
 	if (cfg->nroutes > 0 && cfg->ndefault == 0)
 		fprintf(stderr, "rlgate: note: %s has routes but no "
 		    "[policy default]: requests that match no route are not "

@@ -5,6 +5,7 @@
  */
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,38 +47,176 @@ log_pid_get(void)
 	return pid;
 }
 
+/* [log] format = json: set once at start (rlg_log_set_json). */
+static int log_json;
+
+void
+rlg_log_set_json(int on)
+{
+	__atomic_store_n(&log_json, on != 0, __ATOMIC_RELAXED);
+}
+
+size_t
+rlg_log_token(char *out, size_t cap, const char *in, size_t max)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0, i;
+	unsigned char c;
+
+	if (cap < 4) {
+		if (cap > 0)
+			out[0] = '\0';
+		return 0;
+	}
+	for (i = 0; i < max && in[i] != '\0'; i++) {
+		c = (unsigned char)in[i];
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || strchr("-._~/!$&()*+,;=:@", c)) {
+			if (o + 1 > cap - 4)
+				break;
+			out[o++] = (char)c;
+		} else {
+			if (o + 3 > cap - 4)
+				break;
+			out[o++] = '%';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 15];
+		}
+	}
+	if (in[i] != '\0') {
+		memcpy(out + o, "...", 3);
+		o += 3;
+	}
+	out[o] = '\0';
+	return o;
+}
+
+/* Appends s[0..len) to out as a JSON string; returns the new length. */
+static size_t
+json_string(char *out, size_t o, const char *s, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i;
+	unsigned char c;
+
+	out[o++] = '"';
+	for (i = 0; i < len; i++) {
+		c = (unsigned char)s[i];
+		if (c == '"' || c == '\\') {
+			out[o++] = '\\';
+			out[o++] = (char)c;
+		} else if (c < 0x20 || c == 0x7f) {
+			out[o++] = '\\';
+			out[o++] = 'u';
+			out[o++] = '0';
+			out[o++] = '0';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 15];
+		} else {
+			out[o++] = (char)c;
+		}
+	}
+	out[o++] = '"';
+	return o;
+}
+
+/*
+ * Whether msg is an event line, "event=NAME key=value ...": every word a
+ * key of [a-z_] and a value without spaces.
+ */
+static bool
+is_event(const char *msg)
+{
+	const char *p = msg, *k;
+
+	if (strncmp(msg, "event=", 6) != 0)
+		return false;
+	while (*p != '\0') {
+		for (k = p; (*p >= 'a' && *p <= 'z') || *p == '_'; p++)
+			;
+		if (p == k || *p != '=')
+			return false;
+		p += strcspn(p, " ");
+		if (*p == ' ')
+			p++;
+	}
+	return true;
+}
+
+/*
+ * The JSON line of msg into out (room for 8 + 6 times msg, plus the
+ * time): {"time":...,"pid":...,} then an event's key=value pairs as
+ * members (retry_after_s and suppressed as numbers), or "message".
+ */
+static size_t
+json_line(char *out, const char *time, long pid, const char *msg)
+{
+	size_t o, klen, vlen;
+	const char *p, *eq;
+	bool number;
+
+	o = (size_t)sprintf(out, "{\"time\":\"%s\",\"pid\":%ld", time, pid);
+	if (!is_event(msg)) {
+		o += (size_t)sprintf(out + o, ",\"message\":");
+		o = json_string(out, o, msg, strlen(msg));
+	} else {
+		for (p = msg; *p != '\0'; p += *p == ' ') {
+			eq = strchr(p, '=');
+			klen = (size_t)(eq - p);
+			vlen = strcspn(eq + 1, " ");
+			out[o++] = ',';
+			o = json_string(out, o, p, klen);
+			out[o++] = ':';
+			number = ((klen == 13 && strncmp(p, "retry_after_s", 13) == 0) ||
+			    (klen == 10 && strncmp(p, "suppressed", 10) == 0)) &&
+			    vlen > 0 && vlen < 19 &&
+			    strspn(eq + 1, "0123456789") == vlen;
+			if (number) {
+				memcpy(out + o, eq + 1, vlen);
+				o += vlen;
+			} else {
+				o = json_string(out, o, eq + 1, vlen);
+			}
+			p = eq + 1 + vlen;
+		}
+	}
+	out[o++] = '}';
+	out[o++] = '\n';
+	return o;
+}
+
 void
 rlg_log(const char *fmt, ...)
 {
-	char line[1024];
-	va_list ap;
-	int n, m;
-
+	char msg[1536], time[32], line[16384];
 	struct timespec ts;
 	struct tm tm;
-	size_t t;
+	va_list ap;
+	size_t t, n;
+	int m;
 
 	/* RFC 3339, UTC, milliseconds: 2026-12-03T23:15:08.123Z */
 	if (clock_gettime(CLOCK_REALTIME, &ts) != 0 ||
 	    gmtime_r(&ts.tv_sec, &tm) == NULL ||
-	    (t = strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%S", &tm)) == 0)
+	    (t = strftime(time, sizeof time, "%Y-%m-%dT%H:%M:%S", &tm)) == 0)
 		return;
-	n = snprintf(line + t, sizeof line - t, ".%03ldZ rlgate[%ld]: ",
-	    ts.tv_nsec / 1000000, log_pid_get());
-	if (n < 0)
-		return;
-	n += (int)t;
+	snprintf(time + t, sizeof time - t, ".%03ldZ", ts.tv_nsec / 1000000);
 	va_start(ap, fmt);
-	m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+	m = vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	if (m < 0)
 		return;
-	n += m;
-	if ((size_t)n > sizeof line - 2)
-		n = (int)sizeof line - 2;
-	line[n++] = '\n';
+	if (__atomic_load_n(&log_json, __ATOMIC_RELAXED)) {
+		n = json_line(line, time, log_pid_get(), msg);
+	} else {
+		m = snprintf(line, sizeof line, "%s rlgate[%ld]: %s\n", time,
+		    log_pid_get(), msg);
+		if (m < 0)
+			return;
+		n = (size_t)m < sizeof line ? (size_t)m : sizeof line - 1;
+	}
 	/* One write(2), so lines from several threads never interleave. */
-	if (write(STDERR_FILENO, line, (size_t)n) < 0)
+	if (write(STDERR_FILENO, line, n) < 0)
 		return;
 }
 

@@ -19,9 +19,23 @@
  * Writes one line to stderr (the web server's error log): the time, RFC
  * 3339 in UTC with milliseconds ("2026-12-03T23:15:08.123Z"), a space,
  * "rlgate[pid]: ", then the formatted message and a newline. Safe from several threads: the
- * line is formatted first and written with one write(2).
+ * line is formatted first and written with one write(2). With
+ * rlg_log_set_json(1), the line is one JSON object instead: "time",
+ * "pid", then an event line's ("event=NAME key=value ...") pairs as
+ * members (retry_after_s and suppressed as numbers), or "message".
  */
 void rlg_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* [log] format = json (on) or text: for every thread, from now on. */
+void rlg_log_set_json(int on);
+
+/*
+ * Writes in (at most its first max bytes) into out (cap bytes) as one
+ * log token: bytes other than letters, digits and -._~/!$&()*+,;=:@
+ * percent-encoded, "..." after it when cut (by max or cap). Returns the
+ * length written (NUL not counted).
+ */
+size_t rlg_log_token(char *out, size_t cap, const char *in, size_t max);
 
 /* Allocation that never returns NULL: on failure it logs and aborts. */
 void *rlg_xmalloc(size_t size);

@@ -237,6 +237,73 @@ START_TEST(test_dry_run_hidden)
 }
 END_TEST
 
+/*
+ * A rejection's line carries the method and the path as log tokens:
+ * bytes outside the safe set percent-encoded (no space, quote or
+ * control byte reaches the log), the path cut at 200 bytes with "...",
+ * a method longer than the request keeps cut with "...".
+ */
+START_TEST(test_reject_line_request)
+{
+	struct rlg_verdict v;
+	char uri[600], want[900];
+	int i;
+
+	gate_on("commit = each\nrejection_cache = 0\n"
+	    "[policy default]\nlimit = 1\n");
+	log_begin();
+	ask(&v, T1, GET, RES, A1, NULL);
+	ask(&v, T1, GET, "REQUEST_URI=/api/v1/a%20b%22c%5C%C3%A9%25?q=1", A1,
+	    NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	snprintf(uri, sizeof uri, "REQUEST_URI=/");
+	for (i = 0; i < 300; i++)
+		strcat(uri, "x");
+	ask(&v, T1, GET, uri, A1, NULL);
+	ask(&v, T1, "REQUEST_METHOD=PROPFINDXXXXXXXXXXXXX", RES, A1, NULL);
+	ck_assert_int_eq(log_end(" retry_after_s=59 method=GET"
+	    " path=/api/v1/a%20b%22c%5C%C3%A9%25\n"), 1);
+	snprintf(want, sizeof want, " method=GET path=/");
+	for (i = 0; i < 199; i++)
+		strcat(want, "x");
+	strcat(want, "...\n");
+	ck_assert_int_eq(log_end(want), 1);
+	ck_assert_int_eq(log_end(" method=PROPFINDXXXXXXX... path="
+	    "/api/v1/resources\n"), 1);
+	gate_off();
+}
+END_TEST
+
+/*
+ * [log] format = json: one object per line, the time and pid first, an
+ * event's pairs as members (retry_after_s a number), other lines as
+ * "message" with JSON's escapes.
+ */
+START_TEST(test_log_json)
+{
+	struct rlg_verdict v;
+
+	gate_on("commit = each\nrejection_cache = 0\n"
+	    "[policy default]\nlimit = 1\n[log]\nformat = json\n");
+	ck_assert_int_eq(cfg->log_format, RLG_LOG_JSON);
+	rlg_log_set_json(1);
+	log_begin();
+	ask(&v, T1, GET, RES, A1, NULL);
+	ask(&v, T1, GET, RES, A1, NULL);
+	rlg_log("store error: \"quoted\" \\ and a\ttab");
+	rlg_log_set_json(0);
+	ck_assert_int_eq(log_end("\",\"pid\":"), 2);
+	ck_assert_int_eq(log_end("Z\",\"pid\":"), 2);
+	ck_assert_int_eq(log_end(",\"event\":\"reject\",\"client\":\"10.0.0.1\","
+	    "\"route\":\"-\",\"policy\":\"default\",\"retry_after_s\":59,"
+	    "\"method\":\"GET\",\"path\":\"/api/v1/resources\"}\n"), 1);
+	ck_assert_int_eq(log_end(",\"message\":\"store error: \\\"quoted\\\" "
+	    "\\\\ and a\\u0009tab\"}\n"), 1);
+	ck_assert_int_eq(log_end("{\"time\":\"20"), 2);
+	gate_off();
+}
+END_TEST
+
 /* The bound on new keys: shown and logged only when it refuses. */
 START_TEST(test_new_keys)
 {
@@ -386,6 +453,8 @@ rlg_gate_suite(void)
 	tcase_add_test(tc, test_routes);
 	tcase_add_test(tc, test_refused);
 	tcase_add_test(tc, test_dry_run_hidden);
+	tcase_add_test(tc, test_reject_line_request);
+	tcase_add_test(tc, test_log_json);
 	tcase_add_test(tc, test_new_keys);
 	tcase_add_test(tc, test_on_error);
 	tcase_add_test(tc, test_cached_repeats);

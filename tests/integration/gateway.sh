@@ -102,8 +102,9 @@ kv() {
 
 # check_reject_lines NAME EVENT EXPECTED_COUNT CLIENT ROUTE POLICY DESC: the
 # log of NAME has exactly EXPECTED_COUNT lines of EVENT for CLIENT and
-# ROUTE, each exactly "event= client= route= policy= retry_after_s=" with
-# these values and retry_after_s in 1..WINDOW.
+# ROUTE, each exactly "event= client= route= policy= retry_after_s= method=
+# path=" with these values, retry_after_s in 1..WINDOW, an upper-case method
+# and a path.
 check_reject_lines() {
 	local name=$1 ev=$2 want=$3 cl=$4 rt=$5 pol=$6 d=$7 lines line bad=0 n=0 re
 	lines=$(log_events "$name" "$ev" | while IFS= read -r line; do
@@ -113,7 +114,7 @@ check_reject_lines() {
 	[ -n "$lines" ] && n=$(printf '%s\n' "$lines" | wc -l)
 	is "$n" "$want" "$d: $want event=$ev line(s) for client $cl, route $rt"
 	[ "$n" -gt 0 ] || return 0
-	re="^${LOG_RE}event=[a-z_]+ client=[^ ]+ route=[^ ]+ policy=[^ ]+ retry_after_s=[0-9]+\$"
+	re="^${LOG_RE}event=[a-z_]+ client=[^ ]+ route=[^ ]+ policy=[^ ]+ retry_after_s=[0-9]+ method=[A-Z]+ path=/[^ ]*\$"
 	while IFS= read -r line; do
 		if ! [[ $line =~ $re ]] ||
 		    [ "$(kv "$line" route)" != "$rt" ] ||
@@ -585,5 +586,27 @@ is "$(grep -cvE "^${LOG_RE}" "$T/info-behind.log" "$T/cached-info.log" | awk -F:
 first=$(head -1 "$T/info-behind.log" | cut -d' ' -f1)
 age=$(( $(date -u +%s) - $(date -u -d "$(printf '%s' "$first" | tr T ' ' | tr -d Z)" +%s) ))
 between "$age" 0 900 "the first line's time ($first) is UTC and of this run"
+
+# ---- 6f. [log] format = json ----------------------------------------------------------
+write_store_conf json <<EOF
+[log]
+format = json
+
+[policy default]
+limit = 1
+window = $WINDOW
+EOF
+use_rlgate json
+req "$url?a=1"
+req "$url?a=2"
+is "$STATUS" 429 "format = json: the 2nd request is rejected"
+jre='^\{"time":"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z","pid":[0-9]+,"(message|event)":"[^"]*"(,"[a-z_]+":("[^"]*"|[0-9]+))*\}$'
+is "$(grep -cvE "$jre" "$T/json.log")" 0 \
+    "format = json: every line is one JSON object, time and pid first"
+like "$(grep '"event":"reject"' "$T/json.log")" \
+    '"client":"127\.0\.0\.1","route":"-","policy":"default","retry_after_s":[0-9]+,"method":"GET","path":"/api/v1/resources"\}$' \
+    "format = json: the rejection's pairs as members, the path without its query"
+like "$(head -1 "$T/json.log")" '"message":"rlgate [0-9.]+ serving FastCGI' \
+    "format = json: the start-up line as a message"
 
 done_testing
