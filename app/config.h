@@ -378,5 +378,6 @@ const char *rlg_store_clock_name(enum rlg_store_clock c);
 const char *rlg_commit_name(enum rlg_commit c);
 /* "error", "warn", "info" ("unknown" for anything else). */
 const char *rlg_log_level_name(enum rlg_log_level l);
+const char *rlg_log_format_name(enum rlg_log_format f);
 
 #endif

@@ -262,6 +262,7 @@ RLG_NAME_FN(rlg_style_name, enum rlg_header_style, rlg_style_words)
 RLG_NAME_FN(rlg_error_format_name, enum rlg_error_format,
     rlg_error_format_words)
 RLG_NAME_FN(rlg_log_level_name, enum rlg_log_level, rlg_log_level_words)
+RLG_NAME_FN(rlg_log_format_name, enum rlg_log_format, rlg_log_format_words)
 
 /* The row of the key sect/name, or rlg_noptions. */
 size_t

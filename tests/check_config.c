@@ -3209,6 +3209,8 @@ START_TEST(test_option_words)
 				got = rlg_error_format_name(w->value);
 			else if (strcmp(o->name, "level") == 0)
 				got = rlg_log_level_name(w->value);
+			else if (strcmp(o->name, "format") == 0)
+				got = rlg_log_format_name(w->value);
 			else if (strcmp(o->name, "commit") == 0)
 				got = rlg_commit_name(w->value);
 			else if (strcmp(o->name, "algorithm") == 0)
@@ -3217,7 +3219,7 @@ START_TEST(test_option_words)
 				ck_assert_str_eq(got, w->name);
 		}
 	}
-	ck_assert_uint_eq(rows, 13);
+	ck_assert_uint_eq(rows, 14);
 }
 END_TEST
 
