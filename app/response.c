@@ -196,32 +196,24 @@ put_sf_string(struct buf *b, const char *s)
 }
 
 /*
- * A JSON string (RFC 8259 section 7): '"' and '\' escaped, control bytes
- * as \u00XX; other bytes pass (the config holds ASCII names). Defensive:
- * the names come from the config, never from the request.
+ * A JSON string (RFC 8259 section 7), as rlg_json_escape writes one: '"'
+ * and '\\' escaped, control bytes as \u00XX; other bytes pass (the config
+ * holds ASCII names). Defensive: the names come from the config, never
+ * from the request; one longer than a policy name can be is refused.
  */
 static void
 put_json_string(struct buf *b, const char *s)
 {
-	const unsigned char *c;
+	enum { NAME_MAX_BYTES = 2 * RLG_POLICY_NAME_MAX };
+	char tmp[6 * NAME_MAX_BYTES + 2];
+	size_t n;
 
-	if (s == NULL) {
+	if (s == NULL || (n = strlen(s)) > NAME_MAX_BYTES) {
 		if (b->err == 0)
 			b->err = RLG_EINVAL;
 		return;
 	}
-	put_mem(b, "\"", 1);
-	for (c = (const unsigned char *)s; *c != '\0'; c++) {
-		if (*c == '"' || *c == '\\') {
-			put_mem(b, "\\", 1);
-			put_mem(b, (const char *)c, 1);
-		} else if (*c < 0x20) {
-			put(b, "\\u%04x", (unsigned)*c);
-		} else {
-			put_mem(b, (const char *)c, 1);
-		}
-	}
-	put_mem(b, "\"", 1);
+	put_mem(b, tmp, rlg_json_escape(tmp, s, n));
 }
 
 static int64_t

@@ -91,12 +91,11 @@ rlg_log_token(char *out, size_t cap, const char *in, size_t max)
 	return o;
 }
 
-/* Appends s[0..len) to out as a JSON string; returns the new length. */
-static size_t
-json_string(char *out, size_t o, const char *s, size_t len)
+size_t
+rlg_json_escape(char *out, const char *s, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
-	size_t i;
+	size_t i, o = 0;
 	unsigned char c;
 
 	out[o++] = '"';
@@ -118,6 +117,70 @@ json_string(char *out, size_t o, const char *s, size_t len)
 	}
 	out[o++] = '"';
 	return o;
+}
+
+/* Appends s[0..len) to out as a JSON string; returns the new length. */
+static size_t
+json_string(char *out, size_t o, const char *s, size_t len)
+{
+	return o + rlg_json_escape(out + o, s, len);
+}
+
+static void
+sb_room(struct rlg_sb *b, size_t n)
+{
+	if (b->len + n + 1 <= b->cap)
+		return;
+	b->cap = (b->len + n + 1) * 2;
+	b->p = realloc(b->p, b->cap);
+	if (b->p == NULL) {
+		rlg_log("out of memory (%zu bytes)", b->cap);
+		abort();
+	}
+}
+
+void
+rlg_sb_mem(struct rlg_sb *b, const char *s, size_t n)
+{
+	sb_room(b, n);
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+void
+rlg_sb_printf(struct rlg_sb *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	sb_room(b, (size_t)n);
+	va_start(ap, fmt);
+	(void)vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+void
+rlg_sb_json(struct rlg_sb *b, const char *s)
+{
+	size_t n = strlen(s);
+
+	sb_room(b, 6 * n + 2);
+	b->len += rlg_json_escape(b->p + b->len, s, n);
+	b->p[b->len] = '\0';
+}
+
+void
+rlg_sb_free(struct rlg_sb *b)
+{
+	free(b->p);
+	memset(b, 0, sizeof *b);
 }
 
 /*

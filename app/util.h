@@ -38,6 +38,26 @@ void rlg_log_set_json(int on);
 size_t rlg_log_token(char *out, size_t cap, const char *in, size_t max);
 
 /* Allocation that never returns NULL: on failure it logs and aborts. */
+/*
+ * Writes s[0..len) to out as a JSON string, quotes included ('"' and '\\'
+ * escaped, control bytes and DEL as \u00XX, other bytes as they are);
+ * out needs 6 * len + 2 bytes. Returns the bytes written (no NUL).
+ */
+size_t rlg_json_escape(char *out, const char *s, size_t len);
+
+/* A growing string (the admin endpoints' bodies): zero it to start. */
+struct rlg_sb {
+	char *p;               /* NUL-terminated once anything is added */
+	size_t len;
+	size_t cap;
+};
+void rlg_sb_mem(struct rlg_sb *b, const char *s, size_t n);
+void rlg_sb_printf(struct rlg_sb *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* s as a JSON string (rlg_json_escape). */
+void rlg_sb_json(struct rlg_sb *b, const char *s);
+void rlg_sb_free(struct rlg_sb *b);
+
 void *rlg_xmalloc(size_t size);
 void *rlg_xcalloc(size_t n, size_t size);
 char *rlg_xstrdup(const char *s);
