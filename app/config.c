@@ -80,6 +80,7 @@ static const struct {
 	{ "response", 0 },
 	{ "client", offsetof(struct rlg_config, client) },
 	{ "log", 0 },
+	{ "admin", offsetof(struct rlg_config, admin) },
 };
 
 struct rlg_config *
@@ -128,6 +129,13 @@ rlg_config_base(void)
 	cfg->client.ipv6_prefix = RLG_DEFAULT_IPV6_PREFIX;
 	cfg->log_level = RLG_LOG_WARN;
 	cfg->log_format = RLG_LOG_TEXT;
+	cfg->admin.prefix = rlg_xstrdup(RLG_DEFAULT_ADMIN_PREFIX);
+	cfg->admin.nallow = 2;
+	cfg->admin.allow = rlg_xcalloc(cfg->admin.nallow,
+	    sizeof *cfg->admin.allow);
+	if (rlg_cidr_parse("127.0.0.1/32", &cfg->admin.allow[0]) != 0 ||
+	    rlg_cidr_parse("::1/128", &cfg->admin.allow[1]) != 0)
+		abort();
 
 	cfg->npolicies = 1;
 	cfg->policies = rlg_xcalloc(cfg->npolicies, sizeof *cfg->policies);
@@ -216,6 +224,8 @@ rlg_config_free(struct rlg_config *cfg)
 	free(cfg->client.trusted_proxies);
 	free(cfg->client.exempt);
 	free(cfg->client.key_secret);
+	free(cfg->admin.allow);
+	free(cfg->admin.prefix);
 	free(cfg);
 }
 
@@ -336,7 +346,7 @@ rlg_key_line(struct rlg_parse *p, const char *name, const char *value)
 		return;
 	}
 	lines->first = p->lineno;
-	if (*value == '\0') {
+	if (*value == '\0' && !o->empty_ok) {
 		rlg_key_problem(p, o, "must not be empty");
 		return;
 	}

@@ -200,6 +200,22 @@ struct rlg_client_config {
 	char *key_secret;          /* keys the hash of API keys; NULL if unset */
 };
 
+/*
+ * [admin]: who may read the admin endpoints (admin.c: metrics, health,
+ * status, the status page) and under which path. No networks: the
+ * endpoints are off, their paths are like any other.
+ */
+struct rlg_admin_config {
+	struct rlg_cidr *allow;    /* nallow networks, matched against the
+	                              client's address as [client] says */
+	size_t nallow;
+	char *prefix;              /* "/rlgate": a path, no trailing '/' */
+};
+
+#define RLG_DEFAULT_ADMIN_PREFIX "/rlgate"
+#define RLG_DEFAULT_ADMIN_ALLOW  "127.0.0.1/32, ::1/128"
+#define RLG_ADMIN_PREFIX_MAX     64
+
 #define RLG_DEFAULT_IPV6_PREFIX 64
 #define RLG_ROUTES_MAX 256
 /* Caps on the lists of the config: networks in one trusted_proxies or
@@ -227,6 +243,7 @@ struct rlg_config {
 	size_t *default_policies;
 	size_t ndefault;
 	struct rlg_client_config client;
+	struct rlg_admin_config admin;
 	bool report_exempt;            /* [headers] report_exempt */
 	enum rlg_log_level log_level;  /* [log] level */
 	enum rlg_log_format log_format;        /* [log] format */
@@ -338,7 +355,7 @@ typedef bool rlg_option_set_fn(struct rlg_parse *p,
  */
 struct rlg_option {
 	const char *section;   /* "store", "headers", "response", "client",
-	                          "log", "policy", "route" */
+	                          "log", "admin", "policy", "route" */
 	const char *name;
 	enum rlg_option_type type;
 	/*
@@ -359,6 +376,7 @@ struct rlg_option {
 	const char *def;       /* the default, as the docs write it */
 	const char *doc;       /* what it is, in one line */
 	rlg_option_set_fn *set;    /* or NULL: the type's own setter */
+	bool empty_ok;         /* an empty value is one ("" to the setter) */
 };
 
 /*

@@ -46,7 +46,8 @@ static bool rlg_set_word(struct rlg_parse *p, const struct rlg_option *o,
     const char *value, const char *unknown, int *out);
 static rlg_option_set_fn rlg_set_cidrs, rlg_set_backend, rlg_set_url,
     rlg_set_trusted_proxies, rlg_set_algorithm, rlg_set_key,
-    rlg_set_route_path, rlg_set_route_methods, rlg_set_route_policies;
+    rlg_set_route_path, rlg_set_route_methods, rlg_set_route_policies,
+    rlg_set_admin_allow, rlg_set_admin_prefix;
 
 /*
  * backend = redis_cluster is the Redis store in its cluster mode: backend
@@ -123,6 +124,7 @@ static const struct rlg_word rlg_log_format_words[] = {
 #define RLG_CONFIG(member)  RLG_FIELD(struct rlg_config, member)
 #define RLG_CLIENT(member)  RLG_FIELD(struct rlg_client_config, member)
 #define RLG_POLICY(member)  RLG_FIELD(struct rlg_policy, member)
+#define RLG_ADMIN(member)   RLG_FIELD(struct rlg_admin_config, member)
 /* A list of networks and its count. */
 #define RLG_CIDRS(st, member, count) \
 	.offset = offsetof(st, member), \
@@ -209,6 +211,14 @@ const struct rlg_option rlg_options[] = {
 	{ RLG_KEY("log", "format", ENUM), RLG_CONFIG(log_format),
 	  .words = rlg_log_format_words, .def = "text",
 	  .doc = "Each line key=value text, or one JSON object." },
+	{ RLG_KEY("admin", "allow", CIDRS), .def = RLG_DEFAULT_ADMIN_ALLOW,
+	  RLG_CIDRS(struct rlg_admin_config, allow, nallow),
+	  .set = rlg_set_admin_allow, .empty_ok = true,
+	  .doc = "Who may read the admin endpoints; empty or none: nobody." },
+	{ RLG_KEY("admin", "prefix", STRING), RLG_ADMIN(prefix),
+	  .min = 2, .max = RLG_ADMIN_PREFIX_MAX, .def = RLG_DEFAULT_ADMIN_PREFIX,
+	  .set = rlg_set_admin_prefix,
+	  .doc = "The path under which the admin endpoints answer." },
 	{ RLG_KEY("policy", "algorithm", ENUM), RLG_POLICY(lim.algorithm),
 	  .words = rlg_algorithm_words, .def = "fixed_window",
 	  .set = rlg_set_algorithm, .doc = "How requests are counted." },
@@ -523,6 +533,66 @@ rlg_set_trusted_proxies(struct rlg_parse *p, const struct rlg_option *o,
 		}
 	}
 	return true;
+}
+
+/*
+ * [admin] allow: a list of networks, or nothing (an empty value, or
+ * "none"): the admin endpoints are off.
+ */
+static bool
+rlg_set_admin_allow(struct rlg_parse *p, const struct rlg_option *o,
+    const char *value, void *base)
+{
+	struct rlg_admin_config *ac = base;
+
+	if (*value != '\0' && strcmp(value, "none") != 0)
+		return rlg_set_cidrs(p, o, value, base);
+	free(ac->allow);
+	ac->allow = NULL;
+	ac->nallow = 0;
+	return true;
+}
+
+/*
+ * [admin] prefix: an absolute path of segments of unreserved characters
+ * ([A-Za-z0-9._~-]), no empty, "." or ".." segment, no trailing '/': what
+ * a request's normalized path can equal, so that the endpoints are
+ * exactly PREFIX/metrics and the others.
+ */
+static bool
+rlg_set_admin_prefix(struct rlg_parse *p, const struct rlg_option *o,
+    const char *value, void *base)
+{
+	const char *c, *seg;
+
+	if (value[0] != '/') {
+		rlg_key_problem(p, o, "must start with '/' (got \"%s\")",
+		    value);
+		return false;
+	}
+	for (seg = c = value + 1;; c++) {
+		if (*c == '/' || *c == '\0') {
+			size_t n = (size_t)(c - seg);
+
+			if (n == 0 || (n == 1 && seg[0] == '.') ||
+			    (n == 2 && seg[0] == '.' && seg[1] == '.')) {
+				rlg_key_problem(p, o, "must be a path of "
+				    "segments, without an empty, \".\" or "
+				    "\"..\" one or a trailing '/' (got \"%s\")",
+				    value);
+				return false;
+			}
+			if (*c == '\0')
+				break;
+			seg = c + 1;
+		} else if (!isalnum((unsigned char)*c) && *c != '-' &&
+		    *c != '.' && *c != '_' && *c != '~') {
+			rlg_key_problem(p, o, "may hold only letters, digits, "
+			    "'-', '.', '_', '~' and '/' (got \"%s\")", value);
+			return false;
+		}
+	}
+	return rlg_set_value(p, o, value, base);
 }
 
 /* A word of the algorithm rows, with a message of its own. */

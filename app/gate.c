@@ -18,7 +18,9 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
+#include "admin.h"
 #include "gate.h"
 #include "util.h"
 
@@ -31,6 +33,9 @@ struct gate_items {
 	bool enforced[RLG_GATE_ITEMS_MAX];  /* may reject the request */
 	bool dry[RLG_GATE_ITEMS_MAX];       /* a dry_run policy's */
 	size_t n;
+	/* the policies the client is exempt from, not asked (counted) */
+	const struct rlg_policy *exempt[RLG_POLICIES_MAX];
+	size_t nexempt;
 	char keys[RLG_POLICIES_MAX][RLG_CLIENT_KEY_MAX + 1];
 };
 
@@ -58,12 +63,18 @@ static bool log_decisions(struct rlg_gate *g, const struct rlg_request *req,
     const struct rlg_decision *d, int64_t now_ms);
 static void show(const struct gate_items *gi, bool admitted,
     const struct rlg_decision *d, struct rlg_verdict *v);
+static void count_decisions(struct rlg_gate *g, const struct gate_items *gi,
+    const struct rlg_decision *d);
+static int64_t mono_ns(void);
+static void decide(struct rlg_gate *g, const struct rlg_request *req,
+    int64_t now_ms, struct rlg_verdict *v);
 
 void
 rlg_gate_init(struct rlg_gate *g, const struct rlg_config *cfg)
 {
 	memset(g, 0, sizeof *g);
 	g->cfg = cfg;
+	g->slot = rlg_metrics_claim();
 	if (rlg_store_open(&cfg->store, &g->store) != RLG_OK)
 		store_failed(g, rlg_now_ms());
 }
@@ -73,6 +84,8 @@ rlg_gate_fini(struct rlg_gate *g)
 {
 	rlg_store_close(g->store);
 	g->store = NULL;
+	rlg_metrics_release(g->slot);
+	g->slot = NULL;
 }
 
 /*
@@ -198,6 +211,7 @@ gather(struct rlg_gate *g, const struct rlg_request *req,
 	size_t i, nkeys = 0, n = 0;
 	int rc;
 
+	gi->nexempt = 0;
 	for (i = 0; i < nlist && nkeys < RLG_POLICIES_MAX; i++) {
 		const struct rlg_policy *p = &cfg->policies[list[i]];
 		bool exempt = req->addr_ok &&
@@ -206,8 +220,10 @@ gather(struct rlg_gate *g, const struct rlg_request *req,
 		    &req->addr));
 		char *key = gi->keys[nkeys++];
 
-		if (exempt && !cfg->report_exempt)
+		if (exempt && !cfg->report_exempt) {
+			gi->exempt[gi->nexempt++] = p;
 			continue;
+		}
 		rc = rlg_request_policy_key(req, p, &cfg->client, key,
 		    RLG_CLIENT_KEY_MAX + 1);
 		if (rc == RLG_EINVAL) {
@@ -440,41 +456,101 @@ show(const struct gate_items *gi, bool admitted, const struct rlg_decision *d,
 	v->answer.n = shown;
 }
 
+/*
+ * What each policy decided for the request, counted (rlgate_requests_total):
+ * an exempt client's policies as exempt (asked or not), a charge for a
+ * new key only when it applied (a skipped one reads nothing and decides
+ * nothing: rlg_store_skipped's all-clear with no reset).
+ */
+static void
+count_decisions(struct rlg_gate *g, const struct gate_items *gi,
+    const struct rlg_decision *d)
+{
+	enum rlg_metric_decision md;
+	size_t i;
+
+	if (g->slot == NULL)
+		return;
+	for (i = 0; i < gi->n; i++) {
+		if (gi->items[i].if_new && d[i].admitted && d[i].reset_ms == 0 &&
+		    d[i].retry_ms == 0 && d[i].remaining == d[i].limit)
+			continue;
+		if (gi->items[i].advisory && !gi->dry[i])
+			md = RLG_MD_EXEMPT;
+		else if (d[i].admitted)
+			md = RLG_MD_ADMITTED;
+		else if (gi->dry[i])
+			md = RLG_MD_DRY_RUN_REJECTED;
+		else
+			md = RLG_MD_REJECTED;
+		rlg_metrics_decision(g->slot, g->cfg, gi->items[i].policy, md);
+	}
+}
+
+static int64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 void
 rlg_gate_decide(struct rlg_gate *g, char *const *envp, int64_t now_ms,
+    struct rlg_verdict *v)
+{
+	struct rlg_request req;
+
+	rlg_request_parse(&req, envp, &g->cfg->client);
+	decide(g, &req, now_ms, v);
+}
+
+static void
+decide(struct rlg_gate *g, const struct rlg_request *req, int64_t now_ms,
     struct rlg_verdict *v)
 {
 	const struct rlg_config *cfg = g->cfg;
 	struct rlg_decision d[RLG_GATE_ITEMS_MAX];
 	struct gate_items gi;
-	struct rlg_request req;
-	bool authorizer;
+	bool authorizer, timed;
+	int64_t t0 = 0;
+	size_t i;
 	int rc;
 
-	rlg_request_parse(&req, envp, &cfg->client);
-	authorizer = req.role == RLG_ROLE_AUTHORIZER;
+	authorizer = req->role == RLG_ROLE_AUTHORIZER;
 	memset(&v->answer, 0, sizeof v->answer);
 	v->answer.style = cfg->style;
 	v->answer.errors = cfg->errors;
-	v->answer.head = req.method == RLG_METHOD_HEAD;
+	v->answer.head = req->method == RLG_METHOD_HEAD;
 	v->answer.policies = v->policies;
 	v->route = NULL;
 	v->cached = false;
-	if (req.flaw != RLG_FLAW_NONE) {
-		log_flaw(g, &req, rlg_flaw_name(req.flaw),
-		    flaw_header(cfg, &req), now_ms);
+	if (req->flaw != RLG_FLAW_NONE) {
+		log_flaw(g, req, rlg_flaw_name(req->flaw),
+		    flaw_header(cfg, req), now_ms);
 		v->answer.outcome = RLG_OUT_BAD_REQUEST;
 		return;
 	}
-	v->route = match_route(cfg, &req);
-	if (gather(g, &req, v->route, &gi, now_ms) != RLG_OK) {
+	v->route = match_route(cfg, req);
+	if (gather(g, req, v->route, &gi, now_ms) != RLG_OK) {
 		v->answer.outcome = RLG_OUT_BAD_REQUEST;
 		return;
 	}
+	for (i = 0; i < gi.nexempt; i++)
+		rlg_metrics_decision(g->slot, cfg, gi.exempt[i],
+		    RLG_MD_EXEMPT);
 	if (gi.n > 0) {
+		timed = g->slot != NULL &&
+		    (g->steps++ & (RLG_METRICS_SAMPLE - 1)) == 0;
+		if (timed)
+			t0 = mono_ns();
 		rc = rlg_store_step(g->store, gi.items, gi.n, now_ms, d);
+		if (timed)
+			rlg_metrics_step_time(g->slot, mono_ns() - t0);
 		v->cached = rlg_store_cached(g->store);
 		if (rc != RLG_OK) {
+			rlg_metrics_store_error(g->slot);
 			if (rc == RLG_EFULL) {
 				store_ok(g, now_ms);
 				store_full(g, now_ms);
@@ -486,18 +562,21 @@ rlg_gate_decide(struct rlg_gate *g, char *const *envp, int64_t now_ms,
 				v->answer.outcome = RLG_OUT_STORE_DOWN;
 			else
 				v->answer.outcome = authorizer ?
-				    RLG_OUT_AUTHORIZED : endpoint(&req);
+				    RLG_OUT_AUTHORIZED : endpoint(req);
 			return;
 		}
 		store_ok(g, now_ms);
+		if (v->cached)
+			rlg_metrics_cache_hit(g->slot);
+		count_decisions(g, &gi, d);
 	}
-	if (!log_decisions(g, &req, &gi, v, d, now_ms)) {
+	if (!log_decisions(g, req, &gi, v, d, now_ms)) {
 		show(&gi, false, d, v);
 		v->answer.outcome = RLG_OUT_REJECTED;
 		return;
 	}
 	show(&gi, true, d, v);
-	v->answer.outcome = authorizer ? RLG_OUT_AUTHORIZED : endpoint(&req);
+	v->answer.outcome = authorizer ? RLG_OUT_AUTHORIZED : endpoint(req);
 }
 
 int
@@ -505,8 +584,29 @@ rlg_gate_handle(struct rlg_gate *g, char *const *envp, int64_t now_ms,
     rlg_write_fn write, void *ctx)
 {
 	struct rlg_verdict v;
+	struct rlg_request req;
+	enum rlg_admin_endpoint e;
+	int rc;
 
-	rlg_gate_decide(g, envp, now_ms, &v);
+	rlg_request_parse(&req, envp, &g->cfg->client);
+	e = req.flaw == RLG_FLAW_NONE ? rlg_admin_match(g->cfg, &req) :
+	    RLG_ADMIN_NONE;
+	if (e == RLG_ADMIN_PASS) {
+		memset(&v.answer, 0, sizeof v.answer);
+		v.answer.outcome = RLG_OUT_AUTHORIZED;
+		v.answer.style = g->cfg->style;
+		rlg_metrics_response(g->slot, 200, true);
+		return rlg_response_write(&v.answer, write, ctx);
+	}
+	if (e != RLG_ADMIN_NONE) {
+		rc = rlg_admin_answer(g->cfg, g->store, e, &req, now_ms, write,
+		    ctx);
+		if (rc > 0)
+			rlg_metrics_response(g->slot, rc, true);
+		return rc < 0 ? rc : 0;
+	}
+	decide(g, &req, now_ms, &v);
+	rlg_metrics_answer(g->slot, v.answer.outcome);
 	return rlg_response_write(&v.answer, write, ctx);
 }
 

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "metrics.h"
 #include "request.h"
 #include "response.h"
 #include "store.h"
@@ -41,6 +42,10 @@
 struct rlg_gate {
 	const struct rlg_config *cfg;      /* borrowed, outlives the gate */
 	struct rlg_store *store;           /* owned */
+	struct rlg_metrics_slot *slot;     /* its counters (metrics.h), or
+	                                      NULL: none */
+	uint32_t steps;                    /* store steps: one in
+	                                      RLG_METRICS_SAMPLE is timed */
 	int64_t next_prune_ms;
 	int64_t store_failing_since_ms;    /* 0 while the store works */
 	int64_t next_error_log_ms;
@@ -91,8 +96,10 @@ void rlg_gate_decide(struct rlg_gate *g, char *const *envp, int64_t now_ms,
     struct rlg_verdict *v);
 
 /*
- * rlg_gate_decide, then the answer written through write/ctx. Returns 0,
- * or the writer's negative result.
+ * rlg_gate_decide, then the answer written through write/ctx, and counted
+ * in the gate's slot of the scoreboard. A request for the admin endpoints
+ * from a client [admin] allow lists is answered by admin.c instead,
+ * counted by no policy. Returns 0, or the writer's negative result.
  */
 int rlg_gate_handle(struct rlg_gate *g, char *const *envp, int64_t now_ms,
     rlg_write_fn write, void *ctx);

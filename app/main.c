@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "metrics.h"
 #include "server.h"
 #include "store.h"
 #include "util.h"
@@ -417,8 +418,9 @@ static int
 serve(struct rlg_config *cfg, const char *path, int threads,
     const char *log_warning)
 {
-	char policies[1024], store[512], commit[4600];
+	char policies[1024], store[512], commit[4600], metrics[4200];
 	struct rlg_sqlite_config *sq = &cfg->store.sqlite;
+	int rc;
 
 	if (rlg_server_is_fastcgi()) {
 		describe_policies(cfg, policies, sizeof policies);
@@ -437,7 +439,11 @@ serve(struct rlg_config *cfg, const char *path, int threads,
 		if (cfg->log_level >= RLG_LOG_INFO &&
 		    describe_commit(cfg, false, commit, sizeof commit) != NULL)
 			rlg_log("%s", commit);
-		return rlg_server_run_fastcgi(cfg, threads);
+		(void)rlg_metrics_open(rlg_metrics_path(cfg, metrics,
+		    sizeof metrics), cfg);
+		rc = rlg_server_run_fastcgi(cfg, threads);
+		rlg_metrics_close();
+		return rc;
 	}
 	if (getenv("GATEWAY_INTERFACE") != NULL) {
 		/*
@@ -450,7 +456,11 @@ serve(struct rlg_config *cfg, const char *path, int threads,
 			sq->commit = RLG_COMMIT_EACH;
 			sq->table_entries = 0;
 		}
-		return rlg_server_run_cgi(cfg);
+		(void)rlg_metrics_open(rlg_metrics_path(cfg, metrics,
+		    sizeof metrics), cfg);
+		rc = rlg_server_run_cgi(cfg);
+		rlg_metrics_close();
+		return rc;
 	}
 	fprintf(stderr, "rlgate: no FastCGI socket on standard input "
 	    "and GATEWAY_INTERFACE is not set: start rlgate under "

@@ -535,3 +535,53 @@ rlg_response_write(const struct rlg_answer *a, rlg_write_fn write, void *ctx)
 		return n;
 	return write(ctx, buf, (size_t)n);
 }
+
+int
+rlg_response_code(enum rlg_outcome o)
+{
+	return (unsigned)o < sizeof texts / sizeof texts[0] ? texts[o].code :
+	    500;
+}
+
+/*
+ * The admin endpoints' answers: the headers here, the body as admin.c
+ * built it, written apart (a metrics body can be larger than an answer's
+ * stack buffer). The page may run its own inline script and style and
+ * fetch from its origin, nothing else.
+ */
+int
+rlg_response_write_admin(const struct rlg_admin_answer *a,
+    rlg_write_fn write, void *ctx)
+{
+	char head[1024];
+	const char *reason;
+	int n, rc;
+
+	switch (a->status) {
+	case 200: reason = "OK"; break;
+	case 404: reason = "Not Found"; break;
+	case 405: reason = "Method Not Allowed"; break;
+	case 503: reason = "Service Unavailable"; break;
+	default: return RLG_EINVAL;
+	}
+	n = snprintf(head, sizeof head,
+	    "Status: %d %s\r\n"
+	    "Content-Type: %s\r\n"
+	    "Content-Length: %zu\r\n"
+	    "Cache-Control: no-store\r\n"
+	    "X-Content-Type-Options: nosniff\r\n"
+	    "%s%s\r\n",
+	    a->status, reason, a->content_type, a->len,
+	    a->status == 405 ? "Allow: GET, HEAD\r\n" : "",
+	    a->page ? "Content-Security-Policy: default-src 'none'; "
+	    "script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+	    "connect-src 'self'; img-src data:; base-uri 'none'; "
+	    "form-action 'none'; frame-ancestors 'none'\r\n" : "");
+	if (n < 0 || (size_t)n >= sizeof head)
+		return RLG_ENOSPC;
+	if ((rc = write(ctx, head, (size_t)n)) != 0)
+		return rc;
+	if (a->head || a->len == 0)
+		return 0;
+	return write(ctx, a->body, a->len);
+}

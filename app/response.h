@@ -102,4 +102,30 @@ int64_t rlg_response_seconds(int64_t ms);
  */
 int rlg_response_pick(const struct rlg_decision *decisions, size_t n);
 
+/* The status code of an outcome (200, 429, ...). */
+int rlg_response_code(enum rlg_outcome o);
+
+/*
+ * An answer of the admin endpoints (admin.c): status 200, 404, 405 (with
+ * Allow: GET, HEAD) or 503, a body of content_type, never cached; page:
+ * the status page, with a Content-Security-Policy that lets it run only
+ * its inline script and style and fetch only from its origin.
+ */
+struct rlg_admin_answer {
+	int status;
+	const char *content_type;
+	const char *body;
+	size_t len;
+	bool head;                       /* HEAD: headers only */
+	bool page;
+};
+
+/*
+ * Writes it: the headers with one call to write, the body with another.
+ * Returns 0, the writer's negative result, RLG_EINVAL for another status,
+ * or RLG_ENOSPC for a content type too long for the headers.
+ */
+int rlg_response_write_admin(const struct rlg_admin_answer *a,
+    rlg_write_fn write, void *ctx);
+
 #endif

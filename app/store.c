@@ -167,6 +167,34 @@ rlg_store_reset(struct rlg_store *s, const char *client, const char *policy,
 	return s->ops->reset(s, client, policy, deleted);
 }
 
+int
+rlg_store_probe(struct rlg_store *s, int64_t now_ms)
+{
+	if (s == NULL)
+		return RLG_ESTORE;
+	if (s->ops->probe == NULL) {
+		rlg_store_seterr(s, "the %s store cannot be probed",
+		    s->ops->name);
+		return RLG_EINVAL;
+	}
+	return s->ops->probe(s, now_ms);
+}
+
+int
+rlg_store_survey(struct rlg_store *s, int64_t now_ms, bool top,
+    struct rlg_store_survey *out)
+{
+	memset(out, 0, sizeof *out);
+	if (s == NULL)
+		return RLG_ESTORE;
+	if (s->ops->survey == NULL) {
+		rlg_store_seterr(s, "the %s store cannot list its clients",
+		    s->ops->name);
+		return RLG_EINVAL;
+	}
+	return s->ops->survey(s, now_ms, top, out);
+}
+
 void
 rlg_store_close(struct rlg_store *s)
 {

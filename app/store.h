@@ -48,6 +48,7 @@ struct rlg_store_item {
 
 struct rlg_store_ops;
 struct rlg_store_stats;
+struct rlg_store_survey;
 
 /* The longest error message a handle keeps, with its NUL. */
 #define RLG_STORE_ERRMSG_MAX 512
@@ -80,6 +81,11 @@ struct rlg_store_ops {
 	/* rlg_store_reset; NULL: the store cannot. */
 	int (*reset)(struct rlg_store *s, const char *client,
 	    const char *policy, int64_t *deleted);
+	/* rlg_store_probe; NULL: the store cannot tell. */
+	int (*probe)(struct rlg_store *s, int64_t now_ms);
+	/* rlg_store_survey; NULL: the store cannot tell. */
+	int (*survey)(struct rlg_store *s, int64_t now_ms, bool top,
+	    struct rlg_store_survey *out);
 };
 
 extern const struct rlg_store_ops rlg_store_sqlite_ops;
@@ -243,6 +249,52 @@ int rlg_store_flush(struct rlg_store *s, int64_t now_ms);
  */
 int rlg_store_reset(struct rlg_store *s, const char *client,
     const char *policy, int64_t *deleted);
+
+/*
+ * Whether the store answers, for a health check: SQLite writes a value
+ * it holds over itself in a transaction it rolls back (a file that
+ * cannot be written fails), the decision table probes its database,
+ * Redis answers PING. Changes nothing. RLG_OK, RLG_ESTORE (errmsg says
+ * why), or RLG_EINVAL for a store that cannot tell.
+ */
+int rlg_store_probe(struct rlg_store *s, int64_t now_ms);
+
+/*
+ * What the admin endpoints show of the store's contents (admin.c): the
+ * clients each policy holds state for, and for each policy the states
+ * of the clients that used most of their window (count + prev_count,
+ * then tat_us: the candidates to rank as closest to their limits).
+ * Bounded: past RLG_SURVEY_SCAN states of one policy only that many are
+ * read (sampled). The decision table answers from its database, as of
+ * its last flush.
+ */
+#define RLG_SURVEY_POLICIES ((size_t)RLG_POLICIES_MAX * 2)
+#define RLG_SURVEY_TOP 10
+#define RLG_SURVEY_SCAN 20000
+
+struct rlg_survey_row {
+	char policy[RLG_POLICY_NAME_MAX + sizeof RLG_NEW_KEYS_SUFFIX];
+	char client[RLG_CLIENT_KEY_MAX + 1];
+	struct rlg_state st;
+};
+
+struct rlg_store_survey {
+	size_t npolicies;
+	struct {
+		char name[RLG_POLICY_NAME_MAX + sizeof RLG_NEW_KEYS_SUFFIX];
+		int64_t clients;       /* states held, expired ones not yet
+		                          pruned included */
+	} policies[RLG_SURVEY_POLICIES];
+	size_t ntop;
+	struct rlg_survey_row top[RLG_SURVEY_POLICIES * RLG_SURVEY_TOP];
+	bool sampled;                  /* a policy held more than
+	                                  RLG_SURVEY_SCAN states */
+};
+
+/* Fills *out (top: the closest too, else the counts only). RLG_OK,
+ * RLG_ESTORE, or RLG_EINVAL (the store cannot). */
+int rlg_store_survey(struct rlg_store *s, int64_t now_ms, bool top,
+    struct rlg_store_survey *out);
 
 /*
  * The decision table (store_table.c, [store] commit = behind): the

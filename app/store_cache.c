@@ -98,6 +98,9 @@ static uint64_t cache_hash(uint64_t seed, const char *key, size_t len);
 static int cache_reset(struct rlg_store *base, const char *client,
     const char *policy, int64_t *deleted);
 static int cache_flush(struct rlg_store *base, int64_t now_ms);
+static int cache_probe(struct rlg_store *base, int64_t now_ms);
+static int cache_survey(struct rlg_store *base, int64_t now_ms, bool top,
+    struct rlg_store_survey *out);
 
 const struct rlg_store_ops rlg_store_cache_ops = {
 	.name = "rejection-cache",
@@ -109,6 +112,8 @@ const struct rlg_store_ops rlg_store_cache_ops = {
 	.idle = cache_idle,
 	.reset = cache_reset,
 	.flush = cache_flush,
+	.probe = cache_probe,
+	.survey = cache_survey,
 };
 
 struct rlg_store *
@@ -295,6 +300,41 @@ cache_flush(struct rlg_store *base, int64_t now_ms)
 	struct cache_store *c = (struct cache_store *)base;
 	int rc = c->inner->ops->flush != NULL ?
 	    c->inner->ops->flush(c->inner, now_ms) : RLG_OK;
+
+	memcpy(c->base.errmsg, c->inner->errmsg, sizeof c->base.errmsg);
+	return rc;
+}
+
+static int
+cache_probe(struct rlg_store *base, int64_t now_ms)
+{
+	struct cache_store *c = (struct cache_store *)base;
+	int rc;
+
+	if (c->inner->ops->probe == NULL) {
+		rlg_store_seterr(base, "the %s store cannot be probed",
+		    c->inner->ops->name);
+		return RLG_EINVAL;
+	}
+	rc = c->inner->ops->probe(c->inner, now_ms);
+
+	memcpy(c->base.errmsg, c->inner->errmsg, sizeof c->base.errmsg);
+	return rc;
+}
+
+static int
+cache_survey(struct rlg_store *base, int64_t now_ms, bool top,
+    struct rlg_store_survey *out)
+{
+	struct cache_store *c = (struct cache_store *)base;
+	int rc;
+
+	if (c->inner->ops->survey == NULL) {
+		rlg_store_seterr(base, "the %s store cannot list its clients",
+		    c->inner->ops->name);
+		return RLG_EINVAL;
+	}
+	rc = c->inner->ops->survey(c->inner, now_ms, top, out);
 
 	memcpy(c->base.errmsg, c->inner->errmsg, sizeof c->base.errmsg);
 	return rc;

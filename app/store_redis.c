@@ -104,6 +104,8 @@ static char *rd_build_args(struct rd_store *s,
     const struct rlg_store_item *items, const size_t *idx, size_t m,
     size_t n, int64_t now_ms, char *at, size_t *ap);
 
+static int rd_probe(struct rlg_store *base, int64_t now_ms);
+
 /* The reply: now_ms, then this many integers per item. */
 #define RD_PER_ITEM 5
 
@@ -113,6 +115,7 @@ const struct rlg_store_ops rlg_store_redis_ops = {
 	.step = rd_step,
 	.prune = rd_prune,
 	.close = rd_close,
+	.probe = rd_probe,
 };
 
 static int
@@ -207,6 +210,39 @@ rd_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
 	    decisions);
 	freeReplyObject(reply);
 	if (rc != 0)
+		return rd_failed(s, 0);
+	rd_node_ok(s, 0);
+	return RLG_OK;
+}
+
+/*
+ * rlg_store_probe: PING to the server (a cluster: its first seed), within
+ * a step's budgets; a failure counts as a step's would (backoff).
+ */
+static int
+rd_probe(struct rlg_store *base, int64_t now_ms)
+{
+	struct rd_store *s = (struct rd_store *)base;
+	const char *argv[1] = { "PING" };
+	size_t argvlen[1] = { 4 };
+	redisReply *reply = NULL;
+	bool pong;
+
+	(void)now_ms;
+	if (s->nnodes == 0)
+		return RLG_ESTORE;
+	rd_budget(s);
+	if (rd_ready(s, 0) != 0)
+		return RLG_ESTORE;
+	if (rd_command(s, &s->nodes[0], "PING", 1, argv, argvlen, &reply) != 0)
+		return rd_failed(s, 0);
+	pong = reply->type == REDIS_REPLY_STATUS && reply->str != NULL &&
+	    strcmp(reply->str, "PONG") == 0;
+	if (!pong)
+		rd_seterr(s, "redis: PING answered %s, not PONG",
+		    rd_reply_type(reply->type));
+	freeReplyObject(reply);
+	if (!pong)
 		return rd_failed(s, 0);
 	rd_node_ok(s, 0);
 	return RLG_OK;

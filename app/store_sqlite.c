@@ -113,6 +113,8 @@ const struct rlg_store_ops rlg_store_sqlite_ops = {
 	.stats = sq_stats,
 	.idle = sq_idle,
 	.reset = rlg_store_sqlite_reset,
+	.probe = sq_probe,
+	.survey = sq_survey,
 };
 
 const char *const sq_sql[SQ_NSTMT] = {

@@ -193,6 +193,12 @@ void sq_sqlite_error(struct sq_store *s, const char *op, int rc);
 /* Prepares every statement of sq_sql as the store's own: 0, or -1. */
 int sq_prepare_all(struct sq_store *s);
 
+/* The operations rlg_store_probe and rlg_store_survey
+ * (store_sqlite_rows.c). */
+int sq_probe(struct rlg_store *base, int64_t now_ms);
+int sq_survey(struct rlg_store *base, int64_t now_ms, bool top,
+    struct rlg_store_survey *out);
+
 /* Finalizes every prepared statement. */
 void sq_finalize_all(struct sq_store *s);
 

@@ -233,3 +233,111 @@ sq_rows_commit(struct sq_store *s, const char *op)
 
 	return rc == SQLITE_OK ? RLG_OK : sq_failed(s, rc);
 }
+
+/*
+ * rlg_store_probe: the schema checked (sq_ready, the BEGIN IMMEDIATE of
+ * sq_rows_begin), then the file's user_version written over itself in
+ * the transaction, rolled back: a database that cannot be written fails
+ * here as a decision's commit would.
+ */
+int
+sq_probe(struct rlg_store *base, int64_t now_ms)
+{
+	struct sq_store *s = sq_handle(base);
+	sqlite3_stmt *st = NULL;
+	char sql[48];
+	int rc, version = 0;
+
+	if (s == NULL || sq_ready(s, now_ms) != 0 ||
+	    sq_rows_begin(s, "probe") != 0)
+		return RLG_ESTORE;
+	rc = sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL);
+	if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		version = sqlite3_column_int(st, 0);
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(st);
+	if (rc == SQLITE_OK) {
+		snprintf(sql, sizeof sql, "PRAGMA user_version = %d", version);
+		rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+	}
+	if (rc != SQLITE_OK) {
+		sq_sqlite_error(s, "probe", rc);
+		return sq_failed(s, rc);
+	}
+	sq_rollback(s);
+	return RLG_OK;
+}
+
+/*
+ * rlg_store_survey: the schema's per-policy client counts, and for each
+ * policy its RLG_SURVEY_TOP most used states among the first
+ * RLG_SURVEY_SCAN of its primary key's range. Statements prepared per
+ * call: a page's poll, not a decision.
+ */
+int
+sq_survey(struct rlg_store *base, int64_t now_ms, bool top,
+    struct rlg_store_survey *out)
+{
+	struct sq_store *s = sq_handle(base);
+	sqlite3_stmt *cs = NULL, *ts = NULL;
+	struct rlg_survey_row *r;
+	const char *text;
+	size_t i;
+	int rc;
+
+	if (s == NULL || sq_ready(s, now_ms) != 0)
+		return RLG_ESTORE;
+	rc = sqlite3_prepare_v2(s->db, "SELECT policy, clients FROM rlg_clients"
+	    " WHERE policy <> '' ORDER BY policy", -1, &cs, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(s->db,
+		    "SELECT client, window_start_ms, count, expires_ms,"
+		    " prev_count, tat_us FROM (SELECT * FROM rlg_state"
+		    " WHERE policy = ?1 AND expires_ms > ?2 LIMIT ?3)"
+		    " ORDER BY count + prev_count DESC, tat_us DESC LIMIT ?4",
+		    -1, &ts, NULL);
+	while (rc == SQLITE_OK && (rc = sqlite3_step(cs)) == SQLITE_ROW) {
+		rc = SQLITE_OK;
+		if (out->npolicies == RLG_SURVEY_POLICIES ||
+		    (text = (const char *)sqlite3_column_text(cs, 0)) == NULL)
+			continue;
+		i = out->npolicies++;
+		snprintf(out->policies[i].name, sizeof out->policies[i].name,
+		    "%s", text);
+		out->policies[i].clients = sqlite3_column_int64(cs, 1);
+		if (!top)
+			continue;
+		if (out->policies[i].clients > RLG_SURVEY_SCAN)
+			out->sampled = true;
+		sqlite3_bind_text(ts, 1, out->policies[i].name, -1,
+		    SQLITE_STATIC);
+		sqlite3_bind_int64(ts, 2, now_ms);
+		sqlite3_bind_int(ts, 3, RLG_SURVEY_SCAN);
+		sqlite3_bind_int(ts, 4, RLG_SURVEY_TOP);
+		while ((rc = sqlite3_step(ts)) == SQLITE_ROW) {
+			if ((text = (const char *)sqlite3_column_text(ts, 0)) ==
+			    NULL)
+				continue;
+			r = &out->top[out->ntop++];
+			memcpy(r->policy, out->policies[i].name,
+			    sizeof r->policy);
+			snprintf(r->client, sizeof r->client, "%s", text);
+			r->st.window_start_ms = sqlite3_column_int64(ts, 1);
+			r->st.count = sqlite3_column_int64(ts, 2);
+			r->st.expires_ms = sqlite3_column_int64(ts, 3);
+			r->st.prev_count = sqlite3_column_int64(ts, 4);
+			r->st.tat_us = sqlite3_column_int64(ts, 5);
+		}
+		sqlite3_reset(ts);
+		if (rc == SQLITE_DONE)
+			rc = SQLITE_OK;
+	}
+	if (rc == SQLITE_DONE)
+		rc = SQLITE_OK;
+	else if (rc != SQLITE_OK)
+		sq_sqlite_error(s, "survey", rc);
+	sqlite3_finalize(cs);
+	sqlite3_finalize(ts);
+	return rc == SQLITE_OK ? RLG_OK : RLG_ESTORE;
+}

@@ -182,6 +182,9 @@ static int tab_commit(struct tbl *t, struct rlg_store *db,
 static bool tab_pause(struct tbl *t, struct tab_flusher *f, int64_t ms);
 static void tab_wait(struct tab_flusher *f, int64_t ms);
 static int tab_flush_now(struct rlg_store *base, int64_t now_ms);
+static int tab_probe(struct rlg_store *base, int64_t now_ms);
+static int tab_survey(struct rlg_store *base, int64_t now_ms, bool top,
+    struct rlg_store_survey *out);
 
 const struct rlg_store_ops rlg_store_table_ops = {
 	.name = "table",
@@ -193,6 +196,8 @@ const struct rlg_store_ops rlg_store_table_ops = {
 	.idle = tab_idle,
 	.reset = tab_reset,
 	.flush = tab_flush_now,
+	.probe = tab_probe,
+	.survey = tab_survey,
 };
 
 static pthread_mutex_t tab_flushers_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -566,6 +571,38 @@ tab_reset(struct rlg_store *base, const char *client, const char *policy,
 	}
 	*deleted = removed > rows ? removed : rows;
 	return RLG_OK;
+}
+
+/*
+ * rlg_store_probe: the table open, and its database writable (what the
+ * write-behind needs).
+ */
+static int
+tab_probe(struct rlg_store *base, int64_t now_ms)
+{
+	struct tab_store *s = (struct tab_store *)base;
+
+	if (tab_ready(s) != 0)
+		return RLG_ESTORE;
+	/* the inner store is SQLite's, which can */
+	if (s->inner->ops->probe(s->inner, now_ms) != RLG_OK) {
+		rlg_store_seterr(base, "%s", s->inner->errmsg);
+		return RLG_ESTORE;
+	}
+	return RLG_OK;
+}
+
+/* rlg_store_survey: the database's, as of the last flush. */
+static int
+tab_survey(struct rlg_store *base, int64_t now_ms, bool top,
+    struct rlg_store_survey *out)
+{
+	struct tab_store *s = (struct tab_store *)base;
+	int rc = s->inner->ops->survey(s->inner, now_ms, top, out);
+
+	if (rc != RLG_OK)
+		rlg_store_seterr(base, "%s", s->inner->errmsg);
+	return rc;
 }
 
 /* rlg_store_flush: this handle writes the table behind, now. */

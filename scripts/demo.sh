@@ -92,12 +92,14 @@ rlgate demo running: lighttpd on http://127.0.0.1:$port/ -> spawn-fcgi (2 proces
   config:   $run/rlgate.conf (5 requests per 60 s window per client)
   database: $run/rlgate.db (decided in $run/rlgate.db-table, written behind every second)
   logs:     $run/rlgate.log, $run/lighttpd-error.log
+  status:   http://127.0.0.1:$port/ (the live status page; the seed's explanation: /about.html)
 
 Try it:
   curl -i http://127.0.0.1:$port/api/v1/resources
   for i in 1 2 3 4 5 6 7; do curl -s -o /dev/null -w '%{http_code} ' http://127.0.0.1:$port/api/v1/resources; done; echo
   curl -i http://127.0.0.1:$port/api/v1/resources          # 429 with Retry-After
   curl -i --interface 127.0.0.2 http://127.0.0.1:$port/api/v1/resources   # another client
+  curl -s http://127.0.0.1:$port/rlgate/metrics | grep rlgate_requests_total   # the counts, for Prometheus
   sqlite3 $run/rlgate.db 'SELECT * FROM clients'          # written behind: about 1 s old
 
 Stop it with: bash scripts/demo.sh stop

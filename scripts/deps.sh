@@ -16,6 +16,9 @@ pkgs=(
 	cppcheck clang-tidy                            # static analysis (scripts/lint.sh)
 	wrk nginx-light                                # the benchmarks (make bench-e2e)
 	libhiredis-dev redis-server redis-tools        # the Redis store and its tests
+	prometheus                                     # Prometheus and promtool (tests/integration/prometheus.sh)
+	jq                                             # Prometheus' JSON answers read (the same)
+	chromium                                       # the status page rendered headless (tests/integration/status_page.sh)
 )
 
 # redis-server's package runs a system service on 6379. The tests start

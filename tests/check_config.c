@@ -3043,6 +3043,8 @@ rlg_t_base(struct rlg_config *cfg, const struct rlg_option *o)
 		return (char *)&cfg->store;
 	if (strcmp(o->section, "client") == 0)
 		return (char *)&cfg->client;
+	if (strcmp(o->section, "admin") == 0)
+		return (char *)&cfg->admin;
 	if (strcmp(o->section, "policy") == 0)
 		return (char *)&cfg->policies[0];
 	if (strcmp(o->section, "route") == 0)
@@ -3061,7 +3063,8 @@ rlg_t_header(const struct rlg_option *o)
 	return strcmp(o->section, "store") == 0 ? "[store]" :
 	    strcmp(o->section, "headers") == 0 ? "[headers]" :
 	    strcmp(o->section, "response") == 0 ? "[response]" :
-	    strcmp(o->section, "client") == 0 ? "[client]" : "[log]";
+	    strcmp(o->section, "client") == 0 ? "[client]" :
+	    strcmp(o->section, "admin") == 0 ? "[admin]" : "[log]";
 }
 
 /* Every row is whole: a known section, a name, a default, a doc line,
@@ -3069,7 +3072,7 @@ rlg_t_header(const struct rlg_option *o)
 START_TEST(test_option_rows)
 {
 	static const char *const sections[] = { "store", "headers",
-	    "response", "client", "log", "policy", "route" };
+	    "response", "client", "log", "admin", "policy", "route" };
 	const struct rlg_option *opts, *o;
 	size_t n, i, j, k;
 

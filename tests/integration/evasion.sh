@@ -69,16 +69,6 @@ echo 'server.max-request-field-size := 65536' >>"$T/backend.conf"
 # proxy.forwarded, Forwarded: for=), Apache mod_proxy_http (X-Forwarded-For)
 
 LF_PORT=$(free_port) || bail_out "no free port"
-mkdir -p "$T/lfront"
-chmod 755 "$T/lfront"
-write_lighttpd_base "$T/lfront.conf" "$LF_PORT" "$T/lfront" "$T/lfront/lighttpd.pid" \
-    "$T/lfront/error.log" <<EOF
-server.modules      += ( "mod_proxy" )
-proxy.server         = ( "" => (( "host" => "127.0.0.1", "port" => $BE_PORT )) )
-proxy.forwarded      = ( "for" => 1 )
-server.max-request-field-size = 65536
-EOF
-
 use_conf lookalike <<EOF
 [client]
 trusted_proxies = 127.0.0.1
@@ -96,7 +86,10 @@ window = $WINDOW
 key = header:X-API-Key
 EOF
 start_lighttpd "$T/backend.conf" "$BE_PORT"
-start_lighttpd "$T/lfront.conf" "$LF_PORT"
+start_lighttpd_front "$T/lfront" "$LF_PORT" "$BE_PORT" <<'EOF'
+proxy.forwarded      = ( "for" => 1 )
+server.max-request-field-size = 65536
+EOF
 FRONTS="lighttpd=http://127.0.0.1:$LF_PORT"
 if apache_available && [ -f "$APACHE_MODULES/mod_proxy_http.so" ]; then
 	AF_PORT=$(free_port) || bail_out "no free port"

@@ -713,6 +713,21 @@ include "$RLGATE_SRCDIR/www/lighttpd/demo.conf"
 EOF
 }
 
+# start_lighttpd_front DIR PORT BACKEND_PORT: a lighttpd on PORT (config
+# DIR.conf, files in DIR) that proxies everything (mod_proxy) to
+# 127.0.0.1:BACKEND_PORT, adding the client's address to X-Forwarded-For;
+# lines from stdin (more settings) go after that. Started.
+start_lighttpd_front() {
+	mkdir -p "$1"
+	chmod 755 "$1"
+	{
+		printf 'server.modules      += ( "mod_proxy" )\n'
+		printf 'proxy.server         = ( "" => (( "host" => "127.0.0.1", "port" => %s )) )\n' "$3"
+		cat
+	} | write_lighttpd_base "$1.conf" "$2" "$1" "$1/lighttpd.pid" "$1/error.log"
+	start_lighttpd "$1.conf" "$2"
+}
+
 # start_authorizer_lighttpd DIR PORT SOCKET GUARD: a lighttpd on PORT in DIR
 # (DIR/lighttpd.conf, docroot DIR/htdocs) that asks rlgate on SOCKET, as
 # its Authorizer, before serving anything under GUARD (the shipped

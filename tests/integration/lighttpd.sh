@@ -20,11 +20,18 @@ start_rlgate_fcgi rlgate-a "$sock" "$conf_a" 1
 
 demo_lighttpd
 
-# --- the demo page (static, from www/demo)
+# --- the demo's pages: "/" leads to rlgate's status page; the seed's
+# explanation is static, from www/demo
 req "$base/"
-is "$STATUS" 200 "the demo page is served"
-like "$(header Content-Type)" '^text/html' "the demo page is HTML"
-like "$BODY" 'rlgate' "the demo page is rlgate's"
+like "$STATUS" '^30[12]$' "the demo's / redirects"
+like "$(header Location)" '/rlgate/$' "... to the status page"
+req "$base/rlgate/"
+is "$STATUS" 200 "the status page is served"
+like "$(header Content-Type)" '^text/html' "the status page is HTML"
+like "$(header Content-Security-Policy)" "default-src 'none'" "... with a CSP that allows nothing by default"
+req "$base/about.html"
+is "$STATUS" 200 "the seed's page is served"
+like "$BODY" 'rlgate' "the seed's page is rlgate's"
 
 # --- 200 x LIMIT, then 429: every header, exact bodies. The requests of
 # one window are sent first and checked afterwards.

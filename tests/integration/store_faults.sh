@@ -184,6 +184,21 @@ check_fault_log() {
 	diag "log: $lines"
 }
 
+# health_is CODE DESC [ERE]: GET /rlgate/health answers CODE: 200 with
+# {"status":"ok"}, or 503 with {"status":"failing","reason":...} whose
+# reason matches ERE.
+health_is() {
+	req "$base/rlgate/health"
+	is "$STATUS" "$1" "$2: /rlgate/health answers $1"
+	if [ "$1" = 200 ]; then
+		is "$BODY" '{"status":"ok"}' "... {\"status\":\"ok\"}"
+	else
+		like "$BODY" "^\\{\"status\":\"failing\",\"reason\":\".*$3.*\"\\}\$" \
+		    "... {\"status\":\"failing\"} with the reason"
+	fi
+	is "$(header Content-Type)" application/json "... as JSON"
+}
+
 # check_alive NAME DESC: the process started as $PID still runs.
 check_alive() {
 	is "$(cat "$T/$1.pid")" "$PID" "$2: the same process"
@@ -264,6 +279,7 @@ part ro ro 4m closed
 start_lighttpd "$T/lighttpd.conf" "$PORT"
 serve 3 1
 is "$(header RateLimit-Remaining)" $((LIMIT - 3)) "read-only fs: 3 requests served from the tmpfs"
+health_is 200 "read-only fs: before"
 
 if mount -o remount,ro "$dir" 2>"$T/remount.err"; then
 	# not expected: the kernel refuses while rlgate holds files open
@@ -280,10 +296,12 @@ cp "$T/ro-copy.db" "$db" || bail_out "cp failed"
 mount -o remount,ro "$dir" || bail_out "mount -o remount,ro $dir failed"
 ( : >"$dir/probe" ) 2>/dev/null && bail_out "$dir is still writable"
 fault ro "read-only fs" '(read-only|Read-only|READONLY)' reopened 1 1 2 3 1
+health_is 503 "read-only fs" '(read-only|readonly|READONLY)'
 
 fault_gone ro "read-only fs: remounted rw" $((LIMIT - 4)) \
     "and counts on (RateLimit-Remaining $((LIMIT - 4)): the 503s were not counted)" \
     mount -o remount,rw "$dir"
+health_is 200 "read-only fs: remounted rw"
 is "$(count "$db" 1)" 4 "... the database holds count 4 for 127.0.0.1"
 is "$(sql "$db" "SELECT count(*) FROM rlg_state")" 1 "... and no row for the clients refused"
 recovered ro "read-only fs"
@@ -424,9 +442,12 @@ cp "$T/behind-copy.db" "$db" || bail_out "cp failed"
 mount -o remount,ro "$dir" || bail_out "mount -o remount,ro $dir failed"
 OFF=$(log_size behind)
 behind_fault behind "read-only fs" '(read-only|READONLY)' 1 1 2 3 1
+# decided from the table, but what it cannot write behind is at risk
+health_is 503 "read-only fs, behind" '(read-only|readonly|READONLY)'
 mount -o remount,rw "$dir" || bail_out "mount -o remount,rw $dir failed"
 sleep 1.1
 behind_agrees behind "read-only fs: remounted rw"
+health_is 200 "read-only fs, behind: remounted rw"
 
 head -c 65536 /dev/urandom >"$dir/garbage" || bail_out "cannot write garbage"
 mv -f "$dir/garbage" "$db" || bail_out "mv failed"

@@ -1,0 +1,461 @@
+/*
+ * metrics.c: the host's scoreboard of counters (metrics.h).
+ *
+ * The file: a header (magic, layout size, when it was made, the policy
+ * names it counts), then RLG_METRICS_SLOTS slots of 64-byte aligned
+ * counters. It is made whole under a temporary name (its blocks taken
+ * with posix_fallocate, so a full disk refuses it at once instead of
+ * killing a writer with SIGBUS later) and linked into place, so no
+ * process ever maps half a file; two processes making it at once agree
+ * on whichever link came first. Names are added under an flock of the
+ * file; counts are written by each slot's thread alone with relaxed
+ * atomic stores (plain moves on x86-64), read by the sums with relaxed
+ * loads: a sum may miss an increment made while it reads, never tear one.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "metrics.h"
+#include "util.h"
+
+#define MX_MAGIC "rlgmx001"
+#define MX_NAME_MAX (RLG_POLICY_NAME_MAX + sizeof RLG_NEW_KEYS_SUFFIX)
+/* Slots of the process's own memory when the file cannot be used. */
+#define MX_PRIVATE_SLOTS 64
+
+struct mx_head {
+	char magic[8];
+	uint64_t size;            /* the whole file: the layout's check */
+	int64_t start_s;
+	uint32_t nslots;
+	uint32_t npolicies;       /* names in use, only grows */
+	char names[RLG_METRICS_POLICIES][MX_NAME_MAX];
+} __attribute__((aligned(64)));
+
+/* The process's scoreboard. */
+static struct {
+	struct mx_head *head;
+	struct rlg_metrics_slot *slots;
+	size_t map_size;          /* 0: private memory */
+	const struct rlg_config *cfg;
+	uint64_t serial;
+	bool full_said;
+} mx;
+
+int rlg_metrics_file_index[RLG_METRICS_POLICIES];
+
+/* by index; rlg_metrics_answer's table follows it */
+static const int mx_codes[RLG_METRICS_CODES] = {
+	0, 200, 400, 404, 405, 429, 500, 503
+};
+
+static const int64_t mx_bucket_ns[RLG_METRICS_BUCKETS] = {
+	1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000,
+	1000000, 2500000, 5000000, 10000000, 25000000, 50000000,
+	100000000, 250000000, 500000000, 1000000000, INT64_MAX
+};
+
+static size_t mx_file_size(void);
+static int mx_create(const char *path, bool replace);
+static int mx_map(int fd, const char *path);
+static int mx_names(int fd, const struct rlg_config *cfg);
+static const char *mx_config_name(const struct rlg_config *cfg, size_t i,
+    char *buf, size_t size);
+static void mx_private(void);
+
+static size_t
+mx_file_size(void)
+{
+	return sizeof(struct mx_head) +
+	    RLG_METRICS_SLOTS * sizeof(struct rlg_metrics_slot);
+}
+
+const char *
+rlg_metrics_path(const struct rlg_config *cfg, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s-metrics", cfg->store.sqlite.path != NULL ?
+	    cfg->store.sqlite.path : "");
+	return buf;
+}
+
+/*
+ * A new scoreboard at path: made whole as path.PID.tmp, then linked to
+ * path (replace: renamed over what is there). 0 (the caller opens path
+ * again), or -1 with errno.
+ */
+static int
+mx_create(const char *path, bool replace)
+{
+	char tmp[4200];
+	struct mx_head *h;
+	int fd, rc, err;
+
+	if (snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >=
+	    (int)sizeof tmp) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	(void)unlink(tmp);
+	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+	    0600);
+	if (fd < 0)
+		return -1;
+	if ((rc = posix_fallocate(fd, 0, (off_t)mx_file_size())) != 0) {
+		errno = rc;
+		goto fail;
+	}
+	h = mmap(NULL, sizeof *h, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (h == MAP_FAILED)
+		goto fail;
+	memcpy(h->magic, MX_MAGIC, sizeof h->magic);
+	h->size = mx_file_size();
+	h->start_s = (int64_t)time(NULL);
+	h->nslots = RLG_METRICS_SLOTS;
+	munmap(h, sizeof *h);
+	rc = replace ? rename(tmp, path) : link(tmp, path);
+	err = errno;
+	if (!replace)
+		(void)unlink(tmp);
+	close(fd);
+	if (rc != 0 && !(err == EEXIST && !replace)) {
+		errno = err;
+		return -1;
+	}
+	return 0;
+fail:
+	err = errno;
+	close(fd);
+	(void)unlink(tmp);
+	errno = err;
+	return -1;
+}
+
+/* Maps the file on fd if it is a scoreboard of this layout. 0 or -1. */
+static int
+mx_map(int fd, const char *path)
+{
+	struct stat sb;
+	void *m;
+
+	(void)path;
+	if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size != mx_file_size())
+		return -1;
+	m = mmap(NULL, mx_file_size(), PROT_READ | PROT_WRITE, MAP_SHARED,
+	    fd, 0);
+	if (m == MAP_FAILED)
+		return -1;
+	mx.head = m;
+	if (memcmp(mx.head->magic, MX_MAGIC, sizeof mx.head->magic) != 0 ||
+	    mx.head->size != mx_file_size() ||
+	    mx.head->nslots != RLG_METRICS_SLOTS) {
+		munmap(m, mx_file_size());
+		mx.head = NULL;
+		return -1;
+	}
+	mx.slots = (struct rlg_metrics_slot *)(mx.head + 1);
+	mx.map_size = mx_file_size();
+	return 0;
+}
+
+/* The name of the config's policy index i (its .new_keys bound past
+ * npolicies), or NULL when there is none. */
+static const char *
+mx_config_name(const struct rlg_config *cfg, size_t i, char *buf,
+    size_t size)
+{
+	const struct rlg_policy *p;
+
+	if (i < cfg->npolicies)
+		return cfg->policies[i].name;
+	p = &cfg->policies[i - cfg->npolicies];
+	if (p->new_keys_policy == NULL)
+		return NULL;
+	snprintf(buf, size, "%s", p->new_keys_policy->name);
+	return buf;
+}
+
+/*
+ * The config's policies mapped onto the file's names, new ones added,
+ * under the file's flock. 0, or -1 when the file has no room for them.
+ */
+static int
+mx_names(int fd, const struct rlg_config *cfg)
+{
+	struct mx_head *h = mx.head;
+	char buf[MX_NAME_MAX];
+	const char *name;
+	uint32_t j, n;
+	size_t i;
+	int rc = 0;
+
+	if (flock(fd, LOCK_EX) != 0)
+		return -1;
+	n = __atomic_load_n(&h->npolicies, __ATOMIC_ACQUIRE);
+	for (i = 0; i < 2 * cfg->npolicies && rc == 0; i++) {
+		rlg_metrics_file_index[i] = -1;
+		if ((name = mx_config_name(cfg, i, buf, sizeof buf)) == NULL)
+			continue;
+		for (j = 0; j < n && strcmp(h->names[j], name) != 0; j++)
+			;
+		if (j == n) {
+			if (n == RLG_METRICS_POLICIES) {
+				rc = -1;
+				break;
+			}
+			snprintf(h->names[n], MX_NAME_MAX, "%s", name);
+			__atomic_store_n(&h->npolicies, ++n, __ATOMIC_RELEASE);
+		}
+		rlg_metrics_file_index[i] = (int)j;
+	}
+	(void)flock(fd, LOCK_UN);
+	return rc;
+}
+
+/* Counts in the process's own memory: a scoreboard for one process. */
+static void
+mx_private(void)
+{
+	size_t i;
+
+	mx.head = rlg_xcalloc(1, sizeof *mx.head + MX_PRIVATE_SLOTS *
+	    sizeof(struct rlg_metrics_slot));
+	mx.head->start_s = (int64_t)time(NULL);
+	mx.head->nslots = MX_PRIVATE_SLOTS;
+	mx.slots = (struct rlg_metrics_slot *)(mx.head + 1);
+	mx.map_size = 0;
+	for (i = 0; i < 2 * mx.cfg->npolicies; i++)
+		rlg_metrics_file_index[i] = (int)i;
+}
+
+int
+rlg_metrics_open(const char *path, const struct rlg_config *cfg)
+{
+	int fd = -1, tries;
+	bool replace;
+	size_t i;
+
+	memset(&mx, 0, sizeof mx);
+	mx.cfg = cfg;
+	for (i = 0; i < RLG_METRICS_POLICIES; i++)
+		rlg_metrics_file_index[i] = -1;
+	for (tries = 0; tries < 4; tries++) {
+		fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0 && errno != ENOENT)
+			break;
+		if (fd >= 0 && mx_map(fd, path) == 0) {
+			if (mx_names(fd, cfg) == 0) {
+				close(fd);
+				return 0;
+			}
+			munmap(mx.head, mx.map_size);
+			mx.head = NULL;
+		}
+		/* missing, of another layout, or full of other names */
+		replace = fd >= 0;
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+		if (mx_create(path, replace) != 0)
+			break;
+		if (replace)
+			rlg_log("metrics: %s was of another layout or held other"
+			    " policies: replaced by a new one (the counts"
+			    " restart)", path);
+	}
+	rlg_log("metrics: cannot use %s: %s; this process counts alone",
+	    path, errno != 0 ? strerror(errno) : "no scoreboard");
+	if (fd >= 0)
+		close(fd);
+	mx_private();
+	return -1;
+}
+
+void
+rlg_metrics_close(void)
+{
+	if (mx.head == NULL)
+		return;
+	if (mx.map_size > 0)
+		munmap(mx.head, mx.map_size);
+	else
+		free(mx.head);
+	mx.head = NULL;
+	mx.slots = NULL;
+}
+
+struct rlg_metrics_slot *
+rlg_metrics_claim(void)
+{
+	uint64_t me, owner;
+	uint32_t i, n;
+	pid_t pid;
+	int pass;
+
+	if (mx.head == NULL)
+		return NULL;
+	n = mx.head->nslots;
+	me = (uint64_t)getpid() << 32 |
+	    (uint32_t)(__atomic_add_fetch(&mx.serial, 1, __ATOMIC_RELAXED));
+	/* a free slot, else one whose process is gone */
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < n; i++) {
+			owner = __atomic_load_n(&mx.slots[i].owner,
+			    __ATOMIC_RELAXED);
+			if (pass == 0 && owner != 0)
+				continue;
+			if (pass == 1) {
+				pid = (pid_t)(owner >> 32);
+				if (owner == 0 || pid == getpid() ||
+				    kill(pid, 0) == 0 || errno != ESRCH)
+					continue;
+			}
+			if (__atomic_compare_exchange_n(&mx.slots[i].owner,
+			    &owner, me, false, __ATOMIC_ACQ_REL,
+			    __ATOMIC_RELAXED))
+				return &mx.slots[i];
+		}
+	}
+	if (!__atomic_exchange_n(&mx.full_said, true, __ATOMIC_RELAXED))
+		rlg_log("metrics: all %u slots of the scoreboard are taken by"
+		    " live threads: this thread's requests are not counted", n);
+	return NULL;
+}
+
+void
+rlg_metrics_release(struct rlg_metrics_slot *s)
+{
+	if (s != NULL)
+		__atomic_store_n(&s->owner, 0, __ATOMIC_RELEASE);
+}
+
+size_t
+rlg_metrics_index(const struct rlg_config *cfg, const struct rlg_policy *p)
+{
+	size_t i;
+
+	if (p >= cfg->policies && p < cfg->policies + cfg->npolicies)
+		return (size_t)(p - cfg->policies);
+	for (i = 0; i < cfg->npolicies; i++)
+		if (cfg->policies[i].new_keys_policy == p)
+			return cfg->npolicies + i;
+	return RLG_METRICS_POLICIES;
+}
+
+size_t
+rlg_metrics_code_index(int code)
+{
+	size_t i;
+
+	for (i = 1; i < RLG_METRICS_CODES; i++)
+		if (mx_codes[i] == code)
+			return i;
+	return 0;
+}
+
+int
+rlg_metrics_code(size_t i)
+{
+	return i < RLG_METRICS_CODES ? mx_codes[i] : 0;
+}
+
+void
+rlg_metrics_response(struct rlg_metrics_slot *s, int code, bool admin)
+{
+	if (s == NULL)
+		return;
+	rlg_metrics_add(admin ? &s->admin_responses[rlg_metrics_code_index(code)] :
+	    &s->responses[rlg_metrics_code_index(code)], 1);
+}
+
+void
+rlg_metrics_store_error(struct rlg_metrics_slot *s)
+{
+	if (s != NULL)
+		rlg_metrics_add(&s->store_errors, 1);
+}
+
+void
+rlg_metrics_cache_hit(struct rlg_metrics_slot *s)
+{
+	if (s != NULL)
+		rlg_metrics_add(&s->cache_hits, 1);
+}
+
+void
+rlg_metrics_step_time(struct rlg_metrics_slot *s, int64_t ns)
+{
+	size_t b = 0;
+
+	if (s == NULL)
+		return;
+	if (ns < 0)
+		ns = 0;
+	while (ns > mx_bucket_ns[b])
+		b++;
+	rlg_metrics_add(&s->buckets[b], 1);
+	rlg_metrics_add(&s->step_ns, (uint64_t)ns);
+	rlg_metrics_add(&s->steps, 1);
+}
+
+int64_t
+rlg_metrics_bucket_ns(size_t i)
+{
+	return i < RLG_METRICS_BUCKETS ? mx_bucket_ns[i] : INT64_MAX;
+}
+
+const char *
+rlg_metrics_decision_name(enum rlg_metric_decision d)
+{
+	static const char *const names[RLG_MD_N] = {
+		"admitted", "rejected", "dry_run_rejected", "exempt"
+	};
+
+	return (unsigned)d < RLG_MD_N ? names[d] : "unknown";
+}
+
+#define MX_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+void
+rlg_metrics_sum(struct rlg_metrics_sums *out)
+{
+	const struct rlg_metrics_slot *s;
+	uint32_t i, n;
+	size_t p, d, k;
+	int f;
+
+	memset(out, 0, sizeof *out);
+	if (mx.head == NULL)
+		return;
+	out->start_s = mx.head->start_s;
+	out->shared = mx.map_size > 0;
+	n = mx.head->nslots;
+	for (i = 0; i < n; i++) {
+		s = &mx.slots[i];
+		for (p = 0; p < 2 * mx.cfg->npolicies; p++) {
+			if ((f = rlg_metrics_file_index[p]) < 0)
+				continue;
+			for (d = 0; d < RLG_MD_N; d++)
+				out->requests[p][d] += MX_LOAD(s->requests[f][d]);
+		}
+		for (k = 0; k < RLG_METRICS_CODES; k++) {
+			out->responses[k] += MX_LOAD(s->responses[k]);
+			out->admin_responses[k] +=
+			    MX_LOAD(s->admin_responses[k]);
+		}
+		out->store_errors += MX_LOAD(s->store_errors);
+		out->cache_hits += MX_LOAD(s->cache_hits);
+		for (k = 0; k < RLG_METRICS_BUCKETS; k++)
+			out->buckets[k] += MX_LOAD(s->buckets[k]);
+		out->step_ns += MX_LOAD(s->step_ns);
+		out->steps += MX_LOAD(s->steps);
+	}
+}

@@ -1,0 +1,186 @@
+/*
+ * metrics.h: what rlgate decided, counted for the whole host.
+ *
+ * The counters live in a scoreboard, as Apache's: a file mapped shared by
+ * every rlgate process of the host (PATH-metrics beside [store] path, mode
+ * 0600), made of slots. Each worker thread claims a slot of its own and
+ * is its only writer, so counting is a plain add to memory no other
+ * thread writes: no lock, no atomic read-modify-write, no cache line
+ * bouncing between cores. The admin endpoints (admin.c) sum the slots.
+ * A slot keeps its counts when its thread ends or its process dies: the
+ * next thread to claim it adds to them, so the sums only grow (counters,
+ * as Prometheus wants them) for as long as the file lives.
+ *
+ * The file names the policies it counts (by name, up to
+ * RLG_METRICS_POLICIES); a process maps its config's policies onto them
+ * when it opens the file, adding new names. A file that cannot hold them,
+ * or of another layout, is replaced by a new one (the counts restart, and
+ * rlgate_start_time_seconds with them).
+ */
+#ifndef RLG_METRICS_H
+#define RLG_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "response.h"
+
+/* What a policy decided for one request (rlgate_requests_total). */
+enum rlg_metric_decision {
+	RLG_MD_ADMITTED = 0,
+	RLG_MD_REJECTED,
+	RLG_MD_DRY_RUN_REJECTED,
+	RLG_MD_EXEMPT,
+	RLG_MD_N
+};
+
+/* The status codes counted one by one; others count as "other". */
+#define RLG_METRICS_CODES 8
+/* Policy names a file holds: every policy and its .new_keys bound. */
+#define RLG_METRICS_POLICIES ((size_t)RLG_POLICIES_MAX * 2)
+/* Slots, one per worker thread alive at once on the host. */
+#define RLG_METRICS_SLOTS 1024
+/* The histogram's buckets (upper bounds) and the +Inf one. */
+#define RLG_METRICS_BUCKETS 20
+/*
+ * A worker thread times one store step in this many (its first, then
+ * every RLG_METRICS_SAMPLE-th) for the histogram: two clock reads per
+ * step would cost a table decision about 4% (docs/benchmarks.md), a
+ * sample of them well under 1%. A power of two.
+ */
+#define RLG_METRICS_SAMPLE 64
+
+/* One thread's counters (its slot in the file). */
+struct rlg_metrics_slot {
+	uint64_t owner;           /* pid << 32 | thread serial; 0: free */
+	uint64_t requests[RLG_METRICS_POLICIES][RLG_MD_N];
+	uint64_t responses[RLG_METRICS_CODES];
+	uint64_t admin_responses[RLG_METRICS_CODES];
+	uint64_t store_errors;
+	uint64_t cache_hits;
+	uint64_t buckets[RLG_METRICS_BUCKETS];
+	uint64_t step_ns;
+	uint64_t steps;
+} __attribute__((aligned(64)));
+
+/*
+ * The file's name index of the config's policy index i (rlg_metrics_index),
+ * -1 for none: set by rlg_metrics_open, read by the counting below.
+ */
+extern int rlg_metrics_file_index[RLG_METRICS_POLICIES];
+
+/*
+ * Opens (creating it if missing) the scoreboard at path for cfg, as the
+ * process's scoreboard: the one rlg_metrics_claim hands slots of. A
+ * scoreboard that cannot be opened is said through the log, and the
+ * process counts in memory of its own (its endpoints then show its own
+ * counts only). 0, or -1 in that case. Once per process, before threads
+ * start; cfg must outlive it.
+ */
+int rlg_metrics_open(const char *path, const struct rlg_config *cfg);
+
+/* The scoreboard's file for a config: [store] path + "-metrics". */
+const char *rlg_metrics_path(const struct rlg_config *cfg, char *buf,
+    size_t size);
+
+/* Unmaps the process's scoreboard (slots must be released first). */
+void rlg_metrics_close(void);
+
+/*
+ * A slot for the calling thread, or NULL when the process has no
+ * scoreboard or every slot is taken by a live thread (then nothing is
+ * counted for it; said once in the log). Released by
+ * rlg_metrics_release.
+ */
+struct rlg_metrics_slot *rlg_metrics_claim(void);
+void rlg_metrics_release(struct rlg_metrics_slot *s);
+
+/*
+ * The index of a policy of cfg in the sums: i for cfg->policies[i],
+ * npolicies + i for its .new_keys bound; RLG_METRICS_POLICIES for none.
+ */
+size_t rlg_metrics_index(const struct rlg_config *cfg,
+    const struct rlg_policy *p);
+
+/*
+ * One more to a counter of a slot, by the slot's thread (its only
+ * writer): a load and a store, no locked instruction; the sums read it
+ * with relaxed loads, so they never see it torn.
+ */
+static inline void
+rlg_metrics_add(uint64_t *c, uint64_t n)
+{
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n,
+	    __ATOMIC_RELAXED);
+}
+
+/*
+ * Counting, by the slot's thread only; a NULL slot counts nothing.
+ * policy is a policy of cfg, the config given to rlg_metrics_open (one
+ * of its policies or a .new_keys bound). Inline: the hot path's.
+ */
+static inline void
+rlg_metrics_decision(struct rlg_metrics_slot *s, const struct rlg_config *cfg,
+    const struct rlg_policy *policy, enum rlg_metric_decision d)
+{
+	size_t i;
+	int f;
+
+	if (s == NULL)
+		return;
+	i = policy >= cfg->policies && policy < cfg->policies + cfg->npolicies ?
+	    (size_t)(policy - cfg->policies) : rlg_metrics_index(cfg, policy);
+	if (i < RLG_METRICS_POLICIES && (f = rlg_metrics_file_index[i]) >= 0)
+		rlg_metrics_add(&s->requests[f][d], 1);
+}
+
+/* The index of a code among the counted ones (0: other). */
+size_t rlg_metrics_code_index(int code);
+
+/* An answer of an outcome (admin: to an admin endpoint, by code). */
+static inline void
+rlg_metrics_answer(struct rlg_metrics_slot *s, enum rlg_outcome o)
+{
+	/* by enum rlg_outcome: 200, 429, 404, 405, 400, 503, 200 */
+	static const unsigned char idx[] = { 1, 5, 3, 4, 2, 7, 1 };
+
+	if (s != NULL)
+		rlg_metrics_add(&s->responses[(unsigned)o < sizeof idx ?
+		    idx[o] : 0], 1);
+}
+void rlg_metrics_response(struct rlg_metrics_slot *s, int code, bool admin);
+void rlg_metrics_store_error(struct rlg_metrics_slot *s);
+void rlg_metrics_cache_hit(struct rlg_metrics_slot *s);
+/* One (timed) store step of ns nanoseconds. */
+void rlg_metrics_step_time(struct rlg_metrics_slot *s, int64_t ns);
+
+/* The host's sums, for the endpoints. */
+struct rlg_metrics_sums {
+	uint64_t requests[RLG_METRICS_POLICIES][RLG_MD_N];  /* by the
+	                                config's index (rlg_metrics_index) */
+	uint64_t responses[RLG_METRICS_CODES];
+	uint64_t admin_responses[RLG_METRICS_CODES];
+	uint64_t store_errors;
+	uint64_t cache_hits;
+	uint64_t buckets[RLG_METRICS_BUCKETS];  /* not cumulative */
+	uint64_t step_ns;
+	uint64_t steps;
+	int64_t start_s;          /* when the file was made */
+	bool shared;              /* false: this process only */
+};
+
+/* Sums every slot of the scoreboard into *out. */
+void rlg_metrics_sum(struct rlg_metrics_sums *out);
+
+/* The code counted at index i, 0 for "other". */
+int rlg_metrics_code(size_t i);
+
+/* The buckets' upper bounds in ns (the last is +Inf: INT64_MAX). */
+int64_t rlg_metrics_bucket_ns(size_t i);
+
+/* The word of a decision: "admitted", "rejected", ... */
+const char *rlg_metrics_decision_name(enum rlg_metric_decision d);
+
+#endif

@@ -1,0 +1,515 @@
+/*
+ * check_admin.c: the host's counters (metrics.c) and the admin endpoints
+ * (admin.c), in process: the scoreboard shared by processes (a forked
+ * child's counts in the parent's sums, a dead process's slot taken over
+ * with its counts, the file's names and layout), who may ask (prefix,
+ * allow, the address behind trusted proxies, a forged forwarding
+ * header), and the answers through the gate: exact counts per policy and
+ * decision, admin requests counted by no policy, the exposition's shape,
+ * health while the store works and while it fails, the status JSON.
+ */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "admin.h"
+#include "check_rlgate.h"
+#include "fixture.h"
+#include "gate.h"
+#include "metrics.h"
+#include "store_fixture.h"
+#include "util.h"
+
+static struct rlg_config *cfg;
+static struct rlg_gate gate;
+static char answer[1 << 16];
+static size_t answer_len;
+
+static int
+buf_write(void *ctx, const char *b, size_t len)
+{
+	(void)ctx;
+	if (answer_len + len >= sizeof answer)
+		return -1;
+	memcpy(answer + answer_len, b, len);
+	answer_len += len;
+	answer[answer_len] = '\0';
+	return 0;
+}
+
+/* A config from text over a [store] path in the test's directory, its
+ * scoreboard opened beside it. */
+static void
+load(const char *text)
+{
+	char full[4096], mpath[4200];
+
+	snprintf(full, sizeof full, "[store]\npath = %s\n%s", path_in("a.db"),
+	    text);
+	ck_assert_int_eq(rlg_config_load_string(full, "admin.conf", stderr,
+	    &cfg), 0);
+	ck_assert_int_eq(rlg_metrics_open(rlg_metrics_path(cfg, mpath,
+	    sizeof mpath), cfg), 0);
+}
+
+static void
+unload(void)
+{
+	rlg_metrics_close();
+	rlg_config_free(cfg);
+	cfg = NULL;
+}
+
+/* Answers the NULL-terminated parameters through the gate at now. */
+static void
+handle(int64_t now, ...)
+{
+	char *envp[16];
+	va_list ap;
+
+	va_start(ap, now);
+	(void)rlg_test_envv(envp, 16, ap);
+	va_end(ap);
+	answer_len = 0;
+	answer[0] = '\0';
+	ck_assert_int_eq(rlg_gate_handle(&gate, envp, now, buf_write, NULL),
+	    0);
+}
+
+/* The value of the metric line that starts with name (with labels). */
+static long long
+metric(const char *name)
+{
+	char *at = answer, want[256];
+	size_t n;
+
+	n = (size_t)snprintf(want, sizeof want, "\n%s ", name);
+	at = strstr(answer, want);
+	ck_assert_msg(at != NULL, "no metric %s in:\n%s", name, answer);
+	return strtoll(at + n, NULL, 10);
+}
+
+#define GET "REQUEST_METHOD=GET"
+#define RES "REQUEST_URI=/api/v1/resources"
+#define LOOP "REMOTE_ADDR=127.0.0.1"
+#define MET "REQUEST_URI=/rlgate/metrics"
+#define REQS "rlgate_requests_total"
+
+/*
+ * The scoreboard: counts of two slots sum; a forked process's counts are
+ * in the sums after it exits; with every slot held, the dead process's
+ * slot is the one left, its counts kept; then none is.
+ */
+START_TEST(test_scoreboard)
+{
+	struct rlg_metrics_slot **held, *a, *b;
+	struct rlg_metrics_sums m;
+	const struct rlg_policy *api, *trial;
+	char mpath[4200];
+	size_t i, n = 0;
+	pid_t pid;
+	int st;
+
+	load("[policy api]\nlimit = 5\n[policy trial]\nlimit = 1\n"
+	    "mode = dry_run\n");
+	api = &cfg->policies[0];
+	trial = &cfg->policies[1];
+	a = rlg_metrics_claim();
+	b = rlg_metrics_claim();
+	ck_assert(a != NULL && b != NULL && a != b);
+	rlg_metrics_decision(a, cfg, api, RLG_MD_ADMITTED);
+	rlg_metrics_decision(b, cfg, api, RLG_MD_ADMITTED);
+	rlg_metrics_decision(b, cfg, api, RLG_MD_REJECTED);
+	rlg_metrics_decision(a, cfg, trial, RLG_MD_DRY_RUN_REJECTED);
+	rlg_metrics_response(a, 200, false);
+	rlg_metrics_response(b, 429, false);
+	rlg_metrics_response(b, 418, false);
+	rlg_metrics_response(a, 200, true);
+	rlg_metrics_step_time(a, 500);
+	rlg_metrics_step_time(a, 3000000);
+	rlg_metrics_store_error(b);
+	rlg_metrics_cache_hit(b);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		/* another process of the host: its own open, its own slot */
+		struct rlg_metrics_slot *c;
+
+		rlg_metrics_close();
+		if (rlg_metrics_open(rlg_metrics_path(cfg, mpath,
+		    sizeof mpath), cfg) != 0 || (c = rlg_metrics_claim()) ==
+		    NULL)
+			_exit(1);
+		for (i = 0; i < 5; i++)
+			rlg_metrics_decision(c, cfg, &cfg->policies[0],
+			    RLG_MD_ADMITTED);
+		_exit(0);       /* dies holding its slot */
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	rlg_metrics_sum(&m);
+	ck_assert(m.shared);
+	ck_assert_uint_eq(m.requests[0][RLG_MD_ADMITTED], 7);
+	ck_assert_uint_eq(m.requests[0][RLG_MD_REJECTED], 1);
+	ck_assert_uint_eq(m.requests[1][RLG_MD_DRY_RUN_REJECTED], 1);
+	ck_assert_uint_eq(m.responses[rlg_metrics_code_index(200)], 1);
+	ck_assert_uint_eq(m.responses[rlg_metrics_code_index(429)], 1);
+	ck_assert_uint_eq(m.responses[0], 1);          /* 418: other */
+	ck_assert_uint_eq(m.admin_responses[rlg_metrics_code_index(200)], 1);
+	ck_assert_uint_eq(m.steps, 2);
+	ck_assert_uint_eq(m.step_ns, 3000500);
+	ck_assert_uint_eq(m.buckets[0], 1);            /* <= 1 us */
+	ck_assert_uint_eq(m.buckets[11], 1);           /* <= 5 ms */
+	ck_assert_uint_eq(m.store_errors, 1);
+	ck_assert_uint_eq(m.cache_hits, 1);
+	/* every slot but the dead child's is taken: then that one */
+	held = calloc(RLG_METRICS_SLOTS, sizeof *held);
+	ck_assert_ptr_nonnull(held);
+	rlg_metrics_release(b);
+	for (i = 0; i < RLG_METRICS_SLOTS; i++)
+		if ((held[n] = rlg_metrics_claim()) != NULL)
+			n++;
+	ck_assert_uint_eq(n, RLG_METRICS_SLOTS - 1);   /* a is still held */
+	ck_assert_ptr_null(rlg_metrics_claim());
+	for (i = 0; i < n; i++)
+		rlg_metrics_release(held[i]);
+	rlg_metrics_release(a);
+	free(held);
+	rlg_metrics_sum(&m);
+	ck_assert_uint_eq(m.requests[0][RLG_MD_ADMITTED], 7);  /* kept */
+	unload();
+}
+END_TEST
+
+/*
+ * The file's names: a config with another policy adds its name and
+ * keeps the counts of the policy both have; a file of another layout is
+ * replaced (the counts restart).
+ */
+START_TEST(test_scoreboard_file)
+{
+	struct rlg_metrics_slot *a;
+	struct rlg_metrics_sums m;
+	struct stat sb;
+	char mpath[4200];
+	FILE *f;
+
+	load("[policy api]\nlimit = 5\n");
+	a = rlg_metrics_claim();
+	rlg_metrics_decision(a, cfg, &cfg->policies[0], RLG_MD_REJECTED);
+	rlg_metrics_release(a);
+	rlg_metrics_path(cfg, mpath, sizeof mpath);
+	ck_assert_int_eq(stat(mpath, &sb), 0);
+	ck_assert_int_eq(sb.st_mode & 0777, 0600);
+	unload();
+	load("[policy new]\nlimit = 1\n[policy api]\nlimit = 9\n");
+	rlg_metrics_sum(&m);
+	ck_assert_uint_eq(m.requests[1][RLG_MD_REJECTED], 1);   /* api */
+	ck_assert_uint_eq(m.requests[0][RLG_MD_REJECTED], 0);   /* new */
+	a = rlg_metrics_claim();
+	rlg_metrics_decision(a, cfg, &cfg->policies[0], RLG_MD_ADMITTED);
+	rlg_metrics_release(a);
+	rlg_metrics_sum(&m);
+	ck_assert_uint_eq(m.requests[0][RLG_MD_ADMITTED], 1);
+	unload();
+	/* garbage where the scoreboard was: replaced, said in the log */
+	f = fopen(mpath, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("not a scoreboard\n", f);
+	fclose(f);
+	ck_assert_int_eq(rlg_test_log_begin(path_in("log.txt")), 0);
+	load("[policy api]\nlimit = 5\n");
+	ck_assert_int_eq(rlg_test_log_end("replaced by a new one"), 1);
+	rlg_metrics_sum(&m);
+	ck_assert(m.shared);
+	ck_assert_uint_eq(m.requests[0][RLG_MD_REJECTED], 0);
+	unload();
+}
+END_TEST
+
+/* Builds a request's parameters and asks rlg_admin_match. */
+static enum rlg_admin_endpoint
+match(const char *uri, const char *addr, const char *xff, bool authorizer)
+{
+	char u[256], a[64], x[256];
+	char *envp[8];
+	struct rlg_request r;
+	size_t n = 0;
+
+	snprintf(u, sizeof u, "REQUEST_URI=%s", uri);
+	snprintf(a, sizeof a, "REMOTE_ADDR=%s", addr);
+	envp[n++] = (char *)GET;
+	envp[n++] = u;
+	envp[n++] = a;
+	if (xff != NULL) {
+		snprintf(x, sizeof x, "HTTP_X_FORWARDED_FOR=%s", xff);
+		envp[n++] = x;
+	}
+	if (authorizer)
+		envp[n++] = (char *)"FCGI_ROLE=AUTHORIZER";
+	envp[n] = NULL;
+	rlg_request_parse(&r, envp, &cfg->client);
+	return rlg_admin_match(cfg, &r);
+}
+
+/* Who may ask, and for what. */
+START_TEST(test_match)
+{
+	load("[client]\ntrusted_proxies = 10.9.9.9\n[policy api]\nlimit = 5\n");
+	ck_assert_int_eq(match("/rlgate/metrics", "127.0.0.1", NULL, false),
+	    RLG_ADMIN_METRICS);
+	ck_assert_int_eq(match("/rlgate/health", "::1", NULL, false),
+	    RLG_ADMIN_HEALTH);
+	ck_assert_int_eq(match("/rlgate/status?x=1", "127.0.0.1", NULL, false),
+	    RLG_ADMIN_STATUS);
+	ck_assert_int_eq(match("/rlgate/", "127.0.0.1", NULL, false),
+	    RLG_ADMIN_PAGE);
+	ck_assert_int_eq(match("/rlgate", "127.0.0.1", NULL, false),
+	    RLG_ADMIN_PAGE);
+	ck_assert_int_eq(match("/rlgate/%6detrics", "127.0.0.1", NULL, false),
+	    RLG_ADMIN_METRICS);          /* the path as the server serves it */
+	ck_assert_int_eq(match("/rlgate/x/../metrics", "127.0.0.1", NULL,
+	    false), RLG_ADMIN_METRICS);
+	ck_assert_int_eq(match("/rlgate/metrics/", "127.0.0.1", NULL, false),
+	    RLG_ADMIN_UNKNOWN);
+	ck_assert_int_eq(match("/rlgatex/metrics", "127.0.0.1", NULL, false),
+	    RLG_ADMIN_NONE);
+	ck_assert_int_eq(match("/api/v1/resources", "127.0.0.1", NULL, false),
+	    RLG_ADMIN_NONE);
+	/* others: not the endpoints */
+	ck_assert_int_eq(match("/rlgate/metrics", "10.0.0.1", NULL, false),
+	    RLG_ADMIN_NONE);
+	ck_assert_int_eq(match("/rlgate/metrics", "::2", NULL, false),
+	    RLG_ADMIN_NONE);
+	/* a forwarding header from a peer that is no trusted proxy: unread */
+	ck_assert_int_eq(match("/rlgate/metrics", "10.0.0.1", "127.0.0.1",
+	    false), RLG_ADMIN_NONE);
+	/* through the trusted proxy: the client it names */
+	ck_assert_int_eq(match("/rlgate/metrics", "10.9.9.9", "127.0.0.1",
+	    false), RLG_ADMIN_METRICS);
+	ck_assert_int_eq(match("/rlgate/metrics", "10.9.9.9", "10.0.0.1",
+	    false), RLG_ADMIN_NONE);
+	/* a forged entry before the one the proxy added: the proxy's wins */
+	ck_assert_int_eq(match("/rlgate/metrics", "10.9.9.9",
+	    "127.0.0.1, 203.0.113.5", false), RLG_ADMIN_NONE);
+	/* the proxy itself is not the client */
+	ck_assert_int_eq(match("/rlgate/metrics", "10.9.9.9", NULL, false),
+	    RLG_ADMIN_NONE);
+	/* an Authorizer asked about the prefix: passed, for allowed only */
+	ck_assert_int_eq(match("/rlgate/metrics", "127.0.0.1", NULL, true),
+	    RLG_ADMIN_PASS);
+	ck_assert_int_eq(match("/rlgate/metrics", "10.0.0.1", NULL, true),
+	    RLG_ADMIN_NONE);
+	unload();
+	load("[admin]\nallow =\n[policy api]\nlimit = 5\n");
+	ck_assert_int_eq(match("/rlgate/metrics", "127.0.0.1", NULL, false),
+	    RLG_ADMIN_NONE);
+	unload();
+	load("[admin]\nallow = none\nprefix = /ops/rl\n");
+	ck_assert_uint_eq(cfg->admin.nallow, 0);
+	unload();
+	load("[admin]\nallow = 10.0.0.0/8\nprefix = /ops/rl\n");
+	ck_assert_int_eq(match("/ops/rl/metrics", "10.1.2.3", NULL, false),
+	    RLG_ADMIN_METRICS);
+	ck_assert_int_eq(match("/rlgate/metrics", "10.1.2.3", NULL, false),
+	    RLG_ADMIN_NONE);
+	ck_assert_int_eq(match("/ops/rl/metrics", "127.0.0.1", NULL, false),
+	    RLG_ADMIN_NONE);
+	unload();
+}
+END_TEST
+
+/* A bad [admin] line: file:line and what is wrong. */
+START_TEST(test_config)
+{
+	static const struct {
+		const char *line, *message;
+	} bad[] = {
+		{ "prefix = rlgate", "must start with '/'" },
+		{ "prefix = /", "trailing '/'" },
+		{ "prefix = /rlgate/", "trailing '/'" },
+		{ "prefix = /a//b", "without an empty" },
+		{ "prefix = /a/../b", "without an empty" },
+		{ "prefix = /a b", "may hold only" },
+		{ "prefix = /a?b", "may hold only" },
+		{ "allow = 10.0.0.1/8", "zero host bits" },
+		{ "allow = localhost", "not an IP address" },
+	};
+	char text[256], *msg = NULL;
+	size_t i, len = 0;
+	FILE *errs;
+
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(text, sizeof text, "[admin]\n%s\n", bad[i].line);
+		errs = open_memstream(&msg, &len);
+		ck_assert_ptr_nonnull(errs);
+		ck_assert_int_eq(rlg_config_load_string(text, "a.conf", errs,
+		    &cfg), 1);
+		fclose(errs);
+		ck_assert_msg(strncmp(msg, "a.conf:2: [admin] ", 18) == 0 &&
+		    strstr(msg, bad[i].message) != NULL, "%s: got %s",
+		    bad[i].line, msg);
+		free(msg);
+		msg = NULL;
+	}
+	ck_assert_int_eq(rlg_config_load_string("[admin]\nprefix = /ops/r-l.1~\n",
+	    "a.conf", stderr, &cfg), 0);
+	ck_assert_str_eq(cfg->admin.prefix, "/ops/r-l.1~");
+	ck_assert_uint_eq(cfg->admin.nallow, 2);
+	rlg_config_free(cfg);
+	cfg = NULL;
+}
+END_TEST
+
+/*
+ * Through the gate: a known sequence, then the metrics equal the counts
+ * per policy and decision; admin requests count in no policy (nor in
+ * rlgate_responses_total); the exposition's header and families.
+ */
+START_TEST(test_metrics_exact)
+{
+	int i;
+
+	load("commit = each\n[client]\nexempt = 10.7.0.0/16\n"
+	    "[policy api]\nlimit = 3\nwindow = 3600\n"
+	    "[policy trial]\nlimit = 1\nwindow = 3600\nmode = dry_run\n");
+	rlg_gate_init(&gate, cfg);
+	for (i = 0; i < 5; i++)
+		handle(T1, GET, RES, LOOP, NULL);
+	ck_assert(strncmp(answer, "Status: 429", 11) == 0);
+	handle(T1, GET, "REQUEST_URI=/nowhere", "REMOTE_ADDR=10.0.0.2", NULL);
+	ck_assert(strncmp(answer, "Status: 404", 11) == 0);
+	handle(T1, GET, RES, "REMOTE_ADDR=10.7.1.1", NULL);       /* exempt */
+	ck_assert(strncmp(answer, "Status: 200", 11) == 0);
+	/* the admin endpoints, twice each: counted by no policy */
+	for (i = 0; i < 2; i++) {
+		handle(T1, GET, "REQUEST_URI=/rlgate/health", LOOP, NULL);
+		handle(T1, GET, "REQUEST_URI=/rlgate/status", LOOP, NULL);
+		handle(T1, GET, "REQUEST_URI=/rlgate/", LOOP, NULL);
+		handle(T1, GET, "REQUEST_URI=/rlgate/nothing", LOOP, NULL);
+		ck_assert(strncmp(answer, "Status: 404", 11) == 0);
+	}
+	/* not allowed: a path like any other (counted, 404) */
+	handle(T1, GET, MET, "REMOTE_ADDR=10.0.0.2", NULL);
+	ck_assert(strncmp(answer, "Status: 404", 11) == 0);
+	ck_assert_ptr_null(strstr(answer, "rlgate_"));
+	handle(T1, GET, MET, LOOP, NULL);
+	ck_assert_msg(strncmp(answer, "Status: 200 OK\r\nContent-Type: "
+	    "text/plain; version=0.0.4; charset=utf-8\r\n", 70) == 0,
+	    "%s", answer);
+	ck_assert_int_eq(metric(REQS "{policy=\"api\",decision=\"admitted\"}"),
+	    3 + 2);
+	ck_assert_int_eq(metric(REQS "{policy=\"api\",decision=\"rejected\"}"),
+	    2);
+	ck_assert_int_eq(metric(REQS "{policy=\"api\",decision="
+	    "\"dry_run_rejected\"}"), 0);
+	ck_assert_int_eq(metric(REQS "{policy=\"api\",decision=\"exempt\"}"),
+	    1);
+	ck_assert_int_eq(metric(REQS "{policy=\"trial\",decision="
+	    "\"admitted\"}"), 1 + 1);
+	ck_assert_int_eq(metric(REQS "{policy=\"trial\",decision="
+	    "\"dry_run_rejected\"}"), 4 + 1);
+	ck_assert_int_eq(metric(REQS "{policy=\"trial\",decision="
+	    "\"exempt\"}"), 1);
+	ck_assert_int_eq(metric("rlgate_responses_total{code=\"200\"}"), 4);
+	ck_assert_int_eq(metric("rlgate_responses_total{code=\"429\"}"), 2);
+	ck_assert_int_eq(metric("rlgate_responses_total{code=\"404\"}"), 2);
+	ck_assert_int_eq(metric("rlgate_admin_responses_total{code=\"200\"}"),
+	    6);
+	ck_assert_int_eq(metric("rlgate_admin_responses_total{code=\"404\"}"),
+	    2);
+	/* one step in RLG_METRICS_SAMPLE timed, the first among them */
+	ck_assert_int_eq(metric("rlgate_decision_duration_seconds_count"),
+	    (7 + RLG_METRICS_SAMPLE - 1) / RLG_METRICS_SAMPLE);
+	ck_assert_int_eq(metric("rlgate_decision_duration_seconds_bucket"
+	    "{le=\"+Inf\"}"), (7 + RLG_METRICS_SAMPLE - 1) / RLG_METRICS_SAMPLE);
+	ck_assert_int_eq(metric("rlgate_store_errors_total"), 0);
+	ck_assert_int_eq(metric("rlgate_clients{policy=\"api\"}"), 2);
+	ck_assert_int_eq(metric("rlgate_store_up"), 1);
+	ck_assert_int_eq(metric("rlgate_build_info{version=\"" PACKAGE_VERSION
+	    "\"}"), 1);
+	ck_assert_int_ge(metric("rlgate_start_time_seconds"), 1700000000);
+	ck_assert_ptr_nonnull(strstr(answer, "\n# HELP rlgate_requests_total "));
+	ck_assert_ptr_nonnull(strstr(answer,
+	    "\n# TYPE rlgate_decision_duration_seconds histogram\n"));
+	/* HEAD: the headers only */
+	handle(T1, "REQUEST_METHOD=HEAD", MET, LOOP, NULL);
+	ck_assert_ptr_nonnull(strstr(answer, "\r\n\r\n"));
+	ck_assert_str_eq(strstr(answer, "\r\n\r\n"), "\r\n\r\n");
+	/* another method: 405 with Allow */
+	handle(T1, "REQUEST_METHOD=POST", MET, LOOP, NULL);
+	ck_assert(strncmp(answer, "Status: 405", 11) == 0);
+	ck_assert_ptr_nonnull(strstr(answer, "\r\nAllow: GET, HEAD\r\n"));
+	rlg_gate_fini(&gate);
+	unload();
+}
+END_TEST
+
+/* Health and status while the store works, and while it cannot. */
+START_TEST(test_health)
+{
+	char text[1024];
+
+	load("commit = each\n[policy api]\nlimit = 3\n");
+	rlg_gate_init(&gate, cfg);
+	handle(T1, GET, RES, LOOP, NULL);
+	handle(T1, GET, "REQUEST_URI=/rlgate/health", LOOP, NULL);
+	ck_assert(strncmp(answer, "Status: 200 OK\r\nContent-Type: "
+	    "application/json\r\n", 46) == 0);
+	ck_assert_str_eq(strstr(answer, "\r\n\r\n") + 4, "{\"status\":\"ok\"}\n");
+	handle(T1, GET, "REQUEST_URI=/rlgate/status", LOOP, NULL);
+	ck_assert_ptr_nonnull(strstr(answer, "\"healthy\":true,\"error\":null"));
+	ck_assert_ptr_nonnull(strstr(answer, "\"requests\":{\"admitted\":1,"
+	    "\"rejected\":0,\"dry_run_rejected\":0,\"exempt\":0},"
+	    "\"clients\":1}"));
+	ck_assert_ptr_nonnull(strstr(answer, "\"closest\":[{\"policy\":\"api\","
+	    "\"client\":\"127.0.0.1\",\"limit\":3,\"remaining\":2,"));
+	rlg_gate_fini(&gate);
+	unload();
+	/* a database in a directory that is not there */
+	snprintf(text, sizeof text, "[store]\npath = %s/no/such/dir/x.db\n"
+	    "[policy api]\nlimit = 3\n", path_in(""));
+	ck_assert_int_eq(rlg_config_load_string(text, "h.conf", stderr, &cfg),
+	    0);
+	ck_assert_int_eq(rlg_test_log_begin(path_in("log.txt")), 0);
+	ck_assert_int_eq(rlg_metrics_open(path_in("m-metrics"), cfg), 0);
+	rlg_gate_init(&gate, cfg);
+	handle(T1, GET, "REQUEST_URI=/rlgate/health", LOOP, NULL);
+	ck_assert_msg(strncmp(answer, "Status: 503 Service Unavailable\r\n",
+	    33) == 0, "%s", answer);
+	ck_assert_ptr_nonnull(strstr(answer, "\r\n\r\n{\"status\":\"failing\","
+	    "\"reason\":\""));
+	ck_assert_ptr_nonnull(strstr(answer, "no/such/dir"));
+	handle(T1, GET, "REQUEST_URI=/rlgate/status", LOOP, NULL);
+	ck_assert(strncmp(answer, "Status: 200", 11) == 0);
+	ck_assert_ptr_nonnull(strstr(answer, "\"healthy\":false,\"error\":\""));
+	ck_assert_ptr_nonnull(strstr(answer, "\"clients\":null"));
+	ck_assert_ptr_nonnull(strstr(answer, "\"closest\":[]"));
+	handle(T1, GET, MET, LOOP, NULL);
+	ck_assert_int_eq(metric("rlgate_store_up"), 0);
+	ck_assert_ptr_null(strstr(answer, "rlgate_clients{"));
+	rlg_gate_fini(&gate);
+	(void)rlg_test_log_end("store");
+	unload();
+}
+END_TEST
+
+Suite *
+rlg_admin_suite(void)
+{
+	Suite *s = suite_create("admin");
+	TCase *tc = store_tcase(s, "core", base_setup, base_teardown, 0);
+
+	tcase_add_test(tc, test_scoreboard);
+	tcase_add_test(tc, test_scoreboard_file);
+	tcase_add_test(tc, test_match);
+	tcase_add_test(tc, test_config);
+	tcase_add_test(tc, test_metrics_exact);
+	tcase_add_test(tc, test_health);
+	return s;
+}
