@@ -479,9 +479,11 @@ main(int argc, char **argv)
 
 	if ((rc = parse_options(argc, argv, &o)) >= 0)
 		return rc;
-	if (o.log != NULL && !o.check_only &&
-	    open_log(o.log, log_warning, sizeof log_warning) != 0)
-		return RLG_EXIT_USAGE;
+	if (o.log != NULL && !o.check_only) {
+		if (open_log(o.log, log_warning, sizeof log_warning) != 0)
+			return RLG_EXIT_USAGE;
+		rlg_log_set_path(o.log);
+	}
 
 	path = rlg_config_pick(o.config);
 	if (path == NULL) {

@@ -167,6 +167,7 @@ int
 rlg_server_run_fastcgi(const struct rlg_config *cfg, int nthreads)
 {
 	struct thread_arg *threads;
+	struct sigaction sa;
 	int i, started = 0, rc, unix_socket;
 
 	if (FCGX_Init() != 0) {
@@ -183,6 +184,15 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, int nthreads)
 	 */
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
+	/*
+	 * SIGUSR1 reopens the log (--log) after a rotation moved it, as
+	 * nginx's; libfcgi's own handler would stop the process instead.
+	 * SA_RESTART: a thread in accept() goes on waiting.
+	 */
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sa.sa_handler = rlg_log_reopen;
+	sigaction(SIGUSR1, &sa, NULL);
 	threads = rlg_xcalloc((size_t)nthreads, sizeof *threads);
 	unix_socket = listens_on_unix_socket();
 	for (i = 0; i < nthreads; i++) {

@@ -3,6 +3,8 @@
  * the clock, and file modes in words. Kept apart so every module links
  * the same few helpers.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -45,6 +47,36 @@ log_pid_get(void)
 		__atomic_store_n(&log_pid, pid, __ATOMIC_RELAXED);
 	}
 	return pid;
+}
+
+/* --log's path, for rlg_log_reopen; NULL: stderr is not rlgate's own. */
+static const char *log_path;
+
+void
+rlg_log_set_path(const char *path)
+{
+	log_path = path;
+}
+
+/*
+ * Only what a signal handler may call (open, dup2, close: POSIX's
+ * async-signal-safe list), errno kept. A line being written while the
+ * descriptor is swapped goes whole to one file or the other.
+ */
+void
+rlg_log_reopen(int sig)
+{
+	int saved = errno, fd;
+
+	(void)sig;
+	if (log_path != NULL && (fd = open(log_path, O_WRONLY | O_APPEND |
+	    O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640)) >= 0) {
+		if (fd != STDERR_FILENO) {
+			(void)dup2(fd, STDERR_FILENO);
+			close(fd);
+		}
+	}
+	errno = saved;
 }
 
 /* [log] format = json: set once at start (rlg_log_set_json). */

@@ -26,6 +26,14 @@
  */
 void rlg_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * The file --log opened, for rlg_log_reopen: a SIGUSR1 handler (server.c)
+ * that opens path again and points stderr at it, after a log rotation
+ * moved the file away. Without a path it does nothing.
+ */
+void rlg_log_set_path(const char *path);
+void rlg_log_reopen(int sig);
+
 /* [log] format = json (on) or text: for every thread, from now on. */
 void rlg_log_set_json(int on);
 

@@ -7,6 +7,9 @@
 # none. --log refuses a symbolic link (exit 64, the file it points to
 # untouched), creates the log with mode 0640 (whatever the umask lets
 # through of it), and warns about an existing log others may read.
+# SIGUSR1 reopens the log after a rotation moved it (the lines after it go
+# to a new file at the path, the worker lives); without --log it changes
+# nothing.
 : "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
@@ -139,5 +142,39 @@ chmod 0640 "$T/open-log"
 check --config "$conf" --log "$T/open-log"
 is "$OUT" "$commit_line
 $conf: configuration ok" "a 0640 log: no warning"
+
+# --- SIGUSR1: the log reopened after a rotation moved it away
+write_rlgate_conf "$T/rot.conf" "$T/rot.db" 1 60
+start_rlgate_fcgi rot "$run/made.sock" "$T/rot.conf" 1 --threads 2 \
+    --log "$T/rot-log"
+rot_pid=$(cat "$T/rot.pid")
+req --interface 127.0.0.2 "$url"
+req --interface 127.0.0.2 "$url"
+is "$STATUS" 429 "rotation: a rejection to log"
+mv "$T/rot-log" "$T/rot-log.1"
+kill -USR1 "$rot_pid"
+wait_for_file "$T/rot-log" 5
+req --interface 127.0.0.3 "$url"
+req --interface 127.0.0.3 "$url"
+is "$STATUS" 429 "after SIGUSR1: the worker answers (a rejection to log)"
+pid_alive "$rot_pid"
+ok $? "after SIGUSR1: the same worker runs"
+ok "$([ -f "$T/rot-log" ]; echo $?)" "after SIGUSR1: a new file at the log's path"
+is "$(mode_of "$T/rot-log")" 640 "... of mode 0640"
+is "$(grep -c 'client=127.0.0.3' "$T/rot-log")" 1 "... which gets the lines after it"
+is "$(grep -c 'client=127.0.0.2' "$T/rot-log")" 0 "... and none before"
+is "$(grep -c 'client=127.0.0.2' "$T/rot-log.1")" 1 "the moved file kept the lines before it"
+is "$(grep -c 'client=127.0.0.3' "$T/rot-log.1")" 0 "... and got none after"
+stop_rlgate_fcgi rot
+# without --log (stderr is the wrapper's file): nothing to reopen, and no stop
+start_rlgate_fcgi plain "$run/made.sock" "$T/rot.conf" 1 --threads 1
+plain_pid=$(cat "$T/plain.pid")
+kill -USR1 "$plain_pid"
+sleep 0.3
+req --interface 127.0.0.4 "$url"
+is "$STATUS" 200 "without --log, after SIGUSR1: the worker answers"
+pid_alive "$plain_pid"
+ok $? "... the same worker"
+stop_rlgate_fcgi plain
 
 done_testing
