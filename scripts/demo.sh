@@ -42,7 +42,7 @@ start) ;;
 	;;
 esac
 
-bash scripts/deps.sh
+bash scripts/deps.sh demo
 build=$(bash scripts/build.sh normal)
 stop
 mkdir -p "$run"
