@@ -52,6 +52,7 @@ static int open_log(const char *path, char *warning, size_t size);
 static void log_mode_warning(const char *path, mode_t mode, char *buf,
     size_t size);
 static void check_log_path(const char *path);
+static int check_store_dir(const struct rlg_config *cfg, const char *path);
 static void warn_log(void *ctx, const char *line);
 static void warn_stdout(void *ctx, const char *line);
 static void describe_policies(const struct rlg_config *cfg, char *buf,
@@ -353,6 +354,8 @@ check_config(const struct rlg_config *cfg, const char *path,
 {
 	char commit[4600];
 
+	if (check_store_dir(cfg, path) != 0)
+		return RLG_EXIT_CONFIG;
 	(void)rlg_store_check_files(&cfg->store, warn_stdout, NULL);
 	if (log_path != NULL)
 		check_log_path(log_path);
@@ -360,6 +363,56 @@ check_config(const struct rlg_config *cfg, const char *path,
 		printf("%s\n", commit);
 	printf("%s: configuration ok\n",
 	    path != NULL ? path : "built-in defaults");
+	return 0;
+}
+
+/*
+ * The SQLite database's directory must exist and be writable by the user
+ * who checks (run --check-config as rlgate's user): the store creates the
+ * file there, and its -wal, -shm, -table and -metrics beside it. Else an
+ * out-of-the-box install would answer every request 503 (on_error) while
+ * the file itself looked fine. Prints the problem on stderr as the
+ * loader's are, and returns -1; 0 when it can work.
+ */
+static int
+check_store_dir(const struct rlg_config *cfg, const char *path)
+{
+	const char *db = cfg->store.sqlite.path, *src;
+	char dir[4200];
+	const char *slash;
+	struct stat st;
+
+	if (cfg->store.backend != RLG_BACKEND_SQLITE || db == NULL)
+		return 0;
+	src = path != NULL ? path : "built-in defaults";
+	slash = strrchr(db, '/');
+	if (slash == NULL)
+		snprintf(dir, sizeof dir, ".");
+	else if (slash == db)
+		snprintf(dir, sizeof dir, "/");
+	else
+		snprintf(dir, sizeof dir, "%.*s", (int)(slash - db), db);
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		bool missing = stat(dir, &st) != 0;
+
+		fprintf(stderr, "%s: [store] path %s: the directory %s %s: "
+		    "create it for the user rlgate runs as (mkdir -p %s; chown "
+		    "USER %s)\n", src, db, dir, missing ? "does not exist" :
+		    "is not a directory", dir, dir);
+		fprintf(stderr, "%s: 1 problem, not starting\n", src);
+		return -1;
+	}
+	if (access(dir, W_OK | X_OK) != 0 ||
+	    (access(db, F_OK) == 0 && access(db, R_OK | W_OK) != 0)) {
+		fprintf(stderr, "%s: [store] path %s: %s is not writable by this"
+		    " user (uid %ld): rlgate run as it could not keep its"
+		    " database there; check as the user rlgate runs as, or"
+		    " give it the directory (chown USER %s)\n", src, db,
+		    access(dir, W_OK | X_OK) != 0 ? dir : db, (long)getuid(),
+		    dir);
+		fprintf(stderr, "%s: 1 problem, not starting\n", src);
+		return -1;
+	}
 	return 0;
 }
 

@@ -188,10 +188,46 @@ default_conf=$("$RLGATE_BIN" --help | sed -n 's/.*else \(.*\) if it exists.*/\1/
 isnt "$default_conf" "" "--help names the default config path"
 if [ -n "$default_conf" ] && [ ! -e "$default_conf" ]; then
 	run RLGATE_CONFIG= -- --check-config
-	is "$RC:$(tail -1 <<<"$OUT")" "0:built-in defaults: configuration ok" "an empty \$RLGATE_CONFIG runs on the built-in defaults"
-	like "$(head -1 <<<"$OUT")" "^commit = behind \\(auto\\): decided in .*/rlgate.db-table," "... with commit = behind (auto)"
+	default_db=$(sed -n 's/^built-in defaults: \[store\] path \([^:]*\): .*/\1/p' <<<"$ERR")
+	if [ -d "$(dirname "${default_db:-/nonexistent/x}")" ]; then
+		is "$RC:$(tail -1 <<<"$OUT")" "0:built-in defaults: configuration ok" "an empty \$RLGATE_CONFIG runs on the built-in defaults"
+		like "$(head -1 <<<"$OUT")" "^commit = behind \\(auto\\): decided in .*/rlgate.db-table," "... with commit = behind (auto)"
+	else
+		# the default database's directory is not there (nothing installed)
+		is "$RC" 78 "an empty \$RLGATE_CONFIG checks the built-in defaults: their database's directory is missing here, exit 78"
+		like "$ERR" "^built-in defaults: \\[store\\] path .*/rlgate.db: the directory .* does not exist: create it" \
+		    "... and says which directory to create"
+	fi
 else
 	pass "an empty \$RLGATE_CONFIG: $default_conf exists here, not checked # SKIP"
+	pass "... # SKIP"
+fi
+
+# --- the database's directory: missing, or not writable by the user
+printf '[store]\npath = %s\n' "$T/no-such-dir/r.db" >"$T/nodir.conf"
+run -- --config "$T/nodir.conf" --check-config
+is "$RC" 78 "--check-config: the database's directory missing: exit 78"
+is "$ERR" "$T/nodir.conf: [store] path $T/no-such-dir/r.db: the directory $T/no-such-dir does not exist: create it for the user rlgate runs as (mkdir -p $T/no-such-dir; chown USER $T/no-such-dir)
+$T/nodir.conf: 1 problem, not starting" "... names the directory and what to do"
+printf '[store]\npath = %s\n' "$T/good.conf/r.db" >"$T/notdir.conf"
+run -- --config "$T/notdir.conf" --check-config
+is "$RC" 78 "--check-config: the database's directory a file: exit 78"
+like "$ERR" "the directory $T/good.conf is not a directory" "... says so"
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+	mkdir -p "$T/ro-dir"
+	chmod 755 "$T" "$T/ro-dir"
+	printf '[store]\npath = %s\n' "$T/ro-dir/r.db" >"$T/rodir.conf"
+	chmod 644 "$T/rodir.conf"
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$RLGATE_BIN" \
+	    --config "$T/rodir.conf" --check-config >"$T/ro.out" 2>"$T/ro.err"
+	is "$?" 78 "--check-config as a user who cannot write the directory: exit 78"
+	like "$(cat "$T/ro.err")" "$T/ro-dir is not writable by this user \\(uid 65534\\)" "... names it and the user"
+	run -- --config "$T/rodir.conf" --check-config
+	is "$RC" 0 "... and the same file checked by its owner: exit 0"
+else
+	pass "an unwritable directory: needs root and setpriv # SKIP"
+	pass "... # SKIP"
+	pass "... # SKIP"
 fi
 
 # --- no socket on stdin and no GATEWAY_INTERFACE: refuses, clearly
@@ -202,7 +238,11 @@ like "$ERR" '(FastCGI|GATEWAY_INTERFACE|spawn-fcgi)' "... with a message that sa
 
 # --- the shipped example config is valid
 example="$RLGATE_SRCDIR/www/rlgate.conf.example"
-run -- --config "$example" --check-config
+# its database where this test may write it
+sed "s|^path = /var/lib/rlgate/rlgate.db\$|path = $T/example.db|" "$example" >"$T/example.conf"
+grep -q "^path = $T/example.db\$" "$T/example.conf"
+ok $? "www/rlgate.conf.example sets path = /var/lib/rlgate/rlgate.db"
+run -- --config "$T/example.conf" --check-config
 is "$RC" 0 "www/rlgate.conf.example passes --check-config"
 is "$ERR" "" "www/rlgate.conf.example has no problems"
 # and it names every key
