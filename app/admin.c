@@ -156,7 +156,7 @@ rlg_admin_metrics(const struct rlg_config *cfg, struct rlg_store *store,
 	size_t i;
 	int code;
 
-	rlg_metrics_sum(&m);
+	rlg_metrics_sum(rlg_metrics_map(cfg), &m);
 	put_metrics_requests(cfg, &m, out);
 	rlg_sb_printf(out, "# HELP rlgate_responses_total Answers to requests"
 	    " other than the admin endpoints', by status code.\n"
@@ -363,7 +363,7 @@ rlg_admin_status(const struct rlg_config *cfg, struct rlg_store *store,
 	size_t i, j;
 	int code;
 
-	rlg_metrics_sum(&m);
+	rlg_metrics_sum(rlg_metrics_map(cfg), &m);
 	healthy = rlg_store_probe(store, now_ms) == RLG_OK;
 	rlg_sb_printf(out, "{\"version\":\"%s\",\"time_ms\":%lld,"
 	    "\"start_time_s\":%lld,\"pid\":%ld,\"metrics_shared\":%s,"

@@ -976,3 +976,61 @@ rlg_problem_cmp(const void *a, const void *b)
 		return x->seq < y->seq ? -1 : 1;
 	return 0;
 }
+
+/* Two strings alike, NULL only like NULL. */
+static bool
+rlg_same_str(const char *a, const char *b)
+{
+	return (a == NULL || b == NULL) ? a == b : strcmp(a, b) == 0;
+}
+
+bool
+rlg_config_store_changed(const struct rlg_config *a,
+    const struct rlg_config *b, char *what, size_t size)
+{
+	const struct rlg_store_config *x = &a->store, *y = &b->store;
+	const struct rlg_sqlite_config *p = &x->sqlite, *q = &y->sqlite;
+	const struct rlg_redis_config *r = &x->redis, *t = &y->redis;
+	const char *key = NULL;
+	size_t i;
+
+	if (x->backend != y->backend)
+		key = "backend";
+	else if (x->rejection_cache != y->rejection_cache)
+		key = "rejection_cache";
+	else if (x->backend == RLG_BACKEND_SQLITE) {
+		if (!rlg_same_str(p->path, q->path))
+			key = "path";
+		else if (p->busy_timeout_ms != q->busy_timeout_ms)
+			key = "busy_timeout_ms";
+		else if (p->max_clients != q->max_clients)
+			key = "max_clients";
+		else if (p->synchronous != q->synchronous)
+			key = "synchronous";
+		else if (p->group_commit != q->group_commit)
+			key = "group_commit";
+		else if (p->commit != q->commit)
+			key = "commit (as resolved)";
+		else if (p->flush_ms != q->flush_ms)
+			key = "flush_ms";
+	} else {
+		if (!rlg_same_str(r->host, t->host) || r->port != t->port ||
+		    !rlg_same_str(r->socket, t->socket) ||
+		    !rlg_same_str(r->user, t->user) ||
+		    !rlg_same_str(r->password, t->password) || r->db != t->db ||
+		    r->cluster != t->cluster || r->nseeds != t->nseeds)
+			key = "url";
+		for (i = 0; key == NULL && i < r->nseeds; i++)
+			if (!rlg_same_str(r->seeds[i].host, t->seeds[i].host) ||
+			    r->seeds[i].port != t->seeds[i].port)
+				key = "url";
+		if (key == NULL && r->connect_timeout_ms != t->connect_timeout_ms)
+			key = "connect_timeout_ms";
+		else if (key == NULL && r->timeout_ms != t->timeout_ms)
+			key = "timeout_ms";
+		else if (key == NULL && r->clock != t->clock)
+			key = "clock";
+	}
+	snprintf(what, size, "%s", key != NULL ? key : "");
+	return key != NULL;
+}

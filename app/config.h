@@ -320,6 +320,16 @@ void rlg_config_free(struct rlg_config *cfg);
 bool rlg_config_why_each(const struct rlg_config *cfg, char *why,
     size_t size);
 
+/*
+ * Whether b's [store] differs from a's in a key that a running store
+ * keeps (everything but on_error: the backend, where and how it stores,
+ * the rejection cache, the commit as resolved): a reload cannot apply
+ * such a change. True with the key's name in what (size bytes), else
+ * false and "".
+ */
+bool rlg_config_store_changed(const struct rlg_config *a,
+    const struct rlg_config *b, char *what, size_t size);
+
 /* A word a key takes, and the enum value it stands for. */
 struct rlg_word {
 	const char *name;

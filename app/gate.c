@@ -75,8 +75,16 @@ rlg_gate_init(struct rlg_gate *g, const struct rlg_config *cfg)
 	memset(g, 0, sizeof *g);
 	g->cfg = cfg;
 	g->slot = rlg_metrics_claim();
+	g->mxmap = rlg_metrics_map(cfg);
 	if (rlg_store_open(&cfg->store, &g->store) != RLG_OK)
 		store_failed(g, rlg_now_ms());
+}
+
+void
+rlg_gate_reconfig(struct rlg_gate *g, const struct rlg_config *cfg)
+{
+	g->cfg = cfg;
+	g->mxmap = rlg_metrics_map(cfg);
 }
 
 void
@@ -483,7 +491,7 @@ count_decisions(struct rlg_gate *g, const struct gate_items *gi,
 			md = RLG_MD_DRY_RUN_REJECTED;
 		else
 			md = RLG_MD_REJECTED;
-		rlg_metrics_decision(g->slot, g->cfg, gi->items[i].policy, md);
+		rlg_metrics_decision(g->slot, g->mxmap, gi->items[i].policy, md);
 	}
 }
 
@@ -538,7 +546,7 @@ decide(struct rlg_gate *g, const struct rlg_request *req, int64_t now_ms,
 		return;
 	}
 	for (i = 0; i < gi.nexempt; i++)
-		rlg_metrics_decision(g->slot, cfg, gi.exempt[i],
+		rlg_metrics_decision(g->slot, g->mxmap, gi.exempt[i],
 		    RLG_MD_EXEMPT);
 	if (gi.n > 0) {
 		timed = g->slot != NULL &&

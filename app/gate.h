@@ -44,6 +44,7 @@ struct rlg_gate {
 	struct rlg_store *store;           /* owned */
 	struct rlg_metrics_slot *slot;     /* its counters (metrics.h), or
 	                                      NULL: none */
+	const struct rlg_metrics_map *mxmap;  /* cfg's, for the slot */
 	uint32_t steps;                    /* store steps: one in
 	                                      RLG_METRICS_SAMPLE is timed */
 	int64_t next_prune_ms;
@@ -82,6 +83,13 @@ struct rlg_verdict {
 /* Sets up a gate for cfg, opening its store connection (a store that
  * fails to open is logged; its handle heals by itself). */
 void rlg_gate_init(struct rlg_gate *g, const struct rlg_config *cfg);
+
+/*
+ * The gate decides with cfg from its next request on (a reload: the
+ * server's). cfg's [store] must be the one the gate was opened with
+ * (rlg_config_store_changed): the store connection is kept.
+ */
+void rlg_gate_reconfig(struct rlg_gate *g, const struct rlg_config *cfg);
 
 /* Closes the gate's store connection. */
 void rlg_gate_fini(struct rlg_gate *g);

@@ -494,7 +494,7 @@ serve(struct rlg_config *cfg, const char *path, int threads,
 			rlg_log("%s", commit);
 		(void)rlg_metrics_open(rlg_metrics_path(cfg, metrics,
 		    sizeof metrics), cfg);
-		rc = rlg_server_run_fastcgi(cfg, threads);
+		rc = rlg_server_run_fastcgi(cfg, path, threads);
 		rlg_metrics_close();
 		return rc;
 	}

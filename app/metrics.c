@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,17 +42,25 @@ struct mx_head {
 	char names[RLG_METRICS_POLICIES][MX_NAME_MAX];
 } __attribute__((aligned(64)));
 
+/* A config's map, in the process's list of them. */
+struct mx_mapnode {
+	struct rlg_metrics_map m;
+	struct mx_mapnode *next;
+};
+
 /* The process's scoreboard. */
 static struct {
 	struct mx_head *head;
 	struct rlg_metrics_slot *slots;
 	size_t map_size;          /* 0: private memory */
-	const struct rlg_config *cfg;
+	int fd;                   /* the file, for its flock; -1: private */
+	char path[4200];
+	pthread_mutex_t mu;       /* the maps, and names added */
+	struct mx_mapnode *maps;
 	uint64_t serial;
 	bool full_said;
-} mx;
-
-int rlg_metrics_file_index[RLG_METRICS_POLICIES];
+	bool names_said;
+} mx = { .fd = -1, .mu = PTHREAD_MUTEX_INITIALIZER };
 
 /* by index; rlg_metrics_answer's table follows it */
 static const int mx_codes[RLG_METRICS_CODES] = {
@@ -67,10 +76,12 @@ static const int64_t mx_bucket_ns[RLG_METRICS_BUCKETS] = {
 static size_t mx_file_size(void);
 static int mx_create(const char *path, bool replace);
 static int mx_map(int fd, const char *path);
-static int mx_names(int fd, const struct rlg_config *cfg);
+static int mx_names(int fd, const struct rlg_config *cfg, int *idx);
 static const char *mx_config_name(const struct rlg_config *cfg, size_t i,
     char *buf, size_t size);
 static void mx_private(void);
+static struct rlg_metrics_map *mx_map_new(const struct rlg_config *cfg,
+    int *rc);
 
 static size_t
 mx_file_size(void)
@@ -184,11 +195,13 @@ mx_config_name(const struct rlg_config *cfg, size_t i, char *buf,
 }
 
 /*
- * The config's policies mapped onto the file's names, new ones added,
- * under the file's flock. 0, or -1 when the file has no room for them.
+ * The config's policies mapped onto the file's names into idx, new ones
+ * added, under the file's flock (fd -1: the process's own memory, under
+ * mx.mu only). 0, or -1 when the file has no room for them all (those
+ * without room map to -1).
  */
 static int
-mx_names(int fd, const struct rlg_config *cfg)
+mx_names(int fd, const struct rlg_config *cfg, int *idx)
 {
 	struct mx_head *h = mx.head;
 	char buf[MX_NAME_MAX];
@@ -197,11 +210,12 @@ mx_names(int fd, const struct rlg_config *cfg)
 	size_t i;
 	int rc = 0;
 
-	if (flock(fd, LOCK_EX) != 0)
+	for (i = 0; i < RLG_METRICS_POLICIES; i++)
+		idx[i] = -1;
+	if (fd >= 0 && flock(fd, LOCK_EX) != 0)
 		return -1;
 	n = __atomic_load_n(&h->npolicies, __ATOMIC_ACQUIRE);
-	for (i = 0; i < 2 * cfg->npolicies && rc == 0; i++) {
-		rlg_metrics_file_index[i] = -1;
+	for (i = 0; i < 2 * cfg->npolicies; i++) {
 		if ((name = mx_config_name(cfg, i, buf, sizeof buf)) == NULL)
 			continue;
 		for (j = 0; j < n && strcmp(h->names[j], name) != 0; j++)
@@ -209,14 +223,15 @@ mx_names(int fd, const struct rlg_config *cfg)
 		if (j == n) {
 			if (n == RLG_METRICS_POLICIES) {
 				rc = -1;
-				break;
+				continue;
 			}
 			snprintf(h->names[n], MX_NAME_MAX, "%s", name);
 			__atomic_store_n(&h->npolicies, ++n, __ATOMIC_RELEASE);
 		}
-		rlg_metrics_file_index[i] = (int)j;
+		idx[i] = (int)j;
 	}
-	(void)flock(fd, LOCK_UN);
+	if (fd >= 0)
+		(void)flock(fd, LOCK_UN);
 	return rc;
 }
 
@@ -224,40 +239,55 @@ mx_names(int fd, const struct rlg_config *cfg)
 static void
 mx_private(void)
 {
-	size_t i;
-
 	mx.head = rlg_xcalloc(1, sizeof *mx.head + MX_PRIVATE_SLOTS *
 	    sizeof(struct rlg_metrics_slot));
 	mx.head->start_s = (int64_t)time(NULL);
 	mx.head->nslots = MX_PRIVATE_SLOTS;
 	mx.slots = (struct rlg_metrics_slot *)(mx.head + 1);
 	mx.map_size = 0;
-	for (i = 0; i < 2 * mx.cfg->npolicies; i++)
-		rlg_metrics_file_index[i] = (int)i;
+	mx.fd = -1;
+}
+
+/* A new map of cfg, in the list (mx.mu held); *rc as mx_names'. */
+static struct rlg_metrics_map *
+mx_map_new(const struct rlg_config *cfg, int *rc)
+{
+	struct mx_mapnode *n = rlg_xcalloc(1, sizeof *n);
+
+	n->m.cfg = cfg;
+	*rc = mx_names(mx.fd, cfg, n->m.idx);
+	n->next = mx.maps;
+	mx.maps = n;
+	return &n->m;
 }
 
 int
 rlg_metrics_open(const char *path, const struct rlg_config *cfg)
 {
-	int fd = -1, tries;
+	struct mx_mapnode *n;
+	int fd = -1, tries, rc;
 	bool replace;
-	size_t i;
 
-	memset(&mx, 0, sizeof mx);
-	mx.cfg = cfg;
-	for (i = 0; i < RLG_METRICS_POLICIES; i++)
-		rlg_metrics_file_index[i] = -1;
+	rlg_metrics_close();
+	snprintf(mx.path, sizeof mx.path, "%s", path);
 	for (tries = 0; tries < 4; tries++) {
 		fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0 && errno != ENOENT)
 			break;
 		if (fd >= 0 && mx_map(fd, path) == 0) {
-			if (mx_names(fd, cfg) == 0) {
-				close(fd);
+			mx.fd = fd;
+			pthread_mutex_lock(&mx.mu);
+			(void)mx_map_new(cfg, &rc);
+			pthread_mutex_unlock(&mx.mu);
+			if (rc == 0)
 				return 0;
-			}
+			/* full of other names: start afresh */
+			n = mx.maps;
+			mx.maps = NULL;
+			free(n);
 			munmap(mx.head, mx.map_size);
 			mx.head = NULL;
+			mx.fd = -1;
 		}
 		/* missing, of another layout, or full of other names */
 		replace = fd >= 0;
@@ -276,20 +306,81 @@ rlg_metrics_open(const char *path, const struct rlg_config *cfg)
 	if (fd >= 0)
 		close(fd);
 	mx_private();
+	pthread_mutex_lock(&mx.mu);
+	(void)mx_map_new(cfg, &rc);
+	pthread_mutex_unlock(&mx.mu);
 	return -1;
+}
+
+const struct rlg_metrics_map *
+rlg_metrics_map(const struct rlg_config *cfg)
+{
+	struct rlg_metrics_map *m = NULL;
+	struct mx_mapnode *n;
+	int rc = 0;
+
+	if (mx.head == NULL)
+		return NULL;
+	pthread_mutex_lock(&mx.mu);
+	for (n = mx.maps; n != NULL && n->m.cfg != cfg; n = n->next)
+		;
+	if (n != NULL)
+		m = &n->m;
+	else
+		m = mx_map_new(cfg, &rc);
+	pthread_mutex_unlock(&mx.mu);
+	if (rc != 0 && !__atomic_exchange_n(&mx.names_said, true,
+	    __ATOMIC_RELAXED))
+		rlg_log("metrics: %s holds %zu policy names already: the"
+		    " policies of the new configuration without room are not"
+		    " counted (remove the file while rlgate is stopped to"
+		    " start afresh)", mx.path, RLG_METRICS_POLICIES);
+	return m;
+}
+
+void
+rlg_metrics_unmap(const struct rlg_config *cfg)
+{
+	struct mx_mapnode **at, *n;
+
+	pthread_mutex_lock(&mx.mu);
+	for (at = &mx.maps; *at != NULL; at = &(*at)->next) {
+		if ((*at)->m.cfg == cfg) {
+			n = *at;
+			*at = n->next;
+			free(n);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&mx.mu);
 }
 
 void
 rlg_metrics_close(void)
 {
-	if (mx.head == NULL)
-		return;
-	if (mx.map_size > 0)
-		munmap(mx.head, mx.map_size);
-	else
-		free(mx.head);
+	struct mx_mapnode *n;
+
+	pthread_mutex_lock(&mx.mu);
+	while ((n = mx.maps) != NULL) {
+		mx.maps = n->next;
+		free(n);
+	}
+	pthread_mutex_unlock(&mx.mu);
+	if (mx.head != NULL) {
+		if (mx.map_size > 0)
+			munmap(mx.head, mx.map_size);
+		else
+			free(mx.head);
+	}
+	if (mx.fd >= 0)
+		close(mx.fd);
 	mx.head = NULL;
 	mx.slots = NULL;
+	mx.fd = -1;
+	mx.map_size = 0;
+	mx.serial = 0;
+	mx.full_said = false;
+	mx.names_said = false;
 }
 
 struct rlg_metrics_slot *
@@ -425,7 +516,8 @@ rlg_metrics_decision_name(enum rlg_metric_decision d)
 #define MX_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
 void
-rlg_metrics_sum(struct rlg_metrics_sums *out)
+rlg_metrics_sum(const struct rlg_metrics_map *map,
+    struct rlg_metrics_sums *out)
 {
 	const struct rlg_metrics_slot *s;
 	uint32_t i, n;
@@ -433,15 +525,15 @@ rlg_metrics_sum(struct rlg_metrics_sums *out)
 	int f;
 
 	memset(out, 0, sizeof *out);
-	if (mx.head == NULL)
+	if (mx.head == NULL || map == NULL)
 		return;
 	out->start_s = mx.head->start_s;
 	out->shared = mx.map_size > 0;
 	n = mx.head->nslots;
 	for (i = 0; i < n; i++) {
 		s = &mx.slots[i];
-		for (p = 0; p < 2 * mx.cfg->npolicies; p++) {
-			if ((f = rlg_metrics_file_index[p]) < 0)
+		for (p = 0; p < 2 * map->cfg->npolicies; p++) {
+			if ((f = map->idx[p]) < 0)
 				continue;
 			for (d = 0; d < RLG_MD_N; d++)
 				out->requests[p][d] += MX_LOAD(s->requests[f][d]);

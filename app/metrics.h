@@ -66,10 +66,13 @@ struct rlg_metrics_slot {
 } __attribute__((aligned(64)));
 
 /*
- * The file's name index of the config's policy index i (rlg_metrics_index),
- * -1 for none: set by rlg_metrics_open, read by the counting below.
+ * A config's policies mapped onto the file's names: idx[i] is the file's
+ * index of the config's policy index i (rlg_metrics_index), -1 for none.
  */
-extern int rlg_metrics_file_index[RLG_METRICS_POLICIES];
+struct rlg_metrics_map {
+	const struct rlg_config *cfg;
+	int idx[RLG_METRICS_POLICIES];
+};
 
 /*
  * Opens (creating it if missing) the scoreboard at path for cfg, as the
@@ -81,11 +84,22 @@ extern int rlg_metrics_file_index[RLG_METRICS_POLICIES];
  */
 int rlg_metrics_open(const char *path, const struct rlg_config *cfg);
 
+/*
+ * The map of cfg (a config the process reloaded, say): found, or made,
+ * the file's names added for its policies under the file's flock (those
+ * without room are not counted; said once in the log). NULL when the
+ * process has no scoreboard. Valid until rlg_metrics_unmap(cfg), which
+ * is for when no gate uses cfg any more, or rlg_metrics_close.
+ */
+const struct rlg_metrics_map *rlg_metrics_map(const struct rlg_config *cfg);
+void rlg_metrics_unmap(const struct rlg_config *cfg);
+
 /* The scoreboard's file for a config: [store] path + "-metrics". */
 const char *rlg_metrics_path(const struct rlg_config *cfg, char *buf,
     size_t size);
 
-/* Unmaps the process's scoreboard (slots must be released first). */
+/* Unmaps the process's scoreboard and forgets its maps (slots must be
+ * released first). */
 void rlg_metrics_close(void);
 
 /*
@@ -117,22 +131,25 @@ rlg_metrics_add(uint64_t *c, uint64_t n)
 }
 
 /*
- * Counting, by the slot's thread only; a NULL slot counts nothing.
- * policy is a policy of cfg, the config given to rlg_metrics_open (one
- * of its policies or a .new_keys bound). Inline: the hot path's.
+ * Counting, by the slot's thread only; a NULL slot or map counts
+ * nothing. policy is a policy of the map's config (one of its policies
+ * or a .new_keys bound). Inline: the hot path's.
  */
 static inline void
-rlg_metrics_decision(struct rlg_metrics_slot *s, const struct rlg_config *cfg,
-    const struct rlg_policy *policy, enum rlg_metric_decision d)
+rlg_metrics_decision(struct rlg_metrics_slot *s,
+    const struct rlg_metrics_map *m, const struct rlg_policy *policy,
+    enum rlg_metric_decision d)
 {
+	const struct rlg_config *cfg;
 	size_t i;
 	int f;
 
-	if (s == NULL)
+	if (s == NULL || m == NULL)
 		return;
+	cfg = m->cfg;
 	i = policy >= cfg->policies && policy < cfg->policies + cfg->npolicies ?
 	    (size_t)(policy - cfg->policies) : rlg_metrics_index(cfg, policy);
-	if (i < RLG_METRICS_POLICIES && (f = rlg_metrics_file_index[i]) >= 0)
+	if (i < RLG_METRICS_POLICIES && (f = m->idx[i]) >= 0)
 		rlg_metrics_add(&s->requests[f][d], 1);
 }
 
@@ -159,7 +176,7 @@ void rlg_metrics_step_time(struct rlg_metrics_slot *s, int64_t ns);
 /* The host's sums, for the endpoints. */
 struct rlg_metrics_sums {
 	uint64_t requests[RLG_METRICS_POLICIES][RLG_MD_N];  /* by the
-	                                config's index (rlg_metrics_index) */
+	                                map's config's index (rlg_metrics_index) */
 	uint64_t responses[RLG_METRICS_CODES];
 	uint64_t admin_responses[RLG_METRICS_CODES];
 	uint64_t store_errors;
@@ -171,8 +188,10 @@ struct rlg_metrics_sums {
 	bool shared;              /* false: this process only */
 };
 
-/* Sums every slot of the scoreboard into *out. */
-void rlg_metrics_sum(struct rlg_metrics_sums *out);
+/* Sums every slot of the scoreboard into *out, requests by map's
+ * config's index (zeros for a NULL map). */
+void rlg_metrics_sum(const struct rlg_metrics_map *map,
+    struct rlg_metrics_sums *out);
 
 /* The code counted at index i, 0 for "other". */
 int rlg_metrics_code(size_t i);

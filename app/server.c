@@ -8,10 +8,15 @@
  * Responder request without a body is closed without libfcgi's wait
  * (close_at_once). CGI: one request
  * from environ to stdout, through the same gate. What to answer is the
- * gate's; this file only moves bytes and owns the threads and signals.
+ * gate's; this file only moves bytes and owns the threads and signals,
+ * and the configuration they serve with: a reload (SIGHUP) makes a new
+ * generation of it, which each thread takes up before its next request
+ * (the last thread to leave one frees it).
  * Only this file includes fcgiapp.h.
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,6 +29,7 @@
 #include <fcgiapp.h>
 
 #include "gate.h"
+#include "metrics.h"
 #include "server.h"
 #include "util.h"
 
@@ -32,6 +38,10 @@ extern char **environ;
 static int fcgx_write(void *ctx, const char *buf, size_t len);
 static int stdout_write(void *ctx, const char *buf, size_t len);
 static void *fastcgi_thread(void *arg);
+static void *reload_thread(void *arg);
+static void reload(void);
+static struct generation *gen_take(void);
+static void gen_release(struct generation *g);
 static int listens_on_unix_socket(void);
 static int close_at_once(FCGX_Request *req, int unix_socket);
 
@@ -59,8 +69,24 @@ rlg_server_is_fastcgi(void)
 	return !FCGX_IsCGI();
 }
 
-struct thread_arg {
+/* A configuration the threads serve with, and who holds it. */
+struct generation {
 	const struct rlg_config *cfg;
+	struct rlg_config *owned;     /* a reload's, freed with the last
+	                                 holder; NULL: the caller's */
+	int refs;                     /* the threads on it, and live's own */
+	uint64_t n;
+};
+
+/* The current generation: what a thread's next request is decided by. */
+static struct {
+	pthread_mutex_t mu;
+	struct generation *cur;
+	uint64_t n;                   /* cur->n, read without the lock */
+	const char *path;             /* NULL: built-in defaults */
+} live = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+struct thread_arg {
 	int unix_socket;        /* fd 0 is an AF_UNIX socket */
 	pthread_t tid;
 };
@@ -121,16 +147,46 @@ close_at_once(FCGX_Request *req, int unix_socket)
 	    FCGX_GetError(req->in) == 0;
 }
 
+/* The current generation, one more holder. */
+static struct generation *
+gen_take(void)
+{
+	struct generation *g;
+
+	pthread_mutex_lock(&live.mu);
+	g = live.cur;
+	g->refs++;
+	pthread_mutex_unlock(&live.mu);
+	return g;
+}
+
+/* One holder less; the last one frees a generation no longer current. */
+static void
+gen_release(struct generation *g)
+{
+	bool gone;
+
+	pthread_mutex_lock(&live.mu);
+	gone = --g->refs == 0 && g != live.cur;
+	pthread_mutex_unlock(&live.mu);
+	if (!gone)
+		return;
+	rlg_metrics_unmap(g->cfg);
+	rlg_config_free(g->owned);
+	free(g);
+}
+
 static void *
 fastcgi_thread(void *arg)
 {
 	struct thread_arg *t = arg;
+	struct generation *gen = gen_take();
 	struct rlg_gate g;
 	FCGX_Request req;
 	int64_t now_ms;
 	int rc;
 
-	rlg_gate_init(&g, t->cfg);
+	rlg_gate_init(&g, gen->cfg);
 	if (FCGX_InitRequest(&req, 0, 0) != 0) {
 		rlg_log("FCGX_InitRequest failed");
 		rlg_gate_fini(&g);
@@ -151,6 +207,14 @@ fastcgi_thread(void *arg)
 			    rc);
 			break;
 		}
+		/* a reload since the last request: its configuration first */
+		if (__atomic_load_n(&live.n, __ATOMIC_ACQUIRE) != gen->n) {
+			struct generation *old = gen;
+
+			gen = gen_take();
+			rlg_gate_reconfig(&g, gen->cfg);
+			gen_release(old);
+		}
 		now_ms = rlg_now_ms();
 		rlg_gate_handle(&g, req.envp, now_ms, fcgx_write, req.out);
 		if (close_at_once(&req, t->unix_socket))
@@ -160,14 +224,108 @@ fastcgi_thread(void *arg)
 	}
 	FCGX_Free(&req, 1);
 	rlg_gate_fini(&g);
+	gen_release(gen);
 	return NULL;
 }
 
+/*
+ * SIGHUP, taken by this thread alone (sigwait; every other thread blocks
+ * it), so that a reload runs outside any signal handler: it may read
+ * files, allocate and log.
+ */
+static void *
+reload_thread(void *arg)
+{
+	sigset_t set;
+	int sig;
+
+	(void)arg;
+	sigemptyset(&set);
+	sigaddset(&set, SIGHUP);
+	for (;;)
+		if (sigwait(&set, &sig) == 0 && sig == SIGHUP)
+			reload();
+	return NULL;
+}
+
+/*
+ * Reads the configuration file again. Every problem is logged as the
+ * loader writes it (file:line: message), and the running configuration
+ * stays; so it does when the new one's [store] differs (the store is
+ * open: restart for that). Else the new one becomes current: its policy
+ * names join the scoreboard, the log's format follows it, and each
+ * thread takes it up before its next request.
+ */
+static void
+reload(void)
+{
+	struct rlg_config *cfg = NULL;
+	struct generation *g, *old;
+	char *errs = NULL, *line, *next, what[64];
+	size_t len = 0;
+	FILE *f;
+	int n;
+
+	if (live.path == NULL) {
+		rlg_log("reload (SIGHUP): running on the built-in defaults, no"
+		    " file to read again");
+		return;
+	}
+	f = open_memstream(&errs, &len);
+	if (f == NULL) {
+		rlg_log("reload (SIGHUP): %s", strerror(errno));
+		return;
+	}
+	n = rlg_config_load(live.path, f, &cfg);
+	fclose(f);
+	for (line = errs; line != NULL && *line != '\0'; line = next) {
+		next = strchr(line, '\n');
+		if (next != NULL)
+			*next++ = '\0';
+		rlg_log("reload: %s", line);
+	}
+	free(errs);
+	if (n != 0) {
+		rlg_log("reload: %s: %d problem%s: the running configuration"
+		    " stays", live.path, n, n == 1 ? "" : "s");
+		return;
+	}
+	if (rlg_config_store_changed(live.cur->cfg, cfg, what, sizeof what)) {
+		rlg_log("reload: %s: [store] %s changed: a reload cannot change"
+		    " the store (restart rlgate for that); the running"
+		    " configuration stays", live.path, what);
+		rlg_config_free(cfg);
+		return;
+	}
+	(void)rlg_metrics_map(cfg);
+	g = rlg_xcalloc(1, sizeof *g);
+	g->cfg = cfg;
+	g->owned = cfg;
+	g->refs = 1;                    /* live's */
+	pthread_mutex_lock(&live.mu);
+	old = live.cur;
+	g->n = old->n + 1;
+	live.cur = g;
+	__atomic_store_n(&live.n, g->n, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&live.mu);
+	gen_release(old);
+	rlg_log_set_json(cfg->log_format == RLG_LOG_JSON);
+	rlg_log("reload: %s: loaded (generation %llu: %zu polic%s, %zu"
+	    " route%s); each thread serves with it from its next request",
+	    live.path, (unsigned long long)g->n, cfg->npolicies,
+	    cfg->npolicies == 1 ? "y" : "ies", cfg->nroutes,
+	    cfg->nroutes == 1 ? "" : "s");
+}
+
 int
-rlg_server_run_fastcgi(const struct rlg_config *cfg, int nthreads)
+rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
+    int nthreads)
 {
 	struct thread_arg *threads;
+	struct generation *first;
 	struct sigaction sa;
+	sigset_t hup;
+	pthread_t reloader;
 	int i, started = 0, rc, unix_socket;
 
 	if (FCGX_Init() != 0) {
@@ -193,10 +351,28 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, int nthreads)
 	sa.sa_flags = SA_RESTART;
 	sa.sa_handler = rlg_log_reopen;
 	sigaction(SIGUSR1, &sa, NULL);
+	/*
+	 * SIGHUP reloads: blocked here, so in every thread started from
+	 * here on, and taken by reload_thread (its default action would
+	 * stop the process).
+	 */
+	first = rlg_xcalloc(1, sizeof *first);
+	first->cfg = cfg;
+	first->refs = 1;                /* live's */
+	live.cur = first;
+	live.n = 0;
+	live.path = path;
+	sigemptyset(&hup);
+	sigaddset(&hup, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &hup, NULL);
+	if ((rc = pthread_create(&reloader, NULL, reload_thread, NULL)) != 0)
+		rlg_log("cannot start the reload thread: %s (SIGHUP does"
+		    " nothing)", strerror(rc));
+	else
+		pthread_detach(reloader);
 	threads = rlg_xcalloc((size_t)nthreads, sizeof *threads);
 	unix_socket = listens_on_unix_socket();
 	for (i = 0; i < nthreads; i++) {
-		threads[i].cfg = cfg;
 		threads[i].unix_socket = unix_socket;
 		rc = pthread_create(&threads[i].tid, NULL, fastcgi_thread,
 		    &threads[i]);

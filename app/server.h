@@ -11,9 +11,15 @@
 
 /*
  * Serves FastCGI on the socket at fd 0 with nthreads threads until killed.
- * Returns an exit code.
+ * cfg (the caller's) was read from path (NULL: the built-in defaults).
+ * SIGHUP reads path again: a configuration without problems whose
+ * [store] is the running one's replaces it, each thread taking it up
+ * before its next request; any other is logged (every problem as
+ * file:line) and the running one stays. SIGUSR1 reopens the log
+ * (rlg_log_reopen). Returns an exit code.
  */
-int rlg_server_run_fastcgi(const struct rlg_config *cfg, int nthreads);
+int rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
+    int nthreads);
 
 /* Serves one CGI request from environ and stdout. Returns an exit code. */
 int rlg_server_run_cgi(const struct rlg_config *cfg);

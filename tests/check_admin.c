@@ -122,10 +122,10 @@ START_TEST(test_scoreboard)
 	a = rlg_metrics_claim();
 	b = rlg_metrics_claim();
 	ck_assert(a != NULL && b != NULL && a != b);
-	rlg_metrics_decision(a, cfg, api, RLG_MD_ADMITTED);
-	rlg_metrics_decision(b, cfg, api, RLG_MD_ADMITTED);
-	rlg_metrics_decision(b, cfg, api, RLG_MD_REJECTED);
-	rlg_metrics_decision(a, cfg, trial, RLG_MD_DRY_RUN_REJECTED);
+	rlg_metrics_decision(a, rlg_metrics_map(cfg), api, RLG_MD_ADMITTED);
+	rlg_metrics_decision(b, rlg_metrics_map(cfg), api, RLG_MD_ADMITTED);
+	rlg_metrics_decision(b, rlg_metrics_map(cfg), api, RLG_MD_REJECTED);
+	rlg_metrics_decision(a, rlg_metrics_map(cfg), trial, RLG_MD_DRY_RUN_REJECTED);
 	rlg_metrics_response(a, 200, false);
 	rlg_metrics_response(b, 429, false);
 	rlg_metrics_response(b, 418, false);
@@ -146,13 +146,13 @@ START_TEST(test_scoreboard)
 		    NULL)
 			_exit(1);
 		for (i = 0; i < 5; i++)
-			rlg_metrics_decision(c, cfg, &cfg->policies[0],
+			rlg_metrics_decision(c, rlg_metrics_map(cfg), &cfg->policies[0],
 			    RLG_MD_ADMITTED);
 		_exit(0);       /* dies holding its slot */
 	}
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	rlg_metrics_sum(&m);
+	rlg_metrics_sum(rlg_metrics_map(cfg), &m);
 	ck_assert(m.shared);
 	ck_assert_uint_eq(m.requests[0][RLG_MD_ADMITTED], 7);
 	ck_assert_uint_eq(m.requests[0][RLG_MD_REJECTED], 1);
@@ -180,7 +180,7 @@ START_TEST(test_scoreboard)
 		rlg_metrics_release(held[i]);
 	rlg_metrics_release(a);
 	free(held);
-	rlg_metrics_sum(&m);
+	rlg_metrics_sum(rlg_metrics_map(cfg), &m);
 	ck_assert_uint_eq(m.requests[0][RLG_MD_ADMITTED], 7);  /* kept */
 	unload();
 }
@@ -201,20 +201,20 @@ START_TEST(test_scoreboard_file)
 
 	load("[policy api]\nlimit = 5\n");
 	a = rlg_metrics_claim();
-	rlg_metrics_decision(a, cfg, &cfg->policies[0], RLG_MD_REJECTED);
+	rlg_metrics_decision(a, rlg_metrics_map(cfg), &cfg->policies[0], RLG_MD_REJECTED);
 	rlg_metrics_release(a);
 	rlg_metrics_path(cfg, mpath, sizeof mpath);
 	ck_assert_int_eq(stat(mpath, &sb), 0);
 	ck_assert_int_eq(sb.st_mode & 0777, 0600);
 	unload();
 	load("[policy new]\nlimit = 1\n[policy api]\nlimit = 9\n");
-	rlg_metrics_sum(&m);
+	rlg_metrics_sum(rlg_metrics_map(cfg), &m);
 	ck_assert_uint_eq(m.requests[1][RLG_MD_REJECTED], 1);   /* api */
 	ck_assert_uint_eq(m.requests[0][RLG_MD_REJECTED], 0);   /* new */
 	a = rlg_metrics_claim();
-	rlg_metrics_decision(a, cfg, &cfg->policies[0], RLG_MD_ADMITTED);
+	rlg_metrics_decision(a, rlg_metrics_map(cfg), &cfg->policies[0], RLG_MD_ADMITTED);
 	rlg_metrics_release(a);
-	rlg_metrics_sum(&m);
+	rlg_metrics_sum(rlg_metrics_map(cfg), &m);
 	ck_assert_uint_eq(m.requests[0][RLG_MD_ADMITTED], 1);
 	unload();
 	/* garbage where the scoreboard was: replaced, said in the log */
@@ -225,7 +225,7 @@ START_TEST(test_scoreboard_file)
 	ck_assert_int_eq(rlg_test_log_begin(path_in("log.txt")), 0);
 	load("[policy api]\nlimit = 5\n");
 	ck_assert_int_eq(rlg_test_log_end("replaced by a new one"), 1);
-	rlg_metrics_sum(&m);
+	rlg_metrics_sum(rlg_metrics_map(cfg), &m);
 	ck_assert(m.shared);
 	ck_assert_uint_eq(m.requests[0][RLG_MD_REJECTED], 0);
 	unload();

@@ -3739,6 +3739,57 @@ START_TEST(test_ini_long_and_nul)
 }
 END_TEST
 
+/*
+ * What a reload may not change: each [store] key a running store keeps,
+ * named; on_error and every other section may change.
+ */
+START_TEST(test_store_changed)
+{
+	static const struct {
+		const char *a, *b, *key;
+	} cases[] = {
+		{ "path = /x/a.db\n", "path = /x/b.db\n", "path" },
+		{ "", "busy_timeout_ms = 10\n", "busy_timeout_ms" },
+		{ "", "max_clients = 10\n", "max_clients" },
+		{ "", "synchronous = full\n", "synchronous" },
+		{ "", "group_commit = on\n", "group_commit" },
+		{ "", "commit = each\n", "commit (as resolved)" },
+		{ "", "flush_ms = 500\n", "flush_ms" },
+		{ "", "rejection_cache = 0\n", "rejection_cache" },
+		{ "", "backend = redis\nurl = redis://h\n", "backend" },
+		{ "backend = redis\nurl = redis://h\n",
+		  "backend = redis\nurl = redis://h:6380\n", "url" },
+		{ "backend = redis\nurl = redis://h\n",
+		  "backend = redis\nurl = redis://:pw@h\n", "url" },
+		{ "backend = redis\nurl = redis://h\n",
+		  "backend = redis\nurl = redis://h\ntimeout_ms = 99\n",
+		  "timeout_ms" },
+		{ "backend = redis\nurl = redis://h\n",
+		  "backend = redis\nurl = redis://h\nclock = local\n", "clock" },
+		{ "", "on_error = open\n[policy p]\nlimit = 9\n[log]\n"
+		  "level = info\n[admin]\nallow =\n", "" },
+	};
+	struct rlg_config *a, *b;
+	char what[64], *ta, *tb;
+	size_t i;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		ta = rlg_t_fmt("[store]\n%s", cases[i].a);
+		tb = rlg_t_fmt("[store]\n%s", cases[i].b);
+		a = rlg_t_ok(ta);
+		b = rlg_t_ok(tb);
+		ck_assert_msg(rlg_config_store_changed(a, b, what, sizeof what) ==
+		    (cases[i].key[0] != '\0'), "case %zu", i);
+		ck_assert_str_eq(what, cases[i].key);
+		ck_assert(!rlg_config_store_changed(a, a, what, sizeof what));
+		rlg_config_free(a);
+		rlg_config_free(b);
+		free(ta);
+		free(tb);
+	}
+}
+END_TEST
+
 Suite *
 rlg_config_suite(void)
 {
@@ -3823,6 +3874,7 @@ rlg_config_suite(void)
 
 	tc = tcase_create("table");
 	tcase_add_test(tc, test_option_rows);
+	tcase_add_test(tc, test_store_changed);
 	tcase_add_test(tc, test_option_defaults);
 	tcase_add_test(tc, test_commit_behind);
 	tcase_add_test(tc, test_commit_auto);

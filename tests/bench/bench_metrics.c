@@ -147,6 +147,7 @@ static double
 direct_ns(const struct rlg_config *cfg)
 {
 	struct rlg_metrics_slot *slot = rlg_metrics_claim();
+	const struct rlg_metrics_map *map = rlg_metrics_map(cfg);
 	const long n = 10000000;
 	uint32_t steps = 0;
 	int64_t t0, t1, s0 = 0;
@@ -162,8 +163,8 @@ direct_ns(const struct rlg_config *cfg)
 			s0 = mono_ns();
 		if (timed)
 			rlg_metrics_step_time(slot, mono_ns() - s0);
-		rlg_metrics_decision(slot, cfg, &cfg->policies[0], RLG_MD_ADMITTED);
-		rlg_metrics_decision(slot, cfg, &cfg->policies[1], RLG_MD_ADMITTED);
+		rlg_metrics_decision(slot, map, &cfg->policies[0], RLG_MD_ADMITTED);
+		rlg_metrics_decision(slot, map, &cfg->policies[1], RLG_MD_ADMITTED);
 		rlg_metrics_answer(slot, RLG_OUT_ADMITTED);
 	}
 	t1 = mono_ns();
