@@ -24,6 +24,7 @@
 #include "metrics.h"
 #include "server.h"
 #include "store.h"
+#include "supervisor.h"
 #include "util.h"
 
 #define THREADS_DEFAULT 4
@@ -37,14 +38,25 @@ struct options {
 	int check_only;            /* --check-config */
 	const char *reset;         /* --reset CLIENT, or NULL */
 	const char *policy;        /* --policy NAME (with --reset), or NULL */
+	int processes;             /* --processes N; 0: serve in this one */
 };
+
+/* What a worker process of the supervisor serves with (serve_worker). */
+struct worker_ctx {
+	const struct rlg_config *cfg;
+	const char *path;
+	int threads;
+};
+
+static int serve_worker(void *arg);
+static void adopt_systemd_socket(void);
 
 static void usage(FILE *f);
 static int parse_options(int argc, char **argv, struct options *o);
 static int check_config(const struct rlg_config *cfg, const char *path,
     const char *log_path);
 static int serve(struct rlg_config *cfg, const char *path, int threads,
-    const char *log_warning);
+    int processes, const char *log_warning);
 static const char *describe_commit(const struct rlg_config *cfg,
     bool check, char *buf, size_t size);
 static int parse_threads(const char *s, int *out);
@@ -64,7 +76,8 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-	    "Usage: rlgate [--config FILE] [--threads N] [--log FILE] [--check-config]\n"
+	    "Usage: rlgate [--config FILE] [--threads N] [--processes N] [--log FILE]\n"
+	    "              [--check-config]\n"
 	    "       rlgate [--config FILE] --reset CLIENT [--policy NAME]\n"
 	    "       rlgate --version | --help\n"
 	    "\n"
@@ -75,6 +88,9 @@ usage(FILE *f)
 	    "                      else %s if it exists,\n"
 	    "                      else built-in defaults)\n"
 	    "  -t, --threads N     FastCGI worker threads per process (default %d)\n"
+	    "  -P, --processes N   fork N worker processes on the socket and keep\n"
+	    "                      them running (a supervisor); default: serve\n"
+	    "                      in this process\n"
 	    "  -l, --log FILE      append log lines to FILE instead of stderr\n"
 	    "                      (spawn-fcgi points stderr at /dev/null);\n"
 	    "                      created mode 0640, never a symbolic link\n"
@@ -87,7 +103,10 @@ usage(FILE *f)
 	    "\n"
 	    "Run it under a FastCGI spawner, which passes the socket on stdin:\n"
 	    "  spawn-fcgi -s /run/rlgate.sock -F 2 -- rlgate --config FILE\n"
-	    "or from a web server as CGI (GATEWAY_INTERFACE set).\n"
+	    "  spawn-fcgi -s /run/rlgate.sock -n -- rlgate --processes 2\n"
+	    "or systemd's socket activation (LISTEN_FDS), or from a web server\n"
+	    "as CGI (GATEWAY_INTERFACE set). SIGHUP reloads the configuration,\n"
+	    "SIGUSR1 reopens the log, SIGTERM stops after the requests in flight.\n"
 	    "Exit codes: 0 ok, 64 bad usage, 69 store unavailable (--reset),\n"
 	    "78 bad configuration.\n",
 	    RLG_DEFAULT_CONFIG_PATH, THREADS_DEFAULT);
@@ -278,6 +297,7 @@ parse_options(int argc, char **argv, struct options *o)
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "threads", required_argument, NULL, 't' },
+		{ "processes", required_argument, NULL, 'P' },
 		{ "log", required_argument, NULL, 'l' },
 		{ "check-config", no_argument, NULL, 'C' },
 		{ "reset", required_argument, NULL, 'r' },
@@ -288,7 +308,8 @@ parse_options(int argc, char **argv, struct options *o)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "c:t:l:Cr:p:Vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:t:P:l:Cr:p:Vh", opts, NULL)) !=
+	    -1) {
 		switch (c) {
 		case 'c':
 			o->config = optarg;
@@ -298,6 +319,15 @@ parse_options(int argc, char **argv, struct options *o)
 				fprintf(stderr, "rlgate: --threads: must be an "
 				    "integer from 1 to %d (got \"%s\")\n",
 				    THREADS_MAX, optarg);
+				return RLG_EXIT_USAGE;
+			}
+			break;
+		case 'P':
+			if (parse_threads(optarg, &o->processes) != 0 ||
+			    o->processes > RLG_SUPERVISOR_PROCESSES_MAX) {
+				fprintf(stderr, "rlgate: --processes: must be an"
+				    " integer from 1 to %d (got \"%s\")\n",
+				    RLG_SUPERVISOR_PROCESSES_MAX, optarg);
 				return RLG_EXIT_USAGE;
 			}
 			break;
@@ -417,6 +447,48 @@ check_store_dir(const struct rlg_config *cfg, const char *path)
 }
 
 /*
+ * A FastCGI worker process: the host's scoreboard, then the threads until
+ * a stop (server.c). The supervisor's workers, or the one process.
+ */
+static int
+serve_worker(void *arg)
+{
+	const struct worker_ctx *w = arg;
+	char metrics[4200];
+	int rc;
+
+	(void)rlg_metrics_open(rlg_metrics_path(w->cfg, metrics,
+	    sizeof metrics), w->cfg);
+	rc = rlg_server_run_fastcgi(w->cfg, w->path, w->threads);
+	rlg_metrics_close();
+	return rc;
+}
+
+/*
+ * systemd's socket activation passes the listening socket as fd 3
+ * (LISTEN_FDS=1, LISTEN_PID this process); libfcgi listens on fd 0: move
+ * it there, as spawn-fcgi leaves it. The variables go, so that the
+ * supervisor's workers do not take them for theirs.
+ */
+static void
+adopt_systemd_socket(void)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+
+	if (pid == NULL || fds == NULL || strtol(pid, NULL, 10) != getpid())
+		return;
+	if (strcmp(fds, "1") != 0) {
+		rlg_log("LISTEN_FDS=%s: rlgate listens on one socket; the"
+		    " first is used", fds);
+	}
+	if (dup2(3, 0) == 0)
+		close(3);
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+}
+
+/*
  * --reset: deletes client's state (under policy, or every policy) in the
  * store, the decision table's included, and says how many states went.
  * With commit = each, a running worker that remembered a rejection of
@@ -468,19 +540,24 @@ reset_client(const struct rlg_config *cfg, const char *client,
  * Returns the exit code.
  */
 static int
-serve(struct rlg_config *cfg, const char *path, int threads,
+serve(struct rlg_config *cfg, const char *path, int threads, int processes,
     const char *log_warning)
 {
 	char policies[1024], store[512], commit[4600], metrics[4200];
 	struct rlg_sqlite_config *sq = &cfg->store.sqlite;
+	struct worker_ctx ctx = { cfg, path, threads };
+	char procs[64] = "";
 	int rc;
 
 	if (rlg_server_is_fastcgi()) {
 		describe_policies(cfg, policies, sizeof policies);
-		rlg_log("rlgate %s serving FastCGI with %d thread%s: config %s, "
-		    "store %s (on_error = %s), headers %s, %zu route%s, "
+		if (processes > 0)
+			snprintf(procs, sizeof procs, " in %d process%s",
+			    processes, processes == 1 ? "" : "es");
+		rlg_log("rlgate %s serving FastCGI with %d thread%s%s: config"
+		    " %s, store %s (on_error = %s), headers %s, %zu route%s, "
 		    "policies: %s",
-		    PACKAGE_VERSION, threads, threads == 1 ? "" : "s",
+		    PACKAGE_VERSION, threads, threads == 1 ? "" : "s", procs,
 		    path != NULL ? path : "built-in defaults",
 		    rlg_store_describe(&cfg->store, store, sizeof store),
 		    rlg_on_error_name(cfg->store.on_error),
@@ -492,11 +569,15 @@ serve(struct rlg_config *cfg, const char *path, int threads,
 		if (cfg->log_level >= RLG_LOG_INFO &&
 		    describe_commit(cfg, false, commit, sizeof commit) != NULL)
 			rlg_log("%s", commit);
-		(void)rlg_metrics_open(rlg_metrics_path(cfg, metrics,
-		    sizeof metrics), cfg);
-		rc = rlg_server_run_fastcgi(cfg, path, threads);
-		rlg_metrics_close();
-		return rc;
+		if (processes > 0)
+			return rlg_supervise(processes, serve_worker, &ctx);
+		return serve_worker(&ctx);
+	}
+	if (processes > 0) {
+		fprintf(stderr, "rlgate: --processes: no FastCGI socket on"
+		    " standard input to share with the workers (start rlgate"
+		    " under spawn-fcgi -n, or systemd's socket activation)\n");
+		return RLG_EXIT_USAGE;
 	}
 	if (getenv("GATEWAY_INTERFACE") != NULL) {
 		/*
@@ -532,6 +613,7 @@ main(int argc, char **argv)
 
 	if ((rc = parse_options(argc, argv, &o)) >= 0)
 		return rc;
+	adopt_systemd_socket();
 	if (o.log != NULL && !o.check_only) {
 		if (open_log(o.log, log_warning, sizeof log_warning) != 0)
 			return RLG_EXIT_USAGE;
@@ -556,7 +638,7 @@ main(int argc, char **argv)
 	else if (o.reset != NULL)
 		rc = reset_client(cfg, o.reset, o.policy);
 	else
-		rc = serve(cfg, path, o.threads, log_warning);
+		rc = serve(cfg, path, o.threads, o.processes, log_warning);
 	rlg_config_free(cfg);
 	return rc;
 }

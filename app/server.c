@@ -21,6 +21,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -38,8 +39,10 @@ extern char **environ;
 static int fcgx_write(void *ctx, const char *buf, size_t len);
 static int stdout_write(void *ctx, const char *buf, size_t len);
 static void *fastcgi_thread(void *arg);
-static void *reload_thread(void *arg);
+static void *signal_thread(void *arg);
 static void reload(void);
+static void stop_threads(void);
+static void on_wake(int sig);
 static struct generation *gen_take(void);
 static void gen_release(struct generation *g);
 static int listens_on_unix_socket(void);
@@ -89,7 +92,17 @@ static struct {
 struct thread_arg {
 	int unix_socket;        /* fd 0 is an AF_UNIX socket */
 	pthread_t tid;
+	int in_accept;          /* waiting for a request (atomic) */
+	int done;               /* its loop has ended (atomic) */
 };
+
+/* The worker threads, for a graceful stop (stop_threads). */
+static struct thread_arg *workers;
+static int nworkers;
+static int stopping;            /* SIGTERM or SIGINT came (atomic) */
+
+/* How long a stop waits for requests in flight. */
+#define RLG_STOP_WAIT_MS 10000
 
 static int
 listens_on_unix_socket(void)
@@ -187,7 +200,8 @@ fastcgi_thread(void *arg)
 	int rc;
 
 	rlg_gate_init(&g, gen->cfg);
-	if (FCGX_InitRequest(&req, 0, 0) != 0) {
+	/* A stop interrupts the accept (stop_threads): let it fail then. */
+	if (FCGX_InitRequest(&req, 0, FCGI_FAIL_ACCEPT_ON_INTR) != 0) {
 		rlg_log("FCGX_InitRequest failed");
 		rlg_gate_fini(&g);
 		return NULL;
@@ -201,10 +215,15 @@ fastcgi_thread(void *arg)
 	 * process would wait with it.
 	 */
 	for (;;) {
+		if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE))
+			break;
+		__atomic_store_n(&t->in_accept, 1, __ATOMIC_RELEASE);
 		rc = FCGX_Accept_r(&req);
+		__atomic_store_n(&t->in_accept, 0, __ATOMIC_RELEASE);
 		if (rc < 0) {
-			rlg_log("FastCGI accept failed (%d): stopping this worker",
-			    rc);
+			if (!__atomic_load_n(&stopping, __ATOMIC_ACQUIRE))
+				rlg_log("FastCGI accept failed (%d): stopping"
+				    " this worker", rc);
 			break;
 		}
 		/* a reload since the last request: its configuration first */
@@ -225,16 +244,58 @@ fastcgi_thread(void *arg)
 	FCGX_Free(&req, 1);
 	rlg_gate_fini(&g);
 	gen_release(gen);
+	__atomic_store_n(&t->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
+/* SIGUSR2: nothing; it only interrupts a thread's accept (no SA_RESTART). */
+static void
+on_wake(int sig)
+{
+	(void)sig;
+}
+
 /*
- * SIGHUP, taken by this thread alone (sigwait; every other thread blocks
- * it), so that a reload runs outside any signal handler: it may read
- * files, allocate and log.
+ * A graceful stop: no thread takes a new request, each finishes the one
+ * it is answering. A thread waiting in accept is woken by SIGUSR2 (its
+ * accept fails: FCGI_FAIL_ACCEPT_ON_INTR), again every 20 ms, since one
+ * that was between requests when the flag was set may enter accept after
+ * the signal. After RLG_STOP_WAIT_MS the process exits as it is.
+ */
+static void
+stop_threads(void)
+{
+	struct timespec nap = { 0, 20L * 1000000 };
+	int i, busy = 0, waited;
+
+	__atomic_store_n(&stopping, 1, __ATOMIC_RELEASE);
+	for (waited = 0; waited < RLG_STOP_WAIT_MS; waited += 20) {
+		busy = 0;
+		for (i = 0; i < __atomic_load_n(&nworkers, __ATOMIC_ACQUIRE); i++) {
+			if (__atomic_load_n(&workers[i].done, __ATOMIC_ACQUIRE))
+				continue;
+			busy++;
+			if (__atomic_load_n(&workers[i].in_accept,
+			    __ATOMIC_ACQUIRE))
+				pthread_kill(workers[i].tid, SIGUSR2);
+		}
+		if (busy == 0)
+			return;
+		nanosleep(&nap, NULL);
+	}
+	rlg_log("stopping: %d thread%s still answering after %d ms: exiting"
+	    " without them", busy, busy == 1 ? "" : "s", RLG_STOP_WAIT_MS);
+	_exit(0);
+}
+
+/*
+ * SIGHUP, SIGTERM and SIGINT, taken by this thread alone (sigwait; every
+ * other thread blocks them), so that what they ask runs outside any
+ * signal handler: a reload may read files, allocate and log; a stop
+ * waits for the requests in flight.
  */
 static void *
-reload_thread(void *arg)
+signal_thread(void *arg)
 {
 	sigset_t set;
 	int sig;
@@ -242,10 +303,18 @@ reload_thread(void *arg)
 	(void)arg;
 	sigemptyset(&set);
 	sigaddset(&set, SIGHUP);
-	for (;;)
-		if (sigwait(&set, &sig) == 0 && sig == SIGHUP)
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	for (;;) {
+		if (sigwait(&set, &sig) != 0)
+			continue;
+		if (sig == SIGHUP) {
 			reload();
-	return NULL;
+		} else {
+			stop_threads();
+			return NULL;
+		}
+	}
 }
 
 /*
@@ -337,11 +406,15 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
 	/*
 	 * libfcgi catches SIGTERM and only marks a shutdown as pending, which
 	 * threads blocked in accept never see: spawn-fcgi users and service
-	 * managers expect SIGTERM to stop us. Dying mid-request is safe: an
-	 * uncommitted SQLite transaction rolls back.
+	 * managers expect SIGTERM to stop us. signal_thread takes it (below)
+	 * and stops the threads gracefully; SIGUSR2 wakes one from accept.
 	 */
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = 0;
+	sa.sa_handler = on_wake;
+	sigaction(SIGUSR2, &sa, NULL);
 	/*
 	 * SIGUSR1 reopens the log (--log) after a rotation moved it, as
 	 * nginx's; libfcgi's own handler would stop the process instead.
@@ -352,9 +425,8 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
 	sa.sa_handler = rlg_log_reopen;
 	sigaction(SIGUSR1, &sa, NULL);
 	/*
-	 * SIGHUP reloads: blocked here, so in every thread started from
-	 * here on, and taken by reload_thread (its default action would
-	 * stop the process).
+	 * SIGHUP (reload), SIGTERM and SIGINT (stop): blocked here, so in
+	 * every thread started from here on, and taken by signal_thread.
 	 */
 	first = rlg_xcalloc(1, sizeof *first);
 	first->cfg = cfg;
@@ -362,15 +434,21 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
 	live.cur = first;
 	live.n = 0;
 	live.path = path;
+	threads = rlg_xcalloc((size_t)nthreads, sizeof *threads);
+	workers = threads;
 	sigemptyset(&hup);
 	sigaddset(&hup, SIGHUP);
+	sigaddset(&hup, SIGTERM);
+	sigaddset(&hup, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &hup, NULL);
-	if ((rc = pthread_create(&reloader, NULL, reload_thread, NULL)) != 0)
-		rlg_log("cannot start the reload thread: %s (SIGHUP does"
-		    " nothing)", strerror(rc));
-	else
+	if ((rc = pthread_create(&reloader, NULL, signal_thread, NULL)) != 0) {
+		rlg_log("cannot start the signal thread: %s (SIGHUP and"
+		    " SIGTERM keep their default: SIGTERM stops at once)",
+		    strerror(rc));
+		pthread_sigmask(SIG_UNBLOCK, &hup, NULL);
+	} else {
 		pthread_detach(reloader);
-	threads = rlg_xcalloc((size_t)nthreads, sizeof *threads);
+	}
 	unix_socket = listens_on_unix_socket();
 	for (i = 0; i < nthreads; i++) {
 		threads[i].unix_socket = unix_socket;
@@ -381,10 +459,11 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
 			break;
 		}
 		started++;
+		__atomic_store_n(&nworkers, started, __ATOMIC_RELEASE);
 	}
 	for (i = 0; i < started; i++)
 		pthread_join(threads[i].tid, NULL);
-	free(threads);
+	/* threads is not freed: the signal thread may still read it */
 	return started == nthreads ? 0 : 71;    /* EX_OSERR */
 }
 
