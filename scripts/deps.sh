@@ -36,6 +36,7 @@ test_pkgs=(
 	prometheus                                     # Prometheus and promtool (tests/integration/prometheus.sh)
 	jq                                             # Prometheus' JSON answers read (the same)
 	chromium                                       # the status page rendered headless (tests/integration/status_page.sh)
+	systemd                                        # systemd-analyze, systemd-socket-activate (tests/integration/systemd.sh)
 )
 
 list=0
