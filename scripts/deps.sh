@@ -37,6 +37,7 @@ test_pkgs=(
 	jq                                             # Prometheus' JSON answers read (the same)
 	chromium                                       # the status page rendered headless (tests/integration/status_page.sh)
 	systemd                                        # systemd-analyze, systemd-socket-activate (tests/integration/systemd.sh)
+	debhelper lintian                              # the Debian package built and checked (tests/package.sh)
 )
 
 list=0

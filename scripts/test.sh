@@ -7,7 +7,9 @@
 #      for a bounded time
 #      (FUZZ_SECONDS, default 60);
 #   4. make distcheck (the tarball builds and passes its tests);
-#   5. lint: cppcheck and clang-tidy over app/*.c (scripts/lint.sh), one
+#   5. the Debian package (tests/package.sh, root only): built, lintian,
+#      installed with dpkg -i, serving through lighttpd, purged;
+#   6. lint: cppcheck and clang-tidy over app/*.c (scripts/lint.sh), one
 #      result per tool.
 # Ends with one line "N passed, N failed" counting every test that ran, and
 # exits non-zero if any failed.
@@ -72,6 +74,26 @@ else
 	echo "test.sh: make distcheck failed (full log: _build/distcheck.log)"
 	failed=$((failed + 1))
 fi
+
+echo "=== Debian package: build, lintian, install, serve, purge ==="
+mkdir -p _build
+RLGATE_SRCDIR="$top" timeout 1800 bash tests/package.sh >_build/package.log 2>&1
+pkg_ok=$(grep -c '^ok ' _build/package.log)
+pkg_bad=$(grep -c '^not ok ' _build/package.log)
+if grep -q '^1\.\.0 # SKIP' _build/package.log; then
+	grep '^1\.\.0 # SKIP' _build/package.log
+	skipped=$((skipped + 1))
+else
+	if grep -q '^Bail out!' _build/package.log || ! grep -q '^1\.\.[0-9]' _build/package.log; then
+		pkg_bad=$((pkg_bad + 1))
+	fi
+	if [ "$pkg_bad" -gt 0 ]; then
+		tail -n 40 _build/package.log
+		echo "test.sh: the package test failed (full log: _build/package.log)"
+	fi
+	echo "test.sh: package: $pkg_ok passed, $pkg_bad failed"
+fi
+passed=$((passed + pkg_ok)) failed=$((failed + pkg_bad))
 
 echo "=== lint: cppcheck, clang-tidy ==="
 mkdir -p _build
