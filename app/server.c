@@ -204,6 +204,8 @@ fastcgi_thread(void *arg)
 	if (FCGX_InitRequest(&req, 0, FCGI_FAIL_ACCEPT_ON_INTR) != 0) {
 		rlg_log("FCGX_InitRequest failed");
 		rlg_gate_fini(&g);
+		gen_release(gen);
+		__atomic_store_n(&t->done, 1, __ATOMIC_RELEASE);
 		return NULL;
 	}
 	/*
@@ -221,9 +223,12 @@ fastcgi_thread(void *arg)
 		rc = FCGX_Accept_r(&req);
 		__atomic_store_n(&t->in_accept, 0, __ATOMIC_RELEASE);
 		if (rc < 0) {
-			if (!__atomic_load_n(&stopping, __ATOMIC_ACQUIRE))
-				rlg_log("FastCGI accept failed (%d): stopping"
-				    " this worker", rc);
+			if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE))
+				break;
+			if (rc == -EINTR)       /* a signal, not a stop */
+				continue;
+			rlg_log("FastCGI accept failed (%d): stopping this"
+			    " worker", rc);
 			break;
 		}
 		/* a reload since the last request: its configuration first */
