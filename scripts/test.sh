@@ -47,7 +47,10 @@ run_suite() {   # run_suite NAME [configure options]: build, make check, tally
 	tally "$dir"
 }
 
-run_suite normal
+# The two soaks (sustained.sh, sustained_each.sh) hold their load for 90 s
+# here, not their own 150: CI's whole run must stay under 45 minutes, and
+# make soak runs them for 30 minutes.
+SUSTAINED_SECONDS=90 run_suite normal
 # The sanitizer build floods the store with 200,000 keys, not 1,000,000:
 # the same code paths, a fifth of the time.
 FLOOD_KEYS=200000 run_suite asan --enable-sanitizers
@@ -66,7 +69,9 @@ echo "=== make distcheck ==="
 # The tarball's tests flood with 200,000 keys and sustain the load for 45 s
 # (as the sanitizer build does): the 1,000,000 keys and the 150 s ran above,
 # and the tarball is checked for what it holds, not for the soak again.
-if FLOOD_KEYS=200000 SUSTAINED_SECONDS=45 make -C _build/normal distcheck >_build/distcheck.log 2>&1; then
+# RLGATE_DISTCHECK: install.sh leaves the install to distcheck's own.
+if FLOOD_KEYS=200000 SUSTAINED_SECONDS=45 RLGATE_DISTCHECK=1 \
+    make -C _build/normal distcheck >_build/distcheck.log 2>&1; then
 	echo "test.sh: make distcheck passed"
 	passed=$((passed + 1))
 else
