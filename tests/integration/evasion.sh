@@ -176,7 +176,8 @@ is "$STATUS:$(esql "SELECT count FROM rlg_state WHERE policy = 'by_ip' AND clien
     "backend: the client left of 62 trusted hops (63 in the header): found and counted"
 
 # trusted_proxies = 0.0.0.0/0 lets any client choose its key: warned about
-printf '[client]\ntrusted_proxies = 0.0.0.0/0\n' >"$T/trust_all.conf"
+printf '[client]\ntrusted_proxies = 0.0.0.0/0\n[store]\npath = %s\n' "$T/trust_all.db" \
+    >"$T/trust_all.conf"
 out=$("$RLGATE_BIN" --check-config --config "$T/trust_all.conf" 2>&1)
 is "$?" 0 "--check-config: trusted_proxies = 0.0.0.0/0 is accepted"
 like "$out" 'trust_all\.conf:2: warning: \[client\] trusted_proxies: 0\.0\.0\.0/0 trusts every peer' \

@@ -56,7 +56,12 @@ $conf: configuration ok" "--check-config: no warning for mode 0600"
 is "$(grep -c warning "$T/made-log")" 0 "no warning in the log"
 stop_rlgate_fcgi made
 
-# --- an existing database of mode 0644 (and its files 0644 and 0666)
+# --- an existing database of mode 0644 (and its files 0644 and 0666);
+# the worker stopped gracefully, closing the database, which took its
+# -wal and -shm away: empty ones stand for those a running or killed
+# worker leaves
+[ -e "$db-wal" ] || : >"$db-wal"
+[ -e "$db-shm" ] || : >"$db-shm"
 chmod 0644 "$db" "$db-shm" "$db-table"
 chmod 0666 "$db-wal"
 check --config "$conf"
