@@ -18,7 +18,6 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "admin.h"
 #include "gate.h"
@@ -65,7 +64,6 @@ static void show(const struct gate_items *gi, bool admitted,
     const struct rlg_decision *d, struct rlg_verdict *v);
 static void count_decisions(struct rlg_gate *g, const struct gate_items *gi,
     const struct rlg_decision *d);
-static int64_t mono_ns(void);
 static void decide(struct rlg_gate *g, const struct rlg_request *req,
     int64_t now_ms, struct rlg_verdict *v);
 
@@ -495,15 +493,6 @@ count_decisions(struct rlg_gate *g, const struct gate_items *gi,
 	}
 }
 
-static int64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void
 rlg_gate_decide(struct rlg_gate *g, char *const *envp, int64_t now_ms,
     struct rlg_verdict *v)
@@ -552,10 +541,10 @@ decide(struct rlg_gate *g, const struct rlg_request *req, int64_t now_ms,
 		timed = g->slot != NULL &&
 		    (g->steps++ & (RLG_METRICS_SAMPLE - 1)) == 0;
 		if (timed)
-			t0 = mono_ns();
+			t0 = rlg_mono_ns();
 		rc = rlg_store_step(g->store, gi.items, gi.n, now_ms, d);
 		if (timed)
-			rlg_metrics_step_time(g->slot, mono_ns() - t0);
+			rlg_metrics_step_time(g->slot, rlg_mono_ns() - t0);
 		v->cached = rlg_store_cached(g->store);
 		if (rc != RLG_OK) {
 			rlg_metrics_store_error(g->slot);

@@ -835,10 +835,7 @@ rd_reply_type(int type)
 int64_t
 rd_mono_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return rlg_mono_ns() / 1000000;
 }
 
 static struct timeval

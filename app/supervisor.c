@@ -49,10 +49,7 @@ static int64_t mono_ms(void);
 static int64_t
 mono_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return rlg_mono_ns() / 1000000;
 }
 
 /* Worker i: a new process running work(ctx), with the signals as before. */

@@ -83,6 +83,9 @@ int rlg_hexval(int c);
 /* Wall-clock time in milliseconds since the epoch (CLOCK_REALTIME). */
 int64_t rlg_now_ms(void);
 
+/* A monotonic clock (CLOCK_MONOTONIC) in nanoseconds: for durations. */
+int64_t rlg_mono_ns(void);
+
 /*
  * Describes the group and other permission bits in bits (a st_mode, masked
  * by the caller to the bits that are too many): in words into words
