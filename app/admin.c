@@ -47,7 +47,7 @@ rlg_admin_match(const struct rlg_config *cfg, const struct rlg_request *r)
 		return RLG_ADMIN_NONE;
 	if (!r->addr_ok || !rlg_cidr_any(ac->allow, ac->nallow, &r->addr))
 		return RLG_ADMIN_NONE;
-	if (r->role == RLG_ROLE_AUTHORIZER)
+	if (rlg_request_guards(r))
 		return RLG_ADMIN_PASS;
 	rest = r->path + n;
 	if (strcmp(rest, "") == 0 || strcmp(rest, "/") == 0)

@@ -3,12 +3,15 @@
  *
  * A request that reaches rlgate counts against its client's quota under
  * the policies its route names. As a responder, rlgate answers its own
- * endpoint (404/405 elsewhere); as a FastCGI Authorizer, it says yes (200,
- * the state in Variable-* headers) or answers the 429 itself. A request it
- * cannot route or key safely (a flaw: request.h) is answered 400 in
- * either role and counted by no policy: it never reaches the backend, and
- * never borrows somebody else's key. The gate is the only place that
- * applies on_error.
+ * endpoint (404/405 elsewhere); in a guarding role (a FastCGI Authorizer,
+ * nginx's auth_request, Caddy's forward_auth: rlg_request_guards) it
+ * decides for the request the front describes and says yes (200, the
+ * state in headers), or no (429, 503, 400) in the form the front needs
+ * (response.h). A request it cannot route or key safely (a flaw:
+ * request.h) is answered 400 in every role and counted by no policy: it
+ * never reaches the backend, and never borrows somebody else's key; a
+ * front that names no role rlgate has gets 500. The gate is the only
+ * place that applies on_error.
  *
  * Logging is paced per gate (one worker thread): a store failure, the
  * store refusing new clients (max_clients) and refused requests each log
@@ -48,8 +51,6 @@ static int gather(struct rlg_gate *g, const struct rlg_request *req,
     const struct rlg_route *rt, struct gate_items *gi, int64_t now_ms);
 static void log_flaw(struct rlg_gate *g, const struct rlg_request *r,
     const char *reason, const char *header, int64_t now_ms);
-static const char *flaw_header(const struct rlg_config *cfg,
-    const struct rlg_request *r);
 static void log_rejection(const struct rlg_gate *g,
     const struct rlg_request *req, const char *event,
     const struct rlg_route *rt, const struct gate_items *gi,
@@ -291,19 +292,6 @@ log_flaw(struct rlg_gate *g, const struct rlg_request *r,
 }
 
 /*
- * The header a flaw is about, for the log: the forwarding header the
- * trusted proxies set, or none (a path).
- */
-static const char *
-flaw_header(const struct rlg_config *cfg, const struct rlg_request *r)
-{
-	if (r->flaw != RLG_FLAW_FORWARDED && r->flaw != RLG_FLAW_DUPLICATE)
-		return NULL;
-	return cfg->client.forwarded_header == RLG_FWD_FORWARDED ?
-	    "Forwarded" : "X-Forwarded-For";
-}
-
-/*
  * One line per rejection the store decides (and per dry-run would-be
  * rejection), in a stable key=value form for log tools: the client's
  * store key (an API key only as its hash), the route, the policies that
@@ -510,23 +498,25 @@ decide(struct rlg_gate *g, const struct rlg_request *req, int64_t now_ms,
 	const struct rlg_config *cfg = g->cfg;
 	struct rlg_decision d[RLG_GATE_ITEMS_MAX];
 	struct gate_items gi;
-	bool authorizer, timed;
+	bool guards, timed;
 	int64_t t0 = 0;
 	size_t i;
 	int rc;
 
-	authorizer = req->role == RLG_ROLE_AUTHORIZER;
+	guards = rlg_request_guards(req);
 	memset(&v->answer, 0, sizeof v->answer);
+	v->answer.role = req->role;
 	v->answer.style = cfg->style;
 	v->answer.errors = cfg->errors;
-	v->answer.head = req->method == RLG_METHOD_HEAD;
+	v->answer.head = req->head;
 	v->answer.policies = v->policies;
 	v->route = NULL;
 	v->cached = false;
 	if (req->flaw != RLG_FLAW_NONE) {
 		log_flaw(g, req, rlg_flaw_name(req->flaw),
-		    flaw_header(cfg, req), now_ms);
-		v->answer.outcome = RLG_OUT_BAD_REQUEST;
+		    req->flaw_about, now_ms);
+		v->answer.outcome = req->flaw == RLG_FLAW_ROLE ?
+		    RLG_OUT_MISCONFIGURED : RLG_OUT_BAD_REQUEST;
 		return;
 	}
 	v->route = match_route(cfg, req);
@@ -558,7 +548,7 @@ decide(struct rlg_gate *g, const struct rlg_request *req, int64_t now_ms,
 			if (cfg->store.on_error == RLG_ON_ERROR_CLOSED)
 				v->answer.outcome = RLG_OUT_STORE_DOWN;
 			else
-				v->answer.outcome = authorizer ?
+				v->answer.outcome = guards ?
 				    RLG_OUT_AUTHORIZED : endpoint(req);
 			return;
 		}
@@ -573,7 +563,7 @@ decide(struct rlg_gate *g, const struct rlg_request *req, int64_t now_ms,
 		return;
 	}
 	show(&gi, true, d, v);
-	v->answer.outcome = authorizer ? RLG_OUT_AUTHORIZED : endpoint(req);
+	v->answer.outcome = guards ? RLG_OUT_AUTHORIZED : endpoint(req);
 }
 
 int
@@ -591,6 +581,7 @@ rlg_gate_handle(struct rlg_gate *g, char *const *envp, int64_t now_ms,
 	if (e == RLG_ADMIN_PASS) {
 		memset(&v.answer, 0, sizeof v.answer);
 		v.answer.outcome = RLG_OUT_AUTHORIZED;
+		v.answer.role = req.role;
 		v.answer.style = g->cfg->style;
 		rlg_metrics_response(g->slot, 200, true);
 		return rlg_response_write(&v.answer, write, ctx);

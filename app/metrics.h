@@ -160,8 +160,8 @@ size_t rlg_metrics_code_index(int code);
 static inline void
 rlg_metrics_answer(struct rlg_metrics_slot *s, enum rlg_outcome o)
 {
-	/* by enum rlg_outcome: 200, 429, 404, 405, 400, 503, 200 */
-	static const unsigned char idx[] = { 1, 5, 3, 4, 2, 7, 1 };
+	/* by enum rlg_outcome: 200, 429, 404, 405, 400, 503, 200, 500 */
+	static const unsigned char idx[] = { 1, 5, 3, 4, 2, 7, 1, 6 };
 
 	if (s != NULL)
 		rlg_metrics_add(&s->responses[(unsigned)o < sizeof idx ?

@@ -96,7 +96,10 @@ enum walk_end {
 };
 
 static enum rlg_method method_of(const char *m);
-static enum rlg_role role_of(const char *role);
+static enum rlg_role role_of(char *const *envp, bool *bad);
+static const char *described(char *const *envp, enum rlg_role role,
+    bool trusted, const char *param, const char *header, const char *plain,
+    bool *duplicate);
 static bool is_tchar(int c);
 static const char *skip_ows(const char *p);
 static const char *absolute_form_path(const char *uri);
@@ -117,7 +120,8 @@ static enum walk_end walk_hops(const struct fwd_hops *hs, bool forwarded,
 static enum walk_end client_from_proxy(char *const *envp,
     const struct rlg_client_config *cc, const struct rlg_addr *peer,
     struct rlg_addr *out);
-static void parse_path(struct rlg_request *r, char *const *envp);
+static void parse_path(struct rlg_request *r, char *const *envp,
+    const char *uri);
 static void sodium_start(void);
 
 const char *
@@ -170,6 +174,8 @@ rlg_flaw_name(enum rlg_flaw f)
 		return "duplicate_header";
 	case RLG_FLAW_FORWARDED:
 		return "bad_forwarded";
+	case RLG_FLAW_ROLE:
+		return "bad_role";
 	}
 	return "unknown";
 }
@@ -302,14 +308,62 @@ method_of(const char *m)
 	return RLG_METHOD_OTHER;
 }
 
+/*
+ * FCGI_ROLE, then for a responder the front's RLGATE_ROLE: *bad when it
+ * names no role (the request is refused, never taken for a responder's:
+ * a front that asks "may it pass?" must not get a resource for an answer).
+ */
 static enum rlg_role
-role_of(const char *role)
+role_of(char *const *envp, bool *bad)
 {
-	if (role == NULL || strcmp(role, "RESPONDER") == 0)
-		return RLG_ROLE_RESPONDER;
-	if (strcmp(role, "AUTHORIZER") == 0)
+	const char *role = rlg_request_param(envp, "FCGI_ROLE");
+	const char *front;
+
+	*bad = false;
+	if (role != NULL && strcmp(role, "AUTHORIZER") == 0)
 		return RLG_ROLE_AUTHORIZER;
+	if (role != NULL && strcmp(role, "RESPONDER") != 0)
+		return RLG_ROLE_OTHER;
+	front = rlg_request_param(envp, RLG_PARAM_ROLE);
+	if (front == NULL)
+		return RLG_ROLE_RESPONDER;
+	if (strcmp(front, "auth_request") == 0)
+		return RLG_ROLE_AUTH_REQUEST;
+	if (strcmp(front, "forward_auth") == 0)
+		return RLG_ROLE_FORWARD_AUTH;
+	*bad = true;
 	return RLG_ROLE_OTHER;
+}
+
+/*
+ * One part of the original request in a role where a front describes it:
+ * the front's own parameter, else (forward_auth, from a trusted peer) its
+ * X-Forwarded- header (sent twice: *duplicate), else the plain parameter.
+ * A responder's and an authorizer's request is its own description.
+ */
+static const char *
+described(char *const *envp, enum rlg_role role, bool trusted,
+    const char *param, const char *header, const char *plain,
+    bool *duplicate)
+{
+	const char *v;
+
+	if (role == RLG_ROLE_AUTH_REQUEST || role == RLG_ROLE_FORWARD_AUTH) {
+		if ((v = rlg_request_param(envp, param)) != NULL)
+			return v;
+		if (role == RLG_ROLE_FORWARD_AUTH && trusted) {
+			switch (rlg_request_header(envp, header, &v)) {
+			case 0:
+				break;
+			case 1:
+				return v;
+			default:
+				*duplicate = true;
+				return NULL;
+			}
+		}
+	}
+	return rlg_request_param(envp, plain);
 }
 
 /* RFC 9110 token characters. */
@@ -654,12 +708,11 @@ client_from_proxy(char *const *envp, const struct rlg_client_config *cc,
  * fallback, taken as they are (but for the dot segments).
  */
 static void
-parse_path(struct rlg_request *r, char *const *envp)
+parse_path(struct rlg_request *r, char *const *envp, const char *uri)
 {
-	const char *uri, *script, *info;
+	const char *script, *info;
 	int n;
 
-	uri = rlg_request_param(envp, "REQUEST_URI");
 	if (uri != NULL) {
 		r->path_ok = rlg_request_decode_path(uri, r->path,
 		    sizeof r->path) == RLG_OK;
@@ -689,6 +742,7 @@ rlg_request_parse(struct rlg_request *r, char *const *envp,
 	const char *method;
 	struct rlg_addr peer;
 	enum walk_end end;
+	bool bad_role, peer_ok, trusted, dup_method = false, dup_uri = false;
 
 	/*
 	 * Every field zero but the 8 KiB of path past its first byte
@@ -699,25 +753,41 @@ rlg_request_parse(struct rlg_request *r, char *const *envp,
 	memset(&r->path_ok, 0, sizeof *r - offsetof(struct rlg_request,
 	    path_ok));
 	r->envp = envp;
-	r->role = role_of(rlg_request_param(envp, "FCGI_ROLE"));
+	r->role = role_of(envp, &bad_role);
+	peer_ok = rlg_addr_parse(rlg_request_param(envp, "REMOTE_ADDR"),
+	    &peer) == 0;
+	trusted = peer_ok && cc != NULL && cc->ntrusted > 0 &&
+	    rlg_cidr_any(cc->trusted_proxies, cc->ntrusted, &peer);
 
 	method = rlg_request_param(envp, "REQUEST_METHOD");
+	r->head = method != NULL && strcmp(method, "HEAD") == 0;
+	method = described(envp, r->role, trusted, RLG_PARAM_METHOD,
+	    "HTTP_X_FORWARDED_METHOD", "REQUEST_METHOD", &dup_method);
 	if (method == NULL)
 		method = "";
 	r->method_ok = rlg_copy(r->method_name, method,
 	    sizeof r->method_name) < sizeof r->method_name;
 	r->method = method_of(method);
 
-	parse_path(r, envp);
+	parse_path(r, envp, described(envp, r->role, trusted, RLG_PARAM_URI,
+	    "HTTP_X_FORWARDED_URI", "REQUEST_URI", &dup_uri));
+	if (dup_method || dup_uri) {
+		r->flaw = RLG_FLAW_DUPLICATE;
+		r->flaw_about = dup_uri ? "X-Forwarded-Uri" :
+		    "X-Forwarded-Method";
+	}
+	if (bad_role) {
+		r->flaw = RLG_FLAW_ROLE;
+		r->flaw_about = RLG_PARAM_ROLE;
+	}
 
-	if (rlg_addr_parse(rlg_request_param(envp, "REMOTE_ADDR"), &peer) != 0) {
+	if (!peer_ok) {
 		rlg_copy(r->client, RLG_CLIENT_UNKNOWN, sizeof r->client);
 		return;
 	}
 	r->addr = peer;
 	r->addr_ok = true;
-	if (cc != NULL && cc->ntrusted > 0 &&
-	    rlg_cidr_any(cc->trusted_proxies, cc->ntrusted, &peer)) {
+	if (trusted) {
 		end = client_from_proxy(envp, cc, &peer, &r->addr);
 		switch (end) {
 		case WALK_PEER:
@@ -736,9 +806,13 @@ rlg_request_parse(struct rlg_request *r, char *const *envp,
 			/* Refused; keyed (for the log) as the peer, which no
 			 * exemption may cover. */
 			r->addr_ok = false;
-			if (r->flaw == RLG_FLAW_NONE)
+			if (r->flaw == RLG_FLAW_NONE) {
 				r->flaw = end == WALK_BAD ?
 				    RLG_FLAW_FORWARDED : RLG_FLAW_DUPLICATE;
+				r->flaw_about = cc->forwarded_header ==
+				    RLG_FWD_FORWARDED ? "Forwarded" :
+				    "X-Forwarded-For";
+			}
 			break;
 		}
 	}

@@ -19,12 +19,28 @@
 /* The longest path read, decoded: Apache's LimitRequestLine is 8190. */
 #define RLG_PATH_MAX    8191
 
-/* The FastCGI role the web server asked for (FCGI_ROLE); CGI: responder. */
+/*
+ * What the web server asks of rlgate: the FastCGI role (FCGI_ROLE; CGI:
+ * responder), or, for a responder request, the parameter RLGATE_ROLE that
+ * a front's configuration sets where it asks a side service before it
+ * serves a request (a parameter, never a header: no client can set it).
+ * In the three guarding roles rlgate only decides; the front serves the
+ * request (docs/fronts.md).
+ */
 enum rlg_role {
 	RLG_ROLE_RESPONDER = 0,
-	RLG_ROLE_AUTHORIZER,
+	RLG_ROLE_AUTHORIZER,       /* FastCGI Authorizer: lighttpd, Apache */
+	RLG_ROLE_AUTH_REQUEST,     /* RLGATE_ROLE=auth_request: nginx */
+	RLG_ROLE_FORWARD_AUTH,     /* RLGATE_ROLE=forward_auth: Caddy, and
+	                              Traefik over HTTP through lighttpd */
 	RLG_ROLE_OTHER,            /* FILTER or unknown */
 };
+
+/* The role parameter a front sets, and the description of the original
+ * request it may add (the method and target the client sent). */
+#define RLG_PARAM_ROLE    "RLGATE_ROLE"
+#define RLG_PARAM_METHOD  "RLGATE_METHOD"
+#define RLG_PARAM_URI     "RLGATE_URI"
 
 /*
  * Why rlgate cannot decide for a request: the gate answers it 400, counts
@@ -40,6 +56,8 @@ enum rlg_flaw {
 	RLG_FLAW_FORWARDED,        /* a trusted proxy's forwarding header that
 	                              cannot be read: malformed, over 8 KiB,
 	                              over 64 trusted hops */
+	RLG_FLAW_ROLE,             /* RLGATE_ROLE names no role: the front's
+	                              configuration is wrong (answered 500) */
 };
 
 enum rlg_method {
@@ -52,10 +70,16 @@ struct rlg_request {
 	char method_name[RLG_METHOD_MAX + 1];   /* as sent, truncated */
 	bool method_ok;                  /* false: longer than RLG_METHOD_MAX */
 	enum rlg_method method;
+	bool head;                       /* the answer is headers only: the
+	                                    request rlgate answers is a HEAD
+	                                    (REQUEST_METHOD; in a guarding role
+	                                    method is the original request's) */
 	char path[RLG_PATH_MAX + 1];     /* the path the server serves: decoded,
 	                                    normalised, no query string */
 	bool path_ok;                    /* false: see RLG_FLAW_PATH */
 	enum rlg_flaw flaw;              /* RLG_FLAW_NONE, or why to refuse it */
+	const char *flaw_about;          /* the header or parameter the flaw
+	                                    is in, for the log (NULL: the path) */
 	char client[RLG_CLIENT_KEY_MAX + 1];     /* the IP key (key = ip) */
 	enum rlg_role role;
 	struct rlg_addr addr;            /* the client address, if addr_ok */
@@ -85,10 +109,25 @@ const char *rlg_request_param(char *const *envp, const char *name);
 int rlg_request_header(char *const *envp, const char *name,
     const char **value);
 
+/* True in the roles where rlgate only decides and the front serves. */
+static inline bool
+rlg_request_guards(const struct rlg_request *r)
+{
+	return r->role == RLG_ROLE_AUTHORIZER ||
+	    r->role == RLG_ROLE_AUTH_REQUEST ||
+	    r->role == RLG_ROLE_FORWARD_AUTH;
+}
+
 /*
  * Fills r from envp. The path comes from REQUEST_URI (else SCRIPT_NAME +
  * PATH_INFO) as rlg_request_decode_path reads it. The role from
- * FCGI_ROLE. The client address is REMOTE_ADDR, unless REMOTE_ADDR is in
+ * FCGI_ROLE, then RLGATE_ROLE (auth_request, forward_auth; another value
+ * is RLG_FLAW_ROLE). In those two roles the method and target are the
+ * original request's: RLGATE_METHOD and RLGATE_URI when the front sets
+ * them; in forward_auth from a peer in cc->trusted_proxies, the
+ * X-Forwarded-Method and X-Forwarded-Uri it sends (either twice:
+ * RLG_FLAW_DUPLICATE); else REQUEST_METHOD and REQUEST_URI as for a
+ * responder. The client address is REMOTE_ADDR, unless REMOTE_ADDR is in
  * cc->trusted_proxies: then it is taken from the one header they set
  * (cc->forwarded_header: Forwarded of RFC 7239, or X-Forwarded-For),
  * walking from the right past trusted hops: the first untrusted hop is the

@@ -35,6 +35,8 @@
 	"{\"error\":{\"code\":405,\"message\":\"Method Not Allowed.\"}}"
 #define BODY_400 \
 	"{\"error\":{\"code\":400,\"message\":\"Bad Request.\"}}"
+#define BODY_500 \
+	"{\"error\":{\"code\":500,\"message\":\"Internal Server Error.\"}}"
 #define BODY_503 \
 	"{\"error\":{\"code\":503,\"message\":\"Service Unavailable. Rate limit store unavailable.\"}}"
 
@@ -71,7 +73,14 @@ static const struct outcome_text texts[] = {
 	[RLG_OUT_BAD_REQUEST] = { 400, "Bad Request", BODY_400 },
 	[RLG_OUT_STORE_DOWN] = { 503, "Service Unavailable", BODY_503 },
 	[RLG_OUT_AUTHORIZED] = { 200, "OK", "" },
+	[RLG_OUT_MISCONFIGURED] = { 500, "Internal Server Error", BODY_500 },
 };
+
+/* Where an authorizer's yes repeats the style's headers for the front:
+ * lighttpd keeps Variable-Rlgate-RateLimit as Rlgate-RateLimit in the
+ * request's environment, where www/lighttpd/rlgate-headers.lua (mod_magnet)
+ * reads it and puts RateLimit on the answer. */
+#define VARIABLE_HEADER "Variable-Rlgate-"
 
 /*
  * A bounded appender that keeps p NUL-terminated. With p == NULL it only
@@ -92,11 +101,17 @@ static void put_str(struct buf *b, const char *s);
 static void put_int(struct buf *b, int64_t v);
 static void put_sf_string(struct buf *b, const char *s);
 static void put_json_string(struct buf *b, const char *s);
-static void put_trio(struct buf *b, const char *prefix,
+static void put_trio(struct buf *b, const char *pre, const char *prefix,
     const struct rlg_decision *d);
-static void put_ietf(struct buf *b, const struct rlg_answer *a);
-static void put_ratelimit(struct buf *b, const struct rlg_answer *a);
+static void put_ietf(struct buf *b, const char *pre,
+    const struct rlg_answer *a);
+static void put_ratelimit(struct buf *b, const char *pre,
+    const struct rlg_answer *a);
+static void put_after(struct buf *b, const struct rlg_answer *a);
+static int finish(struct buf *b);
 static int format_authorized(const struct rlg_answer *a, struct buf *b);
+static int format_auth_request(const struct rlg_answer *a,
+    const struct outcome_text *t, bool problem, struct buf *b);
 static void put_body(struct buf *b, const struct rlg_answer *a,
     const struct outcome_text *t, bool problem);
 static bool has_decisions(const struct rlg_answer *a);
@@ -307,16 +322,20 @@ rlg_response_pick(const struct rlg_decision *decisions, size_t n)
  * seconds.
  */
 static void
-put_trio(struct buf *b, const char *prefix, const struct rlg_decision *d)
+put_trio(struct buf *b, const char *pre, const char *prefix,
+    const struct rlg_decision *d)
 {
+	put_str(b, pre);
 	put_str(b, prefix);
 	put_str(b, "Limit: ");
 	put_int(b, nonneg(d->limit));
 	put_str(b, "\r\n");
+	put_str(b, pre);
 	put_str(b, prefix);
 	put_str(b, "Remaining: ");
 	put_int(b, nonneg(d->remaining));
 	put_str(b, "\r\n");
+	put_str(b, pre);
 	put_str(b, prefix);
 	put_str(b, "Reset: ");
 	put_int(b, rlg_response_seconds(d->reset_ms));
@@ -331,10 +350,11 @@ put_trio(struct buf *b, const char *prefix, const struct rlg_decision *d)
  * a 429 only for those that rejected, so Retry-After (their latest retry)
  * is never earlier than any t (draft section 6). No pk: the partition key
  * here is the client's address, and the draft (6.1) asks servers not to
- * return sensitive keys. No qu: "requests" is the default.
+ * return sensitive keys. No qu: "requests" is the default. pre goes
+ * before each header's name ("" or VARIABLE_HEADER).
  */
 static void
-put_ietf(struct buf *b, const struct rlg_answer *a)
+put_ietf(struct buf *b, const char *pre, const struct rlg_answer *a)
 {
 	bool rejected = a->outcome == RLG_OUT_REJECTED;
 	size_t i, members = 0;
@@ -342,6 +362,8 @@ put_ietf(struct buf *b, const struct rlg_answer *a)
 	for (i = 0; i < a->n; i++) {
 		const struct rlg_policy *p = &a->policies[i];
 
+		if (i == 0)
+			put_str(b, pre);
 		put_str(b, i == 0 ? "RateLimit-Policy: " : ", ");
 		put_sf_string(b, p->name);
 		put_str(b, ";q=");
@@ -359,6 +381,8 @@ put_ietf(struct buf *b, const struct rlg_answer *a)
 
 		if (rejected && d->admitted)
 			continue;
+		if (members == 0)
+			put_str(b, pre);
 		put_str(b, members++ == 0 ? "RateLimit: " : ", ");
 		put_sf_string(b, a->policies[i].name);
 		put_str(b, ";r=");
@@ -371,7 +395,7 @@ put_ietf(struct buf *b, const struct rlg_answer *a)
 }
 
 static void
-put_ratelimit(struct buf *b, const struct rlg_answer *a)
+put_ratelimit(struct buf *b, const char *pre, const struct rlg_answer *a)
 {
 	bool draft03 = false, ietf = false, x = false;
 	const struct rlg_decision *d;
@@ -396,11 +420,48 @@ put_ratelimit(struct buf *b, const struct rlg_answer *a)
 	}
 	d = &a->decisions[rlg_response_pick(a->decisions, a->n)];
 	if (draft03)
-		put_trio(b, "RateLimit-", d);
+		put_trio(b, pre, "RateLimit-", d);
 	if (ietf)
-		put_ietf(b, a);
+		put_ietf(b, pre, a);
 	if (x)
-		put_trio(b, "X-RateLimit-", d);
+		put_trio(b, pre, "X-RateLimit-", d);
+}
+
+/* The headers an answer's status asks for. */
+static void
+put_after(struct buf *b, const struct rlg_answer *a)
+{
+	switch (a->outcome) {
+	case RLG_OUT_REJECTED:
+		/* Every 429, whatever the style (none included); at least 1 s. */
+		put_str(b, "Retry-After: ");
+		put_int(b, rlg_response_seconds(retry_ms(a)));
+		put_str(b, "\r\n");
+		break;
+	case RLG_OUT_STORE_DOWN:
+		put_str(b, "Retry-After: ");
+		put_int(b, RLG_STORE_DOWN_RETRY_S);
+		put_str(b, "\r\n");
+		break;
+	case RLG_OUT_BAD_METHOD:
+		put_str(b, "Allow: GET, HEAD\r\n");
+		break;
+	default:
+		break;
+	}
+}
+
+/* The length written, or the first error (buf then holds ""). */
+static int
+finish(struct buf *b)
+{
+	if (b->err == 0 && b->used > (size_t)INT_MAX)
+		b->err = RLG_ENOSPC;
+	if (b->err != 0) {
+		b->p[0] = '\0';
+		return b->err;
+	}
+	return (int)b->used;
 }
 
 static void
@@ -433,29 +494,55 @@ put_body(struct buf *b, const struct rlg_answer *a,
 }
 
 /*
- * A FastCGI Authorizer's "yes": Status first (lighttpd drops lines before
- * it), then the state as Variable-* headers, which the web server hands
- * to the backend as environment (Variable-RateLimit-Limit becomes
- * RATELIMIT_LIMIT under lighttpd, RateLimit_Limit under Apache) and does
- * not send to the client; no body, the server serves the request itself.
- * The whole answer goes out in one write: Apache replaces a 429 whose body
- * comes in a later record with its own page.
+ * A guarding role's yes: Status first (lighttpd drops lines before it),
+ * the style's headers as a responder's 200 has them (nginx's
+ * auth_request_set and Caddy's copy_headers take them from there, Apache
+ * passes an authorizer's plain headers to the client), no body: the front
+ * serves the request itself. An authorizer's adds them again as
+ * Variable-Rlgate-NAME, and the single-policy trio as Variable-RateLimit-*:
+ * the web server does not send those, it hands them to the backend as
+ * environment (Variable-RateLimit-Limit becomes RATELIMIT_LIMIT under
+ * lighttpd, RateLimit_Limit under Apache), where lighttpd's mod_magnet
+ * can also copy them onto the answer. The whole answer goes out in one
+ * write: Apache replaces a 429 whose body comes in a later record with
+ * its own page.
  */
 static int
 format_authorized(const struct rlg_answer *a, struct buf *b)
 {
 	put_str(b, "Status: 200 OK\r\n");
-	if (has_decisions(a) && a->style != RLG_STYLE_NONE)
-		put_trio(b, "Variable-RateLimit-",
+	put_ratelimit(b, "", a);
+	if (a->role == RLG_ROLE_AUTHORIZER && has_decisions(a) &&
+	    a->style != RLG_STYLE_NONE) {
+		put_ratelimit(b, VARIABLE_HEADER, a);
+		put_trio(b, "Variable-", "RateLimit-",
 		    &a->decisions[rlg_response_pick(a->decisions, a->n)]);
-	put_str(b, "\r\n");
-	if (b->err == 0 && b->used > (size_t)INT_MAX)
-		b->err = RLG_ENOSPC;
-	if (b->err != 0) {
-		b->p[0] = '\0';
-		return b->err;
 	}
-	return (int)b->used;
+	put_str(b, "\r\n");
+	return finish(b);
+}
+
+/*
+ * An auth_request's no, for nginx, whose auth_request passes only 2xx,
+ * 401 and 403 (any other status becomes its 500): 403, with what the
+ * client is to get in headers the shipped include reads (the body is one
+ * line: rlgate's bodies have no line break).
+ */
+static int
+format_auth_request(const struct rlg_answer *a,
+    const struct outcome_text *t, bool problem, struct buf *b)
+{
+	put_str(b, "Status: 403 Forbidden\r\n" RLG_HEADER_STATUS ": ");
+	put_int(b, t->code);
+	put_str(b, "\r\n" RLG_HEADER_TYPE ": ");
+	put_str(b, problem ? "problem" : "json");
+	put_str(b, "\r\n");
+	put_ratelimit(b, "", a);
+	put_after(b, a);
+	put_str(b, RLG_HEADER_BODY ": ");
+	put_body(b, a, t, problem);
+	put_str(b, "\r\nContent-Length: 0\r\n\r\n");
+	return finish(b);
 }
 
 int
@@ -471,6 +558,7 @@ rlg_response_format(const struct rlg_answer *a, char *out, size_t len)
 	out[0] = '\0';
 	if ((size_t)a->outcome >= sizeof texts / sizeof texts[0] ||
 	    (unsigned)a->style > RLG_STYLE_NONE ||
+	    (unsigned)a->role > RLG_ROLE_OTHER ||
 	    (a->errors != RLG_ERRORS_JSON && a->errors != RLG_ERRORS_PROBLEM) ||
 	    (has_decisions(a) && a->policies == NULL))
 		return RLG_EINVAL;
@@ -478,6 +566,8 @@ rlg_response_format(const struct rlg_answer *a, char *out, size_t len)
 	problem = a->errors == RLG_ERRORS_PROBLEM && t->code >= 400;
 	if (a->outcome == RLG_OUT_AUTHORIZED)
 		return format_authorized(a, &b);
+	if (a->role == RLG_ROLE_AUTH_REQUEST)
+		return format_auth_request(a, t, problem, &b);
 
 	/* Measured first: HEAD announces the length GET would send. */
 	put_body(&body, a, t, problem);
@@ -491,37 +581,14 @@ rlg_response_format(const struct rlg_answer *a, char *out, size_t len)
 	put_str(&b, "\r\nContent-Type: ");
 	put_str(&b, problem ? PROBLEM_JSON : "application/json");
 	put_str(&b, "\r\nCache-Control: no-store\r\n");
-	put_ratelimit(&b, a);
-	switch (a->outcome) {
-	case RLG_OUT_REJECTED:
-		/* Every 429, whatever the style (none included); at least 1 s. */
-		put_str(&b, "Retry-After: ");
-		put_int(&b, rlg_response_seconds(retry_ms(a)));
-		put_str(&b, "\r\n");
-		break;
-	case RLG_OUT_STORE_DOWN:
-		put_str(&b, "Retry-After: ");
-		put_int(&b, RLG_STORE_DOWN_RETRY_S);
-		put_str(&b, "\r\n");
-		break;
-	case RLG_OUT_BAD_METHOD:
-		put_str(&b, "Allow: GET, HEAD\r\n");
-		break;
-	default:
-		break;
-	}
+	put_ratelimit(&b, "", a);
+	put_after(&b, a);
 	put_str(&b, "Content-Length: ");
 	put_int(&b, (int64_t)body.used);
 	put_str(&b, "\r\n\r\n");
 	if (!a->head)
 		put_body(&b, a, t, problem);
-	if (b.err == 0 && b.used > (size_t)INT_MAX)
-		b.err = RLG_ENOSPC;
-	if (b.err != 0) {
-		out[0] = '\0';
-		return b.err;
-	}
-	return (int)b.used;
+	return finish(&b);
 }
 
 int

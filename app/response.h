@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "limiter.h"
+#include "request.h"
 
 /* Writes len bytes; returns 0 on success, negative on failure. */
 typedef int (*rlg_write_fn)(void *ctx, const char *buf, size_t len);
@@ -28,8 +29,10 @@ enum rlg_outcome {
 	RLG_OUT_BAD_METHOD,     /* 405 with Allow */
 	RLG_OUT_BAD_REQUEST,    /* 400: a path that cannot be read */
 	RLG_OUT_STORE_DOWN,     /* 503 with Retry-After (on_error = closed) */
-	RLG_OUT_AUTHORIZED,     /* FastCGI Authorizer: 200, Variable-* headers,
-	                           no body (the web server serves the request) */
+	RLG_OUT_AUTHORIZED,     /* a guarding role's yes: 200, no body (the
+	                           front serves the request) */
+	RLG_OUT_MISCONFIGURED,  /* 500: the front asked for no role rlgate
+	                           has (RLG_FLAW_ROLE) */
 };
 
 /*
@@ -47,6 +50,7 @@ struct rlg_answer {
 	const struct rlg_policy *policies;
 	const struct rlg_decision *decisions;
 	size_t n;
+	enum rlg_role role;              /* who reads it (below); 0: the client */
 };
 
 /* The IANA problem type of the draft, for [response] errors = problem. */
@@ -67,6 +71,25 @@ struct rlg_answer {
  */
 int rlg_response_write(const struct rlg_answer *a, rlg_write_fn write,
     void *ctx);
+
+/*
+ * What each role's reader gets:
+ *   responder, forward_auth and (but for its yes) authorizer: the HTTP
+ *     answer the client gets (Caddy and Traefik send a side service's
+ *     non-2xx answer to the client as it is; a FastCGI Authorizer's too);
+ *   the yes (RLG_OUT_AUTHORIZED): 200, the style's headers, no body; an
+ *     authorizer's adds them as Variable-Rlgate-NAME (lighttpd's mod_magnet
+ *     script copies those onto the answer) and the single-policy trio as
+ *     Variable-RateLimit-* (the backend's environment);
+ *   auth_request, not admitted: 403 (nginx's auth_request passes only 2xx,
+ *     401 and 403), the real status in X-Rlgate-Status, the body in
+ *     X-Rlgate-Body on one line and its kind in X-Rlgate-Type (json or
+ *     problem), beside Retry-After and the style's headers: the shipped
+ *     nginx include answers the client with them.
+ */
+#define RLG_HEADER_STATUS  "X-Rlgate-Status"
+#define RLG_HEADER_TYPE    "X-Rlgate-Type"
+#define RLG_HEADER_BODY    "X-Rlgate-Body"
 
 /*
  * Formats the answer into buf (len bytes). Returns the number of bytes

@@ -257,6 +257,28 @@ match(const char *uri, const char *addr, const char *xff, bool authorizer)
 	return rlg_admin_match(cfg, &r);
 }
 
+/*
+ * A front's auth request from addr about uri (RLGATE_URI, the transport's
+ * own target elsewhere), role its RLGATE_ROLE (NULL: a responder's).
+ */
+static enum rlg_admin_endpoint
+front(const char *role, const char *uri, const char *addr)
+{
+	char r_role[64], r_uri[256], r_addr[64];
+	char *envp[] = { r_role, "REQUEST_METHOD=GET",
+	    "REQUEST_URI=/.rlgate/auth", r_uri, r_addr, NULL };
+	struct rlg_request r;
+
+	snprintf(r_role, sizeof r_role, "RLGATE_ROLE=%s",
+	    role != NULL ? role : "");
+	snprintf(r_uri, sizeof r_uri, "RLGATE_URI=%s", uri);
+	snprintf(r_addr, sizeof r_addr, "REMOTE_ADDR=%s", addr);
+	if (role == NULL)
+		snprintf(r_role, sizeof r_role, "X=");
+	rlg_request_parse(&r, envp, &cfg->client);
+	return rlg_admin_match(cfg, &r);
+}
+
 /* Who may ask, and for what. */
 START_TEST(test_match)
 {
@@ -304,6 +326,16 @@ START_TEST(test_match)
 	ck_assert_int_eq(match("/rlgate/metrics", "127.0.0.1", NULL, true),
 	    RLG_ADMIN_PASS);
 	ck_assert_int_eq(match("/rlgate/metrics", "10.0.0.1", NULL, true),
+	    RLG_ADMIN_NONE);
+	/* so are nginx's auth_request and Caddy's forward_auth: about the
+	 * original request, which a responder's RLGATE_URI never is */
+	ck_assert_int_eq(front("auth_request", "/rlgate/", "127.0.0.1"),
+	    RLG_ADMIN_PASS);
+	ck_assert_int_eq(front("forward_auth", "/rlgate/status", "::1"),
+	    RLG_ADMIN_PASS);
+	ck_assert_int_eq(front("forward_auth", "/rlgate/status", "10.0.0.1"),
+	    RLG_ADMIN_NONE);
+	ck_assert_int_eq(front(NULL, "/rlgate/metrics", "127.0.0.1"),
 	    RLG_ADMIN_NONE);
 	unload();
 	load("[admin]\nallow =\n[policy api]\nlimit = 5\n");

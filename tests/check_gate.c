@@ -145,6 +145,90 @@ START_TEST(test_authorizer)
 }
 END_TEST
 
+/*
+ * nginx's auth_request and Caddy's forward_auth: the original request
+ * the front describes is decided (its route, its method), the yes is
+ * AUTHORIZED in the role (the answer's form: check_response), the admin
+ * prefix passes an allowed client uncounted, a store failure follows
+ * on_error, and a role the front misnames is a 500, logged.
+ */
+START_TEST(test_front_roles)
+{
+	struct rlg_verdict v;
+	char text[512];
+
+	gate_on("[policy default]\nlimit = 2\nwindow = 60\n"
+	    "[policy search]\nlimit = 1\nwindow = 60\n"
+	    "[route search]\npath = /search\nmethods = POST\n"
+	    "policies = search\n"
+	    "[route free]\npath = /free/*\npolicies = none\n");
+	ask(&v, T1, "RLGATE_ROLE=auth_request", "REQUEST_METHOD=POST",
+	    "REQUEST_URI=/search?q=1", A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_AUTHORIZED);
+	ck_assert_int_eq(v.answer.role, RLG_ROLE_AUTH_REQUEST);
+	ck_assert_str_eq(v.route->name, "search");
+	ck_assert_str_eq(v.answer.policies[0].name, "search");
+	/* Caddy: the transport's GET, the original POST in RLGATE_METHOD */
+	ask(&v, T1, "RLGATE_ROLE=forward_auth", GET, "RLGATE_METHOD=POST",
+	    "REQUEST_URI=/search", A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	ck_assert_int_eq(v.answer.role, RLG_ROLE_FORWARD_AUTH);
+	ck_assert_str_eq(v.route->name, "search");
+	/* a GET of the same path is another route: the default policy */
+	ask(&v, T1, "RLGATE_ROLE=forward_auth", GET, "REQUEST_URI=/search",
+	    A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_AUTHORIZED);
+	ck_assert_ptr_null(v.route);
+	ask(&v, T1, "RLGATE_ROLE=auth_request", GET, "REQUEST_URI=/free/a",
+	    A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_AUTHORIZED);
+	ck_assert_uint_eq(v.answer.n, 0);
+	ask(&v, T1, "RLGATE_ROLE=auth_request", "REQUEST_METHOD=HEAD",
+	    "REQUEST_URI=/x", A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_AUTHORIZED);
+	ck_assert(v.answer.head);
+	ask(&v, T1, "RLGATE_ROLE=auth_request", GET, "REQUEST_URI=/x", A1,
+	    NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	ck_assert(!v.answer.head);
+	/* another client keeps its quota */
+	ask(&v, T1, "RLGATE_ROLE=auth_request", GET, "REQUEST_URI=/x", A2,
+	    NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_AUTHORIZED);
+	/* a role nobody has: 500, counted by no policy, logged by name */
+	log_begin();
+	ask(&v, T1, "RLGATE_ROLE=authrequest", GET, "REQUEST_URI=/x", A2,
+	    NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_MISCONFIGURED);
+	ck_assert_uint_eq(v.answer.n, 0);
+	ck_assert_int_eq(log_end("reason=bad_role header=RLGATE_ROLE"), 1);
+	ask(&v, T1, "RLGATE_ROLE=auth_request", GET, "REQUEST_URI=/x", A2,
+	    NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_AUTHORIZED);
+	ask(&v, T1, "RLGATE_ROLE=auth_request", GET, "REQUEST_URI=/x", A2,
+	    NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	gate_off();
+
+	/* the store down: closed refuses with 503, open lets it through */
+	snprintf(text, sizeof text, "[store]\npath = %s\n"
+	    "on_error = closed\n", path_in("missing/x.db"));
+	log_begin();
+	gate_on(text);
+	ask(&v, T1, "RLGATE_ROLE=auth_request", GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_STORE_DOWN);
+	gate_off();
+	snprintf(text, sizeof text, "[store]\npath = %s\n"
+	    "on_error = open\n", path_in("missing/x.db"));
+	gate_on(text);
+	ask(&v, T1, "RLGATE_ROLE=forward_auth", GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_AUTHORIZED);
+	ck_assert_uint_eq(v.answer.n, 0);
+	gate_off();
+	(void)log_end("");
+}
+END_TEST
+
 /* Routes: first match, prefixes, policies = none, GET takes HEAD, the
  * path the server serves; the route is in the verdict. */
 START_TEST(test_routes)
@@ -450,6 +534,7 @@ rlg_gate_suite(void)
 
 	tcase_add_test(tc, test_responder);
 	tcase_add_test(tc, test_authorizer);
+	tcase_add_test(tc, test_front_roles);
 	tcase_add_test(tc, test_routes);
 	tcase_add_test(tc, test_refused);
 	tcase_add_test(tc, test_dry_run_hidden);

@@ -368,6 +368,116 @@ START_TEST(test_roles)
 }
 END_TEST
 
+/*
+ * RLGATE_ROLE, set by a front's configuration (a parameter: a client's
+ * header would be HTTP_RLGATE_ROLE): nginx's auth_request and Caddy's
+ * forward_auth. The FastCGI Authorizer role wins over it; any other value
+ * is the front's mistake, refused (never a responder's request).
+ */
+START_TEST(test_front_roles)
+{
+	struct rlg_request r;
+
+	who(&r, NULL, PEER, "RLGATE_ROLE=auth_request", NULL);
+	ck_assert_int_eq(r.role, RLG_ROLE_AUTH_REQUEST);
+	ck_assert(rlg_request_guards(&r));
+	ck_assert_int_eq(r.flaw, RLG_FLAW_NONE);
+	who(&r, NULL, PEER, "FCGI_ROLE=RESPONDER", "RLGATE_ROLE=forward_auth",
+	    NULL);
+	ck_assert_int_eq(r.role, RLG_ROLE_FORWARD_AUTH);
+	ck_assert(rlg_request_guards(&r));
+	who(&r, NULL, PEER, "FCGI_ROLE=AUTHORIZER", "RLGATE_ROLE=forward_auth",
+	    NULL);
+	ck_assert_int_eq(r.role, RLG_ROLE_AUTHORIZER);
+	who(&r, NULL, PEER, "HTTP_RLGATE_ROLE=auth_request", NULL);
+	ck_assert_int_eq(r.role, RLG_ROLE_RESPONDER);
+	ck_assert(!rlg_request_guards(&r));
+	who(&r, NULL, PEER, "RLGATE_ROLE=Auth_Request", NULL);
+	ck_assert_int_eq(r.role, RLG_ROLE_OTHER);
+	ck_assert_int_eq(r.flaw, RLG_FLAW_ROLE);
+	ck_assert_str_eq(r.flaw_about, "RLGATE_ROLE");
+	ck_assert_str_eq(rlg_flaw_name(r.flaw), "bad_role");
+	who(&r, NULL, PEER, "RLGATE_ROLE=", NULL);
+	ck_assert_int_eq(r.flaw, RLG_FLAW_ROLE);
+}
+END_TEST
+
+/*
+ * The original request in the front's roles: RLGATE_METHOD and RLGATE_URI
+ * when the front sets them, else REQUEST_METHOD and REQUEST_URI (nginx's
+ * $request_method and $request_uri are the original's); X-Forwarded-Method
+ * and X-Forwarded-Uri only in forward_auth and only from a trusted peer.
+ * Whether the answer is headers only is the request rlgate answers.
+ */
+START_TEST(test_described_request)
+{
+	char *caddy[] = { "REMOTE_ADDR=198.51.100.7", "RLGATE_ROLE=forward_auth",
+	    "REQUEST_METHOD=GET", "REQUEST_URI=/api/search?q=1",
+	    "RLGATE_METHOD=POST", "HTTP_X_FORWARDED_METHOD=DELETE",
+	    "HTTP_X_FORWARDED_URI=/free", NULL };
+	char *nginx[] = { "REMOTE_ADDR=198.51.100.7", "RLGATE_ROLE=auth_request",
+	    "REQUEST_METHOD=HEAD", "REQUEST_URI=/api/a%62c/../x?q=1",
+	    "HTTP_X_FORWARDED_METHOD=DELETE", "HTTP_X_FORWARDED_URI=/free",
+	    NULL };
+	char *traefik[] = { "REMOTE_ADDR=10.1.2.3", "RLGATE_ROLE=forward_auth",
+	    "REQUEST_METHOD=GET", "REQUEST_URI=/auth",
+	    "HTTP_X_FORWARDED_METHOD=PUT", "HTTP_X_FORWARDED_URI=/api/v1/x?y",
+	    "HTTP_X_FORWARDED_FOR=203.0.113.9", NULL };
+	char *forged[] = { "REMOTE_ADDR=198.51.100.7",
+	    "RLGATE_ROLE=forward_auth", "REQUEST_METHOD=GET",
+	    "REQUEST_URI=/api/x", "HTTP_X_FORWARDED_METHOD=PUT",
+	    "HTTP_X_FORWARDED_URI=/free", NULL };
+	char *twice[] = { "REMOTE_ADDR=10.1.2.3", "RLGATE_ROLE=forward_auth",
+	    "REQUEST_METHOD=GET", "REQUEST_URI=/auth",
+	    "HTTP_X_FORWARDED_URI=/api/x", "HTTP_X_FORWARDED_URI=/free", NULL };
+	char *twice_m[] = { "REMOTE_ADDR=10.1.2.3", "RLGATE_ROLE=forward_auth",
+	    "REQUEST_METHOD=GET", "REQUEST_URI=/auth",
+	    "HTTP_X_FORWARDED_METHOD=GET", "HTTP_X_FORWARDED_METHOD=POST",
+	    "HTTP_X_FORWARDED_URI=/api/x", NULL };
+	char *responder[] = { "REMOTE_ADDR=10.1.2.3", "REQUEST_METHOD=GET",
+	    "REQUEST_URI=/api/x", "RLGATE_METHOD=POST", "RLGATE_URI=/free",
+	    "HTTP_X_FORWARDED_URI=/free", NULL };
+	struct rlg_request r;
+
+	rlg_request_parse(&r, caddy, cc());
+	ck_assert_str_eq(r.method_name, "POST");
+	ck_assert_str_eq(r.path, "/api/search");
+	ck_assert(!r.head);
+	ck_assert_str_eq(r.client, "198.51.100.7");
+
+	rlg_request_parse(&r, nginx, cc());
+	ck_assert_str_eq(r.method_name, "HEAD");
+	ck_assert_int_eq(r.method, RLG_METHOD_HEAD);
+	ck_assert(r.head);
+	ck_assert_str_eq(r.path, "/api/x");
+	ck_assert_int_eq(r.flaw, RLG_FLAW_NONE);
+
+	rlg_request_parse(&r, traefik, cc());
+	ck_assert_str_eq(r.method_name, "PUT");
+	ck_assert_str_eq(r.path, "/api/v1/x");
+	ck_assert_str_eq(r.client, "203.0.113.9");
+	ck_assert(!r.head);
+
+	/* The same headers from a client are not believed. */
+	rlg_request_parse(&r, forged, cc());
+	ck_assert_str_eq(r.method_name, "GET");
+	ck_assert_str_eq(r.path, "/api/x");
+	ck_assert_str_eq(r.client, "198.51.100.7");
+
+	rlg_request_parse(&r, twice, cc());
+	ck_assert_int_eq(r.flaw, RLG_FLAW_DUPLICATE);
+	ck_assert_str_eq(r.flaw_about, "X-Forwarded-Uri");
+	rlg_request_parse(&r, twice_m, cc());
+	ck_assert_int_eq(r.flaw, RLG_FLAW_DUPLICATE);
+	ck_assert_str_eq(r.flaw_about, "X-Forwarded-Method");
+
+	/* A responder reads its own request only. */
+	rlg_request_parse(&r, responder, cc());
+	ck_assert_str_eq(r.method_name, "GET");
+	ck_assert_str_eq(r.path, "/api/x");
+}
+END_TEST
+
 START_TEST(test_xff_walk)
 {
 	const struct rlg_client_config *c = cc();
@@ -872,6 +982,8 @@ rlg_request_suite(void)
 	tcase_add_test(core, test_script_name_fallback);
 	tcase_add_test(core, test_client_keys);
 	tcase_add_test(core, test_roles);
+	tcase_add_test(core, test_front_roles);
+	tcase_add_test(proxy, test_described_request);
 	tcase_add_test(proxy, test_xff_walk);
 	tcase_add_test(proxy, test_forwarded_walk);
 	tcase_add_test(proxy, test_forwarded_header_choice);

@@ -170,7 +170,7 @@ static struct rlg_answer
 draft03(enum rlg_outcome o, const struct rlg_decision *d, bool head)
 {
 	struct rlg_answer a = { o, head, RLG_STYLE_DRAFT03, RLG_ERRORS_JSON,
-	    pol, d, d != NULL ? 1 : 0 };
+	    pol, d, d != NULL ? 1 : 0, RLG_ROLE_RESPONDER };
 
 	return a;
 }
@@ -336,7 +336,7 @@ check_scenario(enum rlg_header_style style, enum rlg_error_format errors,
 	static struct parsed p;
 	static char get_body[RLG_RESPONSE_MAX + 1];
 	struct rlg_answer a = { sc->outcome, false, style, errors,
-	    sc->d != NULL ? pol : NULL, sc->d, sc->n };
+	    sc->d != NULL ? pol : NULL, sc->d, sc->n, RLG_ROLE_RESPONDER };
 	bool has = sc->n > 0;
 	bool want_draft03 = has && (style == RLG_STYLE_DRAFT03 ||
 	    style == RLG_STYLE_ALL);
@@ -556,18 +556,33 @@ START_TEST(test_200)
 }
 END_TEST
 
-/* The FastCGI Authorizer's yes: Status first, Variable-* only, no body. */
+/*
+ * The FastCGI Authorizer's yes: Status first, the style's headers (Apache
+ * passes them to the client), then as Variable-Rlgate-* (lighttpd's
+ * mod_magnet script) and the trio as Variable-RateLimit-* (the backend's
+ * environment); no body.
+ */
 START_TEST(test_authorized)
 {
 	struct rlg_decision d = { true, 5, 4, 45000, 0 };
 	struct rlg_answer a = draft03(RLG_OUT_AUTHORIZED, &d, false);
 
+	a.role = RLG_ROLE_AUTHORIZER;
 	ck_assert_str_eq(answer(&a),
 	    "Status: 200 OK\r\n"
+	    "RateLimit-Limit: 5\r\n"
+	    "RateLimit-Remaining: 4\r\n"
+	    "RateLimit-Reset: 45\r\n"
+	    "Variable-Rlgate-RateLimit-Limit: 5\r\n"
+	    "Variable-Rlgate-RateLimit-Remaining: 4\r\n"
+	    "Variable-Rlgate-RateLimit-Reset: 45\r\n"
 	    "Variable-RateLimit-Limit: 5\r\n"
 	    "Variable-RateLimit-Remaining: 4\r\n"
 	    "Variable-RateLimit-Reset: 45\r\n"
 	    "\r\n");
+	a.style = RLG_STYLE_NONE;
+	ck_assert_str_eq(answer(&a), "Status: 200 OK\r\n\r\n");
+	a.style = RLG_STYLE_DRAFT03;
 	a.decisions = NULL;
 	a.n = 0;
 	ck_assert_str_eq(answer(&a), "Status: 200 OK\r\n\r\n");
@@ -576,8 +591,104 @@ START_TEST(test_authorized)
 	d.remaining = 0;
 	d.retry_ms = 3000;
 	a = draft03(RLG_OUT_REJECTED, &d, false);
+	a.role = RLG_ROLE_AUTHORIZER;
 	ck_assert(strncmp(answer(&a), "Status: 429 Too Many Requests\r\n",
 	    31) == 0);
+}
+END_TEST
+
+/* The ietf headers of an authorizer's yes, as Variable-Rlgate-* too. */
+START_TEST(test_authorized_ietf)
+{
+	struct rlg_policy one = { .name = "api" };
+	struct rlg_decision d = { true, 5, 4, 45000, 0 };
+	struct rlg_answer a = { RLG_OUT_AUTHORIZED, false, RLG_STYLE_IETF,
+	    RLG_ERRORS_JSON, &one, &d, 1, RLG_ROLE_AUTHORIZER };
+
+	one.lim.limit = 5;
+	one.lim.window_ms = 60000;
+	ck_assert_str_eq(answer(&a),
+	    "Status: 200 OK\r\n"
+	    "RateLimit-Policy: \"api\";q=5;w=60\r\n"
+	    "RateLimit: \"api\";r=4;t=45\r\n"
+	    "Variable-Rlgate-RateLimit-Policy: \"api\";q=5;w=60\r\n"
+	    "Variable-Rlgate-RateLimit: \"api\";r=4;t=45\r\n"
+	    "Variable-RateLimit-Limit: 5\r\n"
+	    "Variable-RateLimit-Remaining: 4\r\n"
+	    "Variable-RateLimit-Reset: 45\r\n"
+	    "\r\n");
+}
+END_TEST
+
+/*
+ * nginx's auth_request and Caddy's forward_auth: the yes is a 200 with the
+ * style's headers and no body; nginx's no is a 403 carrying the real
+ * answer in X-Rlgate-* headers, Caddy's the real answer.
+ */
+START_TEST(test_auth_request_roles)
+{
+	struct rlg_decision d = { true, 5, 4, 45000, 0 };
+	struct rlg_answer a = draft03(RLG_OUT_AUTHORIZED, &d, false);
+	const char *yes =
+	    "Status: 200 OK\r\n"
+	    "RateLimit-Limit: 5\r\n"
+	    "RateLimit-Remaining: 4\r\n"
+	    "RateLimit-Reset: 45\r\n"
+	    "\r\n";
+	struct parsed p;
+
+	a.role = RLG_ROLE_AUTH_REQUEST;
+	ck_assert_str_eq(answer(&a), yes);
+	a.role = RLG_ROLE_FORWARD_AUTH;
+	ck_assert_str_eq(answer(&a), yes);
+
+	d = (struct rlg_decision){ false, 5, 0, 11200, 11200 };
+	a = draft03(RLG_OUT_REJECTED, &d, false);
+	a.role = RLG_ROLE_AUTH_REQUEST;
+	ck_assert_str_eq(answer(&a),
+	    "Status: 403 Forbidden\r\n"
+	    "X-Rlgate-Status: 429\r\n"
+	    "X-Rlgate-Type: json\r\n"
+	    "RateLimit-Limit: 5\r\n"
+	    "RateLimit-Remaining: 0\r\n"
+	    "RateLimit-Reset: 12\r\n"
+	    "Retry-After: 12\r\n"
+	    "X-Rlgate-Body: {\"error\":{\"code\":429,\"message\":\"Too Many Requests. Rate limit exceeded.\"}}\r\n"
+	    "Content-Length: 0\r\n"
+	    "\r\n");
+	/* HEAD changes nothing: nginx sends or drops the body itself. */
+	a.head = true;
+	parse_answer(answer(&a), &p);
+	ck_assert_int_eq(p.status, 403);
+	ck_assert(strstr(header(&p, "X-Rlgate-Body"), "429") != NULL);
+	a.head = false;
+	a.errors = RLG_ERRORS_PROBLEM;
+	parse_answer(answer(&a), &p);
+	ck_assert_str_eq(header(&p, "X-Rlgate-Type"), "problem");
+	ck_assert(json_valid(header(&p, "X-Rlgate-Body")));
+	ck_assert(strstr(header(&p, "X-Rlgate-Body"), "quota-exceeded") !=
+	    NULL);
+	/* The store down (on_error = closed): 503 and its Retry-After. */
+	a = draft03(RLG_OUT_STORE_DOWN, NULL, false);
+	a.role = RLG_ROLE_AUTH_REQUEST;
+	parse_answer(answer(&a), &p);
+	ck_assert_int_eq(p.status, 403);
+	ck_assert_str_eq(header(&p, "X-Rlgate-Status"), "503");
+	ck_assert_str_eq(header(&p, "Retry-After"), "1");
+	ck_assert(json_valid(header(&p, "X-Rlgate-Body")));
+	/* Caddy's and Traefik's no is the answer the client gets. */
+	a.role = RLG_ROLE_FORWARD_AUTH;
+	parse_answer(answer(&a), &p);
+	ck_assert_int_eq(p.status, 503);
+	ck_assert(header(&p, "X-Rlgate-Status") == NULL);
+	ck_assert_str_eq(header(&p, "Retry-After"), "1");
+	a = draft03(RLG_OUT_MISCONFIGURED, NULL, false);
+	parse_answer(answer(&a), &p);
+	ck_assert_int_eq(p.status, 500);
+	ck_assert_int_eq(rlg_response_code(RLG_OUT_MISCONFIGURED), 500);
+	a.role = (enum rlg_role)(RLG_ROLE_OTHER + 1);
+	ck_assert_int_eq(rlg_response_format(&a, (char[64]){ 0 }, 64),
+	    RLG_EINVAL);
 }
 END_TEST
 
@@ -603,7 +714,7 @@ END_TEST
 START_TEST(test_all_200_exact)
 {
 	struct rlg_answer a = { RLG_OUT_ADMITTED, false, RLG_STYLE_ALL,
-	    RLG_ERRORS_PROBLEM, pol, d_ok, 3 };
+	    RLG_ERRORS_PROBLEM, pol, d_ok, 3, RLG_ROLE_RESPONDER };
 
 	ck_assert_str_eq(answer(&a),
 	    "Status: 200 OK\r\n"
@@ -629,7 +740,7 @@ END_TEST
 START_TEST(test_all_429_exact)
 {
 	struct rlg_answer a = { RLG_OUT_REJECTED, false, RLG_STYLE_ALL,
-	    RLG_ERRORS_PROBLEM, pol, d_429, 3 };
+	    RLG_ERRORS_PROBLEM, pol, d_429, 3, RLG_ROLE_RESPONDER };
 
 	ck_assert_str_eq(answer(&a),
 	    "Status: 429 Too Many Requests\r\n"
@@ -708,7 +819,7 @@ END_TEST
 START_TEST(test_problem_bodies)
 {
 	struct rlg_answer a = { RLG_OUT_REJECTED, false, RLG_STYLE_NONE,
-	    RLG_ERRORS_PROBLEM, pol, d_429, 3 };
+	    RLG_ERRORS_PROBLEM, pol, d_429, 3, RLG_ROLE_RESPONDER };
 	const char *out = answer(&a);
 
 	/* style none: no rate-limit header, but Retry-After and the body. */
@@ -963,7 +1074,7 @@ START_TEST(test_retry_covers_every_reset)
 		{ false, 10, 0, 4000, 4000 },
 	};
 	struct rlg_answer a = { RLG_OUT_REJECTED, false, RLG_STYLE_ALL,
-	    RLG_ERRORS_JSON, pol, d, 2 };
+	    RLG_ERRORS_JSON, pol, d, 2, RLG_ROLE_RESPONDER };
 	const char *out = answer(&a);
 
 	ck_assert_ptr_nonnull(strstr(out, "Retry-After: 9\r\n"));
@@ -981,7 +1092,7 @@ START_TEST(test_32_policies_fit)
 	static char buf[RLG_RESPONSE_MAX];
 	static struct parsed p;
 	struct rlg_answer a = { RLG_OUT_REJECTED, false, RLG_STYLE_ALL,
-	    RLG_ERRORS_PROBLEM, many, dec, NAMES_MAX };
+	    RLG_ERRORS_PROBLEM, many, dec, NAMES_MAX, RLG_ROLE_RESPONDER };
 	int64_t window_ms = RLG_WINDOW_S_MAX * 1000, t;
 	char prefix[16];
 	size_t i;
@@ -1021,7 +1132,7 @@ START_TEST(test_small_buffer_and_failing_writer)
 {
 	static char full[RLG_RESPONSE_MAX], small[RLG_RESPONSE_MAX];
 	struct rlg_answer a = { RLG_OUT_REJECTED, false, RLG_STYLE_ALL,
-	    RLG_ERRORS_PROBLEM, pol, d_429, 3 };
+	    RLG_ERRORS_PROBLEM, pol, d_429, 3, RLG_ROLE_RESPONDER };
 	int n, len;
 
 	n = rlg_response_format(&a, full, sizeof full);
@@ -1074,7 +1185,7 @@ START_TEST(test_names_escaped)
 	static struct sf_item it[4];
 	static struct parsed p;
 	struct rlg_answer a = { RLG_OUT_REJECTED, false, RLG_STYLE_IETF,
-	    RLG_ERRORS_PROBLEM, odd, d, 1 };
+	    RLG_ERRORS_PROBLEM, odd, d, 1, RLG_ROLE_RESPONDER };
 	struct sink s;
 	const char *f;
 	size_t n;
@@ -1117,6 +1228,8 @@ rlg_response_suite(void)
 
 	tcase_add_test(core, test_200);
 	tcase_add_test(core, test_authorized);
+	tcase_add_test(core, test_authorized_ietf);
+	tcase_add_test(core, test_auth_request_roles);
 	tcase_add_test(core, test_429);
 	tcase_add_test(core, test_all_200_exact);
 	tcase_add_test(core, test_all_429_exact);

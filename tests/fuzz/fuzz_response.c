@@ -5,8 +5,9 @@
  * a flag that drops the policies, n (0..RLG_POLICIES_MAX), then per
  * decision its admitted flag and limit, remaining, reset_ms and retry_ms
  * as arbitrary int64, and per policy a name of 1 to 64 bytes mapped onto
- * [A-Za-z0-9_.-] (all a config allows). A small value of the outcome,
- * style and error format fields is out of range on purpose.
+ * [A-Za-z0-9_.-] (all a config allows), then the role (who reads the
+ * answer). A small value of the outcome, style, error format and role
+ * fields is out of range on purpose.
  *
  * The answer is formatted into an RLG_RESPONSE_MAX buffer and a small one.
  * Beyond the sanitizers, it checks that RLG_EINVAL comes exactly for the
@@ -15,7 +16,8 @@
  * a formatted answer starts with "Status: ", has header lines that end in
  * CRLF and hold no other CR or LF, a blank line after the headers and a
  * Content-Length equal to the length of the body (that GET would send, for
- * HEAD, whose body is empty); the Authorizer's answer has no body.
+ * HEAD, whose body is empty); a guarding role's yes has no body, nor
+ * has nginx's no (403 with the body in its X-Rlgate-Body header).
  *
  * Build with ./configure CC=clang --enable-fuzzing; run scripts/fuzz.sh.
  */
@@ -102,6 +104,13 @@ check_answer(const struct rlg_answer *a, const char *out, int len)
 			abort();
 		return;
 	}
+	if (a->role == RLG_ROLE_AUTH_REQUEST) {
+		if (cl == NULL || strncmp(cl, "0\r", 2) != 0 || bodylen != 0 ||
+		    strncmp(out, "Status: 403 ", 12) != 0 ||
+		    strstr(out, "\r\nX-Rlgate-Body: ") == NULL)
+			abort();
+		return;
+	}
 	if (cl == NULL)
 		abort();
 	if (a->head) {
@@ -147,8 +156,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&a, 0, sizeof a);
 	memset(policies, 0, sizeof policies);
 	memset(decisions, 0, sizeof decisions);
-	/* 0..7 and 0..6 and 0..2: one past each range, to hit RLG_EINVAL. */
-	a.outcome = (enum rlg_outcome)(take8(&in) % 8);
+	/* 0..8, 0..6, 0..2, 0..5: one past each range, to hit RLG_EINVAL. */
+	a.outcome = (enum rlg_outcome)(take8(&in) % 9);
 	a.style = (enum rlg_header_style)(take8(&in) % 6);
 	a.errors = (enum rlg_error_format)(take8(&in) % 3);
 	b = take8(&in);
@@ -176,8 +185,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	a.decisions = decisions;
 	a.policies = no_policies ? NULL : policies;
+	a.role = (enum rlg_role)(take8(&in) % 6);
 
-	invalid = (unsigned)a.outcome > RLG_OUT_AUTHORIZED ||
+	invalid = (unsigned)a.outcome > RLG_OUT_MISCONFIGURED ||
+	    (unsigned)a.role > RLG_ROLE_OTHER ||
 	    (unsigned)a.style > RLG_STYLE_NONE ||
 	    (unsigned)a.errors > RLG_ERRORS_PROBLEM ||
 	    (a.n > 0 && a.policies == NULL);
