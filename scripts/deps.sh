@@ -26,12 +26,14 @@ test_pkgs=(
 	check                                          # the unit tests
 	clang                                          # the fuzzers
 	apache2                                        # Apache in front (the tests)
+	lighttpd-modules-lua                           # mod_magnet: headers on an authorizer's 200 (tests/integration/authorizer.sh)
+	caddy                                          # Caddy's forward_auth in front (tests/integration/caddy_auth.sh)
 	gnuplot-nox                                    # the boundary-burst picture
 	groff-base                                     # the man pages checked (tests/integration/docs.sh)
 	valgrind                                       # memcheck over one integration run
 	libcurl4-openssl-dev                           # the load generator (tests/loadgen.c)
 	cppcheck clang-tidy                            # static analysis (scripts/lint.sh)
-	wrk nginx-light                                # the benchmarks (make bench-e2e)
+	wrk nginx-light                                # nginx's auth_request in front (tests/integration/nginx_auth.sh), the benchmarks
 	redis-server redis-tools                       # the Redis store's tests (their own servers)
 	prometheus                                     # Prometheus and promtool (tests/integration/prometheus.sh)
 	jq                                             # Prometheus' JSON answers read (the same)

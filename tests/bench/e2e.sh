@@ -342,7 +342,6 @@ REDIS_RAN=
 run_one() {
 	local scen=$1 kind=$2 pair=$3 server algo skind tsel keepconn threads
 	local sock url what p rss db=0 wal=0 store
-	local -a spid=()
 	server=$(scen_field "$scen" 2)
 	algo=$(scen_field "$scen" 3)
 	skind=$(scen_field "$scen" 4)
@@ -377,15 +376,7 @@ run_one() {
 	# the web server
 	start_server "$server" "$sock" "$keepconn" "$what"
 	backends_alive "$what" "exited at start"
-	if [ "$server" = nginx ]; then
-		# the master's workers (by parent pid), once they are up
-		for _ in $(seq 1 100); do
-			mapfile -t spid < <(pgrep -P "$SERVER_PID")
-			[ ${#spid[@]} -ge "$BENCH_NGINX_WORKERS" ] && break
-			sleep 0.02
-		done
-		SERVER_PIDS+=("${spid[@]}")
-	fi
+	[ "$server" = nginx ] && add_nginx_workers
 
 	url=http://127.0.0.1:$port$URL_PATH
 	if [ "$kind" = rlgate ] && [ "$skind" = rejected ]; then

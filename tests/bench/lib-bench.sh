@@ -370,6 +370,18 @@ start_server() {
 	die "$what: $server did not listen on 127.0.0.1:$port: $(tail -3 "$RUN/server.out"; tail -3 "$RUN"/*error.log 2>/dev/null)"
 }
 
+# add_nginx_workers: adds the workers of the nginx master SERVER_PID (by
+# parent pid, once BENCH_NGINX_WORKERS are up) to SERVER_PIDS.
+add_nginx_workers() {
+	local spid=() _
+	for _ in $(seq 1 100); do
+		mapfile -t spid < <(pgrep -P "$SERVER_PID")
+		[ ${#spid[@]} -ge "$BENCH_NGINX_WORKERS" ] && break
+		sleep 0.02
+	done
+	SERVER_PIDS+=("${spid[@]}")
+}
+
 # check_answer URL BACKEND EXPECT WHAT [CURL_ARGS...]: one curl; dies
 # unless the status is EXPECT and the answer comes from BACKEND (rlgate:
 # a RateLimit-Limit header, and a Retry-After on a 429; any other, noop's

@@ -1,0 +1,429 @@
+#!/usr/bin/env bash
+# nginx_auth.sh: rlgate guarding nginx locations through auth_request, with
+# the shipped www/nginx/rlgate.conf (server level) and www/nginx/guard.conf
+# (in each guarded location), on a real nginx and rlgate under spawn-fcgi
+# (2 processes x 2 threads, unix socket). Guarded: a static directory and a
+# proxy_pass to an HTTP backend (a second server block of the same nginx).
+# Checks: the backend's content with the RateLimit headers before the
+# limit; after it 429 with Retry-After, the headers, Cache-Control, the
+# JSON body and its type (problem+json with [response] errors = problem);
+# another client keeps its quota; the backend's and nginx's own 403 stay
+# 403s; headers forged by the client change nothing; routes (policies =
+# none not counted, a route's own policy counted apart); a store failure:
+# 503 with Retry-After (closed) or the content (open); an exact count under
+# parallel load; a bad RLGATE_ROLE: 500 and reason=bad_role; rlgate down:
+# nginx's 500; and nginx never logs "auth request unexpected status" for
+# rlgate's own refusals.
+: "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
+# shellcheck source=tests/integration/lib.sh
+. "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
+
+NGINX_BIN=${NGINX_BIN:-$(command -v nginx 2>/dev/null || echo /usr/sbin/nginx)}
+[ -x "$NGINX_BIN" ] || skip_all "nginx not installed"
+"$NGINX_BIN" -V 2>&1 | grep -q -- --with-http_auth_request_module ||
+	skip_all "this nginx has no auth_request module"
+
+setup_test spawn-fcgi curl xargs
+
+make_rundir
+
+LIMIT=5
+# a day: the fixed windows are aligned on multiples of it (UTC midnight),
+# so the test practically never straddles two
+WINDOW=86400
+OWN_LIMIT=2
+LOAD_LIMIT=50
+LOAD_REQUESTS=200
+
+# ---- the sites ------------------------------------------------------------------
+
+H=$T/htdocs
+mkdir -p "$H/static/free" "$H/static/own" "$H/static/load" "$T/backend/app" "$T/nginx-tmp"
+echo 'hello from the static directory' >"$H/static/hello.txt"
+echo 'free file' >"$H/static/free/a.txt"
+echo 'own file' >"$H/static/own/a.txt"
+echo 'load file' >"$H/static/load/a.txt"
+echo 'secret' >"$H/static/secret.txt"
+echo 'hello from the backend' >"$T/backend/app/hello.txt"
+chmod -R a+rX "$H" "$T/backend"
+# nginx's workers (nobody when started as root, else our own user) may not
+# read it: nginx's own 403
+chmod 000 "$H/static/secret.txt"
+
+STATIC_BODY='hello from the static directory'
+APP_BODY='hello from the backend'
+
+# ---- rlgate's configs ---------------------------------------------------------------
+
+# rl_conf NAME DB ON_ERROR ERRORS [STYLE]: $T/NAME.conf on database DB.
+rl_conf() {
+	cat >"$T/$1.conf" <<EOF
+; written by $(basename "$0")
+[store]
+path = $2
+on_error = $3
+busy_timeout_ms = 200
+
+[headers]
+style = ${5:-draft03}
+
+[response]
+errors = $4
+
+[policy default]
+algorithm = fixed_window
+limit = $LIMIT
+window = $WINDOW
+key = ip
+
+[policy own]
+algorithm = fixed_window
+limit = $OWN_LIMIT
+window = $WINDOW
+key = ip
+
+[policy load]
+algorithm = fixed_window
+limit = $LOAD_LIMIT
+window = $WINDOW
+key = ip
+
+[route free]
+path = /static/free/*
+policies = none
+
+[route own]
+path = /static/own/*
+policies = own
+
+[route load]
+path = /static/load/*
+policies = load
+EOF
+}
+rl_conf main "$T/main.db" closed json
+rl_conf problem "$T/problem.db" closed problem all
+# the store's directory does not exist: every request is a store failure
+rl_conf closed "$T/missing/closed.db" closed json
+rl_conf open "$T/missing/open.db" open json
+
+# ---- nginx ---------------------------------------------------------------------------
+
+PORT=$(free_port) || bail_out "no free port"
+BPORT=$(free_port) || bail_out "no free port"
+[ "$PORT" != "$BPORT" ] || BPORT=$(free_port) || bail_out "no free port"
+N=$T/nginx.conf
+cat >"$N" <<EOF
+# written by $(basename "$0")
+daemon off;
+master_process on;
+worker_processes 2;
+pid $T/nginx.pid;
+error_log $T/nginx-error.log info;
+events {
+    worker_connections 512;
+}
+http {
+    access_log $T/nginx-access.log;
+    client_body_temp_path $T/nginx-tmp/body;
+    proxy_temp_path $T/nginx-tmp/proxy;
+    fastcgi_temp_path $T/nginx-tmp/fastcgi;
+    uwsgi_temp_path $T/nginx-tmp/uwsgi;
+    scgi_temp_path $T/nginx-tmp/scgi;
+    default_type text/plain;
+
+    upstream rlgate {
+        server unix:$sock;
+    }
+
+    # the HTTP backend
+    server {
+        listen 127.0.0.1:$BPORT;
+        root $T/backend;
+        location = /app/forbidden {
+            return 403 "the backend says no\n";
+        }
+    }
+
+    # the front
+    server {
+        listen 127.0.0.1:$PORT;
+        root $H;
+        include $RLGATE_SRCDIR/www/nginx/rlgate.conf;
+
+        location /static/ {
+            include $RLGATE_SRCDIR/www/nginx/guard.conf;
+        }
+        location /app/ {
+            include $RLGATE_SRCDIR/www/nginx/guard.conf;
+            proxy_pass http://127.0.0.1:$BPORT;
+        }
+        location /open/ {
+            alias $H/static/;
+        }
+
+        # a bad RLGATE_ROLE
+        location /bogus/ {
+            auth_request /.rlgate/bogus;
+            alias $H/static/;
+        }
+        location = /.rlgate/bogus {
+            internal;
+            fastcgi_pass rlgate;
+            fastcgi_pass_request_body off;
+            fastcgi_param RLGATE_ROLE    bogus;
+            fastcgi_param REQUEST_METHOD \$request_method;
+            fastcgi_param REQUEST_URI    \$request_uri;
+            fastcgi_param REMOTE_ADDR    \$remote_addr;
+            fastcgi_param CONTENT_LENGTH "";
+        }
+    }
+}
+EOF
+"$NGINX_BIN" -t -q -p "$T" -e "$T/nginx-error.log" -c "$N" >"$T/nginx.out" 2>&1 ||
+	bail_out "nginx rejects its config: $(head -5 "$T/nginx.out")"
+"$NGINX_BIN" -p "$T" -e "$T/nginx-error.log" -c "$N" </dev/null >>"$T/nginx.out" 2>&1 &
+NGINX_PID=$!
+track_pid "$NGINX_PID"
+wait_for_port "$PORT" 10 "$NGINX_PID" ||
+	bail_out "nginx did not listen on $PORT: $(tail -5 "$T/nginx-error.log")"
+wait_for_port "$BPORT" 10 "$NGINX_PID" ||
+	bail_out "nginx did not listen on $BPORT: $(tail -5 "$T/nginx-error.log")"
+base="http://127.0.0.1:$PORT"
+ok_static="$base/static/hello.txt"
+ok_app="$base/app/hello.txt"
+
+# no_unexpected WHEN: nginx's error log has no "auth request unexpected
+# status" line (rlgate's refusals all reach nginx as 403)
+no_unexpected() {
+	is "$(grep -c 'auth request unexpected status' "$T/nginx-error.log")" 0 \
+	    "$1: no \"auth request unexpected status\" in nginx's error log" \
+	    "$(grep 'auth request unexpected status' "$T/nginx-error.log" | head -3)"
+}
+
+# check_rl_429 LIMIT WHAT: the last answer is rlgate's 429 through nginx.
+check_rl_429() {
+	is "$STATUS" 429 "$2: 429"
+	is "$(header Content-Type)" application/json "$2: Content-Type: application/json"
+	between "$(header Retry-After)" 1 $WINDOW "$2: Retry-After in 1..$WINDOW"
+	is "$(header RateLimit-Limit)" "$1" "$2: RateLimit-Limit $1"
+	is "$(header RateLimit-Remaining)" 0 "$2: RateLimit-Remaining 0"
+	between "$(header RateLimit-Reset)" 1 $WINDOW "$2: RateLimit-Reset in 1..$WINDOW"
+	is "$(header Cache-Control)" no-store "$2: Cache-Control: no-store"
+	is "$BODY" "$BODY_429" "$2: the JSON body"
+}
+
+# remaining_seq N URL [CURL_ARGS...]: N requests; "STATUS:Remaining ...".
+remaining_seq() {
+	local n=$1 url=$2
+	shift 2
+	seq_codes "$n" "$@" "$url"
+}
+
+# expected_seq LIMIT N: "200:LIMIT-1 ... 200:0" for the first N <= LIMIT.
+expected_seq() {
+	local i out=
+	for i in $(seq 1 "$2"); do
+		out="$out 200:$(($1 - i))"
+	done
+	printf '%s' "${out# }"
+}
+
+# switch_rlgate NAME ROOM_S: as lib.sh's restart_rlgate, without
+# --check-config (which refuses the store failure's missing directory:
+# that is the point of those configs).
+switch_rlgate() {
+	[ -n "$CUR" ] && stop_rlgate_fcgi "$CUR"
+	rm -f "$sock"
+	start_rlgate_fcgi "$1" "$sock" "$T/$1.conf" 2 --threads 2
+	CUR=$1
+	ensure_window_room "$WINDOW" "$2"
+}
+
+check_conf main
+check_conf problem
+restart_rlgate main 30
+
+# ============================================================================
+# the static directory, one client (127.0.0.2)
+for i in $(seq 1 $LIMIT); do
+	keep "s$i" --interface 127.0.0.2 "$ok_static"
+done
+keep s6 --interface 127.0.0.2 "$ok_static"
+for i in $(seq 1 $LIMIT); do
+	recall "s$i"
+	is "$STATUS:$BODY" "200:$STATIC_BODY" "static, request $i: 200 and the file"
+	is "$(header RateLimit-Limit)" $LIMIT "static, request $i: RateLimit-Limit $LIMIT"
+	is "$(header RateLimit-Remaining)" $((LIMIT - i)) "static, request $i: RateLimit-Remaining $((LIMIT - i))"
+	between "$(header RateLimit-Reset)" 1 $WINDOW "static, request $i: RateLimit-Reset in 1..$WINDOW"
+done
+recall s1
+is "$(header Content-Type)" text/plain "static 200: the file's Content-Type"
+has_header Retry-After
+ok $((! $?)) "static 200: no Retry-After"
+has_header X-Rlgate-Status
+ok $((! $?)) "static 200: no X-Rlgate-Status leaks to the client"
+recall s6
+check_rl_429 $LIMIT "static, request $((LIMIT + 1))"
+has_header X-Rlgate-Body
+ok $((! $?)) "static 429: no X-Rlgate-* header leaks to the client"
+hreq --interface 127.0.0.2 "$ok_static"
+is "$STATUS" 429 "static, HEAD over the limit: 429"
+between "$(header Retry-After)" 1 $WINDOW "static, HEAD 429: Retry-After"
+req --interface 127.0.0.2 "$base/open/hello.txt"
+is "$STATUS:$BODY" "200:$STATIC_BODY" "an unguarded location still serves the client"
+has_header RateLimit-Limit
+ok $((! $?)) "... without rate-limit headers"
+
+# another client keeps its quota
+req --interface 127.0.0.3 "$ok_static"
+is "$STATUS:$(header RateLimit-Remaining)" "200:$((LIMIT - 1))" "another client (127.0.0.3) keeps its quota"
+
+# ============================================================================
+# the proxied HTTP backend (127.0.0.4)
+for i in $(seq 1 $((LIMIT + 1))); do
+	keep "a$i" --interface 127.0.0.4 "$ok_app"
+done
+for i in $(seq 1 $LIMIT); do
+	recall "a$i"
+	is "$STATUS:$BODY:$(header RateLimit-Remaining)" "200:$APP_BODY:$((LIMIT - i))" \
+	    "proxied, request $i: 200, the backend's content, RateLimit-Remaining $((LIMIT - i))"
+done
+recall a1
+is "$(header RateLimit-Limit)" $LIMIT "proxied 200: RateLimit-Limit $LIMIT"
+recall "a$((LIMIT + 1))"
+check_rl_429 $LIMIT "proxied, request $((LIMIT + 1))"
+
+# ============================================================================
+# 403s that are not rlgate's stay 403s (127.0.0.5)
+req --interface 127.0.0.5 "$base/static/secret.txt"
+is "$STATUS" 403 "static, a file nginx may not read: 403"
+like "$(header Content-Type)" '^text/html' "... nginx's own 403 page"
+like "$BODY" '403 Forbidden' "... its body"
+has_header Retry-After
+ok $((! $?)) "... no Retry-After"
+req --interface 127.0.0.5 "$base/app/forbidden"
+is "$STATUS" 403 "proxied, the backend's 403: 403"
+is "$BODY" "the backend says no" "... with the backend's body"
+is "$(header RateLimit-Remaining)" $((LIMIT - 2)) "... and the rate-limit headers (both were counted)"
+req --interface 127.0.0.5 "$base/.rlgate/auth"
+is "$STATUS" 404 "the auth location is internal: 404 to a client"
+
+# ============================================================================
+# forged headers change nothing (127.0.0.6): the same client, the same route
+forged=(-H 'X-Forwarded-For: 127.0.0.7' -H 'Forwarded: for=127.0.0.7'
+    -H 'X-Real-IP: 127.0.0.7' -H 'X-Forwarded-Uri: /static/free/a.txt'
+    -H 'X_Forwarded_Uri: /static/free/a.txt' -H 'X-Forwarded-Method: POST'
+    -H 'Rlgate-Role: bogus' -H 'RLGATE_ROLE: bogus' -H 'X-Rlgate-Status: 200'
+    -H 'X-Rlgate-Type: json' -H 'X-Original-URI: /static/free/a.txt')
+got=$(remaining_seq $LIMIT "$ok_static" --interface 127.0.0.6 "${forged[@]}")
+is "$got" "$(expected_seq $LIMIT $LIMIT)" "forged headers: the client is counted as itself, on the default route"
+req --interface 127.0.0.6 "${forged[@]}" "$ok_static"
+is "$STATUS" 429 "forged headers: 429 over the limit"
+req --interface 127.0.0.6 "$ok_static"
+is "$STATUS" 429 "... and a plain request of that client: 429"
+req --interface 127.0.0.7 "$ok_static"
+is "$STATUS:$(header RateLimit-Remaining)" "200:$((LIMIT - 1))" "the address in the forged headers was not counted"
+
+# ============================================================================
+# routes (127.0.0.8)
+got=$(remaining_seq $((LIMIT + 2)) "$base/static/free/a.txt" --interface 127.0.0.8)
+is "$got" "$(printf '200:- %.0s' $(seq 1 $((LIMIT + 2))) | sed 's/ $//')" \
+    "route with policies = none: every request 200, no rate-limit headers"
+got=$(remaining_seq $((OWN_LIMIT + 1)) "$base/static/own/a.txt" --interface 127.0.0.8)
+is "$got" "$(expected_seq $OWN_LIMIT $OWN_LIMIT) 429:0" "route with its own policy: $OWN_LIMIT, then 429"
+is "$(header RateLimit-Limit)" $OWN_LIMIT "... its 429 names its own limit"
+req --interface 127.0.0.8 "$ok_static"
+is "$STATUS:$(header RateLimit-Remaining)" "200:$((LIMIT - 1))" "... counted apart from the default policy"
+
+# ============================================================================
+# exactness under parallel load: one client (127.0.0.9), 8 connections at
+# a time, 200 requests against a limit of 50
+seq 1 $LOAD_REQUESTS | xargs -P 8 -I{} curl -s -o /dev/null --max-time 10 \
+    --interface 127.0.0.9 -w '%{http_code}\n' "$base/static/load/a.txt?n={}" \
+    >"$T/load.codes" 2>"$T/load.err"
+is "$(grep -c '^200$' "$T/load.codes")" $LOAD_LIMIT "parallel load: exactly $LOAD_LIMIT answers 200"
+is "$(grep -c '^429$' "$T/load.codes")" $((LOAD_REQUESTS - LOAD_LIMIT)) "parallel load: exactly $((LOAD_REQUESTS - LOAD_LIMIT)) answers 429"
+is "$(wc -l <"$T/load.codes")" $LOAD_REQUESTS "parallel load: $LOAD_REQUESTS answers in all"
+
+# ============================================================================
+# admin endpoints through the /rlgate/ location
+req "$base/rlgate/health"
+is "$STATUS" 200 "admin: /rlgate/health from 127.0.0.1: 200"
+req "$base/rlgate/metrics"
+like "$BODY" 'rlgate_requests_total' "admin: /rlgate/metrics has the counters"
+req --interface 127.0.0.10 "$base/rlgate/health"
+is "$STATUS" 404 "admin: from a client not in [admin] allow: 404"
+
+no_unexpected "json, 429s"
+
+# ============================================================================
+# [response] errors = problem (127.0.0.11)
+restart_rlgate problem 20
+for i in $(seq 1 $((LIMIT + 1))); do
+	keep "p$i" --interface 127.0.0.11 "$ok_static"
+done
+recall "p$LIMIT"
+is "$STATUS:$(header RateLimit-Remaining)" "200:0" "problem: request $LIMIT: 200"
+is "$(header X-RateLimit-Remaining)" 0 "style all, 200: X-RateLimit-Remaining 0"
+like "$(header RateLimit-Policy)" "^\"?default\"?;q=$LIMIT;w=$WINDOW" "style all, 200: RateLimit-Policy"
+like "$(header RateLimit)" "^\"?default\"?;r=0;t=[0-9]+" "style all, 200: RateLimit"
+recall "p$((LIMIT + 1))"
+is "$STATUS" 429 "problem: request $((LIMIT + 1)): 429"
+is "$(header Content-Type)" application/problem+json "problem: Content-Type: application/problem+json"
+between "$(header Retry-After)" 1 $WINDOW "problem: Retry-After"
+is "$(header RateLimit-Remaining)" 0 "problem: RateLimit-Remaining 0"
+is "$(header X-RateLimit-Limit)" $LIMIT "style all, 429: X-RateLimit-Limit $LIMIT"
+like "$(header RateLimit-Policy)" "^\"?default\"?;q=$LIMIT;w=$WINDOW" "style all, 429: RateLimit-Policy"
+diag "problem 429: $BODY"
+diag "ietf headers: RateLimit-Policy: $(header RateLimit-Policy); RateLimit: $(header RateLimit)"
+like "$BODY" '^\{.*"status":429' "problem: a problem body with status 429"
+like "$BODY" 'quota-exceeded' "problem: of type quota-exceeded"
+no_unexpected "problem"
+
+# ============================================================================
+# a store failure, on_error = closed (127.0.0.12)
+switch_rlgate closed 30
+req --interface 127.0.0.12 "$ok_static"
+is "$STATUS" 503 "store failure, closed: 503"
+is "$(header Content-Type)" application/json "store failure, closed: Content-Type: application/json"
+between "$(header Retry-After)" 1 60 "store failure, closed: Retry-After in 1..60"
+like "$BODY" "$(re_err 503)" "store failure, closed: the JSON error body"
+unlike "$BODY" "$STATIC_BODY" "store failure, closed: the file is not served"
+req --interface 127.0.0.12 "$ok_app"
+is "$STATUS" 503 "store failure, closed, proxied: 503"
+no_unexpected "store failure, closed"
+
+# ... on_error = open
+switch_rlgate open 30
+req --interface 127.0.0.12 "$ok_static"
+is "$STATUS:$BODY" "200:$STATIC_BODY" "store failure, open: 200 and the file"
+has_header RateLimit-Limit
+ok $((! $?)) "store failure, open: no rate-limit headers"
+req --interface 127.0.0.12 "$ok_app"
+is "$STATUS:$BODY" "200:$APP_BODY" "store failure, open, proxied: 200 and the backend's content"
+no_unexpected "store failure, open"
+
+# ============================================================================
+# a bad RLGATE_ROLE: rlgate's 500, nginx's 500
+req --interface 127.0.0.13 "$base/bogus/hello.txt"
+is "$STATUS" 500 "RLGATE_ROLE bogus: 500"
+unlike "$BODY" "$STATIC_BODY" "RLGATE_ROLE bogus: nothing served"
+wait_until 3000 grep -q 'reason=bad_role' "$T/open.log"
+like "$(grep 'reason=bad_role' "$T/open.log" | head -1)" 'event=bad_request .*reason=bad_role' \
+    "rlgate logs event=bad_request reason=bad_role"
+like "$(grep 'auth request unexpected status' "$T/nginx-error.log" | head -1)" 'unexpected status: 500' \
+    "nginx logs \"auth request unexpected status: 500\""
+
+# ============================================================================
+# rlgate down: nginx's 500, nothing served (fails closed)
+stop_rlgate_fcgi open
+CUR=
+req --interface 127.0.0.14 "$ok_static"
+is "$STATUS" 500 "rlgate down: nginx's 500"
+unlike "$BODY" "$STATIC_BODY" "rlgate down: the file is not served"
+
+pid_alive "$NGINX_PID"
+ok $? "nginx still runs"
+
+done_testing
