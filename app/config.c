@@ -127,6 +127,7 @@ rlg_config_base(void)
 	cfg->store.redis.connect_timeout_ms = RLG_DEFAULT_REDIS_TIMEOUT_MS;
 	cfg->store.redis.timeout_ms = RLG_DEFAULT_REDIS_TIMEOUT_MS;
 	cfg->client.ipv6_prefix = RLG_DEFAULT_IPV6_PREFIX;
+	cfg->reject_status = 429;
 	cfg->log_level = RLG_LOG_WARN;
 	cfg->log_format = RLG_LOG_TEXT;
 	cfg->admin.prefix = rlg_xstrdup(RLG_DEFAULT_ADMIN_PREFIX);

@@ -231,6 +231,7 @@ struct rlg_config {
 	struct rlg_store_config store;
 	enum rlg_header_style style;
 	enum rlg_error_format errors;  /* [response] errors */
+	int reject_status;             /* [response] status: a refusal's code */
 	struct rlg_policy *policies;   /* npolicies entries, in file order */
 	size_t npolicies;              /* 1..RLG_POLICIES_MAX */
 	struct rlg_route *routes;      /* nroutes [route NAME], in file order */

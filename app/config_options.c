@@ -26,6 +26,7 @@
 #include "config.h"
 #include "config_priv.h"
 #include "util.h"
+#include "util.h"
 
 /* The longest store path, in bytes (PATH_MAX less its NUL on Linux). */
 #define RLG_CONFIG_PATH_MAX  4095
@@ -47,7 +48,7 @@ static bool rlg_set_word(struct rlg_parse *p, const struct rlg_option *o,
 static rlg_option_set_fn rlg_set_cidrs, rlg_set_backend, rlg_set_url,
     rlg_set_trusted_proxies, rlg_set_algorithm, rlg_set_key,
     rlg_set_route_path, rlg_set_route_methods, rlg_set_route_policies,
-    rlg_set_admin_allow, rlg_set_admin_prefix;
+    rlg_set_admin_allow, rlg_set_admin_prefix, rlg_set_status;
 
 /*
  * backend = redis_cluster is the Redis store in its cluster mode: backend
@@ -188,6 +189,9 @@ const struct rlg_option rlg_options[] = {
 	{ RLG_KEY("response", "errors", ENUM), RLG_CONFIG(errors),
 	  .words = rlg_error_format_words, .def = "json",
 	  .doc = "The body of error answers." },
+	{ RLG_KEY("response", "status", INT), RLG_CONFIG(reject_status),
+	  .min = 400, .max = 599, .def = "429", .set = rlg_set_status,
+	  .doc = "The status code of a request over its limit." },
 	{ RLG_KEY("client", "trusted_proxies", CIDRS), .def = "none",
 	  RLG_CIDRS(struct rlg_client_config, trusted_proxies, ntrusted),
 	  .set = rlg_set_trusted_proxies,
@@ -550,6 +554,25 @@ rlg_set_admin_allow(struct rlg_parse *p, const struct rlg_option *o,
 	free(ac->allow);
 	ac->allow = NULL;
 	ac->nallow = 0;
+	return true;
+}
+
+/* [response] status: a registered 4xx or 5xx code (rlg_http_reason). */
+static bool
+rlg_set_status(struct rlg_parse *p, const struct rlg_option *o,
+    const char *value, void *base)
+{
+	long long v = 0;
+
+	if (!rlg_set_value(p, o, value, base))
+		return false;
+	if (!rlg_parse_int(value, o->min, o->max, &v) ||
+	    rlg_http_reason((int)v) == NULL) {
+		rlg_key_problem(p, o, "must be a registered 4xx or 5xx status "
+		    "code (400-418, 421-426, 428, 429, 431, 451, 500-508, 510, "
+		    "511; got \"%s\")", value);
+		return false;
+	}
 	return true;
 }
 

@@ -506,6 +506,7 @@ decide(struct rlg_gate *g, const struct rlg_request *req, int64_t now_ms,
 	guards = rlg_request_guards(req);
 	memset(&v->answer, 0, sizeof v->answer);
 	v->answer.role = req->role;
+	v->answer.status = cfg->reject_status;
 	v->answer.style = cfg->style;
 	v->answer.errors = cfg->errors;
 	v->answer.head = req->head;
@@ -594,7 +595,12 @@ rlg_gate_handle(struct rlg_gate *g, char *const *envp, int64_t now_ms,
 		return rc < 0 ? rc : 0;
 	}
 	decide(g, &req, now_ms, &v);
-	rlg_metrics_answer(g->slot, v.answer.outcome);
+	if (v.answer.outcome == RLG_OUT_REJECTED && v.answer.status != 0 &&
+	    v.answer.status != 429)
+		rlg_metrics_response(g->slot,
+		    rlg_response_answer_code(&v.answer), false);
+	else
+		rlg_metrics_answer(g->slot, v.answer.outcome);
 	return rlg_response_write(&v.answer, write, ctx);
 }
 

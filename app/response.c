@@ -29,6 +29,9 @@
 	"{\"status\":\"success\",\"data\":{\"message\":\"Here is the resource payload.\"}}"
 #define BODY_429 \
 	"{\"error\":{\"code\":429,\"message\":\"Too Many Requests. Rate limit exceeded.\"}}"
+/* The same with another [response] status: its code, the same message. */
+#define BODY_REFUSED_HEAD "{\"error\":{\"code\":"
+#define BODY_REFUSED_TAIL ",\"message\":\"Too Many Requests. Rate limit exceeded.\"}}"
 #define BODY_404 \
 	"{\"error\":{\"code\":404,\"message\":\"Not Found.\"}}"
 #define BODY_405 \
@@ -114,6 +117,8 @@ static int format_auth_request(const struct rlg_answer *a,
     const struct outcome_text *t, bool problem, struct buf *b);
 static void put_body(struct buf *b, const struct rlg_answer *a,
     const struct outcome_text *t, bool problem);
+static const struct outcome_text *text_of(const struct rlg_answer *a,
+    struct outcome_text *own);
 static bool has_decisions(const struct rlg_answer *a);
 static int64_t retry_ms(const struct rlg_answer *a);
 static int64_t nonneg(int64_t v);
@@ -471,7 +476,13 @@ put_body(struct buf *b, const struct rlg_answer *a,
 	size_t i, listed = 0;
 
 	if (!problem) {
-		put_str(b, t->json);
+		if (t->json != NULL) {
+			put_str(b, t->json);
+			return;
+		}
+		put_str(b, BODY_REFUSED_HEAD);
+		put_int(b, t->code);
+		put_str(b, BODY_REFUSED_TAIL);
 		return;
 	}
 	if (a->outcome != RLG_OUT_REJECTED) {
@@ -551,6 +562,7 @@ rlg_response_format(const struct rlg_answer *a, char *out, size_t len)
 	struct buf body = { NULL, 0, 0, 0 };
 	struct buf b = { out, len, 0, 0 };
 	const struct outcome_text *t;
+	struct outcome_text own;
 	bool problem;
 
 	if (len == 0)
@@ -562,7 +574,9 @@ rlg_response_format(const struct rlg_answer *a, char *out, size_t len)
 	    (a->errors != RLG_ERRORS_JSON && a->errors != RLG_ERRORS_PROBLEM) ||
 	    (has_decisions(a) && a->policies == NULL))
 		return RLG_EINVAL;
-	t = &texts[a->outcome];
+	t = text_of(a, &own);
+	if (t == NULL)
+		return RLG_EINVAL;
 	problem = a->errors == RLG_ERRORS_PROBLEM && t->code >= 400;
 	if (a->outcome == RLG_OUT_AUTHORIZED)
 		return format_authorized(a, &b);
@@ -601,6 +615,40 @@ rlg_response_write(const struct rlg_answer *a, rlg_write_fn write, void *ctx)
 	if (n < 0)
 		return n;
 	return write(ctx, buf, (size_t)n);
+}
+
+/*
+ * The text of a's outcome; a refusal's with another [response] status
+ * than 429 is made in own: its code and registered phrase, the body
+ * built around its code (json NULL). NULL for a code rlgate may not send.
+ */
+static const struct outcome_text *
+text_of(const struct rlg_answer *a, struct outcome_text *own)
+{
+	const char *reason;
+
+	if (a->outcome != RLG_OUT_REJECTED || a->status == 0 ||
+	    a->status == 429)
+		return &texts[a->outcome];
+	if (a->status < 400 || a->status > 599 ||
+	    (reason = rlg_http_reason(a->status)) == NULL)
+		return NULL;
+	own->code = a->status;
+	own->reason = reason;
+	own->json = NULL;
+	return own;
+}
+
+int
+rlg_response_answer_code(const struct rlg_answer *a)
+{
+	struct outcome_text own;
+	const struct outcome_text *t;
+
+	if ((unsigned)a->outcome >= sizeof texts / sizeof texts[0])
+		return 500;
+	t = text_of(a, &own);
+	return t != NULL ? t->code : 500;
 }
 
 int

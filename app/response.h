@@ -51,6 +51,9 @@ struct rlg_answer {
 	const struct rlg_decision *decisions;
 	size_t n;
 	enum rlg_role role;              /* who reads it (below); 0: the client */
+	int status;                      /* RLG_OUT_REJECTED's code ([response]
+	                                    status, rlg_http_reason knows it);
+	                                    0: 429 */
 };
 
 /* The IANA problem type of the draft, for [response] errors = problem. */
@@ -125,8 +128,9 @@ int64_t rlg_response_seconds(int64_t ms);
  */
 int rlg_response_pick(const struct rlg_decision *decisions, size_t n);
 
-/* The status code of an outcome (200, 429, ...). */
+/* The status code of an outcome (200, 429, ...); a's for a refusal. */
 int rlg_response_code(enum rlg_outcome o);
+int rlg_response_answer_code(const struct rlg_answer *a);
 
 /*
  * An answer of the admin endpoints (admin.c): status 200, 404, 405 (with

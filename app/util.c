@@ -370,6 +370,40 @@ rlg_mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+const char *
+rlg_http_reason(int code)
+{
+	static const char *const c4xx[] = {
+		"Bad Request", "Unauthorized", "Payment Required", "Forbidden",
+		"Not Found", "Method Not Allowed", "Not Acceptable",
+		"Proxy Authentication Required", "Request Timeout", "Conflict",
+		"Gone", "Length Required", "Precondition Failed",
+		"Content Too Large", "URI Too Long", "Unsupported Media Type",
+		"Range Not Satisfiable", "Expectation Failed", "(Unused)",
+		NULL, NULL, "Misdirected Request", "Unprocessable Content",
+		"Locked", "Failed Dependency", "Too Early", "Upgrade Required",
+		NULL, "Precondition Required", "Too Many Requests", NULL,
+		"Request Header Fields Too Large",
+	};
+	static const char *const c5xx[] = {
+		"Internal Server Error", "Not Implemented", "Bad Gateway",
+		"Service Unavailable", "Gateway Timeout",
+		"HTTP Version Not Supported", "Variant Also Negotiates",
+		"Insufficient Storage", "Loop Detected", NULL,
+		"Not Extended (OBSOLETED)", "Network Authentication Required",
+	};
+
+	if (code == 200)
+		return "OK";
+	if (code == 451)
+		return "Unavailable For Legal Reasons";
+	if (code >= 400 && code < 400 + (int)(sizeof c4xx / sizeof c4xx[0]))
+		return c4xx[code - 400];
+	if (code >= 500 && code < 500 + (int)(sizeof c5xx / sizeof c5xx[0]))
+		return c5xx[code - 500];
+	return NULL;
+}
+
 size_t
 rlg_copy(char *dst, const char *src, size_t size)
 {

@@ -87,6 +87,14 @@ int64_t rlg_now_ms(void);
 int64_t rlg_mono_ns(void);
 
 /*
+ * The reason phrase of an HTTP status code rlgate may send: 200, and every
+ * 4xx and 5xx code of the IANA registry (RFC 9110 section 15 and the
+ * codes registered since: 421, 422, 425, 426, 428, 429, 431, 451, 506,
+ * 507, 508, 510, 511). NULL for any other code.
+ */
+const char *rlg_http_reason(int code);
+
+/*
  * Describes the group and other permission bits in bits (a st_mode, masked
  * by the caller to the bits that are too many): in words into words
  * ("group-writable, world-readable"), and as the chmod argument that

@@ -157,6 +157,20 @@ static const struct rlg_t_bad rlg_t_bad_values[] = {
 	    "(got \"problem+json\")" },
 	{ "response", "errors", "",
 	    "[response] errors: must not be empty" },
+	{ "response", "status", "420",
+	    "[response] status: must be a registered 4xx or 5xx status code "
+	    "(400-418, 421-426, 428, 429, 431, 451, 500-508, 510, 511; "
+	    "got \"420\")" },
+	{ "response", "status", "509",
+	    "[response] status: must be a registered 4xx or 5xx status code "
+	    "(400-418, 421-426, 428, 429, 431, 451, 500-508, 510, 511; "
+	    "got \"509\")" },
+	{ "response", "status", "200",
+	    "[response] status: must be an integer from 400 to 599 "
+	    "(got \"200\")" },
+	{ "response", "status", "4290",
+	    "[response] status: must be an integer from 400 to 599 "
+	    "(got \"4290\")" },
 	{ "policy default", "algorithm", "leaky_bucket",
 	    "[policy default] algorithm: unknown algorithm "
 	    "(got \"leaky_bucket\"): " RLG_T_ALGORITHMS },
@@ -860,6 +874,27 @@ START_TEST(test_error_format)
 	ck_assert_int_eq(cfg->style, RLG_STYLE_DRAFT03);
 	rlg_config_free(cfg);
 	free(text);
+}
+END_TEST
+
+/* [response] status: 429 unless set; any registered 4xx or 5xx. */
+START_TEST(test_reject_status)
+{
+	static const int ok[] = { 400, 403, 418, 429, 451, 500, 503, 511 };
+	struct rlg_config *cfg;
+	char *text;
+	size_t i;
+
+	cfg = rlg_t_ok("[policy api]\nlimit = 1\n");
+	ck_assert_int_eq(cfg->reject_status, 429);
+	rlg_config_free(cfg);
+	for (i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+		text = rlg_t_fmt("[response]\nstatus = %d\n", ok[i]);
+		cfg = rlg_t_ok(text);
+		ck_assert_int_eq(cfg->reject_status, ok[i]);
+		rlg_config_free(cfg);
+		free(text);
+	}
 }
 END_TEST
 
@@ -3808,6 +3843,7 @@ rlg_config_suite(void)
 	tcase_add_test(tc, test_long_lines_fit);
 	tcase_add_test(tc, test_load_string_name);
 	tcase_add_loop_test(tc, test_style, 0, (int)RLG_T_NSTYLES);
+	tcase_add_test(tc, test_reject_status);
 	tcase_add_loop_test(tc, test_error_format, 0,
 	    (int)RLG_T_NERROR_FORMATS);
 	tcase_add_loop_test(tc, test_algorithm, 0, (int)RLG_T_NALGORITHMS);

@@ -170,7 +170,7 @@ static struct rlg_answer
 draft03(enum rlg_outcome o, const struct rlg_decision *d, bool head)
 {
 	struct rlg_answer a = { o, head, RLG_STYLE_DRAFT03, RLG_ERRORS_JSON,
-	    pol, d, d != NULL ? 1 : 0, RLG_ROLE_RESPONDER };
+	    pol, d, d != NULL ? 1 : 0, RLG_ROLE_RESPONDER, 0 };
 
 	return a;
 }
@@ -336,7 +336,7 @@ check_scenario(enum rlg_header_style style, enum rlg_error_format errors,
 	static struct parsed p;
 	static char get_body[RLG_RESPONSE_MAX + 1];
 	struct rlg_answer a = { sc->outcome, false, style, errors,
-	    sc->d != NULL ? pol : NULL, sc->d, sc->n, RLG_ROLE_RESPONDER };
+	    sc->d != NULL ? pol : NULL, sc->d, sc->n, RLG_ROLE_RESPONDER, 0 };
 	bool has = sc->n > 0;
 	bool want_draft03 = has && (style == RLG_STYLE_DRAFT03 ||
 	    style == RLG_STYLE_ALL);
@@ -603,7 +603,7 @@ START_TEST(test_authorized_ietf)
 	struct rlg_policy one = { .name = "api" };
 	struct rlg_decision d = { true, 5, 4, 45000, 0 };
 	struct rlg_answer a = { RLG_OUT_AUTHORIZED, false, RLG_STYLE_IETF,
-	    RLG_ERRORS_JSON, &one, &d, 1, RLG_ROLE_AUTHORIZER };
+	    RLG_ERRORS_JSON, &one, &d, 1, RLG_ROLE_AUTHORIZER, 0 };
 
 	one.lim.limit = 5;
 	one.lim.window_ms = 60000;
@@ -692,6 +692,59 @@ START_TEST(test_auth_request_roles)
 }
 END_TEST
 
+/*
+ * [response] status: a refusal with another registered code keeps its
+ * headers and Retry-After; the status line, the body's code and the
+ * problem's status say the code; nginx is told it in X-Rlgate-Status.
+ * A code rlgate may not send fails the answer.
+ */
+START_TEST(test_reject_status)
+{
+	struct rlg_decision d = { false, 5, 0, 11200, 11200 };
+	struct rlg_answer a = draft03(RLG_OUT_REJECTED, &d, false);
+	struct parsed p;
+
+	a.status = 503;
+	ck_assert_str_eq(answer(&a),
+	    "Status: 503 Service Unavailable\r\n"
+	    "Content-Type: application/json\r\n"
+	    "Cache-Control: no-store\r\n"
+	    "RateLimit-Limit: 5\r\n"
+	    "RateLimit-Remaining: 0\r\n"
+	    "RateLimit-Reset: 12\r\n"
+	    "Retry-After: 12\r\n"
+	    "Content-Length: 74\r\n"
+	    "\r\n"
+	    "{\"error\":{\"code\":503,\"message\":\"Too Many Requests. Rate limit exceeded.\"}}");
+	ck_assert_int_eq(rlg_response_answer_code(&a), 503);
+	a.errors = RLG_ERRORS_PROBLEM;
+	a.status = 403;
+	parse_answer(answer(&a), &p);
+	ck_assert_int_eq(p.status, 403);
+	ck_assert(strstr(p.body, "\"status\":403") != NULL);
+	ck_assert(strstr(p.body, "quota-exceeded") != NULL);
+	ck_assert(json_valid(p.body));
+	ck_assert_str_eq(header(&p, "Retry-After"), "12");
+	a.role = RLG_ROLE_AUTH_REQUEST;
+	parse_answer(answer(&a), &p);
+	ck_assert_int_eq(p.status, 403);
+	ck_assert_str_eq(header(&p, "X-Rlgate-Status"), "403");
+	/* only a refusal's code changes */
+	a = draft03(RLG_OUT_STORE_DOWN, NULL, false);
+	a.status = 403;
+	ck_assert_int_eq(rlg_response_answer_code(&a), 503);
+	a = draft03(RLG_OUT_REJECTED, &d, false);
+	a.status = 429;
+	ck_assert_int_eq(rlg_response_answer_code(&a), 429);
+	a.status = 420;
+	ck_assert_int_eq(rlg_response_format(&a, (char[64]){ 0 }, 64),
+	    RLG_EINVAL);
+	a.status = 299;
+	ck_assert_int_eq(rlg_response_format(&a, (char[64]){ 0 }, 64),
+	    RLG_EINVAL);
+}
+END_TEST
+
 START_TEST(test_429)
 {
 	struct rlg_decision d = { false, 5, 0, 11200, 11200 };
@@ -714,7 +767,7 @@ END_TEST
 START_TEST(test_all_200_exact)
 {
 	struct rlg_answer a = { RLG_OUT_ADMITTED, false, RLG_STYLE_ALL,
-	    RLG_ERRORS_PROBLEM, pol, d_ok, 3, RLG_ROLE_RESPONDER };
+	    RLG_ERRORS_PROBLEM, pol, d_ok, 3, RLG_ROLE_RESPONDER, 0 };
 
 	ck_assert_str_eq(answer(&a),
 	    "Status: 200 OK\r\n"
@@ -740,7 +793,7 @@ END_TEST
 START_TEST(test_all_429_exact)
 {
 	struct rlg_answer a = { RLG_OUT_REJECTED, false, RLG_STYLE_ALL,
-	    RLG_ERRORS_PROBLEM, pol, d_429, 3, RLG_ROLE_RESPONDER };
+	    RLG_ERRORS_PROBLEM, pol, d_429, 3, RLG_ROLE_RESPONDER, 0 };
 
 	ck_assert_str_eq(answer(&a),
 	    "Status: 429 Too Many Requests\r\n"
@@ -819,7 +872,7 @@ END_TEST
 START_TEST(test_problem_bodies)
 {
 	struct rlg_answer a = { RLG_OUT_REJECTED, false, RLG_STYLE_NONE,
-	    RLG_ERRORS_PROBLEM, pol, d_429, 3, RLG_ROLE_RESPONDER };
+	    RLG_ERRORS_PROBLEM, pol, d_429, 3, RLG_ROLE_RESPONDER, 0 };
 	const char *out = answer(&a);
 
 	/* style none: no rate-limit header, but Retry-After and the body. */
@@ -1074,7 +1127,7 @@ START_TEST(test_retry_covers_every_reset)
 		{ false, 10, 0, 4000, 4000 },
 	};
 	struct rlg_answer a = { RLG_OUT_REJECTED, false, RLG_STYLE_ALL,
-	    RLG_ERRORS_JSON, pol, d, 2, RLG_ROLE_RESPONDER };
+	    RLG_ERRORS_JSON, pol, d, 2, RLG_ROLE_RESPONDER, 0 };
 	const char *out = answer(&a);
 
 	ck_assert_ptr_nonnull(strstr(out, "Retry-After: 9\r\n"));
@@ -1092,7 +1145,7 @@ START_TEST(test_32_policies_fit)
 	static char buf[RLG_RESPONSE_MAX];
 	static struct parsed p;
 	struct rlg_answer a = { RLG_OUT_REJECTED, false, RLG_STYLE_ALL,
-	    RLG_ERRORS_PROBLEM, many, dec, NAMES_MAX, RLG_ROLE_RESPONDER };
+	    RLG_ERRORS_PROBLEM, many, dec, NAMES_MAX, RLG_ROLE_RESPONDER, 0 };
 	int64_t window_ms = RLG_WINDOW_S_MAX * 1000, t;
 	char prefix[16];
 	size_t i;
@@ -1132,7 +1185,7 @@ START_TEST(test_small_buffer_and_failing_writer)
 {
 	static char full[RLG_RESPONSE_MAX], small[RLG_RESPONSE_MAX];
 	struct rlg_answer a = { RLG_OUT_REJECTED, false, RLG_STYLE_ALL,
-	    RLG_ERRORS_PROBLEM, pol, d_429, 3, RLG_ROLE_RESPONDER };
+	    RLG_ERRORS_PROBLEM, pol, d_429, 3, RLG_ROLE_RESPONDER, 0 };
 	int n, len;
 
 	n = rlg_response_format(&a, full, sizeof full);
@@ -1185,7 +1238,7 @@ START_TEST(test_names_escaped)
 	static struct sf_item it[4];
 	static struct parsed p;
 	struct rlg_answer a = { RLG_OUT_REJECTED, false, RLG_STYLE_IETF,
-	    RLG_ERRORS_PROBLEM, odd, d, 1, RLG_ROLE_RESPONDER };
+	    RLG_ERRORS_PROBLEM, odd, d, 1, RLG_ROLE_RESPONDER, 0 };
 	struct sink s;
 	const char *f;
 	size_t n;
@@ -1230,6 +1283,7 @@ rlg_response_suite(void)
 	tcase_add_test(core, test_authorized);
 	tcase_add_test(core, test_authorized_ietf);
 	tcase_add_test(core, test_auth_request_roles);
+	tcase_add_test(core, test_reject_status);
 	tcase_add_test(core, test_429);
 	tcase_add_test(core, test_all_200_exact);
 	tcase_add_test(core, test_all_429_exact);

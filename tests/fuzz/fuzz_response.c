@@ -6,7 +6,8 @@
  * decision its admitted flag and limit, remaining, reset_ms and retry_ms
  * as arbitrary int64, and per policy a name of 1 to 64 bytes mapped onto
  * [A-Za-z0-9_.-] (all a config allows), then the role (who reads the
- * answer). A small value of the outcome, style, error format and role
+ * answer) and the refusal's status (none, 429, 503, 403 or 420, which
+ * is no registered code). A small value of the outcome, style, error format and role
  * fields is out of range on purpose.
  *
  * The answer is formatted into an RLG_RESPONSE_MAX buffer and a small one.
@@ -186,9 +187,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	a.decisions = decisions;
 	a.policies = no_policies ? NULL : policies;
 	a.role = (enum rlg_role)(take8(&in) % 6);
+	{
+		static const int statuses[] = { 0, 429, 503, 403, 420 };
+
+		a.status = statuses[take8(&in) % 5];
+	}
 
 	invalid = (unsigned)a.outcome > RLG_OUT_MISCONFIGURED ||
 	    (unsigned)a.role > RLG_ROLE_OTHER ||
+	    (a.outcome == RLG_OUT_REJECTED && a.status == 420) ||
 	    (unsigned)a.style > RLG_STYLE_NONE ||
 	    (unsigned)a.errors > RLG_ERRORS_PROBLEM ||
 	    (a.n > 0 && a.policies == NULL);

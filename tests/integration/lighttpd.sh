@@ -92,6 +92,29 @@ is "$(sql_flushed "$conf_a" "$run/a.db" "SELECT count(*) FROM rlg_state WHERE cl
 
 stop_rlgate_fcgi rlgate-a
 
+# --- [response] status = 503 (nginx's limit_req_status default): the
+# refusal's code changes, its Retry-After, headers and body stay
+conf_s="$T/s.conf"
+write_rlgate_conf "$conf_s" "$run/s.db" 2 $WINDOW
+printf '\n[response]\nstatus = 503\n' >>"$conf_s"
+start_rlgate_fcgi rlgate-s "$sock" "$conf_s" 1
+ensure_window_room $WINDOW 5
+req --interface 127.0.0.6 "$url"
+req --interface 127.0.0.6 "$url"
+is "$STATUS:$(header RateLimit-Remaining)" "200:0" "status = 503: the 2nd request is admitted, 0 left"
+req --interface 127.0.0.6 "$url"
+is "$STATUS" 503 "status = 503: the 3rd is refused with 503"
+between "$(header Retry-After)" 1 $WINDOW "status = 503: with Retry-After"
+is "$(header RateLimit-Remaining)" 0 "status = 503: RateLimit-Remaining 0"
+is "$(header Content-Type)" application/json "status = 503: Content-Type: application/json"
+is "$BODY" '{"error":{"code":503,"message":"Too Many Requests. Rate limit exceeded."}}' \
+    "status = 503: the seed's body, with code 503"
+req "$base/rlgate/metrics"
+like "$BODY" 'rlgate_responses_total\{code="503"\} 1' "status = 503: counted as a 503 in the metrics"
+like "$BODY" 'rlgate_requests_total\{policy="default",decision="rejected"\} 1' \
+    "status = 503: and as a rejection"
+stop_rlgate_fcgi rlgate-s
+
 # --- exact counting under concurrency: 4 processes x 4 threads, one db
 CLIMIT=50
 CWINDOW=3600

@@ -55,7 +55,8 @@ APP_BODY='hello from the backend'
 
 # ---- rlgate's configs ---------------------------------------------------------------
 
-# rl_conf NAME DB ON_ERROR ERRORS [STYLE]: $T/NAME.conf on database DB.
+# rl_conf NAME DB ON_ERROR ERRORS [STYLE [STATUS]]: $T/NAME.conf on
+# database DB.
 rl_conf() {
 	cat >"$T/$1.conf" <<EOF
 ; written by $(basename "$0")
@@ -69,6 +70,7 @@ style = ${5:-draft03}
 
 [response]
 errors = $4
+status = ${6:-429}
 
 [policy default]
 algorithm = fixed_window
@@ -103,6 +105,7 @@ EOF
 }
 rl_conf main "$T/main.db" closed json
 rl_conf problem "$T/problem.db" closed problem all
+rl_conf status "$T/status.db" closed json draft03 403
 # the store's directory does not exist: every request is a store failure
 rl_conf closed "$T/missing/closed.db" closed json
 rl_conf open "$T/missing/open.db" open json
@@ -242,6 +245,7 @@ switch_rlgate() {
 
 check_conf main
 check_conf problem
+check_conf status
 restart_rlgate main 30
 
 # ============================================================================
@@ -380,6 +384,25 @@ diag "ietf headers: RateLimit-Policy: $(header RateLimit-Policy); RateLimit: $(h
 like "$BODY" '^\{.*"status":429' "problem: a problem body with status 429"
 like "$BODY" 'quota-exceeded' "problem: of type quota-exceeded"
 no_unexpected "problem"
+
+# ============================================================================
+# [response] status = 403 (127.0.0.15): the refusal's own code, which the
+# include answers like any other, though 403 is also how rlgate says no to
+# nginx
+restart_rlgate status 20
+for i in $(seq 1 $((LIMIT + 1))); do
+	keep "s$i" --interface 127.0.0.15 "$ok_static"
+done
+recall "s$LIMIT"
+is "$STATUS:$BODY" "200:$STATIC_BODY" "status = 403: request $LIMIT: 200 and the file"
+recall "s$((LIMIT + 1))"
+is "$STATUS" 403 "status = 403: request $((LIMIT + 1)): 403"
+is "$(header Content-Type)" application/json "status = 403: Content-Type: application/json"
+between "$(header Retry-After)" 1 $WINDOW "status = 403: Retry-After"
+is "$(header RateLimit-Remaining)" 0 "status = 403: RateLimit-Remaining 0"
+like "$BODY" '^\{"error":\{"code":403,' "status = 403: the JSON body says 403"
+unlike "$BODY" "$STATIC_BODY" "status = 403: the file is not served"
+no_unexpected "status = 403"
 
 # ============================================================================
 # a store failure, on_error = closed (127.0.0.12)
