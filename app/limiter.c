@@ -13,9 +13,11 @@
  * Every algorithm answers alike: a rejected request leaves the state
  * bit-identical (out = in) and says exactly when one request would be
  * admitted (retry_ms, the smallest such delay); an admitted one says how
- * many more would be admitted at the same instant (remaining) and when the
- * state is as fresh (reset_ms, expires_ms). A clock that went backwards
- * never grants quota that the stored state did not already allow.
+ * many more would be admitted at the same instant (remaining), when the
+ * quota available first grows if no other request comes (next_ms) and when
+ * the state is as fresh (reset_ms, expires_ms). A clock that went
+ * backwards never grants quota that the stored state did not already
+ * allow.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -42,6 +44,8 @@ static bool policy_ok(const struct rlg_limit *p, enum rlg_algorithm alg);
 static int64_t align_start(int64_t start_ms, int64_t window_ms);
 static int64_t clamp_count(int64_t count, int64_t limit);
 static int64_t ceil_div(i128 num, int64_t den);
+static int64_t sw_next_ms(int64_t w, int64_t e, int64_t prev, i128 room,
+    int64_t remaining);
 
 /*
  * The config enforces these bounds; checking them again here keeps a bad
@@ -243,11 +247,14 @@ rlg_limiter_fixed_window(const struct rlg_limit *lim,
 		d->admitted = true;
 		d->remaining = lim->limit - st.count;
 		d->retry_ms = 0;
+		/* Nothing comes back before the window's end: all of it then. */
+		d->next_ms = d->reset_ms;
 		*out = st;
 	} else {
 		d->admitted = false;
 		d->remaining = 0;
 		d->retry_ms = end - now_ms;
+		d->next_ms = d->retry_ms;
 		*out = *in;
 	}
 	return RLG_OK;
@@ -318,6 +325,8 @@ rlg_limiter_sliding_window(const struct rlg_limit *lim,
 		d->remaining = room > 0 ? ceil_div(room, w) : 0;
 		d->reset_ms = st.expires_ms - now_ms;
 		d->retry_ms = 0;
+		d->next_ms = sw_next_ms(w, e, st.prev_count, room,
+		    d->remaining) + (now - now_ms);
 		*out = st;
 		return RLG_OK;
 	}
@@ -341,8 +350,46 @@ rlg_limiter_sliding_window(const struct rlg_limit *lim,
 	d->remaining = 0;
 	d->retry_ms = retry + (now - now_ms);
 	d->reset_ms = d->retry_ms;
+	d->next_ms = d->retry_ms;
 	*out = *in;
 	return RLG_OK;
+}
+
+/*
+ * When an admitted sliding window's quota first grows, in ms from now
+ * (the now it decided at), if no other request comes. room = limit * W -
+ * prev * (W - e) - count * W (after the admitted request, maybe <= 0) and
+ * remaining = ceil(room / W) (0 when room <= 0). As time passes room only
+ * grows, and continuously: x ms later, still inside this window, it is
+ * room + prev * x; at the window's end (x = W - e) that is (limit - count)
+ * * W, which is also what the next window starts from (prev' = count,
+ * count' = 0: room' = limit * W - count * (W - e')), whose room then grows
+ * by count per ms up to limit * W at its end (the state fresh). The quota
+ * grows when room' > remaining * W:
+ *   inside this window (the window's end included: the next one starts
+ *     from the same room), when prev * x > gap = remaining * W - room
+ *     (>= 0, as remaining is room / W rounded up): at x = gap / prev + 1,
+ *     if that is at most W - e;
+ *   else in the next window. Not before its end means (limit - count) * W
+ *     <= remaining * W, and remaining <= limit - count (room is at most
+ *     (limit - count) * W), so remaining = limit - count exactly: the
+ *     first e' with (limit - count) * W + count * e' > remaining * W is
+ *     e' = 1 (count >= 1 after the admission), W - e + 1 from now, within
+ *     reset_ms (2 W - e).
+ * gap reaches limit * W: 128 bits, as above.
+ */
+static int64_t
+sw_next_ms(int64_t w, int64_t e, int64_t prev, i128 room, int64_t remaining)
+{
+	i128 gap, x;
+
+	if (prev > 0) {
+		gap = (i128)remaining * w - room;
+		x = gap / prev + 1;
+		if (x <= w - e)
+			return (int64_t)x;
+	}
+	return (w - e) + 1;
 }
 
 /*
@@ -384,6 +431,7 @@ rlg_limiter_token_bucket(const struct rlg_limit *lim,
 		d->remaining = 0;
 		d->retry_ms = ceil_div(tat - tau_us - now_us, 1000);
 		d->reset_ms = d->retry_ms;
+		d->next_ms = d->retry_ms;
 		*out = *in;
 		return RLG_OK;
 	}
@@ -404,6 +452,16 @@ rlg_limiter_token_bucket(const struct rlg_limit *lim,
 	d->remaining = room < 0 ? 0 : room / t_us + 1;
 	d->reset_ms = out->expires_ms - now_ms;
 	d->retry_ms = 0;
+	/*
+	 * room grows by one per us: the next token is there when
+	 * floor(room / T) steps up, T - room mod T us from now (a whole T
+	 * when room is a multiple), or when room reaches 0 if it is
+	 * negative (-room <= T: tat was at most now + tau). Both are
+	 * remaining * T - room, which step.lua computes. Rounded up to
+	 * whole ms (now_us is whole ms), so at least 1; at most
+	 * ceil(T / 1000) <= reset_ms.
+	 */
+	d->next_ms = ceil_div(room < 0 ? -room : t_us - room % t_us, 1000);
 	return RLG_OK;
 }
 
@@ -464,6 +522,14 @@ rlg_limiter_sliding_log(const struct rlg_limit *lim,
 		d->remaining = limit - (int64_t)m - 1;
 		d->reset_ms = out->expires_ms - now_ms;
 		d->retry_ms = 0;
+		/*
+		 * The quota grows when the oldest entry (now itself, for a
+		 * fresh log) slides out: it is inside the window, so at
+		 * least 1 ms away.
+		 */
+		d->next_ms = oldest + w - now_ms;
+		if (d->next_ms < 1)
+			d->next_ms = 1;
 		return RLG_OK;
 	}
 
@@ -483,5 +549,6 @@ rlg_limiter_sliding_log(const struct rlg_limit *lim,
 	if (d->retry_ms < 1)
 		d->retry_ms = 1;                  /* an unsorted log */
 	d->reset_ms = d->retry_ms;
+	d->next_ms = d->retry_ms;
 	return RLG_OK;
 }

@@ -71,10 +71,15 @@ struct rlg_state {
 /*
  * What one policy says about one request. Every algorithm fills it alike:
  * admitted: reset_ms is the time until the client's state is fresh again
- * (its whole quota back: the window end for fixed_window); rejected:
- * retry_ms is the time until one request would be admitted, and reset_ms
- * equals retry_ms (no header ever tells a client to come back earlier than
- * Retry-After).
+ * (its whole quota back: the window end for fixed_window), and next_ms
+ * the time until the quota available grows by at least one request if
+ * nothing else arrives (what draft-ietf-httpapi-ratelimit-headers-11
+ * calls "additional quota ... made available"), 1 <= next_ms <= reset_ms:
+ * the window end for fixed_window (= reset_ms), earlier for the others
+ * (the previous window's share decaying, the next token, the oldest log
+ * entry sliding out); rejected: retry_ms is the time until one request
+ * would be admitted, and reset_ms and next_ms equal retry_ms (no header
+ * ever tells a client to come back earlier than Retry-After).
  */
 struct rlg_decision {
 	bool admitted;
@@ -82,6 +87,7 @@ struct rlg_decision {
 	int64_t remaining;     /* requests still admitted right now, after this one */
 	int64_t reset_ms;      /* ms from now, > 0 (see above) */
 	int64_t retry_ms;      /* rejected: ms from now until one is admitted, > 0; else 0 */
+	int64_t next_ms;       /* ms from now until more quota is available, > 0 */
 };
 
 /*
@@ -169,7 +175,8 @@ int64_t rlg_limiter_clamp_time(int64_t t_ms);
  *     (token_bucket: burst - 1, the others: limit - 1); a rejected one's
  *     is 0;
  *   delay_max: reset_ms, and a rejected request's retry_ms, are
- *     1..delay_max (an admitted request's retry_ms is 0).
+ *     1..delay_max (an admitted request's retry_ms is 0); next_ms is
+ *     1..reset_ms when admitted, retry_ms when rejected.
  * delay_max holds for any state that rlgate stored at any time in
  * [0, RLG_TIME_MS_MAX], under any policy (a state outlives a change of the
  * config). fixed_window: window_ms, always. The others: their longest

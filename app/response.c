@@ -10,10 +10,15 @@
  * verbatim (a control byte, CR or LF among them) fails the whole answer
  * rather than being sent, so no header line can ever be split.
  *
- * The ietf style follows draft-ietf-httpapi-ratelimit-headers-10
- * (September 2025): RateLimit-Policy (section 3) and RateLimit (section 4)
- * as RFC 8941 Lists, one Item per policy, the name as an sf-string; the
+ * The ietf style follows draft-ietf-httpapi-ratelimit-headers-11
+ * (May 2026): RateLimit-Policy (section 3) and RateLimit (section 4) as
+ * RFC 8941 Lists, one Item per policy, the name as an sf-string; the
  * quota-exceeded problem type (sections 5.1 and 10.2.1) for 429 bodies.
+ * Since draft-11 RateLimit's t is "the number of seconds until additional
+ * quota associated with the quota policy is made available" (until the
+ * quota resets, up to draft-10; WG issue #149: a sliding algorithm gives
+ * quota back before its full window): the decision's next_ms, not its
+ * reset_ms, which draft03's RateLimit-Reset and X-RateLimit-Reset keep.
  */
 #include <inttypes.h>
 #include <limits.h>
@@ -250,9 +255,10 @@ has_decisions(const struct rlg_answer *a)
 
 /*
  * What Retry-After says on a 429: the latest moment any rejecting policy
- * admits again. The limiter sets reset_ms == retry_ms on a rejection; the
- * larger of the two is taken anyway, so no reset reported beside it (t of
- * RateLimit, RateLimit-Reset) can ever be later than Retry-After.
+ * admits again. The limiter sets reset_ms == next_ms == retry_ms on a
+ * rejection; the largest of the three is taken anyway, so no delay
+ * reported beside it (t of RateLimit, RateLimit-Reset) can ever be later
+ * than Retry-After.
  */
 static int64_t
 retry_ms(const struct rlg_answer *a)
@@ -271,6 +277,8 @@ retry_ms(const struct rlg_answer *a)
 			ms = d->retry_ms;
 		if (d->reset_ms > ms)
 			ms = d->reset_ms;
+		if (d->next_ms > ms)
+			ms = d->next_ms;
 	}
 	return ms;
 }
@@ -324,7 +332,8 @@ rlg_response_pick(const struct rlg_decision *decisions, size_t n)
  * timestamp), and it matches Retry-After and the ietf t (the draft's
  * section 4.1.2 and FAQ 5 give these reasons). X-RateLimit-Reset means
  * different things in the wild (seconds, ms, epoch); rlgate documents
- * seconds.
+ * seconds. Both say when the whole quota is back (reset_ms), as draft03
+ * defines it; the ietf t says when some more of it is (next_ms).
  */
 static void
 put_trio(struct buf *b, const char *pre, const char *prefix,
@@ -351,9 +360,13 @@ put_trio(struct buf *b, const char *pre, const char *prefix,
  * RateLimit-Policy: every policy that applied, q its quota, w its window
  * in whole seconds (the config holds whole seconds, so this is
  * window_ms / 1000; a stray fraction would round up, the stricter way).
- * RateLimit: r remaining, t seconds until the reset, for every policy; on
- * a 429 only for those that rejected, so Retry-After (their latest retry)
- * is never earlier than any t (draft section 6). No pk: the partition key
+ * RateLimit: r remaining, t seconds until more quota is available
+ * (next_ms: draft-11's t, the window's end for fixed_window, earlier than
+ * the whole quota's return for the other algorithms), for every policy; on
+ * a 429 only for those that rejected (whose next_ms is their retry_ms),
+ * so Retry-After (their latest retry) is never earlier than any t (draft
+ * section 6). A skipped charge (next_ms 0) never reaches here (the gate
+ * leaves it out), and rlg_response_seconds sends at least 1 anyway. No pk: the partition key
  * here is the client's address, and the draft (6.1) asks servers not to
  * return sensitive keys. No qu: "requests" is the default. pre goes
  * before each header's name ("" or VARIABLE_HEADER).
@@ -393,7 +406,7 @@ put_ietf(struct buf *b, const char *pre, const struct rlg_answer *a)
 		put_str(b, ";r=");
 		put_int(b, nonneg(d->remaining));
 		put_str(b, ";t=");
-		put_int(b, rlg_response_seconds(d->reset_ms));
+		put_int(b, rlg_response_seconds(d->next_ms));
 	}
 	if (members > 0)     /* a List field is never sent empty */
 		put_str(b, "\r\n");

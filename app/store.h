@@ -37,7 +37,8 @@
  * one; sliding_log: no request in the window). Then it is decided like
  * any other, in the same atomic step (policy->new_keys_policy, counted
  * per client address). Otherwise it is skipped: decided admitted with
- * remaining = limit and reset_ms = retry_ms = 0, nothing read or written.
+ * remaining = limit and reset_ms = retry_ms = next_ms = 0, nothing read
+ * or written.
  */
 struct rlg_store_item {
 	const struct rlg_policy *policy;
@@ -217,7 +218,8 @@ rlg_store_seterr(struct rlg_store *s, const char *fmt, ...)
 
 /*
  * The decision of an if_new item that does not apply (its key is not
- * new): admitted, remaining = limit, reset_ms = retry_ms = 0. For the
+ * new): admitted, remaining = limit, reset_ms = retry_ms = next_ms = 0
+ * (never shown: the gate leaves it out of the answer). For the
  * backends and the rejection cache (inline: they need nothing of
  * store.c).
  */
@@ -229,6 +231,7 @@ rlg_store_skipped(const struct rlg_policy *p, struct rlg_decision *d)
 	d->remaining = p->lim.limit;
 	d->reset_ms = 0;
 	d->retry_ms = 0;
+	d->next_ms = 0;
 }
 
 /* Closes the connection; NULL does nothing. */

@@ -9,10 +9,11 @@
  * the earliest time one of them admits (its retry_ms): every other process
  * and thread finds the same state and rejects too. Until then the limiter,
  * run again on that unchanged state at t, gives the same absolute times:
- * reset_ms and retry_ms count down from t0's, remaining stays 0. So the
- * cache keeps, per request (the same policies for the same clients, in
- * order), the limit and the absolute reset and retry instants of each
- * decision, and answers from them while t0 <= now < the earliest retry.
+ * reset_ms and retry_ms count down from t0's (next_ms is retry_ms, as for
+ * every rejection), remaining stays 0. So the cache keeps, per request
+ * (the same policies for the same clients, in order), the limit and the
+ * absolute reset and retry instants of each decision, and answers from
+ * them while t0 <= now < the earliest retry.
  *
  * What it caches: only steps in which every item rejected and none is
  * advisory. A request that only some of its policies reject goes to the
@@ -205,6 +206,8 @@ cache_answer(const struct cache_entry *e, const struct rlg_store_item *items,
 		decisions[i].remaining = 0;
 		decisions[i].reset_ms = e->d[j].reset_at_ms - now_ms;
 		decisions[i].retry_ms = e->d[j].retry_at_ms - now_ms;
+		/* Rejected: more quota is available when one is admitted. */
+		decisions[i].next_ms = decisions[i].retry_ms;
 		j++;
 	}
 }

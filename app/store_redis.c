@@ -17,9 +17,9 @@
  *                                          store_redis_cluster.c)
  *   ARGV = now_ms ("" for Redis TIME), n, then per item: algorithm,
  *          limit, window_ms, burst, advisory
- * and the reply is an array of 1 + 5n integers: the now_ms used, then per
- * item admitted, limit, remaining, reset_ms, retry_ms. The reply is
- * checked strictly; anything else is a store failure.
+ * and the reply is an array of 1 + 6n integers: the now_ms used, then per
+ * item admitted, limit, remaining, reset_ms, retry_ms, next_ms. The reply
+ * is checked strictly; anything else is a store failure.
  *
  * The hash tag {CLIENT} puts one client's keys in one slot, so the script
  * of a request whose policies all key on one client touches one slot.
@@ -39,12 +39,13 @@
  * Distrust: every value of every reply is checked before it is used, and
  * anything else than what a Redis running this script can say is a
  * store failure, never a decision. The step's reply is an array of
- * exactly 1 + 5n integers; now_ms is a time the limiter can use (0 to
+ * exactly 1 + 6n integers; now_ms is a time the limiter can use (0 to
  * RLG_TIME_MS_MAX); per item, admitted is 0 or 1, limit is the policy's,
  * remaining, reset_ms and retry_ms lie within rlg_limiter_bounds (the
  * most the algorithms give for that policy at that now_ms, from any state
  * rlgate can have stored), retry_ms is 0 when admitted and reset_ms
- * equals retry_ms when rejected, as limiter.h promises. SCRIPT LOAD gives
+ * equals retry_ms when rejected, next_ms is 1 to reset_ms when admitted
+ * and equals retry_ms when rejected, as limiter.h promises. SCRIPT LOAD gives
  * 40 lowercase hex digits, the same for every load; PING says PONG, AUTH,
  * SELECT and ASKING say OK; CLUSTER SLOTS, MOVED and ASK name slots,
  * ports and host names (or addresses) that can be. No array of more than
@@ -106,8 +107,10 @@ static char *rd_build_args(struct rd_store *s,
 
 static int rd_probe(struct rlg_store *base, int64_t now_ms);
 
-/* The reply: now_ms, then this many integers per item. */
+/* The arguments: n, then this many per item. */
 #define RD_PER_ITEM 5
+/* The reply: now_ms, then this many integers per item. */
+#define RD_REPLY_PER_ITEM 6
 
 const struct rlg_store_ops rlg_store_redis_ops = {
 	.name = "redis",
@@ -539,18 +542,19 @@ rd_decisions(struct rd_store *s, const struct rd_node *node,
 	}
 	for (i = 0; i < m; i++) {
 		d = &decisions[idx != NULL ? idx[i] : i];
-		k = 1 + RD_PER_ITEM * i;
+		k = 1 + RD_REPLY_PER_ITEM * i;
 		d->admitted = e[k]->integer == 1;
 		d->limit = e[k + 1]->integer;
 		d->remaining = e[k + 2]->integer;
 		d->reset_ms = e[k + 3]->integer;
 		d->retry_ms = e[k + 4]->integer;
+		d->next_ms = e[k + 5]->integer;
 	}
 	return 0;
 }
 
 /*
- * The step's reply as a whole: no error, an array of 1 + 5 nreply
+ * The step's reply as a whole: no error, an array of 1 + 6 nreply
  * elements. 0, or -1 (errmsg: the error, or what came instead).
  */
 static int
@@ -568,7 +572,7 @@ rd_reply_shape(struct rd_store *s, const struct rd_node *node,
 		return -1;
 	}
 	if (reply->type != REDIS_REPLY_ARRAY ||
-	    reply->elements != 1 + RD_PER_ITEM * nreply) {
+	    reply->elements != 1 + RD_REPLY_PER_ITEM * nreply) {
 		if (reply->type == REDIS_REPLY_ARRAY)
 			snprintf(got, sizeof got, "an array of %zu",
 			    reply->elements);
@@ -578,7 +582,7 @@ rd_reply_shape(struct rd_store *s, const struct rd_node *node,
 		rd_seterr(s, "%s: EVALSHA: unexpected reply: %s, not an"
 		    " array of %zu integers (is db/redis/step.lua the"
 		    " script of this rlgate?)", node->name, got,
-		    1 + RD_PER_ITEM * nreply);
+		    1 + RD_REPLY_PER_ITEM * nreply);
 		return -1;
 	}
 	return 0;
@@ -601,7 +605,7 @@ rd_reply_item(struct rd_store *s, const struct rd_node *node,
 	    .window_ms = 1000 } };
 	const struct rlg_policy *p = it != NULL ? it->policy : &probe;
 	struct rlg_limiter_bounds b;
-	size_t k = 1 + RD_PER_ITEM * i;
+	size_t k = 1 + RD_REPLY_PER_ITEM * i;
 
 	if (rlg_limiter_bounds(&p->lim, now, &b) != RLG_OK) {
 		/* rd_check_items let only good policies through. */
@@ -622,16 +626,20 @@ rd_reply_item(struct rd_store *s, const struct rd_node *node,
 		    b.remaining_max) != 0 ||
 		    rd_field(s, node, e, k + 3, p, 1,
 		    b.delay_max) != 0 ||
-		    rd_field(s, node, e, k + 4, p, 0, 0) != 0)
+		    rd_field(s, node, e, k + 4, p, 0, 0) != 0 ||
+		    rd_field(s, node, e, k + 5, p, 1,
+		    e[k + 3]->integer) != 0)
 			return -1;
 		return 0;
 	}
-	/* Rejected: reset_ms is retry_ms (limiter.h). */
+	/* Rejected: reset_ms and next_ms are retry_ms (limiter.h). */
 	if (rd_field(s, node, e, k + 1, p, p->lim.limit,
 	    p->lim.limit) != 0 ||
 	    rd_field(s, node, e, k + 2, p, 0, 0) != 0 ||
 	    rd_field(s, node, e, k + 4, p, 1, b.delay_max) != 0 ||
 	    rd_field(s, node, e, k + 3, p, e[k + 4]->integer,
+	    e[k + 4]->integer) != 0 ||
+	    rd_field(s, node, e, k + 5, p, e[k + 4]->integer,
 	    e[k + 4]->integer) != 0)
 		return -1;
 	return 0;
@@ -640,23 +648,24 @@ rd_reply_item(struct rd_store *s, const struct rd_node *node,
 /*
  * Whether the reply of an item from element k (admitted) is exactly what
  * the script answers for a skipped charge (rlg_store_skipped): limit and
- * remaining the policy's limit, reset_ms and retry_ms 0.
+ * remaining the policy's limit, reset_ms, retry_ms and next_ms 0.
  */
 static bool
 rd_skipped(const redisReply *const *e, size_t k, const struct rlg_policy *p)
 {
 	size_t f;
 
-	for (f = 1; f < RD_PER_ITEM; f++)
+	for (f = 1; f < RD_REPLY_PER_ITEM; f++)
 		if (e[k + f]->type != REDIS_REPLY_INTEGER)
 			return false;
 	return e[k + 1]->integer == p->lim.limit &&
 	    e[k + 2]->integer == p->lim.limit &&
-	    e[k + 3]->integer == 0 && e[k + 4]->integer == 0;
+	    e[k + 3]->integer == 0 && e[k + 4]->integer == 0 &&
+	    e[k + 5]->integer == 0;
 }
 
 /*
- * Element k of the step's reply e, a field of item (k - 1) / 5 of policy
+ * Element k of the step's reply e, a field of item (k - 1) / 6 of policy
  * p (now_ms when k is 0), must be an integer from lo to hi. Only a value
  * that is not costs a message. 0, or -1 (errmsg: the element, the field,
  * the value and the range).
@@ -666,9 +675,10 @@ rd_field(struct rd_store *s, const struct rd_node *node,
     const redisReply *const *e, size_t k, const struct rlg_policy *p,
     int64_t lo, int64_t hi)
 {
-	static const char *const fields[RD_PER_ITEM] = { "admitted", "limit",
-	    "remaining", "reset_ms", "retry_ms" };
-	size_t item = (k - 1) / RD_PER_ITEM, f = (k - 1) % RD_PER_ITEM;
+	static const char *const fields[RD_REPLY_PER_ITEM] = { "admitted",
+	    "limit", "remaining", "reset_ms", "retry_ms", "next_ms" };
+	size_t item = (k - 1) / RD_REPLY_PER_ITEM,
+	    f = (k - 1) % RD_REPLY_PER_ITEM;
 	char what[200], range[64];
 
 	if (e[k]->type == REDIS_REPLY_INTEGER && e[k]->integer >= lo &&

@@ -64,7 +64,7 @@ extern const char rlg_redis_script_lua[];
 #define RD_BACKOFF_MAX_MS 5000
 
 /*
- * The largest array a reply may hold (a step's: 1 + 5 x 34 items; CLUSTER
+ * The largest array a reply may hold (a step's: 1 + 6 x 34 items; CLUSTER
  * SLOTS: one entry per slot range, at most 16384), and the most bytes of
  * one command's replies (a slot map of 16384 ranges with replicas).
  */

@@ -113,6 +113,8 @@ static void check_remaining(const struct sim *s, int64_t now,
     const struct rlg_decision *d);
 static void check_fresh_at_reset(const struct sim *s, int64_t now,
     const struct rlg_decision *d);
+static void check_next(const struct sim *s, int64_t now,
+    const struct rlg_decision *d);
 static void check_retry_brute(const struct sim *s, int64_t now,
     int64_t horizon);
 static int64_t max_in_span(const struct run *r, int64_t w);
@@ -122,6 +124,8 @@ static bool run_hit(struct sim *s, struct run *r, int64_t real,
 static int64_t span_bound(const struct sim *s);
 static int64_t seed_scenario(enum rlg_algorithm alg, int64_t per_second);
 static void run_table(struct sim *s, const struct step_row *rows, size_t n);
+static void sw_stored(struct sim *s, int64_t limit, int64_t window_ms,
+    int64_t start, int64_t count, int64_t prev);
 
 static const struct alg_case alg_cases[] = {
 	{ RLG_ALG_FIXED_WINDOW, B_NONE, "fixed_window" },
@@ -235,6 +239,7 @@ sim_decide(const struct sim *s, int64_t now, struct rlg_state *out,
 		REQUIRE(*append);
 		REQUIRE_EQ(d->retry_ms, 0);
 		REQUIRE(d->remaining >= 0);
+		REQUIRE(d->next_ms >= 1 && d->next_ms <= d->reset_ms);
 		if (!sim_fixed_clamped(s, now))
 			REQUIRE_EQ(out->expires_ms,
 			    clamp_ms(now) + d->reset_ms);
@@ -243,6 +248,7 @@ sim_decide(const struct sim *s, int64_t now, struct rlg_state *out,
 		REQUIRE_EQ(d->remaining, 0);
 		REQUIRE(d->retry_ms >= 1);
 		REQUIRE_EQ(d->reset_ms, d->retry_ms);
+		REQUIRE_EQ(d->next_ms, d->retry_ms);
 		if (s->p.algorithm != RLG_ALG_SLIDING_LOG)
 			REQUIRE(memcmp(out, &s->st, sizeof *out) == 0);
 	}
@@ -296,6 +302,7 @@ sim_hit(struct sim *s, int64_t now, struct rlg_decision *d)
 	sim_apply(s, now, &out);
 	check_remaining(s, now, d);
 	check_fresh_at_reset(s, now, d);
+	check_next(s, now, d);
 	return true;
 }
 
@@ -402,6 +409,35 @@ check_fresh_at_reset(const struct sim *s, int64_t now,
 	REQUIRE_EQ(d1.remaining, d2.remaining);
 	REQUIRE_EQ(d1.reset_ms, d2.reset_ms);
 	REQUIRE(memcmp(&out1, &out2, sizeof out1) == 0);
+}
+
+/*
+ * s has just stored an admitted request at now: the quota available (the
+ * requests admitted one after another, d->remaining at now) is the same
+ * at now + next_ms - 1 and larger at now + next_ms. The quota only grows
+ * while nothing arrives, so these two probes pin next_ms down.
+ */
+static void
+check_next(const struct sim *s, int64_t now, const struct rlg_decision *d)
+{
+	int64_t got;
+
+	if (sim_fixed_clamped(s, now) || now + d->next_ms > RLG_TIME_MS_MAX)
+		return;
+	if (d->next_ms > 1) {
+		got = sim_burst_at(s, now + d->next_ms - 1);
+		if (got != d->remaining)
+			ck_abort_msg("%s: %lld available before next_ms %lld,"
+			    " remaining %lld", rlg_algorithm_name(s->p.algorithm),
+			    (long long)got, (long long)d->next_ms,
+			    (long long)d->remaining);
+	}
+	got = sim_burst_at(s, now + d->next_ms);
+	if (got <= d->remaining)
+		ck_abort_msg("%s: %lld available at next_ms %lld, remaining"
+		    " %lld", rlg_algorithm_name(s->p.algorithm),
+		    (long long)got, (long long)d->next_ms,
+		    (long long)d->remaining);
 }
 
 /* Rejected at now: retry_ms is the first admitted ms, found by scanning. */
@@ -1971,6 +2007,184 @@ START_TEST(test_bounds_hold)
 }
 END_TEST
 
+/* ---- next_ms: when more quota is available (draft-11's t) ------------- */
+
+/* An admitted decision: remaining, reset_ms and next_ms as computed. */
+#define EXPECT_NEXT(d, rem, reset, next) do {				\
+	REQUIRE((d).admitted);						\
+	REQUIRE_EQ((d).remaining, (rem));				\
+	REQUIRE_EQ((d).reset_ms, (reset));				\
+	REQUIRE_EQ((d).next_ms, (next));				\
+} while (0)
+
+/*
+ * A sliding window of limit per window_ms whose stored row counted count
+ * in the window from start and prev in the one before.
+ */
+static void
+sw_stored(struct sim *s, int64_t limit, int64_t window_ms, int64_t start,
+    int64_t count, int64_t prev)
+{
+	sim_init(s, RLG_ALG_SLIDING_WINDOW, limit, window_ms, 0);
+	s->st.window_start_ms = start;
+	s->st.count = count;
+	s->st.prev_count = prev;
+	s->st.expires_ms = start + 2 * window_ms;
+}
+
+/* fixed_window: nothing comes back before the window's end. */
+START_TEST(test_next_fixed_window)
+{
+	struct sim s;
+	struct rlg_decision d;
+
+	sim_init(&s, RLG_ALG_FIXED_WINDOW, 2, 10000, 0);
+	REQUIRE(sim_hit(&s, T0 + 3000, &d));
+	EXPECT_NEXT(d, 1, 7000, 7000);
+	REQUIRE(sim_hit(&s, T0 + 4000, &d));
+	EXPECT_NEXT(d, 0, 6000, 6000);
+	REQUIRE(!sim_hit(&s, T0 + 4500, &d));
+	REQUIRE_EQ(d.next_ms, 5500);
+	REQUIRE_EQ(d.next_ms, d.retry_ms);
+}
+END_TEST
+
+/*
+ * sliding_window, 10 per 10 s. The previous window counted 8; at 2.501 s
+ * into this one they weigh 8 * 7499 / 10000 = 5.9992: after one request
+ * room = 100000 - 59992 - 10000 = 30008 (remaining ceil(3.0008) = 4). A
+ * fifth comes back when 8 * x > 40000 - 30008 = 9992: x = 1250, long
+ * before the state is fresh (17.499 s, the reset).
+ */
+START_TEST(test_next_sliding_window_decay)
+{
+	struct sim s;
+	struct rlg_decision d;
+
+	sw_stored(&s, 10, 10000, T0 - 10000, 8, 0);
+	REQUIRE(sim_hit(&s, T0 + 2501, &d));
+	EXPECT_NEXT(d, 4, 17499, 1250);
+	/* Room an exact multiple of W: the next ms already adds some. */
+	sw_stored(&s, 10, 10000, T0 - 10000, 8, 0);
+	REQUIRE(sim_hit(&s, T0 + 2500, &d));
+	EXPECT_NEXT(d, 3, 17500, 1);
+	/* A rejection: next_ms is retry_ms. */
+	sw_stored(&s, 2, 10000, T0, 2, 0);
+	REQUIRE(!sim_hit(&s, T0 + 6000, &d));
+	REQUIRE_EQ(d.retry_ms, 4001);
+	REQUIRE_EQ(d.next_ms, 4001);
+}
+END_TEST
+
+/*
+ * sliding_window, crossing into the next window: 10 per 10 s, the
+ * previous window's 1 request weighs 0.5 at 5 s in, which never makes a
+ * whole request here; the 7 of this window start decaying one ms into the
+ * next (room 30000 + 7 > 3 * 10000): 5001 ms. With no previous count at
+ * all, the last request of a full window: 4001 ms at 6 s in.
+ */
+START_TEST(test_next_sliding_window_crossing)
+{
+	struct sim s;
+	struct rlg_decision d;
+
+	sw_stored(&s, 10, 10000, T0, 6, 1);
+	REQUIRE(sim_hit(&s, T0 + 5000, &d));
+	EXPECT_NEXT(d, 3, 15000, 5001);
+
+	sw_stored(&s, 5, 10000, T0, 4, 0);
+	REQUIRE(sim_hit(&s, T0 + 6000, &d));
+	EXPECT_NEXT(d, 0, 14000, 4001);
+
+	/*
+	 * 128 bits: a billion per 366 days, a billion in the previous
+	 * window, 1 ms in: room = 1e9 - W < 0 (remaining 0); one comes
+	 * back when 1e9 * x > W - 1e9 = 30622400000: x = 31.
+	 */
+	sw_stored(&s, RLG_LIMIT_MAX, WINDOW_MS_MAX, 0, RLG_LIMIT_MAX, 0);
+	REQUIRE(sim_hit(&s, WINDOW_MS_MAX + 1, &d));
+	EXPECT_NEXT(d, 0, 2 * WINDOW_MS_MAX - 1, 31);
+}
+END_TEST
+
+/*
+ * token_bucket: the next token, not the full refill. 10 per 10 s, burst
+ * 10: ten at once leave reset_ms 10 s (the bucket full again) but the
+ * first token is back after 1 s; 3 per 10 s (T = 3333334 us) shows the
+ * rounding up to whole ms.
+ */
+START_TEST(test_next_token_bucket)
+{
+	struct sim s;
+	struct rlg_decision d;
+	int i;
+
+	sim_init(&s, RLG_ALG_TOKEN_BUCKET, 10, 10000, 10);
+	for (i = 0; i < 10; i++) {
+		REQUIRE(sim_hit(&s, T0, &d));
+		EXPECT_NEXT(d, 9 - i, 1000 * (i + 1), 1000);
+	}
+	REQUIRE(!sim_hit(&s, T0 + 400, &d));
+	REQUIRE_EQ(d.next_ms, 600);
+	REQUIRE_EQ(d.retry_ms, 600);
+	/* Half a token's time later: the next one is half a token away. */
+	REQUIRE(sim_hit(&s, T0 + 1000, &d));
+	EXPECT_NEXT(d, 0, 10000, 1000);
+	REQUIRE(sim_hit(&s, T0 + 2500, &d));
+	EXPECT_NEXT(d, 0, 9500, 500);
+
+	sim_init(&s, RLG_ALG_TOKEN_BUCKET, 3, 10000, 3);
+	REQUIRE(sim_hit(&s, T0, &d));
+	EXPECT_NEXT(d, 2, 3334, 3334);
+	/* room = 500000 us: the next token in 2833334 us. */
+	REQUIRE(sim_hit(&s, T0 + 500, &d));
+	EXPECT_NEXT(d, 1, 6167, 2834);
+	/* room = -2833334 us: the first token in as long. */
+	REQUIRE(sim_hit(&s, T0 + 500, &d));
+	EXPECT_NEXT(d, 0, 9501, 2834);
+
+	/* Burst 1: one token, back after T. */
+	sim_init(&s, RLG_ALG_TOKEN_BUCKET, 10, 10000, 1);
+	REQUIRE(sim_hit(&s, T0 + 7, &d));
+	EXPECT_NEXT(d, 0, 1000, 1000);
+}
+END_TEST
+
+/* sliding_log: the oldest entry inside the window slides out. */
+START_TEST(test_next_sliding_log)
+{
+	const struct rlg_limit p = mkpolicy(RLG_ALG_SLIDING_LOG, 5, 10000, 0);
+	const int64_t log[] = { T0 - 20000, T0, T0 + 1000, T0 + 2000 };
+	struct rlg_state out;
+	struct rlg_decision d;
+	bool append;
+	struct sim s;
+
+	/* The stale entry is skipped; T0 is the oldest. */
+	REQUIRE_EQ(rlg_limiter_sliding_log(&p, log, 4, T0 + 3000, &append,
+	    &out, &d), RLG_OK);
+	EXPECT_NEXT(d, 1, 10000, 7000);
+	/* A fresh log: the request itself is the oldest. */
+	REQUIRE_EQ(rlg_limiter_sliding_log(&p, NULL, 0, T0, &append, &out,
+	    &d), RLG_OK);
+	EXPECT_NEXT(d, 4, 10000, 10000);
+	/* T0 gone at T0 + 10000: T0 + 1000 is the oldest. */
+	REQUIRE_EQ(rlg_limiter_sliding_log(&p, log, 4, T0 + 10000, &append,
+	    &out, &d), RLG_OK);
+	EXPECT_NEXT(d, 2, 10000, 1000);
+
+	sim_init(&s, RLG_ALG_SLIDING_LOG, 3, 10000, 0);
+	REQUIRE(sim_hit(&s, T0, &d));
+	REQUIRE(sim_hit(&s, T0 + 4000, &d));
+	EXPECT_NEXT(d, 1, 10000, 6000);
+	REQUIRE(sim_hit(&s, T0 + 6000, &d));
+	EXPECT_NEXT(d, 0, 10000, 4000);
+	REQUIRE(!sim_hit(&s, T0 + 7000, &d));
+	REQUIRE_EQ(d.next_ms, 3000);
+	REQUIRE_EQ(d.retry_ms, 3000);
+}
+END_TEST
+
 Suite *
 rlg_limiter_suite(void)
 {
@@ -1989,6 +2203,11 @@ rlg_limiter_suite(void)
 	tcase_add_test(core, test_token_bucket_table);
 	tcase_add_test(core, test_token_bucket_sub_ms);
 	tcase_add_test(core, test_sliding_log_table);
+	tcase_add_test(core, test_next_fixed_window);
+	tcase_add_test(core, test_next_sliding_window_decay);
+	tcase_add_test(core, test_next_sliding_window_crossing);
+	tcase_add_test(core, test_next_token_bucket);
+	tcase_add_test(core, test_next_sliding_log);
 
 	tcase_add_test(boundary, test_fixed_edges);
 	tcase_add_test(boundary, test_sliding_window_edges);

@@ -286,6 +286,9 @@ static const struct {
 	{ "reset-huge", "reset_ms", "(9223372036854775807)" },
 	{ "reset-zero", "reset_ms", "(0)" },
 	{ "reset-ne-retry", "reset_ms", "(60001)" },
+	{ "next-zero", "next_ms", "(0)" },
+	{ "next-after-reset", "next_ms", "(60001)" },
+	{ "next-ne-retry", "next_ms", "(60001)" },
 	{ "limit-huge", "limit", "(9223372036854775807)" },
 	{ "limit-other", "limit", "(6)" },
 	{ "remaining-huge", "remaining", "(9223372036854775807)" },
@@ -648,6 +651,7 @@ fx_stub_step(struct rlg_store *base, const struct rlg_store_item *items,
 		decisions[i].remaining = 0;
 		decisions[i].reset_ms = st->delay_ms;
 		decisions[i].retry_ms = st->delay_ms;
+		decisions[i].next_ms = st->delay_ms;
 	}
 	return RLG_OK;
 }

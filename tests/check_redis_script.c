@@ -555,18 +555,19 @@ diff_step(struct sim *s, const struct item *it, size_t n, int64_t now_ms)
 	ck_assert_msg(res->type == REDIS_REPLY_ARRAY, "seed %u step %ld: the"
 	    " script failed: %s", s->seed, s->step,
 	    res->type == REDIS_REPLY_ERROR ? res->str : "not an array");
-	ck_assert_uint_eq(res->elements, 1 + 5 * n);
+	ck_assert_uint_eq(res->elements, 1 + 6 * n);
 	ck_assert_int_eq(reply_int(res, 0), rlg_limiter_clamp_time(now_ms));
 	for (i = 0; i < n; i++) {
-		e = 1 + 5 * i;
+		e = 1 + 6 * i;
 		ck_assert_msg(reply_int(res, e) == (d[i].admitted ? 1 : 0) &&
 		    reply_int(res, e + 1) == d[i].limit &&
 		    reply_int(res, e + 2) == d[i].remaining &&
 		    reply_int(res, e + 3) == d[i].reset_ms &&
-		    reply_int(res, e + 4) == d[i].retry_ms,
+		    reply_int(res, e + 4) == d[i].retry_ms &&
+		    reply_int(res, e + 5) == d[i].next_ms,
 		    "seed %u step %ld now %lld item %zu (%s limit %lld window"
-		    " %lld burst %lld%s): script %lld/%lld/%lld/%lld/%lld,"
-		    " limiter %d/%lld/%lld/%lld/%lld", s->seed, s->step,
+		    " %lld burst %lld%s): script %lld/%lld/%lld/%lld/%lld/%lld,"
+		    " limiter %d/%lld/%lld/%lld/%lld/%lld", s->seed, s->step,
 		    (long long)now_ms, i,
 		    rlg_algorithm_name(it[i].p->lim.algorithm),
 		    (long long)it[i].p->lim.limit, (long long)it[i].p->lim.window_ms,
@@ -576,9 +577,11 @@ diff_step(struct sim *s, const struct item *it, size_t n, int64_t now_ms)
 		    (long long)reply_int(res, e + 1),
 		    (long long)reply_int(res, e + 2),
 		    (long long)reply_int(res, e + 3),
-		    (long long)reply_int(res, e + 4), d[i].admitted,
+		    (long long)reply_int(res, e + 4),
+		    (long long)reply_int(res, e + 5), d[i].admitted,
 		    (long long)d[i].limit, (long long)d[i].remaining,
-		    (long long)d[i].reset_ms, (long long)d[i].retry_ms);
+		    (long long)d[i].reset_ms, (long long)d[i].retry_ms,
+		    (long long)d[i].next_ms);
 	}
 	for (i = 0; i < n; i++) {
 		e = 1 + 4 * i;
@@ -1019,10 +1022,11 @@ START_TEST(test_all_or_nothing)
 	/* f1 is spent: the bucket and the log would admit, yet nothing. */
 	r = eval_items("1700000000001", it, 3, hkeys);
 	ck_assert_int_eq(reply_int(r, 1), 1);     /* tb admits ... */
-	ck_assert_int_eq(reply_int(r, 6), 0);     /* f1 rejects */
-	ck_assert_int_eq(reply_int(r, 9), 39999); /* its reset */
-	ck_assert_int_eq(reply_int(r, 10), 39999);
-	ck_assert_int_eq(reply_int(r, 11), 1);    /* sl admits */
+	ck_assert_int_eq(reply_int(r, 7), 0);     /* f1 rejects */
+	ck_assert_int_eq(reply_int(r, 10), 39999); /* its reset */
+	ck_assert_int_eq(reply_int(r, 11), 39999);
+	ck_assert_int_eq(reply_int(r, 12), 39999); /* its next_ms */
+	ck_assert_int_eq(reply_int(r, 13), 1);    /* sl admits */
 	freeReplyObject(r);
 	ck_assert(!exists(hkeys[1].hash));
 	ck_assert(!exists(hkeys[2].hash));
@@ -1049,7 +1053,7 @@ START_TEST(test_advisory)
 	hkeys_init();
 	r = eval_items("1700000000000", it, 2, hkeys);
 	ck_assert_int_eq(reply_int(r, 1), 1);
-	ck_assert_int_eq(reply_int(r, 6), 1);
+	ck_assert_int_eq(reply_int(r, 7), 1);
 	freeReplyObject(r);
 	ck_assert_int_eq(hfield(hkeys[0].hash, "count"), 1);
 	ck_assert_int_eq(hfield(hkeys[1].hash, "count"), 1);
@@ -1059,8 +1063,8 @@ START_TEST(test_advisory)
 	r = eval_items("1700000000500", it, 2, hkeys);
 	ck_assert_int_eq(reply_int(r, 1), 0);
 	ck_assert_int_eq(reply_int(r, 5), 39500);
-	ck_assert_int_eq(reply_int(r, 6), 1);
-	ck_assert_int_eq(reply_int(r, 8), 1);     /* f3 remaining */
+	ck_assert_int_eq(reply_int(r, 7), 1);
+	ck_assert_int_eq(reply_int(r, 9), 1);     /* f3 remaining */
 	freeReplyObject(r);
 	ck_assert_int_eq(hfield(hkeys[0].hash, "count"), 1);
 	ck_assert_int_eq(hfield(hkeys[1].hash, "count"), 2);
@@ -1073,7 +1077,7 @@ START_TEST(test_advisory)
 	it[1].advisory = false;
 	r = eval_items("1700000000600", it, 2, hkeys);
 	ck_assert_int_eq(reply_int(r, 1), 1);
-	ck_assert_int_eq(reply_int(r, 6), 0);
+	ck_assert_int_eq(reply_int(r, 7), 0);
 	freeReplyObject(r);
 	ck_assert(!exists(hkeys[2].hash));
 }
@@ -1092,13 +1096,13 @@ START_TEST(test_same_key_twice)
 	hkeys_init();
 	r = eval_items("1700000000000", it, 2, hkeys);
 	ck_assert_int_eq(reply_int(r, 3), 2);     /* remaining 2, then 1 */
-	ck_assert_int_eq(reply_int(r, 8), 1);
+	ck_assert_int_eq(reply_int(r, 9), 1);
 	freeReplyObject(r);
 	ck_assert_int_eq(hfield(hkeys[0].hash, "count"), 2);
 	/* Two more: the second is the fourth, rejected, so neither counts. */
 	r = eval_items("1700000000001", it, 2, hkeys);
 	ck_assert_int_eq(reply_int(r, 1), 1);
-	ck_assert_int_eq(reply_int(r, 6), 0);
+	ck_assert_int_eq(reply_int(r, 7), 0);
 	freeReplyObject(r);
 	ck_assert_int_eq(hfield(hkeys[0].hash, "count"), 2);
 
@@ -1108,8 +1112,8 @@ START_TEST(test_same_key_twice)
 	r = eval_items("1700000000002", it, 2, hkeys);
 	ck_assert_int_eq(reply_int(r, 1), 1);
 	ck_assert_int_eq(reply_int(r, 3), 1);
-	ck_assert_int_eq(reply_int(r, 6), 1);
-	ck_assert_int_eq(reply_int(r, 8), 0);
+	ck_assert_int_eq(reply_int(r, 7), 1);
+	ck_assert_int_eq(reply_int(r, 9), 0);
 	freeReplyObject(r);
 	r = cmd("LRANGE %s 0 -1", hkeys[1].log);
 	ck_assert_uint_eq(r->elements, 2);

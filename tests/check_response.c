@@ -74,19 +74,23 @@ static const struct rlg_policy pol[3] = {
 };
 
 static const struct rlg_decision d_one[1] = {
-	{ true, 10, 9, 800, 0 },
+	{ true, 10, 9, 800, 0, 800 },
 };
-/* Tie on remaining (3): the sooner reset (per.minute) is reported. */
+/*
+ * Tie on remaining (3): the sooner reset (per.minute) is reported. The
+ * sliding window and the bucket give quota back before their reset
+ * (next_ms, the ietf t); the fixed window at its reset.
+ */
 static const struct rlg_decision d_ok[3] = {
-	{ true, 10, 9, 800, 0 },
-	{ true, 100, 3, 45000, 0 },
-	{ true, 1000, 3, 72000, 0 },
+	{ true, 10, 9, 800, 0, 800 },
+	{ true, 100, 3, 45000, 0, 1200 },
+	{ true, 1000, 3, 72000, 0, 3600 },
 };
 /* per-second and burst_bucket reject; burst_bucket admits again last. */
 static const struct rlg_decision d_429[3] = {
-	{ false, 10, 0, 900, 900 },
-	{ true, 100, 50, 30000, 0 },
-	{ false, 1000, 0, 12500, 12500 },
+	{ false, 10, 0, 900, 900, 900 },
+	{ true, 100, 50, 30000, 0, 30000 },
+	{ false, 1000, 0, 12500, 12500, 12500 },
 };
 
 #define PROBLEM_429 \
@@ -319,7 +323,7 @@ check_ietf(const struct parsed *p, const struct rlg_answer *a, int64_t *max_t)
 		ck_assert_int_eq(v->integer, d->remaining);
 		v = sf_param(&items[k], "t");
 		ck_assert_int_eq(v->type, SF_INTEGER);
-		ck_assert_int_eq(v->integer, rlg_response_seconds(d->reset_ms));
+		ck_assert_int_eq(v->integer, rlg_response_seconds(d->next_ms));
 		if (v->integer > *max_t)
 			*max_t = v->integer;
 		k++;
@@ -540,7 +544,7 @@ json_valid(const char *s)
 
 START_TEST(test_200)
 {
-	struct rlg_decision d = { true, 5, 4, 45000, 0 };
+	struct rlg_decision d = { true, 5, 4, 45000, 0, 45000 };
 	struct rlg_answer a = draft03(RLG_OUT_ADMITTED, &d, false);
 
 	ck_assert_str_eq(answer(&a),
@@ -564,7 +568,7 @@ END_TEST
  */
 START_TEST(test_authorized)
 {
-	struct rlg_decision d = { true, 5, 4, 45000, 0 };
+	struct rlg_decision d = { true, 5, 4, 45000, 0, 45000 };
 	struct rlg_answer a = draft03(RLG_OUT_AUTHORIZED, &d, false);
 
 	a.role = RLG_ROLE_AUTHORIZER;
@@ -601,7 +605,7 @@ END_TEST
 START_TEST(test_authorized_ietf)
 {
 	struct rlg_policy one = { .name = "api" };
-	struct rlg_decision d = { true, 5, 4, 45000, 0 };
+	struct rlg_decision d = { true, 5, 4, 45000, 0, 45000 };
 	struct rlg_answer a = { RLG_OUT_AUTHORIZED, false, RLG_STYLE_IETF,
 	    RLG_ERRORS_JSON, &one, &d, 1, RLG_ROLE_AUTHORIZER, 0 };
 
@@ -627,7 +631,7 @@ END_TEST
  */
 START_TEST(test_auth_request_roles)
 {
-	struct rlg_decision d = { true, 5, 4, 45000, 0 };
+	struct rlg_decision d = { true, 5, 4, 45000, 0, 45000 };
 	struct rlg_answer a = draft03(RLG_OUT_AUTHORIZED, &d, false);
 	const char *yes =
 	    "Status: 200 OK\r\n"
@@ -642,7 +646,7 @@ START_TEST(test_auth_request_roles)
 	a.role = RLG_ROLE_FORWARD_AUTH;
 	ck_assert_str_eq(answer(&a), yes);
 
-	d = (struct rlg_decision){ false, 5, 0, 11200, 11200 };
+	d = (struct rlg_decision){ false, 5, 0, 11200, 11200, 11200 };
 	a = draft03(RLG_OUT_REJECTED, &d, false);
 	a.role = RLG_ROLE_AUTH_REQUEST;
 	ck_assert_str_eq(answer(&a),
@@ -700,7 +704,7 @@ END_TEST
  */
 START_TEST(test_reject_status)
 {
-	struct rlg_decision d = { false, 5, 0, 11200, 11200 };
+	struct rlg_decision d = { false, 5, 0, 11200, 11200, 11200 };
 	struct rlg_answer a = draft03(RLG_OUT_REJECTED, &d, false);
 	struct parsed p;
 
@@ -747,7 +751,7 @@ END_TEST
 
 START_TEST(test_429)
 {
-	struct rlg_decision d = { false, 5, 0, 11200, 11200 };
+	struct rlg_decision d = { false, 5, 0, 11200, 11200, 11200 };
 	struct rlg_answer a = draft03(RLG_OUT_REJECTED, &d, false);
 
 	ck_assert_str_eq(answer(&a),
@@ -779,8 +783,8 @@ START_TEST(test_all_200_exact)
 	    "RateLimit-Policy: \"per-second\";q=10;w=1, "
 	    "\"per.minute\";q=100;w=60, "
 	    "\"burst_bucket\";q=1000;w=3600;rlgate-burst=50\r\n"
-	    "RateLimit: \"per-second\";r=9;t=1, \"per.minute\";r=3;t=45, "
-	    "\"burst_bucket\";r=3;t=72\r\n"
+	    "RateLimit: \"per-second\";r=9;t=1, \"per.minute\";r=3;t=2, "
+	    "\"burst_bucket\";r=3;t=4\r\n"
 	    "X-RateLimit-Limit: 100\r\n"
 	    "X-RateLimit-Remaining: 3\r\n"
 	    "X-RateLimit-Reset: 45\r\n"
@@ -819,7 +823,7 @@ END_TEST
 
 START_TEST(test_head_has_no_body)
 {
-	struct rlg_decision d = { true, 5, 3, 1000, 0 };
+	struct rlg_decision d = { true, 5, 3, 1000, 0, 1000 };
 	struct rlg_answer a = draft03(RLG_OUT_ADMITTED, &d, true);
 	const char *out = answer(&a);
 
@@ -831,7 +835,7 @@ END_TEST
 
 START_TEST(test_errors)
 {
-	struct rlg_decision d = { true, 5, 2, 1000, 0 };
+	struct rlg_decision d = { true, 5, 2, 1000, 0, 1000 };
 	struct rlg_answer a = draft03(RLG_OUT_NOT_FOUND, &d, false);
 	const char *out;
 
@@ -920,25 +924,25 @@ END_TEST
 START_TEST(test_pick)
 {
 	const struct rlg_decision tie_reset[3] = {
-		{ true, 10, 4, 9000, 0 },
-		{ true, 10, 2, 5000, 0 },
-		{ true, 10, 2, 3000, 0 },
+		{ true, 10, 4, 9000, 0, 9000 },
+		{ true, 10, 2, 5000, 0, 5000 },
+		{ true, 10, 2, 3000, 0, 3000 },
 	};
 	const struct rlg_decision tie_all[2] = {
-		{ true, 10, 2, 3000, 0 },
-		{ true, 99, 2, 3000, 0 },
+		{ true, 10, 2, 3000, 0, 3000 },
+		{ true, 99, 2, 3000, 0, 3000 },
 	};
 	const struct rlg_decision all_rejected[3] = {
-		{ false, 10, 0, 500, 500 },
-		{ false, 20, 0, 2000, 2000 },
-		{ false, 30, 0, 2000, 2000 },
+		{ false, 10, 0, 500, 500, 500 },
+		{ false, 20, 0, 2000, 2000, 2000 },
+		{ false, 30, 0, 2000, 2000, 2000 },
 	};
 	/* An admitted policy with less left or a later reset never wins. */
 	const struct rlg_decision mixed[4] = {
-		{ true, 100, 0, 99000, 0 },
-		{ false, 10, 0, 300, 300 },
-		{ true, 5, 0, 1, 0 },
-		{ false, 5, 0, 700, 700 },
+		{ true, 100, 0, 99000, 0, 99000 },
+		{ false, 10, 0, 300, 300, 300 },
+		{ true, 5, 0, 1, 0, 1 },
+		{ false, 5, 0, 700, 700, 700 },
 	};
 
 	ck_assert_int_eq(rlg_response_pick(NULL, 0), -1);
@@ -1110,7 +1114,7 @@ END_TEST
 
 START_TEST(test_retry_never_below_one)
 {
-	struct rlg_decision d = { false, 1, 0, 1, 1 };
+	struct rlg_decision d = { false, 1, 0, 1, 1, 1 };
 	struct rlg_answer a = draft03(RLG_OUT_REJECTED, &d, false);
 	const char *out = answer(&a);
 
@@ -1119,20 +1123,30 @@ START_TEST(test_retry_never_below_one)
 }
 END_TEST
 
-/* Even a decision breaking reset_ms == retry_ms leaves no t after it. */
+/*
+ * Even a decision breaking reset_ms == next_ms == retry_ms leaves no
+ * delay after Retry-After: a later reset (RateLimit-Reset), then a later
+ * next_ms (t).
+ */
 START_TEST(test_retry_covers_every_reset)
 {
-	const struct rlg_decision d[2] = {
-		{ false, 10, 0, 9000, 2000 },
-		{ false, 10, 0, 4000, 4000 },
+	struct rlg_decision d[2] = {
+		{ false, 10, 0, 9000, 2000, 2000 },
+		{ false, 10, 0, 4000, 4000, 4000 },
 	};
 	struct rlg_answer a = { RLG_OUT_REJECTED, false, RLG_STYLE_ALL,
 	    RLG_ERRORS_JSON, pol, d, 2, RLG_ROLE_RESPONDER, 0 };
 	const char *out = answer(&a);
 
 	ck_assert_ptr_nonnull(strstr(out, "Retry-After: 9\r\n"));
+	ck_assert_ptr_nonnull(strstr(out, "RateLimit-Reset: 4\r\n"));
 	ck_assert_ptr_nonnull(strstr(out,
-	    "RateLimit: \"per-second\";r=0;t=9, \"per.minute\";r=0;t=4\r\n"));
+	    "RateLimit: \"per-second\";r=0;t=2, \"per.minute\";r=0;t=4\r\n"));
+	d[1].next_ms = 9500;
+	out = answer(&a);
+	ck_assert_ptr_nonnull(strstr(out, "Retry-After: 10\r\n"));
+	ck_assert_ptr_nonnull(strstr(out,
+	    "RateLimit: \"per-second\";r=0;t=2, \"per.minute\";r=0;t=10\r\n"));
 }
 END_TEST
 
@@ -1163,9 +1177,9 @@ START_TEST(test_32_policies_fit)
 		for (i = 0; i < NAMES_MAX; i++)
 			dec[i] = rejected ?
 			    (struct rlg_decision){ false, RLG_LIMIT_MAX, 0,
-			    window_ms - 1, window_ms - 1 } :
+			    window_ms - 1, window_ms - 1, window_ms - 1 } :
 			    (struct rlg_decision){ true, RLG_LIMIT_MAX,
-			    RLG_LIMIT_MAX - 1, window_ms, 0 };
+			    RLG_LIMIT_MAX - 1, window_ms, 0, window_ms };
 		a.outcome = rejected ? RLG_OUT_REJECTED : RLG_OUT_ADMITTED;
 		n = rlg_response_format(&a, buf, sizeof buf);
 		ck_assert_int_gt(n, 0);
@@ -1232,8 +1246,8 @@ START_TEST(test_names_escaped)
 		    RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL },
 	};
 	const struct rlg_decision d[2] = {
-		{ false, 10, 0, 900, 900 },
-		{ false, 10, 0, 900, 900 },
+		{ false, 10, 0, 900, 900, 900 },
+		{ false, 10, 0, 900, 900, 900 },
 	};
 	static struct sf_item it[4];
 	static struct parsed p;

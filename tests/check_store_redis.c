@@ -608,20 +608,22 @@ START_TEST(test_redis_strict_reply)
 	} cases[] = {
 		{ ":1\r\n", "unexpected reply: an integer," },
 		{ "*2\r\n:1\r\n:1\r\n", "unexpected reply: an array of 2," },
-		{ "*6\r\n:1\r\n:1\r\n:5\r\n$1\r\n4\r\n:1000\r\n:0\r\n",
+		{ "*7\r\n:1\r\n:1\r\n:5\r\n$1\r\n4\r\n:1000\r\n:0\r\n:1000\r\n",
 		    "element 3 is a string" },
-		{ "*6\r\n:1\r\n:2\r\n:5\r\n:4\r\n:1000\r\n:0\r\n",
+		{ "*7\r\n:1\r\n:2\r\n:5\r\n:4\r\n:1000\r\n:0\r\n:1000\r\n",
 		    "element 1 is out of range (2)" },
-		{ "*6\r\n:1\r\n:1\r\n:5\r\n:-4\r\n:1000\r\n:0\r\n",
+		{ "*7\r\n:1\r\n:1\r\n:5\r\n:-4\r\n:1000\r\n:0\r\n:1000\r\n",
 		    "element 3 is out of range (-4)" },
-		{ "*6\r\n:1\r\n:1\r\n:5\r\n*0\r\n:1000\r\n:0\r\n",
+		{ "*7\r\n:1\r\n:1\r\n:5\r\n*0\r\n:1000\r\n:0\r\n:1000\r\n",
 		    "element 3 is an array" },
+		{ "*7\r\n:1\r\n:1\r\n:5\r\n:4\r\n:1000\r\n:0\r\n:1001\r\n",
+		    "element 6 is out of range (1001): next_ms" },
 		{ "-ERR rlgate: bad argument\r\n",
 		    "EVALSHA failed: ERR rlgate: bad argument" },
 		{ "$-1\r\n", "unexpected reply: nil," },
 		{ "-NOSCRIPT No matching script\r\n",
 		    "EVALSHA failed: NOSCRIPT" },
-		{ "*6\r\n:1700000000000\r\n:1\r\n:5\r\n:4\r\n:1000\r\n:0\r\n",
+		{ "*7\r\n:1700000000000\r\n:1\r\n:5\r\n:4\r\n:1000\r\n:0\r\n:1000\r\n",
 		    NULL },
 	};
 	struct rlg_policy p = policy(5, 60);
@@ -650,6 +652,7 @@ START_TEST(test_redis_strict_reply)
 			ck_assert_int_eq(d.remaining, 4);
 			ck_assert_int_eq(d.reset_ms, 1000);
 			ck_assert_int_eq(d.retry_ms, 0);
+			ck_assert_int_eq(d.next_ms, 1000);
 		} else {
 			ck_assert_msg(rc == RLG_ESTORE, "case %zu", i);
 			check_names(s, f.port, cases[i].msg);

@@ -9,8 +9,8 @@
  * AUTH, SELECT, SCRIPT LOAD, EVALSHA, ASKING, CLUSTER SLOTS. Well-behaved
  * (mode "ok"), EVALSHA admits every item as step.lua would on a fresh
  * client: limit from the request, remaining limit - 1 (token_bucket:
- * burst - 1), reset_ms one window, retry_ms 0, at the now_ms the request
- * passed (or the wall clock for clock = redis). Every other mode breaks
+ * burst - 1), reset_ms and next_ms one window, retry_ms 0, at the now_ms
+ * the request passed (or the wall clock for clock = redis). Every other mode breaks
  * one thing (see the table below): a value out of the range the limiter
  * can produce, a wrong type or arity, a bad SCRIPT LOAD or PING reply, a
  * reply trickled one byte every --trickle-ms ms, no reply at all, a
@@ -62,6 +62,9 @@ enum fr_mode {
 	FR_RESET_HUGE,          /* admits, reset = 2^63 - 1 */
 	FR_RESET_ZERO,          /* admits, reset = 0 */
 	FR_RESET_NE_RETRY,      /* rejects, reset = retry + 1 */
+	FR_NEXT_ZERO,           /* admits, next = 0 */
+	FR_NEXT_AFTER_RESET,    /* admits, next = reset + 1 */
+	FR_NEXT_NE_RETRY,       /* rejects, next = retry + 1 */
 	FR_LIMIT_HUGE,          /* limit = 2^63 - 1 */
 	FR_LIMIT_OTHER,         /* limit = the request's + 1 */
 	FR_REMAINING_HUGE,      /* admits, remaining = 2^63 - 1 */
@@ -103,6 +106,9 @@ static const struct {
 	{ "reset-huge", FR_RESET_HUGE },
 	{ "reset-zero", FR_RESET_ZERO },
 	{ "reset-ne-retry", FR_RESET_NE_RETRY },
+	{ "next-zero", FR_NEXT_ZERO },
+	{ "next-after-reset", FR_NEXT_AFTER_RESET },
+	{ "next-ne-retry", FR_NEXT_NE_RETRY },
 	{ "limit-huge", FR_LIMIT_HUGE },
 	{ "limit-other", FR_LIMIT_OTHER },
 	{ "remaining-huge", FR_REMAINING_HUGE },
@@ -506,7 +512,7 @@ fr_evalsha(struct fr_conn *c, int argc, const char **argv,
 {
 	const long long huge = INT64_MAX;
 	long long nkeys, now, n, i, alg, limit, window, burst;
-	long long admitted, remaining, reset, retry;
+	long long admitted, remaining, reset, retry, next;
 	bool trickle = mode == FR_TRICKLE || mode == FR_TRICKLE_ALL;
 	int a;
 
@@ -533,7 +539,7 @@ fr_evalsha(struct fr_conn *c, int argc, const char **argv,
 		fr_putf(c, false, "-ERR fake_redis: malformed EVALSHA\r\n");
 		return;
 	}
-	fr_putf(c, trickle, "*%lld\r\n:%lld\r\n", 1 + 5 * n -
+	fr_putf(c, trickle, "*%lld\r\n:%lld\r\n", 1 + 6 * n -
 	    (mode == FR_ARITY_SHORT ? 1 : 0), mode == FR_NOW_HUGE ? huge :
 	    now);
 	for (i = 0; i < n; i++, a += 5) {
@@ -576,6 +582,11 @@ fr_evalsha(struct fr_conn *c, int argc, const char **argv,
 			retry = window;
 			reset = window + 1;
 			break;
+		case FR_NEXT_NE_RETRY:
+			admitted = 0;
+			remaining = 0;
+			reset = retry = window;
+			break;
 		case FR_LIMIT_HUGE:
 			limit = huge;
 			break;
@@ -598,8 +609,6 @@ fr_evalsha(struct fr_conn *c, int argc, const char **argv,
 		}
 		fr_putf(c, trickle, ":%lld\r\n:%lld\r\n:%lld\r\n:%lld\r\n",
 		    admitted, limit, remaining, reset);
-		if (mode == FR_ARITY_SHORT && i == n - 1)
-			break;
 		if (mode == FR_TYPE_STRING && i == n - 1)
 			fr_putf(c, trickle, "$%d\r\n%lld\r\n",
 			    snprintf(NULL, 0, "%lld", retry), retry);
@@ -607,6 +616,17 @@ fr_evalsha(struct fr_conn *c, int argc, const char **argv,
 			fr_putf(c, trickle, "*1\r\n:%lld\r\n", retry);
 		else
 			fr_putf(c, trickle, ":%lld\r\n", retry);
+		if (mode == FR_ARITY_SHORT && i == n - 1)
+			break;
+		/* next_ms: retry_ms when rejected, reset_ms when admitted. */
+		next = admitted ? reset : retry;
+		if (mode == FR_NEXT_ZERO)
+			next = 0;
+		else if (mode == FR_NEXT_AFTER_RESET)
+			next = reset + 1;
+		else if (mode == FR_NEXT_NE_RETRY)
+			next = retry + 1;
+		fr_putf(c, trickle, ":%lld\r\n", next);
 	}
 }
 

@@ -20,9 +20,10 @@
 --   advisory, plus 2 for a charge for a new key (if_new: struct
 --   rlg_store_item), which applies only when the item before it (no such
 --   charge itself) has no live state, and is otherwise skipped: admitted,
---   remaining = limit, reset = retry = 0, nothing read or written.
+--   remaining = limit, reset = retry = next = 0, nothing read or written.
 -- Reply: now_ms used, then per item admitted (0/1), limit, remaining,
---   reset_ms, retry_ms: struct rlg_decision.
+--   reset_ms, retry_ms, next_ms: struct rlg_decision (next_ms: until more
+--   quota is available, the ietf style's t; retry_ms when rejected).
 --
 -- Numbers: Lua's are doubles, exact for integers up to 2^53. Times in ms,
 -- counts and windows are far below that (the limiter clamps times to
@@ -256,7 +257,8 @@ end
 -- Two kits of the same operations: plain doubles when every value of the
 -- computation is known to stay below 2^52, big integers otherwise.
 -- mul takes two plain integers; add, sub (a >= b), lt take kit values;
--- div(a, d) is floor(a / d) as a plain number for a plain d (nil: huge).
+-- div(a, d) is floor(a / d) as a plain number for a plain d (nil: huge);
+-- num(a) is a as a plain number, for a value known to be below 2^53.
 local NUM = {
   of = function(x) return x end,
   mul = function(a, b) return a * b end,
@@ -264,6 +266,7 @@ local NUM = {
   sub = function(a, b) return a - b end,
   lt = function(a, b) return a < b end,
   div = function(a, d) return floor(a / d) end,
+  num = function(a) return a end,
   str = fmt,
 }
 local BIG = {
@@ -273,6 +276,7 @@ local BIG = {
   sub = big_sub,
   lt = function(a, b) return big_cmp(a, b) < 0 end,
   div = big_div,
+  num = big_num,
   str = big_str,
 }
 
@@ -297,12 +301,13 @@ local function fixed_window(limit, w, st, now_ms)
   local wend = ws + w
   if count < limit then
     count = count + 1
+    -- Nothing comes back before the window's end: next = reset.
     return { admitted = true, remaining = limit - count,
-      reset = wend - now_ms, retry = 0 },
+      reset = wend - now_ms, retry = 0, next = wend - now_ms },
       { ws = ws, count = count, prev = 0, tat = "0", expires = wend }
   end
   return { admitted = false, remaining = 0, reset = wend - now_ms,
-    retry = wend - now_ms }, nil
+    retry = wend - now_ms, next = wend - now_ms }, nil
 end
 
 -- rlg_limiter_sliding_window: prev * (W - e) + count * W < limit * W,
@@ -339,8 +344,21 @@ local function sliding_window(limit, w, st, now_ms)
     if K.lt(after, lw) then
       remaining = K.div(K.add(K.sub(lw, after), K.of(w - 1)), w)
     end
+    -- sw_next_ms: more quota when room + prev * x > remaining * W, the
+    -- first x being gap / prev + 1 with gap = remaining * W - room =
+    -- remaining * W + after - lw (>= 0), if within this window (its end
+    -- included); else one ms into the next window.
+    local next = (w - e) + 1
+    if prev > 0 then
+      local gap = K.sub(K.add(K.mul(remaining, w), after), lw)
+      local x = K.div(gap, prev)
+      -- nil: x is past 2^50, so past w - e too.
+      if x ~= nil and x + 1 <= w - e then
+        next = x + 1
+      end
+    end
     return { admitted = true, remaining = remaining,
-      reset = expires - now_ms, retry = 0 },
+      reset = expires - now_ms, retry = 0, next = next + (now - now_ms) },
       { ws = ws, count = count, prev = prev, tat = "0", expires = expires }
   end
   -- Rejected: the next window's first ms (one later when full), unless
@@ -356,8 +374,8 @@ local function sliding_window(limit, w, st, now_ms)
     end
   end
   retry = retry + (now - now_ms)
-  return { admitted = false, remaining = 0, reset = retry, retry = retry },
-    nil
+  return { admitted = false, remaining = 0, reset = retry, retry = retry,
+    next = retry }, nil
 end
 
 -- rlg_limiter_token_bucket: GCRA in microseconds, the emission interval
@@ -387,8 +405,8 @@ local function token_bucket(limit, w, burst, st, now_ms)
   if K.lt(lhs, tat) then
     -- now < tat - tau: rejected until then, in whole ms rounded up.
     local retry = K.div(K.add(K.sub(tat, lhs), K.of(999)), 1000)
-    return { admitted = false, remaining = 0, reset = retry, retry = retry },
-      nil
+    return { admitted = false, remaining = 0, reset = retry, retry = retry,
+      next = retry }, nil
   end
   local tat_new = K.add(tat, K.of(t_us))
   local expires = K.div(K.add(tat_new, K.of(999)), 1000)
@@ -396,8 +414,13 @@ local function token_bucket(limit, w, burst, st, now_ms)
   if not K.lt(lhs, tat_new) then
     remaining = K.div(K.sub(lhs, tat_new), t_us) + 1
   end
+  -- The next token: remaining * T - room us, room = lhs - tat_new (T -
+  -- room mod T when room >= 0, -room when it is negative), 1 to T us, so
+  -- plain once computed; whole ms rounded up.
+  local next_us = K.num(K.sub(K.add(K.mul(remaining, t_us), tat_new), lhs))
   return { admitted = true, remaining = remaining,
-    reset = expires - now_ms, retry = 0 },
+    reset = expires - now_ms, retry = 0,
+    next = floor((next_us + 999) / 1000) },
     { ws = 0, count = 0, prev = 0, tat = K.str(tat_new), expires = expires }
 end
 
@@ -422,8 +445,10 @@ local function sliding_log(limit, w, log, now_ms)
       oldest = math.min(oldest, clamp_time(log[lo]))
       newest = math.max(newest, clamp_time(log[n]))
     end
+    -- More quota when the oldest entry (now, for a fresh log) slides out.
     return { admitted = true, remaining = limit - m - 1,
-      reset = newest + w - now_ms, retry = 0 },
+      reset = newest + w - now_ms, retry = 0,
+      next = math.max(1, oldest + w - now_ms) },
       { ws = oldest, count = m + 1, prev = 0, tat = "0",
         expires = newest + w }
   end
@@ -432,8 +457,8 @@ local function sliding_log(limit, w, log, now_ms)
   if retry < 1 then
     retry = 1                                -- an unsorted log
   end
-  return { admitted = false, remaining = 0, reset = retry, retry = retry },
-    nil
+  return { admitted = false, remaining = 0, reset = retry, retry = retry,
+    next = retry }, nil
 end
 
 -- The whole list of a sliding log, read once per step: strings (LINSERT
@@ -586,7 +611,8 @@ for i = 1, n do
   if it.if_new and items[i - 1].live then
     -- The key before it is not new: nothing to charge.
     it.skip = true
-    it.d = { admitted = true, remaining = it.limit, reset = 0, retry = 0 }
+    it.d = { admitted = true, remaining = it.limit, reset = 0, retry = 0,
+      next = 0 }
   elseif it.alg == SLIDING_LOG then
     local k = 0
     for j = 1, i - 1 do
@@ -659,5 +685,6 @@ for i = 1, n do
   reply[#reply + 1] = d.remaining
   reply[#reply + 1] = d.reset
   reply[#reply + 1] = d.retry
+  reply[#reply + 1] = d.next
 end
 return reply

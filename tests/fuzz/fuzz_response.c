@@ -3,8 +3,8 @@
  * that writes every byte rlgate sends back. The input is read as a stream
  * of fields (missing bytes read as 0): outcome, style, error format, HEAD,
  * a flag that drops the policies, n (0..RLG_POLICIES_MAX), then per
- * decision its admitted flag and limit, remaining, reset_ms and retry_ms
- * as arbitrary int64, and per policy a name of 1 to 64 bytes mapped onto
+ * decision its admitted flag and limit, remaining, reset_ms, retry_ms and
+ * next_ms as arbitrary int64, and per policy a name of 1 to 64 bytes mapped onto
  * [A-Za-z0-9_.-] (all a config allows), then the role (who reads the
  * answer) and the refusal's status (none, 429, 503, 403 or 420, which
  * is no registered code). A small value of the outcome, style, error format and role
@@ -172,6 +172,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		decisions[i].remaining = take64(&in);
 		decisions[i].reset_ms = take64(&in);
 		decisions[i].retry_ms = take64(&in);
+		decisions[i].next_ms = take64(&in);
 	}
 	for (i = 0; i < a.n; i++) {
 		namelen = 1 + take8(&in) % RLG_POLICY_NAME_MAX;
