@@ -3,9 +3,20 @@
 # yet: `deps.sh demo` what the demo needs (build it, run it under lighttpd
 # and spawn-fcgi, look at its database), `deps.sh` (or `deps.sh test`)
 # everything the tests, the benchmarks and the linters use too.
-# `deps.sh --list [demo|test]` prints the packages of a set and changes
-# nothing. Safe to run again: it calls apt-get only when something is
-# missing.
+# `deps.sh --list [demo|test]` prints the Debian packages of a set and
+# changes nothing. Safe to run again: it calls apt-get (and npm) only when
+# something is missing.
+#
+# The test set holds one package Debian does not: the npm package
+# structured-headers (an RFC 8941/9651 parser, major version 1), with
+# which tests/integration/sf_headers.sh parses the ietf style's fields,
+# so a third party's reading of them is checked, not only rlgate's own
+# (tests/sf_parse.c). It goes into its own directory, $RLGATE_NODE_DIR
+# (default /usr/local/lib/rlgate-node, the test's NODE_PATH is its
+# node_modules), not npm's global prefix: that is /usr/lib/node_modules
+# for Debian's and NodeSource's node, which belongs to dpkg; a directory
+# of its own is local to this machine's admin (/usr/local), pinned for
+# the tests alone, and removed with one rm -r.
 #
 # It respects the machine: it never stops, disables or kills a service or
 # process it did not start. The tests start their own servers (Redis,
@@ -40,14 +51,18 @@ test_pkgs=(
 	chromium                                       # the status page rendered headless (tests/integration/status_page.sh)
 	systemd                                        # systemd-analyze, systemd-socket-activate (tests/integration/systemd.sh)
 	debhelper lintian                              # the Debian package built and checked (tests/package.sh)
+	nodejs                                         # node, for structured-headers (see the top)
 )
+node_dir=${RLGATE_NODE_DIR:-/usr/local/lib/rlgate-node}
+node_pkg=structured-headers@1
 
 list=0
 if [ "${1:-}" = --list ]; then
 	list=1
 	shift
 fi
-case "${1:-test}" in
+which_set=${1:-test}
+case "$which_set" in
 demo) pkgs=("${demo_pkgs[@]}") ;;
 test) pkgs=("${test_pkgs[@]}") ;;
 *)
@@ -66,11 +81,31 @@ for p in "${pkgs[@]}"; do
 		missing+=("$p")
 	fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+need_node=0
+if [ "$which_set" = test ] &&
+    [ ! -f "$node_dir/node_modules/structured-headers/package.json" ]; then
+	need_node=1
+	# Debian's nodejs comes without npm (NodeSource's has it).
+	command -v npm >/dev/null 2>&1 || missing+=(npm)
+fi
+[ ${#missing[@]} -eq 0 ] && [ $need_node -eq 0 ] && exit 0
 
 if [ "$(id -u)" -ne 0 ]; then
-	echo "deps.sh: missing packages: ${missing[*]}; run as root to install them" >&2
+	[ ${#missing[@]} -gt 0 ] &&
+	    echo "deps.sh: missing packages: ${missing[*]}; run as root to install them" >&2
+	[ $need_node -eq 1 ] &&
+	    echo "deps.sh: missing npm package $node_pkg in $node_dir; run as root to install it" >&2
 	exit 1
+fi
+install_node() {
+	[ $need_node -eq 1 ] || return 0
+	echo "deps.sh: installing npm package $node_pkg into $node_dir"
+	mkdir -p "$node_dir"
+	npm install --prefix "$node_dir" --no-audit --no-fund --loglevel=error "$node_pkg"
+}
+if [ ${#missing[@]} -eq 0 ]; then
+	install_node
+	exit 0
 fi
 echo "deps.sh: installing ${missing[*]}"
 # Packages like lighttpd, apache2, redis-server and prometheus start their
@@ -88,3 +123,4 @@ trap '[ $own_policy -eq 1 ] && rm -f "$policy"' EXIT
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${missing[@]}"
+install_node

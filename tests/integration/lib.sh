@@ -354,6 +354,31 @@ recall() {
 	BODY=$(cat "$T/keep.$1.body")
 }
 
+# keep_burst CLIENT NAME...: like keep, one request to $url per NAME from
+# CLIENT, sent back to back by one curl process over one connection (no
+# process start between them: on a loaded machine that is what takes time).
+keep_burst() {
+	local cl=$1 n i=0
+	local -a args=()
+	shift
+	for n in "$@"; do
+		[ $i -gt 0 ] && args+=(--next)
+		args+=(-sS --max-time "$CURL_MAX_TIME" --interface "$cl"
+		    -D "$T/keep.$n.headers" -o "$T/keep.$n.body" -w '%{http_code}\n' "$url")
+		: >"$T/keep.$n.headers"
+		: >"$T/keep.$n.body"
+		i=$((i + 1))
+	done
+	curl "${args[@]}" >"$T/burst.codes" 2>"$T/burst.err" ||
+		diag "curl burst $*: $(head -3 "$T/burst.err")"
+	i=1
+	for n in "$@"; do
+		STATUS=$(sed -n "${i}p" "$T/burst.codes")
+		echo "${STATUS:-000}" >"$T/keep.$n.status"
+		i=$((i + 1))
+	done
+}
+
 # in_one_window SECONDS CMD [ARGS...]: waits for the start of a window, runs
 # CMD (requests only, kept with keep), and if CMD did not finish inside the
 # window it started in (a slow machine), runs it again in the next one: a

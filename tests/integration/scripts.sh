@@ -4,8 +4,9 @@
 # nginx, valgrind, clang, Redis, Prometheus, Chromium); the test set holds
 # the demo's and those. Run as root with everything installed, neither
 # set touches a service: systemctl, service, update-rc.d, invoke-rc.d,
-# pkill and apt-get are replaced by recorders on PATH (dpkg-query says
-# every package is installed), and none is called (an earlier deps.sh
+# pkill, apt-get and npm are replaced by recorders on PATH (dpkg-query
+# says every package is installed, and RLGATE_NODE_DIR holds the npm
+# package structured-headers), and none is called (an earlier deps.sh
 # stopped and disabled the machine's redis-server on every run).
 : "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 # shellcheck source=tests/integration/lib.sh
@@ -40,15 +41,19 @@ is "$?" 64 "an unknown set: exit 64"
 
 # the recorders
 mkdir -p "$T/shim"
-for c in systemctl service update-rc.d invoke-rc.d pkill apt-get; do
+for c in systemctl service update-rc.d invoke-rc.d pkill apt-get npm; do
 	printf '#!/bin/sh\necho "%s $*" >>"%s/calls"\nexit 0\n' "$c" "$T" >"$T/shim/$c"
 	chmod 755 "$T/shim/$c"
 done
 printf '#!/bin/sh\nprintf "install ok installed"\n' >"$T/shim/dpkg-query"
 chmod 755 "$T/shim/dpkg-query"
+mkdir -p "$T/node/node_modules/structured-headers"
+echo '{"name":"structured-headers","version":"1.0.1"}' \
+    >"$T/node/node_modules/structured-headers/package.json"
 : >"$T/calls"
 for set in demo test; do
-	PATH="$T/shim:$PATH" timeout 60 bash "$deps" "$set" >"$T/$set.out" 2>&1
+	PATH="$T/shim:$PATH" RLGATE_NODE_DIR="$T/node" timeout 60 \
+	    bash "$deps" "$set" >"$T/$set.out" 2>&1
 	is "$?" 0 "deps.sh $set, everything installed: exit 0"
 	is "$(cat "$T/$set.out")" "" "... says nothing"
 done
