@@ -965,7 +965,8 @@ START_TEST(test_cluster_redirect_bounds)
 	    rlg_store_errmsg(s));
 	pthread_mutex_lock(&f.mu);
 	ck_assert_int_eq(f.evals - evals, 6);
-	f.reply = "*6\r\n:1700000000000\r\n:1\r\n:5\r\n:4\r\n:1000\r\n:0\r\n";
+	f.reply = "*7\r\n:1700000000000\r\n:1\r\n:5\r\n:4\r\n:1000\r\n:0\r\n"
+	    ":1000\r\n";
 	pthread_mutex_unlock(&f.mu);
 	/* Not lost: the next step goes through at once. */
 	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_OK);
