@@ -429,6 +429,10 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
 	sa.sa_flags = SA_RESTART;
 	sa.sa_handler = rlg_log_reopen;
 	sigaction(SIGUSR1, &sa, NULL);
+	/* a supervisor's worker starts with it blocked (supervisor.c) */
+	sigemptyset(&hup);
+	sigaddset(&hup, SIGUSR1);
+	pthread_sigmask(SIG_UNBLOCK, &hup, NULL);
 	/*
 	 * SIGHUP (reload), SIGTERM and SIGINT (stop): blocked here, so in
 	 * every thread started from here on, and taken by signal_thread.

@@ -66,11 +66,24 @@ start(int i, int64_t now_ms)
 		return;
 	}
 	if (pid == 0) {
+		sigset_t mask = sv.old;
+
 		/* the supervisor's end is the worker's: stop gracefully */
 		(void)prctl(PR_SET_PDEATHSIG, SIGTERM);
 		if (getppid() != sv.self)
 			_exit(0);       /* it ended before the line above */
-		sigprocmask(SIG_SETMASK, &sv.old, NULL);
+		/*
+		 * The signals the supervisor passes on stay blocked until the
+		 * worker takes them (server.c: its signal thread sigwaits for
+		 * SIGHUP, SIGTERM and SIGINT, and it unblocks SIGUSR1 once
+		 * its handler is in place): one that comes while the worker
+		 * starts waits for it, where the default action would end it.
+		 */
+		sigaddset(&mask, SIGHUP);
+		sigaddset(&mask, SIGTERM);
+		sigaddset(&mask, SIGINT);
+		sigaddset(&mask, SIGUSR1);
+		sigprocmask(SIG_SETMASK, &mask, NULL);
 		exit(sv.work(sv.ctx));
 	}
 	sv.w[i].pid = pid;

@@ -99,6 +99,24 @@ req "$url"
 kill -HUP "$SV"
 wait_for "three reloads in the new log" 5 '[ "$(grep -c "reload: .*loaded" "$log" 2>/dev/null)" -eq 3 ]'
 ok $? "... the workers write there too"
+# signals that come while a worker starts wait for it: none ends it (the
+# default action of SIGHUP and SIGUSR1 would, before the worker takes them)
+off=$(wc -c <"$log")
+victim=$(workers | awk '{ print $1 }')
+kill -9 "$victim"
+# as fast as the shell can (a bounded count: about 0.1 s here), across
+# the new worker's start, 100 ms after the victim's end (under ASan or
+# load the start takes longer, and CI once saw a SIGHUP end a worker)
+sleep 0.08
+for _ in $(seq 1 1000); do
+	kill -HUP "$SV"
+	kill -USR1 "$SV"
+done
+wait_for "three workers" 5 '[ "$(workers | wc -w)" -eq 3 ] && ! grep -qw "'"$victim"'" <<<"$(workers)"'
+sleep 1
+ended=$(tail -c +$((off + 1)) "$log" | grep -E "killed by signal (1|10) " | head -3)
+is "$ended" "" "SIGHUP and SIGUSR1 while a worker starts: none ends it"
+is "$(workers | wc -w)" 3 "... three workers still"
 
 # ---- 3. SIGTERM: graceful ----------------------------------------------------------
 
