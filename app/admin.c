@@ -326,7 +326,7 @@ put_closest(const struct rlg_config *cfg, const struct rlg_store_survey *sv,
 		c[n].p = policy_named(cfg, sv->top[i].policy);
 		if (c[n].p == NULL ||
 		    c[n].p->lim.algorithm == RLG_ALG_SLIDING_LOG ||
-		    rlg_limiter_step(&c[n].p->lim, &sv->top[i].st, now_ms,
+		    rlg_limiter_step(&c[n].p->lim, &sv->top[i].st, now_ms, 1,
 		    &next, &c[n].d) != 0)
 			continue;
 		c[n].remaining = c[n].d.admitted ? c[n].d.remaining + 1 : 0;

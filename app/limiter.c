@@ -11,13 +11,34 @@
  * window (up to 1e9 * 3.2e10) are taken in 128 bits.
  *
  * Every algorithm answers alike: a rejected request leaves the state
- * bit-identical (out = in) and says exactly when one request would be
- * admitted (retry_ms, the smallest such delay); an admitted one says how
- * many more would be admitted at the same instant (remaining), when the
- * quota available first grows if no other request comes (next_ms) and when
- * the state is as fresh (reset_ms, expires_ms). A clock that went
- * backwards never grants quota that the stored state did not already
- * allow.
+ * bit-identical (out = in) and says exactly when it would be admitted
+ * (retry_ms, the smallest such delay); an admitted one says how many more
+ * would be admitted at the same instant (remaining), when the quota
+ * available first grows if no other request comes (next_ms) and when the
+ * state is as fresh (reset_ms, expires_ms). A clock that went backwards
+ * never grants quota that the stored state did not already allow.
+ *
+ * Request cost (issue 18): a request charges cost c >= 1 units, all or
+ * nothing. It is admitted exactly when c requests of cost 1 arriving at
+ * the same instant would all be admitted, and then leaves the state those
+ * c would leave; refused, it consumes nothing, even when some units would
+ * have fitted. c = 1 is the algorithms as they always were, to the bit:
+ *   fixed_window:   count + c <= limit; count += c.
+ *   sliding_window: prev * (W - e) + (count + c - 1) * W < limit * W;
+ *                   count += c (the c-th unit's test: the earlier ones
+ *                   pass whenever it does).
+ *   token_bucket:   now >= tat + (c - 1) * T - tau; tat += c * T.
+ *   sliding_log:    m + c <= limit; the store appends c entries at now.
+ * remaining stays what it was: requests of cost 1 still admitted right
+ * now (after this one when admitted; when refused, what is left, which a
+ * refusal of c > 1 may leave above 0). retry_ms, when refused, is the
+ * time until a request of the same cost c is admitted. A cost above the
+ * capacity (limit; for token_bucket burst, or fewer when the tolerance is
+ * capped) is never admitted: it is refused with the retry_ms of a request
+ * of the whole capacity, the time until the whole quota is back, at least
+ * 1 ms (a fresh client has it already: 1 ms). The config keeps such costs
+ * out (a route's cost and cost_max are held to its policies' capacities);
+ * the limiter only answers them sanely.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -41,6 +62,8 @@
 __extension__ typedef __int128 i128;
 
 static bool policy_ok(const struct rlg_limit *p, enum rlg_algorithm alg);
+static bool cost_ok(int64_t cost);
+static void never(struct rlg_decision *d);
 static int64_t align_start(int64_t start_ms, int64_t window_ms);
 static int64_t clamp_count(int64_t count, int64_t limit);
 static int64_t ceil_div(i128 num, int64_t den);
@@ -68,6 +91,28 @@ policy_ok(const struct rlg_limit *p, enum rlg_algorithm alg)
 		break;
 	}
 	return true;
+}
+
+/* A cost the limiter takes: 1..RLG_COST_MAX units. */
+static bool
+cost_ok(int64_t cost)
+{
+	return cost >= 1 && cost <= RLG_COST_MAX;
+}
+
+/*
+ * A cost above the capacity, decided as a request of the whole capacity:
+ * when that one would be admitted now (the whole quota is there), the
+ * costlier request is still refused, with the shortest delay, 1 ms.
+ * The state is not touched (the caller sets *out = *in).
+ */
+static void
+never(struct rlg_decision *d)
+{
+	d->admitted = false;
+	d->retry_ms = 1;
+	d->reset_ms = 1;
+	d->next_ms = 1;
 }
 
 /*
@@ -181,15 +226,17 @@ rlg_algorithm_name(enum rlg_algorithm a)
 
 int
 rlg_limiter_step(const struct rlg_limit *lim, const struct rlg_state *in,
-    int64_t now_ms, struct rlg_state *out, struct rlg_decision *d)
+    int64_t now_ms, int64_t cost, struct rlg_state *out,
+    struct rlg_decision *d)
 {
 	switch (lim->algorithm) {
 	case RLG_ALG_FIXED_WINDOW:
-		return rlg_limiter_fixed_window(lim, in, now_ms, out, d);
+		return rlg_limiter_fixed_window(lim, in, now_ms, cost, out, d);
 	case RLG_ALG_SLIDING_WINDOW:
-		return rlg_limiter_sliding_window(lim, in, now_ms, out, d);
+		return rlg_limiter_sliding_window(lim, in, now_ms, cost, out,
+		    d);
 	case RLG_ALG_TOKEN_BUCKET:
-		return rlg_limiter_token_bucket(lim, in, now_ms, out, d);
+		return rlg_limiter_token_bucket(lim, in, now_ms, cost, out, d);
 	case RLG_ALG_SLIDING_LOG:
 		/* It needs its log: the store calls rlg_limiter_sliding_log. */
 		break;
@@ -203,16 +250,22 @@ rlg_limiter_step(const struct rlg_limit *lim, const struct rlg_state *in,
  * window. The stored row is reused when a new window starts (count back to
  * zero), so there is one row per client, not one per window. prev_count
  * and tat_us are not ours: an admitted step stores them as 0.
+ *
+ * A request of cost c is admitted iff count + c <= limit, and adds c.
+ * Refused, it waits for the next window, which starts from nothing: any
+ * c <= limit fits then. A c above limit never does: refused at the
+ * window's end (the whole quota back), or in 1 ms when the count is 0
+ * already.
  */
 int
 rlg_limiter_fixed_window(const struct rlg_limit *lim,
-    const struct rlg_state *in, int64_t now_ms, struct rlg_state *out,
-    struct rlg_decision *d)
+    const struct rlg_state *in, int64_t now_ms, int64_t cost,
+    struct rlg_state *out, struct rlg_decision *d)
 {
 	struct rlg_state st = *in;
 	int64_t start, end;
 
-	if (!policy_ok(lim, RLG_ALG_FIXED_WINDOW))
+	if (!policy_ok(lim, RLG_ALG_FIXED_WINDOW) || !cost_ok(cost))
 		return RLG_EINVAL;
 	now_ms = rlg_limiter_clamp_time(now_ms);
 	start = now_ms - now_ms % lim->window_ms;
@@ -239,8 +292,8 @@ rlg_limiter_fixed_window(const struct rlg_limit *lim,
 
 	d->limit = lim->limit;
 	d->reset_ms = end - now_ms;
-	if (st.count < lim->limit) {
-		st.count++;
+	if (cost <= lim->limit - st.count) {
+		st.count += cost;
 		st.prev_count = 0;
 		st.tat_us = 0;
 		st.expires_ms = end;
@@ -252,9 +305,12 @@ rlg_limiter_fixed_window(const struct rlg_limit *lim,
 		*out = st;
 	} else {
 		d->admitted = false;
-		d->remaining = 0;
+		/* What is left to requests of cost 1 (0 when c = 1). */
+		d->remaining = lim->limit - st.count;
 		d->retry_ms = end - now_ms;
 		d->next_ms = d->retry_ms;
+		if (st.count == 0)
+			never(d);       /* cost > limit, the quota whole */
 		*out = *in;
 	}
 	return RLG_OK;
@@ -270,20 +326,28 @@ rlg_limiter_fixed_window(const struct rlg_limit *lim,
  * count the previous one; any later one starts from nothing. The count of
  * a window still weighs during the next, so the state is fresh only at
  * window_start + 2W.
+ *
+ * A request of cost c is the c-th of c unit requests at this instant:
+ *   prev_count * (W - e) + (count + c - 1) * W < limit * W,
+ * then count += c (so count stays <= limit). c above limit never passes:
+ * it is decided as c = limit (the whole quota) and refused (never).
  */
 int
 rlg_limiter_sliding_window(const struct rlg_limit *lim,
-    const struct rlg_state *in, int64_t now_ms, struct rlg_state *out,
-    struct rlg_decision *d)
+    const struct rlg_state *in, int64_t now_ms, int64_t cost,
+    struct rlg_state *out, struct rlg_decision *d)
 {
 	struct rlg_state st = *in;
-	int64_t w, limit, start, now, e, retry, x;
-	i128 used, room;
+	int64_t w, limit, start, now, e, retry, c;
+	i128 used, room, x;
+	bool over;
 
-	if (!policy_ok(lim, RLG_ALG_SLIDING_WINDOW))
+	if (!policy_ok(lim, RLG_ALG_SLIDING_WINDOW) || !cost_ok(cost))
 		return RLG_EINVAL;
 	w = lim->window_ms;
 	limit = lim->limit;
+	over = cost > limit;
+	c = over ? limit : cost;
 	now_ms = rlg_limiter_clamp_time(now_ms);
 	now = now_ms;
 	start = now - now % w;
@@ -311,8 +375,8 @@ rlg_limiter_sliding_window(const struct rlg_limit *lim,
 
 	used = (i128)st.prev_count * (w - e) + (i128)st.count * w;
 	d->limit = limit;
-	if (used < (i128)limit * w) {
-		st.count++;
+	if (used + (i128)(c - 1) * w < (i128)limit * w && !over) {
+		st.count += c;
 		st.tat_us = 0;
 		st.expires_ms = start + 2 * w;
 		/*
@@ -331,27 +395,40 @@ rlg_limiter_sliding_window(const struct rlg_limit *lim,
 		return RLG_OK;
 	}
 
-	/*
-	 * Rejected. In the next window prev becomes count and count 0, so
-	 * it admits at its first millisecond unless count == limit, then
-	 * one millisecond later (the window after that is empty anyway,
-	 * which covers W = 1). Earlier, inside this window, only the decay
-	 * of prev can help: at x ms before the window's end it admits iff
-	 * prev * x < room = (limit - count) * W, i.e. x <= (room - 1) / prev.
-	 */
-	retry = (w - e) + (st.count >= limit ? 1 : 0);
-	room = (i128)(limit - st.count) * w;
-	if (st.prev_count > 0 && room >= 1) {
-		x = (int64_t)((room - 1) / st.prev_count);
-		if (x >= 1 && x < w - e && (w - e) - x < retry)
-			retry = (w - e) - x;
-	}
+	/* Refused: what is left to requests of cost 1, as above. */
+	room = (i128)limit * w - used;
 	d->admitted = false;
-	d->remaining = 0;
+	d->remaining = room > 0 ? ceil_div(room, w) : 0;
+	*out = *in;
+	if (used + (i128)(c - 1) * w < (i128)limit * w) {
+		never(d);               /* cost > limit, the quota there */
+		return RLG_OK;
+	}
+
+	/*
+	 * When c would pass. In the next window prev becomes count and
+	 * count 0: it admits at its e'-th millisecond, the first with
+	 *   count * (W - e') < R = (limit - c + 1) * W    (R >= W),
+	 * e' = 0 when count * W < R, else W - (R - 1) / count (at most W:
+	 * the window after that is empty and admits anyway). c = 1: the
+	 * first millisecond unless count == limit, then one later. Earlier,
+	 * inside this window, only the decay of prev can help: at x ms
+	 * before the window's end it admits iff prev * x < room = (limit -
+	 * count - c + 1) * W, i.e. x <= (room - 1) / prev.
+	 */
+	room = (i128)(limit - c + 1) * w;
+	retry = w - e;
+	if (st.count > 0 && (i128)st.count * w >= room)
+		retry += w - (int64_t)((room - 1) / st.count);
+	room = (i128)(limit - st.count - c + 1) * w;
+	if (st.prev_count > 0 && room >= 1) {
+		x = (room - 1) / st.prev_count;
+		if (x >= 1 && x < w - e && (w - e) - x < retry)
+			retry = (w - e) - (int64_t)x;
+	}
 	d->retry_ms = retry + (now - now_ms);
 	d->reset_ms = d->retry_ms;
 	d->next_ms = d->retry_ms;
-	*out = *in;
 	return RLG_OK;
 }
 
@@ -399,43 +476,60 @@ sw_next_ms(int64_t w, int64_t e, int64_t prev, i128 room, int64_t remaining)
  * sustained rate never exceeds limit per window (a limit above one per
  * microsecond is thus held to one per microsecond). A clock stepped back
  * only leaves tat further ahead of now: stricter, never looser.
+ *
+ * A request of cost c is c emission intervals at once: admitted iff
+ *   now >= tat + (c - 1) * T - tau,
+ * then tat += c * T. The capacity is burst, or tau / T + 1 when the
+ * tolerance is capped (the same when it is not): a costlier request is
+ * decided as one of the capacity and refused (never).
  */
 int
 rlg_limiter_token_bucket(const struct rlg_limit *lim,
-    const struct rlg_state *in, int64_t now_ms, struct rlg_state *out,
-    struct rlg_decision *d)
+    const struct rlg_state *in, int64_t now_ms, int64_t cost,
+    struct rlg_state *out, struct rlg_decision *d)
 {
-	int64_t now_us, t_us, tau_us, tat, tat_new, room;
+	int64_t now_us, t_us, tau_us, tat, tat_new, room, cap, c, lhs;
 	i128 tau;
+	bool over;
 
-	if (!policy_ok(lim, RLG_ALG_TOKEN_BUCKET))
+	if (!policy_ok(lim, RLG_ALG_TOKEN_BUCKET) || !cost_ok(cost))
 		return RLG_EINVAL;
 	now_ms = rlg_limiter_clamp_time(now_ms);
 	now_us = now_ms * 1000;
 	t_us = (lim->window_ms * 1000 + lim->limit - 1) / lim->limit;
 	tau = (i128)(lim->burst - 1) * t_us;
 	tau_us = tau > RLG_GCRA_TAU_MAX_US ? RLG_GCRA_TAU_MAX_US : (int64_t)tau;
+	cap = tau_us / t_us + 1;
+	over = cost > cap;
+	c = over ? cap : cost;
 	/*
 	 * A stored tat_us beyond now + tau (a clock stepped back, or a
 	 * damaged row up to INT64_MAX) is rejected, and that path only
-	 * subtracts: no clamp is needed above. An admitted tat_new is at
-	 * most now + tau + T, far below INT64_MAX.
+	 * subtracts: no clamp is needed above. lhs = now + tau - (c - 1) *
+	 * T is at least now ((c - 1) * T <= tau): tat - lhs cannot
+	 * overflow. An admitted tat_new is at most now + tau + T, far below
+	 * INT64_MAX.
 	 */
 	tat = in->tat_us;
 	if (tat < now_us)
 		tat = now_us;
+	lhs = now_us + tau_us - (c - 1) * t_us;
 
 	d->limit = lim->limit;
-	if (now_us < tat - tau_us) {
+	if (lhs < tat || over) {
 		d->admitted = false;
-		d->remaining = 0;
-		d->retry_ms = ceil_div(tat - tau_us - now_us, 1000);
+		/* What is left to requests of cost 1 (none when c = 1). */
+		room = now_us + tau_us - tat;
+		d->remaining = room < 0 ? 0 : room / t_us + 1;
+		d->retry_ms = ceil_div(tat - lhs, 1000);
 		d->reset_ms = d->retry_ms;
 		d->next_ms = d->retry_ms;
+		if (lhs >= tat)
+			never(d);       /* cost > capacity, the bucket full */
 		*out = *in;
 		return RLG_OK;
 	}
-	tat_new = tat + t_us;
+	tat_new = tat + c * t_us;
 	/*
 	 * The k-th further request now is admitted while
 	 * tat_new + (k - 1) * T - tau <= now: floor(room / T) + 1 of them,
@@ -466,27 +560,34 @@ rlg_limiter_token_bucket(const struct rlg_limit *lim,
 }
 
 /*
- * The sliding log: exact, one timestamp per admitted request. The store
+ * The sliding log: exact, one timestamp per admitted unit. The store
  * passes the log; entries <= now - window (stale, if the store has not
  * dropped them yet) are skipped, so only the ascending in-window suffix
- * counts. When it is full, the request is admitted again once its oldest
- * (m - limit + 1) entries have slid out: at log_ms[n - limit] + window.
+ * counts. A request of cost c is admitted iff m + c <= limit (m the
+ * entries in the window), and the store then appends c entries at now.
+ * When it does not fit, it is admitted again once its oldest m + c -
+ * limit entries have slid out: at log_ms[n + c - limit - 1] + window
+ * (c = 1: log_ms[n - limit]). A c above limit never fits: decided as
+ * c = limit, the time until the log is empty (never, if it is).
  */
 int
 rlg_limiter_sliding_log(const struct rlg_limit *lim,
-    const int64_t *log_ms, size_t n, int64_t now_ms, bool *append,
-    struct rlg_state *out, struct rlg_decision *d)
+    const int64_t *log_ms, size_t n, int64_t now_ms, int64_t cost,
+    bool *append, struct rlg_state *out, struct rlg_decision *d)
 {
-	int64_t w, limit, oldest, newest;
+	int64_t w, limit, oldest, newest, c;
 	size_t lo, hi, mid, m;
+	bool over;
 
 	if (append != NULL)
 		*append = false;
 	if (append == NULL || (log_ms == NULL && n > 0) ||
-	    !policy_ok(lim, RLG_ALG_SLIDING_LOG))
+	    !policy_ok(lim, RLG_ALG_SLIDING_LOG) || !cost_ok(cost))
 		return RLG_EINVAL;
 	w = lim->window_ms;
 	limit = lim->limit;
+	over = cost > limit;
+	c = over ? limit : cost;
 	now_ms = rlg_limiter_clamp_time(now_ms);
 
 	/* The first entry inside the window: log_ms[lo] > now - window. */
@@ -504,7 +605,7 @@ rlg_limiter_sliding_log(const struct rlg_limit *lim,
 	out->prev_count = 0;
 	out->tat_us = 0;
 	d->limit = limit;
-	if (m < (size_t)limit) {
+	if ((int64_t)m + c <= limit && !over) {
 		/* After the append: now joins the log (maybe not last). */
 		oldest = now_ms;
 		newest = now_ms;
@@ -515,11 +616,11 @@ rlg_limiter_sliding_log(const struct rlg_limit *lim,
 				newest = rlg_limiter_clamp_time(log_ms[n - 1]);
 		}
 		*append = true;
-		out->count = (int64_t)m + 1;
+		out->count = (int64_t)m + c;
 		out->window_start_ms = oldest;
 		out->expires_ms = newest + w;
 		d->admitted = true;
-		d->remaining = limit - (int64_t)m - 1;
+		d->remaining = limit - (int64_t)m - c;
 		d->reset_ms = out->expires_ms - now_ms;
 		d->retry_ms = 0;
 		/*
@@ -533,19 +634,28 @@ rlg_limiter_sliding_log(const struct rlg_limit *lim,
 		return RLG_OK;
 	}
 
+	d->admitted = false;
+	d->remaining = (int64_t)m < limit ? limit - (int64_t)m : 0;
+	if (m == 0) {
+		/* c > limit, the log empty: nothing to wait for. */
+		out->count = 0;
+		out->window_start_ms = 0;
+		out->expires_ms = 0;
+		never(d);
+		return RLG_OK;
+	}
 	/*
-	 * Full (or overfull: a caller that passed n > limit). m >= limit
-	 * means n - limit >= lo: that entry is inside the window, so the
-	 * delay is at least 1 ms.
+	 * Full for c (or overfull: a caller that passed n > limit). m + c
+	 * > limit means n + c - limit - 1 >= lo: that entry is inside the
+	 * window, so the delay is at least 1 ms.
 	 */
 	out->count = (int64_t)m;
 	out->window_start_ms = rlg_limiter_clamp_time(log_ms[lo]);
 	out->expires_ms = rlg_limiter_clamp_time(log_ms[n - 1]) + w;
 	if (out->expires_ms < now_ms + 1)
 		out->expires_ms = now_ms + 1;     /* an unsorted log */
-	d->admitted = false;
-	d->remaining = 0;
-	d->retry_ms = rlg_limiter_clamp_time(log_ms[n - (size_t)limit]) + w - now_ms;
+	d->retry_ms = rlg_limiter_clamp_time(log_ms[n + (size_t)c -
+	    (size_t)limit - 1]) + w - now_ms;
 	if (d->retry_ms < 1)
 		d->retry_ms = 1;                  /* an unsorted log */
 	d->reset_ms = d->retry_ms;

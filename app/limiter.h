@@ -2,8 +2,9 @@
  * limiter.h: the rate-limit algorithms as pure functions.
  *
  * An algorithm takes the stored state of one (policy, client), the current
- * time and the limit (struct rlg_limit: algorithm, limit, window, burst),
- * and returns the new state and a decision. It reads no clock, allocates
+ * time, the limit (struct rlg_limit: algorithm, limit, window, burst) and
+ * the request's cost (units, >= 1; 1 for a plain request), and returns
+ * the new state and a decision. It reads no clock, allocates
  * nothing and does no I/O: the store runs it inside one atomic
  * transaction, and the tests drive it with fixed times. A leaf: it
  * includes no other module of rlgate; names, keys, modes and exemptions
@@ -27,6 +28,12 @@ enum rlg_algorithm {
 #define RLG_LIMIT_MAX     1000000000LL          /* requests per window */
 #define RLG_WINDOW_S_MAX  (366LL * 24 * 3600)   /* one year, in seconds */
 #define RLG_BURST_MAX     RLG_LIMIT_MAX         /* token bucket burst */
+/*
+ * A request's cost, in units of the limit: 1..RLG_COST_MAX. Above a
+ * policy's capacity (limit, or burst) it can never be admitted (see
+ * "Request cost" below); the bound only keeps the sums safe.
+ */
+#define RLG_COST_MAX      RLG_LIMIT_MAX
 /* The sliding log keeps one row per admitted request: bounded. */
 #define RLG_SLIDING_LOG_LIMIT_MAX 100000LL
 /*
@@ -69,6 +76,27 @@ struct rlg_state {
 };
 
 /*
+ * Request cost. Every algorithm charges a request's cost c units
+ * atomically: it is admitted exactly when c requests of cost 1 at the same
+ * instant would all be, and then leaves the state they would leave; a
+ * request that does not fit is refused and consumes nothing, even the
+ * units that would have fitted. c = 1 decides as before costs existed,
+ * to the bit:
+ *   fixed_window    count + c <= limit                      count += c
+ *   sliding_window  prev * (W - e) + (count + c - 1) * W < limit * W
+ *                                                           count += c
+ *   token_bucket    now >= tat + (c - 1) * T - tau          tat += c * T
+ *   sliding_log     m + c <= limit               c entries at now appended
+ * The capacity is the largest cost that can ever pass: limit, or for
+ * token_bucket burst (fewer only if the tolerance is capped: tau / T + 1).
+ * A cost above it is refused, with retry_ms the time until a request of
+ * the whole capacity would be admitted (the whole quota back), and 1 ms
+ * when that is now: such a request never passes, which the config
+ * prevents (a route's cost and cost_max are at most its policies'
+ * capacities).
+ */
+
+/*
  * What one policy says about one request. Every algorithm fills it alike:
  * admitted: reset_ms is the time until the client's state is fresh again
  * (its whole quota back: the window end for fixed_window), and next_ms
@@ -79,31 +107,38 @@ struct rlg_state {
  * (the previous window's share decaying, the next token, the oldest log
  * entry sliding out); rejected: retry_ms is the time until one request
  * would be admitted, and reset_ms and next_ms equal retry_ms (no header
- * ever tells a client to come back earlier than Retry-After).
+ * ever tells a client to come back earlier than Retry-After). With a
+ * cost c: remaining still counts requests of cost 1 (units), and a
+ * refused request's remaining is what is left, above 0 when c > 1 did
+ * not fit in it; retry_ms is the time until a request of cost c is
+ * admitted.
  */
 struct rlg_decision {
 	bool admitted;
 	int64_t limit;         /* the quota: requests per window */
-	int64_t remaining;     /* requests still admitted right now, after this one */
+	int64_t remaining;     /* requests of cost 1 still admitted right now,
+	                          after this one (if admitted) */
 	int64_t reset_ms;      /* ms from now, > 0 (see above) */
-	int64_t retry_ms;      /* rejected: ms from now until one is admitted, > 0; else 0 */
+	int64_t retry_ms;      /* rejected: ms from now until this request (its
+	                          cost) is admitted, > 0; else 0 */
 	int64_t next_ms;       /* ms from now until more quota is available, > 0 */
 };
 
 /*
- * Runs the policy's algorithm for one request at now_ms (every algorithm
- * but sliding_log, which needs its log: rlg_limiter_sliding_log).
+ * Runs the policy's algorithm for one request of cost units at now_ms
+ * (every algorithm but sliding_log, which needs its log:
+ * rlg_limiter_sliding_log).
  * in: the stored state (all zero for a new client); out: the state to store
  * if the request is admitted (equal to *in when it is rejected: a rejected
  * request consumes no quota); d: the decision. in and out may be the same.
  * A clock that went backwards (now_ms before the stored window) is clamped
  * to the stored window: it never grants quota the state did not allow.
  * Returns RLG_OK, or RLG_EINVAL for an impossible policy (limit or window
- * out of range, token bucket burst out of 1..RLG_BURST_MAX) and for
- * sliding_log.
+ * out of range, token bucket burst out of 1..RLG_BURST_MAX), a cost out
+ * of 1..RLG_COST_MAX, and for sliding_log.
  */
 int rlg_limiter_step(const struct rlg_limit *lim,
-    const struct rlg_state *in, int64_t now_ms,
+    const struct rlg_state *in, int64_t now_ms, int64_t cost,
     struct rlg_state *out, struct rlg_decision *d);
 
 /*
@@ -113,11 +148,11 @@ int rlg_limiter_step(const struct rlg_limit *lim,
  * stored as 0.
  */
 int rlg_limiter_fixed_window(const struct rlg_limit *lim,
-    const struct rlg_state *in, int64_t now_ms,
+    const struct rlg_state *in, int64_t now_ms, int64_t cost,
     struct rlg_state *out, struct rlg_decision *d);
 
 /*
- * The sliding window counter: admits while
+ * The sliding window counter: admits (a request of cost 1) while
  *   prev_count * (window - elapsed) / window + count < limit
  * where elapsed is the time since the current aligned window started.
  * expires_ms is window_start_ms + 2 * window (a count still weighs during
@@ -125,40 +160,43 @@ int rlg_limiter_fixed_window(const struct rlg_limit *lim,
  * window's start; reset_ms and retry_ms are still measured from now_ms.
  */
 int rlg_limiter_sliding_window(const struct rlg_limit *lim,
-    const struct rlg_state *in, int64_t now_ms,
+    const struct rlg_state *in, int64_t now_ms, int64_t cost,
     struct rlg_state *out, struct rlg_decision *d);
 
 /*
  * The token bucket as GCRA: emission interval T = window / limit (in us,
- * rounded up), tolerance (burst - 1) * T; admits when now >= tat - tolerance,
- * then tat = max(tat, now) + T. The tolerance is capped at 1e18 us (about
+ * rounded up), tolerance (burst - 1) * T; admits (cost 1) when now >= tat -
+ * tolerance, then tat = max(tat, now) + T. The tolerance is capped at 1e18 us (about
  * 31,700 years) so tat_us fits: only absurd burst * T products are cut,
  * and only made stricter. remaining counts up to burst - 1, so it may
  * exceed limit when burst > limit. out: tat_us and expires_ms =
  * ceil(tat_us / 1000); window_start_ms, count and prev_count are 0.
  */
 int rlg_limiter_token_bucket(const struct rlg_limit *lim,
-    const struct rlg_state *in, int64_t now_ms,
+    const struct rlg_state *in, int64_t now_ms, int64_t cost,
     struct rlg_state *out, struct rlg_decision *d);
 
 /*
  * The sliding log, exact: log_ms[0..n) are the timestamps of this client's
  * admitted requests with log_ms[i] > now_ms - window_ms (later ones too, if
- * the clock went back), ascending, n <= limit. Admits when n < limit.
+ * the clock went back), ascending, n <= limit. Admits when the m entries
+ * inside the window leave room for the cost: m + cost <= limit.
  * Leading entries <= now_ms - window_ms are skipped (not counted), and
  * n > limit in-window entries is rejected, not an error.
- * *append is set when the request is admitted: the store then adds now_ms
- * to the log and may drop every entry <= now_ms - window_ms. out gets the
+ * *append is set when the request is admitted: the store then adds cost
+ * entries at now_ms to the log and may drop every entry <= now_ms -
+ * window_ms. out gets the
  * row for the operator views (count, window_start_ms = oldest entry,
  * expires_ms = newest entry + window, both counting the appended now_ms
  * when admitted; prev_count and tat_us 0). Rejected: retry_ms is
- * log_ms[n - limit] + window_ms - now_ms. RLG_EINVAL for a bad policy
- * (limit above RLG_SLIDING_LOG_LIMIT_MAX), append NULL, or log_ms NULL
+ * log_ms[n + cost - limit - 1] + window_ms - now_ms (cost 1:
+ * log_ms[n - limit]). RLG_EINVAL for a bad policy (limit above
+ * RLG_SLIDING_LOG_LIMIT_MAX), a bad cost, append NULL, or log_ms NULL
  * with n > 0.
  */
 int rlg_limiter_sliding_log(const struct rlg_limit *lim,
-    const int64_t *log_ms, size_t n, int64_t now_ms, bool *append,
-    struct rlg_state *out, struct rlg_decision *d);
+    const int64_t *log_ms, size_t n, int64_t now_ms, int64_t cost,
+    bool *append, struct rlg_state *out, struct rlg_decision *d);
 
 /*
  * A time as every algorithm sees it: before the epoch counts as the epoch,
@@ -173,7 +211,8 @@ int64_t rlg_limiter_clamp_time(int64_t t_ms);
  * to what this one can produce:
  *   remaining_max: an admitted request's remaining is 0..remaining_max
  *     (token_bucket: burst - 1, the others: limit - 1); a rejected one's
- *     is 0;
+ *     is 0 for cost 1, else up to remaining_max + 1 (a cost above the
+ *     capacity refused with the whole quota left);
  *   delay_max: reset_ms, and a rejected request's retry_ms, are
  *     1..delay_max (an admitted request's retry_ms is 0); next_ms is
  *     1..reset_ms when admitted, retry_ms when rejected.

@@ -323,10 +323,10 @@ rd_check_items(struct rd_store *s, const struct rlg_store_item *items,
 			return RLG_EINVAL;
 		}
 		if (p->lim.algorithm == RLG_ALG_SLIDING_LOG)
-			rc = rlg_limiter_sliding_log(&p->lim, NULL, 0, now_ms,
+			rc = rlg_limiter_sliding_log(&p->lim, NULL, 0, now_ms, 1,
 			    &append, &out, &d);
 		else
-			rc = rlg_limiter_step(&p->lim, &zero, now_ms, &out, &d);
+			rc = rlg_limiter_step(&p->lim, &zero, now_ms, 1, &out, &d);
 		if (rc != RLG_OK) {
 			rd_seterr(s, "store step: the limiter refused policy"
 			    " \"%s\" (%s, limit %lld, window %lld ms, burst"

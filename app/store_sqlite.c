@@ -465,7 +465,7 @@ sq_decide(struct sq_store *s, const struct rlg_store_item *items, size_t i,
 	if (!found && (rc = sq_load(s, &items[i], x)) != SQLITE_OK)
 		return sq_failed(s, rc);
 	x->live = x->stored && x->in.expires_ms > now_ms;
-	if (rlg_limiter_step(&items[i].policy->lim, &x->in, now_ms, &x->out,
+	if (rlg_limiter_step(&items[i].policy->lim, &x->in, now_ms, 1, &x->out,
 	    d) != RLG_OK)
 		return sq_refused(s, items[i].policy);
 	return RLG_OK;
@@ -521,7 +521,7 @@ sq_decide_log(struct sq_store *s, const struct rlg_store_item *items,
 	x->seq = seq + (int64_t)k;
 	x->stored = false;
 	x->live = n > 0;
-	if (rlg_limiter_sliding_log(&p->lim, s->log_ms, n, now_ms, &x->append,
+	if (rlg_limiter_sliding_log(&p->lim, s->log_ms, n, now_ms, 1, &x->append,
 	    &x->out, d) != RLG_OK)
 		return sq_refused(s, p);
 	return RLG_OK;

@@ -108,7 +108,7 @@ sim_hit(struct sim *s, int64_t now_ms, bool *ok)
 	size_t i, keep;
 
 	if (s->policy.lim.algorithm != RLG_ALG_SLIDING_LOG) {
-		if (rlg_limiter_step(&s->policy.lim, &s->state, now_ms, &s->state,
+		if (rlg_limiter_step(&s->policy.lim, &s->state, now_ms, 1, &s->state,
 		    &d) != RLG_OK)
 			*ok = false;
 		return d.admitted;
@@ -119,7 +119,7 @@ sim_hit(struct sim *s, int64_t now_ms, bool *ok)
 		;
 	memmove(s->log, s->log + keep, (s->nlog - keep) * sizeof s->log[0]);
 	s->nlog -= keep;
-	if (rlg_limiter_sliding_log(&s->policy.lim, s->log, s->nlog, now_ms,
+	if (rlg_limiter_sliding_log(&s->policy.lim, s->log, s->nlog, now_ms, 1,
 	    &append, &s->state, &d) != RLG_OK) {
 		*ok = false;
 		return false;

@@ -102,8 +102,17 @@ static void sim_init(struct sim *s, enum rlg_algorithm alg, int64_t limit,
 static size_t sim_first(const struct sim *s, int64_t now);
 static void sim_decide(const struct sim *s, int64_t now,
     struct rlg_state *out, struct rlg_decision *d, bool *append);
+static void sim_decide_cost(const struct sim *s, int64_t now, int64_t cost,
+    struct rlg_state *out, struct rlg_decision *d, bool *append);
 static void sim_apply(struct sim *s, int64_t now,
     const struct rlg_state *out);
+static void sim_apply_cost(struct sim *s, int64_t now, int64_t cost,
+    const struct rlg_state *out);
+static int64_t sim_capacity(const struct sim *s);
+static void check_cost(struct sim *s, int64_t now, int64_t cost,
+    struct rlg_decision *d);
+static void cost_table(struct sim *s, const int64_t *costs,
+    const struct step_row *rows, size_t n);
 static bool sim_fixed_clamped(const struct sim *s, int64_t now);
 static bool sim_hit(struct sim *s, int64_t now, struct rlg_decision *d);
 static int64_t sim_burst_at(const struct sim *s, int64_t now);
@@ -177,7 +186,7 @@ static int
 hit(const struct rlg_limit *p, struct rlg_state *st, int64_t now,
     struct rlg_decision *d)
 {
-	REQUIRE_EQ(rlg_limiter_step(p, st, now, st, d), RLG_OK);
+	REQUIRE_EQ(rlg_limiter_step(p, st, now, 1, st, d), RLG_OK);
 	return d->admitted;
 }
 
@@ -221,15 +230,23 @@ static void
 sim_decide(const struct sim *s, int64_t now, struct rlg_state *out,
     struct rlg_decision *d, bool *append)
 {
+	sim_decide_cost(s, now, 1, out, d, append);
+}
+
+/* The same for a request of cost units. */
+static void
+sim_decide_cost(const struct sim *s, int64_t now, int64_t cost,
+    struct rlg_state *out, struct rlg_decision *d, bool *append)
+{
 	size_t k;
 
 	memset(d, 0xa5, sizeof *d);
 	if (s->p.algorithm == RLG_ALG_SLIDING_LOG) {
 		k = sim_first(s, now);
 		REQUIRE_EQ(rlg_limiter_sliding_log(&s->p, s->log + k,
-		    s->n - k, now, append, out, d), RLG_OK);
+		    s->n - k, now, cost, append, out, d), RLG_OK);
 	} else {
-		REQUIRE_EQ(rlg_limiter_step(&s->p, &s->st, now, out, d),
+		REQUIRE_EQ(rlg_limiter_step(&s->p, &s->st, now, cost, out, d),
 		    RLG_OK);
 		*append = d->admitted;
 	}
@@ -245,7 +262,12 @@ sim_decide(const struct sim *s, int64_t now, struct rlg_state *out,
 			    clamp_ms(now) + d->reset_ms);
 	} else {
 		REQUIRE(!*append);
-		REQUIRE_EQ(d->remaining, 0);
+		/* A refusal of cost c > 1 may leave units to cost-1 requests. */
+		if (cost == 1)
+			REQUIRE_EQ(d->remaining, 0);
+		else
+			REQUIRE(d->remaining >= 0 &&
+			    d->remaining <= sim_capacity(s));
 		REQUIRE(d->retry_ms >= 1);
 		REQUIRE_EQ(d->reset_ms, d->retry_ms);
 		REQUIRE_EQ(d->next_ms, d->retry_ms);
@@ -258,7 +280,16 @@ sim_decide(const struct sim *s, int64_t now, struct rlg_state *out,
 static void
 sim_apply(struct sim *s, int64_t now, const struct rlg_state *out)
 {
+	sim_apply_cost(s, now, 1, out);
+}
+
+/* The same for a request of cost units: cost entries at now. */
+static void
+sim_apply_cost(struct sim *s, int64_t now, int64_t cost,
+    const struct rlg_state *out)
+{
 	size_t k, i;
+	int64_t c;
 
 	s->st = *out;
 	if (s->p.algorithm != RLG_ALG_SLIDING_LOG)
@@ -266,12 +297,25 @@ sim_apply(struct sim *s, int64_t now, const struct rlg_state *out)
 	k = sim_first(s, now);
 	memmove(s->log, s->log + k, (s->n - k) * sizeof s->log[0]);
 	s->n -= k;
-	REQUIRE(s->n < SIM_LOG_CAP);
-	/* A clock that went back appends before later entries. */
-	for (i = s->n; i > 0 && s->log[i - 1] > now; i--)
-		s->log[i] = s->log[i - 1];
-	s->log[i] = now;
-	s->n++;
+	for (c = 0; c < cost; c++) {
+		REQUIRE(s->n < SIM_LOG_CAP);
+		/* A clock that went back appends before later entries. */
+		for (i = s->n; i > 0 && s->log[i - 1] > now; i--)
+			s->log[i] = s->log[i - 1];
+		s->log[i] = now;
+		s->n++;
+	}
+}
+
+/*
+ * The largest cost the policy can ever admit: limit, burst for the
+ * token bucket (the sims' bursts leave the tolerance uncapped).
+ */
+static int64_t
+sim_capacity(const struct sim *s)
+{
+	return s->p.algorithm == RLG_ALG_TOKEN_BUCKET ? s->p.burst :
+	    s->p.limit;
 }
 
 /*
@@ -614,7 +658,7 @@ START_TEST(test_names_and_dispatch)
 	static const enum rlg_algorithm algs[] = { RLG_ALG_FIXED_WINDOW,
 	    RLG_ALG_SLIDING_WINDOW, RLG_ALG_TOKEN_BUCKET };
 	static int (*const fns[])(const struct rlg_limit *,
-	    const struct rlg_state *, int64_t, struct rlg_state *,
+	    const struct rlg_state *, int64_t, int64_t, struct rlg_state *,
 	    struct rlg_decision *) = { rlg_limiter_fixed_window,
 	    rlg_limiter_sliding_window, rlg_limiter_token_bucket };
 	struct rlg_limit p;
@@ -636,9 +680,9 @@ START_TEST(test_names_and_dispatch)
 		p = mkpolicy(algs[i], 5, 10000, 5);
 		memset(&o1, 0, sizeof o1);
 		memset(&o2, 0, sizeof o2);
-		ck_assert_int_eq(rlg_limiter_step(&p, &in, T0 + 7, &o1, &d1),
+		ck_assert_int_eq(rlg_limiter_step(&p, &in, T0 + 7, 1, &o1, &d1),
 		    RLG_OK);
-		ck_assert_int_eq(fns[i](&p, &in, T0 + 7, &o2, &d2), RLG_OK);
+		ck_assert_int_eq(fns[i](&p, &in, T0 + 7, 1, &o2, &d2), RLG_OK);
 		ck_assert(memcmp(&o1, &o2, sizeof o1) == 0);
 		ck_assert(d1.admitted == d2.admitted);
 		ck_assert_int_eq(d1.remaining, d2.remaining);
@@ -646,9 +690,9 @@ START_TEST(test_names_and_dispatch)
 	}
 	/* The sliding log needs its log: not through rlg_limiter_step. */
 	p = mkpolicy(RLG_ALG_SLIDING_LOG, 5, 10000, 0);
-	ck_assert_int_eq(rlg_limiter_step(&p, &in, T0, &o1, &d1), RLG_EINVAL);
+	ck_assert_int_eq(rlg_limiter_step(&p, &in, T0, 1, &o1, &d1), RLG_EINVAL);
 	p.algorithm = (enum rlg_algorithm)99;
-	ck_assert_int_eq(rlg_limiter_step(&p, &in, T0, &o1, &d1), RLG_EINVAL);
+	ck_assert_int_eq(rlg_limiter_step(&p, &in, T0, 1, &o1, &d1), RLG_EINVAL);
 }
 END_TEST
 
@@ -662,7 +706,7 @@ START_TEST(test_fixed_unused_fields)
 	struct rlg_state in = { T0, 1, 77, 12345, T0 + 10000 }, out, keep;
 	struct rlg_decision d;
 
-	ck_assert_int_eq(rlg_limiter_fixed_window(&p, &in, T0 + 5, &out, &d),
+	ck_assert_int_eq(rlg_limiter_fixed_window(&p, &in, T0 + 5, 1, &out, &d),
 	    RLG_OK);
 	ck_assert(d.admitted);
 	ck_assert_int_eq(out.count, 2);
@@ -673,7 +717,7 @@ START_TEST(test_fixed_unused_fields)
 	in.tat_us = 12345;
 	keep = in;
 	memset(&out, 0x5a, sizeof out);
-	ck_assert_int_eq(rlg_limiter_fixed_window(&p, &in, T0 + 6, &out, &d),
+	ck_assert_int_eq(rlg_limiter_fixed_window(&p, &in, T0 + 6, 1, &out, &d),
 	    RLG_OK);
 	ck_assert(!d.admitted);
 	ck_assert(memcmp(&out, &keep, sizeof out) == 0);
@@ -1064,9 +1108,9 @@ START_TEST(test_bad_policy)
 	struct rlg_state st = { 0, 0, 0, 0, 0 };
 	struct rlg_decision d;
 
-	ck_assert_int_eq(rlg_limiter_step(&zero, &st, T0, &st, &d), RLG_EINVAL);
-	ck_assert_int_eq(rlg_limiter_step(&nowin, &st, T0, &st, &d), RLG_EINVAL);
-	ck_assert_int_eq(rlg_limiter_step(&huge, &st, T0, &st, &d), RLG_EINVAL);
+	ck_assert_int_eq(rlg_limiter_step(&zero, &st, T0, 1, &st, &d), RLG_EINVAL);
+	ck_assert_int_eq(rlg_limiter_step(&nowin, &st, T0, 1, &st, &d), RLG_EINVAL);
+	ck_assert_int_eq(rlg_limiter_step(&huge, &st, T0, 1, &st, &d), RLG_EINVAL);
 	ck_assert_str_eq(rlg_algorithm_name(RLG_ALG_FIXED_WINDOW),
 	    "fixed_window");
 }
@@ -1110,32 +1154,32 @@ START_TEST(test_bad_policy_per_algorithm)
 	for (i = 0; i < sizeof rows / sizeof rows[0]; i++) {
 		p = mkpolicy(rows[i].alg, rows[i].limit, rows[i].window_ms,
 		    rows[i].burst);
-		ck_assert_msg(rlg_limiter_step(&p, &st, T0, &out, &d) ==
+		ck_assert_msg(rlg_limiter_step(&p, &st, T0, 1, &out, &d) ==
 		    rows[i].want, "row %zu", i);
 	}
 	/* The sliding log: its limit is bounded, its arguments checked. */
 	p = mkpolicy(RLG_ALG_SLIDING_LOG, RLG_SLIDING_LOG_LIMIT_MAX + 1, 1000,
 	    0);
-	ck_assert_int_eq(rlg_limiter_sliding_log(&p, empty, 0, T0, &append,
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, empty, 0, T0, 1, &append,
 	    &out, &d), RLG_EINVAL);
 	ck_assert(!append);
 	p.limit = 0;
-	ck_assert_int_eq(rlg_limiter_sliding_log(&p, empty, 0, T0, &append,
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, empty, 0, T0, 1, &append,
 	    &out, &d), RLG_EINVAL);
 	p.limit = 5;
 	p.window_ms = 0;
-	ck_assert_int_eq(rlg_limiter_sliding_log(&p, empty, 0, T0, &append,
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, empty, 0, T0, 1, &append,
 	    &out, &d), RLG_EINVAL);
 	p.window_ms = 1000;
-	ck_assert_int_eq(rlg_limiter_sliding_log(&p, NULL, 3, T0, &append,
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, NULL, 3, T0, 1, &append,
 	    &out, &d), RLG_EINVAL);
-	ck_assert_int_eq(rlg_limiter_sliding_log(&p, empty, 0, T0, NULL,
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, empty, 0, T0, 1, NULL,
 	    &out, &d), RLG_EINVAL);
-	ck_assert_int_eq(rlg_limiter_sliding_log(&p, NULL, 0, T0, &append,
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, NULL, 0, T0, 1, &append,
 	    &out, &d), RLG_OK);
 	ck_assert(append);
 	p.limit = RLG_SLIDING_LOG_LIMIT_MAX;
-	ck_assert_int_eq(rlg_limiter_sliding_log(&p, empty, 0, T0, &append,
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, empty, 0, T0, 1, &append,
 	    &out, &d), RLG_OK);
 	ck_assert_int_eq(d.remaining, RLG_SLIDING_LOG_LIMIT_MAX - 1);
 }
@@ -1168,12 +1212,12 @@ START_TEST(test_rejected_is_bit_identical)
 			keep = in;
 			memset(&out, 0xee, sizeof out);
 			ck_assert_int_eq(rlg_limiter_step(&s.p, &in,
-			    T0 + 9000 + i, &out, &d), RLG_OK);
+			    T0 + 9000 + i, 1, &out, &d), RLG_OK);
 			ck_assert(!d.admitted);
 			ck_assert(memcmp(&out, &keep, sizeof out) == 0);
 			ck_assert(memcmp(&in, &keep, sizeof in) == 0);
 			ck_assert_int_eq(rlg_limiter_step(&s.p, &in,
-			    T0 + 9000 + i, &in, &d), RLG_OK);
+			    T0 + 9000 + i, 1, &in, &d), RLG_OK);
 			ck_assert(!d.admitted);
 			ck_assert(memcmp(&in, &keep, sizeof in) == 0);
 		}
@@ -1337,7 +1381,7 @@ START_TEST(test_sliding_log_clock_back)
 	struct rlg_decision d;
 	bool append;
 
-	ck_assert_int_eq(rlg_limiter_sliding_log(&p, log2, 2, T0, &append,
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, log2, 2, T0, 1, &append,
 	    &out, &d), RLG_OK);
 	ck_assert(d.admitted && append);
 	ck_assert_int_eq(d.remaining, 0);
@@ -1345,7 +1389,7 @@ START_TEST(test_sliding_log_clock_back)
 	ck_assert_int_eq(out.window_start_ms, T0);
 	ck_assert_int_eq(out.expires_ms, T0 + 16000);
 	ck_assert_int_eq(d.reset_ms, 16000);
-	ck_assert_int_eq(rlg_limiter_sliding_log(&p, log3, 3, T0 + 1, &append,
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, log3, 3, T0 + 1, 1, &append,
 	    &out, &d), RLG_OK);
 	ck_assert(!d.admitted && !append);
 	ck_assert_int_eq(d.retry_ms, 9999);
@@ -1353,7 +1397,7 @@ START_TEST(test_sliding_log_clock_back)
 	ck_assert_int_eq(out.window_start_ms, T0);
 	ck_assert_int_eq(out.expires_ms, T0 + 16000);
 	/* An hour back: everything is still in the window. */
-	ck_assert_int_eq(rlg_limiter_sliding_log(&p, log3, 3, T0 - HOUR_MS,
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, log3, 3, T0 - HOUR_MS, 1,
 	    &append, &out, &d), RLG_OK);
 	ck_assert(!d.admitted);
 	ck_assert_int_eq(d.retry_ms, HOUR_MS + 10000);
@@ -1374,13 +1418,13 @@ START_TEST(test_sliding_log_feed)
 	size_t i;
 
 	/* Entries <= now - window are not counted. */
-	ck_assert_int_eq(rlg_limiter_sliding_log(&p, stale, 5, T0 + 3000,
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, stale, 5, T0 + 3000, 1,
 	    &append, &out, &d), RLG_OK);
 	ck_assert(!d.admitted);
 	ck_assert_int_eq(d.retry_ms, 7000);
 	ck_assert_int_eq(out.count, 3);
 	ck_assert_int_eq(out.window_start_ms, T0);
-	ck_assert_int_eq(rlg_limiter_sliding_log(&p, stale2, 4, T0 + 3000,
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, stale2, 4, T0 + 3000, 1,
 	    &append, &out, &d), RLG_OK);
 	ck_assert(d.admitted && append);
 	ck_assert_int_eq(out.count, 3);
@@ -1388,7 +1432,7 @@ START_TEST(test_sliding_log_feed)
 	ck_assert_int_eq(out.expires_ms, T0 + 13000);
 	ck_assert_int_eq(d.remaining, 0);
 	/* More in-window entries than the limit: rejected, no crash. */
-	ck_assert_int_eq(rlg_limiter_sliding_log(&p, over, 5, T0 + 5, &append,
+	ck_assert_int_eq(rlg_limiter_sliding_log(&p, over, 5, T0 + 5, 1, &append,
 	    &out, &d), RLG_OK);
 	ck_assert(!d.admitted && !append);
 	ck_assert_int_eq(d.retry_ms, 2 + 10000 - 5);
@@ -1399,16 +1443,16 @@ START_TEST(test_sliding_log_feed)
 	for (i = 0; i < RLG_SLIDING_LOG_LIMIT_MAX + 2; i++)
 		big[i] = T0 + (int64_t)i / 100;
 	ck_assert_int_eq(rlg_limiter_sliding_log(&p, big,
-	    RLG_SLIDING_LOG_LIMIT_MAX - 1, T0 + 2000, &append, &out, &d),
+	    RLG_SLIDING_LOG_LIMIT_MAX - 1, T0 + 2000, 1, &append, &out, &d),
 	    RLG_OK);
 	ck_assert(d.admitted);
 	ck_assert_int_eq(d.remaining, 0);
 	ck_assert_int_eq(rlg_limiter_sliding_log(&p, big,
-	    RLG_SLIDING_LOG_LIMIT_MAX, T0 + 2000, &append, &out, &d), RLG_OK);
+	    RLG_SLIDING_LOG_LIMIT_MAX, T0 + 2000, 1, &append, &out, &d), RLG_OK);
 	ck_assert(!d.admitted);
 	ck_assert_int_eq(d.retry_ms, T0 + HOUR_MS - (T0 + 2000));
 	ck_assert_int_eq(rlg_limiter_sliding_log(&p, big,
-	    RLG_SLIDING_LOG_LIMIT_MAX + 2, T0 + 2000, &append, &out, &d),
+	    RLG_SLIDING_LOG_LIMIT_MAX + 2, T0 + 2000, 1, &append, &out, &d),
 	    RLG_OK);
 	ck_assert(!d.admitted);
 	ck_assert_int_eq(d.retry_ms, HOUR_MS - 2000);   /* big[2] = T0 */
@@ -1499,7 +1543,7 @@ START_TEST(test_extremes)
 				for (k = 0; k <= 6; k++) {
 					REQUIRE_EQ(
 					    rlg_limiter_sliding_log(&p,
-					    log_a + 6 - k, k, nows[n], &append,
+					    log_a + 6 - k, k, nows[n], 1, &append,
 					    &out, &d), RLG_OK);
 					REQUIRE(d.reset_ms >= 1);
 					REQUIRE(d.admitted ? d.retry_ms == 0 :
@@ -1511,7 +1555,7 @@ START_TEST(test_extremes)
 			for (s = 0; s < sizeof states / sizeof states[0];
 			    s++) {
 				REQUIRE_EQ(rlg_limiter_step(&p,
-				    &states[s], nows[n], &out, &d), RLG_OK);
+				    &states[s], nows[n], 1, &out, &d), RLG_OK);
 				REQUIRE(d.reset_ms >= 1);
 				REQUIRE(d.remaining >= 0);
 				if (d.admitted) {
@@ -1913,7 +1957,7 @@ START_TEST(test_bounds_hold)
 				if (n - lo > (size_t)q.limit)
 					lo = n - (size_t)q.limit;
 				REQUIRE_EQ(rlg_limiter_sliding_log(&q,
-				    log + lo, n - lo, t, &append, &out, &d),
+				    log + lo, n - lo, t, 1, &append, &out, &d),
 				    RLG_OK);
 				if (append && n < 64) {
 					for (k = n; k > 0 && log[k - 1] > t;
@@ -1923,7 +1967,7 @@ START_TEST(test_bounds_hold)
 					n++;
 				}
 			} else {
-				REQUIRE_EQ(rlg_limiter_step(&q, &st, t, &out,
+				REQUIRE_EQ(rlg_limiter_step(&q, &st, t, 1, &out,
 				    &d), RLG_OK);
 				st = out;
 			}
@@ -1941,9 +1985,9 @@ START_TEST(test_bounds_hold)
 			if (n - lo > (size_t)p.limit)
 				lo = n - (size_t)p.limit;
 			REQUIRE_EQ(rlg_limiter_sliding_log(&p, log + lo,
-			    n - lo, now, &append, &out, &d), RLG_OK);
+			    n - lo, now, 1, &append, &out, &d), RLG_OK);
 		} else {
-			REQUIRE_EQ(rlg_limiter_step(&p, &st, now, &out, &d),
+			REQUIRE_EQ(rlg_limiter_step(&p, &st, now, 1, &out, &d),
 			    RLG_OK);
 		}
 		REQUIRE_EQ(rlg_limiter_bounds(&p, now, &b), RLG_OK);
@@ -1996,7 +2040,7 @@ START_TEST(test_bounds_hold)
 	p.limit = 1;
 	p.window_ms = 1000;
 	p.burst = 1;
-	ck_assert_int_eq(rlg_limiter_step(&p, &st, 0, &out, &d), RLG_OK);
+	ck_assert_int_eq(rlg_limiter_step(&p, &st, 0, 1, &out, &d), RLG_OK);
 	ck_assert_int_eq(rlg_limiter_bounds(&p, 0, &b), RLG_OK);
 	ck_assert(!d.admitted);
 	ck_assert_int_eq(d.retry_ms, b.delay_max);
@@ -2161,15 +2205,15 @@ START_TEST(test_next_sliding_log)
 	struct sim s;
 
 	/* The stale entry is skipped; T0 is the oldest. */
-	REQUIRE_EQ(rlg_limiter_sliding_log(&p, log, 4, T0 + 3000, &append,
+	REQUIRE_EQ(rlg_limiter_sliding_log(&p, log, 4, T0 + 3000, 1, &append,
 	    &out, &d), RLG_OK);
 	EXPECT_NEXT(d, 1, 10000, 7000);
 	/* A fresh log: the request itself is the oldest. */
-	REQUIRE_EQ(rlg_limiter_sliding_log(&p, NULL, 0, T0, &append, &out,
+	REQUIRE_EQ(rlg_limiter_sliding_log(&p, NULL, 0, T0, 1, &append, &out,
 	    &d), RLG_OK);
 	EXPECT_NEXT(d, 4, 10000, 10000);
 	/* T0 gone at T0 + 10000: T0 + 1000 is the oldest. */
-	REQUIRE_EQ(rlg_limiter_sliding_log(&p, log, 4, T0 + 10000, &append,
+	REQUIRE_EQ(rlg_limiter_sliding_log(&p, log, 4, T0 + 10000, 1, &append,
 	    &out, &d), RLG_OK);
 	EXPECT_NEXT(d, 2, 10000, 1000);
 
@@ -2185,6 +2229,280 @@ START_TEST(test_next_sliding_log)
 }
 END_TEST
 
+/* ---- cost: requests of several units (issue 18) ---- */
+
+/*
+ * A request of cost units at now, checked against cost requests of cost 1
+ * at the same instant (sent to a copy of the sim): admitted iff all of
+ * them are, leaving their state and log and the last one's remaining;
+ * refused, it leaves the state bit-identical, its remaining is what the
+ * copy admits one after another at now, and retry_ms is exact for its
+ * cost (refused at now + retry_ms - 1, admitted at now + retry_ms). Above
+ * the capacity the cost is never admitted, and retry_ms is that of a
+ * request of the whole capacity, or 1 ms when that one fits now. An
+ * admitted request is applied to s and held to the checks every
+ * admission gets (remaining, reset_ms, next_ms).
+ */
+static void
+check_cost(struct sim *s, int64_t now, int64_t cost, struct rlg_decision *d)
+{
+	static struct sim units;
+	struct rlg_state out, uout;
+	struct rlg_decision ud, d2;
+	bool append, uappend, all = true;
+	int64_t i, cap = sim_capacity(s), probe;
+
+	sim_decide_cost(s, now, cost, &out, d, &append);
+	units = *s;
+	memset(&ud, 0, sizeof ud);
+	for (i = 0; i < cost && all; i++) {
+		sim_decide(&units, now, &uout, &ud, &uappend);
+		if (ud.admitted)
+			sim_apply(&units, now, &uout);
+		else
+			all = false;
+	}
+	REQUIRE(d->admitted == all);
+	if (d->admitted) {
+		REQUIRE_EQ(d->remaining, ud.remaining);
+		REQUIRE(memcmp(&out, &uout, sizeof out) == 0);
+		sim_apply_cost(s, now, cost, &out);
+		REQUIRE_EQ(s->n, units.n);
+		REQUIRE(memcmp(s->log, units.log, s->n * sizeof s->log[0]) ==
+		    0);
+		check_remaining(s, now, d);
+		check_fresh_at_reset(s, now, d);
+		check_next(s, now, d);
+		return;
+	}
+	REQUIRE_EQ(d->remaining, sim_burst_at(s, now));
+	probe = cost > cap ? cap : cost;
+	if (cost > cap) {
+		sim_decide_cost(s, now, cap, &out, &d2, &append);
+		if (d2.admitted) {
+			REQUIRE_EQ(d->retry_ms, 1);
+			return;
+		}
+		REQUIRE_EQ(d->retry_ms, d2.retry_ms);
+	}
+	if (d->retry_ms > 1) {
+		sim_decide_cost(s, now + d->retry_ms - 1, probe, &out, &d2,
+		    &append);
+		REQUIRE(!d2.admitted);
+	}
+	if (sim_fixed_clamped(s, now) || now + d->retry_ms > RLG_TIME_MS_MAX)
+		return;
+	sim_decide_cost(s, now + d->retry_ms, probe, &out, &d2, &append);
+	REQUIRE(d2.admitted);
+}
+
+/* Rows of requests of costs[i] units, each held to check_cost. */
+static void
+cost_table(struct sim *s, const int64_t *costs, const struct step_row *rows,
+    size_t n)
+{
+	struct rlg_decision d;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		check_cost(s, T0 + rows[i].at, costs[i], &d);
+		ck_assert_msg(d.admitted == rows[i].admitted,
+		    "row %zu (T0 + %lld, cost %lld)", i,
+		    (long long)rows[i].at, (long long)costs[i]);
+		ck_assert_msg(d.remaining == rows[i].remaining,
+		    "row %zu: remaining %lld", i, (long long)d.remaining);
+		ck_assert_msg(d.reset_ms == rows[i].reset_ms,
+		    "row %zu: reset_ms %lld", i, (long long)d.reset_ms);
+		ck_assert_msg(d.retry_ms == rows[i].retry_ms,
+		    "row %zu: retry_ms %lld", i, (long long)d.retry_ms);
+	}
+}
+
+/*
+ * fixed_window, 12 per minute: 5 fits, 5 fits, 5 does not (2 left, and
+ * they stay: the refused request consumed nothing), 2 fits exactly; 13
+ * (above the limit) never fits: refused in 1 ms when the whole quota is
+ * there, else at the window's end.
+ */
+START_TEST(test_cost_fixed_window)
+{
+	static const int64_t costs[] = { 5, 5, 5, 2, 1, 13, 12, 13 };
+	static const struct step_row rows[] = {
+		{ 0, true, 7, 60000, 0 },
+		{ 1000, true, 2, 59000, 0 },
+		{ 2000, false, 2, 58000, 58000 },
+		{ 3000, true, 0, 57000, 0 },
+		{ 4000, false, 0, 56000, 56000 },
+		{ 60000, false, 12, 1, 1 },
+		{ 60000, true, 0, 60000, 0 },
+		{ 61000, false, 0, 59000, 59000 },
+	};
+	struct sim s;
+
+	sim_init(&s, RLG_ALG_FIXED_WINDOW, 12, MINUTE_MS, 0);
+	cost_table(&s, costs, rows, sizeof rows / sizeof rows[0]);
+}
+END_TEST
+
+/*
+ * sliding_window, 10 per 10 s, 4 in the previous window: at e = 5 s they
+ * weigh 2 units, so 8 fit exactly and 9 wait 1 ms for the decay; in the
+ * next window the 8 weigh 8 (1 s in: 7.2) and 10 wait until 8 * (W - e)
+ * < W, at e = 8751 ms.
+ */
+START_TEST(test_cost_sliding_window)
+{
+	static const int64_t costs[] = { 9, 8, 1, 10, 11 };
+	static const struct step_row rows[] = {
+		{ 5000, false, 8, 1, 1 },
+		{ 5000, true, 0, 15000, 0 },
+		{ 5000, false, 0, 1, 1 },
+		{ 10000, false, 2, 8751, 8751 },
+		{ 10000, false, 2, 8751, 8751 },
+	};
+	struct sim s;
+
+	sw_stored(&s, 10, 10000, T0 - 10000, 4, 0);
+	cost_table(&s, costs, rows, sizeof rows / sizeof rows[0]);
+}
+END_TEST
+
+/*
+ * token_bucket, 10 per 10 s (T = 1 s), burst 10: 11 never fits (1 ms, the
+ * bucket full), 4 leave 6, 7 wait a second, 6 fit exactly, then 10 (the
+ * whole bucket) and 11 (decided as 10) wait for the bucket to refill.
+ */
+START_TEST(test_cost_token_bucket)
+{
+	static const int64_t costs[] = { 11, 4, 7, 6, 1, 10, 11 };
+	static const struct step_row rows[] = {
+		{ 0, false, 10, 1, 1 },
+		{ 0, true, 6, 4000, 0 },
+		{ 0, false, 6, 1000, 1000 },
+		{ 0, true, 0, 10000, 0 },
+		{ 0, false, 0, 1000, 1000 },
+		{ 5000, false, 5, 5000, 5000 },
+		{ 5000, false, 5, 5000, 5000 },
+	};
+	struct sim s;
+
+	sim_init(&s, RLG_ALG_TOKEN_BUCKET, 10, 10000, 10);
+	cost_table(&s, costs, rows, sizeof rows / sizeof rows[0]);
+}
+END_TEST
+
+/*
+ * sliding_log, 5 per 10 s: a request of cost c appends c entries at now;
+ * one that does not fit waits for the oldest m + c - limit to slide out.
+ */
+START_TEST(test_cost_sliding_log)
+{
+	static const int64_t costs[] = { 3, 3, 2, 5, 6, 4, 3, 6 };
+	static const struct step_row rows[] = {
+		{ 0, true, 2, 10000, 0 },
+		{ 1000, false, 2, 9000, 9000 },
+		{ 1000, true, 0, 10000, 0 },
+		{ 2000, false, 0, 9000, 9000 },
+		{ 2000, false, 0, 9000, 9000 },
+		{ 10000, false, 3, 1000, 1000 },
+		{ 10000, true, 0, 10000, 0 },
+		{ 30000, false, 5, 1, 1 },
+	};
+	struct sim s;
+
+	sim_init(&s, RLG_ALG_SLIDING_LOG, 5, 10000, 0);
+	cost_table(&s, costs, rows, sizeof rows / sizeof rows[0]);
+	REQUIRE_EQ(s.n, 5);
+}
+END_TEST
+
+/* A cost out of 1..RLG_COST_MAX is refused by every algorithm. */
+START_TEST(test_cost_bad)
+{
+	static const int64_t bad[] = { 0, -1, RLG_COST_MAX + 1, INT64_MAX };
+	struct rlg_limit p;
+	struct rlg_state st = { 0 }, out;
+	struct rlg_decision d;
+	bool append;
+	size_t a, i;
+
+	for (a = 0; a < N_ALG_CASES; a++) {
+		p = mkpolicy(alg_cases[a].alg, 5, 1000,
+		    burst_of(alg_cases[a].burst, 5));
+		for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+			if (p.algorithm == RLG_ALG_SLIDING_LOG)
+				REQUIRE_EQ(rlg_limiter_sliding_log(&p, NULL, 0,
+				    T0, bad[i], &append, &out, &d),
+				    RLG_EINVAL);
+			else
+				REQUIRE_EQ(rlg_limiter_step(&p, &st, T0,
+				    bad[i], &out, &d), RLG_EINVAL);
+		}
+		/* The largest cost is taken, and refused (never fits). */
+		if (p.algorithm == RLG_ALG_SLIDING_LOG)
+			REQUIRE_EQ(rlg_limiter_sliding_log(&p, NULL, 0, T0,
+			    RLG_COST_MAX, &append, &out, &d), RLG_OK);
+		else
+			REQUIRE_EQ(rlg_limiter_step(&p, &st, T0, RLG_COST_MAX,
+			    &out, &d), RLG_OK);
+		REQUIRE(!d.admitted);
+		REQUIRE_EQ(d.retry_ms, 1);
+	}
+}
+END_TEST
+
+/*
+ * The property: pseudo-random arrivals of pseudo-random costs (mostly
+ * small, sometimes the capacity or above it) for every algorithm and
+ * several policies; every request is held to check_cost, so a request of
+ * cost c decides exactly as c requests of cost 1 at one instant would,
+ * all or nothing. With cost 1 the limiter is the one of before: every
+ * other test of this file (and the Lua twin's differential suite, the
+ * script unchanged) runs at cost 1 with the expectations written before
+ * costs existed.
+ */
+START_TEST(test_prop_cost)
+{
+	static const struct { int64_t limit, window_ms; } pol[] = {
+		{ 12, MINUTE_MS }, { 5, 1000 }, { 1, 1000 }, { 3, 1 },
+		{ 7, 10000 },
+	};
+	struct sim s;
+	struct rlg_decision d;
+	uint64_t x, r;
+	size_t a, q;
+	int64_t t, i, w, cap, cost, admitted;
+
+	for (a = 0; a < N_ALG_CASES; a++)
+	for (q = 0; q < sizeof pol / sizeof pol[0]; q++) {
+		w = pol[q].window_ms;
+		sim_init(&s, alg_cases[a].alg, pol[q].limit, w,
+		    burst_of(alg_cases[a].burst, pol[q].limit));
+		cap = sim_capacity(&s);
+		x = 0x18c05bULL + 977 * q + a;
+		t = T0 + 7;
+		admitted = 0;
+		for (i = 0; i < 3000; i++) {
+			r = rlg_test_xorshift(&x) % 20;
+			if (r < 12)
+				cost = 1 + (int64_t)(rlg_test_xorshift(&x) %
+				    (uint64_t)(cap < 4 ? cap : 4));
+			else if (r < 17)
+				cost = 1 + (int64_t)(rlg_test_xorshift(&x) %
+				    (uint64_t)cap);
+			else
+				cost = cap + (int64_t)(rlg_test_xorshift(&x) %
+				    3);
+			check_cost(&s, t, cost, &d);
+			admitted += d.admitted;
+			t += (int64_t)(rlg_test_xorshift(&x) %
+			    (uint64_t)(w / 3 + 2));
+		}
+		ck_assert_int_gt(admitted, 0);
+	}
+}
+END_TEST
+
 Suite *
 rlg_limiter_suite(void)
 {
@@ -2193,6 +2511,7 @@ rlg_limiter_suite(void)
 	TCase *boundary = tcase_create("boundary");
 	TCase *limits = tcase_create("limits");
 	TCase *props = tcase_create("properties");
+	TCase *cost = tcase_create("cost");
 
 	tcase_add_test(core, test_admits_limit_then_rejects);
 	tcase_add_test(core, test_window_aligned_and_resets);
@@ -2241,12 +2560,21 @@ rlg_limiter_suite(void)
 	tcase_add_test(props, test_prop_boundary_attack);
 	tcase_add_test(props, test_prop_random);
 
+	tcase_add_test(cost, test_cost_fixed_window);
+	tcase_add_test(cost, test_cost_sliding_window);
+	tcase_add_test(cost, test_cost_token_bucket);
+	tcase_add_test(cost, test_cost_sliding_log);
+	tcase_add_test(cost, test_cost_bad);
+	tcase_add_test(cost, test_prop_cost);
+
 	/* Hundreds of thousands of steps, slower under the sanitizers. */
 	tcase_set_timeout(limits, 120);
 	tcase_set_timeout(props, 120);
+	tcase_set_timeout(cost, 120);
 	suite_add_tcase(s, core);
 	suite_add_tcase(s, boundary);
 	suite_add_tcase(s, limits);
 	suite_add_tcase(s, props);
+	suite_add_tcase(s, cost);
 	return s;
 }

@@ -448,7 +448,7 @@ model_step(struct sim *s, const struct item *it, size_t n, int64_t now_ms,
 					extra++;
 			nb = log_read(s, k, it[i].p, now, extra);
 			ck_assert_int_eq(rlg_limiter_sliding_log(&it[i].p->lim,
-			    s->buf, nb, now_ms, &append[i], &out[i], &d[i]),
+			    s->buf, nb, now_ms, 1, &append[i], &out[i], &d[i]),
 			    RLG_OK);
 		} else {
 			found = false;
@@ -460,7 +460,7 @@ model_step(struct sim *s, const struct item *it, size_t n, int64_t now_ms,
 			}
 			if (!found)
 				in = k->stored ? k->st : zero;
-			ck_assert_int_eq(rlg_limiter_step(&it[i].p->lim, &in, now_ms,
+			ck_assert_int_eq(rlg_limiter_step(&it[i].p->lim, &in, now_ms, 1,
 			    &out[i], &d[i]), RLG_OK);
 		}
 		if (!d[i].admitted && !it[i].advisory)

@@ -722,7 +722,7 @@ sim_step(struct sim *m, int64_t now, struct rlg_decision *d)
 	bool append = false;
 
 	if (p->lim.algorithm != RLG_ALG_SLIDING_LOG) {
-		ck_assert_int_eq(rlg_limiter_step(&p->lim, &m->st, now, &out, d),
+		ck_assert_int_eq(rlg_limiter_step(&p->lim, &m->st, now, 1, &out, d),
 		    RLG_OK);
 		if (d->admitted) {
 			m->st = out;
@@ -735,7 +735,7 @@ sim_step(struct sim *m, int64_t now, struct rlg_decision *d)
 	if (m->n - lo > (size_t)p->lim.limit)
 		lo = m->n - (size_t)p->lim.limit;
 	ck_assert_int_eq(rlg_limiter_sliding_log(&p->lim, m->log + lo, m->n - lo,
-	    now, &append, &out, d), RLG_OK);
+	    now, 1, &append, &out, d), RLG_OK);
 	ck_assert(append == d->admitted);
 	if (!append)
 		return;

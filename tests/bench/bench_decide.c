@@ -459,10 +459,10 @@ first_state(const struct rlg_policy *p, long i, int64_t now_ms, char *key,
 	key_format(key, i);
 	*append = false;
 	if (p->lim.algorithm == RLG_ALG_SLIDING_LOG)
-		rc = rlg_limiter_sliding_log(&p->lim, NULL, 0, now_ms, append, out,
+		rc = rlg_limiter_sliding_log(&p->lim, NULL, 0, now_ms, 1, append, out,
 		    &d);
 	else
-		rc = rlg_limiter_step(&p->lim, &zero, now_ms, out, &d);
+		rc = rlg_limiter_step(&p->lim, &zero, now_ms, 1, out, &d);
 	if (rc != RLG_OK || !d.admitted) {
 		fprintf(stderr, "bench_decide: the limiter refused the first"
 		    " request of %s\n", key);
