@@ -244,6 +244,7 @@ gather(struct rlg_gate *g, const struct rlg_request *req,
 		gi->items[n].client = key;
 		gi->items[n].advisory = exempt || p->mode == RLG_MODE_DRY_RUN;
 		gi->items[n].if_new = false;
+		gi->items[n].cost = 1;
 		gi->enforced[n] = !gi->items[n].advisory;
 		/* A reported exemption is not a dry run: never logged. */
 		gi->dry[n] = !exempt && p->mode == RLG_MODE_DRY_RUN;

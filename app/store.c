@@ -61,7 +61,8 @@ rlg_store_step(struct rlg_store *s, const struct rlg_store_item *items,
 /*
  * Refuses, once for every backend, a request no store could take: no
  * item, an item without policy or client, a client key too long, a charge
- * for a new key with no key item before it.
+ * for a new key with no key item before it, a cost out of range (the
+ * limiter refuses it too, but the Redis store must not send it).
  */
 static int
 check_items(struct rlg_store *s, const struct rlg_store_item *items,
@@ -84,6 +85,12 @@ check_items(struct rlg_store *s, const struct rlg_store_item *items,
 		    RLG_CLIENT_KEY_MAX) {
 			rlg_store_seterr(s, "store step: client key longer than"
 			    " %d bytes", RLG_CLIENT_KEY_MAX);
+			return RLG_EINVAL;
+		}
+		if (items[i].cost < 0 || items[i].cost > RLG_COST_MAX) {
+			rlg_store_seterr(s, "store step: item %zu costs %lld"
+			    " units, out of 0..%lld", i,
+			    (long long)items[i].cost, (long long)RLG_COST_MAX);
 			return RLG_EINVAL;
 		}
 		if (items[i].if_new && (i == 0 || items[i - 1].if_new)) {

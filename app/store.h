@@ -45,7 +45,22 @@ struct rlg_store_item {
 	const char *client;        /* client key, NUL-terminated, <= RLG_CLIENT_KEY_MAX */
 	bool advisory;
 	bool if_new;
+	int64_t cost;              /* the request's units, 1..RLG_COST_MAX, charged
+	                              all or nothing (limiter.h: "Request
+	                              cost"); 0 counts as 1, so an item
+	                              written without it costs what a request
+	                              always cost (rlg_store_item_cost) */
 };
+
+/*
+ * An item's cost as the backends charge it: 0 is 1. Inline: every
+ * backend and the cache use it, and none of them calls into store.c.
+ */
+static inline int64_t
+rlg_store_item_cost(const struct rlg_store_item *item)
+{
+	return item->cost == 0 ? 1 : item->cost;
+}
 
 struct rlg_store_ops;
 struct rlg_store_stats;
@@ -138,7 +153,7 @@ int rlg_store_open(const struct rlg_store_config *cfg, struct rlg_store **out);
  * written, decisions undefined; clients the store already holds are never
  * refused for it), or RLG_EINVAL for a request no store could take: n == 0,
  * an item without policy or client, an if_new item with no key item
- * before it, a client key
+ * before it, a cost out of 0..RLG_COST_MAX, a client key
  * longer than RLG_CLIENT_KEY_MAX (Redis: also one that is empty or starts with '}',
  * which would empty its hash tag), a policy the limiter refuses (nothing
  * written; rlg_store_errmsg says which).

@@ -24,6 +24,15 @@
  * and of the test: a rejecting item has live state, so the charge after it
  * is skipped, which is what the cache answers for it (rlg_store_skipped).
  *
+ * Request cost: only steps whose items all cost 1 are cached or answered.
+ * A refusal of cost c > 1 says nothing of a later request of a smaller
+ * cost, which may fit (a cached refusal of cost 5 must not refuse a
+ * request of cost 1 with 2 units left), and its remaining (the units
+ * still there) grows as the sliding algorithms decay, where a cost-1
+ * refusal's stays 0. Keying the entries on the costs would be exact for
+ * repeats of the same cost, but the remaining would still move: costly
+ * requests go to the store every time.
+ *
  * Bounds: a fixed table of entries per handle (one handle per worker
  * thread, so no locks), direct-mapped by a seeded FNV-1a hash of the key;
  * a new entry overwrites whatever held its slot. Keys longer than
@@ -371,8 +380,9 @@ cache_stats(const struct rlg_store *base, struct rlg_store_stats *out)
  * The step's identity: the policy name and client of each item but the
  * charges for a new key (*m of them, at most RLG_CACHE_ITEMS_MAX),
  * NUL-separated, into key (RLG_CACHE_KEY_MAX bytes). Returns its length,
- * or 0 when it does not fit, there are too many or none, or an item lacks
- * a policy or client (the store says why).
+ * or 0 when it does not fit, there are too many or none, an item lacks
+ * a policy or client (the store says why), or an item costs more than 1
+ * (see the top).
  */
 static size_t
 cache_key(const struct rlg_store_item *items, size_t n, char *key,
@@ -383,7 +393,7 @@ cache_key(const struct rlg_store_item *items, size_t n, char *key,
 	*m = 0;
 	for (i = 0; i < n; i++) {
 		if (items[i].policy == NULL || items[i].policy->name == NULL ||
-		    items[i].client == NULL)
+		    items[i].client == NULL || rlg_store_item_cost(&items[i]) != 1)
 			return 0;
 		if (items[i].if_new)
 			continue;

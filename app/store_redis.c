@@ -16,7 +16,7 @@
  *                                          KEYS[2i-1] again (why:
  *                                          store_redis_cluster.c)
  *   ARGV = now_ms ("" for Redis TIME), n, then per item: algorithm,
- *          limit, window_ms, burst, advisory
+ *          limit, window_ms, burst, flags (1 advisory, 2 if_new), cost
  * and the reply is an array of 1 + 6n integers: the now_ms used, then per
  * item admitted, limit, remaining, reset_ms, retry_ms, next_ms. The reply
  * is checked strictly; anything else is a store failure.
@@ -108,7 +108,7 @@ static char *rd_build_args(struct rd_store *s,
 static int rd_probe(struct rlg_store *base, int64_t now_ms);
 
 /* The arguments: n, then this many per item. */
-#define RD_PER_ITEM 5
+#define RD_PER_ITEM 6
 /* The reply: now_ms, then this many integers per item. */
 #define RD_REPLY_PER_ITEM 6
 
@@ -353,7 +353,7 @@ rd_build(struct rd_store *s, const struct rlg_store_item *items,
     const size_t *idx, size_t m, bool probe, int64_t now_ms)
 {
 	size_t n = m + (probe ? RD_PROBE_ITEMS : 0);
-	size_t argc = 5 + 7 * n, need = (size_t)3 * RD_NUM, i, a;
+	size_t argc = 5 + (2 + RD_PER_ITEM) * n, need = (size_t)3 * RD_NUM, i, a;
 	const struct rlg_store_item *it;
 	char *at;
 
@@ -452,7 +452,7 @@ rd_build_keys(struct rd_store *s, const struct rlg_store_item *items,
 /*
  * The ARGV of rd_build from argument *a on, their text from at on: now
  * ("" for Redis TIME), n, then each item's algorithm, limit, window_ms,
- * burst and flags, then the probe's. Returns the end of the text written.
+ * burst, flags and cost, then the probe's. Returns the end of the text written.
  */
 static char *
 rd_build_args(struct rd_store *s, const struct rlg_store_item *items,
@@ -460,7 +460,7 @@ rd_build_args(struct rd_store *s, const struct rlg_store_item *items,
     size_t *ap)
 {
 	static const char *const probe_args[RD_PER_ITEM] = { "0", "1",
-	    "1000", "0", "0" };
+	    "1000", "0", "0", "1" };
 	const struct rlg_store_item *it;
 	const struct rlg_policy *p;
 	size_t i, k, a = *ap, len;
@@ -486,6 +486,7 @@ rd_build_args(struct rd_store *s, const struct rlg_store_item *items,
 		v[3] = p->lim.burst;
 		/* flags: 1 advisory, 2 a charge for a new key */
 		v[4] = (it->advisory ? 1 : 0) | (it->if_new ? 2 : 0);
+		v[5] = rlg_store_item_cost(it);
 		for (k = 0; k < RD_PER_ITEM; k++, a++) {
 			s->argv[a] = at;
 			s->argvlen[a] = (size_t)snprintf(at, RD_NUM, "%lld",
@@ -632,10 +633,15 @@ rd_reply_item(struct rd_store *s, const struct rd_node *node,
 			return -1;
 		return 0;
 	}
-	/* Rejected: reset_ms and next_ms are retry_ms (limiter.h). */
+	/*
+	 * Rejected: reset_ms and next_ms are retry_ms (limiter.h); what is
+	 * left to requests of cost 1 is 0 unless a costlier one was
+	 * refused, up to the whole capacity.
+	 */
 	if (rd_field(s, node, e, k + 1, p, p->lim.limit,
 	    p->lim.limit) != 0 ||
-	    rd_field(s, node, e, k + 2, p, 0, 0) != 0 ||
+	    rd_field(s, node, e, k + 2, p, 0, it != NULL &&
+	    rlg_store_item_cost(it) > 1 ? b.remaining_max + 1 : 0) != 0 ||
 	    rd_field(s, node, e, k + 4, p, 1, b.delay_max) != 0 ||
 	    rd_field(s, node, e, k + 3, p, e[k + 4]->integer,
 	    e[k + 4]->integer) != 0 ||

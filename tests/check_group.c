@@ -115,6 +115,7 @@ gthread(void *arg)
 		item.client = "hot";
 		item.advisory = false;
 		item.if_new = false;
+		item.cost = 1;
 		if (w->mode == G_NEW_CLIENTS) {
 			snprintf(client, sizeof client, "10.%d.0.%d", w->id,
 			    i);

@@ -246,6 +246,7 @@ START_TEST(test_reply_ok)
 		items[i].client = "10.0.0.1";
 		items[i].advisory = false;
 		items[i].if_new = false;
+		items[i].cost = 1;
 	}
 	p[0].name = (char *)"fw";
 	p[1].name = (char *)"sw";
@@ -301,7 +302,7 @@ static const struct {
 
 START_TEST(test_reply_out_of_range)
 {
-	struct rlg_store_item item = { &fx_policy, "10.0.0.1", false, false };
+	struct rlg_store_item item = { &fx_policy, "10.0.0.1", false, false, 1 };
 	struct rlg_decision d;
 	struct rlg_store *s;
 	struct fx f;
@@ -329,7 +330,7 @@ END_TEST
  */
 START_TEST(test_reply_huge_through_cache)
 {
-	struct rlg_store_item item = { &fx_policy, "10.0.0.1", false, false };
+	struct rlg_store_item item = { &fx_policy, "10.0.0.1", false, false, 1 };
 	struct rlg_decision d;
 	struct rlg_store *s;
 	struct fx f;
@@ -384,7 +385,7 @@ END_TEST
  */
 START_TEST(test_script_load_changes)
 {
-	struct rlg_store_item item = { &fx_policy, "10.0.0.1", false, false };
+	struct rlg_store_item item = { &fx_policy, "10.0.0.1", false, false, 1 };
 	struct rlg_decision d;
 	struct rlg_store *s;
 	struct fx f;
@@ -427,7 +428,7 @@ START_TEST(test_reply_too_large)
 	static const char *const modes[] = { "huge-array", "huge-bulk" };
 	static const char *const says[] = { "1000000000 elements",
 	    "larger than" };
-	struct rlg_store_item item = { &fx_policy, "10.0.0.1", false, false };
+	struct rlg_store_item item = { &fx_policy, "10.0.0.1", false, false, 1 };
 	struct rlg_decision d;
 	struct rlg_store *s;
 	struct fx f;
@@ -451,7 +452,7 @@ END_TEST
  */
 START_TEST(test_reply_extra)
 {
-	struct rlg_store_item item = { &fx_policy, "10.0.0.1", false, false };
+	struct rlg_store_item item = { &fx_policy, "10.0.0.1", false, false, 1 };
 	struct rlg_decision d;
 	struct rlg_store *s;
 	struct fx f;
@@ -493,7 +494,7 @@ END_TEST
  */
 START_TEST(test_trickle_bounded)
 {
-	struct rlg_store_item item = { &fx_policy, "10.0.0.1", false, false };
+	struct rlg_store_item item = { &fx_policy, "10.0.0.1", false, false, 1 };
 	struct rlg_decision d;
 	struct rlg_store *s;
 	int64_t t0, took;
@@ -519,7 +520,7 @@ END_TEST
 /* A server that never answers EVALSHA: the deadline, once. */
 START_TEST(test_silent_bounded)
 {
-	struct rlg_store_item item = { &fx_policy, "10.0.0.1", false, false };
+	struct rlg_store_item item = { &fx_policy, "10.0.0.1", false, false, 1 };
 	struct rlg_decision d;
 	struct rlg_store *s;
 	int64_t t0, took;
@@ -574,7 +575,7 @@ END_TEST
  */
 START_TEST(test_cluster_moved_bounded)
 {
-	struct rlg_store_item item = { &fx_policy, "10.0.0.1", false, false };
+	struct rlg_store_item item = { &fx_policy, "10.0.0.1", false, false, 1 };
 	struct rlg_decision d;
 	struct rlg_store *s;
 	int64_t t0, took;
@@ -602,7 +603,7 @@ END_TEST
  */
 START_TEST(test_cluster_tryagain_bounded)
 {
-	struct rlg_store_item item = { &fx_policy, "10.0.0.1", false, false };
+	struct rlg_store_item item = { &fx_policy, "10.0.0.1", false, false, 1 };
 	struct rlg_decision d;
 	struct rlg_store *s;
 	int64_t t0, took;
@@ -687,7 +688,7 @@ static const struct rlg_store_ops fx_stub_ops = {
  */
 START_TEST(test_cache_huge_delay)
 {
-	struct rlg_store_item item = { &fx_policy, "10.0.0.1", false, false };
+	struct rlg_store_item item = { &fx_policy, "10.0.0.1", false, false, 1 };
 	struct fx_stub stub = { { .ops = &fx_stub_ops }, INT64_MAX, 0 };
 	struct rlg_decision d;
 	struct rlg_store *c;

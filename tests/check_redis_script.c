@@ -57,6 +57,7 @@ struct item {
 	const struct rlg_policy *p;
 	int key;                      /* index into sim.keys */
 	bool advisory;
+	int64_t cost;                 /* units; 0 is 1 (as rlg_store_item) */
 };
 
 /* One (policy, client) as the model stores it. */
@@ -108,6 +109,7 @@ static void args_add(struct args *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void args_eval(struct args *a, const char *now,
     const struct item *it, size_t n, const struct mkey *keys);
+static int64_t cost_of(const struct item *it);
 static uint64_t rnd(struct sim *s, uint64_t n);
 static int64_t rnd_log(struct sim *s, int64_t lo, int64_t hi);
 static int64_t round_expires(int64_t e);
@@ -233,7 +235,15 @@ args_eval(struct args *a, const char *now, const struct item *it, size_t n,
 		args_add(a, "%lld", (long long)it[i].p->lim.window_ms);
 		args_add(a, "%lld", (long long)it[i].p->lim.burst);
 		args_add(a, "%d", it[i].advisory ? 1 : 0);
+		args_add(a, "%lld", (long long)cost_of(&it[i]));
 	}
+}
+
+/* An item's cost: 0 is 1. */
+static int64_t
+cost_of(const struct item *it)
+{
+	return it->cost == 0 ? 1 : it->cost;
 }
 
 /* The script on its own, outside MULTI: its reply. */
@@ -431,7 +441,7 @@ model_step(struct sim *s, const struct item *it, size_t n, int64_t now_ms,
 	static const struct rlg_state zero;
 	struct rlg_state out[MAXITEMS], in;
 	bool append[MAXITEMS], admitted = true, found;
-	int64_t now = rlg_limiter_clamp_time(now_ms);
+	int64_t now = rlg_limiter_clamp_time(now_ms), c;
 	size_t i, j, extra, nb, drop;
 	struct mkey *k;
 
@@ -445,11 +455,11 @@ model_step(struct sim *s, const struct item *it, size_t n, int64_t now_ms,
 			extra = 0;
 			for (j = 0; j < i; j++)
 				if (it[j].key == it[i].key && append[j])
-					extra++;
+					extra += (size_t)cost_of(&it[j]);
 			nb = log_read(s, k, it[i].p, now, extra);
 			ck_assert_int_eq(rlg_limiter_sliding_log(&it[i].p->lim,
-			    s->buf, nb, now_ms, 1, &append[i], &out[i], &d[i]),
-			    RLG_OK);
+			    s->buf, nb, now_ms, cost_of(&it[i]), &append[i],
+			    &out[i], &d[i]), RLG_OK);
 		} else {
 			found = false;
 			for (j = i; j-- > 0 && !found; ) {
@@ -460,8 +470,8 @@ model_step(struct sim *s, const struct item *it, size_t n, int64_t now_ms,
 			}
 			if (!found)
 				in = k->stored ? k->st : zero;
-			ck_assert_int_eq(rlg_limiter_step(&it[i].p->lim, &in, now_ms, 1,
-			    &out[i], &d[i]), RLG_OK);
+			ck_assert_int_eq(rlg_limiter_step(&it[i].p->lim, &in,
+			    now_ms, cost_of(&it[i]), &out[i], &d[i]), RLG_OK);
 		}
 		if (!d[i].admitted && !it[i].advisory)
 			admitted = false;
@@ -473,7 +483,8 @@ model_step(struct sim *s, const struct item *it, size_t n, int64_t now_ms,
 			continue;
 		k = &s->keys[it[i].key];
 		if (append[i]) {
-			log_insert(k, now);
+			for (c = 0; c < cost_of(&it[i]); c++)
+				log_insert(k, now);
 			for (drop = 0; drop < k->nlog &&
 			    k->log_ms[drop] <= now - it[i].p->lim.window_ms; drop++)
 				;
@@ -778,6 +789,10 @@ START_TEST(test_differential)
 			it[i].key = (int)rnd(&s, NKEYS);
 			it[i].p = &s.pol[it[i].key / NCLIENTS];
 			it[i].advisory = rnd(&s, 7) == 0;
+			/* Mostly 1; else up to the limit and a little past. */
+			it[i].cost = rnd(&s, 3) != 0 ? 1 :
+			    1 + (int64_t)rnd(&s, (uint64_t)(it[i].p->lim.limit < 50 ?
+			    it[i].p->lim.limit + 2 : 50));
 		}
 		/* The same (policy, client) twice, now and then. */
 		if (n > 1 && rnd(&s, 5) == 0) {
@@ -935,6 +950,7 @@ START_TEST(test_extremes)
 		it[0].p = &s.pol[0];
 		it[0].key = 0;
 		it[0].advisory = false;
+		it[0].cost = rnd(&s, 3) != 0 ? 1 : 1 + (int64_t)rnd(&s, 1000);
 		n = 1;
 		if (rnd(&s, 4) == 0) {         /* the same key twice */
 			it[1] = it[0];
@@ -1005,9 +1021,9 @@ hfield(const char *key, const char *field)
 START_TEST(test_all_or_nothing)
 {
 	struct item it[3] = {
-		{ &pol_bucket, 1, false },
-		{ &pol_fixed1, 0, false },
-		{ &pol_log2, 2, false },
+		{ &pol_bucket, 1, false, 1 },
+		{ &pol_fixed1, 0, false, 1 },
+		{ &pol_log2, 2, false, 1 },
 	};
 	redisReply *r;
 
@@ -1045,8 +1061,8 @@ END_TEST
 START_TEST(test_advisory)
 {
 	struct item it[2] = {
-		{ &pol_fixed1, 0, true },
-		{ &pol_fixed3, 1, false },
+		{ &pol_fixed1, 0, true, 1 },
+		{ &pol_fixed3, 1, false, 1 },
 	};
 	redisReply *r;
 
@@ -1087,9 +1103,9 @@ END_TEST
 START_TEST(test_same_key_twice)
 {
 	struct item it[3] = {
-		{ &pol_fixed3, 0, false },
-		{ &pol_fixed3, 0, false },
-		{ &pol_fixed3, 0, false },
+		{ &pol_fixed3, 0, false, 1 },
+		{ &pol_fixed3, 0, false, 1 },
+		{ &pol_fixed3, 0, false, 1 },
 	};
 	redisReply *r;
 
@@ -1129,7 +1145,7 @@ END_TEST
 /* ARGV[1] = "": the server's clock (TIME), in the reply. */
 START_TEST(test_server_clock)
 {
-	struct item it[1] = { { &pol_slide, 0, false } };
+	struct item it[1] = { { &pol_slide, 0, false, 1 } };
 	struct timespec ts;
 	redisReply *r;
 	int64_t before, after, now;
@@ -1156,9 +1172,9 @@ END_TEST
 START_TEST(test_expiry)
 {
 	struct item it[3] = {
-		{ &pol_fixed3, 0, false },
-		{ &pol_bucket, 1, false },
-		{ &pol_log2, 2, false },
+		{ &pol_fixed3, 0, false, 1 },
+		{ &pol_bucket, 1, false, 1 },
+		{ &pol_log2, 2, false, 1 },
 	};
 	const char *keys[4];
 	struct timespec ts;
@@ -1200,41 +1216,51 @@ END_TEST
 /* Malformed arguments: an error starting "rlgate:", nothing written. */
 START_TEST(test_malformed)
 {
-	static const char *const bad[][20] = {
+	static const char *const bad[][22] = {
 		/* numkeys, keys..., now, n, items... (NULL ends) */
-		{ "2", "a", "b", "x", "1", "0", "3", "60000", "0", "0" },
-		{ "2", "a", "b", "1.5", "1", "0", "3", "60000", "0", "0" },
-		{ "2", "a", "b", " 1", "1", "0", "3", "60000", "0", "0" },
-		{ "2", "a", "b", "1", "0", "0", "3", "60000", "0", "0" },
-		{ "2", "a", "b", "1", "x", "0", "3", "60000", "0", "0" },
-		{ "2", "a", "b", "1", "2", "0", "3", "60000", "0", "0" },
-		{ "2", "a", "b", "1", "1", "4", "3", "60000", "0", "0" },
-		{ "2", "a", "b", "1", "1", "-1", "3", "60000", "0", "0" },
-		{ "2", "a", "b", "1", "1", "0", "0", "60000", "0", "0" },
+		{ "2", "a", "b", "x", "1", "0", "3", "60000", "0", "0", "1" },
+		{ "2", "a", "b", "1.5", "1", "0", "3", "60000", "0", "0", "1" },
+		{ "2", "a", "b", " 1", "1", "0", "3", "60000", "0", "0", "1" },
+		{ "2", "a", "b", "1", "0", "0", "3", "60000", "0", "0", "1" },
+		{ "2", "a", "b", "1", "x", "0", "3", "60000", "0", "0", "1" },
+		{ "2", "a", "b", "1", "2", "0", "3", "60000", "0", "0", "1" },
+		{ "2", "a", "b", "1", "1", "4", "3", "60000", "0", "0", "1" },
+		{ "2", "a", "b", "1", "1", "-1", "3", "60000", "0", "0", "1" },
+		{ "2", "a", "b", "1", "1", "0", "0", "60000", "0", "0", "1" },
 		{ "2", "a", "b", "1", "1", "0", "1000000001", "60000", "0",
-		    "0" },
-		{ "2", "a", "b", "1", "1", "0", "3", "0", "0", "0" },
-		{ "2", "a", "b", "1", "1", "0", "3", "31622400001", "0", "0" },
-		{ "2", "a", "b", "1", "1", "2", "3", "60000", "0", "0" },
+		    "0", "1" },
+		{ "2", "a", "b", "1", "1", "0", "3", "0", "0", "0", "1" },
+		{ "2", "a", "b", "1", "1", "0", "3", "31622400001", "0", "0",
+		    "1" },
+		{ "2", "a", "b", "1", "1", "2", "3", "60000", "0", "0", "1" },
 		{ "2", "a", "b", "1", "1", "2", "3", "60000", "1000000001",
-		    "0" },
-		{ "2", "a", "b", "1", "1", "3", "100001", "60000", "0", "0" },
-		{ "2", "a", "b", "1", "1", "0", "3", "60000", "x", "0" },
-		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "2" },
-		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "4" },
+		    "0", "1" },
+		{ "2", "a", "b", "1", "1", "3", "100001", "60000", "0", "0",
+		    "1" },
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "x", "0", "1" },
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "2", "1" },
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "4", "1" },
+		/* the cost: 1..RLG_COST_MAX, an integer */
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "0" },
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "-1" },
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "x" },
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "1.5" },
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0",
+		    "1000000001" },
 		/* a charge for a new key after another charge */
 		{ "4", "a", "b", "c", "d", "1", "2", "0", "3", "60000", "0",
-		    "2", "0", "3", "60000", "0", "2" },
-		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "" },
-		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0" },
-		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "0" },
-		{ "0", "1", "1", "0", "3", "60000", "0", "0" },
+		    "2", "1", "0", "3", "60000", "0", "2", "1" },
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "", "1" },
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0" },
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "1",
+		    "0" },
+		{ "0", "1", "1", "0", "3", "60000", "0", "0", "1" },
 		/* A good first item does not get written either. */
 		{ "4", "a", "b", "c", "d", "1", "2", "0", "3", "60000", "0",
-		    "0", "0", "3", "-5", "0", "0" },
+		    "0", "1", "0", "3", "-5", "0", "0", "1" },
 	};
 	static const char *const negative_now[] = {
-		"2", "a", "b", "-5", "1", "0", "3", "60000", "0", "0", NULL
+		"2", "a", "b", "-5", "1", "0", "3", "60000", "0", "0", "1", NULL
 	};
 	redisReply *r;
 	size_t i;

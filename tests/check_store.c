@@ -226,7 +226,7 @@ START_TEST(test_policies_all_or_nothing)
 	struct rlg_policy burst = policy(2, 1), hour = policy(10, 3600);
 	struct rlg_policy p = policy(5, 60);
 	struct rlg_store_item items[2] = {
-		{ NULL, NULL, false, false }, { NULL, NULL, false, false }
+		{ NULL, NULL, false, false, 1 }, { NULL, NULL, false, false, 1 }
 	};
 	struct rlg_decision d[2];
 	struct rlg_store *s;
@@ -311,6 +311,7 @@ check_cache_differential(const struct rlg_policy *ps, size_t np,
 		items[i].client = ca;
 		items[i].advisory = false;
 		items[i].if_new = false;
+		items[i].cost = 1;
 		uitems[i] = items[i];
 		uitems[i].client = cb;
 	}
@@ -380,8 +381,8 @@ START_TEST(test_cache_leaves_to_store)
 {
 	char *path = path_in("cacheleft.db");
 	struct rlg_policy p = policy(1, 60), q = policy(100, 60);
-	struct rlg_store_item items[2] = { { &p, "c", false, false },
-	    { &q, "c", false, false } };
+	struct rlg_store_item items[2] = { { &p, "c", false, false, 1 },
+	    { &q, "c", false, false, 1 } };
 	struct rlg_decision d[2];
 	struct rlg_store *s = open_with(path, 0, 16);
 
@@ -592,7 +593,7 @@ START_TEST(test_advisory_items)
 	struct rlg_policy main_p = alg_policy(name_ten, RLG_ALG_FIXED_WINDOW,
 	    5, 10, 0);
 	struct rlg_store_item items[2] = {
-		{ &strict, "c", true, false }, { &main_p, "c", false, false }
+		{ &strict, "c", true, false, 1 }, { &main_p, "c", false, false, 1 }
 	};
 	struct rlg_decision d[2];
 	struct rlg_store *s;
@@ -638,7 +639,7 @@ START_TEST(test_new_key_charges)
 	struct rlg_policy charge = alg_policy(name_nk, RLG_ALG_FIXED_WINDOW, 3,
 	    10, 3);
 	struct rlg_store_item items[2] = {
-		{ &key, "k:1", false, false }, { &charge, "10.0.0.1", false, true }
+		{ &key, "k:1", false, false, 1 }, { &charge, "10.0.0.1", false, true, 1 }
 	};
 	char kbuf[8];
 	struct rlg_decision d[2];
@@ -698,6 +699,7 @@ START_TEST(test_new_key_charges)
 	items[0].if_new = true;
 	ck_assert_int_eq(rlg_store_step(s, items, 2, T1 + 7, d), RLG_EINVAL);
 	items[0].if_new = false;
+	items[0].cost = 1;
 	/*
 	 * The next window (and past every state's expiry): new again. A
 	 * cluster asks whether the key's state key still exists (its slot
@@ -721,7 +723,7 @@ START_TEST(test_algorithms_all_or_nothing)
 	struct rlg_policy ten = alg_policy(name_ten, RLG_ALG_SLIDING_LOG, 5, 10,
 	    0);
 	struct rlg_store_item items[3] = {
-		{ &sec, "c", false, false }, { &bucket, "c", false, false }, { &ten, "c", false, false }
+		{ &sec, "c", false, false, 1 }, { &bucket, "c", false, false, 1 }, { &ten, "c", false, false, 1 }
 	};
 	struct rlg_decision d[3];
 	struct rlg_store *s;
@@ -861,7 +863,7 @@ START_TEST(test_bad_items)
 {
 	char *path = path_in("items.db"), key[RLG_CLIENT_KEY_MAX + 2];
 	struct rlg_policy p = policy(5, 60), bad = policy(0, 60);
-	struct rlg_store_item item = { &p, key, false, false };
+	struct rlg_store_item item = { &p, key, false, false, 1 };
 	struct rlg_decision d;
 	struct rlg_store *s;
 

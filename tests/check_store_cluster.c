@@ -397,8 +397,8 @@ START_TEST(test_cluster_migration)
 	ck_assert_int_eq(cl_info(a, "errorstats", "errorstat_ASK:count="),
 	    asks + 11);
 	/* Two policies, every key there: served after ASK too. */
-	items[0] = (struct rlg_store_item){ &p, c, false, false };
-	items[1] = (struct rlg_store_item){ &sl, c, false, false };
+	items[0] = (struct rlg_store_item){ &p, c, false, false, 1 };
+	items[1] = (struct rlg_store_item){ &sl, c, false, false, 1 };
 	ck_assert_msg(rlg_store_step(s, items, 2, T1, two) == RLG_OK, "%s",
 	    rlg_store_errmsg(s));
 	ck_assert(two[0].admitted && two[1].admitted);
@@ -410,7 +410,7 @@ START_TEST(test_cluster_migration)
 	 * importing side: retried, then a failure that wrote nothing.
 	 */
 	items[0].client = e;
-	items[1] = (struct rlg_store_item){ &q, e, false, false };
+	items[1] = (struct rlg_store_item){ &q, e, false, false, 1 };
 	t0 = mono_ms();
 	ck_assert_int_eq(rlg_store_step(s, items, 2, T1, two), RLG_ESTORE);
 	ck_assert_int_ge(mono_ms() - t0, 5 + 10 + 20 + 40 + 80);
@@ -472,7 +472,7 @@ mig_main(void *arg)
 {
 	struct mig_worker *w = arg;
 	struct rlg_store_config cfg;
-	struct rlg_store_item item = { w->p, w->client, false, false };
+	struct rlg_store_item item = { w->p, w->client, false, false, 1 };
 	struct rlg_decision d;
 	struct rlg_store *s = NULL;
 	int rc;
@@ -637,8 +637,8 @@ START_TEST(test_cluster_two_slots)
 	redis_key(ka, sizeof ka, "default", ca, false);
 	redis_key(kb, sizeof kb, "hour", cb, false);
 	ck_assert_int_ne(cl_keyslot(ka), cl_keyslot(kb));
-	items[0] = (struct rlg_store_item){ &ip, ca, false, false };
-	items[1] = (struct rlg_store_item){ &key, cb, false, false };
+	items[0] = (struct rlg_store_item){ &ip, ca, false, false, 1 };
+	items[1] = (struct rlg_store_item){ &key, cb, false, false, 1 };
 
 	cl_resetstat();
 	ck_assert(hit(s, &ip, ca, T1, NULL));
@@ -665,8 +665,8 @@ START_TEST(test_cluster_two_slots)
 	ck_assert_int_eq(d[1].remaining, 2);
 	ck_assert_int_eq(cl_info_sum("commandstats",
 	    "cmdstat_evalsha:calls="), 2);
-	items[0] = (struct rlg_store_item){ &key, cb, false, false };
-	items[1] = (struct rlg_store_item){ &ip, ca, false, false };
+	items[0] = (struct rlg_store_item){ &key, cb, false, false, 1 };
+	items[1] = (struct rlg_store_item){ &ip, ca, false, false, 1 };
 	ck_assert_int_eq(rlg_store_step(s, items, 2, T1, d), RLG_OK);
 	ck_assert(d[0].admitted && !d[1].admitted);
 	ck_assert_int_eq(d[0].remaining, 2);
@@ -676,8 +676,8 @@ START_TEST(test_cluster_two_slots)
 	/* key full (a fresh address): the fresh address stays untouched. */
 	for (i = 0; i < 3; i++)
 		ck_assert(hit(s, &key, cb, T1, NULL));
-	items[0] = (struct rlg_store_item){ &ip, "192.0.2.2", false, false };
-	items[1] = (struct rlg_store_item){ &key, cb, false, false };
+	items[0] = (struct rlg_store_item){ &ip, "192.0.2.2", false, false, 1 };
+	items[1] = (struct rlg_store_item){ &key, cb, false, false, 1 };
 	ck_assert_int_eq(rlg_store_step(s, items, 2, T1, d), RLG_OK);
 	ck_assert(d[0].admitted && !d[1].admitted);
 	ck_assert_int_eq(count_of(path, "default", "192.0.2.2"), -1);
@@ -690,7 +690,7 @@ START_TEST(test_cluster_two_slots)
 	ck_assert_int_eq(count_of(path, "default", "192.0.2.2"), 1);
 	ck_assert_int_eq(count_of(path, "hour", cb), 5);
 	/* Admitting, it is written with the admitted request. */
-	items[1] = (struct rlg_store_item){ &key, "k:00bb", true, false };
+	items[1] = (struct rlg_store_item){ &key, "k:00bb", true, false, 1 };
 	ck_assert_int_eq(rlg_store_step(s, items, 2, T1, d), RLG_OK);
 	ck_assert(d[0].admitted && d[1].admitted);
 	ck_assert_int_eq(count_of(path, "default", "192.0.2.2"), 2);
@@ -714,8 +714,8 @@ two_main(void *arg)
 {
 	struct two_worker *w = arg;
 	struct rlg_store_config cfg;
-	struct rlg_store_item items[2] = { { w->p, "192.0.2.50", false, false },
-	    { w->q, "k:77", false, false } };
+	struct rlg_store_item items[2] = { { w->p, "192.0.2.50", false, false, 1 },
+	    { w->q, "k:77", false, false, 1 } };
 	struct rlg_decision d[2];
 	struct rlg_store *s = NULL;
 	int i;
@@ -784,7 +784,7 @@ END_TEST
 START_TEST(test_cluster_seeds)
 {
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_item item = { &p, "c", false, false };
+	struct rlg_store_item item = { &p, "c", false, false, 1 };
 	struct rlg_store_config cfg;
 	struct rlg_test_redis plain;
 	struct rlg_decision d;
@@ -911,7 +911,7 @@ END_TEST
 START_TEST(test_cluster_redirect_bounds)
 {
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_item item = { &p, "c", false, false };
+	struct rlg_store_item item = { &p, "c", false, false, 1 };
 	struct rlg_store_config cfg;
 	struct rlg_decision d;
 	struct rlg_store *s = NULL;
@@ -1004,7 +1004,7 @@ START_TEST(test_cluster_master_down)
 {
 	char *path = path_in("down");
 	struct rlg_policy p = policy(1000, 600);
-	struct rlg_store_item item = { &p, NULL, false, false };
+	struct rlg_store_item item = { &p, NULL, false, false, 1 };
 	struct rlg_store *s = open_ok(path, 0);
 	char client[RLG_TEST_CLUSTER_NODES][64], name[64];
 	int64_t want[RLG_TEST_CLUSTER_NODES], t0;

@@ -170,7 +170,7 @@ START_TEST(test_redis_down_at_open)
 {
 	struct own_redis o = { .port = free_port() };
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_item item = { &p, "c", false, false };
+	struct rlg_store_item item = { &p, "c", false, false, 1 };
 	struct rlg_decision d;
 	struct rlg_store *s;
 	char url[64];
@@ -206,7 +206,7 @@ START_TEST(test_redis_killed_mid_run)
 {
 	struct own_redis o = { .port = free_port() };
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_item item = { &p, "c", false, false };
+	struct rlg_store_item item = { &p, "c", false, false, 1 };
 	struct rlg_decision d;
 	struct rlg_store *s;
 	char url[64];
@@ -259,7 +259,7 @@ drain(int lfd)
 START_TEST(test_redis_backoff)
 {
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_item item = { &p, "c", false, false };
+	struct rlg_store_item item = { &p, "c", false, false, 1 };
 	struct sockaddr_in sa;
 	struct rlg_decision d;
 	struct rlg_store *s;
@@ -356,7 +356,7 @@ START_TEST(test_redis_clock)
 	struct rlg_policy p = policy(5, 60);
 	struct rlg_policy sl = alg_policy(name_sl, RLG_ALG_SLIDING_LOG, 3, 10,
 	    0);
-	struct rlg_store_item item = { &p, "c", false, false };
+	struct rlg_store_item item = { &p, "c", false, false, 1 };
 	struct rlg_store_config cfg;
 	struct rlg_decision d;
 	struct rlg_store *s = NULL;
@@ -402,7 +402,7 @@ START_TEST(test_redis_auth)
 	    0);
 	struct rlg_policy tb = alg_policy(name_tb, RLG_ALG_TOKEN_BUCKET, 5, 10,
 	    3);
-	struct rlg_store_item item = { &p, "t", false, false };
+	struct rlg_store_item item = { &p, "t", false, false, 1 };
 	struct rlg_store_config cfg;
 	struct rlg_decision d;
 	struct rlg_store *s;
@@ -572,7 +572,7 @@ START_TEST(test_redis_client_keys)
 {
 	char *path = path_in("keys");
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_item item = { &p, "", false, false };
+	struct rlg_store_item item = { &p, "", false, false, 1 };
 	struct rlg_decision d;
 	struct rlg_store *s = open_ok(path, 0);
 	const char *good[] = { "a}b", "a", "{x}", "x{", "10.0.0.1|k:0a1b",
@@ -627,7 +627,7 @@ START_TEST(test_redis_strict_reply)
 		    NULL },
 	};
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_item item = { &p, "c", false, false };
+	struct rlg_store_item item = { &p, "c", false, false, 1 };
 	struct rlg_decision d;
 	struct rlg_store *s;
 	struct fake f;

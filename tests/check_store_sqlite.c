@@ -197,7 +197,7 @@ static bool
 hit_full(struct rlg_store *s, const struct rlg_policy *p, const char *client,
     int64_t now)
 {
-	struct rlg_store_item item = { p, client, false, false };
+	struct rlg_store_item item = { p, client, false, false, 1 };
 	struct rlg_decision d;
 	int rc = rlg_store_step(s, &item, 1, now, &d);
 
@@ -232,7 +232,7 @@ START_TEST(test_max_clients)
 {
 	char *path = path_in("full.db");
 	struct rlg_policy p = policy(2, 60);
-	struct rlg_store_item item = { &p, "d", false, false };
+	struct rlg_store_item item = { &p, "d", false, false, 1 };
 	struct rlg_decision d;
 	struct rlg_store *s = open_with(path, 3, 0);
 
@@ -272,8 +272,8 @@ START_TEST(test_max_clients_per_policy)
 {
 	char *path = path_in("full2.db");
 	struct rlg_policy a = policy(5, 60), b = policy(5, 3600);
-	struct rlg_store_item items[2] = { { &a, "x", false, false },
-	    { &b, "x", false, false } };
+	struct rlg_store_item items[2] = { { &a, "x", false, false, 1 },
+	    { &b, "x", false, false, 1 } };
 	struct rlg_decision d[2];
 	struct rlg_store *s = open_with(path, 2, 0);
 
@@ -299,7 +299,7 @@ START_TEST(test_max_clients_sliding_log_and_unlimited)
 	struct rlg_policy p = alg_policy(name_sl, RLG_ALG_SLIDING_LOG, 3, 60,
 	    0);
 	struct rlg_policy f = policy(1, 60);
-	struct rlg_store_item item = { &p, "new", false, false };
+	struct rlg_store_item item = { &p, "new", false, false, 1 };
 	struct rlg_decision d;
 	struct rlg_store *s = open_with(path, 2, 0);
 	int i;
@@ -737,7 +737,7 @@ START_TEST(test_processes_migrate)
 	struct rlg_store_config cfg = { 0 };
 	struct rlg_store *s;
 	struct rlg_decision d;
-	struct rlg_store_item item = { NULL, NULL, false, false };
+	struct rlg_store_item item = { NULL, NULL, false, false, 1 };
 	pid_t pids[8];
 	char path[256], client[32];
 	int round, i, go[2], status, failed = 0;
@@ -850,7 +850,7 @@ START_TEST(test_missing_directory)
 	struct rlg_policy p = policy(5, 60);
 	struct rlg_store_config cfg = { .sqlite.path = path, .sqlite.busy_timeout_ms = 2000,
 	    .on_error = RLG_ON_ERROR_CLOSED };
-	struct rlg_store_item item = { &p, "c", false, false };
+	struct rlg_store_item item = { &p, "c", false, false, 1 };
 	struct rlg_decision d;
 	struct rlg_store *s = NULL;
 
@@ -883,7 +883,7 @@ START_TEST(test_garbage_file)
 	struct rlg_policy p = policy(5, 60);
 	struct rlg_store_config cfg = { .sqlite.path = path, .sqlite.busy_timeout_ms = 2000,
 	    .on_error = RLG_ON_ERROR_CLOSED };
-	struct rlg_store_item item = { &p, "c", false, false };
+	struct rlg_store_item item = { &p, "c", false, false, 1 };
 	struct rlg_decision d;
 	struct rlg_store *s = NULL;
 
@@ -947,7 +947,7 @@ START_TEST(test_replaced_while_open)
 {
 	char *path = path_in("replaced.db"), *junk = path_in("junk");
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_item item = { &p, "c", false, false };
+	struct rlg_store_item item = { &p, "c", false, false, 1 };
 	struct rlg_decision d;
 	struct rlg_store *s;
 
@@ -975,7 +975,7 @@ START_TEST(test_lock_held)
 {
 	char *path = path_in("locked.db");
 	struct rlg_policy p = policy(5, 60);
-	struct rlg_store_item item = { &p, "c", false, false };
+	struct rlg_store_item item = { &p, "c", false, false, 1 };
 	struct rlg_decision d;
 	struct rlg_store *s;
 	struct timespec t0, t1;
@@ -1019,7 +1019,7 @@ START_TEST(test_newer_schema)
 	struct rlg_policy p = policy(5, 60);
 	struct rlg_store_config cfg = { .sqlite.path = path, .sqlite.busy_timeout_ms = 2000,
 	    .on_error = RLG_ON_ERROR_CLOSED };
-	struct rlg_store_item item = { &p, "c", false, false };
+	struct rlg_store_item item = { &p, "c", false, false, 1 };
 	struct rlg_decision d;
 	struct rlg_store *s = NULL;
 	const char *want = "database schema version 4 is newer than this"

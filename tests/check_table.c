@@ -722,7 +722,7 @@ START_TEST(test_all_or_nothing)
 {
 	struct rlg_store *s = behind_open();
 	struct rlg_store_item it[2] = {
-		{ &pol_a, "c", false, false }, { &pol_b, "c", false, false },
+		{ &pol_a, "c", false, false, 1 }, { &pol_b, "c", false, false, 1 },
 	};
 	struct rlg_decision d[2];
 	int i;

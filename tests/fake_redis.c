@@ -503,8 +503,9 @@ fr_command(struct fr_conn *c, int argc, const char **argv,
 }
 
 /*
- * EVALSHA sha numkeys KEYS... now n (alg limit window burst advisory)...:
- * step.lua's reply for a fresh client, with the mode's one lie.
+ * EVALSHA sha numkeys KEYS... now n (alg limit window burst flags
+ * cost)...: step.lua's reply for a fresh client (requests of cost 1, all
+ * the tests send), with the mode's one lie.
  */
 static void
 fr_evalsha(struct fr_conn *c, int argc, const char **argv,
@@ -535,14 +536,14 @@ fr_evalsha(struct fr_conn *c, int argc, const char **argv,
 	    rlg_test_clock_ms(CLOCK_REALTIME);
 	n = fr_arg(argv[a + 1], argvlen[a + 1], 0);
 	a += 2;
-	if (n < 1 || a + 5 * n > argc) {
+	if (n < 1 || a + 6 * n > argc) {
 		fr_putf(c, false, "-ERR fake_redis: malformed EVALSHA\r\n");
 		return;
 	}
 	fr_putf(c, trickle, "*%lld\r\n:%lld\r\n", 1 + 6 * n -
 	    (mode == FR_ARITY_SHORT ? 1 : 0), mode == FR_NOW_HUGE ? huge :
 	    now);
-	for (i = 0; i < n; i++, a += 5) {
+	for (i = 0; i < n; i++, a += 6) {
 		alg = fr_arg(argv[a], argvlen[a], 0);
 		limit = fr_arg(argv[a + 1], argvlen[a + 1], 1);
 		window = fr_arg(argv[a + 2], argvlen[a + 2], 1000);

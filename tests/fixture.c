@@ -84,7 +84,7 @@ int
 rlg_test_step(struct rlg_store *s, const struct rlg_policy *p,
     const char *client, int64_t now, bool *admitted)
 {
-	struct rlg_store_item item = { p, client, false, false };
+	struct rlg_store_item item = { p, client, false, false, 1 };
 	struct rlg_decision d;
 	int rc = rlg_store_step(s, &item, 1, now, &d);
 

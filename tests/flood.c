@@ -174,7 +174,7 @@ struct good {
 static void
 good_hit(struct rlg_store *s, struct good *g, int64_t now, bool timing)
 {
-	struct rlg_store_item item = { &g->policy, "192.0.2.1", false, false };
+	struct rlg_store_item item = { &g->policy, "192.0.2.1", false, false, 1 };
 	struct rlg_decision d;
 	double t0 = real_us();
 	int rc = rlg_store_step(s, &item, 1, now, &d);
@@ -220,7 +220,7 @@ flood(struct rlg_store *s, const char *path, struct good *g, int64_t keys,
 		.name = name_flood, .lim.algorithm = RLG_ALG_FIXED_WINDOW,
 		.lim.limit = 5, .lim.window_ms = WINDOW_S * 1000, .key = RLG_KEY_IP,
 	};
-	struct rlg_store_item item = { &p, NULL, false, false };
+	struct rlg_store_item item = { &p, NULL, false, false, 1 };
 	struct rlg_decision d;
 	int64_t i, now = start_ms, next_good = start_ms;
 	int64_t next_prune = start_ms + RLG_PRUNE_INTERVAL_MS, rows;
@@ -362,6 +362,7 @@ main(void)
 	item.policy = &late;
 	item.advisory = false;
 	item.if_new = false;
+	item.cost = 1;
 	for (i = 0; i < 10; i++) {
 		snprintf(key, sizeof key, "late-%" PRId64, i);
 		item.client = key;

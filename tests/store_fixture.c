@@ -622,7 +622,7 @@ int
 hit(struct rlg_store *s, const struct rlg_policy *p, const char *client,
     int64_t now, struct rlg_decision *d)
 {
-	struct rlg_store_item item = { p, client, false, false };
+	struct rlg_store_item item = { p, client, false, false, 1 };
 	struct rlg_decision tmp;
 	int rc;
 
@@ -919,7 +919,7 @@ run_worker(struct worker *w)
 	struct rlg_policy many = policy(MANY_LIMIT, 60);
 	struct rlg_store_config cfg;
 	struct rlg_store *s = NULL;
-	struct rlg_store_item item = { NULL, NULL, false, false };
+	struct rlg_store_item item = { NULL, NULL, false, false, 1 };
 	struct rlg_decision d;
 	char client[32];
 	int i, r, c;
@@ -983,9 +983,9 @@ run_algorithms(struct rlg_store *s, struct worker *w)
 	    ALGS_LOG_LIMIT, 60, 0);
 	struct rlg_policy bucket = alg_policy(name_tb, RLG_ALG_TOKEN_BUCKET,
 	    ALGS_BUCKET_LIMIT, 60, ALGS_BUCKET_BURST);
-	struct rlg_store_item items[2] = { { &log, "both", false, false },
-	    { &bucket, "both", false, false } };
-	struct rlg_store_item one = { NULL, NULL, false, false };
+	struct rlg_store_item items[2] = { { &log, "both", false, false, 1 },
+	    { &bucket, "both", false, false, 1 } };
+	struct rlg_store_item one = { NULL, NULL, false, false, 1 };
 	struct rlg_decision d[2];
 	long *count;
 	int i, k, rc;
@@ -1234,7 +1234,7 @@ int
 step_until_ok(struct rlg_store *s, const struct rlg_policy *p,
     const char *client, struct rlg_decision *d)
 {
-	struct rlg_store_item item = { p, client, false, false };
+	struct rlg_store_item item = { p, client, false, false, 1 };
 	int64_t t0 = mono_ms();
 	int rc;
 

@@ -20,7 +20,9 @@
 --   advisory, plus 2 for a charge for a new key (if_new: struct
 --   rlg_store_item), which applies only when the item before it (no such
 --   charge itself) has no live state, and is otherwise skipped: admitted,
---   remaining = limit, reset = retry = next = 0, nothing read or written.
+--   remaining = limit, reset = retry = next = 0, nothing read or written;
+--   cost: the request's units, 1..COST_MAX (limiter.h's request cost: all
+--   or nothing; a sliding_log item appends cost entries).
 -- Reply: now_ms used, then per item admitted (0/1), limit, remaining,
 --   reset_ms, retry_ms, next_ms: struct rlg_decision (next_ms: until more
 --   quota is available, the ietf style's t; retry_ms when rejected).
@@ -40,6 +42,7 @@ local TIME_MS_MAX = 253402300799999          -- RLG_TIME_MS_MAX
 local LIMIT_MAX = 1000000000                 -- RLG_LIMIT_MAX, RLG_BURST_MAX
 local WINDOW_MS_MAX = 366 * 24 * 3600 * 1000 -- RLG_WINDOW_S_MAX in ms
 local LOG_LIMIT_MAX = 100000                 -- RLG_SLIDING_LOG_LIMIT_MAX
+local COST_MAX = 1000000000                  -- RLG_COST_MAX
 local GCRA_TAU_MAX_US = 1000000000000000000  -- 1e18, exact as a double
 local EXPIRES_GRAIN_MS = 1000                -- SQ_EXPIRES_GRAIN_MS
 local SAFE = 4503599627370496                -- 2^52: plain doubles below
@@ -281,7 +284,8 @@ local BIG = {
 }
 
 -- rlg_limiter_fixed_window. in: stored fields; returns decision, state.
-local function fixed_window(limit, w, st, now_ms)
+-- A request of cost c: count + c <= limit, then count += c.
+local function fixed_window(limit, w, st, now_ms, c)
   now_ms = clamp_time(now_ms)
   local start = now_ms - now_ms % w
   local ws = align_start(st.ws, w)
@@ -299,20 +303,28 @@ local function fixed_window(limit, w, st, now_ms)
     end
   end
   local wend = ws + w
-  if count < limit then
-    count = count + 1
+  if c <= limit - count then
+    count = count + c
     -- Nothing comes back before the window's end: next = reset.
     return { admitted = true, remaining = limit - count,
       reset = wend - now_ms, retry = 0, next = wend - now_ms },
       { ws = ws, count = count, prev = 0, tat = "0", expires = wend }
   end
-  return { admitted = false, remaining = 0, reset = wend - now_ms,
-    retry = wend - now_ms, next = wend - now_ms }, nil
+  -- Refused: what is left stays; the next window (1 ms when the count
+  -- is 0 already: c > limit, which never fits).
+  local retry = count == 0 and 1 or wend - now_ms
+  return { admitted = false, remaining = limit - count, reset = retry,
+    retry = retry, next = retry }, nil
 end
 
 -- rlg_limiter_sliding_window: prev * (W - e) + count * W < limit * W,
--- compared exactly (in the big kit when limit * W could pass 2^52).
-local function sliding_window(limit, w, st, now_ms)
+-- compared exactly (in the big kit when limit * W could pass 2^52). A
+-- request of cost c: prev * (W - e) + (count + c - 1) * W < limit * W
+-- (at most 3 * limit * W: still exact in the plain kit), count += c; c
+-- above limit is decided as limit and never admitted.
+local function sliding_window(limit, w, st, now_ms, cost)
+  local over = cost > limit
+  local c = over and limit or cost
   local K = (2 * limit * w < SAFE) and NUM or BIG
   now_ms = clamp_time(now_ms)
   local now = now_ms
@@ -335,8 +347,9 @@ local function sliding_window(limit, w, st, now_ms)
   local e = now - start
   local lw = K.mul(limit, w)
   local used = K.add(K.mul(prev, w - e), K.mul(count, w))
-  if K.lt(used, lw) then
-    count = count + 1
+  local need = K.add(used, K.mul(c - 1, w))
+  if K.lt(need, lw) and not over then
+    count = count + c
     local expires = start + 2 * w
     -- ceil(room / W) more at this instant, room = lw - used after it.
     local after = K.add(K.mul(prev, w - e), K.mul(count, w))
@@ -361,12 +374,28 @@ local function sliding_window(limit, w, st, now_ms)
       reset = expires - now_ms, retry = 0, next = next + (now - now_ms) },
       { ws = ws, count = count, prev = prev, tat = "0", expires = expires }
   end
-  -- Rejected: the next window's first ms (one later when full), unless
-  -- the decay of prev admits earlier: at x ms before this window's end
-  -- iff prev * x < room = (limit - count) * W.
-  local retry = (w - e) + (count >= limit and 1 or 0)
-  local room = K.mul(limit - count, w)
-  if prev > 0 and K.lt(K.of(0), room) then
+  -- Refused: what is left to requests of cost 1 stays.
+  local remaining = 0
+  if K.lt(used, lw) then
+    remaining = K.div(K.add(K.sub(lw, used), K.of(w - 1)), w)
+  end
+  if K.lt(need, lw) then
+    -- c > limit with the quota there: never, 1 ms.
+    return { admitted = false, remaining = remaining, reset = 1,
+      retry = 1, next = 1 }, nil
+  end
+  -- In the next window (prev' = count, count' = 0) at its e'-th ms, the
+  -- first with count * (W - e') < R = (limit - c + 1) * W: 0 when
+  -- count * W < R, else W - (R - 1) / count; unless the decay of prev
+  -- admits earlier: at x ms before this window's end iff prev * x <
+  -- room = (limit - count - c + 1) * W.
+  local retry = w - e
+  local r = K.mul(limit - c + 1, w)
+  if count > 0 and not K.lt(K.mul(count, w), r) then
+    retry = retry + w - K.div(K.sub(r, K.of(1)), count)
+  end
+  if prev > 0 and limit - count - c + 1 >= 1 then
+    local room = K.mul(limit - count - c + 1, w)
     local x = K.div(K.sub(room, K.of(1)), prev)
     -- nil: x is past 2^50, so past w - e too.
     if x ~= nil and x >= 1 and x < w - e and (w - e) - x < retry then
@@ -374,18 +403,22 @@ local function sliding_window(limit, w, st, now_ms)
     end
   end
   retry = retry + (now - now_ms)
-  return { admitted = false, remaining = 0, reset = retry, retry = retry,
-    next = retry }, nil
+  return { admitted = false, remaining = remaining, reset = retry,
+    retry = retry, next = retry }, nil
 end
 
 -- rlg_limiter_token_bucket: GCRA in microseconds, the emission interval
--- T rounded up, the tolerance (burst - 1) * T capped at 1e18 us.
-local function token_bucket(limit, w, burst, st, now_ms)
+-- T rounded up, the tolerance (burst - 1) * T capped at 1e18 us. A
+-- request of cost c: now >= tat + (c - 1) * T - tau, tat += c * T; the
+-- capacity is tau / T + 1 (burst unless tau is capped), a cost above it
+-- decided as the capacity and never admitted.
+local function token_bucket(limit, w, burst, st, now_ms, cost)
   now_ms = clamp_time(now_ms)
   local t_us = floor((w * 1000 + limit - 1) / limit)  -- exact: < 2^45
   local p = (burst - 1) * t_us
   local tat_n = field(st.tat)
   local K, now_us, tau, tat
+  local cap = burst
   if now_ms * 1000 + p + t_us < SAFE and tat_n < SAFE then
     -- Every value below stays under 2^53 (p < 2^52 < 1e18: no cap).
     K, now_us, tau, tat = NUM, now_ms * 1000, p, tat_n
@@ -395,20 +428,37 @@ local function token_bucket(limit, w, burst, st, now_ms)
     tau = big_mul(big_of(burst - 1), big_of(t_us))
     if big_cmp(tau, big_of(GCRA_TAU_MAX_US)) > 0 then
       tau = big_of(GCRA_TAU_MAX_US)
+      -- Capped: T > 1e9 us, so the quotient is below 1e9.
+      cap = big_div(tau, t_us) + 1
     end
     tat = big_parse(st.tat) or {}    -- negative or damaged: before now
   end
+  local over = cost > cap
+  local c = over and cap or cost
   if K.lt(tat, now_us) then
     tat = now_us
   end
   local lhs = K.add(now_us, tau)
-  if K.lt(lhs, tat) then
-    -- now < tat - tau: rejected until then, in whole ms rounded up.
-    local retry = K.div(K.add(K.sub(tat, lhs), K.of(999)), 1000)
-    return { admitted = false, remaining = 0, reset = retry, retry = retry,
-      next = retry }, nil
+  -- lhs - (c - 1) * T >= now: (c - 1) * T <= tau.
+  local lhs_c = K.sub(lhs, K.mul(c - 1, t_us))
+  if K.lt(lhs_c, tat) or over then
+    -- Refused: what is left to requests of cost 1 stays (lhs - tat <=
+    -- tau: the quotient is below burst).
+    local remaining = 0
+    if not K.lt(lhs, tat) then
+      remaining = K.div(K.sub(lhs, tat), t_us) + 1
+    end
+    if not K.lt(lhs_c, tat) then
+      -- Above the capacity, the bucket full: never, 1 ms.
+      return { admitted = false, remaining = remaining, reset = 1,
+        retry = 1, next = 1 }, nil
+    end
+    -- now < tat + (c - 1) * T - tau: until then, whole ms rounded up.
+    local retry = K.div(K.add(K.sub(tat, lhs_c), K.of(999)), 1000)
+    return { admitted = false, remaining = remaining, reset = retry,
+      retry = retry, next = retry }, nil
   end
-  local tat_new = K.add(tat, K.of(t_us))
+  local tat_new = K.add(tat, K.mul(c, t_us))
   local expires = K.div(K.add(tat_new, K.of(999)), 1000)
   local remaining = 0
   if not K.lt(lhs, tat_new) then
@@ -424,8 +474,12 @@ local function token_bucket(limit, w, burst, st, now_ms)
     { ws = 0, count = 0, prev = 0, tat = K.str(tat_new), expires = expires }
 end
 
--- rlg_limiter_sliding_log on log[1..n], ascending.
-local function sliding_log(limit, w, log, now_ms)
+-- rlg_limiter_sliding_log on log[1..n], ascending. A request of cost c:
+-- m + c <= limit, c entries appended; c above limit decided as limit and
+-- never admitted.
+local function sliding_log(limit, w, log, now_ms, cost)
+  local over = cost > limit
+  local c = over and limit or cost
   now_ms = clamp_time(now_ms)
   local n = #log
   -- The first entry inside the window: log[lo] > now - window.
@@ -439,26 +493,32 @@ local function sliding_log(limit, w, log, now_ms)
     end
   end
   local m = n - lo + 1
-  if m < limit then
+  if m + c <= limit and not over then
     local oldest, newest = now_ms, now_ms
     if m > 0 then
       oldest = math.min(oldest, clamp_time(log[lo]))
       newest = math.max(newest, clamp_time(log[n]))
     end
     -- More quota when the oldest entry (now, for a fresh log) slides out.
-    return { admitted = true, remaining = limit - m - 1,
+    return { admitted = true, remaining = limit - m - c,
       reset = newest + w - now_ms, retry = 0,
       next = math.max(1, oldest + w - now_ms) },
-      { ws = oldest, count = m + 1, prev = 0, tat = "0",
+      { ws = oldest, count = m + c, prev = 0, tat = "0",
         expires = newest + w }
   end
-  -- Full: admitted again once log[n - limit + 1] has slid out.
-  local retry = clamp_time(log[n - limit + 1]) + w - now_ms
+  local remaining = m < limit and limit - m or 0
+  if m == 0 then
+    -- c > limit, the log empty: never, 1 ms.
+    return { admitted = false, remaining = remaining, reset = 1,
+      retry = 1, next = 1 }, nil
+  end
+  -- Full for c: admitted again once log[n + c - limit] has slid out.
+  local retry = clamp_time(log[n + c - limit]) + w - now_ms
   if retry < 1 then
     retry = 1                                -- an unsorted log
   end
-  return { admitted = false, remaining = 0, reset = retry, retry = retry,
-    next = retry }, nil
+  return { admitted = false, remaining = remaining, reset = retry,
+    retry = retry, next = retry }, nil
 end
 
 -- The whole list of a sliding log, read once per step: strings (LINSERT
@@ -479,7 +539,8 @@ end
 
 -- sq_decide_log: the newest limit entries inside the window, plus k at
 -- now for the earlier items of this step with the same keys that append
--- (their writes come after every decision), the newest limit kept.
+-- (their costs summed: their writes come after every decision), the
+-- newest limit kept.
 local function log_entries(key, limit, w, now, k)
   local ms = log_of(key).ms
   local sel = {}
@@ -507,9 +568,10 @@ local function log_entries(key, limit, w, now, k)
   return log
 end
 
--- sq_save_log: now joins the log after the entries <= now (so it stays
--- ascending when the clock went back), and entries <= now - window go.
-local function log_append(key, now, w)
+-- sq_save_log: c entries at now join the log after the entries <= now
+-- (so it stays ascending when the clock went back), and entries <= now -
+-- window go.
+local function log_append(key, now, w, cost)
   local l = log_of(key)
   local c = 0
   while c < #l.ms and l.ms[c + 1] <= now - w do
@@ -528,15 +590,18 @@ local function log_append(key, now, w)
   while at > 0 and l.ms[at] > now do
     at = at - 1
   end
-  if at == #l.ms then
-    redis.call("RPUSH", key, fmt(now))
-  else
-    -- The first entry > now is the first with its text: all before are
-    -- <= now.
-    redis.call("LINSERT", key, "BEFORE", l.raw[at + 1], fmt(now))
+  for _ = 1, cost do
+    if at == #l.ms then
+      redis.call("RPUSH", key, fmt(now))
+    else
+      -- The first entry > now is the first with its text: all before
+      -- are <= now.
+      redis.call("LINSERT", key, "BEFORE", l.raw[at + 1], fmt(now))
+    end
+    table.insert(l.ms, at + 1, now)
+    table.insert(l.raw, at + 1, fmt(now))
+    at = at + 1
   end
-  table.insert(l.ms, at + 1, now)
-  table.insert(l.raw, at + 1, fmt(now))
 end
 
 -- sq_expires: stored expiries rounded up to a whole second.
@@ -555,8 +620,8 @@ local function bad(msg)
 end
 
 local n = parse_int(ARGV[2])
-if n == nil or n < 1 or #ARGV ~= 2 + 5 * n or #KEYS ~= 2 * n then
-  return bad("expected ARGV now, n, then 5 per item, and 2 keys per item")
+if n == nil or n < 1 or #ARGV ~= 2 + 6 * n or #KEYS ~= 2 * n then
+  return bad("expected ARGV now, n, then 6 per item, and 2 keys per item")
 end
 
 local now_ms
@@ -577,16 +642,20 @@ now_ms = clamp_time(now_ms)
 
 local items = {}
 for i = 1, n do
-  local b = 3 + 5 * (i - 1)
+  local b = 3 + 6 * (i - 1)
   local it = {
     alg = parse_int(ARGV[b]), limit = parse_int(ARGV[b + 1]),
     w = parse_int(ARGV[b + 2]), burst = parse_int(ARGV[b + 3]),
-    flags = ARGV[b + 4], key = KEYS[2 * i - 1], logkey = KEYS[2 * i],
+    flags = ARGV[b + 4], cost = parse_int(ARGV[b + 5]),
+    key = KEYS[2 * i - 1], logkey = KEYS[2 * i],
   }
   if it.alg == nil or it.alg < 0 or it.alg > 3 or it.limit == nil or
       it.w == nil or it.burst == nil or
       not string.find(it.flags, "^[0-3]$") then
     return bad("item " .. i .. ": malformed policy arguments")
+  end
+  if it.cost == nil or it.cost < 1 or it.cost > COST_MAX then
+    return bad("item " .. i .. ": cost out of range")
   end
   it.flags = tonumber(it.flags)
   it.advisory = it.flags % 2 == 1
@@ -617,12 +686,12 @@ for i = 1, n do
     local k = 0
     for j = 1, i - 1 do
       if items[j].key == it.key and items[j].append then
-        k = k + 1
+        k = k + items[j].cost
       end
     end
     local log = log_entries(it.logkey, it.limit, it.w, now_ms, k)
     it.live = #log > 0
-    it.d, it.out = sliding_log(it.limit, it.w, log, now_ms)
+    it.d, it.out = sliding_log(it.limit, it.w, log, now_ms, it.cost)
     it.append = it.d.admitted
   else
     -- The state an earlier item with the same keys leaves, else the
@@ -643,11 +712,12 @@ for i = 1, n do
     it.st = st
     it.live = st.expires ~= nil and st.expires > now_ms
     if it.alg == FIXED_WINDOW then
-      it.d, it.out = fixed_window(it.limit, it.w, st, now_ms)
+      it.d, it.out = fixed_window(it.limit, it.w, st, now_ms, it.cost)
     elseif it.alg == SLIDING_WINDOW then
-      it.d, it.out = sliding_window(it.limit, it.w, st, now_ms)
+      it.d, it.out = sliding_window(it.limit, it.w, st, now_ms, it.cost)
     else
-      it.d, it.out = token_bucket(it.limit, it.w, it.burst, st, now_ms)
+      it.d, it.out = token_bucket(it.limit, it.w, it.burst, st, now_ms,
+        it.cost)
     end
   end
   -- An advisory item (dry run) never rejects the request.
@@ -666,7 +736,7 @@ if admitted then
       local expires = round_expires(o.expires)
       local ttl = fmt(math.max(1, expires - now_ms))
       if it.alg == SLIDING_LOG then
-        log_append(it.logkey, now_ms, it.w)
+        log_append(it.logkey, now_ms, it.w, it.cost)
         redis.call("PEXPIRE", it.logkey, ttl)
       end
       redis.call("HSET", it.key, "window_start_ms", fmt(o.ws),

@@ -593,7 +593,7 @@ worker_main(void *arg)
 	struct job *j = w->job;
 	struct rlg_store *store = NULL;
 	struct naive nv = { NULL, NULL };
-	struct rlg_store_item item = { j->policy, NULL, false, false };
+	struct rlg_store_item item = { j->policy, NULL, false, false, 1 };
 	struct rlg_decision d = { 0 };
 	uint64_t x = 0x9E3779B97F4A7C15ULL * (uint64_t)(w->id + 1) ^
 	    (uint64_t)j->nkeys;
@@ -1242,7 +1242,7 @@ check_populated(int store, const char *path, const struct rlg_policy *p,
     long nkeys, bool expect_admit)
 {
 	struct rlg_store *s = NULL;
-	struct rlg_store_item item = { p, NULL, false, false };
+	struct rlg_store_item item = { p, NULL, false, false, 1 };
 	struct rlg_decision d;
 	redisContext *c;
 	sqlite3 *db = NULL;
