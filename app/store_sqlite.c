@@ -15,9 +15,10 @@
  * waits in sq_busy, in pauses of 50 us doubling to 2 ms, up to
  * busy_timeout_ms.
  *
- * A sliding_log policy keeps one rlg_log row per admitted request: the step
- * reads the client's in-window rows into a buffer of the handle, and when
- * the request is admitted adds its row and deletes the client's rows that
+ * A sliding_log policy keeps one rlg_log row per admitted unit (a request
+ * of cost c adds c rows at its time, seq apart): the step reads the
+ * client's in-window rows into a buffer of the handle, and when the
+ * request is admitted adds its rows and deletes the client's rows that
  * left the window, so a client never has more rows than its limit. Its
  * state row (count, oldest, expires_ms = newest + window) is what pruning
  * goes by: a trigger of the schema deletes the log with the state row.
@@ -465,8 +466,8 @@ sq_decide(struct sq_store *s, const struct rlg_store_item *items, size_t i,
 	if (!found && (rc = sq_load(s, &items[i], x)) != SQLITE_OK)
 		return sq_failed(s, rc);
 	x->live = x->stored && x->in.expires_ms > now_ms;
-	if (rlg_limiter_step(&items[i].policy->lim, &x->in, now_ms, 1, &x->out,
-	    d) != RLG_OK)
+	if (rlg_limiter_step(&items[i].policy->lim, &x->in, now_ms,
+	    rlg_store_item_cost(&items[i]), &x->out, d) != RLG_OK)
 		return sq_refused(s, items[i].policy);
 	return RLG_OK;
 }
@@ -476,9 +477,9 @@ sq_decide(struct sq_store *s, const struct rlg_store_item *items, size_t i,
  * row is not read: the log is the state, the row only its summary for
  * pruning and the views, written in full when admitted.
  *
- * The same (policy, client) earlier in the step has not written its row
- * yet; each one that was admitted adds one entry at now (clamped) to what
- * the database holds, so the log stays what it would be had the two
+ * The same (policy, client) earlier in the step has not written its rows
+ * yet; each one that was admitted adds its cost in entries at now
+ * (clamped) to what the database holds, so the log stays what it would be had the two
  * requests come one after the other. Entries that left the window are
  * never read, so the earlier items' trimming changes nothing here.
  */
@@ -497,7 +498,7 @@ sq_decide_log(struct sq_store *s, const struct rlg_store_item *items,
 		return sq_refused(s, p);
 	for (j = 0; j < i; j++) {
 		if (sq_same_key(&items[j], &items[i]) && s->scratch[j].append)
-			k++;
+			k += (size_t)rlg_store_item_cost(&items[j]);
 	}
 	if ((rc = sq_load_log(s, &items[i], now, &n, &seq)) != SQLITE_OK)
 		return sq_failed(s, rc);
@@ -521,8 +522,8 @@ sq_decide_log(struct sq_store *s, const struct rlg_store_item *items,
 	x->seq = seq + (int64_t)k;
 	x->stored = false;
 	x->live = n > 0;
-	if (rlg_limiter_sliding_log(&p->lim, s->log_ms, n, now_ms, 1, &x->append,
-	    &x->out, d) != RLG_OK)
+	if (rlg_limiter_sliding_log(&p->lim, s->log_ms, n, now_ms,
+	    rlg_store_item_cost(&items[i]), &x->append, &x->out, d) != RLG_OK)
 		return sq_refused(s, p);
 	return RLG_OK;
 }
@@ -802,27 +803,31 @@ sq_save(struct sq_store *s, const struct rlg_store_item *item,
 }
 
 /*
- * An admitted sliding_log item: its log row at now (clamped as the limiter
- * clamps it), the client's rows that left the window deleted, the state
- * row written in full (its expiry moves with every new newest entry).
+ * An admitted sliding_log item: its log rows at now (clamped as the
+ * limiter clamps it), one per unit of its cost (seq, seq + 1, ...), the
+ * client's rows that left the window deleted, the state row written in
+ * full (its expiry moves with every new newest entry).
  */
 static int
 sq_save_log(struct sq_store *s, const struct rlg_store_item *item,
     const struct sq_item *x, int64_t now_ms)
 {
 	sqlite3_stmt *st;
-	int64_t now = rlg_limiter_clamp_time(now_ms);
+	int64_t now = rlg_limiter_clamp_time(now_ms), u;
 	int rc;
 
 	if (!x->append)
 		return SQLITE_OK;
 	st = s->stmt[SQ_LOG_INSERT];
-	sqlite3_bind_text(st, 1, item->policy->name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, item->client, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 3, now);
-	sqlite3_bind_int64(st, 4, x->seq);
-	if ((rc = sq_run(s, "step", st)) != SQLITE_OK)
-		return rc;
+	for (u = 0; u < rlg_store_item_cost(item); u++) {
+		sqlite3_bind_text(st, 1, item->policy->name, -1,
+		    SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, item->client, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, now);
+		sqlite3_bind_int64(st, 4, x->seq + u);
+		if ((rc = sq_run(s, "step", st)) != SQLITE_OK)
+			return rc;
+	}
 	st = s->stmt[SQ_LOG_TRIM];
 	sqlite3_bind_text(st, 1, item->policy->name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, item->client, -1, SQLITE_STATIC);

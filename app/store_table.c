@@ -396,8 +396,9 @@ tab_decide(struct tab_store *s, const struct rlg_store_item *items, size_t n,
 			s->scratch[i].e = e;
 		}
 		live_prev = in->expires_ms > now_ms;
-		if (rlg_limiter_step(&items[i].policy->lim, in, now_ms, 1,
-		    &s->scratch[i].out, &decisions[i]) != RLG_OK) {
+		if (rlg_limiter_step(&items[i].policy->lim, in, now_ms,
+		    rlg_store_item_cost(&items[i]), &s->scratch[i].out,
+		    &decisions[i]) != RLG_OK) {
 			rlg_store_seterr(&s->base, "store step: the limiter"
 			    " refused policy \"%s\"", items[i].policy->name);
 			return RLG_EINVAL;

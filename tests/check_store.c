@@ -896,6 +896,49 @@ START_TEST(test_bad_items)
 END_TEST
 
 /*
+ * Request cost on every backend, behind the rejection cache, one algorithm
+ * per loop iteration, 12 per minute, all at one instant: cost 5 twice
+ * (7, then 2 left), 5 refused with the 2 left (nothing consumed) twice,
+ * neither answered from the cache, so the cost-1 requests that follow
+ * still get the 2 units; the sliding log holds one row per unit.
+ */
+START_TEST(test_cost_each_algorithm)
+{
+	static const enum rlg_algorithm algs[] = { RLG_ALG_FIXED_WINDOW,
+	    RLG_ALG_SLIDING_WINDOW, RLG_ALG_TOKEN_BUCKET, RLG_ALG_SLIDING_LOG };
+	static const struct { int64_t cost; bool admitted; int64_t rem; }
+	    rows[] = {
+		{ 5, true, 7 }, { 5, true, 2 }, { 5, false, 2 },
+		{ 5, false, 2 }, { 1, true, 1 }, { 1, true, 0 },
+		{ 1, false, 0 },
+	};
+	struct rlg_policy p = alg_policy(name_alg, algs[_i], 12, 60, 12);
+	struct rlg_store_item item = { &p, "10.0.0.5", false, false, 0 };
+	struct rlg_decision d;
+	struct rlg_store *s = open_with(path_in("cost.db"), 0, 64);
+	size_t i;
+
+	for (i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		item.cost = rows[i].cost;
+		ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_OK);
+		ck_assert_msg(d.admitted == rows[i].admitted &&
+		    d.remaining == rows[i].rem, "%s row %zu: %d, %lld left",
+		    rlg_algorithm_name(p.lim.algorithm), i, d.admitted,
+		    (long long)d.remaining);
+		/* Only cost-1 refusals are the cache's. */
+		ck_assert(!rlg_store_cached(s) || rows[i].cost == 1);
+	}
+	if (p.lim.algorithm == RLG_ALG_SLIDING_LOG)
+		ck_assert_int_eq(nlog(path_in("cost.db"), name_alg,
+		    "10.0.0.5"), 12);
+	else if (p.lim.algorithm != RLG_ALG_TOKEN_BUCKET)
+		ck_assert_int_eq(count_of(path_in("cost.db"), name_alg,
+		    "10.0.0.5"), 12);
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
  * The tests every backend runs of test case name ("core", "algorithms",
  * "concurrency"), added to tc.
  */
@@ -920,6 +963,7 @@ add_shared_tests(TCase *tc, const char *name)
 		tcase_add_test(tc, test_algorithms_all_or_nothing);
 		tcase_add_test(tc, test_advisory_items);
 		tcase_add_loop_test(tc, test_new_key_charges, 0, 4);
+		tcase_add_loop_test(tc, test_cost_each_algorithm, 0, 4);
 	} else if (strcmp(name, "concurrency") == 0) {
 		tcase_add_test(tc, test_threads_one_client);
 		tcase_add_test(tc, test_processes_one_client);
