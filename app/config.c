@@ -10,7 +10,7 @@
  * into the first, as every section does. Checks that span keys or sections
  * (burst needs token_bucket, sliding_log caps the limit, a header key needs
  * [client] key_secret, a route names policies that may come later in the
- * file, the [store] keys that belong to one backend) run once the whole
+ * file, a route's cost fits each of its policies, the [store] keys that belong to one backend) run once the whole
  * file is read, since the keys may come in any order; their problems
  * carry the line of the key at fault (or of the section header, for a key
  * that is missing), so the sort puts them in place.
@@ -61,6 +61,8 @@ static void rlg_table_finish(struct rlg_parse *p);
 static int64_t rlg_table_policies(const struct rlg_config *cfg);
 static struct rlg_config *rlg_config_base(void);
 static void rlg_routes_finish(struct rlg_parse *p);
+static void rlg_route_cost_check(struct rlg_parse *p,
+    const struct rlg_route *r, const struct rlg_build *b, size_t scope);
 static void rlg_policy_free_fields(struct rlg_policy *pol);
 static void rlg_route_free_fields(struct rlg_route *r);
 static struct rlg_set_lines *rlg_lines(struct rlg_parse *p, size_t scope,
@@ -454,6 +456,7 @@ rlg_named_section(struct rlg_parse *p, const char *kind, const char *name)
 		p->npols++;
 	} else if (i == n) {
 		p->routes[i].name = rlg_xstrdup(name);
+		p->routes[i].cost = 1;
 		p->nroutes++;
 	}
 	if (i == n) {
@@ -622,8 +625,38 @@ rlg_new_keys_policy(struct rlg_parse *p, struct rlg_policy *pol, size_t i)
 }
 
 /*
+ * A route's cost against each of its policies: a cost above a policy's
+ * capacity (its limit; burst for token_bucket) could never be admitted,
+ * so every request of the route would be refused. Reported at the cost
+ * line, once per such policy.
+ */
+static void
+rlg_route_cost_check(struct rlg_parse *p, const struct rlg_route *r,
+    const struct rlg_build *b, size_t scope)
+{
+	const struct rlg_policy *pol;
+	bool bucket;
+	int64_t cap;
+	size_t j;
+
+	for (j = 0; j < r->npolicies; j++) {
+		pol = &p->cfg->policies[r->policies[j]];
+		bucket = pol->lim.algorithm == RLG_ALG_TOKEN_BUCKET;
+		cap = bucket ? pol->lim.burst : pol->lim.limit;
+		if (r->cost <= cap)
+			continue;
+		rlg_problem(p, rlg_lines(p, scope, "route", "cost")->ok,
+		    "%s cost: %lld is above the %s of [policy %s] (%lld): no "
+		    "request of the route could ever be admitted", b->label,
+		    (long long)r->cost, bucket ? "burst" : "limit", pol->name,
+		    (long long)cap);
+	}
+}
+
+/*
  * After the policies are final: each route's policy names become indexes
- * (an unknown name is reported at the route's policies line), a route
+ * (an unknown name is reported at the route's policies line), a cost
+ * above one of them at the cost line (rlg_route_cost_check), a route
  * without path or policies is reported at its header, and the routes of
  * the file go to the config, with the policies of a request that matches
  * none of them.
@@ -664,6 +697,7 @@ rlg_routes_finish(struct rlg_parse *p)
 				r->policies[r->npolicies++] = n;
 		}
 		rlg_list_free(b->names, b->nnames);
+		rlg_route_cost_check(p, r, b, scope);
 	}
 	if (p->nroutes > 0) {
 		cfg->routes = rlg_xcalloc(p->nroutes, sizeof *cfg->routes);

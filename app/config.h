@@ -181,6 +181,12 @@ struct rlg_route {
 	size_t nmethods;
 	size_t *policies;          /* indexes into cfg->policies */
 	size_t npolicies;          /* 0 with policies = none: exempt */
+	/*
+	 * What one request of the route costs each of its policies, in
+	 * units of their limits: 1..RLG_COST_MAX, at most the capacity of
+	 * every policy (its limit; burst for token_bucket). Default 1.
+	 */
+	int64_t cost;
 };
 
 /* Which forwarding header trusted proxies set (only that one is read). */

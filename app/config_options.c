@@ -126,6 +126,7 @@ static const struct rlg_word rlg_log_format_words[] = {
 #define RLG_CLIENT(member)  RLG_FIELD(struct rlg_client_config, member)
 #define RLG_POLICY(member)  RLG_FIELD(struct rlg_policy, member)
 #define RLG_ADMIN(member)   RLG_FIELD(struct rlg_admin_config, member)
+#define RLG_ROUTE(member)   RLG_FIELD(struct rlg_route, member)
 /* A list of networks and its count. */
 #define RLG_CIDRS(st, member, count) \
 	.offset = offsetof(st, member), \
@@ -255,6 +256,9 @@ const struct rlg_option rlg_options[] = {
 	{ RLG_KEY("route", "policies", COMPOUND), .def = "none (required)",
 	  .set = rlg_set_route_policies,
 	  .doc = "The policies of the requests the route takes." },
+	{ RLG_KEY("route", "cost", INT), RLG_ROUTE(cost), .min = 1,
+	  .max = RLG_COST_MAX, .def = "1",
+	  .doc = "The units one request takes of each of its policies." },
 };
 const size_t rlg_noptions = sizeof rlg_options / sizeof rlg_options[0];
 

@@ -2405,6 +2405,64 @@ START_TEST(test_default_policies)
 }
 END_TEST
 
+/*
+ * [route] cost: 1 unless set; 1..RLG_COST_MAX; at most the capacity of
+ * each of the route's policies (limit; burst for token_bucket), else one
+ * problem per policy at the cost line. A route without policies takes
+ * any cost.
+ */
+START_TEST(test_route_cost)
+{
+	struct rlg_config *cfg;
+
+	cfg = rlg_t_ok("[policy p]\nlimit = 12\n"
+	    "[route plain]\npath = /a\npolicies = p\n"
+	    "[route big]\npath = /b\ncost = 12\npolicies = p\n"
+	    "[route free]\npath = /c\ncost = 1000000000\npolicies = none\n");
+	ck_assert_int_eq(cfg->routes[0].cost, 1);
+	ck_assert_int_eq(cfg->routes[1].cost, 12);
+	ck_assert_int_eq(cfg->routes[2].cost, RLG_COST_MAX);
+	rlg_config_free(cfg);
+
+	/* The burst of a token bucket, above its limit. */
+	cfg = rlg_t_ok("[policy tb]\nalgorithm = token_bucket\nlimit = 2\n"
+	    "burst = 30\n[route r]\npath = /r\npolicies = tb\ncost = 30\n");
+	ck_assert_int_eq(cfg->routes[0].cost, 30);
+	rlg_config_free(cfg);
+
+	rlg_t_expect("[route r]\npath = /r\npolicies = none\ncost = 0\n", 1,
+	    "t.conf:4: [route r] cost: must be an integer from 1 to "
+	    "1000000000 (got \"0\")\n");
+	rlg_t_expect("[route r]\npath = /r\npolicies = none\n"
+	    "cost = 1000000001\n", 1,
+	    "t.conf:4: [route r] cost: must be an integer from 1 to "
+	    "1000000000 (got \"1000000001\")\n");
+	rlg_t_expect("[route r]\npath = /r\npolicies = none\ncost = -2\n", 1,
+	    "t.conf:4: [route r] cost: must be an integer from 1 to "
+	    "1000000000 (got \"-2\")\n");
+
+	/* Above a policy's capacity: each policy it exceeds, named. */
+	rlg_t_expect(
+	    "[policy small]\nlimit = 4\n"                       /* 1-2 */
+	    "[policy big]\nlimit = 100\n"                       /* 3-4 */
+	    "[policy tb]\nalgorithm = token_bucket\n"           /* 5-6 */
+	    "limit = 50\nburst = 3\n"                           /* 7-8 */
+	    "[route r]\npath = /r\n"                            /* 9-10 */
+	    "policies = small, big, tb\n"                       /* 11 */
+	    "cost = 5\n", 2,                                    /* 12 */
+	    "t.conf:12: [route r] cost: 5 is above the limit of [policy "
+	    "small] (4): no request of the route could ever be admitted\n"
+	    "t.conf:12: [route r] cost: 5 is above the burst of [policy "
+	    "tb] (3): no request of the route could ever be admitted\n");
+	/* The policy may come after the route. */
+	rlg_t_expect("[route r]\npath = /r\ncost = 61\npolicies = default\n"
+	    "[policy default]\n", 1,
+	    "t.conf:3: [route r] cost: 61 is above the limit of [policy "
+	    "default] (60): no request of the route could ever be "
+	    "admitted\n");
+}
+END_TEST
+
 START_TEST(test_bad_route_value)
 {
 	const struct rlg_t_bad *b = &rlg_t_bad_route_values[_i];
@@ -3070,7 +3128,7 @@ END_TEST
 /* ---- table -------------------------------------------------------------- */
 
 /* The struct that o's section fills, in cfg (the first policy for
- * [policy NAME]); NULL for a route. */
+ * [policy NAME], the first route for [route NAME]). */
 static char *
 rlg_t_base(struct rlg_config *cfg, const struct rlg_option *o)
 {
@@ -3083,7 +3141,7 @@ rlg_t_base(struct rlg_config *cfg, const struct rlg_option *o)
 	if (strcmp(o->section, "policy") == 0)
 		return (char *)&cfg->policies[0];
 	if (strcmp(o->section, "route") == 0)
-		return NULL;
+		return (char *)&cfg->routes[0];
 	return (char *)cfg;
 }
 
@@ -3151,7 +3209,7 @@ START_TEST(test_option_defaults)
 	const struct rlg_option *opts, *o;
 	struct rlg_config *with, *without;
 	char *a, *b, *path;
-	const char *ctx;
+	const char *ctx, *tail;
 	size_t n, i, checked = 0;
 
 	opts = rlg_config_options(&n);
@@ -3170,9 +3228,12 @@ START_TEST(test_option_defaults)
 			    "[policy p]\nkey = header:X\n";
 		else if (strcmp(o->name, "flush_ms") == 0)
 			ctx = "[store]\ncommit = behind\n";
-		a = rlg_t_fmt("%s%s\n%s = %s\n", ctx, rlg_t_header(o), o->name,
-		    o->def);
-		b = rlg_t_fmt("%s%s\n", ctx, rlg_t_header(o));
+		/* A route needs its path and policies. */
+		tail = strcmp(o->section, "route") == 0 ?
+		    "path = /r\npolicies = default\n" : "";
+		a = rlg_t_fmt("%s%s\n%s = %s\n%s", ctx, rlg_t_header(o),
+		    o->name, o->def, tail);
+		b = rlg_t_fmt("%s%s\n%s", ctx, rlg_t_header(o), tail);
 		with = rlg_t_ok(a);
 		without = rlg_t_ok(b);
 		ck_assert_msg(memcmp(rlg_t_base(with, o) + o->offset,
@@ -3879,6 +3940,7 @@ rlg_config_suite(void)
 	tcase_add_loop_test(tc, test_bad_route_value, 0,
 	    (int)RLG_T_NBAD_ROUTE);
 	tcase_add_test(tc, test_route_errors);
+	tcase_add_test(tc, test_route_cost);
 	tcase_add_test(tc, test_routes_max);
 	tcase_add_test(tc, test_new_mixed);
 	suite_add_tcase(s, tc);
