@@ -203,8 +203,10 @@ match_route(const struct rlg_config *cfg, const struct rlg_request *r)
 /*
  * The items of the request's step: one per policy of its route that
  * applies (an exempt client skips a policy, or is only reported with
- * report_exempt), each keyed by the policy's key, and after a key taken
- * from a header, the charge for a new key of the policy's bound. RLG_OK,
+ * report_exempt), each keyed by the policy's key and charged the route's
+ * cost (1 without a route), and after a key taken from a header, the
+ * charge for a new key of the policy's bound (always 1: it counts keys,
+ * not requests). RLG_OK,
  * or RLG_EINVAL when a key header came twice (logged: the request must
  * be refused).
  */
@@ -244,7 +246,7 @@ gather(struct rlg_gate *g, const struct rlg_request *req,
 		gi->items[n].client = key;
 		gi->items[n].advisory = exempt || p->mode == RLG_MODE_DRY_RUN;
 		gi->items[n].if_new = false;
-		gi->items[n].cost = 1;
+		gi->items[n].cost = rt != NULL ? rt->cost : 1;
 		gi->enforced[n] = !gi->items[n].advisory;
 		/* A reported exemption is not a dry run: never logged. */
 		gi->dry[n] = !exempt && p->mode == RLG_MODE_DRY_RUN;
@@ -260,6 +262,7 @@ gather(struct rlg_gate *g, const struct rlg_request *req,
 			gi->items[n].policy = p->new_keys_policy;
 			gi->items[n].client = req->client;
 			gi->items[n].if_new = true;
+			gi->items[n].cost = 1;      /* one key, whatever the cost */
 			gi->enforced[n] = gi->enforced[n - 1];
 			gi->dry[n] = gi->dry[n - 1];
 			n++;
@@ -296,8 +299,8 @@ log_flaw(struct rlg_gate *g, const struct rlg_request *r,
  * One line per rejection the store decides (and per dry-run would-be
  * rejection), in a stable key=value form for log tools: the client's
  * store key (an API key only as its hash), the route, the policies that
- * said no (those which[i] selects), when the client may come back, and
- * the request's method and path. Nothing from the request is written
+ * said no (those which[i] selects), when the client may come back, the
+ * route's cost when above 1, and the request's method and path. Nothing from the request is written
  * raw: the method and path as log tokens (rlg_log_token: percent-encoded,
  * the path cut at RLG_LOG_PATH_MAX bytes).
  */
@@ -308,7 +311,7 @@ log_rejection(const struct rlg_gate *g, const struct rlg_request *req,
     const bool *which)
 {
 	char names[512], method[RLG_METHOD_MAX * 3 + 4];
-	char path[RLG_LOG_PATH_MAX * 3 + 4];
+	char path[RLG_LOG_PATH_MAX * 3 + 4], cost[32];
 	size_t n;
 	const char *client = NULL;
 	int64_t retry_ms = 0;
@@ -338,9 +341,12 @@ log_rejection(const struct rlg_gate *g, const struct rlg_request *req,
 	if (!req->method_ok)    /* longer than the request keeps: cut */
 		memcpy(method + n, "...", 4);
 	(void)rlg_log_token(path, sizeof path, req->path, RLG_LOG_PATH_MAX);
-	rlg_log("event=%s client=%s route=%s policy=%s retry_after_s=%lld"
+	cost[0] = '\0';
+	if (rt != NULL && rt->cost > 1)
+		snprintf(cost, sizeof cost, " cost=%lld", (long long)rt->cost);
+	rlg_log("event=%s client=%s route=%s policy=%s retry_after_s=%lld%s"
 	    " method=%s path=%s", event, client, rt != NULL ? rt->name : "-",
-	    names, (long long)rlg_response_seconds(retry_ms),
+	    names, (long long)rlg_response_seconds(retry_ms), cost,
 	    method[0] != '\0' ? method : "-", path[0] != '\0' ? path : "-");
 }
 

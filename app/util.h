@@ -22,7 +22,8 @@
  * line is formatted first and written with one write(2). With
  * rlg_log_set_json(1), the line is one JSON object instead: "time",
  * "pid", then an event line's ("event=NAME key=value ...") pairs as
- * members (retry_after_s and suppressed as numbers), or "message".
+ * members (retry_after_s, cost and suppressed as numbers), or
+ * "message".
  */
 void rlg_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

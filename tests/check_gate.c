@@ -526,6 +526,85 @@ START_TEST(test_table_repeats)
 }
 END_TEST
 
+/*
+ * A route's cost: each of its policies charged that many units, all or
+ * nothing. Cost 5 against a limit of 12: admitted twice (2 left), then
+ * refused with nothing consumed, logged with cost=5 (a number in JSON);
+ * a cost-1 request of another route on the same policy still gets the 2
+ * left. A request no route takes costs 1. Both commits (each, behind).
+ */
+START_TEST(test_route_cost)
+{
+	static const char *const commits[] = { "each", "behind" };
+	struct rlg_verdict v;
+	char text[512];
+
+	snprintf(text, sizeof text, "[store]\ncommit = %s\n"
+	    "max_clients = 100\nrejection_cache = 64\n"
+	    "[policy default]\nlimit = 100\n"
+	    "[policy shared]\nlimit = 12\nwindow = 60\n"
+	    "[route export]\npath = /export\ncost = 5\npolicies = shared\n"
+	    "[route list]\npath = /list\npolicies = shared\n", commits[_i]);
+	gate_on(text);
+	ck_assert_int_eq(cfg->routes[0].cost, 5);
+	log_begin();
+	ask(&v, T1, GET, "REQUEST_URI=/export", A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_NOT_FOUND);
+	ck_assert_int_eq(v.answer.decisions[0].remaining, 7);
+	ask(&v, T1, GET, "REQUEST_URI=/export", A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_NOT_FOUND);
+	ck_assert_int_eq(v.answer.decisions[0].remaining, 2);
+	ask(&v, T1, GET, "REQUEST_URI=/export", A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	ck_assert(!v.answer.decisions[0].admitted);
+	ck_assert_int_eq(v.answer.decisions[0].remaining, 2);
+	ck_assert(!v.cached);
+	/* again: still refused, still 2 left, not from the cache */
+	ask(&v, T1 + 1, GET, "REQUEST_URI=/export", A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	ck_assert_int_eq(v.answer.decisions[0].remaining, 2);
+	ck_assert(!v.cached);
+	/* cost 1 on the other route: the two units left */
+	ask(&v, T1 + 2, GET, "REQUEST_URI=/list", A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_NOT_FOUND);
+	ck_assert_int_eq(v.answer.decisions[0].remaining, 1);
+	ask(&v, T1 + 2, GET, "REQUEST_URI=/list", A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_NOT_FOUND);
+	ck_assert_int_eq(v.answer.decisions[0].remaining, 0);
+	ask(&v, T1 + 2, GET, "REQUEST_URI=/list", A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	/* no route: [policy default], cost 1 */
+	ask(&v, T1 + 3, GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_ADMITTED);
+	ck_assert_int_eq(v.answer.decisions[0].remaining, 99);
+	/* the cost on the export's line, none on the list's */
+	ck_assert_int_eq(log_end(" route=export policy=shared "
+	    "retry_after_s=59 cost=5 method=GET path=/export\n"), 1);
+	ck_assert_int_eq(log_end(" route=list policy=shared "
+	    "retry_after_s=59 method=GET path=/list\n"), 1);
+	ck_assert_int_eq(log_end("cost="), 1);
+	gate_off();
+
+	/* JSON: the cost a number. */
+	snprintf(text, sizeof text, "[store]\ncommit = %s\n"
+	    "max_clients = 100\n"
+	    "[policy shared]\nlimit = 4\nwindow = 60\n"
+	    "[route export]\npath = /export\ncost = 3\npolicies = shared\n"
+	    "[log]\nformat = json\n", commits[_i]);
+	gate_on(text);
+	rlg_log_set_json(1);
+	log_begin();
+	ask(&v, T1, GET, "REQUEST_URI=/export", A2, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_NOT_FOUND);
+	ask(&v, T1, GET, "REQUEST_URI=/export", A2, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	rlg_log_set_json(0);
+	ck_assert_int_eq(log_end("\"retry_after_s\":59,\"cost\":3,"
+	    "\"method\":\"GET\""), 1);
+	gate_off();
+}
+END_TEST
+
 Suite *
 rlg_gate_suite(void)
 {
@@ -536,6 +615,7 @@ rlg_gate_suite(void)
 	tcase_add_test(tc, test_authorizer);
 	tcase_add_test(tc, test_front_roles);
 	tcase_add_test(tc, test_routes);
+	tcase_add_loop_test(tc, test_route_cost, 0, 2);
 	tcase_add_test(tc, test_refused);
 	tcase_add_test(tc, test_dry_run_hidden);
 	tcase_add_test(tc, test_reject_line_request);
