@@ -202,6 +202,20 @@ rlg_store_survey(struct rlg_store *s, int64_t now_ms, bool top,
 	return s->ops->survey(s, now_ms, top, out);
 }
 
+int
+rlg_store_overrides(struct rlg_store *s, uint64_t *version,
+    int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx)
+{
+	if (s == NULL || version == NULL || fn == NULL)
+		return RLG_ESTORE;
+	if (s->ops->overrides == NULL) {
+		rlg_store_seterr(s, "the %s store keeps no overrides",
+		    s->ops->name);
+		return RLG_EINVAL;
+	}
+	return s->ops->overrides(s, version, fn, ctx);
+}
+
 void
 rlg_store_close(struct rlg_store *s)
 {

@@ -65,6 +65,7 @@ rlg_store_item_cost(const struct rlg_store_item *item)
 struct rlg_store_ops;
 struct rlg_store_stats;
 struct rlg_store_survey;
+struct rlg_override_row;
 
 /* The longest error message a handle keeps, with its NUL. */
 #define RLG_STORE_ERRMSG_MAX 512
@@ -102,6 +103,10 @@ struct rlg_store_ops {
 	/* rlg_store_survey; NULL: the store cannot tell. */
 	int (*survey)(struct rlg_store *s, int64_t now_ms, bool top,
 	    struct rlg_store_survey *out);
+	/* rlg_store_overrides; NULL: the store keeps none. */
+	int (*overrides)(struct rlg_store *s, uint64_t *version,
+	    int (*fn)(void *ctx, const struct rlg_override_row *row),
+	    void *ctx);
 };
 
 extern const struct rlg_store_ops rlg_store_sqlite_ops;
@@ -248,6 +253,35 @@ rlg_store_skipped(const struct rlg_policy *p, struct rlg_decision *d)
 	d->retry_ms = 0;
 	d->next_ms = 0;
 }
+
+/*
+ * Per-client overrides (tier.h) kept in the store, for operators to edit
+ * while rlgate runs: SQLite's table rlg_override (db/schema.sql; the
+ * sqlite3 shell, db/queries.sql), Redis's hash rlg:overrides (redis-cli:
+ * field "POLICY CLIENT", value SPEC). A row as the store holds it, not
+ * checked: the gate parses and checks it (rlg_tier_*), and skips a bad one
+ * with a log line.
+ */
+struct rlg_override_row {
+	const char *policy;        /* a [policy NAME]'s name */
+	const char *client;        /* an address, a CIDR, or k:HASH */
+	const char *spec;          /* "limit=N window=S burst=B" (any of
+	                              them), or "exempt" */
+};
+
+/*
+ * The overrides, when they changed since *version (0: never read): the
+ * store compares its version of them (SQLite: a counter the table's
+ * triggers bump, which starts at a random value; Redis: a digest of the
+ * hash) with *version; when they differ it calls fn for every row (until
+ * fn returns non-zero) and then sets *version to its own, which is never
+ * 0. Unchanged: fn is not called, *version stays. RLG_OK, RLG_ESTORE
+ * (*version unchanged: the caller keeps what it has and asks again), or
+ * RLG_EINVAL (a store that keeps none). Cheap when nothing changed (one
+ * small read): the gate asks about twice a second.
+ */
+int rlg_store_overrides(struct rlg_store *s, uint64_t *version,
+    int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx);
 
 /* Closes the connection; NULL does nothing. */
 void rlg_store_close(struct rlg_store *s);
