@@ -224,6 +224,7 @@ rlg_config_free(struct rlg_config *cfg)
 		rlg_route_free_fields(&cfg->routes[i]);
 	free(cfg->routes);
 	free(cfg->default_policies);
+	rlg_tiers_free(cfg->tiers, cfg->ntiers);
 	free(cfg->client.trusted_proxies);
 	free(cfg->client.exempt);
 	free(cfg->client.key_secret);
@@ -254,12 +255,15 @@ rlg_config_parse(const char *name, FILE *fp, const char *text, FILE *errs,
 	p.builds = rlg_xcalloc(RLG_POLICIES_MAX, sizeof *p.builds);
 	p.routes = rlg_xcalloc(RLG_ROUTES_MAX, sizeof *p.routes);
 	p.rbuilds = rlg_xcalloc(RLG_ROUTES_MAX, sizeof *p.rbuilds);
+	p.tiers = rlg_xcalloc(RLG_TIERS_MAX, sizeof *p.tiers);
+	p.tbuilds = rlg_xcalloc(RLG_TIERS_MAX, sizeof *p.tbuilds);
 
 	err = rlg_ini_read(fp, text, RLG_CONFIG_LINE_MAX, rlg_config_line, &p);
 	if (err != 0)
 		rlg_problem(&p, 0, "cannot read: %s", strerror(err));
 	rlg_policies_finish(&p);
 	rlg_routes_finish(&p);
+	rlg_tiers_finish(&p);
 	rlg_store_finish(&p);
 
 	n = 0;
@@ -335,6 +339,10 @@ rlg_key_line(struct rlg_parse *p, const char *name, const char *value)
 			    "[section]", name);
 		return;
 	}
+	if (strcmp(p->sect, "tier") == 0) {
+		rlg_tier_key(p, name, value);
+		return;
+	}
 	i = rlg_option_find(p->sect, name);
 	if (i == rlg_noptions) {
 		rlg_problem(p, p->lineno, "%s unknown key \"%s\"", p->label,
@@ -388,6 +396,14 @@ rlg_section_line(struct rlg_parse *p, const char *inner)
 		else
 			rlg_named_section(p, *inner == 'p' ? "policy" :
 			    "route", pname);
+		return;
+	}
+	if (rlg_sect_is(inner, "tier", &pname)) {
+		if (*pname == '\0')
+			rlg_problem(p, p->lineno, "section [%s] has no name "
+			    "(expected [tier NAME])", inner);
+		else
+			rlg_tier_section(p, pname);
 		return;
 	}
 	rlg_problem(p, p->lineno, "unknown section [%s]", inner);

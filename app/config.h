@@ -189,6 +189,86 @@ struct rlg_route {
 	int64_t cost;
 };
 
+/*
+ * Per-client tiers (tier.h): what a tier, or an override row in the
+ * store, changes of one policy for its clients. A value of 0 keeps the
+ * policy's; exempt: the policy does not limit them (as [policy] exempt).
+ */
+struct rlg_tier_spec {
+	int64_t limit;             /* 1..RLG_LIMIT_MAX, or 0 */
+	int64_t window_s;          /* 1..RLG_WINDOW_S_MAX, or 0 */
+	int64_t burst;             /* token_bucket: 1..RLG_BURST_MAX, or 0 */
+	bool exempt;               /* then the others are 0 */
+};
+
+/* "k:" and the 32 hex digits of an API key's hash (rlgate --hash-key). */
+#define RLG_TIER_KEY_LEN 34
+
+/*
+ * Whom a tier names: the clients whose address lies in a network (an
+ * address is a network of one), or the client whose API key hashes to
+ * key (a policy keyed by header:NAME only).
+ */
+struct rlg_tier_client {
+	bool is_key;
+	struct rlg_cidr net;
+	char key[RLG_TIER_KEY_LEN + 1];
+};
+
+/* One line "POLICY = SPEC" of a [tier NAME]. */
+struct rlg_tier_rule {
+	size_t policy;             /* index into cfg->policies */
+	struct rlg_tier_spec spec;
+};
+
+/*
+ * [tier NAME]: clients, and what it changes of each policy it names.
+ * A client in several tiers gets, for each policy, the first tier in
+ * file order that names both (tier.h says how overrides in the store
+ * come before tiers).
+ */
+struct rlg_tier {
+	char *name;
+	struct rlg_tier_client *clients;   /* nclients */
+	size_t nclients;
+	struct rlg_tier_rule *rules;       /* nrules, in file order */
+	size_t nrules;
+};
+
+/* The longest spec or client text read, in bytes. */
+#define RLG_TIER_SPEC_MAX   128
+
+/*
+ * Parses a spec (tier.h) into *out. 0, or -1 with what is wrong in err (errlen
+ * bytes, a phrase: "limit: must be an integer from 1 to 1000000000 (got
+ * \"0\")").
+ */
+int rlg_tier_spec_parse(const char *s, struct rlg_tier_spec *out, char *err,
+    size_t errlen);
+
+/*
+ * Parses a client into *out: "k:" and 32 hex digits (upper case is read
+ * as lower), else an address or a CIDR (rlg_cidr_parse: host bits
+ * zero). 0, or -1 with err.
+ */
+int rlg_tier_client_parse(const char *s, struct rlg_tier_client *out,
+    char *err, size_t errlen);
+
+/*
+ * The limit spec gives policy p (not exempt): p's, with the spec's
+ * limit and window; burst (token_bucket) the spec's, else p's own when p
+ * sets one apart from its limit, else the new limit. 0, or -1 with err
+ * when the spec does not fit p (burst for another algorithm, a
+ * sliding_log limit above RLG_SLIDING_LOG_LIMIT_MAX).
+ */
+int rlg_tier_limit(const struct rlg_policy *p,
+    const struct rlg_tier_spec *spec, struct rlg_limit *out, char *err,
+    size_t errlen);
+
+/* At most this many [tier NAME] sections, clients in one tier. */
+#define RLG_TIERS_MAX          64
+#define RLG_TIER_CLIENTS_MAX   4096
+
 /* Which forwarding header trusted proxies set (only that one is read). */
 enum rlg_forwarded_header {
 	RLG_FWD_X_FORWARDED_FOR = 0,
@@ -251,6 +331,8 @@ struct rlg_config {
 	size_t ndefault;
 	struct rlg_client_config client;
 	struct rlg_admin_config admin;
+	struct rlg_tier *tiers;        /* ntiers [tier NAME], in file order */
+	size_t ntiers;
 	bool report_exempt;            /* [headers] report_exempt */
 	enum rlg_log_level log_level;  /* [log] level */
 	enum rlg_log_format log_format;        /* [log] format */

@@ -5,6 +5,7 @@
  * the functions one file calls in another.
  *   config.c          reading the file, the checks across keys, problems
  *   config_options.c  the option table, its setters, words and names
+ *   config_tier.c     the [tier NAME] sections
  * Each function's full contract is above its definition; here, what it
  * is for and where it lives.
  */
@@ -34,6 +35,23 @@ struct rlg_build {
 	int line;              /* the first header */
 	char **names;          /* nnames policy names; none with "none" */
 	size_t nnames;
+};
+
+/*
+ * What the parse knows of one [tier NAME] beyond the tier: its label,
+ * its header's line, the line of its clients, and its rules by policy
+ * name (resolved once every policy is known).
+ */
+struct rlg_tier_build {
+	char label[RLG_LABEL_MAX];
+	int line;
+	int clients_line;
+	struct {
+		char *policy;
+		struct rlg_tier_spec spec;
+		int line;
+	} *rules;              /* nrules, RLG_POLICIES_MAX allocated */
+	size_t nrules;
 };
 
 /* The line a key was first set on, and the line it was set to a good
@@ -90,6 +108,11 @@ struct rlg_parse {
 	struct rlg_build *rbuilds;         /* one per routes entry */
 	size_t nroutes;
 	bool too_many_routes;  /* the cap on routes has been reported */
+	/* The [tier NAME] sections so far, in file order (sect "tier"). */
+	struct rlg_tier *tiers;            /* RLG_TIERS_MAX allocated */
+	struct rlg_tier_build *tbuilds;    /* one per tiers entry */
+	size_t ntiers;
+	bool too_many_tiers;
 	bool backend_bad;      /* [store] backend was set to an unknown word */
 
 	struct rlg_problem *problems;
@@ -123,5 +146,14 @@ rlg_option_set_fn rlg_set_value;
 
 /* Frees a list that rlg_list_split made (n items). */
 void rlg_list_free(char **items, size_t n);
+
+/* ---- config_tier.c: the tiers -------------------------------------- */
+
+/* A [tier NAME] header; a key line in one; the checks at the end. */
+void rlg_tier_section(struct rlg_parse *p, const char *name);
+void rlg_tier_key(struct rlg_parse *p, const char *name, const char *value);
+void rlg_tiers_finish(struct rlg_parse *p);
+/* Frees n tiers and their array. */
+void rlg_tiers_free(struct rlg_tier *tiers, size_t n);
 
 #endif

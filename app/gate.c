@@ -34,6 +34,10 @@ struct gate_items {
 	struct rlg_store_item items[RLG_GATE_ITEMS_MAX];
 	bool enforced[RLG_GATE_ITEMS_MAX];  /* may reject the request */
 	bool dry[RLG_GATE_ITEMS_MAX];       /* a dry_run policy's */
+	/* the policy as configured (an item's may be a tier's copy), and
+	 * the tier that gave the item its limit, or NULL */
+	const struct rlg_policy *base[RLG_GATE_ITEMS_MAX];
+	const char *tier[RLG_GATE_ITEMS_MAX];
 	size_t n;
 	/* the policies the client is exempt from, not asked (counted) */
 	const struct rlg_policy *exempt[RLG_POLICIES_MAX];
@@ -75,20 +79,35 @@ rlg_gate_init(struct rlg_gate *g, const struct rlg_config *cfg)
 	g->cfg = cfg;
 	g->slot = rlg_metrics_claim();
 	g->mxmap = rlg_metrics_map(cfg);
+	g->tiers = rlg_tier_set_config(cfg);
 	if (rlg_store_open(&cfg->store, &g->store) != RLG_OK)
 		store_failed(g, rlg_now_ms());
 }
 
+/*
+ * The tiers follow the config; the overrides are read again at the next
+ * request (their policies are the old config's).
+ */
 void
 rlg_gate_reconfig(struct rlg_gate *g, const struct rlg_config *cfg)
 {
 	g->cfg = cfg;
 	g->mxmap = rlg_metrics_map(cfg);
+	rlg_tier_set_free(g->tiers);
+	g->tiers = rlg_tier_set_config(cfg);
+	rlg_tier_set_free(g->overrides);
+	g->overrides = NULL;
+	g->overrides_version = 0;
+	g->next_overrides_ms = 0;
 }
 
 void
 rlg_gate_fini(struct rlg_gate *g)
 {
+	rlg_tier_set_free(g->tiers);
+	g->tiers = NULL;
+	rlg_tier_set_free(g->overrides);
+	g->overrides = NULL;
 	rlg_store_close(g->store);
 	g->store = NULL;
 	rlg_metrics_release(g->slot);
@@ -200,6 +219,80 @@ match_route(const struct rlg_config *cfg, const struct rlg_request *r)
 	return NULL;
 }
 
+/* What refresh_overrides builds: the new set, and its bad rows. */
+struct override_load {
+	struct rlg_gate *g;
+	struct rlg_tier_set *set;
+	size_t bad;
+};
+
+/*
+ * One row of the store's overrides into the new set; a bad one is
+ * logged (the first few of a load) and skipped.
+ */
+static int
+override_row(void *ctx, const struct rlg_override_row *row)
+{
+	struct override_load *l = ctx;
+	char err[512], client[RLG_TIER_SPEC_MAX * 3 + 4];
+
+	if (l->set == NULL)
+		l->set = rlg_tier_set_new(l->g->cfg);
+	if (rlg_tier_set_add(l->set, row->policy, row->client, row->spec,
+	    "override", err, sizeof err) == 0)
+		return 0;
+	if (l->bad++ < 10 && l->g->cfg->log_level >= RLG_LOG_WARN) {
+		(void)rlg_log_token(client, sizeof client, row->client,
+		    RLG_TIER_SPEC_MAX);
+		rlg_log("event=bad_override policy=%.*s client=%s reason=\"%s\""
+		    " (skipped)", RLG_POLICY_NAME_MAX, row->policy, client, err);
+	}
+	return 0;
+}
+
+/*
+ * Every RLG_OVERRIDES_INTERVAL_MS, whether the store's overrides changed:
+ * if so, the gate's set is built again from them (an empty set when the
+ * store holds none). A store that fails keeps the set the gate has (the
+ * step that follows logs the failure).
+ */
+static void
+refresh_overrides(struct rlg_gate *g, int64_t now_ms)
+{
+	struct override_load l = { g, NULL, 0 };
+	uint64_t version = g->overrides_version;
+
+	if (now_ms >= 0 && now_ms < g->next_overrides_ms)
+		return;
+	g->next_overrides_ms = now_ms + RLG_OVERRIDES_INTERVAL_MS;
+	if (rlg_store_overrides(g->store, &version, override_row, &l) !=
+	    RLG_OK || version == g->overrides_version) {
+		rlg_tier_set_free(l.set);
+		return;
+	}
+	if (l.set == NULL)
+		l.set = rlg_tier_set_new(g->cfg);
+	rlg_tier_set_seal(l.set);
+	if (g->cfg->log_level >= RLG_LOG_INFO ||
+	    (l.bad > 0 && g->cfg->log_level >= RLG_LOG_WARN))
+		rlg_log("overrides loaded: %zu (%zu skipped)",
+		    rlg_tier_set_size(l.set), l.bad);
+	rlg_tier_set_free(g->overrides);
+	g->overrides = l.set;
+	g->overrides_version = version;
+}
+
+/* What applies to the client under policy pi: an override, else a tier. */
+static bool
+find_tier(const struct rlg_gate *g, size_t pi, const struct rlg_request *req,
+    const char *key, struct rlg_tier_match *m)
+{
+	const struct rlg_addr *addr = req->addr_ok ? &req->addr : NULL;
+
+	return rlg_tier_find(g->overrides, pi, addr, key, m) ||
+	    rlg_tier_find(g->tiers, pi, addr, key, m);
+}
+
 /*
  * The items of the request's step: one per policy of its route that
  * applies (an exempt client skips a policy, or is only reported with
@@ -228,6 +321,7 @@ gather(struct rlg_gate *g, const struct rlg_request *req,
 		    &req->addr) || rlg_cidr_any(p->exempt, p->nexempt,
 		    &req->addr));
 		char *key = gi->keys[nkeys++];
+		struct rlg_tier_match tm = { NULL, false, NULL };
 
 		if (exempt && !cfg->report_exempt) {
 			gi->exempt[gi->nexempt++] = p;
@@ -242,7 +336,17 @@ gather(struct rlg_gate *g, const struct rlg_request *req,
 		}
 		if (rc != RLG_OK)
 			snprintf(key, RLG_CLIENT_KEY_MAX + 1, "%s", req->client);
-		gi->items[n].policy = p;
+		if (!exempt && find_tier(g, list[i], req, key, &tm) &&
+		    tm.exempt) {
+			exempt = true;
+			if (!cfg->report_exempt) {
+				gi->exempt[gi->nexempt++] = p;
+				continue;
+			}
+		}
+		gi->items[n].policy = tm.policy != NULL ? tm.policy : p;
+		gi->base[n] = p;
+		gi->tier[n] = tm.source;
 		gi->items[n].client = key;
 		gi->items[n].advisory = exempt || p->mode == RLG_MODE_DRY_RUN;
 		gi->items[n].if_new = false;
@@ -260,6 +364,8 @@ gather(struct rlg_gate *g, const struct rlg_request *req,
 		if (p->new_keys_policy != NULL && strcmp(key, req->client) != 0) {
 			gi->items[n] = gi->items[n - 1];
 			gi->items[n].policy = p->new_keys_policy;
+			gi->base[n] = p->new_keys_policy;
+			gi->tier[n] = NULL;
 			gi->items[n].client = req->client;
 			gi->items[n].if_new = true;
 			gi->items[n].cost = 1;      /* one key, whatever the cost */
@@ -296,6 +402,45 @@ log_flaw(struct rlg_gate *g, const struct rlg_request *r,
 }
 
 /*
+ * The tiers of a rejection's line: when a tier or an override gave one
+ * of the rejecting policies its limit, " tier=A,B limit=N,M", one word
+ * per rejecting policy in the order of policy= ("-" for none: the
+ * policy's own limit); else "".
+ */
+static void
+tier_words(const struct gate_items *gi, const struct rlg_decision *d,
+    const bool *which, char *out, size_t size)
+{
+	char limits[512] = "";
+	size_t i, used = 0, lused = 0;
+	bool any = false;
+	int k, l;
+
+	out[0] = '\0';
+	for (i = 0; i < gi->n; i++)
+		if (!d[i].admitted && which[i] && gi->tier[i] != NULL)
+			any = true;
+	if (!any)
+		return;
+	for (i = 0; i < gi->n; i++) {
+		if (d[i].admitted || !which[i])
+			continue;
+		k = snprintf(out + used, size - used, "%s%s",
+		    used == 0 ? " tier=" : ",",
+		    gi->tier[i] != NULL ? gi->tier[i] : "-");
+		l = snprintf(limits + lused, sizeof limits - lused, "%s%lld",
+		    lused == 0 ? "" : ",",
+		    (long long)gi->items[i].policy->lim.limit);
+		if (k < 0 || (size_t)k >= size - used || l < 0 ||
+		    (size_t)l >= sizeof limits - lused)
+			break;
+		used += (size_t)k;
+		lused += (size_t)l;
+	}
+	snprintf(out + used, size - used, " limit=%s", limits);
+}
+
+/*
  * One line per rejection the store decides (and per dry-run would-be
  * rejection), in a stable key=value form for log tools: the client's
  * store key (an API key only as its hash), the route, the policies that
@@ -311,7 +456,7 @@ log_rejection(const struct rlg_gate *g, const struct rlg_request *req,
     const bool *which)
 {
 	char names[512], method[RLG_METHOD_MAX * 3 + 4];
-	char path[RLG_LOG_PATH_MAX * 3 + 4], cost[32];
+	char path[RLG_LOG_PATH_MAX * 3 + 4], cost[32], tiers[1024];
 	size_t n;
 	const char *client = NULL;
 	int64_t retry_ms = 0;
@@ -336,6 +481,7 @@ log_rejection(const struct rlg_gate *g, const struct rlg_request *req,
 	}
 	if (client == NULL)
 		return;
+	tier_words(gi, d, which, tiers, sizeof tiers);
 	n = rlg_log_token(method, sizeof method, req->method_name,
 	    RLG_METHOD_MAX);
 	if (!req->method_ok)    /* longer than the request keeps: cut */
@@ -344,9 +490,9 @@ log_rejection(const struct rlg_gate *g, const struct rlg_request *req,
 	cost[0] = '\0';
 	if (rt != NULL && rt->cost > 1)
 		snprintf(cost, sizeof cost, " cost=%lld", (long long)rt->cost);
-	rlg_log("event=%s client=%s route=%s policy=%s retry_after_s=%lld%s"
+	rlg_log("event=%s client=%s route=%s policy=%s retry_after_s=%lld%s%s"
 	    " method=%s path=%s", event, client, rt != NULL ? rt->name : "-",
-	    names, (long long)rlg_response_seconds(retry_ms), cost,
+	    names, (long long)rlg_response_seconds(retry_ms), cost, tiers,
 	    method[0] != '\0' ? method : "-", path[0] != '\0' ? path : "-");
 }
 
@@ -484,7 +630,7 @@ count_decisions(struct rlg_gate *g, const struct gate_items *gi,
 			md = RLG_MD_DRY_RUN_REJECTED;
 		else
 			md = RLG_MD_REJECTED;
-		rlg_metrics_decision(g->slot, g->mxmap, gi->items[i].policy, md);
+		rlg_metrics_decision(g->slot, g->mxmap, gi->base[i], md);
 	}
 }
 
@@ -528,6 +674,7 @@ decide(struct rlg_gate *g, const struct rlg_request *req, int64_t now_ms,
 		return;
 	}
 	v->route = match_route(cfg, req);
+	refresh_overrides(g, now_ms);
 	if (gather(g, req, v->route, &gi, now_ms) != RLG_OK) {
 		v->answer.outcome = RLG_OUT_BAD_REQUEST;
 		return;

@@ -18,6 +18,7 @@
 #include "request.h"
 #include "response.h"
 #include "store.h"
+#include "tier.h"
 
 /* Items of one step: a policy each, and a charge for a new key after each
  * policy keyed by a header (new_keys_per_ip). */
@@ -31,6 +32,9 @@
 /* Store errors, refused clients and refused requests are logged once, then
  * at most once per this interval. */
 #define RLG_ERROR_LOG_INTERVAL_MS 10000
+/* How often a gate asks the store whether its overrides changed: an
+ * operator's change applies within a second. */
+#define RLG_OVERRIDES_INTERVAL_MS 500
 
 /*
  * One worker thread's gate: its store connection and the pacing of its
@@ -64,6 +68,15 @@ struct rlg_gate {
 		uint64_t hash;
 		int64_t until_ms;
 	} seen[RLG_GATE_SEEN];
+	/*
+	 * Tiers (tier.h): the config's, and the overrides the store holds,
+	 * which the gate reads again when they change, asking every
+	 * RLG_OVERRIDES_INTERVAL_MS (gate.c, refresh_overrides).
+	 */
+	struct rlg_tier_set *tiers;
+	struct rlg_tier_set *overrides;
+	uint64_t overrides_version;
+	int64_t next_overrides_ms;
 };
 
 /*

@@ -22,6 +22,7 @@
 
 #include "config.h"
 #include "metrics.h"
+#include "request.h"
 #include "server.h"
 #include "store.h"
 #include "supervisor.h"
@@ -39,6 +40,7 @@ struct options {
 	const char *reset;         /* --reset CLIENT, or NULL */
 	const char *policy;        /* --policy NAME (with --reset), or NULL */
 	int processes;             /* --processes N; 0: serve in this one */
+	int hash_key;              /* --hash-key */
 };
 
 /* What a worker process of the supervisor serves with (serve_worker). */
@@ -69,6 +71,7 @@ static void warn_log(void *ctx, const char *line);
 static void warn_stdout(void *ctx, const char *line);
 static void describe_policies(const struct rlg_config *cfg, char *buf,
     size_t len);
+static int hash_keys(const struct rlg_config *cfg, FILE *in, FILE *out);
 static int reset_client(const struct rlg_config *cfg, const char *client,
     const char *policy);
 
@@ -79,6 +82,7 @@ usage(FILE *f)
 	    "Usage: rlgate [--config FILE] [--threads N] [--processes N] [--log FILE]\n"
 	    "              [--check-config]\n"
 	    "       rlgate [--config FILE] --reset CLIENT [--policy NAME]\n"
+	    "       rlgate [--config FILE] --hash-key < KEYS\n"
 	    "       rlgate --version | --help\n"
 	    "\n"
 	    "A rate-limit gateway: a FastCGI application (or CGI program) that\n"
@@ -98,6 +102,10 @@ usage(FILE *f)
 	    "  -r, --reset CLIENT  forget CLIENT's state (its key as the clients\n"
 	    "                      view shows it) under every policy, or NAME's\n"
 	    "  -p, --policy NAME   with --reset: only under [policy NAME]\n"
+	    "  -k, --hash-key      read API keys, one per line, on stdin and\n"
+	    "                      print each one's client key (k:HASH, keyed\n"
+	    "                      with [client] key_secret), for [tier] clients,\n"
+	    "                      the overrides and --reset\n"
 	    "  -V, --version       print the version and exit\n"
 	    "  -h, --help          print this help and exit\n"
 	    "\n"
@@ -302,13 +310,14 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "check-config", no_argument, NULL, 'C' },
 		{ "reset", required_argument, NULL, 'r' },
 		{ "policy", required_argument, NULL, 'p' },
+		{ "hash-key", no_argument, NULL, 'k' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "c:t:P:l:Cr:p:Vh", opts, NULL)) !=
+	while ((c = getopt_long(argc, argv, "c:t:P:l:Cr:p:kVh", opts, NULL)) !=
 	    -1) {
 		switch (c) {
 		case 'c':
@@ -342,6 +351,9 @@ parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'p':
 			o->policy = optarg;
+			break;
+		case 'k':
+			o->hash_key = 1;
 			break;
 		case 'V':
 			printf("rlgate %s\n", PACKAGE_VERSION);
@@ -602,6 +614,47 @@ serve(struct rlg_config *cfg, const char *path, int threads, int processes,
 	return RLG_EXIT_USAGE;
 }
 
+/*
+ * --hash-key: each line of in (without its end of line) is an API key as
+ * the client sends it; out gets its client key, k:HASH, a line each, as
+ * the store, the logs and [tier] clients write it. Read from stdin, not
+ * the command line, so that no key shows in ps or a shell's history. 0,
+ * or RLG_EXIT_USAGE at an empty line (nothing after it is read).
+ */
+static int
+hash_keys(const struct rlg_config *cfg, FILE *in, FILE *out)
+{
+	char hash[RLG_KEY_HASH_TEXT];
+	char *line = NULL;
+	size_t cap = 0, lineno = 0;
+	ssize_t n;
+	int rc = 0;
+
+	if (cfg->client.key_secret == NULL)
+		fprintf(stderr, "rlgate: note: [client] key_secret is not set:"
+		    " the hashes are unkeyed, as rlgate makes them with this"
+		    " configuration\n");
+	while ((n = getline(&line, &cap, in)) > 0) {
+		lineno++;
+		if (line[n - 1] == '\n')
+			line[--n] = '\0';
+		if (n > 0 && line[n - 1] == '\r')
+			line[--n] = '\0';
+		if (n == 0 || strlen(line) != (size_t)n) {
+			fprintf(stderr, "rlgate: --hash-key: line %zu is %s\n",
+			    lineno, n == 0 ? "empty" : "not text (a NUL byte)");
+			rc = RLG_EXIT_USAGE;
+			break;
+		}
+		rlg_request_key_hash(line, &cfg->client, hash);
+		fprintf(out, "%s\n", hash);
+	}
+	if (line != NULL)
+		explicit_bzero(line, cap);     /* it held API keys */
+	free(line);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -633,7 +686,9 @@ main(int argc, char **argv)
 		fprintf(stderr, "rlgate: note: %s has routes but no "
 		    "[policy default]: requests that match no route are not "
 		    "limited\n", path != NULL ? path : "the configuration");
-	if (o.check_only)
+	if (o.hash_key)
+		rc = hash_keys(cfg, stdin, stdout);
+	else if (o.check_only)
 		rc = check_config(cfg, path, o.log);
 	else if (o.reset != NULL)
 		rc = reset_client(cfg, o.reset, o.policy);

@@ -58,6 +58,8 @@
 #define RLG_FWD_NODE_MAX   64
 /* Bytes of the header hash in a policy key ("k:" + 2 hex digits each). */
 #define RLG_KEY_HASH_BYTES 16
+_Static_assert(RLG_KEY_HASH_TEXT == 3 + 2 * RLG_KEY_HASH_BYTES,
+    "request.h's RLG_KEY_HASH_TEXT holds k: and the hash in hex");
 
 /*
  * One hop: the raw text of an X-Forwarded-For entry or of a Forwarded
@@ -871,14 +873,37 @@ join3(char *out, size_t len, const char *a, const char *b, const char *c)
 	return used < len ? used : len;
 }
 
+void
+rlg_request_key_hash(const char *value, const struct rlg_client_config *cc,
+    char *out)
+{
+	unsigned char secret[crypto_generichash_KEYBYTES];
+	unsigned char hash[RLG_KEY_HASH_BYTES];
+
+	pthread_once(&sodium_once, sodium_start);
+	/* The secret is stretched to a full BLAKE2b key; an unset one gives
+	 * an unkeyed hash (still no raw value, but guessable offline). */
+	if (cc != NULL && cc->key_secret != NULL) {
+		stretch_secret(cc->key_secret, secret);
+		crypto_generichash(hash, sizeof hash,
+		    (const unsigned char *)value, strlen(value),
+		    secret, sizeof secret);
+		sodium_memzero(secret, sizeof secret);
+	} else {
+		crypto_generichash(hash, sizeof hash,
+		    (const unsigned char *)value, strlen(value), NULL, 0);
+	}
+	out[0] = 'k';
+	out[1] = ':';
+	sodium_bin2hex(out + 2, 2 * RLG_KEY_HASH_BYTES + 1, hash, sizeof hash);
+}
+
 int
 rlg_request_policy_key(const struct rlg_request *r,
     const struct rlg_policy *p, const struct rlg_client_config *cc,
     char *out, size_t len)
 {
-	unsigned char secret[crypto_generichash_KEYBYTES];
-	unsigned char hash[RLG_KEY_HASH_BYTES];
-	char name[256], hex[2 * RLG_KEY_HASH_BYTES + 1];
+	char name[256], hex[RLG_KEY_HASH_TEXT];
 	const char *value = NULL;
 	size_t i, n;
 
@@ -906,24 +931,11 @@ rlg_request_policy_key(const struct rlg_request *r,
 		goto done;
 	}
 
-	pthread_once(&sodium_once, sodium_start);
-	/* The secret is stretched to a full BLAKE2b key; an unset one gives
-	 * an unkeyed hash (still no raw value, but guessable offline). */
-	if (cc != NULL && cc->key_secret != NULL) {
-		stretch_secret(cc->key_secret, secret);
-		crypto_generichash(hash, sizeof hash,
-		    (const unsigned char *)value, strlen(value),
-		    secret, sizeof secret);
-		sodium_memzero(secret, sizeof secret);
-	} else {
-		crypto_generichash(hash, sizeof hash,
-		    (const unsigned char *)value, strlen(value), NULL, 0);
-	}
-	sodium_bin2hex(hex, sizeof hex, hash, sizeof hash);
+	rlg_request_key_hash(value, cc, hex);
 	if (p->key & RLG_KEY_IP)
-		n = join3(out, len, r->client, "|k:", hex);
+		n = join3(out, len, r->client, "|", hex);
 	else
-		n = join3(out, len, "k:", hex, "");
+		n = rlg_copy(out, hex, len);
 done:
 	if (n >= len) {
 		out[0] = '\0';

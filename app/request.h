@@ -153,6 +153,18 @@ void rlg_request_parse(struct rlg_request *r, char *const *envp,
  * request must be refused: RLG_FLAW_DUPLICATE), or RLG_ENOSPC if out (len
  * bytes) is too small.
  */
+/* "k:" and 32 hex digits, with the NUL: an API key's hash as text. */
+#define RLG_KEY_HASH_TEXT 35
+
+/*
+ * The hash of an API key as policy keys, tiers and the logs write it,
+ * "k:" and 32 lower-case hex digits: a BLAKE2b hash of value keyed with
+ * cc->key_secret (unkeyed without one). out holds RLG_KEY_HASH_TEXT
+ * bytes. rlgate --hash-key prints it for an operator.
+ */
+void rlg_request_key_hash(const char *value,
+    const struct rlg_client_config *cc, char *out);
+
 int rlg_request_policy_key(const struct rlg_request *r,
     const struct rlg_policy *p, const struct rlg_client_config *cc,
     char *out, size_t len);

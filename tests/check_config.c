@@ -2411,6 +2411,125 @@ END_TEST
  * problem per policy at the cost line. A route without policies takes
  * any cost.
  */
+/*
+ * [tier NAME]: clients and the policies it changes, resolved once the
+ * policies are known (they may come later in the file); every problem
+ * at its line.
+ */
+START_TEST(test_tiers)
+{
+	struct rlg_config *cfg;
+
+	cfg = rlg_t_ok("[tier gold]\n"
+	    "clients = 198.51.100.0/24, 203.0.113.7 ,2001:db8::/48\n"
+	    "default = limit=600 window=60\nbucket = burst=40\n"
+	    "[tier free]\nclients = 192.0.2.0/24\ndefault = exempt\n"
+	    "[policy default]\nlimit = 60\n"
+	    "[policy bucket]\nalgorithm = token_bucket\nlimit = 10\n");
+	ck_assert_uint_eq(cfg->ntiers, 2);
+	ck_assert_str_eq(cfg->tiers[0].name, "gold");
+	ck_assert_uint_eq(cfg->tiers[0].nclients, 3);
+	ck_assert_int_eq(cfg->tiers[0].clients[2].net.prefix_len, 48);
+	ck_assert_uint_eq(cfg->tiers[0].nrules, 2);
+	ck_assert_uint_eq(cfg->tiers[0].rules[0].policy, 0);
+	ck_assert_int_eq(cfg->tiers[0].rules[0].spec.limit, 600);
+	ck_assert_int_eq(cfg->tiers[0].rules[0].spec.window_s, 60);
+	ck_assert_uint_eq(cfg->tiers[0].rules[1].policy, 1);
+	ck_assert_int_eq(cfg->tiers[0].rules[1].spec.burst, 40);
+	ck_assert(cfg->tiers[1].rules[0].spec.exempt);
+	rlg_config_free(cfg);
+
+	rlg_t_expect("[tier]\n", 1, "t.conf:1: section [tier] has no name "
+	    "(expected [tier NAME])\n");
+	rlg_t_expect("[tier a b]\n", 1, "t.conf:1: bad tier name \"a b\": at "
+	    "most 64 bytes of A-Z a-z 0-9 _ . -\n");
+	rlg_t_expect("[tier t]\n", 2,
+	    "t.conf:1: [tier t] has no clients: set clients = ADDRESS, CIDR "
+	    "or k:HASH, ...\n"
+	    "t.conf:1: [tier t] changes no policy: add POLICY = limit=N "
+	    "window=SECONDS (or exempt)\n");
+	rlg_t_expect("[policy p]\n"                              /* 1 */
+	    "[tier t]\n"                                         /* 2 */
+	    "clients = 10.0.0.1/8, , k:12, 10.0.0.0/8\n"         /* 3 */
+	    "clients = 10.0.0.2\n"                               /* 4 */
+	    "p = limit=0\n"                                      /* 5 */
+	    "p = limit=5\n"                                      /* 6 */
+	    "q = limit=5\n"                                      /* 7 */
+	    "p = burst=3\n", 7,                                  /* 8 */
+	    "t.conf:3: [tier t] clients: \"10.0.0.1/8\" is no address, "
+	    "network (ADDR/LEN, host bits zero) or k:HASH\n"
+	    "t.conf:3: [tier t] clients: an empty item (two commas, or one "
+	    "at an end)\n"
+	    "t.conf:3: [tier t] clients: \"k:12\": an API key's hash is k: "
+	    "and 32 hex digits (rlgate --hash-key prints it)\n"
+	    "t.conf:4: [tier t] clients: set twice (first on line 3)\n"
+	    "t.conf:5: [tier t] p: limit: must be an integer from 1 to "
+	    "1000000000 (got \"0\")\n"
+	    "t.conf:7: [tier t] q: no [policy q] (a key of a tier is clients "
+	    "or a policy's name)\n"
+	    "t.conf:8: [tier t] p: set twice (first on line 6)\n");
+	/* p set twice: line 5 after the good line 4 */
+	rlg_t_expect("[policy p]\n[tier t]\nclients = 10.0.0.1\n"
+	    "p = limit=5\np = burst=3\n", 1,
+	    "t.conf:5: [tier t] p: set twice (first on line 4)\n");
+	rlg_t_expect("[policy p]\n[tier t]\nclients = 10.0.0.1\n"
+	    "p = burst=3\n", 1,
+	    "t.conf:4: [tier t] p: burst applies only to token_bucket "
+	    "([policy p] is fixed_window)\n");
+	rlg_t_expect("[policy p]\nalgorithm = sliding_log\n[tier t]\n"
+	    "clients = 10.0.0.1\np = limit=100001\n", 1,
+	    "t.conf:5: [tier t] p: limit: [policy p] is a sliding_log, which "
+	    "keeps one row per request: at most 100000 (got 100001)\n");
+	/* a route's cost above the tier's capacity */
+	rlg_t_expect("[policy p]\nlimit = 20\n"
+	    "[route big]\npath = /b\ncost = 10\npolicies = p\n"
+	    "[tier t]\nclients = 10.0.0.1\np = limit=5\n", 1,
+	    "t.conf:9: [tier t] p: the tier's limit (5) is below the cost of "
+	    "[route big] (10): no request of the route by the tier's "
+	    "clients could ever be admitted\n");
+	/* warnings: an API key beside an address key, a host of a /64 */
+	{
+		char *errs;
+		int n;
+
+		errs = rlg_t_load("[policy p]\n[tier t]\nclients = "
+		    "2001:db8::1, k:0123456789abcdef0123456789abcdef\n"
+		    "p = limit=5\n", &n, &cfg);
+		ck_assert_str_eq(errs, "t.conf:3: warning: [tier t] clients: "
+		    "2001:db8::1/128 is narrower than [client] ipv6_prefix "
+		    "(64): the clients of one /64 share one quota, and the "
+		    "tier applies to that quota for this address's requests "
+		    "only; name the /64\n"
+		    "t.conf:4: warning: [tier t] p: [policy p] is keyed by the "
+		    "client's address: the tier's API keys (k:) never match "
+		    "it, its addresses do\n");
+		ck_assert_int_eq(n, 0);
+		ck_assert_uint_eq(cfg->tiers[0].nclients, 2);
+		ck_assert(cfg->tiers[0].clients[1].is_key);
+		rlg_config_free(cfg);
+		free(errs);
+	}
+}
+END_TEST
+
+/* More tiers than RLG_TIERS_MAX: one problem; a repeated one merges. */
+START_TEST(test_tiers_max)
+{
+	char *text = malloc(70 * 64 + 64);
+	size_t used = 0;
+	int i;
+
+	ck_assert_ptr_nonnull(text);
+	used += (size_t)sprintf(text, "[policy p]\n");
+	for (i = 0; i < RLG_TIERS_MAX + 2; i++)
+		used += (size_t)sprintf(text + used, "[tier t%d]\nclients = "
+		    "10.0.0.%d\np = limit=%d\n", i, i, i + 1);
+	rlg_t_expect(text, 1, "t.conf:194: too many tiers: [tier t64] would "
+	    "be number 65, at most 64 are allowed\n");
+	free(text);
+}
+END_TEST
+
 START_TEST(test_route_cost)
 {
 	struct rlg_config *cfg;
@@ -3628,7 +3747,8 @@ END_TEST
 /*
  * www/rlgate.conf.example names every key of the table in its section
  * ("key = " or ";key = "), the first time under a "; Default: " line with
- * the table's default; and names no key the table does not have.
+ * the table's default; and names no key the table does not have (but in
+ * a [tier NAME], whose keys are not the table's: config_tier.c).
  */
 START_TEST(test_example_agrees)
 {
@@ -3661,6 +3781,9 @@ START_TEST(test_example_agrees)
 		if (len == 0 || strncmp(key + len, " = ", 3) != 0)
 			continue;
 		ck_assert_ptr_nonnull(sect);
+		/* A tier's keys are clients and policy names: no rows. */
+		if (strcmp(sect, "tier") == 0)
+			continue;
 		for (i = 0; i < n; i++)
 			if (strcmp(opts[i].section, sect) == 0 &&
 			    strlen(opts[i].name) == len &&
@@ -3941,6 +4064,8 @@ rlg_config_suite(void)
 	    (int)RLG_T_NBAD_ROUTE);
 	tcase_add_test(tc, test_route_errors);
 	tcase_add_test(tc, test_route_cost);
+	tcase_add_test(tc, test_tiers);
+	tcase_add_test(tc, test_tiers_max);
 	tcase_add_test(tc, test_routes_max);
 	tcase_add_test(tc, test_new_mixed);
 	suite_add_tcase(s, tc);

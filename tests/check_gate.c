@@ -605,6 +605,93 @@ START_TEST(test_route_cost)
 }
 END_TEST
 
+/*
+ * [tier NAME] through the gate, for each algorithm: the tier's client
+ * gets the tier's limit on the same policy (the headers' numbers are
+ * its), another client the policy's; an exempt tier is not limited; the
+ * rejection's line names the tier and the limit that applied.
+ */
+START_TEST(test_tiers)
+{
+	static const char *const algs[] = { "fixed_window", "sliding_window",
+	    "token_bucket", "sliding_log" };
+	struct rlg_verdict v;
+	char text[1024];
+	int i;
+
+	snprintf(text, sizeof text, "[policy default]\nalgorithm = %s\n"
+	    "limit = 2\nwindow = 60\n"
+	    "[tier gold]\nclients = 10.0.0.0/31\ndefault = limit=4\n"
+	    "[tier free]\nclients = 10.0.0.9\ndefault = exempt\n", algs[_i]);
+	gate_on(text);
+	log_begin();
+	for (i = 0; i < 4; i++) {
+		ask(&v, T1, GET, RES, A1, NULL);
+		ck_assert_int_eq(v.answer.outcome, RLG_OUT_ADMITTED);
+		ck_assert_int_eq(v.answer.decisions[0].limit, 4);
+		ck_assert_int_eq(v.answer.decisions[0].remaining, 3 - i);
+		ck_assert_int_eq(v.answer.policies[0].lim.limit, 4);
+		ck_assert_str_eq(v.answer.policies[0].name, "default");
+	}
+	ask(&v, T1, GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	ck_assert_int_eq(v.answer.decisions[0].limit, 4);
+	/* another client: the policy's own 2 */
+	ask(&v, T1, GET, RES, A2, NULL);
+	ck_assert_int_eq(v.answer.decisions[0].limit, 2);
+	ask(&v, T1, GET, RES, A2, NULL);
+	ask(&v, T1, GET, RES, A2, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	ck_assert_int_eq(v.answer.policies[0].lim.limit, 2);
+	/* the exempt tier: never limited, nothing shown */
+	for (i = 0; i < 5; i++) {
+		ask(&v, T1, GET, RES, "REMOTE_ADDR=10.0.0.9", NULL);
+		ck_assert_int_eq(v.answer.outcome, RLG_OUT_ADMITTED);
+		ck_assert_uint_eq(v.answer.n, 0);
+	}
+	ck_assert_int_eq(log_end("client=10.0.0.1 route=- policy=default "), 1);
+	ck_assert_int_eq(log_end(" tier=gold limit=4 method=GET"), 1);
+	ck_assert_int_eq(log_end("client=10.0.0.2 route=- policy=default "
+	    "retry_after_s="), 1);
+	ck_assert_int_eq(log_end("tier="), 1);
+	gate_off();
+}
+END_TEST
+
+/*
+ * A reload gives the gate the new config's tiers: the same client, the
+ * new limit, on the state it has.
+ */
+START_TEST(test_tiers_reload)
+{
+	struct rlg_config *old, *next = NULL;
+	struct rlg_verdict v;
+	char text[512];
+
+	gate_on("[policy default]\nlimit = 2\nwindow = 60\n");
+	ask(&v, T1, GET, RES, A1, NULL);
+	ask(&v, T1, GET, RES, A1, NULL);
+	ask(&v, T1, GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	snprintf(text, sizeof text, "[store]\npath = %s\n[policy default]\n"
+	    "limit = 2\nwindow = 60\n[tier t]\nclients = 10.0.0.1\n"
+	    "default = limit=3\n", path_in("g.db"));
+	ck_assert_int_eq(rlg_config_load_string(text, "next.conf", stderr,
+	    &next), 0);
+	old = cfg;
+	rlg_gate_reconfig(&gate, next);
+	cfg = next;
+	rlg_config_free(old);
+	ask(&v, T1, GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_ADMITTED);
+	ck_assert_int_eq(v.answer.decisions[0].limit, 3);
+	ck_assert_int_eq(v.answer.decisions[0].remaining, 0);
+	ask(&v, T1, GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	gate_off();
+}
+END_TEST
+
 Suite *
 rlg_gate_suite(void)
 {
@@ -616,6 +703,8 @@ rlg_gate_suite(void)
 	tcase_add_test(tc, test_front_roles);
 	tcase_add_test(tc, test_routes);
 	tcase_add_loop_test(tc, test_route_cost, 0, 2);
+	tcase_add_loop_test(tc, test_tiers, 0, 4);
+	tcase_add_test(tc, test_tiers_reload);
 	tcase_add_test(tc, test_refused);
 	tcase_add_test(tc, test_dry_run_hidden);
 	tcase_add_test(tc, test_reject_line_request);

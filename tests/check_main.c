@@ -9,7 +9,8 @@
 
 /* The suites, in the order they run: a new one is a word here. */
 static Suite *(*const suites[])(void) = {
-	rlg_limiter_suite, rlg_config_suite, rlg_net_suite, rlg_request_suite,
+	rlg_limiter_suite, rlg_config_suite, rlg_tier_suite, rlg_net_suite,
+	rlg_request_suite,
 	rlg_response_suite, rlg_gate_suite, rlg_admin_suite, rlg_store_suite,
 	rlg_store_guard_suite, rlg_store_redis_suite,
 	rlg_store_redis_cluster_suite, rlg_redis_script_suite,

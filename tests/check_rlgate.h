@@ -22,5 +22,6 @@ Suite *rlg_store_guard_suite(void);
 Suite *rlg_store_redis_suite(void);
 Suite *rlg_store_redis_cluster_suite(void);
 Suite *rlg_table_suite(void);
+Suite *rlg_tier_suite(void);
 
 #endif

@@ -236,6 +236,35 @@ isnt "$RC" 0 "without a FastCGI socket or GATEWAY_INTERFACE it exits non-zero"
 isnt "$RC" 124 "... at once (does not wait)"
 like "$ERR" '(FastCGI|GATEWAY_INTERFACE|spawn-fcgi)' "... with a message that says why"
 
+# --- --hash-key: API keys on stdin, their client keys (k:HASH) on stdout
+keyed="$T/keyed.conf"
+printf '[store]\npath = %s\n[client]\nkey_secret = 0123456789abcdef0123456789abcdef\n' "$T/keyed.db" >"$keyed"
+# hash_keys CONFIG TEXT: rlgate --hash-key with TEXT (printf) on stdin.
+hash_keys() {
+	printf "$2" | env -u GATEWAY_INTERFACE -u RLGATE_CONFIG timeout 10 \
+	    "$RLGATE_BIN" --config "$1" --hash-key >"$T/out" 2>"$T/err"
+	RC=$?
+	OUT=$(cat "$T/out")
+	ERR=$(cat "$T/err")
+}
+hash_keys "$keyed" 'abc\nsecond key\n'
+is "$RC" 0 "--hash-key exits 0"
+is "$(wc -l <"$T/out")" 2 "--hash-key: a line out per key in"
+is "$(grep -cE '^k:[0-9a-f]{32}$' "$T/out")" 2 "--hash-key: each line is k: and 32 hex digits"
+is "$ERR" "" "--hash-key with a key_secret: nothing on stderr"
+first=$(sed -n 1p "$T/out")
+isnt "$first" "$(sed -n 2p "$T/out")" "--hash-key: two keys, two hashes"
+hash_keys "$keyed" 'abc\r\n'
+is "$OUT" "$first" "--hash-key: a CRLF line end is not part of the key"
+hash_keys "$good" 'abc\n'
+is "$RC" 0 "--hash-key without key_secret exits 0"
+isnt "$OUT" "$first" "--hash-key: the hash depends on key_secret"
+like "$ERR" 'key_secret is not set' "--hash-key without key_secret says the hashes are unkeyed"
+hash_keys "$keyed" 'abc\n\nxyz\n'
+is "$RC" 64 "--hash-key: an empty line exits 64"
+like "$ERR" 'line 2 is empty' "... naming the line"
+is "$OUT" "$first" "... after the keys before it"
+
 # --- the shipped example config is valid
 example="$RLGATE_SRCDIR/www/rlgate.conf.example"
 # its database where this test may write it
