@@ -111,6 +111,8 @@ static int cache_flush(struct rlg_store *base, int64_t now_ms);
 static int cache_probe(struct rlg_store *base, int64_t now_ms);
 static int cache_survey(struct rlg_store *base, int64_t now_ms, bool top,
     struct rlg_store_survey *out);
+static int cache_overrides(struct rlg_store *base, uint64_t *version,
+    int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx);
 
 const struct rlg_store_ops rlg_store_cache_ops = {
 	.name = "rejection-cache",
@@ -124,6 +126,7 @@ const struct rlg_store_ops rlg_store_cache_ops = {
 	.flush = cache_flush,
 	.probe = cache_probe,
 	.survey = cache_survey,
+	.overrides = cache_overrides,
 };
 
 struct rlg_store *
@@ -348,6 +351,24 @@ cache_survey(struct rlg_store *base, int64_t now_ms, bool top,
 	}
 	rc = c->inner->ops->survey(c->inner, now_ms, top, out);
 
+	memcpy(c->base.errmsg, c->inner->errmsg, sizeof c->base.errmsg);
+	return rc;
+}
+
+/* Passed on: the cache keeps no overrides. */
+static int
+cache_overrides(struct rlg_store *base, uint64_t *version,
+    int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx)
+{
+	struct cache_store *c = (struct cache_store *)base;
+	int rc;
+
+	if (c->inner->ops->overrides == NULL) {
+		rlg_store_seterr(base, "the %s store keeps no overrides",
+		    c->inner->ops->name);
+		return RLG_EINVAL;
+	}
+	rc = c->inner->ops->overrides(c->inner, version, fn, ctx);
 	memcpy(c->base.errmsg, c->inner->errmsg, sizeof c->base.errmsg);
 	return rc;
 }

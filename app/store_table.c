@@ -185,6 +185,8 @@ static int tab_flush_now(struct rlg_store *base, int64_t now_ms);
 static int tab_probe(struct rlg_store *base, int64_t now_ms);
 static int tab_survey(struct rlg_store *base, int64_t now_ms, bool top,
     struct rlg_store_survey *out);
+static int tab_overrides(struct rlg_store *base, uint64_t *version,
+    int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx);
 
 const struct rlg_store_ops rlg_store_table_ops = {
 	.name = "table",
@@ -198,6 +200,7 @@ const struct rlg_store_ops rlg_store_table_ops = {
 	.flush = tab_flush_now,
 	.probe = tab_probe,
 	.survey = tab_survey,
+	.overrides = tab_overrides,
 };
 
 static pthread_mutex_t tab_flushers_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -600,6 +603,22 @@ tab_survey(struct rlg_store *base, int64_t now_ms, bool top,
 {
 	struct tab_store *s = (struct tab_store *)base;
 	int rc = s->inner->ops->survey(s->inner, now_ms, top, out);
+
+	if (rc != RLG_OK)
+		rlg_store_seterr(base, "%s", s->inner->errmsg);
+	return rc;
+}
+
+/*
+ * rlg_store_overrides: the database's (the table holds no overrides);
+ * the SQLite handle underneath reads them.
+ */
+static int
+tab_overrides(struct rlg_store *base, uint64_t *version,
+    int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx)
+{
+	struct tab_store *s = (struct tab_store *)base;
+	int rc = s->inner->ops->overrides(s->inner, version, fn, ctx);
 
 	if (rc != RLG_OK)
 		rlg_store_seterr(base, "%s", s->inner->errmsg);

@@ -57,7 +57,7 @@ START_TEST(test_reopen_keeps_state)
 		ck_assert(hit(s, &p, "c", T1 + i, NULL));
 	rlg_store_close(s);
 
-	s = open_ok(path, 2000);       /* user_version 3: schema kept */
+	s = open_ok(path, 2000);       /* user_version 4: schema kept */
 	ck_assert(hit(s, &p, "c", T1 + 10, &d));
 	ck_assert_int_eq(d.remaining, 1);
 	rlg_store_close(s);
@@ -938,6 +938,94 @@ START_TEST(test_cost_each_algorithm)
 }
 END_TEST
 
+/* ---- overrides ---------------------------------------------------- */
+
+#define KEY_HASH "k:0123456789abcdef0123456789abcdef"
+
+/*
+ * The operator's overrides, read as the gate polls them, behind the
+ * rejection cache: none at first (a version all the same, never 0); rows
+ * written by the operator delivered exactly, once, then nothing until they
+ * change again (an update, a delete); another worker's handle sees the
+ * same rows and the same version; fn stops the reading when it says so,
+ * and the version is taken all the same.
+ */
+START_TEST(test_overrides)
+{
+	char *path = path_in("ovr.db");
+	struct rlg_store *s = open_with(path, 0, 64), *w;
+	struct overrides_seen seen = { 0 };
+	uint64_t v = 0, v0, v1, vw = 0;
+
+	ck_assert(rlg_test_stats(s).cache);
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_OK);
+	ck_assert_uint_ne(v, 0);
+	ck_assert_int_eq(seen.calls, 0);
+	v0 = v;
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_OK);
+	ck_assert_uint_eq(v, v0);
+	ck_assert_int_eq(seen.calls, 0);
+
+	override_set(path, "default", "203.0.113.7", "limit=600 window=60");
+	override_set(path, "default", KEY_HASH, "exempt");
+	override_set(path, "hour", "2001:db8::/32", "limit=10 burst=4");
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_OK);
+	ck_assert_uint_ne(v, v0);
+	ck_assert_uint_ne(v, 0);
+	ck_assert_int_eq(seen.calls, 3);
+	ck_assert_str_eq(seen.rows, "default|203.0.113.7|limit=600 window=60,"
+	    "default|" KEY_HASH "|exempt,hour|2001:db8::/32|limit=10 burst=4");
+	v1 = v;
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_OK);
+	ck_assert_uint_eq(v, v1);
+	ck_assert_int_eq(seen.calls, 0);
+
+	/* Another worker: the same rows, the same version. */
+	w = open_with(path, 0, 0);
+	ck_assert_int_eq(overrides_read(w, &vw, &seen), RLG_OK);
+	ck_assert_uint_eq(vw, v1);
+	ck_assert_int_eq(seen.calls, 3);
+
+	/* An update of a spec: all of them again. */
+	override_set(path, "default", "203.0.113.7", "limit=6");
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_OK);
+	ck_assert_uint_ne(v, v1);
+	ck_assert_str_eq(seen.rows, "default|203.0.113.7|limit=6,"
+	    "default|" KEY_HASH "|exempt,hour|2001:db8::/32|limit=10 burst=4");
+	v1 = v;
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_OK);
+	ck_assert_int_eq(seen.calls, 0);
+
+	/* A delete: the rest. */
+	override_set(path, "hour", "2001:db8::/32", NULL);
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_OK);
+	ck_assert_uint_ne(v, v1);
+	ck_assert_str_eq(seen.rows, "default|203.0.113.7|limit=6,"
+	    "default|" KEY_HASH "|exempt");
+
+	/* fn stops after one row: the version is taken all the same. */
+	vw = 0;
+	seen.stop_after = 1;
+	ck_assert_int_eq(overrides_read(w, &vw, &seen), RLG_OK);
+	ck_assert_int_eq(seen.calls, 1);
+	ck_assert_uint_eq(vw, v);
+	seen.stop_after = 0;
+	ck_assert_int_eq(overrides_read(w, &vw, &seen), RLG_OK);
+	ck_assert_int_eq(seen.calls, 0);
+
+	/* All deleted: none, at a version of its own. */
+	override_set(path, "default", "203.0.113.7", NULL);
+	override_set(path, "default", KEY_HASH, NULL);
+	v1 = v;
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_OK);
+	ck_assert_uint_ne(v, v1);
+	ck_assert_uint_ne(v, 0);
+	ck_assert_int_eq(seen.calls, 0);
+	rlg_store_close(w);
+	rlg_store_close(s);
+}
+END_TEST
+
 /*
  * The tests every backend runs of test case name ("core", "algorithms",
  * "concurrency"), added to tc.
@@ -987,6 +1075,8 @@ rlg_store_suite(void)
 
 	tc = store_tcase(s, "core", base_setup, base_teardown, 60);
 	add_shared_tests(tc, "core");
+	/* SQLite's alone until the Redis store keeps overrides. */
+	tcase_add_test(tc, test_overrides);
 	rlg_store_sqlite_tests(tc, "core");
 
 	tc = store_tcase(s, "algorithms", base_setup, base_teardown, 60);

@@ -14,7 +14,8 @@
  * The store: exact counting by processes and threads on one table, all
  * or nothing across policies, the states written behind by a flush and
  * by the flusher thread within its interval, a restart seeded from the
- * database, a reset through rlg_store_reset, sliding_log refused.
+ * database, a reset through rlg_store_reset, sliding_log refused, the
+ * overrides read through the table from its database.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -919,6 +920,71 @@ START_TEST(test_reset_and_log)
 }
 END_TEST
 
+/* Statements on the database from a connection of the test's own. */
+static void
+db_exec(const char *sql)
+{
+	sqlite3 *db;
+
+	ck_assert_int_eq(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READWRITE,
+	    NULL), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK,
+	    "%s: %s", sql, sqlite3_errmsg(db));
+	sqlite3_close(db);
+}
+
+/* rlg_store_overrides' fn: "policy client spec;" appended to ctx. */
+static int
+override_row(void *ctx, const struct rlg_override_row *row)
+{
+	char *buf = ctx;
+	size_t len = strlen(buf);
+
+	snprintf(buf + len, 256 - len, "%s %s %s;", row->policy, row->client,
+	    row->spec);
+	return 0;
+}
+
+/*
+ * The overrides through the table: the database's, read by the SQLite
+ * handle underneath; none, then a row the operator put, then nothing
+ * until it changes; a lost version row is the store's failure, told by
+ * the table's handle, the version kept.
+ */
+START_TEST(test_overrides_behind)
+{
+	struct rlg_store *s = behind_open();
+	char rows[256] = "";
+	uint64_t v = 0, v0;
+
+	ck_assert_int_eq(rlg_store_overrides(s, &v, override_row, rows),
+	    RLG_OK);
+	ck_assert_uint_ne(v, 0);
+	ck_assert_str_eq(rows, "");
+	v0 = v;
+	db_exec("INSERT INTO rlg_override (policy, client, spec) VALUES"
+	    " ('a', '203.0.113.0/24', 'limit=20')");
+	ck_assert_int_eq(rlg_store_overrides(s, &v, override_row, rows),
+	    RLG_OK);
+	ck_assert_uint_ne(v, v0);
+	ck_assert_str_eq(rows, "a 203.0.113.0/24 limit=20;");
+	rows[0] = '\0';
+	v0 = v;
+	ck_assert_int_eq(rlg_store_overrides(s, &v, override_row, rows),
+	    RLG_OK);
+	ck_assert_uint_eq(v, v0);
+	ck_assert_str_eq(rows, "");
+	db_exec("DELETE FROM rlg_override_version");
+	ck_assert_int_eq(rlg_store_overrides(s, &v, override_row, rows),
+	    RLG_ESTORE);
+	ck_assert_uint_eq(v, v0);
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "rlg_override_version") !=
+	    NULL, "%s", rlg_store_errmsg(s));
+	rlg_store_close(s);
+}
+END_TEST
+
 /* A test case of s: its fixture, a timeout of 60 s, its tests. */
 static void
 add_case(Suite *s, const char *name, void (*set)(void),
@@ -949,6 +1015,7 @@ rlg_table_suite(void)
 		test_flush_many, test_put_rows,
 		test_restart_seeded,
 		test_reset_and_log,
+		test_overrides_behind,
 	};
 	Suite *s = suite_create("table");
 
