@@ -13,7 +13,8 @@
  * rejections that write nothing, one state per (policy, client), several
  * policies per request all or nothing; the rejection cache decides as the
  * store does (a differential), leaves to the store what it must, and
- * keeps a rejection of a client reset by hand. "algorithms": each
+ * keeps a rejection of a client reset by hand; the operator's overrides
+ * delivered exactly, and only when they changed. "algorithms": each
  * algorithm through the store decides exactly as the pure limiter does on
  * the same requests (a simulation in memory), with hand-counted
  * admissions per burst; several algorithms on one request, all or
@@ -1044,6 +1045,7 @@ add_shared_tests(TCase *tc, const char *name)
 		tcase_add_test(tc, test_cache_exact_each_algorithm);
 		tcase_add_test(tc, test_cache_leaves_to_store);
 		tcase_add_test(tc, test_cache_reset_by_hand);
+		tcase_add_test(tc, test_overrides);
 	} else if (strcmp(name, "algorithms") == 0) {
 		tcase_add_loop_test(tc, test_algorithm_bursts, 0,
 		    (int)(sizeof burst_cases / sizeof burst_cases[0]));
@@ -1075,8 +1077,6 @@ rlg_store_suite(void)
 
 	tc = store_tcase(s, "core", base_setup, base_teardown, 60);
 	add_shared_tests(tc, "core");
-	/* SQLite's alone until the Redis store keeps overrides. */
-	tcase_add_test(tc, test_overrides);
 	rlg_store_sqlite_tests(tc, "core");
 
 	tc = store_tcase(s, "algorithms", base_setup, base_teardown, 60);
