@@ -114,7 +114,14 @@ struct tab_store {
 	 * The table's slot of each policy seen, so that a step hashes its
 	 * keys and prefetches their entries before it takes the lock (what
 	 * the lock then holds is the lookups, not the hashing and the cache
-	 * misses). A hint: checked under the lock.
+	 * misses). A hint, by the policy's address, never dereferenced:
+	 * under the lock tab_find takes the slot of the item's policy by
+	 * its name and hashes again when the hint was another. So an
+	 * address that now holds another policy (the gate frees its tier
+	 * copies of the policies, which share their names and states but
+	 * not their limits, and makes new ones when the tiers change)
+	 * costs a hash, never a wrong slot; the limits are always the
+	 * item's own.
 	 */
 	struct tab_slot {
 		const struct rlg_policy *policy;

@@ -15,7 +15,9 @@
  * or nothing across policies, the states written behind by a flush and
  * by the flusher thread within its interval, a restart seeded from the
  * database, a reset through rlg_store_reset, sliding_log refused, the
- * overrides read through the table from its database.
+ * overrides read through the table from its database, a policy's copy
+ * with other limits (a tier) deciding on the same entry, and an address
+ * reused by another policy.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -985,8 +987,76 @@ START_TEST(test_overrides_behind)
 }
 END_TEST
 
+/*
+ * Tiers behind the table: the gate's copy of a policy (the same name, so
+ * the same entry; another address) with other limits decides with those
+ * limits. Per algorithm the table keeps (loop index): the policy allows 3
+ * a window, the copy 6 (token_bucket: a bucket of 12). A fresh client
+ * gets the copy's capacity; a client refused under the policy is
+ * admitted under the copy at once, and the flush writes one state for
+ * both. One policy struct that first holds the tier and then another
+ * policy (b) at the same address: the slot remembered for the address is
+ * only a hint, and b's own state is used. A sliding_log copy is refused
+ * as the policy is.
+ */
+START_TEST(test_tier_copy_behind)
+{
+	static const enum rlg_algorithm algs[] = { RLG_ALG_FIXED_WINDOW,
+	    RLG_ALG_SLIDING_WINDOW, RLG_ALG_TOKEN_BUCKET };
+	struct rlg_store *s = behind_open();
+	struct rlg_policy p = pol_a, one, *q = rlg_xmalloc(sizeof *q);
+	int64_t i, cap;
+	bool ok;
+
+	p.name = "tier";
+	p.lim = (struct rlg_limit){ algs[_i], 3, WINDOW_MS, 3 };
+	*q = p;
+	q->lim.limit = 6;
+	q->lim.burst = algs[_i] == RLG_ALG_TOKEN_BUCKET ? 12 : 6;
+	cap = q->lim.burst;
+	for (i = 0; i < cap; i++) {
+		ck_assert_int_eq(rlg_test_step(s, q, "fresh", NOW, &ok), RLG_OK);
+		ck_assert_msg(ok, "request %lld", (long long)i);
+	}
+	ck_assert_int_eq(rlg_test_step(s, q, "fresh", NOW, &ok), RLG_OK);
+	ck_assert(!ok);
+	ck_assert_int_eq(rlg_test_step(s, &p, "fresh", NOW, &ok), RLG_OK);
+	ck_assert(!ok);
+
+	for (i = 0; i < 3; i++) {
+		ck_assert_int_eq(rlg_test_step(s, &p, "c", NOW, &ok), RLG_OK);
+		ck_assert(ok);
+	}
+	ck_assert_int_eq(rlg_test_step(s, &p, "c", NOW, &ok), RLG_OK);
+	ck_assert(!ok);
+	ck_assert_int_eq(rlg_test_step(s, q, "c", NOW, &ok), RLG_OK);
+	ck_assert(ok);
+	ck_assert_int_eq(rlg_store_flush(s, NOW), RLG_OK);
+	if (algs[_i] != RLG_ALG_TOKEN_BUCKET)
+		ck_assert_int_eq(db_count("tier", "c"), 4);
+
+	/* One address, the tier first, then policy b. */
+	one = *q;
+	ck_assert_int_eq(rlg_test_step(s, &one, "x", NOW, &ok), RLG_OK);
+	ck_assert(ok);
+	one = pol_b;
+	ck_assert_int_eq(rlg_test_step(s, &one, "x", NOW, &ok), RLG_OK);
+	ck_assert(ok);
+	ck_assert_int_eq(rlg_store_flush(s, NOW), RLG_OK);
+	ck_assert_int_eq(db_count("b", "x"), 1);
+	if (algs[_i] != RLG_ALG_TOKEN_BUCKET)
+		ck_assert_int_eq(db_count("tier", "x"), 1);
+
+	*q = pol_log;
+	q->lim.limit = 20;
+	ck_assert_int_eq(rlg_test_step(s, q, "c", NOW, &ok), RLG_EINVAL);
+	rlg_store_close(s);
+	free(q);
+}
+END_TEST
+
 /* A test case of s: its fixture, a timeout of 60 s, its tests. */
-static void
+static TCase *
 add_case(Suite *s, const char *name, void (*set)(void),
     const TTest *const *tests, size_t n)
 {
@@ -998,6 +1068,7 @@ add_case(Suite *s, const char *name, void (*set)(void),
 	for (i = 0; i < n; i++)
 		tcase_add_test(tc, tests[i]);
 	suite_add_tcase(s, tc);
+	return tc;
 }
 
 Suite *
@@ -1018,9 +1089,11 @@ rlg_table_suite(void)
 		test_overrides_behind,
 	};
 	Suite *s = suite_create("table");
+	TCase *tc;
 
 	add_case(s, "table", setup, table, sizeof table / sizeof table[0]);
-	add_case(s, "behind", store_setup, behind,
+	tc = add_case(s, "behind", store_setup, behind,
 	    sizeof behind / sizeof behind[0]);
+	tcase_add_loop_test(tc, test_tier_copy_behind, 0, 3);
 	return s;
 }
