@@ -43,6 +43,23 @@
  * store said it and not remembered, and every difference taken on a hit
  * (two instants >= 0) fits too.
  *
+ * Limits per client (tiers): the gate may pass an item whose policy is a
+ * copy of a configured one, with the same name (so the same state) but
+ * other limits (struct rlg_limit: algorithm, limit, window_ms, burst).
+ * The limits are part of the step's identity, compared on a hit: a
+ * rejection under one set of limits never answers a request under
+ * another (a client refused at a limit of 3 goes to the store, and is
+ * admitted, once its item carries 6). The entry of the same policies and
+ * clients is forgotten then, since the store may admit under the other
+ * limits and so change the state the entry was exact for; what this
+ * handle remembers stays exact. Another worker that admits the client
+ * under other limits meanwhile (for the moment the workers disagree on
+ * its tier, after the operator changed it) leaves an entry right about
+ * the rejection: the state only took more quota, and an algorithm that
+ * rejected a state rejects a fuller one until at least the same instant;
+ * the instants the entry tells can be early, and the client asks again
+ * sooner, where the store answers.
+ *
  * What it changes: a client reset by hand in the database (DELETE FROM
  * rlg_state) stays rejected by a worker that cached it until its retry
  * time, at most one window; [store] rejection_cache = 0 turns it off.
@@ -61,6 +78,7 @@
 #define RLG_CACHE_KEY_MAX 320
 
 struct cache_decision {
+	struct rlg_limit lim;         /* the item's limits (see the top) */
 	int64_t limit;
 	int64_t reset_at_ms;          /* t0 + reset_ms */
 	int64_t retry_at_ms;          /* t0 + retry_ms */
@@ -104,6 +122,8 @@ static bool cache_remember(struct cache_entry *e,
     const struct rlg_decision *decisions);
 static size_t cache_key(const struct rlg_store_item *items, size_t n,
     char *key, size_t *m);
+static bool cache_same_limits(const struct cache_entry *e,
+    const struct rlg_store_item *items, size_t n);
 static uint64_t cache_hash(uint64_t seed, const char *key, size_t len);
 static int cache_reset(struct rlg_store *base, const char *client,
     const char *policy, int64_t *deleted);
@@ -111,6 +131,8 @@ static int cache_flush(struct rlg_store *base, int64_t now_ms);
 static int cache_probe(struct rlg_store *base, int64_t now_ms);
 static int cache_survey(struct rlg_store *base, int64_t now_ms, bool top,
     struct rlg_store_survey *out);
+static int cache_overrides(struct rlg_store *base, uint64_t *version,
+    int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx);
 
 const struct rlg_store_ops rlg_store_cache_ops = {
 	.name = "rejection-cache",
@@ -124,6 +146,7 @@ const struct rlg_store_ops rlg_store_cache_ops = {
 	.flush = cache_flush,
 	.probe = cache_probe,
 	.survey = cache_survey,
+	.overrides = cache_overrides,
 };
 
 struct rlg_store *
@@ -165,12 +188,18 @@ cache_step(struct rlg_store *base, const struct rlg_store_item *items,
 		h = cache_hash(c->seed, key, keylen);
 		e = &c->entries[h & c->mask];
 		if (e->hash == h && e->n == m && e->keylen == keylen &&
-		    now_ms >= e->since_ms && now_ms < e->until_ms &&
 		    memcmp(e->key, key, keylen) == 0) {
-			cache_answer(e, items, n, now_ms, decisions);
-			c->hits++;
-			c->base.cached = true;
-			return RLG_OK;
+			if (!cache_same_limits(e, items, n)) {
+				/* Other limits: the store decides, and may
+				 * admit (see the top). */
+				e->hash = 0;
+			} else if (now_ms >= e->since_ms &&
+			    now_ms < e->until_ms) {
+				cache_answer(e, items, n, now_ms, decisions);
+				c->hits++;
+				c->base.cached = true;
+				return RLG_OK;
+			}
 		}
 	}
 	c->base.cached = false;
@@ -255,6 +284,7 @@ cache_remember(struct cache_entry *e, const struct rlg_store_item *items,
 	for (i = 0, j = 0; i < n; i++) {
 		if (items[i].if_new)
 			continue;
+		e->d[j].lim = items[i].policy->lim;
 		e->d[j].limit = decisions[i].limit;
 		e->d[j].reset_at_ms = now_ms + decisions[i].reset_ms;
 		e->d[j].retry_at_ms = now_ms + decisions[i].retry_ms;
@@ -352,6 +382,24 @@ cache_survey(struct rlg_store *base, int64_t now_ms, bool top,
 	return rc;
 }
 
+/* Passed on: the cache keeps no overrides. */
+static int
+cache_overrides(struct rlg_store *base, uint64_t *version,
+    int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx)
+{
+	struct cache_store *c = (struct cache_store *)base;
+	int rc;
+
+	if (c->inner->ops->overrides == NULL) {
+		rlg_store_seterr(base, "the %s store keeps no overrides",
+		    c->inner->ops->name);
+		return RLG_EINVAL;
+	}
+	rc = c->inner->ops->overrides(c->inner, version, fn, ctx);
+	memcpy(c->base.errmsg, c->inner->errmsg, sizeof c->base.errmsg);
+	return rc;
+}
+
 static void
 cache_close(struct rlg_store *base)
 {
@@ -377,8 +425,9 @@ cache_stats(const struct rlg_store *base, struct rlg_store_stats *out)
 }
 
 /*
- * The step's identity: the policy name and client of each item but the
- * charges for a new key (*m of them, at most RLG_CACHE_ITEMS_MAX),
+ * The step's identity, but for the limits of its items (kept in the
+ * entry and compared on a hit: cache_same_limits): the policy name and
+ * client of each item but the charges for a new key (*m of them, at most RLG_CACHE_ITEMS_MAX),
  * NUL-separated, into key (RLG_CACHE_KEY_MAX bytes). Returns its length,
  * or 0 when it does not fit, there are too many or none, an item lacks
  * a policy or client (the store says why), or an item costs more than 1
@@ -409,6 +458,29 @@ cache_key(const struct rlg_store_item *items, size_t n, char *key,
 		len += b;
 	}
 	return len;
+}
+
+/*
+ * Whether the key items of a step (its charges for a new key left out, as
+ * in the key) carry the limits entry e remembered, in order.
+ */
+static bool
+cache_same_limits(const struct cache_entry *e,
+    const struct rlg_store_item *items, size_t n)
+{
+	const struct rlg_limit *a, *b;
+	size_t i, j;
+
+	for (i = 0, j = 0; i < n; i++) {
+		if (items[i].if_new)
+			continue;
+		a = &items[i].policy->lim;
+		b = &e->d[j++].lim;
+		if (a->algorithm != b->algorithm || a->limit != b->limit ||
+		    a->window_ms != b->window_ms || a->burst != b->burst)
+			return false;
+	}
+	return true;
 }
 
 /* FNV-1a, seeded; never 0 (0 marks an empty slot). */

@@ -20,6 +20,8 @@
  * and the reply is an array of 1 + 6n integers: the now_ms used, then per
  * item admitted, limit, remaining, reset_ms, retry_ms, next_ms. The reply
  * is checked strictly; anything else is a store failure.
+ * Beside the states, the operator's overrides: the hash rlg:overrides,
+ * field "POLICY CLIENT", value SPEC, read by rd_overrides (below).
  *
  * The hash tag {CLIENT} puts one client's keys in one slot, so the script
  * of a request whose policies all key on one client touches one slot.
@@ -106,6 +108,11 @@ static char *rd_build_args(struct rd_store *s,
     size_t n, int64_t now_ms, char *at, size_t *ap);
 
 static int rd_probe(struct rlg_store *base, int64_t now_ms);
+static int rd_overrides(struct rlg_store *base, uint64_t *version,
+    int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx);
+static int rd_ovr_digest(const redisReply *r, uint64_t *v);
+static int rd_ovr_rows(struct rd_store *s, const redisReply *h,
+    int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx);
 
 /* The arguments: n, then this many per item. */
 #define RD_PER_ITEM 6
@@ -119,7 +126,36 @@ const struct rlg_store_ops rlg_store_redis_ops = {
 	.prune = rd_prune,
 	.close = rd_close,
 	.probe = rd_probe,
+	.overrides = rd_overrides,
 };
+
+/*
+ * The overrides (store.h): one hash, field "POLICY CLIENT", value SPEC.
+ * Their version is a digest of the hash that Redis computes (SHA1 of its
+ * fields and values, sorted by field, each length-prefixed), so the
+ * unchanged case transfers 40 hex digits; its first 16 are the version (0
+ * taken as 1). The script compares them with ARGV[1], the caller's
+ * version in 16 hex digits, and only when they differ returns the whole
+ * hash with the digest, read in the same script: the rows delivered are
+ * those of the version. The hash is sorted, not taken in HGETALL's order,
+ * which a rehash may change while the contents stay. A missing or empty
+ * hash has a digest of its own. EVAL, not EVALSHA: the script is short,
+ * Redis caches it, and NOSCRIPT never comes. At most RD_ARRAY_MAX / 2
+ * rows (the reply's array).
+ */
+#define RD_OVR_KEY "rlg:overrides"
+static const char rd_ovr_lua[] =
+    "local h = redis.call('HGETALL', KEYS[1])\n"
+    "local i = {}\n"
+    "for k = 1, #h, 2 do i[#i + 1] = k end\n"
+    "table.sort(i, function(a, b) return h[a] < h[b] end)\n"
+    "local s = {}\n"
+    "for _, k in ipairs(i) do\n"
+    "  s[#s + 1] = #h[k] .. ':' .. h[k] .. #h[k + 1] .. ':' .. h[k + 1]\n"
+    "end\n"
+    "local d = redis.sha1hex(table.concat(s))\n"
+    "if string.sub(d, 1, 16) == ARGV[1] then return d end\n"
+    "return {d, h}\n";
 
 static int
 rd_open(const struct rlg_store_config *cfg, struct rlg_store **out)
@@ -248,6 +284,143 @@ rd_probe(struct rlg_store *base, int64_t now_ms)
 	if (!pong)
 		return rd_failed(s, 0);
 	rd_node_ok(s, 0);
+	return RLG_OK;
+}
+
+/*
+ * rlg_store_overrides: one EVAL of rd_ovr_lua on the server (a cluster:
+ * the master of the hash's slot), within a step's budgets. A server that
+ * fails, or a reply that is not the script's, counts as a step's failure
+ * would (backoff); an error reply (the key holds no hash) is told, and
+ * the connection kept.
+ */
+static int
+rd_overrides(struct rlg_store *base, uint64_t *version,
+    int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx)
+{
+	struct rd_store *s = (struct rd_store *)base;
+	redisReply *reply = NULL;
+	char have[17], said[RD_SAID];
+	const char *what;
+	uint64_t v = 0;
+	size_t ni = 0;
+
+	if (s->nnodes == 0)
+		return RLG_ESTORE;      /* no url: errmsg says so since open */
+	rd_budget(s);
+	snprintf(have, sizeof have, "%016llx", (unsigned long long)*version);
+	rd_reserve(s, 5, 0);
+	s->argv[0] = "EVAL";
+	s->argv[1] = rd_ovr_lua;
+	s->argv[2] = "1";
+	s->argv[3] = RD_OVR_KEY;
+	s->argv[4] = have;
+	for (ni = 0; ni < 5; ni++)
+		s->argvlen[ni] = strlen(s->argv[ni]);
+	ni = 0;
+	if (s->cluster) {
+		if (rd_cluster_key_exec(s, RD_OVR_KEY, 5, &reply, &ni) != 0)
+			return RLG_ESTORE;
+	} else {
+		if (rd_ready(s, 0) != 0)
+			return RLG_ESTORE;
+		if ((reply = rd_exec_on(s, 0, false, 5)) == NULL)
+			return rd_failed(s, 0);
+	}
+	if (reply->type == REDIS_REPLY_ERROR) {
+		rd_seterr(s, "%s: the overrides (EVAL on %s, a hash): %s",
+		    s->nodes[ni].name, RD_OVR_KEY,
+		    rd_said(reply->str, reply->len, said));
+		freeReplyObject(reply);
+		return RLG_ESTORE;
+	}
+	what = NULL;
+	if (reply->type == REDIS_REPLY_STRING) {
+		/* Unchanged: the digest alone, which must be *version's. */
+		if (rd_ovr_digest(reply, &v) != 0 || v != *version)
+			what = "a digest of another version than the one sent";
+	} else if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
+	    rd_ovr_digest(reply->element[0], &v) == 0) {
+		if (rd_ovr_rows(s, reply->element[1], fn, ctx) != RLG_OK)
+			what = s->base.errmsg;
+	} else {
+		what = "neither a digest nor a digest and the hash";
+	}
+	freeReplyObject(reply);
+	if (what != NULL) {
+		if (what != s->base.errmsg)
+			rd_seterr(s, "%s: the overrides: unexpected reply: %s",
+			    s->nodes[ni].name, what);
+		return rd_failed(s, ni);
+	}
+	rd_node_ok(s, ni);
+	*version = v;
+	return RLG_OK;
+}
+
+/* The version of a digest (40 lowercase hex digits): 0, or -1. */
+static int
+rd_ovr_digest(const redisReply *r, uint64_t *v)
+{
+	size_t i;
+	int d;
+
+	if (r->type != REDIS_REPLY_STRING || r->len != 40)
+		return -1;
+	*v = 0;
+	for (i = 0; i < 40; i++) {
+		d = r->str[i] >= '0' && r->str[i] <= '9' ? r->str[i] - '0' :
+		    r->str[i] >= 'a' && r->str[i] <= 'f' ? r->str[i] - 'a' + 10 :
+		    -1;
+		if (d < 0)
+			return -1;
+		if (i < 16)
+			*v = *v << 4 | (uint64_t)d;
+	}
+	if (*v == 0)
+		*v = 1;
+	return 0;
+}
+
+/*
+ * The hash as HGETALL gives it (field, value, ...) to fn, until fn says
+ * stop: the field split at its first space into policy and client (no
+ * space: an empty client, which the gate refuses with a line in its log).
+ * The reply's strings are this call's: the split writes into them.
+ * RLG_OK, or RLG_ESTORE (errmsg) for a reply that is no such list.
+ */
+static int
+rd_ovr_rows(struct rd_store *s, const redisReply *h,
+    int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx)
+{
+	struct rlg_override_row row;
+	char *space;
+	size_t i;
+
+	if (h->type != REDIS_REPLY_ARRAY || h->elements % 2 != 0) {
+		rd_seterr(s, "%s: the overrides: unexpected reply: the hash is"
+		    " %s, not an array of fields and values", s->name,
+		    rd_reply_type(h->type));
+		return RLG_ESTORE;
+	}
+	for (i = 0; i < h->elements; i++) {
+		if (h->element[i]->type != REDIS_REPLY_STRING) {
+			rd_seterr(s, "%s: the overrides: unexpected reply:"
+			    " element %zu of the hash is %s, not a string",
+			    s->name, i, rd_reply_type(h->element[i]->type));
+			return RLG_ESTORE;
+		}
+	}
+	for (i = 0; i < h->elements; i += 2) {
+		row.policy = h->element[i]->str;
+		space = strchr(h->element[i]->str, ' ');
+		if (space != NULL)
+			*space = '\0';
+		row.client = space != NULL ? space + 1 : "";
+		row.spec = h->element[i + 1]->str;
+		if (fn(ctx, &row) != 0)
+			break;
+	}
 	return RLG_OK;
 }
 

@@ -135,6 +135,7 @@ static int rd_slots_entry(struct rd_store *s, size_t ni,
     const redisReply *e, size_t i);
 static void rd_compact(struct rd_store *s);
 static unsigned rd_slot(const char *client);
+static unsigned rd_crc_slot(const char *p, size_t len);
 static void rd_sleep_ms(int64_t ms);
 static bool rd_host_ok(const char *host, size_t len);
 
@@ -790,19 +791,45 @@ rd_compact(struct rd_store *s)
 static unsigned
 rd_slot(const char *client)
 {
+	return rd_crc_slot(client, strcspn(client, "}"));
+}
+
+/* CRC16 (XMODEM, as Redis) of len bytes at p, mod 16384. */
+static unsigned
+rd_crc_slot(const char *p, size_t len)
+{
 	unsigned crc = 0;
-	const unsigned char *p;
+	size_t i;
 	int k;
 
-	for (p = (const unsigned char *)client; *p != '\0' && *p != '}';
-	    p++) {
-		crc ^= (unsigned)*p << 8;
+	for (i = 0; i < len; i++) {
+		crc ^= (unsigned)(unsigned char)p[i] << 8;
 		for (k = 0; k < 8; k++)
 			crc = (crc & 0x8000) != 0 ? (crc << 1) ^ 0x1021 :
 			    crc << 1;
 		crc &= 0xffff;
 	}
 	return crc & (RD_SLOTS - 1);
+}
+
+/*
+ * Any key's slot, as Redis hashes it: its hash tag (between the first
+ * '{' and the first '}' after it) when that is not empty, else the whole
+ * key; then the command on that slot's master (rd_cluster_exec).
+ */
+int
+rd_cluster_key_exec(struct rd_store *s, const char *key, int argc,
+    redisReply **out, size_t *nodep)
+{
+	const char *open = strchr(key, '{'), *close;
+	unsigned slot;
+
+	close = open != NULL ? strchr(open + 1, '}') : NULL;
+	if (close != NULL && close > open + 1)
+		slot = rd_crc_slot(open + 1, (size_t)(close - open - 1));
+	else
+		slot = rd_crc_slot(key, strlen(key));
+	return rd_cluster_exec(s, slot, argc, out, nodep);
 }
 
 static void

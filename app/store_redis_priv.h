@@ -216,6 +216,11 @@ int64_t rd_mono_ms(void);
 int rd_cluster_step(struct rd_store *s, const struct rlg_store_item *items,
     size_t n, int64_t now_ms, struct rlg_decision *decisions);
 
+/* A command in s->argv on the master of key's slot, with the cluster's
+ * redirections and retries: 0 with its reply and node, or -1 (errmsg). */
+int rd_cluster_key_exec(struct rd_store *s, const char *key, int argc,
+    redisReply **out, size_t *nodep);
+
 /* The slot map read if there is none, or if stale: 0, or -1 (errmsg). */
 int rd_map_ready(struct rd_store *s);
 

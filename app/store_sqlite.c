@@ -116,6 +116,7 @@ const struct rlg_store_ops rlg_store_sqlite_ops = {
 	.reset = rlg_store_sqlite_reset,
 	.probe = sq_probe,
 	.survey = sq_survey,
+	.overrides = sq_overrides,
 };
 
 const char *const sq_sql[SQ_NSTMT] = {
@@ -194,6 +195,16 @@ const char *const sq_sql[SQ_NSTMT] = {
 	[SQ_RESET] =
 	    "DELETE FROM rlg_state WHERE client = ?1"
 	    " AND (?2 IS NULL OR policy = ?2)",
+	/*
+	 * The overrides (store_sqlite_rows.c): their version, the one row
+	 * that the gate's poll reads; when it moved, the rows, in a read
+	 * transaction with the version read again.
+	 */
+	[SQ_BEGIN_READ] = "BEGIN",
+	[SQ_OVR_VERSION] =
+	    "SELECT version FROM rlg_override_version WHERE id = 1",
+	[SQ_OVR_ROWS] =
+	    "SELECT policy, client, spec FROM rlg_override",
 };
 
 static int

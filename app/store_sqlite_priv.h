@@ -76,6 +76,9 @@ enum sq_stmt {
 	SQ_ROLLBACK_TO,
 	SQ_SCAN,
 	SQ_RESET,
+	SQ_BEGIN_READ,
+	SQ_OVR_VERSION,
+	SQ_OVR_ROWS,
 	SQ_NSTMT
 };
 
@@ -193,11 +196,13 @@ void sq_sqlite_error(struct sq_store *s, const char *op, int rc);
 /* Prepares every statement of sq_sql as the store's own: 0, or -1. */
 int sq_prepare_all(struct sq_store *s);
 
-/* The operations rlg_store_probe and rlg_store_survey
- * (store_sqlite_rows.c). */
+/* The operations rlg_store_probe, rlg_store_survey and
+ * rlg_store_overrides (store_sqlite_rows.c). */
 int sq_probe(struct rlg_store *base, int64_t now_ms);
 int sq_survey(struct rlg_store *base, int64_t now_ms, bool top,
     struct rlg_store_survey *out);
+int sq_overrides(struct rlg_store *base, uint64_t *version,
+    int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx);
 
 /* Finalizes every prepared statement. */
 void sq_finalize_all(struct sq_store *s);

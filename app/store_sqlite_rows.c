@@ -2,7 +2,8 @@
  * store_sqlite_rows.c: the SQLite store's states in bulk, for what works
  * beside the step: the decision table (store_table.c) seeds itself from
  * the live states and writes its changes behind, many rows to one
- * transaction; rlgate --reset deletes a client's states.
+ * transaction; rlgate --reset deletes a client's states; the gate reads
+ * the operator's overrides (rlg_override) when their version moved.
  *
  * Each write transaction reads first (the client count of no policy), so
  * that a schema changed since the connection's last statement is checked
@@ -340,4 +341,82 @@ sq_survey(struct rlg_store *base, int64_t now_ms, bool top,
 	sqlite3_finalize(cs);
 	sqlite3_finalize(ts);
 	return rc == SQLITE_OK ? RLG_OK : RLG_ESTORE;
+}
+
+/* The overrides' version from SQ_OVR_VERSION into *v: SQLITE_OK or the
+ * error (errmsg set). */
+static int
+sq_ovr_version(struct sq_store *s, uint64_t *v)
+{
+	sqlite3_stmt *st = s->stmt[SQ_OVR_VERSION];
+	int rc;
+
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		/* Stored as 1 .. 2^63 - 1; never 0, whatever was written. */
+		*v = (uint64_t)sqlite3_column_int64(st, 0);
+		if (*v == 0)
+			*v = 1;
+		rc = SQLITE_OK;
+	} else if (rc == SQLITE_DONE) {
+		rlg_store_seterr(&s->base, "sqlite overrides on %s: the row of"
+		    " rlg_override_version is missing: put it back with"
+		    " INSERT INTO rlg_override_version (id, version)"
+		    " VALUES (1, abs(random() %% 4611686018427387904) + 1)",
+		    s->path);
+		rc = SQLITE_ERROR;
+	} else {
+		sq_sqlite_error(s, "overrides", rc);
+	}
+	sqlite3_reset(st);
+	return rc;
+}
+
+/*
+ * rlg_store_overrides: the version row alone when nothing changed (the
+ * gate's poll, about twice a second per worker); else, in one read
+ * transaction (one snapshot: the rows are those of the version read with
+ * them), the version again and every row of rlg_override.
+ */
+int
+sq_overrides(struct rlg_store *base, uint64_t *version,
+    int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx)
+{
+	struct sq_store *s = sq_handle(base);
+	struct rlg_override_row row;
+	sqlite3_stmt *st;
+	uint64_t v = 0;
+	int rc;
+
+	if (s == NULL || sq_ready(s, rlg_now_ms()) != 0)
+		return RLG_ESTORE;
+	if ((rc = sq_ovr_version(s, &v)) != SQLITE_OK)
+		return sq_failed(s, rc);
+	if (v == *version)
+		return RLG_OK;
+	if ((rc = sq_run(s, "overrides", s->stmt[SQ_BEGIN_READ])) !=
+	    SQLITE_OK || (rc = sq_ovr_version(s, &v)) != SQLITE_OK)
+		return sq_failed(s, rc);
+	st = s->stmt[SQ_OVR_ROWS];
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		row.policy = (const char *)sqlite3_column_text(st, 0);
+		row.client = (const char *)sqlite3_column_text(st, 1);
+		row.spec = (const char *)sqlite3_column_text(st, 2);
+		if (row.policy == NULL || row.client == NULL ||
+		    row.spec == NULL)
+			continue;
+		if (fn(ctx, &row) != 0) {
+			rc = SQLITE_DONE;
+			break;
+		}
+	}
+	if (rc != SQLITE_DONE)
+		sq_sqlite_error(s, "overrides", rc);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return sq_failed(s, rc);
+	if ((rc = sq_run(s, "overrides", s->stmt[SQ_COMMIT])) != SQLITE_OK)
+		return sq_failed(s, rc);
+	*version = v;
+	return RLG_OK;
 }

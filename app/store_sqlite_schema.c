@@ -5,7 +5,7 @@
  * (store_sqlite_db.c) because it is the store's guard against the file
  * it opens, with a reasoning of its own, below.
  *
- * The schema is db/schema.sql (version 3). Files of versions 1 and 2 are
+ * The schema is db/schema.sql (version 4). Files of versions 1 to 3 are
  * migrated in place when opened (sq_migrations).
  *
  * The file runs no code rlgate did not write. Anyone who can write the
@@ -53,7 +53,7 @@
 extern const char rlg_schema_sql[];
 
 /* The PRAGMA user_version that db/schema.sql sets. */
-#define SQ_SCHEMA_VERSION 3
+#define SQ_SCHEMA_VERSION 4
 
 /*
  * rlgate's schema as SQLite stores it: db/schema.sql applied to an
@@ -100,6 +100,9 @@ static const char *sq_quote(const char *name, char *buf, size_t size);
  * 2 -> 3: nothing to alter. schema.sql adds rlg_clients, its triggers and
  * the counts of the rows already there.
  *
+ * 3 -> 4: nothing to alter. schema.sql adds rlg_override, its triggers and
+ * rlg_override_version, whose one row starts at a random version.
+ *
  * A version that changes the text of one of rlgate's triggers or indexes
  * must DROP it here: schema.sql's IF NOT EXISTS would keep the old text,
  * and sq_check_schema refuses any text but the one schema.sql creates.
@@ -113,6 +116,7 @@ static const char *const sq_migrations[SQ_SCHEMA_VERSION] = {
 	    "DROP VIEW IF EXISTS clients;"
 	    "DROP VIEW IF EXISTS summary;",
 	[2] = "",
+	[3] = "",
 };
 
 /*

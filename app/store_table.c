@@ -114,7 +114,14 @@ struct tab_store {
 	 * The table's slot of each policy seen, so that a step hashes its
 	 * keys and prefetches their entries before it takes the lock (what
 	 * the lock then holds is the lookups, not the hashing and the cache
-	 * misses). A hint: checked under the lock.
+	 * misses). A hint, by the policy's address, never dereferenced:
+	 * under the lock tab_find takes the slot of the item's policy by
+	 * its name and hashes again when the hint was another. So an
+	 * address that now holds another policy (the gate frees its tier
+	 * copies of the policies, which share their names and states but
+	 * not their limits, and makes new ones when the tiers change)
+	 * costs a hash, never a wrong slot; the limits are always the
+	 * item's own.
 	 */
 	struct tab_slot {
 		const struct rlg_policy *policy;
@@ -185,6 +192,8 @@ static int tab_flush_now(struct rlg_store *base, int64_t now_ms);
 static int tab_probe(struct rlg_store *base, int64_t now_ms);
 static int tab_survey(struct rlg_store *base, int64_t now_ms, bool top,
     struct rlg_store_survey *out);
+static int tab_overrides(struct rlg_store *base, uint64_t *version,
+    int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx);
 
 const struct rlg_store_ops rlg_store_table_ops = {
 	.name = "table",
@@ -198,6 +207,7 @@ const struct rlg_store_ops rlg_store_table_ops = {
 	.flush = tab_flush_now,
 	.probe = tab_probe,
 	.survey = tab_survey,
+	.overrides = tab_overrides,
 };
 
 static pthread_mutex_t tab_flushers_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -600,6 +610,22 @@ tab_survey(struct rlg_store *base, int64_t now_ms, bool top,
 {
 	struct tab_store *s = (struct tab_store *)base;
 	int rc = s->inner->ops->survey(s->inner, now_ms, top, out);
+
+	if (rc != RLG_OK)
+		rlg_store_seterr(base, "%s", s->inner->errmsg);
+	return rc;
+}
+
+/*
+ * rlg_store_overrides: the database's (the table holds no overrides);
+ * the SQLite handle underneath reads them.
+ */
+static int
+tab_overrides(struct rlg_store *base, uint64_t *version,
+    int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx)
+{
+	struct tab_store *s = (struct tab_store *)base;
+	int rc = s->inner->ops->overrides(s->inner, version, fn, ctx);
 
 	if (rc != RLG_OK)
 		rlg_store_seterr(base, "%s", s->inner->errmsg);

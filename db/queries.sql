@@ -13,8 +13,8 @@
 -- them readable. Deleting a row of rlg_state deletes that client's rows of
 -- rlg_log with it (a trigger), so every reset below covers the sliding log.
 
--- Schema version (3 for this rlgate; rlgate migrates a version 1 or 2 file
--- by itself when it opens it).
+-- Schema version (4 for this rlgate; rlgate migrates a version 1, 2 or 3
+-- file by itself when it opens it).
 PRAGMA user_version;
 
 -- Clients held per policy, what [store] max_clients is checked against
@@ -106,6 +106,54 @@ PRAGMA quick_check;
 -- Start afresh while rlgate serves: every client gets its full quota (the
 -- sliding logs go too).
 DELETE FROM rlg_state;
+
+-- ---- Per-client overrides (tiers) --------------------------------------
+--
+-- One row of rlg_override per (policy, client): a client that gets other
+-- limits than its [policy NAME] gives, or none at all. Every rlgate worker
+-- reads rlg_override_version about twice a second and the rows again when
+-- it moved (triggers move it with every insert, update and delete), so a
+-- change is in force within about a second, with no reload.
+--   client  an IPv4 or IPv6 address (203.0.113.7, 2001:db8::1), a CIDR
+--           (198.51.100.0/24, 2001:db8::/32), or an API key by its hash:
+--           "k:" and the 32 lowercase hex digits that
+--           rlgate --config FILE --hash-key KEY prints
+--   spec    space-separated, any of them: limit=N (requests per window),
+--           window=S (seconds), burst=B (token_bucket); or the word exempt
+-- rlgate only reads the table: the gate checks each row and logs and
+-- skips a bad one (an unknown policy, a bad spec or client).
+
+-- The overrides, newest first, with the version the workers compare.
+SELECT policy, client, spec, note,
+       datetime(created_ms / 1000, 'unixepoch') AS created
+FROM rlg_override
+ORDER BY created_ms DESC;
+SELECT version FROM rlg_override_version;
+
+-- One client gets 600 requests per minute under [policy default] (again
+-- for the same policy and client: its spec and note are replaced).
+INSERT INTO rlg_override (policy, client, spec, note)
+VALUES ('default', '203.0.113.7', 'limit=600 window=60', 'customer 42')
+ON CONFLICT (policy, client) DO UPDATE
+SET spec = excluded.spec, note = excluded.note;
+
+-- A network exempt from [policy default].
+INSERT INTO rlg_override (policy, client, spec, note)
+VALUES ('default', '198.51.100.0/24', 'exempt', 'monitoring')
+ON CONFLICT (policy, client) DO UPDATE
+SET spec = excluded.spec, note = excluded.note;
+
+-- An API key (by its hash, from rlgate --hash-key) with a larger bucket
+-- under a token_bucket policy [policy api].
+INSERT INTO rlg_override (policy, client, spec, note)
+VALUES ('api', 'k:0123456789abcdef0123456789abcdef', 'limit=6000 burst=200',
+        'partner')
+ON CONFLICT (policy, client) DO UPDATE
+SET spec = excluded.spec, note = excluded.note;
+
+-- Remove one override: the client is back to its policy's limits.
+DELETE FROM rlg_override
+WHERE policy = 'default' AND client = '203.0.113.7';
 
 -- Backups and restores, while rlgate serves, through SQLite's own locks:
 --   .backup /var/backups/rlgate.db

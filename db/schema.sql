@@ -1,4 +1,4 @@
--- db/schema.sql: the rlgate database, schema version 3.
+-- db/schema.sql: the rlgate database, schema version 4.
 --
 -- rlgate compiles this file in and applies it by itself, in one BEGIN
 -- IMMEDIATE transaction, after checking PRAGMA user_version again under
@@ -12,12 +12,15 @@
 --   2 (a file of rlgate before max_clients): this file as it is; its IF NOT
 --     EXISTS statements add rlg_clients, its triggers, and its counts of
 --     the rows already there.
--- The last statement sets user_version to 3. rlgate refuses a file whose
+--   3 (a file of rlgate before the overrides): this file as it is; its IF
+--     NOT EXISTS statements add rlg_override, rlg_override_version (at a
+--     random version) and their triggers.
+-- The last statement sets user_version to 4. rlgate refuses a file whose
 -- version is newer than it knows.
 --
 -- Every statement is IF NOT EXISTS (or OR IGNORE), so feeding this file to
--- a version 3 database by hand (sqlite3 rlgate.db < schema.sql) changes
--- nothing. Never feed it to a version 1 file: it would set version 3
+-- a version 4 database by hand (sqlite3 rlgate.db < schema.sql) changes
+-- nothing. Never feed it to a version 1 file: it would set version 4
 -- without the new columns and views. Let rlgate migrate that one.
 --
 -- Times are integers: milliseconds since 1970-01-01 00:00:00 UTC (tat_us:
@@ -99,7 +102,7 @@ END;
 -- delete (an UPSERT that updates fires no INSERT trigger). rlgate reads it
 -- when a request adds a client, to enforce [store] max_clients without
 -- counting rows. The INSERT counts the rows of a file that had none of
--- this (a migrated version 2 file); it does nothing to a version 3 one.
+-- this (a migrated version 2 file); it does nothing to a later one.
 CREATE TABLE IF NOT EXISTS rlg_clients (
 	policy  TEXT    NOT NULL PRIMARY KEY,  -- [policy NAME] of the config
 	clients INTEGER NOT NULL               -- its rows in rlg_state
@@ -183,4 +186,62 @@ SELECT
 FROM rlg_state AS s CROSS JOIN now LEFT JOIN logs ON logs.policy = s.policy
 GROUP BY s.policy;
 
-PRAGMA user_version = 3;
+-- Per-client overrides (tiers), for operators to edit while rlgate runs
+-- (db/queries.sql has the statements): one row per (policy, client).
+-- rlgate only reads this table; the gate parses and checks each row, and
+-- skips a bad one with a log line.
+--   policy      a [policy NAME] of the config
+--   client      an IPv4 or IPv6 address, a CIDR (203.0.113.0/24), or an
+--               API key's hash: "k:" and 32 lowercase hex digits
+--               (rlgate --hash-key)
+--   spec        "limit=N window=S burst=B", space-separated, any of them
+--               (window in seconds, burst for token_bucket), or "exempt"
+--   note        the operator's own, never read by rlgate
+--   created_ms  when the row was inserted (ms since the epoch, UTC)
+CREATE TABLE IF NOT EXISTS rlg_override (
+	policy     TEXT    NOT NULL,
+	client     TEXT    NOT NULL,
+	spec       TEXT    NOT NULL,
+	note       TEXT,
+	created_ms INTEGER NOT NULL DEFAULT
+	    (CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)),
+	PRIMARY KEY (policy, client)
+) WITHOUT ROWID;
+
+-- The version of the overrides: one row, which the triggers below move on
+-- in the same transaction as every insert, update or delete of
+-- rlg_override. Each worker of rlgate reads this row about twice a second
+-- and reads rlg_override again only when it changed. It starts at a random
+-- value (1 to 2^62) when the table is created, so that a database file
+-- replaced by another never shows a version a running rlgate saw on the
+-- old one. Never 0 (rlgate's "never read"): after 2^63 - 2 comes 1.
+CREATE TABLE IF NOT EXISTS rlg_override_version (
+	id      INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+	version INTEGER NOT NULL
+);
+
+INSERT OR IGNORE INTO rlg_override_version (id, version)
+	VALUES (1, abs(random() % 4611686018427387904) + 1);
+
+CREATE TRIGGER IF NOT EXISTS rlg_override_insert
+AFTER INSERT ON rlg_override
+BEGIN
+	UPDATE rlg_override_version
+	    SET version = version % 9223372036854775806 + 1 WHERE id = 1;
+END;
+
+CREATE TRIGGER IF NOT EXISTS rlg_override_update
+AFTER UPDATE ON rlg_override
+BEGIN
+	UPDATE rlg_override_version
+	    SET version = version % 9223372036854775806 + 1 WHERE id = 1;
+END;
+
+CREATE TRIGGER IF NOT EXISTS rlg_override_delete
+AFTER DELETE ON rlg_override
+BEGIN
+	UPDATE rlg_override_version
+	    SET version = version % 9223372036854775806 + 1 WHERE id = 1;
+END;
+
+PRAGMA user_version = 4;

@@ -13,12 +13,14 @@
  * rejections that write nothing, one state per (policy, client), several
  * policies per request all or nothing; the rejection cache decides as the
  * store does (a differential), leaves to the store what it must, and
- * keeps a rejection of a client reset by hand. "algorithms": each
+ * keeps a rejection of a client reset by hand; the operator's overrides
+ * delivered exactly, and only when they changed. "algorithms": each
  * algorithm through the store decides exactly as the pure limiter does on
  * the same requests (a simulation in memory), with hand-counted
  * admissions per burst; several algorithms on one request, all or
- * nothing; advisory items; charges for new keys. "concurrency": threads
- * and forked processes, each with its own handle on one store: exactly
+ * nothing; advisory items; charges for new keys; a policy's copy with
+ * other limits (a tier) deciding on the same state, behind the cache.
+ * "concurrency": threads and forked processes, each with its own handle on one store: exactly
  * limit admitted (sliding_log: limit, token_bucket: burst), never more or
  * fewer, with and without a rejection cache. "errors" (Redis: "core"):
  * items the store refuses.
@@ -26,6 +28,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <check.h>
@@ -57,7 +60,7 @@ START_TEST(test_reopen_keeps_state)
 		ck_assert(hit(s, &p, "c", T1 + i, NULL));
 	rlg_store_close(s);
 
-	s = open_ok(path, 2000);       /* user_version 3: schema kept */
+	s = open_ok(path, 2000);       /* user_version 4: schema kept */
 	ck_assert(hit(s, &p, "c", T1 + 10, &d));
 	ck_assert_int_eq(d.remaining, 1);
 	rlg_store_close(s);
@@ -939,6 +942,162 @@ START_TEST(test_cost_each_algorithm)
 END_TEST
 
 /*
+ * A tier: the gate's copy of a policy (the same name, so the same state;
+ * another address) with other limits decides as a policy of those limits
+ * on that state, on every backend and behind the rejection cache. Per
+ * algorithm (loop index): the policy allows 3 a minute, the copy 6
+ * (token_bucket: 6 a minute, a bucket of 12). A fresh client gets the
+ * copy's capacity at once, and is then refused under the policy too; a
+ * client refused twice under the policy (the second answer the cache's)
+ * is admitted at once under the copy, by the store, and the store decides
+ * its next request under the policy again (the cache forgot the entry the
+ * copy's admission made stale). Then requests under both, three every 7 s
+ * for three minutes, decide as the pure limiter does on the state the
+ * store holds with each request's limits.
+ */
+START_TEST(test_tier_copy_each_algorithm)
+{
+	static const enum rlg_algorithm algs[] = { RLG_ALG_FIXED_WINDOW,
+	    RLG_ALG_SLIDING_WINDOW, RLG_ALG_TOKEN_BUCKET, RLG_ALG_SLIDING_LOG };
+	enum rlg_algorithm a = algs[_i];
+	char *path = path_in("tier.db"), what[64];
+	struct rlg_policy p = alg_policy(name_alg, a, 3, 60, 3);
+	struct rlg_policy *q = rlg_xmalloc(sizeof *q);
+	struct rlg_store *s = open_with(path, 0, 64);
+	struct rlg_decision d, want;
+	struct sim m = { .p = &p };
+	int64_t cap, i, k, r;
+
+	*q = p;
+	q->lim.limit = 6;
+	q->lim.burst = a == RLG_ALG_TOKEN_BUCKET ? 12 : 6;
+	cap = q->lim.burst;
+	for (i = 0; i < cap; i++)
+		ck_assert_msg(hit(s, q, "fresh", T1, &d), "%s: request %lld",
+		    rlg_algorithm_name(a), (long long)i);
+	ck_assert_int_eq(d.limit, 6);
+	ck_assert(!hit(s, q, "fresh", T1, NULL));
+	ck_assert(!hit(s, &p, "fresh", T1, &d));
+	ck_assert_int_eq(d.limit, 3);
+
+	for (i = 0; i < 3; i++)
+		ck_assert(hit(s, &p, "c", T1, NULL));
+	ck_assert(!hit(s, &p, "c", T1, NULL));
+	ck_assert(!rlg_store_cached(s));
+	ck_assert(!hit(s, &p, "c", T1 + 1, NULL));
+	ck_assert(rlg_store_cached(s));
+	ck_assert_msg(hit(s, q, "c", T1 + 2, &d), "%s",
+	    rlg_algorithm_name(a));
+	ck_assert(!rlg_store_cached(s));
+	ck_assert_int_eq(d.limit, 6);
+	ck_assert(!hit(s, &p, "c", T1 + 3, &d));
+	ck_assert(!rlg_store_cached(s));
+	ck_assert_int_eq(d.limit, 3);
+
+	for (k = 0; k < 26; k++) {
+		for (r = 0; r < 3; r++) {
+			m.p = (k + r) % 3 == 0 ? q : &p;
+			sim_step(&m, T1 + k * 7000, &want);
+			(void)hit(s, m.p, "d", T1 + k * 7000, &d);
+			snprintf(what, sizeof what, "%s, limit %lld",
+			    rlg_algorithm_name(a), (long long)m.p->lim.limit);
+			check_same(&d, &want, what, (long)(k * 3 + r));
+		}
+	}
+	rlg_store_close(s);
+	free(q);
+}
+END_TEST
+
+/* ---- overrides ---------------------------------------------------- */
+
+#define KEY_HASH "k:0123456789abcdef0123456789abcdef"
+
+/*
+ * The operator's overrides, read as the gate polls them, behind the
+ * rejection cache: none at first (a version all the same, never 0); rows
+ * written by the operator delivered exactly, once, then nothing until they
+ * change again (an update, a delete); another worker's handle sees the
+ * same rows and the same version; fn stops the reading when it says so,
+ * and the version is taken all the same.
+ */
+START_TEST(test_overrides)
+{
+	char *path = path_in("ovr.db");
+	struct rlg_store *s = open_with(path, 0, 64), *w;
+	struct overrides_seen seen = { 0 };
+	uint64_t v = 0, v0, v1, vw = 0;
+
+	ck_assert(rlg_test_stats(s).cache);
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_OK);
+	ck_assert_uint_ne(v, 0);
+	ck_assert_int_eq(seen.calls, 0);
+	v0 = v;
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_OK);
+	ck_assert_uint_eq(v, v0);
+	ck_assert_int_eq(seen.calls, 0);
+
+	override_set(path, "default", "203.0.113.7", "limit=600 window=60");
+	override_set(path, "default", KEY_HASH, "exempt");
+	override_set(path, "hour", "2001:db8::/32", "limit=10 burst=4");
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_OK);
+	ck_assert_uint_ne(v, v0);
+	ck_assert_uint_ne(v, 0);
+	ck_assert_int_eq(seen.calls, 3);
+	ck_assert_str_eq(seen.rows, "default|203.0.113.7|limit=600 window=60,"
+	    "default|" KEY_HASH "|exempt,hour|2001:db8::/32|limit=10 burst=4");
+	v1 = v;
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_OK);
+	ck_assert_uint_eq(v, v1);
+	ck_assert_int_eq(seen.calls, 0);
+
+	/* Another worker: the same rows, the same version. */
+	w = open_with(path, 0, 0);
+	ck_assert_int_eq(overrides_read(w, &vw, &seen), RLG_OK);
+	ck_assert_uint_eq(vw, v1);
+	ck_assert_int_eq(seen.calls, 3);
+
+	/* An update of a spec: all of them again. */
+	override_set(path, "default", "203.0.113.7", "limit=6");
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_OK);
+	ck_assert_uint_ne(v, v1);
+	ck_assert_str_eq(seen.rows, "default|203.0.113.7|limit=6,"
+	    "default|" KEY_HASH "|exempt,hour|2001:db8::/32|limit=10 burst=4");
+	v1 = v;
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_OK);
+	ck_assert_int_eq(seen.calls, 0);
+
+	/* A delete: the rest. */
+	override_set(path, "hour", "2001:db8::/32", NULL);
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_OK);
+	ck_assert_uint_ne(v, v1);
+	ck_assert_str_eq(seen.rows, "default|203.0.113.7|limit=6,"
+	    "default|" KEY_HASH "|exempt");
+
+	/* fn stops after one row: the version is taken all the same. */
+	vw = 0;
+	seen.stop_after = 1;
+	ck_assert_int_eq(overrides_read(w, &vw, &seen), RLG_OK);
+	ck_assert_int_eq(seen.calls, 1);
+	ck_assert_uint_eq(vw, v);
+	seen.stop_after = 0;
+	ck_assert_int_eq(overrides_read(w, &vw, &seen), RLG_OK);
+	ck_assert_int_eq(seen.calls, 0);
+
+	/* All deleted: none, at a version of its own. */
+	override_set(path, "default", "203.0.113.7", NULL);
+	override_set(path, "default", KEY_HASH, NULL);
+	v1 = v;
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_OK);
+	ck_assert_uint_ne(v, v1);
+	ck_assert_uint_ne(v, 0);
+	ck_assert_int_eq(seen.calls, 0);
+	rlg_store_close(w);
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
  * The tests every backend runs of test case name ("core", "algorithms",
  * "concurrency"), added to tc.
  */
@@ -956,6 +1115,7 @@ add_shared_tests(TCase *tc, const char *name)
 		tcase_add_test(tc, test_cache_exact_each_algorithm);
 		tcase_add_test(tc, test_cache_leaves_to_store);
 		tcase_add_test(tc, test_cache_reset_by_hand);
+		tcase_add_test(tc, test_overrides);
 	} else if (strcmp(name, "algorithms") == 0) {
 		tcase_add_loop_test(tc, test_algorithm_bursts, 0,
 		    (int)(sizeof burst_cases / sizeof burst_cases[0]));
@@ -964,6 +1124,7 @@ add_shared_tests(TCase *tc, const char *name)
 		tcase_add_test(tc, test_advisory_items);
 		tcase_add_loop_test(tc, test_new_key_charges, 0, 4);
 		tcase_add_loop_test(tc, test_cost_each_algorithm, 0, 4);
+		tcase_add_loop_test(tc, test_tier_copy_each_algorithm, 0, 4);
 	} else if (strcmp(name, "concurrency") == 0) {
 		tcase_add_test(tc, test_threads_one_client);
 		tcase_add_test(tc, test_processes_one_client);

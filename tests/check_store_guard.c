@@ -15,7 +15,7 @@
  * beyond the limit meanwhile, and the same handle counts exactly again
  * once the operator removed it. The operator's own tables, indexes on
  * them, and views (of rlgate's tables too) are allowed, also added while
- * open. Files of schema versions 1 and 2 are migrated and pass; a version
+ * open. Files of schema versions 1 to 3 are migrated and pass; a version
  * 1 file with a trigger of someone else's is refused after its migration.
  *
  * "files": rlg_store_check_files names a database, -wal and -shm that
@@ -426,20 +426,34 @@ START_TEST(test_migrated_pass)
 
 	make_v1(v1, "");
 	s = open_ok(v1, 2000);
-	ck_assert_int_eq(sql_int(v1, "PRAGMA user_version"), 3);
+	ck_assert_int_eq(sql_int(v1, "PRAGMA user_version"), 4);
 	ck_assert(hit(s, &p, "c", GT0, NULL));
 	ck_assert(!hit(s, &p, "c", GT0, NULL));
 	rlg_store_close(s);
 
-	/* Version 2: a version 3 file without rlg_clients and its triggers. */
+	/*
+	 * Version 2: a version 4 file without the overrides, rlg_clients
+	 * and their triggers.
+	 */
 	rlg_store_close(open_ok(v2, 2000));
-	sql_exec(v2, "DROP TRIGGER rlg_state_count_insert;"
+	sql_exec(v2, SQL_DROP_V4 " DROP TRIGGER rlg_state_count_insert;"
 	    " DROP TRIGGER rlg_state_count_delete; DROP TABLE rlg_clients;"
 	    " PRAGMA user_version = 2");
 	s = open_ok(v2, 2000);
-	ck_assert_int_eq(sql_int(v2, "PRAGMA user_version"), 3);
+	ck_assert_int_eq(sql_int(v2, "PRAGMA user_version"), 4);
 	ck_assert(hit(s, &p, "c", GT0, NULL));
 	ck_assert_int_eq(sql_int(v2, "SELECT clients FROM rlg_clients"), 1);
+	rlg_store_close(s);
+
+	/* Version 3: without the overrides. */
+	sql_exec(v2, SQL_DROP_V4 " PRAGMA user_version = 3");
+	s = open_ok(v2, 2000);
+	ck_assert_int_eq(sql_int(v2, "PRAGMA user_version"), 4);
+	ck_assert_int_eq(sql_int(v2, "SELECT count(*) FROM sqlite_master"
+	    " WHERE name LIKE 'rlg_override%'"), 5);
+	/* The row is kept: one more fills the limit of 2. */
+	ck_assert(hit(s, &p, "c", GT0, NULL));
+	ck_assert(!hit(s, &p, "c", GT0, NULL));
 	rlg_store_close(s);
 }
 END_TEST

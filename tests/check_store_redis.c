@@ -5,7 +5,8 @@
  * the server, then recovery), the reconnect backoff (no traffic while it
  * runs), a timeout, NOSCRIPT after SCRIPT FLUSH, clock = redis, AUTH
  * (password, ACL user, a wrong one), a unix socket, key expiry, strict
- * replies (a fake server), hash-tag-breaking client keys. Servers of the
+ * replies (a fake server), hash-tag-breaking client keys, the overrides
+ * of a server down, of a key that is no hash. Servers of the
  * tests' own are started on 127.0.0.1 and stopped by pid.
  */
 #include <errno.h>
@@ -668,6 +669,64 @@ START_TEST(test_redis_strict_reply)
 }
 END_TEST
 
+/*
+ * The overrides of a server that is down: RLG_ESTORE naming it, the
+ * version kept, fn never called; once it listens, the same handle reads
+ * them. A key rlg:overrides that holds no hash: RLG_ESTORE that says so,
+ * and the connection kept (the next step is answered at once). A field
+ * without a space: the whole field the policy, an empty client (the
+ * gate refuses it).
+ */
+START_TEST(test_redis_overrides_faults)
+{
+	struct own_redis o = { .port = free_port() };
+	struct overrides_seen seen = { 0 };
+	struct rlg_policy p = policy(5, 60);
+	char url[64], *path = path_in("ovr-bad");
+	struct rlg_store *s;
+	int64_t t0;
+	uint64_t v = 42;
+	int rc;
+
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d", o.port);
+	s = open_url(url, 0, &rc);
+	ck_assert_int_eq(rc, RLG_ESTORE);
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_ESTORE);
+	ck_assert_uint_eq(v, 42);
+	ck_assert_int_eq(seen.calls, 0);
+	check_names(s, o.port, NULL);
+	own_start(&o);
+	t0 = mono_ms();
+	while ((rc = overrides_read(s, &v, &seen)) != RLG_OK &&
+	    mono_ms() - t0 < HEAL_MS)
+		sleep_ms(POLL_MS);
+	ck_assert_msg(rc == RLG_OK, "%s", rlg_store_errmsg(s));
+	ck_assert_uint_ne(v, 42);
+	ck_assert_uint_ne(v, 0);
+	rlg_store_close(s);
+	own_cleanup(&o);
+
+	freeReplyObject(rdb(path, "SET rlg:overrides %s", "not a hash"));
+	s = open_with(path, 0, 0);
+	v = 0;
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_ESTORE);
+	ck_assert_uint_eq(v, 0);
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "WRONGTYPE") != NULL &&
+	    strstr(rlg_store_errmsg(s), "rlg:overrides") != NULL, "%s",
+	    rlg_store_errmsg(s));
+	t0 = mono_ms();
+	ck_assert(hit(s, &p, "c", T1, NULL));
+	ck_assert_int_lt(mono_ms() - t0, 1000);
+	freeReplyObject(rdb(path, "DEL rlg:overrides"));
+	freeReplyObject(rdb(path, "HSET rlg:overrides %s %s %s %s", "nospace",
+	    "exempt", "default 10.0.0.1", "limit=5 window=1"));
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_OK);
+	ck_assert_str_eq(seen.rows,
+	    "default|10.0.0.1|limit=5 window=1,nospace||exempt");
+	rlg_store_close(s);
+}
+END_TEST
+
 void
 rlg_store_redis_tests(TCase *tc)
 {
@@ -681,4 +740,5 @@ rlg_store_redis_tests(TCase *tc)
 	tcase_add_test(tc, test_redis_keys_expire);
 	tcase_add_test(tc, test_redis_client_keys);
 	tcase_add_test(tc, test_redis_strict_reply);
+	tcase_add_test(tc, test_redis_overrides_faults);
 }

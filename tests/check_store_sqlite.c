@@ -6,15 +6,17 @@
  * "core": the schema and file mode of a new file, the operator views,
  * pruning, NULL handles; [store] max_clients: a new client refused with
  * RLG_EFULL while the clients held go on, one full policy refusing the
- * whole step, rlg_clients following rows deleted by hand. "algorithms":
+ * whole step, rlg_clients following rows deleted by hand; the overrides
+ * of a file deleted and made anew while open. "algorithms":
  * the sliding log's rows bounded by the limit as the window slides,
  * pruned with their state row, reset by hand; a token bucket's expiry
  * rounded to the second; the views of each algorithm. "schema": files of
- * schema version 1 and 2 migrated in place, rows kept, also by several
+ * schema version 1, 2 and 3 migrated in place, rows kept, also by several
  * processes at once. "concurrency": processes opening a new file at once.
  * "errors": a missing directory, a file that is not a database, a file
  * deleted or replaced while open, a lock held past busy_timeout_ms, a
- * newer schema; each one reported with a clear message and healed by the
+ * newer schema, the overrides of a store that cannot open or lost its
+ * version row; each one reported with a clear message and healed by the
  * same handle once the fault is gone. Times are fixed; the only waits are
  * the lock timeouts.
  */
@@ -360,13 +362,13 @@ START_TEST(test_migrate_v2)
 
 	ck_assert(hit(s, &p, "a", T1, NULL));
 	rlg_store_close(s);
-	sql_exec(path, "DROP TRIGGER rlg_state_count_insert;"
+	sql_exec(path, SQL_DROP_V4 " DROP TRIGGER rlg_state_count_insert;"
 	    " DROP TRIGGER rlg_state_count_delete; DROP TABLE rlg_clients;"
 	    " INSERT INTO rlg_state (policy, client, window_start_ms, count,"
 	    " expires_ms) VALUES ('default', 'b', 0, 1, 4102444800000),"
 	    " ('hour', 'a', 0, 1, 4102444800000); PRAGMA user_version = 2");
 	s = open_with(path, 3, 0);
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 3);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 4);
 	sql_text(path, "SELECT group_concat(policy || ':' || clients, ',')"
 	    " FROM (SELECT * FROM rlg_clients ORDER BY policy)", text,
 	    sizeof text);
@@ -374,6 +376,126 @@ START_TEST(test_migrate_v2)
 	ck_assert(hit(s, &p, "c", T1, NULL));
 	ck_assert(!hit_full(s, &p, "d", T1));
 	check_client_counts(path);
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
+ * A version 3 file (no overrides) gets rlg_override, its triggers and its
+ * version row at a random version, its rows kept; the overrides are then
+ * read as in a new file.
+ */
+START_TEST(test_migrate_v3)
+{
+	char *path = path_in("v3.db");
+	struct rlg_policy p = policy(2, 60);
+	struct rlg_store *s = open_ok(path, 2000);
+	struct overrides_seen seen = { 0 };
+	uint64_t v = 0, v0;
+
+	ck_assert(hit(s, &p, "a", T1, NULL));
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_OK);
+	v0 = v;
+	rlg_store_close(s);
+	sql_exec(path, SQL_DROP_V4 " PRAGMA user_version = 3");
+	s = open_ok(path, 2000);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 4);
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_override"), 0);
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM"
+	    " rlg_override_version WHERE id = 1 AND version > 0"), 1);
+	/* The row of rlg_state is kept: the second request fills the limit. */
+	ck_assert(hit(s, &p, "a", T1, NULL));
+	ck_assert(!hit(s, &p, "a", T1, NULL));
+	v = v0;
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_OK);
+	ck_assert_uint_ne(v, v0);      /* a new random start */
+	ck_assert_int_eq(seen.calls, 0);
+	override_set(path, "default", "198.51.100.0/24", "exempt");
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_OK);
+	ck_assert_str_eq(seen.rows, "default|198.51.100.0/24|exempt");
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
+ * The overrides' version is the file's: another new file starts at
+ * another random one, and a handle whose file was deleted (with its -wal
+ * and -shm, as test_deleted_while_open) and made anew reads the new
+ * file's version once it noticed (a step a second later, by the caller's
+ * clock): a version it never had, with no rows.
+ */
+START_TEST(test_overrides_replaced_file)
+{
+	char *path = path_in("ovr.db"), *other = path_in("ovr-new.db");
+	char side[300];
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_store *s = open_ok(path, 2000), *o;
+	struct overrides_seen seen = { 0 };
+	uint64_t v = 0, v0, vo = 0;
+	int64_t now = rlg_now_ms();
+
+	override_set(path, "default", "203.0.113.7", "limit=600 window=60");
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_OK);
+	ck_assert_int_eq(seen.calls, 1);
+	v0 = v;
+	ck_assert(hit(s, &p, "c", now, NULL));
+
+	o = open_ok(other, 2000);
+	ck_assert_int_eq(overrides_read(o, &vo, &seen), RLG_OK);
+	ck_assert_uint_ne(vo, v0);
+	rlg_store_close(o);
+
+	ck_assert_int_eq(unlink(path), 0);
+	snprintf(side, sizeof side, "%s-wal", path);
+	unlink(side);
+	snprintf(side, sizeof side, "%s-shm", path);
+	unlink(side);
+	ck_assert(hit(s, &p, "c", now + 1500, NULL));
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_OK);
+	ck_assert_uint_ne(v, v0);
+	ck_assert_uint_ne(v, 0);
+	ck_assert_uint_eq(v, (uint64_t)sql_int(path, "SELECT version FROM"
+	    " rlg_override_version"));
+	ck_assert_int_eq(seen.calls, 0);
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
+ * A store that cannot be opened (its directory is missing), or whose
+ * version row an operator deleted: RLG_ESTORE, the version left as it
+ * was, fn never called; the row put back, the overrides read again.
+ */
+START_TEST(test_overrides_store_down)
+{
+	char missing[256], *path = path_in("ovr-down.db");
+	struct rlg_store_config cfg = { .sqlite.busy_timeout_ms = 2000,
+	    .on_error = RLG_ON_ERROR_CLOSED };
+	struct overrides_seen seen = { 0 };
+	struct rlg_store *s = NULL;
+	uint64_t v = 42;
+
+	snprintf(missing, sizeof missing, "%s/no-such-dir/x.db", case_dir);
+	cfg.sqlite.path = missing;
+	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_ESTORE);
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_ESTORE);
+	ck_assert_uint_eq(v, 42);
+	ck_assert_int_eq(seen.calls, 0);
+	rlg_store_close(s);
+
+	s = open_ok(path, 2000);
+	override_set(path, "default", "203.0.113.7", "exempt");
+	sql_exec(path, "DELETE FROM rlg_override_version");
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_ESTORE);
+	ck_assert_uint_eq(v, 42);
+	ck_assert_int_eq(seen.calls, 0);
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "rlg_override_version") !=
+	    NULL, "%s", rlg_store_errmsg(s));
+	sql_exec(path, "INSERT INTO rlg_override_version (id, version)"
+	    " VALUES (1, 7)");
+	ck_assert_int_eq(overrides_read(s, &v, &seen), RLG_OK);
+	ck_assert_uint_eq(v, 7);
+	ck_assert_int_eq(seen.calls, 1);
 	rlg_store_close(s);
 }
 END_TEST
@@ -393,7 +515,7 @@ START_TEST(test_new_file_schema)
 	snprintf(wal, sizeof wal, "%s-wal", path);
 	ck_assert_int_eq(file_mode(wal), 0600);   /* sqlite copies the mode */
 
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 3);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 4);
 	sql_text(path, "PRAGMA journal_mode", text, sizeof text);
 	ck_assert_str_eq(text, "wal");
 	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master"
@@ -678,7 +800,7 @@ START_TEST(test_migrate_v1)
 
 	make_v1(path);
 	s = open_ok(path, 2000);
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 3);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 4);
 	sql_text(path, "SELECT group_concat(policy || ',' || client || ',' ||"
 	    " window_start_ms || ',' || count || ',' || expires_ms || ',' ||"
 	    " prev_count || ',' || tat_us, ';') FROM (SELECT * FROM rlg_state"
@@ -722,7 +844,7 @@ START_TEST(test_migrate_v1)
 	ck_assert(hit(s, &p, "10.0.0.1", T1, &d));
 	ck_assert_int_eq(d.remaining, 0);
 	rlg_store_close(s);
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 3);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 4);
 	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_state"), 3);
 }
 END_TEST
@@ -778,7 +900,7 @@ START_TEST(test_processes_migrate)
 			if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 				failed++;
 		}
-		ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 3);
+		ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 4);
 		ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM"
 		    " rlg_state"), 3 + 8);
 		ck_assert_int_eq(sql_int(path, "SELECT sum(count) FROM"
@@ -836,7 +958,7 @@ START_TEST(test_processes_open_new_file)
 			if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 				failed++;
 		}
-		ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 3);
+		ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 4);
 	}
 	ck_assert_int_eq(failed, 0);
 }
@@ -871,7 +993,7 @@ START_TEST(test_missing_directory)
 	ck_assert(d.admitted);
 	ck_assert_int_eq(d.remaining, 4);
 	ck_assert_int_eq(file_mode(path), 0600);
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 3);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 4);
 	ck_assert_int_eq(rlg_store_prune(s, T1, NULL), RLG_OK);
 	rlg_store_close(s);
 }
@@ -903,7 +1025,7 @@ START_TEST(test_garbage_file)
 	ck_assert(d.admitted);
 	ck_assert_int_eq(d.remaining, 4);
 	ck_assert_int_eq(file_mode(path), 0600);
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 3);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 4);
 	rlg_store_close(s);
 }
 END_TEST
@@ -925,7 +1047,7 @@ START_TEST(test_deleted_while_open)
 	ck_assert(hit(s, &p, "c", T1 + 1000, &d));
 	ck_assert_int_eq(d.remaining, 4);
 	ck_assert_int_eq(file_mode(path), 0600);
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 3);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 4);
 	ck_assert_int_eq(sql_int(path, "SELECT count FROM rlg_state"), 1);
 
 	/* All three files, as an operator should. */
@@ -1022,20 +1144,20 @@ START_TEST(test_newer_schema)
 	struct rlg_store_item item = { &p, "c", false, false, 1 };
 	struct rlg_decision d;
 	struct rlg_store *s = NULL;
-	const char *want = "database schema version 4 is newer than this"
-	    " rlgate (3)";
+	const char *want = "database schema version 5 is newer than this"
+	    " rlgate (4)";
 
 	rlg_store_close(open_ok(path, 2000));
-	sql_exec(path, "PRAGMA user_version = 4");
+	sql_exec(path, "PRAGMA user_version = 5");
 	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_ESTORE);
 	ck_assert_msg(strstr(rlg_store_errmsg(s), want) != NULL, "%s",
 	    rlg_store_errmsg(s));
 	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
 	ck_assert_msg(strstr(rlg_store_errmsg(s), want) != NULL, "%s",
 	    rlg_store_errmsg(s));
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 4);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 5);
 
-	sql_exec(path, "PRAGMA user_version = 3");
+	sql_exec(path, "PRAGMA user_version = 4");
 	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_OK);
 	ck_assert(d.admitted);
 	rlg_store_close(s);
@@ -1054,6 +1176,7 @@ rlg_store_sqlite_tests(TCase *tc, const char *name)
 		tcase_add_test(tc, test_max_clients_per_policy);
 		tcase_add_test(tc, test_max_clients_sliding_log_and_unlimited);
 		tcase_add_test(tc, test_client_counts_follow_deletes);
+		tcase_add_test(tc, test_overrides_replaced_file);
 	} else if (strcmp(name, "algorithms") == 0) {
 		tcase_add_test(tc, test_sliding_log_rows);
 		tcase_add_test(tc, test_expiry_rounded);
@@ -1061,6 +1184,7 @@ rlg_store_sqlite_tests(TCase *tc, const char *name)
 	} else if (strcmp(name, "schema") == 0) {
 		tcase_add_test(tc, test_migrate_v1);
 		tcase_add_test(tc, test_migrate_v2);
+		tcase_add_test(tc, test_migrate_v3);
 		tcase_add_test(tc, test_processes_migrate);
 	} else if (strcmp(name, "concurrency") == 0) {
 		tcase_add_test(tc, test_processes_open_new_file);
@@ -1071,5 +1195,6 @@ rlg_store_sqlite_tests(TCase *tc, const char *name)
 		tcase_add_test(tc, test_replaced_while_open);
 		tcase_add_test(tc, test_lock_held);
 		tcase_add_test(tc, test_newer_schema);
+		tcase_add_test(tc, test_overrides_store_down);
 	}
 }

@@ -14,7 +14,10 @@
  * The store: exact counting by processes and threads on one table, all
  * or nothing across policies, the states written behind by a flush and
  * by the flusher thread within its interval, a restart seeded from the
- * database, a reset through rlg_store_reset, sliding_log refused.
+ * database, a reset through rlg_store_reset, sliding_log refused, the
+ * overrides read through the table from its database, a policy's copy
+ * with other limits (a tier) deciding on the same entry, and an address
+ * reused by another policy.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -919,8 +922,141 @@ START_TEST(test_reset_and_log)
 }
 END_TEST
 
-/* A test case of s: its fixture, a timeout of 60 s, its tests. */
+/* Statements on the database from a connection of the test's own. */
 static void
+db_exec(const char *sql)
+{
+	sqlite3 *db;
+
+	ck_assert_int_eq(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READWRITE,
+	    NULL), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK,
+	    "%s: %s", sql, sqlite3_errmsg(db));
+	sqlite3_close(db);
+}
+
+/* rlg_store_overrides' fn: "policy client spec;" appended to ctx. */
+static int
+override_row(void *ctx, const struct rlg_override_row *row)
+{
+	char *buf = ctx;
+	size_t len = strlen(buf);
+
+	snprintf(buf + len, 256 - len, "%s %s %s;", row->policy, row->client,
+	    row->spec);
+	return 0;
+}
+
+/*
+ * The overrides through the table: the database's, read by the SQLite
+ * handle underneath; none, then a row the operator put, then nothing
+ * until it changes; a lost version row is the store's failure, told by
+ * the table's handle, the version kept.
+ */
+START_TEST(test_overrides_behind)
+{
+	struct rlg_store *s = behind_open();
+	char rows[256] = "";
+	uint64_t v = 0, v0;
+
+	ck_assert_int_eq(rlg_store_overrides(s, &v, override_row, rows),
+	    RLG_OK);
+	ck_assert_uint_ne(v, 0);
+	ck_assert_str_eq(rows, "");
+	v0 = v;
+	db_exec("INSERT INTO rlg_override (policy, client, spec) VALUES"
+	    " ('a', '203.0.113.0/24', 'limit=20')");
+	ck_assert_int_eq(rlg_store_overrides(s, &v, override_row, rows),
+	    RLG_OK);
+	ck_assert_uint_ne(v, v0);
+	ck_assert_str_eq(rows, "a 203.0.113.0/24 limit=20;");
+	rows[0] = '\0';
+	v0 = v;
+	ck_assert_int_eq(rlg_store_overrides(s, &v, override_row, rows),
+	    RLG_OK);
+	ck_assert_uint_eq(v, v0);
+	ck_assert_str_eq(rows, "");
+	db_exec("DELETE FROM rlg_override_version");
+	ck_assert_int_eq(rlg_store_overrides(s, &v, override_row, rows),
+	    RLG_ESTORE);
+	ck_assert_uint_eq(v, v0);
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "rlg_override_version") !=
+	    NULL, "%s", rlg_store_errmsg(s));
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
+ * Tiers behind the table: the gate's copy of a policy (the same name, so
+ * the same entry; another address) with other limits decides with those
+ * limits. Per algorithm the table keeps (loop index): the policy allows 3
+ * a window, the copy 6 (token_bucket: a bucket of 12). A fresh client
+ * gets the copy's capacity; a client refused under the policy is
+ * admitted under the copy at once, and the flush writes one state for
+ * both. One policy struct that first holds the tier and then another
+ * policy (b) at the same address: the slot remembered for the address is
+ * only a hint, and b's own state is used. A sliding_log copy is refused
+ * as the policy is.
+ */
+START_TEST(test_tier_copy_behind)
+{
+	static const enum rlg_algorithm algs[] = { RLG_ALG_FIXED_WINDOW,
+	    RLG_ALG_SLIDING_WINDOW, RLG_ALG_TOKEN_BUCKET };
+	struct rlg_store *s = behind_open();
+	struct rlg_policy p = pol_a, one, *q = rlg_xmalloc(sizeof *q);
+	int64_t i, cap;
+	bool ok;
+
+	p.name = "tier";
+	p.lim = (struct rlg_limit){ algs[_i], 3, WINDOW_MS, 3 };
+	*q = p;
+	q->lim.limit = 6;
+	q->lim.burst = algs[_i] == RLG_ALG_TOKEN_BUCKET ? 12 : 6;
+	cap = q->lim.burst;
+	for (i = 0; i < cap; i++) {
+		ck_assert_int_eq(rlg_test_step(s, q, "fresh", NOW, &ok), RLG_OK);
+		ck_assert_msg(ok, "request %lld", (long long)i);
+	}
+	ck_assert_int_eq(rlg_test_step(s, q, "fresh", NOW, &ok), RLG_OK);
+	ck_assert(!ok);
+	ck_assert_int_eq(rlg_test_step(s, &p, "fresh", NOW, &ok), RLG_OK);
+	ck_assert(!ok);
+
+	for (i = 0; i < 3; i++) {
+		ck_assert_int_eq(rlg_test_step(s, &p, "c", NOW, &ok), RLG_OK);
+		ck_assert(ok);
+	}
+	ck_assert_int_eq(rlg_test_step(s, &p, "c", NOW, &ok), RLG_OK);
+	ck_assert(!ok);
+	ck_assert_int_eq(rlg_test_step(s, q, "c", NOW, &ok), RLG_OK);
+	ck_assert(ok);
+	ck_assert_int_eq(rlg_store_flush(s, NOW), RLG_OK);
+	if (algs[_i] != RLG_ALG_TOKEN_BUCKET)
+		ck_assert_int_eq(db_count("tier", "c"), 4);
+
+	/* One address, the tier first, then policy b. */
+	one = *q;
+	ck_assert_int_eq(rlg_test_step(s, &one, "x", NOW, &ok), RLG_OK);
+	ck_assert(ok);
+	one = pol_b;
+	ck_assert_int_eq(rlg_test_step(s, &one, "x", NOW, &ok), RLG_OK);
+	ck_assert(ok);
+	ck_assert_int_eq(rlg_store_flush(s, NOW), RLG_OK);
+	ck_assert_int_eq(db_count("b", "x"), 1);
+	if (algs[_i] != RLG_ALG_TOKEN_BUCKET)
+		ck_assert_int_eq(db_count("tier", "x"), 1);
+
+	*q = pol_log;
+	q->lim.limit = 20;
+	ck_assert_int_eq(rlg_test_step(s, q, "c", NOW, &ok), RLG_EINVAL);
+	rlg_store_close(s);
+	free(q);
+}
+END_TEST
+
+/* A test case of s: its fixture, a timeout of 60 s, its tests. */
+static TCase *
 add_case(Suite *s, const char *name, void (*set)(void),
     const TTest *const *tests, size_t n)
 {
@@ -932,6 +1068,7 @@ add_case(Suite *s, const char *name, void (*set)(void),
 	for (i = 0; i < n; i++)
 		tcase_add_test(tc, tests[i]);
 	suite_add_tcase(s, tc);
+	return tc;
 }
 
 Suite *
@@ -949,11 +1086,14 @@ rlg_table_suite(void)
 		test_flush_many, test_put_rows,
 		test_restart_seeded,
 		test_reset_and_log,
+		test_overrides_behind,
 	};
 	Suite *s = suite_create("table");
+	TCase *tc;
 
 	add_case(s, "table", setup, table, sizeof table / sizeof table[0]);
-	add_case(s, "behind", store_setup, behind,
+	tc = add_case(s, "behind", store_setup, behind,
 	    sizeof behind / sizeof behind[0]);
+	tcase_add_loop_test(tc, test_tier_copy_behind, 0, 3);
 	return s;
 }

@@ -529,6 +529,86 @@ reset_client(const char *path, const char *client)
 	(void)redis_each_key(path, pattern, "DEL");
 }
 
+void
+override_set(const char *path, const char *policy_name, const char *client,
+    const char *spec)
+{
+	char field[512];
+	char *sql;
+
+	if (backend == RLG_BACKEND_SQLITE) {
+		if (spec == NULL)
+			sql = sqlite3_mprintf("DELETE FROM rlg_override WHERE"
+			    " policy = %Q AND client = %Q", policy_name,
+			    client);
+		else
+			sql = sqlite3_mprintf("INSERT INTO rlg_override"
+			    " (policy, client, spec, note) VALUES (%Q, %Q, %Q,"
+			    " 'test') ON CONFLICT (policy, client) DO UPDATE"
+			    " SET spec = excluded.spec, note = excluded.note",
+			    policy_name, client, spec);
+		sql_exec(path, sql);
+		sqlite3_free(sql);
+		return;
+	}
+	snprintf(field, sizeof field, "%s %s", policy_name, client);
+	if (spec == NULL)
+		freeReplyObject(rdb(path, "HDEL rlg:overrides %s", field));
+	else
+		freeReplyObject(rdb(path, "HSET rlg:overrides %s %s", field,
+		    spec));
+}
+
+/* The rows as strcmp orders them: qsort's comparison. */
+static int
+override_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+struct overrides_acc {
+	struct overrides_seen *seen;
+	char *rows[64];
+	size_t n;
+};
+
+static int
+overrides_row(void *ctx, const struct rlg_override_row *row)
+{
+	struct overrides_acc *acc = ctx;
+	char buf[600];
+
+	acc->seen->calls++;
+	ck_assert_uint_lt(acc->n, sizeof acc->rows / sizeof acc->rows[0]);
+	snprintf(buf, sizeof buf, "%s|%s|%s", row->policy, row->client,
+	    row->spec);
+	acc->rows[acc->n++] = rlg_xstrdup(buf);
+	return acc->seen->stop_after > 0 &&
+	    acc->seen->calls >= acc->seen->stop_after;
+}
+
+int
+overrides_read(struct rlg_store *s, uint64_t *version,
+    struct overrides_seen *seen)
+{
+	struct overrides_acc acc = { .seen = seen };
+	size_t i, len = 0;
+	int rc;
+
+	seen->calls = 0;
+	seen->rows[0] = '\0';
+	rc = rlg_store_overrides(s, version, overrides_row, &acc);
+	qsort(acc.rows, acc.n, sizeof acc.rows[0], override_cmp);
+	for (i = 0; i < acc.n; i++) {
+		len += (size_t)snprintf(seen->rows + len,
+		    sizeof seen->rows - len, "%s%s", i > 0 ? "," : "",
+		    acc.rows[i]);
+		ck_assert_uint_lt(len, sizeof seen->rows);
+		free(acc.rows[i]);
+	}
+	return rc;
+}
+
 /*
  * Whether anything was written between probe_start and probe_changed:
  * SQLite's data_version moves when another connection commits; Redis

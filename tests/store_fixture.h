@@ -168,6 +168,30 @@ int64_t nlog(const char *path, const char *policy_name, const char *client);
 void reset_client(const char *path, const char *client);
 
 /*
+ * An operator's override of client under policy, as db/queries.sql and
+ * docs/operations.md write it: SQLite an UPSERT into rlg_override (from
+ * a connection of the test's own), Redis HSET rlg:overrides "POLICY
+ * CLIENT" SPEC; spec NULL deletes it (DELETE, HDEL).
+ */
+void override_set(const char *path, const char *policy_name,
+    const char *client, const char *spec);
+
+/*
+ * What rlg_store_overrides delivered: the calls of its fn and the rows as
+ * "policy|client|spec", sorted, joined by ','; after stop_after calls
+ * (0: never) fn returns 1.
+ */
+struct overrides_seen {
+	int calls;
+	int stop_after;
+	char rows[2048];
+};
+
+/* rlg_store_overrides(s, version) into *seen (emptied first): its result. */
+int overrides_read(struct rlg_store *s, uint64_t *version,
+    struct overrides_seen *seen);
+
+/*
  * Whether anything was written between probe_start and probe_changed:
  * SQLite's data_version moves when another connection commits; Redis
  * counts every write in rdb_changes_since_last_save.
@@ -206,6 +230,15 @@ struct rlg_store *open_with(const char *path, int64_t max_clients,
  */
 int hit(struct rlg_store *s, const struct rlg_policy *p, const char *client,
     int64_t now, struct rlg_decision *d);
+
+/*
+ * SQLite: what schema version 4 added (the overrides), dropped: a version
+ * 4 file made a version 3 one, with "PRAGMA user_version = 3".
+ */
+#define SQL_DROP_V4 "DROP TRIGGER rlg_override_insert;" \
+	" DROP TRIGGER rlg_override_update;" \
+	" DROP TRIGGER rlg_override_delete;" \
+	" DROP TABLE rlg_override; DROP TABLE rlg_override_version;"
 
 /* SQLite: the first column of the first row as an integer; -1: no row. */
 int64_t sql_int(const char *path, const char *sql);
