@@ -22,6 +22,9 @@ struct tier_list {
 	struct tier_entry *e;
 	size_t n, cap;
 	size_t nkeys, nhosts;      /* after seal: e = keys, hosts, networks */
+	size_t *groups;            /* after seal: where each prefix length's
+	                              networks start, longest first, and n */
+	size_t ngroups;
 };
 
 struct rlg_tier_set {
@@ -166,7 +169,7 @@ tier_rank(const struct tier_entry *e)
 
 /*
  * The seal's order: keys by key, hosts by address, networks longest
- * first; equals by the order they were added.
+ * first and then by address; equals by the order they were added.
  */
 static int
 tier_cmp(const void *va, const void *vb)
@@ -178,10 +181,10 @@ tier_cmp(const void *va, const void *vb)
 		return ra - rb;
 	if (ra == 0)
 		c = strcmp(a->who.key, b->who.key);
-	else if (ra == 1)
-		c = memcmp(a->who.net.addr.b, b->who.net.addr.b, 16);
-	else
+	else    /* hosts are all 128 long */
 		c = b->who.net.prefix_len - a->who.net.prefix_len;
+	if (ra != 0 && c == 0)
+		c = memcmp(a->who.net.addr.b, b->who.net.addr.b, 16);
 	if (c != 0)
 		return c;
 	return a->order < b->order ? -1 : a->order > b->order;
@@ -197,13 +200,18 @@ rlg_tier_set_seal(struct rlg_tier_set *set)
 
 		if (l->n > 1)
 			qsort(l->e, l->n, sizeof *l->e, tier_cmp);
-		l->nkeys = l->nhosts = 0;
+		l->nkeys = l->nhosts = l->ngroups = 0;
+		l->groups = rlg_xcalloc(l->n + 1, sizeof *l->groups);
 		for (i = 0; i < l->n; i++) {
 			if (tier_rank(&l->e[i]) == 0)
 				l->nkeys++;
 			else if (tier_rank(&l->e[i]) == 1)
 				l->nhosts++;
+			else if (l->ngroups == 0 || l->e[i].who.net.prefix_len !=
+			    l->e[l->groups[l->ngroups - 1]].who.net.prefix_len)
+				l->groups[l->ngroups++] = i;
 		}
+		l->groups[l->ngroups] = l->n;
 	}
 	set->sealed = true;
 }
@@ -265,6 +273,24 @@ tier_key_cmp(const struct tier_entry *e, const void *key)
 	return strcmp(e->who.key, key);
 }
 
+/* addr's first len bits, the rest zero: a network's address. */
+static void
+tier_mask(const struct rlg_addr *addr, int len, unsigned char *out)
+{
+	int whole = len / 8, rest = len % 8;
+
+	memset(out, 0, 16);
+	memcpy(out, addr->b, (size_t)whole);
+	if (rest != 0)
+		out[whole] = (unsigned char)(addr->b[whole] & (0xff << (8 - rest)));
+}
+
+static int
+tier_net_cmp(const struct tier_entry *e, const void *masked)
+{
+	return memcmp(e->who.net.addr.b, masked, 16);
+}
+
 static int
 tier_host_cmp(const struct tier_entry *e, const void *addr)
 {
@@ -296,10 +322,14 @@ rlg_tier_find(const struct rlg_tier_set *set, size_t pi,
 	if (e == NULL && addr != NULL && l->nhosts > 0)
 		e = tier_bisect(l->e, l->nkeys, l->nkeys + l->nhosts,
 		    tier_host_cmp, addr);
-	for (i = l->nkeys + l->nhosts; e == NULL && addr != NULL && i < l->n;
-	    i++)
-		if (rlg_cidr_contains(&l->e[i].who.net, addr))
-			e = &l->e[i];
+	/* Each prefix length, longest first: its networks by address. */
+	for (i = 0; e == NULL && addr != NULL && i < l->ngroups; i++) {
+		unsigned char masked[16];
+
+		tier_mask(addr, l->e[l->groups[i]].who.net.prefix_len, masked);
+		e = tier_bisect(l->e, l->groups[i], l->groups[i + 1],
+		    tier_net_cmp, masked);
+	}
 	if (e == NULL)
 		return false;
 	out->policy = e->policy;
@@ -315,8 +345,10 @@ rlg_tier_set_free(struct rlg_tier_set *set)
 
 	if (set == NULL)
 		return;
-	for (i = 0; i < set->cfg->npolicies; i++)
+	for (i = 0; i < set->cfg->npolicies; i++) {
 		free(set->pols[i].e);
+		free(set->pols[i].groups);
+	}
 	free(set->pols);
 	for (i = 0; i < set->ncopies; i++)
 		free(set->copies[i]);

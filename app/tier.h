@@ -14,7 +14,9 @@
  *
  * A set holds the tiers one source gives, ready to match: per policy, the
  * API key hashes and the single addresses sorted for a binary search, the
- * networks longest first. For one (policy, client) the most specific
+ * networks grouped by prefix length, longest first, each group sorted
+ * for a binary search of the client's address cut to that length (a
+ * lookup costs a search per distinct length, not one per network). For one (policy, client) the most specific
  * entry wins: an API key before an address, an address before a network,
  * a longer prefix before a shorter one; between equals, the first added
  * (the config's file order). The gate asks the store's set first and the

@@ -298,8 +298,32 @@ START_TEST(test_set_rows)
 	ck_assert_int_eq(rlg_tier_set_add(set, "default", "203.0.113.8",
 	    "burst=2", "override", err, sizeof err), -1);
 	ck_assert_ptr_nonnull(strstr(err, "spec: burst applies only"));
-	ck_assert_uint_eq(rlg_tier_set_size(set), 3);
+	/* networks of one length, found by their address */
+	ck_assert_int_eq(rlg_tier_set_add(set, "default", "198.51.100.0/24",
+	    "limit=9", "override", err, sizeof err), 0);
+	ck_assert_int_eq(rlg_tier_set_add(set, "default", "192.0.2.0/24",
+	    "limit=8", "override", err, sizeof err), 0);
+	ck_assert_int_eq(rlg_tier_set_add(set, "default", "192.0.2.128/25",
+	    "limit=7", "override", err, sizeof err), 0);
+	ck_assert_int_eq(rlg_tier_set_add(set, "default", "2001:db8::/32",
+	    "limit=6", "override", err, sizeof err), 0);
+	ck_assert_uint_eq(rlg_tier_set_size(set), 7);
 	rlg_tier_set_seal(set);
+	ck_assert_str_eq(who(set, 0, "198.51.100.255", NULL, &limit),
+	    "override");
+	ck_assert_int_eq(limit, 9);
+	ck_assert_str_eq(who(set, 0, "192.0.2.1", NULL, &limit), "override");
+	ck_assert_int_eq(limit, 8);
+	ck_assert_str_eq(who(set, 0, "192.0.2.200", NULL, &limit),
+	    "override");
+	ck_assert_int_eq(limit, 7);
+	ck_assert_str_eq(who(set, 0, "2001:db8:ffff::1", NULL, &limit),
+	    "override");
+	ck_assert_int_eq(limit, 6);
+	ck_assert_str_eq(who(set, 0, "192.0.3.1", NULL, &limit), "none");
+	ck_assert_str_eq(who(set, 0, "2001:db9::1", NULL, &limit), "none");
+	ck_assert_str_eq(who(set, 0, "::ffff:198.51.100.7", NULL, &limit),
+	    "override");
 	ck_assert_int_eq(rlg_tier_set_add(set, "default", "203.0.113.9",
 	    "limit=1", "override", err, sizeof err), -1);
 	ck_assert_str_eq(who(set, 0, "203.0.113.7", NULL, &limit),
