@@ -320,7 +320,9 @@ log_flaw(struct rlg_gate *g, const struct rlg_request *r,
  * rejection), in a stable key=value form for log tools: the client's
  * store key (an API key only as its hash), the route, the policies that
  * said no (those which[i] selects), when the client may come back, the
- * request's cost when above 1, and the request's method and path.
+ * request's cost when above 1 with the units the refusing policies still
+ * had (left=, the fewest: a smaller request could take them; the answer
+ * shows 0, response.c), and the request's method and path.
  * Nothing from the request is written raw: the method and path as log
  * tokens (rlg_log_token: percent-encoded, the path cut at
  * RLG_LOG_PATH_MAX bytes).
@@ -332,10 +334,10 @@ log_rejection(const struct rlg_gate *g, const struct rlg_request *req,
     const bool *which)
 {
 	char names[512], method[RLG_METHOD_MAX * 3 + 4];
-	char path[RLG_LOG_PATH_MAX * 3 + 4], cost[32];
+	char path[RLG_LOG_PATH_MAX * 3 + 4], cost[64];
 	size_t n;
 	const char *client = NULL;
-	int64_t retry_ms = 0;
+	int64_t retry_ms = 0, left = 0;
 	size_t i, used = 0;
 	int k;
 
@@ -345,6 +347,8 @@ log_rejection(const struct rlg_gate *g, const struct rlg_request *req,
 	for (i = 0; i < gi->n; i++) {
 		if (d[i].admitted || !which[i])
 			continue;
+		if (client == NULL || d[i].remaining < left)
+			left = d[i].remaining;
 		if (client == NULL)
 			client = gi->items[i].client;
 		if (d[i].retry_ms > retry_ms)
@@ -364,7 +368,8 @@ log_rejection(const struct rlg_gate *g, const struct rlg_request *req,
 	(void)rlg_log_token(path, sizeof path, req->path, RLG_LOG_PATH_MAX);
 	cost[0] = '\0';
 	if (gi->cost > 1)
-		snprintf(cost, sizeof cost, " cost=%lld", (long long)gi->cost);
+		snprintf(cost, sizeof cost, " cost=%lld left=%lld",
+		    (long long)gi->cost, (long long)(left > 0 ? left : 0));
 	rlg_log("event=%s client=%s route=%s policy=%s retry_after_s=%lld%s"
 	    " method=%s path=%s", event, client, rt != NULL ? rt->name : "-",
 	    names, (long long)rlg_response_seconds(retry_ms), cost,

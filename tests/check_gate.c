@@ -579,7 +579,7 @@ START_TEST(test_route_cost)
 	ck_assert_int_eq(v.answer.decisions[0].remaining, 99);
 	/* the cost on the export's line, none on the list's */
 	ck_assert_int_eq(log_end(" route=export policy=shared "
-	    "retry_after_s=59 cost=5 method=GET path=/export\n"), 1);
+	    "retry_after_s=59 cost=5 left=2 method=GET path=/export\n"), 1);
 	ck_assert_int_eq(log_end(" route=list policy=shared "
 	    "retry_after_s=59 method=GET path=/list\n"), 1);
 	ck_assert_int_eq(log_end("cost="), 1);
@@ -600,7 +600,7 @@ START_TEST(test_route_cost)
 	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
 	rlg_log_set_json(0);
 	ck_assert_int_eq(log_end("\"retry_after_s\":59,\"cost\":3,"
-	    "\"method\":\"GET\""), 1);
+	    "\"left\":1,\"method\":\"GET\""), 1);
 	gate_off();
 }
 END_TEST
