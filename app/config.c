@@ -10,8 +10,9 @@
  * into the first, as every section does. Checks that span keys or sections
  * (burst needs token_bucket, sliding_log caps the limit, a header key needs
  * [client] key_secret, a route names policies that may come later in the
- * file, a route's cost fits each of its policies, the [store] keys that belong to one backend) run once the whole
- * file is read, since the keys may come in any order; their problems
+ * file, a route's cost (or cost_max) fits each of its policies, the
+ * [store] keys that belong to one backend) run once the whole file is
+ * read, since the keys may come in any order; their problems
  * carry the line of the key at fault (or of the section header, for a key
  * that is missing), so the sort puts them in place.
  *

@@ -50,7 +50,8 @@ static bool rlg_set_word(struct rlg_parse *p, const struct rlg_option *o,
 static rlg_option_set_fn rlg_set_cidrs, rlg_set_backend, rlg_set_url,
     rlg_set_trusted_proxies, rlg_set_algorithm, rlg_set_key,
     rlg_set_route_path, rlg_set_route_methods, rlg_set_route_policies,
-    rlg_set_route_cost, rlg_set_admin_allow, rlg_set_admin_prefix, rlg_set_status;
+    rlg_set_route_cost, rlg_set_admin_allow, rlg_set_admin_prefix,
+    rlg_set_status;
 
 /*
  * backend = redis_cluster is the Redis store in its cluster mode: backend
