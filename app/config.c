@@ -10,8 +10,9 @@
  * into the first, as every section does. Checks that span keys or sections
  * (burst needs token_bucket, sliding_log caps the limit, a header key needs
  * [client] key_secret, a route names policies that may come later in the
- * file, a route's cost fits each of its policies, the [store] keys that belong to one backend) run once the whole
- * file is read, since the keys may come in any order; their problems
+ * file, a route's cost (or cost_max) fits each of its policies, the
+ * [store] keys that belong to one backend) run once the whole file is
+ * read, since the keys may come in any order; their problems
  * carry the line of the key at fault (or of the section header, for a key
  * that is missing), so the sort puts them in place.
  *
@@ -644,28 +645,51 @@ rlg_new_keys_policy(struct rlg_parse *p, struct rlg_policy *pol, size_t i)
  * A route's cost against each of its policies: a cost above a policy's
  * capacity (its limit; burst for token_bucket) could never be admitted,
  * so every request of the route would be refused. Reported at the cost
- * line, once per such policy.
+ * line, once per such policy. With a header cost, cost_max is held to
+ * the same bound at its own line; it is required (reported at the cost
+ * line), and without a header cost it is a mistake (at its line: it
+ * would bound nothing), unless the cost line was bad (already reported).
  */
 static void
 rlg_route_cost_check(struct rlg_parse *p, const struct rlg_route *r,
     const struct rlg_build *b, size_t scope)
 {
+	const struct rlg_set_lines *cost = rlg_lines(p, scope, "route",
+	    "cost");
+	const struct rlg_set_lines *max = rlg_lines(p, scope, "route",
+	    "cost_max");
 	const struct rlg_policy *pol;
-	bool bucket;
-	int64_t cap;
+	bool bucket, header = r->cost_header != NULL;
+	int64_t cap, most = header ? r->cost_max : r->cost;
 	size_t j;
 
+	if (header && max->ok == 0) {
+		if (max->first == 0)
+			rlg_problem(p, cost->ok, "%s cost: header:%s needs "
+			    "cost_max = N, the most one request may cost (and "
+			    "what one costs whose header is not believed)",
+			    b->label, r->cost_header);
+		return;
+	}
+	if (!header && max->first != 0) {
+		if (cost->first == 0 || cost->ok != 0)
+			rlg_problem(p, max->first, "%s cost_max: only with "
+			    "cost = header:NAME (the cost is fixed: %lld)",
+			    b->label, (long long)r->cost);
+		return;
+	}
 	for (j = 0; j < r->npolicies; j++) {
 		pol = &p->cfg->policies[r->policies[j]];
 		bucket = pol->lim.algorithm == RLG_ALG_TOKEN_BUCKET;
 		cap = bucket ? pol->lim.burst : pol->lim.limit;
-		if (r->cost <= cap)
+		if (most <= cap)
 			continue;
-		rlg_problem(p, rlg_lines(p, scope, "route", "cost")->ok,
-		    "%s cost: %lld is above the %s of [policy %s] (%lld): no "
-		    "request of the route could ever be admitted", b->label,
-		    (long long)r->cost, bucket ? "burst" : "limit", pol->name,
-		    (long long)cap);
+		rlg_problem(p, header ? max->ok : cost->ok,
+		    "%s %s: %lld is above the %s of [policy %s] (%lld): %s",
+		    b->label, header ? "cost_max" : "cost", (long long)most,
+		    bucket ? "burst" : "limit", pol->name, (long long)cap,
+		    header ? "a request that costs it could never be admitted"
+		    : "no request of the route could ever be admitted");
 	}
 }
 
@@ -943,6 +967,7 @@ rlg_route_free_fields(struct rlg_route *r)
 	free(r->path);
 	rlg_list_free(r->methods, r->nmethods);
 	free(r->policies);
+	free(r->cost_header);
 }
 
 /* Where the key sect/name (a row that is there) was set, in scope. */

@@ -184,9 +184,19 @@ struct rlg_route {
 	/*
 	 * What one request of the route costs each of its policies, in
 	 * units of their limits: 1..RLG_COST_MAX, at most the capacity of
-	 * every policy (its limit; burst for token_bucket). Default 1.
+	 * every policy (its limit; burst for token_bucket). Default 1; 1
+	 * with a header cost.
 	 */
 	int64_t cost;
+	/*
+	 * cost = header:NAME: NAME (as written; compared without case),
+	 * the header a trusted front sets to each request's cost (request.h,
+	 * rlg_request_cost); NULL: the cost is fixed. cost_max, with a
+	 * header only (else 0), bounds it as cost is bounded, and is what a
+	 * request costs whose header is not believed or not there.
+	 */
+	char *cost_header;
+	int64_t cost_max;
 };
 
 /*

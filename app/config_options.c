@@ -43,12 +43,15 @@ static bool rlg_list_split(struct rlg_parse *p, const struct rlg_option *o,
     const char *value, size_t max, const char *what, char ***items,
     size_t *n);
 static void rlg_put_int(void *field, size_t size, long long v);
+static bool rlg_header_name_ok(struct rlg_parse *p,
+    const struct rlg_option *o, const char *name);
 static bool rlg_set_word(struct rlg_parse *p, const struct rlg_option *o,
     const char *value, const char *unknown, int *out);
 static rlg_option_set_fn rlg_set_cidrs, rlg_set_backend, rlg_set_url,
     rlg_set_trusted_proxies, rlg_set_algorithm, rlg_set_key,
     rlg_set_route_path, rlg_set_route_methods, rlg_set_route_policies,
-    rlg_set_admin_allow, rlg_set_admin_prefix, rlg_set_status;
+    rlg_set_route_cost, rlg_set_admin_allow, rlg_set_admin_prefix,
+    rlg_set_status;
 
 /*
  * backend = redis_cluster is the Redis store in its cluster mode: backend
@@ -257,8 +260,11 @@ const struct rlg_option rlg_options[] = {
 	  .set = rlg_set_route_policies,
 	  .doc = "The policies of the requests the route takes." },
 	{ RLG_KEY("route", "cost", INT), RLG_ROUTE(cost), .min = 1,
-	  .max = RLG_COST_MAX, .def = "1",
+	  .max = RLG_COST_MAX, .def = "1", .set = rlg_set_route_cost,
 	  .doc = "The units one request takes of each of its policies." },
+	{ RLG_KEY("route", "cost_max", INT), RLG_ROUTE(cost_max), .min = 1,
+	  .max = RLG_COST_MAX, .def = "none (required with a header cost)",
+	  .doc = "With cost = header:NAME: the most one request costs." },
 };
 const size_t rlg_noptions = sizeof rlg_options / sizeof rlg_options[0];
 
@@ -649,7 +655,7 @@ rlg_set_key(struct rlg_parse *p, const struct rlg_option *o,
 	const char *header = NULL, *name;
 	unsigned bits = 0;
 	char **items;
-	size_t i, n, len;
+	size_t i, n;
 	bool ok = true;
 
 	if (!rlg_list_split(p, o, value, 2, "items", &items, &n))
@@ -672,16 +678,7 @@ rlg_set_key(struct rlg_parse *p, const struct rlg_option *o,
 			continue;
 		}
 		name = items[i] + 7;
-		len = strlen(name);
-		/* An HTTP token (RFC 9110 tchar). */
-		if (name[strspn(name, RLG_ALNUM "!#$%&'*+-.^_`|~")] != '\0') {
-			rlg_key_problem(p, o, "header name must be an HTTP "
-			    "token: A-Z a-z 0-9 and !#$%%&'*+-.^_`|~ "
-			    "(got \"%s\")", name);
-			ok = false;
-		} else if (len > RLG_HEADER_NAME_MAX) {
-			rlg_key_problem(p, o, "header name must be at most "
-			    "%d bytes (got %zu)", RLG_HEADER_NAME_MAX, len);
+		if (!rlg_header_name_ok(p, o, name)) {
 			ok = false;
 		} else if (header != NULL) {
 			rlg_key_problem(p, o, "at most one header:NAME "
@@ -698,6 +695,67 @@ rlg_set_key(struct rlg_parse *p, const struct rlg_option *o,
 	}
 	rlg_list_free(items, n);
 	return ok;
+}
+
+/*
+ * Whether name may be a header's name in the config: an HTTP token (RFC
+ * 9110 tchar) of at most RLG_HEADER_NAME_MAX bytes. Reports it if not.
+ */
+static bool
+rlg_header_name_ok(struct rlg_parse *p, const struct rlg_option *o,
+    const char *name)
+{
+	size_t len = strlen(name);
+
+	if (name[strspn(name, RLG_ALNUM "!#$%&'*+-.^_`|~")] != '\0') {
+		rlg_key_problem(p, o, "header name must be an HTTP token: "
+		    "A-Z a-z 0-9 and !#$%%&'*+-.^_`|~ (got \"%s\")", name);
+		return false;
+	}
+	if (len > RLG_HEADER_NAME_MAX) {
+		rlg_key_problem(p, o, "header name must be at most %d bytes "
+		    "(got %zu)", RLG_HEADER_NAME_MAX, len);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * [route] cost = N (o's range), or header:NAME: each request's cost is
+ * what a trusted front says in that header, bounded by cost_max (whether
+ * cost_max is set, and fits, waits for the end). The later of two good
+ * values wins whole: a number drops the header, a header sets the fixed
+ * cost back to 1.
+ */
+static bool
+rlg_set_route_cost(struct rlg_parse *p, const struct rlg_option *o,
+    const char *value, void *base)
+{
+	struct rlg_route *r = base;
+	long long v;
+
+	if (strncmp(value, "header:", 7) == 0) {
+		if (value[7] == '\0') {
+			rlg_key_problem(p, o, "header:NAME needs a name (got "
+			    "\"%s\")", value);
+			return false;
+		}
+		if (!rlg_header_name_ok(p, o, value + 7))
+			return false;
+		free(r->cost_header);
+		r->cost_header = rlg_xstrdup(value + 7);
+		r->cost = 1;
+		return true;
+	}
+	if (!rlg_parse_int(value, o->min, o->max, &v)) {
+		rlg_key_problem(p, o, "must be an integer from %lld to %lld, "
+		    "or header:NAME (got \"%s\")", o->min, o->max, value);
+		return false;
+	}
+	free(r->cost_header);
+	r->cost_header = NULL;
+	r->cost = v;
+	return true;
 }
 
 /* "/exact" or "/prefix*": a '*' only at the end, stored without it. */

@@ -314,7 +314,9 @@ rlg_tier_key(struct rlg_parse *p, const char *name, const char *value)
 /*
  * A rule against the routes: a request of a route costing more than the
  * capacity the tier gives (limit; burst for token_bucket) is never
- * admitted for the tier's clients. Reported at the rule's line.
+ * admitted for the tier's clients: a fixed cost, or the cost_max of a
+ * header cost (what a request costs whose header is not believed).
+ * Reported at the rule's line.
  */
 static void
 tier_cost_check(struct rlg_parse *p, const struct rlg_tier_build *b,
@@ -327,18 +329,22 @@ tier_cost_check(struct rlg_parse *p, const struct rlg_tier_build *b,
 
 	for (r = 0; r < cfg->nroutes; r++) {
 		const struct rlg_route *rt = &cfg->routes[r];
+		bool header = rt->cost_header != NULL;
+		int64_t most = header ? rt->cost_max : rt->cost;
 
-		if (rt->cost <= cap)
+		if (most <= cap)
 			continue;
 		for (j = 0; j < rt->npolicies; j++)
 			if (rt->policies[j] == rule->policy)
 				rlg_problem(p, line, "%s %s: the tier's %s (%lld)"
-				    " is below the cost of [route %s] (%lld): "
-				    "no request of the route by the tier's "
+				    " is below the %s of [route %s] (%lld): "
+				    "%s request of the route by the tier's "
 				    "clients could ever be admitted", b->label,
 				    cfg->policies[rule->policy].name, bucket ?
 				    "burst" : "limit", (long long)cap,
-				    rt->name, (long long)rt->cost);
+				    header ? "cost_max" : "cost", rt->name,
+				    (long long)most, header ? "no costliest" :
+				    "no");
 	}
 }
 

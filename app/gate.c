@@ -43,6 +43,7 @@ struct gate_items {
 	const struct rlg_policy *exempt[RLG_POLICIES_MAX];
 	size_t nexempt;
 	char keys[RLG_POLICIES_MAX][RLG_CLIENT_KEY_MAX + 1];
+	int64_t cost;           /* the request's (rlg_request_cost) */
 };
 
 static void store_failed(struct rlg_gate *g, int64_t now_ms);
@@ -52,6 +53,8 @@ static enum rlg_outcome endpoint(const struct rlg_request *r);
 static const struct rlg_route *match_route(const struct rlg_config *cfg,
     const struct rlg_request *r);
 static int gather(struct rlg_gate *g, const struct rlg_request *req,
+    const struct rlg_route *rt, struct gate_items *gi, int64_t now_ms);
+static int cost_of(struct rlg_gate *g, const struct rlg_request *req,
     const struct rlg_route *rt, struct gate_items *gi, int64_t now_ms);
 static void log_flaw(struct rlg_gate *g, const struct rlg_request *r,
     const char *reason, const char *header, int64_t now_ms);
@@ -294,14 +297,31 @@ find_tier(const struct rlg_gate *g, size_t pi, const struct rlg_request *req,
 }
 
 /*
+ * What the request costs (rlg_request_cost: the route's fixed cost, or
+ * its trusted front's header, else cost_max; 1 without a route) into
+ * gi->cost. RLG_OK, or RLG_EINVAL when a trusted front's cost header
+ * cannot be read (logged: the request must be refused, counted by no
+ * policy).
+ */
+static int
+cost_of(struct rlg_gate *g, const struct rlg_request *req,
+    const struct rlg_route *rt, struct gate_items *gi, int64_t now_ms)
+{
+	if (rlg_request_cost(req, rt, &gi->cost) == RLG_OK)
+		return RLG_OK;
+	log_flaw(g, req, rlg_flaw_name(RLG_FLAW_COST), rt->cost_header,
+	    now_ms);
+	return RLG_EINVAL;
+}
+
+/*
  * The items of the request's step: one per policy of its route that
  * applies (an exempt client skips a policy, or is only reported with
- * report_exempt), each keyed by the policy's key and charged the route's
- * cost (1 without a route), and after a key taken from a header, the
- * charge for a new key of the policy's bound (always 1: it counts keys,
- * not requests). RLG_OK,
- * or RLG_EINVAL when a key header came twice (logged: the request must
- * be refused).
+ * report_exempt), each keyed by the policy's key and charged the
+ * request's cost (gi->cost: cost_of), and after a key taken from a
+ * header, the charge for a new key of the policy's bound (always 1: it
+ * counts keys, not requests). RLG_OK, or RLG_EINVAL when a key header
+ * came twice (logged: the request must be refused).
  */
 static int
 gather(struct rlg_gate *g, const struct rlg_request *req,
@@ -350,7 +370,7 @@ gather(struct rlg_gate *g, const struct rlg_request *req,
 		gi->items[n].client = key;
 		gi->items[n].advisory = exempt || p->mode == RLG_MODE_DRY_RUN;
 		gi->items[n].if_new = false;
-		gi->items[n].cost = rt != NULL ? rt->cost : 1;
+		gi->items[n].cost = gi->cost;
 		gi->enforced[n] = !gi->items[n].advisory;
 		/* A reported exemption is not a dry run: never logged. */
 		gi->dry[n] = !exempt && p->mode == RLG_MODE_DRY_RUN;
@@ -445,9 +465,12 @@ tier_words(const struct gate_items *gi, const struct rlg_decision *d,
  * rejection), in a stable key=value form for log tools: the client's
  * store key (an API key only as its hash), the route, the policies that
  * said no (those which[i] selects), when the client may come back, the
- * route's cost when above 1, and the request's method and path. Nothing from the request is written
- * raw: the method and path as log tokens (rlg_log_token: percent-encoded,
- * the path cut at RLG_LOG_PATH_MAX bytes).
+ * request's cost when above 1 with the units the refusing policies still
+ * had (left=, the fewest: a smaller request could take them; the answer
+ * shows 0, response.c), and the request's method and path.
+ * Nothing from the request is written raw: the method and path as log
+ * tokens (rlg_log_token: percent-encoded, the path cut at
+ * RLG_LOG_PATH_MAX bytes).
  */
 static void
 log_rejection(const struct rlg_gate *g, const struct rlg_request *req,
@@ -456,10 +479,10 @@ log_rejection(const struct rlg_gate *g, const struct rlg_request *req,
     const bool *which)
 {
 	char names[512], method[RLG_METHOD_MAX * 3 + 4];
-	char path[RLG_LOG_PATH_MAX * 3 + 4], cost[32], tiers[1024];
+	char path[RLG_LOG_PATH_MAX * 3 + 4], cost[64], tiers[1024];
 	size_t n;
 	const char *client = NULL;
-	int64_t retry_ms = 0;
+	int64_t retry_ms = 0, left = 0;
 	size_t i, used = 0;
 	int k;
 
@@ -469,6 +492,8 @@ log_rejection(const struct rlg_gate *g, const struct rlg_request *req,
 	for (i = 0; i < gi->n; i++) {
 		if (d[i].admitted || !which[i])
 			continue;
+		if (client == NULL || d[i].remaining < left)
+			left = d[i].remaining;
 		if (client == NULL)
 			client = gi->items[i].client;
 		if (d[i].retry_ms > retry_ms)
@@ -488,8 +513,9 @@ log_rejection(const struct rlg_gate *g, const struct rlg_request *req,
 		memcpy(method + n, "...", 4);
 	(void)rlg_log_token(path, sizeof path, req->path, RLG_LOG_PATH_MAX);
 	cost[0] = '\0';
-	if (rt != NULL && rt->cost > 1)
-		snprintf(cost, sizeof cost, " cost=%lld", (long long)rt->cost);
+	if (gi->cost > 1)
+		snprintf(cost, sizeof cost, " cost=%lld left=%lld",
+		    (long long)gi->cost, (long long)(left > 0 ? left : 0));
 	rlg_log("event=%s client=%s route=%s policy=%s retry_after_s=%lld%s%s"
 	    " method=%s path=%s", event, client, rt != NULL ? rt->name : "-",
 	    names, (long long)rlg_response_seconds(retry_ms), cost, tiers,
@@ -675,7 +701,8 @@ decide(struct rlg_gate *g, const struct rlg_request *req, int64_t now_ms,
 	}
 	v->route = match_route(cfg, req);
 	refresh_overrides(g, now_ms);
-	if (gather(g, req, v->route, &gi, now_ms) != RLG_OK) {
+	if (cost_of(g, req, v->route, &gi, now_ms) != RLG_OK ||
+	    gather(g, req, v->route, &gi, now_ms) != RLG_OK) {
 		v->answer.outcome = RLG_OUT_BAD_REQUEST;
 		return;
 	}

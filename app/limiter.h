@@ -110,8 +110,8 @@ struct rlg_state {
  * ever tells a client to come back earlier than Retry-After). With a
  * cost c: remaining still counts requests of cost 1 (units), and a
  * refused request's remaining is what is left, above 0 when c > 1 did
- * not fit in it; retry_ms is the time until a request of cost c is
- * admitted.
+ * not fit in it (the answer still shows 0: response.c); retry_ms is the
+ * time until a request of cost c is admitted.
  */
 struct rlg_decision {
 	bool admitted;

@@ -125,6 +125,7 @@ static enum walk_end client_from_proxy(char *const *envp,
 static void parse_path(struct rlg_request *r, char *const *envp,
     const char *uri);
 static void sodium_start(void);
+static bool header_param(const char *header, char *out, size_t len);
 
 const char *
 rlg_request_param(char *const *envp, const char *name)
@@ -178,6 +179,8 @@ rlg_flaw_name(enum rlg_flaw f)
 		return "bad_forwarded";
 	case RLG_FLAW_ROLE:
 		return "bad_role";
+	case RLG_FLAW_COST:
+		return "bad_cost";
 	}
 	return "unknown";
 }
@@ -760,6 +763,7 @@ rlg_request_parse(struct rlg_request *r, char *const *envp,
 	    &peer) == 0;
 	trusted = peer_ok && cc != NULL && cc->ntrusted > 0 &&
 	    rlg_cidr_any(cc->trusted_proxies, cc->ntrusted, &peer);
+	r->trusted = trusted;
 
 	method = rlg_request_param(envp, "REQUEST_METHOD");
 	r->head = method != NULL && strcmp(method, "HEAD") == 0;
@@ -820,6 +824,58 @@ rlg_request_parse(struct rlg_request *r, char *const *envp,
 	}
 	rlg_addr_key(&r->addr, cc != NULL ? cc->ipv6_prefix :
 	    RLG_DEFAULT_IPV6_PREFIX, r->client);
+}
+
+/*
+ * The parameter CGI names header by (HTTP_ + its name, upper case, '-' as
+ * '_') into out (len bytes). False if it does not fit.
+ */
+static bool
+header_param(const char *header, char *out, size_t len)
+{
+	size_t i, n = strlen(header);
+
+	if (n + 5 >= len)
+		return false;
+	memcpy(out, "HTTP_", 5);
+	for (i = 0; i < n; i++) {
+		int c = (unsigned char)header[i];
+
+		out[5 + i] = (char)(c == '-' ? '_' : toupper(c));
+	}
+	out[5 + n] = '\0';
+	return true;
+}
+
+int
+rlg_request_cost(const struct rlg_request *r, const struct rlg_route *rt,
+    int64_t *cost)
+{
+	char name[5 + RLG_HEADER_NAME_MAX + 1];
+	const char *value, *c;
+	int64_t v = 0;
+
+	*cost = rt != NULL ? rt->cost : 1;
+	if (rt == NULL || rt->cost_header == NULL)
+		return RLG_OK;
+	*cost = rt->cost_max;
+	if (!r->trusted || !header_param(rt->cost_header, name, sizeof name))
+		return RLG_OK;
+	switch (rlg_request_header(r->envp, name, &value)) {
+	case 0:
+		return RLG_OK;
+	case 1:
+		break;
+	default:
+		return RLG_EINVAL;
+	}
+	/* Digits only, and no sum past cost_max (<= RLG_COST_MAX). */
+	for (c = value; *c >= '0' && *c <= '9' && v <= rt->cost_max; c++)
+		v = v * 10 + (*c - '0');
+	if (c == value || *c != '\0' || v < 1 || v > rt->cost_max)
+		return RLG_EINVAL;
+	*cost = v;
+	return RLG_OK;
 }
 
 static pthread_once_t sodium_once = PTHREAD_ONCE_INIT;
@@ -905,21 +961,13 @@ rlg_request_policy_key(const struct rlg_request *r,
 {
 	char name[256], hex[RLG_KEY_HASH_TEXT];
 	const char *value = NULL;
-	size_t i, n;
+	size_t n;
 
 	if (len == 0)
 		return RLG_ENOSPC;
 	out[0] = '\0';
 	if ((p->key & RLG_KEY_HEADER) && p->key_header != NULL &&
-	    strlen(p->key_header) < sizeof name - 5) {
-		/* CGI names a header HTTP_ + its name, upper case, '-' -> '_'. */
-		memcpy(name, "HTTP_", 5);
-		for (i = 0; p->key_header[i] != '\0'; i++) {
-			int c = (unsigned char)p->key_header[i];
-
-			name[5 + i] = (char)(c == '-' ? '_' : toupper(c));
-		}
-		name[5 + i] = '\0';
+	    header_param(p->key_header, name, sizeof name)) {
 		/* X-API-Key beside X_API_Key: the client would choose. */
 		if (rlg_request_header(r->envp, name, &value) > 1)
 			return RLG_EINVAL;

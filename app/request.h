@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config.h"
 
@@ -58,6 +59,8 @@ enum rlg_flaw {
 	                              over 64 trusted hops */
 	RLG_FLAW_ROLE,             /* RLGATE_ROLE names no role: the front's
 	                              configuration is wrong (answered 500) */
+	RLG_FLAW_COST,             /* a trusted front's cost header that
+	                              cannot be read (rlg_request_cost) */
 };
 
 enum rlg_method {
@@ -86,6 +89,8 @@ struct rlg_request {
 	bool addr_ok;                    /* false: RLG_CLIENT_UNKNOWN, or a flaw:
 	                                    no exemption applies */
 	bool via_proxy;                  /* from Forwarded/X-Forwarded-For */
+	bool trusted;                    /* the peer (REMOTE_ADDR) is in
+	                                    trusted_proxies */
 	char *const *envp;               /* borrowed for the request's duration:
 	                                    header keys are read from it */
 };
@@ -182,7 +187,24 @@ int rlg_request_policy_key(const struct rlg_request *r,
  */
 int rlg_request_decode_path(const char *uri, char *out, size_t outlen);
 
-/* "bad_path", "duplicate_header", "bad_forwarded" ("none"): for the log. */
+/*
+ * What one request of route rt costs its policies, in *cost: rt's fixed
+ * cost (1 with rt NULL: no route); with a header cost (rt->cost_header),
+ * the header's value when r's peer is trusted (r->trusted: a peer in
+ * trusted_proxies, whatever the role: in a guarding role the peer is the
+ * client, whose headers the front passes on), else rt->cost_max, which
+ * is also the cost when a trusted peer sent no header: no client lowers
+ * its cost by sending or leaving out the header. Returns RLG_OK, or
+ * RLG_EINVAL (*cost rt->cost_max) when a trusted peer's header is no
+ * plain decimal integer (digits only: no sign, no space, not empty), is
+ * 0 or above rt->cost_max, or came twice (look-alike spellings, X-Cost
+ * and X_Cost): the request must be refused (RLG_FLAW_COST).
+ */
+int rlg_request_cost(const struct rlg_request *r,
+    const struct rlg_route *rt, int64_t *cost);
+
+/* "bad_path", "duplicate_header", "bad_forwarded", "bad_role", "bad_cost"
+ * ("none"): for the log. */
 const char *rlg_flaw_name(enum rlg_flaw f);
 
 #endif

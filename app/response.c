@@ -127,6 +127,7 @@ static const struct outcome_text *text_of(const struct rlg_answer *a,
 static bool has_decisions(const struct rlg_answer *a);
 static int64_t retry_ms(const struct rlg_answer *a);
 static int64_t nonneg(int64_t v);
+static int64_t shown_remaining(const struct rlg_decision *d);
 
 static void
 put(struct buf *b, const char *fmt, ...)
@@ -247,6 +248,20 @@ nonneg(int64_t v)
 	return v < 0 ? 0 : v;
 }
 
+/*
+ * The remaining a header shows: 0 for a policy that refused the request
+ * (DESIGN.md: a 429 carries RateLimit-Remaining: 0). A refused request
+ * of cost c > 1 may leave units in the decision (limiter.h: "Request
+ * cost"), which a smaller request could still take; a client reading
+ * "2 left" beside a 429 would retry the same costly request at once.
+ * The decision keeps the true units (the gate logs them as left=).
+ */
+static int64_t
+shown_remaining(const struct rlg_decision *d)
+{
+	return d->admitted ? nonneg(d->remaining) : 0;
+}
+
 static bool
 has_decisions(const struct rlg_answer *a)
 {
@@ -347,7 +362,7 @@ put_trio(struct buf *b, const char *pre, const char *prefix,
 	put_str(b, pre);
 	put_str(b, prefix);
 	put_str(b, "Remaining: ");
-	put_int(b, nonneg(d->remaining));
+	put_int(b, shown_remaining(d));
 	put_str(b, "\r\n");
 	put_str(b, pre);
 	put_str(b, prefix);
@@ -404,7 +419,7 @@ put_ietf(struct buf *b, const char *pre, const struct rlg_answer *a)
 		put_str(b, members++ == 0 ? "RateLimit: " : ", ");
 		put_sf_string(b, a->policies[i].name);
 		put_str(b, ";r=");
-		put_int(b, nonneg(d->remaining));
+		put_int(b, shown_remaining(d));
 		put_str(b, ";t=");
 		put_int(b, rlg_response_seconds(d->next_ms));
 	}

@@ -241,7 +241,7 @@ is_event(const char *msg)
 /*
  * The JSON line of msg into out (room for 8 + 6 times msg, plus the
  * time): {"time":...,"pid":...,} then an event's key=value pairs as
- * members (retry_after_s, cost and suppressed as numbers), or
+ * members (retry_after_s, cost, left and suppressed as numbers), or
  * "message".
  */
 static size_t
@@ -265,6 +265,7 @@ json_line(char *out, const char *time, long pid, const char *msg)
 			out[o++] = ':';
 			number = ((klen == 13 && strncmp(p, "retry_after_s", 13) == 0) ||
 			    (klen == 4 && strncmp(p, "cost", 4) == 0) ||
+			    (klen == 4 && strncmp(p, "left", 4) == 0) ||
 			    (klen == 10 && strncmp(p, "suppressed", 10) == 0)) &&
 			    vlen > 0 && vlen < 19 &&
 			    strspn(eq + 1, "0123456789") == vlen;

@@ -2487,6 +2487,15 @@ START_TEST(test_tiers)
 	    "t.conf:9: [tier t] p: the tier's limit (5) is below the cost of "
 	    "[route big] (10): no request of the route by the tier's "
 	    "clients could ever be admitted\n");
+	/* a header cost: its cost_max, what an unbelieved request costs */
+	rlg_t_expect("[policy p]\nlimit = 20\n"
+	    "[client]\ntrusted_proxies = 10.9.0.1\n"
+	    "[route h]\npath = /h\ncost = header:X-Cost\ncost_max = 8\n"
+	    "policies = p\n"
+	    "[tier t]\nclients = 10.0.0.1\np = limit=5\n", 1,
+	    "t.conf:12: [tier t] p: the tier's limit (5) is below the "
+	    "cost_max of [route h] (8): no costliest request of the route "
+	    "by the tier's clients could ever be admitted\n");
 	/* warnings: an API key beside an address key, a host of a /64 */
 	{
 		char *errs;
@@ -2551,14 +2560,14 @@ START_TEST(test_route_cost)
 
 	rlg_t_expect("[route r]\npath = /r\npolicies = none\ncost = 0\n", 1,
 	    "t.conf:4: [route r] cost: must be an integer from 1 to "
-	    "1000000000 (got \"0\")\n");
+	    "1000000000, or header:NAME (got \"0\")\n");
 	rlg_t_expect("[route r]\npath = /r\npolicies = none\n"
 	    "cost = 1000000001\n", 1,
 	    "t.conf:4: [route r] cost: must be an integer from 1 to "
-	    "1000000000 (got \"1000000001\")\n");
+	    "1000000000, or header:NAME (got \"1000000001\")\n");
 	rlg_t_expect("[route r]\npath = /r\npolicies = none\ncost = -2\n", 1,
 	    "t.conf:4: [route r] cost: must be an integer from 1 to "
-	    "1000000000 (got \"-2\")\n");
+	    "1000000000, or header:NAME (got \"-2\")\n");
 
 	/* Above a policy's capacity: each policy it exceeds, named. */
 	rlg_t_expect(
@@ -2579,6 +2588,66 @@ START_TEST(test_route_cost)
 	    "t.conf:3: [route r] cost: 61 is above the limit of [policy "
 	    "default] (60): no request of the route could ever be "
 	    "admitted\n");
+}
+END_TEST
+
+/*
+ * cost = header:NAME: the name kept, cost_max required and held to every
+ * policy's capacity at its own line; cost_max without a header cost, a
+ * bad name, an empty one.
+ */
+START_TEST(test_route_cost_header)
+{
+	struct rlg_config *cfg;
+
+	cfg = rlg_t_ok("[policy p]\nlimit = 12\n"
+	    "[policy tb]\nalgorithm = token_bucket\nlimit = 2\nburst = 10\n"
+	    "[route h]\npath = /h\npolicies = p, tb\ncost = header:X-Cost\n"
+	    "cost_max = 10\n"
+	    "[route fixed]\npath = /f\npolicies = p\ncost = 3\n");
+	ck_assert_str_eq(cfg->routes[0].cost_header, "X-Cost");
+	ck_assert_int_eq(cfg->routes[0].cost_max, 10);
+	ck_assert_int_eq(cfg->routes[0].cost, 1);
+	ck_assert_ptr_null(cfg->routes[1].cost_header);
+	ck_assert_int_eq(cfg->routes[1].cost_max, 0);
+	ck_assert_int_eq(cfg->routes[1].cost, 3);
+	rlg_config_free(cfg);
+
+	/* Required with a header cost, at the cost line. */
+	rlg_t_expect("[route r]\npath = /r\npolicies = none\n"
+	    "cost = header:X-Cost\n", 1,
+	    "t.conf:4: [route r] cost: header:X-Cost needs cost_max = N, the "
+	    "most one request may cost (and what one costs whose header is "
+	    "not believed)\n");
+	/* A bad cost_max is reported once, as a value. */
+	rlg_t_expect("[route r]\npath = /r\npolicies = none\n"
+	    "cost = header:X-Cost\ncost_max = 0\n", 1,
+	    "t.conf:5: [route r] cost_max: must be an integer from 1 to "
+	    "1000000000 (got \"0\")\n");
+	/* Bounded by the capacity of each policy, at the cost_max line. */
+	rlg_t_expect("[policy small]\nlimit = 4\n"                /* 1-2 */
+	    "[policy tb]\nalgorithm = token_bucket\nburst = 3\n"  /* 3-5 */
+	    "[route r]\npath = /r\npolicies = small, tb\n"       /* 6-8 */
+	    "cost_max = 4\ncost = header:X-Cost\n", 1,            /* 9-10 */
+	    "t.conf:9: [route r] cost_max: 4 is above the burst of [policy "
+	    "tb] (3): a request that costs it could never be admitted\n");
+	/* Without a header cost it bounds nothing: a mistake. */
+	rlg_t_expect("[route r]\npath = /r\npolicies = none\n"
+	    "cost_max = 5\n", 1,
+	    "t.conf:4: [route r] cost_max: only with cost = header:NAME (the "
+	    "cost is fixed: 1)\n");
+	rlg_t_expect("[route r]\npath = /r\npolicies = none\n"
+	    "cost = 2\ncost_max = 5\n", 1,
+	    "t.conf:5: [route r] cost_max: only with cost = header:NAME (the "
+	    "cost is fixed: 2)\n");
+	/* ... but not on top of a bad cost line. */
+	rlg_t_expect("[route r]\npath = /r\npolicies = none\n"
+	    "cost = header:\ncost_max = 5\n", 1,
+	    "t.conf:4: [route r] cost: header:NAME needs a name (got "
+	    "\"header:\")\n");
+	rlg_t_expect("[route r]\npath = /r\npolicies = none\n"
+	    "cost = header:X Cost\ncost_max = 5\n", 1,
+	    "t.conf:4: [route r] cost: " RLG_T_TOKEN " (got \"X Cost\")\n");
 }
 END_TEST
 
@@ -3335,7 +3404,8 @@ START_TEST(test_option_defaults)
 	for (i = 0; i < n; i++) {
 		o = &opts[i];
 		if ((o->type != RLG_OPT_INT && o->type != RLG_OPT_ENUM) ||
-		    strcmp(o->name, "burst") == 0)
+		    strcmp(o->name, "burst") == 0 ||
+		    strcmp(o->name, "cost_max") == 0)
 			continue;
 		ctx = "";
 		if (strcmp(o->name, "connect_timeout_ms") == 0 ||
@@ -4066,6 +4136,7 @@ rlg_config_suite(void)
 	tcase_add_test(tc, test_route_cost);
 	tcase_add_test(tc, test_tiers);
 	tcase_add_test(tc, test_tiers_max);
+	tcase_add_test(tc, test_route_cost_header);
 	tcase_add_test(tc, test_routes_max);
 	tcase_add_test(tc, test_new_mixed);
 	suite_add_tcase(s, tc);

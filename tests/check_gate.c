@@ -579,7 +579,7 @@ START_TEST(test_route_cost)
 	ck_assert_int_eq(v.answer.decisions[0].remaining, 99);
 	/* the cost on the export's line, none on the list's */
 	ck_assert_int_eq(log_end(" route=export policy=shared "
-	    "retry_after_s=59 cost=5 method=GET path=/export\n"), 1);
+	    "retry_after_s=59 cost=5 left=2 method=GET path=/export\n"), 1);
 	ck_assert_int_eq(log_end(" route=list policy=shared "
 	    "retry_after_s=59 method=GET path=/list\n"), 1);
 	ck_assert_int_eq(log_end("cost="), 1);
@@ -600,7 +600,81 @@ START_TEST(test_route_cost)
 	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
 	rlg_log_set_json(0);
 	ck_assert_int_eq(log_end("\"retry_after_s\":59,\"cost\":3,"
-	    "\"method\":\"GET\""), 1);
+	    "\"left\":1,\"method\":\"GET\""), 1);
+	gate_off();
+}
+END_TEST
+
+/*
+ * cost = header:X-Cost, cost_max = 10, against 12 per minute: a trusted
+ * peer's header is the cost (4), in a guarding role too; the same header
+ * from an untrusted peer (a responder's client, an Authorizer's client)
+ * is ignored and the request costs cost_max; a trusted peer without the
+ * header costs cost_max; a value that is no plain decimal integer from
+ * 1 to cost_max, or the header twice, is refused with 400, counted by no
+ * policy (the units are still there after), and logged reason=bad_cost.
+ */
+START_TEST(test_route_cost_header)
+{
+	static const char *const bad[] = {
+		"HTTP_X_COST=0", "HTTP_X_COST=11", "HTTP_X_COST=+3",
+		"HTTP_X_COST=-3", "HTTP_X_COST=3 ", "HTTP_X_COST= 3",
+		"HTTP_X_COST=3 4", "HTTP_X_COST=", "HTTP_X_COST=0x3",
+		"HTTP_X_COST=3.0", "HTTP_X_COST=99999999999999999999999",
+	};
+	struct rlg_verdict v;
+	size_t i;
+
+	gate_on("[client]\ntrusted_proxies = 10.0.0.1/32\n"
+	    "[policy shared]\nlimit = 12\nwindow = 60\n"
+	    "[route search]\npath = /search\ncost = header:X-Cost\n"
+	    "cost_max = 10\npolicies = shared\n");
+	log_begin();
+	/* Trusted: the header's 4. */
+	ask(&v, T1, GET, "REQUEST_URI=/search", A1, "HTTP_X_COST=4", NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_NOT_FOUND);
+	ck_assert_int_eq(v.answer.decisions[0].remaining, 8);
+	/* Untrusted: 10, whatever it says (1), or with no header. */
+	ask(&v, T1, GET, "REQUEST_URI=/search", A2, "HTTP_X_COST=1", NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_NOT_FOUND);
+	ck_assert_int_eq(v.answer.decisions[0].remaining, 2);
+	ask(&v, T1, GET, "REQUEST_URI=/search", A2, "HTTP_X_COST=1", NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	ask(&v, T1, GET, "REQUEST_URI=/search", "REMOTE_ADDR=10.0.0.3",
+	    NULL);
+	ck_assert_int_eq(v.answer.decisions[0].remaining, 2);
+	/* A guarding role does not make the client's header believed. */
+	ask(&v, T1, "FCGI_ROLE=AUTHORIZER", GET, "REQUEST_URI=/search",
+	    "REMOTE_ADDR=10.0.0.4", "HTTP_X_COST=1", NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_AUTHORIZED);
+	ck_assert_int_eq(v.answer.decisions[0].remaining, 2);
+	/* Malformed from the trusted peer: 400, nothing taken. */
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		ask(&v, T1, GET, "REQUEST_URI=/search", A1, bad[i], NULL);
+		ck_assert_msg(v.answer.outcome == RLG_OUT_BAD_REQUEST,
+		    "%s: outcome %d", bad[i], (int)v.answer.outcome);
+		ck_assert_uint_eq(v.answer.n, 0);
+	}
+	/* X-Cost and X_Cost: the header twice. */
+	ask(&v, T1, GET, "REQUEST_URI=/search", A1, "HTTP_X_COST=1",
+	    "HTTP_X_COST=1", NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_BAD_REQUEST);
+	ck_assert_int_eq(log_end(" reason=bad_cost header=X-Cost "
+	    "suppressed=0\n"), 1);
+	/* The 8 left are all there: a trusted peer's 8 takes them. */
+	ask(&v, T1 + 1, GET, "REQUEST_URI=/search", A1, "HTTP_X_COST=8",
+	    NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_NOT_FOUND);
+	ck_assert_int_eq(v.answer.decisions[0].remaining, 0);
+	/* Behind the trusted proxy, the client's header is the proxy's,
+	 * in forward_auth too; without one the client pays cost_max. */
+	ask(&v, T1, "RLGATE_ROLE=forward_auth", GET, "REQUEST_URI=/search",
+	    A1, "HTTP_X_FORWARDED_FOR=192.0.2.9", "HTTP_X_COST=3", NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_AUTHORIZED);
+	ck_assert_int_eq(v.answer.decisions[0].remaining, 9);
+	ask(&v, T1, GET, "REQUEST_URI=/search", A1,
+	    "HTTP_X_FORWARDED_FOR=192.0.2.10", NULL);
+	ck_assert_int_eq(v.answer.decisions[0].remaining, 2);
 	gate_off();
 }
 END_TEST
@@ -705,6 +779,7 @@ rlg_gate_suite(void)
 	tcase_add_loop_test(tc, test_route_cost, 0, 2);
 	tcase_add_loop_test(tc, test_tiers, 0, 4);
 	tcase_add_test(tc, test_tiers_reload);
+	tcase_add_test(tc, test_route_cost_header);
 	tcase_add_test(tc, test_refused);
 	tcase_add_test(tc, test_dry_run_hidden);
 	tcase_add_test(tc, test_reject_line_request);

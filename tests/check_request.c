@@ -788,6 +788,82 @@ START_TEST(test_oversized_headers)
 }
 END_TEST
 
+/*
+ * What a request costs: 1 without a route, a route's fixed cost, and with
+ * cost = header:X-Cost (cost_max 10) the header of a trusted peer only
+ * (PEER is in cc()'s trusted_proxies), in every role; anyone else, or a
+ * trusted peer without it, costs 10; a trusted peer's value that is no
+ * plain decimal integer from 1 to 10, or the header twice, is refused.
+ */
+START_TEST(test_request_cost)
+{
+	static const char *const bad[] = {
+		"HTTP_X_COST=0", "HTTP_X_COST=11", "HTTP_X_COST=+2",
+		"HTTP_X_COST=-2", "HTTP_X_COST= 2", "HTTP_X_COST=2 ",
+		"HTTP_X_COST=1 0", "HTTP_X_COST=", "HTTP_X_COST=two",
+		"HTTP_X_COST=2e0", "HTTP_X_COST=100000000000000000000",
+	};
+	struct rlg_route fixed = { .cost = 7 };
+	struct rlg_route hdr = { .cost = 1, .cost_header = "x-Cost",
+	    .cost_max = 10 };
+	struct rlg_request r;
+	int64_t cost;
+	size_t i;
+
+	who(&r, cc(), PEER, "HTTP_X_COST=3", NULL);
+	ck_assert(r.trusted);
+	ck_assert_int_eq(rlg_request_cost(&r, NULL, &cost), RLG_OK);
+	ck_assert_int_eq(cost, 1);
+	ck_assert_int_eq(rlg_request_cost(&r, &fixed, &cost), RLG_OK);
+	ck_assert_int_eq(cost, 7);
+	ck_assert_int_eq(rlg_request_cost(&r, &hdr, &cost), RLG_OK);
+	ck_assert_int_eq(cost, 3);
+	who(&r, cc(), PEER, "HTTP_X_COST=0010", NULL);
+	ck_assert_int_eq(rlg_request_cost(&r, &hdr, &cost), RLG_OK);
+	ck_assert_int_eq(cost, 10);
+	/* Behind the proxy, in forward_auth: still the proxy's header. */
+	who(&r, cc(), PEER, "RLGATE_ROLE=forward_auth",
+	    "HTTP_X_FORWARDED_FOR=203.0.113.9", "HTTP_X_COST=2", NULL);
+	ck_assert(r.trusted);
+	ck_assert_int_eq(rlg_request_cost(&r, &hdr, &cost), RLG_OK);
+	ck_assert_int_eq(cost, 2);
+	/* A trusted peer without it: cost_max. */
+	who(&r, cc(), PEER, NULL);
+	ck_assert_int_eq(rlg_request_cost(&r, &hdr, &cost), RLG_OK);
+	ck_assert_int_eq(cost, 10);
+
+	/* Untrusted: cost_max, whatever the header says, in any role,
+	 * malformed or twice too. */
+	who(&r, cc(), "REMOTE_ADDR=203.0.113.9", "HTTP_X_COST=1", NULL);
+	ck_assert(!r.trusted);
+	ck_assert_int_eq(rlg_request_cost(&r, &hdr, &cost), RLG_OK);
+	ck_assert_int_eq(cost, 10);
+	who(&r, cc(), "REMOTE_ADDR=203.0.113.9", "FCGI_ROLE=AUTHORIZER",
+	    "HTTP_X_COST=1", NULL);
+	ck_assert_int_eq(rlg_request_cost(&r, &hdr, &cost), RLG_OK);
+	ck_assert_int_eq(cost, 10);
+	who(&r, cc(), "REMOTE_ADDR=203.0.113.9", "RLGATE_ROLE=auth_request",
+	    "HTTP_X_COST=x", "HTTP_X_COST=1", NULL);
+	ck_assert_int_eq(rlg_request_cost(&r, &hdr, &cost), RLG_OK);
+	ck_assert_int_eq(cost, 10);
+	who(&r, NULL, PEER, "HTTP_X_COST=1", NULL);
+	ck_assert(!r.trusted);
+	ck_assert_int_eq(rlg_request_cost(&r, &hdr, &cost), RLG_OK);
+	ck_assert_int_eq(cost, 10);
+
+	/* Malformed from the trusted peer, or twice: refused. */
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		who(&r, cc(), PEER, bad[i], NULL);
+		ck_assert_msg(rlg_request_cost(&r, &hdr, &cost) == RLG_EINVAL,
+		    "%s taken", bad[i]);
+		ck_assert_int_eq(cost, 10);
+	}
+	who(&r, cc(), PEER, "HTTP_X_COST=2", "HTTP_X_COST=2", NULL);
+	ck_assert_int_eq(rlg_request_cost(&r, &hdr, &cost), RLG_EINVAL);
+	ck_assert_str_eq(rlg_flaw_name(RLG_FLAW_COST), "bad_cost");
+}
+END_TEST
+
 START_TEST(test_ipv6_grouping)
 {
 	struct rlg_client_config c = *cc();
@@ -991,6 +1067,7 @@ rlg_request_suite(void)
 	tcase_add_test(proxy, test_ipv6_grouping);
 	tcase_add_test(keys, test_policy_keys);
 	tcase_add_test(keys, test_policy_key_bounds);
+	tcase_add_test(keys, test_request_cost);
 	tcase_add_test(hostile, test_malformed_hops);
 	tcase_add_test(hostile, test_duplicate_headers);
 	tcase_add_test(hostile, test_oversized_headers);

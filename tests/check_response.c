@@ -768,6 +768,53 @@ START_TEST(test_429)
 }
 END_TEST
 
+/*
+ * A refused request of cost 5 with 2 units left (limiter.h: the decision
+ * keeps them): every style shows 0 remaining for the policies that
+ * refused (DESIGN.md: a 429 carries RateLimit-Remaining: 0), and the
+ * decision itself is not changed; a policy that admitted is left out of
+ * the ietf field of a 429, as ever. Admitted, the units show as they are.
+ */
+START_TEST(test_429_costly_shows_zero)
+{
+	const struct rlg_decision d[3] = {
+		{ true, 10, 9, 800, 0, 800 },
+		{ false, 100, 2, 30000, 30000, 30000 },
+		{ false, 1000, 3, 12500, 12500, 12500 },
+	};
+	struct rlg_answer a = { RLG_OUT_REJECTED, false, RLG_STYLE_ALL,
+	    RLG_ERRORS_JSON, pol, d, 3, RLG_ROLE_RESPONDER, 0 };
+	struct rlg_answer one = draft03(RLG_OUT_REJECTED, &d[1], false);
+
+	ck_assert_str_eq(answer(&a),
+	    "Status: 429 Too Many Requests\r\n"
+	    "Content-Type: application/json\r\n"
+	    "Cache-Control: no-store\r\n"
+	    "RateLimit-Limit: 100\r\n"
+	    "RateLimit-Remaining: 0\r\n"
+	    "RateLimit-Reset: 30\r\n"
+	    "RateLimit-Policy: \"per-second\";q=10;w=1, "
+	    "\"per.minute\";q=100;w=60, "
+	    "\"burst_bucket\";q=1000;w=3600;rlgate-burst=50\r\n"
+	    "RateLimit: \"per.minute\";r=0;t=30, \"burst_bucket\";r=0;t=13\r\n"
+	    "X-RateLimit-Limit: 100\r\n"
+	    "X-RateLimit-Remaining: 0\r\n"
+	    "X-RateLimit-Reset: 30\r\n"
+	    "Retry-After: 30\r\n"
+	    "Content-Length: 74\r\n"
+	    "\r\n"
+	    "{\"error\":{\"code\":429,\"message\":\"Too Many Requests. "
+	    "Rate limit exceeded.\"}}");
+	ck_assert_int_eq(d[1].remaining, 2);
+	ck_assert_ptr_nonnull(strstr(answer(&one),
+	    "\r\nRateLimit-Remaining: 0\r\n"));
+	/* The same units, admitted: shown as they are. */
+	one = draft03(RLG_OUT_ADMITTED, &d[0], false);
+	ck_assert_ptr_nonnull(strstr(answer(&one),
+	    "\r\nRateLimit-Remaining: 9\r\n"));
+}
+END_TEST
+
 START_TEST(test_all_200_exact)
 {
 	struct rlg_answer a = { RLG_OUT_ADMITTED, false, RLG_STYLE_ALL,
@@ -1301,6 +1348,7 @@ rlg_response_suite(void)
 	tcase_add_test(core, test_429);
 	tcase_add_test(core, test_all_200_exact);
 	tcase_add_test(core, test_all_429_exact);
+	tcase_add_test(core, test_429_costly_shows_zero);
 	tcase_add_test(core, test_head_has_no_body);
 	tcase_add_test(core, test_errors);
 	tcase_add_test(core, test_problem_bodies);

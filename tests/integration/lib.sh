@@ -782,6 +782,37 @@ start_lighttpd() {
 		bail_out "lighttpd did not listen on $port: $(tail -5 "$log")"
 }
 
+# ---- Redis -------------------------------------------------------------------
+
+REDIS_SERVER=${REDIS_SERVER:-redis-server}
+REDIS_CLI=${REDIS_CLI:-redis-cli}
+
+# rcli ARGS...: one redis-cli command on the test's redis-server (RPORT),
+# raw output, bounded.
+rcli() {
+	timeout 5 "$REDIS_CLI" -h 127.0.0.1 -p "$RPORT" "$@" 2>>"$T/redis-cli.err"
+}
+
+# shellcheck disable=SC2317  # called through wait_until
+redis_up() {
+	[ "$(rcli PING)" = PONG ]
+}
+
+# start_test_redis: a redis-server child on 127.0.0.1 at a free port
+# RPORT, without persistence, in $T/redis (REDIS_PID, stopped with the
+# test); waits until it answers PING (10 s at most).
+start_test_redis() {
+	RPORT=$(free_port) || bail_out "no free port"
+	mkdir -p "$T/redis"
+	"$REDIS_SERVER" --port "$RPORT" --bind 127.0.0.1 --save "" \
+	    --appendonly no --dir "$T/redis" --daemonize no \
+	    </dev/null >>"$T/redis.log" 2>&1 &
+	REDIS_PID=$!
+	track_pid "$REDIS_PID"
+	wait_until 10000 redis_up ||
+		bail_out "redis-server did not answer PING on $RPORT: $(tail -5 "$T/redis.log")"
+}
+
 # ---- Apache ------------------------------------------------------------------
 
 # apache_available: true if an Apache 2.4 with mod_proxy_fcgi is installed.

@@ -34,8 +34,6 @@
 # shellcheck source=tests/integration/lib-gateways.sh
 . "$RLGATE_SRCDIR/tests/integration/lib-gateways.sh" || { echo "Bail out! cannot read lib-gateways.sh"; exit 99; }
 
-REDIS_SERVER=${REDIS_SERVER:-redis-server}
-REDIS_CLI=${REDIS_CLI:-redis-cli}
 # a missing Redis is a broken set-up (scripts/deps.sh installs redis-server
 # and redis-tools), as for the unit tests: never a silent skip
 setup_test lighttpd spawn-fcgi curl timeout "$REDIS_SERVER" "$REDIS_CLI"
@@ -53,15 +51,7 @@ RPORT=$(free_port) || bail_out "no free port"
 RDIR="$T/redis"
 mkdir -p "$RDIR"
 
-# rcli ARGS...: one redis-cli command on our server (raw output), bounded.
-rcli() {
-	timeout 5 "$REDIS_CLI" -h 127.0.0.1 -p "$RPORT" "$@" 2>>"$T/redis-cli.err"
-}
-
-# shellcheck disable=SC2317  # called through wait_until
-redis_up() {
-	[ "$(rcli PING)" = PONG ]
-}
+# (rcli and redis_up: lib.sh, on RPORT)
 
 # start_redis: redis-server in the foreground as our child (its pid is
 # REDIS_PID), on 127.0.0.1:RPORT without persistence; waits (10 s at most)

@@ -21,8 +21,6 @@
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
 
-REDIS_SERVER=${REDIS_SERVER:-redis-server}
-REDIS_CLI=${REDIS_CLI:-redis-cli}
 setup_test lighttpd spawn-fcgi sqlite3 curl timeout "$REDIS_SERVER" "$REDIS_CLI"
 
 make_rundir
@@ -32,21 +30,7 @@ SECRET=0123456789abcdef0123456789abcdef
 
 # ---- Redis -------------------------------------------------------------------
 
-RPORT=$(free_port) || bail_out "no free port"
-mkdir -p "$T/redis"
-rcli() {
-	timeout 5 "$REDIS_CLI" -h 127.0.0.1 -p "$RPORT" "$@" 2>>"$T/redis-cli.err"
-}
-# shellcheck disable=SC2317  # called through wait_until
-redis_up() {
-	[ "$(rcli PING)" = PONG ]
-}
-"$REDIS_SERVER" --port "$RPORT" --bind 127.0.0.1 --save "" --appendonly no \
-    --dir "$T/redis" --daemonize no </dev/null >>"$T/redis.log" 2>&1 &
-REDIS_PID=$!
-track_pid "$REDIS_PID"
-wait_until 10000 redis_up ||
-	bail_out "redis-server did not answer PING on $RPORT: $(tail -5 "$T/redis.log")"
+start_test_redis
 
 # ---- helpers -----------------------------------------------------------------
 
