@@ -798,11 +798,12 @@ redis_up() {
 	[ "$(rcli PING)" = PONG ]
 }
 
-# start_test_redis: a redis-server child on 127.0.0.1 at a free port
-# RPORT, without persistence, in $T/redis (REDIS_PID, stopped with the
-# test); waits until it answers PING (10 s at most).
+# start_test_redis [PORT]: a redis-server child on 127.0.0.1 at PORT, or
+# at a free port, RPORT, without persistence, in $T/redis (REDIS_PID,
+# stopped with the test); waits until it answers PING (10 s at most).
 start_test_redis() {
-	RPORT=$(free_port) || bail_out "no free port"
+	RPORT=${1:-}
+	[ -n "$RPORT" ] || RPORT=$(free_port) || bail_out "no free port"
 	mkdir -p "$T/redis"
 	"$REDIS_SERVER" --port "$RPORT" --bind 127.0.0.1 --save "" \
 	    --appendonly no --dir "$T/redis" --daemonize no \
@@ -810,7 +811,7 @@ start_test_redis() {
 	REDIS_PID=$!
 	track_pid "$REDIS_PID"
 	wait_until 10000 redis_up ||
-		bail_out "redis-server did not answer PING on $RPORT: $(tail -5 "$T/redis.log")"
+		bail_out "redis-server (pid $REDIS_PID) did not answer PING on $RPORT: $(tail -5 "$T/redis.log")"
 }
 
 # ---- Apache ------------------------------------------------------------------

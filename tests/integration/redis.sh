@@ -47,23 +47,10 @@ BACKOFF_MAX_MS=5000     # store_redis.c's longest reconnect backoff
 
 # ---- Redis -------------------------------------------------------------------
 
-RPORT=$(free_port) || bail_out "no free port"
-RDIR="$T/redis"
-mkdir -p "$RDIR"
-
-# (rcli and redis_up: lib.sh, on RPORT)
-
-# start_redis: redis-server in the foreground as our child (its pid is
-# REDIS_PID), on 127.0.0.1:RPORT without persistence; waits (10 s at most)
-# until it answers PING.
+# (rcli, redis_up and start_test_redis: lib.sh. start_redis: the server
+# started again on the same port, RPORT, after it was killed.)
 start_redis() {
-	"$REDIS_SERVER" --port "$RPORT" --bind 127.0.0.1 --save "" \
-	    --appendonly no --dir "$RDIR" --daemonize no \
-	    </dev/null >>"$T/redis.log" 2>&1 &
-	REDIS_PID=$!
-	track_pid "$REDIS_PID"
-	wait_until 10000 redis_up ||
-		bail_out "redis-server (pid $REDIS_PID) did not answer PING on $RPORT: $(tail -5 "$T/redis.log")"
+	start_test_redis "${RPORT:-}"
 }
 
 # redis_ms: Redis TIME in ms.
