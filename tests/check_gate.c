@@ -723,6 +723,16 @@ START_TEST(test_tiers)
 		ck_assert_int_eq(v.answer.outcome, RLG_OUT_ADMITTED);
 		ck_assert_uint_eq(v.answer.n, 0);
 	}
+	/* the guarding roles decide with the tier too (10.0.0.0 is gold) */
+	ask(&v, T1, "FCGI_ROLE=AUTHORIZER", GET, RES, "REMOTE_ADDR=10.0.0.0",
+	    NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_AUTHORIZED);
+	ck_assert_int_eq(v.answer.decisions[0].limit, 4);
+	ck_assert_int_eq(v.answer.decisions[0].remaining, 3);
+	ask(&v, T1, "RLGATE_ROLE=auth_request", GET, RES,
+	    "REMOTE_ADDR=10.0.0.0", NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_AUTHORIZED);
+	ck_assert_int_eq(v.answer.decisions[0].remaining, 2);
 	ck_assert_int_eq(log_end("client=10.0.0.1 route=- policy=default "), 1);
 	ck_assert_int_eq(log_end(" tier=gold limit=4 method=GET"), 1);
 	ck_assert_int_eq(log_end("client=10.0.0.2 route=- policy=default "
