@@ -238,6 +238,8 @@ override_row(void *ctx, const struct rlg_override_row *row)
 {
 	struct override_load *l = ctx;
 	char err[512], client[RLG_TIER_SPEC_MAX * 3 + 4];
+	char policy[RLG_POLICY_NAME_MAX * 3 + 4];
+	size_t i;
 
 	if (l->set == NULL)
 		l->set = rlg_tier_set_new(l->g->cfg);
@@ -245,10 +247,17 @@ override_row(void *ctx, const struct rlg_override_row *row)
 	    "override", err, sizeof err) == 0)
 		return 0;
 	if (l->bad++ < 10 && l->g->cfg->log_level >= RLG_LOG_WARN) {
+		/* The row's text is anybody's who may write the store: the
+		 * names as tokens, no control byte in the reason. */
+		(void)rlg_log_token(policy, sizeof policy, row->policy,
+		    RLG_POLICY_NAME_MAX);
 		(void)rlg_log_token(client, sizeof client, row->client,
 		    RLG_TIER_SPEC_MAX);
-		rlg_log("event=bad_override policy=%.*s client=%s reason=\"%s\""
-		    " (skipped)", RLG_POLICY_NAME_MAX, row->policy, client, err);
+		for (i = 0; err[i] != '\0'; i++)
+			if ((unsigned char)err[i] < 0x20 || err[i] == 0x7f)
+				err[i] = '?';
+		rlg_log("event=bad_override policy=%s client=%s reason=\"%s\""
+		    " (skipped)", policy, client, err);
 	}
 	return 0;
 }

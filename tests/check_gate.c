@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sqlite3.h>
+
 #include "check_rlgate.h"
 #include "fixture.h"
 #include "gate.h"
@@ -776,6 +778,67 @@ START_TEST(test_tiers_reload)
 }
 END_TEST
 
+/* Runs sql on the gate's database, as an operator's sqlite3 shell. */
+static void
+gate_sql(const char *sql)
+{
+	sqlite3 *db;
+
+	ck_assert_int_eq(sqlite3_open(path_in("g.db"), &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK,
+	    "%s: %s", sql, sqlite3_errmsg(db));
+	sqlite3_close(db);
+}
+
+/*
+ * Overrides in the store through the gate: read when their version
+ * moved, at most every RLG_OVERRIDES_INTERVAL_MS of the gate's clock,
+ * before the config's tiers; a bad row skipped and logged with its text
+ * as tokens (a newline in it never makes a line of its own).
+ */
+START_TEST(test_overrides)
+{
+	struct rlg_verdict v;
+
+	gate_on("[policy default]\nlimit = 2\nwindow = 60\n"
+	    "[tier t]\nclients = 10.0.0.2\ndefault = limit=3\n");
+	ask(&v, T1, GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.decisions[0].limit, 2);
+	gate_sql("INSERT INTO rlg_override(policy, client, spec) VALUES"
+	    " ('default', '10.0.0.1', 'limit=5'),"
+	    " ('default', '10.0.0.2', 'limit=6'),"
+	    " ('default', 'bad' || char(10) || 'row', 'limit=5'),"
+	    " ('nope', '10.0.0.3', 'limit=5'),"
+	    " ('default', '10.0.0.4', 'limit=0')");
+	log_begin();
+	ask(&v, T1 + RLG_OVERRIDES_INTERVAL_MS - 1, GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.decisions[0].limit, 2);
+	ask(&v, T1 + RLG_OVERRIDES_INTERVAL_MS, GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.decisions[0].limit, 5);
+	ck_assert_int_eq(v.answer.decisions[0].remaining, 2);
+	/* the override before the tier */
+	ask(&v, T1 + RLG_OVERRIDES_INTERVAL_MS, GET, RES, A2, NULL);
+	ck_assert_int_eq(v.answer.decisions[0].limit, 6);
+	ck_assert_int_eq(log_end("event=bad_override policy=default "
+	    "client=bad%0Arow reason=\"client: \"bad?row\" is no address"),
+	    1);
+	ck_assert_int_eq(log_end("event=bad_override policy=nope "
+	    "client=10.0.0.3 reason=\"no [policy nope]\" (skipped)"), 1);
+	ck_assert_int_eq(log_end("client=10.0.0.4 reason=\"spec: limit: must "
+	    "be an integer"), 1);
+	ck_assert_int_eq(log_end("overrides loaded: 2 (3 skipped)"), 1);
+	/* deleted: the tier again, the policy's for the other */
+	gate_sql("DELETE FROM rlg_override WHERE client LIKE '10.0.0.%'");
+	ask(&v, T1 + 2 * RLG_OVERRIDES_INTERVAL_MS, GET, RES, A2, NULL);
+	ck_assert_int_eq(v.answer.decisions[0].limit, 3);
+	ask(&v, T1 + 2 * RLG_OVERRIDES_INTERVAL_MS, GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.decisions[0].limit, 2);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	gate_off();
+}
+END_TEST
+
 Suite *
 rlg_gate_suite(void)
 {
@@ -789,6 +852,7 @@ rlg_gate_suite(void)
 	tcase_add_loop_test(tc, test_route_cost, 0, 2);
 	tcase_add_loop_test(tc, test_tiers, 0, 4);
 	tcase_add_test(tc, test_tiers_reload);
+	tcase_add_test(tc, test_overrides);
 	tcase_add_test(tc, test_route_cost_header);
 	tcase_add_test(tc, test_refused);
 	tcase_add_test(tc, test_dry_run_hidden);
