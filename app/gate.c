@@ -785,12 +785,9 @@ rlg_gate_handle(struct rlg_gate *g, char *const *envp, int64_t now_ms,
 		return rc < 0 ? rc : 0;
 	}
 	decide(g, &req, now_ms, &v);
-	if (v.answer.outcome == RLG_OUT_REJECTED && v.answer.status != 0 &&
-	    v.answer.status != 429)
-		rlg_metrics_response(g->slot,
-		    rlg_response_answer_code(&v.answer), false);
-	else
-		rlg_metrics_answer(g->slot, v.answer.outcome);
+	/* the code the client gets ([response] status for a refusal) */
+	rlg_metrics_response(g->slot, rlg_response_answer_code(&v.answer),
+	    false);
 	return rlg_response_write(&v.answer, write, ctx);
 }
 

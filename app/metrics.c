@@ -62,7 +62,7 @@ static struct {
 	bool names_said;
 } mx = { .fd = -1, .mu = PTHREAD_MUTEX_INITIALIZER };
 
-/* by index; rlg_metrics_answer's table follows it */
+/* by index (rlg_metrics_code_index) */
 static const int mx_codes[RLG_METRICS_CODES] = {
 	0, 200, 400, 404, 405, 429, 500, 503
 };

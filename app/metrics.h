@@ -156,17 +156,8 @@ rlg_metrics_decision(struct rlg_metrics_slot *s,
 /* The index of a code among the counted ones (0: other). */
 size_t rlg_metrics_code_index(int code);
 
-/* An answer of an outcome (admin: to an admin endpoint, by code). */
-static inline void
-rlg_metrics_answer(struct rlg_metrics_slot *s, enum rlg_outcome o)
-{
-	/* by enum rlg_outcome: 200, 429, 404, 405, 400, 503, 200, 500 */
-	static const unsigned char idx[] = { 1, 5, 3, 4, 2, 7, 1, 6 };
-
-	if (s != NULL)
-		rlg_metrics_add(&s->responses[(unsigned)o < sizeof idx ?
-		    idx[o] : 0], 1);
-}
+/* An answer of code code (admin: to an admin endpoint); a code outside
+ * the counted ones is "other". */
 void rlg_metrics_response(struct rlg_metrics_slot *s, int code, bool admin);
 void rlg_metrics_store_error(struct rlg_metrics_slot *s);
 void rlg_metrics_cache_hit(struct rlg_metrics_slot *s);

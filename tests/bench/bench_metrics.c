@@ -165,7 +165,7 @@ direct_ns(const struct rlg_config *cfg)
 			rlg_metrics_step_time(slot, mono_ns() - s0);
 		rlg_metrics_decision(slot, map, &cfg->policies[0], RLG_MD_ADMITTED);
 		rlg_metrics_decision(slot, map, &cfg->policies[1], RLG_MD_ADMITTED);
-		rlg_metrics_answer(slot, RLG_OUT_ADMITTED);
+		rlg_metrics_response(slot, 200, false);
 	}
 	t1 = mono_ns();
 	rlg_metrics_release(slot);
