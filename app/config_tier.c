@@ -249,7 +249,7 @@ tier_clients(struct rlg_parse *p, struct rlg_tier *t, const char *value)
 			return;
 		} else {
 			snprintf(item, sizeof item, "%.*s", (int)len, s);
-			if (t->nclients == 0)
+			if (t->clients == NULL)
 				t->clients = rlg_xcalloc(RLG_TIER_CLIENTS_MAX,
 				    sizeof *t->clients);
 			if (rlg_tier_client_parse(item, &t->clients[t->nclients],
