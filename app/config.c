@@ -37,6 +37,7 @@
 #include "config.h"
 #include "config_priv.h"
 #include "ini.h"
+#include "request.h"
 #include "util.h"
 
 #define RLG_NSCOPES (1 + RLG_POLICIES_MAX + RLG_ROUTES_MAX)
@@ -64,6 +65,8 @@ static struct rlg_config *rlg_config_base(void);
 static void rlg_routes_finish(struct rlg_parse *p);
 static void rlg_route_cost_check(struct rlg_parse *p,
     const struct rlg_route *r, const struct rlg_build *b, size_t scope);
+static void rlg_route_match_path(struct rlg_parse *p, struct rlg_route *r,
+    const struct rlg_build *b, size_t scope);
 static void rlg_policy_free_fields(struct rlg_policy *pol);
 static void rlg_route_free_fields(struct rlg_route *r);
 static struct rlg_set_lines *rlg_lines(struct rlg_parse *p, size_t scope,
@@ -694,6 +697,37 @@ rlg_route_cost_check(struct rlg_parse *p, const struct rlg_route *r,
 }
 
 /*
+ * With path_match = normalized, the spelling of a route's path that
+ * requests are compared with (rlg_request_route_path; an exact route's
+ * without its trailing '/'). A ';' in such a path is reported at its
+ * line: requests' ";params" are dropped, so it could never match.
+ */
+static void
+rlg_route_match_path(struct rlg_parse *p, struct rlg_route *r,
+    const struct rlg_build *b, size_t scope)
+{
+	size_t len;
+
+	free(r->match_path);
+	r->match_path = NULL;
+	if (r->path == NULL || r->path_match != RLG_PATH_MATCH_NORMALIZED)
+		return;
+	if (strchr(r->path, ';') != NULL) {
+		rlg_problem(p, rlg_lines(p, scope, "route", "path")->ok,
+		    "%s path: a request's \";params\" are dropped before it "
+		    "is compared, so \"%s\" could never match (or set "
+		    "path_match = bytes)", b->label, r->path);
+		return;
+	}
+	len = strlen(r->path) + 1;
+	r->match_path = rlg_xmalloc(len);
+	if (rlg_request_route_path(r->path, r->match_path, len) != RLG_OK)
+		r->match_path[0] = '\0';
+	if (!r->prefix)
+		rlg_request_route_slash(r->match_path);
+}
+
+/*
  * After the policies are final: each route's policy names become indexes
  * (an unknown name is reported at the route's policies line), a cost
  * above one of them at the cost line (rlg_route_cost_check), a route
@@ -738,6 +772,7 @@ rlg_routes_finish(struct rlg_parse *p)
 		}
 		rlg_list_free(b->names, b->nnames);
 		rlg_route_cost_check(p, r, b, scope);
+		rlg_route_match_path(p, r, b, scope);
 	}
 	if (p->nroutes > 0) {
 		cfg->routes = rlg_xcalloc(p->nroutes, sizeof *cfg->routes);
@@ -965,6 +1000,7 @@ rlg_route_free_fields(struct rlg_route *r)
 {
 	free(r->name);
 	free(r->path);
+	free(r->match_path);
 	rlg_list_free(r->methods, r->nmethods);
 	free(r->policies);
 	free(r->cost_header);

@@ -173,10 +173,25 @@ enum rlg_log_format {
  * [route NAME]: which policies apply to which requests. Routes are tried
  * in file order; the first whose path and method match decides.
  */
+/*
+ * How a route compares a request's path (path_match): normalized, the
+ * default, takes the spellings common backends serve as one resource
+ * (rlg_request_route_path: case, one trailing slash, ";params"); bytes
+ * takes the decoded path byte for byte, for a strict backend.
+ */
+enum rlg_path_match {
+	RLG_PATH_MATCH_NORMALIZED = 0,
+	RLG_PATH_MATCH_BYTES,
+};
+
 struct rlg_route {
 	char *name;
 	char *path;                /* as configured, without a trailing '*' */
 	bool prefix;               /* path ended in '*': a prefix match */
+	enum rlg_path_match path_match;
+	/* normalized: path as rlg_request_route_path spells it (an exact
+	 * route's without its trailing '/'); NULL with bytes */
+	char *match_path;
 	char **methods;            /* nmethods method names; 0: any method */
 	size_t nmethods;
 	size_t *policies;          /* indexes into cfg->policies */

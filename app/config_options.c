@@ -114,6 +114,10 @@ static const struct rlg_word rlg_log_level_words[] = {
 	{ "error", RLG_LOG_ERROR }, { "warn", RLG_LOG_WARN },
 	{ "info", RLG_LOG_INFO }, { NULL, 0 }
 };
+static const struct rlg_word rlg_path_match_words[] = {
+	{ "normalized", RLG_PATH_MATCH_NORMALIZED },
+	{ "bytes", RLG_PATH_MATCH_BYTES }, { NULL, 0 }
+};
 static const struct rlg_word rlg_log_format_words[] = {
 	{ "text", RLG_LOG_TEXT }, { "json", RLG_LOG_JSON }, { NULL, 0 }
 };
@@ -253,6 +257,9 @@ const struct rlg_option rlg_options[] = {
 	{ RLG_KEY("route", "path", COMPOUND), .def = "none (required)",
 	  .set = rlg_set_route_path,
 	  .doc = "The request path, exact or a prefix." },
+	{ RLG_KEY("route", "path_match", ENUM), RLG_ROUTE(path_match),
+	  .words = rlg_path_match_words, .def = "normalized",
+	  .doc = "Whether case, a trailing slash and ;params count." },
 	{ RLG_KEY("route", "methods", COMPOUND), .def = "every method",
 	  .set = rlg_set_route_methods,
 	  .doc = "The request methods the route takes." },

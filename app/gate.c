@@ -194,23 +194,44 @@ endpoint(const struct rlg_request *r)
 /*
  * The first [route] whose path and method match decides the policies; a
  * request no route matches gets the default policies (every policy when
- * there are no routes). NULL: no route matched. A route that lists GET
- * takes HEAD too, as every server answers HEAD with GET's headers; a
- * method too long to read matches no list.
+ * there are no routes). NULL: no route matched. A route with path_match
+ * = normalized compares the request's path as rlg_request_route_path
+ * spells it, one trailing slash aside (a prefix "/a/" takes "/a" too),
+ * so the spellings a backend serves as the route's resource count under
+ * it; bytes compares the decoded path. A route that lists GET takes HEAD
+ * too, as every server answers HEAD with GET's headers; a method too
+ * long to read matches no list.
  */
 static const struct rlg_route *
 match_route(const struct rlg_config *cfg, const struct rlg_request *r)
 {
-	size_t i, j;
+	char norm[RLG_PATH_MAX + 1];
+	bool have_norm = false;
+	size_t i, j, n;
 
 	if (!r->path_ok)
 		return NULL;
 	for (i = 0; i < cfg->nroutes; i++) {
 		const struct rlg_route *rt = &cfg->routes[i];
+		const char *path = r->path, *want = rt->path;
 		bool method_ok = rt->nmethods == 0;
 
-		if (rt->prefix ? strncmp(r->path, rt->path, strlen(rt->path)) != 0
-		    : strcmp(r->path, rt->path) != 0)
+		if (rt->match_path != NULL) {
+			if (!have_norm) {
+				if (rlg_request_route_path(r->path, norm,
+				    sizeof norm) != RLG_OK)
+					norm[0] = '\0';
+				rlg_request_route_slash(norm);
+				have_norm = true;
+			}
+			path = norm;
+			want = rt->match_path;
+		}
+		n = strlen(want);
+		if (!rt->prefix ? strcmp(path, want) != 0 :
+		    strncmp(path, want, n) != 0 && !(rt->match_path != NULL &&
+		    n > 1 && want[n - 1] == '/' && strlen(path) == n - 1 &&
+		    strncmp(path, want, n - 1) == 0))
 			continue;
 		for (j = 0; j < rt->nmethods && !method_ok && r->method_ok; j++)
 			method_ok = strcmp(rt->methods[j], r->method_name) == 0 ||

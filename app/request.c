@@ -106,6 +106,7 @@ static bool is_tchar(int c);
 static const char *skip_ows(const char *p);
 static const char *absolute_form_path(const char *uri);
 static void normalize_path(char *path);
+static bool dot_params(const char *path);
 static void hops_push(struct fwd_hops *hs, const char *s, size_t len,
     bool quoted, bool bad);
 static void split_xff(const char *h, struct fwd_hops *hs);
@@ -253,10 +254,77 @@ rlg_request_decode_path(const char *uri, char *out, size_t outlen)
 	}
 	out[n] = '\0';
 	normalize_path(out);
+	if (dot_params(out))
+		goto bad;
 	return RLG_OK;
 bad:
 	out[0] = '\0';
 	return RLG_EINVAL;
+}
+
+/*
+ * True if a segment of path is "." or ".." followed by ";params":
+ * Tomcat and Spring drop the params, then resolve the dot segment; a
+ * server that keeps it as a name serves another resource.
+ */
+static bool
+dot_params(const char *path)
+{
+	const char *seg;
+
+	for (seg = strchr(path, '/'); seg != NULL; seg = strchr(seg, '/')) {
+		seg++;
+		if (seg[0] == '.' && seg[1] == '.')
+			seg++;
+		if (seg[0] == '.' && seg[1] == ';')
+			return true;
+	}
+	return false;
+}
+
+int
+rlg_request_route_path(const char *path, char *out, size_t outlen)
+{
+	size_t n = 0;
+	const char *p;
+	bool params = false;
+
+	if (outlen < 2) {
+		if (outlen > 0)
+			out[0] = '\0';
+		return RLG_ENOSPC;
+	}
+	for (p = path; *p != '\0'; p++) {
+		if (*p == '/')
+			params = false;
+		else if (*p == ';')
+			params = true;
+		if (params)
+			continue;
+		if (n + 1 >= outlen) {
+			out[0] = '\0';
+			return RLG_ENOSPC;
+		}
+		/* ASCII only, whatever the locale */
+		out[n++] = *p >= 'A' && *p <= 'Z' ? (char)(*p - 'A' + 'a') : *p;
+	}
+	out[n] = '\0';
+	if (out[0] != '/') {
+		/* Not a decoded path: matches no normalised route. */
+		out[0] = '\0';
+		return RLG_OK;
+	}
+	normalize_path(out);
+	return RLG_OK;
+}
+
+void
+rlg_request_route_slash(char *path)
+{
+	size_t len = strlen(path);
+
+	if (len > 1 && path[len - 1] == '/')
+		path[len - 1] = '\0';
 }
 
 /*

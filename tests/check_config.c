@@ -2741,6 +2741,40 @@ START_TEST(test_route_errors)
 }
 END_TEST
 
+/*
+ * path_match: normalized (default) keeps the path's spelling that
+ * requests are compared with; bytes none; a ';' in a normalized path
+ * could never match (requests' params are dropped): at its line.
+ */
+START_TEST(test_route_path_match)
+{
+	struct rlg_config *cfg;
+
+	cfg = rlg_t_ok("[route a]\npath = /API/Search/\npolicies = none\n"
+	    "[route b]\npath = /Static/*\npolicies = none\n"
+	    "[route c]\npath = /X;y\npath_match = bytes\npolicies = none\n"
+	    "[route d]\npath = /\npath_match = normalized\n"
+	    "policies = none\n");
+	ck_assert_int_eq(cfg->routes[0].path_match, RLG_PATH_MATCH_NORMALIZED);
+	ck_assert_str_eq(cfg->routes[0].path, "/API/Search/");
+	ck_assert_str_eq(cfg->routes[0].match_path, "/api/search");
+	ck_assert_str_eq(cfg->routes[1].match_path, "/static/");
+	ck_assert_int_eq(cfg->routes[2].path_match, RLG_PATH_MATCH_BYTES);
+	ck_assert_ptr_null(cfg->routes[2].match_path);
+	ck_assert_str_eq(cfg->routes[3].match_path, "/");
+	rlg_config_free(cfg);
+
+	rlg_t_expect("[route r]\npath = /a;b\npolicies = none\n", 1,
+	    "t.conf:2: [route r] path: a request's \";params\" are dropped "
+	    "before it is compared, so \"/a;b\" could never match (or set "
+	    "path_match = bytes)\n");
+	rlg_t_expect("[route r]\npath = /a\npolicies = none\n"
+	    "path_match = exact\n", 1,
+	    "t.conf:4: [route r] path_match: must be one of normalized, "
+	    "bytes (got \"exact\")\n");
+}
+END_TEST
+
 START_TEST(test_routes_max)
 {
 	struct rlg_config *cfg;
@@ -3470,7 +3504,10 @@ START_TEST(test_option_words)
 		for (w = o->words; w->name != NULL; w++)
 			len += (size_t)snprintf(list + len, sizeof list - len,
 			    "%s%s", len > 0 ? ", " : "", w->name);
-		text = rlg_t_fmt("%s\n%s = bogus\n", rlg_t_header(o), o->name);
+		/* a route needs its path and policies (else more problems) */
+		text = rlg_t_fmt("%s\n%s = bogus\n%s", rlg_t_header(o), o->name,
+		    strcmp(o->section, "route") == 0 ?
+		    "path = /\npolicies = none\n" : "");
 		if (strcmp(o->name, "algorithm") == 0)
 			want = rlg_t_fmt("t.conf:2: %s %s: unknown algorithm "
 			    "(got \"bogus\"): must be one of %s\n",
@@ -3507,7 +3544,7 @@ START_TEST(test_option_words)
 				ck_assert_str_eq(got, w->name);
 		}
 	}
-	ck_assert_uint_eq(rows, 14);
+	ck_assert_uint_eq(rows, 15);
 }
 END_TEST
 
@@ -4138,6 +4175,7 @@ rlg_config_suite(void)
 	tcase_add_test(tc, test_tiers_max);
 	tcase_add_test(tc, test_route_cost_header);
 	tcase_add_test(tc, test_routes_max);
+	tcase_add_test(tc, test_route_path_match);
 	tcase_add_test(tc, test_new_mixed);
 	suite_add_tcase(s, tc);
 

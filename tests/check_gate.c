@@ -266,6 +266,95 @@ START_TEST(test_routes)
 }
 END_TEST
 
+/*
+ * The spellings a backend serves as a route's resource count under it
+ * (path_match = normalized, the default): case, one trailing slash,
+ * ";params" (a decoded %3B too), for exact and prefix routes; the log
+ * shows the path as sent. path_match = bytes matches byte for byte; a
+ * dot segment with params is refused (400, counted by none).
+ */
+START_TEST(test_route_spellings)
+{
+	static const char *const search[] = {
+		"/api/search", "/api/search/", "/api/search;x", "/API/search",
+		"/api/Search", "/api/search%3Bx", "/api;v=1/SEARCH;x/",
+	};
+	static const char *const private[] = {
+		"/private/a", "/PRIVATE/a", "/private;x/a", "/Private/",
+		"/private", "/private;x",
+	};
+	char uri[64];
+	struct rlg_verdict v;
+	size_t i;
+
+	gate_on("[policy default]\nlimit = 100\n"
+	    "[policy search]\nlimit = 100\n"
+	    "[policy login]\nlimit = 100\n"
+	    "[route search]\npath = /api/search\npolicies = search\n"
+	    "[route login]\npath = /Login/\nmethods = POST\n"
+	    "policies = login\n"
+	    "[route private]\npath = /private/*\npolicies = none\n"
+	    "[route strict]\npath = /strict\npath_match = bytes\n"
+	    "policies = none\n"
+	    "[route api]\npath = /api/*\npolicies = default\n");
+	ck_assert_ptr_null(cfg->routes[3].match_path);
+	ck_assert_str_eq(cfg->routes[1].match_path, "/login");
+	ck_assert_str_eq(cfg->routes[2].match_path, "/private/");
+	for (i = 0; i < sizeof search / sizeof search[0]; i++) {
+		(void)snprintf(uri, sizeof uri, "REQUEST_URI=%s", search[i]);
+		ask(&v, T1, GET, uri, A1, NULL);
+		ck_assert_msg(v.route != NULL &&
+		    strcmp(v.route->name, "search") == 0, "%s", search[i]);
+		ck_assert_int_eq(v.answer.decisions[0].remaining,
+		    100 - 1 - (int64_t)i);
+	}
+	for (i = 0; i < sizeof private / sizeof private[0]; i++) {
+		(void)snprintf(uri, sizeof uri, "REQUEST_URI=%s", private[i]);
+		ask(&v, T1, GET, uri, A1, NULL);
+		ck_assert_msg(v.route != NULL &&
+		    strcmp(v.route->name, "private") == 0, "%s", private[i]);
+	}
+	ask(&v, T1, "REQUEST_METHOD=POST", "REQUEST_URI=/LOGIN;jsessionid=1",
+	    A1, NULL);
+	ck_assert_str_eq(v.route->name, "login");
+	ask(&v, T1, "REQUEST_METHOD=POST", "REQUEST_URI=/login", A1, NULL);
+	ck_assert_str_eq(v.route->name, "login");
+	/* not the same resource: another name, or not under the prefix */
+	ask(&v, T1, GET, "REQUEST_URI=/api/searching", A1, NULL);
+	ck_assert_str_eq(v.route->name, "api");
+	ask(&v, T1, GET, "REQUEST_URI=/privatex", A1, NULL);
+	ck_assert_ptr_null(v.route);
+	ask(&v, T1, GET, "REQUEST_URI=/API/x", A1, NULL);
+	ck_assert_str_eq(v.route->name, "api");
+	/* bytes: only the path as written */
+	ask(&v, T1, GET, "REQUEST_URI=/strict", A1, NULL);
+	ck_assert_str_eq(v.route->name, "strict");
+	ask(&v, T1, GET, "REQUEST_URI=/STRICT", A1, NULL);
+	ck_assert_ptr_null(v.route);
+	ask(&v, T1, GET, "REQUEST_URI=/strict/", A1, NULL);
+	ck_assert_ptr_null(v.route);
+	/* "..;": the parent to some backends, a name to others */
+	log_begin();
+	ask(&v, T1, GET, "REQUEST_URI=/private/..;/api/search", A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_BAD_REQUEST);
+	ck_assert_uint_eq(v.answer.n, 0);
+	(void)log_end("");
+	gate_off();
+
+	/* the log shows the request's own spelling */
+	gate_on("[policy search]\nlimit = 1\n"
+	    "[route search]\npath = /api/search\npolicies = search\n");
+	ask(&v, T1, GET, "REQUEST_URI=/api/search", A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_NOT_FOUND);
+	log_begin();
+	ask(&v, T1, GET, "REQUEST_URI=/API/Search;x", A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	ck_assert_int_eq(log_end(" route=search policy=search "
+	    "retry_after_s=59 method=GET path=/API/Search;x"), 1);
+	gate_off();
+}
+END_TEST
+
 /* Refused unread: counted by none, logged once then paced. */
 START_TEST(test_refused)
 {
@@ -849,6 +938,7 @@ rlg_gate_suite(void)
 	tcase_add_test(tc, test_authorizer);
 	tcase_add_test(tc, test_front_roles);
 	tcase_add_test(tc, test_routes);
+	tcase_add_test(tc, test_route_spellings);
 	tcase_add_loop_test(tc, test_route_cost, 0, 2);
 	tcase_add_loop_test(tc, test_tiers, 0, 4);
 	tcase_add_test(tc, test_tiers_reload);

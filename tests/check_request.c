@@ -1046,6 +1046,73 @@ START_TEST(test_policy_key_bounds)
 }
 END_TEST
 
+/*
+ * The spelling normalised routes compare: ASCII case folded, each
+ * segment's ";params" dropped (a decoded %3B's too), slashes merged
+ * again, the trailing '/' kept for rlg_request_route_slash; bounded by
+ * out. A dot segment with params is no path (decode_path refuses it).
+ */
+START_TEST(test_route_path)
+{
+	static const char *const cases[][2] = {
+		{ "/api/search", "/api/search" },
+		{ "/API/Search", "/api/search" },
+		{ "/api/search/", "/api/search/" },
+		{ "/api/search;jsessionid=1", "/api/search" },
+		{ "/api;v=1/search;x/", "/api/search/" },
+		{ "/api/;x/search", "/api/search" },
+		{ "/;x", "/" },
+		{ "/", "/" },
+		{ "/\xc3\x89t\xc3\xa9/A", "/\xc3\x89t\xc3\xa9/a" },
+	};
+	char out[64], small[8];
+	size_t i;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		ck_assert_int_eq(rlg_request_route_path(cases[i][0], out,
+		    sizeof out), RLG_OK);
+		ck_assert_str_eq(out, cases[i][1]);
+	}
+	/* the decoded path of %3B: a ';' like any other */
+	ck_assert_int_eq(rlg_request_decode_path("/api/search%3Bx", out,
+	    sizeof out), RLG_OK);
+	ck_assert_int_eq(rlg_request_route_path(out, out, sizeof out),
+	    RLG_OK);
+	ck_assert_str_eq(out, "/api/search");
+	ck_assert_int_eq(rlg_request_route_path("/12345678", small,
+	    sizeof small), RLG_ENOSPC);
+	ck_assert_str_eq(small, "");
+	ck_assert_int_eq(rlg_request_route_path("/1234;5678", small,
+	    sizeof small), RLG_OK);
+	ck_assert_str_eq(small, "/1234");
+	ck_assert_int_eq(rlg_request_route_path("/", small, 1), RLG_ENOSPC);
+	rlg_request_route_slash(out);
+	ck_assert_str_eq(out, "/api/search");
+	memcpy(out, "/a/", 4);
+	rlg_request_route_slash(out);
+	ck_assert_str_eq(out, "/a");
+	memcpy(out, "/", 2);
+	rlg_request_route_slash(out);
+	ck_assert_str_eq(out, "/");
+	/* "..;" is the parent to Tomcat, a name elsewhere: refused */
+	ck_assert_int_eq(rlg_request_decode_path("/a/..;/b", out,
+	    sizeof out), RLG_EINVAL);
+	ck_assert_int_eq(rlg_request_decode_path("/a/%2e%2e;x/b", out,
+	    sizeof out), RLG_EINVAL);
+	ck_assert_int_eq(rlg_request_decode_path("/a/.;x", out,
+	    sizeof out), RLG_EINVAL);
+	ck_assert_int_eq(rlg_request_decode_path("/a/..%3b/b", out,
+	    sizeof out), RLG_EINVAL);
+	ck_assert_int_eq(rlg_request_decode_path("/a/...;/b", out,
+	    sizeof out), RLG_OK);
+	ck_assert_int_eq(rlg_request_decode_path("/a/..x;/b", out,
+	    sizeof out), RLG_OK);
+	ck_assert_int_eq(rlg_request_decode_path("/a;x/..", out,
+	    sizeof out), RLG_OK);
+	ck_assert_str_eq(out, "/");
+}
+END_TEST
+
 Suite *
 rlg_request_suite(void)
 {
@@ -1074,6 +1141,7 @@ rlg_request_suite(void)
 	tcase_add_test(hostile, test_bad_paths);
 	tcase_add_test(hostile, test_decode_bounds);
 	tcase_add_test(hostile, test_normalised_paths);
+	tcase_add_test(hostile, test_route_path);
 	tcase_add_test(hostile, test_long_method);
 	tcase_add_test(hostile, test_missing_everything);
 	suite_add_tcase(s, core);

@@ -12,6 +12,9 @@
 #   3. paths in the Authorizer role (lighttpd and Apache): routes match the
 #      path the server serves (dot segments, repeated slashes, %2e), an
 #      encoded '/' and an unreadable path are refused; GET routes take HEAD;
+#      a route's spellings that backends serve as its resource (case, a
+#      trailing slash, ;params, %3B) count under it, exact and prefix
+#      routes alike, and "..;" is refused;
 #   4. dry run: a dry_run policy never shows in the client's headers;
 #   5. a key flood: one address minting API keys cannot fill the store and
 #      lock every new client out (new_keys_per_ip).
@@ -233,6 +236,22 @@ policies = none
 path = /login
 methods = GET
 policies = login
+
+[policy spell]
+limit = 1
+window = $WINDOW
+
+[route search]
+path = /api/search
+policies = spell
+
+[route private]
+path = /private/*
+policies = spell
+
+[route api]
+path = /api/*
+policies = default
 EOF
 )
 
@@ -267,14 +286,31 @@ check_paths() {
 	isnt "$STATUS" 200 "$s: an encoded '/' is not served as exempt ($STATUS)"
 	# an exact route, reached under other spellings of its path
 	got=
-	for v in /login //login /./login /x/../login /static/%2e%2e/login; do
+	for v in /login //login /./login /x/../login /static/%2e%2e/login \
+	    /login/ /LOGIN /Login '/login;jsessionid=x' '/login%3Bx' '/LOGIN;x/'; do
 		req --path-as-is --interface "${p}2" "$base$v"
 		got="$got $STATUS"
 	done
-	is "${got# }" "200 429 429 429 429" \
-	    "$s: /login, then //login, /./login, /x/../login, /static/%2e%2e/login: all the login route's (1, then 429)"
+	is "${got# }" "200 $(times 10 429)" \
+	    "$s: /login, then //login, /./login, /x/../login, /static/%2e%2e/login, /login/, /LOGIN, /Login, ;jsessionid=x, %3Bx, /LOGIN;x/: all the login route's (1, then 429)"
 	is "$(esql "SELECT count FROM rlg_state WHERE policy = 'login' AND client = '${p}2'")" 1 \
 	    "$s: every spelling counted under the login route (limit 1: one admitted)"
+	# an exact route before a prefix that takes it too, and a prefix
+	# route: their spellings count under them (path_match = normalized)
+	is "$(spellings "${p}5" "$base" /api/search /api/search/ '/api/search;x' \
+	    /API/search /api/Search '/api/search%3Bx' '/api;v=1/SEARCH;x/')" \
+	    "- 429 429 429 429 429 429" \
+	    "$s: /api/search, then /api/search/, ;x, /API/search, /api/Search, %3Bx, /api;v=1/SEARCH;x/: the search route's (1, then 429), not /api/*'s"
+	req --interface "${p}5" "$base/api/other"
+	isnt "$STATUS" 429 "$s: ... /api/other, under /api/*, still passes ($STATUS)"
+	is "$(spellings "${p}6" "$base" /private/a /PRIVATE/a '/private;x/a' /Private/ /private '/private;x' '/private%3Bx/b')" \
+	    "- 429 429 429 429 429 429" \
+	    "$s: /private/a, then /PRIVATE/a, /private;x/a, /Private/, /private, /private;x, %3Bx/b: the /private/* route's (1, then 429)"
+	is "$(esql "SELECT group_concat(client || '=' || count, ' ') FROM (SELECT * FROM rlg_state WHERE policy = 'spell' AND client IN ('${p}5', '${p}6') ORDER BY client)")" \
+	    "${p}5=1 ${p}6=1" "$s: one admitted request of each route under policy spell"
+	req --path-as-is --interface "${p}7" "$base/private/..;/api/search"
+	is "$STATUS:$(header Content-Type)" "400:application/json" \
+	    "$s: /private/..;/api/search (the parent to Tomcat, a name elsewhere): rlgate's 400"
 	# a malformed header from a trusted peer: denied with rlgate's 400
 	req -H 'X-Forwarded-For: garbage' "$base/static/secret.txt"
 	is "$STATUS:$(header Content-Type)" "400:application/json" \

@@ -411,6 +411,22 @@ seq_codes() {
 	printf '%s' "${out# }"
 }
 
+# spellings IP BASE [-X METHOD] PATH...: one request of each PATH, sent as
+# it is (--path-as-is), from IP; "429" for each answered 429, else "-".
+spellings() {
+	local ip=$1 base=$2 v out= m=()
+	shift 2
+	if [ "${1:-}" = -X ]; then
+		m=(-X "$2")
+		shift 2
+	fi
+	for v in "$@"; do
+		req --path-as-is --interface "$ip" "${m[@]}" "$base$v"
+		case $STATUS in 429) out="$out 429" ;; *) out="$out -" ;; esac
+	done
+	printf '%s' "${out# }"
+}
+
 # hreq [CURL_ARGS...] URL: a HEAD request (curl -I): STATUS and headers as
 # req; BODY is empty (curl reads no body for HEAD).
 hreq() {
