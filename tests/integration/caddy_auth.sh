@@ -6,7 +6,8 @@
 #   - FastCGI (import rlgate unix//SOCKET, and HOST:PORT): admitted requests
 #     get the backend's answer plus rlgate's rate-limit headers (only those
 #     rlgate sent); over the limit, rlgate's 429 as it is (Retry-After,
-#     headers, JSON body), with no "Status:" header leaking; clients are
+#     headers, JSON body, its Content-Type for a .txt and a .html alike),
+#     with no "Status:" header leaking; clients are
 #     counted apart; forged headers change nothing; the original method
 #     picks the route (a POST has its own policy, its body reaches the
 #     backend); admin endpoints; a store failure gives 503 (closed) or
@@ -234,6 +235,11 @@ like "$(header RateLimit)" '^"default";r=0;t=[0-9]+$' "static 429: RateLimit r=0
 is "$(header RateLimit-Policy)" '"default";q=3;w=3600' "static 429: RateLimit-Policy"
 is "$BODY" "$BODY_429" "static 429: rlgate's JSON body, not the file"
 no_status_header "static 429"
+# Caddy's built-in types (.txt, .html) never dress rlgate's refusal
+req --interface 127.0.0.2 "$C/static/missing.html"
+is "$STATUS:$(header Content-Type)" 429:application/json \
+    "static: missing.html over the limit: 429, Content-Type: application/json"
+is "$BODY" "$BODY_429" "static: missing.html 429: rlgate's JSON body"
 hreq --interface 127.0.0.2 "$C/static/hello.txt"
 is "$STATUS" 429 "static: HEAD over the limit: 429"
 
@@ -358,6 +364,9 @@ is "$(header X-RateLimit-Limit)" $LOAD_LIMIT "load 429: X-RateLimit-Limit $LOAD_
 is "$(header X-RateLimit-Remaining)" 0 "load 429: X-RateLimit-Remaining 0"
 between "$(header Retry-After)" 1 $WINDOW "load 429: Retry-After"
 no_status_header "load 429"
+req --interface 127.0.0.8 "$C2/static/missing.html"
+is "$STATUS:$(header Content-Type)" 429:application/problem+json \
+    "load: missing.html: 429, Content-Type: application/problem+json"
 req --interface 127.0.0.9 "$C2/static/hello.txt"
 is "$(header X-RateLimit-Remaining)" $((LOAD_LIMIT - 1)) "load: another client: X-RateLimit-Remaining $((LOAD_LIMIT - 1))"
 is "$(count_headers RateLimit)$(count_headers RateLimit-Limit)" 00 "load: only the x-ratelimit headers"
@@ -407,6 +416,9 @@ between "$(header Retry-After)" 1 $WINDOW "http 429: Retry-After"
 is "$(header RateLimit-Remaining)" 0 "http 429: RateLimit-Remaining 0"
 is "$(header Content-Type)" application/json "http 429: Content-Type: application/json"
 is "$BODY" "$BODY_429" "http 429: the JSON body"
+req --interface 127.0.0.2 "$H/static/missing.html"
+is "$STATUS:$(header Content-Type)" 429:application/json \
+    "http: missing.html over the limit: 429, Content-Type: application/json"
 
 # rlgate down: lighttpd's 503, passed on by Caddy
 stop_rlgate_fcgi http

@@ -9,7 +9,10 @@
 # JSON body and its type (problem+json with [response] errors = problem);
 # another client keeps its quota; the backend's and nginx's own 403 stay
 # 403s; headers forged by the client change nothing; routes (policies =
-# none not counted, a route's own policy counted apart); a store failure:
+# none not counted, a route's own policy counted apart; a route's
+# spellings counted under it); the refusal's Content-Type on a file whose
+# extension mime.types knows (nginx runs on Debian's stock nginx.conf); a
+# store failure:
 # 503 with Retry-After (closed) or the content (open); an exact count under
 # parallel load; a bad RLGATE_ROLE: 500 and reason=bad_role; rlgate down:
 # nginx's 500; and nginx never logs "auth request unexpected status" for
@@ -101,6 +104,30 @@ policies = own
 [route load]
 path = /static/load/*
 policies = load
+
+; a route's spellings (path_match = normalized)
+[policy spell]
+algorithm = fixed_window
+limit = 1
+window = $WINDOW
+key = ip
+
+[route search]
+path = /api/search
+policies = spell
+
+[route login]
+path = /login
+methods = POST
+policies = spell
+
+[route private]
+path = /private/*
+policies = spell
+
+[route api]
+path = /api/*
+policies = default
 EOF
 }
 rl_conf main "$T/main.db" closed json
@@ -115,77 +142,95 @@ rl_conf open "$T/missing/open.db" open json
 PORT=$(free_port) || bail_out "no free port"
 BPORT=$(free_port) || bail_out "no free port"
 [ "$PORT" != "$BPORT" ] || BPORT=$(free_port) || bail_out "no free port"
+# nginx runs on Debian's stock nginx.conf, as operators do (include
+# mime.types, default_type application/octet-stream, sendfile, gzip...),
+# with only what a test must change: no user (as started: nobody under
+# root), the pid, the logs, daemon off, and the test's http{} part (temp
+# paths, the upstream, the servers) in place of conf.d and sites-enabled.
+# nginx keeps its own prefix (no -p), where modules-enabled's relative
+# load_module paths lead.
+NGINX_STOCK=${NGINX_STOCK:-/etc/nginx/nginx.conf}
+[ -r "$NGINX_STOCK" ] || bail_out "no stock nginx.conf at $NGINX_STOCK"
+grep -q '^[[:space:]]*include /etc/nginx/mime.types;' "$NGINX_STOCK" ||
+	bail_out "$NGINX_STOCK does not include /etc/nginx/mime.types"
 N=$T/nginx.conf
-cat >"$N" <<EOF
-# written by $(basename "$0")
-daemon off;
-master_process on;
-worker_processes 2;
-pid $T/nginx.pid;
-error_log $T/nginx-error.log info;
-events {
-    worker_connections 512;
+NS=$T/nginx-servers.conf
+{
+	echo "# written by $(basename "$0") from $NGINX_STOCK"
+	echo "daemon off;"
+	sed -e 's|^\([[:space:]]*\)user [^;]*;|\1# user: as started|' \
+	    -e "s|^\\([[:space:]]*\\)pid [^;]*;|\\1pid $T/nginx.pid;|" \
+	    -e "s|^\\([[:space:]]*\\)error_log [^;]*;|\\1error_log $T/nginx-error.log info;|" \
+	    -e "s|^\\([[:space:]]*\\)access_log [^;]*;|\\1access_log $T/nginx-access.log;|" \
+	    -e "s|^\\([[:space:]]*\\)include /etc/nginx/conf.d/\\*.conf;|\\1include $NS;|" \
+	    -e 's|^\([[:space:]]*\)include /etc/nginx/sites-enabled/\*;|\1# sites-enabled: not here|' \
+	    "$NGINX_STOCK"
+} >"$N"
+grep -q "include $NS;" "$N" || bail_out "no conf.d include in $NGINX_STOCK to put the servers in"
+grep -q "^[[:space:]]*include /etc/nginx/mime.types;" "$N" || bail_out "mime.types include lost"
+cat >"$NS" <<EOF
+# written by $(basename "$0"): the http{} part of $N
+client_body_temp_path $T/nginx-tmp/body;
+proxy_temp_path $T/nginx-tmp/proxy;
+fastcgi_temp_path $T/nginx-tmp/fastcgi;
+uwsgi_temp_path $T/nginx-tmp/uwsgi;
+scgi_temp_path $T/nginx-tmp/scgi;
+
+upstream rlgate {
+    server unix:$sock;
 }
-http {
-    access_log $T/nginx-access.log;
-    client_body_temp_path $T/nginx-tmp/body;
-    proxy_temp_path $T/nginx-tmp/proxy;
-    fastcgi_temp_path $T/nginx-tmp/fastcgi;
-    uwsgi_temp_path $T/nginx-tmp/uwsgi;
-    scgi_temp_path $T/nginx-tmp/scgi;
-    default_type text/plain;
 
-    upstream rlgate {
-        server unix:$sock;
+# the HTTP backend
+server {
+    listen 127.0.0.1:$BPORT;
+    root $T/backend;
+    location = /app/forbidden {
+        return 403 "the backend says no\n";
+    }
+}
+
+# the front
+server {
+    listen 127.0.0.1:$PORT;
+    root $H;
+    include $RLGATE_SRCDIR/www/nginx/rlgate.conf;
+
+    location /static/ {
+        include $RLGATE_SRCDIR/www/nginx/guard.conf;
+    }
+    location /app/ {
+        include $RLGATE_SRCDIR/www/nginx/guard.conf;
+        proxy_pass http://127.0.0.1:$BPORT;
+    }
+    location /open/ {
+        alias $H/static/;
+    }
+    # every other path: the routes' spellings (nginx's locations are
+    # case-sensitive: /API/search would miss a location /api/)
+    location / {
+        include $RLGATE_SRCDIR/www/nginx/guard.conf;
     }
 
-    # the HTTP backend
-    server {
-        listen 127.0.0.1:$BPORT;
-        root $T/backend;
-        location = /app/forbidden {
-            return 403 "the backend says no\n";
-        }
+    # a bad RLGATE_ROLE
+    location /bogus/ {
+        auth_request /.rlgate/bogus;
+        alias $H/static/;
     }
-
-    # the front
-    server {
-        listen 127.0.0.1:$PORT;
-        root $H;
-        include $RLGATE_SRCDIR/www/nginx/rlgate.conf;
-
-        location /static/ {
-            include $RLGATE_SRCDIR/www/nginx/guard.conf;
-        }
-        location /app/ {
-            include $RLGATE_SRCDIR/www/nginx/guard.conf;
-            proxy_pass http://127.0.0.1:$BPORT;
-        }
-        location /open/ {
-            alias $H/static/;
-        }
-
-        # a bad RLGATE_ROLE
-        location /bogus/ {
-            auth_request /.rlgate/bogus;
-            alias $H/static/;
-        }
-        location = /.rlgate/bogus {
-            internal;
-            fastcgi_pass rlgate;
-            fastcgi_pass_request_body off;
-            fastcgi_param RLGATE_ROLE    bogus;
-            fastcgi_param REQUEST_METHOD \$request_method;
-            fastcgi_param REQUEST_URI    \$request_uri;
-            fastcgi_param REMOTE_ADDR    \$remote_addr;
-            fastcgi_param CONTENT_LENGTH "";
-        }
+    location = /.rlgate/bogus {
+        internal;
+        fastcgi_pass rlgate;
+        fastcgi_pass_request_body off;
+        fastcgi_param RLGATE_ROLE    bogus;
+        fastcgi_param REQUEST_METHOD \$request_method;
+        fastcgi_param REQUEST_URI    \$request_uri;
+        fastcgi_param REMOTE_ADDR    \$remote_addr;
+        fastcgi_param CONTENT_LENGTH "";
     }
 }
 EOF
-"$NGINX_BIN" -t -q -p "$T" -e "$T/nginx-error.log" -c "$N" >"$T/nginx.out" 2>&1 ||
+"$NGINX_BIN" -t -q -e "$T/nginx-error.log" -c "$N" >"$T/nginx.out" 2>&1 ||
 	bail_out "nginx rejects its config: $(head -5 "$T/nginx.out")"
-"$NGINX_BIN" -p "$T" -e "$T/nginx-error.log" -c "$N" </dev/null >>"$T/nginx.out" 2>&1 &
+"$NGINX_BIN" -e "$T/nginx-error.log" -c "$N" </dev/null >>"$T/nginx.out" 2>&1 &
 NGINX_PID=$!
 track_pid "$NGINX_PID"
 wait_for_port "$PORT" 10 "$NGINX_PID" ||
@@ -271,6 +316,12 @@ recall s6
 check_rl_429 $LIMIT "static, request $((LIMIT + 1))"
 has_header X-Rlgate-Body
 ok $((! $?)) "static 429: no X-Rlgate-* header leaks to the client"
+# the refusal's type is rlgate's whatever the file's extension
+# (mime.types has txt and html)
+req --interface 127.0.0.2 "$base/static/missing.html"
+is "$STATUS:$(header Content-Type)" 429:application/json \
+    "static, missing.html over the limit: 429, Content-Type: application/json"
+is "$BODY" "$BODY_429" "static, missing.html: the JSON body"
 hreq --interface 127.0.0.2 "$ok_static"
 is "$STATUS" 429 "static, HEAD over the limit: 429"
 between "$(header Retry-After)" 1 $WINDOW "static, HEAD 429: Retry-After"
@@ -341,6 +392,27 @@ req --interface 127.0.0.8 "$ok_static"
 is "$STATUS:$(header RateLimit-Remaining)" "200:$((LIMIT - 1))" "... counted apart from the default policy"
 
 # ============================================================================
+# a route's spellings count under it (limit 1: the first passes, nginx's
+# 404 or 405, then 429), exact and prefix routes, the %3B of a ';' too;
+# "..;" is refused
+is "$(spellings 127.0.0.16 "$base" /api/search /api/search/ '/api/search;x' \
+    /API/search /api/Search '/api/search%3Bx' '/api;v=1/SEARCH;x/')" \
+    "- 429 429 429 429 429 429" \
+    "exact route: /api/search/, ;x, /API, /Search, %3Bx, /api;v=1/SEARCH;x/: all 429 after the first"
+is "$(header Content-Type)" application/json "... rlgate's 429"
+req --interface 127.0.0.16 "$base/api/other"
+is "$STATUS" 404 "... another path under /api/* still passes (another route)"
+is "$(spellings 127.0.0.17 "$base" -X POST /login /login/ /LOGIN '/login;jsessionid=x' '/Login%3bx')" \
+    "- 429 429 429 429" "exact route, POST: /login/, /LOGIN, ;jsessionid=x, %3b: all 429 after the first"
+is "$(spellings 127.0.0.18 "$base" /private/a /PRIVATE/a '/private;x/a' /Private/ /private '/private;x' '/private%3Bx/b')" \
+    "- 429 429 429 429 429 429" "prefix route: /PRIVATE/a, /private;x/a, /Private/, /private, /private;x, %3Bx/b: all 429 after the first"
+wait_until 3000 grep -q 'route=search policy=spell .*path=/api/search/$' "$T/main.log"
+like "$(grep 'client=127.0.0.16 route=search ' "$T/main.log" | head -1)" \
+    'path=/api/search/$' "the log shows the path as the client spelled it"
+req --path-as-is --interface 127.0.0.19 "$base/private/..;/api/search"
+is "$STATUS:$(header Content-Type)" 400:application/json "/private/..;/api/search: rlgate's 400"
+
+# ============================================================================
 # exactness under parallel load: one client (127.0.0.9), 8 connections at
 # a time, 200 requests against a limit of 50
 seq 1 $LOAD_REQUESTS | xargs -P 8 -I{} curl -s -o /dev/null --max-time 10 \
@@ -375,6 +447,10 @@ like "$(header RateLimit)" "^\"?default\"?;r=0;t=[0-9]+" "style all, 200: RateLi
 recall "p$((LIMIT + 1))"
 is "$STATUS" 429 "problem: request $((LIMIT + 1)): 429"
 is "$(header Content-Type)" application/problem+json "problem: Content-Type: application/problem+json"
+req --interface 127.0.0.11 "$base/static/missing.html"
+is "$STATUS:$(header Content-Type)" 429:application/problem+json \
+    "problem: missing.html over the limit: 429, Content-Type: application/problem+json"
+recall "p$((LIMIT + 1))"
 between "$(header Retry-After)" 1 $WINDOW "problem: Retry-After"
 is "$(header RateLimit-Remaining)" 0 "problem: RateLimit-Remaining 0"
 is "$(header X-RateLimit-Limit)" $LIMIT "style all, 429: X-RateLimit-Limit $LIMIT"
