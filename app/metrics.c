@@ -28,7 +28,7 @@
 #include "metrics.h"
 #include "util.h"
 
-#define MX_MAGIC "rlgmx001"
+#define MX_MAGIC "rlgmx002"
 #define MX_NAME_MAX (RLG_POLICY_NAME_MAX + sizeof RLG_NEW_KEYS_SUFFIX)
 /* Slots of the process's own memory when the file cannot be used. */
 #define MX_PRIVATE_SLOTS 64
@@ -40,6 +40,9 @@ struct mx_head {
 	uint32_t nslots;
 	uint32_t npolicies;       /* names in use, only grows */
 	char names[RLG_METRICS_POLICIES][MX_NAME_MAX];
+	/* The write-behind's flushes, by whichever process made them. */
+	uint64_t flush_failures;
+	int64_t flush_ok_ms;      /* the last good one's end; 0: none */
 } __attribute__((aligned(64)));
 
 /* A config's map, in the process's list of them. */
@@ -519,6 +522,19 @@ rlg_metrics_cache_hit(struct rlg_metrics_slot *s)
 }
 
 void
+rlg_metrics_flush(bool ok)
+{
+	if (mx.head == NULL)
+		return;
+	if (ok)
+		__atomic_store_n(&mx.head->flush_ok_ms, rlg_now_ms(),
+		    __ATOMIC_RELAXED);
+	else
+		(void)__atomic_add_fetch(&mx.head->flush_failures, 1,
+		    __ATOMIC_RELAXED);
+}
+
+void
 rlg_metrics_step_time(struct rlg_metrics_slot *s, int64_t ns)
 {
 	size_t b = 0;
@@ -566,6 +582,8 @@ rlg_metrics_sum(const struct rlg_metrics_map *map,
 		return;
 	out->start_s = mx.head->start_s;
 	out->shared = mx.map_size > 0;
+	out->flush_failures = MX_LOAD(mx.head->flush_failures);
+	out->flush_ok_ms = MX_LOAD(mx.head->flush_ok_ms);
 	n = mx.nslots;
 	for (i = 0; i < n; i++) {
 		s = &mx.slots[i];

@@ -672,6 +672,44 @@ START_TEST(test_scoreboard_hostile)
 }
 END_TEST
 
+/*
+ * The write-behind's flushes in the metrics and the status: the failures
+ * counted, the age of the last good one; none of it for another commit.
+ */
+START_TEST(test_flush_metrics)
+{
+	struct rlg_metrics_sums m;
+
+	load("commit = behind\nflush_ms = 100\n[policy api]\nlimit = 3\n");
+	rlg_gate_init(&gate, cfg);
+	rlg_metrics_flush(false);
+	rlg_metrics_flush(false);
+	rlg_metrics_sum(rlg_metrics_map(cfg), &m);
+	ck_assert_uint_eq(m.flush_failures, 2);
+	handle(T1, GET, MET, LOOP, NULL);
+	ck_assert_int_eq(metric("rlgate_flush_failures_total"), 2);
+	ck_assert_ptr_nonnull(strstr(answer,
+	    "# TYPE rlgate_flush_age_seconds gauge\n"));
+	rlg_metrics_flush(true);
+	rlg_metrics_sum(rlg_metrics_map(cfg), &m);
+	ck_assert_int_le(rlg_now_ms() - m.flush_ok_ms, 60000);
+	handle(T1, GET, "REQUEST_URI=/rlgate/status", LOOP, NULL);
+	ck_assert_ptr_nonnull(strstr(answer, "\"flush_failures\":2,"
+	    "\"flush_age_s\":"));
+	rlg_gate_fini(&gate);
+	unload();
+	load("commit = each\n[policy api]\nlimit = 3\n");
+	rlg_gate_init(&gate, cfg);
+	handle(T1, GET, MET, LOOP, NULL);
+	ck_assert_ptr_null(strstr(answer, "rlgate_flush_"));
+	handle(T1, GET, "REQUEST_URI=/rlgate/status", LOOP, NULL);
+	ck_assert_ptr_nonnull(strstr(answer, "\"flush_failures\":null,"
+	    "\"flush_age_s\":null"));
+	rlg_gate_fini(&gate);
+	unload();
+}
+END_TEST
+
 Suite *
 rlg_admin_suite(void)
 {
@@ -686,5 +724,6 @@ rlg_admin_suite(void)
 	tcase_add_test(tc, test_health);
 	tcase_add_test(tc, test_planted_scoreboard);
 	tcase_add_test(tc, test_scoreboard_hostile);
+	tcase_add_test(tc, test_flush_metrics);
 	return s;
 }

@@ -40,6 +40,7 @@
 #include "check_rlgate.h"
 #include "config.h"
 #include "fixture.h"
+#include "metrics.h"
 #include "store.h"
 #include "store_stats.h"
 #include "table.h"
@@ -1229,6 +1230,88 @@ START_TEST(test_hostile_table)
 }
 END_TEST
 
+/* The scoreboard's flush figures, now. */
+static struct rlg_metrics_sums
+flush_sums(const struct rlg_config *c)
+{
+	struct rlg_metrics_sums m;
+
+	rlg_metrics_sum(rlg_metrics_map(c), &m);
+	return m;
+}
+
+/*
+ * A database locked by another connection (BEGIN EXCLUSIVE) holds the
+ * flusher back: requests are still answered from the table, and the
+ * failed flushes are counted while the last good one stays where it was
+ * (its age grows); the lock released, a flush succeeds and the age falls
+ * back.
+ */
+START_TEST(test_flush_failures_counted)
+{
+	struct rlg_store_config scfg;
+	struct rlg_store *s = NULL;
+	struct rlg_metrics_sums m;
+	struct rlg_config *c;
+	sqlite3 *db;
+	int64_t ok_ms;
+	char text[256], mpath[200];
+	bool ok;
+	int i, waited;
+
+	snprintf(text, sizeof text, "[store]\npath = %s\n[policy a]\n"
+	    "limit = 10\n", dbpath);
+	ck_assert_int_eq(rlg_config_load_string(text, "f.conf", stderr, &c),
+	    0);
+	snprintf(mpath, sizeof mpath, "%s-metrics", dbpath);
+	ck_assert_int_eq(rlg_metrics_open(mpath, c), 0);
+	behind_cfg(&scfg);
+	scfg.sqlite.busy_timeout_ms = 20;
+	ck_assert_msg(rlg_store_open(&scfg, &s) == RLG_OK, "open: %s",
+	    rlg_store_errmsg(s));
+	ck_assert_int_eq(rlg_test_step(s, &pol_a, "f", NOW, &ok), RLG_OK);
+	for (waited = 0; waited < 10000 && flush_sums(c).flush_ok_ms == 0;
+	    waited += 10)
+		usleep(10000);
+	m = flush_sums(c);
+	ck_assert_int_gt(m.flush_ok_ms, 0);
+	ck_assert_uint_eq(m.flush_failures, 0);
+	/* locked: answered, not flushed, failures counted */
+	ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "BEGIN EXCLUSIVE", NULL, NULL,
+	    NULL), SQLITE_OK);
+	ck_assert_int_eq(rlg_test_log_begin(tpath), 0);
+	ok_ms = flush_sums(c).flush_ok_ms;
+	for (i = 0, waited = 0; waited < 10000 &&
+	    flush_sums(c).flush_failures < 3; waited += 10, i++) {
+		if (i % 5 == 0)         /* answered from the table */
+			ck_assert_int_eq(rlg_test_step(s, &pol_a, "f", NOW,
+			    &ok), RLG_OK);
+		usleep(10000);
+	}
+	m = flush_sums(c);
+	ck_assert_uint_ge(m.flush_failures, 3);
+	ck_assert_int_le(m.flush_ok_ms, ok_ms + 200);  /* none since */
+	ck_assert_int_eq(db_count("a", "f"), 1);
+	/* released: flushed again, the age back to below an interval or
+	 * so, the failures kept (a counter) */
+	ck_assert_int_eq(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL),
+	    SQLITE_OK);
+	sqlite3_close(db);
+	for (waited = 0; waited < 10000 && db_count("a", "f") == 1;
+	    waited += 10)
+		usleep(10000);
+	ck_assert_int_gt(db_count("a", "f"), 1);
+	m = flush_sums(c);
+	ck_assert_int_gt(m.flush_ok_ms, ok_ms);
+	ck_assert_uint_ge(m.flush_failures, 3);
+	ck_assert_int_ge(rlg_test_log_end("flush failed, retried"), 1);
+	rlg_store_close(s);
+	rlg_metrics_close();
+	rlg_config_free(c);
+}
+END_TEST
+
 /* A test case of s: its fixture, a timeout of 60 s, its tests. */
 static TCase *
 add_case(Suite *s, const char *name, void (*set)(void),
@@ -1261,7 +1344,7 @@ rlg_table_suite(void)
 		test_flush_many, test_put_rows,
 		test_restart_seeded,
 		test_reset_and_log,
-		test_overrides_behind,
+		test_overrides_behind, test_flush_failures_counted,
 	};
 	Suite *s = suite_create("table");
 	TCase *tc;
