@@ -513,6 +513,12 @@ tbl_lock(struct tbl *t)
 {
 	int rc = pthread_mutex_lock(&t->h->lock);
 
+	/* A journal length no holder left (the last one ended it, or
+	 * played it back): not trusted, the journal starts empty. */
+	if ((rc == 0 || rc == EOWNERDEAD) &&
+	    (t->h->undo_used > TBL_UNDO_BYTES ||
+	    (t->h->undo_n == 0 && t->h->undo_used != 0)))
+		tbl_commit(t);
 	if (rc == EOWNERDEAD) {
 		/* Its holder died: undo the step it was in. */
 		tbl_playback(t);
