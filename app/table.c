@@ -430,7 +430,7 @@ tbl_reserve(struct tbl *t, uint64_t n)
 {
 	struct tbl_header *h = t->h;
 	uint64_t want, eo = (uint64_t)((unsigned char *)t->entries - t->base);
-
+	/* taken so far, as the header says when it says something possible */
 	uint64_t have = h->reserved <= t->capacity ? h->reserved : 0;
 
 	if (n <= have)
