@@ -30,6 +30,8 @@ static const struct rlg_policy *policy_named(const struct rlg_config *cfg,
 static void put_closest(const struct rlg_config *cfg,
     const struct rlg_store_survey *sv, int64_t now_ms, struct rlg_sb *out);
 static int closest_cmp(const void *a, const void *b);
+static bool flushes(const struct rlg_config *cfg);
+static double flush_age_s(const struct rlg_metrics_sums *m);
 
 enum rlg_admin_endpoint
 rlg_admin_match(const struct rlg_config *cfg, const struct rlg_request *r)
@@ -111,6 +113,27 @@ rlg_admin_answer(const struct rlg_config *cfg, struct rlg_store *store,
 	rc = rlg_response_write_admin(&a, write, ctx);
 	rlg_sb_free(&body);
 	return rc < 0 ? rc : a.status;
+}
+
+/* Whether the config writes the database behind a table that flushes. */
+static bool
+flushes(const struct rlg_config *cfg)
+{
+	return cfg->store.backend == RLG_BACKEND_SQLITE &&
+	    cfg->store.sqlite.commit == RLG_COMMIT_BEHIND;
+}
+
+/*
+ * Seconds since the last good flush of the table, by the wall clock (the
+ * flusher's): since the counters started when none has been.
+ */
+static double
+flush_age_s(const struct rlg_metrics_sums *m)
+{
+	int64_t since = m->flush_ok_ms > 0 ? m->flush_ok_ms :
+	    m->start_s * 1000, age = rlg_now_ms() - since;
+
+	return age > 0 ? (double)age / 1000 : 0;
 }
 
 /* The policy of metrics index i (rlg_metrics_index), or NULL. */
@@ -225,6 +248,17 @@ rlg_admin_metrics(const struct rlg_config *cfg, struct rlg_store *store,
 	    " a probe during this scrape.\n# TYPE rlgate_store_up gauge\n"
 	    "rlgate_store_up %d\n",
 	    rlg_store_probe(store, now_ms) == RLG_OK ? 1 : 0);
+	if (flushes(cfg))
+		rlg_sb_printf(out, "# HELP rlgate_flush_failures_total Flushes"
+		    " of the table to the database that failed (each retried"
+		    " at the next interval).\n"
+		    "# TYPE rlgate_flush_failures_total counter\n"
+		    "rlgate_flush_failures_total %llu\n"
+		    "# HELP rlgate_flush_age_seconds Seconds since the last"
+		    " flush of the table to the database that succeeded.\n"
+		    "# TYPE rlgate_flush_age_seconds gauge\n"
+		    "rlgate_flush_age_seconds %.3f\n",
+		    (unsigned long long)m.flush_failures, flush_age_s(&m));
 	rlg_sb_printf(out, "# HELP rlgate_build_info The running version.\n"
 	    "# TYPE rlgate_build_info gauge\n"
 	    "rlgate_build_info{version=\"%s\"} 1\n"
@@ -382,6 +416,13 @@ rlg_admin_status(const struct rlg_config *cfg, struct rlg_store *store,
 		rlg_sb_printf(out, "null");
 	else
 		rlg_sb_json(out, rlg_store_errmsg(store));
+	if (flushes(cfg))
+		rlg_sb_printf(out, ",\"flush_failures\":%llu,"
+		    "\"flush_age_s\":%.3f",
+		    (unsigned long long)m.flush_failures, flush_age_s(&m));
+	else
+		rlg_sb_printf(out, ",\"flush_failures\":null,"
+		    "\"flush_age_s\":null");
 	rlg_sb_printf(out, "},\"responses\":{");
 	for (i = 0, j = 0; i < RLG_METRICS_CODES; i++) {
 		if (m.responses[i] == 0)

@@ -28,7 +28,7 @@
 #include "metrics.h"
 #include "util.h"
 
-#define MX_MAGIC "rlgmx001"
+#define MX_MAGIC "rlgmx002"
 #define MX_NAME_MAX (RLG_POLICY_NAME_MAX + sizeof RLG_NEW_KEYS_SUFFIX)
 /* Slots of the process's own memory when the file cannot be used. */
 #define MX_PRIVATE_SLOTS 64
@@ -40,6 +40,9 @@ struct mx_head {
 	uint32_t nslots;
 	uint32_t npolicies;       /* names in use, only grows */
 	char names[RLG_METRICS_POLICIES][MX_NAME_MAX];
+	/* The write-behind's flushes, by whichever process made them. */
+	uint64_t flush_failures;
+	int64_t flush_ok_ms;      /* the last good one's end; 0: none */
 } __attribute__((aligned(64)));
 
 /* A config's map, in the process's list of them. */
@@ -52,6 +55,11 @@ struct mx_mapnode {
 static struct {
 	struct mx_head *head;
 	struct rlg_metrics_slot *slots;
+	/*
+	 * The slots there are, fixed when mapped: the file is written by
+	 * every process, so its own count is never a loop bound.
+	 */
+	uint32_t nslots;
 	size_t map_size;          /* 0: private memory */
 	int fd;                   /* the file, for its flock; -1: private */
 	char path[4200];
@@ -120,6 +128,9 @@ mx_create(const char *path, bool replace)
 	    0600);
 	if (fd < 0)
 		return -1;
+	/* 0600 whatever the umask: the mode every shared file is held to */
+	if (fchmod(fd, 0600) != 0)
+		goto fail;
 	if ((rc = posix_fallocate(fd, 0, (off_t)mx_file_size())) != 0) {
 		errno = rc;
 		goto fail;
@@ -173,6 +184,7 @@ mx_map(int fd, const char *path)
 		return -1;
 	}
 	mx.slots = (struct rlg_metrics_slot *)(mx.head + 1);
+	mx.nslots = RLG_METRICS_SLOTS;
 	mx.map_size = mx_file_size();
 	return 0;
 }
@@ -214,11 +226,15 @@ mx_names(int fd, const struct rlg_config *cfg, int *idx)
 		idx[i] = -1;
 	if (fd >= 0 && flock(fd, LOCK_EX) != 0)
 		return -1;
+	/* The file's count of names, and each name, bounded here. */
 	n = __atomic_load_n(&h->npolicies, __ATOMIC_ACQUIRE);
+	if (n > RLG_METRICS_POLICIES)
+		n = RLG_METRICS_POLICIES;
 	for (i = 0; i < 2 * cfg->npolicies; i++) {
 		if ((name = mx_config_name(cfg, i, buf, sizeof buf)) == NULL)
 			continue;
-		for (j = 0; j < n && strcmp(h->names[j], name) != 0; j++)
+		for (j = 0; j < n && strncmp(h->names[j], name,
+		    MX_NAME_MAX) != 0; j++)
 			;
 		if (j == n) {
 			if (n == RLG_METRICS_POLICIES) {
@@ -244,6 +260,7 @@ mx_private(void)
 	mx.head->start_s = (int64_t)time(NULL);
 	mx.head->nslots = MX_PRIVATE_SLOTS;
 	mx.slots = (struct rlg_metrics_slot *)(mx.head + 1);
+	mx.nslots = MX_PRIVATE_SLOTS;
 	mx.map_size = 0;
 	mx.fd = -1;
 }
@@ -265,13 +282,33 @@ int
 rlg_metrics_open(const char *path, const struct rlg_config *cfg)
 {
 	struct mx_mapnode *n;
+	struct stat refused;
+	char why[4600];
 	int fd = -1, tries, rc;
 	bool replace;
 
 	rlg_metrics_close();
 	snprintf(mx.path, sizeof mx.path, "%s", path);
 	for (tries = 0; tries < 4; tries++) {
-		fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		fd = rlg_shared_open(path, "metrics", false, &refused, why,
+		    sizeof why);
+		if (fd == -2) {
+			/* Planted, or of another mode: never mapped. */
+			rlg_log("%s", why);
+			if (rlg_shared_set_aside(path, &refused) != 0 &&
+			    errno != ENOENT) {
+				rlg_log("metrics %s: cannot move it aside (%s):"
+				    " this process counts alone", path,
+				    strerror(errno));
+				errno = 0;
+				break;
+			}
+			rlg_log("metrics %s: the refused file is now"
+			    " %s.refused; a new scoreboard is made", path,
+			    path);
+			errno = ENOENT;
+			fd = -1;
+		}
 		if (fd < 0 && errno != ENOENT)
 			break;
 		if (fd >= 0 && mx_map(fd, path) == 0) {
@@ -376,6 +413,7 @@ rlg_metrics_close(void)
 		close(mx.fd);
 	mx.head = NULL;
 	mx.slots = NULL;
+	mx.nslots = 0;
 	mx.fd = -1;
 	mx.map_size = 0;
 	mx.serial = 0;
@@ -393,7 +431,7 @@ rlg_metrics_claim(void)
 
 	if (mx.head == NULL)
 		return NULL;
-	n = mx.head->nslots;
+	n = mx.nslots;
 	me = (uint64_t)getpid() << 32 |
 	    (uint32_t)(__atomic_add_fetch(&mx.serial, 1, __ATOMIC_RELAXED));
 	/* a free slot, else one whose process is gone */
@@ -405,8 +443,10 @@ rlg_metrics_claim(void)
 				continue;
 			if (pass == 1) {
 				pid = (pid_t)(owner >> 32);
+				/* no process has a pid <= 0: gone */
 				if (owner == 0 || pid == getpid() ||
-				    kill(pid, 0) == 0 || errno != ESRCH)
+				    (pid > 0 && (kill(pid, 0) == 0 ||
+				    errno != ESRCH)))
 					continue;
 			}
 			if (__atomic_compare_exchange_n(&mx.slots[i].owner,
@@ -482,6 +522,19 @@ rlg_metrics_cache_hit(struct rlg_metrics_slot *s)
 }
 
 void
+rlg_metrics_flush(bool ok)
+{
+	if (mx.head == NULL)
+		return;
+	if (ok)
+		__atomic_store_n(&mx.head->flush_ok_ms, rlg_now_ms(),
+		    __ATOMIC_RELAXED);
+	else
+		(void)__atomic_add_fetch(&mx.head->flush_failures, 1,
+		    __ATOMIC_RELAXED);
+}
+
+void
 rlg_metrics_step_time(struct rlg_metrics_slot *s, int64_t ns)
 {
 	size_t b = 0;
@@ -529,7 +582,9 @@ rlg_metrics_sum(const struct rlg_metrics_map *map,
 		return;
 	out->start_s = mx.head->start_s;
 	out->shared = mx.map_size > 0;
-	n = mx.head->nslots;
+	out->flush_failures = MX_LOAD(mx.head->flush_failures);
+	out->flush_ok_ms = MX_LOAD(mx.head->flush_ok_ms);
+	n = mx.nslots;
 	for (i = 0; i < n; i++) {
 		s = &mx.slots[i];
 		for (p = 0; p < 2 * map->cfg->npolicies; p++) {

@@ -161,6 +161,13 @@ size_t rlg_metrics_code_index(int code);
 void rlg_metrics_response(struct rlg_metrics_slot *s, int code, bool admin);
 void rlg_metrics_store_error(struct rlg_metrics_slot *s);
 void rlg_metrics_cache_hit(struct rlg_metrics_slot *s);
+/*
+ * A flush of the write-behind table (store_table.c) that failed, or one
+ * that succeeded, now: kept in the scoreboard's header, for the whole
+ * host (rlgate_flush_failures_total, rlgate_flush_age_seconds). Any
+ * thread; a locked add, once per flush.
+ */
+void rlg_metrics_flush(bool ok);
 /* One (timed) store step of ns nanoseconds. */
 void rlg_metrics_step_time(struct rlg_metrics_slot *s, int64_t ns);
 
@@ -176,6 +183,8 @@ struct rlg_metrics_sums {
 	uint64_t step_ns;
 	uint64_t steps;
 	int64_t start_s;          /* when the file was made */
+	uint64_t flush_failures;  /* flushes of the table that failed */
+	int64_t flush_ok_ms;      /* the last good flush's end; 0: none */
 	bool shared;              /* false: this process only */
 };
 

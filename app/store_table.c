@@ -46,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "metrics.h"
 #include "store.h"
 #include "store_stats.h"
 #include "table.h"
@@ -952,6 +953,7 @@ tab_write_behind(struct tbl *t, struct rlg_store *db, const char *path,
 		    db->errmsg);
 	if (rc == 0)
 		tbl_set_flushed_at(t, now_ms);
+	rlg_metrics_flush(rc == 0);
 	return rc == 0 ? 0 : -1;
 }
 

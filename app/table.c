@@ -104,6 +104,14 @@ struct tbl {
 	uint32_t *index;
 	struct tbl_entry *entries;
 	int fd;                       /* the file, for tbl_reserve */
+	/*
+	 * The bounds, fixed when mapped from the size mapped: the header's
+	 * copies are anybody's who may write the file, so no count, index
+	 * or length read from the mapping is used before it is checked
+	 * against these.
+	 */
+	uint64_t capacity;            /* entries */
+	uint64_t slots;               /* index slots, a power of two */
 };
 
 static uint64_t tbl_offsets(uint64_t capacity, uint64_t *slots,
@@ -219,18 +227,22 @@ tbl_open_once(const char *path, const struct tbl_ident *id,
 		    " (/proc/sys/kernel/random/boot_id)", path);
 		return -1;
 	}
-	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		snprintf(err, errsize, "table %s: %s", path, strerror(errno));
-		return -1;
+	fd = rlg_shared_open(path, "table", true, &sb, err, errsize);
+	if (fd == -2) {
+		/* Planted, or of another mode: never used; built anew in
+		 * its place once it is set aside. */
+		rlg_log("%s", err);
+		if (rlg_shared_set_aside(path, &sb) != 0 && errno != ENOENT) {
+			snprintf(err + strlen(err), errsize - strlen(err),
+			    "; cannot move it aside: %s", strerror(errno));
+			return -1;
+		}
+		rlg_log("table %s: the refused file is now %s.refused; a new"
+		    " table is built", path, path);
+		return 1;
 	}
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) ||
-	    sb.st_uid != geteuid()) {
-		snprintf(err, errsize, "table %s: not a regular file of this"
-		    " user (uid %u); remove it", path, (unsigned)geteuid());
-		close(fd);
+	if (fd < 0)
 		return -1;
-	}
 	if (flock(fd, LOCK_EX) != 0) {
 		snprintf(err, errsize, "table %s: flock: %s", path,
 		    strerror(errno));
@@ -418,14 +430,16 @@ tbl_reserve(struct tbl *t, uint64_t n)
 {
 	struct tbl_header *h = t->h;
 	uint64_t want, eo = (uint64_t)((unsigned char *)t->entries - t->base);
+	/* taken so far, as the header says when it says something possible */
+	uint64_t have = h->reserved <= t->capacity ? h->reserved : 0;
 
-	if (n <= h->reserved)
+	if (n <= have)
 		return 0;
 	want = (n + TBL_RESERVE - 1) / TBL_RESERVE * TBL_RESERVE;
-	if (want > h->capacity)
-		want = h->capacity;
-	if (tbl_take_blocks(t, eo + h->reserved * sizeof(struct tbl_entry),
-	    (want - h->reserved) * sizeof(struct tbl_entry)) != 0)
+	if (want > t->capacity)
+		want = t->capacity;
+	if (tbl_take_blocks(t, eo + have * sizeof(struct tbl_entry),
+	    (want - have) * sizeof(struct tbl_entry)) != 0)
 		return -1;
 	tbl_set_u64(t, &h->reserved, want);
 	return 0;
@@ -452,6 +466,8 @@ tbl_map(int fd, uint64_t capacity, char *err, size_t errsize)
 	t->h = p;
 	t->index = (uint32_t *)(t->base + io);
 	t->entries = (struct tbl_entry *)(t->base + eo);
+	t->capacity = capacity;
+	t->slots = slots;
 	return t;
 }
 
@@ -497,6 +513,12 @@ tbl_lock(struct tbl *t)
 {
 	int rc = pthread_mutex_lock(&t->h->lock);
 
+	/* A journal length no holder left (the last one ended it, or
+	 * played it back): not trusted, the journal starts empty. */
+	if ((rc == 0 || rc == EOWNERDEAD) &&
+	    (t->h->undo_used > TBL_UNDO_BYTES ||
+	    (t->h->undo_n == 0 && t->h->undo_used != 0)))
+		tbl_commit(t);
 	if (rc == EOWNERDEAD) {
 		/* Its holder died: undo the step it was in. */
 		tbl_playback(t);
@@ -544,7 +566,7 @@ tbl_save(struct tbl *t, const void *p, size_t len)
 	struct tbl_undo u;
 	size_t need = sizeof u + ((len + 7) & ~(size_t)7);
 
-	if (h->undo_used + need > TBL_UNDO_BYTES) {
+	if (h->undo_used > TBL_UNDO_BYTES - need) {
 		rlg_log("table: the journal of one step is full (%zu bytes)",
 		    (size_t)h->undo_used);
 		abort();
@@ -573,6 +595,9 @@ tbl_playback(struct tbl *t)
 
 	if (n == 0)
 		return;
+	/* A record takes sizeof u at least: more were never written. */
+	if (n > TBL_UNDO_BYTES / sizeof u)
+		n = TBL_UNDO_BYTES / sizeof u;
 	offs = rlg_xmalloc(n * sizeof *offs);
 	for (i = 0, at = 0; i < n && at + sizeof u <= TBL_UNDO_BYTES; i++) {
 		offs[i] = (size_t)at;
@@ -581,7 +606,7 @@ tbl_playback(struct tbl *t)
 	}
 	while (i-- > 0) {
 		memcpy(&u, h->undo + offs[i], sizeof u);
-		if (u.off + u.len <= t->size &&
+		if (u.off <= t->size && u.len <= t->size - u.off &&
 		    offs[i] + sizeof u + u.len <= TBL_UNDO_BYTES)
 			memcpy(t->base + u.off, h->undo + offs[i] + sizeof u,
 			    u.len);
@@ -624,7 +649,7 @@ tbl_policy_slot(struct tbl *t, const char *policy, bool add)
 		return -1;
 	for (i = 0; i < TBL_POLICIES; i++) {
 		p = &t->h->policies[i];
-		if (p->used && strcmp(p->name, policy) == 0)
+		if (p->used && strncmp(p->name, policy, sizeof p->name) == 0)
 			return i;
 		if (spare < 0 && (!p->used || p->count == 0))
 			spare = i;
@@ -656,16 +681,19 @@ tbl_find(struct tbl *t, const char *policy, const char *client)
 struct tbl_entry *
 tbl_find_hashed(struct tbl *t, int slot, uint64_t hash, const char *client)
 {
-	uint64_t mask = t->h->slots - 1, i;
+	uint64_t mask = t->slots - 1, i, probes;
 	size_t len = strlen(client);
 	struct tbl_entry *e;
+	uint32_t at;
 
 	if (len > TBL_CLIENT_MAX)
 		return NULL;
-	for (i = hash & mask; t->index[i] != 0; i = (i + 1) & mask) {
-		if (t->index[i] > t->h->extent)
+	/* Bounded: an index with no free slot was never written so. */
+	for (i = hash & mask, probes = 0; probes < t->slots &&
+	    (at = t->index[i]) != 0; i = (i + 1) & mask, probes++) {
+		if (at > t->capacity)
 			return NULL;  /* never written so; not trusted */
-		e = &t->entries[t->index[i] - 1];
+		e = &t->entries[at - 1];
 		if (e->hash == hash && e->policy == slot &&
 		    e->client_len == len && memcmp(e->client, client, len) == 0)
 			return e;
@@ -696,11 +724,11 @@ tbl_key_hash(const struct tbl *t, int slot, const char *client)
 void
 tbl_prefetch(const struct tbl *t, uint64_t hash)
 {
-	uint64_t i = hash & (t->h->slots - 1);
+	uint64_t i = hash & (t->slots - 1);
 	uint32_t at;
 
 	at = __atomic_load_n(&t->index[i], __ATOMIC_RELAXED);
-	if (at != 0 && at <= t->h->capacity)
+	if (at != 0 && at <= t->capacity)
 		__builtin_prefetch(&t->entries[at - 1]);
 }
 
@@ -710,7 +738,7 @@ tbl_insert(struct tbl *t, const char *policy, const char *client,
 {
 	struct tbl_header *h = t->h;
 	size_t len = strlen(client);
-	uint64_t hash, mask = h->slots - 1, i, at;
+	uint64_t hash, mask = t->slots - 1, i, at, probes;
 	struct tbl_entry *e;
 	bool reclaimed = false;
 	int slot;
@@ -718,12 +746,24 @@ tbl_insert(struct tbl *t, const char *policy, const char *client,
 	if (len > TBL_CLIENT_MAX ||
 	    (slot = tbl_policy_slot(t, policy, true)) < 0)
 		return NULL;
+	/* A free list that was never written so is dropped, not followed
+	 * (its entries are lost until the table is built again). */
+	if (h->free_head != 0 && (h->free_head > t->capacity ||
+	    t->entries[h->free_head - 1].used))
+		tbl_set_u64(t, &h->free_head, 0);
 	while ((max > 0 && h->policies[slot].count >= max) ||
-	    (h->free_head == 0 && h->extent >= h->capacity)) {
+	    (h->free_head == 0 && h->extent >= t->capacity)) {
 		if (reclaimed || !tbl_reclaim(t, now_ms))
 			return NULL;
 		reclaimed = true;
 	}
+	hash = tbl_hash(t, (unsigned)slot, client, len);
+	/* The index slot first: one is free unless the index was written
+	 * by another hand (count <= capacity, slots >= 2 x capacity). */
+	for (i = hash & mask, probes = 0; t->index[i] != 0;
+	    i = (i + 1) & mask)
+		if (++probes >= t->slots)
+			return NULL;
 	if (h->free_head != 0) {
 		at = h->free_head - 1;
 		e = &t->entries[at];
@@ -736,7 +776,6 @@ tbl_insert(struct tbl *t, const char *policy, const char *client,
 		e = &t->entries[at];
 		tbl_set_u64(t, &h->extent, at + 1);
 	}
-	hash = tbl_hash(t, (unsigned)slot, client, len);
 	tbl_save(t, e, sizeof *e);
 	memset(e, 0, sizeof *e);
 	e->hash = hash;
@@ -744,8 +783,6 @@ tbl_insert(struct tbl *t, const char *policy, const char *client,
 	e->client_len = (uint16_t)len;
 	memcpy(e->client, client, len);
 	e->used = 1;
-	for (i = hash & mask; t->index[i] != 0; i = (i + 1) & mask)
-		;
 	tbl_save(t, &t->index[i], sizeof t->index[i]);
 	t->index[i] = (uint32_t)(at + 1);
 	tbl_set_u64(t, &h->count, h->count + 1);
@@ -769,14 +806,18 @@ void
 tbl_remove(struct tbl *t, struct tbl_entry *e)
 {
 	struct tbl_header *h = t->h;
-	uint64_t mask = h->slots - 1, i, j, home, at;
+	uint64_t mask = t->slots - 1, i, j, home, at, probes;
+	uint32_t x;
 
 	at = (uint64_t)(e - t->entries);
-	for (i = e->hash & mask; t->index[i] != at + 1; i = (i + 1) & mask)
-		if (t->index[i] == 0)
+	for (i = e->hash & mask, probes = 0; t->index[i] != at + 1;
+	    i = (i + 1) & mask)
+		if (t->index[i] == 0 || ++probes >= t->slots)
 			return;       /* not in the index */
-	for (j = (i + 1) & mask; t->index[j] != 0; j = (j + 1) & mask) {
-		home = t->entries[t->index[j] - 1].hash & mask;
+	for (j = (i + 1) & mask, probes = 0; (x = t->index[j]) != 0 &&
+	    ++probes < t->slots; j = (j + 1) & mask) {
+		/* An index entry never written so stays where it is. */
+		home = x <= t->capacity ? t->entries[x - 1].hash & mask : j;
 		/* Move j into the hole at i unless its home lies in (i, j]. */
 		if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) {
 			tbl_save(t, &t->index[i], sizeof t->index[i]);
@@ -786,8 +827,9 @@ tbl_remove(struct tbl *t, struct tbl_entry *e)
 	}
 	tbl_save(t, &t->index[i], sizeof t->index[i]);
 	t->index[i] = 0;
-	tbl_set_u64(t, &h->policies[e->policy].count,
-	    h->policies[e->policy].count - 1);
+	if (e->policy < TBL_POLICIES)
+		tbl_set_u64(t, &h->policies[e->policy].count,
+		    h->policies[e->policy].count - 1);
 	tbl_set_u64(t, &h->count, h->count - 1);
 	tbl_save(t, e, sizeof e->hash + sizeof e->st + 2 * sizeof e->seq +
 	    sizeof e->client_len + sizeof e->policy + sizeof e->used);
@@ -804,50 +846,68 @@ static bool
 tbl_reclaim(struct tbl *t, int64_t now_ms)
 {
 	struct tbl_header *h = t->h;
-	uint64_t k, i, freed = 0;
+	uint64_t k, i, freed = 0, extent = tbl_extent(t);
 	struct tbl_entry *e;
 
-	if (h->extent == 0)
+	if (extent == 0)
 		return false;
-	for (k = 0; k < TBL_RECLAIM_SCAN && k < h->extent &&
+	for (k = 0; k < TBL_RECLAIM_SCAN && k < extent &&
 	    freed < TBL_RECLAIM_MAX; k++) {
-		i = (h->hand + k) % h->extent;
-		e = &t->entries[i];
-		if (e->used && e->st.expires_ms <= now_ms) {
+		i = (h->hand % extent + k) % extent;
+		if ((e = tbl_at(t, i)) != NULL &&
+		    e->st.expires_ms <= now_ms) {
 			tbl_remove(t, e);
 			freed++;
 		}
 	}
-	tbl_set_u64(t, &h->hand, (h->hand + k) % h->extent);
+	tbl_set_u64(t, &h->hand, (h->hand % extent + k) % extent);
 	return freed > 0;
 }
 
 const char *
 tbl_policy(const struct tbl *t, const struct tbl_entry *e)
 {
-	return t->h->policies[e->policy].name;
+	const char *name = tbl_policy_at(t, e->policy);
+
+	return name != NULL ? name : "";
 }
 
 const char *
 tbl_policy_at(const struct tbl *t, int slot)
 {
-	if (slot < 0 || slot >= TBL_POLICIES || !t->h->policies[slot].used)
+	const struct tbl_policy *p;
+
+	if (slot < 0 || slot >= TBL_POLICIES)
 		return NULL;
-	return t->h->policies[slot].name;
+	p = &t->h->policies[slot];
+	/* A name is terminated where it was written; else not trusted. */
+	if (!p->used || memchr(p->name, '\0', sizeof p->name) == NULL)
+		return NULL;
+	return p->name;
 }
 
+/* Entry i, used and whole (a policy slot and a length it can hold). */
 struct tbl_entry *
 tbl_at(struct tbl *t, uint64_t i)
 {
-	if (i >= t->h->extent || !t->entries[i].used)
+	struct tbl_entry *e;
+
+	if (i >= tbl_extent(t))
 		return NULL;
-	return &t->entries[i];
+	e = &t->entries[i];
+	if (!e->used || e->client_len > TBL_CLIENT_MAX ||
+	    e->policy >= TBL_POLICIES)
+		return NULL;
+	return e;
 }
 
+/* The header's extent, never past the capacity mapped. */
 uint64_t
 tbl_extent(const struct tbl *t)
 {
-	return t->h->extent;
+	uint64_t n = t->h->extent;
+
+	return n < t->capacity ? n : t->capacity;
 }
 
 uint64_t
@@ -859,7 +919,7 @@ tbl_count(const struct tbl *t)
 uint64_t
 tbl_capacity(const struct tbl *t)
 {
-	return t->h->capacity;
+	return t->capacity;
 }
 
 bool
@@ -912,4 +972,30 @@ uint64_t
 tbl_recoveries(const struct tbl *t)
 {
 	return t->h->recoveries;
+}
+
+void *
+tbl_field(struct tbl *t, const char *name)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+	} fields[] = {
+		{ "extent", offsetof(struct tbl_header, extent) },
+		{ "free_head", offsetof(struct tbl_header, free_head) },
+		{ "count", offsetof(struct tbl_header, count) },
+		{ "hand", offsetof(struct tbl_header, hand) },
+		{ "capacity", offsetof(struct tbl_header, capacity) },
+		{ "slots", offsetof(struct tbl_header, slots) },
+		{ "reserved", offsetof(struct tbl_header, reserved) },
+		{ "undo_n", offsetof(struct tbl_header, undo_n) },
+		{ "undo_used", offsetof(struct tbl_header, undo_used) },
+		{ "undo", offsetof(struct tbl_header, undo) },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof fields / sizeof fields[0]; i++)
+		if (strcmp(fields[i].name, name) == 0)
+			return t->base + fields[i].off;
+	return NULL;
 }

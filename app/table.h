@@ -196,6 +196,14 @@ void tbl_retire(struct tbl *t);
 /* How many times a dead holder's step was undone, since it was built. */
 uint64_t tbl_recoveries(const struct tbl *t);
 
+/*
+ * For tests that write the file as a hostile writer would: the address
+ * in the mapping of a header field ("extent", "free_head", "count",
+ * "hand", "capacity", "slots", "reserved", "undo_n", "undo_used",
+ * "undo": the journal's bytes), or NULL.
+ */
+void *tbl_field(struct tbl *t, const char *name);
+
 /* Bytes of the file for capacity entries, and per entry (docs, tests). */
 uint64_t tbl_file_size(uint64_t capacity);
 size_t tbl_entry_size(void);

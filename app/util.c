@@ -472,3 +472,102 @@ rlg_mode_describe(unsigned bits, char *words, size_t wsize,
 		chmod_arg[c] = '\0';
 	}
 }
+
+/* The refusal of a shared file: what, whose, which mode, what to do. */
+static int
+shared_refuse(const char *path, const char *what, const struct stat *st,
+    const char *is, char *why, size_t size)
+{
+	snprintf(why, size, "%s %s: refused: %s (owner uid %u, mode %04o);"
+	    " rlgate maps only a regular file of its own user (uid %u) with"
+	    " mode 0600, and another user may have planted this one: remove"
+	    " it, and keep its directory to rlgate's user (mode 0700)", what,
+	    path, is, st != NULL ? (unsigned)st->st_uid : 0u,
+	    st != NULL ? (unsigned)(st->st_mode & 07777) : 0u,
+	    (unsigned)geteuid());
+	return -2;
+}
+
+/* What is wrong with st for a shared file, or NULL. */
+static const char *
+shared_bad(const struct stat *st)
+{
+	if (S_ISLNK(st->st_mode))
+		return "a symbolic link";
+	if (!S_ISREG(st->st_mode))
+		return "not a regular file";
+	if (st->st_uid != geteuid())
+		return "another user's file";
+	if ((st->st_mode & 07777) != 0600)
+		return "a file of another mode";
+	return NULL;
+}
+
+int
+rlg_shared_open(const char *path, const char *what, bool create,
+    struct stat *refused, char *why, size_t size)
+{
+	struct stat before, st;
+	const char *bad;
+	int fd, err;
+
+	/* Looked at first: a device or FIFO is never opened. */
+	if (lstat(path, &before) != 0) {
+		err = errno;
+		if (err != ENOENT || !create) {
+			snprintf(why, size, "%s %s: %s", what, path,
+			    strerror(err));
+			errno = err;
+			return -1;
+		}
+	} else if ((bad = shared_bad(&before)) != NULL) {
+		*refused = before;
+		return shared_refuse(path, what, &before, bad, why, size);
+	}
+	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK |
+	    (create ? O_CREAT : 0), 0600);
+	if (fd < 0) {
+		err = errno;
+		if (err == ELOOP) {     /* made a link since the lstat */
+			memset(refused, 0, sizeof *refused);
+			(void)lstat(path, refused);
+			return shared_refuse(path, what, refused,
+			    "a symbolic link", why, size);
+		}
+		snprintf(why, size, "%s %s: %s", what, path, strerror(err));
+		errno = err;
+		return -1;
+	}
+	if (fstat(fd, &st) != 0) {
+		err = errno;
+		close(fd);
+		snprintf(why, size, "%s %s: %s", what, path, strerror(err));
+		errno = err;
+		return -1;
+	}
+	if ((bad = shared_bad(&st)) != NULL) {
+		close(fd);
+		*refused = st;
+		return shared_refuse(path, what, &st, bad, why, size);
+	}
+	return fd;
+}
+
+int
+rlg_shared_set_aside(const char *path, const struct stat *refused)
+{
+	char aside[4200];
+	struct stat now;
+
+	if (lstat(path, &now) != 0)
+		return errno == ENOENT ? 0 : -1;
+	if (now.st_dev != refused->st_dev || now.st_ino != refused->st_ino)
+		return 0;
+
+	if ((size_t)snprintf(aside, sizeof aside, "%s.refused", path) >=
+	    sizeof aside) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return rename(path, aside);
+}

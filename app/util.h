@@ -5,8 +5,10 @@
 #ifndef RLG_UTIL_H
 #define RLG_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 /* Result codes: 0 ok, negative on error. "Rejected" is never one of these. */
 #define RLG_OK        0
@@ -104,5 +106,30 @@ const char *rlg_http_reason(int code);
  */
 void rlg_mode_describe(unsigned bits, char *words, size_t wsize,
     char *chmod_arg, size_t csize);
+
+/*
+ * Opens a file rlgate maps shared with its other processes (the table,
+ * the scoreboard: what names it in messages) read-write, after checking
+ * it as every such file is checked: a regular file, not a symbolic link,
+ * owned by the running user, mode 0600. Nothing that fails the check is
+ * opened for use, and no device or FIFO is opened at all. create: a
+ * missing file is created (mode 0600).
+ * Returns the descriptor (O_CLOEXEC); -1 with errno (ENOENT: missing)
+ * and why set (size bytes); or -2 when the file was refused: why holds
+ * the line to log (the file, its owner and mode, what to do) and
+ * *refused what it is (for rlg_shared_set_aside). Logs nothing.
+ */
+int rlg_shared_open(const char *path, const char *what, bool create,
+    struct stat *refused, char *why, size_t size);
+
+/*
+ * Moves a refused shared file out of the way: renames path to
+ * path.refused (replacing an older one), so that a new file can be made
+ * under path and the operator can look at the old one; nothing when path
+ * names another file than refused by now (another process moved it
+ * already and may have made the new one). 0, or -1 (errno: a sticky
+ * directory keeps another user's file where it is).
+ */
+int rlg_shared_set_aside(const char *path, const struct stat *refused);
 
 #endif

@@ -8,6 +8,7 @@
  * decision, admin requests counted by no policy, the exposition's shape,
  * health while the store works and while it fails, the status JSON.
  */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -531,6 +532,184 @@ START_TEST(test_health)
 }
 END_TEST
 
+/*
+ * Planted scoreboards: a file of mode 0666 (anybody's to write), another
+ * user's, a symbolic link: refused (never mapped), said in the log with
+ * the owner and mode, set aside as PATH.refused, a new one made (mode
+ * 0600, shared); what a link pointed to is untouched.
+ */
+START_TEST(test_planted_scoreboard)
+{
+	struct rlg_metrics_sums m;
+	char mpath[4200], aside[4300], victim[4200];
+	struct stat sb;
+	int round;
+	FILE *f;
+
+	load("[policy api]\nlimit = 5\n");
+	rlg_metrics_path(cfg, mpath, sizeof mpath);
+	unload();
+	snprintf(aside, sizeof aside, "%s.refused", mpath);
+	snprintf(victim, sizeof victim, "%s", path_in("victim"));
+	for (round = 0; round < 3; round++) {
+		if (round == 0) {
+			ck_assert_int_eq(chmod(mpath, 0666), 0);
+		} else if (round == 1) {
+			if (geteuid() != 0) {
+				printf("test_planted_scoreboard: another"
+				    " user's file skipped: chown needs root\n");
+				continue;
+			}
+			ck_assert_int_eq(chown(mpath, 65534, 65534), 0);
+		} else {
+			f = fopen(victim, "w");
+			ck_assert_ptr_nonnull(f);
+			fputs("keep\n", f);
+			fclose(f);
+			ck_assert_int_eq(unlink(mpath), 0);
+			ck_assert_int_eq(symlink(victim, mpath), 0);
+		}
+		ck_assert_int_eq(rlg_test_log_begin(path_in("log.txt")), 0);
+		load("[policy api]\nlimit = 5\n");
+		ck_assert_int_eq(rlg_test_log_end(round == 0 ?
+		    "refused: a file of another mode (owner uid 0, mode 0666)" :
+		    round == 1 ? "refused: another user's file (owner uid"
+		    " 65534" : "refused: a symbolic link"), 1);
+		rlg_metrics_sum(rlg_metrics_map(cfg), &m);
+		ck_assert(m.shared);
+		unload();
+		ck_assert_int_eq(lstat(mpath, &sb), 0);
+		ck_assert(S_ISREG(sb.st_mode));
+		ck_assert_uint_eq(sb.st_mode & 07777, 0600);
+		ck_assert_uint_eq(sb.st_uid, geteuid());
+		ck_assert_int_eq(lstat(aside, &sb), 0);
+		ck_assert(round < 2 ? S_ISREG(sb.st_mode) : S_ISLNK(sb.st_mode));
+	}
+	ck_assert_int_eq(stat(victim, &sb), 0);
+	ck_assert_int_eq(sb.st_size, 5);
+}
+END_TEST
+
+/* Writes len bytes of p at off into the scoreboard's file, as any
+ * writer of the file can while it is mapped. */
+static void
+scribble(off_t off, const void *p, size_t len)
+{
+	char mpath[4200];
+	int fd;
+
+	fd = open(rlg_metrics_path(cfg, mpath, sizeof mpath), O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, p, len, off), (ssize_t)len);
+	close(fd);
+}
+
+/*
+ * The scoreboard's header written after it was mapped: a slot count of
+ * 0x7fffffff (offset 24), a name count past the names, names without an
+ * end; slots owned by pids no process has. The sums and the claims keep
+ * to the slots mapped, the names to the room there is; the endpoints
+ * answer; a slot of an impossible owner is free.
+ */
+START_TEST(test_scoreboard_hostile)
+{
+	struct rlg_metrics_slot *a, **held;
+	struct rlg_metrics_sums m;
+	struct rlg_config *other;
+	const struct rlg_metrics_map *om;
+	uint32_t big = 0x7fffffff, names = 0xffffffffu;
+	uint64_t owner = UINT64_C(0xffffffff00000001);   /* pid -1 */
+	char noend[4096], mpath[4200];
+	struct stat sb;
+	off_t slots_at;
+	size_t i, n = 0;
+
+	load("[policy api]\nlimit = 5\n");
+	rlg_gate_init(&gate, cfg);
+	handle(T1, GET, RES, LOOP, NULL);
+	scribble(24, &big, sizeof big);
+	scribble(28, &names, sizeof names);
+	memset(noend, 'A', sizeof noend);
+	scribble(32, noend, sizeof noend);
+	handle(T1, GET, MET, LOOP, NULL);
+	ck_assert(strncmp(answer, "Status: 200", 11) == 0);
+	ck_assert_int_eq(metric(REQS "{policy=\"api\",decision=\"admitted\"}"),
+	    1);
+	handle(T1, GET, "REQUEST_URI=/rlgate/status", LOOP, NULL);
+	ck_assert(strncmp(answer, "Status: 200", 11) == 0);
+	handle(T1, GET, RES, LOOP, NULL);
+	rlg_metrics_sum(rlg_metrics_map(cfg), &m);
+	ck_assert_uint_eq(m.requests[0][RLG_MD_ADMITTED], 2);
+	/* a config with a new name: no room among names it cannot read,
+	 * not counted, and nothing written past the names */
+	ck_assert_int_eq(rlg_config_load_string("[policy fresh]\nlimit = 1\n",
+	    "o.conf", stderr, &other), 0);
+	om = rlg_metrics_map(other);
+	ck_assert_ptr_nonnull(om);
+	ck_assert_int_eq(om->idx[0], -1);
+	rlg_metrics_unmap(other);
+	rlg_config_free(other);
+	/* every slot owned by pid -1 (none has it): claimable; the slots
+	 * end the file */
+	ck_assert_int_eq(stat(rlg_metrics_path(cfg, mpath, sizeof mpath),
+	    &sb), 0);
+	slots_at = sb.st_size - (off_t)(RLG_METRICS_SLOTS *
+	    sizeof(struct rlg_metrics_slot));
+	rlg_gate_fini(&gate);
+	for (i = 0; i < RLG_METRICS_SLOTS; i++)
+		scribble(slots_at + (off_t)(i * sizeof(struct rlg_metrics_slot)),
+		    &owner, sizeof owner);
+	held = calloc(RLG_METRICS_SLOTS, sizeof *held);
+	ck_assert_ptr_nonnull(held);
+	for (i = 0; i < RLG_METRICS_SLOTS + 8; i++)
+		if ((a = rlg_metrics_claim()) != NULL)
+			held[n++] = a;
+	ck_assert_uint_eq(n, RLG_METRICS_SLOTS);
+	for (i = 0; i < n; i++)
+		rlg_metrics_release(held[i]);
+	free(held);
+	unload();
+}
+END_TEST
+
+/*
+ * The write-behind's flushes in the metrics and the status: the failures
+ * counted, the age of the last good one; none of it for another commit.
+ */
+START_TEST(test_flush_metrics)
+{
+	struct rlg_metrics_sums m;
+
+	load("commit = behind\nflush_ms = 100\n[policy api]\nlimit = 3\n");
+	rlg_gate_init(&gate, cfg);
+	rlg_metrics_flush(false);
+	rlg_metrics_flush(false);
+	rlg_metrics_sum(rlg_metrics_map(cfg), &m);
+	ck_assert_uint_eq(m.flush_failures, 2);
+	handle(T1, GET, MET, LOOP, NULL);
+	ck_assert_int_eq(metric("rlgate_flush_failures_total"), 2);
+	ck_assert_ptr_nonnull(strstr(answer,
+	    "# TYPE rlgate_flush_age_seconds gauge\n"));
+	rlg_metrics_flush(true);
+	rlg_metrics_sum(rlg_metrics_map(cfg), &m);
+	ck_assert_int_le(rlg_now_ms() - m.flush_ok_ms, 60000);
+	handle(T1, GET, "REQUEST_URI=/rlgate/status", LOOP, NULL);
+	ck_assert_ptr_nonnull(strstr(answer, "\"flush_failures\":2,"
+	    "\"flush_age_s\":"));
+	rlg_gate_fini(&gate);
+	unload();
+	load("commit = each\n[policy api]\nlimit = 3\n");
+	rlg_gate_init(&gate, cfg);
+	handle(T1, GET, MET, LOOP, NULL);
+	ck_assert_ptr_null(strstr(answer, "rlgate_flush_"));
+	handle(T1, GET, "REQUEST_URI=/rlgate/status", LOOP, NULL);
+	ck_assert_ptr_nonnull(strstr(answer, "\"flush_failures\":null,"
+	    "\"flush_age_s\":null"));
+	rlg_gate_fini(&gate);
+	unload();
+}
+END_TEST
+
 Suite *
 rlg_admin_suite(void)
 {
@@ -543,5 +722,8 @@ rlg_admin_suite(void)
 	tcase_add_test(tc, test_config);
 	tcase_add_test(tc, test_metrics_exact);
 	tcase_add_test(tc, test_health);
+	tcase_add_test(tc, test_planted_scoreboard);
+	tcase_add_test(tc, test_scoreboard_hostile);
+	tcase_add_test(tc, test_flush_metrics);
 	return s;
 }

@@ -40,6 +40,7 @@
 #include "check_rlgate.h"
 #include "config.h"
 #include "fixture.h"
+#include "metrics.h"
 #include "store.h"
 #include "store_stats.h"
 #include "table.h"
@@ -360,19 +361,20 @@ START_TEST(test_file_guarded)
 	ck_assert_int_eq(stat(tpath, &sb), 0);
 	ck_assert_uint_eq(sb.st_mode & 0777, 0600);
 	tbl_close(t);
-	/* A symbolic link is not followed. */
+	/* A symbolic link is not followed: set aside, a table built in
+	 * its place, what it pointed to untouched. */
 	snprintf(link, sizeof link, "%s/link", dir);
 	ck_assert_int_eq(symlink(tpath, link), 0);
-	ck_assert_ptr_null(tbl_open(link, &ident1, 64, NULL, NULL, err,
-	    sizeof err));
-	/* A file of another user is refused. */
-	if (geteuid() == 0) {
-		ck_assert_int_eq(chown(tpath, 65534, 65534), 0);
-		ck_assert_ptr_null(tbl_open(tpath, &ident1, 64, NULL, NULL,
-		    err, sizeof err));
-		ck_assert_msg(strstr(err, "not a regular file of this user") !=
-		    NULL, "%s", err);
-	}
+	t = tbl_open(link, &ident1, 64, NULL, NULL, err, sizeof err);
+	ck_assert_msg(t != NULL, "%s", err);
+	tbl_close(t);
+	ck_assert_int_eq(lstat(link, &sb), 0);
+	ck_assert(S_ISREG(sb.st_mode));
+	snprintf(link + strlen(link), sizeof link - strlen(link), ".refused");
+	ck_assert_int_eq(lstat(link, &sb), 0);
+	ck_assert(S_ISLNK(sb.st_mode));
+	ck_assert_int_eq(stat(tpath, &sb), 0);
+	ck_assert_uint_eq(sb.st_mode & 0777, 0600);
 }
 END_TEST
 
@@ -1055,6 +1057,266 @@ START_TEST(test_tier_copy_behind)
 }
 END_TEST
 
+/*
+ * Planted tables: a file of another mode (0666: anybody's to write),
+ * another user's, a FIFO: each refused (never mapped, never opened for a
+ * FIFO), said in the log with its owner and mode, set aside as
+ * PATH.refused, and a new table built in its place, mode 0600.
+ */
+START_TEST(test_planted_table)
+{
+	char aside[160], err[1024];
+	struct stat sb;
+	struct tbl *t;
+	int fd, round;
+
+	snprintf(aside, sizeof aside, "%s.refused", tpath);
+	for (round = 0; round < 3; round++) {
+		t = open_table(&ident1, 64);
+		put(t, "p", "mine", 7);
+		tbl_close(t);
+		if (round == 0) {
+			ck_assert_int_eq(chmod(tpath, 0666), 0);
+		} else if (round == 1) {
+			if (geteuid() != 0) {
+				printf("test_planted_table: another user's"
+				    " file skipped: chown needs root\n");
+				continue;
+			}
+			ck_assert_int_eq(chown(tpath, 65534, 65534), 0);
+		} else {
+			ck_assert_int_eq(unlink(tpath), 0);
+			ck_assert_int_eq(mkfifo(tpath, 0600), 0);
+		}
+		ck_assert_int_eq(rlg_test_log_begin(dbpath), 0);
+		t = tbl_open(tpath, &ident1, 64, NULL, NULL, err, sizeof err);
+		ck_assert_int_eq(rlg_test_log_end(round == 0 ? "mode 0666" :
+		    round == 1 ? "owner uid 65534" : "not a regular file"), 1);
+		ck_assert_msg(t != NULL, "%s", err);
+		/* the new one: empty, 0600, ours */
+		ck_assert_int_eq(get(t, "p", "mine"), -1);
+		tbl_close(t);
+		ck_assert_int_eq(stat(tpath, &sb), 0);
+		ck_assert(S_ISREG(sb.st_mode));
+		ck_assert_uint_eq(sb.st_mode & 07777, 0600);
+		ck_assert_uint_eq(sb.st_uid, geteuid());
+		ck_assert_int_eq(lstat(aside, &sb), 0);
+		ck_assert(round < 2 ? S_ISREG(sb.st_mode) : S_ISFIFO(sb.st_mode));
+		ck_assert_int_eq(unlink(aside), 0);
+	}
+	/* A directory where the table goes cannot be set aside by rename
+	 * over a file: said, and no table. */
+	ck_assert_int_eq(unlink(tpath), 0);
+	ck_assert_int_eq(mkdir(tpath, 0700), 0);
+	fd = open(aside, O_WRONLY | O_CREAT, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_ptr_null(tbl_open(tpath, &ident1, 64, NULL, NULL, err,
+	    sizeof err));
+	ck_assert_msg(strstr(err, "refused") != NULL &&
+	    strstr(err, "cannot move it aside") != NULL, "%s", err);
+}
+END_TEST
+
+/* Writes v to the header field name of t's mapping (a hostile writer). */
+static void
+poke(struct tbl *t, const char *name, uint64_t v)
+{
+	uint64_t *p = tbl_field(t, name);
+
+	ck_assert_ptr_nonnull(p);
+	memcpy(p, &v, sizeof v);
+}
+
+/*
+ * The mapping written by another hand after it was opened (a user who may
+ * write the file, or a bug): counts past the capacity, an index full or
+ * naming entries past the end, a free list past the end, an entry of a
+ * policy slot and a length it cannot hold, a journal of huge counts and
+ * of records outside the file. Nothing crashes, nothing is read or
+ * written outside the mapping, and the table still answers.
+ */
+START_TEST(test_hostile_table)
+{
+	uint64_t slots = 128, capacity = 64, i, n;
+	unsigned char *base;
+	uint32_t *index;
+	struct tbl_entry *e;
+	struct tbl *t;
+	size_t eo;
+	int fd;
+
+	t = open_table(&ident1, capacity);
+	put(t, "p", "a", 1);
+	put(t, "p", "b", 2);
+	fd = open(tpath, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	base = mmap(NULL, tbl_file_size(capacity), PROT_READ | PROT_WRITE,
+	    MAP_SHARED, fd, 0);
+	ck_assert(base != MAP_FAILED);
+	close(fd);
+	eo = tbl_file_size(capacity) - capacity * tbl_entry_size();
+	index = (uint32_t *)(base + eo - slots * sizeof *index);
+	/* Header counts far past the mapping. */
+	poke(t, "capacity", UINT64_C(1) << 40);
+	poke(t, "slots", UINT64_C(1) << 40);
+	poke(t, "extent", UINT64_C(0x7fffffff));
+	poke(t, "hand", UINT64_MAX - 3);
+	poke(t, "reserved", UINT64_MAX);
+	ck_assert_uint_eq(tbl_capacity(t), capacity);
+	ck_assert_uint_le(tbl_extent(t), capacity);
+	for (i = 0, n = 0; i < tbl_extent(t); i++)
+		n += tbl_at(t, i) != NULL;
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_eq(get(t, "p", "a"), 1);
+	/* an extent past the capacity: full, said by a NULL */
+	ck_assert_int_eq(tbl_lock(t), 0);
+	ck_assert_ptr_null(tbl_insert(t, "p", "c", 0, 0));
+	tbl_abort(t);
+	poke(t, "extent", 2);
+	put(t, "p", "c", 3);
+	ck_assert_int_eq(get(t, "p", "c"), 3);
+	/* A free list past the end: dropped, not followed. */
+	poke(t, "free_head", UINT64_C(1) << 33);
+	put(t, "p", "d", 4);
+	ck_assert_int_eq(get(t, "p", "d"), 4);
+	/* An entry of a policy slot and a length it cannot hold: skipped
+	 * by the walks. */
+	e = tbl_at(t, 0);
+	ck_assert_ptr_nonnull(e);
+	e->policy = 200;
+	ck_assert_ptr_null(tbl_at(t, 0));
+	e->policy = 0;
+	e->client_len = 60000;
+	ck_assert_ptr_null(tbl_at(t, 0));
+	ck_assert_int_eq(get(t, "p", "a"), -1);
+	ck_assert_str_eq(tbl_policy(t, e), "p");
+	e->policy = 250;
+	ck_assert_str_eq(tbl_policy(t, e), "");
+	/* Index slots naming entries past the end, then an index with no
+	 * free slot: lookups end, insertions fail, removals stop. */
+	for (i = 0; i < slots; i++)
+		if (index[i] == 0)
+			index[i] = 0xffffffffu;
+	ck_assert_int_eq(get(t, "p", "zz"), -1);
+	ck_assert_int_eq(tbl_lock(t), 0);
+	ck_assert_ptr_null(tbl_insert(t, "p", "new", 0, 0));
+	e = tbl_find(t, "p", "b");
+	if (e != NULL)
+		tbl_remove(t, e);
+	tbl_abort(t);
+	for (i = 0; i < slots; i++)
+		if (index[i] == 0xffffffffu)
+			index[i] = 0;
+	/* A journal of huge counts, and a record outside the file: played
+	 * back (tbl_abort) within the journal and the mapping only. */
+	ck_assert_int_eq(tbl_lock(t), 0);
+	poke(t, "undo_n", UINT64_MAX);
+	poke(t, "undo_used", UINT64_MAX - 8);
+	{
+		struct { uint64_t off; uint32_t len, pad; } u = {
+			UINT64_MAX - 4, 64, 0 };
+
+		memcpy(tbl_field(t, "undo"), &u, sizeof u);
+	}
+	tbl_abort(t);
+	/* A journal length past the journal between two steps: the next
+	 * step starts an empty journal instead of writing past it. */
+	poke(t, "undo_used", UINT64_MAX - 8);
+	put(t, "p", "d", 4);
+	poke(t, "undo_n", 0);
+	poke(t, "undo_used", 12345);
+	put(t, "p", "d", 4);
+	ck_assert_int_eq(get(t, "p", "d"), 4);
+	put(t, "p", "e", 5);
+	ck_assert_int_eq(get(t, "p", "e"), 5);
+	munmap(base, tbl_file_size(capacity));
+	tbl_close(t);
+}
+END_TEST
+
+/* The scoreboard's flush figures, now. */
+static struct rlg_metrics_sums
+flush_sums(const struct rlg_config *c)
+{
+	struct rlg_metrics_sums m;
+
+	rlg_metrics_sum(rlg_metrics_map(c), &m);
+	return m;
+}
+
+/*
+ * A database locked by another connection (BEGIN EXCLUSIVE) holds the
+ * flusher back: requests are still answered from the table, and the
+ * failed flushes are counted while the last good one stays where it was
+ * (its age grows); the lock released, a flush succeeds and the age falls
+ * back.
+ */
+START_TEST(test_flush_failures_counted)
+{
+	struct rlg_store_config scfg;
+	struct rlg_store *s = NULL;
+	struct rlg_metrics_sums m;
+	struct rlg_config *c;
+	sqlite3 *db;
+	int64_t ok_ms;
+	char text[256], mpath[200];
+	bool ok;
+	int i, waited;
+
+	snprintf(text, sizeof text, "[store]\npath = %s\n[policy a]\n"
+	    "limit = 10\n", dbpath);
+	ck_assert_int_eq(rlg_config_load_string(text, "f.conf", stderr, &c),
+	    0);
+	snprintf(mpath, sizeof mpath, "%s-metrics", dbpath);
+	ck_assert_int_eq(rlg_metrics_open(mpath, c), 0);
+	behind_cfg(&scfg);
+	scfg.sqlite.busy_timeout_ms = 20;
+	ck_assert_msg(rlg_store_open(&scfg, &s) == RLG_OK, "open: %s",
+	    rlg_store_errmsg(s));
+	ck_assert_int_eq(rlg_test_step(s, &pol_a, "f", NOW, &ok), RLG_OK);
+	for (waited = 0; waited < 10000 && flush_sums(c).flush_ok_ms == 0;
+	    waited += 10)
+		usleep(10000);
+	m = flush_sums(c);
+	ck_assert_int_gt(m.flush_ok_ms, 0);
+	ck_assert_uint_eq(m.flush_failures, 0);
+	/* locked: answered, not flushed, failures counted */
+	ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "BEGIN EXCLUSIVE", NULL, NULL,
+	    NULL), SQLITE_OK);
+	ck_assert_int_eq(rlg_test_log_begin(tpath), 0);
+	ok_ms = flush_sums(c).flush_ok_ms;
+	for (i = 0, waited = 0; waited < 10000 &&
+	    flush_sums(c).flush_failures < 3; waited += 10, i++) {
+		if (i % 5 == 0)         /* answered from the table */
+			ck_assert_int_eq(rlg_test_step(s, &pol_a, "f", NOW,
+			    &ok), RLG_OK);
+		usleep(10000);
+	}
+	m = flush_sums(c);
+	ck_assert_uint_ge(m.flush_failures, 3);
+	ck_assert_int_le(m.flush_ok_ms, ok_ms + 200);  /* none since */
+	ck_assert_int_eq(db_count("a", "f"), 1);
+	/* released: flushed again, the age back to below an interval or
+	 * so, the failures kept (a counter) */
+	ck_assert_int_eq(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL),
+	    SQLITE_OK);
+	sqlite3_close(db);
+	for (waited = 0; waited < 10000 && db_count("a", "f") == 1;
+	    waited += 10)
+		usleep(10000);
+	ck_assert_int_gt(db_count("a", "f"), 1);
+	m = flush_sums(c);
+	ck_assert_int_gt(m.flush_ok_ms, ok_ms);
+	ck_assert_uint_ge(m.flush_failures, 3);
+	ck_assert_int_ge(rlg_test_log_end("flush failed, retried"), 1);
+	rlg_store_close(s);
+	rlg_metrics_close();
+	rlg_config_free(c);
+}
+END_TEST
+
 /* A test case of s: its fixture, a timeout of 60 s, its tests. */
 static TCase *
 add_case(Suite *s, const char *name, void (*set)(void),
@@ -1079,6 +1341,7 @@ rlg_table_suite(void)
 		test_dead_holder_undone, test_random_kills,
 		test_rebuilt_when_not_ours, test_file_guarded,
 		test_built_once, test_full_and_reuse,
+		test_planted_table, test_hostile_table,
 	};
 	const TTest *const behind[] = {
 		test_exact_across_processes, test_all_or_nothing,
@@ -1086,7 +1349,7 @@ rlg_table_suite(void)
 		test_flush_many, test_put_rows,
 		test_restart_seeded,
 		test_reset_and_log,
-		test_overrides_behind,
+		test_overrides_behind, test_flush_failures_counted,
 	};
 	Suite *s = suite_create("table");
 	TCase *tc;
