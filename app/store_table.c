@@ -136,7 +136,6 @@ struct tab_store {
 		int slot;
 	} slots[TAB_SLOTS];
 	size_t nscratch;
-	bool told_size;               /* the adopted size was logged */
 	char path[];                  /* the table file */
 };
 
@@ -221,6 +220,8 @@ const struct rlg_store_ops rlg_store_table_ops = {
 
 static pthread_mutex_t tab_flushers_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct tab_flusher *tab_flushers;
+/* A handle of this process logged that it adopted another size. */
+static bool tab_told_size;
 
 const char *
 rlg_store_table_path(const char *path, char *buf, size_t size)
@@ -280,8 +281,9 @@ tab_ready(struct tab_store *s)
 		rlg_store_seterr(&s->base, "%s", err);
 		return -1;
 	}
-	if (tbl_capacity(s->t) != s->capacity && !s->told_size) {
-		s->told_size = true;
+	/* Once a process: its threads' handles all adopt the same. */
+	if (tbl_capacity(s->t) != s->capacity &&
+	    !__atomic_exchange_n(&tab_told_size, true, __ATOMIC_RELAXED)) {
 		rlg_log("table %s: warning: the live table holds %llu entries,"
 		    " this configuration asks for %llu (max_clients = %lld,"
 		    " table_entries = %lld): another configuration made it"
