@@ -193,7 +193,7 @@ static int tab_write_behind(struct tbl *t, struct rlg_store *db,
     const char *path, int64_t now_ms, struct tab_wb *wb,
     struct tab_flusher *pace);
 static int tab_commit(struct tbl *t, struct rlg_store *db,
-    const struct tab_mark *marks, size_t n);
+    const struct tbl_ident *id, const struct tab_mark *marks, size_t n);
 static bool tab_pause(struct tbl *t, struct tab_flusher *f, int64_t ms);
 static void tab_wait(struct tab_flusher *f, int64_t ms);
 static int tab_flush_now(struct rlg_store *base, int64_t now_ms);
@@ -967,14 +967,14 @@ tab_write_behind(struct tbl *t, struct rlg_store *db, const char *path,
 		marked += n;
 		if (marked + TAB_PUT_ROWS <= TAB_FLUSH_ROWS)
 			continue;
-		rc = tab_commit(t, db, wb->marks, marked);
+		rc = tab_commit(t, db, &id, wb->marks, marked);
 		marked = 0;
 		if (rc == 0 && pace != NULL && at < tbl_extent(t) &&
 		    !tab_pause(t, pace, rlg_now_ms() - began))
 			return -1;              /* the flush lock is lost */
 	}
 	if (rc == 0 && marked > 0)
-		rc = tab_commit(t, db, wb->marks, marked);
+		rc = tab_commit(t, db, &id, wb->marks, marked);
 	else if (marked > 0)
 		rlg_store_sqlite_rollback(db);
 	tbl_flush_unlock(t);
@@ -988,12 +988,15 @@ tab_write_behind(struct tbl *t, struct rlg_store *db, const char *path,
 
 /*
  * Commits the open transaction, then marks flushed the entries written
- * that have not changed since (under the table's lock). 0, or -2 (the
+ * that have not changed since (under the table's lock), if the table is
+ * still bound to id, the database the flush began with: another process
+ * may have bound it to a new file while a long flush rested (tab_pause),
+ * and the entries then stay unflushed, for the new file. 0, or -2 (the
  * commit failed: rolled back) or -1.
  */
 static int
-tab_commit(struct tbl *t, struct rlg_store *db, const struct tab_mark *marks,
-    size_t n)
+tab_commit(struct tbl *t, struct rlg_store *db, const struct tbl_ident *id,
+    const struct tab_mark *marks, size_t n)
 {
 	struct tbl_entry *e;
 	size_t i;
@@ -1002,6 +1005,8 @@ tab_commit(struct tbl *t, struct rlg_store *db, const struct tab_mark *marks,
 		return -2;
 	if (tbl_lock(t) != 0)
 		return -1;
+	if (!tbl_belongs(t, id))
+		n = 0;
 	for (i = 0; i < n; i++) {
 		e = tbl_at(t, marks[i].at);
 		/* Unchanged since the copy: the database has it. */
