@@ -397,9 +397,12 @@ int rlg_store_sqlite_reset(struct rlg_store *s, const char *client,
 
 /*
  * The file the connection has open, and when this handle gave it its
- * schema (a new file; said once, then 0).
+ * schema (a new file; said once, then 0); born_ns, the file's birth time
+ * (0 where the file system keeps none). The path is checked first: a
+ * file deleted or replaced is reopened (made anew if need be), so what
+ * is told is the file the path names now.
  */
 int rlg_store_sqlite_ident(struct rlg_store *s, dev_t *dev, ino_t *ino,
-    int64_t *created_ms);
+    int64_t *born_ns, int64_t *created_ms);
 
 #endif

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +38,8 @@
 #define SQ_CHECK_MS 1000
 
 static bool sq_same_file(const struct sq_store *s);
+static int sq_stat(const char *path, dev_t *dev, ino_t *ino,
+    int64_t *born_ns);
 static int sq_harden(struct sq_store *s);
 static int sq_prepare_db(struct sq_store *s);
 static int sq_create_file(struct sq_store *s);
@@ -128,15 +131,48 @@ sq_ready(struct sq_store *s, int64_t now_ms)
 	return 0;
 }
 
-/* Does the path still name the file the connection opened? */
+int
+sq_ready_now(struct sq_store *s, int64_t now_ms)
+{
+	if (s->db != NULL && !sq_same_file(s)) {
+		rlg_log("store %s: the database file was deleted or replaced:"
+		    " reopening", s->path);
+		sq_disconnect(s);
+	}
+	return sq_ready(s, now_ms);
+}
+
+/*
+ * Does the path still name the file the connection opened? A file
+ * deleted and made again may get the same inode: its birth time differs.
+ */
 static bool
 sq_same_file(const struct sq_store *s)
 {
-	struct stat st;
+	int64_t born_ns;
+	dev_t dev;
+	ino_t ino;
 
-	if (stat(s->path, &st) != 0)
+	if (sq_stat(s->path, &dev, &ino, &born_ns) != 0)
 		return false;
-	return st.st_dev == s->dev && st.st_ino == s->ino;
+	return dev == s->dev && ino == s->ino && born_ns == s->born_ns;
+}
+
+/* The file's device, inode and birth time (0 where the file system
+ * keeps none). 0, or -1 with errno. */
+static int
+sq_stat(const char *path, dev_t *dev, ino_t *ino, int64_t *born_ns)
+{
+	struct statx sx;
+
+	if (statx(AT_FDCWD, path, 0, STATX_INO | STATX_BTIME, &sx) != 0)
+		return -1;
+	*dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+	*ino = (ino_t)sx.stx_ino;
+	*born_ns = (sx.stx_mask & STATX_BTIME) ?
+	    (int64_t)sx.stx_btime.tv_sec * 1000000000 +
+	    sx.stx_btime.tv_nsec : 0;
+	return 0;
 }
 
 /*
@@ -148,7 +184,6 @@ sq_same_file(const struct sq_store *s)
 int
 sq_connect(struct sq_store *s)
 {
-	struct stat st;
 	int rc;
 
 	assert(s->db == NULL);
@@ -177,13 +212,11 @@ sq_connect(struct sq_store *s)
 	if (sq_harden(s) != 0 || sq_prepare_db(s) != 0)
 		goto fail;
 	s->preparing = false;
-	if (stat(s->path, &st) != 0) {
+	if (sq_stat(s->path, &s->dev, &s->ino, &s->born_ns) != 0) {
 		rlg_store_seterr(&s->base, "sqlite open on %s: %s", s->path,
 		    strerror(errno));
 		goto fail;
 	}
-	s->dev = st.st_dev;
-	s->ino = st.st_ino;
 	return 0;
 
 fail:

@@ -113,6 +113,9 @@ struct sq_store {
 	sqlite3_stmt *stmt[SQ_NSTMT];
 	dev_t dev;                    /* the file db opened, to notice */
 	ino_t ino;                    /* deletion or replacement */
+	int64_t born_ns;              /* its birth time (statx; 0: none),
+	                                 which tells a file made anew on a
+	                                 reused inode */
 	int64_t created_ms;           /* when this handle gave the file its
 	                                 schema (committed); 0: it did not */
 	bool check_armed;             /* checked_ms holds a time */
@@ -169,6 +172,12 @@ int sq_busy(void *arg, int count);
 
 /* The connection open and on the file the path names: 0, or -1. */
 int sq_ready(struct sq_store *s, int64_t now_ms);
+
+/*
+ * The same, the path checked now (sq_ready checks it once a second): for
+ * a caller that ties other state to the file. 0, or -1.
+ */
+int sq_ready_now(struct sq_store *s, int64_t now_ms);
 
 /* Opens the connection (file, pragmas, schema, statements): 0, or -1. */
 int sq_connect(struct sq_store *s);

@@ -187,14 +187,15 @@ rlg_store_sqlite_reset(struct rlg_store *base, const char *client,
 
 int
 rlg_store_sqlite_ident(struct rlg_store *base, dev_t *dev, ino_t *ino,
-    int64_t *created_ms)
+    int64_t *born_ns, int64_t *created_ms)
 {
 	struct sq_store *s = sq_handle(base);
 
-	if (s == NULL || sq_ready(s, rlg_now_ms()) != 0)
+	if (s == NULL || sq_ready_now(s, rlg_now_ms()) != 0)
 		return RLG_ESTORE;
 	*dev = s->dev;
 	*ino = s->ino;
+	*born_ns = s->born_ns;
 	*created_ms = s->created_ms;
 	s->created_ms = 0;            /* told once */
 	return RLG_OK;

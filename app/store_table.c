@@ -27,7 +27,13 @@
  * and the database lags more (the table, which decides, stays exact).
  *
  * The table outlives the processes (it is a file): a restart loses
- * nothing. A reboot, or a database replaced, builds it again from the
+ * nothing. It is the authority: a process whose configuration asks for
+ * another size adopts the live table's size (logged, naming both), so
+ * two configurations on one database share one table and its counts; a
+ * database deleted or replaced is given the table's states whole by the
+ * next flush (tbl_rebind, under the flush lock, so that no flush marks
+ * an entry flushed into a file the table is no longer bound to). Only a
+ * reboot (or a table file removed by hand) builds it again from the
  * database's live states: what was not flushed, at most one interval,
  * is lost, as a power cut loses the last commits with synchronous =
  * normal.
@@ -101,8 +107,10 @@ struct tab_store {
 	struct rlg_store *inner;      /* the SQLite store, owned */
 	struct tab_flusher *f;
 	struct tbl *t;                /* this handle's mapping, or NULL */
-	uint64_t capacity;
+	uint64_t capacity;            /* what the config asks (the table's
+	                               * may differ: tbl_capacity) */
 	int64_t max_clients;
+	int64_t table_entries;
 	/* Step scratch, one per item: its new state, or skipped. */
 	struct tab_item {
 		struct rlg_state out;
@@ -186,7 +194,7 @@ static int tab_write_behind(struct tbl *t, struct rlg_store *db,
     const char *path, int64_t now_ms, struct tab_wb *wb,
     struct tab_flusher *pace);
 static int tab_commit(struct tbl *t, struct rlg_store *db,
-    const struct tab_mark *marks, size_t n);
+    const struct tbl_ident *id, const struct tab_mark *marks, size_t n);
 static bool tab_pause(struct tbl *t, struct tab_flusher *f, int64_t ms);
 static void tab_wait(struct tab_flusher *f, int64_t ms);
 static int tab_flush_now(struct rlg_store *base, int64_t now_ms);
@@ -213,6 +221,8 @@ const struct rlg_store_ops rlg_store_table_ops = {
 
 static pthread_mutex_t tab_flushers_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct tab_flusher *tab_flushers;
+/* A handle of this process logged that it adopted another size. */
+static bool tab_told_size;
 
 const char *
 rlg_store_table_path(const char *path, char *buf, size_t size)
@@ -235,6 +245,7 @@ rlg_store_table_wrap(struct rlg_store *inner,
 	s->base.ops = &rlg_store_table_ops;
 	s->inner = inner;
 	s->max_clients = cfg->sqlite.max_clients;
+	s->table_entries = cfg->sqlite.table_entries;
 	s->capacity = cfg->sqlite.table_entries > 0 ?
 	    (uint64_t)cfg->sqlite.table_entries :
 	    (uint64_t)(s->max_clients > 0 ? s->max_clients : 250000) * 4;
@@ -271,6 +282,20 @@ tab_ready(struct tab_store *s)
 		rlg_store_seterr(&s->base, "%s", err);
 		return -1;
 	}
+	/* Once a process: its threads' handles all adopt the same. */
+	if (tbl_capacity(s->t) != s->capacity &&
+	    !__atomic_exchange_n(&tab_told_size, true, __ATOMIC_RELAXED)) {
+		rlg_log("table %s: warning: the live table holds %llu entries,"
+		    " this configuration asks for %llu (max_clients = %lld,"
+		    " table_entries = %lld): another configuration made it"
+		    " and a process has it open; this one adopts it, so both"
+		    " share its counts (max_clients still bounds each policy"
+		    " of this configuration); it is resized when no process"
+		    " has it open", s->path,
+		    (unsigned long long)tbl_capacity(s->t),
+		    (unsigned long long)s->capacity, (long long)s->max_clients,
+		    (long long)s->table_entries);
+	}
 	return 0;
 }
 
@@ -281,8 +306,8 @@ tab_open_table(struct rlg_store *db, const char *path, uint64_t capacity,
 {
 	struct tbl_ident id;
 
-	if (rlg_store_sqlite_ident(db, &id.dev, &id.ino, &id.created_ms) !=
-	    RLG_OK) {
+	if (rlg_store_sqlite_ident(db, &id.dev, &id.ino, &id.born_ns,
+	    &id.created_ms) != RLG_OK) {
 		snprintf(err, errsize, "%s", db->errmsg);
 		return NULL;
 	}
@@ -451,7 +476,7 @@ tab_decide(struct tab_store *s, const struct rlg_store_item *items, size_t n,
 			    " the table its %llu entries; new clients are"
 			    " refused until states expire",
 			    items[i].policy->name, (long long)s->max_clients,
-			    (unsigned long long)s->capacity);
+			    (unsigned long long)tbl_capacity(s->t));
 			return RLG_EFULL;
 		}
 		tbl_write(s->t, e, &s->scratch[i].out);
@@ -860,22 +885,17 @@ tab_copy(struct tbl *t, uint64_t *at, struct tab_row *rows, size_t n,
 }
 
 /*
- * One flush: the table (opened, or built again when the database was
- * replaced) copied and written. 0, or -1 (logged; the entries stay
+ * One flush: the table (opened again when another process replaced it)
+ * copied and written. 0, or -1 (logged; the entries stay
  * changed and the next flush tries again).
  */
 static int
 tab_flush(struct tab_flusher *f, int64_t now_ms)
 {
 	char err[RLG_STORE_ERRMSG_MAX];
-	struct tbl_ident id;
 
 	if (f->db == NULL)
 		return -1;
-	/* The database was replaced: the table is its no more. */
-	if (f->t != NULL && rlg_store_sqlite_ident(f->db, &id.dev, &id.ino,
-	    &id.created_ms) == RLG_OK && !tbl_belongs(f->t, &id))
-		tbl_retire(f->t);
 	if (f->t == NULL || tbl_retired(f->t)) {
 		tbl_close(f->t);
 		f->t = tab_open_table(f->db, f->path, f->capacity, err,
@@ -897,6 +917,7 @@ static int
 tab_write_behind(struct tbl *t, struct rlg_store *db, const char *path,
     int64_t now_ms, struct tab_wb *wb, struct tab_flusher *pace)
 {
+	struct tbl_ident id;
 	uint64_t at = 0;
 	int64_t began = 0;
 	size_t n, i, marked = 0;
@@ -904,6 +925,16 @@ tab_write_behind(struct tbl *t, struct rlg_store *db, const char *path,
 
 	if (tbl_flush_lock(t) != 0)
 		return -1;
+	/*
+	 * The file the path names now, under the flush lock: a database
+	 * deleted or replaced gets every entry (tbl_rebind), and no flush
+	 * marks an entry flushed into a file the table has left.
+	 */
+	if (rlg_store_sqlite_ident(db, &id.dev, &id.ino, &id.born_ns,
+	    &id.created_ms) != RLG_OK)
+		rc = -2;
+	else if (!tbl_belongs(t, &id) && tbl_rebind(t, &id, path) < 0)
+		rc = -1;
 	while (rc == 0 && at < tbl_extent(t)) {
 		n = 0;
 		while (n < TAB_PUT_ROWS - TAB_FLUSH_BATCH &&
@@ -937,14 +968,14 @@ tab_write_behind(struct tbl *t, struct rlg_store *db, const char *path,
 		marked += n;
 		if (marked + TAB_PUT_ROWS <= TAB_FLUSH_ROWS)
 			continue;
-		rc = tab_commit(t, db, wb->marks, marked);
+		rc = tab_commit(t, db, &id, wb->marks, marked);
 		marked = 0;
 		if (rc == 0 && pace != NULL && at < tbl_extent(t) &&
 		    !tab_pause(t, pace, rlg_now_ms() - began))
 			return -1;              /* the flush lock is lost */
 	}
 	if (rc == 0 && marked > 0)
-		rc = tab_commit(t, db, wb->marks, marked);
+		rc = tab_commit(t, db, &id, wb->marks, marked);
 	else if (marked > 0)
 		rlg_store_sqlite_rollback(db);
 	tbl_flush_unlock(t);
@@ -959,12 +990,15 @@ tab_write_behind(struct tbl *t, struct rlg_store *db, const char *path,
 
 /*
  * Commits the open transaction, then marks flushed the entries written
- * that have not changed since (under the table's lock). 0, or -2 (the
+ * that have not changed since (under the table's lock), if the table is
+ * still bound to id, the database the flush began with: another process
+ * may have bound it to a new file while a long flush rested (tab_pause),
+ * and the entries then stay unflushed, for the new file. 0, or -2 (the
  * commit failed: rolled back) or -1.
  */
 static int
-tab_commit(struct tbl *t, struct rlg_store *db, const struct tab_mark *marks,
-    size_t n)
+tab_commit(struct tbl *t, struct rlg_store *db, const struct tbl_ident *id,
+    const struct tab_mark *marks, size_t n)
 {
 	struct tbl_entry *e;
 	size_t i;
@@ -973,6 +1007,8 @@ tab_commit(struct tbl *t, struct rlg_store *db, const struct tab_mark *marks,
 		return -2;
 	if (tbl_lock(t) != 0)
 		return -1;
+	if (!tbl_belongs(t, id))
+		n = 0;
 	for (i = 0; i < n; i++) {
 		e = tbl_at(t, marks[i].at);
 		/* Unchanged since the copy: the database has it. */

@@ -22,6 +22,19 @@
  * (or thread) that gets a file's flock and finds that the path names
  * another file by then opens the path again; one that mapped the old
  * file earlier sees tbl_retired and does the same.
+ *
+ * The authority. A table of this version and boot is never built again
+ * from the database, whatever the opener's configuration or database:
+ * its entries are the counts, the database their copy. Every mapping
+ * holds a read lock (an open file description lock) on the file's first
+ * byte, so an opener can tell whether another mapping exists. A table of
+ * another size (another max_clients or table_entries) is adopted as it
+ * is while any process maps it; when none does, it is resized: a new
+ * file of the opener's size gets its entries (tbl_migrate), unless they
+ * do not fit, and then it is adopted too. A table of another database
+ * (the file deleted, or another moved over it) is bound to the new one
+ * (tbl_rebind): every entry is marked unflushed, so the next flush
+ * writes all of them into the new file.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,7 +53,7 @@
 #include "util.h"
 
 #define TBL_MAGIC "RLGTAB01"
-#define TBL_VERSION 2
+#define TBL_VERSION 3
 /* The journal's room: a step of 64 items, each an entry and its index
  * slots, with expired entries reclaimed, fits many times over. */
 #define TBL_UNDO_BYTES ((size_t)256 * 1024)
@@ -73,6 +86,7 @@ struct tbl_header {
 	uint64_t db_dev;
 	uint64_t db_ino;
 	int64_t built_ms;             /* when it was built (tbl_is_of) */
+	int64_t db_born_ns;           /* the database's birth time; 0 */
 	char boot_id[40];
 	unsigned char hash_key[16];   /* SipHash key, random per build */
 	pthread_mutex_t lock;
@@ -129,8 +143,17 @@ static int tbl_build(const char *path, const struct tbl_ident *id,
     struct tbl **out, char *err, size_t errsize);
 static struct tbl *tbl_map(int fd, uint64_t capacity, char *err,
     size_t errsize);
-static bool tbl_matches(const struct tbl_header *h, const struct tbl_ident *id,
-    uint64_t capacity, const char *boot);
+static bool tbl_matches(const struct tbl_header *h, uint64_t size,
+    const struct tbl_ident *id, uint64_t capacity, const char *boot);
+static bool tbl_live(const struct tbl_header *h, uint64_t size,
+    const char *boot);
+static bool tbl_in_use(int fd);
+static int tbl_adopt(const char *path, int fd, const struct tbl_header *h,
+    const struct tbl_ident *id, struct tbl **out, char *err, size_t errsize);
+static int tbl_migrate(const char *path, int fd, const struct tbl_header *h,
+    const struct tbl_ident *id, uint64_t capacity, const char *boot,
+    struct tbl **out, char *err, size_t errsize);
+static int tbl_seed_from(void *ctx, struct tbl *t);
 static void tbl_save(struct tbl *t, const void *p, size_t len);
 static void tbl_playback(struct tbl *t);
 static uint64_t tbl_hash(const struct tbl *t, unsigned policy,
@@ -257,8 +280,7 @@ tbl_open_once(const char *path, const struct tbl_ident *id,
 	memset(&h, 0, sizeof h);
 	got = pread(fd, &h, sizeof h, 0);
 	if (got == (ssize_t)sizeof h && fstat(fd, &sb) == 0 &&
-	    (uint64_t)sb.st_size == tbl_file_size(capacity) &&
-	    tbl_matches(&h, id, capacity, boot)) {
+	    tbl_matches(&h, (uint64_t)sb.st_size, id, capacity, boot)) {
 		*out = tbl_map(fd, capacity, err, errsize);
 		if (*out != NULL)
 			memcpy((*out)->hash_key, (*out)->h->hash_key,
@@ -267,6 +289,23 @@ tbl_open_once(const char *path, const struct tbl_ident *id,
 		flock(fd, LOCK_UN);
 		close(fd);
 		return *out != NULL ? 0 : -1;
+	}
+	/*
+	 * A live table of another size or database: the authority, adopted
+	 * (bound to this database if need be), or resized when no process
+	 * maps it and its entries fit in capacity.
+	 */
+	if (got == (ssize_t)sizeof h && tbl_live(&h, (uint64_t)sb.st_size,
+	    boot)) {
+		if (h.capacity != capacity && h.count <= capacity &&
+		    !tbl_in_use(fd))
+			rc = tbl_migrate(path, fd, &h, id, capacity, boot, out,
+			    err, errsize);
+		else
+			rc = tbl_adopt(path, fd, &h, id, out, err, errsize);
+		flock(fd, LOCK_UN);
+		close(fd);
+		return rc;
 	}
 	/* Not ours: mark it retired for whoever mapped it, build anew. */
 	if (got >= 16 && memcmp(h.magic, TBL_MAGIC, 6) == 0) {
@@ -299,19 +338,203 @@ tbl_moved(int fd, const char *path)
 	return a.st_dev != b.st_dev || a.st_ino != b.st_ino;
 }
 
-/* Whether the header is a table of this version for this database. */
+/* Whether the header is a table of this version for this database, of
+ * capacity entries, in a file of size bytes. */
 static bool
-tbl_matches(const struct tbl_header *h, const struct tbl_ident *id,
-    uint64_t capacity, const char *boot)
+tbl_matches(const struct tbl_header *h, uint64_t size,
+    const struct tbl_ident *id, uint64_t capacity, const char *boot)
+{
+	return h->capacity == capacity && tbl_live(h, size, boot) &&
+	    tbl_is_of(h, id);
+}
+
+/*
+ * Whether the header is a sound table of this version and boot, whatever
+ * its size and database, in a file of size bytes.
+ */
+static bool
+tbl_live(const struct tbl_header *h, uint64_t size, const char *boot)
 {
 	return memcmp(h->magic, TBL_MAGIC, sizeof h->magic) == 0 &&
 	    h->version == TBL_VERSION && h->retired == 0 &&
 	    h->entry_size == sizeof(struct tbl_entry) &&
-	    h->capacity == capacity && h->slots >= 2 * capacity &&
-	    (h->slots & (h->slots - 1)) == 0 && tbl_is_of(h, id) &&
+	    h->capacity > 0 && h->capacity <= UINT32_MAX / 4 &&
+	    size == tbl_file_size(h->capacity) &&
+	    h->slots >= 2 * h->capacity && (h->slots & (h->slots - 1)) == 0 &&
 	    strncmp(h->boot_id, boot, sizeof h->boot_id) == 0 &&
-	    h->extent <= capacity && h->count <= h->extent &&
+	    h->extent <= h->capacity && h->count <= h->extent &&
 	    h->undo_used <= TBL_UNDO_BYTES;
+}
+
+/*
+ * Whether a mapping of the file exists, in this process or another: each
+ * holds a read lock on byte 0 (tbl_map) through its own open file
+ * description, which a write lock through fd's would meet. In doubt (the
+ * call fails), in use.
+ */
+static bool
+tbl_in_use(int fd)
+{
+	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
+	    .l_start = 0, .l_len = 1 };
+
+	if (fcntl(fd, F_OFD_GETLK, &l) != 0)
+		return true;
+	return l.l_type != F_UNLCK;
+}
+
+/* The live table in fd mapped at its own size, bound to id. 0 or -1. */
+static int
+tbl_adopt(const char *path, int fd, const struct tbl_header *h,
+    const struct tbl_ident *id, struct tbl **out, char *err, size_t errsize)
+{
+	struct tbl *t = tbl_map(fd, h->capacity, err, errsize);
+
+	if (t == NULL)
+		return -1;
+	memcpy(t->hash_key, t->h->hash_key, sizeof t->hash_key);
+	if (!tbl_is_of(t->h, id)) {
+		int n = -1;
+
+		if (tbl_flush_lock(t) == 0) {
+			n = tbl_rebind(t, id, path);
+			tbl_flush_unlock(t);
+		}
+		if (n < 0) {
+			snprintf(err, errsize, "table %s: its lock is"
+			    " unusable", path);
+			tbl_close(t);
+			return -1;
+		}
+	}
+	*out = t;
+	return 0;
+}
+
+struct tbl_from {
+	struct tbl *old;
+	bool same_db;
+	uint64_t copied;
+};
+
+/*
+ * Resizes the live table in fd, which no process maps, to capacity: the
+ * old file is retired and unlinked, a new one built with its entries
+ * (each with its state, and unflushed if it was, or if the database is
+ * another). 0, -1 or 1 (tbl_build's).
+ */
+static int
+tbl_migrate(const char *path, int fd, const struct tbl_header *h,
+    const struct tbl_ident *id, uint64_t capacity, const char *boot,
+    struct tbl **out, char *err, size_t errsize)
+{
+	struct tbl_from from = { NULL, false, 0 };
+	uint32_t one = 1;
+	int rc;
+
+	if ((from.old = tbl_map(fd, h->capacity, err, errsize)) == NULL)
+		return -1;
+	/* A holder that died mid-step is undone before its entries move. */
+	if (tbl_lock(from.old) != 0) {
+		snprintf(err, errsize, "table %s: its lock is unusable", path);
+		tbl_close(from.old);
+		return -1;
+	}
+	memcpy(from.old->hash_key, from.old->h->hash_key,
+	    sizeof from.old->hash_key);
+	from.same_db = tbl_is_of(from.old->h, id);
+	(void)!pwrite(fd, &one, sizeof one,
+	    offsetof(struct tbl_header, retired));
+	if (unlink(path) != 0 && errno != ENOENT) {
+		snprintf(err, errsize, "table %s: cannot replace it: %s",
+		    path, strerror(errno));
+		tbl_unlock(from.old);
+		tbl_close(from.old);
+		return -1;
+	}
+	rc = tbl_build(path, id, capacity, boot, tbl_seed_from, &from, out,
+	    err, errsize);
+	if (rc == 0)
+		rlg_log("table %s: resized from %llu to %llu entries (no"
+		    " process had it open); its %llu states carried over%s",
+		    path, (unsigned long long)h->capacity,
+		    (unsigned long long)capacity,
+		    (unsigned long long)from.copied, from.same_db ? "" :
+		    ", to be written into the database, which was deleted or"
+		    " replaced");
+	tbl_unlock(from.old);
+	tbl_close(from.old);
+	return rc;
+}
+
+/*
+ * tbl_seed_fn of a resize: the old table's entries into t. An entry the
+ * old file holds is read within bounds (its key's length, its policy's
+ * slot and name); one that is not sound is left out.
+ */
+static int
+tbl_seed_from(void *ctx, struct tbl *t)
+{
+	struct tbl_from *from = ctx;
+	const struct tbl_header *oh = from->old->h;
+	const struct tbl_entry *o;
+	char client[TBL_CLIENT_MAX + 1], policy[TBL_POLICY_MAX + 1];
+	struct tbl_entry *e;
+	uint64_t i;
+
+	for (i = 0; i < oh->extent; i++) {
+		o = &from->old->entries[i];
+		if (!o->used || o->client_len > TBL_CLIENT_MAX ||
+		    o->policy >= TBL_POLICIES || !oh->policies[o->policy].used ||
+		    strnlen(oh->policies[o->policy].name, TBL_POLICY_MAX + 1) >
+		    TBL_POLICY_MAX)
+			continue;
+		memcpy(client, o->client, o->client_len);
+		client[o->client_len] = '\0';
+		if (strlen(client) != o->client_len)
+			continue;
+		memcpy(policy, oh->policies[o->policy].name, sizeof policy);
+		if ((e = tbl_insert(t, policy, client, 0, 0)) == NULL)
+			continue;
+		tbl_write(t, e, &o->st);
+		e->seq = o->seq;
+		e->flushed = from->same_db ? o->flushed : o->seq - 1;
+		tbl_commit(t);
+		from->copied++;
+	}
+	return 0;
+}
+
+int
+tbl_rebind(struct tbl *t, const struct tbl_ident *id, const char *path)
+{
+	struct tbl_header *h = t->h;
+	uint64_t i, n = 0, old_dev = h->db_dev, old_ino = h->db_ino;
+
+	if (tbl_lock(t) != 0)
+		return -1;
+	/* Unflushed first, the database's identity last: a holder killed
+	 * in between leaves a table that is bound again by the next. */
+	for (i = 0; i < h->extent; i++) {
+		if (t->entries[i].used) {
+			t->entries[i].flushed = t->entries[i].seq - 1;
+			n++;
+		}
+	}
+	h->db_dev = (uint64_t)id->dev;
+	h->db_ino = (uint64_t)id->ino;
+	h->db_born_ns = id->born_ns;
+	h->built_ms = rlg_now_ms();
+	tbl_unlock(t);
+	rlg_log("table %s: its database was deleted or replaced (device %llu"
+	    " inode %llu, now device %llu inode %llu%s): the table keeps every"
+	    " client's state and writes its %llu states into the new file;"
+	    " the overrides are now the new file's (a new file has none)",
+	    path, (unsigned long long)old_dev, (unsigned long long)old_ino,
+	    (unsigned long long)id->dev, (unsigned long long)id->ino,
+	    old_dev == (uint64_t)id->dev && old_ino == (uint64_t)id->ino ?
+	    ", a new file" : "", (unsigned long long)n);
+	return (int)(n > INT32_MAX ? INT32_MAX : n);
 }
 
 /*
@@ -369,6 +592,7 @@ tbl_build(const char *path, const struct tbl_ident *id, uint64_t capacity,
 	(void)tbl_offsets(capacity, &h->slots, &io, &eo);
 	h->db_dev = (uint64_t)id->dev;
 	h->db_ino = (uint64_t)id->ino;
+	h->db_born_ns = id->born_ns;
 	h->built_ms = rlg_now_ms();
 	snprintf(h->boot_id, sizeof h->boot_id, "%s", boot);
 	randombytes_buf(h->hash_key, sizeof h->hash_key);
@@ -461,6 +685,13 @@ tbl_map(int fd, uint64_t capacity, char *err, size_t errsize)
 	}
 	t = rlg_xcalloc(1, sizeof *t);
 	t->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	/* Mapped: held as long as the mapping (tbl_in_use). */
+	if (t->fd >= 0) {
+		struct flock l = { .l_type = F_RDLCK, .l_whence = SEEK_SET,
+		    .l_start = 0, .l_len = 1 };
+
+		(void)fcntl(t->fd, F_OFD_SETLK, &l);
+	}
 	t->base = p;
 	t->size = (size_t)size;
 	t->h = p;
@@ -489,7 +720,8 @@ tbl_retired(const struct tbl *t)
 }
 
 /*
- * The database's file, and not made anew since the table was built: a
+ * The database's file (its device, inode and, where both know it, birth
+ * time), and not made anew since the table was built: a
  * table built in the same millisecond as the schema was given, or later,
  * was built from that file (whoever gave the schema, the builder read it
  * after), while a table of a file deleted and made again is older.
@@ -499,6 +731,8 @@ tbl_is_of(const struct tbl_header *h, const struct tbl_ident *id)
 {
 	return h->db_dev == (uint64_t)id->dev &&
 	    h->db_ino == (uint64_t)id->ino &&
+	    (h->db_born_ns == 0 || id->born_ns == 0 ||
+	    h->db_born_ns == id->born_ns) &&
 	    (id->created_ms == 0 || h->built_ms >= id->created_ms);
 }
 

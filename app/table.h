@@ -21,10 +21,13 @@
  * by EOWNERDEAD, plays back: the step it was in never happened, and
  * nothing else is touched (tbl_lock).
  *
- * A table is tied to its database (device and inode), to this boot (a
- * reboot empties it: /proc/sys/kernel/random/boot_id), to its layout and
- * size; any mismatch, or a file that is not this version's, and it is
- * built again (tbl_open says how without racing other processes).
+ * A table is tied to this boot (a reboot empties it:
+ * /proc/sys/kernel/random/boot_id) and to this version's layout: a file
+ * that is not such a table is built again from the database (tbl_open
+ * says how without racing other processes). A live table is the
+ * authority: one of another size is adopted while in use (resized when
+ * no process maps it), one of another database is bound to it and
+ * written into it whole (tbl_rebind).
  */
 #ifndef RLG_TABLE_H
 #define RLG_TABLE_H
@@ -57,15 +60,18 @@ struct tbl_entry {
 struct tbl;
 
 /*
- * What the table's database is: it is rebuilt when this changes. A
- * database file made anew may have the inode of the one it replaced:
- * created_ms, when the connection that asks gave the file its schema (0:
- * it did not), tells a table built before then from one built from it.
+ * What the table's database is: the table is bound to another when this
+ * changes (tbl_rebind). A database file made anew may have the inode of
+ * the one it replaced: its birth time (statx; where the file system
+ * keeps one) tells them apart, and created_ms, when the connection that
+ * asks gave the file its schema (0: it did not), tells a table built
+ * before then from one built from it.
  */
 struct tbl_ident {
 	dev_t dev;
 	ino_t ino;
 	int64_t created_ms;
+	int64_t born_ns;              /* its birth time; 0: not known */
 };
 
 /*
@@ -78,8 +84,11 @@ typedef int tbl_seed_fn(void *ctx, struct tbl *t);
 /*
  * Maps the table at path for a database of identity id, with room for
  * capacity entries, building it (and calling seed) when there is none or
- * the one there does not match: another layout, size, version, boot or
- * database, or a bad header. Builders take an flock on the file, so only
+ * the one there is not a live table of this version and boot (a bad
+ * header, another version, another boot). A live table of another size
+ * is mapped at its own size (tbl_capacity tells) while another mapping
+ * of it exists, else resized with its entries; one of another database
+ * is bound to id (tbl_rebind). Builders take an flock on the file, so only
  * one builds; a file replaced is marked retired first, and a process
  * that mapped it notices (tbl_retired). The file must be a regular file
  * of this user: else -1 and why in err. Returns the table, or NULL with
@@ -189,6 +198,15 @@ void tbl_set_flushed_at(struct tbl *t, int64_t now_ms);
  */
 int tbl_flush_lock(struct tbl *t);
 void tbl_flush_unlock(struct tbl *t);
+
+/*
+ * Binds the table to the database id describes, which replaced its own
+ * (deleted, or another file moved over it): every entry is marked
+ * unflushed, so that the next flush writes them all into it; logged,
+ * naming path. The caller holds the flush lock; the table's lock is
+ * taken here. The entries marked, or -1 (the lock is unusable).
+ */
+int tbl_rebind(struct tbl *t, const struct tbl_ident *id, const char *path);
 
 /* Marks the table retired: every process opens the path again. */
 void tbl_retire(struct tbl *t);

@@ -65,7 +65,7 @@ teardown(void)
 	rlg_test_rmtree(dir);
 }
 
-static const struct tbl_ident ident1 = { 1, 100, false };
+static const struct tbl_ident ident1 = { 1, 100, false, 0 };
 
 /* The table at tpath, built by seed (NULL: empty) if need be. */
 static struct tbl *
@@ -292,8 +292,8 @@ seed_one(void *ctx, struct tbl *t)
 
 START_TEST(test_rebuilt_when_not_ours)
 {
-	struct tbl_ident other = { 1, 101, false }, fresh = ident1;
-	struct tbl *t, *u;
+	struct tbl_ident other = { 1, 101, false, 0 };
+	struct tbl *t, *t0, *u;
 	int fd;
 
 	seeded = 0;
@@ -305,45 +305,24 @@ START_TEST(test_rebuilt_when_not_ours)
 	ck_assert_int_eq(seeded, 1);
 	ck_assert_int_eq(get(u, "p", "a"), 5);
 	tbl_close(u);
-	/* Another database: built anew; the old mapping is retired. */
-	u = open_seeded(&other, 64);
-	ck_assert_int_eq(seeded, 2);
-	ck_assert(tbl_retired(t));
-	ck_assert(!tbl_retired(u));
-	ck_assert_int_eq(get(u, "p", "a"), -1);
-	ck_assert_int_eq(get(u, "p", "seeded"), 3);
-	tbl_close(u);
 	tbl_close(t);
-	/* Another size. */
-	u = open_seeded(&other, 128);
-	ck_assert_int_eq(seeded, 3);
-	tbl_close(u);
-	/* A database file made (its schema given) after the table was
-	 * built: the file was deleted and made again, on the same inode. */
-	fresh.dev = other.dev;
-	fresh.ino = other.ino;
-	usleep(2000);
-	fresh.created_ms = rlg_now_ms();
-	u = open_seeded(&fresh, 128);
-	ck_assert_int_eq(seeded, 4);
-	tbl_close(u);
-	/* The table built from it, and a connection that gave the schema
-	 * before the build (another process built it meanwhile): kept. */
-	u = open_seeded(&fresh, 128);
-	ck_assert_int_eq(seeded, 4);
-	tbl_close(u);
+	/* Another database or size: the live table stays (test_layout_*). */
+	t0 = open_seeded(&ident1, 64);
 	/* A corrupt header (another version's, or garbage). */
 	fd = open(tpath, O_WRONLY);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(pwrite(fd, "RLGTAB99", 8, 0), 8);
 	close(fd);
 	u = open_seeded(&other, 128);
-	ck_assert_int_eq(seeded, 5);
+	ck_assert_int_eq(seeded, 2);
+	ck_assert(tbl_retired(t0));
+	ck_assert_int_eq(get(u, "p", "a"), -1);
 	tbl_close(u);
+	tbl_close(t0);
 	/* Cut short. */
 	ck_assert_int_eq(truncate(tpath, 4096), 0);
 	u = open_seeded(&other, 128);
-	ck_assert_int_eq(seeded, 6);
+	ck_assert_int_eq(seeded, 3);
 	ck_assert_int_eq(get(u, "p", "seeded"), 3);
 	tbl_close(u);
 }
@@ -1317,6 +1296,286 @@ START_TEST(test_flush_failures_counted)
 }
 END_TEST
 
+/* ---- the table stays the authority ------------------------------------ */
+
+/* Marks every entry of t flushed, as a flush does once committed. */
+static void
+mark_flushed(struct tbl *t)
+{
+	struct tbl_entry *e;
+	uint64_t i;
+
+	ck_assert_int_eq(tbl_lock(t), 0);
+	for (i = 0; i < tbl_extent(t); i++)
+		if ((e = tbl_at(t, i)) != NULL)
+			e->flushed = e->seq;
+	tbl_unlock(t);
+}
+
+/* Whether the entry of (policy, client), which must exist, is flushed. */
+static bool
+is_flushed(struct tbl *t, const char *policy, const char *client)
+{
+	struct tbl_entry *e;
+	bool flushed;
+
+	ck_assert_int_eq(tbl_lock(t), 0);
+	e = tbl_find(t, policy, client);
+	ck_assert_ptr_nonnull(e);
+	flushed = e->seq == e->flushed;
+	tbl_unlock(t);
+	return flushed;
+}
+
+/*
+ * Another size (another max_clients or table_entries) while a mapping
+ * of the table exists: adopted as it is, either way and again and again,
+ * never built again from the database (that lost the counts of the other
+ * configuration's clients at each turn).
+ */
+START_TEST(test_layout_adopted)
+{
+	struct tbl *t, *u;
+	int i;
+
+	seeded = 0;
+	t = open_seeded(&ident1, 64);
+	put(t, "p", "a", 5);
+	for (i = 0; i < 6; i++) {
+		u = open_seeded(&ident1, i % 2 ? 64 : 128);
+		ck_assert_uint_eq(tbl_capacity(u), 64);
+		ck_assert(!tbl_retired(t));
+		ck_assert_int_eq(get(u, "p", "a"), 5 + i);
+		put(u, "p", "a", 6 + i);
+		ck_assert_int_eq(get(t, "p", "a"), 6 + i);
+		tbl_close(u);
+	}
+	ck_assert_int_eq(seeded, 1);
+	ck_assert_uint_eq(tbl_count(t), 2);
+	tbl_close(t);
+}
+END_TEST
+
+/*
+ * Another size when no mapping exists: resized, every entry carried over
+ * with its state and whether it was flushed; entries that would not fit
+ * the smaller size: adopted rather than any dropped.
+ */
+START_TEST(test_layout_resized)
+{
+	struct tbl *t, *u;
+	char key[16];
+	int i;
+
+	seeded = 0;
+	t = open_seeded(&ident1, 64);
+	put(t, "p", "a", 5);
+	mark_flushed(t);
+	put(t, "q", "b", 7);
+	tbl_close(t);
+	u = open_seeded(&ident1, 128);
+	ck_assert_uint_eq(tbl_capacity(u), 128);
+	ck_assert_int_eq(seeded, 1);
+	ck_assert_int_eq(get(u, "p", "a"), 5);
+	ck_assert_int_eq(get(u, "q", "b"), 7);
+	ck_assert_int_eq(get(u, "p", "seeded"), 3);
+	ck_assert(is_flushed(u, "p", "a"));
+	ck_assert(!is_flushed(u, "q", "b"));
+	ck_assert(tbl_belongs(u, &ident1));
+	for (i = 0; i < 100; i++) {
+		snprintf(key, sizeof key, "k%d", i);
+		put(u, "q", key, i);
+	}
+	tbl_close(u);
+	u = open_seeded(&ident1, 64);
+	ck_assert_uint_eq(tbl_capacity(u), 128);
+	ck_assert_uint_eq(tbl_count(u), 103);
+	ck_assert_int_eq(get(u, "q", "k99"), 99);
+	ck_assert_int_eq(seeded, 1);
+	tbl_close(u);
+}
+END_TEST
+
+/*
+ * Another database (the file deleted and made again, or another moved
+ * over it): the same table bound to it, every entry unflushed so that
+ * the next flush writes it there; with or without a mapping, with a
+ * resize at once, and a file made anew on the same inode.
+ */
+START_TEST(test_database_rebound)
+{
+	struct tbl_ident other = { 1, 101, 0, 0 }, third = { 2, 7, 0, 5 };
+	struct tbl_ident fresh, reborn;
+	struct tbl *t, *u, *w;
+
+	seeded = 0;
+	t = open_seeded(&ident1, 64);
+	put(t, "p", "a", 5);
+	mark_flushed(t);
+	u = open_seeded(&other, 64);
+	ck_assert(!tbl_retired(t));
+	ck_assert_int_eq(seeded, 1);
+	ck_assert(tbl_belongs(t, &other));
+	ck_assert(!tbl_belongs(t, &ident1));
+	ck_assert_int_eq(get(u, "p", "a"), 5);
+	ck_assert(!is_flushed(u, "p", "a"));
+	ck_assert(!is_flushed(u, "p", "seeded"));
+	mark_flushed(u);
+	tbl_close(u);
+	tbl_close(t);
+	u = open_seeded(&third, 128);
+	ck_assert_uint_eq(tbl_capacity(u), 128);
+	ck_assert(tbl_belongs(u, &third));
+	ck_assert_int_eq(get(u, "p", "a"), 5);
+	ck_assert(!is_flushed(u, "p", "a"));
+	mark_flushed(u);
+	fresh = third;
+	usleep(2000);
+	fresh.created_ms = rlg_now_ms();
+	w = open_seeded(&fresh, 128);
+	ck_assert(!tbl_retired(u));
+	ck_assert_int_eq(get(w, "p", "a"), 5);
+	ck_assert(!is_flushed(w, "p", "a"));
+	/* Bound: the same connection again finds it its own. */
+	ck_assert(tbl_belongs(w, &fresh));
+	tbl_close(w);
+	/* Made anew on the same inode, told by its birth time alone. */
+	mark_flushed(u);
+	reborn = third;
+	reborn.born_ns = 6;
+	ck_assert(!tbl_belongs(u, &reborn));
+	w = open_seeded(&reborn, 128);
+	ck_assert(tbl_belongs(u, &reborn));
+	ck_assert(!tbl_belongs(u, &third));
+	ck_assert(!is_flushed(w, "p", "a"));
+	ck_assert_int_eq(seeded, 1);
+	tbl_close(w);
+	tbl_close(u);
+}
+END_TEST
+
+/* Admissions of client "x" under pol_a in n steps, alternating a and b. */
+static int
+alternate(struct rlg_store *a, struct rlg_store *b, int n)
+{
+	bool ok;
+	int i, admitted = 0;
+
+	for (i = 0; i < n; i++) {
+		ck_assert_msg(rlg_test_step(i % 2 ? b : a, &pol_a, "x", NOW,
+		    &ok) == RLG_OK, "step: %s", rlg_store_errmsg(i % 2 ? b : a));
+		admitted += ok;
+	}
+	return admitted;
+}
+
+/*
+ * Two configurations on one database, apart only in max_clients: one
+ * table, one count. The same client alternating between them gets the
+ * limit (10) in all, and the database holds 10 once flushed.
+ */
+START_TEST(test_two_configs_one_table)
+{
+	struct rlg_store_config c1, c2;
+	struct rlg_store *s1 = NULL, *s2 = NULL;
+
+	behind_cfg(&c1);
+	behind_cfg(&c2);
+	c2.sqlite.max_clients = 2000;
+	c2.sqlite.table_entries = 0;
+	ck_assert_int_eq(rlg_store_open(&c1, &s1), RLG_OK);
+	ck_assert_int_eq(rlg_store_open(&c2, &s2), RLG_OK);
+	ck_assert_int_eq(alternate(s1, s2, 30), 10);
+	ck_assert_int_eq(rlg_store_flush(s2, NOW), RLG_OK);
+	ck_assert_int_eq(db_count("a", "x"), 10);
+	rlg_store_close(s1);
+	rlg_store_close(s2);
+}
+END_TEST
+
+/*
+ * A reload that changes max_clients: the new handle opens while the old
+ * one is open (as the gate's are), then the old closes; the count goes
+ * on. After a restart of everything, the table is resized to the new
+ * size with the count in it.
+ */
+START_TEST(test_reload_keeps_counts)
+{
+	struct rlg_store_config c1, c2;
+	struct rlg_store *s1 = NULL, *s2 = NULL;
+
+	behind_cfg(&c1);
+	behind_cfg(&c2);
+	c2.sqlite.max_clients = 3000;
+	c2.sqlite.table_entries = 0;
+	ck_assert_int_eq(rlg_store_open(&c1, &s1), RLG_OK);
+	ck_assert_int_eq(alternate(s1, s1, 6), 6);
+	ck_assert_int_eq(rlg_store_open(&c2, &s2), RLG_OK);
+	rlg_store_close(s1);
+	ck_assert_int_eq(alternate(s2, s2, 8), 4);
+	rlg_store_close(s2);
+	ck_assert_int_eq(rlg_store_open(&c2, &s2), RLG_OK);
+	ck_assert_int_eq(alternate(s2, s2, 2), 0);
+	ck_assert_int_eq(rlg_test_stats(s2).table_entries, 1);
+	rlg_store_close(s2);
+	ck_assert_int_eq(db_count("a", "x"), 10);
+}
+END_TEST
+
+/* Removes the database and its -wal and -shm files. */
+static void
+remove_database(void)
+{
+	char p[160];
+
+	ck_assert_int_eq(unlink(dbpath), 0);
+	snprintf(p, sizeof p, "%s-wal", dbpath);
+	(void)unlink(p);
+	snprintf(p, sizeof p, "%s-shm", dbpath);
+	(void)unlink(p);
+}
+
+/*
+ * The database deleted, or another rlgate database moved over it, while
+ * the store runs: the next flush writes the table's states into the new
+ * file, and the client at its limit is still refused.
+ */
+START_TEST(test_database_gone_kept)
+{
+	struct rlg_store_config c;
+	struct rlg_store *s = NULL, *o = NULL;
+	char other[128], saved[128];
+	int round;
+
+	for (round = 0; round < 2; round++) {
+		behind_cfg(&c);
+		ck_assert_int_eq(rlg_store_open(&c, &s), RLG_OK);
+		ck_assert_int_eq(alternate(s, s, 12), round == 0 ? 10 : 0);
+		ck_assert_int_eq(rlg_store_flush(s, NOW), RLG_OK);
+		ck_assert_int_eq(db_count("a", "x"), 10);
+		if (round == 0) {
+			remove_database();
+		} else {
+			/* Another database, with a row of its own. */
+			snprintf(other, sizeof other, "%s/other.db", dir);
+			snprintf(saved, sizeof saved, "%s", dbpath);
+			snprintf(dbpath, sizeof dbpath, "%s", other);
+			o = behind_open();
+			ck_assert_int_eq(alternate(o, o, 1), 1);
+			rlg_store_close(o);
+			snprintf(dbpath, sizeof dbpath, "%s", saved);
+			remove_database();
+			ck_assert_int_eq(rename(other, dbpath), 0);
+			ck_assert_int_eq(db_count("a", "x"), 1);
+		}
+		ck_assert_int_eq(rlg_store_flush(s, NOW), RLG_OK);
+		ck_assert_int_eq(db_count("a", "x"), 10);
+		ck_assert_int_eq(alternate(s, s, 2), 0);
+		rlg_store_close(s);
+	}
+}
+END_TEST
+
 /* A test case of s: its fixture, a timeout of 60 s, its tests. */
 static TCase *
 add_case(Suite *s, const char *name, void (*set)(void),
@@ -1351,6 +1610,14 @@ rlg_table_suite(void)
 		test_reset_and_log,
 		test_overrides_behind, test_flush_failures_counted,
 	};
+	const TTest *const authority[] = {
+		test_layout_adopted, test_layout_resized,
+		test_database_rebound,
+	};
+	const TTest *const authority_behind[] = {
+		test_two_configs_one_table, test_reload_keeps_counts,
+		test_database_gone_kept,
+	};
 	Suite *s = suite_create("table");
 	TCase *tc;
 
@@ -1358,5 +1625,9 @@ rlg_table_suite(void)
 	tc = add_case(s, "behind", store_setup, behind,
 	    sizeof behind / sizeof behind[0]);
 	tcase_add_loop_test(tc, test_tier_copy_behind, 0, 3);
+	add_case(s, "authority", setup, authority,
+	    sizeof authority / sizeof authority[0]);
+	add_case(s, "authority_behind", store_setup, authority_behind,
+	    sizeof authority_behind / sizeof authority_behind[0]);
 	return s;
 }

@@ -8,7 +8,8 @@
  * ADDR is a unix socket's path (it holds a '/') or 127.0.0.1:PORT. Sends
  * FCGI_BEGIN_REQUEST (Responder, no keep-alive), FCGI_PARAMS
  * (REQUEST_METHOD, REQUEST_URI, SCRIPT_NAME, REMOTE_ADDR 127.0.0.1,
- * SERVER_PROTOCOL, then each NAME=VALUE), the empty FCGI_PARAMS, N bytes
+ * SERVER_PROTOCOL, then each NAME=VALUE; a REMOTE_ADDR=... among them
+ * replaces 127.0.0.1), the empty FCGI_PARAMS, N bytes
  * of FCGI_STDIN (default 0) and the empty FCGI_STDIN, in one write, as
  * lighttpd does; with --late-stdin the FCGI_STDIN records MS ms after the
  * rest, as Apache's mod_proxy_fcgi writes them apart. --authorizer asks
@@ -197,7 +198,12 @@ main(int argc, char **argv)
 	plen = pair(params, plen, sizeof params, nv);
 	snprintf(nv, sizeof nv, "SCRIPT_NAME=%s", argv[3]);
 	plen = pair(params, plen, sizeof params, nv);
-	plen = pair(params, plen, sizeof params, "REMOTE_ADDR=127.0.0.1");
+	/* A REMOTE_ADDR among the arguments replaces 127.0.0.1. */
+	for (i = 4; i < argc && strncmp(argv[i], "REMOTE_ADDR=", 12) != 0; i++)
+		;
+	if (i == argc)
+		plen = pair(params, plen, sizeof params,
+		    "REMOTE_ADDR=127.0.0.1");
 	plen = pair(params, plen, sizeof params, "SERVER_PROTOCOL=HTTP/1.1");
 	for (i = 4; i < argc; i++) {
 		if (strcmp(argv[i], "--body") == 0 && i + 1 < argc)
