@@ -650,6 +650,8 @@ fastcgi_thread(void *arg)
 			deadline_passed(t, late);
 		rlg_gate_idle(&g, now_ms);      /* a clock read per request */
 	}
+	if (req.ipcFd >= 0)
+		FCGX_Detach(&req);      /* a kept connection, at a stop */
 	FCGX_Free(&req, 1);
 	rlg_gate_fini(&g);
 	gen_release(gen);
