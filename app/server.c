@@ -136,6 +136,8 @@ static int stopping;            /* SIGTERM or SIGINT came (atomic) */
  */
 static int read_timeout_ms = RLG_DEFAULT_READ_TIMEOUT_MS;
 #define RLG_WATCH_TICK_MS 100
+/* [log] level of the current configuration (atomic, as above). */
+static int log_level = RLG_LOG_WARN;
 
 /*
  * One log line at once, then at most one per RLG_ERROR_LOG_INTERVAL_MS
@@ -371,9 +373,10 @@ static void
 deadline_passed(struct thread_arg *t, const char *wait)
 {
 	char peer[INET6_ADDRSTRLEN];
-	long more = pace(&deadline_pacer);
+	long more;
 
-	if (more < 0)
+	if (__atomic_load_n(&log_level, __ATOMIC_RELAXED) < RLG_LOG_WARN ||
+	    (more = pace(&deadline_pacer)) < 0)
 		return;
 	peer_name(&t->peer, peer, sizeof peer);
 	rlg_log("event=read_deadline peer=%s wait=%s timeout_ms=%d"
@@ -486,7 +489,8 @@ accept_conn(struct thread_arg *t)
 				return fd;
 			}
 			close(fd);
-			if ((more = pace(&refused_pacer)) >= 0) {
+			if (__atomic_load_n(&log_level, __ATOMIC_RELAXED) >=
+			    RLG_LOG_WARN && (more = pace(&refused_pacer)) >= 0) {
 				char peer[INET6_ADDRSTRLEN];
 
 				peer_name(&t->peer, peer, sizeof peer);
@@ -795,6 +799,7 @@ reload(void)
 	rlg_log_set_json(cfg->log_format == RLG_LOG_JSON);
 	__atomic_store_n(&read_timeout_ms, cfg->read_timeout_ms,
 	    __ATOMIC_RELAXED);
+	__atomic_store_n(&log_level, (int)cfg->log_level, __ATOMIC_RELAXED);
 	rlg_log("reload: %s: loaded (generation %llu: %zu polic%s, %zu"
 	    " route%s); each thread serves with it from its next request",
 	    live.path, (unsigned long long)g->n, cfg->npolicies,
@@ -874,6 +879,7 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
 	web_servers_read();
 	__atomic_store_n(&read_timeout_ms, cfg->read_timeout_ms,
 	    __ATOMIC_RELAXED);
+	__atomic_store_n(&log_level, (int)cfg->log_level, __ATOMIC_RELAXED);
 	for (i = 0; i < nthreads; i++)
 		pthread_mutex_init(&threads[i].watch_mu, NULL);
 	if ((rc = pthread_create(&watcher, NULL, watch_thread, NULL)) != 0) {
