@@ -33,7 +33,9 @@
  * stall-marker-3f9c, which no log may show) but not the empty
  * FCGI_PARAMS; stdin sends a whole Responder request without a body but
  * 3 bytes of FCGI_STDIN and not its end; kept sends a whole request with
- * FCGI_KEEP_CONN and stays idle after its answer. Then it reads and
+ * FCGI_KEEP_CONN and stays idle after its answer; trickle sends a whole
+ * request a byte every 100 ms (no read waits long, the request takes
+ * ~20 s). Then it reads and
  * discards whatever comes until the application has closed (or shut
  * down its sending side of) each one, or HOLD_MS have passed (it closes
  * none before), and prints one line:
@@ -209,7 +211,9 @@ stall(const char *addr, const char *kind, int n, int hold_ms)
 	size_t plen = 0;
 	long long end;
 	static char got[1024];
-	int i, open_n, closed = 0, answered = 0;
+	static size_t sent[1024];
+	long long now;
+	int i, open_n, closed = 0, answered = 0, trickle, wait;
 
 	if (n < 1 || n > 1024 || hold_ms < 0)
 		die("--stall: N from 1 to 1024, HOLD_MS >= 0");
@@ -227,7 +231,8 @@ stall(const char *addr, const char *kind, int n, int hold_ms)
 	if (strcmp(kind, "params") == 0) {
 		record(BEGIN_REQUEST, begin, sizeof begin);
 		record(PARAMS, params, plen);
-	} else if (strcmp(kind, "stdin") == 0 || strcmp(kind, "kept") == 0) {
+	} else if (strcmp(kind, "stdin") == 0 || strcmp(kind, "kept") == 0 ||
+	    strcmp(kind, "trickle") == 0) {
 		record(BEGIN_REQUEST, begin, sizeof begin);
 		record(PARAMS, params, plen);
 		record(PARAMS, NULL, 0);
@@ -236,17 +241,28 @@ stall(const char *addr, const char *kind, int n, int hold_ms)
 		else
 			record(STDIN, NULL, 0);
 	} else if (strcmp(kind, "none") != 0) {
-		die("--stall: KIND is none, params, stdin or kept");
+		die("--stall: KIND is none, params, stdin, kept or trickle");
 	}
+	trickle = kind[0] == 't';
 	for (i = 0; i < n; i++) {
 		pfd[i].fd = connect_to(addr);
 		pfd[i].events = POLLIN;
-		if (sendlen > 0)
+		if (sendlen > 0 && !trickle)
 			write_all(pfd[i].fd, sendbuf, sendlen);
 	}
 	end = mono_ms() + hold_ms;
-	for (open_n = n; open_n > 0 && mono_ms() < end; ) {
-		if (poll(pfd, (nfds_t)n, (int)(end - mono_ms())) <= 0)
+	for (open_n = n; open_n > 0 && (now = mono_ms()) < end; ) {
+		wait = (int)(end - now);
+		if (trickle && wait > 100)
+			wait = 100;
+		for (i = 0; trickle && i < n; i++) {
+			if (pfd[i].fd < 0 || sent[i] >= sendlen)
+				continue;
+			/* a byte every 100 ms: a whole request in ~20 s */
+			if (write(pfd[i].fd, sendbuf + sent[i], 1) == 1)
+				sent[i]++;
+		}
+		if (poll(pfd, (nfds_t)n, wait) <= 0)
 			continue;
 		for (i = 0; i < n; i++) {
 			ssize_t r;
