@@ -118,7 +118,8 @@ struct thread_arg {
 	int64_t deadline_ns;    /* rlg_mono_ns(); 0: not waiting to read */
 	int fired;              /* woken past deadline_ns since watch_arm */
 	struct sockaddr_storage peer;   /* the connection's, for the log */
-};
+} __attribute__((aligned(64)));         /* no cache line shared between
+                                           two workers' */
 
 /* The worker threads, for a graceful stop (stop_threads). */
 static struct thread_arg *workers;
