@@ -16,8 +16,9 @@
 # never a byte of the request, one line at once and then at most one per
 # 10 s (the next says how many it held back: suppressed=N). Without the
 # deadline the other client waits for as long as the stalled connections
-# stay open. Then FCGI_WEB_SERVER_ADDRS still keeps out a TCP peer it
-# does not list (rlgate accepts the connections itself).
+# stay open. A stop with every worker on a stalled connection is over
+# within 5 s (it waited 10 s). Then FCGI_WEB_SERVER_ADDRS still keeps out
+# a TCP peer it does not list (rlgate accepts the connections itself).
 : "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
@@ -97,6 +98,14 @@ like "$(grep 'event=read_deadline' "$T/unix.log" | tail -2)" 'wait=request timeo
 rlgate_pids_alive unix && rlgate_pids_alive tcp
 ok $? "every rlgate process still runs"
 like "$("$client" "$sock" GET $api)" '^status=200 ' "unix: answered as before"
+# a stop waits for the requests in flight (up to 10 s): a stalled
+# connection's is over at its deadline
+"$client" "$sock" --stall params 4 5000 >/dev/null 2>&1 &
+track_pid $!
+sleep 0.3
+# shellcheck disable=SC2046
+term_and_wait 5000 $(cat "$T/unix.pid")
+ok $? "SIGTERM with every worker on a stalled connection: stopped within 5 s"
 stop_rlgate_fcgi unix
 stop_rlgate_fcgi tcp
 
