@@ -17,8 +17,9 @@
 # 10 s (the next says how many it held back: suppressed=N). Without the
 # deadline the other client waits for as long as the stalled connections
 # stay open. A stop with every worker on a stalled connection is over
-# within 5 s (it waited 10 s). Then FCGI_WEB_SERVER_ADDRS still keeps out
-# a TCP peer it does not list (rlgate accepts the connections itself).
+# within 5 s (it waited 10 s); a reload sets another deadline. Then
+# FCGI_WEB_SERVER_ADDRS still keeps out a TCP peer it does not list
+# (rlgate accepts the connections itself).
 : "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
@@ -108,6 +109,20 @@ term_and_wait 5000 $(cat "$T/unix.pid")
 ok $? "SIGTERM with every worker on a stalled connection: stopped within 5 s"
 stop_rlgate_fcgi unix
 stop_rlgate_fcgi tcp
+
+# a reload (SIGHUP) sets another deadline
+cp "$T/s.conf" "$T/r.conf"
+start_rlgate_fcgi reload "$run/r.sock" "$T/r.conf" 1 --threads 1
+sed -i 's/^read_timeout_ms = .*/read_timeout_ms = 300/' "$T/r.conf"
+kill -HUP "$(cat "$T/reload.pid")"
+for _ in $(seq 1 50); do
+	grep -q 'reload: .* loaded' "$T/reload.log" && break
+	sleep 0.1
+done
+"$client" "$run/r.sock" --stall none 1 5000 >/dev/null 2>&1
+like "$(grep 'event=read_deadline' "$T/reload.log")" 'timeout_ms=300 ' \
+    "after a reload to read_timeout_ms = 300, a stalled connection is closed at 300 ms"
+stop_rlgate_fcgi reload
 
 # FCGI_WEB_SERVER_ADDRS: only the web servers it lists may connect.
 aport=$(free_port) || bail_out "no free port"
