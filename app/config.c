@@ -87,6 +87,7 @@ static const struct {
 	{ "client", offsetof(struct rlg_config, client) },
 	{ "log", 0 },
 	{ "admin", offsetof(struct rlg_config, admin) },
+	{ "fastcgi", 0 },
 };
 
 struct rlg_config *
@@ -136,6 +137,7 @@ rlg_config_base(void)
 	cfg->reject_status = 429;
 	cfg->log_level = RLG_LOG_WARN;
 	cfg->log_format = RLG_LOG_TEXT;
+	cfg->read_timeout_ms = RLG_DEFAULT_READ_TIMEOUT_MS;
 	cfg->admin.prefix = rlg_xstrdup(RLG_DEFAULT_ADMIN_PREFIX);
 	cfg->admin.nallow = 2;
 	cfg->admin.allow = rlg_xcalloc(cfg->admin.nallow,

@@ -361,6 +361,7 @@ struct rlg_config {
 	bool report_exempt;            /* [headers] report_exempt */
 	enum rlg_log_level log_level;  /* [log] level */
 	enum rlg_log_format log_format;        /* [log] format */
+	int read_timeout_ms;           /* [fastcgi] read_timeout_ms */
 };
 
 /* Built-in defaults (used when no config file is found). */
@@ -383,6 +384,10 @@ struct rlg_config {
 #define RLG_NEW_KEYS_SUFFIX      ".new_keys"
 #define RLG_DEFAULT_LIMIT        60
 #define RLG_DEFAULT_WINDOW_S     60
+/* [fastcgi] read_timeout_ms: each wait for the web server, in ms. */
+#define RLG_DEFAULT_READ_TIMEOUT_MS 5000
+#define RLG_READ_TIMEOUT_MS_MIN  100
+#define RLG_READ_TIMEOUT_MS_MAX  600000
 
 /*
  * The longest line a config file may hold, in bytes, not counting its end

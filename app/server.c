@@ -3,10 +3,11 @@
  *
  * FastCGI: libfcgi's reentrant API on the socket a spawner (spawn-fcgi, or
  * the web server) left on fd 0; N threads per process, each with its own
- * gate (gate.c: its store connection), each looping FCGX_Accept_r ->
- * rlg_gate_handle -> FCGX_Finish_r -> rlg_gate_idle; on a unix socket a
- * Responder request without a body is closed without libfcgi's wait
- * (close_at_once). CGI: one request
+ * gate (gate.c: its store connection), each looping accept_conn ->
+ * FCGX_Accept_r -> rlg_gate_handle -> FCGX_Finish_r -> rlg_gate_idle,
+ * every wait for the web server under a read deadline (watch_thread);
+ * on a unix socket a Responder request without a body is closed without
+ * libfcgi's wait (close_at_once). CGI: one request
  * from environ to stdout, through the same gate. What to answer is the
  * gate's; this file only moves bytes and owns the threads and signals,
  * and the configuration they serve with: a reload (SIGHUP) makes a new
@@ -14,7 +15,11 @@
  * (the last thread to leave one frees it).
  * Only this file includes fcgiapp.h.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <pthread.h>
@@ -24,6 +29,7 @@
 #include <time.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <fastcgi.h>
@@ -47,6 +53,19 @@ static struct generation *gen_take(void);
 static void gen_release(struct generation *g);
 static int listens_on_unix_socket(void);
 static int close_at_once(FCGX_Request *req, int unix_socket);
+struct thread_arg;
+static int accept_conn(struct thread_arg *t);
+static bool web_server_ok(const struct sockaddr_storage *sa);
+static void web_servers_read(void);
+static void watch_arm(struct thread_arg *t);
+static bool watch_disarm(struct thread_arg *t);
+static bool watch_fired(struct thread_arg *t);
+static void *watch_thread(void *arg);
+static void deadline_passed(struct thread_arg *t, const char *wait);
+static void peer_name(const struct sockaddr_storage *sa, char *buf,
+    size_t size);
+struct pacer;
+static long pace(struct pacer *p);
 
 static int
 fcgx_write(void *ctx, const char *buf, size_t len)
@@ -94,7 +113,13 @@ struct thread_arg {
 	pthread_t tid;
 	int in_accept;          /* waiting for a request (atomic) */
 	int done;               /* its loop has ended (atomic) */
-};
+	/* The read deadline (watch_thread), under watch_mu: */
+	pthread_mutex_t watch_mu;
+	int64_t deadline_ns;    /* rlg_mono_ns(); 0: not waiting to read */
+	int fired;              /* woken past deadline_ns since watch_arm */
+	struct sockaddr_storage peer;   /* the connection's, for the log */
+} __attribute__((aligned(64)));         /* no cache line shared between
+                                           two workers' */
 
 /* The worker threads, for a graceful stop (stop_threads). */
 static struct thread_arg *workers;
@@ -103,6 +128,43 @@ static int stopping;            /* SIGTERM or SIGINT came (atomic) */
 
 /* How long a stop waits for requests in flight. */
 #define RLG_STOP_WAIT_MS 10000
+
+/*
+ * The read deadline: [fastcgi] read_timeout_ms of the current
+ * configuration (atomic: a reload sets it), for each wait of a worker on
+ * the web server. The watchdog looks every RLG_WATCH_TICK_MS at most
+ * (less for a short deadline), so a deadline holds to that much.
+ */
+static int read_timeout_ms = RLG_DEFAULT_READ_TIMEOUT_MS;
+#define RLG_WATCH_TICK_MS 100
+/* [log] level of the current configuration (atomic, as above). */
+static int log_level = RLG_LOG_WARN;
+
+/*
+ * One log line at once, then at most one per RLG_ERROR_LOG_INTERVAL_MS
+ * saying how many more came in between: a flood costs no disk.
+ */
+struct pacer {
+	pthread_mutex_t mu;
+	int64_t next_ms;        /* rlg_mono_ns() / 1000000 */
+	long suppressed;
+};
+static struct pacer deadline_pacer = { .mu = PTHREAD_MUTEX_INITIALIZER };
+static struct pacer refused_pacer = { .mu = PTHREAD_MUTEX_INITIALIZER };
+static struct pacer accept_pacer = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+/*
+ * FCGI_WEB_SERVER_ADDRS, as libfcgi reads it: the addresses (commas
+ * between, no spaces) of the only web servers that may connect over TCP;
+ * unset or empty: any. Read once at start (web_servers_read).
+ */
+#define RLG_WEB_SERVERS_MAX 64
+static struct {
+	int n;                  /* -1: unset, any peer */
+	int family[RLG_WEB_SERVERS_MAX];
+	struct in6_addr addr[RLG_WEB_SERVERS_MAX];  /* an IPv4 one in its
+	                                               first 4 bytes */
+} web_servers = { .n = -1 };
 
 static int
 listens_on_unix_socket(void)
@@ -160,6 +222,311 @@ close_at_once(FCGX_Request *req, int unix_socket)
 	    FCGX_GetError(req->in) == 0;
 }
 
+/*
+ * The read deadline. libfcgi reads with plain blocking read(2)s and no
+ * timeout: a web server, or any local user who may connect to the socket
+ * (over TCP, anyone on the host), that sends nothing, or a request's
+ * parameters without their end, or a body that never ends, would hold
+ * the worker for as long as the connection stayed open, and threads x
+ * processes such connections would stop every answer. So each wait of a
+ * worker on the web server has a deadline, read_timeout_ms from its
+ * start: for the request (from the accept, or on a kept connection from
+ * the previous answer, to the end of its parameters), and for the end of
+ * its input and the web server's close after the answer (close_at_once,
+ * FCGX_Finish_r). A deadline, not a timeout per read (SO_RCVTIMEO): a
+ * peer that trickled a byte at a time would pass every read's timeout.
+ *
+ * How: the workers accept the connections themselves (accept_conn; their
+ * FCGX_Request has no listening socket, so libfcgi never accepts, and a
+ * connection it drops ends FCGX_Accept_r with an error instead of an
+ * accept without a deadline) and say when they wait (watch_arm,
+ * watch_disarm); watch_thread wakes a worker past its deadline with
+ * SIGUSR2, whose handler does nothing and has no SA_RESTART, so the read
+ * (or poll) fails with EINTR: libfcgi drops a request not yet read whole
+ * (closed at once: FCGX_Detach) and the worker goes back to accepting;
+ * a request already answered is closed. The signal is sent under the
+ * worker's watch_mu while it waits, so none reaches it past watch_disarm
+ * (which lets a signal sent just before it land: sigpending), in the
+ * store or the gate. Each passed deadline is logged (deadline_passed),
+ * never with any byte of the request.
+ */
+static void
+watch_arm(struct thread_arg *t)
+{
+	int64_t at = rlg_mono_ns() + (int64_t)__atomic_load_n(&read_timeout_ms,
+	    __ATOMIC_RELAXED) * 1000000;
+
+	pthread_mutex_lock(&t->watch_mu);
+	t->deadline_ns = at;
+	t->fired = 0;
+	pthread_mutex_unlock(&t->watch_mu);
+}
+
+/* The wait is over; true if the deadline passed during it. */
+static bool
+watch_disarm(struct thread_arg *t)
+{
+	sigset_t pending;
+	int fired;
+
+	pthread_mutex_lock(&t->watch_mu);
+	t->deadline_ns = 0;
+	fired = t->fired;
+	t->fired = 0;
+	pthread_mutex_unlock(&t->watch_mu);
+	if (fired)
+		(void)sigpending(&pending);     /* a system call: the signal
+		                                   lands here, not later */
+	return fired;
+}
+
+/* Whether the deadline of the wait in progress has passed. */
+static bool
+watch_fired(struct thread_arg *t)
+{
+	bool fired;
+
+	pthread_mutex_lock(&t->watch_mu);
+	fired = t->fired != 0;
+	pthread_mutex_unlock(&t->watch_mu);
+	return fired;
+}
+
+/*
+ * The watchdog: every tick, a worker waiting past its deadline gets
+ * SIGUSR2 (again at each tick while it waits: a read that had taken some
+ * bytes returns them rather than failing).
+ */
+static void *
+watch_thread(void *arg)
+{
+	struct timespec nap;
+	int64_t now, tick_ms;
+	int i, n;
+
+	(void)arg;
+	for (;;) {
+		tick_ms = __atomic_load_n(&read_timeout_ms, __ATOMIC_RELAXED) / 5;
+		if (tick_ms > RLG_WATCH_TICK_MS)
+			tick_ms = RLG_WATCH_TICK_MS;
+		nap.tv_sec = 0;
+		nap.tv_nsec = (long)tick_ms * 1000000;
+		nanosleep(&nap, NULL);
+		now = rlg_mono_ns();
+		n = __atomic_load_n(&nworkers, __ATOMIC_ACQUIRE);
+		for (i = 0; i < n; i++) {
+			struct thread_arg *t = &workers[i];
+
+			pthread_mutex_lock(&t->watch_mu);
+			if (t->deadline_ns != 0 && now >= t->deadline_ns) {
+				t->fired = 1;
+				pthread_kill(t->tid, SIGUSR2);
+			}
+			pthread_mutex_unlock(&t->watch_mu);
+		}
+	}
+	return NULL;
+}
+
+/*
+ * The number of lines p held back since its last one, or -1 to hold
+ * this one back too.
+ */
+static long
+pace(struct pacer *p)
+{
+	int64_t now_ms = rlg_mono_ns() / 1000000;
+	long n = -1;
+
+	pthread_mutex_lock(&p->mu);
+	if (now_ms >= p->next_ms) {
+		n = p->suppressed;
+		p->suppressed = 0;
+		p->next_ms = now_ms + RLG_ERROR_LOG_INTERVAL_MS;
+	} else {
+		p->suppressed++;
+	}
+	pthread_mutex_unlock(&p->mu);
+	return n;
+}
+
+/* The web server's address as the log says it: "127.0.0.1", "unix". */
+static void
+peer_name(const struct sockaddr_storage *sa, char *buf, size_t size)
+{
+	const void *a = NULL;
+
+	if (sa->ss_family == AF_INET)
+		a = &((const struct sockaddr_in *)sa)->sin_addr;
+	else if (sa->ss_family == AF_INET6)
+		a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+	if (a == NULL || inet_ntop(sa->ss_family, a, buf, (socklen_t)size) ==
+	    NULL)
+		rlg_copy(buf, sa->ss_family == AF_UNIX ? "unix" : "-", size);
+}
+
+/*
+ * A connection closed at its read deadline, waiting for wait ("request":
+ * its parameters; "input": the end of its FCGI_STDIN; "close": the web
+ * server's close after the answer): one line, paced.
+ */
+static void
+deadline_passed(struct thread_arg *t, const char *wait)
+{
+	char peer[INET6_ADDRSTRLEN];
+	long more;
+
+	if (__atomic_load_n(&log_level, __ATOMIC_RELAXED) < RLG_LOG_WARN ||
+	    (more = pace(&deadline_pacer)) < 0)
+		return;
+	peer_name(&t->peer, peer, sizeof peer);
+	rlg_log("event=read_deadline peer=%s wait=%s timeout_ms=%d"
+	    " suppressed=%ld", peer, wait,
+	    __atomic_load_n(&read_timeout_ms, __ATOMIC_RELAXED), more);
+}
+
+/* FCGI_WEB_SERVER_ADDRS into web_servers; a bad item is logged. */
+static void
+web_servers_read(void)
+{
+	const char *list = getenv("FCGI_WEB_SERVER_ADDRS");
+	char item[INET6_ADDRSTRLEN + 1];
+	struct in_addr a4;
+	size_t len;
+	int i;
+
+	if (list == NULL || *list == '\0')
+		return;
+	web_servers.n = 0;
+	for (; *list != '\0'; list += len + (list[len] == ',')) {
+		len = strcspn(list, ",");
+		i = web_servers.n;
+		if (len == 0)
+			continue;
+		if (len >= sizeof item || i == RLG_WEB_SERVERS_MAX) {
+			rlg_log("FCGI_WEB_SERVER_ADDRS: an item of %zu bytes, or"
+			    " more than %d items: ignored", len,
+			    RLG_WEB_SERVERS_MAX);
+			continue;
+		}
+		memcpy(item, list, len);
+		item[len] = '\0';
+		memset(&web_servers.addr[i], 0, sizeof web_servers.addr[i]);
+		if (inet_aton(item, &a4) != 0) {
+			web_servers.family[i] = AF_INET;
+			memcpy(&web_servers.addr[i], &a4, sizeof a4);
+		} else if (inet_pton(AF_INET6, item, &web_servers.addr[i]) == 1) {
+			web_servers.family[i] = AF_INET6;
+		} else {
+			rlg_log("FCGI_WEB_SERVER_ADDRS: an item is no IP"
+			    " address: ignored");
+			continue;
+		}
+		web_servers.n++;
+	}
+}
+
+/*
+ * Whether a TCP peer may connect: FCGI_WEB_SERVER_ADDRS unset, or its
+ * address listed. libfcgi checks IPv4 peers only; an IPv6 one (an
+ * IPv4-mapped one as its IPv4 address) is held to the list too.
+ */
+static bool
+web_server_ok(const struct sockaddr_storage *sa)
+{
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+	struct in6_addr a;
+	int family = sa->ss_family, i;
+
+	if (web_servers.n < 0 || (family != AF_INET && family != AF_INET6))
+		return true;
+	memset(&a, 0, sizeof a);
+	if (family == AF_INET) {
+		memcpy(&a, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	} else if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+		family = AF_INET;
+		memcpy(&a, &s6->sin6_addr.s6_addr[12], 4);
+	} else {
+		a = s6->sin6_addr;
+	}
+	for (i = 0; i < web_servers.n; i++)
+		if (web_servers.family[i] == family &&
+		    memcmp(&web_servers.addr[i], &a, sizeof a) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The next connection on the listening socket (fd 0), as libfcgi's
+ * OS_Accept takes it (a transient error of a connection that went away
+ * is skipped; TCP_NODELAY on TCP, the answer being one write; a TCP peer
+ * not in FCGI_WEB_SERVER_ADDRS closed), into t->peer. Also waits on a
+ * listening socket someone made non-blocking. Running out of descriptors
+ * or memory is logged (paced) and waited out, 100 ms at a time: stopping
+ * the worker would let whoever fills the table stop the service.
+ * Returns the descriptor, -EINTR when a signal interrupted the wait (a
+ * stop: the caller looks), or another -errno when the socket is no
+ * listening socket (the worker stops).
+ */
+static int
+accept_conn(struct thread_arg *t)
+{
+	struct timespec nap = { 0, 100L * 1000000 };
+	struct pollfd pfd = { .fd = 0, .events = POLLIN };
+	socklen_t len;
+	int fd, err, on = 1;
+	long more;
+
+	for (;;) {
+		len = sizeof t->peer;
+		fd = accept4(0, (struct sockaddr *)&t->peer, &len,
+		    SOCK_CLOEXEC);
+		if (fd >= 0) {
+			if (t->unix_socket)
+				return fd;
+			if (web_server_ok(&t->peer)) {
+				(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY,
+				    &on, sizeof on);
+				return fd;
+			}
+			close(fd);
+			if (__atomic_load_n(&log_level, __ATOMIC_RELAXED) >=
+			    RLG_LOG_WARN && (more = pace(&refused_pacer)) >= 0) {
+				char peer[INET6_ADDRSTRLEN];
+
+				peer_name(&t->peer, peer, sizeof peer);
+				rlg_log("event=refused peer=%s: not in"
+				    " FCGI_WEB_SERVER_ADDRS suppressed=%ld",
+				    peer, more);
+			}
+			continue;
+		}
+		err = errno;
+		switch (err) {
+		case EINTR:
+			return -EINTR;
+		case EAGAIN:
+			if (poll(&pfd, 1, -1) < 0 && errno == EINTR)
+				return -EINTR;
+			continue;
+		case ECONNABORTED: case EPROTO: case ECONNRESET:
+		case ETIMEDOUT: case EHOSTUNREACH: case ENETUNREACH:
+		case ENETDOWN: case EHOSTDOWN: case ENONET: case EPERM:
+		case ENOPROTOOPT: case EOPNOTSUPP:
+			continue;
+		case EMFILE: case ENFILE: case ENOBUFS: case ENOMEM:
+			if ((more = pace(&accept_pacer)) >= 0)
+				rlg_log("FastCGI accept: %s: waiting"
+				    " suppressed=%ld", strerror(err), more);
+			if (nanosleep(&nap, NULL) != 0)
+				return -EINTR;
+			continue;
+		default:
+			return -err;
+		}
+	}
+}
+
 /* The current generation, one more holder. */
 static struct generation *
 gen_take(void)
@@ -196,12 +563,18 @@ fastcgi_thread(void *arg)
 	struct generation *gen = gen_take();
 	struct rlg_gate g;
 	FCGX_Request req;
+	const char *late;
 	int64_t now_ms;
-	int rc;
+	bool kept;
+	int rc, fd;
 
 	rlg_gate_init(&g, gen->cfg);
-	/* A stop interrupts the accept (stop_threads): let it fail then. */
-	if (FCGX_InitRequest(&req, 0, FCGI_FAIL_ACCEPT_ON_INTR) != 0) {
+	/*
+	 * No listening socket (-1): the worker accepts (accept_conn), and
+	 * libfcgi, whose FCGX_Accept_r accepts again after it drops a
+	 * connection, fails there instead (EBADF).
+	 */
+	if (FCGX_InitRequest(&req, -1, 0) != 0) {
 		rlg_log("FCGX_InitRequest failed");
 		rlg_gate_fini(&g);
 		gen_release(gen);
@@ -212,25 +585,50 @@ fastcgi_thread(void *arg)
 	 * No lock around the accept, unlike fcgi2's threaded example: Linux
 	 * lets threads accept() on one socket at once (libfcgi serializes
 	 * only where USE_LOCKING says a platform cannot), and a kept
-	 * FastCGI connection (nginx fastcgi_keep_conn) makes FCGX_Accept_r
-	 * wait on that connection: under a lock, every other thread of the
-	 * process would wait with it.
+	 * FastCGI connection (nginx fastcgi_keep_conn) makes the worker
+	 * wait on that connection (up to the read deadline): under a lock,
+	 * every other thread of the process would wait with it.
 	 */
 	for (;;) {
 		if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE))
 			break;
-		__atomic_store_n(&t->in_accept, 1, __ATOMIC_RELEASE);
-		rc = FCGX_Accept_r(&req);
-		__atomic_store_n(&t->in_accept, 0, __ATOMIC_RELEASE);
-		if (rc < 0) {
-			if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE))
-				break;
-			if (rc == -EINTR)       /* a signal, not a stop */
+		kept = req.ipcFd >= 0;  /* the web server's kept connection */
+		if (!kept) {
+			__atomic_store_n(&t->in_accept, 1, __ATOMIC_RELEASE);
+			fd = accept_conn(t);
+			__atomic_store_n(&t->in_accept, 0, __ATOMIC_RELEASE);
+			if (fd == -EINTR)       /* a stop, or another signal */
 				continue;
-			rlg_log("FastCGI accept failed (%d): stopping this"
-			    " worker", rc);
-			break;
+			if (fd < 0) {
+				rlg_log("FastCGI accept failed: %s: stopping"
+				    " this worker", strerror(-fd));
+				break;
+			}
+			/* FCGX_Accept_r's first FCGX_Finish_r keeps it open */
+			req.ipcFd = fd;
+			req.keepConnection = 1;
 		}
+		/* a connection dropped unread is closed at once */
+		FCGX_Detach(&req);
+		watch_arm(t);
+		rc = FCGX_Accept_r(&req);
+		/*
+		 * libfcgi takes a read that fails between two parameters
+		 * for their end (ReadParams): the error stays on the
+		 * stream, and such a request, cut, is dropped here unread.
+		 */
+		if (rc == 0 && FCGX_GetError(req.in) != 0)
+			rc = -1;
+		if (watch_disarm(t) && rc < 0 && !kept)
+			deadline_passed(t, "request");
+		if (rc < 0) {
+			/* dropped: the deadline, a protocol error, the web
+			 * server's close (of a kept connection, say) */
+			if (req.ipcFd >= 0)
+				FCGX_Free(&req, 1);
+			continue;
+		}
+		FCGX_Attach(&req);
 		/* a reload since the last request: its configuration first */
 		if (__atomic_load_n(&live.n, __ATOMIC_ACQUIRE) != gen->n) {
 			struct generation *old = gen;
@@ -241,11 +639,24 @@ fastcgi_thread(void *arg)
 		}
 		now_ms = rlg_now_ms();
 		rlg_gate_handle(&g, req.envp, now_ms, fcgx_write, req.out);
-		if (close_at_once(&req, t->unix_socket))
+		watch_arm(t);
+		late = NULL;
+		if (close_at_once(&req, t->unix_socket)) {
 			FCGX_Detach(&req);      /* its close skips the wait */
+		} else if (watch_fired(t)) {
+			FCGX_Detach(&req);      /* the rest never came */
+			req.keepConnection = 0;
+			late = "input";
+		}
 		FCGX_Finish_r(&req);
+		if (watch_disarm(t) && late == NULL)
+			late = "close";
+		if (late != NULL)
+			deadline_passed(t, late);
 		rlg_gate_idle(&g, now_ms);      /* a clock read per request */
 	}
+	if (req.ipcFd >= 0)
+		FCGX_Detach(&req);      /* a kept connection, at a stop */
 	FCGX_Free(&req, 1);
 	rlg_gate_fini(&g);
 	gen_release(gen);
@@ -253,7 +664,10 @@ fastcgi_thread(void *arg)
 	return NULL;
 }
 
-/* SIGUSR2: nothing; it only interrupts a thread's accept (no SA_RESTART). */
+/*
+ * SIGUSR2: nothing; it only interrupts a thread's accept (a stop) or its
+ * read past the deadline (no SA_RESTART).
+ */
 static void
 on_wake(int sig)
 {
@@ -263,7 +677,7 @@ on_wake(int sig)
 /*
  * A graceful stop: no thread takes a new request, each finishes the one
  * it is answering. A thread waiting in accept is woken by SIGUSR2 (its
- * accept fails: FCGI_FAIL_ACCEPT_ON_INTR), again every 20 ms, since one
+ * accept fails with EINTR), again every 20 ms, since one
  * that was between requests when the flag was set may enter accept after
  * the signal. After RLG_STOP_WAIT_MS the process exits as it is.
  */
@@ -384,6 +798,9 @@ reload(void)
 	pthread_mutex_unlock(&live.mu);
 	gen_release(old);
 	rlg_log_set_json(cfg->log_format == RLG_LOG_JSON);
+	__atomic_store_n(&read_timeout_ms, cfg->read_timeout_ms,
+	    __ATOMIC_RELAXED);
+	__atomic_store_n(&log_level, (int)cfg->log_level, __ATOMIC_RELAXED);
 	rlg_log("reload: %s: loaded (generation %llu: %zu polic%s, %zu"
 	    " route%s); each thread serves with it from its next request",
 	    live.path, (unsigned long long)g->n, cfg->npolicies,
@@ -399,7 +816,7 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
 	struct generation *first;
 	struct sigaction sa;
 	sigset_t hup;
-	pthread_t reloader;
+	pthread_t reloader, watcher;
 	int i, started = 0, rc, unix_socket;
 
 	if (FCGX_Init() != 0) {
@@ -412,7 +829,8 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
 	 * libfcgi catches SIGTERM and only marks a shutdown as pending, which
 	 * threads blocked in accept never see: spawn-fcgi users and service
 	 * managers expect SIGTERM to stop us. signal_thread takes it (below)
-	 * and stops the threads gracefully; SIGUSR2 wakes one from accept.
+	 * and stops the threads gracefully; SIGUSR2 wakes one from accept,
+	 * or from a read past its deadline (watch_thread).
 	 */
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
@@ -459,6 +877,18 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
 		pthread_detach(reloader);
 	}
 	unix_socket = listens_on_unix_socket();
+	web_servers_read();
+	__atomic_store_n(&read_timeout_ms, cfg->read_timeout_ms,
+	    __ATOMIC_RELAXED);
+	__atomic_store_n(&log_level, (int)cfg->log_level, __ATOMIC_RELAXED);
+	for (i = 0; i < nthreads; i++)
+		pthread_mutex_init(&threads[i].watch_mu, NULL);
+	if ((rc = pthread_create(&watcher, NULL, watch_thread, NULL)) != 0) {
+		rlg_log("cannot start the read deadline's thread: %s",
+		    strerror(rc));
+		return 71;      /* EX_OSERR */
+	}
+	pthread_detach(watcher);
 	for (i = 0; i < nthreads; i++) {
 		threads[i].unix_socket = unix_socket;
 		rc = pthread_create(&threads[i].tid, NULL, fastcgi_thread,

@@ -65,6 +65,7 @@ struct rlg_t_word {
     "host bits"
 #define RLG_T_EMPTY_ITEM "empty item in the list"
 #define RLG_T_SECRET "openssl rand -hex 32"
+#define RLG_T_READ_RANGE "must be an integer from 100 to 600000"
 #define RLG_T_REDIS_TIMEOUT "must be an integer from 1 to 60000"
 #define RLG_T_PORT "port must be an integer from 1 to 65535"
 #define RLG_T_DB "database must be an integer from 0 to 2147483647"
@@ -116,6 +117,15 @@ static const struct rlg_t_bad rlg_t_bad_values[] = {
 	{ "store", "busy_timeout_ms", "99999999999999999999",
 	    "[store] busy_timeout_ms: " RLG_T_BUSY_RANGE
 	    " (got \"99999999999999999999\")" },
+	{ "fastcgi", "read_timeout_ms", "99",
+	    "[fastcgi] read_timeout_ms: " RLG_T_READ_RANGE " (got \"99\")" },
+	{ "fastcgi", "read_timeout_ms", "0",
+	    "[fastcgi] read_timeout_ms: " RLG_T_READ_RANGE " (got \"0\")" },
+	{ "fastcgi", "read_timeout_ms", "600001",
+	    "[fastcgi] read_timeout_ms: " RLG_T_READ_RANGE
+	    " (got \"600001\")" },
+	{ "fastcgi", "read_timeout_ms", "5s",
+	    "[fastcgi] read_timeout_ms: " RLG_T_READ_RANGE " (got \"5s\")" },
 	{ "store", "max_clients", "-1",
 	    "[store] max_clients: " RLG_T_MAXC_RANGE " (got \"-1\")" },
 	{ "store", "max_clients", "1000000001",
@@ -683,9 +693,12 @@ START_TEST(test_full_file)
 	    "limit = 1000000000\n"
 	    "window = 31622400\n"
 	    "burst = 1000000000\n"
-	    "key = ip\n");
+	    "key = ip\n"
+	    "[fastcgi]\n"
+	    "read_timeout_ms = 600000\n");
 
 	ck_assert_str_eq(cfg->source, "t.conf");
+	ck_assert_int_eq(cfg->read_timeout_ms, 600000);
 	ck_assert_str_eq(cfg->store.sqlite.path, "/srv/rl/state.db");
 	ck_assert_int_eq(cfg->store.sqlite.busy_timeout_ms, 600000);
 	ck_assert_int_eq(cfg->store.on_error, RLG_ON_ERROR_OPEN);
@@ -712,6 +725,9 @@ START_TEST(test_full_file)
 	ck_assert_int_eq(cfg->policies[0].lim.limit, 1);
 	ck_assert_int_eq(cfg->policies[0].lim.window_ms, 1000);
 	ck_assert_int_eq(cfg->policies[0].lim.burst, 1);
+	rlg_config_free(cfg);
+	cfg = rlg_t_ok("[fastcgi]\nread_timeout_ms = 100\n");
+	ck_assert_int_eq(cfg->read_timeout_ms, 100);
 	rlg_config_free(cfg);
 }
 END_TEST
@@ -3379,7 +3395,8 @@ rlg_t_header(const struct rlg_option *o)
 	    strcmp(o->section, "headers") == 0 ? "[headers]" :
 	    strcmp(o->section, "response") == 0 ? "[response]" :
 	    strcmp(o->section, "client") == 0 ? "[client]" :
-	    strcmp(o->section, "admin") == 0 ? "[admin]" : "[log]";
+	    strcmp(o->section, "admin") == 0 ? "[admin]" :
+	    strcmp(o->section, "fastcgi") == 0 ? "[fastcgi]" : "[log]";
 }
 
 /* Every row is whole: a known section, a name, a default, a doc line,
@@ -3387,7 +3404,8 @@ rlg_t_header(const struct rlg_option *o)
 START_TEST(test_option_rows)
 {
 	static const char *const sections[] = { "store", "headers",
-	    "response", "client", "log", "admin", "policy", "route" };
+	    "response", "client", "log", "admin", "policy", "route",
+	    "fastcgi" };
 	const struct rlg_option *opts, *o;
 	size_t n, i, j, k;
 

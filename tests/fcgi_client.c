@@ -25,6 +25,25 @@
  *   status=CODE end=closed|open
  *
  * Exit 0, or 1 with a message on stderr when the exchange fails.
+ *
+ *   fcgi_client ADDR --stall KIND N HOLD_MS
+ *
+ * opens N connections, all at once, that each stall (for
+ * tests/integration/stall.sh): KIND none sends nothing; params sends
+ * FCGI_BEGIN_REQUEST and FCGI_PARAMS (with STALL_MARKER=
+ * stall-marker-3f9c, which no log may show) but not the empty
+ * FCGI_PARAMS; stdin sends a whole Responder request without a body but
+ * 3 bytes of FCGI_STDIN and not its end; kept sends a whole request with
+ * FCGI_KEEP_CONN and stays idle after its answer; trickle sends a whole
+ * request a byte every 100 ms (no read waits long, the request takes
+ * ~20 s). Then it reads and
+ * discards whatever comes until the application has closed (or shut
+ * down its sending side of) each one, or HOLD_MS have passed (it closes
+ * none before), and prints one line:
+ *
+ *   closed=K of N answered=A
+ *
+ * (A: the connections on which anything came back).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -36,6 +55,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { BEGIN_REQUEST = 1, END_REQUEST = 3, PARAMS = 4, STDIN = 5,
@@ -172,6 +192,104 @@ connect_to(const char *addr)
 	return fd;
 }
 
+static long long
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* --stall: see the top. */
+static int
+stall(const char *addr, const char *kind, int n, int hold_ms)
+{
+	static unsigned char params[4096];
+	static struct pollfd pfd[1024];
+	unsigned char begin[8] = { 0, 1, 0, 0, 0, 0, 0, 0 };
+	unsigned char buf[4096];
+	size_t plen = 0;
+	long long end;
+	static char got[1024];
+	static size_t sent[1024];
+	long long now;
+	int i, open_n, closed = 0, answered = 0, trickle, wait;
+
+	if (n < 1 || n > 1024 || hold_ms < 0)
+		die("--stall: N from 1 to 1024, HOLD_MS >= 0");
+	plen = pair(params, plen, sizeof params, "REQUEST_METHOD=GET");
+	plen = pair(params, plen, sizeof params,
+	    "REQUEST_URI=/api/v1/resources");
+	plen = pair(params, plen, sizeof params,
+	    "SCRIPT_NAME=/api/v1/resources");
+	plen = pair(params, plen, sizeof params, "REMOTE_ADDR=127.0.0.1");
+	plen = pair(params, plen, sizeof params, "SERVER_PROTOCOL=HTTP/1.1");
+	plen = pair(params, plen, sizeof params,
+	    "STALL_MARKER=stall-marker-3f9c");
+	if (strcmp(kind, "kept") == 0)
+		begin[2] = 1;           /* FCGI_KEEP_CONN */
+	if (strcmp(kind, "params") == 0) {
+		record(BEGIN_REQUEST, begin, sizeof begin);
+		record(PARAMS, params, plen);
+	} else if (strcmp(kind, "stdin") == 0 || strcmp(kind, "kept") == 0 ||
+	    strcmp(kind, "trickle") == 0) {
+		record(BEGIN_REQUEST, begin, sizeof begin);
+		record(PARAMS, params, plen);
+		record(PARAMS, NULL, 0);
+		if (kind[0] == 's')
+			record(STDIN, "abc", 3);
+		else
+			record(STDIN, NULL, 0);
+	} else if (strcmp(kind, "none") != 0) {
+		die("--stall: KIND is none, params, stdin, kept or trickle");
+	}
+	trickle = kind[0] == 't';
+	for (i = 0; i < n; i++) {
+		pfd[i].fd = connect_to(addr);
+		pfd[i].events = POLLIN;
+		if (sendlen > 0 && !trickle)
+			write_all(pfd[i].fd, sendbuf, sendlen);
+	}
+	end = mono_ms() + hold_ms;
+	for (open_n = n; open_n > 0 && (now = mono_ms()) < end; ) {
+		wait = (int)(end - now);
+		if (trickle && wait > 100)
+			wait = 100;
+		for (i = 0; trickle && i < n; i++) {
+			if (pfd[i].fd < 0 || sent[i] >= sendlen)
+				continue;
+			/* a byte every 100 ms: a whole request in ~20 s */
+			if (write(pfd[i].fd, sendbuf + sent[i], 1) == 1)
+				sent[i]++;
+		}
+		if (poll(pfd, (nfds_t)n, wait) <= 0)
+			continue;
+		for (i = 0; i < n; i++) {
+			ssize_t r;
+
+			if (pfd[i].fd < 0 || pfd[i].revents == 0)
+				continue;
+			r = read(pfd[i].fd, buf, sizeof buf);
+			if (r > 0 && !got[i]) {
+				got[i] = 1;
+				answered++;
+			}
+			if (r > 0 || (r < 0 && errno == EINTR))
+				continue;
+			/* kept open, as a web server that never closes:
+			 * poll skips a negative fd */
+			pfd[i].fd = -pfd[i].fd - 1;
+			open_n--;
+			closed++;
+		}
+	}
+	for (i = 0; i < n; i++)
+		close(pfd[i].fd < 0 ? -pfd[i].fd - 1 : pfd[i].fd);
+	printf("closed=%d of %d answered=%d\n", closed, n, answered);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -191,6 +309,11 @@ main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	if (strcmp(argv[2], "--stall") == 0) {
+		if (argc != 6)
+			die("usage: fcgi_client ADDR --stall KIND N HOLD_MS");
+		return stall(argv[1], argv[3], atoi(argv[4]), atoi(argv[5]));
+	}
 	fd = connect_to(argv[1]);
 	snprintf(nv, sizeof nv, "REQUEST_METHOD=%s", argv[2]);
 	plen = pair(params, plen, sizeof params, nv);
