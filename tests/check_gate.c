@@ -928,6 +928,37 @@ START_TEST(test_overrides_reload)
 END_TEST
 
 /*
+ * [store] max_overrides bounds the rows read, whatever the store holds:
+ * of 3 rows 2 are read (the store's order: SQLite's primary key), the
+ * third skipped, and one line says so at that change, not at each pass.
+ */
+START_TEST(test_overrides_max)
+{
+	struct rlg_verdict v;
+
+	gate_on("max_overrides = 2\n[policy default]\nlimit = 2\n"
+	    "window = 60\n");
+	ck_assert_int_eq(cfg->store.max_overrides, 2);
+	gate_sql("INSERT INTO rlg_override(policy, client, spec) VALUES"
+	    " ('default', '10.0.0.1', 'limit=5'),"
+	    " ('default', '10.0.0.2', 'limit=6'),"
+	    " ('default', '10.0.0.3', 'limit=7')");
+	log_begin();
+	overrides_pass(&gate);
+	overrides_pass(&gate);
+	ask(&v, T1, GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.decisions[0].limit, 5);
+	ask(&v, T1, GET, RES, A2, NULL);
+	ck_assert_int_eq(v.answer.decisions[0].limit, 6);
+	ask(&v, T1, GET, RES, "REMOTE_ADDR=10.0.0.3", NULL);
+	ck_assert_int_eq(v.answer.decisions[0].limit, 2);
+	ck_assert_int_eq(log_end("overrides: more than max_overrides = 2 rows"
+	    " in the store: the first 2 read, the others skipped"), 1);
+	gate_off();
+}
+END_TEST
+
+/*
  * One key=value pair of a logfmt line at *p: its key into key (cut to
  * size), the value skipped ("quoted" with \ escapes, or up to a space).
  * false at the end of the line.
@@ -1114,6 +1145,7 @@ rlg_gate_suite(void)
 	tcase_add_test(tc, test_overrides);
 	tcase_add_test(tc, test_overrides_once);
 	tcase_add_test(tc, test_overrides_reload);
+	tcase_add_test(tc, test_overrides_max);
 	tcase_add_test(tc, test_override_log_tokens);
 	tcase_add_test(tc, test_route_cost_header);
 	tcase_add_test(tc, test_refused);
