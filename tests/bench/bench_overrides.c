@@ -268,8 +268,8 @@ main(void)
 		put_rows();
 		for (i = 1; i < THREADS; i++)
 			rlg_gate_init(&w[i].gate, cfg);
-		/* each worker's gate has the rows before the rounds */
-		sleep(1);
+		/* the reader has read and built the rows before the rounds */
+		rlg_overrides_sync(&w[0].gate.overrides);
 		for (i = 0; i < THREADS; i++) {
 			rlg_gate_decide(&w[i].gate, envp, rlg_now_ms(), &v);
 			if (v.answer.n != 1 ||
