@@ -3,8 +3,9 @@
  * limit (window, burst) under a policy, or exempts them from it, in two
  * places: [tier NAME] sections of the config (config_tier.c reads them,
  * and holds the parsers of specs and clients), and override rows in the store, which
- * operators edit while rlgate runs (store.h: rlg_store_overrides; the
- * gate reads them again when they change, about twice a second).
+ * operators edit while rlgate runs (store.h: rlg_store_overrides; each
+ * process's reader reads them again when they change, about twice a
+ * second: overrides.h).
  *
  * What a tier changes is written the same way everywhere, a spec: the
  * words limit=N, window=S (seconds) and burst=B (token_bucket), any of
