@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -41,6 +42,9 @@
 
 /* The reader thread's nice value (ovr_main). */
 #define OVR_NICE 10
+
+/* Why a row is refused before the set sees it (beside RLG_TIER_*). */
+#define OVR_TOO_LONG (-100)
 
 /* Bad rows logged per build (then only counted). */
 #define OVR_BAD_LOGGED 10
@@ -61,10 +65,19 @@ struct rlg_overrides_cfg {
 	struct rlg_overrides_cfg *next;
 };
 
+/*
+ * The longest text of a row's field that the reader keeps: one byte more
+ * than any good one, so that a row that long is still refused (a row is
+ * anybody's who may write the store: 100,000 rows of megabytes must not
+ * become the process's memory).
+ */
+#define OVR_FIELD_MAX (RLG_TIER_SPEC_MAX + 1)
+
 /* One row as read: policy, client and spec in one allocation. */
 struct ovr_row {
 	char *policy;                      /* owns the three strings */
 	const char *client, *spec;
+	bool too_long;                     /* a field was cut */
 };
 
 struct rlg_overrides {
@@ -129,14 +142,19 @@ ovr_collect(void *ctx, const struct rlg_override_row *row)
 		if (l->rows == NULL)
 			abort();
 	}
-	lp = strlen(row->policy) + 1;
-	lc = strlen(row->client) + 1;
-	ls = strlen(row->spec) + 1;
+	lp = strnlen(row->policy, OVR_FIELD_MAX) + 1;
+	lc = strnlen(row->client, OVR_FIELD_MAX) + 1;
+	ls = strnlen(row->spec, OVR_FIELD_MAX) + 1;
 	r = &l->rows[l->n++];
+	r->too_long = lp > OVR_FIELD_MAX || lc > OVR_FIELD_MAX ||
+	    ls > OVR_FIELD_MAX;
 	r->policy = rlg_xmalloc(lp + lc + ls);
-	memcpy(r->policy, row->policy, lp);
-	memcpy(r->policy + lp, row->client, lc);
-	memcpy(r->policy + lp + lc, row->spec, ls);
+	memcpy(r->policy, row->policy, lp - 1);
+	r->policy[lp - 1] = '\0';
+	memcpy(r->policy + lp, row->client, lc - 1);
+	r->policy[lp + lc - 1] = '\0';
+	memcpy(r->policy + lp + lc, row->spec, ls - 1);
+	r->policy[lp + lc + ls - 1] = '\0';
 	r->client = r->policy + lp;
 	r->spec = r->policy + lp + lc;
 	return 0;
@@ -184,6 +202,8 @@ ovr_reason(int rc)
 		return "bad_client";
 	case RLG_TIER_FULL:
 		return "too_many";
+	case OVR_TOO_LONG:
+		return "too_long";
 	default:
 		return "bad_spec";
 	}
@@ -223,8 +243,15 @@ ovr_build(const struct rlg_overrides *o, const struct rlg_config *cfg)
 	int rc;
 
 	for (i = 0; i < o->nrows; i++) {
-		rc = rlg_tier_set_add(set, o->rows[i].policy, o->rows[i].client,
-		    o->rows[i].spec, "override", err, sizeof err);
+		if (o->rows[i].too_long) {
+			rc = OVR_TOO_LONG;
+			snprintf(err, sizeof err, "a field longer than %d bytes",
+			    RLG_TIER_SPEC_MAX);
+		} else {
+			rc = rlg_tier_set_add(set, o->rows[i].policy,
+			    o->rows[i].client, o->rows[i].spec, "override",
+			    err, sizeof err);
+		}
 		if (rc == 0)
 			continue;
 		if (bad++ < OVR_BAD_LOGGED && cfg->log_level >= RLG_LOG_WARN)

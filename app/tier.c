@@ -85,7 +85,7 @@ tier_memo_slot(const struct rlg_tier_set *set, const char *name,
     const struct rlg_limit *lim)
 {
 	uint64_t h = 1469598103934665603ULL;
-	uint64_t f[5] = { (uint64_t)(uintptr_t)name,
+	const uint64_t f[5] = { (uint64_t)(uintptr_t)name,
 	    (uint64_t)lim->algorithm, (uint64_t)lim->limit,
 	    (uint64_t)lim->window_ms, (uint64_t)lim->burst };
 	const struct rlg_policy *c;

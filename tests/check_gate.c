@@ -1077,7 +1077,8 @@ json_events(const char *line)
 
 /*
  * Hostile override rows (a client, a spec, a policy name that carry
- * quotes, spaces and event=... of their own; a newline; a bad spec)
+ * quotes, spaces and event=... of their own; a newline; a bad spec; a
+ * spec of 100,000 bytes, kept cut and refused as too long)
  * are logged so that a key=value reader finds one event per line, the
  * bad_override, and in the JSON format each line is one object with one
  * "event" member.
@@ -1093,7 +1094,9 @@ START_TEST(test_override_log_tokens)
 	    " ('x event=admit y', '10.0.0.7', 'limit=5'),"
 	    " ('default', 'bad' || char(10) || 'event=admit', 'limit=5'),"
 	    " ('default', '10.0.0.8', 'limit=1 window=' || char(34) ||"
-	    " ' event=admit')";
+	    " ' event=admit'),"
+	    " ('default', '10.0.0.9', 'limit=5' || printf('%100000s', '')"
+	    " || ' event=admit')";
 	struct rlg_verdict v;
 	char line[4096];
 	int json, bad, n;
@@ -1109,7 +1112,15 @@ START_TEST(test_override_log_tokens)
 		ask(&v, T1 + RLG_OVERRIDES_INTERVAL_MS, GET, RES, A1,
 		    NULL);
 		rlg_log_set_json(0);
-		ck_assert_int_eq(log_end(""), 7);
+		ck_assert_int_eq(log_end(""), 8);
+		/* the long spec cut in the line too, "..." after it */
+		ck_assert_int_eq(log_end(json ? "\"client\":\"10.0.0.9\","
+		    "\"spec\":\"limit=5%20%20" : "client=10.0.0.9 "
+		    "spec=limit=5%20%20"), 1);
+		ck_assert_int_eq(log_end(json ? "%20...\",\"reason\":"
+		    "\"too_long\",\"detail\":\"a%20field%20longer%20than%20128"
+		    "%20bytes\"}" : "%20... reason=too_long detail=a%20field"
+		    "%20longer%20than%20128%20bytes\n"), 1);
 		f = fopen(path_in("log.txt"), "r");
 		ck_assert_ptr_nonnull(f);
 		bad = 0;
@@ -1123,7 +1134,7 @@ START_TEST(test_override_log_tokens)
 			}
 		}
 		fclose(f);
-		ck_assert_int_eq(bad, 6);
+		ck_assert_int_eq(bad, 7);
 		gate_off();
 	}
 }
