@@ -93,9 +93,11 @@ struct rlg_overrides {
 	struct rlg_overrides_view *views;
 	struct rlg_overrides_snap *retired;
 	uint64_t seq;                      /* publishes (atomic) */
+	int64_t max;                       /* [store] max_overrides, the
+	                                      latest config's (under mu) */
+	bool reread;                       /* max changed: read them all */
 	/* the reader thread's alone */
 	struct rlg_store *store;
-	int64_t max;                       /* [store] max_overrides */
 	uint64_t version;                  /* of rows; 0: never read */
 	struct ovr_row *rows;
 	size_t nrows;
@@ -168,19 +170,32 @@ ovr_collect(void *ctx, const struct rlg_override_row *row)
 static void
 ovr_read(struct rlg_overrides *o)
 {
-	struct ovr_load l = { NULL, 0, 0, o->max, false };
-	uint64_t v = o->version;
+	struct ovr_load l = { NULL, 0, 0, 0, false };
+	uint64_t v;
 	struct rlg_overrides_cfg *c;
 
-	if (o->max <= 0 || rlg_store_overrides(o->store, &v, ovr_collect,
-	    &l) != RLG_OK || v == o->version) {
-		rows_free(l.rows, l.n);
-		return;
+	pthread_mutex_lock(&o->mu);
+	l.max = o->max;
+	if (o->reread)
+		o->version = 0;
+	o->reread = false;
+	pthread_mutex_unlock(&o->mu);
+	if (l.max <= 0) {               /* none read: none kept */
+		if (o->nrows == 0)
+			return;
+		v = 0;
+	} else {
+		v = o->version;
+		if (rlg_store_overrides(o->store, &v, ovr_collect, &l) !=
+		    RLG_OK || v == o->version) {
+			rows_free(l.rows, l.n);
+			return;
+		}
 	}
 	if (l.over)
 		rlg_log("overrides: more than max_overrides = %lld rows in the"
 		    " store: the first %zu read, the others skipped",
-		    (long long)o->max, l.n);
+		    (long long)l.max, l.n);
 	rows_free(o->rows, o->nrows);
 	o->rows = l.rows;
 	o->nrows = l.n;
@@ -567,6 +582,11 @@ rlg_overrides_switch(struct rlg_overrides_view *v,
 		return;
 	}
 	pthread_mutex_lock(&o->mu);
+	if (cfg->store.max_overrides != o->max) {
+		/* a reload's new bound: every row again at the next pass */
+		o->max = cfg->store.max_overrides;
+		o->reread = true;
+	}
 	c = ovr_use(o, cfg);
 	ovr_wait(o, c);
 	v->c = c;

@@ -927,10 +927,30 @@ START_TEST(test_overrides_reload)
 }
 END_TEST
 
+/* A reload of the gate to the same config but max_overrides = max, and
+ * a pass of the reader. */
+static void
+reload_max(int max)
+{
+	struct rlg_config *old = cfg, *next = NULL;
+	char text[512];
+
+	snprintf(text, sizeof text, "[store]\npath = %s\nmax_overrides = %d\n"
+	    "[policy default]\nlimit = 2\nwindow = 60\n", path_in("g.db"),
+	    max);
+	ck_assert_int_eq(rlg_config_load_string(text, "next.conf", stderr,
+	    &next), 0);
+	rlg_gate_reconfig(&gate, next);
+	cfg = next;
+	rlg_config_free(old);
+	overrides_pass(&gate);
+}
+
 /*
  * [store] max_overrides bounds the rows read, whatever the store holds:
  * of 3 rows 2 are read (the store's order: SQLite's primary key), the
- * third skipped, and one line says so at that change, not at each pass.
+ * third skipped, and one line says so at that change, not at each pass;
+ * a reload's bound applies at once (0: none read).
  */
 START_TEST(test_overrides_max)
 {
@@ -954,6 +974,13 @@ START_TEST(test_overrides_max)
 	ck_assert_int_eq(v.answer.decisions[0].limit, 2);
 	ck_assert_int_eq(log_end("overrides: more than max_overrides = 2 rows"
 	    " in the store: the first 2 read, the others skipped"), 1);
+	/* a reload's bound applies: all three, then none */
+	reload_max(3);
+	ask(&v, T1, GET, RES, "REMOTE_ADDR=10.0.0.3", NULL);
+	ck_assert_int_eq(v.answer.decisions[0].limit, 7);
+	reload_max(0);
+	ask(&v, T1, GET, RES, "REMOTE_ADDR=10.0.0.3", NULL);
+	ck_assert_int_eq(v.answer.decisions[0].limit, 2);
 	gate_off();
 }
 END_TEST
