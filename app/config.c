@@ -130,6 +130,7 @@ rlg_config_base(void)
 	cfg->store.sqlite.max_clients = RLG_DEFAULT_MAX_CLIENTS;
 	cfg->store.sqlite.flush_ms = RLG_DEFAULT_FLUSH_MS;
 	cfg->store.rejection_cache = RLG_DEFAULT_REJECTION_CACHE;
+	cfg->store.max_overrides = RLG_DEFAULT_MAX_OVERRIDES;
 	cfg->store.redis.port = RLG_DEFAULT_REDIS_PORT;
 	cfg->store.redis.connect_timeout_ms = RLG_DEFAULT_REDIS_TIMEOUT_MS;
 	cfg->store.redis.timeout_ms = RLG_DEFAULT_REDIS_TIMEOUT_MS;

@@ -151,6 +151,9 @@ struct rlg_store_config {
 	enum rlg_on_error on_error;
 	/* Rejections remembered per worker thread (store_cache.c); 0: off. */
 	int64_t rejection_cache;
+	/* The most override rows a process reads from the store
+	 * (overrides.c); rows past it are skipped. 0: none read. */
+	int64_t max_overrides;
 	struct rlg_sqlite_config sqlite;
 	struct rlg_redis_config redis;
 };
@@ -376,6 +379,8 @@ struct rlg_config {
 #define RLG_FLUSH_MS_MAX         60000
 #define RLG_TABLE_ENTRIES_MAX    ((int64_t)1 << 26)
 #define RLG_DEFAULT_REJECTION_CACHE 4096
+#define RLG_DEFAULT_MAX_OVERRIDES 100000
+#define RLG_MAX_OVERRIDES_MAX 100000
 #define RLG_REJECTION_CACHE_MAX 1048576
 /* [policy] new_keys_per_ip: new header keys per address and window. */
 #define RLG_DEFAULT_NEW_KEYS     100

@@ -85,11 +85,13 @@ rlg_gate_init(struct rlg_gate *g, const struct rlg_config *cfg)
 	g->tiers = rlg_tier_set_config(cfg);
 	if (rlg_store_open(&cfg->store, &g->store) != RLG_OK)
 		store_failed(g, rlg_now_ms());
+	rlg_overrides_attach(&g->overrides, cfg);
 }
 
 /*
- * The tiers follow the config; the overrides are read again at the next
- * request (their policies are the old config's).
+ * The tiers follow the config; so do the overrides (the reader builds
+ * them for the new config from the rows it holds: their policies are
+ * the old config's).
  */
 void
 rlg_gate_reconfig(struct rlg_gate *g, const struct rlg_config *cfg)
@@ -98,10 +100,8 @@ rlg_gate_reconfig(struct rlg_gate *g, const struct rlg_config *cfg)
 	g->mxmap = rlg_metrics_map(cfg);
 	rlg_tier_set_free(g->tiers);
 	g->tiers = rlg_tier_set_config(cfg);
-	rlg_tier_set_free(g->overrides);
-	g->overrides = NULL;
-	g->overrides_version = 0;
-	g->next_overrides_ms = 0;
+	rlg_overrides_switch(&g->overrides, cfg);
+	g->ovr_set = NULL;
 }
 
 void
@@ -109,8 +109,8 @@ rlg_gate_fini(struct rlg_gate *g)
 {
 	rlg_tier_set_free(g->tiers);
 	g->tiers = NULL;
-	rlg_tier_set_free(g->overrides);
-	g->overrides = NULL;
+	rlg_overrides_detach(&g->overrides);
+	g->ovr_set = NULL;
 	rlg_store_close(g->store);
 	g->store = NULL;
 	rlg_metrics_release(g->slot);
@@ -243,78 +243,6 @@ match_route(const struct rlg_config *cfg, const struct rlg_request *r)
 	return NULL;
 }
 
-/* What refresh_overrides builds: the new set, and its bad rows. */
-struct override_load {
-	struct rlg_gate *g;
-	struct rlg_tier_set *set;
-	size_t bad;
-};
-
-/*
- * One row of the store's overrides into the new set; a bad one is
- * logged (the first few of a load) and skipped.
- */
-static int
-override_row(void *ctx, const struct rlg_override_row *row)
-{
-	struct override_load *l = ctx;
-	char err[512], client[RLG_TIER_SPEC_MAX * 3 + 4];
-	char policy[RLG_POLICY_NAME_MAX * 3 + 4];
-	size_t i;
-
-	if (l->set == NULL)
-		l->set = rlg_tier_set_new(l->g->cfg);
-	if (rlg_tier_set_add(l->set, row->policy, row->client, row->spec,
-	    "override", err, sizeof err) == 0)
-		return 0;
-	if (l->bad++ < 10 && l->g->cfg->log_level >= RLG_LOG_WARN) {
-		/* The row's text is anybody's who may write the store: the
-		 * names as tokens, no control byte in the reason. */
-		(void)rlg_log_token(policy, sizeof policy, row->policy,
-		    RLG_POLICY_NAME_MAX);
-		(void)rlg_log_token(client, sizeof client, row->client,
-		    RLG_TIER_SPEC_MAX);
-		for (i = 0; err[i] != '\0'; i++)
-			if ((unsigned char)err[i] < 0x20 || err[i] == 0x7f)
-				err[i] = '?';
-		rlg_log("event=bad_override policy=%s client=%s reason=\"%s\""
-		    " (skipped)", policy, client, err);
-	}
-	return 0;
-}
-
-/*
- * Every RLG_OVERRIDES_INTERVAL_MS, whether the store's overrides changed:
- * if so, the gate's set is built again from them (an empty set when the
- * store holds none). A store that fails keeps the set the gate has (the
- * step that follows logs the failure).
- */
-static void
-refresh_overrides(struct rlg_gate *g, int64_t now_ms)
-{
-	struct override_load l = { g, NULL, 0 };
-	uint64_t version = g->overrides_version;
-
-	if (now_ms >= 0 && now_ms < g->next_overrides_ms)
-		return;
-	g->next_overrides_ms = now_ms + RLG_OVERRIDES_INTERVAL_MS;
-	if (rlg_store_overrides(g->store, &version, override_row, &l) !=
-	    RLG_OK || version == g->overrides_version) {
-		rlg_tier_set_free(l.set);
-		return;
-	}
-	if (l.set == NULL)
-		l.set = rlg_tier_set_new(g->cfg);
-	rlg_tier_set_seal(l.set);
-	if (g->cfg->log_level >= RLG_LOG_INFO ||
-	    (l.bad > 0 && g->cfg->log_level >= RLG_LOG_WARN))
-		rlg_log("overrides loaded: %zu (%zu skipped)",
-		    rlg_tier_set_size(l.set), l.bad);
-	rlg_tier_set_free(g->overrides);
-	g->overrides = l.set;
-	g->overrides_version = version;
-}
-
 /* What applies to the client under policy pi: an override, else a tier. */
 static bool
 find_tier(const struct rlg_gate *g, size_t pi, const struct rlg_request *req,
@@ -322,7 +250,7 @@ find_tier(const struct rlg_gate *g, size_t pi, const struct rlg_request *req,
 {
 	const struct rlg_addr *addr = req->addr_ok ? &req->addr : NULL;
 
-	return rlg_tier_find(g->overrides, pi, addr, key, m) ||
+	return rlg_tier_find(g->ovr_set, pi, addr, key, m) ||
 	    rlg_tier_find(g->tiers, pi, addr, key, m);
 }
 
@@ -730,7 +658,7 @@ decide(struct rlg_gate *g, const struct rlg_request *req, int64_t now_ms,
 		return;
 	}
 	v->route = match_route(cfg, req);
-	refresh_overrides(g, now_ms);
+	g->ovr_set = rlg_overrides_current(&g->overrides);
 	if (cost_of(g, req, v->route, &gi, now_ms) != RLG_OK ||
 	    gather(g, req, v->route, &gi, now_ms) != RLG_OK) {
 		v->answer.outcome = RLG_OUT_BAD_REQUEST;

@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "metrics.h"
+#include "overrides.h"
 #include "request.h"
 #include "response.h"
 #include "store.h"
@@ -32,9 +33,6 @@
 /* Store errors, refused clients and refused requests are logged once, then
  * at most once per this interval. */
 #define RLG_ERROR_LOG_INTERVAL_MS 10000
-/* How often a gate asks the store whether its overrides changed: an
- * operator's change applies within a second. */
-#define RLG_OVERRIDES_INTERVAL_MS 500
 
 /*
  * One worker thread's gate: its store connection and the pacing of its
@@ -70,13 +68,12 @@ struct rlg_gate {
 	} seen[RLG_GATE_SEEN];
 	/*
 	 * Tiers (tier.h): the config's, and the overrides the store holds,
-	 * which the gate reads again when they change, asking every
-	 * RLG_OVERRIDES_INTERVAL_MS (gate.c, refresh_overrides).
+	 * which the process's reader thread reads when they change and
+	 * builds for the gate's config (overrides.h).
 	 */
 	struct rlg_tier_set *tiers;
-	struct rlg_tier_set *overrides;
-	uint64_t overrides_version;
-	int64_t next_overrides_ms;
+	struct rlg_overrides_view overrides;
+	const struct rlg_tier_set *ovr_set;   /* the request's: overrides' */
 };
 
 /*

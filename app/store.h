@@ -278,7 +278,8 @@ struct rlg_override_row {
  * 0. Unchanged: fn is not called, *version stays. RLG_OK, RLG_ESTORE
  * (*version unchanged: the caller keeps what it has and asks again), or
  * RLG_EINVAL (a store that keeps none). Cheap when nothing changed (one
- * small read): the gate asks about twice a second.
+ * small read): each process's reader (overrides.h) asks about twice a
+ * second.
  */
 int rlg_store_overrides(struct rlg_store *s, uint64_t *version,
     int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx);

@@ -73,6 +73,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include <hiredis/hiredis.h>
@@ -140,8 +141,12 @@ const struct rlg_store_ops rlg_store_redis_ops = {
  * those of the version. The hash is sorted, not taken in HGETALL's order,
  * which a rehash may change while the contents stay. A missing or empty
  * hash has a digest of its own. EVAL, not EVALSHA: the script is short,
- * Redis caches it, and NOSCRIPT never comes. At most RD_ARRAY_MAX / 2
- * rows (the reply's array).
+ * Redis caches it, and NOSCRIPT never comes. The rows come back as the
+ * one string the digest is made of (each field and value as LEN:BYTES,
+ * sorted by field), so their number is bounded by the caller ([store]
+ * max_overrides: fn stops) and the reply's bytes (store_redis_io.c:
+ * RD_REPLY_BYTES_MAX),
+ * not by an array's elements.
  */
 #define RD_OVR_KEY "rlg:overrides"
 static const char rd_ovr_lua[] =
@@ -153,9 +158,10 @@ static const char rd_ovr_lua[] =
     "for _, k in ipairs(i) do\n"
     "  s[#s + 1] = #h[k] .. ':' .. h[k] .. #h[k + 1] .. ':' .. h[k + 1]\n"
     "end\n"
-    "local d = redis.sha1hex(table.concat(s))\n"
+    "local c = table.concat(s)\n"
+    "local d = redis.sha1hex(c)\n"
     "if string.sub(d, 1, 16) == ARGV[1] then return d end\n"
-    "return {d, h}\n";
+    "return {d, c}\n";
 
 static int
 rd_open(const struct rlg_store_config *cfg, struct rlg_store **out)
@@ -382,46 +388,83 @@ rd_ovr_digest(const redisReply *r, uint64_t *v)
 	return 0;
 }
 
+/* One LEN:BYTES of the script's string at *p (end: its end): the bytes
+ * at *out, len of them, *p past them. 0, or -1 for anything else. */
+static int
+rd_ovr_item(char **p, const char *end, char **out, size_t *len)
+{
+	char *q = *p;
+	size_t n = 0;
+
+	if (q >= end || *q < '0' || *q > '9')
+		return -1;
+	for (; q < end && *q >= '0' && *q <= '9'; q++) {
+		if (n > (SIZE_MAX - 9) / 10)
+			return -1;
+		n = n * 10 + (size_t)(*q - '0');
+	}
+	if (q >= end || *q != ':' || (size_t)(end - q - 1) < n)
+		return -1;
+	*out = q + 1;
+	*len = n;
+	*p = q + 1 + n;
+	return 0;
+}
+
 /*
- * The hash as HGETALL gives it (field, value, ...) to fn, until fn says
- * stop: the field split at its first space into policy and client (no
- * space: an empty client, which the gate refuses with a line in its log).
- * The reply's strings are this call's: the split writes into them.
- * RLG_OK, or RLG_ESTORE (errmsg) for a reply that is no such list.
+ * The rows of the script's string (field, value, as LEN:BYTES each) to
+ * fn, until fn says stop: the field split at its first space into policy
+ * and client (no space: an empty client, which the gate refuses with a
+ * line in its log). A field or value holding a NUL ends there (the gate
+ * sees a cut row). The reply's string is this call's: the split and the
+ * terminators write into a copy of it. RLG_OK, or RLG_ESTORE (errmsg)
+ * for a string that is no such list.
  */
 static int
 rd_ovr_rows(struct rd_store *s, const redisReply *h,
     int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx)
 {
 	struct rlg_override_row row;
-	char *space;
-	size_t i;
+	char *buf, *p, *end, *field, *value, *space;
+	size_t flen, vlen;
+	int rc = RLG_OK;
 
-	if (h->type != REDIS_REPLY_ARRAY || h->elements % 2 != 0) {
-		rd_seterr(s, "%s: the overrides: unexpected reply: the hash is"
-		    " %s, not an array of fields and values", s->name,
-		    rd_reply_type(h->type));
+	if (h->type != REDIS_REPLY_STRING) {
+		rd_seterr(s, "%s: the overrides: unexpected reply: the rows are"
+		    " %s, not a string", s->name, rd_reply_type(h->type));
 		return RLG_ESTORE;
 	}
-	for (i = 0; i < h->elements; i++) {
-		if (h->element[i]->type != REDIS_REPLY_STRING) {
-			rd_seterr(s, "%s: the overrides: unexpected reply:"
-			    " element %zu of the hash is %s, not a string",
-			    s->name, i, rd_reply_type(h->element[i]->type));
-			return RLG_ESTORE;
+	buf = rlg_xmalloc(h->len + 1);
+	memcpy(buf, h->str, h->len);
+	end = buf + h->len;
+	for (p = buf; p < end;) {
+		if (rd_ovr_item(&p, end, &field, &flen) != 0 ||
+		    rd_ovr_item(&p, end, &value, &vlen) != 0) {
+			rd_seterr(s, "%s: the overrides: unexpected reply: the"
+			    " rows are no list of LEN:FIELD LEN:VALUE",
+			    s->name);
+			rc = RLG_ESTORE;
+			break;
 		}
-	}
-	for (i = 0; i < h->elements; i += 2) {
-		row.policy = h->element[i]->str;
-		space = strchr(h->element[i]->str, ' ');
+		/* Each string one byte left, over its ':', for its NUL:
+		 * nothing past its own end is written. */
+		memmove(field - 1, field, flen);
+		field--;
+		field[flen] = '\0';
+		memmove(value - 1, value, vlen);
+		value--;
+		value[vlen] = '\0';
+		row.policy = field;
+		space = strchr(field, ' ');
 		if (space != NULL)
 			*space = '\0';
 		row.client = space != NULL ? space + 1 : "";
-		row.spec = h->element[i + 1]->str;
+		row.spec = value;
 		if (fn(ctx, &row) != 0)
 			break;
 	}
-	return RLG_OK;
+	free(buf);
+	return rc;
 }
 
 /* Keys expire by themselves (PEXPIRE): nothing to delete. */

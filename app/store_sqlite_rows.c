@@ -375,7 +375,7 @@ sq_ovr_version(struct sq_store *s, uint64_t *v)
 
 /*
  * rlg_store_overrides: the version row alone when nothing changed (the
- * gate's poll, about twice a second per worker); else, in one read
+ * reader's poll, about twice a second per process); else, in one read
  * transaction (one snapshot: the rows are those of the version read with
  * them), the version again and every row of rlg_override.
  */

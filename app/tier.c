@@ -1,6 +1,7 @@
 /*
  * tier.c: per-client tiers, parsed and matched (tier.h).
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,10 +29,15 @@ struct tier_list {
 };
 
 struct rlg_tier_set {
-	const struct rlg_config *cfg;
-	struct tier_list *pols;            /* cfg->npolicies */
+	const struct rlg_config *cfg;      /* borrowed until the set is freed,
+	                                      which needs it no more */
+	struct tier_list *pols;            /* npolicies */
+	size_t npolicies;                  /* cfg's */
 	struct rlg_policy **copies;        /* ncopies, owned */
 	size_t ncopies, capcopies;
+	/* the copies by (policy, limit), so that rows giving one limit
+	 * share one copy: open addressing, index + 1 (0: empty) */
+	size_t *memo, capmemo;
 	size_t n;
 	bool sealed;
 };
@@ -58,15 +64,70 @@ rlg_tier_set_new(const struct rlg_config *cfg)
 	struct rlg_tier_set *set = rlg_xcalloc(1, sizeof *set);
 
 	set->cfg = cfg;
+	set->npolicies = cfg->npolicies;
 	set->pols = rlg_xcalloc(cfg->npolicies > 0 ? cfg->npolicies : 1,
 	    sizeof *set->pols);
 	return set;
 }
 
+/* Whether two limits are the same (field by field: no padding read). */
+static bool
+tier_same_limit(const struct rlg_limit *a, const struct rlg_limit *b)
+{
+	return a->algorithm == b->algorithm && a->limit == b->limit &&
+	    a->window_ms == b->window_ms && a->burst == b->burst;
+}
+
+/* The memo's slot for (pi's name, lim): its copy's, or the empty one to
+ * use. A copy keeps its policy's name pointer, which tells pi. */
+static size_t
+tier_memo_slot(const struct rlg_tier_set *set, const char *name,
+    const struct rlg_limit *lim)
+{
+	uint64_t h = 1469598103934665603ULL;
+	const uint64_t f[5] = { (uint64_t)(uintptr_t)name,
+	    (uint64_t)lim->algorithm, (uint64_t)lim->limit,
+	    (uint64_t)lim->window_ms, (uint64_t)lim->burst };
+	const struct rlg_policy *c;
+	size_t i, k;
+
+	for (i = 0; i < 5; i++)
+		h = (h ^ f[i]) * 1099511628211ULL;
+	for (k = (size_t)(h ^ h >> 29) & (set->capmemo - 1);;
+	    k = (k + 1) & (set->capmemo - 1)) {
+		if (set->memo[k] == 0)
+			return k;
+		c = set->copies[set->memo[k] - 1];
+		if (c->name == name && tier_same_limit(&c->lim, lim))
+			return k;
+	}
+}
+
+/* Room in the memo for one more copy (at most half full). */
+static void
+tier_memo_grow(struct rlg_tier_set *set)
+{
+	size_t *old = set->memo, cap = set->capmemo, i;
+	const struct rlg_policy *c;
+
+	if ((set->ncopies + 1) * 2 <= set->capmemo)
+		return;
+	set->capmemo = cap == 0 ? 64 : cap * 2;
+	set->memo = rlg_xcalloc(set->capmemo, sizeof *set->memo);
+	for (i = 0; i < cap; i++) {
+		if (old[i] == 0)
+			continue;
+		c = set->copies[old[i] - 1];
+		set->memo[tier_memo_slot(set, c->name, &c->lim)] = old[i];
+	}
+	free(old);
+}
+
 /*
- * The policy copy for pi under spec (NULL for exempt), owned by the set;
- * a spec that changes nothing gives a copy all the same (the logs name
- * its tier). 0, or -1 with err.
+ * The policy copy for pi under spec (NULL for exempt), owned by the set
+ * and shared by the rows that give pi the same limit; a spec that changes
+ * nothing gives a copy all the same (the logs name its tier). 0, or -1
+ * with err.
  */
 static int
 tier_copy(struct rlg_tier_set *set, size_t pi,
@@ -76,18 +137,26 @@ tier_copy(struct rlg_tier_set *set, size_t pi,
 	const struct rlg_policy *p = &set->cfg->policies[pi];
 	struct rlg_policy *copy;
 	struct rlg_limit lim;
+	size_t k;
 
 	*out = NULL;
 	if (spec->exempt)
 		return 0;
 	if (rlg_tier_limit(p, spec, &lim, err, errlen) != 0)
 		return -1;
+	tier_memo_grow(set);
+	k = tier_memo_slot(set, p->name, &lim);
+	if (set->memo[k] != 0) {
+		*out = set->copies[set->memo[k] - 1];
+		return 0;
+	}
 	copy = rlg_xmalloc(sizeof *copy);
 	*copy = *p;
 	copy->lim = lim;
 	set->copies = tier_grow(set->copies, &set->capcopies,
 	    set->ncopies + 1, sizeof(struct rlg_policy *));
 	set->copies[set->ncopies++] = copy;
+	set->memo[k] = set->ncopies;
 	*out = copy;
 	return 0;
 }
@@ -134,25 +203,25 @@ rlg_tier_set_add(struct rlg_tier_set *set, const char *policy,
 	if (set->sealed || set->n >= RLG_TIER_SET_MAX) {
 		snprintf(err, errlen, "more than %d overrides: not loaded",
 		    RLG_TIER_SET_MAX);
-		return -1;
+		return RLG_TIER_FULL;
 	}
 	pi = tier_policy(set->cfg, policy);
 	if (pi == set->cfg->npolicies) {
 		snprintf(err, errlen, "no [policy %.*s]", RLG_POLICY_NAME_MAX,
 		    policy);
-		return -1;
+		return RLG_TIER_NO_POLICY;
 	}
 	if (rlg_tier_client_parse(client, &who, why, sizeof why) != 0) {
 		snprintf(err, errlen, "client: %s", why);
-		return -1;
+		return RLG_TIER_BAD_CLIENT;
 	}
 	if (rlg_tier_spec_parse(spec, &sp, why, sizeof why) != 0) {
 		snprintf(err, errlen, "spec: %s", why);
-		return -1;
+		return RLG_TIER_BAD_SPEC;
 	}
 	if (tier_copy(set, pi, &sp, &copy, why, sizeof why) != 0) {
 		snprintf(err, errlen, "spec: %s", why);
-		return -1;
+		return RLG_TIER_BAD_SPEC;
 	}
 	tier_put(set, pi, &who, copy, source);
 	return 0;
@@ -345,7 +414,7 @@ rlg_tier_set_free(struct rlg_tier_set *set)
 
 	if (set == NULL)
 		return;
-	for (i = 0; i < set->cfg->npolicies; i++) {
+	for (i = 0; i < set->npolicies; i++) {
 		free(set->pols[i].e);
 		free(set->pols[i].groups);
 	}
@@ -353,5 +422,6 @@ rlg_tier_set_free(struct rlg_tier_set *set)
 	for (i = 0; i < set->ncopies; i++)
 		free(set->copies[i]);
 	free(set->copies);
+	free(set->memo);
 	free(set);
 }

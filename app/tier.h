@@ -3,8 +3,9 @@
  * limit (window, burst) under a policy, or exempts them from it, in two
  * places: [tier NAME] sections of the config (config_tier.c reads them,
  * and holds the parsers of specs and clients), and override rows in the store, which
- * operators edit while rlgate runs (store.h: rlg_store_overrides; the
- * gate reads them again when they change, about twice a second).
+ * operators edit while rlgate runs (store.h: rlg_store_overrides; each
+ * process's reader reads them again when they change, about twice a
+ * second: overrides.h).
  *
  * What a tier changes is written the same way everywhere, a spec: the
  * words limit=N, window=S (seconds) and burst=B (token_bucket), any of
@@ -48,11 +49,18 @@ struct rlg_tier_set *rlg_tier_set_new(const struct rlg_config *cfg);
 /* A set of cfg's [tier NAME] sections, sealed. */
 struct rlg_tier_set *rlg_tier_set_config(const struct rlg_config *cfg);
 
+/* Why rlg_tier_set_add refused a row. */
+#define RLG_TIER_NO_POLICY   (-1)   /* no [policy NAME] of that name */
+#define RLG_TIER_BAD_CLIENT  (-2)   /* no address, CIDR or k:HASH */
+#define RLG_TIER_BAD_SPEC    (-3)   /* unreadable, or unfit for the policy */
+#define RLG_TIER_FULL        (-4)   /* RLG_TIER_SET_MAX entries already */
+
 /*
  * Adds one override row: policy (a name of cfg), client and spec as
  * text, source what the logs call it (borrowed: it must outlive the
- * set). 0; -1 with err (the row is not added) for an unknown policy, a
- * bad client or spec, a spec that does not fit the policy, a full set.
+ * set). 0; with err (the row is not added) RLG_TIER_NO_POLICY for an
+ * unknown policy, RLG_TIER_BAD_CLIENT, RLG_TIER_BAD_SPEC for a bad spec
+ * or one that does not fit the policy, RLG_TIER_FULL for a full set.
  */
 int rlg_tier_set_add(struct rlg_tier_set *set, const char *policy,
     const char *client, const char *spec, const char *source, char *err,
@@ -83,7 +91,7 @@ bool rlg_tier_find(const struct rlg_tier_set *set, size_t pi,
     const struct rlg_addr *addr, const char *key,
     struct rlg_tier_match *out);
 
-/* Frees a set; NULL does nothing. */
+/* Frees a set (cfg may be gone by then); NULL does nothing. */
 void rlg_tier_set_free(struct rlg_tier_set *set);
 
 #endif

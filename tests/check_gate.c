@@ -7,6 +7,7 @@
  * (captured from stderr).
  */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -880,9 +881,16 @@ gate_sql(const char *sql)
 	sqlite3_close(db);
 }
 
+/* A whole pass of the process's overrides reader, as at its interval. */
+static void
+overrides_pass(struct rlg_gate *g)
+{
+	rlg_overrides_sync(&g->overrides);
+}
+
 /*
- * Overrides in the store through the gate: read when their version
- * moved, at most every RLG_OVERRIDES_INTERVAL_MS of the gate's clock,
+ * Overrides in the store through the gate: read by the process's reader
+ * when their version moved (a pass, as every RLG_OVERRIDES_INTERVAL_MS),
  * before the config's tiers; a bad row skipped and logged with its text
  * as tokens (a newline in it never makes a line of its own).
  */
@@ -901,30 +909,350 @@ START_TEST(test_overrides)
 	    " ('nope', '10.0.0.3', 'limit=5'),"
 	    " ('default', '10.0.0.4', 'limit=0')");
 	log_begin();
-	ask(&v, T1 + RLG_OVERRIDES_INTERVAL_MS - 1, GET, RES, A1, NULL);
-	ck_assert_int_eq(v.answer.decisions[0].limit, 2);
+	overrides_pass(&gate);
 	ask(&v, T1 + RLG_OVERRIDES_INTERVAL_MS, GET, RES, A1, NULL);
 	ck_assert_int_eq(v.answer.decisions[0].limit, 5);
-	ck_assert_int_eq(v.answer.decisions[0].remaining, 2);
+	ck_assert_int_eq(v.answer.decisions[0].remaining, 3);
 	/* the override before the tier */
 	ask(&v, T1 + RLG_OVERRIDES_INTERVAL_MS, GET, RES, A2, NULL);
 	ck_assert_int_eq(v.answer.decisions[0].limit, 6);
 	ck_assert_int_eq(log_end("event=bad_override policy=default "
-	    "client=bad%0Arow reason=\"client: \"bad?row\" is no address"),
-	    1);
+	    "client=bad%0Arow spec=limit=5 reason=bad_client detail=client:"
+	    "%20%22bad%0Arow%22%20is%20no%20address"), 1);
 	ck_assert_int_eq(log_end("event=bad_override policy=nope "
-	    "client=10.0.0.3 reason=\"no [policy nope]\" (skipped)"), 1);
-	ck_assert_int_eq(log_end("client=10.0.0.4 reason=\"spec: limit: must "
-	    "be an integer"), 1);
+	    "client=10.0.0.3 spec=limit=5 reason=unknown_policy "
+	    "detail=no%20%5Bpolicy%20nope%5D\n"), 1);
+	ck_assert_int_eq(log_end("client=10.0.0.4 spec=limit=0 "
+	    "reason=bad_spec detail=spec:%20limit:%20must%20be%20an%20integer"),
+	    1);
 	ck_assert_int_eq(log_end("overrides loaded: 2 (3 skipped)"), 1);
 	/* deleted: the tier again, the policy's for the other */
 	gate_sql("DELETE FROM rlg_override WHERE client LIKE '10.0.0.%'");
+	overrides_pass(&gate);
 	ask(&v, T1 + 2 * RLG_OVERRIDES_INTERVAL_MS, GET, RES, A2, NULL);
 	ck_assert_int_eq(v.answer.decisions[0].limit, 3);
 	ask(&v, T1 + 2 * RLG_OVERRIDES_INTERVAL_MS, GET, RES, A1, NULL);
 	ck_assert_int_eq(v.answer.decisions[0].limit, 2);
 	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
 	gate_off();
+}
+END_TEST
+
+/*
+ * The overrides are read and built once per process, not once per
+ * worker thread: three gates (three workers' on one config) after a
+ * change all decide with it, and one set was built ("overrides loaded"
+ * once at level info). The gates' own clocks never make them read.
+ */
+START_TEST(test_overrides_once)
+{
+	struct rlg_gate more[2];
+	struct rlg_verdict v;
+	char *envp[8];
+	size_t i;
+
+	gate_on("[policy default]\nlimit = 2\nwindow = 60\n"
+	    "[log]\nlevel = info\n");
+	for (i = 0; i < 2; i++)
+		rlg_gate_init(&more[i], cfg);
+	gate_sql("INSERT INTO rlg_override(policy, client, spec) VALUES"
+	    " ('default', '10.0.0.1', 'limit=5')");
+	log_begin();
+	overrides_pass(&gate);
+	ask(&v, T1 + RLG_OVERRIDES_INTERVAL_MS, GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.decisions[0].limit, 5);
+	envp[0] = GET;
+	envp[1] = RES;
+	envp[2] = A1;
+	envp[3] = NULL;
+	for (i = 0; i < 2; i++) {
+		rlg_gate_decide(&more[i], envp, T1 + RLG_OVERRIDES_INTERVAL_MS,
+		    &v);
+		ck_assert_int_eq(v.answer.decisions[0].limit, 5);
+	}
+	ck_assert_int_eq(log_end("overrides loaded: 1 (0 skipped)"), 1);
+	for (i = 0; i < 2; i++)
+		rlg_gate_fini(&more[i]);
+	gate_off();
+}
+END_TEST
+
+/*
+ * A reload while the reader holds rows: the new config (its policies
+ * renumbered) gets its own set before the gate decides with it, and the
+ * old config is freed at once (ASan: nothing of it is read after).
+ */
+START_TEST(test_overrides_reload)
+{
+	struct rlg_config *old, *next = NULL;
+	struct rlg_verdict v;
+	char text[512];
+
+	gate_on("[policy default]\nlimit = 2\nwindow = 60\n"
+	    "[policy other]\nlimit = 9\nwindow = 60\n"
+	    "[route r]\npath = /api/v1/resources\npolicies = default\n");
+	gate_sql("INSERT INTO rlg_override(policy, client, spec) VALUES"
+	    " ('default', '10.0.0.1', 'limit=5')");
+	overrides_pass(&gate);
+	ask(&v, T1, GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.decisions[0].limit, 5);
+	snprintf(text, sizeof text, "[store]\npath = %s\n"
+	    "[policy other]\nlimit = 9\nwindow = 60\n"
+	    "[policy default]\nlimit = 3\nwindow = 60\n"
+	    "[route r]\npath = /api/v1/resources\npolicies = default\n",
+	    path_in("g.db"));
+	ck_assert_int_eq(rlg_config_load_string(text, "next.conf", stderr,
+	    &next), 0);
+	old = cfg;
+	rlg_gate_reconfig(&gate, next);
+	cfg = next;
+	rlg_config_free(old);
+	ask(&v, T1, GET, RES, A1, NULL);
+	ck_assert_str_eq(v.answer.policies[0].name, "default");
+	ck_assert_int_eq(v.answer.decisions[0].limit, 5);
+	ask(&v, T1, GET, RES, A2, NULL);
+	ck_assert_int_eq(v.answer.decisions[0].limit, 3);
+	gate_off();
+}
+END_TEST
+
+/* A reload of the gate to the same config but max_overrides = max, and
+ * a pass of the reader. */
+static void
+reload_max(int max)
+{
+	struct rlg_config *old = cfg, *next = NULL;
+	char text[512];
+
+	snprintf(text, sizeof text, "[store]\npath = %s\nmax_overrides = %d\n"
+	    "[policy default]\nlimit = 2\nwindow = 60\n", path_in("g.db"),
+	    max);
+	ck_assert_int_eq(rlg_config_load_string(text, "next.conf", stderr,
+	    &next), 0);
+	rlg_gate_reconfig(&gate, next);
+	cfg = next;
+	rlg_config_free(old);
+	overrides_pass(&gate);
+}
+
+/*
+ * [store] max_overrides bounds the rows read, whatever the store holds:
+ * of 3 rows 2 are read (the store's order: SQLite's primary key), the
+ * third skipped, and one line says so at that change, not at each pass;
+ * a reload's bound applies at once (0: none read).
+ */
+START_TEST(test_overrides_max)
+{
+	struct rlg_verdict v;
+
+	gate_on("max_overrides = 2\n[policy default]\nlimit = 2\n"
+	    "window = 60\n");
+	ck_assert_int_eq(cfg->store.max_overrides, 2);
+	gate_sql("INSERT INTO rlg_override(policy, client, spec) VALUES"
+	    " ('default', '10.0.0.1', 'limit=5'),"
+	    " ('default', '10.0.0.2', 'limit=6'),"
+	    " ('default', '10.0.0.3', 'limit=7')");
+	log_begin();
+	overrides_pass(&gate);
+	overrides_pass(&gate);
+	ask(&v, T1, GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.decisions[0].limit, 5);
+	ask(&v, T1, GET, RES, A2, NULL);
+	ck_assert_int_eq(v.answer.decisions[0].limit, 6);
+	ask(&v, T1, GET, RES, "REMOTE_ADDR=10.0.0.3", NULL);
+	ck_assert_int_eq(v.answer.decisions[0].limit, 2);
+	ck_assert_int_eq(log_end("overrides: more than max_overrides = 2 rows"
+	    " in the store: the first 2 read, the others skipped"), 1);
+	/* a reload's bound applies: all three, then none */
+	reload_max(3);
+	ask(&v, T1, GET, RES, "REMOTE_ADDR=10.0.0.3", NULL);
+	ck_assert_int_eq(v.answer.decisions[0].limit, 7);
+	reload_max(0);
+	ask(&v, T1, GET, RES, "REMOTE_ADDR=10.0.0.3", NULL);
+	ck_assert_int_eq(v.answer.decisions[0].limit, 2);
+	gate_off();
+}
+END_TEST
+
+/*
+ * One key=value pair of a logfmt line at *p: its key into key (cut to
+ * size), the value skipped ("quoted" with \ escapes, or up to a space).
+ * false at the end of the line.
+ */
+static bool
+logfmt_pair(const char **p, char *key, size_t size)
+{
+	const char *s = *p;
+	size_t n = 0;
+
+	while (*s == ' ')
+		s++;
+	if (*s == '\0' || *s == '\n')
+		return false;
+	while (*s != '\0' && *s != '\n' && *s != ' ' && *s != '=') {
+		if (n + 1 < size)
+			key[n++] = *s;
+		s++;
+	}
+	key[n] = '\0';
+	if (*s == '=') {
+		s++;
+		if (*s == '"') {
+			for (s++; *s != '\0' && *s != '"'; s++)
+				if (*s == '\\' && s[1] != '\0')
+					s++;
+			if (*s == '"')
+				s++;
+		} else {
+			while (*s != '\0' && *s != '\n' && *s != ' ')
+				s++;
+		}
+	}
+	*p = s;
+	return true;
+}
+
+/* How many "event" keys a logfmt reader finds in a text line (after
+ * its "TIME rlgate[PID]: " prefix). */
+static int
+logfmt_events(const char *line)
+{
+	const char *p = strstr(line, "]: ");
+	char key[64];
+	int n = 0;
+
+	p = p != NULL ? p + 3 : line;
+	while (logfmt_pair(&p, key, sizeof key))
+		n += strcmp(key, "event") == 0;
+	return n;
+}
+
+/* A JSON string at *p (quotes included) into out (cut to size). */
+static bool
+json_str(const char **p, char *out, size_t size)
+{
+	const char *s = *p;
+	size_t n = 0;
+
+	if (*s++ != '"')
+		return false;
+	for (; *s != '"'; s++) {
+		if (*s == '\0' || (unsigned char)*s < 0x20)
+			return false;
+		if (*s == '\\') {
+			s++;
+			if (*s == 'u') {
+				if (strspn(s + 1, "0123456789abcdefABCDEF") < 4)
+					return false;
+				s += 4;
+			} else if (strchr("\"\\/bfnrt", *s) == NULL ||
+			    *s == '\0') {
+				return false;
+			}
+		}
+		if (n + 1 < size)
+			out[n++] = *s;
+	}
+	out[n] = '\0';
+	*p = s + 1;
+	return true;
+}
+
+/*
+ * How many "event" members a line holds if it is one flat JSON object
+ * (string or number members) and nothing else; -1 when it is not.
+ */
+static int
+json_events(const char *line)
+{
+	const char *p = line;
+	char key[64], val[1024];
+	int n = 0;
+
+	if (*p++ != '{')
+		return -1;
+	for (;;) {
+		if (!json_str(&p, key, sizeof key) || *p++ != ':')
+			return -1;
+		if (*p == '"') {
+			if (!json_str(&p, val, sizeof val))
+				return -1;
+		} else if (strspn(p, "0123456789") > 0) {
+			p += strspn(p, "0123456789");
+		} else {
+			return -1;
+		}
+		n += strcmp(key, "event") == 0;
+		if (*p == '}')
+			break;
+		if (*p++ != ',')
+			return -1;
+	}
+	return strcmp(p, "}\n") == 0 ? n : -1;
+}
+
+/*
+ * Hostile override rows (a client, a spec, a policy name that carry
+ * quotes, spaces and event=... of their own; a newline; a bad spec; a
+ * spec of 100,000 bytes, kept cut and refused as too long)
+ * are logged so that a key=value reader finds one event per line, the
+ * bad_override, and in the JSON format each line is one object with one
+ * "event" member.
+ */
+START_TEST(test_override_log_tokens)
+{
+	const char *rows = "INSERT INTO rlg_override(policy, client, spec)"
+	    " VALUES ('default', 'x\" event=admit client=6.6.6.6 z=\"',"
+	    " 'limit=5'),"
+	    " ('default', '10.0.0.5', 'banana'),"
+	    " ('default', '10.0.0.6',"
+	    " 'limit=5\" event=admit client=6.6.6.6 x=\"'),"
+	    " ('x event=admit y', '10.0.0.7', 'limit=5'),"
+	    " ('default', 'bad' || char(10) || 'event=admit', 'limit=5'),"
+	    " ('default', '10.0.0.8', 'limit=1 window=' || char(34) ||"
+	    " ' event=admit'),"
+	    " ('default', '10.0.0.9', 'limit=5' || printf('%100000s', '')"
+	    " || ' event=admit')";
+	struct rlg_verdict v;
+	char line[4096];
+	int json, bad, n;
+	FILE *f;
+
+	for (json = 0; json < 2; json++) {
+		gate_on("[policy default]\nlimit = 2\nwindow = 60\n");
+		gate_sql("DELETE FROM rlg_override");
+		gate_sql(rows);
+		rlg_log_set_json(json);
+		log_begin();
+		overrides_pass(&gate);
+		ask(&v, T1 + RLG_OVERRIDES_INTERVAL_MS, GET, RES, A1,
+		    NULL);
+		rlg_log_set_json(0);
+		ck_assert_int_eq(log_end(""), 8);
+		/* the long spec cut in the line too, "..." after it */
+		ck_assert_int_eq(log_end(json ? "\"client\":\"10.0.0.9\","
+		    "\"spec\":\"limit=5%20%20" : "client=10.0.0.9 "
+		    "spec=limit=5%20%20"), 1);
+		ck_assert_int_eq(log_end(json ? "%20...\",\"reason\":"
+		    "\"too_long\",\"detail\":\"a%20field%20longer%20than%20128"
+		    "%20bytes\"}" : "%20... reason=too_long detail=a%20field"
+		    "%20longer%20than%20128%20bytes\n"), 1);
+		f = fopen(path_in("log.txt"), "r");
+		ck_assert_ptr_nonnull(f);
+		bad = 0;
+		while (fgets(line, sizeof line, f) != NULL) {
+			n = json ? json_events(line) : logfmt_events(line);
+			if (strstr(line, "bad_override") != NULL) {
+				bad++;
+				ck_assert_msg(n == 1, "%d events: %s", n, line);
+			} else {
+				ck_assert_msg(n == 0, "%d events: %s", n, line);
+			}
+		}
+		fclose(f);
+		ck_assert_int_eq(bad, 7);
+		gate_off();
+	}
 }
 END_TEST
 
@@ -943,6 +1271,10 @@ rlg_gate_suite(void)
 	tcase_add_loop_test(tc, test_tiers, 0, 4);
 	tcase_add_test(tc, test_tiers_reload);
 	tcase_add_test(tc, test_overrides);
+	tcase_add_test(tc, test_overrides_once);
+	tcase_add_test(tc, test_overrides_reload);
+	tcase_add_test(tc, test_overrides_max);
+	tcase_add_test(tc, test_override_log_tokens);
 	tcase_add_test(tc, test_route_cost_header);
 	tcase_add_test(tc, test_refused);
 	tcase_add_test(tc, test_dry_run_hidden);

@@ -1097,6 +1097,70 @@ START_TEST(test_overrides)
 }
 END_TEST
 
+/* Counts the rows delivered, and the last one's text; stops at *ctx's
+ * limit (0: never). */
+struct ovr_count {
+	size_t n, stop;
+	char last[128];
+};
+
+static int
+ovr_count_row(void *ctx, const struct rlg_override_row *row)
+{
+	struct ovr_count *c = ctx;
+
+	c->n++;
+	snprintf(c->last, sizeof c->last, "%s|%s|%s", row->policy,
+	    row->client, row->spec);
+	return c->stop > 0 && c->n >= c->stop;
+}
+
+/*
+ * More rows than 32,768 (Redis's reply could hold no more as an array of
+ * fields and values): all of them delivered, on every backend; fn's stop
+ * (the reader's max_overrides) ends the reading and the version is taken.
+ */
+START_TEST(test_overrides_many)
+{
+	char *path = path_in("ovr.db");
+	struct rlg_store *s = open_with(path, 0, 64);
+	struct ovr_count c = { 0, 0, "" };
+	uint64_t v = 0, v1;
+
+	ck_assert_int_eq(rlg_store_overrides(s, &v, ovr_count_row, &c),
+	    RLG_OK);
+	if (backend == RLG_BACKEND_SQLITE)
+		sql_exec(path, "WITH RECURSIVE i(n) AS (SELECT 0 UNION ALL"
+		    " SELECT n + 1 FROM i WHERE n < 39999) INSERT INTO"
+		    " rlg_override(policy, client, spec) SELECT 'default',"
+		    " '10.' || (n / 65536) || '.' || (n / 256 % 256) || '.' ||"
+		    " (n % 256), 'limit=' || (n + 1) FROM i");
+	else
+		freeReplyObject(rdb(path, "EVAL %s 1 rlg:overrides",
+		    "for n = 0, 39999 do redis.call('HSET', KEYS[1],"
+		    " 'default 10.' .. math.floor(n / 65536) .. '.' .."
+		    " (math.floor(n / 256) % 256) .. '.' .. (n % 256),"
+		    " 'limit=' .. (n + 1)) end"));
+	v1 = v;
+	ck_assert_int_eq(rlg_store_overrides(s, &v, ovr_count_row, &c),
+	    RLG_OK);
+	ck_assert_uint_ne(v, v1);
+	ck_assert_uint_eq(c.n, 40000);
+	ck_assert_msg(strncmp(c.last, "default|10.0.", 13) == 0, "%s",
+	    c.last);
+	/* stopped after 100: the version all the same */
+	c.n = 0;
+	c.stop = 100;
+	v1 = v;
+	v = 0;
+	ck_assert_int_eq(rlg_store_overrides(s, &v, ovr_count_row, &c),
+	    RLG_OK);
+	ck_assert_uint_eq(c.n, 100);
+	ck_assert_uint_eq(v, v1);
+	rlg_store_close(s);
+}
+END_TEST
+
 /*
  * The tests every backend runs of test case name ("core", "algorithms",
  * "concurrency"), added to tc.
@@ -1116,6 +1180,7 @@ add_shared_tests(TCase *tc, const char *name)
 		tcase_add_test(tc, test_cache_leaves_to_store);
 		tcase_add_test(tc, test_cache_reset_by_hand);
 		tcase_add_test(tc, test_overrides);
+		tcase_add_test(tc, test_overrides_many);
 	} else if (strcmp(name, "algorithms") == 0) {
 		tcase_add_loop_test(tc, test_algorithm_bursts, 0,
 		    (int)(sizeof burst_cases / sizeof burst_cases[0]));

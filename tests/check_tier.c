@@ -287,16 +287,16 @@ START_TEST(test_set_rows)
 	ck_assert_int_eq(rlg_tier_set_add(set, "bucket", "203.0.113.7",
 	    "burst=9", "override", err, sizeof err), 0);
 	ck_assert_int_eq(rlg_tier_set_add(set, "nope", "203.0.113.7",
-	    "limit=1", "override", err, sizeof err), -1);
+	    "limit=1", "override", err, sizeof err), RLG_TIER_NO_POLICY);
 	ck_assert_str_eq(err, "no [policy nope]");
 	ck_assert_int_eq(rlg_tier_set_add(set, "default", "203.0.113.7/8",
-	    "limit=1", "override", err, sizeof err), -1);
+	    "limit=1", "override", err, sizeof err), RLG_TIER_BAD_CLIENT);
 	ck_assert_ptr_nonnull(strstr(err, "client: \"203.0.113.7/8\""));
 	ck_assert_int_eq(rlg_tier_set_add(set, "default", "203.0.113.8",
-	    "limit=0", "override", err, sizeof err), -1);
+	    "limit=0", "override", err, sizeof err), RLG_TIER_BAD_SPEC);
 	ck_assert_ptr_nonnull(strstr(err, "spec: limit: must be"));
 	ck_assert_int_eq(rlg_tier_set_add(set, "default", "203.0.113.8",
-	    "burst=2", "override", err, sizeof err), -1);
+	    "burst=2", "override", err, sizeof err), RLG_TIER_BAD_SPEC);
 	ck_assert_ptr_nonnull(strstr(err, "spec: burst applies only"));
 	/* networks of one length, found by their address */
 	ck_assert_int_eq(rlg_tier_set_add(set, "default", "198.51.100.0/24",
@@ -325,7 +325,7 @@ START_TEST(test_set_rows)
 	ck_assert_str_eq(who(set, 0, "::ffff:198.51.100.7", NULL, &limit),
 	    "override");
 	ck_assert_int_eq(rlg_tier_set_add(set, "default", "203.0.113.9",
-	    "limit=1", "override", err, sizeof err), -1);
+	    "limit=1", "override", err, sizeof err), RLG_TIER_FULL);
 	ck_assert_str_eq(who(set, 0, "203.0.113.7", NULL, &limit),
 	    "override");
 	ck_assert_int_eq(limit, 600);

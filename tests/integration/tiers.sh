@@ -206,7 +206,7 @@ for backend in sqlite redis; do
 		ask 127.0.0.2
 		is "$STATUS/$(header RateLimit-Limit)" "200/" "$w: an override (exempt) comes before the config's tier"
 		sleep_ms 200
-		like "$(log_since "$name" "$logpos")" 'event=bad_override policy=default client=not-an-address reason=' "$w: a bad row is skipped and logged"
+		like "$(log_since "$name" "$logpos")" 'event=bad_override policy=default client=not-an-address spec=[^ ]* reason=bad_client detail=client:%20' "$w: a bad row is skipped and logged, its text as tokens"
 		override_del "$backend" default 127.0.0.2
 		override_del "$backend" default "$OTHER_KEY"
 		override_del "$backend" default 'not-an-address'
