@@ -18,6 +18,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,7 @@
 /* How often (in ms of the caller's clock) a step checks the file's inode. */
 #define SQ_CHECK_MS 1000
 
+static void sq_log_moved(struct sq_store *s);
 static bool sq_same_file(const struct sq_store *s);
 static int sq_stat(const char *path, dev_t *dev, ino_t *ino,
     int64_t *born_ns);
@@ -114,12 +116,8 @@ sq_ready(struct sq_store *s, int64_t now_ms)
 		} else if (now_ms < s->checked_ms ||
 		    now_ms - s->checked_ms >= SQ_CHECK_MS) {
 			s->checked_ms = now_ms;
-			if (!sq_same_file(s)) {
-				rlg_log("store %s: the database file was"
-				    " deleted or replaced: reopening",
-				    s->path);
-				sq_disconnect(s);
-			}
+			if (!sq_same_file(s))
+				sq_log_moved(s);
 		}
 	}
 	if (s->db == NULL) {
@@ -134,12 +132,41 @@ sq_ready(struct sq_store *s, int64_t now_ms)
 int
 sq_ready_now(struct sq_store *s, int64_t now_ms)
 {
-	if (s->db != NULL && !sq_same_file(s)) {
-		rlg_log("store %s: the database file was deleted or replaced:"
-		    " reopening", s->path);
-		sq_disconnect(s);
-	}
+	if (s->db != NULL && !sq_same_file(s))
+		sq_log_moved(s);
 	return sq_ready(s, now_ms);
+}
+
+/*
+ * The path names another file than the connection's (deleted, or
+ * replaced): says what becomes of the counts, and disconnects (the next
+ * sq_ready opens the new file). With commit = behind the decision table
+ * writes its states into the new file (store_table.c, which says so);
+ * with each the database is the only record.
+ */
+static void
+sq_log_moved(struct sq_store *s)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static struct { dev_t dev; ino_t ino; int64_t born_ns; } told;
+	bool first;
+
+	/* Once per process and file: each connection (a worker thread's,
+	 * the overrides reader's) sees the same move. */
+	pthread_mutex_lock(&mu);
+	first = told.dev != s->dev || told.ino != s->ino ||
+	    told.born_ns != s->born_ns;
+	told.dev = s->dev;
+	told.ino = s->ino;
+	told.born_ns = s->born_ns;
+	pthread_mutex_unlock(&mu);
+	if (first)
+		rlg_log("store %s: the database file was deleted or replaced:"
+		    " reopening; with commit = each the counts and overrides"
+		    " are now the new file's (a new file has none), with"
+		    " behind the decision table writes its states into it",
+		    s->path);
+	sq_disconnect(s);
 }
 
 /*
