@@ -63,13 +63,17 @@ hup() {
 # ---- 1. reloads under load ---------------------------------------------------
 
 # load N: client 127.0.3.N sends up to 600 requests (at most 60 s, until
-# $T/stop appears), one status code a line into $T/codes.N
+# $T/stop appears and it has met its limit once: a loaded machine may send
+# fewer than a limit's worth during the reloads), one status code a line
+# into $T/codes.N
 load() {
-	local i end=$((SECONDS + 60))
+	local i code refused=0 end=$((SECONDS + 60))
 	for i in $(seq 1 600); do
-		[ $SECONDS -lt $end ] && [ ! -e "$T/stop" ] || break
-		curl -s -o /dev/null --max-time 5 -w '%{http_code}\n' \
-		    --interface "127.0.3.$1" "$url"
+		[ $SECONDS -lt $end ] && { [ ! -e "$T/stop" ] || [ "$refused" -eq 0 ]; } || break
+		code=$(curl -s -o /dev/null --max-time 5 -w '%{http_code}' \
+		    --interface "127.0.3.$1" "$url")
+		[ "$code" = 429 ] && refused=1
+		printf '%s\n' "$code"
 	done >"$T/codes.$1"
 }
 loaders=()
