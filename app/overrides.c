@@ -384,6 +384,8 @@ ovr_main(void *arg)
 	 */
 	(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid),
 	    OVR_NICE);
+	/* The workers' connections tell the store's state: not this one. */
+	rlg_log_set_store_quiet(true);
 	pthread_mutex_lock(&o->mu);
 	for (;;) {
 		at = rlg_now_ms() + RLG_OVERRIDES_INTERVAL_MS;

@@ -723,7 +723,7 @@ rd_node_ok(struct rd_store *s, size_t ni)
 {
 	struct rd_node *node = &s->nodes[ni];
 
-	if (node->down)
+	if (node->down && !rlg_log_store_quiet())
 		rlg_log("store back: %s answers again after %lld ms",
 		    node->name, (long long)(rd_mono_ms() -
 		    node->down_since_ms));
@@ -758,9 +758,10 @@ rd_failed(struct rd_store *s, size_t ni)
 	if (!node->down) {
 		node->down = true;
 		node->down_since_ms = now;
-		rlg_log("store lost: %s (reconnecting after %d ms, then"
-		    " backing off up to %d s)", s->base.errmsg, RD_BACKOFF_MIN_MS,
-		    RD_BACKOFF_MAX_MS / 1000);
+		if (!rlg_log_store_quiet())
+			rlg_log("store lost: %s (reconnecting after %d ms,"
+			    " then backing off up to %d s)", s->base.errmsg,
+			    RD_BACKOFF_MIN_MS, RD_BACKOFF_MAX_MS / 1000);
 	}
 	if (s->cluster)
 		s->map_stale = true;

@@ -152,7 +152,12 @@ sq_log_moved(struct sq_store *s)
 	bool first;
 
 	/* Once per process and file: each connection (a worker thread's,
-	 * the overrides reader's) sees the same move. */
+	 * the overrides reader's) sees the same move; a quiet thread's
+	 * leaves the telling to a worker's. */
+	if (rlg_log_store_quiet()) {
+		sq_disconnect(s);
+		return;
+	}
 	pthread_mutex_lock(&mu);
 	first = told.dev != s->dev || told.ino != s->ino ||
 	    told.born_ns != s->born_ns;

@@ -88,6 +88,21 @@ rlg_log_set_json(int on)
 	__atomic_store_n(&log_json, on != 0, __ATOMIC_RELAXED);
 }
 
+/* rlg_log_set_store_quiet: this thread's. */
+static _Thread_local bool log_store_quiet;
+
+void
+rlg_log_set_store_quiet(bool quiet)
+{
+	log_store_quiet = quiet;
+}
+
+bool
+rlg_log_store_quiet(void)
+{
+	return log_store_quiet;
+}
+
 size_t
 rlg_log_token(char *out, size_t cap, const char *in, size_t max)
 {

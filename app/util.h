@@ -41,6 +41,15 @@ void rlg_log_reopen(int sig);
 void rlg_log_set_json(int on);
 
 /*
+ * Whether the calling thread reports its store connection's state (lost,
+ * back, the database file moved): the overrides reader's thread does not
+ * (overrides.c): its failures change no answer, and the workers'
+ * connections say the same. Every thread reports until it says otherwise.
+ */
+void rlg_log_set_store_quiet(bool quiet);
+bool rlg_log_store_quiet(void);
+
+/*
  * Writes in (at most its first max bytes) into out (cap bytes) as one
  * log token: bytes other than letters, digits and -._~/!$&()*+,;=:@
  * percent-encoded, "..." after it when cut (by max or cap). Returns the
