@@ -41,6 +41,7 @@
 #include "config.h"
 #include "fixture.h"
 #include "metrics.h"
+#include "overrides.h"
 #include "store.h"
 #include "store_stats.h"
 #include "table.h"
@@ -1576,6 +1577,38 @@ START_TEST(test_database_gone_kept)
 }
 END_TEST
 
+/*
+ * The overrides reader of a process reads override rows only: with
+ * commit = behind it opens the database itself, not a handle of the
+ * decision table (which would map the table, build it or bind it to the
+ * database, and hold the process's flusher, for nothing). Attached alone,
+ * it opens the database and makes no table file. Seen failing before:
+ * the reader's handle built the table.
+ */
+START_TEST(test_overrides_reader_no_table)
+{
+	struct rlg_overrides_view v;
+	struct rlg_config *cfg = NULL;
+	char text[512], tfile[160];
+	int n;
+
+	n = snprintf(text, sizeof text, "[store]\npath = %s\ncommit = behind"
+	    "\n[policy default]\nlimit = 3\nwindow = 60\n", dbpath);
+	ck_assert(n > 0 && (size_t)n < sizeof text);
+	ck_assert_int_eq(rlg_config_load_string(text, "t.conf", stderr, &cfg),
+	    0);
+	ck_assert_int_eq(cfg->store.sqlite.commit, RLG_COMMIT_BEHIND);
+	rlg_overrides_attach(&v, cfg);
+	ck_assert_ptr_nonnull(v.o);
+	rlg_store_table_path(dbpath, tfile, sizeof tfile);
+	ck_assert_int_eq(access(dbpath, F_OK), 0);
+	ck_assert_msg(access(tfile, F_OK) != 0, "%s made by the reader",
+	    tfile);
+	rlg_overrides_detach(&v);
+	rlg_config_free(cfg);
+}
+END_TEST
+
 /* A test case of s: its fixture, a timeout of 60 s, its tests. */
 static TCase *
 add_case(Suite *s, const char *name, void (*set)(void),
@@ -1617,6 +1650,7 @@ rlg_table_suite(void)
 	const TTest *const authority_behind[] = {
 		test_two_configs_one_table, test_reload_keeps_counts,
 		test_database_gone_kept,
+		test_overrides_reader_no_table,
 	};
 	Suite *s = suite_create("table");
 	TCase *tc;
