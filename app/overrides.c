@@ -530,6 +530,7 @@ void
 rlg_overrides_attach(struct rlg_overrides_view *v,
     const struct rlg_config *cfg)
 {
+	struct rlg_store_config sc;
 	struct rlg_overrides *o;
 	struct rlg_overrides_cfg *c;
 	int rc;
@@ -542,8 +543,18 @@ rlg_overrides_attach(struct rlg_overrides_view *v,
 		pthread_cond_init(&o->wake_cv, NULL);
 		pthread_cond_init(&o->done_cv, NULL);
 		o->max = cfg->store.max_overrides;
-		/* A handle even on failure: it heals (store.h). */
-		(void)rlg_store_open(&cfg->store, &o->store);
+		/*
+		 * It reads override rows only: the backend itself, no
+		 * decision table (with commit = behind, a table-backed
+		 * handle would map the table, and could build or bind it,
+		 * for nothing), no group and no cache. A handle even on
+		 * failure: it heals (store.h).
+		 */
+		sc = cfg->store;
+		sc.sqlite.commit = RLG_COMMIT_EACH;
+		sc.sqlite.group_commit = RLG_GROUP_OFF;
+		sc.rejection_cache = 0;
+		(void)rlg_store_open(&sc, &o->store);
 		if ((rc = pthread_create(&o->thread, NULL, ovr_main, o)) !=
 		    0) {
 			pthread_mutex_unlock(&readers_mu);

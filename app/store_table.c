@@ -32,11 +32,15 @@
  * two configurations on one database share one table and its counts; a
  * database deleted or replaced is given the table's states whole by the
  * next flush (tbl_rebind, under the flush lock, so that no flush marks
- * an entry flushed into a file the table is no longer bound to). Only a
- * reboot (or a table file removed by hand) builds it again from the
- * database's live states: what was not flushed, at most one interval,
- * is lost, as a power cut loses the last commits with synchronous =
- * normal.
+ * an entry flushed into a file the table is no longer bound to). A
+ * table file the path no longer names while processes map it (removed,
+ * or hidden by a file system mounted over its directory) is carried by
+ * the next flush into the table the path names (tab_move), so that a
+ * process that opens the path later, such as an rlgate --reset, shares
+ * the counts. Only a reboot (or a table file removed while no process
+ * maps it) builds it again from the database's live states: what was
+ * not flushed, at most one interval, is lost, as a power cut loses the
+ * last commits with synchronous = normal.
  *
  * sliding_log keeps its log in the database (a state of variable size):
  * the config does not let commit = behind apply to a config that has a
@@ -190,6 +194,8 @@ static struct tab_flusher *tab_flusher_join(const struct rlg_store_config *cfg,
 static void tab_flusher_leave(struct tab_flusher *f);
 static void *tab_flusher_main(void *arg);
 static int tab_flush(struct tab_flusher *f, int64_t now_ms);
+static void tab_move(struct tbl **tp, struct rlg_store *db, const char *path,
+    uint64_t capacity);
 static int tab_write_behind(struct tbl *t, struct rlg_store *db,
     const char *path, int64_t now_ms, struct tab_wb *wb,
     struct tab_flusher *pace);
@@ -361,7 +367,7 @@ tab_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
 	struct tab_store *s = (struct tab_store *)base;
 	bool admit;
 	size_t i;
-	int rc;
+	int rc, tries;
 
 	for (i = 0; i < n; i++) {
 		if (items[i].policy->lim.algorithm == RLG_ALG_SLIDING_LOG) {
@@ -376,14 +382,22 @@ tab_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
 		s->nscratch = n;
 		s->scratch = rlg_xcalloc(n, sizeof *s->scratch);
 	}
-	if (tab_ready(s) != 0)
-		return RLG_ESTORE;
-	tab_prehash(s, items, n);
-	if (tbl_lock(s->t) != 0) {
-		rlg_store_seterr(base, "table %s: its lock is unusable; the"
-		    " table is built again", s->path);
-		tbl_retire(s->t);
-		return RLG_ESTORE;
+	/* A table retired while this step waited for its lock (its
+	 * entries carried into another, tab_move): the step is decided on
+	 * the one that has them. */
+	for (tries = 0;; tries++) {
+		if (tab_ready(s) != 0)
+			return RLG_ESTORE;
+		tab_prehash(s, items, n);
+		if (tbl_lock(s->t) != 0) {
+			rlg_store_seterr(base, "table %s: its lock is unusable;"
+			    " the table is built again", s->path);
+			tbl_retire(s->t);
+			return RLG_ESTORE;
+		}
+		if (!tbl_retired(s->t) || tries == 2)
+			break;
+		tbl_unlock(s->t);
 	}
 	rc = tab_decide(s, items, n, now_ms, decisions, &admit);
 	if (rc != RLG_OK) {
@@ -668,6 +682,10 @@ tab_flush_now(struct rlg_store *base, int64_t now_ms)
 
 	if (tab_ready(s) != 0)
 		return RLG_ESTORE;
+	if (!tbl_named_by(s->t, s->path))
+		tab_move(&s->t, s->inner, s->path, s->capacity);
+	if (tab_ready(s) != 0)
+		return RLG_ESTORE;
 	wb = rlg_xmalloc(sizeof *wb);
 	rc = tab_write_behind(s->t, s->inner, s->path, now_ms, wb, NULL);
 	free(wb);
@@ -896,6 +914,8 @@ tab_flush(struct tab_flusher *f, int64_t now_ms)
 
 	if (f->db == NULL)
 		return -1;
+	if (f->t != NULL && !tbl_retired(f->t) && !tbl_named_by(f->t, f->path))
+		tab_move(&f->t, f->db, f->path, f->capacity);
 	if (f->t == NULL || tbl_retired(f->t)) {
 		tbl_close(f->t);
 		f->t = tab_open_table(f->db, f->path, f->capacity, err,
@@ -904,6 +924,62 @@ tab_flush(struct tab_flusher *f, int64_t now_ms)
 			return -1;
 	}
 	return tab_write_behind(f->t, f->db, f->path, now_ms, f->wb, f);
+}
+
+/*
+ * The path no longer names the table *tp (deleted, replaced, or
+ * hidden by a file system mounted over its directory), so a process that
+ * opens it now, a worker or an rlgate --reset, would get another table,
+ * built from the database without what this one holds. The table the
+ * path names (built when there is none) takes this one's entries,
+ * unflushed, and this one is retired: every process that maps it opens
+ * the path again, and the next flush writes every state into the
+ * database. Under this table's flush lock and lock, so that it is
+ * carried once (a flusher of another process that maps it finds it
+ * retired) and no step decides on it meanwhile (tab_step checks
+ * retired under the lock). When the path's table cannot be had (a
+ * read-only file system), this one stays, and is tried again at the next
+ * flush.
+ */
+static void
+tab_move(struct tbl **tp, struct rlg_store *db, const char *path,
+    uint64_t capacity)
+{
+	char err[RLG_STORE_ERRMSG_MAX];
+	struct tbl *t = *tp, *nt;
+	uint64_t n = 0;
+	bool carried = false;
+
+	nt = tab_open_table(db, path, capacity, err, sizeof err);
+	if (nt == NULL)
+		return;
+	if (tbl_named_by(t, path) || tbl_flush_lock(t) != 0) {
+		tbl_close(nt);
+		return;
+	}
+	if (tbl_lock(t) == 0) {
+		if (!tbl_retired(t) && tbl_lock(nt) == 0) {
+			n = tbl_carry(nt, t);
+			tbl_unlock(nt);
+			tbl_retire(t);
+			carried = true;
+		}
+		tbl_unlock(t);
+	}
+	tbl_flush_unlock(t);
+	if (carried)
+		rlg_log("table %s: the path no longer names the table this"
+		    " process has open (deleted, replaced, or hidden by a file"
+		    " system mounted over its directory): its %llu states are"
+		    " carried into the table the path names, which every"
+		    " process uses from now on", path,
+		    (unsigned long long)n);
+	else if (!tbl_retired(t)) {
+		tbl_close(nt);          /* this one stays; again next flush */
+		return;
+	}
+	tbl_close(t);
+	*tp = nt;
 }
 
 /*

@@ -468,22 +468,25 @@ tbl_migrate(const char *path, int fd, const struct tbl_header *h,
 }
 
 /*
- * tbl_seed_fn of a resize: the old table's entries into t. An entry the
- * old file holds is read within bounds (its key's length, its policy's
- * slot and name); one that is not sound is left out.
+ * The sound entries of old into t (lock held, or t being built): each
+ * read within bounds (its key's length, its policy's slot and name; one
+ * that is not sound is left out), over t's own of the same key if any.
+ * keep: an entry keeps old's seq and flushed mark (a resize of the same
+ * database), else it is unflushed in t. The entries copied.
  */
-static int
-tbl_seed_from(void *ctx, struct tbl *t)
+static uint64_t
+tbl_copy_in(struct tbl *t, const struct tbl *old, bool keep)
 {
-	struct tbl_from *from = ctx;
-	const struct tbl_header *oh = from->old->h;
+	const struct tbl_header *oh = old->h;
 	const struct tbl_entry *o;
 	char client[TBL_CLIENT_MAX + 1], policy[TBL_POLICY_MAX + 1];
 	struct tbl_entry *e;
-	uint64_t i;
+	uint64_t i, n = 0, extent = oh->extent;
 
-	for (i = 0; i < oh->extent; i++) {
-		o = &from->old->entries[i];
+	if (extent > old->capacity)
+		extent = old->capacity;
+	for (i = 0; i < extent; i++) {
+		o = &old->entries[i];
 		if (!o->used || o->client_len > TBL_CLIENT_MAX ||
 		    o->policy >= TBL_POLICIES || !oh->policies[o->policy].used ||
 		    strnlen(oh->policies[o->policy].name, TBL_POLICY_MAX + 1) >
@@ -494,15 +497,43 @@ tbl_seed_from(void *ctx, struct tbl *t)
 		if (strlen(client) != o->client_len)
 			continue;
 		memcpy(policy, oh->policies[o->policy].name, sizeof policy);
-		if ((e = tbl_insert(t, policy, client, 0, 0)) == NULL)
+		policy[TBL_POLICY_MAX] = '\0';
+		if ((e = tbl_find(t, policy, client)) == NULL &&
+		    (e = tbl_insert(t, policy, client, 0, 0)) == NULL)
 			continue;
 		tbl_write(t, e, &o->st);
-		e->seq = o->seq;
-		e->flushed = from->same_db ? o->flushed : o->seq - 1;
+		if (keep) {
+			e->seq = o->seq;
+			e->flushed = o->flushed;
+		} else {
+			e->flushed = e->seq - 1;
+		}
 		tbl_commit(t);
-		from->copied++;
+		n++;
 	}
+	return n;
+}
+
+/* tbl_seed_fn of a resize: the old table's entries into t. */
+static int
+tbl_seed_from(void *ctx, struct tbl *t)
+{
+	struct tbl_from *from = ctx;
+
+	from->copied = tbl_copy_in(t, from->old, from->same_db);
 	return 0;
+}
+
+bool
+tbl_named_by(const struct tbl *t, const char *path)
+{
+	return t->fd < 0 || !tbl_moved(t->fd, path);
+}
+
+uint64_t
+tbl_carry(struct tbl *t, struct tbl *from)
+{
+	return tbl_copy_in(t, from, false);
 }
 
 int

@@ -208,6 +208,20 @@ void tbl_flush_unlock(struct tbl *t);
  */
 int tbl_rebind(struct tbl *t, const struct tbl_ident *id, const char *path);
 
+/*
+ * Whether path still names the table's file: false when it was deleted,
+ * replaced, or hidden (a file system mounted over its directory), and
+ * processes that open path now get another table.
+ */
+bool tbl_named_by(const struct tbl *t, const char *path);
+
+/*
+ * Copies every sound entry of from (a table the path no longer names)
+ * into t, over t's own of the same key, each unflushed so that t's next
+ * flush writes it. The caller holds both locks. The entries copied.
+ */
+uint64_t tbl_carry(struct tbl *t, struct tbl *from);
+
 /* Marks the table retired: every process opens the path again. */
 void tbl_retire(struct tbl *t);
 

@@ -41,6 +41,7 @@
 #include "config.h"
 #include "fixture.h"
 #include "metrics.h"
+#include "overrides.h"
 #include "store.h"
 #include "store_stats.h"
 #include "table.h"
@@ -1576,6 +1577,75 @@ START_TEST(test_database_gone_kept)
 }
 END_TEST
 
+/*
+ * The table file removed, or hidden (a file system mounted over its
+ * directory), while a store runs: the store's next flush carries its
+ * states into the table the path names, so a process that opens the path
+ * afterwards (another worker, an rlgate --reset) decides on the same
+ * counts, and its flush writes them all. Seen failing before: the running
+ * store went on with the file it had open, and a newcomer built another
+ * table from the database, without the states not yet flushed.
+ */
+START_TEST(test_table_moved_carried)
+{
+	struct rlg_store *s, *b;
+	char tfile[160], away[160];
+
+	s = behind_open();
+	ck_assert_int_eq(alternate(s, s, 6), 6);
+	ck_assert_int_eq(rlg_store_flush(s, NOW), RLG_OK);
+	rlg_store_table_path(dbpath, tfile, sizeof tfile);
+	snprintf(away, sizeof away, "%s/hidden-table", dir);
+	ck_assert_int_eq(rename(tfile, away), 0);
+	/* Decided before the move is noticed (or after: the flusher). */
+	ck_assert_int_eq(alternate(s, s, 1), 1);
+	ck_assert_int_eq(rlg_store_flush(s, NOW), RLG_OK);
+	ck_assert_int_eq(access(tfile, F_OK), 0);
+	ck_assert_int_eq(db_count("a", "x"), 7);
+	/* Decided after it, on the table the path names. */
+	ck_assert_int_eq(alternate(s, s, 1), 1);
+	b = behind_open();
+	ck_assert_int_eq(alternate(b, b, 5), 2);
+	ck_assert_int_eq(rlg_store_flush(b, NOW), RLG_OK);
+	ck_assert_int_eq(db_count("a", "x"), 10);
+	ck_assert_int_eq(alternate(s, s, 1), 0);
+	rlg_store_close(b);
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
+ * The overrides reader of a process reads override rows only: with
+ * commit = behind it opens the database itself, not a handle of the
+ * decision table (which would map the table, build it or bind it to the
+ * database, and hold the process's flusher, for nothing). Attached alone,
+ * it opens the database and makes no table file. Seen failing before:
+ * the reader's handle built the table.
+ */
+START_TEST(test_overrides_reader_no_table)
+{
+	struct rlg_overrides_view v;
+	struct rlg_config *cfg = NULL;
+	char text[512], tfile[160];
+	int n;
+
+	n = snprintf(text, sizeof text, "[store]\npath = %s\ncommit = behind"
+	    "\n[policy default]\nlimit = 3\nwindow = 60\n", dbpath);
+	ck_assert(n > 0 && (size_t)n < sizeof text);
+	ck_assert_int_eq(rlg_config_load_string(text, "t.conf", stderr, &cfg),
+	    0);
+	ck_assert_int_eq(cfg->store.sqlite.commit, RLG_COMMIT_BEHIND);
+	rlg_overrides_attach(&v, cfg);
+	ck_assert_ptr_nonnull(v.o);
+	rlg_store_table_path(dbpath, tfile, sizeof tfile);
+	ck_assert_int_eq(access(dbpath, F_OK), 0);
+	ck_assert_msg(access(tfile, F_OK) != 0, "%s made by the reader",
+	    tfile);
+	rlg_overrides_detach(&v);
+	rlg_config_free(cfg);
+}
+END_TEST
+
 /* A test case of s: its fixture, a timeout of 60 s, its tests. */
 static TCase *
 add_case(Suite *s, const char *name, void (*set)(void),
@@ -1616,7 +1686,8 @@ rlg_table_suite(void)
 	};
 	const TTest *const authority_behind[] = {
 		test_two_configs_one_table, test_reload_keeps_counts,
-		test_database_gone_kept,
+		test_database_gone_kept, test_table_moved_carried,
+		test_overrides_reader_no_table,
 	};
 	Suite *s = suite_create("table");
 	TCase *tc;
