@@ -37,7 +37,7 @@
 #include "config.h"
 #include "config_priv.h"
 #include "ini.h"
-#include "request.h"
+#include "path.h"
 #include "util.h"
 
 #define RLG_NSCOPES (1 + RLG_POLICIES_MAX + RLG_ROUTES_MAX)
@@ -701,7 +701,7 @@ rlg_route_cost_check(struct rlg_parse *p, const struct rlg_route *r,
 
 /*
  * With path_match = normalized, the spelling of a route's path that
- * requests are compared with (rlg_request_route_path; an exact route's
+ * requests are compared with (rlg_path_route; an exact route's
  * without its trailing '/'). A ';' in such a path is reported at its
  * line: requests' ";params" are dropped, so it could never match.
  */
@@ -724,10 +724,10 @@ rlg_route_match_path(struct rlg_parse *p, struct rlg_route *r,
 	}
 	len = strlen(r->path) + 1;
 	r->match_path = rlg_xmalloc(len);
-	if (rlg_request_route_path(r->path, r->match_path, len) != RLG_OK)
+	if (rlg_path_route(r->path, r->match_path, len) != RLG_OK)
 		r->match_path[0] = '\0';
 	if (!r->prefix)
-		rlg_request_route_slash(r->match_path);
+		rlg_path_route_slash(r->match_path);
 }
 
 /*

@@ -179,7 +179,7 @@ enum rlg_log_format {
 /*
  * How a route compares a request's path (path_match): normalized, the
  * default, takes the spellings common backends serve as one resource
- * (rlg_request_route_path: case, one trailing slash, ";params"); bytes
+ * (rlg_path_route: case, one trailing slash, ";params"); bytes
  * takes the decoded path byte for byte, for a strict backend.
  */
 enum rlg_path_match {
@@ -192,7 +192,7 @@ struct rlg_route {
 	char *path;                /* as configured, without a trailing '*' */
 	bool prefix;               /* path ended in '*': a prefix match */
 	enum rlg_path_match path_match;
-	/* normalized: path as rlg_request_route_path spells it (an exact
+	/* normalized: path as rlg_path_route spells it (an exact
 	 * route's without its trailing '/'); NULL with bytes */
 	char *match_path;
 	char **methods;            /* nmethods method names; 0: any method */

@@ -24,6 +24,7 @@
 
 #include "admin.h"
 #include "gate.h"
+#include "path.h"
 #include "util.h"
 
 /* The bytes of a path a log line shows at most (then "..."). */
@@ -195,7 +196,7 @@ endpoint(const struct rlg_request *r)
  * The first [route] whose path and method match decides the policies; a
  * request no route matches gets the default policies (every policy when
  * there are no routes). NULL: no route matched. A route with path_match
- * = normalized compares the request's path as rlg_request_route_path
+ * = normalized compares the request's path as rlg_path_route
  * spells it, one trailing slash aside (a prefix "/a/" takes "/a" too),
  * so the spellings a backend serves as the route's resource count under
  * it; bytes compares the decoded path. A route that lists GET takes HEAD
@@ -218,10 +219,10 @@ match_route(const struct rlg_config *cfg, const struct rlg_request *r)
 
 		if (rt->match_path != NULL) {
 			if (!have_norm) {
-				if (rlg_request_route_path(r->path, norm,
+				if (rlg_path_route(r->path, norm,
 				    sizeof norm) != RLG_OK)
 					norm[0] = '\0';
-				rlg_request_route_slash(norm);
+				rlg_path_route_slash(norm);
 				have_norm = true;
 			}
 			path = norm;

@@ -47,6 +47,7 @@
 #include <sodium.h>
 
 #include "net.h"
+#include "path.h"
 #include "request.h"
 #include "util.h"
 
@@ -105,7 +106,6 @@ static const char *described(char *const *envp, enum rlg_role role,
 static bool is_tchar(int c);
 static const char *skip_ows(const char *p);
 static const char *absolute_form_path(const char *uri);
-static void normalize_path(char *path);
 static bool dot_params(const char *path);
 static void hops_push(struct fwd_hops *hs, const char *s, size_t len,
     bool quoted, bool bad);
@@ -253,7 +253,7 @@ rlg_request_decode_path(const char *uri, char *out, size_t outlen)
 		out[n++] = (char)c;
 	}
 	out[n] = '\0';
-	normalize_path(out);
+	rlg_path_normalize(out);
 	if (dot_params(out))
 		goto bad;
 	return RLG_OK;
@@ -280,95 +280,6 @@ dot_params(const char *path)
 			return true;
 	}
 	return false;
-}
-
-int
-rlg_request_route_path(const char *path, char *out, size_t outlen)
-{
-	size_t n = 0;
-	const char *p;
-	bool params = false;
-
-	if (outlen < 2) {
-		if (outlen > 0)
-			out[0] = '\0';
-		return RLG_ENOSPC;
-	}
-	for (p = path; *p != '\0'; p++) {
-		if (*p == '/')
-			params = false;
-		else if (*p == ';')
-			params = true;
-		if (params)
-			continue;
-		if (n + 1 >= outlen) {
-			out[0] = '\0';
-			return RLG_ENOSPC;
-		}
-		/* ASCII only, whatever the locale */
-		out[n++] = *p >= 'A' && *p <= 'Z' ? (char)(*p - 'A' + 'a') : *p;
-	}
-	out[n] = '\0';
-	if (out[0] != '/') {
-		/* Not a decoded path: matches no normalised route. */
-		out[0] = '\0';
-		return RLG_OK;
-	}
-	normalize_path(out);
-	return RLG_OK;
-}
-
-void
-rlg_request_route_slash(char *path)
-{
-	size_t len = strlen(path);
-
-	if (len > 1 && path[len - 1] == '/')
-		path[len - 1] = '\0';
-}
-
-/*
- * Rewrites an absolute path in place as the server resolves it: repeated
- * slashes merged, "." segments dropped, each ".." removing the segment
- * before it (never above the root), as RFC 3986 section 5.2.4 removes dot
- * segments; a path that ends in a dot segment or a slash ends in '/'.
- * The result is never longer than the input.
- */
-static void
-normalize_path(char *path)
-{
-	char *in = path, *out = path, *seg;
-	size_t len;
-
-	/* out always ends in '/' between segments: "/", "/a/", ... */
-	*out++ = '/';
-	for (;;) {
-		while (*in == '/')
-			in++;
-		if (*in == '\0')
-			break;
-		seg = in;
-		len = strcspn(seg, "/");
-		in = seg + len;
-		if (len == 1 && seg[0] == '.')
-			continue;
-		if (len == 2 && seg[0] == '.' && seg[1] == '.') {
-			if (out - path > 1) {
-				out--;
-				while (out[-1] != '/')
-					out--;
-			}
-			continue;
-		}
-		memmove(out, seg, len);
-		out += len;
-		if (*in == '\0') {
-			*out = '\0';
-			return;         /* a last segment without '/' */
-		}
-		*out++ = '/';
-	}
-	*out = '\0';
 }
 
 static enum rlg_method
@@ -800,7 +711,7 @@ parse_path(struct rlg_request *r, char *const *envp, const char *uri)
 		r->path_ok = r->path[0] == '/' && n > 0 &&
 		    (size_t)n < sizeof r->path;
 		if (r->path_ok)
-			normalize_path(r->path);
+			rlg_path_normalize(r->path);
 	}
 	if (!r->path_ok) {
 		r->path[0] = '\0';

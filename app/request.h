@@ -189,21 +189,6 @@ int rlg_request_policy_key(const struct rlg_request *r,
 int rlg_request_decode_path(const char *uri, char *out, size_t outlen);
 
 /*
- * The spelling of a decoded path (rlg_request_decode_path's) that routes
- * with path_match = normalized compare, into out (outlen bytes; the
- * result is never longer than path): ASCII letters in lower case (Express
- * and Caddy match without case), each segment's ";params" dropped (Tomcat
- * and Spring drop them; a ';' sent as %3B too: rlgate sees the path
- * decoded, and counting more is the safe direction), then repeated
- * slashes merged again. A trailing '/' stays; rlg_request_route_slash
- * drops it. Returns RLG_OK, or RLG_ENOSPC when out is too small.
- */
-int rlg_request_route_path(const char *path, char *out, size_t outlen);
-
-/* Drops one trailing '/' of path (not the root's): "/a/" is "/a". */
-void rlg_request_route_slash(char *path);
-
-/*
  * What one request of route rt costs its policies, in *cost: rt's fixed
  * cost (1 with rt NULL: no route); with a header cost (rt->cost_header),
  * the header's value when r's peer is trusted (r->trusted: a peer in

@@ -12,6 +12,7 @@
 
 #include "check_rlgate.h"
 #include "fixture.h"
+#include "path.h"
 #include "request.h"
 #include "util.h"
 
@@ -1049,7 +1050,7 @@ END_TEST
 /*
  * The spelling normalised routes compare: ASCII case folded, each
  * segment's ";params" dropped (a decoded %3B's too), slashes merged
- * again, the trailing '/' kept for rlg_request_route_slash; bounded by
+ * again, the trailing '/' kept for rlg_path_route_slash; bounded by
  * out. A dot segment with params is no path (decode_path refuses it).
  */
 START_TEST(test_route_path)
@@ -1069,30 +1070,30 @@ START_TEST(test_route_path)
 	size_t i;
 
 	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		ck_assert_int_eq(rlg_request_route_path(cases[i][0], out,
+		ck_assert_int_eq(rlg_path_route(cases[i][0], out,
 		    sizeof out), RLG_OK);
 		ck_assert_str_eq(out, cases[i][1]);
 	}
 	/* the decoded path of %3B: a ';' like any other */
 	ck_assert_int_eq(rlg_request_decode_path("/api/search%3Bx", out,
 	    sizeof out), RLG_OK);
-	ck_assert_int_eq(rlg_request_route_path(out, out, sizeof out),
+	ck_assert_int_eq(rlg_path_route(out, out, sizeof out),
 	    RLG_OK);
 	ck_assert_str_eq(out, "/api/search");
-	ck_assert_int_eq(rlg_request_route_path("/12345678", small,
+	ck_assert_int_eq(rlg_path_route("/12345678", small,
 	    sizeof small), RLG_ENOSPC);
 	ck_assert_str_eq(small, "");
-	ck_assert_int_eq(rlg_request_route_path("/1234;5678", small,
+	ck_assert_int_eq(rlg_path_route("/1234;5678", small,
 	    sizeof small), RLG_OK);
 	ck_assert_str_eq(small, "/1234");
-	ck_assert_int_eq(rlg_request_route_path("/", small, 1), RLG_ENOSPC);
-	rlg_request_route_slash(out);
+	ck_assert_int_eq(rlg_path_route("/", small, 1), RLG_ENOSPC);
+	rlg_path_route_slash(out);
 	ck_assert_str_eq(out, "/api/search");
 	memcpy(out, "/a/", 4);
-	rlg_request_route_slash(out);
+	rlg_path_route_slash(out);
 	ck_assert_str_eq(out, "/a");
 	memcpy(out, "/", 2);
-	rlg_request_route_slash(out);
+	rlg_path_route_slash(out);
 	ck_assert_str_eq(out, "/");
 	/* "..;" is the parent to Tomcat, a name elsewhere: refused */
 	ck_assert_int_eq(rlg_request_decode_path("/a/..;/b", out,
