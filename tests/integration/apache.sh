@@ -27,16 +27,13 @@ url="$base/api/v1/resources"
 # shellcheck disable=SC2317  # called through in_one_window
 first_window() {
 	local i
-	keep r1 "$url"
-	keep r2 "$url?x=1"
-	keep r3 "$url"
-	keep r4 "$url"
-	keep r5 "$url"
-	keep r6 "$url"
-	keep r7 "$url?x=2"
+	local -a c2=()
+	keep_many 127.0.0.1 r1 "$url" r2 "$url?x=1" r3 "$url" r4 "$url" r5 "$url" \
+	    r6 "$url" r7 "$url?x=2"
 	for i in $(seq 1 $((LIMIT + 1))); do
-		keep "c2-$i" --interface 127.0.0.2 "$url"
+		c2+=("c2-$i")
 	done
+	keep_burst 127.0.0.2 "${c2[@]}"
 }
 in_one_window $WINDOW first_window
 ok $? "the first $((2 * LIMIT + 3)) requests fit in one $WINDOW s window"

@@ -354,33 +354,48 @@ recall() {
 	BODY=$(cat "$T/keep.$1.body")
 }
 
-# keep_burst CLIENT NAME...: like keep, one request to $url per NAME from
-# CLIENT, sent back to back by one curl process over one connection (no
-# process start between them: on a loaded machine that is what takes time).
-keep_burst() {
+# keep_many CLIENT NAME URL [NAME URL]...: like keep, one request per NAME
+# to its URL from CLIENT, sent back to back by one curl process over one
+# connection (no process start between them: on a loaded machine that is
+# what takes time).
+keep_many() {
 	local cl=$1 n i=0
-	local -a args=()
+	local -a args=() names=()
 	shift
-	for n in "$@"; do
+	while [ $# -ge 2 ]; do
+		n=$1
 		[ $i -gt 0 ] && args+=(--next)
 		args+=(-sS --max-time "$CURL_MAX_TIME" --interface "$cl"
-		    -D "$T/keep.$n.headers" -o "$T/keep.$n.body" -w '%{http_code}\n' "$url")
+		    -D "$T/keep.$n.headers" -o "$T/keep.$n.body" -w '%{http_code}\n' "$2")
 		: >"$T/keep.$n.headers"
 		: >"$T/keep.$n.body"
+		names+=("$n")
 		i=$((i + 1))
+		shift 2
 	done
 	curl "${args[@]}" >"$T/burst.codes" 2>"$T/burst.err" ||
-		diag "curl burst $*: $(head -3 "$T/burst.err")"
+		diag "curl burst ${names[*]}: $(head -3 "$T/burst.err")"
 	i=1
-	for n in "$@"; do
+	for n in "${names[@]}"; do
 		STATUS=$(sed -n "${i}p" "$T/burst.codes")
 		echo "${STATUS:-000}" >"$T/keep.$n.status"
 		i=$((i + 1))
 	done
 }
 
+# keep_burst CLIENT NAME...: keep_many, every request to $url.
+keep_burst() {
+	local cl=$1 n
+	local -a pairs=()
+	shift
+	for n in "$@"; do
+		pairs+=("$n" "$url")
+	done
+	keep_many "$cl" "${pairs[@]}"
+}
+
 # in_one_window SECONDS CMD [ARGS...]: waits for the start of a window, runs
-# CMD (requests only, kept with keep), and if CMD did not finish inside the
+# CMD (requests kept with keep, and what must happen between them), and if CMD did not finish inside the
 # window it started in (a slow machine), runs it again in the next one: a
 # fixed window starts every count afresh. Up to 5 tries (a loaded machine
 # can take a few); fails after that.

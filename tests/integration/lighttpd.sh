@@ -37,14 +37,9 @@ like "$BODY" 'rlgate' "the seed's page is rlgate's"
 # one window are sent first and checked afterwards.
 # shellcheck disable=SC2317  # called through in_one_window
 first_window() {
-	keep r1 "$url"
-	keep r2 "$url"
 	# query strings are ignored for routing, and counted
-	keep r3 "$url?x=1"
-	keep r4 "$url?page=2&sort=desc"
-	keep r5 "$url"
-	keep r6 "$url"
-	keep r7 "$url?x=2"
+	keep_many 127.0.0.1 r1 "$url" r2 "$url" r3 "$url?x=1" r4 "$url?page=2&sort=desc" \
+	    r5 "$url" r6 "$url" r7 "$url?x=2"
 }
 in_one_window $WINDOW first_window
 ok $? "the first $((LIMIT + 2)) requests fit in one $WINDOW s window"
@@ -65,14 +60,17 @@ is "$STATUS" 405 "DELETE: 405"
 # --- the window resets; distinct clients each get their own quota
 # shellcheck disable=SC2317  # called through in_one_window
 second_window() {
-	keep reset "$url"
 	local c i
+	local -a names
+	keep_many 127.0.0.1 reset "$url"
 	for c in 127.0.0.2 127.0.0.3; do
+		names=()
 		for i in $(seq 1 $((LIMIT + 1))); do
-			keep "$c-$i" --interface "$c" "$url"
+			names+=("$c-$i")
 		done
+		keep_burst "$c" "${names[@]}"
 	done
-	keep again "$url"
+	keep_many 127.0.0.1 again "$url"
 }
 in_one_window $WINDOW second_window
 ok $? "the next $((2 * LIMIT + 4)) requests fit in one $WINDOW s window"
