@@ -4,18 +4,24 @@
 #      lighttpd, Apache, spawn-fcgi and SQLite;
 #   2. the same again in a build with -fsanitize=address,undefined;
 #   3. the fuzzers (request parsing, config, responses; libFuzzer, clang)
-#      for a bounded time
-#      (FUZZ_SECONDS, default 60);
-#   4. make distcheck (the tarball builds and passes its tests);
-#   5. the Debian package (tests/package.sh, root only): built, lintian,
-#      installed with dpkg -i, serving through lighttpd, purged;
-#   6. lint: cppcheck and clang-tidy over app/*.c (scripts/lint.sh), one
-#      result per tool.
+#      for a bounded time (FUZZ_SECONDS, default 60);
+#   4. make distcheck-ci: the tarball holds every tracked file, builds,
+#      installs, uninstalls and passes its unit tests and the integration
+#      tests of what it ships (the whole suite ran in 1 on the same files);
+#   5. lint: cppcheck and clang-tidy over app/*.c (scripts/lint.sh), one
+#      result per tool;
+#   6. the Debian package (tests/package.sh, root only): built, lintian,
+#      installed with dpkg -i, serving through lighttpd, purged.
+# The builds of 1 and 2 come first, one after the other; then 1, 2 and 3-6
+# run at once, three streams, each into its own log (_build/stream-*.log)
+# shown in order once all have ended: the tests mostly wait (servers
+# starting, windows passing, soaks pacing their load), so the run takes
+# the time of the longest stream, not the sum.
 # Ends with one line "N passed, N failed" counting every test that ran, and
 # exits non-zero if any failed.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top"
+cd "$top" || exit 1
 
 bash scripts/deps.sh || { echo "test.sh: installing dependencies failed"; echo "0 passed, 1 failed"; exit 1; }
 
@@ -28,93 +34,125 @@ tally() {   # tally BUILDDIR: add up the automake .trs results
 	echo "test.sh: $1: $p passed, $f failed, $s skipped"
 	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 }
-run_suite() {   # run_suite NAME [configure options]: build, make check, tally
-	local name=$1 dir
-	shift
-	echo "=== $name build: make check ==="
-	if ! dir=$(bash scripts/build.sh "$name" "$@"); then
-		echo "test.sh: $name build failed"
-		failed=$((failed + 1))
-		return
-	fi
+# check_suite DIR: make check in DIR (a failing test's log is shown); the
+# results are in DIR's .trs files. Fails only when no result came out at
+# all (counted as one failure).
+check_suite() {
+	local dir=$1 log
 	rm -f "$dir"/tests/*.trs "$dir"/tests/*/*.trs
 	if ! make -C "$dir" check; then
 		for log in "$dir"/tests/*.log "$dir"/tests/*/*.log; do
 			[ -f "$log" ] && grep -qE '^(not ok|Bail out)|^# (FAIL|ERROR)' "$log" && { echo "--- $log"; tail -n 40 "$log"; }
 		done
-		[ -z "$(ls "$dir"/tests/*.trs "$dir"/tests/*/*.trs 2>/dev/null)" ] && failed=$((failed + 1))
+		[ -z "$(ls "$dir"/tests/*.trs "$dir"/tests/*/*.trs 2>/dev/null)" ] && return 1
 	fi
-	tally "$dir"
+	return 0
 }
 
-# The two soaks (sustained.sh, sustained_each.sh) hold their load for 90 s
-# here, not their own 150: CI's whole run must stay under 45 minutes, and
-# make soak runs them for 30 minutes.
-SUSTAINED_SECONDS=90 run_suite normal
-# The sanitizer build floods the store with 200,000 keys, not 1,000,000:
-# the same code paths, a fifth of the time.
-FLOOD_KEYS=200000 run_suite asan --enable-sanitizers
-
-echo "=== fuzz: request, config, response, ${FUZZ_SECONDS:-60} s in all ==="
-if bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}" >_build/fuzz.log 2>&1; then
-	tail -n 1 _build/fuzz.log
-	passed=$((passed + 1))
-else
-	tail -n 40 _build/fuzz.log
-	echo "test.sh: the fuzzer failed (full log: _build/fuzz.log)"
-	failed=$((failed + 1))
-fi
-
-echo "=== make distcheck ==="
-# The tarball's tests flood with 200,000 keys and sustain the load for 45 s
-# (as the sanitizer build does): the 1,000,000 keys and the 150 s ran above,
-# and the tarball is checked for what it holds, not for the soak again.
-# RLGATE_DISTCHECK: install.sh leaves the install to distcheck's own.
-if FLOOD_KEYS=200000 SUSTAINED_SECONDS=45 RLGATE_DISTCHECK=1 \
-    make -C _build/normal distcheck >_build/distcheck.log 2>&1; then
-	echo "test.sh: make distcheck passed"
-	passed=$((passed + 1))
-else
-	tail -n 60 _build/distcheck.log
-	echo "test.sh: make distcheck failed (full log: _build/distcheck.log)"
-	failed=$((failed + 1))
-fi
-
-echo "=== Debian package: build, lintian, install, serve, purge ==="
-mkdir -p _build
-RLGATE_SRCDIR="$top" timeout 1800 bash tests/package.sh >_build/package.log 2>&1
-pkg_ok=$(grep -c '^ok ' _build/package.log)
-pkg_bad=$(grep -c '^not ok ' _build/package.log)
-if grep -q '^1\.\.0 # SKIP' _build/package.log; then
-	grep '^1\.\.0 # SKIP' _build/package.log
-	skipped=$((skipped + 1))
-else
-	if grep -q '^Bail out!' _build/package.log || ! grep -q '^1\.\.[0-9]' _build/package.log; then
-		pkg_bad=$((pkg_bad + 1))
+# step NAME LOG CMD...: one counted step of stream 3: CMD's output into
+# LOG; "step NAME: ok" or "step NAME: failed" (with LOG's tail) for the
+# tally.
+step() {
+	local name=$1 log=$2
+	shift 2
+	if "$@" >"$log" 2>&1; then
+		echo "step $name: ok"
+	else
+		tail -n 60 "$log"
+		echo "test.sh: $name failed (full log: $log)"
+		echo "step $name: failed"
 	fi
-	if [ "$pkg_bad" -gt 0 ]; then
+}
+
+# counted LOG: the ok / not ok lines of a TAP log that is not automake's
+# (lint, package), as "PASSED FAILED SKIPPED".
+counted() {
+	local ok bad skip=0
+	ok=$(grep -c '^ok ' "$1")
+	bad=$(grep -c '^not ok ' "$1")
+	grep -q '^1\.\.0 # SKIP' "$1" && skip=1
+	echo "$ok $bad $skip"
+}
+
+# distcheck_ci: the tarball's build directory, then make distcheck-ci in it.
+# RLGATE_DISTCHECK: install.sh leaves the install to distcheck's own.
+distcheck_ci() {
+	local dir
+	dir=$(bash scripts/build.sh dist) && RLGATE_DISTCHECK=1 make -C "$dir" distcheck-ci
+}
+
+mkdir -p _build
+declare -A dirs
+for name in normal asan; do
+	opts=()
+	[ "$name" = asan ] && opts=(--enable-sanitizers)
+	echo "=== $name build ==="
+	if ! dirs[$name]=$(bash scripts/build.sh "$name" "${opts[@]}"); then
+		echo "test.sh: $name build failed"
+		echo "$passed passed, $((failed + 1)) failed"
+		exit 1
+	fi
+done
+
+# Stream 1. The two soaks (sustained.sh, sustained_each.sh) hold their load
+# for 90 s here, not their own 150 (make soak runs them for 30 minutes).
+rm -f _build/stream-*.log _build/lint.log _build/package.log
+declare -A pids
+SUSTAINED_SECONDS=90 check_suite "${dirs[normal]}" >_build/stream-normal.log 2>&1 &
+pids[normal]=$!
+# Stream 2. The sanitizer build floods the store with 200,000 keys, not
+# 1,000,000: the same code paths, a fifth of the time.
+FLOOD_KEYS=200000 check_suite "${dirs[asan]}" >_build/stream-asan.log 2>&1 &
+pids[asan]=$!
+# Stream 3: the fuzzers, the tarball (in a build directory of its own:
+# distcheck writes in its tree while the others test), lint, the package.
+(
+	echo "=== fuzz: request, config, response, ${FUZZ_SECONDS:-60} s in all ==="
+	step fuzz _build/fuzz.log bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
+	tail -n 1 _build/fuzz.log
+	echo "=== make distcheck-ci ==="
+	step distcheck _build/distcheck.log distcheck_ci
+	echo "=== lint: cppcheck, clang-tidy ==="
+	bash scripts/lint.sh >_build/lint.log 2>&1
+	lint_rc=$?
+	grep -E '^(not )?ok ' _build/lint.log
+	if [ "$lint_rc" -ne 0 ] || [ "$(grep -c '^ok ' _build/lint.log)" -eq 0 ]; then
+		tail -n 60 _build/lint.log
+		echo "test.sh: lint failed (full log: _build/lint.log)"
+		# It failed without saying which tool: count the step once.
+		grep -q '^not ok ' _build/lint.log || echo "step lint: failed"
+	fi
+	echo "=== Debian package: build, lintian, install, serve, purge ==="
+	RLGATE_SRCDIR="$top" timeout 1800 bash tests/package.sh >_build/package.log 2>&1
+	read -r ok bad skip <<<"$(counted _build/package.log)"
+	if [ "$skip" -eq 1 ]; then
+		grep '^1\.\.0 # SKIP' _build/package.log
+	elif [ "$bad" -gt 0 ] || grep -q '^Bail out!' _build/package.log ||
+	    ! grep -q '^1\.\.[0-9]' _build/package.log; then
 		tail -n 40 _build/package.log
 		echo "test.sh: the package test failed (full log: _build/package.log)"
+		[ "$bad" -eq 0 ] && echo "step package: failed"
 	fi
-	echo "test.sh: package: $pkg_ok passed, $pkg_bad failed"
-fi
-passed=$((passed + pkg_ok)) failed=$((failed + pkg_bad))
+	echo "test.sh: package: $ok passed, $bad failed"
+) >_build/stream-rest.log 2>&1 &
+pid_rest=$!
 
-echo "=== lint: cppcheck, clang-tidy ==="
-mkdir -p _build
-bash scripts/lint.sh >_build/lint.log 2>&1
-lint_rc=$?
-lint_ok=$(grep -c '^ok ' _build/lint.log)
-lint_bad=$(grep -c '^not ok ' _build/lint.log)
-if [ "$lint_rc" -eq 0 ] && [ "$lint_bad" -eq 0 ] && [ "$lint_ok" -gt 0 ]; then
-	grep -E '^(not )?ok ' _build/lint.log
-else
-	tail -n 60 _build/lint.log
-	# It failed without saying which tool: count the step once.
-	[ "$lint_bad" -eq 0 ] && lint_bad=1
-	echo "test.sh: lint failed (full log: _build/lint.log)"
-fi
-passed=$((passed + lint_ok)) failed=$((failed + lint_bad))
+for name in normal asan; do
+	wait "${pids[$name]}"
+	rc=$?
+	echo "=== $name build: make check ==="
+	cat "_build/stream-$name.log"
+	[ "$rc" -ne 0 ] && failed=$((failed + 1))
+	tally "${dirs[$name]}"
+done
+wait "$pid_rest"
+cat _build/stream-rest.log
+passed=$((passed + $(grep -c '^step .*: ok$' _build/stream-rest.log)))
+failed=$((failed + $(grep -c '^step .*: failed$' _build/stream-rest.log)))
+for log in _build/lint.log _build/package.log; do
+	read -r ok bad skip <<<"$(counted "$log")"
+	passed=$((passed + ok)) failed=$((failed + bad)) skipped=$((skipped + skip))
+done
 
 if [ "$skipped" -gt 0 ]; then
 	echo "$passed passed, $failed failed, $skipped skipped"
