@@ -26,6 +26,7 @@
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
 
 setup_test lighttpd spawn-fcgi sqlite3 curl
+timing_sensitive
 
 make_rundir
 
@@ -75,7 +76,8 @@ sleep_until() {
 	sleep_ms $(($1 - $(now_ms)))
 }
 
-# attempts FN [N]: runs FN 1, FN 2, ... FN N (default 3) until one returns 0. FN sends the
+# attempts FN [N]: runs FN 1, FN 2, ... FN N (default 3; at most 9: each try
+# has its own client address in a block of 10) until one returns 0. FN sends the
 # requests of one timing-sensitive run (from its own client address per
 # try) and fails, setting WHY, if they were too slow for a deterministic
 # answer; the run is then repeated from scratch.
@@ -197,7 +199,7 @@ sw_try() {
 	keep sw8 --interface "$CL" "$url"
 	return 0
 }
-attempts sw_try
+attempts sw_try 9
 ok $? "sliding_window: the runs fit their timing"
 is "$(codes sw1 sw2 sw3 sw4 sw5)" "200:3 200:2 200:1 200:0 429:0" \
     "sliding_window: 4 x 200 (Remaining 3..0), then 429"
@@ -238,7 +240,7 @@ tb_try() {
 	keep_burst "$CL" tb4 tb5
 	in_time $((TB_T0 + 1000)) "the 5th returned 1000 ms or more after the 1st was sent"
 }
-attempts tb_try 5
+attempts tb_try 9
 ok $? "token_bucket: the runs fit their timing"
 is "$(codes tb1 tb2 tb3)" "200:1 200:0 429:0" \
     "token_bucket: a full bucket: 2 x 200 (Remaining 1, 0), then 429"
@@ -304,7 +306,7 @@ sl_try() {
 	SL_STATE7=$(client_sql "SELECT count FROM rlg_state WHERE client = :c")
 	return 0
 }
-attempts sl_try
+attempts sl_try 9
 ok $? "sliding_log: the runs fit their timing"
 is "$(codes sl1 sl2 sl3 sl4)" "200:2 200:1 200:0 429:0" \
     "sliding_log: 3 x 200 ~300 ms apart (Remaining 2, 1, 0), then 429"
@@ -432,7 +434,7 @@ mp_try() {
 	MP_A1=$T_BACK
 	in_time $((MP_T0 + 500)) "3 requests took 500 ms or more"
 }
-attempts mp_try 5
+attempts mp_try 9
 ok $? "two policies: 3 quick requests fit in 500 ms"
 is "$(codes m1 m2 m3)" "200:1 200:0 429:0" "two policies: 200, 200, 429 (fast's burst of 2 used up)"
 is "$(client_sql "SELECT policy, count FROM rlg_state WHERE client = :c ORDER BY policy")" \
@@ -539,7 +541,7 @@ limit = 5
 window = 3600
 EOF
 	use_rlgate "st-$style" 1 --threads 2
-	attempts st_try 5
+	attempts st_try 9
 	ok $? "$style: 3 requests fit in 1 s"
 	recall s1
 	s1_hdrs=$(rl_headers)

@@ -233,6 +233,26 @@ make_tmpdir() {
 	[ -x "$d" ] || bail_out "$d is not traversable"
 }
 
+# timing_sensitive: for a script whose checks need requests answered within
+# a few hundred milliseconds (it retries a run that was too slow, up to a
+# bound). scripts/test.sh runs three test streams at once on a machine
+# that may have 2 cores: as root, this script and everything it starts
+# afterwards (the servers, every curl) run at nice -10, so the other
+# streams' loads do not take its milliseconds. A no-op for other users.
+timing_sensitive() {
+	[ "$(id -u)" -eq 0 ] && renice -n -10 -p $$ >/dev/null 2>&1
+	return 0
+}
+
+# cpu_bound: for a soak whose checks are about bounds, not time (WAL size,
+# RSS, exact counts): it and everything it starts afterwards run at nice
+# 10, so that the streams scripts/test.sh runs beside it keep their
+# milliseconds.
+cpu_bound() {
+	renice -n 10 -p $$ >/dev/null 2>&1
+	return 0
+}
+
 # setup_test CMD...: the start of a script: bails out unless every CMD and
 # the rlgate binary exist, then make_tmpdir.
 setup_test() {

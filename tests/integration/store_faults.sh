@@ -24,8 +24,8 @@
 # The read-only file system: Linux refuses `mount -o remount,ro` of a file
 # system on which a process holds files open for writing (EBUSY), and
 # rlgate keeps its database, -wal and -shm open between requests. So the
-# fault is made the way rlgate meets it: a tmpfs holding a copy of the
-# database is mounted over the directory and remounted read-only; rlgate
+# fault is made the way rlgate meets it: a read-only tmpfs holding a copy
+# of the database is mounted over the directory (mount_ro_copy); rlgate
 # notices within 1 s that the path names another file, reopens it, and finds
 # it read-only. `mount -o remount,rw` of that tmpfs ends the fault.
 : "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
@@ -56,6 +56,21 @@ mount_tmpfs() {
 		return 1
 	MOUNTS+=("$1")
 	chmod 755 "$1"
+}
+
+# mount_ro_copy DIR SIZE FILE: a read-only tmpfs holding a copy of FILE as
+# $db, mounted over DIR. It is filled and made read-only aside and only then
+# bound over DIR: rlgate reopens the path as soon as it names another file
+# (a worker, the flusher, the overrides reader), and a file it holds open
+# for writing would make the remount fail (EBUSY).
+mount_ro_copy() {
+	local stage
+	stage="$T/stage-${#MOUNTS[@]}"
+	mount_tmpfs "$stage" "$2" || return 1
+	cp "$3" "$stage/$(basename "$db")" 2>"$T/mount.err" || return 1
+	mount -o remount,ro "$stage" 2>"$T/mount.err" || return 1
+	mount --bind "$stage" "$1" 2>"$T/mount.err" || return 1
+	MOUNTS+=("$1")
 }
 
 # unmount_all: unmounts every tmpfs made here, the last one first, every
@@ -291,9 +306,7 @@ fi
 
 # a copy of the database on a tmpfs over the directory, made read-only
 sql "$db" "VACUUM INTO '$T/ro-copy.db'" || bail_out "VACUUM INTO failed"
-mount_tmpfs "$dir" 16m || bail_out "mount tmpfs over $dir failed: $(cat "$T/mount.err")"
-cp "$T/ro-copy.db" "$db" || bail_out "cp failed"
-mount -o remount,ro "$dir" || bail_out "mount -o remount,ro $dir failed"
+mount_ro_copy "$dir" 16m "$T/ro-copy.db" || bail_out "a read-only tmpfs over $dir: $(cat "$T/mount.err")"
 ( : >"$dir/probe" ) 2>/dev/null && bail_out "$dir is still writable"
 fault ro "read-only fs" '(read-only|Read-only|READONLY)' reopened 1 1 2 3 1
 health_is 503 "read-only fs" '(read-only|readonly|READONLY)'
@@ -437,9 +450,7 @@ part behind behind 16m closed
 ok $? "behind: the table beside the database"
 serve 3 1
 sql_flushed "$T/behind.conf" "$db" "VACUUM INTO '$T/behind-copy.db'" || bail_out "VACUUM INTO failed"
-mount_tmpfs "$dir" 16m || bail_out "mount tmpfs over $dir failed: $(cat "$T/mount.err")"
-cp "$T/behind-copy.db" "$db" || bail_out "cp failed"
-mount -o remount,ro "$dir" || bail_out "mount -o remount,ro $dir failed"
+mount_ro_copy "$dir" 16m "$T/behind-copy.db" || bail_out "a read-only tmpfs over $dir: $(cat "$T/mount.err")"
 OFF=$(log_size behind)
 behind_fault behind "read-only fs" '(read-only|READONLY)' 1 1 2 3 1
 # decided from the table, but what it cannot write behind is at risk

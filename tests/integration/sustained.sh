@@ -35,6 +35,7 @@
 
 setup_test lighttpd spawn-fcgi sqlite3 curl
 need_loadgen
+cpu_bound
 
 asan=0
 nm -D "$RLGATE_BIN" 2>/dev/null | grep -q __asan_init && asan=1
