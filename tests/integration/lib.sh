@@ -235,7 +235,7 @@ make_tmpdir() {
 
 # timing_sensitive: for a script whose checks need requests answered within
 # a few hundred milliseconds (it retries a run that was too slow, up to a
-# bound). scripts/test.sh runs three test streams at once on a machine
+# bound), or a load to run while a page samples it. scripts/test.sh runs three test streams at once on a machine
 # that may have 2 cores: as root, this script and everything it starts
 # afterwards (the servers, every curl) run at nice -10, so the other
 # streams' loads do not take its milliseconds. A no-op for other users.

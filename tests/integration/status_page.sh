@@ -27,6 +27,7 @@ CHROMIUM=${CHROMIUM:-$(command -v chromium 2>/dev/null || command -v chromium-br
 [ -n "$CHROMIUM" ] || skip_all "chromium is not installed (scripts/deps.sh installs it)"
 
 setup_test lighttpd spawn-fcgi curl timeout
+timing_sensitive
 
 # 8 polls in the page's time (one at once, then every 2 s); each takes about
 # a second of real time (see above)
