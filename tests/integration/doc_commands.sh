@@ -377,6 +377,34 @@ while IFS=$'\t' read -r where kind text; do
 done <"$cmds"
 stop_doc_gateway
 
+# ---- the decision table's size, as the docs state it --------------------------
+# Two tables whose indexes are the same size differ by one entry: its size.
+for n in 1000000 1000001; do
+	printf '[store]\npath = %s\nmax_clients = %s\n[policy default]\nlimit = 5\nwindow = 60\n' \
+	    "$T/size$n.db" "$n" >"$T/size$n.conf"
+	"$RLGATE_BIN" --config "$T/size$n.conf" --reset size.probe >"$T/out" 2>&1 ||
+		bail_out "no table for max_clients = $n: $(head -3 "$T/out")"
+done
+million=$(stat -c %s "$T/size1000000.db-table")
+entry=$(($(stat -c %s "$T/size1000001.db-table") - million))
+# doc_figures PATTERN: the numbers PATTERN finds in the docs (lines joined,
+# roff escapes and the commas of numbers dropped), one a line: FILE NUMBER.
+doc_figures() {
+	local f
+	for f in "$S"/README.md "$S"/docs/*.md "$S"/docs/*.[0-9]; do
+		tr '\n' ' ' <"$f" | sed -E 's/\\-/-/g; s/\\f[BIRP]//g; s/([0-9]),([0-9]{3})/\1\2/g; s/([0-9]),([0-9]{3})/\1\2/g; s/ +/ /g' |
+		    grep -oE "$1" | grep -oE '[0-9]+' | head -1000 | sed "s|^|${f#"$S"/} |"
+	done
+}
+per_entry='[0-9]+ bytes an entry|entry is [0-9]+ bytes|[0-9]+ bytes (per|a) client it can hold'
+bad=$(doc_figures "$per_entry" |
+    awk -v want="$entry" '$2 != want')
+is "$bad" "" "the docs state the table's $entry bytes an entry (sizeof (struct tbl_entry))"
+n=$(doc_figures "$per_entry" | wc -l)
+between "$n" 3 1000 "the docs state the bytes an entry ($n times)"
+bad=$(doc_figures '[0-9]{9} bytes' | awk -v want="$million" '$2 != want')
+is "$bad" "" "the docs state the table of a million entries as its $million bytes (ls -l)"
+
 between "$ran" 1 100000 "the docs' commands ran: $ran, and $skipped are excused"
 for ((i = 1; i < ${#SKIP[@]}; i += 2)); do
 	[ -n "${used_skip[${SKIP[i]}]:-}" ] ||
