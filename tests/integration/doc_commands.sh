@@ -23,6 +23,11 @@
 # A command that cannot run here is named in SKIP with the reason; one
 # that is neither run (RUN) nor listed fails the test, so that a command
 # added to the docs is either run here or explicitly excused.
+# Then: the sizes the docs give for the decision table are the real
+# table's (320 bytes an entry, 328,661,312 bytes for a million), and the
+# docs stand alone: no reference to files or articles outside the
+# repository or to issues, README.md's glossary explains its terms,
+# docs/benchmarks.md starts with the current figures.
 : "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
@@ -404,6 +409,25 @@ n=$(doc_figures "$per_entry" | wc -l)
 between "$n" 3 1000 "the docs state the bytes an entry ($n times)"
 bad=$(doc_figures '[0-9]{9} bytes' | awk -v want="$million" '$2 != want')
 is "$bad" "" "the docs state the table of a million entries as its $million bytes (ls -l)"
+
+# ---- the docs stand alone, and speak of the product ------------------------------
+# (a clone holds nothing outside the repository; issues and how the work
+# was organised are no part of the product)
+out=$(grep -niE "\.\./shared|\bseed/|the seed's|as in the seed|origin article|\bissue [0-9]+|\bissues? #[0-9]+|(this|last|next|earlier) (round|session)|\bhelpers?\b|\bthe lead\b" \
+    "$S"/README.md "$S"/docs/*.md "$S"/docs/rlgate.8 "$S"/docs/rlgate.conf.5 | sed "s|^$S/||")
+is "$out" "" "the docs refer to nothing outside the repository, nor to issues or how the work was organised"
+glossary=$(awk '/^## / { on = ($0 == "## Glossary"); next } on' "$S/README.md")
+missing=
+for term in GCRA "no-op ceiling" "naive UPSERT" responder "group commit" write-behind "rejection cache"; do
+	grep -qi -- "\*\*$term" <<<"$glossary" || missing="$missing, $term"
+done
+is "${missing#, }" "" "README.md's Glossary explains the terms the README uses"
+grep -q 'RLGATE_DEMO_PORT' "$S/scripts/demo.sh" && grep -q 'RLGATE_DEMO_PORT' "$S/README.md"
+ok $? "README.md says how to pick the demo's port (RLGATE_DEMO_PORT, which scripts/demo.sh reads)"
+is "$(grep -m1 '^## ' "$S/docs/benchmarks.md")" "## Current figures" \
+    "docs/benchmarks.md starts with the current figures"
+grep -q '^## History' "$S/docs/benchmarks.md"
+ok $? "docs/benchmarks.md keeps the earlier figures under History"
 
 between "$ran" 1 100000 "the docs' commands ran: $ran, and $skipped are excused"
 for ((i = 1; i < ${#SKIP[@]}; i += 2)); do
