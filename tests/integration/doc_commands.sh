@@ -63,6 +63,7 @@ SKIP=(
 # checked up, then stopped; spawn_fg: spawn-fcgi -n, in the background,
 # checked up, then stopped; cgi: one CGI request (GATEWAY_INTERFACE set).
 
+# shellcheck disable=SC2034  # read through match's nameref
 RUN=(
 	'^curl ' sh
 	'^for i in [0-9 ]+; do curl ' sh
@@ -78,6 +79,7 @@ RUN=(
 )
 
 # Exit statuses other than 0 that a doc shows (ERE, status).
+# shellcheck disable=SC2034  # read through match's nameref
 EXPECT=(
 	'^rlgate --check-config --config bad\.conf$' 78
 )
@@ -90,6 +92,7 @@ db=$T/rlgate.db
 write_rlgate_conf "$conf" "$db" 5 60
 start_rlgate_fcgi gw "$sock" "$conf" 2 --threads 2
 demo_lighttpd
+# shellcheck disable=SC2119  # a free port
 start_test_redis
 mkdir -p "$T/doc" "$T/bin" "$T/tree/scripts"
 chmod 755 "$T/doc"
@@ -230,6 +233,7 @@ is_command() {
 	'' | '{' | '}' | '!' | '[[' | ']]' | '(' | ')') return 1 ;;
 	rlgate | */rlgate | scripts/* | tests/* | ./*) return 0 ;;
 	esac
+	# shellcheck disable=SC2016  # $1 is the inner shell's
 	case $(env -i PATH="$PATH" bash --norc --noprofile -c 'type -t "$1"' _ "$1" 2>/dev/null) in
 	file | builtin) return 0 ;;
 	esac
@@ -285,6 +289,7 @@ stop_doc_gateway() {
 spawned_up() {
 	local p n=0
 	[ -S "$T/doc/rlgate.sock" ] || return 1
+	# shellcheck disable=SC2013  # one pid a line
 	for p in $(cat "$T/doc/rlgate.pid" 2>/dev/null); do
 		pid_alive "$p" || return 1
 		n=$((n + 1))
@@ -300,6 +305,7 @@ while IFS=$'\t' read -r where kind text; do
 	if [ "$kind" = maybe ]; then
 		w=$(first_word "$text")
 		is_command "$w" || continue
+		# shellcheck disable=SC2209  # the kind's name, not a command
 		kind=sh
 	fi
 	case $kind in

@@ -68,9 +68,9 @@ fi
 # tree is looked at): two processes of ours stand for lighttpd and rlgate
 mkdir -p "$T/tree/scripts" "$T/tree/demo"
 cp "$RLGATE_SRCDIR/scripts/demo.sh" "$T/tree/scripts/"
-sleep 60 </dev/null >/dev/null 2>&1 &
+sleep 60 >/dev/null 2>&1 &
 lpid=$!
-sleep 60 </dev/null >/dev/null 2>&1 &
+sleep 60 >/dev/null 2>&1 &
 rpid=$!
 track_pid "$lpid" "$rpid"
 echo "$lpid" >"$T/tree/demo/lighttpd.pid"
@@ -86,6 +86,7 @@ stop_pids "$lpid" "$rpid"
 readme_cmds=$(awk '/^```/ { if (inb && blk ~ /\nbash scripts\/demo\.sh stop\n$/) { printf "%s", blk; exit }
 	inb = !inb; blk = "\n"; next } inb { blk = blk $0 "\n" }' "$RLGATE_SRCDIR/README.md" |
     sed -E "/^\$/d; s/[[:space:]]+#[^'\"]*\$//; s/[[:space:]]+\$//")
+# shellcheck disable=SC2016  # $port and $run as the script writes them
 demo_cmds=$(awk '/^Try it:/ { on = 1; next } on && /^$/ { exit } on' "$RLGATE_SRCDIR/scripts/demo.sh" |
     sed -E "s/^[[:space:]]+//; s/[[:space:]]+#[^'\"]*\$//; s/[[:space:]]+\$//" |
     sed -e 's/\$port/8080/g' -e 's|\$run/|demo/|g')
