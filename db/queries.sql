@@ -116,8 +116,10 @@ DELETE FROM rlg_state;
 -- change is in force within about a second, with no reload.
 --   client  an IPv4 or IPv6 address (203.0.113.7, 2001:db8::1), a CIDR
 --           (198.51.100.0/24, 2001:db8::/32), or an API key by its hash:
---           "k:" and the 32 lowercase hex digits that
---           rlgate --config FILE --hash-key KEY prints
+--           "k:" and the 32 lowercase hex digits that rlgate prints
+--           for each key it reads on its standard input, one a line
+--           (never on the command line, where ps would show it):
+--             rlgate --config FILE --hash-key < KEYS
 --   spec    space-separated, any of them: limit=N (requests per window),
 --           window=S (seconds), burst=B (token_bucket); or the word exempt
 -- rlgate only reads the table: the gate checks each row and logs and

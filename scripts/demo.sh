@@ -2,7 +2,7 @@
 # The demo: installs what is missing, builds rlgate, and starts
 # lighttpd + spawn-fcgi + rlgate on 127.0.0.1:8080 with its SQLite file in
 # ./demo/. `scripts/demo.sh stop` stops it, `scripts/demo.sh status` shows
-# it. The demo policy is the seed's: 5 requests per 60 s window per client.
+# it. The demo's policy: a fixed window of 5 requests per 60 s per client.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -29,8 +29,10 @@ stop)
 	;;
 status)
 	for f in "$run"/lighttpd.pid "$run"/rlgate.pids; do
+		name=$(basename "$f")
+		name=${name%%.*}        # lighttpd.pid, rlgate.pids: the program
 		[ -f "$f" ] && while read -r pid || [ -n "$pid" ]; do
-			kill -0 "$pid" 2>/dev/null && echo "running: $(basename "$f" .pid) pid $pid"
+			kill -0 "$pid" 2>/dev/null && echo "running: $name pid $pid"
 		done < "$f"
 	done
 	exit 0
@@ -92,11 +94,11 @@ rlgate demo running: lighttpd on http://127.0.0.1:$port/ -> spawn-fcgi (2 proces
   config:   $run/rlgate.conf (5 requests per 60 s window per client)
   database: $run/rlgate.db (decided in $run/rlgate.db-table, written behind every second)
   logs:     $run/rlgate.log, $run/lighttpd-error.log
-  status:   http://127.0.0.1:$port/ (the live status page; the seed's explanation: /about.html)
+  status:   http://127.0.0.1:$port/ (the live status page; how a fixed window works: /about.html)
 
 Try it:
   curl -i http://127.0.0.1:$port/api/v1/resources
-  for i in 1 2 3 4 5 6 7; do curl -s -o /dev/null -w '%{http_code} ' http://127.0.0.1:$port/api/v1/resources; done; echo
+  for i in 1 2 3 4 5 6; do curl -s -o /dev/null -w '%{http_code} ' http://127.0.0.1:$port/api/v1/resources; done; echo
   curl -i http://127.0.0.1:$port/api/v1/resources          # 429 with Retry-After
   curl -i --interface 127.0.0.2 http://127.0.0.1:$port/api/v1/resources   # another client
   curl -s http://127.0.0.1:$port/rlgate/metrics | grep rlgate_requests_total   # the counts, for Prometheus

@@ -1650,6 +1650,25 @@ START_TEST(test_overrides_reader_no_table)
 }
 END_TEST
 
+/*
+ * The sizes the docs state (rlgate.conf(5), design.md, operations.md,
+ * benchmarks.md): 320 bytes an entry, 8 to 16 of index an entry, and
+ * 328,661,312 bytes for a million entries. A change here is a change of
+ * every one of them.
+ */
+START_TEST(test_sizes_documented)
+{
+	ck_assert_uint_eq(sizeof(struct tbl_entry), 320);
+	ck_assert_uint_eq(tbl_entry_size(), 320);
+	ck_assert_uint_eq(tbl_file_size(1000000), UINT64_C(328661312));
+	/* index: a power of two of 4-byte slots, at least twice the entries */
+	ck_assert_uint_ge(tbl_file_size(1000000) - 1000000 * 320,
+	    UINT64_C(8) * 1000000);
+	ck_assert_uint_le(tbl_file_size(600000) - 600000 * 320,
+	    UINT64_C(16) * 600000 + 65536);
+}
+END_TEST
+
 /* A test case of s: its fixture, a timeout of 60 s, its tests. */
 static TCase *
 add_case(Suite *s, const char *name, void (*set)(void),
@@ -1675,6 +1694,7 @@ rlg_table_suite(void)
 		test_rebuilt_when_not_ours, test_file_guarded,
 		test_built_once, test_full_and_reuse,
 		test_planted_table, test_hostile_table,
+		test_sizes_documented,
 	};
 	const TTest *const behind[] = {
 		test_exact_across_processes, test_all_or_nothing,

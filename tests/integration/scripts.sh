@@ -8,6 +8,8 @@
 # says every package is installed, and RLGATE_NODE_DIR holds the npm
 # package structured-headers), and none is called (an earlier deps.sh
 # stopped and disabled the machine's redis-server on every run).
+# scripts/demo.sh status names the programs it finds running (lighttpd,
+# rlgate), and the commands the demo prints to try are the README's.
 : "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
@@ -61,5 +63,41 @@ is "$(cat "$T/calls")" "" "no service stopped, disabled or started, no process k
 if [ -s "$T/calls" ]; then
 	diag "called: $(tr '\n' ';' <"$T/calls")"
 fi
+
+# --- scripts/demo.sh status, in a tree of its own (no demo of the source
+# tree is looked at): two processes of ours stand for lighttpd and rlgate
+mkdir -p "$T/tree/scripts" "$T/tree/demo"
+cp "$RLGATE_SRCDIR/scripts/demo.sh" "$T/tree/scripts/"
+sleep 60 >/dev/null 2>&1 &
+lpid=$!
+sleep 60 >/dev/null 2>&1 &
+rpid=$!
+track_pid "$lpid" "$rpid"
+echo "$lpid" >"$T/tree/demo/lighttpd.pid"
+echo "$rpid" >"$T/tree/demo/rlgate.pids"
+out=$(timeout 10 bash "$T/tree/scripts/demo.sh" status 2>&1)
+is "$out" "running: lighttpd pid $lpid
+running: rlgate pid $rpid" "demo.sh status names lighttpd and rlgate with their pids"
+stop_pids "$lpid" "$rpid"
+
+# --- what the demo prints to try is what the README shows: its commands
+# (comments dropped, the port and the run directory as the README has them)
+# (the README's block that ends with "bash scripts/demo.sh stop")
+readme_cmds=$(awk '/^```/ { if (inb && blk ~ /\nbash scripts\/demo\.sh stop\n$/) { printf "%s", blk; exit }
+	inb = !inb; blk = "\n"; next } inb { blk = blk $0 "\n" }' "$RLGATE_SRCDIR/README.md" |
+    sed -E "/^\$/d; s/[[:space:]]+#[^'\"]*\$//; s/[[:space:]]+\$//")
+# shellcheck disable=SC2016  # $port and $run as the script writes them
+demo_cmds=$(awk '/^Try it:/ { on = 1; next } on && /^$/ { exit } on' "$RLGATE_SRCDIR/scripts/demo.sh" |
+    sed -E "s/^[[:space:]]+//; s/[[:space:]]+#[^'\"]*\$//; s/[[:space:]]+\$//" |
+    sed -e 's/\$port/8080/g' -e 's|\$run/|demo/|g')
+[ -n "$demo_cmds" ] || bail_out "no commands to try found in scripts/demo.sh"
+[ -n "$readme_cmds" ] || bail_out "no demo commands found in README.md"
+while IFS= read -r c; do
+	if printf '%s\n' "$readme_cmds" | grep -qxF -- "$c"; then
+		pass "the demo's command is the README's: $c"
+	else
+		fail "the demo's command is the README's: $c" "README.md's:" "$readme_cmds"
+	fi
+done <<<"$demo_cmds"
 
 done_testing
