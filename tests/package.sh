@@ -11,9 +11,17 @@
 #      spawn-fcgi -n, as the unit runs it), passes --check-config and
 #      answers through lighttpd mounted with the packaged snippet, its
 #      database in /var/lib/rlgate;
+#   3b. every packaged snippet (lighttpd rlgate.conf, authorizer.conf,
+#      authorizer-headers.conf, forward_auth.conf; Apache rlgate.conf,
+#      authorizer.conf; nginx rlgate.conf + guard.conf; Caddy
+#      rlgate.caddy), mounted as its comments say with the packaged config
+#      unchanged, answers a flood from one client with a 429 (the servers
+#      that are not installed are skipped);
 #   4. dpkg --purge leaves nothing behind: files, state, logs, the user.
 # Skipped unless root with dpkg-buildpackage, debhelper and lintian, and
 # when an rlgate package is installed already (not this test's to touch).
+# RLGATE_DEB=FILE installs that package instead of building one (parts 2
+# to 4 on another build, e.g. an older one).
 : "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
 : "${RLGATE_BIN:=/bin/true}"
 # shellcheck source=tests/integration/lib.sh
@@ -42,18 +50,25 @@ version=$(sed -n 's/^AC_INIT(\[rlgate\], \[\([^]]*\)\].*/\1/p' "$RLGATE_SRCDIR/c
 
 # ---- 1. build, lintian -----------------------------------------------------------
 
-mkdir -p "$T/pkg/src"
-tar -C "$RLGATE_SRCDIR" --exclude=./_build --exclude=./.git --exclude=./demo \
-    --exclude='./rlgate-*' -cf - . | tar -C "$T/pkg/src" -xf - ||
-	bail_out "cannot copy the source tree"
-(cd "$T/pkg/src" && timeout 900 dpkg-buildpackage -us -uc -b) >"$T/build.log" 2>&1
-is "$?" 0 "dpkg-buildpackage -us -uc -b: exit 0"
-deb="$T/pkg/rlgate_${version}_amd64.deb"
-ok "$([ -f "$deb" ]; echo $?)" "it builds rlgate_${version}_amd64.deb"
-[ -f "$deb" ] || bail_out "no package: $(tail -20 "$T/build.log")"
-timeout 300 lintian "$deb" >"$T/lintian.out" 2>&1
-grep -v 'running with root privileges' "$T/lintian.out" | sed 's/^/lintian: /' | while read -r l; do diag "$l"; done
-is "$(grep -cE '^[EW]: ' "$T/lintian.out")" 0 "lintian: no error, no warning"
+if [ -n "${RLGATE_DEB:-}" ]; then
+	# a package built before (to try this test on another build): parts
+	# 2 to 4 only
+	deb=$RLGATE_DEB
+	diag "using $deb, not building"
+else
+	mkdir -p "$T/pkg/src"
+	tar -C "$RLGATE_SRCDIR" --exclude=./_build --exclude=./.git --exclude=./demo \
+	    --exclude='./rlgate-*' -cf - . | tar -C "$T/pkg/src" -xf - ||
+		bail_out "cannot copy the source tree"
+	(cd "$T/pkg/src" && timeout 900 dpkg-buildpackage -us -uc -b) >"$T/build.log" 2>&1
+	is "$?" 0 "dpkg-buildpackage -us -uc -b: exit 0"
+	deb="$T/pkg/rlgate_${version}_amd64.deb"
+	ok "$([ -f "$deb" ]; echo $?)" "it builds rlgate_${version}_amd64.deb"
+	[ -f "$deb" ] || bail_out "no package: $(tail -20 "$T/build.log")"
+	timeout 300 lintian "$deb" >"$T/lintian.out" 2>&1
+	grep -v 'running with root privileges' "$T/lintian.out" | sed 's/^/lintian: /' | while read -r l; do diag "$l"; done
+	is "$(grep -cE '^[EW]: ' "$T/lintian.out")" 0 "lintian: no error, no warning"
+fi
 
 # ---- 2. install --------------------------------------------------------------------
 
@@ -108,9 +123,191 @@ like "$(header RateLimit-Limit)" '^[0-9]+$' "... with RateLimit-Limit"
 req "http://127.0.0.1:$PORT/rlgate/health"
 is "$STATUS:$BODY" '200:{"status":"ok"}' "... and /rlgate/health: ok"
 is "$(stat -c %U /var/lib/rlgate/rlgate.db 2>/dev/null)" rlgate "the database is in /var/lib/rlgate, rlgate's"
+
+# ---- 3b. every packaged snippet, mounted as its comments say, limits a flood --
+# The packaged config as installed; one client address per snippet
+# (127.0.0.N: the whole of 127/8 is this machine), so that each flood
+# starts from a full quota. FLOOD requests over one connection (one curl,
+# --next) is more than the packaged [policy default] lets through at once
+# (burst 20, then 10 a second) unless they took over 8 s.
+W=/usr/share/rlgate/www
+FLOOD=100
+flood_client=10
+mkdir -p "$T/docroot/static"
+echo hello >"$T/docroot/static/hello.txt"
+chmod -R a+rX "$T/docroot"
+# flood NAME URL [CURL_ARGS...]: the first request of a new client is
+# admitted, and FLOOD of them meet the front's refusal (429).
+flood() {
+	local name=$1 url=$2 i
+	local -a args=()
+	shift 2
+	flood_client=$((flood_client + 1))
+	for i in $(seq 1 "$FLOOD"); do
+		[ "$i" -gt 1 ] && args+=(--next)
+		args+=(-s -o /dev/null --max-time 10 --interface "127.0.0.$flood_client"
+		    -w '%{http_code}\n' "$@" "$url")
+	done
+	timeout 120 curl "${args[@]}" >"$T/flood.$name" 2>&1
+	is "$(head -1 "$T/flood.$name")" 200 "$name: a client's first request is admitted"
+	ok "$(grep -qx 429 "$T/flood.$name"; echo $?)" \
+	    "$name: $FLOOD requests at once from one client meet a 429 ($(sort "$T/flood.$name" | uniq -c | awk '{ printf "%s%s x %s", s, $1, $2; s = ", " }'))"
+}
+
+# lighttpd: www/lighttpd/rlgate.conf (the responder at /api/)
+flood lighttpd-rlgate.conf "http://127.0.0.1:$PORT/api/v1/resources"
+stop_pids "$LIGHTTPD_PID"
+
+# lighttpd: authorizer.conf guarding /static/, then with
+# authorizer-headers.conf (mod_magnet) too
+for variant in authorizer authorizer-headers; do
+	LPORT=$(free_port) || bail_out "no free port"
+	{
+		echo "var.rlgate_authorizer_socket = \"$sock\""
+		echo 'var.rlgate_guard             = "/static/"'
+		echo "include \"$W/lighttpd/authorizer.conf\""
+		if [ "$variant" = authorizer-headers ]; then
+			echo "var.rlgate_headers_lua       = \"$W/lighttpd/rlgate-headers.lua\""
+			echo "include \"$W/lighttpd/authorizer-headers.conf\""
+		fi
+	} | write_lighttpd_base "$T/$variant.conf" "$LPORT" "$T/docroot" \
+	    "$T/$variant.pid" "$T/$variant-error.log"
+	start_lighttpd "$T/$variant.conf" "$LPORT"
+	flood "lighttpd-$variant.conf" "http://127.0.0.1:$LPORT/static/hello.txt"
+	stop_pids "$LIGHTTPD_PID"
+done
+
+# lighttpd: forward_auth.conf, asked as its "Check it" step says (the front's
+# headers are believed only from [client] trusted_proxies, which the
+# packaged config leaves empty: the auth request is counted as the
+# front's own)
+LPORT=$(free_port) || bail_out "no free port"
+write_lighttpd_base "$T/forward_auth.conf" "$LPORT" "$T/docroot" "$T/forward_auth.pid" \
+    "$T/forward_auth-error.log" <<EOF2
+var.rlgate_forward_auth        = "/.rlgate/auth"
+var.rlgate_forward_auth_socket = "$sock"
+include "$W/lighttpd/forward_auth.conf"
+EOF2
+start_lighttpd "$T/forward_auth.conf" "$LPORT"
+flood lighttpd-forward_auth.conf "http://127.0.0.1:$LPORT/.rlgate/auth" \
+    -H 'X-Forwarded-Uri: /static/hello.txt' -H 'X-Forwarded-Method: GET'
+stop_pids "$LIGHTTPD_PID"
+
+# Apache: rlgate.conf (the responder at /api/, on the unix socket)
+if [ -x "$APACHE_BIN" ] && [ -f "$APACHE_MODULES/mod_authnz_fcgi.so" ]; then
+	AP_PORT=$(free_port) || bail_out "no free port"
+	write_apache_conf "$T/apache1/httpd.conf" "$AP_PORT" "$T/apache1" \
+	    "Define RLGATE_SOCKET $sock
+Include \"$W/apache/rlgate.conf\""
+	start_apache "$T/apache1/httpd.conf" "$AP_PORT"
+	flood apache-rlgate.conf "http://127.0.0.1:$AP_PORT/api/v1/resources"
+	stop_pids "$APACHE_PID"
+
+	# Apache: authorizer.conf (mod_authnz_fcgi: rlgate on TCP, as its
+	# comments start it), its default guard
+	RLGATE_PORT=$(free_port) || bail_out "no free port"
+	spawn-fcgi -a 127.0.0.1 -p "$RLGATE_PORT" -u rlgate -g rlgate -n -- /usr/sbin/rlgate \
+	    --config /etc/rlgate/rlgate.conf --processes 1 --threads 2 \
+	    </dev/null >/dev/null 2>"$T/rlgate-tcp.log" &
+	tcp_sv=$!
+	track_pid "$tcp_sv"
+	wait_for_port "$RLGATE_PORT" 10 "$tcp_sv" || bail_out "rlgate did not listen on $RLGATE_PORT"
+	AP_PORT=$(free_port) || bail_out "no free port"
+	write_apache_conf "$T/apache2/httpd.conf" "$AP_PORT" "$T/apache2" \
+	    "$(for m in authn_core authz_user authnz_fcgi headers; do _apache_module $m; done)
+DocumentRoot \"$T/docroot\"
+<Directory \"$T/docroot\">
+    Require all granted
+</Directory>
+Define RLGATE_PORT $RLGATE_PORT
+Include \"$W/apache/authorizer.conf\""
+	start_apache "$T/apache2/httpd.conf" "$AP_PORT"
+	flood apache-authorizer.conf "http://127.0.0.1:$AP_PORT/static/hello.txt"
+	stop_pids "$APACHE_PID"
+	kill -TERM "$tcp_sv"
+	timeout 20 tail --pid="$tcp_sv" -f /dev/null
+else
+	diag "no Apache with mod_authnz_fcgi: its snippets are not tried"
+fi
+
+# nginx: rlgate.conf in the server, guard.conf in location /static/
+NGINX_BIN=$(command -v nginx 2>/dev/null || echo /usr/sbin/nginx)
+if [ -x "$NGINX_BIN" ]; then
+	NPORT=$(free_port) || bail_out "no free port"
+	mkdir -p "$T/nginx"
+	cat >"$T/nginx/nginx.conf" <<EOF2
+# written by $(basename "$0")
+worker_processes 1;
+pid $T/nginx/nginx.pid;
+error_log $T/nginx/error.log;
+events { worker_connections 64; }
+http {
+    include /etc/nginx/mime.types;
+    access_log off;
+    client_body_temp_path $T/nginx/body;
+    proxy_temp_path $T/nginx/proxy;
+    fastcgi_temp_path $T/nginx/fastcgi;
+    uwsgi_temp_path $T/nginx/uwsgi;
+    scgi_temp_path $T/nginx/scgi;
+    upstream rlgate {
+        server unix:$sock;
+    }
+    server {
+        listen 127.0.0.1:$NPORT;
+        root $T/docroot;
+        include $W/nginx/rlgate.conf;
+        location /static/ {
+            include $W/nginx/guard.conf;
+        }
+    }
+}
+EOF2
+	"$NGINX_BIN" -t -q -e "$T/nginx/error.log" -c "$T/nginx/nginx.conf" >"$T/nginx.out" 2>&1 ||
+		bail_out "nginx rejects its config: $(head -5 "$T/nginx.out")"
+	"$NGINX_BIN" -e "$T/nginx/error.log" -c "$T/nginx/nginx.conf" -g 'daemon off;' \
+	    </dev/null >>"$T/nginx.out" 2>&1 &
+	nginx_pid=$!
+	track_pid "$nginx_pid"
+	wait_for_port "$NPORT" 10 "$nginx_pid" || bail_out "nginx did not listen on $NPORT"
+	flood nginx-rlgate.conf+guard.conf "http://127.0.0.1:$NPORT/static/hello.txt"
+	stop_pids "$nginx_pid"
+else
+	diag "no nginx: its snippets are not tried"
+fi
+
+# Caddy: rlgate.caddy, the guard on the unix socket, a static site
+if command -v caddy >/dev/null; then
+	CPORT=$(free_port) || bail_out "no free port"
+	cat >"$T/Caddyfile" <<EOF2
+{
+	admin off
+	auto_https off
+}
+import $W/caddy/rlgate.caddy
+
+http://127.0.0.1:$CPORT {
+	bind 127.0.0.1
+	import rlgate unix/$sock
+	import rlgate_admin unix/$sock
+	root * $T/docroot
+	file_server
+}
+EOF2
+	mkdir -p "$T/caddy-home"
+	HOME="$T/caddy-home" XDG_CONFIG_HOME="$T/caddy-home/config" \
+	    XDG_DATA_HOME="$T/caddy-home/data" \
+	    caddy run --config "$T/Caddyfile" --adapter caddyfile </dev/null >"$T/caddy.log" 2>&1 &
+	caddy_pid=$!
+	track_pid "$caddy_pid"
+	wait_for_port "$CPORT" 15 "$caddy_pid" || bail_out "caddy did not listen: $(tail -5 "$T/caddy.log")"
+	flood caddy-rlgate.caddy "http://127.0.0.1:$CPORT/static/hello.txt"
+	stop_pids "$caddy_pid"
+else
+	diag "no caddy: its snippet is not tried"
+fi
+
 kill -TERM "$sv"
 timeout 20 tail --pid="$sv" -f /dev/null
-stop_pids "$LIGHTTPD_PID"
 
 # ---- 4. purge ------------------------------------------------------------------------
 
