@@ -7,10 +7,14 @@
 #      conffile), the systemd units, the man pages, the snippets under
 #      /usr/share/rlgate, a logrotate rule; creates the system user rlgate
 #      and gives it /var/lib/rlgate;
-#   3. the installed rlgate, run as rlgate (its supervisor under
-#      spawn-fcgi -n, as the unit runs it), passes --check-config and
-#      answers through lighttpd mounted with the packaged snippet, its
-#      database in /var/lib/rlgate;
+#   3. the installed rlgate passes --check-config as rlgate; without
+#      systemd the package made /run/rlgate, and rlgate starts there as
+#      docs/operations.md says (spawn-fcgi -P /run/rlgate/rlgate.pid, the
+#      supervisor as rlgate, --log /var/log/rlgate/rlgate.log) and answers
+#      through lighttpd mounted with the packaged snippet, its database in
+#      /var/lib/rlgate; the packaged logrotate rule (logrotate -f) moves
+#      the log aside and the supervisor, signalled by its pid file, writes
+#      its next lines to a new one;
 #   3b. every packaged snippet (lighttpd rlgate.conf, authorizer.conf,
 #      authorizer-headers.conf, forward_auth.conf; Apache rlgate.conf,
 #      authorizer.conf; nginx rlgate.conf + guard.conf; Caddy
@@ -91,25 +95,38 @@ is "$(stat -c '%U:%G %a' /var/lib/rlgate)" "rlgate:rlgate 750" "/var/lib/rlgate 
 is "$(grep '^path = ' /etc/rlgate/rlgate.conf | head -1)" "path = /var/lib/rlgate/rlgate.db" \
     "the config keeps the database in /var/lib/rlgate"
 
-# ---- 3. serve as the unit does ----------------------------------------------------
+# ---- 3. serve without systemd, as docs/operations.md says ---------------------
 
 setpriv --reuid=rlgate --regid=rlgate --init-groups /usr/sbin/rlgate \
     --config /etc/rlgate/rlgate.conf --check-config >"$T/check.out" 2>&1
 is "$?" 0 "as rlgate: --check-config passes (ExecStartPre)"
-run="$T/run"
-mkdir -p "$run"
-chmod 755 "$T" "$run"
-sock="$run/rlgate.sock"
-spawn-fcgi -s "$sock" -M 0666 -u rlgate -g rlgate -n -- /usr/sbin/rlgate \
-    --config /etc/rlgate/rlgate.conf --processes 2 --threads 2 \
-    </dev/null >/dev/null 2>"$T/rlgate.log" &
-sv=$!
+if [ -d /run/systemd/system ]; then
+	# systemd runs here: its rlgate.socket holds the socket; this test
+	# starts rlgate the other way
+	systemctl stop rlgate.socket rlgate.service >/dev/null 2>&1
+else
+	is "$(stat -c '%U:%G %a' /run/rlgate 2>&1)" "root:root 755" \
+	    "without systemd, the package makes /run/rlgate (root's, 0755)"
+fi
+ok "$([ -f /usr/lib/tmpfiles.d/rlgate.conf ]; echo $?)" "... and installs its tmpfiles.d entry"
+mkdir -p /run/rlgate
+chmod 755 "$T"
+sock=/run/rlgate/rlgate.sock
+pidfile=/run/rlgate/rlgate.pid
+rlog=/var/log/rlgate/rlgate.log
+spawn-fcgi -s "$sock" -U www-data -G www-data -u rlgate -g rlgate -P "$pidfile" \
+    -- /usr/sbin/rlgate --config /etc/rlgate/rlgate.conf --processes 2 \
+    --threads 2 --log "$rlog" </dev/null >"$T/spawn.out" 2>&1
+is "$?" 0 "spawn-fcgi starts the supervisor on $sock (the package's directory)"
+sv=$(cat "$pidfile" 2>/dev/null)
+like "$sv" '^[0-9]+$' "... its pid in $pidfile"
 track_pid "$sv"
 for _ in $(seq 1 50); do
 	[ "$(pgrep -P "$sv" | wc -l)" -eq 2 ] && break
 	sleep 0.1
 done
 is "$(ps -o user= -p "$sv" | tr -d ' ')" rlgate "the supervisor runs as rlgate"
+is "$(pgrep -P "$sv" | wc -l)" 2 "... with its 2 workers"
 PORT=$(free_port) || bail_out "no free port"
 mkdir -p "$T/docroot"
 write_lighttpd_base "$T/lighttpd.conf" "$PORT" "$T/docroot" "$T/lighttpd.pid" "$T/error.log" <<EOF
@@ -156,7 +173,7 @@ flood() {
 
 # lighttpd: www/lighttpd/rlgate.conf (the responder at /api/)
 flood lighttpd-rlgate.conf "http://127.0.0.1:$PORT/api/v1/resources"
-stop_pids "$LIGHTTPD_PID"
+main_lighttpd=$LIGHTTPD_PID
 
 # lighttpd: authorizer.conf guarding /static/, then with
 # authorizer-headers.conf (mod_magnet) too
@@ -193,11 +210,14 @@ flood lighttpd-forward_auth.conf "http://127.0.0.1:$LPORT/.rlgate/auth" \
     -H 'X-Forwarded-Uri: /static/hello.txt' -H 'X-Forwarded-Method: GET'
 stop_pids "$LIGHTTPD_PID"
 
-# Apache: rlgate.conf (the responder at /api/, on the unix socket)
+# Apache: rlgate.conf (the responder at /api/, on the unix socket, which
+# spawn-fcgi -U/-G gave to www-data: Apache and nginx run as www-data)
 if [ -x "$APACHE_BIN" ] && [ -f "$APACHE_MODULES/mod_authnz_fcgi.so" ]; then
 	AP_PORT=$(free_port) || bail_out "no free port"
 	write_apache_conf "$T/apache1/httpd.conf" "$AP_PORT" "$T/apache1" \
-	    "Define RLGATE_SOCKET $sock
+	    "User www-data
+Group www-data
+Define RLGATE_SOCKET $sock
 Include \"$W/apache/rlgate.conf\""
 	start_apache "$T/apache1/httpd.conf" "$AP_PORT"
 	flood apache-rlgate.conf "http://127.0.0.1:$AP_PORT/api/v1/resources"
@@ -237,6 +257,7 @@ if [ -x "$NGINX_BIN" ]; then
 	mkdir -p "$T/nginx"
 	cat >"$T/nginx/nginx.conf" <<EOF2
 # written by $(basename "$0")
+user www-data;
 worker_processes 1;
 pid $T/nginx/nginx.pid;
 error_log $T/nginx/error.log;
@@ -306,8 +327,32 @@ else
 	diag "no caddy: its snippet is not tried"
 fi
 
+# the packaged logrotate rule: the log moves aside, the supervisor (found
+# by its pid file: no systemd here) opens a new one, and what rlgate logs
+# next lands there (a rejection is logged at [log] level = warn)
+if command -v logrotate >/dev/null; then
+	like "$(grep -c . "$rlog" 2>/dev/null)" '^[1-9]' "rlgate logs to $rlog"
+	logrotate -f -s "$T/logrotate.state" /etc/logrotate.d/rlgate >"$T/logrotate.out" 2>&1
+	is "$?" 0 "logrotate -f /etc/logrotate.d/rlgate: exit 0"
+	ok "$([ -s "$rlog.1" ]; echo $?)" "... the log is now $rlog.1"
+	for _ in $(seq 1 50); do
+		[ -e "$rlog" ] && break
+		sleep 0.1
+	done
+	ok "$([ -e "$rlog" ]; echo $?)" "... and the supervisor opened $rlog again (SIGUSR1 by its pid file)"
+	n1=$(wc -l <"$rlog.1")
+	flood after-logrotate "http://127.0.0.1:$PORT/api/v1/resources"
+	like "$(grep -c . "$rlog" 2>/dev/null)" '^[1-9]' \
+	    "... where the rejections logged next land"
+	is "$(wc -l <"$rlog.1")" "$n1" "... and not in $rlog.1"
+else
+	diag "logrotate is not installed: the packaged rule is not tried"
+fi
+stop_pids "$main_lighttpd"
+
 kill -TERM "$sv"
 timeout 20 tail --pid="$sv" -f /dev/null
+ok "$(pid_gone "$sv"; echo $?)" "SIGTERM to the pid in $pidfile stops the supervisor"
 
 # ---- 4. purge ------------------------------------------------------------------------
 
@@ -315,7 +360,7 @@ dpkg --purge rlgate >"$T/purge.log" 2>&1
 is "$?" 0 "dpkg --purge: exit 0"
 installed=0
 left=
-for f in /usr/sbin/rlgate /etc/rlgate /var/lib/rlgate /var/log/rlgate /usr/share/rlgate \
+for f in /usr/sbin/rlgate /etc/rlgate /var/lib/rlgate /var/log/rlgate /usr/share/rlgate /run/rlgate \
     /lib/systemd/system/rlgate.service /lib/systemd/system/rlgate.socket \
     /etc/logrotate.d/rlgate /usr/share/doc/rlgate; do
 	[ -e "$f" ] && left="$left $f"
