@@ -6,7 +6,8 @@
 #   2. dpkg -i installs /usr/sbin/rlgate, /etc/rlgate/rlgate.conf (a
 #      conffile), the systemd units, the man pages, the snippets under
 #      /usr/share/rlgate, a logrotate rule; creates the system user rlgate
-#      and gives it /var/lib/rlgate;
+#      and gives it /var/lib/rlgate; the snippets, example config, man
+#      pages and units name those paths (no /usr/local);
 #   3. the installed rlgate passes --check-config as rlgate; without
 #      systemd the package made /run/rlgate, and rlgate starts there as
 #      docs/operations.md says (spawn-fcgi -P /run/rlgate/rlgate.pid, the
@@ -94,6 +95,27 @@ ok "$(getent passwd rlgate >/dev/null; echo $?)" "the system user rlgate exists"
 is "$(stat -c '%U:%G %a' /var/lib/rlgate)" "rlgate:rlgate 750" "/var/lib/rlgate is rlgate's, 0750"
 is "$(grep '^path = ' /etc/rlgate/rlgate.conf | head -1)" "path = /var/lib/rlgate/rlgate.db" \
     "the config keeps the database in /var/lib/rlgate"
+# the texts it installs name the package's paths (made from templates at
+# build time), never make install's /usr/local
+bad=
+while read -r f; do
+	[ -f "$f" ] || continue
+	case $f in
+	*.gz) zcat "$f" 2>/dev/null | grep -q /usr/local && bad="$bad $f" ;;
+	*) grep -qI /usr/local "$f" && bad="$bad $f" ;;
+	esac
+done < <(dpkg -L rlgate)
+is "${bad# }" "" "no installed text names /usr/local"
+grep -qxF '#        include "/usr/share/rlgate/www/lighttpd/rlgate.conf"' \
+    /usr/share/rlgate/www/lighttpd/rlgate.conf
+ok $? "the lighttpd snippet says: include \"/usr/share/rlgate/www/lighttpd/rlgate.conf\""
+grep -qF "exec /usr/sbin/rlgate" /usr/share/rlgate/www/apache/rlgate.conf
+ok $? "the Apache snippet starts /usr/sbin/rlgate"
+zcat /usr/share/man/man8/rlgate.8.gz | grep -qxF '.I /etc/rlgate/rlgate.conf'
+ok $? "rlgate(8) FILES: /etc/rlgate/rlgate.conf"
+grep -qxF 'ExecStart=/usr/sbin/rlgate --config /etc/rlgate/rlgate.conf --processes 2 --threads 4' \
+    /lib/systemd/system/rlgate.service
+ok $? "rlgate.service runs /usr/sbin/rlgate --config /etc/rlgate/rlgate.conf"
 
 # ---- 3. serve without systemd, as docs/operations.md says ---------------------
 
