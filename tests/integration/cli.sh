@@ -277,6 +277,10 @@ ok $? "www/rlgate.conf.example sets path = LOCALSTATEDIR/lib/rlgate/rlgate.db"
 run -- --config "$T/example.conf" --check-config
 is "$RC" 0 "www/rlgate.conf.example passes --check-config"
 is "$ERR" "" "www/rlgate.conf.example has no problems"
+# the example an operator starts from keeps the fast path: no policy of it
+# (a sliding_log) turns commit = auto into each for the whole store
+like "$(head -1 <<<"$OUT")" '^commit = behind \(auto\): decided in ' \
+    "www/rlgate.conf.example: commit = behind (auto), the decision table"
 # and it names every key
 for key in path busy_timeout_ms on_error style report_exempt errors ipv6_prefix forwarded_header level algorithm limit window burst key mode exempt methods policies; do
 	grep -qE "^$key = " "$example"
