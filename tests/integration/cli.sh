@@ -266,14 +266,21 @@ like "$ERR" 'line 2 is empty' "... naming the line"
 is "$OUT" "$first" "... after the keys before it"
 
 # --- the shipped example config is valid
-example="$RLGATE_SRCDIR/www/rlgate.conf.example"
+# (as the build made it from the template, its directories filled in)
+example="${RLGATE_BUILDDIR:-.}/gen/www/rlgate.conf.example"
+[ -f "$example" ] || bail_out "no $example: make builds it"
+is "$(grep -c '@[a-z]*@' "$example")" 0 "the example config has no @dir@ left"
 # its database where this test may write it
-sed "s|^path = /var/lib/rlgate/rlgate.db\$|path = $T/example.db|" "$example" >"$T/example.conf"
+sed "s|^path = /.*/lib/rlgate/rlgate.db\$|path = $T/example.db|" "$example" >"$T/example.conf"
 grep -q "^path = $T/example.db\$" "$T/example.conf"
-ok $? "www/rlgate.conf.example sets path = /var/lib/rlgate/rlgate.db"
+ok $? "www/rlgate.conf.example sets path = LOCALSTATEDIR/lib/rlgate/rlgate.db"
 run -- --config "$T/example.conf" --check-config
 is "$RC" 0 "www/rlgate.conf.example passes --check-config"
 is "$ERR" "" "www/rlgate.conf.example has no problems"
+# the example an operator starts from keeps the fast path: no policy of it
+# (a sliding_log) turns commit = auto into each for the whole store
+like "$(head -1 <<<"$OUT")" '^commit = behind \(auto\): decided in ' \
+    "www/rlgate.conf.example: commit = behind (auto), the decision table"
 # and it names every key
 for key in path busy_timeout_ms on_error style report_exempt errors ipv6_prefix forwarded_header level algorithm limit window burst key mode exempt methods policies; do
 	grep -qE "^$key = " "$example"

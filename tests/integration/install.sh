@@ -9,7 +9,9 @@
 # lighttpd. A second
 # install keeps a config the operator changed; uninstall removes what it
 # installed, but not a changed config. --check-config refuses the install
-# once the state directory is gone.
+# once the state directory is gone. A staged install for another prefix
+# (make install DESTDIR=... prefix=/opt/x) writes that prefix into every
+# text it installs: snippets, example config, man pages, units.
 : "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
@@ -84,5 +86,30 @@ timeout 120 make -C "$T/build" uninstall >"$T/uninstall2.log" 2>&1
 ok "$([ ! -e "$conf" ]; echo $?)" "make uninstall removes the config it installed, unchanged"
 left=$(find "$prefix" -type f | sed "s|^$prefix/||" | tr '\n' ' ')
 is "$left" "" "nothing installed is left"
+
+# the texts an operator reads name this install's directories, made at
+# build time from templates: a staged install for another prefix names
+# that prefix, never the default's /usr/local nor a bare /etc/rlgate.conf
+dest="$T/dest"
+timeout 300 make -C "$T/build" install DESTDIR="$dest" prefix=/opt/x >"$T/install-dest.log" 2>&1
+is "$?" 0 "make install DESTDIR=... prefix=/opt/x: exit 0"
+bad=$(grep -rIlE '/usr/local|(^|[^[:alnum:]_./-])/etc/rlgate\.conf' "$dest" | sed "s|^$dest||" | tr '\n' ' ')
+is "${bad% }" "" "... no installed text names /usr/local or /etc/rlgate.conf"
+x="$dest/opt/x"
+grep -qxF '#        include "/opt/x/share/rlgate/www/lighttpd/rlgate.conf"' "$x/share/rlgate/www/lighttpd/rlgate.conf"
+ok $? "... the lighttpd snippet says: include \"/opt/x/share/rlgate/www/lighttpd/rlgate.conf\""
+grep -qF "exec /opt/x/bin/rlgate" "$x/share/rlgate/www/apache/rlgate.conf"
+ok $? "... the Apache snippet starts /opt/x/bin/rlgate"
+is "$(grep '^path = .*\.db$' "$x/etc/rlgate.conf")" "path = /opt/x/var/lib/rlgate/rlgate.db" \
+    "... the config keeps its database in /opt/x/var/lib/rlgate"
+is "$(grep '^path = .*\.db$' "$x/share/rlgate/www/rlgate.conf.example")" \
+    "path = /opt/x/var/lib/rlgate/rlgate.db" "... and so does the example"
+grep -qxF '.I /opt/x/etc/rlgate.conf' "$x/share/man/man8/rlgate.8"
+ok $? "... rlgate(8) FILES: /opt/x/etc/rlgate.conf"
+grep -qxF '.I /opt/x/share/rlgate/www/rlgate.conf.example' "$x/share/man/man5/rlgate.conf.5"
+ok $? "... rlgate.conf(5) FILES: /opt/x/share/rlgate/www/rlgate.conf.example"
+grep -qxF 'ExecStart=/opt/x/bin/rlgate --config /opt/x/etc/rlgate.conf --processes 2 --threads 4' \
+    "$x/share/rlgate/systemd/rlgate.service"
+ok $? "... the example unit runs /opt/x/bin/rlgate --config /opt/x/etc/rlgate.conf"
 
 done_testing
