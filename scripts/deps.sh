@@ -50,7 +50,7 @@ test_pkgs=(
 	jq                                             # Prometheus' JSON answers read (the same)
 	chromium                                       # the status page rendered headless (tests/integration/status_page.sh)
 	systemd                                        # systemd-analyze, systemd-socket-activate (tests/integration/systemd.sh)
-	debhelper lintian                              # the Debian package built and checked (tests/package.sh)
+	debhelper lintian logrotate                    # the Debian package built, checked, its log rotated (tests/package.sh)
 	nodejs                                         # node, for structured-headers (see the top)
 )
 node_dir=${RLGATE_NODE_DIR:-/usr/local/lib/rlgate-node}

@@ -368,7 +368,7 @@ if command -v logrotate >/dev/null; then
 	    "... where the rejections logged next land"
 	is "$(wc -l <"$rlog.1")" "$n1" "... and not in $rlog.1"
 else
-	diag "logrotate is not installed: the packaged rule is not tried"
+	fail "logrotate is installed (scripts/deps.sh installs it): the packaged rule cannot be tried"
 fi
 stop_pids "$main_lighttpd"
 
