@@ -71,7 +71,8 @@ RUN=(
 	'^rlgate ' sh
 	'^redis-cli ' sh
 	'^bash scripts/demo\.sh stop$' sh
-	'^kill -USR1 ' sh
+	'^kill -(USR1|HUP|TERM) ' sh
+	'^install -d ' sh
 	'^(du|ls) ' sh
 	'^spawn-fcgi .* -n ' spawn_fg
 	'^spawn-fcgi ' spawn
@@ -134,6 +135,7 @@ REPLACE=(
 	/run/rlgate/rlgate.sock "$T/doc/rlgate.sock"
 	/run/rlgate/rlgate.pid "$T/doc/rlgate.pid"
 	/var/log/rlgate/rlgate.log "$T/doc/rlgate.log"
+	/run/rlgate "$T/doc"
 	/usr/local/bin/rlgate "$RLGATE_BIN"
 	/usr/sbin/rlgate "$RLGATE_BIN"
 	'-u rlgate -g rlgate ' ''
