@@ -732,7 +732,9 @@ rlg_route_match_path(struct rlg_parse *p, struct rlg_route *r,
 
 /*
  * After the policies are final: each route's policy names become indexes
- * (an unknown name is reported at the route's policies line), a cost
+ * (an unknown name is reported at the route's policies line; policies =
+ * none is a warning there: a guarding front asking about the route's
+ * paths limits nothing), a cost
  * above one of them at the cost line (rlg_route_cost_check), a route
  * without path or policies is reported at its header, and the routes of
  * the file go to the config, with the policies of a request that matches
@@ -759,6 +761,15 @@ rlg_routes_finish(struct rlg_parse *p)
 			rlg_problem(p, b->line, "%s has no policies: set "
 			    "policies = NAME, ... (or policies = none: not "
 			    "limited)", b->label);
+		if (pols->ok != 0 && b->nnames == 0) {
+			rlg_problem(p, pols->ok, "%s policies = none: a "
+			    "guarding front (FastCGI Authorizer, nginx "
+			    "auth_request, Caddy forward_auth) asking about "
+			    "%s%s will limit nothing: rlgate admits those "
+			    "requests unlimited", b->label, r->path != NULL ?
+			    r->path : "its path", r->prefix ? "*" : "");
+			p->problems[p->nproblems - 1].warning = true;
+		}
 		if (b->nnames > 0)
 			r->policies = rlg_xcalloc(b->nnames,
 			    sizeof *r->policies);

@@ -569,6 +569,33 @@ rlg_t_ok(const char *text)
 	return cfg;
 }
 
+/*
+ * text must load with no problem but exactly nwarn warnings (each a line
+ * "t.conf:N: warning: ..."); returns the config.
+ */
+static struct rlg_config *
+rlg_t_ok_warned(const char *text, int nwarn)
+{
+	struct rlg_config *cfg;
+	const char *at;
+	char *errs;
+	int n, lines = 0;
+
+	errs = rlg_t_load(text, &n, &cfg);
+	ck_assert_int_eq(n, 0);
+	ck_assert_ptr_nonnull(cfg);
+	for (at = errs; *at != '\0'; at = strchr(at, '\n') + 1) {
+		ck_assert_msg(strchr(at, '\n') != NULL, "%s", errs);
+		ck_assert_msg(strncmp(strchr(at, ' '), " warning: ", 10) == 0,
+		    "not a warning: %s", errs);
+		lines++;
+	}
+	ck_assert_msg(lines == nwarn, "%d warnings, not %d: %s", lines,
+	    nwarn, errs);
+	free(errs);
+	return cfg;
+}
+
 /* Where the temporary files go: $TMPDIR, else /tmp. */
 static const char *
 rlg_t_tmpdir(void)
@@ -2277,7 +2304,7 @@ END_TEST
 
 /* ---- routes ------------------------------------------------------------- */
 
-/* n sections "[route rN]\npath = /N\npolicies = none\n", as a new string. */
+/* n sections "[route rN]\npath = /N\npolicies = default\n", as a new string. */
 static char *
 rlg_t_routes(size_t n)
 {
@@ -2286,7 +2313,7 @@ rlg_t_routes(size_t n)
 
 	s = rlg_t_fmt("%s", "");
 	for (i = 1; i <= n; i++) {
-		t = rlg_t_fmt("%s[route r%zu]\npath = /%zu\npolicies = none\n",
+		t = rlg_t_fmt("%s[route r%zu]\npath = /%zu\npolicies = default\n",
 		    s, i, i);
 		free(s);
 		s = t;
@@ -2299,7 +2326,7 @@ START_TEST(test_routes)
 	/* File order; prefix paths stored without '*'; methods; policies
 	 * resolved to indexes, also to a [policy] later in the file; none;
 	 * a repeated [route] merges into the first, keeping its place. */
-	struct rlg_config *cfg = rlg_t_ok(
+	struct rlg_config *cfg = rlg_t_ok_warned(
 	    "[policy strict]\nlimit = 5\n"
 	    "[route login]\n"
 	    "path = /login\n"
@@ -2317,7 +2344,7 @@ START_TEST(test_routes)
 	    "[policy hourly]\nwindow = 3600\n"
 	    "[route login]\n"
 	    "policies = strict\n"
-	    "[policy default]\n");
+	    "[policy default]\n", 1);
 	const struct rlg_route *r;
 
 	ck_assert_uint_eq(cfg->npolicies, 3);
@@ -2366,10 +2393,10 @@ START_TEST(test_routes)
 	rlg_config_free(cfg);
 
 	/* Sixteen methods, and the longest route name. */
-	cfg = rlg_t_ok("[route "
+	cfg = rlg_t_ok_warned("[route "
 	    "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr]\n"
 	    "path = /x\npolicies = none\n"
-	    "methods = MA,MB,MC,MD,ME,MF,MG,MH,MI,MJ,MK,ML,MM,MN,MO,MP\n");
+	    "methods = MA,MB,MC,MD,ME,MF,MG,MH,MI,MJ,MK,ML,MM,MN,MO,MP\n", 1);
 	ck_assert_uint_eq(cfg->routes[0].nmethods, 16);
 	ck_assert_str_eq(cfg->routes[0].methods[15], "MP");
 	ck_assert_uint_eq(strlen(cfg->routes[0].name), 64);
@@ -2559,10 +2586,10 @@ START_TEST(test_route_cost)
 {
 	struct rlg_config *cfg;
 
-	cfg = rlg_t_ok("[policy p]\nlimit = 12\n"
+	cfg = rlg_t_ok_warned("[policy p]\nlimit = 12\n"
 	    "[route plain]\npath = /a\npolicies = p\n"
 	    "[route big]\npath = /b\ncost = 12\npolicies = p\n"
-	    "[route free]\npath = /c\ncost = 1000000000\npolicies = none\n");
+	    "[route free]\npath = /c\ncost = 1000000000\npolicies = none\n", 1);
 	ck_assert_int_eq(cfg->routes[0].cost, 1);
 	ck_assert_int_eq(cfg->routes[1].cost, 12);
 	ck_assert_int_eq(cfg->routes[2].cost, RLG_COST_MAX);
@@ -2574,14 +2601,14 @@ START_TEST(test_route_cost)
 	ck_assert_int_eq(cfg->routes[0].cost, 30);
 	rlg_config_free(cfg);
 
-	rlg_t_expect("[route r]\npath = /r\npolicies = none\ncost = 0\n", 1,
+	rlg_t_expect("[route r]\npath = /r\npolicies = default\ncost = 0\n", 1,
 	    "t.conf:4: [route r] cost: must be an integer from 1 to "
 	    "1000000000, or header:NAME (got \"0\")\n");
-	rlg_t_expect("[route r]\npath = /r\npolicies = none\n"
+	rlg_t_expect("[route r]\npath = /r\npolicies = default\n"
 	    "cost = 1000000001\n", 1,
 	    "t.conf:4: [route r] cost: must be an integer from 1 to "
 	    "1000000000, or header:NAME (got \"1000000001\")\n");
-	rlg_t_expect("[route r]\npath = /r\npolicies = none\ncost = -2\n", 1,
+	rlg_t_expect("[route r]\npath = /r\npolicies = default\ncost = -2\n", 1,
 	    "t.conf:4: [route r] cost: must be an integer from 1 to "
 	    "1000000000, or header:NAME (got \"-2\")\n");
 
@@ -2630,13 +2657,13 @@ START_TEST(test_route_cost_header)
 	rlg_config_free(cfg);
 
 	/* Required with a header cost, at the cost line. */
-	rlg_t_expect("[route r]\npath = /r\npolicies = none\n"
+	rlg_t_expect("[route r]\npath = /r\npolicies = default\n"
 	    "cost = header:X-Cost\n", 1,
 	    "t.conf:4: [route r] cost: header:X-Cost needs cost_max = N, the "
 	    "most one request may cost (and what one costs whose header is "
 	    "not believed)\n");
 	/* A bad cost_max is reported once, as a value. */
-	rlg_t_expect("[route r]\npath = /r\npolicies = none\n"
+	rlg_t_expect("[route r]\npath = /r\npolicies = default\n"
 	    "cost = header:X-Cost\ncost_max = 0\n", 1,
 	    "t.conf:5: [route r] cost_max: must be an integer from 1 to "
 	    "1000000000 (got \"0\")\n");
@@ -2648,20 +2675,20 @@ START_TEST(test_route_cost_header)
 	    "t.conf:9: [route r] cost_max: 4 is above the burst of [policy "
 	    "tb] (3): a request that costs it could never be admitted\n");
 	/* Without a header cost it bounds nothing: a mistake. */
-	rlg_t_expect("[route r]\npath = /r\npolicies = none\n"
+	rlg_t_expect("[route r]\npath = /r\npolicies = default\n"
 	    "cost_max = 5\n", 1,
 	    "t.conf:4: [route r] cost_max: only with cost = header:NAME (the "
 	    "cost is fixed: 1)\n");
-	rlg_t_expect("[route r]\npath = /r\npolicies = none\n"
+	rlg_t_expect("[route r]\npath = /r\npolicies = default\n"
 	    "cost = 2\ncost_max = 5\n", 1,
 	    "t.conf:5: [route r] cost_max: only with cost = header:NAME (the "
 	    "cost is fixed: 2)\n");
 	/* ... but not on top of a bad cost line. */
-	rlg_t_expect("[route r]\npath = /r\npolicies = none\n"
+	rlg_t_expect("[route r]\npath = /r\npolicies = default\n"
 	    "cost = header:\ncost_max = 5\n", 1,
 	    "t.conf:4: [route r] cost: header:NAME needs a name (got "
 	    "\"header:\")\n");
-	rlg_t_expect("[route r]\npath = /r\npolicies = none\n"
+	rlg_t_expect("[route r]\npath = /r\npolicies = default\n"
 	    "cost = header:X Cost\ncost_max = 5\n", 1,
 	    "t.conf:4: [route r] cost: " RLG_T_TOKEN " (got \"X Cost\")\n");
 }
@@ -2675,7 +2702,7 @@ START_TEST(test_bad_route_value)
 	/* The keys a route needs, unless it is the one under test. */
 	text = rlg_t_fmt("[route r]\n%s = %s\n%s%s", b->key, b->value,
 	    strcmp(b->key, "path") != 0 ? "path = /p\n" : "",
-	    strcmp(b->key, "policies") != 0 ? "policies = none\n" : "");
+	    strcmp(b->key, "policies") != 0 ? "policies = default\n" : "");
 	want = rlg_t_fmt("t.conf:2: %s\n", b->msg);
 	rlg_t_expect(text, 1, want);
 	free(want);
@@ -2733,7 +2760,7 @@ START_TEST(test_route_errors)
 
 	/* 17 methods. */
 	methods = rlg_t_methods(RLG_ROUTE_METHODS_MAX + 1);
-	text = rlg_t_fmt("[route r]\npath = /\npolicies = none\n"
+	text = rlg_t_fmt("[route r]\npath = /\npolicies = default\n"
 	    "methods = %s\n", methods);
 	want = rlg_t_fmt("t.conf:4: [route r] methods: at most 16 methods "
 	    "(got 17)\n");
@@ -2766,11 +2793,11 @@ START_TEST(test_route_path_match)
 {
 	struct rlg_config *cfg;
 
-	cfg = rlg_t_ok("[route a]\npath = /API/Search/\npolicies = none\n"
+	cfg = rlg_t_ok_warned("[route a]\npath = /API/Search/\npolicies = none\n"
 	    "[route b]\npath = /Static/*\npolicies = none\n"
 	    "[route c]\npath = /X;y\npath_match = bytes\npolicies = none\n"
 	    "[route d]\npath = /\npath_match = normalized\n"
-	    "policies = none\n");
+	    "policies = none\n", 4);
 	ck_assert_int_eq(cfg->routes[0].path_match, RLG_PATH_MATCH_NORMALIZED);
 	ck_assert_str_eq(cfg->routes[0].path, "/API/Search/");
 	ck_assert_str_eq(cfg->routes[0].match_path, "/api/search");
@@ -2780,11 +2807,11 @@ START_TEST(test_route_path_match)
 	ck_assert_str_eq(cfg->routes[3].match_path, "/");
 	rlg_config_free(cfg);
 
-	rlg_t_expect("[route r]\npath = /a;b\npolicies = none\n", 1,
+	rlg_t_expect("[route r]\npath = /a;b\npolicies = default\n", 1,
 	    "t.conf:2: [route r] path: a request's \";params\" are dropped "
 	    "before it is compared, so \"/a;b\" could never match (or set "
 	    "path_match = bytes)\n");
-	rlg_t_expect("[route r]\npath = /a\npolicies = none\n"
+	rlg_t_expect("[route r]\npath = /a\npolicies = default\n"
 	    "path_match = exact\n", 1,
 	    "t.conf:4: [route r] path_match: must be one of normalized, "
 	    "bytes (got \"exact\")\n");
@@ -3525,7 +3552,7 @@ START_TEST(test_option_words)
 		/* a route needs its path and policies (else more problems) */
 		text = rlg_t_fmt("%s\n%s = bogus\n%s", rlg_t_header(o), o->name,
 		    strcmp(o->section, "route") == 0 ?
-		    "path = /\npolicies = none\n" : "");
+		    "path = /\npolicies = default\n" : "");
 		if (strcmp(o->name, "algorithm") == 0)
 			want = rlg_t_fmt("t.conf:2: %s %s: unknown algorithm "
 			    "(got \"bogus\"): must be one of %s\n",
@@ -4134,6 +4161,32 @@ START_TEST(test_store_changed)
 }
 END_TEST
 
+/*
+ * A route with policies = none is a warning on its policies line: a
+ * guarding front asking about its paths limits nothing. The config
+ * loads (a warning changes no status).
+ */
+START_TEST(test_msg_unguarded_route)
+{
+	struct rlg_config *cfg;
+	char *errs;
+	int n;
+
+	errs = rlg_t_load("[route static]\npath = /static/*\n"
+	    "policies = none\n[route a]\npath = /a\npolicies = default\n",
+	    &n, &cfg);
+	ck_assert_str_eq(errs, "t.conf:3: warning: [route static] policies = "
+	    "none: a guarding front (FastCGI Authorizer, nginx auth_request, "
+	    "Caddy forward_auth) asking about /static/* will limit nothing: "
+	    "rlgate admits those requests unlimited\n");
+	ck_assert_int_eq(n, 0);
+	ck_assert_ptr_nonnull(cfg);
+	ck_assert_uint_eq(cfg->routes[0].npolicies, 0);
+	rlg_config_free(cfg);
+	free(errs);
+}
+END_TEST
+
 Suite *
 rlg_config_suite(void)
 {
@@ -4252,6 +4305,10 @@ rlg_config_suite(void)
 	tcase_add_test(tc, test_load_missing);
 	tcase_add_test(tc, test_load_directory);
 	tcase_add_test(tc, test_pick);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("messages");
+	tcase_add_test(tc, test_msg_unguarded_route);
 	suite_add_tcase(s, tc);
 
 	return s;
