@@ -505,6 +505,12 @@ struct rlg_option {
 	long long min, max;    /* INT: the range; STRING: the length in
 	                          bytes; CIDRS: max networks */
 	int scale;             /* INT: stored times scale (0: 1) */
+	/*
+	 * INT: 0, or a duration: the milliseconds a bare number's unit is
+	 * worth, 1000 for a key in seconds (it also takes s, m, h, d) and 1
+	 * for a key in ms (ms, s, m). min and max are in that unit.
+	 */
+	int duration_ms;
 	const struct rlg_word *words;  /* ENUM: NULL-ended, in the order the
 	                                  messages list them */
 	const char *def;       /* the default, as the docs write it */

@@ -49,8 +49,12 @@ struct rlg_t_word {
 };
 
 #define RLG_T_LIMIT_RANGE "must be an integer from 1 to 1000000000"
-#define RLG_T_WINDOW_RANGE "must be an integer from 1 to 31622400"
-#define RLG_T_BUSY_RANGE "must be an integer from 0 to 600000"
+#define RLG_T_WINDOW_RANGE "must be from 1s to 366d (1 to 31622400 seconds)"
+#define RLG_T_BUSY_RANGE "must be from 0 to 10m (0 to 600000 milliseconds)"
+#define RLG_T_DUR_S "a duration in seconds, or with a unit s, m, h, d " \
+    "(e.g. 90s, 15m, 1h)"
+#define RLG_T_DUR_MS "a duration in milliseconds, or with a unit ms, s, " \
+    "m (e.g. 500ms, 2s, 1m)"
 #define RLG_T_MAXC_RANGE "must be an integer from 0 to 1000000000"
 #define RLG_T_BURST_RANGE "must be an integer from 1 to 1000000000"
 #define RLG_T_ALGORITHMS \
@@ -65,8 +69,10 @@ struct rlg_t_word {
     "host bits"
 #define RLG_T_EMPTY_ITEM "empty item in the list"
 #define RLG_T_SECRET "openssl rand -hex 32"
-#define RLG_T_READ_RANGE "must be an integer from 100 to 600000"
-#define RLG_T_REDIS_TIMEOUT "must be an integer from 1 to 60000"
+#define RLG_T_READ_RANGE "must be from 100ms to 10m (100 to 600000 " \
+    "milliseconds)"
+#define RLG_T_FLUSH_RANGE "must be from 10ms to 1m (10 to 60000 milliseconds)"
+#define RLG_T_REDIS_TIMEOUT "must be from 1ms to 1m (1 to 60000 milliseconds)"
 #define RLG_T_PORT "port must be an integer from 1 to 65535"
 #define RLG_T_DB "database must be an integer from 0 to 2147483647"
 #define RLG_T_HOST "bad host: a name of A-Z a-z 0-9 . - _, an IPv4 " \
@@ -96,36 +102,61 @@ static const struct rlg_t_bad rlg_t_bad_values[] = {
 	{ "policy default", "limit", "1 2",
 	    "[policy default] limit: " RLG_T_LIMIT_RANGE " (got \"1 2\")" },
 	{ "policy default", "window", "0",
-	    "[policy default] window: " RLG_T_WINDOW_RANGE " (got \"0\")" },
-	{ "policy default", "window", "60s",
-	    "[policy default] window: " RLG_T_WINDOW_RANGE " (got \"60s\")" },
+	    "[policy default] window: \"0\": " RLG_T_WINDOW_RANGE },
+	{ "policy default", "window", "60y",
+	    "[policy default] window: \"60y\": " RLG_T_DUR_S },
+	{ "policy default", "window", "1.5h",
+	    "[policy default] window: \"1.5h\": " RLG_T_DUR_S },
+	{ "policy default", "window", "60 s",
+	    "[policy default] window: \"60 s\": " RLG_T_DUR_S },
+	{ "policy default", "window", "60S",
+	    "[policy default] window: \"60S\": " RLG_T_DUR_S },
+	{ "policy default", "window", "60ms",
+	    "[policy default] window: \"60ms\": " RLG_T_DUR_S },
+	{ "policy default", "window", "s",
+	    "[policy default] window: \"s\": " RLG_T_DUR_S },
 	{ "policy default", "window", "-1",
-	    "[policy default] window: " RLG_T_WINDOW_RANGE " (got \"-1\")" },
+	    "[policy default] window: \"-1\": " RLG_T_DUR_S },
+	{ "policy default", "window", "-1s",
+	    "[policy default] window: \"-1s\": " RLG_T_DUR_S },
 	{ "policy default", "window", "31622401",
-	    "[policy default] window: " RLG_T_WINDOW_RANGE
-	    " (got \"31622401\")" },
+	    "[policy default] window: \"31622401\": " RLG_T_WINDOW_RANGE },
+	{ "policy default", "window", "367d",
+	    "[policy default] window: \"367d\": " RLG_T_WINDOW_RANGE },
+	{ "policy default", "window", "99999999999d",
+	    "[policy default] window: \"99999999999d\": " RLG_T_WINDOW_RANGE },
+	{ "policy default", "window", "106751991167301d",
+	    "[policy default] window: \"106751991167301d\": " RLG_T_DUR_S },
 	{ "policy default", "window", "99999999999999999999",
-	    "[policy default] window: " RLG_T_WINDOW_RANGE
-	    " (got \"99999999999999999999\")" },
+	    "[policy default] window: \"99999999999999999999\": " RLG_T_DUR_S },
 	{ "store", "busy_timeout_ms", "-1",
-	    "[store] busy_timeout_ms: " RLG_T_BUSY_RANGE " (got \"-1\")" },
+	    "[store] busy_timeout_ms: \"-1\": " RLG_T_DUR_MS },
 	{ "store", "busy_timeout_ms", "600001",
-	    "[store] busy_timeout_ms: " RLG_T_BUSY_RANGE
-	    " (got \"600001\")" },
-	{ "store", "busy_timeout_ms", "2s",
-	    "[store] busy_timeout_ms: " RLG_T_BUSY_RANGE " (got \"2s\")" },
+	    "[store] busy_timeout_ms: \"600001\": " RLG_T_BUSY_RANGE },
+	{ "store", "busy_timeout_ms", "11m",
+	    "[store] busy_timeout_ms: \"11m\": " RLG_T_BUSY_RANGE },
+	{ "store", "busy_timeout_ms", "2h",
+	    "[store] busy_timeout_ms: \"2h\": " RLG_T_DUR_MS },
+	{ "store", "busy_timeout_ms", "2.5s",
+	    "[store] busy_timeout_ms: \"2.5s\": " RLG_T_DUR_MS },
 	{ "store", "busy_timeout_ms", "99999999999999999999",
-	    "[store] busy_timeout_ms: " RLG_T_BUSY_RANGE
-	    " (got \"99999999999999999999\")" },
+	    "[store] busy_timeout_ms: \"99999999999999999999\": " RLG_T_DUR_MS },
+	{ "store", "busy_timeout_ms", "153722867280913m",
+	    "[store] busy_timeout_ms: \"153722867280913m\": " RLG_T_DUR_MS },
 	{ "fastcgi", "read_timeout_ms", "99",
-	    "[fastcgi] read_timeout_ms: " RLG_T_READ_RANGE " (got \"99\")" },
+	    "[fastcgi] read_timeout_ms: \"99\": " RLG_T_READ_RANGE },
 	{ "fastcgi", "read_timeout_ms", "0",
-	    "[fastcgi] read_timeout_ms: " RLG_T_READ_RANGE " (got \"0\")" },
+	    "[fastcgi] read_timeout_ms: \"0\": " RLG_T_READ_RANGE },
 	{ "fastcgi", "read_timeout_ms", "600001",
-	    "[fastcgi] read_timeout_ms: " RLG_T_READ_RANGE
-	    " (got \"600001\")" },
-	{ "fastcgi", "read_timeout_ms", "5s",
-	    "[fastcgi] read_timeout_ms: " RLG_T_READ_RANGE " (got \"5s\")" },
+	    "[fastcgi] read_timeout_ms: \"600001\": " RLG_T_READ_RANGE },
+	{ "fastcgi", "read_timeout_ms", "5d",
+	    "[fastcgi] read_timeout_ms: \"5d\": " RLG_T_DUR_MS },
+	{ "store", "flush_ms", "9ms",
+	    "[store] flush_ms: \"9ms\": " RLG_T_FLUSH_RANGE },
+	{ "store", "flush_ms", "2m",
+	    "[store] flush_ms: \"2m\": " RLG_T_FLUSH_RANGE },
+	{ "store", "flush_ms", "1 s",
+	    "[store] flush_ms: \"1 s\": " RLG_T_DUR_MS },
 	{ "store", "max_clients", "-1",
 	    "[store] max_clients: " RLG_T_MAXC_RANGE " (got \"-1\")" },
 	{ "store", "max_clients", "1000000001",
@@ -202,8 +233,8 @@ static const struct rlg_t_bad rlg_t_bad_values[] = {
 	    "[policy tb] burst: " RLG_T_BURST_RANGE " (got \"ten\")" },
 	{ "policy tb", "burst", "",
 	    "[policy tb] burst: must not be empty" },
-	{ "policy a.b-c_9", "window", "1m",
-	    "[policy a.b-c_9] window: " RLG_T_WINDOW_RANGE " (got \"1m\")" },
+	{ "policy a.b-c_9", "window", "1y",
+	    "[policy a.b-c_9] window: \"1y\": " RLG_T_DUR_S },
 	{ "policy default", "key", "header:X-Api-Key",
 	    "[policy default] key: " RLG_T_NEED_SECRET },
 	{ "policy default", "key", "header:",
@@ -315,16 +346,17 @@ static const struct rlg_t_bad rlg_t_bad_values[] = {
 	{ "store", "clock", "",
 	    "[store] clock: must not be empty" },
 	{ "store", "connect_timeout_ms", "0",
-	    "[store] connect_timeout_ms: " RLG_T_REDIS_TIMEOUT " (got \"0\")" },
+	    "[store] connect_timeout_ms: \"0\": " RLG_T_REDIS_TIMEOUT },
 	{ "store", "connect_timeout_ms", "60001",
-	    "[store] connect_timeout_ms: " RLG_T_REDIS_TIMEOUT
-	    " (got \"60001\")" },
-	{ "store", "connect_timeout_ms", "1s",
-	    "[store] connect_timeout_ms: " RLG_T_REDIS_TIMEOUT " (got \"1s\")" },
+	    "[store] connect_timeout_ms: \"60001\": " RLG_T_REDIS_TIMEOUT },
+	{ "store", "connect_timeout_ms", "2m",
+	    "[store] connect_timeout_ms: \"2m\": " RLG_T_REDIS_TIMEOUT },
+	{ "store", "connect_timeout_ms", "1h",
+	    "[store] connect_timeout_ms: \"1h\": " RLG_T_DUR_MS },
 	{ "store", "timeout_ms", "-1",
-	    "[store] timeout_ms: " RLG_T_REDIS_TIMEOUT " (got \"-1\")" },
-	{ "store", "timeout_ms", "0",
-	    "[store] timeout_ms: " RLG_T_REDIS_TIMEOUT " (got \"0\")" },
+	    "[store] timeout_ms: \"-1\": " RLG_T_DUR_MS },
+	{ "store", "timeout_ms", "0ms",
+	    "[store] timeout_ms: \"0ms\": " RLG_T_REDIS_TIMEOUT },
 	{ "store", "url", "",
 	    "[store] url: must not be empty" },
 	{ "store", "url", "http://h:1",
@@ -1348,7 +1380,7 @@ START_TEST(test_many_errors)
 	    "key0 = 1\n"                    /* 1 */
 	    "[store]\n"                     /* 2 */
 	    "pth = /x\n"                    /* 3 */
-	    "busy_timeout_ms = 60s\n"       /* 4 */
+	    "busy_timeout_ms = 60y\n"       /* 4 */
 	    "on_error = Closed\n"           /* 5 */
 	    "[headers]\n"                   /* 6 */
 	    "style = fancy\n"               /* 7 */
@@ -1378,8 +1410,7 @@ START_TEST(test_many_errors)
 	    19,
 	    "t.conf:1: key \"key0\" before any [section]\n"
 	    "t.conf:3: [store] unknown key \"pth\"\n"
-	    "t.conf:4: [store] busy_timeout_ms: must be an integer from 0 to "
-	    "600000 (got \"60s\")\n"
+	    "t.conf:4: [store] busy_timeout_ms: \"60y\": " RLG_T_DUR_MS "\n"
 	    "t.conf:5: [store] on_error: must be one of closed, open "
 	    "(got \"Closed\")\n"
 	    "t.conf:7: [headers] style: " RLG_T_STYLES " (got \"fancy\")\n"
@@ -1491,8 +1522,8 @@ START_TEST(test_overlong_line)
 	text = rlg_t_fmt("[store]\npath = %s\nbusy_timeout_ms = x\n", pad);
 	want = rlg_t_fmt(
 	    "t.conf:2: line too long (max %d bytes)\n"
-	    "t.conf:3: [store] busy_timeout_ms: must be an integer from 0 to "
-	    "600000 (got \"x\")\n", RLG_CONFIG_LINE_MAX);
+	    "t.conf:3: [store] busy_timeout_ms: \"x\": " RLG_T_DUR_MS "\n",
+	    RLG_CONFIG_LINE_MAX);
 	rlg_t_expect(text, 2, want);
 	free(want);
 	free(text);
@@ -1700,7 +1731,7 @@ START_TEST(test_load_file_errors)
 	memcpy(text, head, sizeof head - 1);
 	len = sizeof head - 1;
 	len += (size_t)sprintf(text + len, "%s\nlimit = 5\n[policy default]\n"
-	    "window = 60s\n", pad);
+	    "window = 60y\n", pad);
 	path = rlg_t_file(text, len);
 
 	len = 0;
@@ -1716,8 +1747,7 @@ START_TEST(test_load_file_errors)
 	    "(got \"bogus\")\n"
 	    "%s:4: line too long (max %d bytes)\n"
 	    "%s:5: [store] unknown key \"limit\"\n"
-	    "%s:7: [policy default] window: must be an integer from 1 to "
-	    "31622400 (got \"60s\")\n",
+	    "%s:7: [policy default] window: \"60y\": " RLG_T_DUR_S "\n",
 	    path, path, path, RLG_CONFIG_LINE_MAX, path, path);
 	ck_assert_str_eq(buf, want);
 	free(want);
@@ -3864,6 +3894,10 @@ START_TEST(test_man_page_agrees)
 		    w++)
 			ck_assert_msg(strstr(entry, w->name) != NULL,
 			    "rlgate.conf.5: %s: no word %s", o->name, w->name);
+		ck_assert_msg(o->duration_ms == 0 || strstr(entry,
+		    o->duration_ms == 1 ? "\nDuration in milliseconds, " :
+		    "\nDuration in seconds, ") != NULL, "rlgate.conf.5: %s: "
+		    "not said a duration", o->name);
 		want = rlg_t_fmt(" %lld to %lld.", o->min, o->max);
 		ck_assert_msg(o->type != RLG_OPT_INT ||
 		    strstr(entry, want) != NULL, "rlgate.conf.5: %s: no "
@@ -4187,6 +4221,45 @@ START_TEST(test_msg_unguarded_route)
 }
 END_TEST
 
+/*
+ * Durations take units as nginx's do (s, m, h, d for a key in seconds;
+ * ms, s, m for one in ms), a bare number its key's own unit; the bad
+ * ones (tests/check_config.c's table of bad values) say what a duration
+ * is.
+ */
+START_TEST(test_msg_durations)
+{
+	struct rlg_config *cfg;
+
+	cfg = rlg_t_ok("[store]\nbusy_timeout_ms = 2s\ncommit = behind\n"
+	    "flush_ms = 250ms\n"
+	    "[fastcgi]\nread_timeout_ms = 1m\n"
+	    "[policy a]\nwindow = 90s\n[policy b]\nwindow = 15m\n"
+	    "[policy c]\nwindow = 1h\n[policy d]\nwindow = 366d\n"
+	    "[policy e]\nwindow = 120\n");
+	ck_assert_int_eq(cfg->store.sqlite.busy_timeout_ms, 2000);
+	ck_assert_int_eq(cfg->store.sqlite.flush_ms, 250);
+	ck_assert_int_eq(cfg->read_timeout_ms, 60000);
+	ck_assert_int_eq(cfg->policies[0].lim.window_ms, 90000);
+	ck_assert_int_eq(cfg->policies[1].lim.window_ms, 900000);
+	ck_assert_int_eq(cfg->policies[2].lim.window_ms, 3600000);
+	ck_assert_int_eq(cfg->policies[3].lim.window_ms, 366LL * 86400000);
+	ck_assert_int_eq(cfg->policies[4].lim.window_ms, 120000);
+	rlg_config_free(cfg);
+	cfg = rlg_t_ok("[store]\nbackend = redis\nurl = redis://h\n"
+	    "connect_timeout_ms = 1s\ntimeout_ms = 750\n");
+	ck_assert_int_eq(cfg->store.redis.connect_timeout_ms, 1000);
+	ck_assert_int_eq(cfg->store.redis.timeout_ms, 750);
+	rlg_config_free(cfg);
+	rlg_t_expect("[policy default]\nwindow = 1y\n", 1, "t.conf:2: "
+	    "[policy default] window: \"1y\": a duration in seconds, or with "
+	    "a unit s, m, h, d (e.g. 90s, 15m, 1h)\n");
+	rlg_t_expect("[store]\ncommit = behind\nflush_ms = 1h\n", 1,
+	    "t.conf:3: [store] flush_ms: \"1h\": a duration in milliseconds, "
+	    "or with a unit ms, s, m (e.g. 500ms, 2s, 1m)\n");
+}
+END_TEST
+
 Suite *
 rlg_config_suite(void)
 {
@@ -4309,6 +4382,7 @@ rlg_config_suite(void)
 
 	tc = tcase_create("messages");
 	tcase_add_test(tc, test_msg_unguarded_route);
+	tcase_add_test(tc, test_msg_durations);
 	suite_add_tcase(s, tc);
 
 	return s;
