@@ -28,6 +28,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,12 @@ static struct rlg_set_lines *rlg_lines(struct rlg_parse *p, size_t scope,
 static char *rlg_vformat(const char *fmt, va_list ap)
     __attribute__((format(printf, 1, 0)));
 static int rlg_problem_cmp(const void *a, const void *b);
+static void rlg_unknown_key(struct rlg_parse *p, const char *name);
+static void rlg_no_policy(struct rlg_parse *p, int line, const char *label,
+    const char *name);
+static size_t rlg_edit_distance(const char *a, const char *b);
+static bool rlg_near(const char *typed, const char *known, size_t *best);
+static const char *rlg_section_usage(const char *sect);
 
 /* The sections without a name, and where in struct rlg_config the struct
  * their keys fill is. */
@@ -352,8 +359,7 @@ rlg_key_line(struct rlg_parse *p, const char *name, const char *value)
 	}
 	i = rlg_option_find(p->sect, name);
 	if (i == rlg_noptions) {
-		rlg_problem(p, p->lineno, "%s unknown key \"%s\"", p->label,
-		    name);
+		rlg_unknown_key(p, name);
 		return;
 	}
 	o = &rlg_options[i];
@@ -779,8 +785,8 @@ rlg_routes_finish(struct rlg_parse *p)
 				    b->names[j]) == 0)
 					break;
 			if (n == cfg->npolicies)
-				rlg_problem(p, pols->ok, "%s policies: no "
-				    "[policy %s]", b->label, b->names[j]);
+				rlg_no_policy(p, pols->ok, b->label,
+				    b->names[j]);
 			else
 				r->policies[r->npolicies++] = n;
 		}
@@ -1029,6 +1035,163 @@ rlg_lines(struct rlg_parse *p, size_t scope, const char *sect,
 
 	assert(i < rlg_noptions && scope < RLG_NSCOPES);
 	return &p->lines[scope * rlg_noptions + i];
+}
+
+/*
+ * A key the current section does not have, on the current line. A key
+ * of other sections says where it belongs ("[store] unknown key
+ * \"limit\": it belongs in [policy NAME]"); else the closest key of this
+ * section, or of another one (named), if one is close (rlg_near):
+ * "did you mean \"limit\"?"; else nothing more.
+ */
+static void
+rlg_unknown_key(struct rlg_parse *p, const char *name)
+{
+	char where[128];
+	const char *near = NULL, *near_sect = NULL, *sect;
+	size_t i, used = 0, best = SIZE_MAX, other = SIZE_MAX;
+
+	where[0] = '\0';
+	for (i = 0; i < rlg_noptions; i++) {
+		sect = rlg_options[i].section;
+		if (strcmp(sect, p->sect) == 0) {
+			if (rlg_near(name, rlg_options[i].name, &best))
+				near = rlg_options[i].name;
+			continue;
+		}
+		if (strcmp(rlg_options[i].name, name) == 0) {
+			/* a section has a key once: no section twice */
+			if (used < sizeof where)
+				used += (size_t)snprintf(where + used,
+				    sizeof where - used, "%s%s", used > 0 ?
+				    " or " : "", rlg_section_usage(sect));
+		} else if (rlg_near(name, rlg_options[i].name, &other)) {
+			near_sect = rlg_options[i].name;
+		}
+	}
+	if (where[0] != '\0')
+		rlg_problem(p, p->lineno, "%s unknown key \"%s\": it belongs in "
+		    "%s", p->label, name, where);
+	else if (near != NULL)
+		rlg_problem(p, p->lineno, "%s unknown key \"%s\": did you mean "
+		    "\"%s\"?", p->label, name, near);
+	else if (near_sect != NULL) {
+		for (i = 0; strcmp(rlg_options[i].name, near_sect) != 0; i++)
+			;
+		rlg_problem(p, p->lineno, "%s unknown key \"%s\": did you mean "
+		    "\"%s\" (a key of %s)?", p->label, name, near_sect,
+		    rlg_section_usage(rlg_options[i].section));
+	} else
+		rlg_problem(p, p->lineno, "%s unknown key \"%s\"", p->label,
+		    name);
+}
+
+/* How a section of the rows is written: "[store]", "[policy NAME]". */
+static const char *
+rlg_section_usage(const char *sect)
+{
+	static const char *const named[][2] = {
+		{ "store", "[store]" }, { "headers", "[headers]" },
+		{ "response", "[response]" }, { "client", "[client]" },
+		{ "log", "[log]" }, { "admin", "[admin]" },
+		{ "fastcgi", "[fastcgi]" }, { "policy", "[policy NAME]" },
+		{ "route", "[route NAME]" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof named / sizeof named[0]; i++)
+		if (strcmp(named[i][0], sect) == 0)
+			return named[i][1];
+	return sect;
+}
+
+/* A policy name that names no policy, at line: "LABEL policies: no
+ * [policy NAME]", and the closest name if one is close. */
+static void
+rlg_no_policy(struct rlg_parse *p, int line, const char *label,
+    const char *name)
+{
+	const char *near = rlg_policy_suggest(p->cfg, name);
+
+	if (near != NULL)
+		rlg_problem(p, line, "%s policies: no [policy %s]: did you mean "
+		    "\"%s\"?", label, name, near);
+	else
+		rlg_problem(p, line, "%s policies: no [policy %s]", label, name);
+}
+
+const char *
+rlg_policy_suggest(const struct rlg_config *cfg, const char *name)
+{
+	const char *near = NULL;
+	size_t i, best = SIZE_MAX;
+
+	for (i = 0; i < cfg->npolicies; i++)
+		if (rlg_near(name, cfg->policies[i].name, &best))
+			near = cfg->policies[i].name;
+	return near;
+}
+
+/*
+ * Whether known is close enough to typed to be offered ("did you
+ * mean"), and closer than *best (then *best is its distance): at most 2
+ * edits, and at most a third of the longer name (so that "ab" does not
+ * become "cd"), never 0 (that is no typo).
+ */
+static bool
+rlg_near(const char *typed, const char *known, size_t *best)
+{
+	size_t d = rlg_edit_distance(typed, known);
+	size_t la = strlen(typed), lb = strlen(known);
+
+	if (d == 0 || d > 2 || 3 * d > (la > lb ? la : lb) || d >= *best)
+		return false;
+	*best = d;
+	return true;
+}
+
+/*
+ * The Damerau-Levenshtein distance of a and b (optimal string
+ * alignment: insertions, deletions, substitutions and swaps of two
+ * neighbours, each 1), written here rather than borrowed: three rows of
+ * the classic table. Names longer than RLG_EDIT_MAX (a line of the file
+ * may be 8 KiB) are no typo of a key: SIZE_MAX.
+ */
+#define RLG_EDIT_MAX 64
+static size_t
+rlg_edit_distance(const char *a, const char *b)
+{
+	size_t rows[3][RLG_EDIT_MAX + 1], *pp, *prev, *cur, i, j, c;
+	size_t la = strlen(a), lb = strlen(b);
+
+	if (la > RLG_EDIT_MAX || lb > RLG_EDIT_MAX)
+		return SIZE_MAX;
+	pp = rows[0], prev = rows[1], cur = rows[2];
+	for (j = 0; j <= lb; j++)
+		prev[j] = j;
+	for (i = 1; i <= la; i++) {
+		cur[0] = i;
+		for (j = 1; j <= lb; j++) {
+			c = prev[j - 1] + (a[i - 1] != b[j - 1]);
+			if (prev[j] + 1 < c)
+				c = prev[j] + 1;
+			if (cur[j - 1] + 1 < c)
+				c = cur[j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+			    a[i - 2] == b[j - 1] && pp[j - 2] + 1 < c)
+				c = pp[j - 2] + 1;
+			cur[j] = c;
+		}
+		/* rotate: the row before the previous one is reused */
+		{
+			size_t *t = pp;
+
+			pp = prev;
+			prev = cur;
+			cur = t;
+		}
+	}
+	return prev[lb];
 }
 
 /* Notes one problem on line (0: the whole file). */

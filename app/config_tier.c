@@ -396,9 +396,13 @@ tier_finish(struct rlg_parse *p, struct rlg_tier *t, struct rlg_tier_build *b)
 			if (strcmp(cfg->policies[n].name, name) == 0)
 				break;
 		if (n == cfg->npolicies) {
+			const char *near = rlg_policy_suggest(cfg, name);
+
 			rlg_problem(p, line, "%s %s: no [policy %s] (a key of a"
-			    " tier is clients or a policy's name)", b->label,
-			    name, name);
+			    " tier is clients or a policy's name)%s%s%s",
+			    b->label, name, name, near != NULL ?
+			    ": did you mean \"" : "", near != NULL ? near : "",
+			    near != NULL ? "\"?" : "");
 			continue;
 		}
 		t->rules[t->nrules].policy = n;

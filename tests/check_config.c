@@ -1409,7 +1409,7 @@ START_TEST(test_many_errors)
 	    "nonsense",                     /* 30, no newline */
 	    19,
 	    "t.conf:1: key \"key0\" before any [section]\n"
-	    "t.conf:3: [store] unknown key \"pth\"\n"
+	    "t.conf:3: [store] unknown key \"pth\": did you mean \"path\"?\n"
 	    "t.conf:4: [store] busy_timeout_ms: \"60y\": " RLG_T_DUR_MS "\n"
 	    "t.conf:5: [store] on_error: must be one of closed, open "
 	    "(got \"Closed\")\n"
@@ -1622,15 +1622,15 @@ START_TEST(test_unknown_section_and_key)
 	    "t.conf:2: unknown section [Store]\n"
 	    "t.conf:3: unknown section []\n"
 	    "t.conf:4: unknown section [policyx]\n"
-	    "t.conf:6: [store] unknown key \"pth\"\n"
-	    "t.conf:7: [store] unknown key \"Path\"\n"
-	    "t.conf:9: [headers] unknown key \"styles\"\n"
-	    "t.conf:11: [policy default] unknown key \"limits\"\n"
-	    "t.conf:12: [policy default] unknown key \"path\"\n"
-	    "t.conf:14: [response] unknown key \"error\"\n"
-	    "t.conf:15: [response] unknown key \"style\"\n"
-	    "t.conf:17: [policy api] unknown key \"errors\"\n"
-	    "t.conf:18: [policy api] unknown key \"Burst\"\n"
+	    "t.conf:6: [store] unknown key \"pth\": did you mean \"path\"?\n"
+	    "t.conf:7: [store] unknown key \"Path\": did you mean \"path\"?\n"
+	    "t.conf:9: [headers] unknown key \"styles\": did you mean \"style\"?\n"
+	    "t.conf:11: [policy default] unknown key \"limits\": did you mean \"limit\"?\n"
+	    "t.conf:12: [policy default] unknown key \"path\": it belongs in [store] or [route NAME]\n"
+	    "t.conf:14: [response] unknown key \"error\": did you mean \"errors\"?\n"
+	    "t.conf:15: [response] unknown key \"style\": it belongs in [headers]\n"
+	    "t.conf:17: [policy api] unknown key \"errors\": it belongs in [response]\n"
+	    "t.conf:18: [policy api] unknown key \"Burst\": did you mean \"burst\"?\n"
 	    "t.conf:19: unknown section [Response]\n"
 	    "t.conf:20: unknown section [Policy x]\n"
 	    "t.conf:21: unknown section [policies x]\n");
@@ -1746,7 +1746,7 @@ START_TEST(test_load_file_errors)
 	    "%s:3: syntax error: expected \"key = value\" or \"[section]\" "
 	    "(got \"bogus\")\n"
 	    "%s:4: line too long (max %d bytes)\n"
-	    "%s:5: [store] unknown key \"limit\"\n"
+	    "%s:5: [store] unknown key \"limit\": it belongs in [policy NAME]\n"
 	    "%s:7: [policy default] window: \"60y\": " RLG_T_DUR_S "\n",
 	    path, path, path, RLG_CONFIG_LINE_MAX, path, path);
 	ck_assert_str_eq(buf, want);
@@ -2272,8 +2272,8 @@ START_TEST(test_client)
 	rlg_t_expect(
 	    "[policy a]\ntrusted_proxies = ::1\n[client]\nmode = enforce\n",
 	    2,
-	    "t.conf:2: [policy a] unknown key \"trusted_proxies\"\n"
-	    "t.conf:4: [client] unknown key \"mode\"\n");
+	    "t.conf:2: [policy a] unknown key \"trusted_proxies\": it belongs in [client]\n"
+	    "t.conf:4: [client] unknown key \"mode\": it belongs in [policy NAME]\n");
 }
 END_TEST
 
@@ -2327,7 +2327,7 @@ START_TEST(test_headers_log)
 	ck_assert_str_eq(rlg_log_level_name((enum rlg_log_level)99),
 	    "unknown");
 	rlg_t_expect("[log]\nstyle = none\nlevel = info\nlevel = error\n", 2,
-	    "t.conf:2: [log] unknown key \"style\"\n"
+	    "t.conf:2: [log] unknown key \"style\": it belongs in [headers]\n"
 	    "t.conf:4: [log] level: set twice (first on line 3)\n");
 }
 END_TEST
@@ -2809,8 +2809,8 @@ START_TEST(test_route_errors)
 	/* Route keys belong to routes. */
 	rlg_t_expect("[policy a]\nmethods = GET\n[route r]\npath = /\n"
 	    "policies = a\nlimit = 5\n", 2,
-	    "t.conf:2: [policy a] unknown key \"methods\"\n"
-	    "t.conf:6: [route r] unknown key \"limit\"\n");
+	    "t.conf:2: [policy a] unknown key \"methods\": it belongs in [route NAME]\n"
+	    "t.conf:6: [route r] unknown key \"limit\": it belongs in [policy NAME]\n");
 }
 END_TEST
 
@@ -4260,6 +4260,64 @@ START_TEST(test_msg_durations)
 }
 END_TEST
 
+/*
+ * An unknown key close to a key of its section (a typo: a letter
+ * missing, added, changed, two swapped) gets "did you mean"; close to a
+ * key of another section only, that key and its section; nothing close,
+ * nothing more. A policy name a route or a tier names that is close to
+ * a policy's gets the same.
+ */
+START_TEST(test_msg_did_you_mean)
+{
+	rlg_t_expect("[policy default]\nlimt = 5\nwindwo = 60\n"
+	    "algoritm = token_bucket\nzzz = 1\nlimitlimit = 2\n"
+	    "[client]\nexmept = ::1\n[admin]\nlmit = 3\n", 7,
+	    "t.conf:2: [policy default] unknown key \"limt\": did you mean "
+	    "\"limit\"?\n"
+	    "t.conf:3: [policy default] unknown key \"windwo\": did you mean "
+	    "\"window\"?\n"
+	    "t.conf:4: [policy default] unknown key \"algoritm\": did you "
+	    "mean \"algorithm\"?\n"
+	    "t.conf:5: [policy default] unknown key \"zzz\"\n"
+	    "t.conf:6: [policy default] unknown key \"limitlimit\"\n"
+	    "t.conf:8: [client] unknown key \"exmept\": did you mean "
+	    "\"exempt\"?\n"
+	    "t.conf:10: [admin] unknown key \"lmit\": did you mean \"limit\" "
+	    "(a key of [policy NAME])?\n");
+	rlg_t_expect("[policy default]\n[policy api]\n"
+	    "[route a]\npath = /a\npolicies = defualt, apu\n"
+	    "[route b]\npath = /b\npolicies = nothing\n"
+	    "[tier gold]\nclients = 10.0.0.0/8\nap = limit=5\n", 4,
+	    "t.conf:5: [route a] policies: no [policy defualt]: did you mean "
+	    "\"default\"?\n"
+	    "t.conf:5: [route a] policies: no [policy apu]: did you mean "
+	    "\"api\"?\n"
+	    "t.conf:8: [route b] policies: no [policy nothing]\n"
+	    "t.conf:11: [tier gold] ap: no [policy ap] (a key of a tier is "
+	    "clients or a policy's name): did you mean \"api\"?\n");
+}
+END_TEST
+
+/*
+ * A key of another section says where it belongs, each section where
+ * it is valid.
+ */
+START_TEST(test_msg_right_section)
+{
+	rlg_t_expect("[store]\nlimit = 5\n[policy p]\npath = /x\n"
+	    "exempt = ::1\n[headers]\nexempt = ::1\nread_timeout_ms = 1\n",
+	    4,
+	    "t.conf:2: [store] unknown key \"limit\": it belongs in [policy "
+	    "NAME]\n"
+	    "t.conf:4: [policy p] unknown key \"path\": it belongs in [store] "
+	    "or [route NAME]\n"
+	    "t.conf:7: [headers] unknown key \"exempt\": it belongs in "
+	    "[client] or [policy NAME]\n"
+	    "t.conf:8: [headers] unknown key \"read_timeout_ms\": it belongs "
+	    "in [fastcgi]\n");
+}
+END_TEST
+
 Suite *
 rlg_config_suite(void)
 {
@@ -4383,6 +4441,8 @@ rlg_config_suite(void)
 	tc = tcase_create("messages");
 	tcase_add_test(tc, test_msg_unguarded_route);
 	tcase_add_test(tc, test_msg_durations);
+	tcase_add_test(tc, test_msg_did_you_mean);
+	tcase_add_test(tc, test_msg_right_section);
 	suite_add_tcase(s, tc);
 
 	return s;
