@@ -855,6 +855,7 @@ rlg_store_finish(struct rlg_parse *p)
 
 	backend = rlg_lines(p, 0, "store", "backend");
 	url = rlg_lines(p, 0, "store", "url");
+	p->cfg->store.sqlite.path_line = rlg_lines(p, 0, "store", "path")->ok;
 	if (p->backend_bad)
 		return;
 	sqlite = sc->backend == RLG_BACKEND_SQLITE;
@@ -986,6 +987,54 @@ rlg_config_why_each(const struct rlg_config *cfg, char *why, size_t size)
 	if (size > 0)
 		why[0] = '\0';
 	return false;
+}
+
+int
+rlg_config_check_dir(const struct rlg_config *cfg, char *msg, size_t size)
+{
+	const struct rlg_sqlite_config *sq = &cfg->store.sqlite;
+	const char *db = sq->path, *slash;
+	char dir[RLG_CONFIG_LINE_MAX + 2], where[RLG_CONFIG_LINE_MAX + 32];
+	struct stat st;
+	bool missing;
+
+	if (size > 0)
+		msg[0] = '\0';
+	if (cfg->store.backend != RLG_BACKEND_SQLITE || db == NULL)
+		return 0;
+	if (cfg->source == NULL)
+		snprintf(where, sizeof where, "built-in defaults");
+	else if (sq->path_line > 0)
+		snprintf(where, sizeof where, "%s:%d", cfg->source,
+		    sq->path_line);
+	else
+		snprintf(where, sizeof where, "%s", cfg->source);
+	slash = strrchr(db, '/');
+	if (slash == NULL)
+		snprintf(dir, sizeof dir, ".");
+	else if (slash == db)
+		snprintf(dir, sizeof dir, "/");
+	else
+		snprintf(dir, sizeof dir, "%.*s", (int)(slash - db), db);
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		missing = stat(dir, &st) != 0;
+		snprintf(msg, size, "%s: path: directory %s %s: create it for "
+		    "the user rlgate runs as (mkdir -p %s; chown USER %s)",
+		    where, dir, missing ? "does not exist" : "is not a directory",
+		    dir, dir);
+		return -1;
+	}
+	if (access(dir, W_OK | X_OK) != 0 ||
+	    (access(db, F_OK) == 0 && access(db, R_OK | W_OK) != 0)) {
+		snprintf(msg, size, "%s: path: %s is not writable by this user "
+		    "(uid %ld): rlgate run as it could not keep its database "
+		    "there; check as the user rlgate runs as, or give it the "
+		    "directory (chown USER %s)", where,
+		    access(dir, W_OK | X_OK) != 0 ? dir : db, (long)getuid(),
+		    dir);
+		return -1;
+	}
+	return 0;
 }
 
 /* The policies that keep state in the table: each, and each bound on new

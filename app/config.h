@@ -120,6 +120,7 @@ enum rlg_store_backend {
 /* [store] for backend = sqlite: one file, the processes of one machine. */
 struct rlg_sqlite_config {
 	char *path;                /* the database file */
+	int path_line;             /* its line in the file; 0: the default */
 	int busy_timeout_ms;       /* how long to wait for a lock */
 	/*
 	 * The most clients one policy keeps state for at once; 0: no limit.
@@ -442,6 +443,21 @@ void rlg_config_free(struct rlg_config *cfg);
  * resolves auto with it; main.c says it in the log and --check-config.
  */
 bool rlg_config_why_each(const struct rlg_config *cfg, char *why,
+    size_t size);
+
+/*
+ * Whether the SQLite store of cfg can keep its database where [store]
+ * path says: its directory exists, is a directory, and the calling user
+ * may write there (and the file, if it is there). The store creates the
+ * file there, and its -wal, -shm, -table and -metrics beside it. Returns
+ * 0 (or with another backend), else -1 with the problem in msg (size
+ * bytes) as "FILE:LINE: path: directory DIR does not exist: ..." (the
+ * line of [store] path; "FILE: " alone for the default path, "built-in
+ * defaults: " without a file). Reads the file system: for
+ * --check-config and the start, not the loader (a config may name a
+ * directory that appears later: the store heals when it does).
+ */
+int rlg_config_check_dir(const struct rlg_config *cfg, char *msg,
     size_t size);
 
 /*

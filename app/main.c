@@ -410,52 +410,22 @@ check_config(const struct rlg_config *cfg, const char *path,
 
 /*
  * The SQLite database's directory must exist and be writable by the user
- * who checks (run --check-config as rlgate's user): the store creates the
- * file there, and its -wal, -shm, -table and -metrics beside it. Else an
+ * who checks (run --check-config as rlgate's user): else an
  * out-of-the-box install would answer every request 503 (on_error) while
  * the file itself looked fine. Prints the problem on stderr as the
- * loader's are, and returns -1; 0 when it can work.
+ * loader's are (rlg_config_check_dir: file:line), and returns -1; 0 when
+ * it can work.
  */
 static int
 check_store_dir(const struct rlg_config *cfg, const char *path)
 {
-	const char *db = cfg->store.sqlite.path, *src;
-	char dir[4200];
-	const char *slash;
-	struct stat st;
+	char msg[2 * RLG_CONFIG_LINE_MAX + 256];
 
-	if (cfg->store.backend != RLG_BACKEND_SQLITE || db == NULL)
+	if (rlg_config_check_dir(cfg, msg, sizeof msg) == 0)
 		return 0;
-	src = path != NULL ? path : "built-in defaults";
-	slash = strrchr(db, '/');
-	if (slash == NULL)
-		snprintf(dir, sizeof dir, ".");
-	else if (slash == db)
-		snprintf(dir, sizeof dir, "/");
-	else
-		snprintf(dir, sizeof dir, "%.*s", (int)(slash - db), db);
-	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		bool missing = stat(dir, &st) != 0;
-
-		fprintf(stderr, "%s: [store] path %s: the directory %s %s: "
-		    "create it for the user rlgate runs as (mkdir -p %s; chown "
-		    "USER %s)\n", src, db, dir, missing ? "does not exist" :
-		    "is not a directory", dir, dir);
-		fprintf(stderr, "%s: 1 problem, not starting\n", src);
-		return -1;
-	}
-	if (access(dir, W_OK | X_OK) != 0 ||
-	    (access(db, F_OK) == 0 && access(db, R_OK | W_OK) != 0)) {
-		fprintf(stderr, "%s: [store] path %s: %s is not writable by this"
-		    " user (uid %ld): rlgate run as it could not keep its"
-		    " database there; check as the user rlgate runs as, or"
-		    " give it the directory (chown USER %s)\n", src, db,
-		    access(dir, W_OK | X_OK) != 0 ? dir : db, (long)getuid(),
-		    dir);
-		fprintf(stderr, "%s: 1 problem, not starting\n", src);
-		return -1;
-	}
-	return 0;
+	fprintf(stderr, "%s\n%s: 1 problem, not starting\n", msg,
+	    path != NULL ? path : "built-in defaults");
+	return -1;
 }
 
 /*
@@ -556,6 +526,7 @@ serve(struct rlg_config *cfg, const char *path, int threads, int processes,
     const char *log_warning)
 {
 	char policies[1024], store[512], commit[4600], metrics[4200];
+	char dirmsg[2 * RLG_CONFIG_LINE_MAX + 256];
 	struct rlg_sqlite_config *sq = &cfg->store.sqlite;
 	struct worker_ctx ctx = { cfg, path, threads };
 	char procs[64] = "";
@@ -577,6 +548,10 @@ serve(struct rlg_config *cfg, const char *path, int threads, int processes,
 		    cfg->nroutes == 1 ? "" : "s", policies);
 		if (log_warning[0] != '\0')
 			rlg_log("%s", log_warning);
+		/* not fatal: the store opens once the directory is there */
+		if (rlg_config_check_dir(cfg, dirmsg, sizeof dirmsg) != 0)
+			rlg_log("warning: %s (until then every request is "
+			    "answered as on_error says)", dirmsg);
 		(void)rlg_store_check_files(&cfg->store, warn_log, NULL);
 		if (cfg->log_level >= RLG_LOG_INFO &&
 		    describe_commit(cfg, false, commit, sizeof commit) != NULL)

@@ -4318,6 +4318,66 @@ START_TEST(test_msg_right_section)
 }
 END_TEST
 
+/*
+ * The database's directory, for --check-config and the start: missing,
+ * or a file, is said at [store] path's line ("FILE:LINE: path:
+ * directory DIR does not exist"); a directory that is there passes; the
+ * Redis store keeps no database.
+ */
+START_TEST(test_msg_missing_dir)
+{
+	struct rlg_config *cfg;
+	char *path, *text, *want, msg[2048];
+
+	text = rlg_t_fmt("; a comment\n[store]\npath = %s/rlg-no-such-dir/x.db\n",
+	    rlg_t_tmpdir());
+	path = rlg_t_file(text, strlen(text));
+	ck_assert_int_eq(rlg_config_load(path, stderr, &cfg), 0);
+	ck_assert_int_eq(rlg_config_check_dir(cfg, msg, sizeof msg), -1);
+	want = rlg_t_fmt("%s:3: path: directory %s/rlg-no-such-dir does not "
+	    "exist: create it for the user rlgate runs as (mkdir -p "
+	    "%s/rlg-no-such-dir; chown USER %s/rlg-no-such-dir)", path,
+	    rlg_t_tmpdir(), rlg_t_tmpdir(), rlg_t_tmpdir());
+	ck_assert_str_eq(msg, want);
+	rlg_config_free(cfg);
+	free(want);
+	free(text);
+	unlink(path);
+
+	/* a file where the directory should be */
+	text = rlg_t_fmt("[store]\npath = %s/x.db\n", path);
+	ck_assert_int_eq(rlg_config_load_string(text, "t.conf", stderr, &cfg),
+	    0);
+	{
+		FILE *f = fopen(path, "w");
+
+		ck_assert_ptr_nonnull(f);
+		fclose(f);
+	}
+	ck_assert_int_eq(rlg_config_check_dir(cfg, msg, sizeof msg), -1);
+	want = rlg_t_fmt("t.conf:2: path: directory %s is not a directory",
+	    path);
+	ck_assert_msg(strncmp(msg, want, strlen(want)) == 0, "%s", msg);
+	rlg_config_free(cfg);
+	free(want);
+	free(text);
+	unlink(path);
+	free(path);
+
+	text = rlg_t_fmt("[store]\npath = %s/x.db\n", rlg_t_tmpdir());
+	ck_assert_int_eq(rlg_config_load_string(text, "t.conf", stderr, &cfg),
+	    0);
+	ck_assert_int_eq(rlg_config_check_dir(cfg, msg, sizeof msg), 0);
+	ck_assert_str_eq(msg, "");
+	rlg_config_free(cfg);
+	free(text);
+	cfg = rlg_t_ok("[store]\nbackend = redis\nurl = redis://h\n"
+	    "path = /rlg-no-such-dir/x.db\n");
+	ck_assert_int_eq(rlg_config_check_dir(cfg, msg, sizeof msg), 0);
+	rlg_config_free(cfg);
+}
+END_TEST
+
 Suite *
 rlg_config_suite(void)
 {
@@ -4443,6 +4503,7 @@ rlg_config_suite(void)
 	tcase_add_test(tc, test_msg_durations);
 	tcase_add_test(tc, test_msg_did_you_mean);
 	tcase_add_test(tc, test_msg_right_section);
+	tcase_add_test(tc, test_msg_missing_dir);
 	suite_add_tcase(s, tc);
 
 	return s;
