@@ -7,7 +7,8 @@
  *
  * Policies are built in file order, one per distinct [policy NAME], and
  * routes likewise, one per distinct [route NAME]; a repeated section merges
- * into the first, as every section does. Checks that span keys or sections
+ * into the first, as every section does (a named one with a warning that
+ * names both lines: a copied section someone forgot to rename). Checks that span keys or sections
  * (burst needs token_bucket, sliding_log caps the limit, a header key needs
  * [client] key_secret, a route names policies that may come later in the
  * file, a route's cost (or cost_max) fits each of its policies, the
@@ -491,12 +492,23 @@ rlg_named_section(struct rlg_parse *p, const char *kind, const char *name)
 	if (i == n) {
 		memcpy(b[i].label, label, sizeof label);
 		b[i].line = p->lineno;
+	} else {
+		rlg_section_again(p, label, b[i].line);
 	}
 	p->sect = policy ? "policy" : "route";
 	p->cur = i;
 	p->scope = 1 + i + (policy ? 0 : RLG_POLICIES_MAX);
 	p->base = policy ? (void *)&p->pols[i] : (void *)&p->routes[i];
 	memcpy(p->label, label, sizeof label);
+}
+
+void
+rlg_section_again(struct rlg_parse *p, const char *label, int first)
+{
+	rlg_problem(p, p->lineno, "%s again (first on line %d): its keys merge "
+	    "into that one; a copy meant as another one needs a name of its "
+	    "own", label, first);
+	p->problems[p->nproblems - 1].warning = true;
 }
 
 /*

@@ -139,6 +139,12 @@ void rlg_key_problem(struct rlg_parse *p, const struct rlg_option *o,
 const char *rlg_policy_suggest(const struct rlg_config *cfg,
     const char *name);
 
+/*
+ * A [policy NAME], [route NAME] or [tier NAME] (label) seen again on the
+ * current line, first on line first: a warning (its keys merge).
+ */
+void rlg_section_again(struct rlg_parse *p, const char *label, int first);
+
 /* ---- config_options.c: the option table ------------------------------- */
 
 /* Every key of every section, rlg_noptions rows (rlg_config_options

@@ -68,6 +68,10 @@ struct rlg_t_word {
 #define RLG_T_CIDR "not an IP address or ADDR/LEN network with zero " \
     "host bits"
 #define RLG_T_EMPTY_ITEM "empty item in the list"
+/* A [policy NAME], [route NAME] or [tier NAME] again: a warning. */
+#define RLG_T_AGAIN(label, line, first) "t.conf:" line ": warning: " label \
+    " again (first on line " first "): its keys merge into that one; a " \
+    "copy meant as another one needs a name of its own\n"
 #define RLG_T_SECRET "openssl rand -hex 32"
 #define RLG_T_READ_RANGE "must be from 100ms to 10m (100 to 600000 " \
     "milliseconds)"
@@ -834,7 +838,7 @@ START_TEST(test_layout)
 	/* CRLF, tabs, indented keys (no continuation lines), a BOM,
 	 * "key=value" without spaces, '=' inside a value, and a repeated
 	 * section merged into the first. */
-	struct rlg_config *cfg = rlg_t_ok(
+	struct rlg_config *cfg = rlg_t_ok_warned(
 	    "\xEF\xBB\xBF[store]\r\n"
 	    "\tpath=/x=y.db\r\n"
 	    "  [policy\t default ]\r\n"
@@ -842,7 +846,7 @@ START_TEST(test_layout)
 	    "[store]\n"
 	    "\t busy_timeout_ms\t=\t17 \n"
 	    "[policy default]\n"
-	    "window = 3");
+	    "window = 3", 1);
 
 	ck_assert_str_eq(cfg->store.sqlite.path, "/x=y.db");
 	ck_assert_int_eq(cfg->store.sqlite.busy_timeout_ms, 17);
@@ -1026,7 +1030,7 @@ START_TEST(test_policies_in_order)
 {
 	/* File order, each with its own values; a repeated section merges
 	 * into the first, whose place in the order it keeps. */
-	struct rlg_config *cfg = rlg_t_ok(
+	struct rlg_config *cfg = rlg_t_ok_warned(
 	    "[policy burst]\n"
 	    "algorithm = token_bucket\n"
 	    "limit = 10\n"
@@ -1047,7 +1051,7 @@ START_TEST(test_policies_in_order)
 	    "[policy exact]\n"
 	    "window = 10\n"
 	    "[policy A-1.b_2]\n"
-	    "limit = 7\n");
+	    "limit = 7\n", 1);
 
 	ck_assert_str_eq(cfg->store.sqlite.path, "/p");
 	ck_assert_uint_eq(cfg->npolicies, 5);
@@ -1127,11 +1131,11 @@ START_TEST(test_burst)
 	struct rlg_config *cfg;
 
 	/* Default: the policy's limit, whichever order the keys come in. */
-	cfg = rlg_t_ok(
+	cfg = rlg_t_ok_warned(
 	    "[policy a]\nalgorithm = token_bucket\nlimit = 10\n"
 	    "[policy b]\nlimit = 7\nalgorithm = token_bucket\n"
 	    "[policy c]\nalgorithm = token_bucket\n"
-	    "[policy a]\nwindow = 2\n");
+	    "[policy a]\nwindow = 2\n", 1);
 	ck_assert_uint_eq(cfg->npolicies, 3);
 	ck_assert_int_eq(cfg->policies[0].lim.burst, 10);
 	ck_assert_int_eq(cfg->policies[0].lim.window_ms, 2000);
@@ -1141,12 +1145,12 @@ START_TEST(test_burst)
 
 	/* Explicit: above or below the limit, before or after algorithm, or
 	 * in a repeated section. */
-	cfg = rlg_t_ok(
+	cfg = rlg_t_ok_warned(
 	    "[policy a]\nalgorithm = token_bucket\nlimit = 10\nburst = 25\n"
 	    "[policy b]\nburst = 3\nlimit = 100\nalgorithm = token_bucket\n"
 	    "[policy c]\nburst = 1\n"
 	    "[policy c]\nalgorithm = token_bucket\n"
-	    "[policy d]\nalgorithm = token_bucket\nburst = 1000000000\n");
+	    "[policy d]\nalgorithm = token_bucket\nburst = 1000000000\n", 1);
 	ck_assert_uint_eq(cfg->npolicies, 4);
 	ck_assert_int_eq(cfg->policies[0].lim.limit, 10);
 	ck_assert_int_eq(cfg->policies[0].lim.burst, 25);
@@ -1187,7 +1191,8 @@ START_TEST(test_burst_not_token_bucket)
 	    "t.conf:9: [policy c] burst: applies only to algorithm = "
 	    "token_bucket\n"
 	    "t.conf:11: [policy d] burst: applies only to algorithm = "
-	    "token_bucket\n");
+	    "token_bucket\n"
+	    RLG_T_AGAIN("[policy d]", "15", "10"));
 
 	/* A bad algorithm or a bad burst is reported once, for itself. */
 	rlg_t_expect(
@@ -1242,6 +1247,7 @@ START_TEST(test_sliding_log_limit)
 	    "request: at most 100000 (got \"100001\")\n"
 	    "t.conf:5: [policy b] limit: sliding_log keeps one row per "
 	    "request: at most 100000 (got \"1000000000\")\n"
+	    RLG_T_AGAIN("[policy b]", "7", "4")
 	    "t.conf:10: [policy c] limit: " RLG_T_LIMIT_RANGE
 	    " (got \"5000000000\")\n");
 }
@@ -1329,7 +1335,7 @@ START_TEST(test_policies_max)
 	ck_assert_int_eq(RLG_POLICIES_MAX, 32);
 	text = rlg_t_policies(RLG_POLICIES_MAX);
 	more = rlg_t_fmt("%s[policy p1]\nwindow = 9\n", text);
-	cfg = rlg_t_ok(more);
+	cfg = rlg_t_ok_warned(more, 1);
 	ck_assert_uint_eq(cfg->npolicies, RLG_POLICIES_MAX);
 	for (i = 0; i < RLG_POLICIES_MAX; i++) {
 		ck_assert_int_eq(cfg->policies[i].lim.limit, (int64_t)i + 1);
@@ -1351,6 +1357,7 @@ START_TEST(test_policies_max)
 	want = rlg_t_fmt(
 	    "t.conf:65: too many policies: [policy p33] would be number 33, "
 	    "at most 32 are allowed\n"
+	    RLG_T_AGAIN("[policy p2]", "69", "3")
 	    "t.conf:70: [policy p2] limit: set twice (first on line 4)\n");
 	rlg_t_expect(more, 2, want);
 	free(want);
@@ -1432,7 +1439,9 @@ START_TEST(test_many_errors)
 	    "(got \"html\")\n"
 	    "t.conf:23: bad policy name \"a b\": only A-Z a-z 0-9 _ . - are "
 	    "allowed\n"
+	    RLG_T_AGAIN("[policy api]", "25", "14")
 	    "t.conf:27: [policy api] burst: set twice (first on line 15)\n"
+	    RLG_T_AGAIN("[policy default]", "28", "9")
 	    "t.conf:29: [policy default] algorithm: unknown algorithm "
 	    "(got \"leaky\"): " RLG_T_ALGORITHMS "\n"
 	    "t.conf:30: syntax error: expected \"key = value\" or "
@@ -1560,6 +1569,7 @@ START_TEST(test_duplicate_key)
 	    "limit = 3\n",
 	    3,
 	    "t.conf:8: [store] path: set twice (first on line 3)\n"
+	    RLG_T_AGAIN("[policy default]", "9", "4")
 	    "t.conf:10: [policy default] limit: set twice (first on line 5)\n"
 	    "t.conf:11: [policy default] limit: set twice (first on line 5)\n");
 	/* A bad first value still counts as set. */
@@ -1587,7 +1597,9 @@ START_TEST(test_duplicate_key)
 	    "[response]\n"
 	    "errors = problem\n",
 	    3,
+	    RLG_T_AGAIN("[policy a]", "9", "1")
 	    "t.conf:11: [policy a] limit: set twice (first on line 2)\n"
+	    RLG_T_AGAIN("[policy b]", "12", "3")
 	    "t.conf:13: [policy b] burst: set twice (first on line 5)\n"
 	    "t.conf:15: [response] errors: set twice (first on line 8)\n");
 }
@@ -2374,7 +2386,7 @@ START_TEST(test_routes)
 	    "[policy hourly]\nwindow = 3600\n"
 	    "[route login]\n"
 	    "policies = strict\n"
-	    "[policy default]\n", 1);
+	    "[policy default]\n", 2);
 	const struct rlg_route *r;
 
 	ck_assert_uint_eq(cfg->npolicies, 3);
@@ -2777,6 +2789,7 @@ START_TEST(test_route_errors)
 	    "NAME, ... (or policies = none: not limited)\n"
 	    "t.conf:9: [route unknown] policies: no [policy nope]\n"
 	    "t.conf:9: [route unknown] policies: no [policy b]\n"
+	    RLG_T_AGAIN("[route nopath]", "10", "2")
 	    "t.conf:12: section [route] has no name (expected [route NAME])\n"
 	    "t.conf:13: bad route name \"a/b\": only A-Z a-z 0-9 _ . - are "
 	    "allowed\n"
@@ -2856,7 +2869,7 @@ START_TEST(test_routes_max)
 	ck_assert_int_eq(RLG_ROUTES_MAX, 256);
 	text = rlg_t_routes(RLG_ROUTES_MAX);
 	more = rlg_t_fmt("%s[route r1]\nmethods = GET\n", text);
-	cfg = rlg_t_ok(more);
+	cfg = rlg_t_ok_warned(more, 1);
 	ck_assert_uint_eq(cfg->nroutes, RLG_ROUTES_MAX);
 	ck_assert_str_eq(cfg->routes[0].name, "r1");
 	ck_assert_uint_eq(cfg->routes[0].nmethods, 1);
@@ -3522,13 +3535,15 @@ START_TEST(test_option_defaults)
 		    strcmp(o->name, "clock") == 0)
 			ctx = "[store]\nbackend = redis\nurl = redis://h\n";
 		else if (strcmp(o->name, "new_keys_per_ip") == 0)
-			ctx = "[client]\nkey_secret = 0123456789abcdef\n"
-			    "[policy p]\nkey = header:X\n";
+			ctx = "[client]\nkey_secret = 0123456789abcdef\n";
 		else if (strcmp(o->name, "flush_ms") == 0)
 			ctx = "[store]\ncommit = behind\n";
-		/* A route needs its path and policies. */
+		/* A route needs its path and policies; new_keys_per_ip, a
+		 * header key. */
 		tail = strcmp(o->section, "route") == 0 ?
-		    "path = /r\npolicies = default\n" : "";
+		    "path = /r\npolicies = default\n" :
+		    strcmp(o->name, "new_keys_per_ip") == 0 ?
+		    "key = header:X\n" : "";
 		a = rlg_t_fmt("%s%s\n%s = %s\n%s", ctx, rlg_t_header(o),
 		    o->name, o->def, tail);
 		b = rlg_t_fmt("%s%s\n%s", ctx, rlg_t_header(o), tail);
@@ -4378,6 +4393,40 @@ START_TEST(test_msg_missing_dir)
 }
 END_TEST
 
+/*
+ * A [policy NAME], [route NAME] or [tier NAME] seen again merges into
+ * the first, with a warning naming both lines (a copied section someone
+ * forgot to rename); the config still loads. [store] twice is no
+ * warning: its keys are one section's.
+ */
+START_TEST(test_msg_section_again)
+{
+	struct rlg_config *cfg;
+	char *errs;
+	int n;
+
+	errs = rlg_t_load("[policy api]\nlimit = 5\n"          /* 1-2 */
+	    "[store]\n[policy login]\nlimit = 3\n"              /* 3-5 */
+	    "[policy api]\nwindow = 10\n[store]\n"              /* 6-8 */
+	    "[route a]\npath = /a\npolicies = api\n"           /* 9-11 */
+	    "[route a]\nmethods = GET\n"                       /* 12-13 */
+	    "[tier gold]\nclients = 10.0.0.0/8\n"               /* 14-15 */
+	    "[tier gold]\napi = limit=50\n", &n, &cfg);        /* 16-17 */
+	ck_assert_str_eq(errs,
+	    RLG_T_AGAIN("[policy api]", "6", "1")
+	    RLG_T_AGAIN("[route a]", "12", "9")
+	    RLG_T_AGAIN("[tier gold]", "16", "14"));
+	ck_assert_int_eq(n, 0);
+	ck_assert_ptr_nonnull(cfg);
+	ck_assert_uint_eq(cfg->npolicies, 2);
+	ck_assert_int_eq(cfg->policies[0].lim.window_ms, 10000);
+	ck_assert_uint_eq(cfg->routes[0].nmethods, 1);
+	ck_assert_uint_eq(cfg->ntiers, 1);
+	rlg_config_free(cfg);
+	free(errs);
+}
+END_TEST
+
 Suite *
 rlg_config_suite(void)
 {
@@ -4504,6 +4553,7 @@ rlg_config_suite(void)
 	tcase_add_test(tc, test_msg_did_you_mean);
 	tcase_add_test(tc, test_msg_right_section);
 	tcase_add_test(tc, test_msg_missing_dir);
+	tcase_add_test(tc, test_msg_section_again);
 	suite_add_tcase(s, tc);
 
 	return s;
