@@ -43,6 +43,8 @@
 #include "util.h"
 
 #define RLG_NSCOPES (1 + RLG_POLICIES_MAX + RLG_ROUTES_MAX)
+/* The instant rlg_burst_above asks the limiter about (any will do). */
+#define RLG_BURST_PROBE_MS 1700000000000LL
 
 static int rlg_config_parse(const char *name, FILE *fp, const char *text,
     FILE *errs, struct rlg_config **out);
@@ -60,6 +62,8 @@ static void rlg_policy_init(struct rlg_policy *pol, const char *name);
 static void rlg_policies_finish(struct rlg_parse *p);
 static void rlg_new_keys_policy(struct rlg_parse *p, struct rlg_policy *pol,
     size_t i);
+static void rlg_burst_above(struct rlg_parse *p,
+    const struct rlg_policy *pol, const char *label, int line);
 static void rlg_store_finish(struct rlg_parse *p);
 static void rlg_table_finish(struct rlg_parse *p);
 static int64_t rlg_table_policies(const struct rlg_config *cfg);
@@ -586,6 +590,8 @@ rlg_policies_finish(struct rlg_parse *p)
 		    pol->lim.algorithm != RLG_ALG_TOKEN_BUCKET)
 			rlg_problem(p, burst->ok, "%s burst: applies only "
 			    "to algorithm = token_bucket", label);
+		else if (burst->ok != 0)
+			rlg_burst_above(p, pol, label, burst->ok);
 		if (limit->ok != 0 &&
 		    pol->lim.algorithm == RLG_ALG_SLIDING_LOG &&
 		    pol->lim.limit > RLG_SLIDING_LOG_LIMIT_MAX)
@@ -608,6 +614,38 @@ rlg_policies_finish(struct rlg_parse *p)
 	}
 	free(p->pols);
 	free(p->builds);
+}
+
+/*
+ * A token bucket holds burst requests, but the headers show its limit
+ * (RateLimit-Limit, X-RateLimit-Limit, the ietf q=): a new client's
+ * first request leaves burst - 1 (fewer when the limiter caps a huge
+ * tolerance), so with a burst above limit + 1 the answer shows more
+ * remaining than the limit, which clients read as a bug. Allowed (the
+ * bucket does what it says), said as a warning at burst's line with
+ * what the client will see: the limiter's own answer to a new client's
+ * first request (pure: any now will do).
+ */
+static void
+rlg_burst_above(struct rlg_parse *p, const struct rlg_policy *pol,
+    const char *label, int line)
+{
+	struct rlg_state in, out;
+	struct rlg_decision d;
+
+	memset(&in, 0, sizeof in);
+	if (rlg_limiter_token_bucket(&pol->lim, &in, RLG_BURST_PROBE_MS, 1,
+	    &out, &d) != RLG_OK || d.remaining <= d.limit)
+		return;
+	rlg_problem(p, line, "%s burst: %lld is above the limit (%lld): a new "
+	    "client's first request is answered RateLimit-Limit: %lld and "
+	    "RateLimit-Remaining: %lld (the bucket holds burst, the headers "
+	    "show the limit), more left than the limit, which surprises "
+	    "clients; a burst up to %lld keeps Remaining within Limit", label,
+	    (long long)pol->lim.burst, (long long)pol->lim.limit,
+	    (long long)d.limit, (long long)d.remaining,
+	    (long long)pol->lim.limit + 1);
+	p->problems[p->nproblems - 1].warning = true;
 }
 
 /*

@@ -1051,7 +1051,7 @@ START_TEST(test_policies_in_order)
 	    "[policy exact]\n"
 	    "window = 10\n"
 	    "[policy A-1.b_2]\n"
-	    "limit = 7\n", 1);
+	    "limit = 7\n", 2);
 
 	ck_assert_str_eq(cfg->store.sqlite.path, "/p");
 	ck_assert_uint_eq(cfg->npolicies, 5);
@@ -1150,7 +1150,7 @@ START_TEST(test_burst)
 	    "[policy b]\nburst = 3\nlimit = 100\nalgorithm = token_bucket\n"
 	    "[policy c]\nburst = 1\n"
 	    "[policy c]\nalgorithm = token_bucket\n"
-	    "[policy d]\nalgorithm = token_bucket\nburst = 1000000000\n", 1);
+	    "[policy d]\nalgorithm = token_bucket\nburst = 1000000000\n", 3);
 	ck_assert_uint_eq(cfg->npolicies, 4);
 	ck_assert_int_eq(cfg->policies[0].lim.limit, 10);
 	ck_assert_int_eq(cfg->policies[0].lim.burst, 25);
@@ -2638,8 +2638,8 @@ START_TEST(test_route_cost)
 	rlg_config_free(cfg);
 
 	/* The burst of a token bucket, above its limit. */
-	cfg = rlg_t_ok("[policy tb]\nalgorithm = token_bucket\nlimit = 2\n"
-	    "burst = 30\n[route r]\npath = /r\npolicies = tb\ncost = 30\n");
+	cfg = rlg_t_ok_warned("[policy tb]\nalgorithm = token_bucket\nlimit = 2\n"
+	    "burst = 30\n[route r]\npath = /r\npolicies = tb\ncost = 30\n", 1);
 	ck_assert_int_eq(cfg->routes[0].cost, 30);
 	rlg_config_free(cfg);
 
@@ -2685,11 +2685,11 @@ START_TEST(test_route_cost_header)
 {
 	struct rlg_config *cfg;
 
-	cfg = rlg_t_ok("[policy p]\nlimit = 12\n"
+	cfg = rlg_t_ok_warned("[policy p]\nlimit = 12\n"
 	    "[policy tb]\nalgorithm = token_bucket\nlimit = 2\nburst = 10\n"
 	    "[route h]\npath = /h\npolicies = p, tb\ncost = header:X-Cost\n"
 	    "cost_max = 10\n"
-	    "[route fixed]\npath = /f\npolicies = p\ncost = 3\n");
+	    "[route fixed]\npath = /f\npolicies = p\ncost = 3\n", 1);
 	ck_assert_str_eq(cfg->routes[0].cost_header, "X-Cost");
 	ck_assert_int_eq(cfg->routes[0].cost_max, 10);
 	ck_assert_int_eq(cfg->routes[0].cost, 1);
@@ -4427,6 +4427,49 @@ START_TEST(test_msg_section_again)
 }
 END_TEST
 
+/*
+ * A token bucket's burst above its limit + 1 shows a new client more
+ * remaining than the limit: a warning at burst's line saying what the
+ * client sees (checked against the limiter itself); up to limit + 1 is
+ * none, nor a burst below the limit.
+ */
+START_TEST(test_msg_burst_above_limit)
+{
+	struct rlg_config *cfg;
+	struct rlg_state in, out;
+	struct rlg_decision d;
+	char *errs;
+	int n;
+
+	errs = rlg_t_load("[policy api]\nalgorithm = token_bucket\n"
+	    "limit = 50\nburst = 100\n"
+	    "[policy small]\nalgorithm = token_bucket\nlimit = 50\n"
+	    "burst = 20\n"
+	    "[policy edge]\nalgorithm = token_bucket\nlimit = 50\n"
+	    "burst = 51\n", &n, &cfg);
+	ck_assert_str_eq(errs, "t.conf:4: warning: [policy api] burst: 100 is "
+	    "above the limit (50): a new client's first request is answered "
+	    "RateLimit-Limit: 50 and RateLimit-Remaining: 99 (the bucket holds "
+	    "burst, the headers show the limit), more left than the limit, "
+	    "which surprises clients; a burst up to 51 keeps Remaining within "
+	    "Limit\n");
+	ck_assert_int_eq(n, 0);
+	ck_assert_ptr_nonnull(cfg);
+	/* what the limiter says: a new client's first answer */
+	memset(&in, 0, sizeof in);
+	ck_assert_int_eq(rlg_limiter_token_bucket(&cfg->policies[0].lim, &in,
+	    1700000000000LL, 1, &out, &d), 0);
+	ck_assert(d.admitted);
+	ck_assert_int_eq(d.limit, 50);
+	ck_assert_int_eq(d.remaining, 99);
+	ck_assert_int_eq(rlg_limiter_token_bucket(&cfg->policies[2].lim, &in,
+	    1700000000000LL, 1, &out, &d), 0);
+	ck_assert_int_eq(d.remaining, 50);      /* = limit: no warning */
+	rlg_config_free(cfg);
+	free(errs);
+}
+END_TEST
+
 Suite *
 rlg_config_suite(void)
 {
@@ -4554,6 +4597,7 @@ rlg_config_suite(void)
 	tcase_add_test(tc, test_msg_right_section);
 	tcase_add_test(tc, test_msg_missing_dir);
 	tcase_add_test(tc, test_msg_section_again);
+	tcase_add_test(tc, test_msg_burst_above_limit);
 	suite_add_tcase(s, tc);
 
 	return s;
