@@ -8,14 +8,15 @@
  * Policies are built in file order, one per distinct [policy NAME], and
  * routes likewise, one per distinct [route NAME]; a repeated section merges
  * into the first, as every section does (a named one with a warning that
- * names both lines: a copied section someone forgot to rename). Checks that span keys or sections
- * (burst needs token_bucket, sliding_log caps the limit, a header key needs
- * [client] key_secret, a route names policies that may come later in the
- * file, a route's cost (or cost_max) fits each of its policies, the
- * [store] keys that belong to one backend) run once the whole file is
- * read, since the keys may come in any order; their problems
- * carry the line of the key at fault (or of the section header, for a key
- * that is missing), so the sort puts them in place.
+ * names both lines: a copied section someone forgot to rename). Checks
+ * that span keys or sections (burst needs token_bucket, sliding_log caps
+ * the limit, a header key needs [client] key_secret, a route names
+ * policies that may come later in the file, a route's cost (or cost_max)
+ * fits each of its policies, the [store] keys that belong to one
+ * backend) run once the whole file is read, since the keys may come in
+ * any order; their problems carry the line of the key at fault (or of
+ * the section header, for a key that is missing), so the sort puts them
+ * in place.
  *
  * The option table, its generic setters and the names of enum values are
  * config_options.c, which shares the loader's state (struct rlg_parse)
@@ -1070,8 +1071,8 @@ rlg_config_check_dir(const struct rlg_config *cfg, char *msg, size_t size)
 		missing = stat(dir, &st) != 0;
 		snprintf(msg, size, "%s: path: directory %s %s: create it for "
 		    "the user rlgate runs as (mkdir -p %s; chown USER %s)",
-		    where, dir, missing ? "does not exist" : "is not a directory",
-		    dir, dir);
+		    where, dir, missing ? "does not exist" :
+		    "is not a directory", dir, dir);
 		return -1;
 	}
 	if (access(dir, W_OK | X_OK) != 0 ||
@@ -1169,8 +1170,8 @@ rlg_unknown_key(struct rlg_parse *p, const char *name)
 		}
 	}
 	if (where[0] != '\0')
-		rlg_problem(p, p->lineno, "%s unknown key \"%s\": it belongs in "
-		    "%s", p->label, name, where);
+		rlg_problem(p, p->lineno, "%s unknown key \"%s\": it belongs "
+		    "in %s", p->label, name, where);
 	else if (near != NULL)
 		rlg_problem(p, p->lineno, "%s unknown key \"%s\": did you mean "
 		    "\"%s\"?", p->label, name, near);
@@ -1213,10 +1214,11 @@ rlg_no_policy(struct rlg_parse *p, int line, const char *label,
 	const char *near = rlg_policy_suggest(p->cfg, name);
 
 	if (near != NULL)
-		rlg_problem(p, line, "%s policies: no [policy %s]: did you mean "
-		    "\"%s\"?", label, name, near);
+		rlg_problem(p, line, "%s policies: no [policy %s]: did you "
+		    "mean \"%s\"?", label, name, near);
 	else
-		rlg_problem(p, line, "%s policies: no [policy %s]", label, name);
+		rlg_problem(p, line, "%s policies: no [policy %s]", label,
+		    name);
 }
 
 const char *

@@ -432,7 +432,8 @@ rlg_duration_str(long long v, int unit_ms, char *buf, size_t size)
 	if (!found || v == 0)
 		snprintf(buf, size, "%lld", v);
 	else
-		snprintf(buf, size, "%lld%s", v / rlg_duration_units[best].times,
+		snprintf(buf, size, "%lld%s",
+		    v / rlg_duration_units[best].times,
 		    rlg_duration_units[best].unit);
 	return buf;
 }

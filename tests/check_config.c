@@ -1636,13 +1636,20 @@ START_TEST(test_unknown_section_and_key)
 	    "t.conf:4: unknown section [policyx]\n"
 	    "t.conf:6: [store] unknown key \"pth\": did you mean \"path\"?\n"
 	    "t.conf:7: [store] unknown key \"Path\": did you mean \"path\"?\n"
-	    "t.conf:9: [headers] unknown key \"styles\": did you mean \"style\"?\n"
-	    "t.conf:11: [policy default] unknown key \"limits\": did you mean \"limit\"?\n"
-	    "t.conf:12: [policy default] unknown key \"path\": it belongs in [store] or [route NAME]\n"
-	    "t.conf:14: [response] unknown key \"error\": did you mean \"errors\"?\n"
-	    "t.conf:15: [response] unknown key \"style\": it belongs in [headers]\n"
-	    "t.conf:17: [policy api] unknown key \"errors\": it belongs in [response]\n"
-	    "t.conf:18: [policy api] unknown key \"Burst\": did you mean \"burst\"?\n"
+	    "t.conf:9: [headers] unknown key \"styles\": "
+	    "did you mean \"style\"?\n"
+	    "t.conf:11: [policy default] unknown key \"limits\": "
+	    "did you mean \"limit\"?\n"
+	    "t.conf:12: [policy default] unknown key \"path\": "
+	    "it belongs in [store] or [route NAME]\n"
+	    "t.conf:14: [response] unknown key \"error\": "
+	    "did you mean \"errors\"?\n"
+	    "t.conf:15: [response] unknown key \"style\": "
+	    "it belongs in [headers]\n"
+	    "t.conf:17: [policy api] unknown key \"errors\": "
+	    "it belongs in [response]\n"
+	    "t.conf:18: [policy api] unknown key \"Burst\": "
+	    "did you mean \"burst\"?\n"
 	    "t.conf:19: unknown section [Response]\n"
 	    "t.conf:20: unknown section [Policy x]\n"
 	    "t.conf:21: unknown section [policies x]\n");
@@ -2284,8 +2291,10 @@ START_TEST(test_client)
 	rlg_t_expect(
 	    "[policy a]\ntrusted_proxies = ::1\n[client]\nmode = enforce\n",
 	    2,
-	    "t.conf:2: [policy a] unknown key \"trusted_proxies\": it belongs in [client]\n"
-	    "t.conf:4: [client] unknown key \"mode\": it belongs in [policy NAME]\n");
+	    "t.conf:2: [policy a] unknown key \"trusted_proxies\": "
+	    "it belongs in [client]\n"
+	    "t.conf:4: [client] unknown key \"mode\": "
+	    "it belongs in [policy NAME]\n");
 }
 END_TEST
 
@@ -2822,8 +2831,10 @@ START_TEST(test_route_errors)
 	/* Route keys belong to routes. */
 	rlg_t_expect("[policy a]\nmethods = GET\n[route r]\npath = /\n"
 	    "policies = a\nlimit = 5\n", 2,
-	    "t.conf:2: [policy a] unknown key \"methods\": it belongs in [route NAME]\n"
-	    "t.conf:6: [route r] unknown key \"limit\": it belongs in [policy NAME]\n");
+	    "t.conf:2: [policy a] unknown key \"methods\": "
+	    "it belongs in [route NAME]\n"
+	    "t.conf:6: [route r] unknown key \"limit\": "
+	    "it belongs in [policy NAME]\n");
 }
 END_TEST
 
