@@ -44,6 +44,9 @@
 #include "util.h"
 
 #define RLG_NSCOPES (1 + RLG_POLICIES_MAX + RLG_ROUTES_MAX)
+/* The longest name rlg_edit_distance compares (a typo of a key, a
+ * section, a policy's name). */
+#define RLG_EDIT_MAX 64
 /* The instant rlg_burst_above asks the limiter about (any will do). */
 #define RLG_BURST_PROBE_MS 1700000000000LL
 
@@ -82,6 +85,7 @@ static char *rlg_vformat(const char *fmt, va_list ap)
     __attribute__((format(printf, 1, 0)));
 static int rlg_problem_cmp(const void *a, const void *b);
 static void rlg_unknown_key(struct rlg_parse *p, const char *name);
+static void rlg_unknown_section(struct rlg_parse *p, const char *inner);
 static void rlg_no_policy(struct rlg_parse *p, int line, const char *label,
     const char *name);
 static size_t rlg_edit_distance(const char *a, const char *b);
@@ -425,7 +429,43 @@ rlg_section_line(struct rlg_parse *p, const char *inner)
 			rlg_tier_section(p, pname);
 		return;
 	}
-	rlg_problem(p, p->lineno, "unknown section [%s]", inner);
+	rlg_unknown_section(p, inner);
+}
+
+/*
+ * "[inner]" names no section: said, with the closest section if one is
+ * close (rlg_near, on the first word: "[polciy api]" -> "[policy api]").
+ */
+static void
+rlg_unknown_section(struct rlg_parse *p, const char *inner)
+{
+	static const char *const words[] = {
+		"store", "headers", "response", "client", "log", "admin",
+		"fastcgi", "policy", "route", "tier",
+	};
+	const char *near = NULL, *rest;
+	char word[RLG_EDIT_MAX + 1];
+	size_t i, len, best = SIZE_MAX;
+
+	len = strcspn(inner, " \t");
+	for (rest = inner + len; isspace((unsigned char)*rest);)
+		rest++;
+	if (len <= RLG_EDIT_MAX) {
+		memcpy(word, inner, len);
+		word[len] = '\0';
+		for (i = 0; i < sizeof words / sizeof words[0]; i++)
+			if (rlg_near(word, words[i], &best))
+				near = words[i];
+	}
+	if (near == NULL)
+		rlg_problem(p, p->lineno, "unknown section [%s]", inner);
+	else if (strcmp(near, "policy") == 0 ||
+	    strcmp(near, "route") == 0 || strcmp(near, "tier") == 0)
+		rlg_problem(p, p->lineno, "unknown section [%s]: did you mean "
+		    "[%s %s]?", inner, near, *rest != '\0' ? rest : "NAME");
+	else
+		rlg_problem(p, p->lineno, "unknown section [%s]: did you mean "
+		    "[%s]?", inner, near);
 }
 
 /*
@@ -1258,7 +1298,6 @@ rlg_near(const char *typed, const char *known, size_t *best)
  * the classic table. Names longer than RLG_EDIT_MAX (a line of the file
  * may be 8 KiB) are no typo of a key: SIZE_MAX.
  */
-#define RLG_EDIT_MAX 64
 static size_t
 rlg_edit_distance(const char *a, const char *b)
 {

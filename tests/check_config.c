@@ -1631,9 +1631,10 @@ START_TEST(test_unknown_section_and_key)
 	    "[policies x]\n",
 	    16,
 	    "t.conf:1: unknown section [foo]\n"
-	    "t.conf:2: unknown section [Store]\n"
+	    "t.conf:2: unknown section [Store]: did you mean [store]?\n"
 	    "t.conf:3: unknown section []\n"
-	    "t.conf:4: unknown section [policyx]\n"
+	    "t.conf:4: unknown section [policyx]: did you mean [policy "
+	    "NAME]?\n"
 	    "t.conf:6: [store] unknown key \"pth\": did you mean \"path\"?\n"
 	    "t.conf:7: [store] unknown key \"Path\": did you mean \"path\"?\n"
 	    "t.conf:9: [headers] unknown key \"styles\": "
@@ -1650,8 +1651,9 @@ START_TEST(test_unknown_section_and_key)
 	    "it belongs in [response]\n"
 	    "t.conf:18: [policy api] unknown key \"Burst\": "
 	    "did you mean \"burst\"?\n"
-	    "t.conf:19: unknown section [Response]\n"
-	    "t.conf:20: unknown section [Policy x]\n"
+	    "t.conf:19: unknown section [Response]: did you mean "
+	    "[response]?\n"
+	    "t.conf:20: unknown section [Policy x]: did you mean [policy x]?\n"
 	    "t.conf:21: unknown section [policies x]\n");
 	rlg_t_expect("limit = 5\n; c\n[store]\n", 1,
 	    "t.conf:1: key \"limit\" before any [section]\n");
@@ -4310,6 +4312,13 @@ START_TEST(test_msg_did_you_mean)
 	    "\"exempt\"?\n"
 	    "t.conf:10: [admin] unknown key \"lmit\": did you mean \"limit\" "
 	    "(a key of [policy NAME])?\n");
+	rlg_t_expect("[polciy api]\n[rotue  b c]\n[sotre]\n[nothing]\n", 4,
+	    "t.conf:1: unknown section [polciy api]: did you mean [policy "
+	    "api]?\n"
+	    "t.conf:2: unknown section [rotue  b c]: did you mean [route b "
+	    "c]?\n"
+	    "t.conf:3: unknown section [sotre]: did you mean [store]?\n"
+	    "t.conf:4: unknown section [nothing]\n");
 	rlg_t_expect("[policy default]\n[policy api]\n"
 	    "[route a]\npath = /a\npolicies = defualt, apu\n"
 	    "[route b]\npath = /b\npolicies = nothing\n"
