@@ -1282,9 +1282,13 @@ rlg_policy_suggest(const struct rlg_config *cfg, const char *name)
 static bool
 rlg_near(const char *typed, const char *known, size_t *best)
 {
-	size_t d = rlg_edit_distance(typed, known);
-	size_t la = strlen(typed), lb = strlen(known);
+	size_t la = strlen(typed), lb = strlen(known), d;
 
+	/* the distance is at least the difference of the lengths: a long
+	 * line of a hostile file costs no table */
+	if (la > lb + 2 || lb > la + 2)
+		return false;
+	d = rlg_edit_distance(typed, known);
 	if (d == 0 || d > 2 || 3 * d > (la > lb ? la : lb) || d >= *best)
 		return false;
 	*best = d;
