@@ -213,6 +213,14 @@ rlg_admin_metrics(const struct rlg_config *cfg, struct rlg_store *store,
 	    "rlgate_rejection_cache_hits_total %llu\n",
 	    (unsigned long long)m.store_errors,
 	    (unsigned long long)m.cache_hits);
+	rlg_sb_printf(out, "# HELP rlgate_unguarded_total Requests of a"
+	    " guarding role (Authorizer, auth_request, forward_auth) that no"
+	    " policy covered: admitted unlimited.\n"
+	    "# TYPE rlgate_unguarded_total counter\n");
+	for (i = 0; i < RLG_METRICS_GUARDS; i++)
+		rlg_sb_printf(out, "rlgate_unguarded_total{role=\"%s\"} %llu\n",
+		    rlg_metrics_guard_name(i),
+		    (unsigned long long)m.unguarded[i]);
 	rlg_sb_printf(out, "# HELP rlgate_decision_duration_seconds Time of the"
 	    " store's step for one request (one step in %d timed).\n"
 	    "# TYPE rlgate_decision_duration_seconds histogram\n",

@@ -7,14 +7,16 @@
  *
  * Policies are built in file order, one per distinct [policy NAME], and
  * routes likewise, one per distinct [route NAME]; a repeated section merges
- * into the first, as every section does. Checks that span keys or sections
- * (burst needs token_bucket, sliding_log caps the limit, a header key needs
- * [client] key_secret, a route names policies that may come later in the
- * file, a route's cost (or cost_max) fits each of its policies, the
- * [store] keys that belong to one backend) run once the whole file is
- * read, since the keys may come in any order; their problems
- * carry the line of the key at fault (or of the section header, for a key
- * that is missing), so the sort puts them in place.
+ * into the first, as every section does (a named one with a warning that
+ * names both lines: a copied section someone forgot to rename). Checks
+ * that span keys or sections (burst needs token_bucket, sliding_log caps
+ * the limit, a header key needs [client] key_secret, a route names
+ * policies that may come later in the file, a route's cost (or cost_max)
+ * fits each of its policies, the [store] keys that belong to one
+ * backend) run once the whole file is read, since the keys may come in
+ * any order; their problems carry the line of the key at fault (or of
+ * the section header, for a key that is missing), so the sort puts them
+ * in place.
  *
  * The option table, its generic setters and the names of enum values are
  * config_options.c, which shares the loader's state (struct rlg_parse)
@@ -28,6 +30,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +44,11 @@
 #include "util.h"
 
 #define RLG_NSCOPES (1 + RLG_POLICIES_MAX + RLG_ROUTES_MAX)
+/* The longest name rlg_edit_distance compares (a typo of a key, a
+ * section, a policy's name). */
+#define RLG_EDIT_MAX 64
+/* The instant rlg_burst_above asks the limiter about (any will do). */
+#define RLG_BURST_PROBE_MS 1700000000000LL
 
 static int rlg_config_parse(const char *name, FILE *fp, const char *text,
     FILE *errs, struct rlg_config **out);
@@ -58,6 +66,8 @@ static void rlg_policy_init(struct rlg_policy *pol, const char *name);
 static void rlg_policies_finish(struct rlg_parse *p);
 static void rlg_new_keys_policy(struct rlg_parse *p, struct rlg_policy *pol,
     size_t i);
+static void rlg_burst_above(struct rlg_parse *p,
+    const struct rlg_policy *pol, const char *label, int line);
 static void rlg_store_finish(struct rlg_parse *p);
 static void rlg_table_finish(struct rlg_parse *p);
 static int64_t rlg_table_policies(const struct rlg_config *cfg);
@@ -74,6 +84,13 @@ static struct rlg_set_lines *rlg_lines(struct rlg_parse *p, size_t scope,
 static char *rlg_vformat(const char *fmt, va_list ap)
     __attribute__((format(printf, 1, 0)));
 static int rlg_problem_cmp(const void *a, const void *b);
+static void rlg_unknown_key(struct rlg_parse *p, const char *name);
+static void rlg_unknown_section(struct rlg_parse *p, const char *inner);
+static void rlg_no_policy(struct rlg_parse *p, int line, const char *label,
+    const char *name);
+static size_t rlg_edit_distance(const char *a, const char *b);
+static bool rlg_near(const char *typed, const char *known, size_t *best);
+static const char *rlg_section_usage(const char *sect);
 
 /* The sections without a name, and where in struct rlg_config the struct
  * their keys fill is. */
@@ -352,8 +369,7 @@ rlg_key_line(struct rlg_parse *p, const char *name, const char *value)
 	}
 	i = rlg_option_find(p->sect, name);
 	if (i == rlg_noptions) {
-		rlg_problem(p, p->lineno, "%s unknown key \"%s\"", p->label,
-		    name);
+		rlg_unknown_key(p, name);
 		return;
 	}
 	o = &rlg_options[i];
@@ -413,7 +429,43 @@ rlg_section_line(struct rlg_parse *p, const char *inner)
 			rlg_tier_section(p, pname);
 		return;
 	}
-	rlg_problem(p, p->lineno, "unknown section [%s]", inner);
+	rlg_unknown_section(p, inner);
+}
+
+/*
+ * "[inner]" names no section: said, with the closest section if one is
+ * close (rlg_near, on the first word: "[polciy api]" -> "[policy api]").
+ */
+static void
+rlg_unknown_section(struct rlg_parse *p, const char *inner)
+{
+	static const char *const words[] = {
+		"store", "headers", "response", "client", "log", "admin",
+		"fastcgi", "policy", "route", "tier",
+	};
+	const char *near = NULL, *rest;
+	char word[RLG_EDIT_MAX + 1];
+	size_t i, len, best = SIZE_MAX;
+
+	len = strcspn(inner, " \t");
+	for (rest = inner + len; isspace((unsigned char)*rest);)
+		rest++;
+	if (len <= RLG_EDIT_MAX) {
+		memcpy(word, inner, len);
+		word[len] = '\0';
+		for (i = 0; i < sizeof words / sizeof words[0]; i++)
+			if (rlg_near(word, words[i], &best))
+				near = words[i];
+	}
+	if (near == NULL)
+		rlg_problem(p, p->lineno, "unknown section [%s]", inner);
+	else if (strcmp(near, "policy") == 0 ||
+	    strcmp(near, "route") == 0 || strcmp(near, "tier") == 0)
+		rlg_problem(p, p->lineno, "unknown section [%s]: did you mean "
+		    "[%s %s]?", inner, near, *rest != '\0' ? rest : "NAME");
+	else
+		rlg_problem(p, p->lineno, "unknown section [%s]: did you mean "
+		    "[%s]?", inner, near);
 }
 
 /*
@@ -485,12 +537,23 @@ rlg_named_section(struct rlg_parse *p, const char *kind, const char *name)
 	if (i == n) {
 		memcpy(b[i].label, label, sizeof label);
 		b[i].line = p->lineno;
+	} else {
+		rlg_section_again(p, label, b[i].line);
 	}
 	p->sect = policy ? "policy" : "route";
 	p->cur = i;
 	p->scope = 1 + i + (policy ? 0 : RLG_POLICIES_MAX);
 	p->base = policy ? (void *)&p->pols[i] : (void *)&p->routes[i];
 	memcpy(p->label, label, sizeof label);
+}
+
+void
+rlg_section_again(struct rlg_parse *p, const char *label, int first)
+{
+	rlg_problem(p, p->lineno, "%s again (first on line %d): its keys merge "
+	    "into that one; a copy meant as another one needs a name of its "
+	    "own", label, first);
+	p->problems[p->nproblems - 1].warning = true;
 }
 
 /*
@@ -568,6 +631,8 @@ rlg_policies_finish(struct rlg_parse *p)
 		    pol->lim.algorithm != RLG_ALG_TOKEN_BUCKET)
 			rlg_problem(p, burst->ok, "%s burst: applies only "
 			    "to algorithm = token_bucket", label);
+		else if (burst->ok != 0)
+			rlg_burst_above(p, pol, label, burst->ok);
 		if (limit->ok != 0 &&
 		    pol->lim.algorithm == RLG_ALG_SLIDING_LOG &&
 		    pol->lim.limit > RLG_SLIDING_LOG_LIMIT_MAX)
@@ -590,6 +655,38 @@ rlg_policies_finish(struct rlg_parse *p)
 	}
 	free(p->pols);
 	free(p->builds);
+}
+
+/*
+ * A token bucket holds burst requests, but the headers show its limit
+ * (RateLimit-Limit, X-RateLimit-Limit, the ietf q=): a new client's
+ * first request leaves burst - 1 (fewer when the limiter caps a huge
+ * tolerance), so with a burst above limit + 1 the answer shows more
+ * remaining than the limit, which clients read as a bug. Allowed (the
+ * bucket does what it says), said as a warning at burst's line with
+ * what the client will see: the limiter's own answer to a new client's
+ * first request (pure: any now will do).
+ */
+static void
+rlg_burst_above(struct rlg_parse *p, const struct rlg_policy *pol,
+    const char *label, int line)
+{
+	struct rlg_state in, out;
+	struct rlg_decision d;
+
+	memset(&in, 0, sizeof in);
+	if (rlg_limiter_token_bucket(&pol->lim, &in, RLG_BURST_PROBE_MS, 1,
+	    &out, &d) != RLG_OK || d.remaining <= d.limit)
+		return;
+	rlg_problem(p, line, "%s burst: %lld is above the limit (%lld): a new "
+	    "client's first request is answered RateLimit-Limit: %lld and "
+	    "RateLimit-Remaining: %lld (the bucket holds burst, the headers "
+	    "show the limit), more left than the limit, which surprises "
+	    "clients; a burst up to %lld keeps Remaining within Limit", label,
+	    (long long)pol->lim.burst, (long long)pol->lim.limit,
+	    (long long)d.limit, (long long)d.remaining,
+	    (long long)pol->lim.limit + 1);
+	p->problems[p->nproblems - 1].warning = true;
 }
 
 /*
@@ -732,7 +829,9 @@ rlg_route_match_path(struct rlg_parse *p, struct rlg_route *r,
 
 /*
  * After the policies are final: each route's policy names become indexes
- * (an unknown name is reported at the route's policies line), a cost
+ * (an unknown name is reported at the route's policies line; policies =
+ * none is a warning there: a guarding front asking about the route's
+ * paths limits nothing), a cost
  * above one of them at the cost line (rlg_route_cost_check), a route
  * without path or policies is reported at its header, and the routes of
  * the file go to the config, with the policies of a request that matches
@@ -759,6 +858,15 @@ rlg_routes_finish(struct rlg_parse *p)
 			rlg_problem(p, b->line, "%s has no policies: set "
 			    "policies = NAME, ... (or policies = none: not "
 			    "limited)", b->label);
+		if (pols->ok != 0 && b->nnames == 0) {
+			rlg_problem(p, pols->ok, "%s policies = none: a "
+			    "guarding front (FastCGI Authorizer, nginx "
+			    "auth_request, Caddy forward_auth) asking about "
+			    "%s%s will limit nothing: rlgate admits those "
+			    "requests unlimited", b->label, r->path != NULL ?
+			    r->path : "its path", r->prefix ? "*" : "");
+			p->problems[p->nproblems - 1].warning = true;
+		}
 		if (b->nnames > 0)
 			r->policies = rlg_xcalloc(b->nnames,
 			    sizeof *r->policies);
@@ -768,8 +876,8 @@ rlg_routes_finish(struct rlg_parse *p)
 				    b->names[j]) == 0)
 					break;
 			if (n == cfg->npolicies)
-				rlg_problem(p, pols->ok, "%s policies: no "
-				    "[policy %s]", b->label, b->names[j]);
+				rlg_no_policy(p, pols->ok, b->label,
+				    b->names[j]);
 			else
 				r->policies[r->npolicies++] = n;
 		}
@@ -838,6 +946,7 @@ rlg_store_finish(struct rlg_parse *p)
 
 	backend = rlg_lines(p, 0, "store", "backend");
 	url = rlg_lines(p, 0, "store", "url");
+	p->cfg->store.sqlite.path_line = rlg_lines(p, 0, "store", "path")->ok;
 	if (p->backend_bad)
 		return;
 	sqlite = sc->backend == RLG_BACKEND_SQLITE;
@@ -971,6 +1080,54 @@ rlg_config_why_each(const struct rlg_config *cfg, char *why, size_t size)
 	return false;
 }
 
+int
+rlg_config_check_dir(const struct rlg_config *cfg, char *msg, size_t size)
+{
+	const struct rlg_sqlite_config *sq = &cfg->store.sqlite;
+	const char *db = sq->path, *slash;
+	char dir[RLG_CONFIG_LINE_MAX + 2], where[RLG_CONFIG_LINE_MAX + 32];
+	struct stat st;
+	bool missing;
+
+	if (size > 0)
+		msg[0] = '\0';
+	if (cfg->store.backend != RLG_BACKEND_SQLITE || db == NULL)
+		return 0;
+	if (cfg->source == NULL)
+		snprintf(where, sizeof where, "built-in defaults");
+	else if (sq->path_line > 0)
+		snprintf(where, sizeof where, "%s:%d", cfg->source,
+		    sq->path_line);
+	else
+		snprintf(where, sizeof where, "%s", cfg->source);
+	slash = strrchr(db, '/');
+	if (slash == NULL)
+		snprintf(dir, sizeof dir, ".");
+	else if (slash == db)
+		snprintf(dir, sizeof dir, "/");
+	else
+		snprintf(dir, sizeof dir, "%.*s", (int)(slash - db), db);
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		missing = stat(dir, &st) != 0;
+		snprintf(msg, size, "%s: path: directory %s %s: create it for "
+		    "the user rlgate runs as (mkdir -p %s; chown USER %s)",
+		    where, dir, missing ? "does not exist" :
+		    "is not a directory", dir, dir);
+		return -1;
+	}
+	if (access(dir, W_OK | X_OK) != 0 ||
+	    (access(db, F_OK) == 0 && access(db, R_OK | W_OK) != 0)) {
+		snprintf(msg, size, "%s: path: %s is not writable by this user "
+		    "(uid %ld): rlgate run as it could not keep its database "
+		    "there; check as the user rlgate runs as, or give it the "
+		    "directory (chown USER %s)", where,
+		    access(dir, W_OK | X_OK) != 0 ? dir : db, (long)getuid(),
+		    dir);
+		return -1;
+	}
+	return 0;
+}
+
 /* The policies that keep state in the table: each, and each bound on new
  * keys; at least 1. */
 static int64_t
@@ -1018,6 +1175,167 @@ rlg_lines(struct rlg_parse *p, size_t scope, const char *sect,
 
 	assert(i < rlg_noptions && scope < RLG_NSCOPES);
 	return &p->lines[scope * rlg_noptions + i];
+}
+
+/*
+ * A key the current section does not have, on the current line. A key
+ * of other sections says where it belongs ("[store] unknown key
+ * \"limit\": it belongs in [policy NAME]"); else the closest key of this
+ * section, or of another one (named), if one is close (rlg_near):
+ * "did you mean \"limit\"?"; else nothing more.
+ */
+static void
+rlg_unknown_key(struct rlg_parse *p, const char *name)
+{
+	char where[128];
+	const char *near = NULL, *near_sect = NULL, *sect;
+	size_t i, used = 0, best = SIZE_MAX, other = SIZE_MAX;
+
+	where[0] = '\0';
+	for (i = 0; i < rlg_noptions; i++) {
+		sect = rlg_options[i].section;
+		if (strcmp(sect, p->sect) == 0) {
+			if (rlg_near(name, rlg_options[i].name, &best))
+				near = rlg_options[i].name;
+			continue;
+		}
+		if (strcmp(rlg_options[i].name, name) == 0) {
+			/* a section has a key once: no section twice */
+			if (used < sizeof where)
+				used += (size_t)snprintf(where + used,
+				    sizeof where - used, "%s%s", used > 0 ?
+				    " or " : "", rlg_section_usage(sect));
+		} else if (rlg_near(name, rlg_options[i].name, &other)) {
+			near_sect = rlg_options[i].name;
+		}
+	}
+	if (where[0] != '\0')
+		rlg_problem(p, p->lineno, "%s unknown key \"%s\": it belongs "
+		    "in %s", p->label, name, where);
+	else if (near != NULL)
+		rlg_problem(p, p->lineno, "%s unknown key \"%s\": did you mean "
+		    "\"%s\"?", p->label, name, near);
+	else if (near_sect != NULL) {
+		for (i = 0; strcmp(rlg_options[i].name, near_sect) != 0; i++)
+			;
+		rlg_problem(p, p->lineno, "%s unknown key \"%s\": did you mean "
+		    "\"%s\" (a key of %s)?", p->label, name, near_sect,
+		    rlg_section_usage(rlg_options[i].section));
+	} else
+		rlg_problem(p, p->lineno, "%s unknown key \"%s\"", p->label,
+		    name);
+}
+
+/* How a section of the rows is written: "[store]", "[policy NAME]". */
+static const char *
+rlg_section_usage(const char *sect)
+{
+	static const char *const named[][2] = {
+		{ "store", "[store]" }, { "headers", "[headers]" },
+		{ "response", "[response]" }, { "client", "[client]" },
+		{ "log", "[log]" }, { "admin", "[admin]" },
+		{ "fastcgi", "[fastcgi]" }, { "policy", "[policy NAME]" },
+		{ "route", "[route NAME]" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof named / sizeof named[0]; i++)
+		if (strcmp(named[i][0], sect) == 0)
+			return named[i][1];
+	return sect;
+}
+
+/* A policy name that names no policy, at line: "LABEL policies: no
+ * [policy NAME]", and the closest name if one is close. */
+static void
+rlg_no_policy(struct rlg_parse *p, int line, const char *label,
+    const char *name)
+{
+	const char *near = rlg_policy_suggest(p->cfg, name);
+
+	if (near != NULL)
+		rlg_problem(p, line, "%s policies: no [policy %s]: did you "
+		    "mean \"%s\"?", label, name, near);
+	else
+		rlg_problem(p, line, "%s policies: no [policy %s]", label,
+		    name);
+}
+
+const char *
+rlg_policy_suggest(const struct rlg_config *cfg, const char *name)
+{
+	const char *near = NULL;
+	size_t i, best = SIZE_MAX;
+
+	for (i = 0; i < cfg->npolicies; i++)
+		if (rlg_near(name, cfg->policies[i].name, &best))
+			near = cfg->policies[i].name;
+	return near;
+}
+
+/*
+ * Whether known is close enough to typed to be offered ("did you
+ * mean"), and closer than *best (then *best is its distance): at most 2
+ * edits, and at most a third of the longer name (so that "ab" does not
+ * become "cd"), never 0 (that is no typo).
+ */
+static bool
+rlg_near(const char *typed, const char *known, size_t *best)
+{
+	size_t la = strlen(typed), lb = strlen(known), d;
+
+	/* the distance is at least the difference of the lengths: a long
+	 * line of a hostile file costs no table */
+	if (la > lb + 2 || lb > la + 2)
+		return false;
+	d = rlg_edit_distance(typed, known);
+	if (d == 0 || d > 2 || 3 * d > (la > lb ? la : lb) || d >= *best)
+		return false;
+	*best = d;
+	return true;
+}
+
+/*
+ * The Damerau-Levenshtein distance of a and b (optimal string
+ * alignment: insertions, deletions, substitutions and swaps of two
+ * neighbours, each 1), written here rather than borrowed: three rows of
+ * the classic table. Names longer than RLG_EDIT_MAX (a line of the file
+ * may be 8 KiB) are no typo of a key: SIZE_MAX.
+ */
+static size_t
+rlg_edit_distance(const char *a, const char *b)
+{
+	size_t rows[3][RLG_EDIT_MAX + 1], *pp, *prev, *cur, i, j, c;
+	size_t la = strlen(a), lb = strlen(b);
+
+	if (la > RLG_EDIT_MAX || lb > RLG_EDIT_MAX)
+		return SIZE_MAX;
+	pp = rows[0], prev = rows[1], cur = rows[2];
+	for (j = 0; j <= lb; j++)
+		prev[j] = j;
+	for (i = 1; i <= la; i++) {
+		cur[0] = i;
+		for (j = 1; j <= lb; j++) {
+			c = prev[j - 1] + (a[i - 1] != b[j - 1]);
+			if (prev[j] + 1 < c)
+				c = prev[j] + 1;
+			if (cur[j - 1] + 1 < c)
+				c = cur[j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+			    a[i - 2] == b[j - 1] && pp[j - 2] + 1 < c)
+				c = pp[j - 2] + 1;
+			cur[j] = c;
+		}
+		/* rotate: the row before the previous one is reused */
+		{
+			size_t *t = pp;
+
+			pp = prev;
+			prev = cur;
+			cur = t;
+		}
+	}
+	return prev[lb];
 }
 
 /* Notes one problem on line (0: the whole file). */

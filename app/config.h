@@ -120,6 +120,7 @@ enum rlg_store_backend {
 /* [store] for backend = sqlite: one file, the processes of one machine. */
 struct rlg_sqlite_config {
 	char *path;                /* the database file */
+	int path_line;             /* its line in the file; 0: the default */
 	int busy_timeout_ms;       /* how long to wait for a lock */
 	/*
 	 * The most clients one policy keeps state for at once; 0: no limit.
@@ -445,6 +446,21 @@ bool rlg_config_why_each(const struct rlg_config *cfg, char *why,
     size_t size);
 
 /*
+ * Whether the SQLite store of cfg can keep its database where [store]
+ * path says: its directory exists, is a directory, and the calling user
+ * may write there (and the file, if it is there). The store creates the
+ * file there, and its -wal, -shm, -table and -metrics beside it. Returns
+ * 0 (or with another backend), else -1 with the problem in msg (size
+ * bytes) as "FILE:LINE: path: directory DIR does not exist: ..." (the
+ * line of [store] path; "FILE: " alone for the default path, "built-in
+ * defaults: " without a file). Reads the file system: for
+ * --check-config and the start, not the loader (a config may name a
+ * directory that appears later: the store heals when it does).
+ */
+int rlg_config_check_dir(const struct rlg_config *cfg, char *msg,
+    size_t size);
+
+/*
  * Whether b's [store] differs from a's in a key that a running store
  * keeps (everything but on_error: the backend, where and how it stores,
  * the rejection cache, the commit as resolved): a reload cannot apply
@@ -505,6 +521,12 @@ struct rlg_option {
 	long long min, max;    /* INT: the range; STRING: the length in
 	                          bytes; CIDRS: max networks */
 	int scale;             /* INT: stored times scale (0: 1) */
+	/*
+	 * INT: 0, or a duration: the milliseconds a bare number's unit is
+	 * worth, 1000 for a key in seconds (it also takes s, m, h, d) and 1
+	 * for a key in ms (ms, s, m). min and max are in that unit.
+	 */
+	int duration_ms;
 	const struct rlg_word *words;  /* ENUM: NULL-ended, in the order the
 	                                  messages list them */
 	const char *def;       /* the default, as the docs write it */

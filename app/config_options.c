@@ -17,6 +17,7 @@
 #include <assert.h>
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -36,6 +37,10 @@
 
 static bool rlg_parse_int(const char *s, long long min, long long max,
     long long *out);
+static bool rlg_set_duration(struct rlg_parse *p, const struct rlg_option *o,
+    const char *value, long long *out);
+static const char *rlg_duration_str(long long v, int unit_ms, char *buf,
+    size_t size);
 static const char *rlg_word_name(const struct rlg_word *words, int value);
 static const char *rlg_word_list(const struct rlg_word *words, char *buf,
     size_t size);
@@ -147,7 +152,7 @@ const struct rlg_option rlg_options[] = {
 	  .doc = "The SQLite file that holds the counters." },
 	{ RLG_KEY("store", "busy_timeout_ms", INT),
 	  RLG_STORE(sqlite.busy_timeout_ms),
-	  .max = RLG_BUSY_TIMEOUT_MS_MAX, .def = "2000",
+	  .max = RLG_BUSY_TIMEOUT_MS_MAX, .duration_ms = 1, .def = "2000",
 	  .doc = "How long a request waits for the SQLite lock, in ms." },
 	{ RLG_KEY("store", "on_error", ENUM), RLG_STORE(on_error),
 	  .words = rlg_on_error_words, .def = "closed",
@@ -168,10 +173,11 @@ const struct rlg_option rlg_options[] = {
 	  .set = rlg_set_url, .doc = "Where Redis listens." },
 	{ RLG_KEY("store", "connect_timeout_ms", INT),
 	  RLG_STORE(redis.connect_timeout_ms), .min = 1,
-	  .max = RLG_REDIS_TIMEOUT_MS_MAX, .def = "500",
+	  .max = RLG_REDIS_TIMEOUT_MS_MAX, .duration_ms = 1, .def = "500",
 	  .doc = "How long the Redis connects of a request may take, in ms." },
 	{ RLG_KEY("store", "timeout_ms", INT), RLG_STORE(redis.timeout_ms),
-	  .min = 1, .max = RLG_REDIS_TIMEOUT_MS_MAX, .def = "500",
+	  .min = 1, .max = RLG_REDIS_TIMEOUT_MS_MAX, .duration_ms = 1,
+	  .def = "500",
 	  .doc = "One deadline for the Redis commands of one request, in ms." },
 	{ RLG_KEY("store", "clock", ENUM), RLG_STORE(redis.clock),
 	  .words = rlg_clock_words, .def = "redis",
@@ -188,7 +194,8 @@ const struct rlg_option rlg_options[] = {
 	  .doc = "Decided in shared memory and written behind, or a commit"
 	  " each." },
 	{ RLG_KEY("store", "flush_ms", INT), RLG_STORE(sqlite.flush_ms),
-	  .min = RLG_FLUSH_MS_MIN, .max = RLG_FLUSH_MS_MAX, .def = "1000",
+	  .min = RLG_FLUSH_MS_MIN, .max = RLG_FLUSH_MS_MAX, .duration_ms = 1,
+	  .def = "1000",
 	  .doc = "commit = behind: how often the table is written to SQLite,"
 	  " in ms." },
 	{ RLG_KEY("headers", "style", ENUM), RLG_CONFIG(style),
@@ -236,7 +243,7 @@ const struct rlg_option rlg_options[] = {
 	  .doc = "The path under which the admin endpoints answer." },
 	{ RLG_KEY("fastcgi", "read_timeout_ms", INT), RLG_CONFIG(read_timeout_ms),
 	  .min = RLG_READ_TIMEOUT_MS_MIN, .max = RLG_READ_TIMEOUT_MS_MAX,
-	  .def = "5000",
+	  .duration_ms = 1, .def = "5000",
 	  .doc = "How long rlgate waits for the web server, in ms." },
 	{ RLG_KEY("policy", "algorithm", ENUM), RLG_POLICY(lim.algorithm),
 	  .words = rlg_algorithm_words, .def = "fixed_window",
@@ -245,7 +252,8 @@ const struct rlg_option rlg_options[] = {
 	  .max = RLG_LIMIT_MAX, .def = "60",
 	  .doc = "Requests admitted per client and window." },
 	{ RLG_KEY("policy", "window", INT), RLG_POLICY(lim.window_ms), .min = 1,
-	  .max = RLG_WINDOW_S_MAX, .scale = 1000, .def = "60",
+	  .max = RLG_WINDOW_S_MAX, .scale = 1000, .duration_ms = 1000,
+	  .def = "60",
 	  .doc = "The window length, in seconds." },
 	{ RLG_KEY("policy", "burst", INT), RLG_POLICY(lim.burst), .min = 1,
 	  .max = RLG_BURST_MAX, .def = "the policy's limit",
@@ -335,6 +343,101 @@ rlg_parse_int(const char *s, long long min, long long max, long long *out)
 	return true;
 }
 
+/*
+ * Durations as operators write them in nginx's configs: a whole number
+ * and an optional unit. A key in seconds (duration_ms 1000) takes s, m,
+ * h, d; a key in milliseconds (1) takes ms, s, m; a bare number is in
+ * the key's own unit, as before units existed. No sign, no space, no
+ * fraction (1.5h is 90m), no other unit.
+ */
+static const struct {
+	const char *unit;
+	int unit_ms;           /* the keys that take it */
+	long long times;       /* how many of the key's unit it is */
+} rlg_duration_units[] = {
+	{ "s", 1000, 1 }, { "m", 1000, 60 }, { "h", 1000, 3600 },
+	{ "d", 1000, 86400 },
+	{ "ms", 1, 1 }, { "s", 1, 1000 }, { "m", 1, 60000 },
+};
+
+/*
+ * A duration for o into *out, in o's unit, from o->min to o->max; or
+ * reports it and returns false: bad syntax, an unknown unit, or a value
+ * beyond long long (a hostile 99999999999999999999d) as "a duration in
+ * seconds, or with a unit s, m, h, d (e.g. 90s, 15m, 1h)"; out of range
+ * with the range in units.
+ */
+static bool
+rlg_set_duration(struct rlg_parse *p, const struct rlg_option *o,
+    const char *value, long long *out)
+{
+	const char *c = value;
+	long long v = 0, times = 0;
+	char lo[32], hi[32];
+	size_t i;
+
+	while (*c >= '0' && *c <= '9') {
+		if (v > (LLONG_MAX - (*c - '0')) / 10) {
+			c = value;      /* too long: reported as bad */
+			break;
+		}
+		v = v * 10 + (*c - '0');
+		c++;
+	}
+	for (i = 0; c != value && i < sizeof rlg_duration_units /
+	    sizeof rlg_duration_units[0]; i++)
+		if (rlg_duration_units[i].unit_ms == o->duration_ms &&
+		    strcmp(c, rlg_duration_units[i].unit) == 0)
+			times = rlg_duration_units[i].times;
+	if (c != value && *c == '\0')
+		times = 1;
+	if (times == 0 || v > LLONG_MAX / times) {
+		rlg_key_problem(p, o, "\"%s\": %s", value, o->duration_ms == 1 ?
+		    "a duration in milliseconds, or with a unit ms, s, m (e.g. "
+		    "500ms, 2s, 1m)" : "a duration in seconds, or with a unit "
+		    "s, m, h, d (e.g. 90s, 15m, 1h)");
+		return false;
+	}
+	v *= times;
+	if (v < o->min || v > o->max) {
+		rlg_key_problem(p, o, "\"%s\": must be from %s to %s (%lld to "
+		    "%lld %s)", value, rlg_duration_str(o->min, o->duration_ms,
+		    lo, sizeof lo), rlg_duration_str(o->max, o->duration_ms, hi,
+		    sizeof hi), o->min, o->max, o->duration_ms == 1 ?
+		    "milliseconds" : "seconds");
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
+/* v of a key's unit (unit_ms: struct rlg_option) in the largest unit
+ * that holds it whole: "366d", "10ms", "1m". */
+static const char *
+rlg_duration_str(long long v, int unit_ms, char *buf, size_t size)
+{
+	size_t i, best = 0;
+	bool found = false;
+
+	for (i = 0; i < sizeof rlg_duration_units /
+	    sizeof rlg_duration_units[0]; i++) {
+		if (rlg_duration_units[i].unit_ms != unit_ms ||
+		    v % rlg_duration_units[i].times != 0)
+			continue;
+		if (!found || rlg_duration_units[i].times >
+		    rlg_duration_units[best].times)
+			best = i;
+		found = true;
+	}
+	if (!found || v == 0)
+		snprintf(buf, size, "%lld", v);
+	else
+		snprintf(buf, size, "%lld%s",
+		    v / rlg_duration_units[best].times,
+		    rlg_duration_units[best].unit);
+	return buf;
+}
+
 /* The first word of words (ended by a NULL name) for value, or
  * "unknown". */
 static const char *
@@ -392,7 +495,10 @@ rlg_set_value(struct rlg_parse *p, const struct rlg_option *o,
 
 	switch (o->type) {
 	case RLG_OPT_INT:
-		if (!rlg_parse_int(value, o->min, o->max, &v)) {
+		if (o->duration_ms != 0) {
+			if (!rlg_set_duration(p, o, value, &v))
+				return false;
+		} else if (!rlg_parse_int(value, o->min, o->max, &v)) {
 			rlg_key_problem(p, o, "must be an integer from %lld to "
 			    "%lld (got \"%s\")", o->min, o->max, value);
 			return false;

@@ -131,6 +131,20 @@ void rlg_problem(struct rlg_parse *p, int line, const char *fmt, ...)
 void rlg_key_problem(struct rlg_parse *p, const struct rlg_option *o,
     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/*
+ * What an operator may have meant by name, a policy name that names no
+ * policy: the closest name of cfg's policies (rlg_edit_distance within
+ * a small threshold), or NULL when none is close.
+ */
+const char *rlg_policy_suggest(const struct rlg_config *cfg,
+    const char *name);
+
+/*
+ * A [policy NAME], [route NAME] or [tier NAME] (label) seen again on the
+ * current line, first on line first: a warning (its keys merge).
+ */
+void rlg_section_again(struct rlg_parse *p, const char *label, int first);
+
 /* ---- config_options.c: the option table ------------------------------- */
 
 /* Every key of every section, rlg_noptions rows (rlg_config_options

@@ -185,7 +185,8 @@ rlg_tier_limit(const struct rlg_policy *p, const struct rlg_tier_spec *spec,
 /*
  * A "[tier NAME]" header (name not empty): the tier of that name, a new
  * one if it is the first such section (a repeated section merges into
- * the first, as every section does), or a reported problem.
+ * the first, as every section does, with a warning), or a reported
+ * problem.
  */
 void
 rlg_tier_section(struct rlg_parse *p, const char *name)
@@ -215,6 +216,8 @@ rlg_tier_section(struct rlg_parse *p, const char *name)
 		memcpy(p->tbuilds[i].label, label, sizeof label);
 		p->tbuilds[i].line = p->lineno;
 		p->ntiers++;
+	} else {
+		rlg_section_again(p, label, p->tbuilds[i].line);
 	}
 	p->sect = "tier";
 	p->cur = i;
@@ -396,9 +399,13 @@ tier_finish(struct rlg_parse *p, struct rlg_tier *t, struct rlg_tier_build *b)
 			if (strcmp(cfg->policies[n].name, name) == 0)
 				break;
 		if (n == cfg->npolicies) {
+			const char *near = rlg_policy_suggest(cfg, name);
+
 			rlg_problem(p, line, "%s %s: no [policy %s] (a key of a"
-			    " tier is clients or a policy's name)", b->label,
-			    name, name);
+			    " tier is clients or a policy's name)%s%s%s",
+			    b->label, name, name, near != NULL ?
+			    ": did you mean \"" : "", near != NULL ? near : "",
+			    near != NULL ? "\"?" : "");
 			continue;
 		}
 		t->rules[t->nrules].policy = n;

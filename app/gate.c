@@ -18,6 +18,8 @@
  * one line at once, then at most one per RLG_ERROR_LOG_INTERVAL_MS with
  * how many were not written; a rejection logs one line when the store
  * decides it, not when the rejection cache repeats it (but at level info).
+ * A guarding role's request that no policy covers is counted and logged
+ * at most once a minute per process (unguarded).
  */
 #include <stdio.h>
 #include <string.h>
@@ -29,6 +31,8 @@
 
 /* The bytes of a path a log line shows at most (then "..."). */
 #define RLG_LOG_PATH_MAX 200
+/* A process logs a request no policy covered at most once a minute. */
+#define RLG_UNGUARDED_LOG_INTERVAL_MS 60000
 
 /* The items of one store step and what the gate knows of each. */
 struct gate_items {
@@ -48,6 +52,8 @@ struct gate_items {
 };
 
 static void store_failed(struct rlg_gate *g, int64_t now_ms);
+static void unguarded(struct rlg_gate *g, const struct rlg_request *req,
+    const struct rlg_route *rt, int64_t now_ms);
 static void store_ok(struct rlg_gate *g, int64_t now_ms);
 static void store_full(struct rlg_gate *g, int64_t now_ms);
 static enum rlg_outcome endpoint(const struct rlg_request *r);
@@ -381,6 +387,45 @@ log_flaw(struct rlg_gate *g, const struct rlg_request *r,
 }
 
 /*
+ * A guarding front asked about a request that no policy covers (its
+ * route has policies = none, or it matched no route and there is no
+ * [policy default]): admitted unlimited, as configured, but counted
+ * (rlgate_unguarded_total, by role) and logged, "event=unguarded role=
+ * path= route=", at most once per RLG_UNGUARDED_LOG_INTERVAL_MS per
+ * process (one pacer for every thread, taken by compare-and-swap), with
+ * how many were not logged since the last line (suppressed=, this
+ * process's): a front pointed at rlgate for paths it does not limit
+ * would otherwise write a line per request.
+ */
+static void
+unguarded(struct rlg_gate *g, const struct rlg_request *req,
+    const struct rlg_route *rt, int64_t now_ms)
+{
+	static int64_t next_ms;
+	static uint64_t suppressed;
+	char path[RLG_LOG_PATH_MAX * 3 + 4];
+	int64_t next;
+	uint64_t n;
+
+	rlg_metrics_unguarded(g->slot, req->role);
+	if (g->cfg->log_level < RLG_LOG_WARN)
+		return;
+	next = __atomic_load_n(&next_ms, __ATOMIC_RELAXED);
+	if (now_ms < next || !__atomic_compare_exchange_n(&next_ms, &next,
+	    now_ms + RLG_UNGUARDED_LOG_INTERVAL_MS, false, __ATOMIC_RELAXED,
+	    __ATOMIC_RELAXED)) {
+		(void)__atomic_add_fetch(&suppressed, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	n = __atomic_exchange_n(&suppressed, 0, __ATOMIC_RELAXED);
+	(void)rlg_log_token(path, sizeof path, req->path, RLG_LOG_PATH_MAX);
+	rlg_log("event=unguarded role=%s path=%s route=%s suppressed=%llu",
+	    rlg_metrics_guard_name((size_t)req->role - 1),
+	    path[0] != '\0' ? path : "-", rt != NULL ? rt->name : "-",
+	    (unsigned long long)n);
+}
+
+/*
  * The tiers of a rejection's line: when a tier or an override gave one
  * of the rejecting policies its limit, " tier=A,B limit=N,M", one word
  * per rejecting policy in the order of policy= ("-" for none: the
@@ -665,6 +710,9 @@ decide(struct rlg_gate *g, const struct rlg_request *req, int64_t now_ms,
 		v->answer.outcome = RLG_OUT_BAD_REQUEST;
 		return;
 	}
+	if (guards && (v->route != NULL ? v->route->npolicies :
+	    cfg->ndefault) == 0)
+		unguarded(g, req, v->route, now_ms);
 	for (i = 0; i < gi.nexempt; i++)
 		rlg_metrics_decision(g->slot, g->mxmap, gi.exempt[i],
 		    RLG_MD_EXEMPT);

@@ -37,6 +37,7 @@ struct options {
 	const char *log;           /* --log FILE, or NULL: stderr */
 	int threads;               /* --threads N */
 	int check_only;            /* --check-config */
+	int strict;                /* --strict (with --check-config) */
 	const char *reset;         /* --reset CLIENT, or NULL */
 	const char *policy;        /* --policy NAME (with --reset), or NULL */
 	int processes;             /* --processes N; 0: serve in this one */
@@ -56,7 +57,9 @@ static void adopt_systemd_socket(void);
 static void usage(FILE *f);
 static int parse_options(int argc, char **argv, struct options *o);
 static int check_config(const struct rlg_config *cfg, const char *path,
-    const char *log_path);
+    const char *log_path, bool strict);
+static int check_redis(const struct rlg_config *cfg, const char *path,
+    bool strict);
 static int serve(struct rlg_config *cfg, const char *path, int threads,
     int processes, const char *log_warning);
 static const char *describe_commit(const struct rlg_config *cfg,
@@ -80,7 +83,7 @@ usage(FILE *f)
 {
 	fprintf(f,
 	    "Usage: rlgate [--config FILE] [--threads N] [--processes N] [--log FILE]\n"
-	    "              [--check-config]\n"
+	    "              [--check-config [--strict]]\n"
 	    "       rlgate [--config FILE] --reset CLIENT [--policy NAME]\n"
 	    "       rlgate [--config FILE] --hash-key < KEYS\n"
 	    "       rlgate --version | --help\n"
@@ -99,6 +102,9 @@ usage(FILE *f)
 	    "                      (spawn-fcgi points stderr at /dev/null);\n"
 	    "                      created mode 0640, never a symbolic link\n"
 	    "  -C, --check-config  validate the configuration, print problems, exit\n"
+	    "                      (a Redis store: connect, load the script)\n"
+	    "  -s, --strict        with --check-config: a Redis store it\n"
+	    "                      cannot reach fails the check (exit 69)\n"
 	    "  -r, --reset CLIENT  forget CLIENT's state (its key as the clients\n"
 	    "                      view shows it) under every policy, or NAME's\n"
 	    "  -p, --policy NAME   with --reset: only under [policy NAME]\n"
@@ -115,7 +121,8 @@ usage(FILE *f)
 	    "or systemd's socket activation (LISTEN_FDS), or from a web server\n"
 	    "as CGI (GATEWAY_INTERFACE set). SIGHUP reloads the configuration,\n"
 	    "SIGUSR1 reopens the log, SIGTERM stops after the requests in flight.\n"
-	    "Exit codes: 0 ok, 64 bad usage, 69 store unavailable (--reset),\n"
+	    "Exit codes: 0 ok, 64 bad usage, 69 store unavailable (--reset,\n"
+	    "--check-config --strict),\n"
 	    "78 bad configuration.\n",
 	    RLG_DEFAULT_CONFIG_PATH, THREADS_DEFAULT);
 }
@@ -308,6 +315,7 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "processes", required_argument, NULL, 'P' },
 		{ "log", required_argument, NULL, 'l' },
 		{ "check-config", no_argument, NULL, 'C' },
+		{ "strict", no_argument, NULL, 's' },
 		{ "reset", required_argument, NULL, 'r' },
 		{ "policy", required_argument, NULL, 'p' },
 		{ "hash-key", no_argument, NULL, 'k' },
@@ -317,7 +325,7 @@ parse_options(int argc, char **argv, struct options *o)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "c:t:P:l:Cr:p:kVh", opts, NULL)) !=
+	while ((c = getopt_long(argc, argv, "c:t:P:l:Csr:p:kVh", opts, NULL)) !=
 	    -1) {
 		switch (c) {
 		case 'c':
@@ -346,6 +354,9 @@ parse_options(int argc, char **argv, struct options *o)
 		case 'C':
 			o->check_only = 1;
 			break;
+		case 's':
+			o->strict = 1;
+			break;
 		case 'r':
 			o->reset = optarg;
 			break;
@@ -372,6 +383,10 @@ parse_options(int argc, char **argv, struct options *o)
 		usage(stderr);
 		return RLG_EXIT_USAGE;
 	}
+	if (o->strict && !o->check_only) {
+		fprintf(stderr, "rlgate: --strict goes with --check-config\n");
+		return RLG_EXIT_USAGE;
+	}
 	if (o->policy != NULL && o->reset == NULL) {
 		fprintf(stderr, "rlgate: --policy goes with --reset\n");
 		return RLG_EXIT_USAGE;
@@ -388,16 +403,20 @@ parse_options(int argc, char **argv, struct options *o)
 /*
  * --check-config on a config that loaded: the warnings about files others
  * may read or write (the store's, the log's), which commit a SQLite store
- * has, then "ok". Returns 0: warnings are no problems.
+ * has, whether a Redis store answers (check_redis), then "ok". Returns 0:
+ * warnings are no problems; with strict, a Redis store it cannot reach
+ * is one (RLG_EXIT_UNAVAILABLE).
  */
 static int
 check_config(const struct rlg_config *cfg, const char *path,
-    const char *log_path)
+    const char *log_path, bool strict)
 {
 	char commit[4600];
 
 	if (check_store_dir(cfg, path) != 0)
 		return RLG_EXIT_CONFIG;
+	if (check_redis(cfg, path, strict) != 0)
+		return RLG_EXIT_UNAVAILABLE;
 	(void)rlg_store_check_files(&cfg->store, warn_stdout, NULL);
 	if (log_path != NULL)
 		check_log_path(log_path);
@@ -409,53 +428,71 @@ check_config(const struct rlg_config *cfg, const char *path,
 }
 
 /*
+ * With a Redis store, --check-config connects as a worker would (AUTH,
+ * SELECT, SCRIPT LOAD: store_redis_io.c) and PINGs, within [store]
+ * connect_timeout_ms and timeout_ms, and says so on standard output:
+ * "redis: reachable at HOST:PORT, script loaded" (a cluster: at its
+ * first seed). When it cannot, one line on standard error says why
+ * ("redis: not reachable at HOST:PORT: why"): a warning, as rlgate would
+ * start and answer as on_error says until Redis is back, unless strict,
+ * when it is the problem that fails the check: -1 then, else 0.
+ */
+static int
+check_redis(const struct rlg_config *cfg, const char *path, bool strict)
+{
+	const struct rlg_redis_config *rc = &cfg->store.redis;
+	const char *src = path != NULL ? path : "built-in defaults";
+	struct rlg_store *s = NULL;
+	char where[RLG_CONFIG_LINE_MAX + 16];
+	int ok;
+
+	if (cfg->store.backend != RLG_BACKEND_REDIS)
+		return 0;
+	if (rc->socket != NULL)
+		snprintf(where, sizeof where, "unix:%s", rc->socket);
+	else
+		snprintf(where, sizeof where, strchr(rc->host != NULL ?
+		    rc->host : "", ':') != NULL ? "[%s]:%d" : "%s:%d",
+		    rc->host != NULL ? rc->host : "-", rc->port);
+	/* its "store lost" line would say it twice */
+	rlg_log_set_store_quiet(true);
+	ok = rlg_store_open(&cfg->store, &s) == RLG_OK &&
+	    rlg_store_probe(s, rlg_now_ms()) == RLG_OK;
+	if (ok)
+		printf("%s: reachable at %s%s, script loaded\n", rc->cluster ?
+		    "redis_cluster" : "redis", where, rc->cluster ?
+		    " (the first seed)" : "");
+	else
+		fprintf(stderr, "%s: %s%s: not reachable at %s: %s\n", src,
+		    strict ? "" : "warning: ", rc->cluster ? "redis_cluster" :
+		    "redis", where, rlg_store_errmsg(s));
+	rlg_store_close(s);
+	rlg_log_set_store_quiet(false);
+	if (ok || !strict)
+		return 0;
+	fprintf(stderr, "%s: 1 problem (--strict: the store must answer), not "
+	    "starting\n", src);
+	return -1;
+}
+
+/*
  * The SQLite database's directory must exist and be writable by the user
- * who checks (run --check-config as rlgate's user): the store creates the
- * file there, and its -wal, -shm, -table and -metrics beside it. Else an
+ * who checks (run --check-config as rlgate's user): else an
  * out-of-the-box install would answer every request 503 (on_error) while
  * the file itself looked fine. Prints the problem on stderr as the
- * loader's are, and returns -1; 0 when it can work.
+ * loader's are (rlg_config_check_dir: file:line), and returns -1; 0 when
+ * it can work.
  */
 static int
 check_store_dir(const struct rlg_config *cfg, const char *path)
 {
-	const char *db = cfg->store.sqlite.path, *src;
-	char dir[4200];
-	const char *slash;
-	struct stat st;
+	char msg[2 * RLG_CONFIG_LINE_MAX + 256];
 
-	if (cfg->store.backend != RLG_BACKEND_SQLITE || db == NULL)
+	if (rlg_config_check_dir(cfg, msg, sizeof msg) == 0)
 		return 0;
-	src = path != NULL ? path : "built-in defaults";
-	slash = strrchr(db, '/');
-	if (slash == NULL)
-		snprintf(dir, sizeof dir, ".");
-	else if (slash == db)
-		snprintf(dir, sizeof dir, "/");
-	else
-		snprintf(dir, sizeof dir, "%.*s", (int)(slash - db), db);
-	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		bool missing = stat(dir, &st) != 0;
-
-		fprintf(stderr, "%s: [store] path %s: the directory %s %s: "
-		    "create it for the user rlgate runs as (mkdir -p %s; chown "
-		    "USER %s)\n", src, db, dir, missing ? "does not exist" :
-		    "is not a directory", dir, dir);
-		fprintf(stderr, "%s: 1 problem, not starting\n", src);
-		return -1;
-	}
-	if (access(dir, W_OK | X_OK) != 0 ||
-	    (access(db, F_OK) == 0 && access(db, R_OK | W_OK) != 0)) {
-		fprintf(stderr, "%s: [store] path %s: %s is not writable by this"
-		    " user (uid %ld): rlgate run as it could not keep its"
-		    " database there; check as the user rlgate runs as, or"
-		    " give it the directory (chown USER %s)\n", src, db,
-		    access(dir, W_OK | X_OK) != 0 ? dir : db, (long)getuid(),
-		    dir);
-		fprintf(stderr, "%s: 1 problem, not starting\n", src);
-		return -1;
-	}
-	return 0;
+	fprintf(stderr, "%s\n%s: 1 problem, not starting\n", msg,
+	    path != NULL ? path : "built-in defaults");
+	return -1;
 }
 
 /*
@@ -556,6 +593,7 @@ serve(struct rlg_config *cfg, const char *path, int threads, int processes,
     const char *log_warning)
 {
 	char policies[1024], store[512], commit[4600], metrics[4200];
+	char dirmsg[2 * RLG_CONFIG_LINE_MAX + 256];
 	struct rlg_sqlite_config *sq = &cfg->store.sqlite;
 	struct worker_ctx ctx = { cfg, path, threads };
 	char procs[64] = "";
@@ -577,6 +615,10 @@ serve(struct rlg_config *cfg, const char *path, int threads, int processes,
 		    cfg->nroutes == 1 ? "" : "s", policies);
 		if (log_warning[0] != '\0')
 			rlg_log("%s", log_warning);
+		/* not fatal: the store opens once the directory is there */
+		if (rlg_config_check_dir(cfg, dirmsg, sizeof dirmsg) != 0)
+			rlg_log("warning: %s (until then every request is "
+			    "answered as on_error says)", dirmsg);
 		(void)rlg_store_check_files(&cfg->store, warn_log, NULL);
 		if (cfg->log_level >= RLG_LOG_INFO &&
 		    describe_commit(cfg, false, commit, sizeof commit) != NULL)
@@ -689,7 +731,7 @@ main(int argc, char **argv)
 	if (o.hash_key)
 		rc = hash_keys(cfg, stdin, stdout);
 	else if (o.check_only)
-		rc = check_config(cfg, path, o.log);
+		rc = check_config(cfg, path, o.log, o.strict != 0);
 	else if (o.reset != NULL)
 		rc = reset_client(cfg, o.reset, o.policy);
 	else

@@ -28,7 +28,8 @@
 #include "metrics.h"
 #include "util.h"
 
-#define MX_MAGIC "rlgmx002"
+/* The layout's version: a slot's counters changed (unguarded, 003). */
+#define MX_MAGIC "rlgmx003"
 #define MX_NAME_MAX (RLG_POLICY_NAME_MAX + sizeof RLG_NEW_KEYS_SUFFIX)
 /* Slots of the process's own memory when the file cannot be used. */
 #define MX_PRIVATE_SLOTS 64
@@ -522,6 +523,26 @@ rlg_metrics_cache_hit(struct rlg_metrics_slot *s)
 }
 
 void
+rlg_metrics_unguarded(struct rlg_metrics_slot *s, enum rlg_role role)
+{
+	size_t i = (size_t)role - 1;
+
+	if (s != NULL && role != RLG_ROLE_RESPONDER &&
+	    i < RLG_METRICS_GUARDS)
+		rlg_metrics_add(&s->unguarded[i], 1);
+}
+
+const char *
+rlg_metrics_guard_name(size_t i)
+{
+	static const char *const names[RLG_METRICS_GUARDS] = {
+		"authorizer", "auth_request", "forward_auth"
+	};
+
+	return i < RLG_METRICS_GUARDS ? names[i] : "unknown";
+}
+
+void
 rlg_metrics_flush(bool ok)
 {
 	if (mx.head == NULL)
@@ -604,5 +625,7 @@ rlg_metrics_sum(const struct rlg_metrics_map *map,
 			out->buckets[k] += MX_LOAD(s->buckets[k]);
 		out->step_ns += MX_LOAD(s->step_ns);
 		out->steps += MX_LOAD(s->steps);
+		for (k = 0; k < RLG_METRICS_GUARDS; k++)
+			out->unguarded[k] += MX_LOAD(s->unguarded[k]);
 	}
 }

@@ -52,6 +52,12 @@ enum rlg_metric_decision {
  */
 #define RLG_METRICS_SAMPLE 64
 
+/*
+ * The guarding roles (request.h: authorizer, auth_request,
+ * forward_auth), counted apart in rlgate_unguarded_total: index role - 1.
+ */
+#define RLG_METRICS_GUARDS 3
+
 /* One thread's counters (its slot in the file). */
 struct rlg_metrics_slot {
 	uint64_t owner;           /* pid << 32 | thread serial; 0: free */
@@ -63,6 +69,7 @@ struct rlg_metrics_slot {
 	uint64_t buckets[RLG_METRICS_BUCKETS];
 	uint64_t step_ns;
 	uint64_t steps;
+	uint64_t unguarded[RLG_METRICS_GUARDS];   /* by guarding role */
 } __attribute__((aligned(64)));
 
 /*
@@ -162,6 +169,17 @@ void rlg_metrics_response(struct rlg_metrics_slot *s, int code, bool admin);
 void rlg_metrics_store_error(struct rlg_metrics_slot *s);
 void rlg_metrics_cache_hit(struct rlg_metrics_slot *s);
 /*
+ * A request of a guarding role (role: RLG_ROLE_AUTHORIZER,
+ * RLG_ROLE_AUTH_REQUEST or RLG_ROLE_FORWARD_AUTH; any other counts
+ * nothing) that no policy covered: its route has policies = none, or it
+ * matched no route and there is no default (rlgate_unguarded_total).
+ */
+void rlg_metrics_unguarded(struct rlg_metrics_slot *s, enum rlg_role role);
+/* The label of a guarding role in rlgate_unguarded_total (index
+ * role - 1, below RLG_METRICS_GUARDS): "authorizer", "auth_request",
+ * "forward_auth". */
+const char *rlg_metrics_guard_name(size_t i);
+/*
  * A flush of the write-behind table (store_table.c) that failed, or one
  * that succeeded, now: kept in the scoreboard's header, for the whole
  * host (rlgate_flush_failures_total, rlgate_flush_age_seconds). Any
@@ -182,6 +200,7 @@ struct rlg_metrics_sums {
 	uint64_t buckets[RLG_METRICS_BUCKETS];  /* not cumulative */
 	uint64_t step_ns;
 	uint64_t steps;
+	uint64_t unguarded[RLG_METRICS_GUARDS];  /* by role - 1 */
 	int64_t start_s;          /* when the file was made */
 	uint64_t flush_failures;  /* flushes of the table that failed */
 	int64_t flush_ok_ms;      /* the last good flush's end; 0: none */

@@ -710,6 +710,41 @@ START_TEST(test_flush_metrics)
 }
 END_TEST
 
+/*
+ * rlgate_unguarded_total: the requests of each guarding role that no
+ * policy covered (a route with policies = none, no route and no
+ * default); covered ones and a responder's count nothing there.
+ */
+START_TEST(test_unguarded_metric)
+{
+	load("commit = each\n[policy api]\nlimit = 5\n"
+	    "[route free]\npath = /free/*\npolicies = none\n"
+	    "[route api]\npath = /api/*\npolicies = api\n");
+	rlg_gate_init(&gate, cfg);
+	handle(T1, "FCGI_ROLE=AUTHORIZER", GET, "REQUEST_URI=/free/a", LOOP,
+	    NULL);
+	ck_assert(strncmp(answer, "Status: 200", 11) == 0);
+	handle(T1, "FCGI_ROLE=AUTHORIZER", GET, "REQUEST_URI=/nowhere", LOOP,
+	    NULL);
+	handle(T1, "RLGATE_ROLE=forward_auth", GET, "REQUEST_URI=/free/b",
+	    LOOP, NULL);
+	handle(T1, "RLGATE_ROLE=auth_request", GET, "REQUEST_URI=/api/x",
+	    LOOP, NULL);
+	handle(T1, GET, "REQUEST_URI=/free/c", LOOP, NULL);
+	handle(T1, GET, MET, LOOP, NULL);
+	ck_assert_int_eq(metric("rlgate_unguarded_total{role=\"authorizer\"}"),
+	    2);
+	ck_assert_int_eq(metric("rlgate_unguarded_total{role="
+	    "\"auth_request\"}"), 0);
+	ck_assert_int_eq(metric("rlgate_unguarded_total{role="
+	    "\"forward_auth\"}"), 1);
+	ck_assert_ptr_nonnull(strstr(answer,
+	    "\n# TYPE rlgate_unguarded_total counter\n"));
+	rlg_gate_fini(&gate);
+	unload();
+}
+END_TEST
+
 Suite *
 rlg_admin_suite(void)
 {
@@ -725,5 +760,6 @@ rlg_admin_suite(void)
 	tcase_add_test(tc, test_planted_scoreboard);
 	tcase_add_test(tc, test_scoreboard_hostile);
 	tcase_add_test(tc, test_flush_metrics);
+	tcase_add_test(tc, test_unguarded_metric);
 	return s;
 }

@@ -49,8 +49,12 @@ struct rlg_t_word {
 };
 
 #define RLG_T_LIMIT_RANGE "must be an integer from 1 to 1000000000"
-#define RLG_T_WINDOW_RANGE "must be an integer from 1 to 31622400"
-#define RLG_T_BUSY_RANGE "must be an integer from 0 to 600000"
+#define RLG_T_WINDOW_RANGE "must be from 1s to 366d (1 to 31622400 seconds)"
+#define RLG_T_BUSY_RANGE "must be from 0 to 10m (0 to 600000 milliseconds)"
+#define RLG_T_DUR_S "a duration in seconds, or with a unit s, m, h, d " \
+    "(e.g. 90s, 15m, 1h)"
+#define RLG_T_DUR_MS "a duration in milliseconds, or with a unit ms, s, " \
+    "m (e.g. 500ms, 2s, 1m)"
 #define RLG_T_MAXC_RANGE "must be an integer from 0 to 1000000000"
 #define RLG_T_BURST_RANGE "must be an integer from 1 to 1000000000"
 #define RLG_T_ALGORITHMS \
@@ -64,9 +68,15 @@ struct rlg_t_word {
 #define RLG_T_CIDR "not an IP address or ADDR/LEN network with zero " \
     "host bits"
 #define RLG_T_EMPTY_ITEM "empty item in the list"
+/* A [policy NAME], [route NAME] or [tier NAME] again: a warning. */
+#define RLG_T_AGAIN(label, line, first) "t.conf:" line ": warning: " label \
+    " again (first on line " first "): its keys merge into that one; a " \
+    "copy meant as another one needs a name of its own\n"
 #define RLG_T_SECRET "openssl rand -hex 32"
-#define RLG_T_READ_RANGE "must be an integer from 100 to 600000"
-#define RLG_T_REDIS_TIMEOUT "must be an integer from 1 to 60000"
+#define RLG_T_READ_RANGE "must be from 100ms to 10m (100 to 600000 " \
+    "milliseconds)"
+#define RLG_T_FLUSH_RANGE "must be from 10ms to 1m (10 to 60000 milliseconds)"
+#define RLG_T_REDIS_TIMEOUT "must be from 1ms to 1m (1 to 60000 milliseconds)"
 #define RLG_T_PORT "port must be an integer from 1 to 65535"
 #define RLG_T_DB "database must be an integer from 0 to 2147483647"
 #define RLG_T_HOST "bad host: a name of A-Z a-z 0-9 . - _, an IPv4 " \
@@ -96,36 +106,61 @@ static const struct rlg_t_bad rlg_t_bad_values[] = {
 	{ "policy default", "limit", "1 2",
 	    "[policy default] limit: " RLG_T_LIMIT_RANGE " (got \"1 2\")" },
 	{ "policy default", "window", "0",
-	    "[policy default] window: " RLG_T_WINDOW_RANGE " (got \"0\")" },
-	{ "policy default", "window", "60s",
-	    "[policy default] window: " RLG_T_WINDOW_RANGE " (got \"60s\")" },
+	    "[policy default] window: \"0\": " RLG_T_WINDOW_RANGE },
+	{ "policy default", "window", "60y",
+	    "[policy default] window: \"60y\": " RLG_T_DUR_S },
+	{ "policy default", "window", "1.5h",
+	    "[policy default] window: \"1.5h\": " RLG_T_DUR_S },
+	{ "policy default", "window", "60 s",
+	    "[policy default] window: \"60 s\": " RLG_T_DUR_S },
+	{ "policy default", "window", "60S",
+	    "[policy default] window: \"60S\": " RLG_T_DUR_S },
+	{ "policy default", "window", "60ms",
+	    "[policy default] window: \"60ms\": " RLG_T_DUR_S },
+	{ "policy default", "window", "s",
+	    "[policy default] window: \"s\": " RLG_T_DUR_S },
 	{ "policy default", "window", "-1",
-	    "[policy default] window: " RLG_T_WINDOW_RANGE " (got \"-1\")" },
+	    "[policy default] window: \"-1\": " RLG_T_DUR_S },
+	{ "policy default", "window", "-1s",
+	    "[policy default] window: \"-1s\": " RLG_T_DUR_S },
 	{ "policy default", "window", "31622401",
-	    "[policy default] window: " RLG_T_WINDOW_RANGE
-	    " (got \"31622401\")" },
+	    "[policy default] window: \"31622401\": " RLG_T_WINDOW_RANGE },
+	{ "policy default", "window", "367d",
+	    "[policy default] window: \"367d\": " RLG_T_WINDOW_RANGE },
+	{ "policy default", "window", "99999999999d",
+	    "[policy default] window: \"99999999999d\": " RLG_T_WINDOW_RANGE },
+	{ "policy default", "window", "106751991167301d",
+	    "[policy default] window: \"106751991167301d\": " RLG_T_DUR_S },
 	{ "policy default", "window", "99999999999999999999",
-	    "[policy default] window: " RLG_T_WINDOW_RANGE
-	    " (got \"99999999999999999999\")" },
+	    "[policy default] window: \"99999999999999999999\": " RLG_T_DUR_S },
 	{ "store", "busy_timeout_ms", "-1",
-	    "[store] busy_timeout_ms: " RLG_T_BUSY_RANGE " (got \"-1\")" },
+	    "[store] busy_timeout_ms: \"-1\": " RLG_T_DUR_MS },
 	{ "store", "busy_timeout_ms", "600001",
-	    "[store] busy_timeout_ms: " RLG_T_BUSY_RANGE
-	    " (got \"600001\")" },
-	{ "store", "busy_timeout_ms", "2s",
-	    "[store] busy_timeout_ms: " RLG_T_BUSY_RANGE " (got \"2s\")" },
+	    "[store] busy_timeout_ms: \"600001\": " RLG_T_BUSY_RANGE },
+	{ "store", "busy_timeout_ms", "11m",
+	    "[store] busy_timeout_ms: \"11m\": " RLG_T_BUSY_RANGE },
+	{ "store", "busy_timeout_ms", "2h",
+	    "[store] busy_timeout_ms: \"2h\": " RLG_T_DUR_MS },
+	{ "store", "busy_timeout_ms", "2.5s",
+	    "[store] busy_timeout_ms: \"2.5s\": " RLG_T_DUR_MS },
 	{ "store", "busy_timeout_ms", "99999999999999999999",
-	    "[store] busy_timeout_ms: " RLG_T_BUSY_RANGE
-	    " (got \"99999999999999999999\")" },
+	    "[store] busy_timeout_ms: \"99999999999999999999\": " RLG_T_DUR_MS },
+	{ "store", "busy_timeout_ms", "153722867280913m",
+	    "[store] busy_timeout_ms: \"153722867280913m\": " RLG_T_DUR_MS },
 	{ "fastcgi", "read_timeout_ms", "99",
-	    "[fastcgi] read_timeout_ms: " RLG_T_READ_RANGE " (got \"99\")" },
+	    "[fastcgi] read_timeout_ms: \"99\": " RLG_T_READ_RANGE },
 	{ "fastcgi", "read_timeout_ms", "0",
-	    "[fastcgi] read_timeout_ms: " RLG_T_READ_RANGE " (got \"0\")" },
+	    "[fastcgi] read_timeout_ms: \"0\": " RLG_T_READ_RANGE },
 	{ "fastcgi", "read_timeout_ms", "600001",
-	    "[fastcgi] read_timeout_ms: " RLG_T_READ_RANGE
-	    " (got \"600001\")" },
-	{ "fastcgi", "read_timeout_ms", "5s",
-	    "[fastcgi] read_timeout_ms: " RLG_T_READ_RANGE " (got \"5s\")" },
+	    "[fastcgi] read_timeout_ms: \"600001\": " RLG_T_READ_RANGE },
+	{ "fastcgi", "read_timeout_ms", "5d",
+	    "[fastcgi] read_timeout_ms: \"5d\": " RLG_T_DUR_MS },
+	{ "store", "flush_ms", "9ms",
+	    "[store] flush_ms: \"9ms\": " RLG_T_FLUSH_RANGE },
+	{ "store", "flush_ms", "2m",
+	    "[store] flush_ms: \"2m\": " RLG_T_FLUSH_RANGE },
+	{ "store", "flush_ms", "1 s",
+	    "[store] flush_ms: \"1 s\": " RLG_T_DUR_MS },
 	{ "store", "max_clients", "-1",
 	    "[store] max_clients: " RLG_T_MAXC_RANGE " (got \"-1\")" },
 	{ "store", "max_clients", "1000000001",
@@ -202,8 +237,8 @@ static const struct rlg_t_bad rlg_t_bad_values[] = {
 	    "[policy tb] burst: " RLG_T_BURST_RANGE " (got \"ten\")" },
 	{ "policy tb", "burst", "",
 	    "[policy tb] burst: must not be empty" },
-	{ "policy a.b-c_9", "window", "1m",
-	    "[policy a.b-c_9] window: " RLG_T_WINDOW_RANGE " (got \"1m\")" },
+	{ "policy a.b-c_9", "window", "1y",
+	    "[policy a.b-c_9] window: \"1y\": " RLG_T_DUR_S },
 	{ "policy default", "key", "header:X-Api-Key",
 	    "[policy default] key: " RLG_T_NEED_SECRET },
 	{ "policy default", "key", "header:",
@@ -315,16 +350,17 @@ static const struct rlg_t_bad rlg_t_bad_values[] = {
 	{ "store", "clock", "",
 	    "[store] clock: must not be empty" },
 	{ "store", "connect_timeout_ms", "0",
-	    "[store] connect_timeout_ms: " RLG_T_REDIS_TIMEOUT " (got \"0\")" },
+	    "[store] connect_timeout_ms: \"0\": " RLG_T_REDIS_TIMEOUT },
 	{ "store", "connect_timeout_ms", "60001",
-	    "[store] connect_timeout_ms: " RLG_T_REDIS_TIMEOUT
-	    " (got \"60001\")" },
-	{ "store", "connect_timeout_ms", "1s",
-	    "[store] connect_timeout_ms: " RLG_T_REDIS_TIMEOUT " (got \"1s\")" },
+	    "[store] connect_timeout_ms: \"60001\": " RLG_T_REDIS_TIMEOUT },
+	{ "store", "connect_timeout_ms", "2m",
+	    "[store] connect_timeout_ms: \"2m\": " RLG_T_REDIS_TIMEOUT },
+	{ "store", "connect_timeout_ms", "1h",
+	    "[store] connect_timeout_ms: \"1h\": " RLG_T_DUR_MS },
 	{ "store", "timeout_ms", "-1",
-	    "[store] timeout_ms: " RLG_T_REDIS_TIMEOUT " (got \"-1\")" },
-	{ "store", "timeout_ms", "0",
-	    "[store] timeout_ms: " RLG_T_REDIS_TIMEOUT " (got \"0\")" },
+	    "[store] timeout_ms: \"-1\": " RLG_T_DUR_MS },
+	{ "store", "timeout_ms", "0ms",
+	    "[store] timeout_ms: \"0ms\": " RLG_T_REDIS_TIMEOUT },
 	{ "store", "url", "",
 	    "[store] url: must not be empty" },
 	{ "store", "url", "http://h:1",
@@ -569,6 +605,33 @@ rlg_t_ok(const char *text)
 	return cfg;
 }
 
+/*
+ * text must load with no problem but exactly nwarn warnings (each a line
+ * "t.conf:N: warning: ..."); returns the config.
+ */
+static struct rlg_config *
+rlg_t_ok_warned(const char *text, int nwarn)
+{
+	struct rlg_config *cfg;
+	const char *at;
+	char *errs;
+	int n, lines = 0;
+
+	errs = rlg_t_load(text, &n, &cfg);
+	ck_assert_int_eq(n, 0);
+	ck_assert_ptr_nonnull(cfg);
+	for (at = errs; *at != '\0'; at = strchr(at, '\n') + 1) {
+		ck_assert_msg(strchr(at, '\n') != NULL, "%s", errs);
+		ck_assert_msg(strncmp(strchr(at, ' '), " warning: ", 10) == 0,
+		    "not a warning: %s", errs);
+		lines++;
+	}
+	ck_assert_msg(lines == nwarn, "%d warnings, not %d: %s", lines,
+	    nwarn, errs);
+	free(errs);
+	return cfg;
+}
+
 /* Where the temporary files go: $TMPDIR, else /tmp. */
 static const char *
 rlg_t_tmpdir(void)
@@ -775,7 +838,7 @@ START_TEST(test_layout)
 	/* CRLF, tabs, indented keys (no continuation lines), a BOM,
 	 * "key=value" without spaces, '=' inside a value, and a repeated
 	 * section merged into the first. */
-	struct rlg_config *cfg = rlg_t_ok(
+	struct rlg_config *cfg = rlg_t_ok_warned(
 	    "\xEF\xBB\xBF[store]\r\n"
 	    "\tpath=/x=y.db\r\n"
 	    "  [policy\t default ]\r\n"
@@ -783,7 +846,7 @@ START_TEST(test_layout)
 	    "[store]\n"
 	    "\t busy_timeout_ms\t=\t17 \n"
 	    "[policy default]\n"
-	    "window = 3");
+	    "window = 3", 1);
 
 	ck_assert_str_eq(cfg->store.sqlite.path, "/x=y.db");
 	ck_assert_int_eq(cfg->store.sqlite.busy_timeout_ms, 17);
@@ -967,7 +1030,7 @@ START_TEST(test_policies_in_order)
 {
 	/* File order, each with its own values; a repeated section merges
 	 * into the first, whose place in the order it keeps. */
-	struct rlg_config *cfg = rlg_t_ok(
+	struct rlg_config *cfg = rlg_t_ok_warned(
 	    "[policy burst]\n"
 	    "algorithm = token_bucket\n"
 	    "limit = 10\n"
@@ -988,7 +1051,7 @@ START_TEST(test_policies_in_order)
 	    "[policy exact]\n"
 	    "window = 10\n"
 	    "[policy A-1.b_2]\n"
-	    "limit = 7\n");
+	    "limit = 7\n", 2);
 
 	ck_assert_str_eq(cfg->store.sqlite.path, "/p");
 	ck_assert_uint_eq(cfg->npolicies, 5);
@@ -1068,11 +1131,11 @@ START_TEST(test_burst)
 	struct rlg_config *cfg;
 
 	/* Default: the policy's limit, whichever order the keys come in. */
-	cfg = rlg_t_ok(
+	cfg = rlg_t_ok_warned(
 	    "[policy a]\nalgorithm = token_bucket\nlimit = 10\n"
 	    "[policy b]\nlimit = 7\nalgorithm = token_bucket\n"
 	    "[policy c]\nalgorithm = token_bucket\n"
-	    "[policy a]\nwindow = 2\n");
+	    "[policy a]\nwindow = 2\n", 1);
 	ck_assert_uint_eq(cfg->npolicies, 3);
 	ck_assert_int_eq(cfg->policies[0].lim.burst, 10);
 	ck_assert_int_eq(cfg->policies[0].lim.window_ms, 2000);
@@ -1082,12 +1145,12 @@ START_TEST(test_burst)
 
 	/* Explicit: above or below the limit, before or after algorithm, or
 	 * in a repeated section. */
-	cfg = rlg_t_ok(
+	cfg = rlg_t_ok_warned(
 	    "[policy a]\nalgorithm = token_bucket\nlimit = 10\nburst = 25\n"
 	    "[policy b]\nburst = 3\nlimit = 100\nalgorithm = token_bucket\n"
 	    "[policy c]\nburst = 1\n"
 	    "[policy c]\nalgorithm = token_bucket\n"
-	    "[policy d]\nalgorithm = token_bucket\nburst = 1000000000\n");
+	    "[policy d]\nalgorithm = token_bucket\nburst = 1000000000\n", 3);
 	ck_assert_uint_eq(cfg->npolicies, 4);
 	ck_assert_int_eq(cfg->policies[0].lim.limit, 10);
 	ck_assert_int_eq(cfg->policies[0].lim.burst, 25);
@@ -1128,7 +1191,8 @@ START_TEST(test_burst_not_token_bucket)
 	    "t.conf:9: [policy c] burst: applies only to algorithm = "
 	    "token_bucket\n"
 	    "t.conf:11: [policy d] burst: applies only to algorithm = "
-	    "token_bucket\n");
+	    "token_bucket\n"
+	    RLG_T_AGAIN("[policy d]", "15", "10"));
 
 	/* A bad algorithm or a bad burst is reported once, for itself. */
 	rlg_t_expect(
@@ -1183,6 +1247,7 @@ START_TEST(test_sliding_log_limit)
 	    "request: at most 100000 (got \"100001\")\n"
 	    "t.conf:5: [policy b] limit: sliding_log keeps one row per "
 	    "request: at most 100000 (got \"1000000000\")\n"
+	    RLG_T_AGAIN("[policy b]", "7", "4")
 	    "t.conf:10: [policy c] limit: " RLG_T_LIMIT_RANGE
 	    " (got \"5000000000\")\n");
 }
@@ -1270,7 +1335,7 @@ START_TEST(test_policies_max)
 	ck_assert_int_eq(RLG_POLICIES_MAX, 32);
 	text = rlg_t_policies(RLG_POLICIES_MAX);
 	more = rlg_t_fmt("%s[policy p1]\nwindow = 9\n", text);
-	cfg = rlg_t_ok(more);
+	cfg = rlg_t_ok_warned(more, 1);
 	ck_assert_uint_eq(cfg->npolicies, RLG_POLICIES_MAX);
 	for (i = 0; i < RLG_POLICIES_MAX; i++) {
 		ck_assert_int_eq(cfg->policies[i].lim.limit, (int64_t)i + 1);
@@ -1292,6 +1357,7 @@ START_TEST(test_policies_max)
 	want = rlg_t_fmt(
 	    "t.conf:65: too many policies: [policy p33] would be number 33, "
 	    "at most 32 are allowed\n"
+	    RLG_T_AGAIN("[policy p2]", "69", "3")
 	    "t.conf:70: [policy p2] limit: set twice (first on line 4)\n");
 	rlg_t_expect(more, 2, want);
 	free(want);
@@ -1321,7 +1387,7 @@ START_TEST(test_many_errors)
 	    "key0 = 1\n"                    /* 1 */
 	    "[store]\n"                     /* 2 */
 	    "pth = /x\n"                    /* 3 */
-	    "busy_timeout_ms = 60s\n"       /* 4 */
+	    "busy_timeout_ms = 60y\n"       /* 4 */
 	    "on_error = Closed\n"           /* 5 */
 	    "[headers]\n"                   /* 6 */
 	    "style = fancy\n"               /* 7 */
@@ -1350,9 +1416,8 @@ START_TEST(test_many_errors)
 	    "nonsense",                     /* 30, no newline */
 	    19,
 	    "t.conf:1: key \"key0\" before any [section]\n"
-	    "t.conf:3: [store] unknown key \"pth\"\n"
-	    "t.conf:4: [store] busy_timeout_ms: must be an integer from 0 to "
-	    "600000 (got \"60s\")\n"
+	    "t.conf:3: [store] unknown key \"pth\": did you mean \"path\"?\n"
+	    "t.conf:4: [store] busy_timeout_ms: \"60y\": " RLG_T_DUR_MS "\n"
 	    "t.conf:5: [store] on_error: must be one of closed, open "
 	    "(got \"Closed\")\n"
 	    "t.conf:7: [headers] style: " RLG_T_STYLES " (got \"fancy\")\n"
@@ -1374,7 +1439,9 @@ START_TEST(test_many_errors)
 	    "(got \"html\")\n"
 	    "t.conf:23: bad policy name \"a b\": only A-Z a-z 0-9 _ . - are "
 	    "allowed\n"
+	    RLG_T_AGAIN("[policy api]", "25", "14")
 	    "t.conf:27: [policy api] burst: set twice (first on line 15)\n"
+	    RLG_T_AGAIN("[policy default]", "28", "9")
 	    "t.conf:29: [policy default] algorithm: unknown algorithm "
 	    "(got \"leaky\"): " RLG_T_ALGORITHMS "\n"
 	    "t.conf:30: syntax error: expected \"key = value\" or "
@@ -1464,8 +1531,8 @@ START_TEST(test_overlong_line)
 	text = rlg_t_fmt("[store]\npath = %s\nbusy_timeout_ms = x\n", pad);
 	want = rlg_t_fmt(
 	    "t.conf:2: line too long (max %d bytes)\n"
-	    "t.conf:3: [store] busy_timeout_ms: must be an integer from 0 to "
-	    "600000 (got \"x\")\n", RLG_CONFIG_LINE_MAX);
+	    "t.conf:3: [store] busy_timeout_ms: \"x\": " RLG_T_DUR_MS "\n",
+	    RLG_CONFIG_LINE_MAX);
 	rlg_t_expect(text, 2, want);
 	free(want);
 	free(text);
@@ -1502,6 +1569,7 @@ START_TEST(test_duplicate_key)
 	    "limit = 3\n",
 	    3,
 	    "t.conf:8: [store] path: set twice (first on line 3)\n"
+	    RLG_T_AGAIN("[policy default]", "9", "4")
 	    "t.conf:10: [policy default] limit: set twice (first on line 5)\n"
 	    "t.conf:11: [policy default] limit: set twice (first on line 5)\n");
 	/* A bad first value still counts as set. */
@@ -1529,7 +1597,9 @@ START_TEST(test_duplicate_key)
 	    "[response]\n"
 	    "errors = problem\n",
 	    3,
+	    RLG_T_AGAIN("[policy a]", "9", "1")
 	    "t.conf:11: [policy a] limit: set twice (first on line 2)\n"
+	    RLG_T_AGAIN("[policy b]", "12", "3")
 	    "t.conf:13: [policy b] burst: set twice (first on line 5)\n"
 	    "t.conf:15: [response] errors: set twice (first on line 8)\n");
 }
@@ -1561,20 +1631,29 @@ START_TEST(test_unknown_section_and_key)
 	    "[policies x]\n",
 	    16,
 	    "t.conf:1: unknown section [foo]\n"
-	    "t.conf:2: unknown section [Store]\n"
+	    "t.conf:2: unknown section [Store]: did you mean [store]?\n"
 	    "t.conf:3: unknown section []\n"
-	    "t.conf:4: unknown section [policyx]\n"
-	    "t.conf:6: [store] unknown key \"pth\"\n"
-	    "t.conf:7: [store] unknown key \"Path\"\n"
-	    "t.conf:9: [headers] unknown key \"styles\"\n"
-	    "t.conf:11: [policy default] unknown key \"limits\"\n"
-	    "t.conf:12: [policy default] unknown key \"path\"\n"
-	    "t.conf:14: [response] unknown key \"error\"\n"
-	    "t.conf:15: [response] unknown key \"style\"\n"
-	    "t.conf:17: [policy api] unknown key \"errors\"\n"
-	    "t.conf:18: [policy api] unknown key \"Burst\"\n"
-	    "t.conf:19: unknown section [Response]\n"
-	    "t.conf:20: unknown section [Policy x]\n"
+	    "t.conf:4: unknown section [policyx]: did you mean [policy "
+	    "NAME]?\n"
+	    "t.conf:6: [store] unknown key \"pth\": did you mean \"path\"?\n"
+	    "t.conf:7: [store] unknown key \"Path\": did you mean \"path\"?\n"
+	    "t.conf:9: [headers] unknown key \"styles\": "
+	    "did you mean \"style\"?\n"
+	    "t.conf:11: [policy default] unknown key \"limits\": "
+	    "did you mean \"limit\"?\n"
+	    "t.conf:12: [policy default] unknown key \"path\": "
+	    "it belongs in [store] or [route NAME]\n"
+	    "t.conf:14: [response] unknown key \"error\": "
+	    "did you mean \"errors\"?\n"
+	    "t.conf:15: [response] unknown key \"style\": "
+	    "it belongs in [headers]\n"
+	    "t.conf:17: [policy api] unknown key \"errors\": "
+	    "it belongs in [response]\n"
+	    "t.conf:18: [policy api] unknown key \"Burst\": "
+	    "did you mean \"burst\"?\n"
+	    "t.conf:19: unknown section [Response]: did you mean "
+	    "[response]?\n"
+	    "t.conf:20: unknown section [Policy x]: did you mean [policy x]?\n"
 	    "t.conf:21: unknown section [policies x]\n");
 	rlg_t_expect("limit = 5\n; c\n[store]\n", 1,
 	    "t.conf:1: key \"limit\" before any [section]\n");
@@ -1673,7 +1752,7 @@ START_TEST(test_load_file_errors)
 	memcpy(text, head, sizeof head - 1);
 	len = sizeof head - 1;
 	len += (size_t)sprintf(text + len, "%s\nlimit = 5\n[policy default]\n"
-	    "window = 60s\n", pad);
+	    "window = 60y\n", pad);
 	path = rlg_t_file(text, len);
 
 	len = 0;
@@ -1688,9 +1767,8 @@ START_TEST(test_load_file_errors)
 	    "%s:3: syntax error: expected \"key = value\" or \"[section]\" "
 	    "(got \"bogus\")\n"
 	    "%s:4: line too long (max %d bytes)\n"
-	    "%s:5: [store] unknown key \"limit\"\n"
-	    "%s:7: [policy default] window: must be an integer from 1 to "
-	    "31622400 (got \"60s\")\n",
+	    "%s:5: [store] unknown key \"limit\": it belongs in [policy NAME]\n"
+	    "%s:7: [policy default] window: \"60y\": " RLG_T_DUR_S "\n",
 	    path, path, path, RLG_CONFIG_LINE_MAX, path, path);
 	ck_assert_str_eq(buf, want);
 	free(want);
@@ -2215,8 +2293,10 @@ START_TEST(test_client)
 	rlg_t_expect(
 	    "[policy a]\ntrusted_proxies = ::1\n[client]\nmode = enforce\n",
 	    2,
-	    "t.conf:2: [policy a] unknown key \"trusted_proxies\"\n"
-	    "t.conf:4: [client] unknown key \"mode\"\n");
+	    "t.conf:2: [policy a] unknown key \"trusted_proxies\": "
+	    "it belongs in [client]\n"
+	    "t.conf:4: [client] unknown key \"mode\": "
+	    "it belongs in [policy NAME]\n");
 }
 END_TEST
 
@@ -2270,14 +2350,14 @@ START_TEST(test_headers_log)
 	ck_assert_str_eq(rlg_log_level_name((enum rlg_log_level)99),
 	    "unknown");
 	rlg_t_expect("[log]\nstyle = none\nlevel = info\nlevel = error\n", 2,
-	    "t.conf:2: [log] unknown key \"style\"\n"
+	    "t.conf:2: [log] unknown key \"style\": it belongs in [headers]\n"
 	    "t.conf:4: [log] level: set twice (first on line 3)\n");
 }
 END_TEST
 
 /* ---- routes ------------------------------------------------------------- */
 
-/* n sections "[route rN]\npath = /N\npolicies = none\n", as a new string. */
+/* n sections "[route rN]\npath = /N\npolicies = default\n", as a new string. */
 static char *
 rlg_t_routes(size_t n)
 {
@@ -2286,7 +2366,7 @@ rlg_t_routes(size_t n)
 
 	s = rlg_t_fmt("%s", "");
 	for (i = 1; i <= n; i++) {
-		t = rlg_t_fmt("%s[route r%zu]\npath = /%zu\npolicies = none\n",
+		t = rlg_t_fmt("%s[route r%zu]\npath = /%zu\npolicies = default\n",
 		    s, i, i);
 		free(s);
 		s = t;
@@ -2299,7 +2379,7 @@ START_TEST(test_routes)
 	/* File order; prefix paths stored without '*'; methods; policies
 	 * resolved to indexes, also to a [policy] later in the file; none;
 	 * a repeated [route] merges into the first, keeping its place. */
-	struct rlg_config *cfg = rlg_t_ok(
+	struct rlg_config *cfg = rlg_t_ok_warned(
 	    "[policy strict]\nlimit = 5\n"
 	    "[route login]\n"
 	    "path = /login\n"
@@ -2317,7 +2397,7 @@ START_TEST(test_routes)
 	    "[policy hourly]\nwindow = 3600\n"
 	    "[route login]\n"
 	    "policies = strict\n"
-	    "[policy default]\n");
+	    "[policy default]\n", 2);
 	const struct rlg_route *r;
 
 	ck_assert_uint_eq(cfg->npolicies, 3);
@@ -2366,10 +2446,10 @@ START_TEST(test_routes)
 	rlg_config_free(cfg);
 
 	/* Sixteen methods, and the longest route name. */
-	cfg = rlg_t_ok("[route "
+	cfg = rlg_t_ok_warned("[route "
 	    "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr]\n"
 	    "path = /x\npolicies = none\n"
-	    "methods = MA,MB,MC,MD,ME,MF,MG,MH,MI,MJ,MK,ML,MM,MN,MO,MP\n");
+	    "methods = MA,MB,MC,MD,ME,MF,MG,MH,MI,MJ,MK,ML,MM,MN,MO,MP\n", 1);
 	ck_assert_uint_eq(cfg->routes[0].nmethods, 16);
 	ck_assert_str_eq(cfg->routes[0].methods[15], "MP");
 	ck_assert_uint_eq(strlen(cfg->routes[0].name), 64);
@@ -2559,29 +2639,29 @@ START_TEST(test_route_cost)
 {
 	struct rlg_config *cfg;
 
-	cfg = rlg_t_ok("[policy p]\nlimit = 12\n"
+	cfg = rlg_t_ok_warned("[policy p]\nlimit = 12\n"
 	    "[route plain]\npath = /a\npolicies = p\n"
 	    "[route big]\npath = /b\ncost = 12\npolicies = p\n"
-	    "[route free]\npath = /c\ncost = 1000000000\npolicies = none\n");
+	    "[route free]\npath = /c\ncost = 1000000000\npolicies = none\n", 1);
 	ck_assert_int_eq(cfg->routes[0].cost, 1);
 	ck_assert_int_eq(cfg->routes[1].cost, 12);
 	ck_assert_int_eq(cfg->routes[2].cost, RLG_COST_MAX);
 	rlg_config_free(cfg);
 
 	/* The burst of a token bucket, above its limit. */
-	cfg = rlg_t_ok("[policy tb]\nalgorithm = token_bucket\nlimit = 2\n"
-	    "burst = 30\n[route r]\npath = /r\npolicies = tb\ncost = 30\n");
+	cfg = rlg_t_ok_warned("[policy tb]\nalgorithm = token_bucket\nlimit = 2\n"
+	    "burst = 30\n[route r]\npath = /r\npolicies = tb\ncost = 30\n", 1);
 	ck_assert_int_eq(cfg->routes[0].cost, 30);
 	rlg_config_free(cfg);
 
-	rlg_t_expect("[route r]\npath = /r\npolicies = none\ncost = 0\n", 1,
+	rlg_t_expect("[route r]\npath = /r\npolicies = default\ncost = 0\n", 1,
 	    "t.conf:4: [route r] cost: must be an integer from 1 to "
 	    "1000000000, or header:NAME (got \"0\")\n");
-	rlg_t_expect("[route r]\npath = /r\npolicies = none\n"
+	rlg_t_expect("[route r]\npath = /r\npolicies = default\n"
 	    "cost = 1000000001\n", 1,
 	    "t.conf:4: [route r] cost: must be an integer from 1 to "
 	    "1000000000, or header:NAME (got \"1000000001\")\n");
-	rlg_t_expect("[route r]\npath = /r\npolicies = none\ncost = -2\n", 1,
+	rlg_t_expect("[route r]\npath = /r\npolicies = default\ncost = -2\n", 1,
 	    "t.conf:4: [route r] cost: must be an integer from 1 to "
 	    "1000000000, or header:NAME (got \"-2\")\n");
 
@@ -2616,11 +2696,11 @@ START_TEST(test_route_cost_header)
 {
 	struct rlg_config *cfg;
 
-	cfg = rlg_t_ok("[policy p]\nlimit = 12\n"
+	cfg = rlg_t_ok_warned("[policy p]\nlimit = 12\n"
 	    "[policy tb]\nalgorithm = token_bucket\nlimit = 2\nburst = 10\n"
 	    "[route h]\npath = /h\npolicies = p, tb\ncost = header:X-Cost\n"
 	    "cost_max = 10\n"
-	    "[route fixed]\npath = /f\npolicies = p\ncost = 3\n");
+	    "[route fixed]\npath = /f\npolicies = p\ncost = 3\n", 1);
 	ck_assert_str_eq(cfg->routes[0].cost_header, "X-Cost");
 	ck_assert_int_eq(cfg->routes[0].cost_max, 10);
 	ck_assert_int_eq(cfg->routes[0].cost, 1);
@@ -2630,13 +2710,13 @@ START_TEST(test_route_cost_header)
 	rlg_config_free(cfg);
 
 	/* Required with a header cost, at the cost line. */
-	rlg_t_expect("[route r]\npath = /r\npolicies = none\n"
+	rlg_t_expect("[route r]\npath = /r\npolicies = default\n"
 	    "cost = header:X-Cost\n", 1,
 	    "t.conf:4: [route r] cost: header:X-Cost needs cost_max = N, the "
 	    "most one request may cost (and what one costs whose header is "
 	    "not believed)\n");
 	/* A bad cost_max is reported once, as a value. */
-	rlg_t_expect("[route r]\npath = /r\npolicies = none\n"
+	rlg_t_expect("[route r]\npath = /r\npolicies = default\n"
 	    "cost = header:X-Cost\ncost_max = 0\n", 1,
 	    "t.conf:5: [route r] cost_max: must be an integer from 1 to "
 	    "1000000000 (got \"0\")\n");
@@ -2648,20 +2728,20 @@ START_TEST(test_route_cost_header)
 	    "t.conf:9: [route r] cost_max: 4 is above the burst of [policy "
 	    "tb] (3): a request that costs it could never be admitted\n");
 	/* Without a header cost it bounds nothing: a mistake. */
-	rlg_t_expect("[route r]\npath = /r\npolicies = none\n"
+	rlg_t_expect("[route r]\npath = /r\npolicies = default\n"
 	    "cost_max = 5\n", 1,
 	    "t.conf:4: [route r] cost_max: only with cost = header:NAME (the "
 	    "cost is fixed: 1)\n");
-	rlg_t_expect("[route r]\npath = /r\npolicies = none\n"
+	rlg_t_expect("[route r]\npath = /r\npolicies = default\n"
 	    "cost = 2\ncost_max = 5\n", 1,
 	    "t.conf:5: [route r] cost_max: only with cost = header:NAME (the "
 	    "cost is fixed: 2)\n");
 	/* ... but not on top of a bad cost line. */
-	rlg_t_expect("[route r]\npath = /r\npolicies = none\n"
+	rlg_t_expect("[route r]\npath = /r\npolicies = default\n"
 	    "cost = header:\ncost_max = 5\n", 1,
 	    "t.conf:4: [route r] cost: header:NAME needs a name (got "
 	    "\"header:\")\n");
-	rlg_t_expect("[route r]\npath = /r\npolicies = none\n"
+	rlg_t_expect("[route r]\npath = /r\npolicies = default\n"
 	    "cost = header:X Cost\ncost_max = 5\n", 1,
 	    "t.conf:4: [route r] cost: " RLG_T_TOKEN " (got \"X Cost\")\n");
 }
@@ -2675,7 +2755,7 @@ START_TEST(test_bad_route_value)
 	/* The keys a route needs, unless it is the one under test. */
 	text = rlg_t_fmt("[route r]\n%s = %s\n%s%s", b->key, b->value,
 	    strcmp(b->key, "path") != 0 ? "path = /p\n" : "",
-	    strcmp(b->key, "policies") != 0 ? "policies = none\n" : "");
+	    strcmp(b->key, "policies") != 0 ? "policies = default\n" : "");
 	want = rlg_t_fmt("t.conf:2: %s\n", b->msg);
 	rlg_t_expect(text, 1, want);
 	free(want);
@@ -2720,6 +2800,7 @@ START_TEST(test_route_errors)
 	    "NAME, ... (or policies = none: not limited)\n"
 	    "t.conf:9: [route unknown] policies: no [policy nope]\n"
 	    "t.conf:9: [route unknown] policies: no [policy b]\n"
+	    RLG_T_AGAIN("[route nopath]", "10", "2")
 	    "t.conf:12: section [route] has no name (expected [route NAME])\n"
 	    "t.conf:13: bad route name \"a/b\": only A-Z a-z 0-9 _ . - are "
 	    "allowed\n"
@@ -2733,7 +2814,7 @@ START_TEST(test_route_errors)
 
 	/* 17 methods. */
 	methods = rlg_t_methods(RLG_ROUTE_METHODS_MAX + 1);
-	text = rlg_t_fmt("[route r]\npath = /\npolicies = none\n"
+	text = rlg_t_fmt("[route r]\npath = /\npolicies = default\n"
 	    "methods = %s\n", methods);
 	want = rlg_t_fmt("t.conf:4: [route r] methods: at most 16 methods "
 	    "(got 17)\n");
@@ -2752,8 +2833,10 @@ START_TEST(test_route_errors)
 	/* Route keys belong to routes. */
 	rlg_t_expect("[policy a]\nmethods = GET\n[route r]\npath = /\n"
 	    "policies = a\nlimit = 5\n", 2,
-	    "t.conf:2: [policy a] unknown key \"methods\"\n"
-	    "t.conf:6: [route r] unknown key \"limit\"\n");
+	    "t.conf:2: [policy a] unknown key \"methods\": "
+	    "it belongs in [route NAME]\n"
+	    "t.conf:6: [route r] unknown key \"limit\": "
+	    "it belongs in [policy NAME]\n");
 }
 END_TEST
 
@@ -2766,11 +2849,11 @@ START_TEST(test_route_path_match)
 {
 	struct rlg_config *cfg;
 
-	cfg = rlg_t_ok("[route a]\npath = /API/Search/\npolicies = none\n"
+	cfg = rlg_t_ok_warned("[route a]\npath = /API/Search/\npolicies = none\n"
 	    "[route b]\npath = /Static/*\npolicies = none\n"
 	    "[route c]\npath = /X;y\npath_match = bytes\npolicies = none\n"
 	    "[route d]\npath = /\npath_match = normalized\n"
-	    "policies = none\n");
+	    "policies = none\n", 4);
 	ck_assert_int_eq(cfg->routes[0].path_match, RLG_PATH_MATCH_NORMALIZED);
 	ck_assert_str_eq(cfg->routes[0].path, "/API/Search/");
 	ck_assert_str_eq(cfg->routes[0].match_path, "/api/search");
@@ -2780,11 +2863,11 @@ START_TEST(test_route_path_match)
 	ck_assert_str_eq(cfg->routes[3].match_path, "/");
 	rlg_config_free(cfg);
 
-	rlg_t_expect("[route r]\npath = /a;b\npolicies = none\n", 1,
+	rlg_t_expect("[route r]\npath = /a;b\npolicies = default\n", 1,
 	    "t.conf:2: [route r] path: a request's \";params\" are dropped "
 	    "before it is compared, so \"/a;b\" could never match (or set "
 	    "path_match = bytes)\n");
-	rlg_t_expect("[route r]\npath = /a\npolicies = none\n"
+	rlg_t_expect("[route r]\npath = /a\npolicies = default\n"
 	    "path_match = exact\n", 1,
 	    "t.conf:4: [route r] path_match: must be one of normalized, "
 	    "bytes (got \"exact\")\n");
@@ -2799,7 +2882,7 @@ START_TEST(test_routes_max)
 	ck_assert_int_eq(RLG_ROUTES_MAX, 256);
 	text = rlg_t_routes(RLG_ROUTES_MAX);
 	more = rlg_t_fmt("%s[route r1]\nmethods = GET\n", text);
-	cfg = rlg_t_ok(more);
+	cfg = rlg_t_ok_warned(more, 1);
 	ck_assert_uint_eq(cfg->nroutes, RLG_ROUTES_MAX);
 	ck_assert_str_eq(cfg->routes[0].name, "r1");
 	ck_assert_uint_eq(cfg->routes[0].nmethods, 1);
@@ -3465,13 +3548,15 @@ START_TEST(test_option_defaults)
 		    strcmp(o->name, "clock") == 0)
 			ctx = "[store]\nbackend = redis\nurl = redis://h\n";
 		else if (strcmp(o->name, "new_keys_per_ip") == 0)
-			ctx = "[client]\nkey_secret = 0123456789abcdef\n"
-			    "[policy p]\nkey = header:X\n";
+			ctx = "[client]\nkey_secret = 0123456789abcdef\n";
 		else if (strcmp(o->name, "flush_ms") == 0)
 			ctx = "[store]\ncommit = behind\n";
-		/* A route needs its path and policies. */
+		/* A route needs its path and policies; new_keys_per_ip, a
+		 * header key. */
 		tail = strcmp(o->section, "route") == 0 ?
-		    "path = /r\npolicies = default\n" : "";
+		    "path = /r\npolicies = default\n" :
+		    strcmp(o->name, "new_keys_per_ip") == 0 ?
+		    "key = header:X\n" : "";
 		a = rlg_t_fmt("%s%s\n%s = %s\n%s", ctx, rlg_t_header(o),
 		    o->name, o->def, tail);
 		b = rlg_t_fmt("%s%s\n%s", ctx, rlg_t_header(o), tail);
@@ -3525,7 +3610,7 @@ START_TEST(test_option_words)
 		/* a route needs its path and policies (else more problems) */
 		text = rlg_t_fmt("%s\n%s = bogus\n%s", rlg_t_header(o), o->name,
 		    strcmp(o->section, "route") == 0 ?
-		    "path = /\npolicies = none\n" : "");
+		    "path = /\npolicies = default\n" : "");
 		if (strcmp(o->name, "algorithm") == 0)
 			want = rlg_t_fmt("t.conf:2: %s %s: unknown algorithm "
 			    "(got \"bogus\"): must be one of %s\n",
@@ -3837,6 +3922,10 @@ START_TEST(test_man_page_agrees)
 		    w++)
 			ck_assert_msg(strstr(entry, w->name) != NULL,
 			    "rlgate.conf.5: %s: no word %s", o->name, w->name);
+		ck_assert_msg(o->duration_ms == 0 || strstr(entry,
+		    o->duration_ms == 1 ? "\nDuration in milliseconds, " :
+		    "\nDuration in seconds, ") != NULL, "rlgate.conf.5: %s: "
+		    "not said a duration", o->name);
 		want = rlg_t_fmt(" %lld to %lld.", o->min, o->max);
 		ck_assert_msg(o->type != RLG_OPT_INT ||
 		    strstr(entry, want) != NULL, "rlgate.conf.5: %s: no "
@@ -4134,6 +4223,273 @@ START_TEST(test_store_changed)
 }
 END_TEST
 
+/*
+ * A route with policies = none is a warning on its policies line: a
+ * guarding front asking about its paths limits nothing. The config
+ * loads (a warning changes no status).
+ */
+START_TEST(test_msg_unguarded_route)
+{
+	struct rlg_config *cfg;
+	char *errs;
+	int n;
+
+	errs = rlg_t_load("[route static]\npath = /static/*\n"
+	    "policies = none\n[route a]\npath = /a\npolicies = default\n",
+	    &n, &cfg);
+	ck_assert_str_eq(errs, "t.conf:3: warning: [route static] policies = "
+	    "none: a guarding front (FastCGI Authorizer, nginx auth_request, "
+	    "Caddy forward_auth) asking about /static/* will limit nothing: "
+	    "rlgate admits those requests unlimited\n");
+	ck_assert_int_eq(n, 0);
+	ck_assert_ptr_nonnull(cfg);
+	ck_assert_uint_eq(cfg->routes[0].npolicies, 0);
+	rlg_config_free(cfg);
+	free(errs);
+}
+END_TEST
+
+/*
+ * Durations take units as nginx's do (s, m, h, d for a key in seconds;
+ * ms, s, m for one in ms), a bare number its key's own unit; the bad
+ * ones (tests/check_config.c's table of bad values) say what a duration
+ * is.
+ */
+START_TEST(test_msg_durations)
+{
+	struct rlg_config *cfg;
+
+	cfg = rlg_t_ok("[store]\nbusy_timeout_ms = 2s\ncommit = behind\n"
+	    "flush_ms = 250ms\n"
+	    "[fastcgi]\nread_timeout_ms = 1m\n"
+	    "[policy a]\nwindow = 90s\n[policy b]\nwindow = 15m\n"
+	    "[policy c]\nwindow = 1h\n[policy d]\nwindow = 366d\n"
+	    "[policy e]\nwindow = 120\n");
+	ck_assert_int_eq(cfg->store.sqlite.busy_timeout_ms, 2000);
+	ck_assert_int_eq(cfg->store.sqlite.flush_ms, 250);
+	ck_assert_int_eq(cfg->read_timeout_ms, 60000);
+	ck_assert_int_eq(cfg->policies[0].lim.window_ms, 90000);
+	ck_assert_int_eq(cfg->policies[1].lim.window_ms, 900000);
+	ck_assert_int_eq(cfg->policies[2].lim.window_ms, 3600000);
+	ck_assert_int_eq(cfg->policies[3].lim.window_ms, 366LL * 86400000);
+	ck_assert_int_eq(cfg->policies[4].lim.window_ms, 120000);
+	rlg_config_free(cfg);
+	cfg = rlg_t_ok("[store]\nbackend = redis\nurl = redis://h\n"
+	    "connect_timeout_ms = 1s\ntimeout_ms = 750\n");
+	ck_assert_int_eq(cfg->store.redis.connect_timeout_ms, 1000);
+	ck_assert_int_eq(cfg->store.redis.timeout_ms, 750);
+	rlg_config_free(cfg);
+	rlg_t_expect("[policy default]\nwindow = 1y\n", 1, "t.conf:2: "
+	    "[policy default] window: \"1y\": a duration in seconds, or with "
+	    "a unit s, m, h, d (e.g. 90s, 15m, 1h)\n");
+	rlg_t_expect("[store]\ncommit = behind\nflush_ms = 1h\n", 1,
+	    "t.conf:3: [store] flush_ms: \"1h\": a duration in milliseconds, "
+	    "or with a unit ms, s, m (e.g. 500ms, 2s, 1m)\n");
+}
+END_TEST
+
+/*
+ * An unknown key close to a key of its section (a typo: a letter
+ * missing, added, changed, two swapped) gets "did you mean"; close to a
+ * key of another section only, that key and its section; nothing close,
+ * nothing more. A policy name a route or a tier names that is close to
+ * a policy's gets the same.
+ */
+START_TEST(test_msg_did_you_mean)
+{
+	rlg_t_expect("[policy default]\nlimt = 5\nwindwo = 60\n"
+	    "algoritm = token_bucket\nzzz = 1\nlimitlimit = 2\n"
+	    "[client]\nexmept = ::1\n[admin]\nlmit = 3\n", 7,
+	    "t.conf:2: [policy default] unknown key \"limt\": did you mean "
+	    "\"limit\"?\n"
+	    "t.conf:3: [policy default] unknown key \"windwo\": did you mean "
+	    "\"window\"?\n"
+	    "t.conf:4: [policy default] unknown key \"algoritm\": did you "
+	    "mean \"algorithm\"?\n"
+	    "t.conf:5: [policy default] unknown key \"zzz\"\n"
+	    "t.conf:6: [policy default] unknown key \"limitlimit\"\n"
+	    "t.conf:8: [client] unknown key \"exmept\": did you mean "
+	    "\"exempt\"?\n"
+	    "t.conf:10: [admin] unknown key \"lmit\": did you mean \"limit\" "
+	    "(a key of [policy NAME])?\n");
+	rlg_t_expect("[polciy api]\n[rotue  b c]\n[sotre]\n[nothing]\n", 4,
+	    "t.conf:1: unknown section [polciy api]: did you mean [policy "
+	    "api]?\n"
+	    "t.conf:2: unknown section [rotue  b c]: did you mean [route b "
+	    "c]?\n"
+	    "t.conf:3: unknown section [sotre]: did you mean [store]?\n"
+	    "t.conf:4: unknown section [nothing]\n");
+	rlg_t_expect("[policy default]\n[policy api]\n"
+	    "[route a]\npath = /a\npolicies = defualt, apu\n"
+	    "[route b]\npath = /b\npolicies = nothing\n"
+	    "[tier gold]\nclients = 10.0.0.0/8\nap = limit=5\n", 4,
+	    "t.conf:5: [route a] policies: no [policy defualt]: did you mean "
+	    "\"default\"?\n"
+	    "t.conf:5: [route a] policies: no [policy apu]: did you mean "
+	    "\"api\"?\n"
+	    "t.conf:8: [route b] policies: no [policy nothing]\n"
+	    "t.conf:11: [tier gold] ap: no [policy ap] (a key of a tier is "
+	    "clients or a policy's name): did you mean \"api\"?\n");
+}
+END_TEST
+
+/*
+ * A key of another section says where it belongs, each section where
+ * it is valid.
+ */
+START_TEST(test_msg_right_section)
+{
+	rlg_t_expect("[store]\nlimit = 5\n[policy p]\npath = /x\n"
+	    "exempt = ::1\n[headers]\nexempt = ::1\nread_timeout_ms = 1\n",
+	    4,
+	    "t.conf:2: [store] unknown key \"limit\": it belongs in [policy "
+	    "NAME]\n"
+	    "t.conf:4: [policy p] unknown key \"path\": it belongs in [store] "
+	    "or [route NAME]\n"
+	    "t.conf:7: [headers] unknown key \"exempt\": it belongs in "
+	    "[client] or [policy NAME]\n"
+	    "t.conf:8: [headers] unknown key \"read_timeout_ms\": it belongs "
+	    "in [fastcgi]\n");
+}
+END_TEST
+
+/*
+ * The database's directory, for --check-config and the start: missing,
+ * or a file, is said at [store] path's line ("FILE:LINE: path:
+ * directory DIR does not exist"); a directory that is there passes; the
+ * Redis store keeps no database.
+ */
+START_TEST(test_msg_missing_dir)
+{
+	struct rlg_config *cfg;
+	char *path, *text, *want, msg[2048];
+
+	text = rlg_t_fmt("; a comment\n[store]\npath = %s/rlg-no-such-dir/x.db\n",
+	    rlg_t_tmpdir());
+	path = rlg_t_file(text, strlen(text));
+	ck_assert_int_eq(rlg_config_load(path, stderr, &cfg), 0);
+	ck_assert_int_eq(rlg_config_check_dir(cfg, msg, sizeof msg), -1);
+	want = rlg_t_fmt("%s:3: path: directory %s/rlg-no-such-dir does not "
+	    "exist: create it for the user rlgate runs as (mkdir -p "
+	    "%s/rlg-no-such-dir; chown USER %s/rlg-no-such-dir)", path,
+	    rlg_t_tmpdir(), rlg_t_tmpdir(), rlg_t_tmpdir());
+	ck_assert_str_eq(msg, want);
+	rlg_config_free(cfg);
+	free(want);
+	free(text);
+	unlink(path);
+
+	/* a file where the directory should be */
+	text = rlg_t_fmt("[store]\npath = %s/x.db\n", path);
+	ck_assert_int_eq(rlg_config_load_string(text, "t.conf", stderr, &cfg),
+	    0);
+	{
+		FILE *f = fopen(path, "w");
+
+		ck_assert_ptr_nonnull(f);
+		fclose(f);
+	}
+	ck_assert_int_eq(rlg_config_check_dir(cfg, msg, sizeof msg), -1);
+	want = rlg_t_fmt("t.conf:2: path: directory %s is not a directory",
+	    path);
+	ck_assert_msg(strncmp(msg, want, strlen(want)) == 0, "%s", msg);
+	rlg_config_free(cfg);
+	free(want);
+	free(text);
+	unlink(path);
+	free(path);
+
+	text = rlg_t_fmt("[store]\npath = %s/x.db\n", rlg_t_tmpdir());
+	ck_assert_int_eq(rlg_config_load_string(text, "t.conf", stderr, &cfg),
+	    0);
+	ck_assert_int_eq(rlg_config_check_dir(cfg, msg, sizeof msg), 0);
+	ck_assert_str_eq(msg, "");
+	rlg_config_free(cfg);
+	free(text);
+	cfg = rlg_t_ok("[store]\nbackend = redis\nurl = redis://h\n"
+	    "path = /rlg-no-such-dir/x.db\n");
+	ck_assert_int_eq(rlg_config_check_dir(cfg, msg, sizeof msg), 0);
+	rlg_config_free(cfg);
+}
+END_TEST
+
+/*
+ * A [policy NAME], [route NAME] or [tier NAME] seen again merges into
+ * the first, with a warning naming both lines (a copied section someone
+ * forgot to rename); the config still loads. [store] twice is no
+ * warning: its keys are one section's.
+ */
+START_TEST(test_msg_section_again)
+{
+	struct rlg_config *cfg;
+	char *errs;
+	int n;
+
+	errs = rlg_t_load("[policy api]\nlimit = 5\n"          /* 1-2 */
+	    "[store]\n[policy login]\nlimit = 3\n"              /* 3-5 */
+	    "[policy api]\nwindow = 10\n[store]\n"              /* 6-8 */
+	    "[route a]\npath = /a\npolicies = api\n"           /* 9-11 */
+	    "[route a]\nmethods = GET\n"                       /* 12-13 */
+	    "[tier gold]\nclients = 10.0.0.0/8\n"               /* 14-15 */
+	    "[tier gold]\napi = limit=50\n", &n, &cfg);        /* 16-17 */
+	ck_assert_str_eq(errs,
+	    RLG_T_AGAIN("[policy api]", "6", "1")
+	    RLG_T_AGAIN("[route a]", "12", "9")
+	    RLG_T_AGAIN("[tier gold]", "16", "14"));
+	ck_assert_int_eq(n, 0);
+	ck_assert_ptr_nonnull(cfg);
+	ck_assert_uint_eq(cfg->npolicies, 2);
+	ck_assert_int_eq(cfg->policies[0].lim.window_ms, 10000);
+	ck_assert_uint_eq(cfg->routes[0].nmethods, 1);
+	ck_assert_uint_eq(cfg->ntiers, 1);
+	rlg_config_free(cfg);
+	free(errs);
+}
+END_TEST
+
+/*
+ * A token bucket's burst above its limit + 1 shows a new client more
+ * remaining than the limit: a warning at burst's line saying what the
+ * client sees (checked against the limiter itself); up to limit + 1 is
+ * none, nor a burst below the limit.
+ */
+START_TEST(test_msg_burst_above_limit)
+{
+	struct rlg_config *cfg;
+	struct rlg_state in, out;
+	struct rlg_decision d;
+	char *errs;
+	int n;
+
+	errs = rlg_t_load("[policy api]\nalgorithm = token_bucket\n"
+	    "limit = 50\nburst = 100\n"
+	    "[policy small]\nalgorithm = token_bucket\nlimit = 50\n"
+	    "burst = 20\n"
+	    "[policy edge]\nalgorithm = token_bucket\nlimit = 50\n"
+	    "burst = 51\n", &n, &cfg);
+	ck_assert_str_eq(errs, "t.conf:4: warning: [policy api] burst: 100 is "
+	    "above the limit (50): a new client's first request is answered "
+	    "RateLimit-Limit: 50 and RateLimit-Remaining: 99 (the bucket holds "
+	    "burst, the headers show the limit), more left than the limit, "
+	    "which surprises clients; a burst up to 51 keeps Remaining within "
+	    "Limit\n");
+	ck_assert_int_eq(n, 0);
+	ck_assert_ptr_nonnull(cfg);
+	/* what the limiter says: a new client's first answer */
+	memset(&in, 0, sizeof in);
+	ck_assert_int_eq(rlg_limiter_token_bucket(&cfg->policies[0].lim, &in,
+	    1700000000000LL, 1, &out, &d), 0);
+	ck_assert(d.admitted);
+	ck_assert_int_eq(d.limit, 50);
+	ck_assert_int_eq(d.remaining, 99);
+	ck_assert_int_eq(rlg_limiter_token_bucket(&cfg->policies[2].lim, &in,
+	    1700000000000LL, 1, &out, &d), 0);
+	ck_assert_int_eq(d.remaining, 50);      /* = limit: no warning */
+	rlg_config_free(cfg);
+	free(errs);
+}
+END_TEST
+
 Suite *
 rlg_config_suite(void)
 {
@@ -4252,6 +4608,16 @@ rlg_config_suite(void)
 	tcase_add_test(tc, test_load_missing);
 	tcase_add_test(tc, test_load_directory);
 	tcase_add_test(tc, test_pick);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("messages");
+	tcase_add_test(tc, test_msg_unguarded_route);
+	tcase_add_test(tc, test_msg_durations);
+	tcase_add_test(tc, test_msg_did_you_mean);
+	tcase_add_test(tc, test_msg_right_section);
+	tcase_add_test(tc, test_msg_missing_dir);
+	tcase_add_test(tc, test_msg_section_again);
+	tcase_add_test(tc, test_msg_burst_above_limit);
 	suite_add_tcase(s, tc);
 
 	return s;

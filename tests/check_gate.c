@@ -1257,6 +1257,45 @@ START_TEST(test_override_log_tokens)
 }
 END_TEST
 
+/*
+ * A guarding front that asks about a path no policy covers (a route with
+ * policies = none; no route and no [policy default]) gets a yes, and the
+ * process logs "event=unguarded" once, then at most once a minute with
+ * how many it did not log; a responder's request, or a covered one, is
+ * not such a request.
+ */
+START_TEST(test_unguarded)
+{
+	struct rlg_verdict v;
+
+	gate_on("[policy api]\nlimit = 5\nwindow = 60\n"
+	    "[route free]\npath = /free/*\npolicies = none\n"
+	    "[route api]\npath = /api/*\npolicies = api\n");
+	log_begin();
+	ask(&v, T1, "FCGI_ROLE=AUTHORIZER", GET, "REQUEST_URI=/free/a%20b",
+	    A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_AUTHORIZED);
+	ck_assert_uint_eq(v.answer.n, 0);
+	ask(&v, T1 + 1000, "RLGATE_ROLE=auth_request", GET,
+	    "REQUEST_URI=/elsewhere", A1, NULL);        /* no route, no default */
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_AUTHORIZED);
+	ask(&v, T1 + 2000, "RLGATE_ROLE=forward_auth", GET,
+	    "REQUEST_URI=/free/c", A2, NULL);
+	ask(&v, T1 + 2000, "RLGATE_ROLE=forward_auth", GET,
+	    "REQUEST_URI=/api/x", A2, NULL);            /* covered */
+	ck_assert_uint_eq(v.answer.n, 1);
+	ask(&v, T1 + 2000, GET, "REQUEST_URI=/free/d", A2, NULL);  /* responder */
+	ask(&v, T1 + 60000, "FCGI_ROLE=AUTHORIZER", GET, "REQUEST_URI=/free/e",
+	    A1, NULL);
+	ck_assert_int_eq(log_end("event=unguarded"), 2);
+	ck_assert_int_eq(rlg_test_log_end("event=unguarded role=authorizer "
+	    "path=/free/a%20b route=free suppressed=0"), 1);
+	ck_assert_int_eq(rlg_test_log_end("event=unguarded role=authorizer "
+	    "path=/free/e route=free suppressed=2"), 1);
+	gate_off();
+}
+END_TEST
+
 Suite *
 rlg_gate_suite(void)
 {
@@ -1285,5 +1324,6 @@ rlg_gate_suite(void)
 	tcase_add_test(tc, test_on_error);
 	tcase_add_test(tc, test_cached_repeats);
 	tcase_add_test(tc, test_table_repeats);
+	tcase_add_test(tc, test_unguarded);
 	return s;
 }

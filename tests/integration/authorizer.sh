@@ -166,6 +166,12 @@ check_guard() {
 	is "$STATUS" 200 "$s: [route public] policies = none: served to a limited client"
 	is "$BODY" free "$s: [route public]: the file's body"
 	is "$(rl_lines)" 0 "$s: [route public]: no rate-limit header, none forged by the client's headers"
+	# ... counted, and logged at most once a minute per process (2 here)
+	for i in 1 2; do
+		req "$base/static/public/free.txt"
+	done
+	between "$(grep -c 'event=unguarded role=authorizer path=/static/public/free\.txt route=public ' "$T/$RLOG.log")" 1 2 \
+	    "$s: [route public]: event=unguarded logged once per process, not for each of 3 requests"
 	req "$url"
 	is "$STATUS" 429 "$s: ... while the default policy still refuses it"
 
@@ -241,6 +247,9 @@ echo open >"$lt/htdocs/open.txt"
 write_rlgate_conf "$lt/rlgate.conf" "$lt/rlgate.db" $LIMIT $WINDOW
 add_public_route "$lt/rlgate.conf"
 start_rlgate_fcgi rlgate-lt "$lt/rlgate.sock" "$lt/rlgate.conf" 2 --threads 2
+like "$("$RLGATE_BIN" --check-config --config "$lt/rlgate.conf" 2>&1)" \
+    'rlgate\.conf:[0-9]+: warning: \[route public\] policies = none: a guarding front .* asking about /static/public/\* will limit nothing' \
+    "--check-config: a route with policies = none is a warning on its line"
 
 # mod_magnet (Debian: lighttpd-modules-lua) for authorizer-headers.conf
 printf 'server.modules = ( "mod_magnet" )\nserver.document-root = "%s"\n' "$lt" >"$lt/probe.conf"
@@ -255,7 +264,7 @@ LT_PORT=$(free_port) || bail_out "no free port"
 start_lt lighttpd "$LT_PORT" "$lt/rlgate.sock" $MAGNET
 # lighttpd hands Variable-RateLimit-Remaining to a CGI as RATELIMIT_REMAINING;
 # its own rate-limit headers reach the client only through mod_magnet
-HEADERS_ON_200=$MAGNET check_guard lighttpd "http://127.0.0.1:$LT_PORT" \
+RLOG=rlgate-lt HEADERS_ON_200=$MAGNET check_guard lighttpd "http://127.0.0.1:$LT_PORT" \
     RATELIMIT_REMAINING RATELIMIT_LIMIT RLGATE_RATELIMIT_REMAINING
 
 if [ $MAGNET = yes ]; then
@@ -314,7 +323,7 @@ echo open >"$ap/htdocs/open.txt"
 start_apache "$ap/httpd.conf" "$AP_PORT"
 # Apache keeps the case: Variable-RateLimit-Remaining -> RateLimit_Remaining;
 # the plain headers of rlgate's 200 reach the client as they are
-HEADERS_ON_200=yes check_guard apache "http://127.0.0.1:$AP_PORT" \
+RLOG=rlgate-ap HEADERS_ON_200=yes check_guard apache "http://127.0.0.1:$AP_PORT" \
     RateLimit_Remaining RateLimit_Limit Rlgate_RateLimit_Remaining
 
 # [headers] style = ietf, a fresh database, the same port

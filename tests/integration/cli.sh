@@ -188,14 +188,14 @@ default_conf=$("$RLGATE_BIN" --help | sed -n 's/.*else \(.*\) if it exists.*/\1/
 isnt "$default_conf" "" "--help names the default config path"
 if [ -n "$default_conf" ] && [ ! -e "$default_conf" ]; then
 	run RLGATE_CONFIG= -- --check-config
-	default_db=$(sed -n 's/^built-in defaults: \[store\] path \([^:]*\): .*/\1/p' <<<"$ERR")
-	if [ -d "$(dirname "${default_db:-/nonexistent/x}")" ]; then
+	default_dir=$(sed -n 's/^built-in defaults: path: directory \(.*\) does not exist: .*/\1/p' <<<"$ERR")
+	if [ -z "$default_dir" ]; then
 		is "$RC:$(tail -1 <<<"$OUT")" "0:built-in defaults: configuration ok" "an empty \$RLGATE_CONFIG runs on the built-in defaults"
 		like "$(head -1 <<<"$OUT")" "^commit = behind \\(auto\\): decided in .*/rlgate.db-table," "... with commit = behind (auto)"
 	else
 		# the default database's directory is not there (nothing installed)
 		is "$RC" 78 "an empty \$RLGATE_CONFIG checks the built-in defaults: their database's directory is missing here, exit 78"
-		like "$ERR" "^built-in defaults: \\[store\\] path .*/rlgate.db: the directory .* does not exist: create it" \
+		like "$ERR" "^built-in defaults: path: directory .* does not exist: create it" \
 		    "... and says which directory to create"
 	fi
 else
@@ -207,12 +207,12 @@ fi
 printf '[store]\npath = %s\n' "$T/no-such-dir/r.db" >"$T/nodir.conf"
 run -- --config "$T/nodir.conf" --check-config
 is "$RC" 78 "--check-config: the database's directory missing: exit 78"
-is "$ERR" "$T/nodir.conf: [store] path $T/no-such-dir/r.db: the directory $T/no-such-dir does not exist: create it for the user rlgate runs as (mkdir -p $T/no-such-dir; chown USER $T/no-such-dir)
+is "$ERR" "$T/nodir.conf:2: path: directory $T/no-such-dir does not exist: create it for the user rlgate runs as (mkdir -p $T/no-such-dir; chown USER $T/no-such-dir)
 $T/nodir.conf: 1 problem, not starting" "... names the directory and what to do"
 printf '[store]\npath = %s\n' "$T/good.conf/r.db" >"$T/notdir.conf"
 run -- --config "$T/notdir.conf" --check-config
 is "$RC" 78 "--check-config: the database's directory a file: exit 78"
-like "$ERR" "the directory $T/good.conf is not a directory" "... says so"
+like "$ERR" "^$T/notdir.conf:2: path: directory $T/good.conf is not a directory" "... says so, at its line"
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
 	mkdir -p "$T/ro-dir"
 	chmod 755 "$T" "$T/ro-dir"

@@ -81,7 +81,7 @@ timeout 120 make -C "$T/build" install >"$T/install3.log" 2>&1
 rmdir "$state"
 out=$(env -u RLGATE_CONFIG "$bin" --check-config 2>&1)
 is "$?" 78 "the state directory removed: --check-config exits 78"
-like "$out" "the directory $state does not exist: create it" "... and names it"
+like "$out" "directory $state does not exist: create it" "... and names it"
 timeout 120 make -C "$T/build" uninstall >"$T/uninstall2.log" 2>&1
 ok "$([ ! -e "$conf" ]; echo $?)" "make uninstall removes the config it installed, unchanged"
 left=$(find "$prefix" -type f | sed "s|^$prefix/||" | tr '\n' ' ')

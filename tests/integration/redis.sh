@@ -67,6 +67,29 @@ redis_ms() {
 start_redis
 diag "redis-server $("$REDIS_SERVER" --version | awk '{ print $3 }') on 127.0.0.1:$RPORT, pid $REDIS_PID"
 
+# ---- --check-config reaches the store ------------------------------------------
+
+# chkconf NAME PORT: $T/NAME.conf, the Redis store at 127.0.0.1:PORT
+chkconf() {
+	printf '[store]\npath = %s\nbackend = redis\nurl = redis://127.0.0.1:%s\nconnect_timeout_ms = 500\n' \
+	    "$T/$1.db" "$2" >"$T/$1.conf"
+}
+chkconf check-up "$RPORT"
+out=$("$RLGATE_BIN" --check-config --config "$T/check-up.conf" 2>"$T/check-up.err")
+is "$?|$(cat "$T/check-up.err")" "0|" "--check-config, Redis up: exit 0, nothing on stderr"
+is "$(head -1 <<<"$out")" "redis: reachable at 127.0.0.1:$RPORT, script loaded" "... says it connected and loaded the script"
+out=$("$RLGATE_BIN" --check-config --strict --config "$T/check-up.conf" 2>&1)
+is "$?" 0 "--check-config --strict, Redis up: exit 0"
+DEAD_PORT=$(free_port) || bail_out "no free port"
+chkconf check-down "$DEAD_PORT"
+out=$("$RLGATE_BIN" --check-config --config "$T/check-down.conf" 2>&1)
+is "$?" 0 "--check-config, nothing listening: exit 0 (the config is valid; rlgate would start and retry)"
+like "$out" "check-down\\.conf: warning: redis: not reachable at 127\\.0\\.0\\.1:$DEAD_PORT: .*(refused|connect)" \
+    "... with a warning that says why"
+out=$("$RLGATE_BIN" --check-config --strict --config "$T/check-down.conf" 2>&1)
+is "$?" 69 "--check-config --strict, nothing listening: exit 69 (EX_UNAVAILABLE)"
+like "$out" "check-down\\.conf: 1 problem \\(--strict: the store must answer\\), not starting" "... a problem, not starting"
+
 # ---- two gateways --------------------------------------------------------------
 
 gateways_init "$RPORT"
