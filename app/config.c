@@ -1188,8 +1188,9 @@ static void
 rlg_unknown_key(struct rlg_parse *p, const char *name)
 {
 	char where[128];
-	const char *near = NULL, *near_sect = NULL, *sect;
+	const char *near = NULL, *sect;
 	size_t i, used = 0, best = SIZE_MAX, other = SIZE_MAX;
+	size_t near_other = rlg_noptions;	/* its row, if one is close */
 
 	where[0] = '\0';
 	for (i = 0; i < rlg_noptions; i++) {
@@ -1206,7 +1207,7 @@ rlg_unknown_key(struct rlg_parse *p, const char *name)
 				    sizeof where - used, "%s%s", used > 0 ?
 				    " or " : "", rlg_section_usage(sect));
 		} else if (rlg_near(name, rlg_options[i].name, &other)) {
-			near_sect = rlg_options[i].name;
+			near_other = i;
 		}
 	}
 	if (where[0] != '\0')
@@ -1215,13 +1216,12 @@ rlg_unknown_key(struct rlg_parse *p, const char *name)
 	else if (near != NULL)
 		rlg_problem(p, p->lineno, "%s unknown key \"%s\": did you mean "
 		    "\"%s\"?", p->label, name, near);
-	else if (near_sect != NULL) {
-		for (i = 0; strcmp(rlg_options[i].name, near_sect) != 0; i++)
-			;
+	else if (near_other < rlg_noptions)
 		rlg_problem(p, p->lineno, "%s unknown key \"%s\": did you mean "
-		    "\"%s\" (a key of %s)?", p->label, name, near_sect,
-		    rlg_section_usage(rlg_options[i].section));
-	} else
+		    "\"%s\" (a key of %s)?", p->label, name,
+		    rlg_options[near_other].name,
+		    rlg_section_usage(rlg_options[near_other].section));
+	else
 		rlg_problem(p, p->lineno, "%s unknown key \"%s\"", p->label,
 		    name);
 }
