@@ -45,6 +45,32 @@ tier_int(const char *s, size_t len, int64_t max, int64_t *out)
 	return 0;
 }
 
+/*
+ * A duration in seconds of 1..max: a decimal integer and an optional unit
+ * s, m, h or d, as [policy] window takes it (config_options.c). 0 or -1.
+ */
+static int
+tier_seconds(const char *s, size_t len, int64_t max, int64_t *out)
+{
+	static const struct {
+		char unit;
+		int64_t times;
+	} units[] = { { 's', 1 }, { 'm', 60 }, { 'h', 3600 }, { 'd', 86400 } };
+	int64_t v, times = 1;
+	size_t i;
+
+	for (i = 0; len > 1 && i < sizeof units / sizeof units[0]; i++)
+		if (s[len - 1] == units[i].unit) {
+			times = units[i].times;
+			len--;
+			break;
+		}
+	if (tier_int(s, len, max / times, &v) != 0)
+		return -1;
+	*out = v * times;
+	return 0;
+}
+
 int
 rlg_tier_spec_parse(const char *s, struct rlg_tier_spec *out, char *err,
     size_t errlen)
@@ -98,8 +124,17 @@ rlg_tier_spec_parse(const char *s, struct rlg_tier_spec *out, char *err,
 			snprintf(err, errlen, "%s set twice", words[i].name);
 			return -1;
 		}
-		if (tier_int(eq + 1, len - (size_t)(eq + 1 - s), words[i].max,
-		    field) != 0) {
+		if (field == &out->window_s && tier_seconds(eq + 1,
+		    len - (size_t)(eq + 1 - s), words[i].max, field) != 0) {
+			snprintf(err, errlen, "window: a duration in seconds, "
+			    "or with a unit s, m, h, d (e.g. 90s, 15m, 1h), "
+			    "from 1 to %lld seconds (got \"%.*s\")",
+			    (long long)words[i].max,
+			    (int)(len - (size_t)(eq + 1 - s)), eq + 1);
+			return -1;
+		}
+		if (field != &out->window_s && tier_int(eq + 1,
+		    len - (size_t)(eq + 1 - s), words[i].max, field) != 0) {
 			snprintf(err, errlen, "%s: must be an integer from 1 "
 			    "to %lld (got \"%.*s\")", words[i].name,
 			    (long long)words[i].max,

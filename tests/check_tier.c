@@ -34,6 +34,19 @@ START_TEST(test_spec_parse)
 	    sizeof err), 0);
 	ck_assert_int_eq(rlg_tier_spec_parse("window=31622400", &sp, err,
 	    sizeof err), 0);
+	/* a window takes the units [policy] window takes */
+	ck_assert_int_eq(rlg_tier_spec_parse("window=90s", &sp, err,
+	    sizeof err), 0);
+	ck_assert_int_eq(sp.window_s, 90);
+	ck_assert_int_eq(rlg_tier_spec_parse("limit=5 window=15m", &sp, err,
+	    sizeof err), 0);
+	ck_assert_int_eq(sp.window_s, 900);
+	ck_assert_int_eq(rlg_tier_spec_parse("window=1h", &sp, err,
+	    sizeof err), 0);
+	ck_assert_int_eq(sp.window_s, 3600);
+	ck_assert_int_eq(rlg_tier_spec_parse("window=366d", &sp, err,
+	    sizeof err), 0);
+	ck_assert_int_eq(sp.window_s, 31622400);
 }
 END_TEST
 
@@ -56,8 +69,17 @@ START_TEST(test_spec_bad)
 		{ "limit=", "(got \"\")" },
 		{ "limit=1000000001", "(got \"1000000001\")" },
 		{ "limit=99999999999999999999", "limit: must be" },
-		{ "window=31622401", "window: must be an integer from 1 to "
-		    "31622400" },
+		{ "window=31622401", "window: a duration in seconds, or with "
+		    "a unit s, m, h, d (e.g. 90s, 15m, 1h), from 1 to 31622400 "
+		    "seconds (got \"31622401\")" },
+		{ "window=367d", "(got \"367d\")" },
+		{ "window=1y", "(got \"1y\")" },
+		{ "window=1.5h", "(got \"1.5h\")" },
+		{ "window=h", "(got \"h\")" },
+		{ "window=0s", "(got \"0s\")" },
+		{ "window=-1m", "(got \"-1m\")" },
+		{ "window=5ms", "(got \"5ms\")" },
+		{ "window=99999999999999999999d", "window: a duration" },
 		{ "burst=0", "burst: must be" },
 		{ "limit=1 limit=2", "limit set twice" },
 		{ "speed=3", "unknown word \"speed=3\"" },
