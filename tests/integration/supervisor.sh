@@ -87,10 +87,20 @@ done
 
 # ---- 2. SIGHUP, SIGUSR1 -------------------------------------------------------------
 
+# every worker started (its threads up, the signal thread among them)
+# before the SIGHUP: a worker restarted a moment ago may still be starting
+# (SIGHUP and SIGUSR1 while a worker starts: part 11)
+# shellcheck disable=SC2317  # called through wait_for
+all_started() {
+	local p
+	for p in $(workers); do
+		[ "$(ls /proc/"$p"/task 2>/dev/null | wc -l)" -ge 3 ] || return 1
+	done
+}
+wait_for "every worker started" 20 all_started
+sleep 0.5
 off=$(wc -c <"$log")
 kill -HUP "$SV"
-# (a worker started a moment ago takes the signal once its signal thread
-# runs: on a loaded machine, and under the sanitizers, seconds later)
 wait_for "three reloads" 20 '[ "$(tail -c +$((off + 1)) "$log" | grep -c "reload: .*loaded")" -eq 3 ]'
 rc=$?
 ok $rc "SIGHUP to the supervisor: each of the three workers reloads"
