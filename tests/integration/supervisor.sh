@@ -93,8 +93,10 @@ done
 # shellcheck disable=SC2317  # called through wait_for
 all_started() {
 	local p
+	local -a tasks
 	for p in $(workers); do
-		[ "$(ls /proc/"$p"/task 2>/dev/null | wc -l)" -ge 3 ] || return 1
+		tasks=(/proc/"$p"/task/*)
+		[ ${#tasks[@]} -ge 3 ] || return 1
 	done
 }
 wait_for "every worker started" 20 all_started
