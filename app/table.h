@@ -35,51 +35,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
 
-#include "limiter.h"
-
-/* The longest client key and policy name an entry holds, without NUL. */
-#define TBL_CLIENT_MAX 255
-#define TBL_POLICY_MAX 64
-/* Policy names the table knows at once (a config has at most 64). */
-#define TBL_POLICIES 128
-
-/* One (policy, client) and its state. */
-struct tbl_entry {
-	uint64_t hash;                /* of (policy slot, client) */
-	struct rlg_state st;
-	uint32_t seq;                 /* changes so far */
-	uint32_t flushed;             /* the seq the database holds */
-	uint16_t client_len;
-	uint8_t policy;               /* slot in the header's names */
-	uint8_t used;                 /* 1: in the index */
-	char client[TBL_CLIENT_MAX + 1];
-};
-
-struct tbl;
-
-/*
- * What the table's database is: the table is bound to another when this
- * changes (tbl_rebind). A database file made anew may have the inode of
- * the one it replaced: its birth time (statx; where the file system
- * keeps one) tells them apart, and created_ms, when the connection that
- * asks gave the file its schema (0: it did not), tells a table built
- * before then from one built from it.
- */
-struct tbl_ident {
-	dev_t dev;
-	ino_t ino;
-	int64_t created_ms;
-	int64_t born_ns;              /* its birth time; 0: not known */
-};
-
-/*
- * Fills the entries of a table being built, from the database: calls
- * put(table, policy, client, state) for each live state. Returns 0, or -1
- * (the table is then not built).
- */
-typedef int tbl_seed_fn(void *ctx, struct tbl *t);
+#include "table_types.h"
 
 /*
  * Maps the table at path for a database of identity id, with room for
