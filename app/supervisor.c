@@ -38,6 +38,7 @@ static struct {
 	int (*work)(void *ctx);
 	void *ctx;
 	pid_t self;
+	unsigned long hups;       /* SIGHUPs taken (start) */
 } sv;
 
 static void start(int i, int64_t now_ms);
@@ -84,6 +85,15 @@ start(int i, int64_t now_ms)
 		sigaddset(&mask, SIGINT);
 		sigaddset(&mask, SIGUSR1);
 		sigprocmask(SIG_SETMASK, &mask, NULL);
+		/*
+		 * A worker started after a SIGHUP reloads once it takes
+		 * signals: the file may have changed since the configuration
+		 * it inherits was read, and a SIGHUP that came while its slot
+		 * was empty (or its predecessor dying) reached no process.
+		 * To the process, not this thread: its signal thread takes it.
+		 */
+		if (sv.hups > 0)
+			(void)kill(getpid(), SIGHUP);
 		exit(sv.work(sv.ctx));
 	}
 	sv.w[i].pid = pid;
@@ -217,6 +227,7 @@ rlg_supervise(int nprocs, int (*work)(void *ctx), void *ctx)
 		case SIGINT:
 			return stop();
 		case SIGHUP:
+			sv.hups++;
 			forward(SIGHUP);
 			break;
 		case SIGUSR1:

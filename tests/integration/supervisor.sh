@@ -5,8 +5,8 @@
 #   1. N worker processes serve; a worker killed with SIGKILL is replaced
 #      (logged, with how it ended), one that dies again soon waits a
 #      doubling backoff;
-#   2. SIGHUP to the supervisor reloads every worker; SIGUSR1 reopens the
-#      logs (the supervisor's and the workers');
+#   2. SIGHUP to the supervisor reloads every worker, one being replaced
+#      too; SIGUSR1 reopens the logs (the supervisor's and the workers');
 #   3. SIGTERM stops them gracefully: a request in flight (its input still
 #      coming) is answered whole, then every process is gone and the
 #      supervisor exits 0;
@@ -133,6 +133,33 @@ sleep 1
 ended=$(tail -c +$((off + 1)) "$log" | grep -E "killed by signal (1|10) " | head -3)
 is "$ended" "" "SIGHUP and SIGUSR1 while a worker starts: none ends it"
 is "$(workers | wc -w)" 3 "... three workers still"
+
+# a SIGHUP that comes while a worker is being replaced (killed a moment
+# before: no process yet, or one still starting) reaches the new worker
+# too: every worker, the new one among them, logs the reload; rounds
+# bounded (each waits for the new worker's backoff, up to 10 s)
+rounds=4
+missed=0
+for round in $(seq 1 $rounds); do
+	off=$(wc -c <"$log")
+	victim=$(workers | awk '{ print $1 }')
+	kill -9 "$victim"
+	kill -HUP "$SV"
+	wait_for "three workers" 20 '[ "$(workers | wc -w)" -eq 3 ] && ! grep -qw "'"$victim"'" <<<"$(workers)"' ||
+		bail_out "no new worker after $victim: $(tail -5 "$log")"
+	reloaded() {
+		local p
+		for p in $(workers); do
+			tail -c +$((off + 1)) "$log" |
+			    grep -q "rlgate\[$p\]: reload: .*loaded" || return 1
+		done
+	}
+	if ! wait_for "every worker's reload" 20 reloaded; then
+		missed=$((missed + 1))
+		diag "round $round: workers $(workers); logged since: $(tail -c +$((off + 1)) "$log" | tail -6)"
+	fi
+done
+is "$missed" 0 "SIGHUP while a worker is replaced: the new worker reloads too ($rounds rounds)"
 
 # ---- 3. SIGTERM: graceful ----------------------------------------------------------
 
