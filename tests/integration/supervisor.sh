@@ -134,26 +134,37 @@ ended=$(tail -c +$((off + 1)) "$log" | grep -E "killed by signal (1|10) " | head
 is "$ended" "" "SIGHUP and SIGUSR1 while a worker starts: none ends it"
 is "$(workers | wc -w)" 3 "... three workers still"
 
-# a SIGHUP that comes while a worker is being replaced (killed a moment
-# before: no process yet, or one still starting) reaches the new worker
-# too: every worker, the new one among them, logs the reload; rounds
-# bounded (each waits for the new worker's backoff, up to 10 s)
-rounds=4
+# a SIGHUP that comes while a worker is being replaced reaches the new
+# worker too: every worker, the new one among them, logs the reload. Odd
+# rounds send it at once (no process yet in the slot), even rounds as
+# soon as the new worker exists (still starting); rounds bounded (each
+# waits for the new worker's backoff, up to 10 s)
+# shellcheck disable=SC2317  # called through wait_for
+reloaded() {
+	local p
+	for p in $(workers); do
+		tail -c +$((off + 1)) "$log" |
+		    grep -q "rlgate\[$p\]: reload: .*loaded" || return 1
+	done
+}
+replaced() {
+	[ "$(workers | wc -w)" -eq 3 ] && ! grep -qw "$victim" <<<"$(workers)"
+}
+rounds=6
 missed=0
 for round in $(seq 1 $rounds); do
 	off=$(wc -c <"$log")
 	victim=$(workers | awk '{ print $1 }')
 	kill -9 "$victim"
-	kill -HUP "$SV"
-	wait_for "three workers" 20 '[ "$(workers | wc -w)" -eq 3 ] && ! grep -qw "'"$victim"'" <<<"$(workers)"' ||
-		bail_out "no new worker after $victim: $(tail -5 "$log")"
-	reloaded() {
-		local p
-		for p in $(workers); do
-			tail -c +$((off + 1)) "$log" |
-			    grep -q "rlgate\[$p\]: reload: .*loaded" || return 1
+	if [ $((round % 2)) -eq 0 ]; then
+		for _ in $(seq 1 4000); do
+			replaced && break
+			sleep 0.005
 		done
-	}
+	fi
+	kill -HUP "$SV"
+	wait_for "three workers" 20 replaced ||
+		bail_out "no new worker after $victim: $(tail -5 "$log")"
 	if ! wait_for "every worker's reload" 20 reloaded; then
 		missed=$((missed + 1))
 		diag "round $round: workers $(workers); logged since: $(tail -c +$((off + 1)) "$log" | tail -6)"
