@@ -56,6 +56,7 @@ static void adopt_systemd_socket(void);
 
 static void usage(FILE *f);
 static int parse_options(int argc, char **argv, struct options *o);
+static int check_options(int argc, char **argv, const struct options *o);
 static int check_config(const struct rlg_config *cfg, const char *path,
     const char *log_path, bool strict);
 static int check_redis(const struct rlg_config *cfg, const char *path,
@@ -377,6 +378,16 @@ parse_options(int argc, char **argv, struct options *o)
 			return RLG_EXIT_USAGE;
 		}
 	}
+	return check_options(argc, argv, o);
+}
+
+/*
+ * What getopt left, and the options that go together: -1 when the command
+ * line holds, else RLG_EXIT_USAGE (said on stderr).
+ */
+static int
+check_options(int argc, char **argv, const struct options *o)
+{
 	if (optind < argc) {
 		fprintf(stderr, "rlgate: unexpected argument \"%s\"\n",
 		    argv[optind]);
