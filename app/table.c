@@ -3,7 +3,7 @@
  * what it is for and how it is laid out): opening it. The other files
  * serve this one: table_build.c builds, resizes and binds a table,
  * table_entry.c holds its entries and index, table_mem.c its mapping,
- * lock and journal (table_mem.h: the layout they share).
+ * lock and journal (table_mem_priv.h: the layout they share).
  *
  * Building. The file is opened (O_NOFOLLOW, created 0600) and checked to
  * be a regular file of this user; an flock serializes the processes that
@@ -38,8 +38,8 @@
 #include <unistd.h>
 
 #include "table.h"
-#include "table_build.h"
-#include "table_mem.h"
+#include "table_build_priv.h"
+#include "table_mem_priv.h"
 #include "util.h"
 
 static int tbl_boot_id(char *out, size_t size);

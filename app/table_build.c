@@ -15,9 +15,11 @@
 
 #include <sodium.h>
 
-#include "table.h"
 #include "table_build.h"
+#include "table_build_priv.h"
+#include "table_entry.h"
 #include "table_mem.h"
+#include "table_mem_priv.h"
 #include "util.h"
 
 static void tbl_init_header(struct tbl *t, const struct tbl_ident *id,

@@ -10,8 +10,8 @@
 
 #include <sodium.h>
 
-#include "table.h"
-#include "table_mem.h"
+#include "table_entry.h"
+#include "table_mem_priv.h"
 
 static uint64_t tbl_hash(const struct tbl *t, unsigned policy,
     const char *client, size_t len);

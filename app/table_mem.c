@@ -24,8 +24,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "table.h"
 #include "table_mem.h"
+#include "table_mem_priv.h"
 #include "util.h"
 
 static void tbl_playback(struct tbl *t);

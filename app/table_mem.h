@@ -1,107 +1,75 @@
 /*
- * table_mem.h: the inside of the decision table, which its files share
- * (table.c opens a table; table_build.c builds, resizes and binds one;
- * table_entry.c holds the entries and the index; table_mem.c the mapping,
- * the lock and the journal): the layout of the file's header, the handle,
- * and table_mem.c's calls that only they make. Nothing outside the table
- * includes it.
+ * table_mem.h: the decision table's mapping, its two locks and its
+ * journal, its flush clock and the fields of its header (table_mem.c).
+ * Part of table.h, which users include.
  */
 #ifndef RLG_TABLE_MEM_H
 #define RLG_TABLE_MEM_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "table_types.h"
 
-#define TBL_MAGIC "RLGTAB01"
-#define TBL_VERSION 3
-/* The journal's room: a step of 64 items, each an entry and its index
- * slots, with expired entries reclaimed, fits many times over. */
-#define TBL_UNDO_BYTES ((size_t)256 * 1024)
-/* Expired entries an insertion may reclaim, and entries it looks at. */
-#define TBL_RECLAIM_MAX 16
-/* Entries whose disk blocks are taken at once (tbl_reserve): 84 KB. */
-#define TBL_RESERVE ((uint64_t)256)
-#define TBL_RECLAIM_SCAN 1024
+/* Unmaps it. NULL does nothing. */
+void tbl_close(struct tbl *t);
 
-struct tbl_policy {
-	char name[TBL_POLICY_MAX + 1];
-	uint8_t used;
-	uint64_t count;               /* its entries in the index */
-};
+/* Whether another process built a new table in its place. */
+bool tbl_retired(const struct tbl *t);
 
-/* A journal record: where, how long, then the old bytes. */
-struct tbl_undo {
-	uint64_t off;
-	uint32_t len;
-	uint32_t pad;
-};
+/*
+ * Takes the lock; a holder that died is undone first (its journal
+ * played back). 0, or -1 (the lock is unusable: the table must be
+ * rebuilt). Every call of the table but tbl_open, tbl_close,
+ * tbl_retired, tbl_belongs and the flush clock needs it held.
+ */
+int tbl_lock(struct tbl *t);
 
-struct tbl_header {
-	char magic[8];
-	uint32_t version;
-	uint32_t retired;             /* offset 12 in every version */
-	uint64_t entry_size;
-	uint64_t capacity;
-	uint64_t slots;               /* index slots, a power of two */
-	uint64_t db_dev;
-	uint64_t db_ino;
-	int64_t built_ms;             /* when it was built (tbl_is_of) */
-	int64_t db_born_ns;           /* the database's birth time; 0 */
-	char boot_id[40];
-	unsigned char hash_key[16];   /* SipHash key, random per build */
-	pthread_mutex_t lock;
-	pthread_mutex_t flush_lock;
-	uint64_t extent;              /* entries ever taken (the tail) */
-	uint64_t free_head;           /* free list: entry index + 1; 0: none */
-	uint64_t count;               /* entries in the index */
-	uint64_t hand;                /* where reclaiming looks next */
-	uint64_t recoveries;
-	int64_t next_flush_ms;        /* the flush clock, atomic */
-	int64_t flushed_at_ms;
-	uint64_t reserved;            /* entries whose disk blocks are taken */
-	struct tbl_policy policies[TBL_POLICIES];
-	uint64_t undo_n;              /* records in the journal; 0: none */
-	uint64_t undo_used;           /* bytes of it */
-	unsigned char undo[TBL_UNDO_BYTES];
-};
+/* Ends the journal of what was written (the step stands) and unlocks. */
+void tbl_unlock(struct tbl *t);
 
-struct tbl {
-	unsigned char *base;
-	size_t size;
-	struct tbl_header *h;
-	/*
-	 * The header's hash_key, copied when mapped: in the header it shares
-	 * a cache line with the lock, which every step of every core writes,
-	 * and a step hashes its keys before it takes the lock.
-	 */
-	unsigned char hash_key[16];
-	uint32_t *index;
-	struct tbl_entry *entries;
-	int fd;                       /* the file, for tbl_reserve */
-	/*
-	 * The bounds, fixed when mapped from the size mapped: the header's
-	 * copies are anybody's who may write the file, so no count, index
-	 * or length read from the mapping is used before it is checked
-	 * against these.
-	 */
-	uint64_t capacity;            /* entries */
-	uint64_t slots;               /* index slots, a power of two */
-};
+/* Plays back the journal (the step is undone) and unlocks. */
+void tbl_abort(struct tbl *t);
 
-/* The file and its mapping. */
-uint64_t tbl_offsets(uint64_t capacity, uint64_t *slots, uint64_t *index_off,
-    uint64_t *entries_off);
-struct tbl *tbl_map(int fd, uint64_t capacity, char *err, size_t errsize);
-bool tbl_moved(int fd, const char *path);
-int tbl_take_blocks(struct tbl *t, uint64_t off, uint64_t len);
-int tbl_reserve(struct tbl *t, uint64_t n);
+/* Ends the journal without unlocking: what was written stands. */
+void tbl_commit(struct tbl *t);
 
-/* The journal. */
-void tbl_save(struct tbl *t, const void *p, size_t len);
-void tbl_set_u64(struct tbl *t, uint64_t *p, uint64_t v);
+/*
+ * The flush clock (no lock): true when now_ms is at or past the next
+ * flush and this caller won it (the next is set to now_ms + interval_ms);
+ * false when it is not due or another caller won.
+ */
+bool tbl_flush_due(struct tbl *t, int64_t now_ms, int64_t interval_ms);
+
+/* When the last flush finished (0: never), and marking it (no lock). */
+int64_t tbl_flushed_at(const struct tbl *t);
+void tbl_set_flushed_at(struct tbl *t, int64_t now_ms);
+
+/*
+ * The flush lock, a second robust mutex: held by whoever copies entries
+ * to the database and marks them flushed, and by a reset, so that a
+ * flush never writes back a state a reset removed. 0, or -1.
+ */
+int tbl_flush_lock(struct tbl *t);
+void tbl_flush_unlock(struct tbl *t);
+
+/* Marks the table retired: every process opens the path again. */
+void tbl_retire(struct tbl *t);
+
+/* How many times a dead holder's step was undone, since it was built. */
+uint64_t tbl_recoveries(const struct tbl *t);
+
+/*
+ * For tests that write the file as a hostile writer would: the address
+ * in the mapping of a header field ("extent", "free_head", "count",
+ * "hand", "capacity", "slots", "reserved", "undo_n", "undo_used",
+ * "undo": the journal's bytes), or NULL.
+ */
+void *tbl_field(struct tbl *t, const char *name);
+
+/* Bytes of the file for capacity entries, and per entry (docs, tests). */
+uint64_t tbl_file_size(uint64_t capacity);
+size_t tbl_entry_size(void);
 
 #endif

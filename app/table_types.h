@@ -1,8 +1,8 @@
 /*
  * table_types.h: the types of the decision table that its users and its
- * own files share (table.h declares the calls; table_mem.h, the inside):
- * the limits of an entry, the entry, the identity of a database, the
- * seeding callback. The handle, struct tbl, is opaque.
+ * own files share (table.h declares the calls; table_mem_priv.h holds the
+ * inside): the limits of an entry, the entry, the identity of a database,
+ * the seeding callback. The handle, struct tbl, is opaque.
  */
 #ifndef RLG_TABLE_TYPES_H
 #define RLG_TABLE_TYPES_H

@@ -1,0 +1,71 @@
+/*
+ * table_entry.h: the entries of the decision table (table_entry.c):
+ * lookup, insertion, writes, removal and walks, under the table's lock
+ * (table_mem.h) but where said. Part of table.h, which users include.
+ */
+#ifndef RLG_TABLE_ENTRY_H
+#define RLG_TABLE_ENTRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "table_types.h"
+
+/*
+ * The entry of (policy, client), or NULL. The pointer stays valid while
+ * the lock is held.
+ */
+struct tbl_entry *tbl_find(struct tbl *t, const char *policy,
+    const char *client);
+
+/*
+ * The same in steps, for a caller that hashes before it takes the lock:
+ * the slot of a policy name (-1: the table has none; lock held), the
+ * hash of (slot, client) (no lock: the key is fixed when the table is
+ * built), a prefetch of where that hash leads (no lock: a hint, read
+ * racily), and the lookup by slot and hash (lock held).
+ */
+int tbl_slot(struct tbl *t, const char *policy);
+uint64_t tbl_key_hash(const struct tbl *t, int slot, const char *client);
+void tbl_prefetch(const struct tbl *t, uint64_t hash);
+struct tbl_entry *tbl_find_hashed(struct tbl *t, int slot, uint64_t hash,
+    const char *client);
+
+/*
+ * A new entry for (policy, client), which has none, state all zero, or
+ * NULL when the table is full or the policy has max entries already
+ * (after reusing expired ones at now_ms), or policy names are full.
+ * Journaled.
+ */
+struct tbl_entry *tbl_insert(struct tbl *t, const char *policy,
+    const char *client, int64_t now_ms, uint64_t max);
+
+/* Writes st into e (journaled), seq + 1. */
+void tbl_write(struct tbl *t, struct tbl_entry *e,
+    const struct rlg_state *st);
+
+/*
+ * Removes e from the index and frees it (journaled). The caller ends the
+ * journal after each removal or a few (tbl_unlock, or tbl_commit).
+ */
+void tbl_remove(struct tbl *t, struct tbl_entry *e);
+
+/* The policy name of an entry. */
+const char *tbl_policy(const struct tbl *t, const struct tbl_entry *e);
+
+/* The policy name in slot (0 <= slot < TBL_POLICIES), or NULL. */
+const char *tbl_policy_at(const struct tbl *t, int slot);
+
+/*
+ * Entry i of the table (0 <= i < tbl_extent), or NULL if unused: for
+ * walks that flush or sweep, in batches under the lock.
+ */
+struct tbl_entry *tbl_at(struct tbl *t, uint64_t i);
+uint64_t tbl_extent(const struct tbl *t);
+
+/* Entries in use, and the capacity. */
+uint64_t tbl_count(const struct tbl *t);
+uint64_t tbl_capacity(const struct tbl *t);
+
+#endif

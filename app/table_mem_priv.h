@@ -1,0 +1,107 @@
+/*
+ * table_mem_priv.h: the inside of the decision table, which its files share
+ * (table.c opens a table; table_build.c builds, resizes and binds one;
+ * table_entry.c holds the entries and the index; table_mem.c the mapping,
+ * the lock and the journal): the layout of the file's header, the handle,
+ * and table_mem.c's calls that only they make. Nothing outside the table
+ * includes it.
+ */
+#ifndef RLG_TABLE_MEM_PRIV_H
+#define RLG_TABLE_MEM_PRIV_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "table_types.h"
+
+#define TBL_MAGIC "RLGTAB01"
+#define TBL_VERSION 3
+/* The journal's room: a step of 64 items, each an entry and its index
+ * slots, with expired entries reclaimed, fits many times over. */
+#define TBL_UNDO_BYTES ((size_t)256 * 1024)
+/* Expired entries an insertion may reclaim, and entries it looks at. */
+#define TBL_RECLAIM_MAX 16
+/* Entries whose disk blocks are taken at once (tbl_reserve): 84 KB. */
+#define TBL_RESERVE ((uint64_t)256)
+#define TBL_RECLAIM_SCAN 1024
+
+struct tbl_policy {
+	char name[TBL_POLICY_MAX + 1];
+	uint8_t used;
+	uint64_t count;               /* its entries in the index */
+};
+
+/* A journal record: where, how long, then the old bytes. */
+struct tbl_undo {
+	uint64_t off;
+	uint32_t len;
+	uint32_t pad;
+};
+
+struct tbl_header {
+	char magic[8];
+	uint32_t version;
+	uint32_t retired;             /* offset 12 in every version */
+	uint64_t entry_size;
+	uint64_t capacity;
+	uint64_t slots;               /* index slots, a power of two */
+	uint64_t db_dev;
+	uint64_t db_ino;
+	int64_t built_ms;             /* when it was built (tbl_is_of) */
+	int64_t db_born_ns;           /* the database's birth time; 0 */
+	char boot_id[40];
+	unsigned char hash_key[16];   /* SipHash key, random per build */
+	pthread_mutex_t lock;
+	pthread_mutex_t flush_lock;
+	uint64_t extent;              /* entries ever taken (the tail) */
+	uint64_t free_head;           /* free list: entry index + 1; 0: none */
+	uint64_t count;               /* entries in the index */
+	uint64_t hand;                /* where reclaiming looks next */
+	uint64_t recoveries;
+	int64_t next_flush_ms;        /* the flush clock, atomic */
+	int64_t flushed_at_ms;
+	uint64_t reserved;            /* entries whose disk blocks are taken */
+	struct tbl_policy policies[TBL_POLICIES];
+	uint64_t undo_n;              /* records in the journal; 0: none */
+	uint64_t undo_used;           /* bytes of it */
+	unsigned char undo[TBL_UNDO_BYTES];
+};
+
+struct tbl {
+	unsigned char *base;
+	size_t size;
+	struct tbl_header *h;
+	/*
+	 * The header's hash_key, copied when mapped: in the header it shares
+	 * a cache line with the lock, which every step of every core writes,
+	 * and a step hashes its keys before it takes the lock.
+	 */
+	unsigned char hash_key[16];
+	uint32_t *index;
+	struct tbl_entry *entries;
+	int fd;                       /* the file, for tbl_reserve */
+	/*
+	 * The bounds, fixed when mapped from the size mapped: the header's
+	 * copies are anybody's who may write the file, so no count, index
+	 * or length read from the mapping is used before it is checked
+	 * against these.
+	 */
+	uint64_t capacity;            /* entries */
+	uint64_t slots;               /* index slots, a power of two */
+};
+
+/* The file and its mapping. */
+uint64_t tbl_offsets(uint64_t capacity, uint64_t *slots, uint64_t *index_off,
+    uint64_t *entries_off);
+struct tbl *tbl_map(int fd, uint64_t capacity, char *err, size_t errsize);
+bool tbl_moved(int fd, const char *path);
+int tbl_take_blocks(struct tbl *t, uint64_t off, uint64_t len);
+int tbl_reserve(struct tbl *t, uint64_t n);
+
+/* The journal. */
+void tbl_save(struct tbl *t, const void *p, size_t len);
+void tbl_set_u64(struct tbl *t, uint64_t *p, uint64_t v);
+
+#endif
