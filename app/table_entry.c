@@ -241,21 +241,24 @@ static bool
 tbl_reclaim(struct tbl *t, int64_t now_ms)
 {
 	struct tbl_header *h = t->h;
-	uint64_t k, i, freed = 0, extent = tbl_extent(t);
+	uint64_t k, i, start, freed = 0, extent = tbl_extent(t);
 	struct tbl_entry *e;
 
 	if (extent == 0)
 		return false;
+	/* start + k < 2 x extent below: one subtraction wraps it */
+	start = h->hand % extent;
 	for (k = 0; k < TBL_RECLAIM_SCAN && k < extent &&
 	    freed < TBL_RECLAIM_MAX; k++) {
-		i = (h->hand % extent + k) % extent;
+		i = start + k < extent ? start + k : start + k - extent;
 		if ((e = tbl_at(t, i)) != NULL &&
 		    e->st.expires_ms <= now_ms) {
 			tbl_remove(t, e);
 			freed++;
 		}
 	}
-	tbl_set_u64(t, &h->hand, (h->hand % extent + k) % extent);
+	tbl_set_u64(t, &h->hand, start + k < extent ? start + k :
+	    start + k - extent);
 	return freed > 0;
 }
 
