@@ -20,8 +20,6 @@
 /* Clients shown as closest to their limits. */
 #define ADMIN_CLOSEST 10
 
-static const struct rlg_policy *indexed(const struct rlg_config *cfg,
-    size_t i);
 static void put_metrics_requests(const struct rlg_config *cfg,
     const struct rlg_metrics_sums *m, struct rlg_sb *out);
 static void put_policy_key(const struct rlg_policy *p, struct rlg_sb *out);
@@ -136,17 +134,6 @@ flush_age_s(const struct rlg_metrics_sums *m)
 	return age > 0 ? (double)age / 1000 : 0;
 }
 
-/* The policy of metrics index i (rlg_metrics_index), or NULL. */
-static const struct rlg_policy *
-indexed(const struct rlg_config *cfg, size_t i)
-{
-	if (cfg->policies == NULL || i >= 2 * cfg->npolicies)
-		return NULL;
-	if (i < cfg->npolicies)
-		return &cfg->policies[i];
-	return cfg->policies[i - cfg->npolicies].new_keys_policy;
-}
-
 static void
 put_metrics_requests(const struct rlg_config *cfg,
     const struct rlg_metrics_sums *m, struct rlg_sb *out)
@@ -157,8 +144,8 @@ put_metrics_requests(const struct rlg_config *cfg,
 	rlg_sb_printf(out, "# HELP rlgate_requests_total Requests a policy"
 	    " decided, by its decision (each policy of a request's route"
 	    " counts it once).\n# TYPE rlgate_requests_total counter\n");
-	for (i = 0; i < 2 * cfg->npolicies; i++) {
-		if ((p = indexed(cfg, i)) == NULL)
+	for (i = 0; i < rlg_metrics_npolicies(cfg); i++) {
+		if ((p = rlg_metrics_policy(cfg, i)) == NULL)
 			continue;
 		for (d = 0; d < RLG_MD_N; d++)
 			rlg_sb_printf(out, "rlgate_requests_total{policy=\"%s\","
@@ -445,11 +432,11 @@ rlg_admin_status(const struct rlg_config *cfg, struct rlg_store *store,
 	    (unsigned long long)m.store_errors,
 	    (unsigned long long)m.cache_hits);
 	surveyed = rlg_store_survey(store, now_ms, true, sv) == RLG_OK;
-	for (i = 0, j = 0; i < 2 * cfg->npolicies; i++) {
+	for (i = 0, j = 0; i < rlg_metrics_npolicies(cfg); i++) {
 		size_t k, d;
 		int64_t clients = -1;
 
-		if ((p = indexed(cfg, i)) == NULL)
+		if ((p = rlg_metrics_policy(cfg, i)) == NULL)
 			continue;
 		for (k = 0; surveyed && k < sv->npolicies; k++)
 			if (strcmp(sv->policies[k].name, p->name) == 0)
