@@ -15,8 +15,8 @@
  *
  * The decision (judge) makes a verdict (verdict.h) and no side effect
  * but the store's step; decide then hands the verdict to its observers,
- * in one place: the counters (rlg_metrics_verdict) and the log
- * (rlg_gate_log_verdict, which paces its lines).
+ * in one place: the log (rlg_gate_log_verdict, which paces its lines)
+ * and the counters (rlg_metrics_verdict).
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -55,8 +55,8 @@ rlg_gate_init(struct rlg_gate *g, const struct rlg_config *cfg)
 	g->mxmap = rlg_metrics_map(cfg);
 	g->tiers = rlg_tier_set_config(cfg);
 	if (rlg_store_open(&cfg->store, &g->store) != RLG_OK)
-		rlg_gate_log_store(&g->log, cfg, g->store,
-		    RLG_STORE_SAID_FAILED, rlg_now_ms());
+		rlg_gate_log_store(&g->log, cfg, RLG_STORE_SAID_FAILED,
+		    rlg_store_errmsg(g->store), rlg_now_ms());
 	rlg_overrides_attach(&g->overrides, cfg);
 }
 
@@ -307,7 +307,8 @@ rlg_gate_decide(struct rlg_gate *g, char *const *envp, int64_t now_ms,
 
 /*
  * The store's one atomic step for dd's items at now_ms, their decisions
- * into dd->gi.d, and what the store said into dd; one step in
+ * into dd->gi.d, and what the store said (and its message) into dd; one
+ * step in
  * RLG_METRICS_SAMPLE is timed (dd->step_ns) when the gate counts.
  * Returns the store's result.
  */
@@ -326,6 +327,8 @@ step(struct rlg_gate *g, int64_t now_ms, struct rlg_decided *dd)
 	dd->cached = rlg_store_cached(g->store);
 	dd->store = rc == RLG_OK ? RLG_STORE_SAID_OK : rc == RLG_EFULL ?
 	    RLG_STORE_SAID_FULL : RLG_STORE_SAID_FAILED;
+	if (rc != RLG_OK)
+		dd->store_msg = rlg_store_errmsg(g->store);
 	return rc;
 }
 
@@ -441,7 +444,7 @@ judge(struct rlg_gate *g, const struct rlg_request *req, int64_t now_ms,
 
 /*
  * The verdict for req at now_ms (judge), the answer into *v; then its
- * observers, in this order: the counters of the gate's slot, the log.
+ * observers, in this order: the log, the counters of the gate's slot.
  */
 static void
 decide(struct rlg_gate *g, const struct rlg_request *req, int64_t now_ms,
@@ -450,8 +453,8 @@ decide(struct rlg_gate *g, const struct rlg_request *req, int64_t now_ms,
 	struct rlg_decided dd;
 
 	judge(g, req, now_ms, v, &dd);
+	rlg_gate_log_verdict(&g->log, g->cfg, &dd, now_ms);
 	rlg_metrics_verdict(g->slot, g->mxmap, &dd);
-	rlg_gate_log_verdict(&g->log, g->cfg, g->store, &dd, now_ms);
 }
 
 int

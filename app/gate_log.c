@@ -24,11 +24,11 @@
 #define RLG_UNGUARDED_LOG_INTERVAL_MS 60000
 
 static void store_failed(struct rlg_gate_log *l,
-    const struct rlg_config *cfg, struct rlg_store *store, int64_t now_ms);
+    const struct rlg_config *cfg, const char *msg, int64_t now_ms);
 static void store_ok(struct rlg_gate_log *l, const struct rlg_config *cfg,
     int64_t now_ms);
 static void store_full(struct rlg_gate_log *l, const struct rlg_config *cfg,
-    struct rlg_store *store, int64_t now_ms);
+    const char *msg, int64_t now_ms);
 static void log_flaw(struct rlg_gate_log *l, const struct rlg_config *cfg,
     const struct rlg_request *r, const char *reason, const char *header,
     int64_t now_ms);
@@ -51,7 +51,7 @@ static void log_decisions(struct rlg_gate_log *l,
 
 void
 rlg_gate_log_verdict(struct rlg_gate_log *l, const struct rlg_config *cfg,
-    struct rlg_store *store, const struct rlg_decided *dd, int64_t now_ms)
+    const struct rlg_decided *dd, int64_t now_ms)
 {
 	if (dd->flaw != RLG_FLAW_NONE) {
 		log_flaw(l, cfg, dd->req, rlg_flaw_name(dd->flaw),
@@ -60,7 +60,7 @@ rlg_gate_log_verdict(struct rlg_gate_log *l, const struct rlg_config *cfg,
 	}
 	if (dd->unguarded)
 		unguarded(cfg, dd->req, dd->route, now_ms);
-	rlg_gate_log_store(l, cfg, store, dd->store, now_ms);
+	rlg_gate_log_store(l, cfg, dd->store, dd->store_msg, now_ms);
 	if (dd->store == RLG_STORE_SAID_FULL ||
 	    dd->store == RLG_STORE_SAID_FAILED)
 		return;
@@ -69,7 +69,7 @@ rlg_gate_log_verdict(struct rlg_gate_log *l, const struct rlg_config *cfg,
 
 void
 rlg_gate_log_store(struct rlg_gate_log *l, const struct rlg_config *cfg,
-    struct rlg_store *store, enum rlg_store_said said, int64_t now_ms)
+    enum rlg_store_said said, const char *msg, int64_t now_ms)
 {
 	switch (said) {
 	case RLG_STORE_SAID_OK:
@@ -77,10 +77,10 @@ rlg_gate_log_store(struct rlg_gate_log *l, const struct rlg_config *cfg,
 		break;
 	case RLG_STORE_SAID_FULL:
 		store_ok(l, cfg, now_ms);
-		store_full(l, cfg, store, now_ms);
+		store_full(l, cfg, msg, now_ms);
 		break;
 	case RLG_STORE_SAID_FAILED:
-		store_failed(l, cfg, store, now_ms);
+		store_failed(l, cfg, msg, now_ms);
 		break;
 	default:
 		break;
@@ -94,7 +94,7 @@ rlg_gate_log_store(struct rlg_gate_log *l, const struct rlg_config *cfg,
  */
 static void
 store_failed(struct rlg_gate_log *l, const struct rlg_config *cfg,
-    struct rlg_store *store, int64_t now_ms)
+    const char *msg, int64_t now_ms)
 {
 	const char *mode = rlg_on_error_name(cfg->store.on_error);
 	long more;
@@ -103,12 +103,11 @@ store_failed(struct rlg_gate_log *l, const struct rlg_config *cfg,
 		l->store_failing_since_ms = now_ms;
 		rlg_pacer_restart(&l->store_errors, now_ms,
 		    RLG_ERROR_LOG_INTERVAL_MS);
-		rlg_log("store error: %s (on_error = %s)",
-		    rlg_store_errmsg(store), mode);
+		rlg_log("store error: %s (on_error = %s)", msg, mode);
 	} else if ((more = rlg_pacer_take(&l->store_errors, now_ms,
 	    RLG_ERROR_LOG_INTERVAL_MS)) >= 0) {
 		rlg_log("store still failing: %s (%ld more errors; on_error = %s)",
-		    rlg_store_errmsg(store), more + 1, mode);
+		    msg, more + 1, mode);
 	}
 }
 
@@ -131,7 +130,7 @@ store_ok(struct rlg_gate_log *l, const struct rlg_config *cfg,
  */
 static void
 store_full(struct rlg_gate_log *l, const struct rlg_config *cfg,
-    struct rlg_store *store, int64_t now_ms)
+    const char *msg, int64_t now_ms)
 {
 	const char *mode = rlg_on_error_name(cfg->store.on_error);
 	long more;
@@ -141,9 +140,9 @@ store_full(struct rlg_gate_log *l, const struct rlg_config *cfg,
 		return;
 	if (more > 0)
 		rlg_log("%s (on_error = %s; %ld more refused since the last"
-		    " line)", rlg_store_errmsg(store), mode, more);
+		    " line)", msg, mode, more);
 	else
-		rlg_log("%s (on_error = %s)", rlg_store_errmsg(store), mode);
+		rlg_log("%s (on_error = %s)", msg, mode);
 }
 
 /*

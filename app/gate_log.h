@@ -12,7 +12,6 @@
 
 #include "config.h"
 #include "pacer.h"
-#include "store.h"
 #include "verdict.h"
 
 /* Rejections a worker thread remembers having logged. */
@@ -40,23 +39,23 @@ struct rlg_gate_log {
 
 /*
  * What the store said of a step (or of opening it: RLG_STORE_SAID_FAILED)
- * at now_ms, logged with store's message as cfg's log level and on_error
- * ask: a failure's first line at once, then one per
+ * at now_ms, with its message msg (full or failed), logged as cfg's log
+ * level and on_error ask: a failure's first line at once, then one per
  * RLG_ERROR_LOG_INTERVAL_MS while it goes on, one when it heals; a
  * refused new client likewise paced. RLG_STORE_NOT_ASKED logs nothing.
  */
 void rlg_gate_log_store(struct rlg_gate_log *l, const struct rlg_config *cfg,
-    struct rlg_store *store, enum rlg_store_said said, int64_t now_ms);
+    enum rlg_store_said said, const char *msg, int64_t now_ms);
 
 /*
- * The lines of the verdict dd, decided at now_ms with cfg and store
- * (whose message a store line quotes), as cfg's [log] level asks: the
+ * The lines of the verdict dd, decided at now_ms with cfg, as cfg's
+ * [log] level asks: the
  * flaw that refused the request, an unguarded request (once a minute per
  * process), the store's state (rlg_gate_log_store), the rejections and
  * dry-run rejections, the admission at level info.
  */
 void rlg_gate_log_verdict(struct rlg_gate_log *l,
-    const struct rlg_config *cfg, struct rlg_store *store,
-    const struct rlg_decided *dd, int64_t now_ms);
+    const struct rlg_config *cfg, const struct rlg_decided *dd,
+    int64_t now_ms);
 
 #endif

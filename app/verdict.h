@@ -76,6 +76,9 @@ struct rlg_decided {
 	bool unguarded;                 /* a guarding role's request no
 	                                   policy covers */
 	enum rlg_store_said store;
+	const char *store_msg;          /* its message when it said full or
+	                                   failed (rlg_store_errmsg), valid
+	                                   until its next operation */
 	bool cached;                    /* the rejection cache answered */
 	int64_t step_ns;                /* the step's time; -1: not timed
 	                                   (one in RLG_METRICS_SAMPLE is) */
