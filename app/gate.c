@@ -179,7 +179,8 @@ cost_of(const struct rlg_request *req, const struct rlg_route *rt,
 	if (rlg_request_cost(req, rt, &dd->gi.cost) == RLG_OK)
 		return RLG_OK;
 	dd->flaw = RLG_FLAW_COST;
-	dd->flaw_about = rt->cost_header;
+	/* only a route's cost header can be unreadable */
+	dd->flaw_about = rt != NULL ? rt->cost_header : NULL;
 	return RLG_EINVAL;
 }
 
