@@ -4,7 +4,7 @@
  * the outcome and what the answer shows (responder and Authorizer),
  * routes and methods, refused requests, dry run, the bound on new keys,
  * on_error, the rejection cache's repeats, and the log lines each writes
- * (captured from stderr).
+ * (captured from stderr), paced (pacer.c).
  */
 #include <stdarg.h>
 #include <stdbool.h>
