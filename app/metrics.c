@@ -482,15 +482,12 @@ rlg_metrics_npolicies(const struct rlg_config *cfg)
 	return 2 * cfg->npolicies;
 }
 
-/* A configured policy's index is its place (rlg_metrics_policy): found
- * without a search, as it is on every request. */
 size_t
-rlg_metrics_index(const struct rlg_config *cfg, const struct rlg_policy *p)
+rlg_metrics_bound_index(const struct rlg_config *cfg,
+    const struct rlg_policy *p)
 {
 	size_t i, n = rlg_metrics_npolicies(cfg);
 
-	if (p >= cfg->policies && p < cfg->policies + cfg->npolicies)
-		return (size_t)(p - cfg->policies);
 	for (i = cfg->npolicies; i < n; i++)
 		if (rlg_metrics_policy(cfg, i) == p)
 			return i;

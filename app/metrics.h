@@ -130,12 +130,24 @@ const struct rlg_policy *rlg_metrics_policy(const struct rlg_config *cfg,
 /* The indexes rlg_metrics_policy takes for cfg: 2 * npolicies. */
 size_t rlg_metrics_npolicies(const struct rlg_config *cfg);
 
+/* The index of a .new_keys bound of cfg (rlg_metrics_policy's inverse
+ * from npolicies up); RLG_METRICS_POLICIES for none. */
+size_t rlg_metrics_bound_index(const struct rlg_config *cfg,
+    const struct rlg_policy *p);
+
 /*
  * The index of a policy of cfg in the sums (rlg_metrics_policy's
- * inverse); RLG_METRICS_POLICIES for none.
+ * inverse); RLG_METRICS_POLICIES for none. A configured policy's index
+ * is its place there: found without a search, inline, as on every
+ * request.
  */
-size_t rlg_metrics_index(const struct rlg_config *cfg,
-    const struct rlg_policy *p);
+static inline size_t
+rlg_metrics_index(const struct rlg_config *cfg, const struct rlg_policy *p)
+{
+	if (p >= cfg->policies && p < cfg->policies + cfg->npolicies)
+		return (size_t)(p - cfg->policies);
+	return rlg_metrics_bound_index(cfg, p);
+}
 
 /*
  * One more to a counter of a slot, by the slot's thread (its only
