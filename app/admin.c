@@ -20,8 +20,6 @@
 /* Clients shown as closest to their limits. */
 #define ADMIN_CLOSEST 10
 
-static const struct rlg_policy *indexed(const struct rlg_config *cfg,
-    size_t i);
 static void put_metrics_requests(const struct rlg_config *cfg,
     const struct rlg_metrics_sums *m, struct rlg_sb *out);
 static void put_policy_key(const struct rlg_policy *p, struct rlg_sb *out);
@@ -30,6 +28,15 @@ static const struct rlg_policy *policy_named(const struct rlg_config *cfg,
 static void put_closest(const struct rlg_config *cfg,
     const struct rlg_store_survey *sv, int64_t now_ms, struct rlg_sb *out);
 static int closest_cmp(const void *a, const void *b);
+static void put_status_policies(const struct rlg_config *cfg,
+    const struct rlg_metrics_sums *m, const struct rlg_store_survey *sv,
+    struct rlg_sb *out);
+static void put_status_routes(const struct rlg_config *cfg,
+    struct rlg_sb *out);
+static void put_metrics_responses(const struct rlg_metrics_sums *m,
+    struct rlg_sb *out);
+static void put_metrics_histogram(const struct rlg_metrics_sums *m,
+    struct rlg_sb *out);
 static bool flushes(const struct rlg_config *cfg);
 static double flush_age_s(const struct rlg_metrics_sums *m);
 
@@ -136,17 +143,6 @@ flush_age_s(const struct rlg_metrics_sums *m)
 	return age > 0 ? (double)age / 1000 : 0;
 }
 
-/* The policy of metrics index i (rlg_metrics_index), or NULL. */
-static const struct rlg_policy *
-indexed(const struct rlg_config *cfg, size_t i)
-{
-	if (cfg->policies == NULL || i >= 2 * cfg->npolicies)
-		return NULL;
-	if (i < cfg->npolicies)
-		return &cfg->policies[i];
-	return cfg->policies[i - cfg->npolicies].new_keys_policy;
-}
-
 static void
 put_metrics_requests(const struct rlg_config *cfg,
     const struct rlg_metrics_sums *m, struct rlg_sb *out)
@@ -157,8 +153,8 @@ put_metrics_requests(const struct rlg_config *cfg,
 	rlg_sb_printf(out, "# HELP rlgate_requests_total Requests a policy"
 	    " decided, by its decision (each policy of a request's route"
 	    " counts it once).\n# TYPE rlgate_requests_total counter\n");
-	for (i = 0; i < 2 * cfg->npolicies; i++) {
-		if ((p = indexed(cfg, i)) == NULL)
+	for (i = 0; i < rlg_metrics_npolicies(cfg); i++) {
+		if ((p = rlg_metrics_policy(cfg, i)) == NULL)
 			continue;
 		for (d = 0; d < RLG_MD_N; d++)
 			rlg_sb_printf(out, "rlgate_requests_total{policy=\"%s\","
@@ -169,40 +165,76 @@ put_metrics_requests(const struct rlg_config *cfg,
 	}
 }
 
-void
-rlg_admin_metrics(const struct rlg_config *cfg, struct rlg_store *store,
-    int64_t now_ms, struct rlg_sb *out)
+/* rlgate_responses_total and rlgate_admin_responses_total, by code. */
+static void
+put_metrics_responses(const struct rlg_metrics_sums *m, struct rlg_sb *out)
 {
-	struct rlg_metrics_sums m;
-	struct rlg_store_survey *sv;
-	uint64_t cum = 0;
 	size_t i;
 	int code;
 
-	rlg_metrics_sum(rlg_metrics_map(cfg), &m);
-	put_metrics_requests(cfg, &m, out);
 	rlg_sb_printf(out, "# HELP rlgate_responses_total Answers to requests"
 	    " other than the admin endpoints', by status code.\n"
 	    "# TYPE rlgate_responses_total counter\n");
 	for (i = 0; i < RLG_METRICS_CODES; i++) {
 		code = rlg_metrics_code(i);
-		if (code == 0 && m.responses[i] == 0)
+		if (code == 0 && m->responses[i] == 0)
 			continue;
 		rlg_sb_printf(out, "rlgate_responses_total{code=\"%s%.0d\"} %llu\n",
 		    code == 0 ? "other" : "", code,
-		    (unsigned long long)m.responses[i]);
+		    (unsigned long long)m->responses[i]);
 	}
 	rlg_sb_printf(out, "# HELP rlgate_admin_responses_total Answers of the"
 	    " admin endpoints, by status code.\n"
 	    "# TYPE rlgate_admin_responses_total counter\n");
 	for (i = 0; i < RLG_METRICS_CODES; i++) {
 		code = rlg_metrics_code(i);
-		if (m.admin_responses[i] == 0 && code != 200)
+		if (m->admin_responses[i] == 0 && code != 200)
 			continue;
 		rlg_sb_printf(out, "rlgate_admin_responses_total{code=\"%s%.0d\"}"
 		    " %llu\n", code == 0 ? "other" : "", code,
-		    (unsigned long long)m.admin_responses[i]);
+		    (unsigned long long)m->admin_responses[i]);
 	}
+}
+
+/* rlgate_decision_duration_seconds: the timed steps' histogram. */
+static void
+put_metrics_histogram(const struct rlg_metrics_sums *m, struct rlg_sb *out)
+{
+	uint64_t cum = 0;
+	size_t i;
+
+	rlg_sb_printf(out, "# HELP rlgate_decision_duration_seconds Time of the"
+	    " store's step for one request (one step in %d timed).\n"
+	    "# TYPE rlgate_decision_duration_seconds histogram\n",
+	    RLG_METRICS_SAMPLE);
+	for (i = 0; i < RLG_METRICS_BUCKETS; i++) {
+		cum += m->buckets[i];
+		if (i + 1 < RLG_METRICS_BUCKETS)
+			rlg_sb_printf(out, "rlgate_decision_duration_seconds_"
+			    "bucket{le=\"%g\"} %llu\n",
+			    (double)rlg_metrics_bucket_ns(i) / 1e9,
+			    (unsigned long long)cum);
+		else
+			rlg_sb_printf(out, "rlgate_decision_duration_seconds_"
+			    "bucket{le=\"+Inf\"} %llu\n",
+			    (unsigned long long)cum);
+	}
+	rlg_sb_printf(out, "rlgate_decision_duration_seconds_sum %.9f\n"
+	    "rlgate_decision_duration_seconds_count %llu\n",
+	    (double)m->step_ns / 1e9, (unsigned long long)m->steps);
+}
+
+void
+rlg_admin_metrics(const struct rlg_config *cfg, struct rlg_store *store,
+    int64_t now_ms, struct rlg_sb *out)
+{
+	struct rlg_metrics_sums m;
+	struct rlg_store_survey *sv;
+	size_t i;
+
+	rlg_metrics_sum(rlg_metrics_map(cfg), &m);
+	put_metrics_requests(cfg, &m, out);
+	put_metrics_responses(&m, out);
 	rlg_sb_printf(out, "# HELP rlgate_store_errors_total Store steps that"
 	    " failed (answered as on_error says).\n"
 	    "# TYPE rlgate_store_errors_total counter\n"
@@ -221,25 +253,7 @@ rlg_admin_metrics(const struct rlg_config *cfg, struct rlg_store *store,
 		rlg_sb_printf(out, "rlgate_unguarded_total{role=\"%s\"} %llu\n",
 		    rlg_metrics_guard_name(i),
 		    (unsigned long long)m.unguarded[i]);
-	rlg_sb_printf(out, "# HELP rlgate_decision_duration_seconds Time of the"
-	    " store's step for one request (one step in %d timed).\n"
-	    "# TYPE rlgate_decision_duration_seconds histogram\n",
-	    RLG_METRICS_SAMPLE);
-	for (i = 0; i < RLG_METRICS_BUCKETS; i++) {
-		cum += m.buckets[i];
-		if (i + 1 < RLG_METRICS_BUCKETS)
-			rlg_sb_printf(out, "rlgate_decision_duration_seconds_"
-			    "bucket{le=\"%g\"} %llu\n",
-			    (double)rlg_metrics_bucket_ns(i) / 1e9,
-			    (unsigned long long)cum);
-		else
-			rlg_sb_printf(out, "rlgate_decision_duration_seconds_"
-			    "bucket{le=\"+Inf\"} %llu\n",
-			    (unsigned long long)cum);
-	}
-	rlg_sb_printf(out, "rlgate_decision_duration_seconds_sum %.9f\n"
-	    "rlgate_decision_duration_seconds_count %llu\n",
-	    (double)m.step_ns / 1e9, (unsigned long long)m.steps);
+	put_metrics_histogram(&m, out);
 	sv = rlg_xmalloc(sizeof *sv);
 	if (rlg_store_survey(store, now_ms, false, sv) == RLG_OK) {
 		rlg_sb_printf(out, "# HELP rlgate_clients Clients a policy holds"
@@ -392,14 +406,89 @@ put_closest(const struct rlg_config *cfg, const struct rlg_store_survey *sv,
 	free(c);
 }
 
+/*
+ * The status JSON's "policies" items: each policy the counters count
+ * (rlg_metrics_policy), its settings, m's counts by decision, and the
+ * clients survey sv holds for it (sv NULL: not surveyed, "clients":
+ * null).
+ */
+static void
+put_status_policies(const struct rlg_config *cfg,
+    const struct rlg_metrics_sums *m, const struct rlg_store_survey *sv,
+    struct rlg_sb *out)
+{
+	const struct rlg_policy *p;
+	bool surveyed = sv != NULL;
+	size_t i, j;
+
+	for (i = 0, j = 0; i < rlg_metrics_npolicies(cfg); i++) {
+		size_t k, d;
+		int64_t clients = -1;
+
+		if ((p = rlg_metrics_policy(cfg, i)) == NULL)
+			continue;
+		for (k = 0; surveyed && k < sv->npolicies; k++)
+			if (strcmp(sv->policies[k].name, p->name) == 0)
+				clients = sv->policies[k].clients;
+		if (surveyed && clients < 0)
+			clients = 0;
+		rlg_sb_printf(out, "%s{\"name\":", j++ > 0 ? "," : "");
+		rlg_sb_json(out, p->name);
+		rlg_sb_printf(out, ",\"algorithm\":\"%s\",\"limit\":%lld,"
+		    "\"window_s\":%lld,\"burst\":%lld,\"mode\":\"%s\","
+		    "\"key\":", rlg_algorithm_name(p->lim.algorithm),
+		    (long long)p->lim.limit, (long long)(p->lim.window_ms / 1000),
+		    (long long)p->lim.burst,
+		    p->mode == RLG_MODE_DRY_RUN ? "dry_run" : "enforce");
+		put_policy_key(p, out);
+		rlg_sb_printf(out, ",\"requests\":{");
+		for (d = 0; d < RLG_MD_N; d++)
+			rlg_sb_printf(out, "%s\"%s\":%llu", d > 0 ? "," : "",
+			    rlg_metrics_decision_name(
+			    (enum rlg_metric_decision)d),
+			    (unsigned long long)m->requests[i][d]);
+		if (clients < 0)
+			rlg_sb_printf(out, "},\"clients\":null}");
+		else
+			rlg_sb_printf(out, "},\"clients\":%lld}",
+			    (long long)clients);
+	}
+}
+
+/* The status JSON's "routes" items: each [route] as configured. */
+static void
+put_status_routes(const struct rlg_config *cfg, struct rlg_sb *out)
+{
+	const struct rlg_route *rt;
+	size_t i, j;
+
+	for (i = 0; i < cfg->nroutes; i++) {
+		rt = &cfg->routes[i];
+		rlg_sb_printf(out, "%s{\"name\":", i > 0 ? "," : "");
+		rlg_sb_json(out, rt->name);
+		rlg_sb_printf(out, ",\"path\":");
+		rlg_sb_json(out, rt->path);
+		rlg_sb_printf(out, ",\"prefix\":%s,\"methods\":[",
+		    rt->prefix ? "true" : "false");
+		for (j = 0; j < rt->nmethods; j++) {
+			rlg_sb_printf(out, "%s", j > 0 ? "," : "");
+			rlg_sb_json(out, rt->methods[j]);
+		}
+		rlg_sb_printf(out, "],\"policies\":[");
+		for (j = 0; j < rt->npolicies; j++) {
+			rlg_sb_printf(out, "%s", j > 0 ? "," : "");
+			rlg_sb_json(out, cfg->policies[rt->policies[j]].name);
+		}
+		rlg_sb_printf(out, "]}");
+	}
+}
+
 void
 rlg_admin_status(const struct rlg_config *cfg, struct rlg_store *store,
     int64_t now_ms, struct rlg_sb *out)
 {
 	struct rlg_metrics_sums m;
 	struct rlg_store_survey *sv = rlg_xmalloc(sizeof *sv);
-	const struct rlg_policy *p;
-	const struct rlg_route *rt;
 	char where[512];
 	bool healthy, surveyed;
 	size_t i, j;
@@ -445,38 +534,7 @@ rlg_admin_status(const struct rlg_config *cfg, struct rlg_store *store,
 	    (unsigned long long)m.store_errors,
 	    (unsigned long long)m.cache_hits);
 	surveyed = rlg_store_survey(store, now_ms, true, sv) == RLG_OK;
-	for (i = 0, j = 0; i < 2 * cfg->npolicies; i++) {
-		size_t k, d;
-		int64_t clients = -1;
-
-		if ((p = indexed(cfg, i)) == NULL)
-			continue;
-		for (k = 0; surveyed && k < sv->npolicies; k++)
-			if (strcmp(sv->policies[k].name, p->name) == 0)
-				clients = sv->policies[k].clients;
-		if (surveyed && clients < 0)
-			clients = 0;
-		rlg_sb_printf(out, "%s{\"name\":", j++ > 0 ? "," : "");
-		rlg_sb_json(out, p->name);
-		rlg_sb_printf(out, ",\"algorithm\":\"%s\",\"limit\":%lld,"
-		    "\"window_s\":%lld,\"burst\":%lld,\"mode\":\"%s\","
-		    "\"key\":", rlg_algorithm_name(p->lim.algorithm),
-		    (long long)p->lim.limit, (long long)(p->lim.window_ms / 1000),
-		    (long long)p->lim.burst,
-		    p->mode == RLG_MODE_DRY_RUN ? "dry_run" : "enforce");
-		put_policy_key(p, out);
-		rlg_sb_printf(out, ",\"requests\":{");
-		for (d = 0; d < RLG_MD_N; d++)
-			rlg_sb_printf(out, "%s\"%s\":%llu", d > 0 ? "," : "",
-			    rlg_metrics_decision_name(
-			    (enum rlg_metric_decision)d),
-			    (unsigned long long)m.requests[i][d]);
-		if (clients < 0)
-			rlg_sb_printf(out, "},\"clients\":null}");
-		else
-			rlg_sb_printf(out, "},\"clients\":%lld}",
-			    (long long)clients);
-	}
+	put_status_policies(cfg, &m, surveyed ? sv : NULL, out);
 	rlg_sb_printf(out, "],");
 	if (surveyed)
 		put_closest(cfg, sv, now_ms, out);
@@ -484,25 +542,7 @@ rlg_admin_status(const struct rlg_config *cfg, struct rlg_store *store,
 		rlg_sb_printf(out, "\"closest\":[],");
 	rlg_sb_printf(out, "\"closest_sampled\":%s,\"routes\":[",
 	    surveyed && sv->sampled ? "true" : "false");
-	for (i = 0; i < cfg->nroutes; i++) {
-		rt = &cfg->routes[i];
-		rlg_sb_printf(out, "%s{\"name\":", i > 0 ? "," : "");
-		rlg_sb_json(out, rt->name);
-		rlg_sb_printf(out, ",\"path\":");
-		rlg_sb_json(out, rt->path);
-		rlg_sb_printf(out, ",\"prefix\":%s,\"methods\":[",
-		    rt->prefix ? "true" : "false");
-		for (j = 0; j < rt->nmethods; j++) {
-			rlg_sb_printf(out, "%s", j > 0 ? "," : "");
-			rlg_sb_json(out, rt->methods[j]);
-		}
-		rlg_sb_printf(out, "],\"policies\":[");
-		for (j = 0; j < rt->npolicies; j++) {
-			rlg_sb_printf(out, "%s", j > 0 ? "," : "");
-			rlg_sb_json(out, cfg->policies[rt->policies[j]].name);
-		}
-		rlg_sb_printf(out, "]}");
-	}
+	put_status_routes(cfg, out);
 	rlg_sb_printf(out, "],\"config\":{\"source\":");
 	if (cfg->source != NULL)
 		rlg_sb_json(out, cfg->source);

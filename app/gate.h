@@ -3,9 +3,10 @@
  * FastCGI or CGI) and the store. From the request's parameters it reads
  * the request (request.c), refuses what it cannot key or route safely,
  * picks the route and its policies, derives each policy's key, runs the
- * store's one atomic step, applies on_error, chooses the answer and says
- * what to log. It knows nothing of FastCGI, SQL or header syntax: the
- * answer it builds is written by response.c.
+ * store's one atomic step, applies on_error and chooses the answer: a
+ * verdict (verdict.h), which its observers then count (metrics.c) and
+ * log (gate_log.c). It knows nothing of FastCGI, SQL or header syntax:
+ * the answer it builds is written by response.c.
  */
 #ifndef RLG_GATE_H
 #define RLG_GATE_H
@@ -14,32 +15,26 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "gate_log.h"
 #include "metrics.h"
 #include "overrides.h"
 #include "request.h"
 #include "response.h"
 #include "store.h"
 #include "tier.h"
-
-/* Items of one step: a policy each, and a charge for a new key after each
- * policy keyed by a header (new_keys_per_ip). */
-#define RLG_GATE_ITEMS_MAX (2 * RLG_POLICIES_MAX)
+#include "verdict.h"
 
 /* The resource endpoint of the responder role. */
 #define RLG_RESOURCE_PATH "/api/v1/resources"
 
 /* How often a gate prunes expired states, between requests. */
 #define RLG_PRUNE_INTERVAL_MS 10000
-/* Store errors, refused clients and refused requests are logged once, then
- * at most once per this interval. */
-#define RLG_ERROR_LOG_INTERVAL_MS 10000
 
 /*
- * One worker thread's gate: its store connection and the pacing of its
- * log lines. Owned by the thread; not shared.
+ * One worker thread's gate: its store connection, its slot of the
+ * counters and the pacing of its log lines. Owned by the thread; not
+ * shared.
  */
-/* Rejections a worker thread remembers having logged. */
-#define RLG_GATE_SEEN 64
 
 struct rlg_gate {
 	const struct rlg_config *cfg;      /* borrowed, outlives the gate */
@@ -50,22 +45,7 @@ struct rlg_gate {
 	uint32_t steps;                    /* store steps: one in
 	                                      RLG_METRICS_SAMPLE is timed */
 	int64_t next_prune_ms;
-	int64_t store_failing_since_ms;    /* 0 while the store works */
-	int64_t next_error_log_ms;
-	long suppressed_errors;
-	int64_t next_full_log_ms;          /* max_clients reached */
-	long suppressed_full;
-	int64_t next_flaw_log_ms;          /* refused requests */
-	long suppressed_flaws;
-	/*
-	 * The rejections this thread logged lately, one per slot (by a hash
-	 * of client, route and policies): a repeat before its Retry-After is
-	 * logged at level info only (gate.c, repeat_rejection).
-	 */
-	struct rlg_gate_seen {
-		uint64_t hash;
-		int64_t until_ms;
-	} seen[RLG_GATE_SEEN];
+	struct rlg_gate_log log;           /* its lines' pacing (gate_log.h) */
 	/*
 	 * Tiers (tier.h): the config's, and the overrides the store holds,
 	 * which the process's reader thread reads when they change and

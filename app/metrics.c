@@ -190,20 +190,17 @@ mx_map(int fd, const char *path)
 	return 0;
 }
 
-/* The name of the config's policy index i (its .new_keys bound past
- * npolicies), or NULL when there is none. */
+/* The name of the config's policy index i (rlg_metrics_policy), or
+ * NULL when there is none. */
 static const char *
 mx_config_name(const struct rlg_config *cfg, size_t i, char *buf,
     size_t size)
 {
-	const struct rlg_policy *p;
+	const struct rlg_policy *p = rlg_metrics_policy(cfg, i);
 
-	if (i < cfg->npolicies)
-		return cfg->policies[i].name;
-	p = &cfg->policies[i - cfg->npolicies];
-	if (p->new_keys_policy == NULL)
+	if (p == NULL)
 		return NULL;
-	snprintf(buf, size, "%s", p->new_keys_policy->name);
+	snprintf(buf, size, "%s", p->name);
 	return buf;
 }
 
@@ -231,7 +228,7 @@ mx_names(int fd, const struct rlg_config *cfg, int *idx)
 	n = __atomic_load_n(&h->npolicies, __ATOMIC_ACQUIRE);
 	if (n > RLG_METRICS_POLICIES)
 		n = RLG_METRICS_POLICIES;
-	for (i = 0; i < 2 * cfg->npolicies; i++) {
+	for (i = 0; i < rlg_metrics_npolicies(cfg); i++) {
 		if ((name = mx_config_name(cfg, i, buf, sizeof buf)) == NULL)
 			continue;
 		for (j = 0; j < n && strncmp(h->names[j], name,
@@ -469,16 +466,31 @@ rlg_metrics_release(struct rlg_metrics_slot *s)
 		__atomic_store_n(&s->owner, 0, __ATOMIC_RELEASE);
 }
 
-size_t
-rlg_metrics_index(const struct rlg_config *cfg, const struct rlg_policy *p)
+const struct rlg_policy *
+rlg_metrics_policy(const struct rlg_config *cfg, size_t i)
 {
-	size_t i;
+	if (cfg->policies == NULL || i >= rlg_metrics_npolicies(cfg))
+		return NULL;
+	if (i < cfg->npolicies)
+		return &cfg->policies[i];
+	return cfg->policies[i - cfg->npolicies].new_keys_policy;
+}
 
-	if (p >= cfg->policies && p < cfg->policies + cfg->npolicies)
-		return (size_t)(p - cfg->policies);
-	for (i = 0; i < cfg->npolicies; i++)
-		if (cfg->policies[i].new_keys_policy == p)
-			return cfg->npolicies + i;
+size_t
+rlg_metrics_npolicies(const struct rlg_config *cfg)
+{
+	return 2 * cfg->npolicies;
+}
+
+size_t
+rlg_metrics_bound_index(const struct rlg_config *cfg,
+    const struct rlg_policy *p)
+{
+	size_t i, n = rlg_metrics_npolicies(cfg);
+
+	for (i = cfg->npolicies; i < n; i++)
+		if (rlg_metrics_policy(cfg, i) == p)
+			return i;
 	return RLG_METRICS_POLICIES;
 }
 
@@ -571,6 +583,44 @@ rlg_metrics_step_time(struct rlg_metrics_slot *s, int64_t ns)
 	rlg_metrics_add(&s->steps, 1);
 }
 
+/* What an item came to, as counted (a skipped charge is not). */
+static const enum rlg_metric_decision mx_outcome[] = {
+	[RLG_ITEM_ADMITTED] = RLG_MD_ADMITTED,
+	[RLG_ITEM_REJECTED] = RLG_MD_REJECTED,
+	[RLG_ITEM_DRY_RUN_REJECTED] = RLG_MD_DRY_RUN_REJECTED,
+	[RLG_ITEM_EXEMPT] = RLG_MD_EXEMPT,
+};
+
+void
+rlg_metrics_verdict(struct rlg_metrics_slot *s,
+    const struct rlg_metrics_map *m, const struct rlg_decided *dd)
+{
+	const struct rlg_verdict_items *gi = &dd->gi;
+	size_t i;
+
+	if (s == NULL || dd->flaw != RLG_FLAW_NONE)
+		return;
+	if (dd->unguarded)
+		rlg_metrics_unguarded(s, dd->req->role);
+	for (i = 0; i < gi->nexempt; i++)
+		rlg_metrics_decision(s, m, gi->exempt[i], RLG_MD_EXEMPT);
+	if (dd->step_ns >= 0)
+		rlg_metrics_step_time(s, dd->step_ns);
+	if (dd->store == RLG_STORE_SAID_FULL ||
+	    dd->store == RLG_STORE_SAID_FAILED) {
+		rlg_metrics_store_error(s);
+		return;
+	}
+	if (dd->store != RLG_STORE_SAID_OK)
+		return;
+	if (dd->cached)
+		rlg_metrics_cache_hit(s);
+	for (i = 0; i < gi->n; i++)
+		if (gi->outcome[i] != RLG_ITEM_SKIPPED)
+			rlg_metrics_decision(s, m, gi->base[i],
+			    mx_outcome[gi->outcome[i]]);
+}
+
 int64_t
 rlg_metrics_bucket_ns(size_t i)
 {
@@ -608,7 +658,7 @@ rlg_metrics_sum(const struct rlg_metrics_map *map,
 	n = mx.nslots;
 	for (i = 0; i < n; i++) {
 		s = &mx.slots[i];
-		for (p = 0; p < 2 * map->cfg->npolicies; p++) {
+		for (p = 0; p < rlg_metrics_npolicies(map->cfg); p++) {
 			if ((f = map->idx[p]) < 0)
 				continue;
 			for (d = 0; d < RLG_MD_N; d++)

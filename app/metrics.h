@@ -26,6 +26,7 @@
 
 #include "config.h"
 #include "response.h"
+#include "verdict.h"
 
 /* What a policy decided for one request (rlgate_requests_total). */
 enum rlg_metric_decision {
@@ -119,11 +120,34 @@ struct rlg_metrics_slot *rlg_metrics_claim(void);
 void rlg_metrics_release(struct rlg_metrics_slot *s);
 
 /*
- * The index of a policy of cfg in the sums: i for cfg->policies[i],
- * npolicies + i for its .new_keys bound; RLG_METRICS_POLICIES for none.
+ * The policies of cfg the counters count, by index: cfg->policies[i]
+ * for i < npolicies, the .new_keys bound of cfg->policies[i - npolicies]
+ * from npolicies up (NULL where that policy has none); NULL from
+ * rlg_metrics_npolicies(cfg) on. The one place this order is known.
  */
-size_t rlg_metrics_index(const struct rlg_config *cfg,
+const struct rlg_policy *rlg_metrics_policy(const struct rlg_config *cfg,
+    size_t i);
+/* The indexes rlg_metrics_policy takes for cfg: 2 * npolicies. */
+size_t rlg_metrics_npolicies(const struct rlg_config *cfg);
+
+/* The index of a .new_keys bound of cfg (rlg_metrics_policy's inverse
+ * from npolicies up); RLG_METRICS_POLICIES for none. */
+size_t rlg_metrics_bound_index(const struct rlg_config *cfg,
     const struct rlg_policy *p);
+
+/*
+ * The index of a policy of cfg in the sums (rlg_metrics_policy's
+ * inverse); RLG_METRICS_POLICIES for none. A configured policy's index
+ * is its place there: found without a search, inline, as on every
+ * request.
+ */
+static inline size_t
+rlg_metrics_index(const struct rlg_config *cfg, const struct rlg_policy *p)
+{
+	if (p >= cfg->policies && p < cfg->policies + cfg->npolicies)
+		return (size_t)(p - cfg->policies);
+	return rlg_metrics_bound_index(cfg, p);
+}
 
 /*
  * One more to a counter of a slot, by the slot's thread (its only
@@ -147,15 +171,12 @@ rlg_metrics_decision(struct rlg_metrics_slot *s,
     const struct rlg_metrics_map *m, const struct rlg_policy *policy,
     enum rlg_metric_decision d)
 {
-	const struct rlg_config *cfg;
 	size_t i;
 	int f;
 
 	if (s == NULL || m == NULL)
 		return;
-	cfg = m->cfg;
-	i = policy >= cfg->policies && policy < cfg->policies + cfg->npolicies ?
-	    (size_t)(policy - cfg->policies) : rlg_metrics_index(cfg, policy);
+	i = rlg_metrics_index(m->cfg, policy);
 	if (i < RLG_METRICS_POLICIES && (f = m->idx[i]) >= 0)
 		rlg_metrics_add(&s->requests[f][d], 1);
 }
@@ -188,6 +209,17 @@ const char *rlg_metrics_guard_name(size_t i);
 void rlg_metrics_flush(bool ok);
 /* One (timed) store step of ns nanoseconds. */
 void rlg_metrics_step_time(struct rlg_metrics_slot *s, int64_t ns);
+
+/*
+ * The gate's verdict dd counted in slot s (an observer: gate.c calls it
+ * after the decision), policies by m (dd's config's map): each item by
+ * what it came to (a skipped charge not at all), the policies the client
+ * is exempt from, an unguarded request by role, the store's error or
+ * its rejection cache's hit, the step's time when timed. A refused
+ * request (a flaw) counts nothing here. A NULL slot counts nothing.
+ */
+void rlg_metrics_verdict(struct rlg_metrics_slot *s,
+    const struct rlg_metrics_map *m, const struct rlg_decided *dd);
 
 /* The host's sums, for the endpoints. */
 struct rlg_metrics_sums {

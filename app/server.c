@@ -37,6 +37,7 @@
 
 #include "gate.h"
 #include "metrics.h"
+#include "pacer.h"
 #include "server.h"
 #include "util.h"
 
@@ -64,8 +65,7 @@ static void *watch_thread(void *arg);
 static void deadline_passed(struct thread_arg *t, const char *wait);
 static void peer_name(const struct sockaddr_storage *sa, char *buf,
     size_t size);
-struct pacer;
-static long pace(struct pacer *p);
+static long pace(struct rlg_pacer *p);
 
 static int
 fcgx_write(void *ctx, const char *buf, size_t len)
@@ -142,16 +142,12 @@ static int log_level = RLG_LOG_WARN;
 
 /*
  * One log line at once, then at most one per RLG_ERROR_LOG_INTERVAL_MS
- * saying how many more came in between: a flood costs no disk.
+ * saying how many more came in between: a flood costs no disk (pacer.h;
+ * every thread's, by the monotonic clock).
  */
-struct pacer {
-	pthread_mutex_t mu;
-	int64_t next_ms;        /* rlg_mono_ns() / 1000000 */
-	long suppressed;
-};
-static struct pacer deadline_pacer = { .mu = PTHREAD_MUTEX_INITIALIZER };
-static struct pacer refused_pacer = { .mu = PTHREAD_MUTEX_INITIALIZER };
-static struct pacer accept_pacer = { .mu = PTHREAD_MUTEX_INITIALIZER };
+static struct rlg_pacer deadline_pacer;
+static struct rlg_pacer refused_pacer;
+static struct rlg_pacer accept_pacer;
 
 /*
  * FCGI_WEB_SERVER_ADDRS, as libfcgi reads it: the addresses (commas
@@ -330,24 +326,13 @@ watch_thread(void *arg)
 
 /*
  * The number of lines p held back since its last one, or -1 to hold
- * this one back too.
+ * this one back too (rlg_pacer_take, now by the monotonic clock).
  */
 static long
-pace(struct pacer *p)
+pace(struct rlg_pacer *p)
 {
-	int64_t now_ms = rlg_mono_ns() / 1000000;
-	long n = -1;
-
-	pthread_mutex_lock(&p->mu);
-	if (now_ms >= p->next_ms) {
-		n = p->suppressed;
-		p->suppressed = 0;
-		p->next_ms = now_ms + RLG_ERROR_LOG_INTERVAL_MS;
-	} else {
-		p->suppressed++;
-	}
-	pthread_mutex_unlock(&p->mu);
-	return n;
+	return rlg_pacer_take(p, rlg_mono_ns() / 1000000,
+	    RLG_ERROR_LOG_INTERVAL_MS);
 }
 
 /* The web server's address as the log says it: "127.0.0.1", "unix". */

@@ -483,6 +483,50 @@ START_TEST(test_metrics_exact)
 }
 END_TEST
 
+/*
+ * The bound on new keys counts under its own name (k.new_keys), after
+ * the policies, in the one order rlg_metrics_policy knows: a charge that
+ * applied as admitted or rejected, one skipped (its key not new) not at
+ * all.
+ */
+START_TEST(test_metrics_new_keys)
+{
+	const struct rlg_policy *nk;
+	char key[32];
+	int i;
+
+	load("commit = each\n[client]\nkey_secret = 0123456789abcdef0123\n"
+	    "[policy k]\nkey = ip, header:X-Api-Key\nlimit = 50\n"
+	    "new_keys_per_ip = 2\n");
+	nk = cfg->policies[0].new_keys_policy;
+	ck_assert_ptr_nonnull(nk);
+	ck_assert_uint_eq(rlg_metrics_npolicies(cfg), 2);
+	ck_assert_ptr_eq(rlg_metrics_policy(cfg, 0), &cfg->policies[0]);
+	ck_assert_ptr_eq(rlg_metrics_policy(cfg, 1), nk);
+	ck_assert_ptr_null(rlg_metrics_policy(cfg, 2));
+	ck_assert_uint_eq(rlg_metrics_index(cfg, &cfg->policies[0]), 0);
+	ck_assert_uint_eq(rlg_metrics_index(cfg, nk), 1);
+	rlg_gate_init(&gate, cfg);
+	/* key-0 new, key-0 held, key-1 new, key-2 refused, key-0 held */
+	for (i = 0; i < 5; i++) {
+		snprintf(key, sizeof key, "HTTP_X_API_KEY=key-%d",
+		    i == 2 ? 1 : i == 3 ? 2 : 0);
+		handle(T1, GET, RES, LOOP, key, NULL);
+		ck_assert(strncmp(answer, i == 3 ? "Status: 429" :
+		    "Status: 200", 11) == 0);
+	}
+	handle(T1, GET, MET, LOOP, NULL);
+	ck_assert_int_eq(metric(REQS "{policy=\"k\",decision=\"admitted\"}"),
+	    5);
+	ck_assert_int_eq(metric(REQS "{policy=\"k.new_keys\",decision="
+	    "\"admitted\"}"), 2);
+	ck_assert_int_eq(metric(REQS "{policy=\"k.new_keys\",decision="
+	    "\"rejected\"}"), 1);
+	rlg_gate_fini(&gate);
+	unload();
+}
+END_TEST
+
 /* Health and status while the store works, and while it cannot. */
 START_TEST(test_health)
 {
@@ -756,6 +800,7 @@ rlg_admin_suite(void)
 	tcase_add_test(tc, test_match);
 	tcase_add_test(tc, test_config);
 	tcase_add_test(tc, test_metrics_exact);
+	tcase_add_test(tc, test_metrics_new_keys);
 	tcase_add_test(tc, test_health);
 	tcase_add_test(tc, test_planted_scoreboard);
 	tcase_add_test(tc, test_scoreboard_hostile);

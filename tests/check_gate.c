@@ -4,7 +4,7 @@
  * the outcome and what the answer shows (responder and Authorizer),
  * routes and methods, refused requests, dry run, the bound on new keys,
  * on_error, the rejection cache's repeats, and the log lines each writes
- * (captured from stderr).
+ * (captured from stderr), paced (pacer.c).
  */
 #include <stdarg.h>
 #include <stdbool.h>
@@ -1296,6 +1296,26 @@ START_TEST(test_unguarded)
 }
 END_TEST
 
+/*
+ * The pacer of the log lines (pacer.h): a line at once, then none until
+ * the interval has passed, and that one says how many were held back; a
+ * restart (a line written outside it) starts an interval afresh.
+ */
+START_TEST(test_pacer)
+{
+	struct rlg_pacer p = { 0, 0 };
+
+	ck_assert_int_eq(rlg_pacer_take(&p, T1, 1000), 0);
+	ck_assert_int_eq(rlg_pacer_take(&p, T1 + 1, 1000), -1);
+	ck_assert_int_eq(rlg_pacer_take(&p, T1 + 999, 1000), -1);
+	ck_assert_int_eq(rlg_pacer_take(&p, T1 + 1000, 1000), 2);
+	ck_assert_int_eq(rlg_pacer_take(&p, T1 + 1500, 1000), -1);
+	rlg_pacer_restart(&p, T1 + 1600, 1000);
+	ck_assert_int_eq(rlg_pacer_take(&p, T1 + 2599, 1000), -1);
+	ck_assert_int_eq(rlg_pacer_take(&p, T1 + 2600, 1000), 1);
+}
+END_TEST
+
 Suite *
 rlg_gate_suite(void)
 {
@@ -1325,5 +1345,6 @@ rlg_gate_suite(void)
 	tcase_add_test(tc, test_cached_repeats);
 	tcase_add_test(tc, test_table_repeats);
 	tcase_add_test(tc, test_unguarded);
+	tcase_add_test(tc, test_pacer);
 	return s;
 }
