@@ -3,16 +3,18 @@
  *
  * FastCGI: libfcgi's reentrant API on the socket a spawner (spawn-fcgi, or
  * the web server) left on fd 0; N threads per process, each with its own
- * gate (gate.c: its store connection), each looping accept_conn ->
- * FCGX_Accept_r -> rlg_gate_handle -> FCGX_Finish_r -> rlg_gate_idle,
- * every wait for the web server under a read deadline (watch_thread);
- * on a unix socket a Responder request without a body is closed without
- * libfcgi's wait (close_at_once). CGI: one request
- * from environ to stdout, through the same gate. What to answer is the
- * gate's; this file only moves bytes and owns the threads and signals,
- * and the configuration they serve with: a reload (SIGHUP) makes a new
- * generation of it, which each thread takes up before its next request
- * (the last thread to leave one frees it).
+ * gate (gate.c: its store connection), each looping next_request
+ * (accept_conn, FCGX_Accept_r) -> serve -> finish_request (FCGX_Finish_r)
+ * -> rlg_gate_idle, every wait for the web server under a read deadline
+ * (watch_thread); on a unix socket a Responder request without a body is
+ * closed without libfcgi's wait (close_at_once). CGI: one request from
+ * environ to stdout, through the same gate. Both are CGI-shaped fronts:
+ * their params reach the gate through front_cgi.c's adapter and its
+ * answer leaves as CGI text through front_cgi.c's renderer. What to
+ * answer is the gate's; this file only moves bytes and owns the threads
+ * and signals, and the configuration they serve with: a reload (SIGHUP)
+ * makes a new generation of it, which each thread takes up before its
+ * next request (the last thread to leave one frees it).
  * Only this file includes fcgiapp.h.
  */
 #include <arpa/inet.h>
@@ -35,6 +37,7 @@
 #include <fastcgi.h>
 #include <fcgiapp.h>
 
+#include "front_cgi.h"
 #include "gate.h"
 #include "metrics.h"
 #include "server.h"
@@ -45,6 +48,7 @@ extern char **environ;
 static int fcgx_write(void *ctx, const char *buf, size_t len);
 static int stdout_write(void *ctx, const char *buf, size_t len);
 static void *fastcgi_thread(void *arg);
+static void serve(struct rlg_gate *g, FCGX_Request *req, int64_t now_ms);
 static void *signal_thread(void *arg);
 static void reload(void);
 static void stop_threads(void);
@@ -55,6 +59,9 @@ static int listens_on_unix_socket(void);
 static int close_at_once(FCGX_Request *req, int unix_socket);
 struct thread_arg;
 static int accept_conn(struct thread_arg *t);
+static int next_request(struct thread_arg *t, FCGX_Request *req);
+static void finish_request(struct thread_arg *t, FCGX_Request *req);
+static void handlers_set(void);
 static bool web_server_ok(const struct sockaddr_storage *sa);
 static void web_servers_read(void);
 static void watch_arm(struct thread_arg *t);
@@ -556,6 +563,97 @@ gen_release(struct generation *g)
 	free(g);
 }
 
+/*
+ * The worker's next request into req: from the web server's kept
+ * connection, else from a connection it accepts (accept_conn), read
+ * under the read deadline. Returns 1 with a request, 0 when there is
+ * none this time (a signal, a stop, a request dropped: the deadline, a
+ * protocol error, the web server's close), -1 when the worker stops
+ * (the socket is no listening socket).
+ */
+static int
+next_request(struct thread_arg *t, FCGX_Request *req)
+{
+	bool kept = req->ipcFd >= 0;    /* the web server's kept connection */
+	int rc, fd;
+
+	if (!kept) {
+		__atomic_store_n(&t->in_accept, 1, __ATOMIC_RELEASE);
+		fd = accept_conn(t);
+		__atomic_store_n(&t->in_accept, 0, __ATOMIC_RELEASE);
+		if (fd == -EINTR)       /* a stop, or another signal */
+			return 0;
+		if (fd < 0) {
+			rlg_log("FastCGI accept failed: %s: stopping"
+			    " this worker", strerror(-fd));
+			return -1;
+		}
+		/* FCGX_Accept_r's first FCGX_Finish_r keeps it open */
+		req->ipcFd = fd;
+		req->keepConnection = 1;
+	}
+	/* a connection dropped unread is closed at once */
+	FCGX_Detach(req);
+	watch_arm(t);
+	rc = FCGX_Accept_r(req);
+	/*
+	 * libfcgi takes a read that fails between two parameters
+	 * for their end (ReadParams): the error stays on the
+	 * stream, and such a request, cut, is dropped here unread.
+	 */
+	if (rc == 0 && FCGX_GetError(req->in) != 0)
+		rc = -1;
+	if (watch_disarm(t) && rc < 0 && !kept)
+		deadline_passed(t, "request");
+	if (rc < 0) {
+		/* dropped: the deadline, a protocol error, the web
+		 * server's close (of a kept connection, say) */
+		if (req->ipcFd >= 0)
+			FCGX_Free(req, 1);
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * After the answer: the rest of the request's input and the web server's
+ * close, under the read deadline (close_at_once skips the close's wait).
+ */
+static void
+finish_request(struct thread_arg *t, FCGX_Request *req)
+{
+	const char *late = NULL;
+
+	watch_arm(t);
+	if (close_at_once(req, t->unix_socket)) {
+		FCGX_Detach(req);       /* its close skips the wait */
+	} else if (watch_fired(t)) {
+		FCGX_Detach(req);       /* the rest never came */
+		req->keepConnection = 0;
+		late = "input";
+	}
+	FCGX_Finish_r(req);
+	if (watch_disarm(t) && late == NULL)
+		late = "close";
+	if (late != NULL)
+		deadline_passed(t, late);
+}
+
+/*
+ * The FastCGI front: one request's params, read through the CGI-shaped
+ * adapter, and its answer, rendered as CGI text on its FCGI_STDOUT.
+ */
+static void
+serve(struct rlg_gate *g, FCGX_Request *req, int64_t now_ms)
+{
+	const struct rlg_out out = { rlg_front_cgi_render, fcgx_write,
+	    req->out };
+	struct rlg_params in;
+
+	rlg_params_envp(&in, req->envp);
+	(void)rlg_gate_handle(g, &in, now_ms, &out);
+}
+
 static void *
 fastcgi_thread(void *arg)
 {
@@ -563,10 +661,8 @@ fastcgi_thread(void *arg)
 	struct generation *gen = gen_take();
 	struct rlg_gate g;
 	FCGX_Request req;
-	const char *late;
 	int64_t now_ms;
-	bool kept;
-	int rc, fd;
+	int rc;
 
 	rlg_gate_init(&g, gen->cfg);
 	/*
@@ -592,42 +688,11 @@ fastcgi_thread(void *arg)
 	for (;;) {
 		if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE))
 			break;
-		kept = req.ipcFd >= 0;  /* the web server's kept connection */
-		if (!kept) {
-			__atomic_store_n(&t->in_accept, 1, __ATOMIC_RELEASE);
-			fd = accept_conn(t);
-			__atomic_store_n(&t->in_accept, 0, __ATOMIC_RELEASE);
-			if (fd == -EINTR)       /* a stop, or another signal */
-				continue;
-			if (fd < 0) {
-				rlg_log("FastCGI accept failed: %s: stopping"
-				    " this worker", strerror(-fd));
-				break;
-			}
-			/* FCGX_Accept_r's first FCGX_Finish_r keeps it open */
-			req.ipcFd = fd;
-			req.keepConnection = 1;
-		}
-		/* a connection dropped unread is closed at once */
-		FCGX_Detach(&req);
-		watch_arm(t);
-		rc = FCGX_Accept_r(&req);
-		/*
-		 * libfcgi takes a read that fails between two parameters
-		 * for their end (ReadParams): the error stays on the
-		 * stream, and such a request, cut, is dropped here unread.
-		 */
-		if (rc == 0 && FCGX_GetError(req.in) != 0)
-			rc = -1;
-		if (watch_disarm(t) && rc < 0 && !kept)
-			deadline_passed(t, "request");
-		if (rc < 0) {
-			/* dropped: the deadline, a protocol error, the web
-			 * server's close (of a kept connection, say) */
-			if (req.ipcFd >= 0)
-				FCGX_Free(&req, 1);
+		rc = next_request(t, &req);
+		if (rc < 0)
+			break;
+		if (rc == 0)
 			continue;
-		}
 		FCGX_Attach(&req);
 		/* a reload since the last request: its configuration first */
 		if (__atomic_load_n(&live.n, __ATOMIC_ACQUIRE) != gen->n) {
@@ -638,21 +703,8 @@ fastcgi_thread(void *arg)
 			gen_release(old);
 		}
 		now_ms = rlg_now_ms();
-		rlg_gate_handle(&g, req.envp, now_ms, fcgx_write, req.out);
-		watch_arm(t);
-		late = NULL;
-		if (close_at_once(&req, t->unix_socket)) {
-			FCGX_Detach(&req);      /* its close skips the wait */
-		} else if (watch_fired(t)) {
-			FCGX_Detach(&req);      /* the rest never came */
-			req.keepConnection = 0;
-			late = "input";
-		}
-		FCGX_Finish_r(&req);
-		if (watch_disarm(t) && late == NULL)
-			late = "close";
-		if (late != NULL)
-			deadline_passed(t, late);
+		serve(&g, &req, now_ms);
+		finish_request(t, &req);
 		rlg_gate_idle(&g, now_ms);      /* a clock read per request */
 	}
 	if (req.ipcFd >= 0)
@@ -808,28 +860,20 @@ reload(void)
 	    cfg->nroutes == 1 ? "" : "s");
 }
 
-int
-rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
-    int nthreads)
+/* The process's signal handlers for FastCGI, before any thread starts. */
+static void
+handlers_set(void)
 {
-	struct thread_arg *threads;
-	struct generation *first;
 	struct sigaction sa;
-	sigset_t hup;
-	pthread_t reloader, watcher;
-	int i, started = 0, rc, unix_socket;
+	sigset_t usr1;
 
-	if (FCGX_Init() != 0) {
-		rlg_log("FCGX_Init failed");
-		return 70;      /* EX_SOFTWARE */
-	}
 	/* A client that hangs up must not kill the worker mid-write. */
 	signal(SIGPIPE, SIG_IGN);
 	/*
 	 * libfcgi catches SIGTERM and only marks a shutdown as pending, which
 	 * threads blocked in accept never see: spawn-fcgi users and service
-	 * managers expect SIGTERM to stop us. signal_thread takes it (below)
-	 * and stops the threads gracefully; SIGUSR2 wakes one from accept,
+	 * managers expect SIGTERM to stop us. signal_thread takes it (started
+	 * by rlg_server_run_fastcgi) and stops the threads gracefully; SIGUSR2 wakes one from accept,
 	 * or from a read past its deadline (watch_thread).
 	 */
 	signal(SIGTERM, SIG_DFL);
@@ -848,9 +892,26 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
 	sa.sa_handler = rlg_log_reopen;
 	sigaction(SIGUSR1, &sa, NULL);
 	/* a supervisor's worker starts with it blocked (supervisor.c) */
-	sigemptyset(&hup);
-	sigaddset(&hup, SIGUSR1);
-	pthread_sigmask(SIG_UNBLOCK, &hup, NULL);
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);
+}
+
+int
+rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
+    int nthreads)
+{
+	struct thread_arg *threads;
+	struct generation *first;
+	sigset_t hup;
+	pthread_t reloader, watcher;
+	int i, started = 0, rc, unix_socket;
+
+	if (FCGX_Init() != 0) {
+		rlg_log("FCGX_Init failed");
+		return 70;      /* EX_SOFTWARE */
+	}
+	handlers_set();
 	/*
 	 * SIGHUP (reload), SIGTERM and SIGINT (stop): blocked here, so in
 	 * every thread started from here on, and taken by signal_thread.
@@ -909,13 +970,17 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
 int
 rlg_server_run_cgi(const struct rlg_config *cfg)
 {
+	const struct rlg_out out = { rlg_front_cgi_render, stdout_write,
+	    stdout };
+	struct rlg_params in;
 	struct rlg_gate g;
 	int rc;
 
 	/* Writing to a Redis connection the server closed must not kill us. */
 	signal(SIGPIPE, SIG_IGN);
 	rlg_gate_init(&g, cfg);
-	rc = rlg_gate_handle(&g, environ, rlg_now_ms(), stdout_write, stdout);
+	rlg_params_envp(&in, environ);
+	rc = rlg_gate_handle(&g, &in, rlg_now_ms(), &out);
 	/*
 	 * The web server waits for a CGI process to exit, so pruning here
 	 * delays the client: do it for about one request in a hundred.

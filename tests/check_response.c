@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "check_rlgate.h"
+#include "front_cgi.h"
 #include "response.h"
 #include "sf_parse.h"
 #include "util.h"
@@ -50,6 +51,8 @@ struct scenario {
 
 static int sink_write(void *ctx, const char *buf, size_t len);
 static int failing_write(void *ctx, const char *buf, size_t len);
+static int send_cgi(const struct rlg_answer *a, rlg_write_fn write,
+    void *ctx);
 static const char *answer(const struct rlg_answer *a);
 static struct rlg_answer draft03(enum rlg_outcome o,
     const struct rlg_decision *d, bool head);
@@ -157,6 +160,15 @@ failing_write(void *ctx, const char *buf, size_t len)
 	return -5;
 }
 
+/* Sends a as the CGI-shaped fronts do, through write/ctx. */
+static int
+send_cgi(const struct rlg_answer *a, rlg_write_fn write, void *ctx)
+{
+	const struct rlg_out out = { rlg_front_cgi_render, write, ctx };
+
+	return rlg_response_send(a, &out);
+}
+
 /* The answer's bytes, written through the writer in exactly one call. */
 static const char *
 answer(const struct rlg_answer *a)
@@ -164,7 +176,7 @@ answer(const struct rlg_answer *a)
 	static struct sink s;
 
 	memset(&s, 0, sizeof s);
-	ck_assert_int_eq(rlg_response_write(a, sink_write, &s), 0);
+	ck_assert_int_eq(send_cgi(a, sink_write, &s), 0);
 	ck_assert_int_eq(s.calls, 1);
 	ck_assert_uint_eq(strlen(s.buf), s.used);
 	return s.buf;
@@ -1261,7 +1273,7 @@ START_TEST(test_small_buffer_and_failing_writer)
 	ck_assert_int_eq(rlg_response_format(&a, small, (size_t)n + 1), n);
 	ck_assert_str_eq(small, full);
 
-	ck_assert_int_eq(rlg_response_write(&a, failing_write, NULL), -5);
+	ck_assert_int_eq(send_cgi(&a, failing_write, NULL), -5);
 	a.outcome = (enum rlg_outcome)99;
 	ck_assert_int_eq(rlg_response_format(&a, small, sizeof small),
 	    RLG_EINVAL);
@@ -1317,10 +1329,10 @@ START_TEST(test_names_escaped)
 	/* CR LF in a name: no header style may send it, nothing is written. */
 	a.n = 2;
 	memset(&s, 0, sizeof s);
-	ck_assert_int_eq(rlg_response_write(&a, sink_write, &s), RLG_EINVAL);
+	ck_assert_int_eq(send_cgi(&a, sink_write, &s), RLG_EINVAL);
 	ck_assert_int_eq(s.calls, 0);
 	a.style = RLG_STYLE_ALL;
-	ck_assert_int_eq(rlg_response_write(&a, sink_write, &s), RLG_EINVAL);
+	ck_assert_int_eq(send_cgi(&a, sink_write, &s), RLG_EINVAL);
 
 	/* Styles without names send it; the body escapes it as JSON. */
 	a.style = RLG_STYLE_X_RATELIMIT;

@@ -1,0 +1,108 @@
+/*
+ * front_cgi.c: the adapter and the renderer of the CGI-shaped fronts
+ * (front_cgi.h): FastCGI in its four roles and plain CGI hand rlgate
+ * "NAME=value" strings and take CGI text back. Nothing past this file
+ * sees the strings or writes the text: the request parser reads them
+ * through struct rlg_params, the response side builds a struct rlg_reply.
+ */
+#include <string.h>
+
+#include "front_cgi.h"
+#include "util.h"
+
+static const char *envp_param(const void *src, const char *name);
+static int envp_header(const void *src, const char *name,
+    const char **value);
+
+const char *
+rlg_envp_param(char *const *envp, const char *name)
+{
+	size_t len = strlen(name);
+
+	if (envp == NULL)
+		return NULL;
+	/* The first byte before the call: most names differ there. */
+	for (; *envp != NULL; envp++) {
+		if ((*envp)[0] == name[0] && strncmp(*envp, name, len) == 0 &&
+		    (*envp)[len] == '=')
+			return *envp + len + 1;
+	}
+	return NULL;
+}
+
+int
+rlg_envp_header(char *const *envp, const char *name, const char **value)
+{
+	size_t len = strlen(name);
+	int n = 0;
+
+	*value = NULL;
+	if (envp == NULL)
+		return 0;
+	for (; *envp != NULL; envp++) {
+		if ((*envp)[0] != name[0] || strncmp(*envp, name, len) != 0 ||
+		    (*envp)[len] != '=')
+			continue;
+		if (n++ > 0) {
+			*value = NULL;
+			return 2;
+		}
+		*value = *envp + len + 1;
+	}
+	return n;
+}
+
+static const char *
+envp_param(const void *src, const char *name)
+{
+	return rlg_envp_param((char *const *)src, name);
+}
+
+static int
+envp_header(const void *src, const char *name, const char **value)
+{
+	return rlg_envp_header((char *const *)src, name, value);
+}
+
+void
+rlg_params_envp(struct rlg_params *p, char *const *envp)
+{
+	p->param = envp_param;
+	p->header = envp_header;
+	p->src = envp;
+}
+
+int
+rlg_front_cgi_render(struct rlg_reply *rep, rlg_write_fn write, void *ctx)
+{
+	char line[RLG_REPLY_ROOM];
+	size_t len, n, reason;
+	char *start;
+	int rc;
+
+	/* "Status: 429 Too Many Requests\r\n", by hand: no printf here. */
+	reason = strlen(rep->reason);
+	if (rep->status < 100 || rep->status > 999 ||
+	    reason + 14 > sizeof line)
+		return RLG_ENOSPC;
+	memcpy(line, "Status: ", 8);
+	line[8] = (char)('0' + rep->status / 100);
+	line[9] = (char)('0' + rep->status / 10 % 10);
+	line[10] = (char)('0' + rep->status % 10);
+	line[11] = ' ';
+	memcpy(line + 12, rep->reason, reason);
+	memcpy(line + 12 + reason, "\r\n", 2);
+	n = 14 + reason;
+	if (n > rep->room)
+		return RLG_ENOSPC;
+	start = rep->head - n;
+	memcpy(start, line, n);
+	len = n + rep->head_len + 2;
+	if (rep->joined)
+		len += rep->body_len;
+	if ((rc = write(ctx, start, len)) != 0)
+		return rc;
+	if (rep->joined || rep->body_len == 0)
+		return 0;
+	return write(ctx, rep->body, rep->body_len);
+}
