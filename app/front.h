@@ -5,7 +5,7 @@
  * rlg_reply: status, header lines, body) that the front renders its own
  * way (rlg_render_fn). The gate, the request parser and the response
  * side see only these, never a transport's own form (the CGI envp, CGI
- * text), so a new front is an adapter, a renderer and a row in fronts.h.
+ * text), so a new front is an adapter, a renderer and a row in fronts.c.
  * Types only; each front's adapter and renderer live in its own file
  * (front_cgi.c: FastCGI in its four roles, and CGI).
  */
@@ -89,6 +89,18 @@ struct rlg_out {
 	rlg_render_fn render;
 	rlg_write_fn write;
 	void *ctx;
+};
+
+/*
+ * A front, as fronts.c registers it: its adapter (sets *p to look up the
+ * parameters of request, the transport's own form of one, borrowed) and
+ * its renderer.
+ */
+struct rlg_front {
+	const char *name;          /* "fastcgi", "cgi": for the log and tests */
+	const char *about;         /* one line: the transports and roles */
+	void (*params)(struct rlg_params *p, const void *request);
+	rlg_render_fn render;
 };
 
 #endif

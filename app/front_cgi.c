@@ -13,6 +13,7 @@
 static const char *envp_param(const void *src, const char *name);
 static int envp_header(const void *src, const char *name,
     const char **value);
+static void envp_params(struct rlg_params *p, const void *request);
 
 const char *
 rlg_envp_param(char *const *envp, const char *name)
@@ -71,6 +72,24 @@ rlg_params_envp(struct rlg_params *p, char *const *envp)
 	p->header = envp_header;
 	p->src = envp;
 }
+
+/* The adapter of both rows: a request is its envp. */
+static void
+envp_params(struct rlg_params *p, const void *request)
+{
+	rlg_params_envp(p, (char *const *)request);
+}
+
+const struct rlg_front rlg_front_fastcgi = {
+	"fastcgi", "FastCGI: responder, Authorizer (lighttpd, Apache),"
+	" auth_request (nginx), forward_auth (Caddy, Traefik)",
+	envp_params, rlg_front_cgi_render,
+};
+
+const struct rlg_front rlg_front_cgi = {
+	"cgi", "CGI: one request from environ, its answer on stdout",
+	envp_params, rlg_front_cgi_render,
+};
 
 int
 rlg_front_cgi_render(struct rlg_reply *rep, rlg_write_fn write, void *ctx)

@@ -30,6 +30,14 @@ int rlg_envp_header(char *const *envp, const char *name,
 void rlg_params_envp(struct rlg_params *p, char *const *envp);
 
 /*
+ * The rows of fronts.c: "fastcgi" (a request is an FCGX_Request's envp;
+ * the role, FCGI_ROLE or RLGATE_ROLE, says responder, Authorizer,
+ * auth_request or forward_auth) and "cgi" (environ); both render CGI text.
+ */
+extern const struct rlg_front rlg_front_fastcgi;
+extern const struct rlg_front rlg_front_cgi;
+
+/*
  * Renders rep as CGI text, "Status: CODE REASON\r\n", the header lines, a
  * blank line and the body: with one call to write when rep is joined
  * (the status line goes into rep's room), else the head in one call and

@@ -665,12 +665,12 @@ count_decisions(struct rlg_gate *g, const struct gate_items *gi,
 }
 
 void
-rlg_gate_decide(struct rlg_gate *g, const struct rlg_params *in,
+rlg_gate_decide(struct rlg_gate *g, const struct rlg_params *params,
     int64_t now_ms, struct rlg_verdict *v)
 {
 	struct rlg_request req;
 
-	rlg_request_read(&req, in, &g->cfg->client);
+	rlg_request_read(&req, params, &g->cfg->client);
 	decide(g, &req, now_ms, v);
 }
 
@@ -756,7 +756,7 @@ decide(struct rlg_gate *g, const struct rlg_request *req, int64_t now_ms,
 }
 
 int
-rlg_gate_handle(struct rlg_gate *g, const struct rlg_params *in,
+rlg_gate_handle(struct rlg_gate *g, const struct rlg_params *params,
     int64_t now_ms, const struct rlg_out *out)
 {
 	struct rlg_verdict v;
@@ -764,7 +764,7 @@ rlg_gate_handle(struct rlg_gate *g, const struct rlg_params *in,
 	enum rlg_admin_endpoint e;
 	int rc;
 
-	rlg_request_read(&req, in, &g->cfg->client);
+	rlg_request_read(&req, params, &g->cfg->client);
 	e = req.flaw == RLG_FLAW_NONE ? rlg_admin_match(g->cfg, &req) :
 	    RLG_ADMIN_NONE;
 	if (e == RLG_ADMIN_PASS) {

@@ -110,7 +110,7 @@ void rlg_gate_fini(struct rlg_gate *g);
  * and logs what the config's [log] level asks for. Never fails: bad input is an
  * answer (400), a failing store follows on_error.
  */
-void rlg_gate_decide(struct rlg_gate *g, const struct rlg_params *in,
+void rlg_gate_decide(struct rlg_gate *g, const struct rlg_params *params,
     int64_t now_ms, struct rlg_verdict *v);
 
 /*
@@ -120,7 +120,7 @@ void rlg_gate_decide(struct rlg_gate *g, const struct rlg_params *in,
  * from a client [admin] allow lists is answered by admin.c instead,
  * counted by no policy. Returns 0, or the renderer's negative result.
  */
-int rlg_gate_handle(struct rlg_gate *g, const struct rlg_params *in,
+int rlg_gate_handle(struct rlg_gate *g, const struct rlg_params *params,
     int64_t now_ms, const struct rlg_out *out);
 
 /*

@@ -32,13 +32,13 @@
 #include "util.h"
 
 static enum rlg_method method_of(const char *m);
-static enum rlg_role role_of(const struct rlg_params *in, bool *bad);
-static const char *described(const struct rlg_params *in,
+static enum rlg_role role_of(const struct rlg_params *params, bool *bad);
+static const char *described(const struct rlg_params *params,
     enum rlg_role role, bool trusted, const char *param, const char *header,
     const char *plain, bool *duplicate);
-static void parse_path(struct rlg_request *r, const struct rlg_params *in,
+static void parse_path(struct rlg_request *r, const struct rlg_params *params,
     const char *uri);
-static void read_client(struct rlg_request *r, const struct rlg_params *in,
+static void read_client(struct rlg_request *r, const struct rlg_params *params,
     const struct rlg_client_config *cc, const struct rlg_addr *peer,
     bool trusted);
 
@@ -78,9 +78,9 @@ method_of(const char *m)
  * a front that asks "may it pass?" must not get a resource for an answer).
  */
 static enum rlg_role
-role_of(const struct rlg_params *in, bool *bad)
+role_of(const struct rlg_params *params, bool *bad)
 {
-	const char *role = rlg_param(in, "FCGI_ROLE");
+	const char *role = rlg_param(params, "FCGI_ROLE");
 	const char *front;
 
 	*bad = false;
@@ -88,7 +88,7 @@ role_of(const struct rlg_params *in, bool *bad)
 		return RLG_ROLE_AUTHORIZER;
 	if (role != NULL && strcmp(role, "RESPONDER") != 0)
 		return RLG_ROLE_OTHER;
-	front = rlg_param(in, RLG_PARAM_ROLE);
+	front = rlg_param(params, RLG_PARAM_ROLE);
 	if (front == NULL)
 		return RLG_ROLE_RESPONDER;
 	if (strcmp(front, "auth_request") == 0)
@@ -106,17 +106,17 @@ role_of(const struct rlg_params *in, bool *bad)
  * A responder's and an authorizer's request is its own description.
  */
 static const char *
-described(const struct rlg_params *in, enum rlg_role role, bool trusted,
+described(const struct rlg_params *params, enum rlg_role role, bool trusted,
     const char *param, const char *header, const char *plain,
     bool *duplicate)
 {
 	const char *v;
 
 	if (role == RLG_ROLE_AUTH_REQUEST || role == RLG_ROLE_FORWARD_AUTH) {
-		if ((v = rlg_param(in, param)) != NULL)
+		if ((v = rlg_param(params, param)) != NULL)
 			return v;
 		if (role == RLG_ROLE_FORWARD_AUTH && trusted) {
-			switch (rlg_param_header(in, header, &v)) {
+			switch (rlg_param_header(params, header, &v)) {
 			case 0:
 				break;
 			case 1:
@@ -127,7 +127,7 @@ described(const struct rlg_params *in, enum rlg_role role, bool trusted,
 			}
 		}
 	}
-	return rlg_param(in, plain);
+	return rlg_param(params, plain);
 }
 
 /*
@@ -138,7 +138,7 @@ described(const struct rlg_params *in, enum rlg_role role, bool trusted,
  * fallback, taken as they are (but for the dot segments).
  */
 static void
-parse_path(struct rlg_request *r, const struct rlg_params *in, const char *uri)
+parse_path(struct rlg_request *r, const struct rlg_params *params, const char *uri)
 {
 	const char *script, *info;
 	int n;
@@ -147,8 +147,8 @@ parse_path(struct rlg_request *r, const struct rlg_params *in, const char *uri)
 		r->path_ok = rlg_path_decode(uri, r->path,
 		    sizeof r->path) == RLG_OK;
 	} else {
-		script = rlg_param(in, "SCRIPT_NAME");
-		info = rlg_param(in, "PATH_INFO");
+		script = rlg_param(params, "SCRIPT_NAME");
+		info = rlg_param(params, "PATH_INFO");
 		if (script == NULL)
 			script = "";
 		if (info == NULL)
@@ -166,7 +166,7 @@ parse_path(struct rlg_request *r, const struct rlg_params *in, const char *uri)
 }
 
 void
-rlg_request_read(struct rlg_request *r, const struct rlg_params *in,
+rlg_request_read(struct rlg_request *r, const struct rlg_params *params,
     const struct rlg_client_config *cc)
 {
 	const char *method;
@@ -181,17 +181,17 @@ rlg_request_read(struct rlg_request *r, const struct rlg_params *in,
 	memset(r, 0, offsetof(struct rlg_request, path) + 1);
 	memset(&r->path_ok, 0, sizeof *r - offsetof(struct rlg_request,
 	    path_ok));
-	r->in = *in;
-	r->role = role_of(in, &bad_role);
-	peer_ok = rlg_addr_parse(rlg_param(in, "REMOTE_ADDR"),
+	r->params = *params;
+	r->role = role_of(params, &bad_role);
+	peer_ok = rlg_addr_parse(rlg_param(params, "REMOTE_ADDR"),
 	    &peer) == 0;
 	trusted = peer_ok && cc != NULL && cc->ntrusted > 0 &&
 	    rlg_cidr_any(cc->trusted_proxies, cc->ntrusted, &peer);
 	r->trusted = trusted;
 
-	method = rlg_param(in, "REQUEST_METHOD");
+	method = rlg_param(params, "REQUEST_METHOD");
 	r->head = method != NULL && strcmp(method, "HEAD") == 0;
-	method = described(in, r->role, trusted, RLG_PARAM_METHOD,
+	method = described(params, r->role, trusted, RLG_PARAM_METHOD,
 	    "HTTP_X_FORWARDED_METHOD", "REQUEST_METHOD", &dup_method);
 	if (method == NULL)
 		method = "";
@@ -199,7 +199,7 @@ rlg_request_read(struct rlg_request *r, const struct rlg_params *in,
 	    sizeof r->method_name) < sizeof r->method_name;
 	r->method = method_of(method);
 
-	parse_path(r, in, described(in, r->role, trusted, RLG_PARAM_URI,
+	parse_path(r, params, described(params, r->role, trusted, RLG_PARAM_URI,
 	    "HTTP_X_FORWARDED_URI", "REQUEST_URI", &dup_uri));
 	if (dup_method || dup_uri) {
 		r->flaw = RLG_FLAW_DUPLICATE;
@@ -215,7 +215,7 @@ rlg_request_read(struct rlg_request *r, const struct rlg_params *in,
 		rlg_copy(r->client, RLG_CLIENT_UNKNOWN, sizeof r->client);
 		return;
 	}
-	read_client(r, in, cc, &peer, trusted);
+	read_client(r, params, cc, &peer, trusted);
 }
 
 /*
@@ -224,7 +224,7 @@ rlg_request_read(struct rlg_request *r, const struct rlg_params *in,
  * that cannot be read); r->client is the key of the address found.
  */
 static void
-read_client(struct rlg_request *r, const struct rlg_params *in,
+read_client(struct rlg_request *r, const struct rlg_params *params,
     const struct rlg_client_config *cc, const struct rlg_addr *peer,
     bool trusted)
 {
@@ -233,7 +233,7 @@ read_client(struct rlg_request *r, const struct rlg_params *in,
 	r->addr = *peer;
 	r->addr_ok = true;
 	if (trusted) {
-		end = rlg_request_client(in, cc, peer, &r->addr);
+		end = rlg_request_client(params, cc, peer, &r->addr);
 		switch (end) {
 		case RLG_WALK_PEER:
 			break;

@@ -85,7 +85,7 @@ struct rlg_request {
 	bool path_ok;                    /* false: see RLG_FLAW_PATH */
 	enum rlg_flaw flaw;              /* RLG_FLAW_NONE, or why to refuse it */
 	const char *flaw_about;          /* the header or parameter the flaw
-	                                    is in, for the log (NULL: the path) */
+	                                    is params, for the log (NULL: the path) */
 	char client[RLG_CLIENT_KEY_MAX + 1];     /* the IP key (key = ip) */
 	enum rlg_role role;
 	struct rlg_addr addr;            /* the client address, if addr_ok */
@@ -94,7 +94,7 @@ struct rlg_request {
 	bool via_proxy;                  /* from Forwarded/X-Forwarded-For */
 	bool trusted;                    /* the peer (REMOTE_ADDR) is in
 	                                    trusted_proxies */
-	struct rlg_params in;            /* the front's parameters, borrowed
+	struct rlg_params params;            /* the front's parameters, borrowed
 	                                    for the request's duration: header
 	                                    keys and costs are read from it */
 };
@@ -112,7 +112,7 @@ rlg_request_guards(const struct rlg_request *r)
 }
 
 /*
- * Fills r from in. The path comes from REQUEST_URI (else SCRIPT_NAME +
+ * Fills r from params. The path comes from REQUEST_URI (else SCRIPT_NAME +
  * PATH_INFO) as rlg_path_decode reads it. The role from
  * FCGI_ROLE, then RLGATE_ROLE (auth_request, forward_auth; another value
  * is RLG_FLAW_ROLE). In those two roles the method and target are the
@@ -133,7 +133,7 @@ rlg_request_guards(const struct rlg_request *r)
  * RLG_CLIENT_UNKNOWN without a usable address. cc may be NULL (no trusted
  * proxies, prefix 64). Never fails: malformed input shows in r->flaw.
  */
-void rlg_request_read(struct rlg_request *r, const struct rlg_params *in,
+void rlg_request_read(struct rlg_request *r, const struct rlg_params *params,
     const struct rlg_client_config *cc);
 
 /*

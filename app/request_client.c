@@ -376,7 +376,7 @@ walk_hops(const struct fwd_hops *hs, bool forwarded,
  * for RLG_WALK_CLIENT, else the peer.
  */
 enum rlg_walk
-rlg_request_client(const struct rlg_params *in,
+rlg_request_client(const struct rlg_params *params,
     const struct rlg_client_config *cc, const struct rlg_addr *peer,
     struct rlg_addr *out)
 {
@@ -387,7 +387,7 @@ rlg_request_client(const struct rlg_params *in,
 	int count;
 
 	*out = *peer;
-	count = rlg_param_header(in, forwarded ? "HTTP_FORWARDED" :
+	count = rlg_param_header(params, forwarded ? "HTTP_FORWARDED" :
 	    "HTTP_X_FORWARDED_FOR", &h);
 	if (count > 1)
 		return RLG_WALK_DUPLICATE;

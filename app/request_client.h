@@ -23,14 +23,14 @@ enum rlg_walk {
  * The client behind the trusted peer, from the one header the operator
  * says the trusted proxies set (cc->forwarded_header; a header a proxy
  * merely passes through would let the client choose its key), read from
- * in: walking from the right past hops in cc->trusted_proxies, the first
+ * params: walking from the right past hops in cc->trusted_proxies, the first
  * untrusted hop is the client; every hop trusted, the leftmost. out is
  * the client for RLG_WALK_CLIENT, else the peer. A hop that hides the
  * client ends as RLG_WALK_HIDDEN; a header malformed where the walk reads
  * it, over 8 KiB or over 64 hops all trusted as RLG_WALK_BAD; one that
  * came twice as RLG_WALK_DUPLICATE.
  */
-enum rlg_walk rlg_request_client(const struct rlg_params *in,
+enum rlg_walk rlg_request_client(const struct rlg_params *params,
     const struct rlg_client_config *cc, const struct rlg_addr *peer,
     struct rlg_addr *out);
 

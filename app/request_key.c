@@ -65,7 +65,7 @@ rlg_request_cost(const struct rlg_request *r, const struct rlg_route *rt,
 	*cost = rt->cost_max;
 	if (!r->trusted || !header_param(rt->cost_header, name, sizeof name))
 		return RLG_OK;
-	switch (rlg_param_header(&r->in, name, &value)) {
+	switch (rlg_param_header(&r->params, name, &value)) {
 	case 0:
 		return RLG_OK;
 	case 1:
@@ -173,7 +173,7 @@ rlg_request_policy_key(const struct rlg_request *r,
 	if ((p->key & RLG_KEY_HEADER) && p->key_header != NULL &&
 	    header_param(p->key_header, name, sizeof name)) {
 		/* X-API-Key beside X_API_Key: the client would choose. */
-		if (rlg_param_header(&r->in, name, &value) > 1)
+		if (rlg_param_header(&r->params, name, &value) > 1)
 			return RLG_EINVAL;
 		if (value != NULL && value[0] == '\0')
 			value = NULL;

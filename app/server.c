@@ -38,6 +38,7 @@
 #include <fcgiapp.h>
 
 #include "front_cgi.h"
+#include "fronts.h"
 #include "gate.h"
 #include "metrics.h"
 #include "server.h"
@@ -640,18 +641,14 @@ finish_request(struct thread_arg *t, FCGX_Request *req)
 }
 
 /*
- * The FastCGI front: one request's params, read through the CGI-shaped
- * adapter, and its answer, rendered as CGI text on its FCGI_STDOUT.
+ * One request of the FastCGI front: its params through the front's
+ * adapter, its answer rendered (CGI text) on its FCGI_STDOUT.
  */
 static void
 serve(struct rlg_gate *g, FCGX_Request *req, int64_t now_ms)
 {
-	const struct rlg_out out = { rlg_front_cgi_render, fcgx_write,
-	    req->out };
-	struct rlg_params in;
-
-	rlg_params_envp(&in, req->envp);
-	(void)rlg_gate_handle(g, &in, now_ms, &out);
+	(void)rlg_front_handle(&rlg_front_fastcgi, g, req->envp, now_ms,
+	    fcgx_write, req->out);
 }
 
 static void *
@@ -970,17 +967,14 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
 int
 rlg_server_run_cgi(const struct rlg_config *cfg)
 {
-	const struct rlg_out out = { rlg_front_cgi_render, stdout_write,
-	    stdout };
-	struct rlg_params in;
 	struct rlg_gate g;
 	int rc;
 
 	/* Writing to a Redis connection the server closed must not kill us. */
 	signal(SIGPIPE, SIG_IGN);
 	rlg_gate_init(&g, cfg);
-	rlg_params_envp(&in, environ);
-	rc = rlg_gate_handle(&g, &in, rlg_now_ms(), &out);
+	rc = rlg_front_handle(&rlg_front_cgi, &g, environ, rlg_now_ms(),
+	    stdout_write, stdout);
 	/*
 	 * The web server waits for a CGI process to exit, so pruning here
 	 * delays the client: do it for about one request in a hundred.

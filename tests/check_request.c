@@ -377,7 +377,7 @@ START_TEST(test_roles)
 	ck_assert_int_eq(r.role, RLG_ROLE_OTHER);
 	who(&r, NULL, "FCGI_ROLE=", NULL);
 	ck_assert_int_eq(r.role, RLG_ROLE_OTHER);
-	ck_assert_ptr_eq(r.in.src, g_envp);
+	ck_assert_ptr_eq(r.params.src, g_envp);
 }
 END_TEST
 
