@@ -42,6 +42,7 @@
 #include "gate.h"
 #include "metrics.h"
 #include "server.h"
+#include "server_peers.h"
 #include "util.h"
 
 extern char **environ;
@@ -63,15 +64,11 @@ static int accept_conn(struct thread_arg *t);
 static int next_request(struct thread_arg *t, FCGX_Request *req);
 static void finish_request(struct thread_arg *t, FCGX_Request *req);
 static void handlers_set(void);
-static bool web_server_ok(const struct sockaddr_storage *sa);
-static void web_servers_read(void);
 static void watch_arm(struct thread_arg *t);
 static bool watch_disarm(struct thread_arg *t);
 static bool watch_fired(struct thread_arg *t);
 static void *watch_thread(void *arg);
 static void deadline_passed(struct thread_arg *t, const char *wait);
-static void peer_name(const struct sockaddr_storage *sa, char *buf,
-    size_t size);
 struct pacer;
 static long pace(struct pacer *p);
 
@@ -161,18 +158,6 @@ static struct pacer deadline_pacer = { .mu = PTHREAD_MUTEX_INITIALIZER };
 static struct pacer refused_pacer = { .mu = PTHREAD_MUTEX_INITIALIZER };
 static struct pacer accept_pacer = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
-/*
- * FCGI_WEB_SERVER_ADDRS, as libfcgi reads it: the addresses (commas
- * between, no spaces) of the only web servers that may connect over TCP;
- * unset or empty: any. Read once at start (web_servers_read).
- */
-#define RLG_WEB_SERVERS_MAX 64
-static struct {
-	int n;                  /* -1: unset, any peer */
-	int family[RLG_WEB_SERVERS_MAX];
-	struct in6_addr addr[RLG_WEB_SERVERS_MAX];  /* an IPv4 one in its
-	                                               first 4 bytes */
-} web_servers = { .n = -1 };
 
 static int
 listens_on_unix_socket(void)
@@ -358,21 +343,6 @@ pace(struct pacer *p)
 	return n;
 }
 
-/* The web server's address as the log says it: "127.0.0.1", "unix". */
-static void
-peer_name(const struct sockaddr_storage *sa, char *buf, size_t size)
-{
-	const void *a = NULL;
-
-	if (sa->ss_family == AF_INET)
-		a = &((const struct sockaddr_in *)sa)->sin_addr;
-	else if (sa->ss_family == AF_INET6)
-		a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-	if (a == NULL || inet_ntop(sa->ss_family, a, buf, (socklen_t)size) ==
-	    NULL)
-		rlg_copy(buf, sa->ss_family == AF_UNIX ? "unix" : "-", size);
-}
-
 /*
  * A connection closed at its read deadline, waiting for wait ("request":
  * its parameters; "input": the end of its FCGI_STDIN; "close": the web
@@ -387,81 +357,10 @@ deadline_passed(struct thread_arg *t, const char *wait)
 	if (__atomic_load_n(&log_level, __ATOMIC_RELAXED) < RLG_LOG_WARN ||
 	    (more = pace(&deadline_pacer)) < 0)
 		return;
-	peer_name(&t->peer, peer, sizeof peer);
+	rlg_peer_name(&t->peer, peer, sizeof peer);
 	rlg_log("event=read_deadline peer=%s wait=%s timeout_ms=%d"
 	    " suppressed=%ld", peer, wait,
 	    __atomic_load_n(&read_timeout_ms, __ATOMIC_RELAXED), more);
-}
-
-/* FCGI_WEB_SERVER_ADDRS into web_servers; a bad item is logged. */
-static void
-web_servers_read(void)
-{
-	const char *list = getenv("FCGI_WEB_SERVER_ADDRS");
-	char item[INET6_ADDRSTRLEN + 1];
-	struct in_addr a4;
-	size_t len;
-	int i;
-
-	if (list == NULL || *list == '\0')
-		return;
-	web_servers.n = 0;
-	for (; *list != '\0'; list += len + (list[len] == ',')) {
-		len = strcspn(list, ",");
-		i = web_servers.n;
-		if (len == 0)
-			continue;
-		if (len >= sizeof item || i == RLG_WEB_SERVERS_MAX) {
-			rlg_log("FCGI_WEB_SERVER_ADDRS: an item of %zu bytes, or"
-			    " more than %d items: ignored", len,
-			    RLG_WEB_SERVERS_MAX);
-			continue;
-		}
-		memcpy(item, list, len);
-		item[len] = '\0';
-		memset(&web_servers.addr[i], 0, sizeof web_servers.addr[i]);
-		if (inet_aton(item, &a4) != 0) {
-			web_servers.family[i] = AF_INET;
-			memcpy(&web_servers.addr[i], &a4, sizeof a4);
-		} else if (inet_pton(AF_INET6, item, &web_servers.addr[i]) == 1) {
-			web_servers.family[i] = AF_INET6;
-		} else {
-			rlg_log("FCGI_WEB_SERVER_ADDRS: an item is no IP"
-			    " address: ignored");
-			continue;
-		}
-		web_servers.n++;
-	}
-}
-
-/*
- * Whether a TCP peer may connect: FCGI_WEB_SERVER_ADDRS unset, or its
- * address listed. libfcgi checks IPv4 peers only; an IPv6 one (an
- * IPv4-mapped one as its IPv4 address) is held to the list too.
- */
-static bool
-web_server_ok(const struct sockaddr_storage *sa)
-{
-	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
-	struct in6_addr a;
-	int family = sa->ss_family, i;
-
-	if (web_servers.n < 0 || (family != AF_INET && family != AF_INET6))
-		return true;
-	memset(&a, 0, sizeof a);
-	if (family == AF_INET) {
-		memcpy(&a, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-	} else if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
-		family = AF_INET;
-		memcpy(&a, &s6->sin6_addr.s6_addr[12], 4);
-	} else {
-		a = s6->sin6_addr;
-	}
-	for (i = 0; i < web_servers.n; i++)
-		if (web_servers.family[i] == family &&
-		    memcmp(&web_servers.addr[i], &a, sizeof a) == 0)
-			return true;
-	return false;
 }
 
 /*
@@ -492,7 +391,7 @@ accept_conn(struct thread_arg *t)
 		if (fd >= 0) {
 			if (t->unix_socket)
 				return fd;
-			if (web_server_ok(&t->peer)) {
+			if (rlg_web_server_ok(&t->peer)) {
 				(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY,
 				    &on, sizeof on);
 				return fd;
@@ -502,7 +401,7 @@ accept_conn(struct thread_arg *t)
 			    RLG_LOG_WARN && (more = pace(&refused_pacer)) >= 0) {
 				char peer[INET6_ADDRSTRLEN];
 
-				peer_name(&t->peer, peer, sizeof peer);
+				rlg_peer_name(&t->peer, peer, sizeof peer);
 				rlg_log("event=refused peer=%s: not in"
 				    " FCGI_WEB_SERVER_ADDRS suppressed=%ld",
 				    peer, more);
@@ -935,7 +834,7 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
 		pthread_detach(reloader);
 	}
 	unix_socket = listens_on_unix_socket();
-	web_servers_read();
+	rlg_web_servers_read();
 	__atomic_store_n(&read_timeout_ms, cfg->read_timeout_ms,
 	    __ATOMIC_RELAXED);
 	__atomic_store_n(&log_level, (int)cfg->log_level, __ATOMIC_RELAXED);
