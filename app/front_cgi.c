@@ -14,6 +14,7 @@ static const char *envp_param(const void *src, const char *name);
 static int envp_header(const void *src, const char *name,
     const char **value);
 static void envp_params(struct rlg_params *p, const void *request);
+static char *put_bytes(char *at, const char *s, size_t n);
 
 const char *
 rlg_envp_param(char *const *envp, const char *name)
@@ -91,12 +92,20 @@ const struct rlg_front rlg_front_cgi = {
 	envp_params, rlg_front_cgi_render,
 };
 
+/* n bytes of s at at (no NUL: a line is sent by its length); the end. */
+static char *
+put_bytes(char *at, const char *s, size_t n)
+{
+	memcpy(at, s, n);
+	return at + n;
+}
+
 int
 rlg_front_cgi_render(struct rlg_reply *rep, rlg_write_fn write, void *ctx)
 {
 	char line[RLG_REPLY_ROOM];
 	size_t len, n, reason;
-	char *start;
+	char *start, *end;
 	int rc;
 
 	/* "Status: 429 Too Many Requests\r\n", by hand: no printf here. */
@@ -104,14 +113,14 @@ rlg_front_cgi_render(struct rlg_reply *rep, rlg_write_fn write, void *ctx)
 	if (rep->status < 100 || rep->status > 999 ||
 	    reason + 14 > sizeof line)
 		return RLG_ENOSPC;
-	memcpy(line, "Status: ", 8);
-	line[8] = (char)('0' + rep->status / 100);
-	line[9] = (char)('0' + rep->status / 10 % 10);
-	line[10] = (char)('0' + rep->status % 10);
-	line[11] = ' ';
-	memcpy(line + 12, rep->reason, reason);
-	memcpy(line + 12 + reason, "\r\n", 2);
-	n = 14 + reason;
+	end = put_bytes(line, "Status: ", 8);
+	*end++ = (char)('0' + rep->status / 100);
+	*end++ = (char)('0' + rep->status / 10 % 10);
+	*end++ = (char)('0' + rep->status % 10);
+	*end++ = ' ';
+	end = put_bytes(end, rep->reason, reason);
+	end = put_bytes(end, "\r\n", 2);
+	n = (size_t)(end - line);
 	if (n > rep->room)
 		return RLG_ENOSPC;
 	start = rep->head - n;
