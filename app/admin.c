@@ -73,7 +73,7 @@ rlg_admin_match(const struct rlg_config *cfg, const struct rlg_request *r)
 int
 rlg_admin_answer(const struct rlg_config *cfg, struct rlg_store *store,
     enum rlg_admin_endpoint e, const struct rlg_request *r, int64_t now_ms,
-    rlg_write_fn write, void *ctx)
+    const struct rlg_out *out)
 {
 	struct rlg_admin_answer a = {
 		.status = 200,
@@ -117,7 +117,7 @@ rlg_admin_answer(const struct rlg_config *cfg, struct rlg_store *store,
 	}
 	a.body = body.p;
 	a.len = body.len;
-	rc = rlg_response_write_admin(&a, write, ctx);
+	rc = rlg_response_send_admin(&a, out);
 	rlg_sb_free(&body);
 	return rc < 0 ? rc : a.status;
 }

@@ -48,12 +48,12 @@ enum rlg_admin_endpoint rlg_admin_match(const struct rlg_config *cfg,
 
 /*
  * Answers r for endpoint e (not NONE nor PASS) with store (the worker's), at
- * now_ms, through write/ctx. Returns the status code sent, or a negative
- * writer's error.
+ * now_ms, through out (the front's renderer). Returns the status code
+ * sent, or a negative renderer's error.
  */
 int rlg_admin_answer(const struct rlg_config *cfg, struct rlg_store *store,
     enum rlg_admin_endpoint e, const struct rlg_request *r, int64_t now_ms,
-    rlg_write_fn write, void *ctx);
+    const struct rlg_out *out);
 
 /* The bodies, for the tests: appended to out. */
 void rlg_admin_metrics(const struct rlg_config *cfg, struct rlg_store *store,

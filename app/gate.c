@@ -297,12 +297,12 @@ show(const struct rlg_verdict_items *gi, bool admitted,
 }
 
 void
-rlg_gate_decide(struct rlg_gate *g, char *const *envp, int64_t now_ms,
-    struct rlg_verdict *v)
+rlg_gate_decide(struct rlg_gate *g, const struct rlg_params *params,
+    int64_t now_ms, struct rlg_verdict *v)
 {
 	struct rlg_request req;
 
-	rlg_request_parse(&req, envp, &g->cfg->client);
+	rlg_request_read(&req, params, &g->cfg->client);
 	decide(g, &req, now_ms, v);
 }
 
@@ -459,15 +459,15 @@ decide(struct rlg_gate *g, const struct rlg_request *req, int64_t now_ms,
 }
 
 int
-rlg_gate_handle(struct rlg_gate *g, char *const *envp, int64_t now_ms,
-    rlg_write_fn write, void *ctx)
+rlg_gate_handle(struct rlg_gate *g, const struct rlg_params *params,
+    int64_t now_ms, const struct rlg_out *out)
 {
 	struct rlg_verdict v;
 	struct rlg_request req;
 	enum rlg_admin_endpoint e;
 	int rc;
 
-	rlg_request_parse(&req, envp, &g->cfg->client);
+	rlg_request_read(&req, params, &g->cfg->client);
 	e = req.flaw == RLG_FLAW_NONE ? rlg_admin_match(g->cfg, &req) :
 	    RLG_ADMIN_NONE;
 	if (e == RLG_ADMIN_PASS) {
@@ -476,11 +476,10 @@ rlg_gate_handle(struct rlg_gate *g, char *const *envp, int64_t now_ms,
 		v.answer.role = req.role;
 		v.answer.style = g->cfg->style;
 		rlg_metrics_response(g->slot, 200, true);
-		return rlg_response_write(&v.answer, write, ctx);
+		return rlg_response_send(&v.answer, out);
 	}
 	if (e != RLG_ADMIN_NONE) {
-		rc = rlg_admin_answer(g->cfg, g->store, e, &req, now_ms, write,
-		    ctx);
+		rc = rlg_admin_answer(g->cfg, g->store, e, &req, now_ms, out);
 		if (rc > 0)
 			rlg_metrics_response(g->slot, rc, true);
 		return rc < 0 ? rc : 0;
@@ -489,7 +488,7 @@ rlg_gate_handle(struct rlg_gate *g, char *const *envp, int64_t now_ms,
 	/* the code the client gets ([response] status for a refusal) */
 	rlg_metrics_response(g->slot, rlg_response_answer_code(&v.answer),
 	    false);
-	return rlg_response_write(&v.answer, write, ctx);
+	return rlg_response_send(&v.answer, out);
 }
 
 void

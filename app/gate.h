@@ -85,22 +85,23 @@ void rlg_gate_reconfig(struct rlg_gate *g, const struct rlg_config *cfg);
 void rlg_gate_fini(struct rlg_gate *g);
 
 /*
- * Decides for the request whose parameters are envp ("NAME=value"
- * strings: the FastCGI params or environ) at now_ms, into *v, and logs
- * what the config's [log] level asks for. Never fails: bad input is an
+ * Decides for the request whose parameters a front hands in (front.h:
+ * the FastCGI params or environ through front_cgi.c) at now_ms, into *v,
+ * and logs what the config's [log] level asks for. Never fails: bad input is an
  * answer (400), a failing store follows on_error.
  */
-void rlg_gate_decide(struct rlg_gate *g, char *const *envp, int64_t now_ms,
-    struct rlg_verdict *v);
+void rlg_gate_decide(struct rlg_gate *g, const struct rlg_params *params,
+    int64_t now_ms, struct rlg_verdict *v);
 
 /*
- * rlg_gate_decide, then the answer written through write/ctx, and counted
- * in the gate's slot of the scoreboard. A request for the admin endpoints
+ * rlg_gate_decide, then the answer sent through out (the front's
+ * renderer and writer: rlg_response_send), and counted in the gate's
+ * slot of the scoreboard. A request for the admin endpoints
  * from a client [admin] allow lists is answered by admin.c instead,
- * counted by no policy. Returns 0, or the writer's negative result.
+ * counted by no policy. Returns 0, or the renderer's negative result.
  */
-int rlg_gate_handle(struct rlg_gate *g, char *const *envp, int64_t now_ms,
-    rlg_write_fn write, void *ctx);
+int rlg_gate_handle(struct rlg_gate *g, const struct rlg_params *params,
+    int64_t now_ms, const struct rlg_out *out);
 
 /*
  * Housekeeping after a request has been answered: the store's upkeep

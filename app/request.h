@@ -1,11 +1,13 @@
 /*
- * request.h: a FastCGI or CGI request as rlgate sees it.
+ * request.h: a request as rlgate sees it, whatever front it came by.
  *
- * The parser takes the parameters as an array of "NAME=value" strings (the
- * FastCGI envp, or environ in CGI mode), so it needs no FastCGI and the
- * unit tests feed it plain arrays. Everything it keeps is copied into
- * bounded buffers inside the struct: nothing is borrowed from libfcgi, which
- * frees its parameters at the next accept.
+ * The parser reads the parameters through the front's lookup interface
+ * (struct rlg_params, front.h: the FastCGI params or environ through
+ * front_cgi.c's, plain arrays in the unit tests), so it needs no
+ * transport. Everything it keeps is copied into bounded buffers inside
+ * the struct; only the lookup itself is kept, for the header keys and the
+ * cost a route reads later (request_key.c), and it is valid for the
+ * request's duration (libfcgi frees its parameters at the next accept).
  */
 #ifndef RLG_REQUEST_H
 #define RLG_REQUEST_H
@@ -15,6 +17,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "front.h"
 
 #define RLG_METHOD_MAX  15
 /* The longest path read, decoded: Apache's LimitRequestLine is 8190. */
@@ -82,7 +85,7 @@ struct rlg_request {
 	bool path_ok;                    /* false: see RLG_FLAW_PATH */
 	enum rlg_flaw flaw;              /* RLG_FLAW_NONE, or why to refuse it */
 	const char *flaw_about;          /* the header or parameter the flaw
-	                                    is in, for the log (NULL: the path) */
+	                                    is params, for the log (NULL: the path) */
 	char client[RLG_CLIENT_KEY_MAX + 1];     /* the IP key (key = ip) */
 	enum rlg_role role;
 	struct rlg_addr addr;            /* the client address, if addr_ok */
@@ -91,28 +94,13 @@ struct rlg_request {
 	bool via_proxy;                  /* from Forwarded/X-Forwarded-For */
 	bool trusted;                    /* the peer (REMOTE_ADDR) is in
 	                                    trusted_proxies */
-	char *const *envp;               /* borrowed for the request's duration:
-	                                    header keys are read from it */
+	struct rlg_params params;            /* the front's parameters, borrowed
+	                                    for the request's duration: header
+	                                    keys and costs are read from it */
 };
 
 /* The key every client without a usable address shares. */
 #define RLG_CLIENT_UNKNOWN "unknown"
-
-/*
- * Looks up NAME in envp ("NAME=value" strings, NULL-terminated). Returns a
- * pointer into envp, or NULL.
- */
-const char *rlg_request_param(char *const *envp, const char *name);
-
-/*
- * Looks up the header parameter NAME ("HTTP_X_API_KEY") in envp. Returns
- * how many times it is there: 0 (*value NULL), 1 (*value points into
- * envp) or 2 for "more than once" (*value NULL): the web server gives
- * look-alike spellings of a header (X-Api-Key, X_Api_Key) one name, so a
- * client can add its own copy beside the one a proxy set.
- */
-int rlg_request_header(char *const *envp, const char *name,
-    const char **value);
 
 /* True in the roles where rlgate only decides and the front serves. */
 static inline bool
@@ -124,8 +112,8 @@ rlg_request_guards(const struct rlg_request *r)
 }
 
 /*
- * Fills r from envp. The path comes from REQUEST_URI (else SCRIPT_NAME +
- * PATH_INFO) as rlg_request_decode_path reads it. The role from
+ * Fills r from params. The path comes from REQUEST_URI (else SCRIPT_NAME +
+ * PATH_INFO) as rlg_path_decode reads it. The role from
  * FCGI_ROLE, then RLGATE_ROLE (auth_request, forward_auth; another value
  * is RLG_FLAW_ROLE). In those two roles the method and target are the
  * original request's: RLGATE_METHOD and RLGATE_URI when the front sets
@@ -145,10 +133,13 @@ rlg_request_guards(const struct rlg_request *r)
  * RLG_CLIENT_UNKNOWN without a usable address. cc may be NULL (no trusted
  * proxies, prefix 64). Never fails: malformed input shows in r->flaw.
  */
-void rlg_request_parse(struct rlg_request *r, char *const *envp,
+void rlg_request_read(struct rlg_request *r, const struct rlg_params *params,
     const struct rlg_client_config *cc);
 
 /*
+ * What a request costs and the store keys of its policies (defined in
+ * request_key.c).
+ *
  * The store key of r for policy p (p->key bits): "IPKEY" for ip,
  * "k:HEX" for header:NAME (a keyed BLAKE2b hash of the header's value with
  * cc->key_secret: never the key itself), "IPKEY|k:HEX" for both; a request
@@ -173,20 +164,6 @@ void rlg_request_key_hash(const char *value,
 int rlg_request_policy_key(const struct rlg_request *r,
     const struct rlg_policy *p, const struct rlg_client_config *cc,
     char *out, size_t len);
-
-/*
- * The path the web server serves for the request target uri, into out
- * (outlen bytes): the path part (up to '?' or '#'; of an absolute-form
- * "http://host/path" too), percent-decoded once, then normalised as
- * lighttpd and Apache do before they pick a file: repeated slashes merged,
- * "." and ".." segments removed (RFC 3986 section 5.2.4, never above
- * "/"). Returns RLG_OK, RLG_ENOSPC if the decoded path does not fit, or
- * RLG_EINVAL for a target that is no absolute path or URI, a bad escape,
- * an encoded NUL or an encoded '/' (%2F: a separator to some servers, a
- * name byte to others), or a dot segment with ";params" ("/a/..;/b": the
- * parent to Tomcat, a name to others).
- */
-int rlg_request_decode_path(const char *uri, char *out, size_t outlen);
 
 /*
  * What one request of route rt costs its policies, in *cost: rt's fixed

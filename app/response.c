@@ -1,10 +1,12 @@
 /*
- * response.c: the only place that writes HTTP: a CGI-style "Status:" line,
+ * response.c: the only place that chooses what rlgate answers: the status,
  * the rate-limit headers in the configured style, and the bodies (the
- * seed's JSON, or RFC 9457 problem details).
+ * seed's JSON, or RFC 9457 problem details), built as a struct rlg_reply
+ * that the request's front renders (front_cgi.c: CGI text).
  *
- * Every answer is formatted into one bounded stack buffer and handed to the
- * writer in one call, so a worker makes one write per answer. Header values
+ * Every answer is built into one bounded stack buffer, with room before
+ * its headers for the front's status line, and rendered from there in
+ * place, so a worker makes one write per answer. Header values
  * are numbers, fixed strings and policy names from the config only: nothing
  * from the request is echoed, and a name that a header could not carry
  * verbatim (a control byte, CR or LF among them) fails the whole answer
@@ -26,6 +28,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "front_cgi.h"
 #include "response.h"
 #include "util.h"
 
@@ -117,9 +120,14 @@ static void put_ratelimit(struct buf *b, const char *pre,
     const struct rlg_answer *a);
 static void put_after(struct buf *b, const struct rlg_answer *a);
 static int finish(struct buf *b);
-static int format_authorized(const struct rlg_answer *a, struct buf *b);
-static int format_auth_request(const struct rlg_answer *a,
-    const struct outcome_text *t, bool problem, struct buf *b);
+static void format_authorized(const struct rlg_answer *a, struct buf *b,
+    struct rlg_reply *rep);
+static void format_auth_request(const struct rlg_answer *a,
+    const struct outcome_text *t, bool problem, struct buf *b,
+    struct rlg_reply *rep);
+static int format_answer(const struct rlg_answer *a,
+    const struct outcome_text *t, bool problem, struct buf *b,
+    struct rlg_reply *rep);
 static void put_body(struct buf *b, const struct rlg_answer *a,
     const struct outcome_text *t, bool problem);
 static const struct outcome_text *text_of(const struct rlg_answer *a,
@@ -546,10 +554,12 @@ put_body(struct buf *b, const struct rlg_answer *a,
  * write: Apache replaces a 429 whose body comes in a later record with
  * its own page.
  */
-static int
-format_authorized(const struct rlg_answer *a, struct buf *b)
+static void
+format_authorized(const struct rlg_answer *a, struct buf *b,
+    struct rlg_reply *rep)
 {
-	put_str(b, "Status: 200 OK\r\n");
+	rep->status = 200;
+	rep->reason = "OK";
 	put_ratelimit(b, "", a);
 	if (a->role == RLG_ROLE_AUTHORIZER && has_decisions(a) &&
 	    a->style != RLG_STYLE_NONE) {
@@ -557,8 +567,8 @@ format_authorized(const struct rlg_answer *a, struct buf *b)
 		put_trio(b, "Variable-", "RateLimit-",
 		    &a->decisions[rlg_response_pick(a->decisions, a->n)]);
 	}
+	rep->head_len = b->used;
 	put_str(b, "\r\n");
-	return finish(b);
 }
 
 /*
@@ -567,11 +577,14 @@ format_authorized(const struct rlg_answer *a, struct buf *b)
  * client is to get in headers the shipped include reads (the body is one
  * line: rlgate's bodies have no line break).
  */
-static int
+static void
 format_auth_request(const struct rlg_answer *a,
-    const struct outcome_text *t, bool problem, struct buf *b)
+    const struct outcome_text *t, bool problem, struct buf *b,
+    struct rlg_reply *rep)
 {
-	put_str(b, "Status: 403 Forbidden\r\n" RLG_HEADER_STATUS ": ");
+	rep->status = 403;
+	rep->reason = "Forbidden";
+	put_str(b, RLG_HEADER_STATUS ": ");
 	put_int(b, t->code);
 	put_str(b, "\r\n" RLG_HEADER_TYPE ": ");
 	put_str(b, problem ? "problem" : "json");
@@ -580,22 +593,55 @@ format_auth_request(const struct rlg_answer *a,
 	put_after(b, a);
 	put_str(b, RLG_HEADER_BODY ": ");
 	put_body(b, a, t, problem);
-	put_str(b, "\r\nContent-Length: 0\r\n\r\n");
-	return finish(b);
+	put_str(b, "\r\nContent-Length: 0\r\n");
+	rep->head_len = b->used;
+	put_str(b, "\r\n");
+}
+
+/*
+ * A responder's answer, and every refusal but auth_request's: the status
+ * of t, its headers, the body (measured first: HEAD announces the length
+ * GET would send, and sends none).
+ */
+static int
+format_answer(const struct rlg_answer *a, const struct outcome_text *t,
+    bool problem, struct buf *b, struct rlg_reply *rep)
+{
+	struct buf body = { NULL, 0, 0, 0 };
+
+	put_body(&body, a, t, problem);
+	if (body.err != 0)
+		return body.err;
+	rep->status = t->code;
+	rep->reason = t->reason;
+	put_str(b, "Content-Type: ");
+	put_str(b, problem ? PROBLEM_JSON : "application/json");
+	put_str(b, "\r\nCache-Control: no-store\r\n");
+	put_ratelimit(b, "", a);
+	put_after(b, a);
+	put_str(b, "Content-Length: ");
+	put_int(b, (int64_t)body.used);
+	put_str(b, "\r\n");
+	rep->head_len = b->used;
+	put_str(b, "\r\n");
+	if (!a->head)
+		put_body(b, a, t, problem);
+	return 0;
 }
 
 int
-rlg_response_format(const struct rlg_answer *a, char *out, size_t len)
+rlg_response_build(const struct rlg_answer *a, char *buf, size_t len,
+    struct rlg_reply *rep)
 {
-	struct buf body = { NULL, 0, 0, 0 };
-	struct buf b = { out, len, 0, 0 };
+	struct buf b = { buf + RLG_REPLY_ROOM, len - RLG_REPLY_ROOM, 0, 0 };
 	const struct outcome_text *t;
 	struct outcome_text own;
 	bool problem;
+	int rc;
 
-	if (len == 0)
+	if (len <= RLG_REPLY_ROOM)
 		return RLG_ENOSPC;
-	out[0] = '\0';
+	b.p[0] = '\0';
 	if ((size_t)a->outcome >= sizeof texts / sizeof texts[0] ||
 	    (unsigned)a->style > RLG_STYLE_NONE ||
 	    (unsigned)a->role > RLG_ROLE_OTHER ||
@@ -607,42 +653,71 @@ rlg_response_format(const struct rlg_answer *a, char *out, size_t len)
 		return RLG_EINVAL;
 	problem = a->errors == RLG_ERRORS_PROBLEM && t->code >= 400;
 	if (a->outcome == RLG_OUT_AUTHORIZED)
-		return format_authorized(a, &b);
-	if (a->role == RLG_ROLE_AUTH_REQUEST)
-		return format_auth_request(a, t, problem, &b);
-
-	/* Measured first: HEAD announces the length GET would send. */
-	put_body(&body, a, t, problem);
-	if (body.err != 0)
-		return body.err;
-
-	put_str(&b, "Status: ");
-	put_int(&b, t->code);
-	put_str(&b, " ");
-	put_str(&b, t->reason);
-	put_str(&b, "\r\nContent-Type: ");
-	put_str(&b, problem ? PROBLEM_JSON : "application/json");
-	put_str(&b, "\r\nCache-Control: no-store\r\n");
-	put_ratelimit(&b, "", a);
-	put_after(&b, a);
-	put_str(&b, "Content-Length: ");
-	put_int(&b, (int64_t)body.used);
-	put_str(&b, "\r\n\r\n");
-	if (!a->head)
-		put_body(&b, a, t, problem);
-	return finish(&b);
+		format_authorized(a, &b, rep);
+	else if (a->role == RLG_ROLE_AUTH_REQUEST)
+		format_auth_request(a, t, problem, &b, rep);
+	else if ((rc = format_answer(a, t, problem, &b, rep)) != 0)
+		return rc;
+	if ((rc = finish(&b)) < 0)
+		return rc;
+	rep->head = b.p;
+	rep->room = RLG_REPLY_ROOM;
+	rep->body = b.p + rep->head_len + 2;
+	rep->body_len = b.used - rep->head_len - 2;
+	rep->joined = true;
+	return 0;
 }
 
 int
-rlg_response_write(const struct rlg_answer *a, rlg_write_fn write, void *ctx)
+rlg_response_send(const struct rlg_answer *a, const struct rlg_out *out)
 {
-	char buf[RLG_RESPONSE_MAX];
-	int n;
+	char buf[RLG_REPLY_ROOM + RLG_RESPONSE_MAX];
+	struct rlg_reply rep;
+	int rc;
 
-	n = rlg_response_format(a, buf, sizeof buf);
-	if (n < 0)
-		return n;
-	return write(ctx, buf, (size_t)n);
+	if ((rc = rlg_response_build(a, buf, sizeof buf, &rep)) != 0)
+		return rc;
+	return out->render(&rep, out->write, out->ctx);
+}
+
+/* A bounded writer into a caller's buffer, for rlg_response_format. */
+struct text_sink {
+	char *p;
+	size_t len, used;
+};
+
+static int
+text_write(void *ctx, const char *buf, size_t len)
+{
+	struct text_sink *s = ctx;
+
+	if (len >= s->len - s->used)
+		return RLG_ENOSPC;
+	memcpy(s->p + s->used, buf, len);
+	s->used += len;
+	s->p[s->used] = '\0';
+	return 0;
+}
+
+int
+rlg_response_format(const struct rlg_answer *a, char *out, size_t len)
+{
+	char buf[RLG_REPLY_ROOM + RLG_RESPONSE_MAX];
+	struct text_sink s = { out, len, 0 };
+	struct rlg_reply rep;
+	int rc;
+
+	if (len == 0)
+		return RLG_ENOSPC;
+	out[0] = '\0';
+	if ((rc = rlg_response_build(a, buf, sizeof buf, &rep)) != 0)
+		return rc;
+	if ((rc = rlg_front_cgi_render(&rep, text_write, &s)) != 0 ||
+	    s.used > (size_t)INT_MAX) {
+		out[0] = '\0';
+		return rc != 0 ? rc : RLG_ENOSPC;
+	}
+	return (int)s.used;
 }
 
 /*
@@ -688,17 +763,20 @@ rlg_response_code(enum rlg_outcome o)
 
 /*
  * The admin endpoints' answers: the headers here, the body as admin.c
- * built it, written apart (a metrics body can be larger than an answer's
- * stack buffer). The page may run its own inline script and style and
- * fetch from its origin, nothing else.
+ * built it, rendered apart (a metrics body can be larger than an
+ * answer's stack buffer). The page may run its own inline script and
+ * style and fetch from its origin, nothing else.
  */
 int
-rlg_response_write_admin(const struct rlg_admin_answer *a,
-    rlg_write_fn write, void *ctx)
+rlg_response_send_admin(const struct rlg_admin_answer *a,
+    const struct rlg_out *out)
 {
-	char head[1024];
+	enum { HEAD_MAX = 1024 };    /* with the status line */
+	char head[RLG_REPLY_ROOM + HEAD_MAX];
+	struct rlg_reply rep;
 	const char *reason;
-	int n, rc;
+	size_t room;
+	int n;
 
 	switch (a->status) {
 	case 200: reason = "OK"; break;
@@ -707,24 +785,29 @@ rlg_response_write_admin(const struct rlg_admin_answer *a,
 	case 503: reason = "Service Unavailable"; break;
 	default: return RLG_EINVAL;
 	}
-	n = snprintf(head, sizeof head,
-	    "Status: %d %s\r\n"
+	/* "Status: NNN reason\r\n" */
+	room = HEAD_MAX - (14 + strlen(reason));
+	n = snprintf(head + RLG_REPLY_ROOM, room,
 	    "Content-Type: %s\r\n"
 	    "Content-Length: %zu\r\n"
 	    "Cache-Control: no-store\r\n"
 	    "X-Content-Type-Options: nosniff\r\n"
 	    "%s%s\r\n",
-	    a->status, reason, a->content_type, a->len,
+	    a->content_type, a->len,
 	    a->status == 405 ? "Allow: GET, HEAD\r\n" : "",
 	    a->page ? "Content-Security-Policy: default-src 'none'; "
 	    "script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
 	    "connect-src 'self'; img-src data:; base-uri 'none'; "
 	    "form-action 'none'; frame-ancestors 'none'\r\n" : "");
-	if (n < 0 || (size_t)n >= sizeof head)
+	if (n < 0 || (size_t)n >= room)
 		return RLG_ENOSPC;
-	if ((rc = write(ctx, head, (size_t)n)) != 0)
-		return rc;
-	if (a->head || a->len == 0)
-		return 0;
-	return write(ctx, a->body, a->len);
+	rep.status = a->status;
+	rep.reason = reason;
+	rep.head = head + RLG_REPLY_ROOM;
+	rep.head_len = (size_t)n - 2;
+	rep.room = RLG_REPLY_ROOM;
+	rep.body = a->body;
+	rep.body_len = a->head ? 0 : a->len;
+	rep.joined = false;
+	return out->render(&rep, out->write, out->ctx);
 }

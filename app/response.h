@@ -1,11 +1,10 @@
 /*
- * response.h: every byte rlgate sends back: the status line, the rate-limit
+ * response.h: everything rlgate answers: the status, the rate-limit
  * headers in the configured style, and the bodies (the seed's JSON, or RFC
- * 9457 problem details with errors = problem).
- *
- * It writes through a small writer callback, so the server hands it a
- * FastCGI stream or stdout and the tests hand it a buffer. No header value
- * is ever taken from the request, so no input can inject a header line.
+ * 9457 problem details with errors = problem), built as data (struct
+ * rlg_reply, front.h) that the request's front renders: the FastCGI and
+ * CGI fronts as CGI text, the tests into a buffer. No header value is
+ * ever taken from the request, so no input can inject a header line.
  */
 #ifndef RLG_RESPONSE_H
 #define RLG_RESPONSE_H
@@ -15,11 +14,9 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "front.h"
 #include "limiter.h"
 #include "request.h"
-
-/* Writes len bytes; returns 0 on success, negative on failure. */
-typedef int (*rlg_write_fn)(void *ctx, const char *buf, size_t len);
 
 /* What to answer; the server fills it from the routing and the store. */
 enum rlg_outcome {
@@ -67,13 +64,21 @@ struct rlg_answer {
 #define RLG_STORE_DOWN_RETRY_S 1
 
 /*
- * Writes the whole answer (CGI-style "Status:" line, headers, blank line,
- * body unless HEAD) with one call to write, from an RLG_RESPONSE_MAX stack
- * buffer. Returns 0, the writer's negative result, or the error of
- * rlg_response_format (nothing is written then).
+ * Builds the answer into buf (len bytes) as *rep: its status, its header
+ * lines, its body (none for HEAD), after RLG_REPLY_ROOM bytes left for
+ * the renderer, all in buf. Returns 0, RLG_ENOSPC if it does not fit, or
+ * RLG_EINVAL as rlg_response_format.
  */
-int rlg_response_write(const struct rlg_answer *a, rlg_write_fn write,
-    void *ctx);
+int rlg_response_build(const struct rlg_answer *a, char *buf, size_t len,
+    struct rlg_reply *rep);
+
+/*
+ * Builds the answer in an RLG_RESPONSE_MAX stack buffer and hands it to
+ * out's renderer (a CGI-shaped front's sends it with one call to its
+ * writer). Returns 0, the renderer's negative result, or the error of
+ * rlg_response_build (nothing is sent then).
+ */
+int rlg_response_send(const struct rlg_answer *a, const struct rlg_out *out);
 
 /*
  * What each role's reader gets:
@@ -95,7 +100,9 @@ int rlg_response_write(const struct rlg_answer *a, rlg_write_fn write,
 #define RLG_HEADER_BODY    "X-Rlgate-Body"
 
 /*
- * Formats the answer into buf (len bytes). Returns the number of bytes
+ * Formats the answer into buf (len bytes) as the CGI-shaped fronts send
+ * it (rlg_front_cgi_render: "Status:" line, headers, blank line, body
+ * unless HEAD). Returns the number of bytes
  * written (excluding a NUL it always adds), RLG_ENOSPC if it does not fit,
  * or RLG_EINVAL for an outcome, style or error format out of range,
  * decisions without policies, or a policy name a header cannot carry
@@ -148,11 +155,12 @@ struct rlg_admin_answer {
 };
 
 /*
- * Writes it: the headers with one call to write, the body with another.
- * Returns 0, the writer's negative result, RLG_EINVAL for another status,
- * or RLG_ENOSPC for a content type too long for the headers.
+ * Sends it through out's renderer: the headers as a reply whose body (not
+ * joined) is a's. Returns 0, the renderer's negative result, RLG_EINVAL
+ * for another status, or RLG_ENOSPC for a content type too long for the
+ * headers.
  */
-int rlg_response_write_admin(const struct rlg_admin_answer *a,
-    rlg_write_fn write, void *ctx);
+int rlg_response_send_admin(const struct rlg_admin_answer *a,
+    const struct rlg_out *out);
 
 #endif

@@ -3,16 +3,18 @@
  *
  * FastCGI: libfcgi's reentrant API on the socket a spawner (spawn-fcgi, or
  * the web server) left on fd 0; N threads per process, each with its own
- * gate (gate.c: its store connection), each looping accept_conn ->
- * FCGX_Accept_r -> rlg_gate_handle -> FCGX_Finish_r -> rlg_gate_idle,
- * every wait for the web server under a read deadline (watch_thread);
- * on a unix socket a Responder request without a body is closed without
- * libfcgi's wait (close_at_once). CGI: one request
- * from environ to stdout, through the same gate. What to answer is the
- * gate's; this file only moves bytes and owns the threads and signals,
- * and the configuration they serve with: a reload (SIGHUP) makes a new
- * generation of it, which each thread takes up before its next request
- * (the last thread to leave one frees it).
+ * gate (gate.c: its store connection), each looping next_request
+ * (accept_conn, FCGX_Accept_r) -> serve -> finish_request (FCGX_Finish_r)
+ * -> rlg_gate_idle, every wait for the web server under a read deadline
+ * (watch_thread); on a unix socket a Responder request without a body is
+ * closed without libfcgi's wait (close_at_once). CGI: one request from
+ * environ to stdout, through the same gate. Both are CGI-shaped fronts:
+ * their params reach the gate through front_cgi.c's adapter and its
+ * answer leaves as CGI text through front_cgi.c's renderer. What to
+ * answer is the gate's; this file only moves bytes and owns the threads
+ * and signals, and the configuration they serve with: a reload (SIGHUP)
+ * makes a new generation of it, which each thread takes up before its
+ * next request (the last thread to leave one frees it).
  * Only this file includes fcgiapp.h.
  */
 #include <arpa/inet.h>
@@ -35,10 +37,13 @@
 #include <fastcgi.h>
 #include <fcgiapp.h>
 
+#include "front_cgi.h"
+#include "fronts.h"
 #include "gate.h"
 #include "metrics.h"
 #include "pacer.h"
 #include "server.h"
+#include "server_peers.h"
 #include "util.h"
 
 extern char **environ;
@@ -46,6 +51,7 @@ extern char **environ;
 static int fcgx_write(void *ctx, const char *buf, size_t len);
 static int stdout_write(void *ctx, const char *buf, size_t len);
 static void *fastcgi_thread(void *arg);
+static void serve(struct rlg_gate *g, FCGX_Request *req, int64_t now_ms);
 static void *signal_thread(void *arg);
 static void reload(void);
 static void stop_threads(void);
@@ -56,15 +62,14 @@ static int listens_on_unix_socket(void);
 static int close_at_once(FCGX_Request *req, int unix_socket);
 struct thread_arg;
 static int accept_conn(struct thread_arg *t);
-static bool web_server_ok(const struct sockaddr_storage *sa);
-static void web_servers_read(void);
+static int next_request(struct thread_arg *t, FCGX_Request *req);
+static void finish_request(struct thread_arg *t, FCGX_Request *req);
+static void handlers_set(void);
 static void watch_arm(struct thread_arg *t);
 static bool watch_disarm(struct thread_arg *t);
 static bool watch_fired(struct thread_arg *t);
 static void *watch_thread(void *arg);
 static void deadline_passed(struct thread_arg *t, const char *wait);
-static void peer_name(const struct sockaddr_storage *sa, char *buf,
-    size_t size);
 static long pace(struct rlg_pacer *p);
 
 static int
@@ -149,18 +154,6 @@ static struct rlg_pacer deadline_pacer;
 static struct rlg_pacer refused_pacer;
 static struct rlg_pacer accept_pacer;
 
-/*
- * FCGI_WEB_SERVER_ADDRS, as libfcgi reads it: the addresses (commas
- * between, no spaces) of the only web servers that may connect over TCP;
- * unset or empty: any. Read once at start (web_servers_read).
- */
-#define RLG_WEB_SERVERS_MAX 64
-static struct {
-	int n;                  /* -1: unset, any peer */
-	int family[RLG_WEB_SERVERS_MAX];
-	struct in6_addr addr[RLG_WEB_SERVERS_MAX];  /* an IPv4 one in its
-	                                               first 4 bytes */
-} web_servers = { .n = -1 };
 
 static int
 listens_on_unix_socket(void)
@@ -335,21 +328,6 @@ pace(struct rlg_pacer *p)
 	    RLG_ERROR_LOG_INTERVAL_MS);
 }
 
-/* The web server's address as the log says it: "127.0.0.1", "unix". */
-static void
-peer_name(const struct sockaddr_storage *sa, char *buf, size_t size)
-{
-	const void *a = NULL;
-
-	if (sa->ss_family == AF_INET)
-		a = &((const struct sockaddr_in *)sa)->sin_addr;
-	else if (sa->ss_family == AF_INET6)
-		a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-	if (a == NULL || inet_ntop(sa->ss_family, a, buf, (socklen_t)size) ==
-	    NULL)
-		rlg_copy(buf, sa->ss_family == AF_UNIX ? "unix" : "-", size);
-}
-
 /*
  * A connection closed at its read deadline, waiting for wait ("request":
  * its parameters; "input": the end of its FCGI_STDIN; "close": the web
@@ -364,81 +342,10 @@ deadline_passed(struct thread_arg *t, const char *wait)
 	if (__atomic_load_n(&log_level, __ATOMIC_RELAXED) < RLG_LOG_WARN ||
 	    (more = pace(&deadline_pacer)) < 0)
 		return;
-	peer_name(&t->peer, peer, sizeof peer);
+	rlg_peer_name(&t->peer, peer, sizeof peer);
 	rlg_log("event=read_deadline peer=%s wait=%s timeout_ms=%d"
 	    " suppressed=%ld", peer, wait,
 	    __atomic_load_n(&read_timeout_ms, __ATOMIC_RELAXED), more);
-}
-
-/* FCGI_WEB_SERVER_ADDRS into web_servers; a bad item is logged. */
-static void
-web_servers_read(void)
-{
-	const char *list = getenv("FCGI_WEB_SERVER_ADDRS");
-	char item[INET6_ADDRSTRLEN + 1];
-	struct in_addr a4;
-	size_t len;
-	int i;
-
-	if (list == NULL || *list == '\0')
-		return;
-	web_servers.n = 0;
-	for (; *list != '\0'; list += len + (list[len] == ',')) {
-		len = strcspn(list, ",");
-		i = web_servers.n;
-		if (len == 0)
-			continue;
-		if (len >= sizeof item || i == RLG_WEB_SERVERS_MAX) {
-			rlg_log("FCGI_WEB_SERVER_ADDRS: an item of %zu bytes, or"
-			    " more than %d items: ignored", len,
-			    RLG_WEB_SERVERS_MAX);
-			continue;
-		}
-		memcpy(item, list, len);
-		item[len] = '\0';
-		memset(&web_servers.addr[i], 0, sizeof web_servers.addr[i]);
-		if (inet_aton(item, &a4) != 0) {
-			web_servers.family[i] = AF_INET;
-			memcpy(&web_servers.addr[i], &a4, sizeof a4);
-		} else if (inet_pton(AF_INET6, item, &web_servers.addr[i]) == 1) {
-			web_servers.family[i] = AF_INET6;
-		} else {
-			rlg_log("FCGI_WEB_SERVER_ADDRS: an item is no IP"
-			    " address: ignored");
-			continue;
-		}
-		web_servers.n++;
-	}
-}
-
-/*
- * Whether a TCP peer may connect: FCGI_WEB_SERVER_ADDRS unset, or its
- * address listed. libfcgi checks IPv4 peers only; an IPv6 one (an
- * IPv4-mapped one as its IPv4 address) is held to the list too.
- */
-static bool
-web_server_ok(const struct sockaddr_storage *sa)
-{
-	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
-	struct in6_addr a;
-	int family = sa->ss_family, i;
-
-	if (web_servers.n < 0 || (family != AF_INET && family != AF_INET6))
-		return true;
-	memset(&a, 0, sizeof a);
-	if (family == AF_INET) {
-		memcpy(&a, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-	} else if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
-		family = AF_INET;
-		memcpy(&a, &s6->sin6_addr.s6_addr[12], 4);
-	} else {
-		a = s6->sin6_addr;
-	}
-	for (i = 0; i < web_servers.n; i++)
-		if (web_servers.family[i] == family &&
-		    memcmp(&web_servers.addr[i], &a, sizeof a) == 0)
-			return true;
-	return false;
 }
 
 /*
@@ -469,7 +376,7 @@ accept_conn(struct thread_arg *t)
 		if (fd >= 0) {
 			if (t->unix_socket)
 				return fd;
-			if (web_server_ok(&t->peer)) {
+			if (rlg_web_server_ok(&t->peer)) {
 				(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY,
 				    &on, sizeof on);
 				return fd;
@@ -479,7 +386,7 @@ accept_conn(struct thread_arg *t)
 			    RLG_LOG_WARN && (more = pace(&refused_pacer)) >= 0) {
 				char peer[INET6_ADDRSTRLEN];
 
-				peer_name(&t->peer, peer, sizeof peer);
+				rlg_peer_name(&t->peer, peer, sizeof peer);
 				rlg_log("event=refused peer=%s: not in"
 				    " FCGI_WEB_SERVER_ADDRS suppressed=%ld",
 				    peer, more);
@@ -541,6 +448,93 @@ gen_release(struct generation *g)
 	free(g);
 }
 
+/*
+ * The worker's next request into req: from the web server's kept
+ * connection, else from a connection it accepts (accept_conn), read
+ * under the read deadline. Returns 1 with a request, 0 when there is
+ * none this time (a signal, a stop, a request dropped: the deadline, a
+ * protocol error, the web server's close), -1 when the worker stops
+ * (the socket is no listening socket).
+ */
+static int
+next_request(struct thread_arg *t, FCGX_Request *req)
+{
+	bool kept = req->ipcFd >= 0;    /* the web server's kept connection */
+	int rc, fd;
+
+	if (!kept) {
+		__atomic_store_n(&t->in_accept, 1, __ATOMIC_RELEASE);
+		fd = accept_conn(t);
+		__atomic_store_n(&t->in_accept, 0, __ATOMIC_RELEASE);
+		if (fd == -EINTR)       /* a stop, or another signal */
+			return 0;
+		if (fd < 0) {
+			rlg_log("FastCGI accept failed: %s: stopping"
+			    " this worker", strerror(-fd));
+			return -1;
+		}
+		/* FCGX_Accept_r's first FCGX_Finish_r keeps it open */
+		req->ipcFd = fd;
+		req->keepConnection = 1;
+	}
+	/* a connection dropped unread is closed at once */
+	FCGX_Detach(req);
+	watch_arm(t);
+	rc = FCGX_Accept_r(req);
+	/*
+	 * libfcgi takes a read that fails between two parameters
+	 * for their end (ReadParams): the error stays on the
+	 * stream, and such a request, cut, is dropped here unread.
+	 */
+	if (rc == 0 && FCGX_GetError(req->in) != 0)
+		rc = -1;
+	if (watch_disarm(t) && rc < 0 && !kept)
+		deadline_passed(t, "request");
+	if (rc < 0) {
+		/* dropped: the deadline, a protocol error, the web
+		 * server's close (of a kept connection, say) */
+		if (req->ipcFd >= 0)
+			FCGX_Free(req, 1);
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * After the answer: the rest of the request's input and the web server's
+ * close, under the read deadline (close_at_once skips the close's wait).
+ */
+static void
+finish_request(struct thread_arg *t, FCGX_Request *req)
+{
+	const char *late = NULL;
+
+	watch_arm(t);
+	if (close_at_once(req, t->unix_socket)) {
+		FCGX_Detach(req);       /* its close skips the wait */
+	} else if (watch_fired(t)) {
+		FCGX_Detach(req);       /* the rest never came */
+		req->keepConnection = 0;
+		late = "input";
+	}
+	FCGX_Finish_r(req);
+	if (watch_disarm(t) && late == NULL)
+		late = "close";
+	if (late != NULL)
+		deadline_passed(t, late);
+}
+
+/*
+ * One request of the FastCGI front: its params through the front's
+ * adapter, its answer rendered (CGI text) on its FCGI_STDOUT.
+ */
+static void
+serve(struct rlg_gate *g, FCGX_Request *req, int64_t now_ms)
+{
+	(void)rlg_front_handle(&rlg_front_fastcgi, g, req->envp, now_ms,
+	    fcgx_write, req->out);
+}
+
 static void *
 fastcgi_thread(void *arg)
 {
@@ -548,10 +542,8 @@ fastcgi_thread(void *arg)
 	struct generation *gen = gen_take();
 	struct rlg_gate g;
 	FCGX_Request req;
-	const char *late;
 	int64_t now_ms;
-	bool kept;
-	int rc, fd;
+	int rc;
 
 	rlg_gate_init(&g, gen->cfg);
 	/*
@@ -577,42 +569,11 @@ fastcgi_thread(void *arg)
 	for (;;) {
 		if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE))
 			break;
-		kept = req.ipcFd >= 0;  /* the web server's kept connection */
-		if (!kept) {
-			__atomic_store_n(&t->in_accept, 1, __ATOMIC_RELEASE);
-			fd = accept_conn(t);
-			__atomic_store_n(&t->in_accept, 0, __ATOMIC_RELEASE);
-			if (fd == -EINTR)       /* a stop, or another signal */
-				continue;
-			if (fd < 0) {
-				rlg_log("FastCGI accept failed: %s: stopping"
-				    " this worker", strerror(-fd));
-				break;
-			}
-			/* FCGX_Accept_r's first FCGX_Finish_r keeps it open */
-			req.ipcFd = fd;
-			req.keepConnection = 1;
-		}
-		/* a connection dropped unread is closed at once */
-		FCGX_Detach(&req);
-		watch_arm(t);
-		rc = FCGX_Accept_r(&req);
-		/*
-		 * libfcgi takes a read that fails between two parameters
-		 * for their end (ReadParams): the error stays on the
-		 * stream, and such a request, cut, is dropped here unread.
-		 */
-		if (rc == 0 && FCGX_GetError(req.in) != 0)
-			rc = -1;
-		if (watch_disarm(t) && rc < 0 && !kept)
-			deadline_passed(t, "request");
-		if (rc < 0) {
-			/* dropped: the deadline, a protocol error, the web
-			 * server's close (of a kept connection, say) */
-			if (req.ipcFd >= 0)
-				FCGX_Free(&req, 1);
+		rc = next_request(t, &req);
+		if (rc < 0)
+			break;
+		if (rc == 0)
 			continue;
-		}
 		FCGX_Attach(&req);
 		/* a reload since the last request: its configuration first */
 		if (__atomic_load_n(&live.n, __ATOMIC_ACQUIRE) != gen->n) {
@@ -623,21 +584,8 @@ fastcgi_thread(void *arg)
 			gen_release(old);
 		}
 		now_ms = rlg_now_ms();
-		rlg_gate_handle(&g, req.envp, now_ms, fcgx_write, req.out);
-		watch_arm(t);
-		late = NULL;
-		if (close_at_once(&req, t->unix_socket)) {
-			FCGX_Detach(&req);      /* its close skips the wait */
-		} else if (watch_fired(t)) {
-			FCGX_Detach(&req);      /* the rest never came */
-			req.keepConnection = 0;
-			late = "input";
-		}
-		FCGX_Finish_r(&req);
-		if (watch_disarm(t) && late == NULL)
-			late = "close";
-		if (late != NULL)
-			deadline_passed(t, late);
+		serve(&g, &req, now_ms);
+		finish_request(t, &req);
 		rlg_gate_idle(&g, now_ms);      /* a clock read per request */
 	}
 	if (req.ipcFd >= 0)
@@ -793,28 +741,20 @@ reload(void)
 	    cfg->nroutes == 1 ? "" : "s");
 }
 
-int
-rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
-    int nthreads)
+/* The process's signal handlers for FastCGI, before any thread starts. */
+static void
+handlers_set(void)
 {
-	struct thread_arg *threads;
-	struct generation *first;
 	struct sigaction sa;
-	sigset_t hup;
-	pthread_t reloader, watcher;
-	int i, started = 0, rc, unix_socket;
+	sigset_t usr1;
 
-	if (FCGX_Init() != 0) {
-		rlg_log("FCGX_Init failed");
-		return 70;      /* EX_SOFTWARE */
-	}
 	/* A client that hangs up must not kill the worker mid-write. */
 	signal(SIGPIPE, SIG_IGN);
 	/*
 	 * libfcgi catches SIGTERM and only marks a shutdown as pending, which
 	 * threads blocked in accept never see: spawn-fcgi users and service
-	 * managers expect SIGTERM to stop us. signal_thread takes it (below)
-	 * and stops the threads gracefully; SIGUSR2 wakes one from accept,
+	 * managers expect SIGTERM to stop us. signal_thread takes it (started
+	 * by rlg_server_run_fastcgi) and stops the threads gracefully; SIGUSR2 wakes one from accept,
 	 * or from a read past its deadline (watch_thread).
 	 */
 	signal(SIGTERM, SIG_DFL);
@@ -833,9 +773,26 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
 	sa.sa_handler = rlg_log_reopen;
 	sigaction(SIGUSR1, &sa, NULL);
 	/* a supervisor's worker starts with it blocked (supervisor.c) */
-	sigemptyset(&hup);
-	sigaddset(&hup, SIGUSR1);
-	pthread_sigmask(SIG_UNBLOCK, &hup, NULL);
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);
+}
+
+int
+rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
+    int nthreads)
+{
+	struct thread_arg *threads;
+	struct generation *first;
+	sigset_t hup;
+	pthread_t reloader, watcher;
+	int i, started = 0, rc, unix_socket;
+
+	if (FCGX_Init() != 0) {
+		rlg_log("FCGX_Init failed");
+		return 70;      /* EX_SOFTWARE */
+	}
+	handlers_set();
 	/*
 	 * SIGHUP (reload), SIGTERM and SIGINT (stop): blocked here, so in
 	 * every thread started from here on, and taken by signal_thread.
@@ -862,7 +819,7 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
 		pthread_detach(reloader);
 	}
 	unix_socket = listens_on_unix_socket();
-	web_servers_read();
+	rlg_web_servers_read();
 	__atomic_store_n(&read_timeout_ms, cfg->read_timeout_ms,
 	    __ATOMIC_RELAXED);
 	__atomic_store_n(&log_level, (int)cfg->log_level, __ATOMIC_RELAXED);
@@ -900,7 +857,8 @@ rlg_server_run_cgi(const struct rlg_config *cfg)
 	/* Writing to a Redis connection the server closed must not kill us. */
 	signal(SIGPIPE, SIG_IGN);
 	rlg_gate_init(&g, cfg);
-	rc = rlg_gate_handle(&g, environ, rlg_now_ms(), stdout_write, stdout);
+	rc = rlg_front_handle(&rlg_front_cgi, &g, environ, rlg_now_ms(),
+	    stdout_write, stdout);
 	/*
 	 * The web server waits for a CGI process to exit, so pruning here
 	 * delays the client: do it for about one request in a hundred.

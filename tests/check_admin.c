@@ -21,6 +21,7 @@
 #include "admin.h"
 #include "check_rlgate.h"
 #include "fixture.h"
+#include "front_cgi.h"
 #include "gate.h"
 #include "metrics.h"
 #include "store_fixture.h"
@@ -70,16 +71,18 @@ unload(void)
 static void
 handle(int64_t now, ...)
 {
+	const struct rlg_out out = { rlg_front_cgi_render, buf_write, NULL };
+	struct rlg_params in;
 	char *envp[16];
 	va_list ap;
 
 	va_start(ap, now);
 	(void)rlg_test_envv(envp, 16, ap);
 	va_end(ap);
+	rlg_params_envp(&in, envp);
 	answer_len = 0;
 	answer[0] = '\0';
-	ck_assert_int_eq(rlg_gate_handle(&gate, envp, now, buf_write, NULL),
-	    0);
+	ck_assert_int_eq(rlg_gate_handle(&gate, &in, now, &out), 0);
 }
 
 /* The value of the metric line that starts with name (with labels). */
@@ -239,6 +242,7 @@ match(const char *uri, const char *addr, const char *xff, bool authorizer)
 {
 	char u[256], a[64], x[256];
 	char *envp[8];
+	struct rlg_params in;
 	struct rlg_request r;
 	size_t n = 0;
 
@@ -254,7 +258,8 @@ match(const char *uri, const char *addr, const char *xff, bool authorizer)
 	if (authorizer)
 		envp[n++] = (char *)"FCGI_ROLE=AUTHORIZER";
 	envp[n] = NULL;
-	rlg_request_parse(&r, envp, &cfg->client);
+	rlg_params_envp(&in, envp);
+	rlg_request_read(&r, &in, &cfg->client);
 	return rlg_admin_match(cfg, &r);
 }
 
@@ -268,6 +273,7 @@ front(const char *role, const char *uri, const char *addr)
 	char r_role[64], r_uri[256], r_addr[64];
 	char *envp[] = { r_role, "REQUEST_METHOD=GET",
 	    "REQUEST_URI=/.rlgate/auth", r_uri, r_addr, NULL };
+	struct rlg_params in;
 	struct rlg_request r;
 
 	snprintf(r_role, sizeof r_role, "RLGATE_ROLE=%s",
@@ -276,7 +282,8 @@ front(const char *role, const char *uri, const char *addr)
 	snprintf(r_addr, sizeof r_addr, "REMOTE_ADDR=%s", addr);
 	if (role == NULL)
 		snprintf(r_role, sizeof r_role, "X=");
-	rlg_request_parse(&r, envp, &cfg->client);
+	rlg_params_envp(&in, envp);
+	rlg_request_read(&r, &in, &cfg->client);
 	return rlg_admin_match(cfg, &r);
 }
 

@@ -16,6 +16,7 @@
 
 #include "check_rlgate.h"
 #include "fixture.h"
+#include "front_cgi.h"
 #include "gate.h"
 #include "store_fixture.h"
 #include "util.h"
@@ -59,13 +60,15 @@ gate_off(void)
 static void
 ask(struct rlg_verdict *v, int64_t now, ...)
 {
+	struct rlg_params in;
 	char *envp[16];
 	va_list ap;
 
 	va_start(ap, now);
 	(void)rlg_test_envv(envp, 16, ap);
 	va_end(ap);
-	rlg_gate_decide(&gate, envp, now, v);
+	rlg_params_envp(&in, envp);
+	rlg_gate_decide(&gate, &in, now, v);
 }
 
 #define GET "REQUEST_METHOD=GET"
@@ -949,6 +952,7 @@ START_TEST(test_overrides_once)
 {
 	struct rlg_gate more[2];
 	struct rlg_verdict v;
+	struct rlg_params in;
 	char *envp[8];
 	size_t i;
 
@@ -966,8 +970,9 @@ START_TEST(test_overrides_once)
 	envp[1] = RES;
 	envp[2] = A1;
 	envp[3] = NULL;
+	rlg_params_envp(&in, envp);
 	for (i = 0; i < 2; i++) {
-		rlg_gate_decide(&more[i], envp, T1 + RLG_OVERRIDES_INTERVAL_MS,
+		rlg_gate_decide(&more[i], &in, T1 + RLG_OVERRIDES_INTERVAL_MS,
 		    &v);
 		ck_assert_int_eq(v.answer.decisions[0].limit, 5);
 	}

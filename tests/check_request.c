@@ -12,9 +12,21 @@
 
 #include "check_rlgate.h"
 #include "fixture.h"
+#include "front_cgi.h"
 #include "path.h"
 #include "request.h"
 #include "util.h"
+
+/* Reads the request whose parameters are envp, as the CGI fronts do. */
+static void
+read_envp(struct rlg_request *r, char *const *envp,
+    const struct rlg_client_config *c)
+{
+	struct rlg_params in;
+
+	rlg_params_envp(&in, envp);
+	rlg_request_read(r, &in, c);
+}
 
 static void
 parse(struct rlg_request *r, const char *method, const char *uri,
@@ -37,7 +49,7 @@ parse(struct rlg_request *r, const char *method, const char *uri,
 		envp[n++] = a;
 	}
 	envp[n] = NULL;
-	rlg_request_parse(r, envp, NULL);
+	read_envp(r, envp, NULL);
 }
 
 START_TEST(test_basic_get)
@@ -64,10 +76,10 @@ START_TEST(test_param_lookup)
 	char *envp[] = { "REMOTE_ADDRX=1", "REMOTE_ADDR=10.0.0.1",
 	    "EMPTY=", NULL };
 
-	ck_assert_str_eq(rlg_request_param(envp, "REMOTE_ADDR"), "10.0.0.1");
-	ck_assert_str_eq(rlg_request_param(envp, "EMPTY"), "");
-	ck_assert_ptr_null(rlg_request_param(envp, "REMOTE"));
-	ck_assert_ptr_null(rlg_request_param(NULL, "REMOTE_ADDR"));
+	ck_assert_str_eq(rlg_envp_param(envp, "REMOTE_ADDR"), "10.0.0.1");
+	ck_assert_str_eq(rlg_envp_param(envp, "EMPTY"), "");
+	ck_assert_ptr_null(rlg_envp_param(envp, "REMOTE"));
+	ck_assert_ptr_null(rlg_envp_param(NULL, "REMOTE_ADDR"));
 }
 END_TEST
 
@@ -78,10 +90,10 @@ START_TEST(test_script_name_fallback)
 	char *none[] = { "REQUEST_METHOD=GET", NULL };
 	struct rlg_request r;
 
-	rlg_request_parse(&r, envp, NULL);
+	read_envp(&r, envp, NULL);
 	ck_assert(r.path_ok);
 	ck_assert_str_eq(r.path, "/api/v1/resources");
-	rlg_request_parse(&r, none, NULL);
+	read_envp(&r, none, NULL);
 	ck_assert(!r.path_ok);
 	ck_assert_str_eq(r.client, RLG_CLIENT_UNKNOWN);
 }
@@ -174,7 +186,7 @@ START_TEST(test_normalised_paths)
 		ck_assert_msg(strcmp(r.path, cases[i].path) == 0,
 		    "%s -> %s (want %s)", cases[i].uri, r.path, cases[i].path);
 	}
-	rlg_request_parse(&r, fallback, NULL);
+	read_envp(&r, fallback, NULL);
 	ck_assert(r.path_ok);
 	ck_assert_str_eq(r.path, "/static/secret.txt");
 }
@@ -196,15 +208,15 @@ START_TEST(test_decode_bounds)
 {
 	char out[8];
 
-	ck_assert_int_eq(rlg_request_decode_path("/1234567", out, sizeof out),
+	ck_assert_int_eq(rlg_path_decode("/1234567", out, sizeof out),
 	    RLG_ENOSPC);
-	ck_assert_int_eq(rlg_request_decode_path("/123456", out, sizeof out),
+	ck_assert_int_eq(rlg_path_decode("/123456", out, sizeof out),
 	    RLG_OK);
 	ck_assert_str_eq(out, "/123456");
-	ck_assert_int_eq(rlg_request_decode_path("/%41%42?q", out, sizeof out),
+	ck_assert_int_eq(rlg_path_decode("/%41%42?q", out, sizeof out),
 	    RLG_OK);
 	ck_assert_str_eq(out, "/AB");
-	ck_assert_int_eq(rlg_request_decode_path("/", out, 0), RLG_ENOSPC);
+	ck_assert_int_eq(rlg_path_decode("/", out, 0), RLG_ENOSPC);
 }
 END_TEST
 
@@ -241,12 +253,12 @@ START_TEST(test_missing_everything)
 	struct rlg_request r;
 	char method[300];
 
-	rlg_request_parse(&r, envp, NULL);
+	read_envp(&r, envp, NULL);
 	ck_assert_int_eq(r.method, RLG_METHOD_OTHER);
 	ck_assert_str_eq(r.method_name, "");
 	ck_assert(!r.path_ok);
 	ck_assert_str_eq(r.client, RLG_CLIENT_UNKNOWN);
-	rlg_request_parse(&r, NULL, NULL);
+	read_envp(&r, NULL, NULL);
 	ck_assert(!r.path_ok);
 	memset(method, 'G', sizeof method - 1);
 	method[sizeof method - 1] = '\0';
@@ -306,7 +318,7 @@ who(struct rlg_request *r, const struct rlg_client_config *c, ...)
 		    strncmp(g_envp[i], "HTTP_X_FORWARDED_FOR=", 21) == 0;
 	}
 	/* A path, so that only the identity can be a flaw. */
-	if (rlg_request_param(g_envp, "REQUEST_URI") == NULL) {
+	if (rlg_envp_param(g_envp, "REQUEST_URI") == NULL) {
 		g_envp[n++] = "REQUEST_URI=/";
 		g_envp[n] = NULL;
 	}
@@ -315,7 +327,7 @@ who(struct rlg_request *r, const struct rlg_client_config *c, ...)
 		fwd.forwarded_header = RLG_FWD_FORWARDED;
 		c = &fwd;
 	}
-	rlg_request_parse(r, g_envp, c);
+	read_envp(r, g_envp, c);
 	return r->client;
 }
 
@@ -336,12 +348,12 @@ START_TEST(test_forwarded_header_choice)
 
 	xff.forwarded_header = RLG_FWD_X_FORWARDED_FOR;
 	fwd.forwarded_header = RLG_FWD_FORWARDED;
-	rlg_request_parse(&r, env1, &xff);
+	read_envp(&r, env1, &xff);
 	ck_assert_str_eq(r.client, "203.0.113.5");
-	rlg_request_parse(&r, env2, &xff);
+	read_envp(&r, env2, &xff);
 	ck_assert_str_eq(r.client, "10.0.0.1");     /* spoof ignored */
 	ck_assert(!r.via_proxy);
-	rlg_request_parse(&r, env1, &fwd);
+	read_envp(&r, env1, &fwd);
 	ck_assert_str_eq(r.client, "198.51.100.66");
 	ck_assert(r.via_proxy);
 }
@@ -365,7 +377,7 @@ START_TEST(test_roles)
 	ck_assert_int_eq(r.role, RLG_ROLE_OTHER);
 	who(&r, NULL, "FCGI_ROLE=", NULL);
 	ck_assert_int_eq(r.role, RLG_ROLE_OTHER);
-	ck_assert_ptr_eq(r.envp, g_envp);
+	ck_assert_ptr_eq(r.params.src, g_envp);
 }
 END_TEST
 
@@ -440,40 +452,40 @@ START_TEST(test_described_request)
 	    "HTTP_X_FORWARDED_URI=/free", NULL };
 	struct rlg_request r;
 
-	rlg_request_parse(&r, caddy, cc());
+	read_envp(&r, caddy, cc());
 	ck_assert_str_eq(r.method_name, "POST");
 	ck_assert_str_eq(r.path, "/api/search");
 	ck_assert(!r.head);
 	ck_assert_str_eq(r.client, "198.51.100.7");
 
-	rlg_request_parse(&r, nginx, cc());
+	read_envp(&r, nginx, cc());
 	ck_assert_str_eq(r.method_name, "HEAD");
 	ck_assert_int_eq(r.method, RLG_METHOD_HEAD);
 	ck_assert(r.head);
 	ck_assert_str_eq(r.path, "/api/x");
 	ck_assert_int_eq(r.flaw, RLG_FLAW_NONE);
 
-	rlg_request_parse(&r, traefik, cc());
+	read_envp(&r, traefik, cc());
 	ck_assert_str_eq(r.method_name, "PUT");
 	ck_assert_str_eq(r.path, "/api/v1/x");
 	ck_assert_str_eq(r.client, "203.0.113.9");
 	ck_assert(!r.head);
 
 	/* The same headers from a client are not believed. */
-	rlg_request_parse(&r, forged, cc());
+	read_envp(&r, forged, cc());
 	ck_assert_str_eq(r.method_name, "GET");
 	ck_assert_str_eq(r.path, "/api/x");
 	ck_assert_str_eq(r.client, "198.51.100.7");
 
-	rlg_request_parse(&r, twice, cc());
+	read_envp(&r, twice, cc());
 	ck_assert_int_eq(r.flaw, RLG_FLAW_DUPLICATE);
 	ck_assert_str_eq(r.flaw_about, "X-Forwarded-Uri");
-	rlg_request_parse(&r, twice_m, cc());
+	read_envp(&r, twice_m, cc());
 	ck_assert_int_eq(r.flaw, RLG_FLAW_DUPLICATE);
 	ck_assert_str_eq(r.flaw_about, "X-Forwarded-Method");
 
 	/* A responder reads its own request only. */
-	rlg_request_parse(&r, responder, cc());
+	read_envp(&r, responder, cc());
 	ck_assert_str_eq(r.method_name, "GET");
 	ck_assert_str_eq(r.path, "/api/x");
 }
@@ -706,13 +718,13 @@ START_TEST(test_duplicate_headers)
 	    "HTTP_X_API_KEY=c", NULL };
 	char *one[] = { "HTTP_X_API_KEYS=b", "HTTP_X_API_KEY=c", NULL };
 
-	ck_assert_int_eq(rlg_request_header(two, "HTTP_X_API_KEY", &v), 2);
+	ck_assert_int_eq(rlg_envp_header(two, "HTTP_X_API_KEY", &v), 2);
 	ck_assert_ptr_null(v);
-	ck_assert_int_eq(rlg_request_header(one, "HTTP_X_API_KEY", &v), 1);
+	ck_assert_int_eq(rlg_envp_header(one, "HTTP_X_API_KEY", &v), 1);
 	ck_assert_str_eq(v, "c");
-	ck_assert_int_eq(rlg_request_header(one, "HTTP_X_API", &v), 0);
+	ck_assert_int_eq(rlg_envp_header(one, "HTTP_X_API", &v), 0);
 	ck_assert_ptr_null(v);
-	ck_assert_int_eq(rlg_request_header(NULL, "HTTP_X_API_KEY", &v), 0);
+	ck_assert_int_eq(rlg_envp_header(NULL, "HTTP_X_API_KEY", &v), 0);
 
 	who(&r, c, PEER, "HTTP_X_FORWARDED_FOR=198.51.100.7",
 	    "HTTP_X_FORWARDED_FOR=203.0.113.5", NULL);
@@ -1075,7 +1087,7 @@ START_TEST(test_route_path)
 		ck_assert_str_eq(out, cases[i][1]);
 	}
 	/* the decoded path of %3B: a ';' like any other */
-	ck_assert_int_eq(rlg_request_decode_path("/api/search%3Bx", out,
+	ck_assert_int_eq(rlg_path_decode("/api/search%3Bx", out,
 	    sizeof out), RLG_OK);
 	ck_assert_int_eq(rlg_path_route(out, out, sizeof out),
 	    RLG_OK);
@@ -1096,19 +1108,19 @@ START_TEST(test_route_path)
 	rlg_path_route_slash(out);
 	ck_assert_str_eq(out, "/");
 	/* "..;" is the parent to Tomcat, a name elsewhere: refused */
-	ck_assert_int_eq(rlg_request_decode_path("/a/..;/b", out,
+	ck_assert_int_eq(rlg_path_decode("/a/..;/b", out,
 	    sizeof out), RLG_EINVAL);
-	ck_assert_int_eq(rlg_request_decode_path("/a/%2e%2e;x/b", out,
+	ck_assert_int_eq(rlg_path_decode("/a/%2e%2e;x/b", out,
 	    sizeof out), RLG_EINVAL);
-	ck_assert_int_eq(rlg_request_decode_path("/a/.;x", out,
+	ck_assert_int_eq(rlg_path_decode("/a/.;x", out,
 	    sizeof out), RLG_EINVAL);
-	ck_assert_int_eq(rlg_request_decode_path("/a/..%3b/b", out,
+	ck_assert_int_eq(rlg_path_decode("/a/..%3b/b", out,
 	    sizeof out), RLG_EINVAL);
-	ck_assert_int_eq(rlg_request_decode_path("/a/...;/b", out,
+	ck_assert_int_eq(rlg_path_decode("/a/...;/b", out,
 	    sizeof out), RLG_OK);
-	ck_assert_int_eq(rlg_request_decode_path("/a/..x;/b", out,
+	ck_assert_int_eq(rlg_path_decode("/a/..x;/b", out,
 	    sizeof out), RLG_OK);
-	ck_assert_int_eq(rlg_request_decode_path("/a;x/..", out,
+	ck_assert_int_eq(rlg_path_decode("/a;x/..", out,
 	    sizeof out), RLG_OK);
 	ck_assert_str_eq(out, "/");
 }

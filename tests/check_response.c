@@ -6,12 +6,16 @@
  * RateLimit parsed as RFC 8941 Lists, problem+json checked as JSON);
  * Retry-After never earlier than any reset; the decision the one-policy
  * styles report; 32 long policies fitting; names that cannot be sent.
+ * And the fronts that render them: the CGI-shaped adapter and renderer,
+ * and every registered front.
  */
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include "check_rlgate.h"
+#include "front_cgi.h"
+#include "fronts.h"
 #include "response.h"
 #include "sf_parse.h"
 #include "util.h"
@@ -50,6 +54,8 @@ struct scenario {
 
 static int sink_write(void *ctx, const char *buf, size_t len);
 static int failing_write(void *ctx, const char *buf, size_t len);
+static int send_cgi(const struct rlg_answer *a, rlg_write_fn write,
+    void *ctx);
 static const char *answer(const struct rlg_answer *a);
 static struct rlg_answer draft03(enum rlg_outcome o,
     const struct rlg_decision *d, bool head);
@@ -157,6 +163,15 @@ failing_write(void *ctx, const char *buf, size_t len)
 	return -5;
 }
 
+/* Sends a as the CGI-shaped fronts do, through write/ctx. */
+static int
+send_cgi(const struct rlg_answer *a, rlg_write_fn write, void *ctx)
+{
+	const struct rlg_out out = { rlg_front_cgi_render, write, ctx };
+
+	return rlg_response_send(a, &out);
+}
+
 /* The answer's bytes, written through the writer in exactly one call. */
 static const char *
 answer(const struct rlg_answer *a)
@@ -164,7 +179,7 @@ answer(const struct rlg_answer *a)
 	static struct sink s;
 
 	memset(&s, 0, sizeof s);
-	ck_assert_int_eq(rlg_response_write(a, sink_write, &s), 0);
+	ck_assert_int_eq(send_cgi(a, sink_write, &s), 0);
 	ck_assert_int_eq(s.calls, 1);
 	ck_assert_uint_eq(strlen(s.buf), s.used);
 	return s.buf;
@@ -1261,7 +1276,7 @@ START_TEST(test_small_buffer_and_failing_writer)
 	ck_assert_int_eq(rlg_response_format(&a, small, (size_t)n + 1), n);
 	ck_assert_str_eq(small, full);
 
-	ck_assert_int_eq(rlg_response_write(&a, failing_write, NULL), -5);
+	ck_assert_int_eq(send_cgi(&a, failing_write, NULL), -5);
 	a.outcome = (enum rlg_outcome)99;
 	ck_assert_int_eq(rlg_response_format(&a, small, sizeof small),
 	    RLG_EINVAL);
@@ -1317,10 +1332,10 @@ START_TEST(test_names_escaped)
 	/* CR LF in a name: no header style may send it, nothing is written. */
 	a.n = 2;
 	memset(&s, 0, sizeof s);
-	ck_assert_int_eq(rlg_response_write(&a, sink_write, &s), RLG_EINVAL);
+	ck_assert_int_eq(send_cgi(&a, sink_write, &s), RLG_EINVAL);
 	ck_assert_int_eq(s.calls, 0);
 	a.style = RLG_STYLE_ALL;
-	ck_assert_int_eq(rlg_response_write(&a, sink_write, &s), RLG_EINVAL);
+	ck_assert_int_eq(send_cgi(&a, sink_write, &s), RLG_EINVAL);
 
 	/* Styles without names send it; the body escapes it as JSON. */
 	a.style = RLG_STYLE_X_RATELIMIT;
@@ -1332,6 +1347,102 @@ START_TEST(test_names_escaped)
 }
 END_TEST
 
+/*
+ * The fronts: the CGI-shaped adapter reads "NAME=value" strings (a header
+ * that came twice says so), the CGI renderer frames a reply in the room
+ * before its headers (one write), or writes a body kept apart second,
+ * and every registered front renders an answer.
+ */
+START_TEST(test_front_cgi_adapter)
+{
+	char *envp[] = { "REMOTE_ADDRX=1", "REMOTE_ADDR=10.0.0.1",
+	    "HTTP_X_KEY=a", "HTTP_X_KEY=b", "HTTP_ONE=1", NULL };
+	struct rlg_params in;
+	const char *v;
+
+	rlg_params_envp(&in, envp);
+	ck_assert_ptr_eq(in.src, envp);
+	ck_assert_str_eq(rlg_param(&in, "REMOTE_ADDR"), "10.0.0.1");
+	ck_assert_ptr_null(rlg_param(&in, "REMOTE"));
+	ck_assert_str_eq(rlg_param(&in, "HTTP_X_KEY"), "a");
+	ck_assert_int_eq(rlg_param_header(&in, "HTTP_X_KEY", &v), 2);
+	ck_assert_ptr_null(v);
+	ck_assert_int_eq(rlg_param_header(&in, "HTTP_ONE", &v), 1);
+	ck_assert_str_eq(v, "1");
+	ck_assert_int_eq(rlg_param_header(&in, "HTTP_NONE", &v), 0);
+	rlg_params_envp(&in, NULL);
+	ck_assert_ptr_null(rlg_param(&in, "REMOTE_ADDR"));
+}
+END_TEST
+
+START_TEST(test_front_cgi_render)
+{
+	char buf[RLG_REPLY_ROOM + 64];
+	struct rlg_reply rep = { 404, "Not Found", buf + RLG_REPLY_ROOM, 0,
+	    RLG_REPLY_ROOM, NULL, 0, true };
+	static struct sink s;
+
+	memcpy(rep.head, "A: 1\r\n\r\nbody", 12);
+	rep.head_len = 6;
+	rep.body = rep.head + 8;
+	rep.body_len = 4;
+	memset(&s, 0, sizeof s);
+	ck_assert_int_eq(rlg_front_cgi_render(&rep, sink_write, &s), 0);
+	ck_assert_int_eq(s.calls, 1);
+	ck_assert_str_eq(s.buf, "Status: 404 Not Found\r\nA: 1\r\n\r\nbody");
+	/* a body kept apart: a second write, none when it is empty */
+	rep.joined = false;
+	rep.body = "apart";
+	rep.body_len = 5;
+	memset(&s, 0, sizeof s);
+	ck_assert_int_eq(rlg_front_cgi_render(&rep, sink_write, &s), 0);
+	ck_assert_int_eq(s.calls, 2);
+	ck_assert_str_eq(s.buf, "Status: 404 Not Found\r\nA: 1\r\n\r\napart");
+	rep.body_len = 0;
+	memset(&s, 0, sizeof s);
+	ck_assert_int_eq(rlg_front_cgi_render(&rep, sink_write, &s), 0);
+	ck_assert_int_eq(s.calls, 1);
+	/* no room for the status line: nothing written */
+	rep.room = 10;
+	memset(&s, 0, sizeof s);
+	ck_assert_int_eq(rlg_front_cgi_render(&rep, sink_write, &s),
+	    RLG_ENOSPC);
+	ck_assert_int_eq(s.calls, 0);
+}
+END_TEST
+
+START_TEST(test_fronts_registered)
+{
+	struct rlg_decision d = { false, 5, 0, 11200, 11200, 11200 };
+	struct rlg_answer a = draft03(RLG_OUT_REJECTED, &d, false);
+	const struct rlg_front *f;
+	char buf[RLG_REPLY_ROOM + RLG_RESPONSE_MAX];
+	struct rlg_reply rep;
+	static struct sink s;
+	size_t i;
+
+	ck_assert_ptr_eq(rlg_front_find("fastcgi"), &rlg_front_fastcgi);
+	ck_assert_ptr_eq(rlg_front_find("cgi"), &rlg_front_cgi);
+	ck_assert_ptr_null(rlg_front_find("nothing"));
+	ck_assert_int_eq(rlg_front_register(&rlg_front_cgi), RLG_EINVAL);
+	for (i = 0; (f = rlg_front_at(i)) != NULL; i++) {
+		ck_assert(f->name != NULL && f->about != NULL);
+		ck_assert(f->params != NULL && f->render != NULL);
+		ck_assert_int_eq(rlg_response_build(&a, buf, sizeof buf, &rep),
+		    0);
+		memset(&s, 0, sizeof s);
+		ck_assert_int_eq(f->render(&rep, sink_write, &s), 0);
+		ck_assert_uint_gt(s.used, 0);
+	}
+	ck_assert_uint_ge(i, 2);
+	/* the CGI fronts send what rlg_response_format formats */
+	ck_assert_int_eq(rlg_response_build(&a, buf, sizeof buf, &rep), 0);
+	memset(&s, 0, sizeof s);
+	ck_assert_int_eq(rlg_front_cgi.render(&rep, sink_write, &s), 0);
+	ck_assert_str_eq(s.buf, answer(&a));
+}
+END_TEST
+
 Suite *
 rlg_response_suite(void)
 {
@@ -1339,6 +1450,7 @@ rlg_response_suite(void)
 	TCase *core = tcase_create("core"), *styles = tcase_create("styles");
 	TCase *parsers = tcase_create("parsers");
 	TCase *limits = tcase_create("limits");
+	TCase *fronts = tcase_create("fronts");
 
 	tcase_add_test(core, test_200);
 	tcase_add_test(core, test_authorized);
@@ -1368,6 +1480,10 @@ rlg_response_suite(void)
 	suite_add_tcase(s, core);
 	suite_add_tcase(s, styles);
 	suite_add_tcase(s, parsers);
+	tcase_add_test(fronts, test_front_cgi_adapter);
+	tcase_add_test(fronts, test_front_cgi_render);
+	tcase_add_test(fronts, test_fronts_registered);
 	suite_add_tcase(s, limits);
+	suite_add_tcase(s, fronts);
 	return s;
 }

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "front_cgi.h"
 #include "net.h"
 #include "request.h"
 #include "util.h"
@@ -58,6 +59,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const unsigned kinds[] = { 0, RLG_KEY_IP, RLG_KEY_HEADER,
 	    RLG_KEY_IP | RLG_KEY_HEADER };
 	char *buf, *envp[FUZZ_PARAMS_MAX + 1], *p, *nl;
+	struct rlg_params in;
 	char key[RLG_CLIENT_KEY_MAX + 1], text[RLG_ADDR_TEXT_MAX];
 	struct rlg_request *r;
 	struct rlg_policy pol;
@@ -84,7 +86,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	envp[n] = NULL;
 
-	rlg_request_parse(r, envp, &cc);
+	rlg_params_envp(&in, envp);
+	rlg_request_read(r, &in, &cc);
 	check_key(r->client, sizeof r->client);
 	/* A forwarding header that cannot be believed leaves no address
 	 * an exemption could match. */
@@ -103,7 +106,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (r->path_ok && r->path[0] != '/')
 		abort();
-	twice = rlg_request_header(envp, "HTTP_X_API_KEY", &v) > 1;
+	twice = rlg_envp_header(envp, "HTTP_X_API_KEY", &v) > 1;
 
 	memset(&pol, 0, sizeof pol);
 	pol.key_header = "X-Api-Key";

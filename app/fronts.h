@@ -1,0 +1,38 @@
+/*
+ * fronts.h: the registry of fronts (struct rlg_front, front.h) and the
+ * one way each of them hands a request to the gate.
+ */
+#ifndef RLG_FRONTS_H
+#define RLG_FRONTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "front.h"
+#include "gate.h"
+
+/* The front registered as name, or NULL. */
+const struct rlg_front *rlg_front_find(const char *name);
+
+/* The i-th registered front, for i from 0 until it returns NULL. */
+const struct rlg_front *rlg_front_at(size_t i);
+
+/*
+ * Registers f (borrowed: it must outlive the program) beside the fronts
+ * built in, before any thread serves: a front linked from elsewhere (the
+ * tests register theirs). Returns RLG_OK, RLG_EINVAL for a name already
+ * registered, or RLG_ENOSPC past RLG_FRONTS_EXTRA of them.
+ */
+#define RLG_FRONTS_EXTRA 4
+int rlg_front_register(const struct rlg_front *f);
+
+/*
+ * Answers request (f's transport's form of one) with gate g at now_ms:
+ * the parameters through f's adapter, the answer through f's renderer to
+ * write/ctx (rlg_gate_handle). Returns 0, or the renderer's negative
+ * result.
+ */
+int rlg_front_handle(const struct rlg_front *f, struct rlg_gate *g,
+    const void *request, int64_t now_ms, rlg_write_fn write, void *ctx);
+
+#endif
