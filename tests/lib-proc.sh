@@ -53,7 +53,7 @@ port_in_use() {
 # directory cannot be made (no sharing, as before reservations).
 reserve_port() {
 	local d=${RLGATE_PORT_DIR:-/tmp/rlgate-ports} owner=
-	[ -d "$d" ] || mkdir -p -m 1777 "$d" 2>/dev/null || return 0
+	[ -d "$d" ] || mkdir -m 1777 "$d" 2>/dev/null || [ -d "$d" ] || return 0
 	[ -w "$d" ] || return 0
 	if ! mkdir "$d/$1" 2>/dev/null; then
 		{ read -r owner <"$d/$1/pid"; } 2>/dev/null
