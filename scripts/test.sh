@@ -14,10 +14,11 @@
 #      installed with dpkg -i, serving through lighttpd, purged.
 # The builds of 1 and 2 come first, one after the other; then three
 # streams at once, each into its own log (_build/stream-*.log) shown in
-# order once all have ended: 1; 2's integration tests; 3, 4, 5, 6 and then
-# 2's unit tests. The tests mostly wait (servers starting, windows
-# passing, soaks pacing their load), so the run takes the time of the
-# longest stream, not the sum; each stream prints how long it took.
+# order once all have ended: 1; 2; 3, 4, 5 and 6. Each make check runs
+# TEST_JOBS tests at once (default 2; make -j: the tests mostly wait,
+# servers starting, windows passing, soaks pacing their load), the unit
+# suites among them, each a test of its own; so the run takes the time of
+# the longest stream, not the sum; each stream prints how long it took.
 # Ends with one line "N passed, N failed" counting every test that ran, and
 # exits non-zero if any failed.
 set -uo pipefail
@@ -35,21 +36,20 @@ tally() {   # tally BUILDDIR: add up the automake .trs results
 	echo "test.sh: $1: $p passed, $f failed, $s skipped"
 	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 }
-# check_suite DIR SUITE [TESTS]: make check in DIR, of TESTS (default: all
-# of them), its summary in DIR/SUITE.log (two of these may run in one
-# build directory at once); a failing test's log is shown. The results are
-# in DIR's .trs files. Fails only when no summary came out (make stopped
+jobs=${TEST_JOBS:-2}
+
+# check_suite DIR: make -j$jobs check in DIR, its summary in
+# DIR/test-suite.log; a failing test's log is shown. The results are in
+# DIR's .trs files. Fails only when no summary came out (make stopped
 # before the tests: counted as one failure).
 check_suite() {
-	local dir=$1 suite=$2 log
-	local -a tests=()
-	[ $# -gt 2 ] && tests=("TESTS=$3")
-	rm -f "$dir/$suite.log"
-	make -C "$dir" check TEST_SUITE_LOG="$suite.log" "${tests[@]}" && return 0
+	local dir=$1 log
+	rm -f "$dir/test-suite.log"
+	make -C "$dir" -j"$jobs" check && return 0
 	for log in "$dir"/tests/*.log "$dir"/tests/*/*.log; do
 		[ -f "$log" ] && grep -qE '^(not ok|Bail out)|^# (FAIL|ERROR)' "$log" && { echo "--- $log"; tail -n 40 "$log"; }
 	done
-	[ -f "$dir/$suite.log" ]
+	[ -f "$dir/test-suite.log" ]
 }
 
 # step NAME LOG CMD...: one counted step of stream 3: CMD's output into
@@ -81,7 +81,7 @@ counted() {
 # RLGATE_DISTCHECK: install.sh leaves the install to distcheck's own.
 distcheck_ci() {
 	local dir
-	dir=$(bash scripts/build.sh dist) && RLGATE_DISTCHECK=1 make -C "$dir" distcheck-ci
+	dir=$(bash scripts/build.sh dist) && RLGATE_DISTCHECK=1 make -C "$dir" -j"$jobs" distcheck-ci
 }
 
 mkdir -p _build
@@ -101,32 +101,20 @@ rm -f _build/stream-*.log _build/lint.log _build/package.log
 for name in normal asan; do
 	rm -f "${dirs[$name]}"/tests/*.trs "${dirs[$name]}"/tests/*/*.trs
 done
-# The test programs, built before two streams test in the asan directory.
-make -C "${dirs[asan]}" check TESTS= >/dev/null 2>&1
-asan_rest=$(make -s -C "${dirs[asan]}" print-tests | tr ' ' '\n' | grep -vx 'tests/check_rlgate' | tr '\n' ' ')
-case " $asan_rest " in
-*" tests/integration/lighttpd.sh "*) ;;
-*)
-	echo "test.sh: make print-tests did not list the tests (got: $asan_rest)"
-	echo "$passed passed, $((failed + 1)) failed"
-	exit 1
-	;;
-esac
 t_start=$(date +%s)
 declare -A pids
 # Stream 1. The two soaks (sustained.sh, sustained_each.sh) hold their load
 # for 90 s here, not their own 150 (make soak runs them for 30 minutes).
 (
-	SUSTAINED_SECONDS=90 check_suite "${dirs[normal]}" test-suite ||
+	SUSTAINED_SECONDS=90 check_suite "${dirs[normal]}" ||
 		echo "step normal: failed (no test ran)"
 	echo "stream normal: $(($(date +%s) - t_start)) s"
 ) >_build/stream-normal.log 2>&1 &
 pids[normal]=$!
-# Stream 2: the sanitizer build's integration tests. It floods the store
-# with 200,000 keys, not 1,000,000: the same code paths, a fifth of the
-# time.
+# Stream 2: the sanitizer build's make check. It floods the store with
+# 200,000 keys, not 1,000,000: the same code paths, a fifth of the time.
 (
-	FLOOD_KEYS=200000 check_suite "${dirs[asan]}" test-suite "$asan_rest" ||
+	FLOOD_KEYS=200000 check_suite "${dirs[asan]}" ||
 		echo "step asan: failed (no test ran)"
 	echo "stream asan: $(($(date +%s) - t_start)) s"
 ) >_build/stream-asan.log 2>&1 &
@@ -134,7 +122,7 @@ pids[asan]=$!
 # Stream 3: the fuzzers, the tarball (in a build directory of its own:
 # distcheck writes in its tree while the others test), lint and the
 # package at nice 10 (they are bound by the CPU, the other streams by
-# time); then the sanitizer build's unit tests, back at nice 0.
+# time).
 (
 	renice -n 10 -p "$BASHPID" >/dev/null 2>&1
 	echo "=== fuzz: request, config, response, ${FUZZ_SECONDS:-60} s in all ==="
@@ -164,11 +152,6 @@ pids[asan]=$!
 		[ "$bad" -eq 0 ] && echo "step package: failed"
 	fi
 	echo "test.sh: package: $ok passed, $bad failed"
-	echo "=== asan build: the unit tests ==="
-	renice -n 0 -p "$BASHPID" >/dev/null 2>&1
-	check_suite "${dirs[asan]}" unit-suite tests/check_rlgate >_build/asan-unit.log 2>&1 ||
-		echo "step asan-unit: failed (no test ran)"
-	grep -E '^(# (TOTAL|PASS|FAIL|ERROR)|FAIL|ERROR)' _build/asan-unit.log
 	echo "stream rest: $(($(date +%s) - t_start)) s"
 ) >_build/stream-rest.log 2>&1 &
 pid_rest=$!
@@ -181,8 +164,7 @@ for name in normal asan; do
 done
 wait "$pid_rest"
 cat _build/stream-rest.log
-# the .trs files of both builds: every make check result, the sanitizer
-# unit tests' too
+# the .trs files of both builds: every make check result
 for name in normal asan; do
 	tally "${dirs[$name]}"
 done

@@ -39,11 +39,51 @@ port_in_use() {
 	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
+# Ports are reserved while a script holds them, so that scripts running at
+# once (make -j check, two builds side by side) never get the same port
+# between one's pick and its server's bind: a directory
+# RLGATE_PORT_DIR/PORT (default /tmp/rlgate-ports, mode 1777, one for
+# every build and user of the machine, since ports are too), made with
+# mkdir, which is atomic, holding "pid": the pid of the script that took it
+# ($$, the same in its $(...) subshells). A reservation whose script has
+# ended is stale and taken over; stop_and_remove releases the script's own.
+
+# reserve_port PORT: true if PORT is now this script's (no live script,
+# this one included, held it). True too, reserving nothing, when the
+# directory cannot be made (no sharing, as before reservations).
+reserve_port() {
+	local d=${RLGATE_PORT_DIR:-/tmp/rlgate-ports} owner=
+	[ -d "$d" ] || mkdir -m 1777 "$d" 2>/dev/null || [ -d "$d" ] || return 0
+	[ -w "$d" ] || return 0
+	if ! mkdir "$d/$1" 2>/dev/null; then
+		{ read -r owner <"$d/$1/pid"; } 2>/dev/null
+		# an empty pid: its script is writing it now
+		[ -z "$owner" ] || [ -d "/proc/$owner" ] && return 1
+		# stale: one rename takes it over (of two scripts, one wins)
+		mv "$d/$1" "$d/$1.stale.$$" 2>/dev/null || return 1
+		rm -rf "$d/$1.stale.$$"
+		mkdir "$d/$1" 2>/dev/null || return 1
+	fi
+	echo $$ >"$d/$1/pid"
+}
+
+# release_ports: removes this script's reservations.
+release_ports() {
+	local d=${RLGATE_PORT_DIR:-/tmp/rlgate-ports} r owner
+	for r in "$d"/*/pid; do
+		owner=
+		{ read -r owner <"$r"; } 2>/dev/null
+		[ "$owner" = $$ ] && rm -rf "${r%/pid}"
+	done
+	return 0
+}
+
 # free_port: prints a free TCP port on 127.0.0.1 from 10000 up to below
 # the kernel's ephemeral range (ip_local_port_range; 32767 when it cannot
 # be read or starts too low, never above 55535 so that a Redis Cluster
-# bus port, PORT + 10000, exists too): no client connection can take it
-# between this check and the server's bind. Fails if none found.
+# bus port, PORT + 10000, exists too), reserved (reserve_port): no client
+# connection, nor another test, can take it between this check and the
+# server's bind. Fails if none found.
 # Use: PORT=$(free_port) || bail_out "no free port"
 free_port() {
 	local _ p lo=10000 hi=32767 eph
@@ -54,7 +94,7 @@ free_port() {
 	[ "$hi" -le 55535 ] || hi=55535
 	for _ in $(seq 1 100); do
 		p=$((lo + (RANDOM * 32768 + RANDOM) % (hi - lo + 1)))
-		if ! port_in_use "$p"; then
+		if ! port_in_use "$p" && reserve_port "$p"; then
 			echo "$p"
 			return 0
 		fi
@@ -101,12 +141,14 @@ wait_until() {
 }
 
 # stop_and_remove KEEP DIR PID...: an EXIT trap's work: stops the PIDs
-# (the sourcing library's stop_pids, 2 s to go), then removes the temporary
-# directory DIR (if set) unless KEEP is 1; fails when it kept DIR.
+# (the sourcing library's stop_pids, 2 s to go), releases the script's
+# ports, then removes the temporary directory DIR (if set) unless KEEP is
+# 1; fails when it kept DIR.
 stop_and_remove() {
 	local keep=$1 dir=$2
 	shift 2
 	[ $# -gt 0 ] && STOP_GRACE_MS=2000 stop_pids "$@"
+	release_ports
 	[ -n "$dir" ] && [ -d "$dir" ] || return 0
 	[ "$keep" = 1 ] && return 1
 	rm -rf "$dir"

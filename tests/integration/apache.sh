@@ -9,6 +9,7 @@
 
 apache_available || skip_all "Apache 2.4 with mod_proxy_fcgi is not installed ($APACHE_BIN)"
 setup_test spawn-fcgi sqlite3 curl
+timing_sensitive
 
 make_rundir
 

@@ -25,23 +25,30 @@ write_rlgate_conf "$T/c.conf" "$run/c.db" 1000000 60
 start_rlgate_fcgi rlgate "$sock" "$T/c.conf" 1 --threads 1
 api=/api/v1/resources
 
+# ends END DESC ARGS...: tests/fcgi_client ARGS gets a 200, and rlgate
+# ends the connection as END: closed (at once) or open (libfcgi's wait).
+ends() {
+	local end=$1 desc=$2
+	shift 2
+	is "$("$client" "$@")" "status=200 end=$end" "$desc"
+}
+
 # --- a unix socket
-is "$("$client" "$sock" GET $api CONTENT_LENGTH=0)" "status=200 end=closed" \
-    "unix socket, GET, CONTENT_LENGTH 0: answered, the connection closed at once"
-is "$("$client" "$sock" GET $api)" "status=200 end=closed" \
-    "unix socket, GET without CONTENT_LENGTH: closed at once"
-is "$("$client" "$sock" HEAD $api CONTENT_LENGTH=)" "status=200 end=closed" \
-    "unix socket, HEAD, CONTENT_LENGTH empty: closed at once"
+ends closed "unix socket, GET, CONTENT_LENGTH 0: answered, the connection closed at once" \
+    "$sock" GET $api CONTENT_LENGTH=0
+ends closed "unix socket, GET without CONTENT_LENGTH: closed at once" "$sock" GET $api
+ends closed "unix socket, HEAD, CONTENT_LENGTH empty: closed at once" \
+    "$sock" HEAD $api CONTENT_LENGTH=
 is "$("$client" "$sock" GET $api --late-stdin 100 2>&1)" "status=200 end=closed" \
     "unix socket, FCGI_STDIN 100 ms after the parameters (as Apache): read, then closed at once"
-is "$("$client" "$sock" GET $api --authorizer)" "status=200 end=open" \
-    "unix socket, Authorizer with an empty FCGI_STDIN (as lighttpd): libfcgi's wait stays"
-is "$("$client" "$sock" GET $api --authorizer --no-stdin)" "status=200 end=open" \
-    "unix socket, Authorizer without FCGI_STDIN (as Apache): libfcgi's wait stays"
-is "$("$client" "$sock" GET $api CONTENT_LENGTH=5 --body 5)" "status=200 end=open" \
-    "unix socket, a 5-byte body: libfcgi's wait for the web server to close stays"
-is "$("$client" "$sock" GET $api HTTP_TRANSFER_ENCODING=chunked)" "status=200 end=open" \
-    "unix socket, Transfer-Encoding: libfcgi's wait stays"
+ends open "unix socket, Authorizer with an empty FCGI_STDIN (as lighttpd): libfcgi's wait stays" \
+    "$sock" GET $api --authorizer
+ends open "unix socket, Authorizer without FCGI_STDIN (as Apache): libfcgi's wait stays" \
+    "$sock" GET $api --authorizer --no-stdin
+ends open "unix socket, a 5-byte body: libfcgi's wait for the web server to close stays" \
+    "$sock" GET $api CONTENT_LENGTH=5 --body 5
+ends open "unix socket, Transfer-Encoding: libfcgi's wait stays" \
+    "$sock" GET $api HTTP_TRANSFER_ENCODING=chunked
 # More than a unix socket holds: the web server is still writing the body
 # when the answer is written. Closed at once, its writes would fail.
 out=$("$client" "$sock" POST $api CONTENT_LENGTH=1048576 --body 1048576 2>&1)
@@ -51,8 +58,8 @@ is "$out" "status=405 end=open" \
 # --- TCP: libfcgi's wait, always
 tport=$(free_port) || bail_out "no free port"
 start_rlgate_tcp rlgate-tcp "$tport" "$T/c.conf" 1 --threads 1
-is "$("$client" "127.0.0.1:$tport" GET $api CONTENT_LENGTH=0)" "status=200 end=open" \
-    "TCP, GET: libfcgi's wait stays (no reset can reach the web server)"
+ends open "TCP, GET: libfcgi's wait stays (no reset can reach the web server)" \
+    "127.0.0.1:$tport" GET $api CONTENT_LENGTH=0
 stop_rlgate_fcgi rlgate-tcp
 
 # --- through lighttpd

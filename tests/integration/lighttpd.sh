@@ -9,6 +9,7 @@
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
 
 setup_test lighttpd spawn-fcgi sqlite3 curl
+timing_sensitive
 
 make_rundir
 

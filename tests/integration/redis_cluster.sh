@@ -62,7 +62,7 @@ ccli() {
 }
 
 # cluster_port: a free port <= 22767 whose bus port (+ 10000) is free too,
-# and not one of PORTS yet.
+# and not one of PORTS yet; both reserved (reserve_port).
 cluster_port() {
 	local i p q
 	for i in $(seq 1 100); do
@@ -70,7 +70,8 @@ cluster_port() {
 		for q in "${PORTS[@]}"; do
 			[ "$p" = "$q" ] && continue 2
 		done
-		port_in_use "$p" || port_in_use $((p + 10000)) || { echo "$p"; return 0; }
+		port_in_use "$p" || port_in_use $((p + 10000)) ||
+		    ! reserve_port "$p" || ! reserve_port $((p + 10000)) || { echo "$p"; return 0; }
 	done
 	return 1
 }
