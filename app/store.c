@@ -192,7 +192,8 @@ static int
 passed(struct rlg_store_wrap *w, int rc)
 {
 	if (w->mirror || rc != RLG_OK)
-		memcpy(w->base.errmsg, w->inner->errmsg, sizeof w->base.errmsg);
+		snprintf(w->base.errmsg, sizeof w->base.errmsg, "%s",
+		    rlg_store_errmsg(w->inner));
 	return rc;
 }
 
@@ -203,7 +204,8 @@ rlg_store_pass_prune(struct rlg_store *s, int64_t now_ms, int64_t *deleted)
 	int rc = rlg_store_prune(w->inner, now_ms, deleted);
 
 	if (rc != RLG_OK)
-		memcpy(w->base.errmsg, w->inner->errmsg, sizeof w->base.errmsg);
+		snprintf(w->base.errmsg, sizeof w->base.errmsg, "%s",
+		    rlg_store_errmsg(w->inner));
 	return rc;
 }
 
