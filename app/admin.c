@@ -126,8 +126,7 @@ rlg_admin_answer(const struct rlg_config *cfg, struct rlg_store *store,
 static bool
 flushes(const struct rlg_config *cfg)
 {
-	return cfg->store.backend == RLG_BACKEND_SQLITE &&
-	    cfg->store.sqlite.commit == RLG_COMMIT_BEHIND;
+	return rlg_store_behind(&cfg->store);
 }
 
 /*
@@ -505,7 +504,7 @@ rlg_admin_status(const struct rlg_config *cfg, struct rlg_store *store,
 	rlg_sb_json(out, rlg_store_describe(&cfg->store, where, sizeof where));
 	rlg_sb_printf(out, ",\"commit\":\"%s\",\"on_error\":\"%s\","
 	    "\"healthy\":%s,\"error\":",
-	    cfg->store.backend == RLG_BACKEND_SQLITE ?
+	    rlg_store_can(&cfg->store, RLG_STORE_CAN_COMMIT) ?
 	    rlg_commit_name(cfg->store.sqlite.commit) : "-",
 	    rlg_on_error_name(cfg->store.on_error),
 	    healthy ? "true" : "false");

@@ -185,7 +185,7 @@ describe_commit(const struct rlg_config *cfg, bool check, char *buf,
 	const struct rlg_sqlite_config *sq = &cfg->store.sqlite;
 	char why[256] = "", table[4200];
 
-	if (cfg->store.backend != RLG_BACKEND_SQLITE)
+	if (!rlg_store_can(&cfg->store, RLG_STORE_CAN_COMMIT))
 		return NULL;
 	if (sq->commit_auto && sq->commit == RLG_COMMIT_EACH)
 		(void)rlg_config_why_each(cfg, why, sizeof why);
@@ -457,7 +457,7 @@ check_redis(const struct rlg_config *cfg, const char *path, bool strict)
 	char where[RLG_CONFIG_LINE_MAX + 16];
 	int ok;
 
-	if (cfg->store.backend != RLG_BACKEND_REDIS)
+	if (!rlg_store_can(&cfg->store, RLG_STORE_CAN_CONNECT))
 		return 0;
 	if (rc->socket != NULL)
 		snprintf(where, sizeof where, "unix:%s", rc->socket);

@@ -1,10 +1,8 @@
 /*
  * store.c: the store calls, dispatched through the handle's operations
- * table. rlg_store_open opens the backend that [store] backend names,
- * SQLite (store_sqlite.c) or Redis (store_redis.c), and wraps it in the
- * rejection cache (store_cache.c) unless rejection_cache = 0, or SQLite
- * in the decision table (store_table.c) with commit = behind: the callers
- * never know which one they talk to.
+ * table, whichever backend or wrapper the handle is (store_open.c opens
+ * them); and the forwarding the wrappers share (store_wrap.h). It knows
+ * no backend: they all sit above it.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -17,32 +15,6 @@
 static int check_items(struct rlg_store *s,
     const struct rlg_store_item *items, size_t n,
     const struct rlg_decision *decisions);
-
-int
-rlg_store_open(const struct rlg_store_config *cfg, struct rlg_store **out)
-{
-	const struct rlg_store_ops *backend;
-	struct rlg_store *inner = NULL;
-	int rc;
-
-	backend = cfg->backend == RLG_BACKEND_REDIS ? &rlg_store_redis_ops :
-	    &rlg_store_sqlite_ops;
-	/* A handle even on failure (it heals): the cache goes on it too. */
-	rc = backend->open(cfg, &inner);
-	/* commit = behind: the decisions in the host's shared table. */
-	/*
-	 * The table answers a repeat rejection at memory speed itself: no
-	 * rejection cache in front of it, so a reset takes effect at once.
-	 */
-	if (cfg->backend == RLG_BACKEND_SQLITE &&
-	    cfg->sqlite.commit == RLG_COMMIT_BEHIND) {
-		if (rlg_store_table_wrap(inner, cfg, out) != RLG_OK)
-			rc = RLG_ESTORE;
-		return rc;
-	}
-	*out = rlg_store_cache_wrap(inner, cfg->rejection_cache);
-	return rc;
-}
 
 int
 rlg_store_step(struct rlg_store *s, const struct rlg_store_item *items,
@@ -110,16 +82,6 @@ rlg_store_prune(struct rlg_store *s, int64_t now_ms, int64_t *deleted)
 	if (s == NULL)
 		return RLG_ESTORE;
 	return s->ops->prune(s, now_ms, deleted);
-}
-
-const char *
-rlg_store_describe(const struct rlg_store_config *sc, char *buf, size_t size)
-{
-	if (sc->backend == RLG_BACKEND_REDIS)
-		return rlg_redis_describe(&sc->redis, buf, size);
-	snprintf(buf, size, "sqlite %s", sc->sqlite.path != NULL ?
-	    sc->sqlite.path : "(no path)");
-	return buf;
 }
 
 bool
@@ -221,4 +183,84 @@ rlg_store_close(struct rlg_store *s)
 {
 	if (s != NULL)
 		s->ops->close(s);
+}
+
+/* ---- the wrappers' forwarding (struct rlg_store_wrap) ----------------- */
+
+/* rc, inner's error message copied into the wrapper's as w says. */
+static int
+passed(struct rlg_store_wrap *w, int rc)
+{
+	if (w->mirror || rc != RLG_OK)
+		snprintf(w->base.errmsg, sizeof w->base.errmsg, "%s",
+		    rlg_store_errmsg(w->inner));
+	return rc;
+}
+
+int
+rlg_store_pass_prune(struct rlg_store *s, int64_t now_ms, int64_t *deleted)
+{
+	struct rlg_store_wrap *w = (struct rlg_store_wrap *)s;
+	int rc = rlg_store_prune(w->inner, now_ms, deleted);
+
+	if (rc != RLG_OK)
+		snprintf(w->base.errmsg, sizeof w->base.errmsg, "%s",
+		    rlg_store_errmsg(w->inner));
+	return rc;
+}
+
+void
+rlg_store_pass_idle(struct rlg_store *s, int64_t now_ms)
+{
+	rlg_store_idle(((struct rlg_store_wrap *)s)->inner, now_ms);
+}
+
+/* Inner's counters (the wrapper adds its own). */
+void
+rlg_store_pass_stats(const struct rlg_store *s, struct rlg_store_stats *out)
+{
+	rlg_store_stats(((const struct rlg_store_wrap *)s)->inner, out);
+}
+
+int
+rlg_store_pass_flush(struct rlg_store *s, int64_t now_ms)
+{
+	struct rlg_store_wrap *w = (struct rlg_store_wrap *)s;
+
+	return passed(w, rlg_store_flush(w->inner, now_ms));
+}
+
+int
+rlg_store_pass_reset(struct rlg_store *s, const char *client,
+    const char *policy, int64_t *deleted)
+{
+	struct rlg_store_wrap *w = (struct rlg_store_wrap *)s;
+
+	return passed(w, rlg_store_reset(w->inner, client, policy, deleted));
+}
+
+int
+rlg_store_pass_probe(struct rlg_store *s, int64_t now_ms)
+{
+	struct rlg_store_wrap *w = (struct rlg_store_wrap *)s;
+
+	return passed(w, rlg_store_probe(w->inner, now_ms));
+}
+
+int
+rlg_store_pass_survey(struct rlg_store *s, int64_t now_ms, bool top,
+    struct rlg_store_survey *out)
+{
+	struct rlg_store_wrap *w = (struct rlg_store_wrap *)s;
+
+	return passed(w, rlg_store_survey(w->inner, now_ms, top, out));
+}
+
+int
+rlg_store_pass_overrides(struct rlg_store *s, uint64_t *version,
+    int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx)
+{
+	struct rlg_store_wrap *w = (struct rlg_store_wrap *)s;
+
+	return passed(w, rlg_store_overrides(w->inner, version, fn, ctx));
 }

@@ -5,11 +5,15 @@
  * the heart of rlgate: for one request it reads the state of every policy
  * that applies, runs the limiter on each, and writes the new states only if
  * every policy admits the request, all in one atomic write, so counting is
- * exact however many processes and threads share the store. Two backends
- * sit behind one operations table: SQLite (store_sqlite.c: one file, the
- * processes of one machine) and Redis (store_redis.c: one server, many
- * gateways), chosen by [store] backend; a rejection cache (store_cache.c)
- * wraps either. Callers see the same calls and the same semantics.
+ * exact however many processes and threads share the store. The backends
+ * sit behind one operations table and register by name (struct
+ * rlg_backend): SQLite (store_sqlite.c: one file, the processes of one
+ * machine) and Redis (store_redis.c: one server, many gateways), chosen
+ * by [store] backend; a rejection cache (store_cache.c) or the decision
+ * table (store_table.c) wraps one. store.c dispatches the calls below;
+ * store_open.c keeps the registry and opens (rlg_store_open,
+ * rlg_store_describe, rlg_store_check_files, rlg_store_can). Callers see
+ * the same calls and the same semantics.
  */
 #ifndef RLG_STORE_H
 #define RLG_STORE_H
@@ -63,6 +67,7 @@ rlg_store_item_cost(const struct rlg_store_item *item)
 }
 
 struct rlg_store_ops;
+struct rlg_store_row;
 struct rlg_store_stats;
 struct rlg_store_survey;
 struct rlg_override_row;
@@ -107,31 +112,59 @@ struct rlg_store_ops {
 	int (*overrides)(struct rlg_store *s, uint64_t *version,
 	    int (*fn)(void *ctx, const struct rlg_override_row *row),
 	    void *ctx);
+	/*
+	 * The states in bulk, for a wrapper that decides in memory and
+	 * writes behind (the decision table, store_table.c), as struct
+	 * rlg_store_row says below; NULL: the store has none (only a store
+	 * that has them all can be written behind).
+	 */
+	int (*scan)(struct rlg_store *s, int64_t now_ms,
+	    int (*fn)(void *ctx, const struct rlg_store_row *row), void *ctx);
+	int (*begin)(struct rlg_store *s, int64_t now_ms);
+	int (*put)(struct rlg_store *s, const struct rlg_store_row *rows,
+	    size_t n);
+	int (*commit)(struct rlg_store *s);
+	void (*rollback)(struct rlg_store *s);
+	void (*cache)(struct rlg_store *s, int64_t kib);
+	int (*ident)(struct rlg_store *s, dev_t *dev, ino_t *ino,
+	    int64_t *born_ns, int64_t *created_ms);
 };
 
-extern const struct rlg_store_ops rlg_store_sqlite_ops;
 /*
- * The Redis store: one connection per handle, one EVALSHA per step; a lost
- * connection is reopened after a backoff (100 ms doubling to 5 s) during
- * which steps fail at once. Its prune deletes nothing: keys expire. On a
- * Redis Cluster (redis_cluster in the config): one connection per master,
- * one EVALSHA per slot, and a step whose clients lie in several slots is
- * atomic per slot only (store_redis_cluster.c says what that means).
+ * A store backend, registered by name (store_open.c's table of them):
+ * what rlg_store_open, rlg_store_describe, rlg_store_check_files and
+ * rlg_store_can consult, so that nothing outside the backend's own files
+ * (and the config's parsing of its word) asks which backend a store is.
  */
-extern const struct rlg_store_ops rlg_store_redis_ops;
-/* The rejection cache in front of either store (store_cache.c); no open:
- * rlg_store_cache_wrap makes it. */
-extern const struct rlg_store_ops rlg_store_cache_ops;
+struct rlg_backend {
+	enum rlg_store_backend id;     /* what the config parsed the word to */
+	const char *name;              /* [store] backend's word */
+	const struct rlg_store_ops *ops;
+	unsigned caps;                 /* RLG_STORE_CAN_*: what it has */
+	/* "sqlite PATH" (rlg_store_describe), into buf. */
+	const char *(*describe)(const struct rlg_store_config *sc, char *buf,
+	    size_t size);
+	/* rlg_store_check_files; NULL: it keeps no files. */
+	int (*check_files)(const struct rlg_store_config *sc,
+	    void (*warn)(void *ctx, const char *line), void *ctx);
+	/* Whether sc writes behind a decision table (rlg_store_behind);
+	 * NULL: never. */
+	bool (*behind)(const struct rlg_store_config *sc);
+};
+
+/* A backend with [store] commit (each, behind): SQLite. */
+#define RLG_STORE_CAN_COMMIT 0x1u
+/* A server that --check-config connects to and probes: Redis. */
+#define RLG_STORE_CAN_CONNECT 0x2u
+
+/* Whether the backend that sc names has every capability of caps. */
+bool rlg_store_can(const struct rlg_store_config *sc, unsigned caps);
 
 /*
- * Wraps inner in a rejection cache of about entries entries (rounded up to
- * a power of two): repeat rejections are answered from memory, exactly as
- * the store would answer them, until the earliest moment one could be
- * admitted (store_cache.c says why that is exact). Returns the new handle,
- * which owns inner, or inner itself when entries <= 0 or inner is NULL.
+ * Whether sc's store decides in the host's shared table and writes the
+ * database behind (SQLite with commit = behind), so that it flushes.
  */
-struct rlg_store *rlg_store_cache_wrap(struct rlg_store *inner,
-    int64_t entries);
+bool rlg_store_behind(const struct rlg_store_config *sc);
 
 /*
  * Opens a connection to the store that cfg names: cfg->backend picks
@@ -215,6 +248,37 @@ int rlg_store_check_files(const struct rlg_store_config *cfg,
  */
 const char *rlg_store_describe(const struct rlg_store_config *sc, char *buf,
     size_t size);
+
+/*
+ * A wrapper's handle starts with this (store_cache.c, store_table.c): the
+ * store it wraps, which it owns. The rlg_store_pass_* operations below
+ * forward to inner what the wrapper does not change, so that a wrapper's
+ * operations table names them for those: each makes the rlg_store_* call
+ * on inner (one it lacks: RLG_EINVAL and why, or nothing to do, as that
+ * call says) and then copies inner's error message into the wrapper's: always
+ * when mirror is set (the rejection cache, which has no errors of its
+ * own), else only when the call failed (the table's own errors stay);
+ * prune's, in both, only when it failed.
+ */
+struct rlg_store_wrap {
+	struct rlg_store base;     /* first: rlg_store_* dispatch on it */
+	struct rlg_store *inner;   /* owned */
+	bool mirror;
+};
+
+int rlg_store_pass_prune(struct rlg_store *s, int64_t now_ms,
+    int64_t *deleted);
+void rlg_store_pass_idle(struct rlg_store *s, int64_t now_ms);
+void rlg_store_pass_stats(const struct rlg_store *s,
+    struct rlg_store_stats *out);
+int rlg_store_pass_flush(struct rlg_store *s, int64_t now_ms);
+int rlg_store_pass_reset(struct rlg_store *s, const char *client,
+    const char *policy, int64_t *deleted);
+int rlg_store_pass_probe(struct rlg_store *s, int64_t now_ms);
+int rlg_store_pass_survey(struct rlg_store *s, int64_t now_ms, bool top,
+    struct rlg_store_survey *out);
+int rlg_store_pass_overrides(struct rlg_store *s, uint64_t *version,
+    int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx);
 
 /* The last error, for the log. Never NULL. */
 const char *rlg_store_errmsg(const struct rlg_store *s);
@@ -349,61 +413,28 @@ struct rlg_store_survey {
 int rlg_store_survey(struct rlg_store *s, int64_t now_ms, bool top,
     struct rlg_store_survey *out);
 
-/*
- * The decision table (store_table.c, [store] commit = behind): the
- * SQLite store s wrapped so that decisions are made in a table of the
- * host's shared memory and written to the database behind, every
- * cfg->sqlite.flush_ms. *out gets the new handle, which owns s. RLG_OK,
- * or RLG_ESTORE when the table cannot be opened yet: the handle's steps
- * then fail and retry (its errmsg says why).
- */
-int rlg_store_table_wrap(struct rlg_store *s,
-    const struct rlg_store_config *cfg, struct rlg_store **out);
-extern const struct rlg_store_ops rlg_store_table_ops;
-
 /* The table file of the SQLite database at path: PATH-table. Into buf. */
 const char *rlg_store_table_path(const char *path, char *buf, size_t size);
 
 /*
- * For the table: the SQLite store's states in bulk
- * (store_sqlite_rows.c). s must be a SQLite handle (else RLG_ESTORE).
+ * A state in bulk (the ops scan, begin, put, commit, rollback, cache and
+ * ident above; the SQLite store's, store_sqlite.h):
+ *   scan      calls fn for every state live at now_ms, until it returns
+ *             non-zero;
+ *   begin, put, commit, rollback
+ *             a write transaction of many rows: begin (the store checked),
+ *             put rows (an upsert each) as often as needed, commit or roll
+ *             back; a failed put or commit has rolled it back;
+ *   cache     the connection's page cache, in KiB;
+ *   ident     the file the connection has open (checked first: a file
+ *             deleted or replaced is reopened), when this handle made it
+ *             (said once, then 0), and its birth time (0 where the file
+ *             system keeps none).
  */
 struct rlg_store_row {
 	const char *policy;
 	const char *client;
 	struct rlg_state st;
 };
-
-/* Calls fn for every state live at now_ms, until it returns non-zero. */
-int rlg_store_sqlite_scan(struct rlg_store *s, int64_t now_ms,
-    int (*fn)(void *ctx, const struct rlg_store_row *row), void *ctx);
-
-/*
- * A write transaction of many rows: begin (BEGIN IMMEDIATE, the schema
- * checked), put rows (UPSERT) as often as needed, commit or roll back. A
- * failed put or commit has rolled the transaction back.
- */
-int rlg_store_sqlite_begin(struct rlg_store *s, int64_t now_ms);
-int rlg_store_sqlite_put(struct rlg_store *s,
-    const struct rlg_store_row *rows, size_t n);
-int rlg_store_sqlite_commit(struct rlg_store *s);
-void rlg_store_sqlite_rollback(struct rlg_store *s);
-
-/* The connection's page cache, in KiB (PRAGMA cache_size = -kib). */
-void rlg_store_sqlite_cache(struct rlg_store *s, int64_t kib);
-
-/* Deletes client's states (policy NULL: all of them); *deleted. */
-int rlg_store_sqlite_reset(struct rlg_store *s, const char *client,
-    const char *policy, int64_t *deleted);
-
-/*
- * The file the connection has open, and when this handle gave it its
- * schema (a new file; said once, then 0); born_ns, the file's birth time
- * (0 where the file system keeps none). The path is checked first: a
- * file deleted or replaced is reopened (made anew if need be), so what
- * is told is the file the path names now.
- */
-int rlg_store_sqlite_ident(struct rlg_store *s, dev_t *dev, ino_t *ino,
-    int64_t *born_ns, int64_t *created_ms);
 
 #endif

@@ -70,6 +70,7 @@
 #include <string.h>
 
 #include "store.h"
+#include "store_cache.h"
 #include "store_stats.h"
 #include "util.h"
 
@@ -95,8 +96,7 @@ struct cache_entry {
 };
 
 struct cache_store {
-	struct rlg_store base;        /* first: rlg_store_* dispatch on it */
-	struct rlg_store *inner;      /* owned */
+	struct rlg_store_wrap w;      /* first: the store, and what it wraps */
 	struct cache_entry *entries;  /* nentries, a power of two */
 	size_t mask;
 	uint64_t seed;
@@ -108,12 +108,9 @@ struct cache_store {
 static int cache_step(struct rlg_store *base,
     const struct rlg_store_item *items, size_t n, int64_t now_ms,
     struct rlg_decision *decisions);
-static int cache_prune(struct rlg_store *base, int64_t now_ms,
-    int64_t *deleted);
 static void cache_close(struct rlg_store *base);
 static void cache_stats(const struct rlg_store *base,
     struct rlg_store_stats *out);
-static void cache_idle(struct rlg_store *base, int64_t now_ms);
 static void cache_answer(const struct cache_entry *e,
     const struct rlg_store_item *items, size_t n, int64_t now_ms,
     struct rlg_decision *decisions);
@@ -127,26 +124,20 @@ static bool cache_same_limits(const struct cache_entry *e,
 static uint64_t cache_hash(uint64_t seed, const char *key, size_t len);
 static int cache_reset(struct rlg_store *base, const char *client,
     const char *policy, int64_t *deleted);
-static int cache_flush(struct rlg_store *base, int64_t now_ms);
-static int cache_probe(struct rlg_store *base, int64_t now_ms);
-static int cache_survey(struct rlg_store *base, int64_t now_ms, bool top,
-    struct rlg_store_survey *out);
-static int cache_overrides(struct rlg_store *base, uint64_t *version,
-    int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx);
 
 const struct rlg_store_ops rlg_store_cache_ops = {
 	.name = "rejection-cache",
 	.open = NULL,           /* made by rlg_store_cache_wrap, not opened */
 	.step = cache_step,
-	.prune = cache_prune,
+	.prune = rlg_store_pass_prune,
 	.close = cache_close,
 	.stats = cache_stats,
-	.idle = cache_idle,
+	.idle = rlg_store_pass_idle,
 	.reset = cache_reset,
-	.flush = cache_flush,
-	.probe = cache_probe,
-	.survey = cache_survey,
-	.overrides = cache_overrides,
+	.flush = rlg_store_pass_flush,
+	.probe = rlg_store_pass_probe,
+	.survey = rlg_store_pass_survey,
+	.overrides = rlg_store_pass_overrides,
 };
 
 struct rlg_store *
@@ -160,15 +151,16 @@ rlg_store_cache_wrap(struct rlg_store *inner, int64_t entries)
 	while (size < (size_t)entries && size < ((size_t)1 << 24))
 		size <<= 1;
 	c = rlg_xcalloc(1, sizeof *c);
-	c->base.ops = &rlg_store_cache_ops;
-	c->inner = inner;
+	c->w.base.ops = &rlg_store_cache_ops;
+	c->w.inner = inner;
+	c->w.mirror = true;
 	c->entries = rlg_xcalloc(size, sizeof *c->entries);
 	c->mask = size - 1;
-	memcpy(c->base.errmsg, inner->errmsg, sizeof c->base.errmsg);
+	memcpy(c->w.base.errmsg, inner->errmsg, sizeof c->w.base.errmsg);
 	/* Per handle, so nobody can aim keys at one slot from outside. */
 	c->seed = 0xcbf29ce484222325u ^ (uint64_t)(uintptr_t)c ^
 	    (uint64_t)rlg_now_ms() * 0x9e3779b97f4a7c15u;
-	return &c->base;
+	return &c->w.base;
 }
 
 static int
@@ -197,18 +189,18 @@ cache_step(struct rlg_store *base, const struct rlg_store_item *items,
 			    now_ms < e->until_ms) {
 				cache_answer(e, items, n, now_ms, decisions);
 				c->hits++;
-				c->base.cached = true;
+				c->w.base.cached = true;
 				return RLG_OK;
 			}
 		}
 	}
-	c->base.cached = false;
+	c->w.base.cached = false;
 	c->misses++;
 	/* The items were checked by rlg_store_step, for both of us. */
-	rc = c->inner->ops->step(c->inner, items, n, now_ms, decisions);
+	rc = c->w.inner->ops->step(c->w.inner, items, n, now_ms, decisions);
 	if (rc != RLG_OK) {
-		memcpy(c->base.errmsg, c->inner->errmsg,
-		    sizeof c->base.errmsg);
+		memcpy(c->w.base.errmsg, c->w.inner->errmsg,
+		    sizeof c->w.base.errmsg);
 		return rc;
 	}
 	if (keylen == 0)
@@ -293,28 +285,6 @@ cache_remember(struct cache_entry *e, const struct rlg_store_item *items,
 	return true;
 }
 
-static int
-cache_prune(struct rlg_store *base, int64_t now_ms, int64_t *deleted)
-{
-	struct cache_store *c = (struct cache_store *)base;
-	int rc;
-
-	rc = c->inner->ops->prune(c->inner, now_ms, deleted);
-	if (rc != RLG_OK)
-		memcpy(c->base.errmsg, c->inner->errmsg,
-		    sizeof c->base.errmsg);
-	return rc;
-}
-
-static void
-cache_idle(struct rlg_store *base, int64_t now_ms)
-{
-	struct cache_store *c = (struct cache_store *)base;
-
-	if (c->inner->ops->idle != NULL)
-		c->inner->ops->idle(c->inner, now_ms);
-}
-
 /* Passed on; this handle forgets what it remembered (all of it: cheap,
  * and a reset is rare). */
 static int
@@ -322,82 +292,9 @@ cache_reset(struct rlg_store *base, const char *client, const char *policy,
     int64_t *deleted)
 {
 	struct cache_store *c = (struct cache_store *)base;
-	int rc;
 
 	memset(c->entries, 0, (c->mask + 1) * sizeof *c->entries);
-	if (c->inner->ops->reset == NULL) {
-		rlg_store_seterr(base, "reset: the %s store cannot reset a"
-		    " client; delete its keys in the store itself",
-		    c->inner->ops->name);
-		return RLG_EINVAL;
-	}
-	rc = c->inner->ops->reset(c->inner, client, policy, deleted);
-	memcpy(c->base.errmsg, c->inner->errmsg, sizeof c->base.errmsg);
-	return rc;
-}
-
-static int
-cache_flush(struct rlg_store *base, int64_t now_ms)
-{
-	struct cache_store *c = (struct cache_store *)base;
-	int rc = c->inner->ops->flush != NULL ?
-	    c->inner->ops->flush(c->inner, now_ms) : RLG_OK;
-
-	memcpy(c->base.errmsg, c->inner->errmsg, sizeof c->base.errmsg);
-	return rc;
-}
-
-static int
-cache_probe(struct rlg_store *base, int64_t now_ms)
-{
-	struct cache_store *c = (struct cache_store *)base;
-	int rc;
-
-	if (c->inner->ops->probe == NULL) {
-		rlg_store_seterr(base, "the %s store cannot be probed",
-		    c->inner->ops->name);
-		return RLG_EINVAL;
-	}
-	rc = c->inner->ops->probe(c->inner, now_ms);
-
-	memcpy(c->base.errmsg, c->inner->errmsg, sizeof c->base.errmsg);
-	return rc;
-}
-
-static int
-cache_survey(struct rlg_store *base, int64_t now_ms, bool top,
-    struct rlg_store_survey *out)
-{
-	struct cache_store *c = (struct cache_store *)base;
-	int rc;
-
-	if (c->inner->ops->survey == NULL) {
-		rlg_store_seterr(base, "the %s store cannot list its clients",
-		    c->inner->ops->name);
-		return RLG_EINVAL;
-	}
-	rc = c->inner->ops->survey(c->inner, now_ms, top, out);
-
-	memcpy(c->base.errmsg, c->inner->errmsg, sizeof c->base.errmsg);
-	return rc;
-}
-
-/* Passed on: the cache keeps no overrides. */
-static int
-cache_overrides(struct rlg_store *base, uint64_t *version,
-    int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx)
-{
-	struct cache_store *c = (struct cache_store *)base;
-	int rc;
-
-	if (c->inner->ops->overrides == NULL) {
-		rlg_store_seterr(base, "the %s store keeps no overrides",
-		    c->inner->ops->name);
-		return RLG_EINVAL;
-	}
-	rc = c->inner->ops->overrides(c->inner, version, fn, ctx);
-	memcpy(c->base.errmsg, c->inner->errmsg, sizeof c->base.errmsg);
-	return rc;
+	return rlg_store_pass_reset(base, client, policy, deleted);
 }
 
 static void
@@ -405,7 +302,7 @@ cache_close(struct rlg_store *base)
 {
 	struct cache_store *c = (struct cache_store *)base;
 
-	c->inner->ops->close(c->inner);
+	c->w.inner->ops->close(c->w.inner);
 	free(c->entries);
 	free(c);
 }
@@ -416,8 +313,7 @@ cache_stats(const struct rlg_store *base, struct rlg_store_stats *out)
 {
 	const struct cache_store *c = (const struct cache_store *)base;
 
-	if (c->inner->ops->stats != NULL)
-		c->inner->ops->stats(c->inner, out);
+	rlg_store_pass_stats(base, out);
 	out->cache = true;
 	out->cache_hits = c->hits;
 	out->cache_misses = c->misses;

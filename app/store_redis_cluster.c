@@ -76,7 +76,7 @@
 #include <hiredis/hiredis.h>
 
 #include "store.h"
-#include "store_redis_priv.h"
+#include "store_redis_parts.h"
 #include "util.h"
 
 /* MOVED and ASK followed for one command, at most. */

@@ -53,7 +53,7 @@
 #include <hiredis/hiredis.h>
 
 #include "store.h"
-#include "store_redis_priv.h"
+#include "store_redis_parts.h"
 #include "util.h"
 
 /* db/redis/step.lua, compiled in by the build as app/redis_script.c. */

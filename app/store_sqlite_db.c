@@ -32,7 +32,7 @@
 #include <sqlite3.h>
 
 #include "store.h"
-#include "store_sqlite_priv.h"
+#include "store_sqlite_parts.h"
 #include "util.h"
 
 /* How often (in ms of the caller's clock) a step checks the file's inode. */
@@ -49,63 +49,7 @@ static void sq_unlink_suffix(const char *path, const char *suffix);
 static int sq_check_header(struct sq_store *s);
 static int sq_set_wal(struct sq_store *s);
 static bool sq_unusable(int rc);
-static const char *sq_code_name(int rc, char *buf, size_t size);
 
-/* Result codes by name, for messages: sqlite3_errstr has no names. */
-static const struct {
-	int code;
-	const char *name;
-} sq_codes[] = {
-	{ SQLITE_ERROR, "SQLITE_ERROR" },
-	{ SQLITE_INTERNAL, "SQLITE_INTERNAL" },
-	{ SQLITE_PERM, "SQLITE_PERM" },
-	{ SQLITE_ABORT, "SQLITE_ABORT" },
-	{ SQLITE_BUSY, "SQLITE_BUSY" },
-	{ SQLITE_BUSY_RECOVERY, "SQLITE_BUSY_RECOVERY" },
-	{ SQLITE_BUSY_SNAPSHOT, "SQLITE_BUSY_SNAPSHOT" },
-	{ SQLITE_LOCKED, "SQLITE_LOCKED" },
-	{ SQLITE_NOMEM, "SQLITE_NOMEM" },
-	{ SQLITE_READONLY, "SQLITE_READONLY" },
-	{ SQLITE_READONLY_RECOVERY, "SQLITE_READONLY_RECOVERY" },
-	{ SQLITE_READONLY_CANTLOCK, "SQLITE_READONLY_CANTLOCK" },
-	{ SQLITE_READONLY_ROLLBACK, "SQLITE_READONLY_ROLLBACK" },
-	{ SQLITE_READONLY_DBMOVED, "SQLITE_READONLY_DBMOVED" },
-	{ SQLITE_READONLY_CANTINIT, "SQLITE_READONLY_CANTINIT" },
-	{ SQLITE_READONLY_DIRECTORY, "SQLITE_READONLY_DIRECTORY" },
-	{ SQLITE_INTERRUPT, "SQLITE_INTERRUPT" },
-	{ SQLITE_IOERR, "SQLITE_IOERR" },
-	{ SQLITE_IOERR_READ, "SQLITE_IOERR_READ" },
-	{ SQLITE_IOERR_SHORT_READ, "SQLITE_IOERR_SHORT_READ" },
-	{ SQLITE_IOERR_WRITE, "SQLITE_IOERR_WRITE" },
-	{ SQLITE_IOERR_FSYNC, "SQLITE_IOERR_FSYNC" },
-	{ SQLITE_IOERR_TRUNCATE, "SQLITE_IOERR_TRUNCATE" },
-	{ SQLITE_IOERR_FSTAT, "SQLITE_IOERR_FSTAT" },
-	{ SQLITE_IOERR_LOCK, "SQLITE_IOERR_LOCK" },
-	{ SQLITE_IOERR_SHMOPEN, "SQLITE_IOERR_SHMOPEN" },
-	{ SQLITE_IOERR_SHMSIZE, "SQLITE_IOERR_SHMSIZE" },
-	{ SQLITE_IOERR_SHMMAP, "SQLITE_IOERR_SHMMAP" },
-	{ SQLITE_CORRUPT, "SQLITE_CORRUPT" },
-	{ SQLITE_NOTFOUND, "SQLITE_NOTFOUND" },
-	{ SQLITE_FULL, "SQLITE_FULL" },
-	{ SQLITE_CANTOPEN, "SQLITE_CANTOPEN" },
-	{ SQLITE_CANTOPEN_ISDIR, "SQLITE_CANTOPEN_ISDIR" },
-	{ SQLITE_CANTOPEN_FULLPATH, "SQLITE_CANTOPEN_FULLPATH" },
-	{ SQLITE_PROTOCOL, "SQLITE_PROTOCOL" },
-	{ SQLITE_SCHEMA, "SQLITE_SCHEMA" },
-	{ SQLITE_TOOBIG, "SQLITE_TOOBIG" },
-	{ SQLITE_CONSTRAINT, "SQLITE_CONSTRAINT" },
-	{ SQLITE_MISMATCH, "SQLITE_MISMATCH" },
-	{ SQLITE_MISUSE, "SQLITE_MISUSE" },
-	{ SQLITE_NOLFS, "SQLITE_NOLFS" },
-	{ SQLITE_AUTH, "SQLITE_AUTH" },
-	{ SQLITE_RANGE, "SQLITE_RANGE" },
-	{ SQLITE_NOTADB, "SQLITE_NOTADB" },
-};
-
-/*
- * Makes sure the connection is open and still on the file that the path
- * names, reopening it at most once. 0 or -1 (errmsg set).
- */
 int
 sq_ready(struct sq_store *s, int64_t now_ms)
 {
@@ -523,40 +467,6 @@ sq_set_wal(struct sq_store *s)
 	return 0;
 }
 
-/* Runs SQL text once (set-up only, never per request). 0 or -1. */
-int
-sq_exec(struct sq_store *s, const char *op, const char *sql)
-{
-	int rc;
-
-	rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
-	if (rc != SQLITE_OK) {
-		sq_sqlite_error(s, op, rc);
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * Steps a prepared statement that returns no rows to completion, then
- * resets it and clears its bindings. Returns SQLITE_OK or the error code,
- * with errmsg set when op is not NULL.
- */
-int
-sq_run(struct sq_store *s, const char *op, sqlite3_stmt *st)
-{
-	int rc;
-
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_DONE || rc == SQLITE_ROW)
-		rc = SQLITE_OK;
-	else if (op != NULL)
-		sq_sqlite_error(s, op, rc);
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	return rc;
-}
-
 /*
  * After an SQLite error (errmsg already set): rolls back an open
  * transaction and closes a connection the error left unusable, so the next
@@ -586,17 +496,6 @@ sq_rollback(struct sq_store *s)
 		(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
-/* errmsg = "sqlite OP on PATH: message (SQLITE_CODE)". */
-void
-sq_sqlite_error(struct sq_store *s, const char *op, int rc)
-{
-	char name[48];
-
-	rlg_store_seterr(&s->base, "sqlite %s on %s: %s (%s)", op, s->path,
-	    s->db != NULL ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc),
-	    sq_code_name(rc, name, sizeof name));
-}
-
 /*
  * Errors after which the connection cannot be trusted: the file is gone,
  * moved, unreadable, not (or no longer) a database. Busy, full and the like
@@ -618,55 +517,3 @@ sq_unusable(int rc)
 	}
 }
 
-/* "SQLITE_BUSY", or "SQLITE_IOERR extended 1234" for one without a name. */
-static const char *
-sq_code_name(int rc, char *buf, size_t size)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof sq_codes / sizeof sq_codes[0]; i++) {
-		if (sq_codes[i].code == rc)
-			return sq_codes[i].name;
-	}
-	for (i = 0; i < sizeof sq_codes / sizeof sq_codes[0]; i++) {
-		if (sq_codes[i].code == (rc & 0xff)) {
-			snprintf(buf, size, "%s extended %d", sq_codes[i].name,
-			    rc);
-			return buf;
-		}
-	}
-	snprintf(buf, size, "code %d", rc);
-	return buf;
-}
-
-/*
- * Prepares every statement of the connection, as the store's own (trigger
- * code allowed, if the schema passed its check). 0, or -1 with errmsg set.
- */
-int
-sq_prepare_all(struct sq_store *s)
-{
-	bool was = s->preparing;
-	int rc = SQLITE_OK, i;
-
-	s->preparing = true;
-	for (i = 0; i < SQ_NSTMT && rc == SQLITE_OK; i++) {
-		rc = sqlite3_prepare_v3(s->db, sq_sql[i], -1,
-		    SQLITE_PREPARE_PERSISTENT, &s->stmt[i], NULL);
-		if (rc != SQLITE_OK)
-			sq_sqlite_error(s, "prepare", rc);
-	}
-	s->preparing = was;
-	return rc == SQLITE_OK ? 0 : -1;
-}
-
-void
-sq_finalize_all(struct sq_store *s)
-{
-	int i;
-
-	for (i = 0; i < SQ_NSTMT; i++) {
-		sqlite3_finalize(s->stmt[i]);
-		s->stmt[i] = NULL;
-	}
-}

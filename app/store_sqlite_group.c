@@ -23,7 +23,7 @@
 #include <sqlite3.h>
 
 #include "store.h"
-#include "store_sqlite_priv.h"
+#include "store_sqlite_parts.h"
 #include "store_stats.h"
 #include "util.h"
 

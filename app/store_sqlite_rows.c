@@ -19,17 +19,18 @@
 #include <sqlite3.h>
 
 #include "store.h"
-#include "store_sqlite_priv.h"
+#include "store_sqlite.h"
+#include "store_sqlite_parts.h"
 #include "util.h"
 
 static int sq_rows_begin(struct sq_store *s, const char *op);
 static int sq_rows_commit(struct sq_store *s, const char *op);
 
-/* The handle, when it is the SQLite store's. */
+/* The handle, when it is the SQLite store's (whose scan is this one). */
 static struct sq_store *
 sq_handle(struct rlg_store *base)
 {
-	return base != NULL && base->ops == &rlg_store_sqlite_ops ?
+	return base != NULL && base->ops->scan == rlg_store_sqlite_scan ?
 	    (struct sq_store *)base : NULL;
 }
 

@@ -46,7 +46,7 @@
 #include <sqlite3.h>
 
 #include "store.h"
-#include "store_sqlite_priv.h"
+#include "store_sqlite_parts.h"
 #include "util.h"
 
 /* db/schema.sql, compiled in by the build as app/schema.c. */

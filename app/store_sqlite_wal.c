@@ -22,7 +22,8 @@
  * any answer's time; a caller that never calls rlg_store_idle gets them
  * in the step that found the WAL long, as SQLite's own would.
  *
- * rlg_store_check_files (store.h) lives here too: whether others than
+ * sq_check_files (the SQLite store's rlg_store_check_files) lives here
+ * too: whether others than
  * rlgate may read or write the database, its -wal, its -shm and the
  * decision table beside it (commit = behind), which holds the same state.
  */
@@ -35,7 +36,7 @@
 #include <sqlite3.h>
 
 #include "store.h"
-#include "store_sqlite_priv.h"
+#include "store_sqlite_parts.h"
 #include "util.h"
 
 static void sq_warn_file(const char *path, const char *suffix, char *files,
@@ -142,14 +143,13 @@ sq_shrink(struct sq_store *s)
 }
 
 int
-rlg_store_check_files(const struct rlg_store_config *cfg,
+sq_check_files(const struct rlg_store_config *cfg,
     void (*warn)(void *ctx, const char *line), void *ctx)
 {
 	char files[1024], names[1024], line[2300];
 	unsigned bad = 0, bad_bits = 0;
 
-	if (cfg == NULL || cfg->backend != RLG_BACKEND_SQLITE ||
-	    cfg->sqlite.path == NULL || cfg->sqlite.path[0] == '\0')
+	if (cfg == NULL || cfg->sqlite.path == NULL || cfg->sqlite.path[0] == '\0')
 		return 0;
 	files[0] = '\0';
 	names[0] = '\0';

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "store.h"
+struct rlg_store;
 
 struct rlg_store_stats {
 	bool cache;                /* a rejection cache: the three below */

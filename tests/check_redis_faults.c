@@ -49,6 +49,7 @@
 #include "config.h"
 #include "limiter.h"
 #include "store.h"
+#include "store_cache.h"
 #include "store_fixture.h"
 #include "util.h"
 

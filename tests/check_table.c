@@ -43,6 +43,7 @@
 #include "metrics.h"
 #include "overrides.h"
 #include "store.h"
+#include "store_sqlite.h"
 #include "store_stats.h"
 #include "table.h"
 #include "util.h"

@@ -98,6 +98,8 @@
 #include "config.h"
 #include "limiter.h"
 #include "store.h"
+#include "store_redis.h"
+#include "store_sqlite.h"
 #include "util.h"
 #include "../clock.h"
 #include "../fixture.h"

@@ -1,18 +1,19 @@
 /*
- * store_redis_priv.h: the Redis store's internals, shared by the files of
+ * store_redis_parts.h: the Redis store's internals, shared by the files of
  * the one backend and included by nothing else (the rest of rlgate sees
- * rlg_store_redis_ops, store.h): a server (struct rd_node), the handle
+ * rlg_store_redis_ops, store_redis.h): a server (struct rd_node), the handle
  * (struct rd_store), and the rd_ functions one file calls in another.
- *   store_redis.c          the step: open, EVALSHA's arguments, the
- *                          reply checked into decisions, close
+ *   store_redis.c          the step: open, probe, overrides, close
+ *   store_redis_script.c   EVALSHA's arguments, the reply checked into
+ *                          decisions
  *   store_redis_io.c       connections, deadline I/O, backoff
  *   store_redis_cluster.c  Redis Cluster: slot map, slot groups,
  *                          redirections, the charges' EXISTS
  * Each function's full contract is above its definition; here, what it
  * is for and where it lives.
  */
-#ifndef RLG_STORE_REDIS_PRIV_H
-#define RLG_STORE_REDIS_PRIV_H
+#ifndef RLG_STORE_REDIS_PARTS_H
+#define RLG_STORE_REDIS_PARTS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -135,7 +136,7 @@ struct rd_store {
 
 };
 
-/* ---- store_redis.c: the step ---------------------------------------- */
+/* ---- store_redis_script.c: the script's arguments and reply ---------- */
 
 /* EVALSHA's arguments into s->argv for items idx[0..m) (idx NULL:
  * items[0..m)), with probe the check's two items after them. argc. */

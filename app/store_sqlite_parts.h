@@ -1,9 +1,13 @@
 /*
- * store_sqlite_priv.h: the SQLite store's internals, shared by the files
+ * store_sqlite_parts.h: the SQLite store's internals, shared by the files
  * of the one backend and included by nothing else (the rest of rlgate
- * sees rlg_store_sqlite_ops, store.h): the handle, struct sq_store, and
+ * sees store_sqlite.h): the handle, struct sq_store, and
  * the sq_ functions one file calls in another.
- *   store_sqlite.c         the step, the prune, open and close
+ *   store_sqlite.c         the entry: operations, open, prune, close
+ *   store_sqlite_step.c    the step: a request in a transaction
+ *   store_sqlite_run.c     the statements: SQL, prepare, run, report
+ *   store_sqlite_rows.c    the states in bulk, reset, probe, survey,
+ *                          overrides
  *   store_sqlite_db.c      the connection: open (and heal), run, report
  *   store_sqlite_schema.c  the schema: apply, migrate, guard
  *   store_sqlite_group.c   group commit
@@ -11,8 +15,8 @@
  * Each function's full contract is above its definition; here, what it
  * is for and where it lives.
  */
-#ifndef RLG_STORE_SQLITE_PRIV_H
-#define RLG_STORE_SQLITE_PRIV_H
+#ifndef RLG_STORE_SQLITE_PARTS_H
+#define RLG_STORE_SQLITE_PARTS_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -24,6 +28,14 @@
 #include <sqlite3.h>
 
 #include "store.h"
+
+/*
+ * Rows deleted per prune transaction, about: keeps the write lock short.
+ * A transaction deletes at most SQ_PRUNE_BATCH state rows; the trigger
+ * deletes their log rows with them, so the store shrinks the next batch
+ * when the last one took many log rows along (sq_prune).
+ */
+#define SQ_PRUNE_BATCH 1000
 
 /*
  * The WAL (store_sqlite_wal.c). A commit that leaves
@@ -82,7 +94,7 @@ enum sq_stmt {
 	SQ_NSTMT
 };
 
-/* Their SQL, by enum sq_stmt (store_sqlite.c). */
+/* Their SQL, by enum sq_stmt (store_sqlite_run.c). */
 extern const char *const sq_sql[SQ_NSTMT];
 
 /* Group commit's state for one database path (store_sqlite_group.c). */
@@ -151,7 +163,7 @@ struct sq_store {
 	int prune_batch;              /* state rows per prune transaction */
 };
 
-/* ---- store_sqlite.c: the step --------------------------------------- */
+/* ---- store_sqlite_step.c: the step ---------------------------------- */
 
 /* One request in a transaction of its own (also a request that a group
  * commit could not finish). */
@@ -163,6 +175,28 @@ int sq_step_alone(struct sq_store *s, const struct rlg_store_item *items,
 int sq_apply(struct sq_store *s, const struct rlg_store_item *items,
     size_t n, int64_t now_ms, struct rlg_decision *decisions, bool nested,
     bool *wrote);
+
+/* The number of clients policy holds state for (rlg_clients), read in
+ * the open transaction: SQLITE_OK or the error. */
+int sq_clients(struct sq_store *s, const char *policy, int64_t *clients);
+
+/* ---- store_sqlite_run.c: the statements ------------------------------- */
+
+/* Runs SQL text once (set-up only): 0, or -1 with errmsg set. */
+int sq_exec(struct sq_store *s, const char *op, const char *sql);
+
+/* Steps a statement that returns no rows, resets it: SQLITE_OK or the
+ * error (errmsg set when op is not NULL). */
+int sq_run(struct sq_store *s, const char *op, sqlite3_stmt *st);
+
+/* errmsg = "sqlite OP on PATH: message (SQLITE_CODE)". */
+void sq_sqlite_error(struct sq_store *s, const char *op, int rc);
+
+/* Prepares every statement of sq_sql as the store's own: 0, or -1. */
+int sq_prepare_all(struct sq_store *s);
+
+/* Finalizes every prepared statement. */
+void sq_finalize_all(struct sq_store *s);
 
 /* The busy handler of every connection: waits for the write lock up to
  * busy_limit_ms. */
@@ -185,12 +219,7 @@ int sq_connect(struct sq_store *s);
 /* Finalizes the statements and closes the connection, if open. */
 void sq_disconnect(struct sq_store *s);
 
-/* Runs SQL text once (set-up only): 0, or -1 with errmsg set. */
-int sq_exec(struct sq_store *s, const char *op, const char *sql);
 
-/* Steps a statement that returns no rows, resets it: SQLITE_OK or the
- * error (errmsg set when op is not NULL). */
-int sq_run(struct sq_store *s, const char *op, sqlite3_stmt *st);
 
 /* After an SQLite error: rolls back, drops an unusable connection.
  * Returns RLG_ESTORE. */
@@ -199,11 +228,7 @@ int sq_failed(struct sq_store *s, int rc);
 /* Rolls back an open transaction, if any. */
 void sq_rollback(struct sq_store *s);
 
-/* errmsg = "sqlite OP on PATH: message (SQLITE_CODE)". */
-void sq_sqlite_error(struct sq_store *s, const char *op, int rc);
 
-/* Prepares every statement of sq_sql as the store's own: 0, or -1. */
-int sq_prepare_all(struct sq_store *s);
 
 /* The operations rlg_store_probe, rlg_store_survey and
  * rlg_store_overrides (store_sqlite_rows.c). */
@@ -213,8 +238,6 @@ int sq_survey(struct rlg_store *base, int64_t now_ms, bool top,
 int sq_overrides(struct rlg_store *base, uint64_t *version,
     int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx);
 
-/* Finalizes every prepared statement. */
-void sq_finalize_all(struct sq_store *s);
 
 /* ---- store_sqlite_schema.c: the schema -------------------------------- */
 
@@ -259,5 +282,10 @@ void sq_checkpoint(struct sq_store *s);
 
 /* At a prune, once the load dropped: truncates a long WAL file. */
 void sq_shrink(struct sq_store *s);
+
+/* The check_files of the backend's entry (rlg_store_check_files): its
+ * database, -wal, -shm and -table that others may read or write. */
+int sq_check_files(const struct rlg_store_config *cfg,
+    void (*warn)(void *ctx, const char *line), void *ctx);
 
 #endif
