@@ -488,16 +488,3 @@ rlg_tiers_finish(struct rlg_parse *p)
 	free(p->tbuilds);
 	p->tbuilds = NULL;
 }
-
-void
-rlg_tiers_free(struct rlg_tier *tiers, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		free(tiers[i].name);
-		free(tiers[i].clients);
-		free(tiers[i].rules);
-	}
-	free(tiers);
-}
