@@ -65,12 +65,12 @@ static const struct rlg_word rlg_error_format_words[] = {
 	{ "json", RLG_ERRORS_JSON }, { "problem", RLG_ERRORS_PROBLEM },
 	{ NULL, 0 }
 };
+/* The limiter's algorithms, each by its name (limiter.h). */
+#define RLG_ALG_WORD_(e, name) { #name, RLG_ALG_##e },
 static const struct rlg_word rlg_algorithm_words[] = {
-	{ "fixed_window", RLG_ALG_FIXED_WINDOW },
-	{ "sliding_window", RLG_ALG_SLIDING_WINDOW },
-	{ "token_bucket", RLG_ALG_TOKEN_BUCKET },
-	{ "sliding_log", RLG_ALG_SLIDING_LOG }, { NULL, 0 }
+	RLG_ALGORITHMS(RLG_ALG_WORD_) { NULL, 0 }
 };
+#undef RLG_ALG_WORD_
 static const struct rlg_word rlg_mode_words[] = {
 	{ "enforce", RLG_MODE_ENFORCE }, { "dry_run", RLG_MODE_DRY_RUN },
 	{ NULL, 0 }
