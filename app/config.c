@@ -176,10 +176,11 @@ rlg_config_why_each(const struct rlg_config *cfg, char *why, size_t size)
 	size_t i;
 
 	for (i = 0; i < cfg->npolicies; i++)
-		if (cfg->policies[i].lim.algorithm == RLG_ALG_SLIDING_LOG) {
-			snprintf(why, size, "[policy %s] is a sliding_log, "
+		if (rlg_policy_alg(&cfg->policies[i])->keeps_log) {
+			snprintf(why, size, "[policy %s] is a %s, "
 			    "whose log lives in the database",
-			    cfg->policies[i].name);
+			    cfg->policies[i].name,
+			    rlg_policy_alg(&cfg->policies[i])->name);
 			return true;
 		}
 	if (sq->max_clients == 0) {
@@ -488,6 +489,37 @@ rlg_list_free(char **items, size_t n)
 	for (i = 0; i < n; i++)
 		free(items[i]);
 	free(items);
+}
+
+/* The limiter's row for pol's algorithm (always one: the config only
+ * stores the words of the algorithms). */
+const struct rlg_algorithm_desc *
+rlg_policy_alg(const struct rlg_policy *pol)
+{
+	const struct rlg_algorithm_desc *a;
+
+	a = rlg_algorithm_desc(pol->lim.algorithm);
+	assert(a != NULL);
+	return a;
+}
+
+/* The names of the algorithms that take a burst, for messages:
+ * "token_bucket", or "a or b". */
+const char *
+rlg_burst_algorithms(char *buf, size_t size)
+{
+	const struct rlg_algorithm_desc *a;
+	size_t used = 0;
+	int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < RLG_ALG_COUNT; i++) {
+		a = rlg_algorithm_desc((enum rlg_algorithm)i);
+		if (a->has_burst && used < size)
+			used += (size_t)snprintf(buf + used, size - used,
+			    "%s%s", used > 0 ? " or " : "", a->name);
+	}
+	return buf;
 }
 
 void

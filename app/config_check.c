@@ -48,7 +48,9 @@ void
 rlg_policies_finish(struct rlg_parse *p)
 {
 	const struct rlg_set_lines *alg, *limit, *burst, *key;
+	const struct rlg_algorithm_desc *a;
 	struct rlg_policy *pol;
+	char names[128];
 	const char *label;
 	size_t i;
 	bool secret_set;
@@ -72,19 +74,17 @@ rlg_policies_finish(struct rlg_parse *p)
 			    label, RLG_KEY_SECRET_MIN);
 		if (alg->ok == 0 && alg->first != 0)
 			continue;
-		if (burst->ok != 0 &&
-		    pol->lim.algorithm != RLG_ALG_TOKEN_BUCKET)
+		a = rlg_policy_alg(pol);
+		if (burst->ok != 0 && !a->has_burst)
 			rlg_problem(p, burst->ok, "%s burst: applies only "
-			    "to algorithm = token_bucket", label);
+			    "to algorithm = %s", label,
+			    rlg_burst_algorithms(names, sizeof names));
 		else if (burst->ok != 0)
 			rlg_burst_above(p, pol, label, burst->ok);
-		if (limit->ok != 0 &&
-		    pol->lim.algorithm == RLG_ALG_SLIDING_LOG &&
-		    pol->lim.limit > RLG_SLIDING_LOG_LIMIT_MAX)
-			rlg_problem(p, limit->ok, "%s limit: sliding_log "
-			    "keeps one row per request: at most %lld "
-			    "(got \"%lld\")", label,
-			    (long long)RLG_SLIDING_LOG_LIMIT_MAX,
+		if (limit->ok != 0 && pol->lim.limit > a->limit_max)
+			rlg_problem(p, limit->ok, "%s limit: %s %s: at most "
+			    "%lld (got \"%lld\")", label, a->name,
+			    a->limit_why, (long long)a->limit_max,
 			    (long long)pol->lim.limit);
 	}
 	for (i = 0; i < p->npols; i++)
@@ -120,7 +120,7 @@ rlg_burst_above(struct rlg_parse *p, const struct rlg_policy *pol,
 	struct rlg_decision d;
 
 	memset(&in, 0, sizeof in);
-	if (rlg_limiter_token_bucket(&pol->lim, &in, RLG_BURST_PROBE_MS, 1,
+	if (rlg_limiter_step(&pol->lim, &in, RLG_BURST_PROBE_MS, 1,
 	    &out, &d) != RLG_OK || d.remaining <= d.limit)
 		return;
 	rlg_problem(p, line, "%s burst: %lld is above the limit (%lld): a new "
@@ -228,8 +228,8 @@ rlg_route_cost_check(struct rlg_parse *p, const struct rlg_route *r,
 	}
 	for (j = 0; j < r->npolicies; j++) {
 		pol = &p->cfg->policies[r->policies[j]];
-		bucket = pol->lim.algorithm == RLG_ALG_TOKEN_BUCKET;
-		cap = bucket ? pol->lim.burst : pol->lim.limit;
+		bucket = rlg_limiter_has_burst(&pol->lim);
+		cap = rlg_limiter_capacity(&pol->lim);
 		if (most <= cap)
 			continue;
 		rlg_problem(p, header ? max->ok : cost->ok,
@@ -437,8 +437,8 @@ rlg_store_finish(struct rlg_parse *p)
  * must fit, or each reason is a problem on the commit line: the table
  * holds max_clients entries for each policy that keeps state (a bound on
  * new keys is one), so max_clients must be set and the product bounded;
- * sliding_log keeps its log in the database, which the table does not
- * (store_table.c). flush_ms only means something with behind: with an
+ * an algorithm that keeps a log (sliding_log) keeps it in the database,
+ * which the table does not (store_table.c). flush_ms only means something with behind: with an
  * auto that gave each, the problem says why it did.
  */
 static void
@@ -471,11 +471,12 @@ rlg_table_finish(struct rlg_parse *p)
 		return;
 	}
 	for (i = 0; i < p->cfg->npolicies; i++)
-		if (p->cfg->policies[i].lim.algorithm == RLG_ALG_SLIDING_LOG)
+		if (rlg_policy_alg(&p->cfg->policies[i])->keeps_log)
 			rlg_problem(p, commit, "[store] commit: behind does "
-			    "not keep [policy %s], a sliding_log (its log "
+			    "not keep [policy %s], a %s (its log "
 			    "lives in the database): use commit = each, or "
-			    "another algorithm", p->cfg->policies[i].name);
+			    "another algorithm", p->cfg->policies[i].name,
+			    rlg_policy_alg(&p->cfg->policies[i])->name);
 	if (sq->max_clients == 0) {
 		rlg_problem(p, commit, "[store] commit: behind sizes its "
 		    "table by max_clients: set [store] max_clients > 0");

@@ -153,6 +153,14 @@ void rlg_list_free(char **items, size_t n);
 /* Frees n tiers and their array. */
 void rlg_tiers_free(struct rlg_tier *tiers, size_t n);
 
+/*
+ * What the config knows of an algorithm is its descriptor (limiter.h):
+ * pol's row (never NULL), and the names of the algorithms with a burst
+ * written into buf for a message ("token_bucket"), buf returned.
+ */
+const struct rlg_algorithm_desc *rlg_policy_alg(const struct rlg_policy *pol);
+const char *rlg_burst_algorithms(char *buf, size_t size);
+
 /* The policies that keep state in the table: each, and each bound on
  * new keys; at least 1. */
 int64_t rlg_table_policies(const struct rlg_config *cfg);

@@ -190,21 +190,21 @@ int
 rlg_tier_limit(const struct rlg_policy *p, const struct rlg_tier_spec *spec,
     struct rlg_limit *out, char *err, size_t errlen)
 {
-	bool bucket = p->lim.algorithm == RLG_ALG_TOKEN_BUCKET;
+	const struct rlg_algorithm_desc *a = rlg_policy_alg(p);
+	bool bucket = a->has_burst;
+	char names[128];
 
 	*out = p->lim;
 	if (spec->burst != 0 && !bucket) {
-		snprintf(err, errlen, "burst applies only to token_bucket "
-		    "([policy %s] is %s)", p->name,
-		    rlg_algorithm_name(p->lim.algorithm));
+		snprintf(err, errlen, "burst applies only to %s ([policy %s] "
+		    "is %s)", rlg_burst_algorithms(names, sizeof names),
+		    p->name, a->name);
 		return -1;
 	}
-	if (spec->limit != 0 && p->lim.algorithm == RLG_ALG_SLIDING_LOG &&
-	    spec->limit > RLG_SLIDING_LOG_LIMIT_MAX) {
-		snprintf(err, errlen, "limit: [policy %s] is a sliding_log, "
-		    "which keeps one row per request: at most %lld (got "
-		    "%lld)", p->name, (long long)RLG_SLIDING_LOG_LIMIT_MAX,
-		    (long long)spec->limit);
+	if (spec->limit != 0 && spec->limit > a->limit_max) {
+		snprintf(err, errlen, "limit: [policy %s] is a %s, which %s: "
+		    "at most %lld (got %lld)", p->name, a->name, a->limit_why,
+		    (long long)a->limit_max, (long long)spec->limit);
 		return -1;
 	}
 	if (spec->limit != 0)
@@ -361,8 +361,8 @@ tier_cost_check(struct rlg_parse *p, const struct rlg_tier_build *b,
     const struct rlg_tier_rule *rule, const struct rlg_limit *lim, int line)
 {
 	const struct rlg_config *cfg = p->cfg;
-	bool bucket = lim->algorithm == RLG_ALG_TOKEN_BUCKET;
-	int64_t cap = bucket ? lim->burst : lim->limit;
+	bool bucket = rlg_limiter_has_burst(lim);
+	int64_t cap = rlg_limiter_capacity(lim);
 	size_t r, j;
 
 	for (r = 0; r < cfg->nroutes; r++) {

@@ -131,12 +131,26 @@ rlg_algorithm_desc(enum rlg_algorithm a)
 	return &rlg_algorithms[a];
 }
 
-int64_t
-rlg_limiter_capacity(const struct rlg_limit *lim)
+bool
+rlg_limiter_has_burst(const struct rlg_limit *lim)
 {
 	const struct rlg_algorithm_desc *a = rlg_algorithm_desc(lim->algorithm);
 
-	return a != NULL && a->has_burst ? lim->burst : lim->limit;
+	return a != NULL && a->has_burst;
+}
+
+bool
+rlg_limiter_keeps_log(const struct rlg_limit *lim)
+{
+	const struct rlg_algorithm_desc *a = rlg_algorithm_desc(lim->algorithm);
+
+	return a != NULL && a->keeps_log;
+}
+
+int64_t
+rlg_limiter_capacity(const struct rlg_limit *lim)
+{
+	return rlg_limiter_has_burst(lim) ? lim->burst : lim->limit;
 }
 
 /* A cost the limiter takes: 1..RLG_COST_MAX units. */

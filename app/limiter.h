@@ -299,6 +299,11 @@ struct rlg_algorithm_desc {
 /* The row of algorithm a, or NULL if a is none. */
 const struct rlg_algorithm_desc *rlg_algorithm_desc(enum rlg_algorithm a);
 
+/* Whether lim's algorithm takes a burst, keeps a log (its row's
+ * has_burst, keeps_log); false for an unknown algorithm. */
+bool rlg_limiter_has_burst(const struct rlg_limit *lim);
+bool rlg_limiter_keeps_log(const struct rlg_limit *lim);
+
 /*
  * The largest cost a request may have under lim and ever pass: burst for
  * an algorithm with a burst, else limit (the token bucket may pass fewer
