@@ -71,6 +71,35 @@ tier_seconds(const char *s, size_t len, int64_t max, int64_t *out)
 	return 0;
 }
 
+/*
+ * The value v (len bytes) of the word name of a spec into *field, from 1
+ * to max: a duration (seconds, or with a unit) when seconds, else an
+ * integer. 0, or -1 with the reason in err: set twice, or a bad value.
+ */
+static int
+tier_value(const char *name, int64_t max, bool seconds, const char *v,
+    size_t len, int64_t *field, char *err, size_t errlen)
+{
+	if (*field != 0) {
+		snprintf(err, errlen, "%s set twice", name);
+		return -1;
+	}
+	if (seconds && tier_seconds(v, len, max, field) != 0) {
+		snprintf(err, errlen, "window: a duration in seconds, "
+		    "or with a unit s, m, h, d (e.g. 90s, 15m, 1h), "
+		    "from 1 to %lld seconds (got \"%.*s\")", (long long)max,
+		    (int)len, v);
+		return -1;
+	}
+	if (!seconds && tier_int(v, len, max, field) != 0) {
+		snprintf(err, errlen, "%s: must be an integer from 1 "
+		    "to %lld (got \"%.*s\")", name, (long long)max,
+		    (int)len, v);
+		return -1;
+	}
+	return 0;
+}
+
 int
 rlg_tier_spec_parse(const char *s, struct rlg_tier_spec *out, char *err,
     size_t errlen)
@@ -120,27 +149,10 @@ rlg_tier_spec_parse(const char *s, struct rlg_tier_spec *out, char *err,
 			return -1;
 		}
 		field = (int64_t *)(void *)((char *)out + words[i].off);
-		if (*field != 0) {
-			snprintf(err, errlen, "%s set twice", words[i].name);
+		if (tier_value(words[i].name, words[i].max,
+		    field == &out->window_s, eq + 1, len - (size_t)(eq + 1 - s),
+		    field, err, errlen) != 0)
 			return -1;
-		}
-		if (field == &out->window_s && tier_seconds(eq + 1,
-		    len - (size_t)(eq + 1 - s), words[i].max, field) != 0) {
-			snprintf(err, errlen, "window: a duration in seconds, "
-			    "or with a unit s, m, h, d (e.g. 90s, 15m, 1h), "
-			    "from 1 to %lld seconds (got \"%.*s\")",
-			    (long long)words[i].max,
-			    (int)(len - (size_t)(eq + 1 - s)), eq + 1);
-			return -1;
-		}
-		if (field != &out->window_s && tier_int(eq + 1,
-		    len - (size_t)(eq + 1 - s), words[i].max, field) != 0) {
-			snprintf(err, errlen, "%s: must be an integer from 1 "
-			    "to %lld (got \"%.*s\")", words[i].name,
-			    (long long)words[i].max,
-			    (int)(len - (size_t)(eq + 1 - s)), eq + 1);
-			return -1;
-		}
 		s += len;
 	}
 	if (nwords == 0) {
