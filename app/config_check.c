@@ -513,10 +513,7 @@ rlg_no_policy(struct rlg_parse *p, int line, const char *label,
 {
 	const char *near = rlg_policy_suggest(p->cfg, name);
 
-	if (near != NULL)
-		rlg_problem(p, line, "%s policies: no [policy %s]: did you "
-		    "mean \"%s\"?", label, name, near);
-	else
-		rlg_problem(p, line, "%s policies: no [policy %s]", label,
-		    name);
+	rlg_problem(p, line, "%s policies: no [policy %s]%s%s%s", label, name,
+	    near != NULL ? ": did you mean \"" : "", near != NULL ? near : "",
+	    near != NULL ? "\"?" : "");
 }

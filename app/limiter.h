@@ -154,11 +154,13 @@ struct rlg_decision {
  * to the stored window: it never grants quota the state did not allow.
  * Returns RLG_OK, or RLG_EINVAL for an impossible policy (limit or window
  * out of range, token bucket burst out of 1..RLG_BURST_MAX), a cost out
- * of 1..RLG_COST_MAX, and for sliding_log.
+ * of 1..RLG_COST_MAX, and for sliding_log. Every algorithm's step without
+ * a log has this contract (rlg_limiter_fn, the descriptor's step).
  */
-int rlg_limiter_step(const struct rlg_limit *lim,
+typedef int rlg_limiter_fn(const struct rlg_limit *lim,
     const struct rlg_state *in, int64_t now_ms, int64_t cost,
     struct rlg_state *out, struct rlg_decision *d);
+rlg_limiter_fn rlg_limiter_step;
 
 /*
  * The fixed window of the seed: windows aligned on multiples of window_ms.
@@ -166,9 +168,7 @@ int rlg_limiter_step(const struct rlg_limit *lim,
  * window's start (lower bounds, not exact); prev_count and tat_us are
  * stored as 0.
  */
-int rlg_limiter_fixed_window(const struct rlg_limit *lim,
-    const struct rlg_state *in, int64_t now_ms, int64_t cost,
-    struct rlg_state *out, struct rlg_decision *d);
+rlg_limiter_fn rlg_limiter_fixed_window;
 
 /*
  * The sliding window counter: admits (a request of cost 1) while
@@ -178,9 +178,7 @@ int rlg_limiter_fixed_window(const struct rlg_limit *lim,
  * the next window). A clock that went back is clamped to the stored
  * window's start; reset_ms and retry_ms are still measured from now_ms.
  */
-int rlg_limiter_sliding_window(const struct rlg_limit *lim,
-    const struct rlg_state *in, int64_t now_ms, int64_t cost,
-    struct rlg_state *out, struct rlg_decision *d);
+rlg_limiter_fn rlg_limiter_sliding_window;
 
 /*
  * The token bucket as GCRA: emission interval T = window / limit (in us,
@@ -191,9 +189,7 @@ int rlg_limiter_sliding_window(const struct rlg_limit *lim,
  * exceed limit when burst > limit. out: tat_us and expires_ms =
  * ceil(tat_us / 1000); window_start_ms, count and prev_count are 0.
  */
-int rlg_limiter_token_bucket(const struct rlg_limit *lim,
-    const struct rlg_state *in, int64_t now_ms, int64_t cost,
-    struct rlg_state *out, struct rlg_decision *d);
+rlg_limiter_fn rlg_limiter_token_bucket;
 
 /*
  * The sliding log, exact: log_ms[0..n) are the timestamps of this client's
@@ -254,13 +250,6 @@ struct rlg_limiter_bounds {
 
 int rlg_limiter_bounds(const struct rlg_limit *lim, int64_t now_ms,
     struct rlg_limiter_bounds *b);
-
-/*
- * One algorithm's step without a log: rlg_limiter_step's contract.
- */
-typedef int rlg_limiter_fn(const struct rlg_limit *lim,
-    const struct rlg_state *in, int64_t now_ms, int64_t cost,
-    struct rlg_state *out, struct rlg_decision *d);
 
 /*
  * What the rest of rlgate knows of an algorithm: one row per algorithm
