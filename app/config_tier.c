@@ -47,7 +47,7 @@ tier_int(const char *s, size_t len, int64_t max, int64_t *out)
 
 /*
  * A duration in seconds of 1..max: a decimal integer and an optional unit
- * s, m, h or d, as [policy] window takes it (config_options.c). 0 or -1.
+ * s, m, h or d, as [policy] window takes it (config_set.c). 0 or -1.
  */
 static int
 tier_seconds(const char *s, size_t len, int64_t max, int64_t *out)
