@@ -31,7 +31,7 @@
  */
 #define RLG_ALGORITHMS(X) \
 	X(FIXED_WINDOW, fixed_window)     /* the seed's: aligned windows */ \
-	X(SLIDING_WINDOW, sliding_window) /* + the previous window, weighted */ \
+	X(SLIDING_WINDOW, sliding_window) /* + the last window, weighted */ \
 	X(TOKEN_BUCKET, token_bucket)     /* GCRA: one theoretical arrival */ \
 	X(SLIDING_LOG, sliding_log)       /* exact: a timestamp per request */
 
@@ -39,9 +39,12 @@
 enum rlg_algorithm {
 	RLG_ALGORITHMS(RLG_ALG_ENUM_)
 };
-/* How many there are: 0 .. RLG_ALG_COUNT - 1. */
-#define RLG_ALG_ONE_(e, name) + 1
-#define RLG_ALG_COUNT (0 RLG_ALGORITHMS(RLG_ALG_ONE_))
+#undef RLG_ALG_ENUM_
+/* How many there are: 0 .. RLG_ALG_COUNT - 1 (counted apart, so that a
+ * switch over enum rlg_algorithm has no case that is none). */
+#define RLG_ALG_NTH_(e, name) RLG_ALG_NTH_##e,
+enum { RLG_ALGORITHMS(RLG_ALG_NTH_) RLG_ALG_COUNT };
+#undef RLG_ALG_NTH_
 
 /* Upper bounds the config enforces, so no sum below can overflow. */
 #define RLG_LIMIT_MAX     1000000000LL          /* requests per window */
