@@ -485,7 +485,7 @@ enum rlg_option_type {
 	RLG_OPT_COMPOUND,      /* anything else: its own setter parses it */
 };
 
-/* The loader's state (config.c), for the hand-written setters. */
+/* The loader's state (config_load.c, config_priv.h), for the setters. */
 struct rlg_parse;
 struct rlg_option;
 

@@ -2,24 +2,37 @@
  * config_priv.h: the config module's internals, shared by its files and
  * included by nothing else: the loader's state (struct rlg_parse), which
  * the hand-written setters of the option table fill and report into, and
- * the functions one file calls in another.
- *   config.c          reading the file, the checks across keys, problems
- *   config_options.c  the option table, its setters, words and names
+ * the functions one file calls in another. From the top down (a file
+ * calls only the ones below it):
+ *   config_load.c     reading the file line by line
+ *   config_check.c    the checks across keys, once the file is read
  *   config_tier.c     the [tier NAME] sections
+ *   config_options.c  the option table, the names of enum values
+ *   config_set.c      the setters of the table's rows
+ *   config.c          defaults, freeing, problems and suggestions
  * Each function's full contract is above its definition; here, what it
- * is for and where it lives.
+ * is for and where it lives. A header without a file of its own: it is
+ * below every one of them.
  */
 #ifndef RLG_CONFIG_PRIV_H
 #define RLG_CONFIG_PRIV_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config.h"
 
 /* Letters and digits, without a locale (isalnum may take more). */
 #define RLG_ALNUM \
 	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+/* The places a key can be set: the sections outside policies and
+ * routes, each policy, each route (struct rlg_parse's lines). */
+#define RLG_NSCOPES (1 + RLG_POLICIES_MAX + RLG_ROUTES_MAX)
+/* The longest name rlg_edit_distance compares (a typo of a key, a
+ * section, a policy's name). */
+#define RLG_EDIT_MAX 64
 
 /* How messages name a section: "[store]", "[policy NAME]". */
 #define RLG_LABEL_MAX  (sizeof "[policy ]" + RLG_POLICY_NAME_MAX)
@@ -120,7 +133,37 @@ struct rlg_parse {
 	size_t capproblems;
 };
 
-/* ---- config.c: the loader -------------------------------------------- */
+/* ---- config.c: defaults, freeing, problems ------------------------- */
+
+/* The built-in defaults before anything is resolved (commit = auto):
+ * what the loader reads a file over. */
+struct rlg_config *rlg_config_base(void);
+
+/* A policy named name (copied) with the built-in values; burst and
+ * new_keys are the caller's. */
+void rlg_policy_init(struct rlg_policy *pol, const char *name);
+
+/* Frees what a policy, a route owns, not the policy or route itself. */
+void rlg_policy_free_fields(struct rlg_policy *pol);
+void rlg_route_free_fields(struct rlg_route *r);
+
+/* Frees a list that rlg_list_split made (n items). */
+void rlg_list_free(char **items, size_t n);
+
+/* Frees n tiers and their array. */
+void rlg_tiers_free(struct rlg_tier *tiers, size_t n);
+
+/*
+ * What the config knows of an algorithm is its descriptor (limiter.h):
+ * pol's row (never NULL), and the names of the algorithms with a burst
+ * written into buf for a message ("token_bucket"), buf returned.
+ */
+const struct rlg_algorithm_desc *rlg_policy_alg(const struct rlg_policy *pol);
+const char *rlg_burst_algorithms(char *buf, size_t size);
+
+/* The policies that keep state in the table: each, and each bound on
+ * new keys; at least 1. */
+int64_t rlg_table_policies(const struct rlg_config *cfg);
 
 /* Notes one problem on line (0: the whole file). */
 void rlg_problem(struct rlg_parse *p, int line, const char *fmt, ...)
@@ -130,6 +173,12 @@ void rlg_problem(struct rlg_parse *p, int line, const char *fmt, ...)
  * "[section] key: ...". */
 void rlg_key_problem(struct rlg_parse *p, const struct rlg_option *o,
     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/*
+ * Whether known is close enough to typed to be offered ("did you
+ * mean"), and closer than *best (then *best is its distance).
+ */
+bool rlg_near(const char *typed, const char *known, size_t *best);
 
 /*
  * What an operator may have meant by name, a policy name that names no
@@ -145,6 +194,35 @@ const char *rlg_policy_suggest(const struct rlg_config *cfg,
  */
 void rlg_section_again(struct rlg_parse *p, const char *label, int first);
 
+/* ---- config_set.c: the setters of the rows ---------------------------- */
+
+/* The setter of every row without a hand-written one. */
+rlg_option_set_fn rlg_set_value;
+
+/* The hand-written setters the rows name. */
+rlg_option_set_fn rlg_set_cidrs, rlg_set_backend, rlg_set_url,
+    rlg_set_trusted_proxies, rlg_set_algorithm, rlg_set_key,
+    rlg_set_route_path, rlg_set_route_methods, rlg_set_route_policies,
+    rlg_set_route_cost, rlg_set_admin_allow, rlg_set_admin_prefix,
+    rlg_set_status;
+
+/*
+ * backend = redis_cluster is the Redis store in its cluster mode: backend
+ * RLG_BACKEND_REDIS with redis_cluster set (rlg_set_backend).
+ */
+#define RLG_BACKEND_WORD_CLUSTER (-1)
+
+/* The name of value among words (its first word), or NULL. */
+const char *rlg_word_name(const struct rlg_word *words, int value);
+
+/*
+ * Splits value at commas into trimmed items (free with rlg_list_free);
+ * reports an empty item, or more than max of them, and returns false.
+ */
+bool rlg_list_split(struct rlg_parse *p, const struct rlg_option *o,
+    const char *value, size_t max, const char *what, char ***items,
+    size_t *n);
+
 /* ---- config_options.c: the option table ------------------------------- */
 
 /* Every key of every section, rlg_noptions rows (rlg_config_options
@@ -155,19 +233,31 @@ extern const size_t rlg_noptions;
 /* The row of the key sect/name, or rlg_noptions. */
 size_t rlg_option_find(const char *sect, const char *name);
 
-/* The setter of every row without a hand-written one. */
-rlg_option_set_fn rlg_set_value;
-
-/* Frees a list that rlg_list_split made (n items). */
-void rlg_list_free(char **items, size_t n);
-
 /* ---- config_tier.c: the tiers -------------------------------------- */
 
 /* A [tier NAME] header; a key line in one; the checks at the end. */
 void rlg_tier_section(struct rlg_parse *p, const char *name);
 void rlg_tier_key(struct rlg_parse *p, const char *name, const char *value);
 void rlg_tiers_finish(struct rlg_parse *p);
-/* Frees n tiers and their array. */
-void rlg_tiers_free(struct rlg_tier *tiers, size_t n);
+
+/* ---- config_check.c: the checks across keys --------------------------- */
+
+/*
+ * After the whole file: the policies (burst, algorithm caps, key_secret,
+ * the bounds on new keys, the file's in place of the built-in one), the
+ * routes (their policies resolved, costs), the [store] keys and commit.
+ */
+void rlg_policies_finish(struct rlg_parse *p);
+void rlg_routes_finish(struct rlg_parse *p);
+void rlg_store_finish(struct rlg_parse *p);
+
+/* Where the key sect/name (a row that is there) was set, in scope. */
+struct rlg_set_lines *rlg_lines(struct rlg_parse *p, size_t scope,
+    const char *sect, const char *name);
+
+/* A policy name that names no policy, at line: "LABEL policies: no
+ * [policy NAME]", and the closest name if one is close. */
+void rlg_no_policy(struct rlg_parse *p, int line, const char *label,
+    const char *name);
 
 #endif

@@ -47,7 +47,7 @@ tier_int(const char *s, size_t len, int64_t max, int64_t *out)
 
 /*
  * A duration in seconds of 1..max: a decimal integer and an optional unit
- * s, m, h or d, as [policy] window takes it (config_options.c). 0 or -1.
+ * s, m, h or d, as [policy] window takes it (config_set.c). 0 or -1.
  */
 static int
 tier_seconds(const char *s, size_t len, int64_t max, int64_t *out)
@@ -68,6 +68,35 @@ tier_seconds(const char *s, size_t len, int64_t max, int64_t *out)
 	if (tier_int(s, len, max / times, &v) != 0)
 		return -1;
 	*out = v * times;
+	return 0;
+}
+
+/*
+ * The value v (len bytes) of the word name of a spec into *field, from 1
+ * to max: a duration (seconds, or with a unit) when seconds, else an
+ * integer. 0, or -1 with the reason in err: set twice, or a bad value.
+ */
+static int
+tier_value(const char *name, int64_t max, bool seconds, const char *v,
+    size_t len, int64_t *field, char *err, size_t errlen)
+{
+	if (*field != 0) {
+		snprintf(err, errlen, "%s set twice", name);
+		return -1;
+	}
+	if (seconds && tier_seconds(v, len, max, field) != 0) {
+		snprintf(err, errlen, "window: a duration in seconds, "
+		    "or with a unit s, m, h, d (e.g. 90s, 15m, 1h), "
+		    "from 1 to %lld seconds (got \"%.*s\")", (long long)max,
+		    (int)len, v);
+		return -1;
+	}
+	if (!seconds && tier_int(v, len, max, field) != 0) {
+		snprintf(err, errlen, "%s: must be an integer from 1 "
+		    "to %lld (got \"%.*s\")", name, (long long)max,
+		    (int)len, v);
+		return -1;
+	}
 	return 0;
 }
 
@@ -120,27 +149,10 @@ rlg_tier_spec_parse(const char *s, struct rlg_tier_spec *out, char *err,
 			return -1;
 		}
 		field = (int64_t *)(void *)((char *)out + words[i].off);
-		if (*field != 0) {
-			snprintf(err, errlen, "%s set twice", words[i].name);
+		if (tier_value(words[i].name, words[i].max,
+		    field == &out->window_s, eq + 1, len - (size_t)(eq + 1 - s),
+		    field, err, errlen) != 0)
 			return -1;
-		}
-		if (field == &out->window_s && tier_seconds(eq + 1,
-		    len - (size_t)(eq + 1 - s), words[i].max, field) != 0) {
-			snprintf(err, errlen, "window: a duration in seconds, "
-			    "or with a unit s, m, h, d (e.g. 90s, 15m, 1h), "
-			    "from 1 to %lld seconds (got \"%.*s\")",
-			    (long long)words[i].max,
-			    (int)(len - (size_t)(eq + 1 - s)), eq + 1);
-			return -1;
-		}
-		if (field != &out->window_s && tier_int(eq + 1,
-		    len - (size_t)(eq + 1 - s), words[i].max, field) != 0) {
-			snprintf(err, errlen, "%s: must be an integer from 1 "
-			    "to %lld (got \"%.*s\")", words[i].name,
-			    (long long)words[i].max,
-			    (int)(len - (size_t)(eq + 1 - s)), eq + 1);
-			return -1;
-		}
 		s += len;
 	}
 	if (nwords == 0) {
@@ -190,21 +202,21 @@ int
 rlg_tier_limit(const struct rlg_policy *p, const struct rlg_tier_spec *spec,
     struct rlg_limit *out, char *err, size_t errlen)
 {
-	bool bucket = p->lim.algorithm == RLG_ALG_TOKEN_BUCKET;
+	const struct rlg_algorithm_desc *a = rlg_policy_alg(p);
+	bool bucket = a->has_burst;
+	char names[128];
 
 	*out = p->lim;
 	if (spec->burst != 0 && !bucket) {
-		snprintf(err, errlen, "burst applies only to token_bucket "
-		    "([policy %s] is %s)", p->name,
-		    rlg_algorithm_name(p->lim.algorithm));
+		snprintf(err, errlen, "burst applies only to %s ([policy %s] "
+		    "is %s)", rlg_burst_algorithms(names, sizeof names),
+		    p->name, a->name);
 		return -1;
 	}
-	if (spec->limit != 0 && p->lim.algorithm == RLG_ALG_SLIDING_LOG &&
-	    spec->limit > RLG_SLIDING_LOG_LIMIT_MAX) {
-		snprintf(err, errlen, "limit: [policy %s] is a sliding_log, "
-		    "which keeps one row per request: at most %lld (got "
-		    "%lld)", p->name, (long long)RLG_SLIDING_LOG_LIMIT_MAX,
-		    (long long)spec->limit);
+	if (spec->limit != 0 && spec->limit > a->limit_max) {
+		snprintf(err, errlen, "limit: [policy %s] is a %s, which %s: "
+		    "at most %lld (got %lld)", p->name, a->name, a->limit_why,
+		    (long long)a->limit_max, (long long)spec->limit);
 		return -1;
 	}
 	if (spec->limit != 0)
@@ -361,8 +373,8 @@ tier_cost_check(struct rlg_parse *p, const struct rlg_tier_build *b,
     const struct rlg_tier_rule *rule, const struct rlg_limit *lim, int line)
 {
 	const struct rlg_config *cfg = p->cfg;
-	bool bucket = lim->algorithm == RLG_ALG_TOKEN_BUCKET;
-	int64_t cap = bucket ? lim->burst : lim->limit;
+	bool bucket = rlg_limiter_has_burst(lim);
+	int64_t cap = rlg_limiter_capacity(lim);
 	size_t r, j;
 
 	for (r = 0; r < cfg->nroutes; r++) {
@@ -487,17 +499,4 @@ rlg_tiers_finish(struct rlg_parse *p)
 	p->tiers = NULL;
 	free(p->tbuilds);
 	p->tbuilds = NULL;
-}
-
-void
-rlg_tiers_free(struct rlg_tier *tiers, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		free(tiers[i].name);
-		free(tiers[i].clients);
-		free(tiers[i].rules);
-	}
-	free(tiers);
 }

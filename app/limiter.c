@@ -1,6 +1,8 @@
 /*
  * limiter.c: the rate-limit algorithms, as pure functions of
- * (policy, stored state, now) -> (new state, decision).
+ * (policy, stored state, now) -> (new state, decision), and their
+ * descriptor table (rlg_algorithms): one row per algorithm saying what
+ * the config, the tiers, the stores and the headers need to know of it.
  *
  * No clock reads, no allocation, no I/O: the store calls these inside its
  * transaction, and the unit tests drive them with fixed times. Times are
@@ -62,35 +64,93 @@
 __extension__ typedef __int128 i128;
 
 static bool policy_ok(const struct rlg_limit *p, enum rlg_algorithm alg);
+static int64_t window_begin(const struct rlg_limit *lim, int64_t *now_ms,
+    struct rlg_state *st);
 static bool cost_ok(int64_t cost);
 static void never(struct rlg_decision *d);
 static int64_t align_start(int64_t start_ms, int64_t window_ms);
-static int64_t clamp_count(int64_t count, int64_t limit);
+static int64_t clamp_upto(int64_t v, int64_t max);
 static int64_t ceil_div(i128 num, int64_t den);
 static int64_t sw_next_ms(int64_t w, int64_t e, int64_t prev, i128 room,
     int64_t remaining);
+static int64_t sw_retry_ms(int64_t w, int64_t e, int64_t limit, int64_t c,
+    const struct rlg_state *st);
+static size_t log_first_in(const int64_t *log_ms, size_t n, int64_t since);
+
+/*
+ * The descriptor table: one row per algorithm, in the order of enum
+ * rlg_algorithm (limiter.h says what each field means).
+ */
+static const struct rlg_algorithm_desc rlg_algorithms[RLG_ALG_COUNT] = {
+	[RLG_ALG_FIXED_WINDOW] = {
+		.algorithm = RLG_ALG_FIXED_WINDOW, .name = "fixed_window",
+		.step = rlg_limiter_fixed_window,
+		.limit_max = RLG_LIMIT_MAX,
+	},
+	[RLG_ALG_SLIDING_WINDOW] = {
+		.algorithm = RLG_ALG_SLIDING_WINDOW, .name = "sliding_window",
+		.step = rlg_limiter_sliding_window,
+		.limit_max = RLG_LIMIT_MAX,
+	},
+	[RLG_ALG_TOKEN_BUCKET] = {
+		.algorithm = RLG_ALG_TOKEN_BUCKET, .name = "token_bucket",
+		.step = rlg_limiter_token_bucket, .has_burst = true,
+		.limit_max = RLG_LIMIT_MAX,
+	},
+	[RLG_ALG_SLIDING_LOG] = {
+		.algorithm = RLG_ALG_SLIDING_LOG, .name = "sliding_log",
+		.step = NULL, .keeps_log = true,
+		.limit_max = RLG_SLIDING_LOG_LIMIT_MAX,
+		.limit_why = "keeps one row per request",
+	},
+};
 
 /*
  * The config enforces these bounds; checking them again here keeps a bad
  * policy from reaching the arithmetic below, whose overflow analysis rests
- * on them. burst matters to the token bucket only (others leave it 0).
+ * on them: limit up to the algorithm's limit_max, burst only for an
+ * algorithm with a burst (others leave it 0). An unknown algorithm is
+ * none.
  */
 static bool
 policy_ok(const struct rlg_limit *p, enum rlg_algorithm alg)
 {
-	if (p->limit < 1 || p->limit > RLG_LIMIT_MAX ||
+	const struct rlg_algorithm_desc *a = rlg_algorithm_desc(alg);
+
+	if (a == NULL || p->limit < 1 || p->limit > a->limit_max ||
 	    p->window_ms < 1 || p->window_ms > RLG_WINDOW_S_MAX * 1000)
 		return false;
-	switch (alg) {
-	case RLG_ALG_TOKEN_BUCKET:
-		return p->burst >= 1 && p->burst <= RLG_BURST_MAX;
-	case RLG_ALG_SLIDING_LOG:
-		return p->limit <= RLG_SLIDING_LOG_LIMIT_MAX;
-	case RLG_ALG_FIXED_WINDOW:
-	case RLG_ALG_SLIDING_WINDOW:
-		break;
-	}
-	return true;
+	return !a->has_burst || (p->burst >= 1 && p->burst <= RLG_BURST_MAX);
+}
+
+const struct rlg_algorithm_desc *
+rlg_algorithm_desc(enum rlg_algorithm a)
+{
+	if ((unsigned)a >= RLG_ALG_COUNT)
+		return NULL;
+	return &rlg_algorithms[a];
+}
+
+bool
+rlg_limiter_has_burst(const struct rlg_limit *lim)
+{
+	const struct rlg_algorithm_desc *a = rlg_algorithm_desc(lim->algorithm);
+
+	return a != NULL && a->has_burst;
+}
+
+bool
+rlg_limiter_keeps_log(const struct rlg_limit *lim)
+{
+	const struct rlg_algorithm_desc *a = rlg_algorithm_desc(lim->algorithm);
+
+	return a != NULL && a->keeps_log;
+}
+
+int64_t
+rlg_limiter_capacity(const struct rlg_limit *lim)
+{
+	return rlg_limiter_has_burst(lim) ? lim->burst : lim->limit;
 }
 
 /* A cost the limiter takes: 1..RLG_COST_MAX units. */
@@ -123,11 +183,7 @@ never(struct rlg_decision *d)
 int64_t
 rlg_limiter_clamp_time(int64_t t_ms)
 {
-	if (t_ms < 0)
-		return 0;
-	if (t_ms > RLG_TIME_MS_MAX)
-		return RLG_TIME_MS_MAX;
-	return t_ms;
+	return clamp_upto(t_ms, RLG_TIME_MS_MAX);
 }
 
 /*
@@ -143,15 +199,18 @@ align_start(int64_t start_ms, int64_t window_ms)
 	return start_ms - start_ms % window_ms;
 }
 
-/* A damaged row (negative, or more than a step can admit) is bounded. */
+/*
+ * v within [0, max]: a damaged row's count (negative, or more than a
+ * step can admit) within [0, limit], a time within [0, RLG_TIME_MS_MAX].
+ */
 static int64_t
-clamp_count(int64_t count, int64_t limit)
+clamp_upto(int64_t v, int64_t max)
 {
-	if (count < 0)
+	if (v < 0)
 		return 0;
-	if (count > limit)
-		return limit;
-	return count;
+	if (v > max)
+		return max;
+	return v;
 }
 
 /* ceil(num / den) for num >= 0 and den > 0 whose result fits an int64_t. */
@@ -184,8 +243,7 @@ rlg_limiter_bounds(const struct rlg_limit *lim, int64_t now_ms,
 {
 	int64_t skew;
 
-	if (!policy_ok(lim, lim->algorithm) ||
-	    rlg_algorithm_name(lim->algorithm) == NULL)
+	if (!policy_ok(lim, lim->algorithm))
 		return RLG_EINVAL;
 	skew = RLG_TIME_MS_MAX - rlg_limiter_clamp_time(now_ms);
 	b->remaining_max = lim->limit - 1;
@@ -211,17 +269,9 @@ rlg_limiter_bounds(const struct rlg_limit *lim, int64_t now_ms,
 const char *
 rlg_algorithm_name(enum rlg_algorithm a)
 {
-	switch (a) {
-	case RLG_ALG_FIXED_WINDOW:
-		return "fixed_window";
-	case RLG_ALG_SLIDING_WINDOW:
-		return "sliding_window";
-	case RLG_ALG_TOKEN_BUCKET:
-		return "token_bucket";
-	case RLG_ALG_SLIDING_LOG:
-		return "sliding_log";
-	}
-	return NULL;
+	const struct rlg_algorithm_desc *d = rlg_algorithm_desc(a);
+
+	return d != NULL ? d->name : NULL;
 }
 
 int
@@ -229,19 +279,29 @@ rlg_limiter_step(const struct rlg_limit *lim, const struct rlg_state *in,
     int64_t now_ms, int64_t cost, struct rlg_state *out,
     struct rlg_decision *d)
 {
-	switch (lim->algorithm) {
-	case RLG_ALG_FIXED_WINDOW:
-		return rlg_limiter_fixed_window(lim, in, now_ms, cost, out, d);
-	case RLG_ALG_SLIDING_WINDOW:
-		return rlg_limiter_sliding_window(lim, in, now_ms, cost, out,
-		    d);
-	case RLG_ALG_TOKEN_BUCKET:
-		return rlg_limiter_token_bucket(lim, in, now_ms, cost, out, d);
-	case RLG_ALG_SLIDING_LOG:
-		/* It needs its log: the store calls rlg_limiter_sliding_log. */
-		break;
-	}
-	return RLG_EINVAL;
+	const struct rlg_algorithm_desc *a = rlg_algorithm_desc(lim->algorithm);
+
+	/* One with a log needs it: the store calls rlg_limiter_sliding_log. */
+	if (a == NULL || a->step == NULL)
+		return RLG_EINVAL;
+	return a->step(lim, in, now_ms, cost, out, d);
+}
+
+/*
+ * Where a window algorithm starts: now_ms clamped (in place), the stored
+ * row's window start aligned and its count bounded (a damaged row, or one
+ * from before the window was changed). Returns the start of the aligned
+ * window now_ms falls in; the caller compares it with the stored one, and
+ * a stored window later than it is a clock that went backwards.
+ */
+static int64_t
+window_begin(const struct rlg_limit *lim, int64_t *now_ms,
+    struct rlg_state *st)
+{
+	*now_ms = rlg_limiter_clamp_time(*now_ms);
+	st->window_start_ms = align_start(st->window_start_ms, lim->window_ms);
+	st->count = clamp_upto(st->count, lim->limit);
+	return *now_ms - *now_ms % lim->window_ms;
 }
 
 /*
@@ -267,11 +327,7 @@ rlg_limiter_fixed_window(const struct rlg_limit *lim,
 
 	if (!policy_ok(lim, RLG_ALG_FIXED_WINDOW) || !cost_ok(cost))
 		return RLG_EINVAL;
-	now_ms = rlg_limiter_clamp_time(now_ms);
-	start = now_ms - now_ms % lim->window_ms;
-	/* A damaged row, or one from before the window was changed. */
-	st.window_start_ms = align_start(st.window_start_ms, lim->window_ms);
-	st.count = clamp_count(st.count, lim->limit);
+	start = window_begin(lim, &now_ms, &st);
 	if (start > st.window_start_ms || st.count == 0) {
 		/* A new window (or a fresh client): the counter starts again. */
 		st.window_start_ms = start;
@@ -338,8 +394,8 @@ rlg_limiter_sliding_window(const struct rlg_limit *lim,
     struct rlg_state *out, struct rlg_decision *d)
 {
 	struct rlg_state st = *in;
-	int64_t w, limit, start, now, e, retry, c;
-	i128 used, room, x;
+	int64_t w, limit, start, now, e, c;
+	i128 used, room;
 	bool over;
 
 	if (!policy_ok(lim, RLG_ALG_SLIDING_WINDOW) || !cost_ok(cost))
@@ -348,12 +404,9 @@ rlg_limiter_sliding_window(const struct rlg_limit *lim,
 	limit = lim->limit;
 	over = cost > limit;
 	c = over ? limit : cost;
-	now_ms = rlg_limiter_clamp_time(now_ms);
+	start = window_begin(lim, &now_ms, &st);
 	now = now_ms;
-	start = now - now % w;
-	st.window_start_ms = align_start(st.window_start_ms, w);
-	st.count = clamp_count(st.count, limit);
-	st.prev_count = clamp_count(st.prev_count, limit);
+	st.prev_count = clamp_upto(st.prev_count, limit);
 	if (st.window_start_ms > start) {
 		/*
 		 * The clock went backwards: decide as at the start of the
@@ -405,31 +458,43 @@ rlg_limiter_sliding_window(const struct rlg_limit *lim,
 		return RLG_OK;
 	}
 
-	/*
-	 * When c would pass. In the next window prev becomes count and
-	 * count 0: it admits at its e'-th millisecond, the first with
-	 *   count * (W - e') < R = (limit - c + 1) * W    (R >= W),
-	 * e' = 0 when count * W < R, else W - (R - 1) / count (at most W:
-	 * the window after that is empty and admits anyway). c = 1: the
-	 * first millisecond unless count == limit, then one later. Earlier,
-	 * inside this window, only the decay of prev can help: at x ms
-	 * before the window's end it admits iff prev * x < room = (limit -
-	 * count - c + 1) * W, i.e. x <= (room - 1) / prev.
-	 */
-	room = (i128)(limit - c + 1) * w;
-	retry = w - e;
-	if (st.count > 0 && (i128)st.count * w >= room)
-		retry += w - (int64_t)((room - 1) / st.count);
-	room = (i128)(limit - st.count - c + 1) * w;
-	if (st.prev_count > 0 && room >= 1) {
-		x = (room - 1) / st.prev_count;
-		if (x >= 1 && x < w - e && (w - e) - x < retry)
-			retry = (w - e) - (int64_t)x;
-	}
-	d->retry_ms = retry + (now - now_ms);
+	d->retry_ms = sw_retry_ms(w, e, limit, c, &st) + (now - now_ms);
 	d->reset_ms = d->retry_ms;
 	d->next_ms = d->retry_ms;
 	return RLG_OK;
+}
+
+/*
+ * When a refused sliding window request of cost c would pass, in ms from
+ * now (the now it decided at, e ms into the window; st the counts it
+ * decided on). In the next window prev becomes count and count 0: it
+ * admits at its e'-th millisecond, the first with
+ *   count * (W - e') < R = (limit - c + 1) * W    (R >= W),
+ * e' = 0 when count * W < R, else W - (R - 1) / count (at most W: the
+ * window after that is empty and admits anyway). c = 1: the first
+ * millisecond unless count == limit, then one later. Earlier, inside this
+ * window, only the decay of prev can help: at x ms before the window's
+ * end it admits iff prev * x < room = (limit - count - c + 1) * W, i.e.
+ * x <= (room - 1) / prev.
+ */
+static int64_t
+sw_retry_ms(int64_t w, int64_t e, int64_t limit, int64_t c,
+    const struct rlg_state *st)
+{
+	int64_t retry;
+	i128 room, x;
+
+	room = (i128)(limit - c + 1) * w;
+	retry = w - e;
+	if (st->count > 0 && (i128)st->count * w >= room)
+		retry += w - (int64_t)((room - 1) / st->count);
+	room = (i128)(limit - st->count - c + 1) * w;
+	if (st->prev_count > 0 && room >= 1) {
+		x = (room - 1) / st->prev_count;
+		if (x >= 1 && x < w - e && (w - e) - x < retry)
+			retry = (w - e) - (int64_t)x;
+	}
+	return retry;
 }
 
 /*
@@ -560,6 +625,25 @@ rlg_limiter_token_bucket(const struct rlg_limit *lim,
 }
 
 /*
+ * The first entry of the ascending log_ms[0..n) inside a window that
+ * began after since: the first with log_ms[i] > since, or n.
+ */
+static size_t
+log_first_in(const int64_t *log_ms, size_t n, int64_t since)
+{
+	size_t lo = 0, hi = n, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (log_ms[mid] > since)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+/*
  * The sliding log: exact, one timestamp per admitted unit. The store
  * passes the log; entries <= now - window (stale, if the store has not
  * dropped them yet) are skipped, so only the ascending in-window suffix
@@ -576,7 +660,7 @@ rlg_limiter_sliding_log(const struct rlg_limit *lim,
     bool *append, struct rlg_state *out, struct rlg_decision *d)
 {
 	int64_t w, limit, oldest, newest, c;
-	size_t lo, hi, mid, m;
+	size_t lo, m;
 	bool over;
 
 	if (append != NULL)
@@ -590,16 +674,7 @@ rlg_limiter_sliding_log(const struct rlg_limit *lim,
 	c = over ? limit : cost;
 	now_ms = rlg_limiter_clamp_time(now_ms);
 
-	/* The first entry inside the window: log_ms[lo] > now - window. */
-	lo = 0;
-	hi = n;
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (log_ms[mid] > now_ms - w)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
+	lo = log_first_in(log_ms, n, now_ms - w);
 	m = n - lo;
 
 	out->prev_count = 0;

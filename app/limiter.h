@@ -9,6 +9,12 @@
  * transaction, and the tests drive it with fixed times. A leaf: it
  * includes no other module of rlgate; names, keys, modes and exemptions
  * are the config's (struct rlg_policy, config.h).
+ *
+ * Each algorithm is one row of a descriptor table (struct
+ * rlg_algorithm_desc) beside its function: whether it keeps a log, has a
+ * burst, caps the limit. The rest of rlgate reads the row and never
+ * names an algorithm, so adding one is its function, its row, its name
+ * in RLG_ALGORITHMS and its Lua twin (db/redis/step.lua).
  */
 #ifndef RLG_LIMITER_H
 #define RLG_LIMITER_H
@@ -17,12 +23,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * The algorithms, in their numbering (the config's words, the numbers
+ * db/redis/step.lua takes): X(NAME, name) makes RLG_ALG_NAME, whose word
+ * is "name". What each one is and needs is its row of the descriptor
+ * table (struct rlg_algorithm_desc below).
+ */
+#define RLG_ALGORITHMS(X) \
+	X(FIXED_WINDOW, fixed_window)     /* the seed's: aligned windows */ \
+	X(SLIDING_WINDOW, sliding_window) /* + the last window, weighted */ \
+	X(TOKEN_BUCKET, token_bucket)     /* GCRA: one theoretical arrival */ \
+	X(SLIDING_LOG, sliding_log)       /* exact: a timestamp per request */
+
+#define RLG_ALG_ENUM_(e, name) RLG_ALG_##e,
 enum rlg_algorithm {
-	RLG_ALG_FIXED_WINDOW = 0,   /* the seed's: windows aligned on multiples */
-	RLG_ALG_SLIDING_WINDOW,     /* counter + previous window's weighted count */
-	RLG_ALG_TOKEN_BUCKET,       /* GCRA: one theoretical arrival time */
-	RLG_ALG_SLIDING_LOG,        /* exact: one timestamp per admitted request */
+	RLG_ALGORITHMS(RLG_ALG_ENUM_)
 };
+#undef RLG_ALG_ENUM_
+/* How many there are: 0 .. RLG_ALG_COUNT - 1 (counted apart, so that a
+ * switch over enum rlg_algorithm has no case that is none). */
+#define RLG_ALG_NTH_(e, name) RLG_ALG_NTH_##e,
+enum { RLG_ALGORITHMS(RLG_ALG_NTH_) RLG_ALG_COUNT };
+#undef RLG_ALG_NTH_
 
 /* Upper bounds the config enforces, so no sum below can overflow. */
 #define RLG_LIMIT_MAX     1000000000LL          /* requests per window */
@@ -135,11 +157,13 @@ struct rlg_decision {
  * to the stored window: it never grants quota the state did not allow.
  * Returns RLG_OK, or RLG_EINVAL for an impossible policy (limit or window
  * out of range, token bucket burst out of 1..RLG_BURST_MAX), a cost out
- * of 1..RLG_COST_MAX, and for sliding_log.
+ * of 1..RLG_COST_MAX, and for sliding_log. Every algorithm's step without
+ * a log has this contract (rlg_limiter_fn, the descriptor's step).
  */
-int rlg_limiter_step(const struct rlg_limit *lim,
+typedef int rlg_limiter_fn(const struct rlg_limit *lim,
     const struct rlg_state *in, int64_t now_ms, int64_t cost,
     struct rlg_state *out, struct rlg_decision *d);
+rlg_limiter_fn rlg_limiter_step;
 
 /*
  * The fixed window of the seed: windows aligned on multiples of window_ms.
@@ -147,9 +171,7 @@ int rlg_limiter_step(const struct rlg_limit *lim,
  * window's start (lower bounds, not exact); prev_count and tat_us are
  * stored as 0.
  */
-int rlg_limiter_fixed_window(const struct rlg_limit *lim,
-    const struct rlg_state *in, int64_t now_ms, int64_t cost,
-    struct rlg_state *out, struct rlg_decision *d);
+rlg_limiter_fn rlg_limiter_fixed_window;
 
 /*
  * The sliding window counter: admits (a request of cost 1) while
@@ -159,9 +181,7 @@ int rlg_limiter_fixed_window(const struct rlg_limit *lim,
  * the next window). A clock that went back is clamped to the stored
  * window's start; reset_ms and retry_ms are still measured from now_ms.
  */
-int rlg_limiter_sliding_window(const struct rlg_limit *lim,
-    const struct rlg_state *in, int64_t now_ms, int64_t cost,
-    struct rlg_state *out, struct rlg_decision *d);
+rlg_limiter_fn rlg_limiter_sliding_window;
 
 /*
  * The token bucket as GCRA: emission interval T = window / limit (in us,
@@ -172,9 +192,7 @@ int rlg_limiter_sliding_window(const struct rlg_limit *lim,
  * exceed limit when burst > limit. out: tat_us and expires_ms =
  * ceil(tat_us / 1000); window_start_ms, count and prev_count are 0.
  */
-int rlg_limiter_token_bucket(const struct rlg_limit *lim,
-    const struct rlg_state *in, int64_t now_ms, int64_t cost,
-    struct rlg_state *out, struct rlg_decision *d);
+rlg_limiter_fn rlg_limiter_token_bucket;
 
 /*
  * The sliding log, exact: log_ms[0..n) are the timestamps of this client's
@@ -237,8 +255,57 @@ int rlg_limiter_bounds(const struct rlg_limit *lim, int64_t now_ms,
     struct rlg_limiter_bounds *b);
 
 /*
+ * What the rest of rlgate knows of an algorithm: one row per algorithm
+ * beside its function (limiter.c), as a command table keeps arity and
+ * flags beside each command. The config, the tiers, the stores and the
+ * response read these fields; none of them names an algorithm.
+ */
+struct rlg_algorithm_desc {
+	enum rlg_algorithm algorithm;
+	const char *name;       /* its word in the config and the logs */
+	/*
+	 * Its step (rlg_limiter_step calls it), or NULL for one that keeps
+	 * a log, which the store passes to rlg_limiter_sliding_log.
+	 */
+	rlg_limiter_fn *step;
+	/*
+	 * It keeps a log: one entry per admitted unit, beside its state row
+	 * (which then only summarises it for the operator views). Its state
+	 * is more than one struct rlg_state, so the decision table
+	 * (commit = behind) cannot hold it: such a policy needs commit =
+	 * each.
+	 */
+	bool keeps_log;
+	/*
+	 * It takes burst: its capacity (the largest cost that can pass) is
+	 * burst, not limit, the config accepts burst only for it, and
+	 * RateLimit-Policy and the policy summary show it.
+	 */
+	bool has_burst;
+	int64_t limit_max;      /* the largest limit it takes */
+	/* Why the limit is capped, for the config's message ("keeps one
+	 * row per request"); NULL when limit_max is RLG_LIMIT_MAX. */
+	const char *limit_why;
+};
+
+/* The row of algorithm a, or NULL if a is none. */
+const struct rlg_algorithm_desc *rlg_algorithm_desc(enum rlg_algorithm a);
+
+/* Whether lim's algorithm takes a burst, keeps a log (its row's
+ * has_burst, keeps_log); false for an unknown algorithm. */
+bool rlg_limiter_has_burst(const struct rlg_limit *lim);
+bool rlg_limiter_keeps_log(const struct rlg_limit *lim);
+
+/*
+ * The largest cost a request may have under lim and ever pass: burst for
+ * an algorithm with a burst, else limit (the token bucket may pass fewer
+ * if its tolerance is capped; see "Request cost" above).
+ */
+int64_t rlg_limiter_capacity(const struct rlg_limit *lim);
+
+/*
  * Names for the config and logs: "fixed_window", "sliding_window",
- * "token_bucket", "sliding_log". NULL if unknown.
+ * "token_bucket", "sliding_log" (the descriptor's name). NULL if unknown.
  */
 const char *rlg_algorithm_name(enum rlg_algorithm a);
 

@@ -161,7 +161,7 @@ describe_policies(const struct rlg_config *cfg, char *buf, size_t len)
 		if (n < 0)
 			break;
 		used += (size_t)n;
-		if (p->lim.algorithm == RLG_ALG_TOKEN_BUCKET && used < len) {
+		if (rlg_limiter_has_burst(&p->lim) && used < len) {
 			n = snprintf(buf + used, len - used, " burst %lld",
 			    (long long)p->lim.burst);
 			if (n < 0)

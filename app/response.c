@@ -411,7 +411,7 @@ put_ietf(struct buf *b, const char *pre, const struct rlg_answer *a)
 		put_int(b, nonneg(p->lim.limit));
 		put_str(b, ";w=");
 		put_int(b, rlg_response_seconds(p->lim.window_ms));
-		if (p->lim.algorithm == RLG_ALG_TOKEN_BUCKET) {
+		if (rlg_limiter_has_burst(&p->lim)) {
 			put_str(b, ";" IETF_BURST_PARAM "=");
 			put_int(b, nonneg(p->lim.burst));
 		}

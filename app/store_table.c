@@ -215,10 +215,11 @@ tab_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
 	int rc, tries;
 
 	for (i = 0; i < n; i++) {
-		if (items[i].policy->lim.algorithm == RLG_ALG_SLIDING_LOG) {
+		if (rlg_limiter_keeps_log(&items[i].policy->lim)) {
 			rlg_store_seterr(base, "store step: policy \"%s\" is a"
-			    " sliding_log, which commit = behind does not"
-			    " keep", items[i].policy->name);
+			    " %s, which commit = behind does not"
+			    " keep", items[i].policy->name,
+			    rlg_algorithm_name(items[i].policy->lim.algorithm));
 			return RLG_EINVAL;
 		}
 	}

@@ -697,6 +697,44 @@ START_TEST(test_names_and_dispatch)
 END_TEST
 
 /*
+ * The descriptor table: a row per algorithm, in enum order, named as the
+ * config's words; a step unless the algorithm keeps a log; a limit cap
+ * with its reason; and what the rest of rlgate asks of it (burst, log,
+ * capacity) follows the row.
+ */
+START_TEST(test_descriptors)
+{
+	const struct rlg_algorithm_desc *a;
+	struct rlg_limit p;
+	int i;
+
+	for (i = 0; i < RLG_ALG_COUNT; i++) {
+		a = rlg_algorithm_desc((enum rlg_algorithm)i);
+		ck_assert_ptr_nonnull(a);
+		ck_assert_int_eq((int)a->algorithm, i);
+		ck_assert_str_eq(a->name, rlg_algorithm_name(a->algorithm));
+		ck_assert(a->keeps_log == (a->step == NULL));
+		ck_assert_int_ge(a->limit_max, 1);
+		ck_assert_int_le(a->limit_max, RLG_LIMIT_MAX);
+		ck_assert(a->limit_why == NULL ? a->limit_max == RLG_LIMIT_MAX :
+		    a->limit_max < RLG_LIMIT_MAX);
+		p = mkpolicy(a->algorithm, 5, 10000, 7);
+		ck_assert(rlg_limiter_has_burst(&p) == a->has_burst);
+		ck_assert(rlg_limiter_keeps_log(&p) == a->keeps_log);
+		ck_assert_int_eq(rlg_limiter_capacity(&p), a->has_burst ? 7 : 5);
+	}
+	ck_assert_ptr_null(rlg_algorithm_desc((enum rlg_algorithm)RLG_ALG_COUNT));
+	ck_assert_ptr_null(rlg_algorithm_desc((enum rlg_algorithm)-1));
+	ck_assert(rlg_algorithm_desc(RLG_ALG_TOKEN_BUCKET)->has_burst);
+	ck_assert(rlg_algorithm_desc(RLG_ALG_SLIDING_LOG)->keeps_log);
+	ck_assert_int_eq(rlg_algorithm_desc(RLG_ALG_SLIDING_LOG)->limit_max,
+	    RLG_SLIDING_LOG_LIMIT_MAX);
+	p.algorithm = (enum rlg_algorithm)99;
+	ck_assert(!rlg_limiter_has_burst(&p) && !rlg_limiter_keeps_log(&p));
+}
+END_TEST
+
+/*
  * The fixed window stores 0 in the fields it does not own when it admits,
  * and leaves the row bit-identical when it rejects.
  */
@@ -2517,6 +2555,7 @@ rlg_limiter_suite(void)
 	tcase_add_test(core, test_window_aligned_and_resets);
 	tcase_add_test(core, test_boundary_burst);
 	tcase_add_test(core, test_names_and_dispatch);
+	tcase_add_test(core, test_descriptors);
 	tcase_add_test(core, test_fixed_unused_fields);
 	tcase_add_test(core, test_sliding_window_table);
 	tcase_add_test(core, test_token_bucket_table);

@@ -451,7 +451,7 @@ model_step(struct sim *s, const struct item *it, size_t n, int64_t now_ms,
 	for (i = 0; i < n; i++) {
 		k = &s->keys[it[i].key];
 		append[i] = false;
-		if (it[i].p->lim.algorithm == RLG_ALG_SLIDING_LOG) {
+		if (rlg_limiter_keeps_log(&it[i].p->lim)) {
 			extra = 0;
 			for (j = 0; j < i; j++)
 				if (it[j].key == it[i].key && append[j])
@@ -720,10 +720,11 @@ random_policy(struct sim *s, struct rlg_policy *p, int alg, bool extreme)
 {
 	static const int64_t windows_s[] = { 1, 1, 2, 3, 5, 10, 60, 3600 };
 
-	p->lim.algorithm = (enum rlg_algorithm)(alg >= 0 ? alg : (int)rnd(s, 4));
+	p->lim.algorithm = (enum rlg_algorithm)(alg >= 0 ? alg :
+	    (int)rnd(s, RLG_ALG_COUNT));
 	if (extreme) {
-		p->lim.limit = rnd_log(s, 1, p->lim.algorithm == RLG_ALG_SLIDING_LOG ?
-		    RLG_SLIDING_LOG_LIMIT_MAX : RLG_LIMIT_MAX);
+		p->lim.limit = rnd_log(s, 1,
+		    rlg_algorithm_desc(p->lim.algorithm)->limit_max);
 		p->lim.window_ms = 1000 * rnd_log(s, 1, RLG_WINDOW_S_MAX);
 		p->lim.burst = rnd_log(s, 1, RLG_BURST_MAX);
 	} else {
@@ -733,15 +734,16 @@ random_policy(struct sim *s, struct rlg_policy *p, int alg, bool extreme)
 		p->lim.burst = 1 + (int64_t)rnd(s, (uint64_t)(2 * p->lim.limit));
 	}
 	/* Other algorithms ignore it: it must not matter what it is. */
-	if (p->lim.algorithm != RLG_ALG_TOKEN_BUCKET && rnd(s, 2) == 0)
+	if (!rlg_limiter_has_burst(&p->lim) && rnd(s, 2) == 0)
 		p->lim.burst = (int64_t)rnd(s, 3);
 }
 
 /* ---- differential -------------------------------------------------------- */
 
 /*
- * Loops 0-3: one algorithm each; 4: all mixed; 5: all mixed around the
- * epoch, where times before it clamp to 0.
+ * Loops 0 .. RLG_ALG_COUNT - 1: one algorithm each; then one of all
+ * mixed, and one of all mixed around the epoch, where times before it
+ * clamp to 0.
  */
 START_TEST(test_differential)
 {
@@ -753,8 +755,9 @@ START_TEST(test_differential)
 
 	sim_init(&s, (unsigned)_i);
 	for (i = 0; i < NPOLICIES; i++)
-		random_policy(&s, &s.pol[i], _i < 4 ? _i : -1, false);
-	now = _i == 5 ? (int64_t)rnd(&s, 3000) :
+		random_policy(&s, &s.pol[i], _i < RLG_ALG_COUNT ? _i : -1,
+		    false);
+	now = _i == RLG_ALG_COUNT + 1 ? (int64_t)rnd(&s, 3000) :
 	    T0 + (int64_t)rnd(&s, 1000000000);
 	for (s.step = 0; s.step < DIFF_STEPS; s.step++) {
 		if (burst > 0) {
@@ -893,7 +896,7 @@ inject(struct sim *s, struct mkey *k, const struct rlg_policy *p,
 	}
 	/* A sliding log: ascending entries, up to the limit (and past it
 	 * when the limit was lowered), some already out of the window. */
-	if (p->lim.algorithm == RLG_ALG_SLIDING_LOG && rnd(s, 6) != 0) {
+	if (rlg_limiter_keeps_log(&p->lim) && rnd(s, 6) != 0) {
 		n = (size_t)rnd(s, (uint64_t)(p->lim.limit < 40 ? p->lim.limit + 3 :
 		    40));
 		t = now - w - (int64_t)rnd(s, (uint64_t)w);
@@ -1216,6 +1219,8 @@ END_TEST
 /* Malformed arguments: an error starting "rlgate:", nothing written. */
 START_TEST(test_malformed)
 {
+	/* The first number past the last algorithm (set below). */
+	static char past_last[16];
 	static const char *const bad[][22] = {
 		/* numkeys, keys..., now, n, items... (NULL ends) */
 		{ "2", "a", "b", "x", "1", "0", "3", "60000", "0", "0", "1" },
@@ -1224,7 +1229,8 @@ START_TEST(test_malformed)
 		{ "2", "a", "b", "1", "0", "0", "3", "60000", "0", "0", "1" },
 		{ "2", "a", "b", "1", "x", "0", "3", "60000", "0", "0", "1" },
 		{ "2", "a", "b", "1", "2", "0", "3", "60000", "0", "0", "1" },
-		{ "2", "a", "b", "1", "1", "4", "3", "60000", "0", "0", "1" },
+		{ "2", "a", "b", "1", "1", past_last, "3", "60000", "0", "0",
+		    "1" },
 		{ "2", "a", "b", "1", "1", "-1", "3", "60000", "0", "0", "1" },
 		{ "2", "a", "b", "1", "1", "0", "0", "60000", "0", "0", "1" },
 		{ "2", "a", "b", "1", "1", "0", "1000000001", "60000", "0",
@@ -1265,6 +1271,7 @@ START_TEST(test_malformed)
 	redisReply *r;
 	size_t i;
 
+	snprintf(past_last, sizeof past_last, "%d", RLG_ALG_COUNT);
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		r = eval_args(bad[i]);
 		ck_assert_msg(r->type == REDIS_REPLY_ERROR &&
@@ -1304,10 +1311,10 @@ rlg_redis_script_suite(void)
 	TCase *tc;
 
 	tc = script_tcase(s, "differential", 120);
-	tcase_add_loop_test(tc, test_differential, 0, 6);
+	tcase_add_loop_test(tc, test_differential, 0, RLG_ALG_COUNT + 2);
 
 	tc = script_tcase(s, "extremes", 120);
-	tcase_add_loop_test(tc, test_extremes, 0, 4);
+	tcase_add_loop_test(tc, test_extremes, 0, RLG_ALG_COUNT);
 
 	tc = script_tcase(s, "step", 60);
 	tcase_add_test(tc, test_all_or_nothing);

@@ -15,8 +15,8 @@
 --   Redis Cluster answers TRYAGAIN during a slot migration to a script
 --   whose keys are partly missing, and a log key never exists for them).
 -- ARGV[1]: now in ms (decimal), or "" for the server's TIME.
--- ARGV[2]: n; then per item algorithm (0 fixed_window, 1 sliding_window,
---   2 token_bucket, 3 sliding_log), limit, window_ms, burst, flags: 1 for
+-- ARGV[2]: n; then per item algorithm (its number, enum rlg_algorithm:
+--   the rows of ALGORITHMS below), limit, window_ms, burst, flags: 1 for
 --   advisory, plus 2 for a charge for a new key (if_new: struct
 --   rlg_store_item), which applies only when the item before it (no such
 --   charge itself) has no live state, and is otherwise skipped: admitted,
@@ -49,8 +49,6 @@ local SAFE = 4503599627370496                -- 2^52: plain doubles below
 local BASE = 16777216                        -- 2^24: a big integer's limb
 
 local floor = math.floor
-
-local FIXED_WINDOW, SLIDING_WINDOW, TOKEN_BUCKET, SLIDING_LOG = 0, 1, 2, 3
 
 local function fmt(x)
   return string.format("%d", x)
@@ -521,6 +519,26 @@ local function sliding_log(limit, w, log, now_ms, cost)
     retry = retry, next = retry }, nil
 end
 
+-- The descriptor table of app/limiter.c (struct rlg_algorithm_desc), by
+-- the algorithm's number: step(it, st, now_ms) decides an item on its
+-- stored fields; log: it keeps a log (the item's log key, appended to,
+-- decided by sliding_log); burst: it takes one; limit_max: its cap.
+local ALGORITHMS = {
+  [0] = { name = "fixed_window", limit_max = LIMIT_MAX,
+    step = function(it, st, now)
+      return fixed_window(it.limit, it.w, st, now, it.cost)
+    end },
+  [1] = { name = "sliding_window", limit_max = LIMIT_MAX,
+    step = function(it, st, now)
+      return sliding_window(it.limit, it.w, st, now, it.cost)
+    end },
+  [2] = { name = "token_bucket", limit_max = LIMIT_MAX, burst = true,
+    step = function(it, st, now)
+      return token_bucket(it.limit, it.w, it.burst, st, now, it.cost)
+    end },
+  [3] = { name = "sliding_log", limit_max = LOG_LIMIT_MAX, log = true },
+}
+
 -- The whole list of a sliding log, read once per step: strings (LINSERT
 -- needs the stored text as its pivot) and numbers.
 local logs = {}
@@ -649,7 +667,8 @@ for i = 1, n do
     flags = ARGV[b + 4], cost = parse_int(ARGV[b + 5]),
     key = KEYS[2 * i - 1], logkey = KEYS[2 * i],
   }
-  if it.alg == nil or it.alg < 0 or it.alg > 3 or it.limit == nil or
+  it.desc = it.alg ~= nil and ALGORITHMS[it.alg] or nil
+  if it.desc == nil or it.limit == nil or
       it.w == nil or it.burst == nil or
       not string.find(it.flags, "^[0-3]$") then
     return bad("item " .. i .. ": malformed policy arguments")
@@ -664,10 +683,9 @@ for i = 1, n do
     return bad("item " .. i .. ": a charge for a new key with no key before it")
   end
   -- policy_ok: the limiter refuses what the config never builds.
-  if it.limit < 1 or it.limit > LIMIT_MAX or it.w < 1 or
+  if it.limit < 1 or it.limit > it.desc.limit_max or it.w < 1 or
       it.w > WINDOW_MS_MAX or
-      (it.alg == TOKEN_BUCKET and (it.burst < 1 or it.burst > LIMIT_MAX)) or
-      (it.alg == SLIDING_LOG and it.limit > LOG_LIMIT_MAX) then
+      (it.desc.burst and (it.burst < 1 or it.burst > LIMIT_MAX)) then
     return bad("item " .. i .. ": policy out of range")
   end
   items[i] = it
@@ -682,7 +700,7 @@ for i = 1, n do
     it.skip = true
     it.d = { admitted = true, remaining = it.limit, reset = 0, retry = 0,
       next = 0 }
-  elseif it.alg == SLIDING_LOG then
+  elseif it.desc.log then
     local k = 0
     for j = 1, i - 1 do
       if items[j].key == it.key and items[j].append then
@@ -711,14 +729,7 @@ for i = 1, n do
     end
     it.st = st
     it.live = st.expires ~= nil and st.expires > now_ms
-    if it.alg == FIXED_WINDOW then
-      it.d, it.out = fixed_window(it.limit, it.w, st, now_ms, it.cost)
-    elseif it.alg == SLIDING_WINDOW then
-      it.d, it.out = sliding_window(it.limit, it.w, st, now_ms, it.cost)
-    else
-      it.d, it.out = token_bucket(it.limit, it.w, it.burst, st, now_ms,
-        it.cost)
-    end
+    it.d, it.out = it.desc.step(it, st, now_ms)
   end
   -- An advisory item (dry run) never rejects the request.
   if not it.d.admitted and not it.advisory then
@@ -735,7 +746,7 @@ if admitted then
       local o = it.out
       local expires = round_expires(o.expires)
       local ttl = fmt(math.max(1, expires - now_ms))
-      if it.alg == SLIDING_LOG then
+      if it.desc.log then
         log_append(it.logkey, now_ms, it.w, it.cost)
         redis.call("PEXPIRE", it.logkey, ttl)
       end
