@@ -336,16 +336,14 @@ step(struct rlg_gate *g, int64_t now_ms, struct rlg_decided *dd)
 /*
  * What item i of a step the store answered came to. A charge for a new
  * key that did not apply reads nothing and decides nothing: the store
- * answers it with rlg_store_skipped's all-clear, which no real decision
- * gives (limiter.h: reset_ms > 0).
+ * says so (rlg_decision.skipped).
  */
 static enum rlg_item_outcome
 item_outcome(const struct rlg_verdict_items *gi, size_t i)
 {
 	const struct rlg_decision *d = &gi->d[i];
 
-	if (gi->items[i].if_new && d->admitted && d->reset_ms == 0 &&
-	    d->retry_ms == 0 && d->remaining == d->limit)
+	if (gi->items[i].if_new && d->skipped)
 		return RLG_ITEM_SKIPPED;
 	if (gi->items[i].advisory && !gi->dry[i])
 		return RLG_ITEM_EXEMPT;

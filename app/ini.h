@@ -1,7 +1,7 @@
 /*
  * ini.h: an INI reader with exact line numbers and no global state (ini.c
  * says why rlgate has its own). It knows the syntax only; what sections
- * and keys mean is config.c's business.
+ * and keys mean is the config's business (config_load.c).
  */
 #ifndef RLG_INI_H
 #define RLG_INI_H

@@ -144,6 +144,9 @@ struct rlg_decision {
 	int64_t retry_ms;      /* rejected: ms from now until this request (its
 	                          cost) is admitted, > 0; else 0 */
 	int64_t next_ms;       /* ms from now until more quota is available, > 0 */
+	bool skipped;          /* a store's word, never the limiter's: a
+	                          charge for a new key whose key was not new,
+	                          nothing read or decided (rlg_store_skipped) */
 };
 
 /*

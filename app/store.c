@@ -27,6 +27,8 @@ rlg_store_step(struct rlg_store *s, const struct rlg_store_item *items,
 	s->cached = false;
 	if ((rc = check_items(s, items, n, decisions)) != RLG_OK)
 		return rc;
+	/* skipped is only ever set, by the backend that skips a charge */
+	memset(decisions, 0, n * sizeof *decisions);
 	return s->ops->step(s, items, n, now_ms, decisions);
 }
 

@@ -302,8 +302,8 @@ rlg_store_seterr(struct rlg_store *s, const char *fmt, ...)
 
 /*
  * The decision of an if_new item that does not apply (its key is not
- * new): admitted, remaining = limit, reset_ms = retry_ms = next_ms = 0
- * (never shown: the gate leaves it out of the answer). For the
+ * new): skipped, admitted, remaining = limit, reset_ms = retry_ms =
+ * next_ms = 0 (never shown: the gate leaves it out of the answer). For the
  * backends and the rejection cache (inline: they need nothing of
  * store.c).
  */
@@ -316,6 +316,7 @@ rlg_store_skipped(const struct rlg_policy *p, struct rlg_decision *d)
 	d->reset_ms = 0;
 	d->retry_ms = 0;
 	d->next_ms = 0;
+	d->skipped = true;
 }
 
 /*

@@ -249,6 +249,10 @@ rd_decisions(struct rd_store *s, const struct rd_node *node,
 		d->reset_ms = e[k + 3]->integer;
 		d->retry_ms = e[k + 4]->integer;
 		d->next_ms = e[k + 5]->integer;
+		/* the script's all-clear for a charge that did not apply */
+		d->skipped = items[idx != NULL ? idx[i] : i].if_new &&
+		    d->admitted && rd_skipped(e, k, items[idx != NULL ?
+		    idx[i] : i].policy);
 	}
 	return 0;
 }

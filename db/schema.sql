@@ -5,7 +5,7 @@
 -- that lock (several processes may open the file together):
 --   0 (a new, empty file): this file as it is;
 --   1 (a file of the first rlgate, fixed_window only): first the migration
---     kept in app/store_sqlite.c (ALTER TABLE rlg_state ADD COLUMN for
+--     kept in app/store_sqlite_schema.c (ALTER TABLE rlg_state ADD COLUMN for
 --     prev_count and tat_us, DROP VIEW clients and summary), then this file,
 --     whose IF NOT EXISTS statements add what is new (rlg_log, its trigger,
 --     the views anew). The rows are kept.

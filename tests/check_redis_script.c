@@ -5,7 +5,7 @@
  * "differential": seeded random policies (small limits, windows of 1 s to
  * an hour, bursts) and random times (same millisecond, steps, jumps, the
  * clock going back, times around the epoch) drive the script and a model
- * in memory that is app/store_sqlite.c's step (sq_step) over
+ * in memory that is app/store_sqlite_step.c's step (sq_step) over
  * rlg_limiter_step and rlg_limiter_sliding_log with an in-memory log.
  * Every decision field, every stored hash field, every log entry and the
  * expiry of every key written must agree, at every step. "extremes": the
@@ -50,7 +50,7 @@ extern const char rlg_redis_script_lua[];
 #define EXTREME_STEPS 1500
 /* 2023-11-14 22:13:20 UTC */
 #define T0 ((int64_t)1700000000000)
-#define GRAIN_MS 1000             /* store_sqlite.c's SQ_EXPIRES_GRAIN_MS */
+#define GRAIN_MS 1000             /* store_sqlite_step.c's SQ_EXPIRES_GRAIN_MS */
 
 /* One item of a step: a policy and one of its clients' keys. */
 struct item {
@@ -320,7 +320,7 @@ rnd_log(struct sim *s, int64_t lo, int64_t hi)
 	return lo + (int64_t)rnd(s, (uint64_t)(top - lo + 1));
 }
 
-/* store_sqlite.c's sq_expires. */
+/* store_sqlite_step.c's sq_expires. */
 static int64_t
 round_expires(int64_t e)
 {
@@ -429,7 +429,7 @@ log_read(struct sim *s, const struct mkey *k, const struct rlg_policy *p,
 }
 
 /*
- * store_sqlite.c's sq_step in memory: decide every item in order (an
+ * store_sqlite_step.c's sq_step in memory: decide every item in order (an
  * earlier item with the same key passes its new state on; a sliding log
  * sees the earlier appends), admit when every non-advisory item admits,
  * then write each admitted item's state (expiry rounded) and log.

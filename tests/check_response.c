@@ -80,7 +80,7 @@ static const struct rlg_policy pol[3] = {
 };
 
 static const struct rlg_decision d_one[1] = {
-	{ true, 10, 9, 800, 0, 800 },
+	{ true, 10, 9, 800, 0, 800, false },
 };
 /*
  * Tie on remaining (3): the sooner reset (per.minute) is reported. The
@@ -88,15 +88,15 @@ static const struct rlg_decision d_one[1] = {
  * (next_ms, the ietf t); the fixed window at its reset.
  */
 static const struct rlg_decision d_ok[3] = {
-	{ true, 10, 9, 800, 0, 800 },
-	{ true, 100, 3, 45000, 0, 1200 },
-	{ true, 1000, 3, 72000, 0, 3600 },
+	{ true, 10, 9, 800, 0, 800, false },
+	{ true, 100, 3, 45000, 0, 1200, false },
+	{ true, 1000, 3, 72000, 0, 3600, false },
 };
 /* per-second and burst_bucket reject; burst_bucket admits again last. */
 static const struct rlg_decision d_429[3] = {
-	{ false, 10, 0, 900, 900, 900 },
-	{ true, 100, 50, 30000, 0, 30000 },
-	{ false, 1000, 0, 12500, 12500, 12500 },
+	{ false, 10, 0, 900, 900, 900, false },
+	{ true, 100, 50, 30000, 0, 30000, false },
+	{ false, 1000, 0, 12500, 12500, 12500, false },
 };
 
 #define PROBLEM_429 \
@@ -559,7 +559,7 @@ json_valid(const char *s)
 
 START_TEST(test_200)
 {
-	struct rlg_decision d = { true, 5, 4, 45000, 0, 45000 };
+	struct rlg_decision d = { true, 5, 4, 45000, 0, 45000, false };
 	struct rlg_answer a = draft03(RLG_OUT_ADMITTED, &d, false);
 
 	ck_assert_str_eq(answer(&a),
@@ -583,7 +583,7 @@ END_TEST
  */
 START_TEST(test_authorized)
 {
-	struct rlg_decision d = { true, 5, 4, 45000, 0, 45000 };
+	struct rlg_decision d = { true, 5, 4, 45000, 0, 45000, false };
 	struct rlg_answer a = draft03(RLG_OUT_AUTHORIZED, &d, false);
 
 	a.role = RLG_ROLE_AUTHORIZER;
@@ -620,7 +620,7 @@ END_TEST
 START_TEST(test_authorized_ietf)
 {
 	struct rlg_policy one = { .name = "api" };
-	struct rlg_decision d = { true, 5, 4, 45000, 0, 45000 };
+	struct rlg_decision d = { true, 5, 4, 45000, 0, 45000, false };
 	struct rlg_answer a = { RLG_OUT_AUTHORIZED, false, RLG_STYLE_IETF,
 	    RLG_ERRORS_JSON, &one, &d, 1, RLG_ROLE_AUTHORIZER, 0 };
 
@@ -646,7 +646,7 @@ END_TEST
  */
 START_TEST(test_auth_request_roles)
 {
-	struct rlg_decision d = { true, 5, 4, 45000, 0, 45000 };
+	struct rlg_decision d = { true, 5, 4, 45000, 0, 45000, false };
 	struct rlg_answer a = draft03(RLG_OUT_AUTHORIZED, &d, false);
 	const char *yes =
 	    "Status: 200 OK\r\n"
@@ -661,7 +661,7 @@ START_TEST(test_auth_request_roles)
 	a.role = RLG_ROLE_FORWARD_AUTH;
 	ck_assert_str_eq(answer(&a), yes);
 
-	d = (struct rlg_decision){ false, 5, 0, 11200, 11200, 11200 };
+	d = (struct rlg_decision){ false, 5, 0, 11200, 11200, 11200, false };
 	a = draft03(RLG_OUT_REJECTED, &d, false);
 	a.role = RLG_ROLE_AUTH_REQUEST;
 	ck_assert_str_eq(answer(&a),
@@ -719,7 +719,7 @@ END_TEST
  */
 START_TEST(test_reject_status)
 {
-	struct rlg_decision d = { false, 5, 0, 11200, 11200, 11200 };
+	struct rlg_decision d = { false, 5, 0, 11200, 11200, 11200, false };
 	struct rlg_answer a = draft03(RLG_OUT_REJECTED, &d, false);
 	struct parsed p;
 
@@ -766,7 +766,7 @@ END_TEST
 
 START_TEST(test_429)
 {
-	struct rlg_decision d = { false, 5, 0, 11200, 11200, 11200 };
+	struct rlg_decision d = { false, 5, 0, 11200, 11200, 11200, false };
 	struct rlg_answer a = draft03(RLG_OUT_REJECTED, &d, false);
 
 	ck_assert_str_eq(answer(&a),
@@ -793,9 +793,9 @@ END_TEST
 START_TEST(test_429_costly_shows_zero)
 {
 	const struct rlg_decision d[3] = {
-		{ true, 10, 9, 800, 0, 800 },
-		{ false, 100, 2, 30000, 30000, 30000 },
-		{ false, 1000, 3, 12500, 12500, 12500 },
+		{ true, 10, 9, 800, 0, 800, false },
+		{ false, 100, 2, 30000, 30000, 30000, false },
+		{ false, 1000, 3, 12500, 12500, 12500, false },
 	};
 	struct rlg_answer a = { RLG_OUT_REJECTED, false, RLG_STYLE_ALL,
 	    RLG_ERRORS_JSON, pol, d, 3, RLG_ROLE_RESPONDER, 0 };
@@ -885,7 +885,7 @@ END_TEST
 
 START_TEST(test_head_has_no_body)
 {
-	struct rlg_decision d = { true, 5, 3, 1000, 0, 1000 };
+	struct rlg_decision d = { true, 5, 3, 1000, 0, 1000, false };
 	struct rlg_answer a = draft03(RLG_OUT_ADMITTED, &d, true);
 	const char *out = answer(&a);
 
@@ -897,7 +897,7 @@ END_TEST
 
 START_TEST(test_errors)
 {
-	struct rlg_decision d = { true, 5, 2, 1000, 0, 1000 };
+	struct rlg_decision d = { true, 5, 2, 1000, 0, 1000, false };
 	struct rlg_answer a = draft03(RLG_OUT_NOT_FOUND, &d, false);
 	const char *out;
 
@@ -986,25 +986,25 @@ END_TEST
 START_TEST(test_pick)
 {
 	const struct rlg_decision tie_reset[3] = {
-		{ true, 10, 4, 9000, 0, 9000 },
-		{ true, 10, 2, 5000, 0, 5000 },
-		{ true, 10, 2, 3000, 0, 3000 },
+		{ true, 10, 4, 9000, 0, 9000, false },
+		{ true, 10, 2, 5000, 0, 5000, false },
+		{ true, 10, 2, 3000, 0, 3000, false },
 	};
 	const struct rlg_decision tie_all[2] = {
-		{ true, 10, 2, 3000, 0, 3000 },
-		{ true, 99, 2, 3000, 0, 3000 },
+		{ true, 10, 2, 3000, 0, 3000, false },
+		{ true, 99, 2, 3000, 0, 3000, false },
 	};
 	const struct rlg_decision all_rejected[3] = {
-		{ false, 10, 0, 500, 500, 500 },
-		{ false, 20, 0, 2000, 2000, 2000 },
-		{ false, 30, 0, 2000, 2000, 2000 },
+		{ false, 10, 0, 500, 500, 500, false },
+		{ false, 20, 0, 2000, 2000, 2000, false },
+		{ false, 30, 0, 2000, 2000, 2000, false },
 	};
 	/* An admitted policy with less left or a later reset never wins. */
 	const struct rlg_decision mixed[4] = {
-		{ true, 100, 0, 99000, 0, 99000 },
-		{ false, 10, 0, 300, 300, 300 },
-		{ true, 5, 0, 1, 0, 1 },
-		{ false, 5, 0, 700, 700, 700 },
+		{ true, 100, 0, 99000, 0, 99000, false },
+		{ false, 10, 0, 300, 300, 300, false },
+		{ true, 5, 0, 1, 0, 1, false },
+		{ false, 5, 0, 700, 700, 700, false },
 	};
 
 	ck_assert_int_eq(rlg_response_pick(NULL, 0), -1);
@@ -1176,7 +1176,7 @@ END_TEST
 
 START_TEST(test_retry_never_below_one)
 {
-	struct rlg_decision d = { false, 1, 0, 1, 1, 1 };
+	struct rlg_decision d = { false, 1, 0, 1, 1, 1, false };
 	struct rlg_answer a = draft03(RLG_OUT_REJECTED, &d, false);
 	const char *out = answer(&a);
 
@@ -1193,8 +1193,8 @@ END_TEST
 START_TEST(test_retry_covers_every_reset)
 {
 	struct rlg_decision d[2] = {
-		{ false, 10, 0, 9000, 2000, 2000 },
-		{ false, 10, 0, 4000, 4000, 4000 },
+		{ false, 10, 0, 9000, 2000, 2000, false },
+		{ false, 10, 0, 4000, 4000, 4000, false },
 	};
 	struct rlg_answer a = { RLG_OUT_REJECTED, false, RLG_STYLE_ALL,
 	    RLG_ERRORS_JSON, pol, d, 2, RLG_ROLE_RESPONDER, 0 };
@@ -1239,9 +1239,9 @@ START_TEST(test_32_policies_fit)
 		for (i = 0; i < NAMES_MAX; i++)
 			dec[i] = rejected ?
 			    (struct rlg_decision){ false, RLG_LIMIT_MAX, 0,
-			    window_ms - 1, window_ms - 1, window_ms - 1 } :
+			    window_ms - 1, window_ms - 1, window_ms - 1, false } :
 			    (struct rlg_decision){ true, RLG_LIMIT_MAX,
-			    RLG_LIMIT_MAX - 1, window_ms, 0, window_ms };
+			    RLG_LIMIT_MAX - 1, window_ms, 0, window_ms, false };
 		a.outcome = rejected ? RLG_OUT_REJECTED : RLG_OUT_ADMITTED;
 		n = rlg_response_format(&a, buf, sizeof buf);
 		ck_assert_int_gt(n, 0);
@@ -1308,8 +1308,8 @@ START_TEST(test_names_escaped)
 		    RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL },
 	};
 	const struct rlg_decision d[2] = {
-		{ false, 10, 0, 900, 900, 900 },
-		{ false, 10, 0, 900, 900, 900 },
+		{ false, 10, 0, 900, 900, 900, false },
+		{ false, 10, 0, 900, 900, 900, false },
 	};
 	static struct sf_item it[4];
 	static struct parsed p;
@@ -1413,7 +1413,7 @@ END_TEST
 
 START_TEST(test_fronts_registered)
 {
-	struct rlg_decision d = { false, 5, 0, 11200, 11200, 11200 };
+	struct rlg_decision d = { false, 5, 0, 11200, 11200, 11200, false };
 	struct rlg_answer a = draft03(RLG_OUT_REJECTED, &d, false);
 	const struct rlg_front *f;
 	char buf[RLG_REPLY_ROOM + RLG_RESPONSE_MAX];

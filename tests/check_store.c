@@ -656,6 +656,7 @@ START_TEST(test_new_key_charges)
 		items[0].client = kbuf;
 		ck_assert_int_eq(rlg_store_step(s, items, 2, T1, d), RLG_OK);
 		ck_assert(d[0].admitted && d[1].admitted);
+		ck_assert(!d[0].skipped && !d[1].skipped);
 		ck_assert_int_eq(d[1].remaining, 3 - i);
 	}
 	ck_assert_int_eq(count_of(path, "alg.new_keys", "10.0.0.1"), 3);
@@ -670,6 +671,7 @@ START_TEST(test_new_key_charges)
 	items[0].client = "k:1";
 	ck_assert_int_eq(rlg_store_step(s, items, 2, T1 + 2, d), RLG_OK);
 	ck_assert(d[0].admitted && d[1].admitted);
+	ck_assert(!d[0].skipped && d[1].skipped);
 	ck_assert_int_eq(d[1].remaining, 3);
 	ck_assert_int_eq(d[1].retry_ms, 0);
 	ck_assert_int_eq(d[1].reset_ms, 0);
@@ -680,7 +682,7 @@ START_TEST(test_new_key_charges)
 		ck_assert_int_eq(rlg_store_step(s, items, 2, T1 + 3 + i, d),
 		    RLG_OK);
 		ck_assert(!d[0].admitted);
-		ck_assert(d[1].admitted);
+		ck_assert(d[1].admitted && d[1].skipped);
 		ck_assert_int_eq(d[1].remaining, 3);
 	}
 	/* another address starts its own */

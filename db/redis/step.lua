@@ -1,6 +1,6 @@
 -- step.lua: one rate-limit step of the Redis store, atomic as a script.
 --
--- The algorithms of app/limiter.c and the step of app/store_sqlite.c
+-- The algorithms of app/limiter.c and the step of app/store_sqlite_step.c
 -- (sq_step), replicated: every item is decided in order on the state
 -- stored before the step (a later item with the same keys sees the state
 -- an earlier one left, so the same (policy, client) twice counts twice);
