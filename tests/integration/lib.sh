@@ -240,6 +240,7 @@ make_tmpdir() {
 # afterwards (the servers, every curl) run at nice -10, so the other
 # streams' loads do not take its milliseconds. A no-op for other users.
 timing_sensitive() {
+	machine_alone
 	[ "$(id -u)" -eq 0 ] && renice -n -10 -p $$ >/dev/null 2>&1
 	return 0
 }
@@ -249,7 +250,24 @@ timing_sensitive() {
 # 10, so that the streams scripts/test.sh runs beside it keep their
 # milliseconds.
 cpu_bound() {
+	machine_alone
 	renice -n 10 -p $$ >/dev/null 2>&1
+	return 0
+}
+
+# machine_alone: waits (at most 15 minutes) until no other cpu_bound or
+# timing_sensitive script runs on the machine, of this build or another,
+# and keeps it so until this script ends: a reservation named "alone"
+# beside the ports' (lib-proc.sh's reserve_port; released on exit, taken
+# over from a script that died). Two soaks at once, or a soak beside a
+# timing run, starve each other on 2 cores.
+machine_alone() {
+	local _
+	for _ in $(seq 1 1800); do
+		reserve_port alone && return 0
+		sleep 0.5
+	done
+	diag "machine_alone: another script kept the machine for 15 minutes; going on"
 	return 0
 }
 

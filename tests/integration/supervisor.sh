@@ -68,7 +68,7 @@ done
 is "${codes# }" "200 200 200 200 200 200" "they serve through lighttpd"
 victim=$(awk '{ print $1 }' <<<"$first")
 kill -9 "$victim"
-wait_for "a new worker" 5 '[ "$(workers | wc -w)" -eq 3 ] && ! grep -qw "'"$victim"'" <<<"$(workers)"'
+wait_for "a new worker" 20 '[ "$(workers | wc -w)" -eq 3 ] && ! grep -qw "'"$victim"'" <<<"$(workers)"'
 ok $? "a worker killed with SIGKILL: another takes its place"
 like "$(grep "worker $victim " "$log")" "supervisor: worker $victim was killed by signal 9 \\(Killed\\) after [0-9]+ ms: starting another in 100 ms" \
     "... logged, with how it ended"
@@ -79,7 +79,7 @@ for want in 200 400; do
 	new=$(tr ' ' '\n' <<<"$(workers)" | grep -vxF -f <(tr ' ' '\n' <<<"$first") | head -1)
 	[ -n "$new" ] || bail_out "no new worker to kill"
 	kill -9 "$new"
-	wait_for "a new worker" 5 '[ "$(workers | wc -w)" -eq 3 ] && ! grep -qw "'"$new"'" <<<"$(workers)"'
+	wait_for "a new worker" 20 '[ "$(workers | wc -w)" -eq 3 ] && ! grep -qw "'"$new"'" <<<"$(workers)"'
 	like "$(grep "worker $new " "$log")" "starting another in $want ms" \
 	    "a worker that dies soon again: the next waits $want ms"
 	first="$first $new"
