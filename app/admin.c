@@ -2,9 +2,9 @@
  * admin.c: the admin endpoints (admin.h): who may ask, and the bodies of
  * the metrics, the health check, the status JSON and the status page.
  *
- * Nothing here runs on a decision's path: the gate calls rlg_admin_match
- * (a prefix compare, then the allow list) and, for the few requests it
- * claims, rlg_admin_answer. The store is asked through its probe and
+ * Nothing here runs on a decision's path: the front's dispatch
+ * (rlg_front_serve) calls rlg_admin_match (a prefix compare, then the
+ * allow list) and, for the few requests it claims, rlg_admin_serve. The store is asked through its probe and
  * survey operations; the counters are the scoreboard's sums (metrics.c).
  */
 #include <stdlib.h>
@@ -68,6 +68,28 @@ rlg_admin_match(const struct rlg_config *cfg, const struct rlg_request *r)
 	if (strcmp(rest, "/status") == 0)
 		return RLG_ADMIN_STATUS;
 	return RLG_ADMIN_UNKNOWN;
+}
+
+int
+rlg_admin_serve(const struct rlg_config *cfg, struct rlg_store *store,
+    struct rlg_metrics_slot *slot, enum rlg_admin_endpoint e,
+    const struct rlg_request *r, int64_t now_ms, const struct rlg_out *out)
+{
+	struct rlg_answer pass;
+	int rc;
+
+	if (e == RLG_ADMIN_PASS) {
+		memset(&pass, 0, sizeof pass);
+		pass.outcome = RLG_OUT_AUTHORIZED;
+		pass.role = r->role;
+		pass.style = cfg->style;
+		rlg_metrics_response(slot, 200, true);
+		return rlg_response_send(&pass, out);
+	}
+	rc = rlg_admin_answer(cfg, store, e, r, now_ms, out);
+	if (rc > 0)
+		rlg_metrics_response(slot, rc, true);
+	return rc < 0 ? rc : 0;
 }
 
 int

@@ -8,8 +8,8 @@
  *   PREFIX/status   the JSON the status page polls (docs/operations.md)
  *   PREFIX/ (and PREFIX)  the status page (status_page.html, built in)
  *
- * The gate (gate.c) asks rlg_admin_match first: a request it claims is
- * counted by no policy. For anyone else these paths are paths like any
+ * The fronts' dispatch (rlg_front_serve, fronts.c) asks rlg_admin_match
+ * before the gate: a request it claims is counted by no policy. For anyone else these paths are paths like any
  * other (counted, and 404). The bodies are built here; response.c writes
  * them.
  */
@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "metrics.h"
 #include "request.h"
 #include "response.h"
 #include "store.h"
@@ -45,6 +46,17 @@ enum rlg_admin_endpoint {
  */
 enum rlg_admin_endpoint rlg_admin_match(const struct rlg_config *cfg,
     const struct rlg_request *r);
+
+/*
+ * Answers r for endpoint e (not NONE) through out, and counts the answer
+ * in slot (metrics.h; NULL: none) as an admin one: PASS, the
+ * Authorizer's 200 that lets the admin through; any other, the
+ * endpoint's answer (rlg_admin_answer). Returns 0, or the renderer's
+ * negative result.
+ */
+int rlg_admin_serve(const struct rlg_config *cfg, struct rlg_store *store,
+    struct rlg_metrics_slot *slot, enum rlg_admin_endpoint e,
+    const struct rlg_request *r, int64_t now_ms, const struct rlg_out *out);
 
 /*
  * Answers r for endpoint e (not NONE nor PASS) with store (the worker's), at

@@ -3,10 +3,13 @@
  * an adapter (its transport's request -> struct rlg_params) and a
  * renderer (struct rlg_reply -> its transport's answer); the transport's
  * loop (server.c's for FastCGI and CGI) finds its row here and hands each
- * request to rlg_front_handle. Adding a front: its file, and a row below.
+ * request to rlg_front_handle, which reads it and hands it to the admin
+ * endpoints or to the gate (rlg_front_serve). Adding a front: its file,
+ * and a row below.
  */
 #include <string.h>
 
+#include "admin.h"
 #include "front_cgi.h"
 #include "fronts.h"
 #include "util.h"
@@ -55,6 +58,22 @@ rlg_front_register(const struct rlg_front *f)
 }
 
 int
+rlg_front_serve(struct rlg_gate *g, const struct rlg_params *params,
+    int64_t now_ms, const struct rlg_out *out)
+{
+	struct rlg_request req;
+	enum rlg_admin_endpoint e;
+
+	rlg_request_read(&req, params, &g->cfg->client);
+	e = req.flaw == RLG_FLAW_NONE ? rlg_admin_match(g->cfg, &req) :
+	    RLG_ADMIN_NONE;
+	if (e != RLG_ADMIN_NONE)
+		return rlg_admin_serve(g->cfg, g->store, g->slot, e, &req,
+		    now_ms, out);
+	return rlg_gate_answer(g, &req, now_ms, out);
+}
+
+int
 rlg_front_handle(const struct rlg_front *f, struct rlg_gate *g,
     const void *request, int64_t now_ms, rlg_write_fn write, void *ctx)
 {
@@ -62,5 +81,5 @@ rlg_front_handle(const struct rlg_front *f, struct rlg_gate *g,
 	struct rlg_params params;
 
 	f->params(&params, request);
-	return rlg_gate_handle(g, &params, now_ms, &out);
+	return rlg_front_serve(g, &params, now_ms, &out);
 }

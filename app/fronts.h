@@ -27,9 +27,20 @@ const struct rlg_front *rlg_front_at(size_t i);
 int rlg_front_register(const struct rlg_front *f);
 
 /*
+ * Answers the request params describe with gate g at now_ms, through out
+ * (a renderer and its writer): the one dispatch of every front. The
+ * request is read (rlg_request_read); one for the admin endpoints from a
+ * client [admin] allow lists is answered by admin.c (rlg_admin_serve),
+ * counted by no policy; any other by the gate (rlg_gate_answer). Returns
+ * 0, or the renderer's negative result.
+ */
+int rlg_front_serve(struct rlg_gate *g, const struct rlg_params *params,
+    int64_t now_ms, const struct rlg_out *out);
+
+/*
  * Answers request (f's transport's form of one) with gate g at now_ms:
  * the parameters through f's adapter, the answer through f's renderer to
- * write/ctx (rlg_gate_handle). Returns 0, or the renderer's negative
+ * write/ctx (rlg_front_serve). Returns 0, or the renderer's negative
  * result.
  */
 int rlg_front_handle(const struct rlg_front *f, struct rlg_gate *g,

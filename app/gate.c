@@ -19,22 +19,14 @@
  * and the counters (rlg_metrics_verdict).
  */
 #include <stddef.h>
-#include <stdio.h>
 #include <string.h>
 
-#include "admin.h"
 #include "gate.h"
+#include "gate_items.h"
 #include "gate_log.h"
-#include "path.h"
 #include "util.h"
 
 static enum rlg_outcome endpoint(const struct rlg_request *r);
-static const struct rlg_route *match_route(const struct rlg_config *cfg,
-    const struct rlg_request *r);
-static int gather(struct rlg_gate *g, const struct rlg_request *req,
-    const struct rlg_route *rt, struct rlg_decided *dd);
-static int cost_of(const struct rlg_request *req, const struct rlg_route *rt,
-    struct rlg_decided *dd);
 static int step(struct rlg_gate *g, int64_t now_ms, struct rlg_decided *dd);
 static void rule(struct rlg_decided *dd);
 static enum rlg_item_outcome item_outcome(const struct rlg_verdict_items *gi,
@@ -100,173 +92,6 @@ endpoint(const struct rlg_request *r)
 	if (r->method != RLG_METHOD_GET && r->method != RLG_METHOD_HEAD)
 		return RLG_OUT_BAD_METHOD;
 	return RLG_OUT_ADMITTED;
-}
-
-/*
- * The first [route] whose path and method match decides the policies; a
- * request no route matches gets the default policies (every policy when
- * there are no routes). NULL: no route matched. A route with path_match
- * = normalized compares the request's path as rlg_path_route
- * spells it, one trailing slash aside (a prefix "/a/" takes "/a" too),
- * so the spellings a backend serves as the route's resource count under
- * it; bytes compares the decoded path. A route that lists GET takes HEAD
- * too, as every server answers HEAD with GET's headers; a method too
- * long to read matches no list.
- */
-static const struct rlg_route *
-match_route(const struct rlg_config *cfg, const struct rlg_request *r)
-{
-	char norm[RLG_PATH_MAX + 1];
-	bool have_norm = false;
-	size_t i, j, n;
-
-	if (!r->path_ok)
-		return NULL;
-	for (i = 0; i < cfg->nroutes; i++) {
-		const struct rlg_route *rt = &cfg->routes[i];
-		const char *path = r->path, *want = rt->path;
-		bool method_ok = rt->nmethods == 0;
-
-		if (rt->match_path != NULL) {
-			if (!have_norm) {
-				if (rlg_path_route(r->path, norm,
-				    sizeof norm) != RLG_OK)
-					norm[0] = '\0';
-				rlg_path_route_slash(norm);
-				have_norm = true;
-			}
-			path = norm;
-			want = rt->match_path;
-		}
-		n = strlen(want);
-		if (!rt->prefix ? strcmp(path, want) != 0 :
-		    strncmp(path, want, n) != 0 && !(rt->match_path != NULL &&
-		    n > 1 && want[n - 1] == '/' && strlen(path) == n - 1 &&
-		    strncmp(path, want, n - 1) == 0))
-			continue;
-		for (j = 0; j < rt->nmethods && !method_ok && r->method_ok; j++)
-			method_ok = strcmp(rt->methods[j], r->method_name) == 0 ||
-			    (r->method == RLG_METHOD_HEAD &&
-			    strcmp(rt->methods[j], "GET") == 0);
-		if (method_ok)
-			return rt;
-	}
-	return NULL;
-}
-
-/* What applies to the client under policy pi: an override, else a tier. */
-static bool
-find_tier(const struct rlg_gate *g, size_t pi, const struct rlg_request *req,
-    const char *key, struct rlg_tier_match *m)
-{
-	const struct rlg_addr *addr = req->addr_ok ? &req->addr : NULL;
-
-	return rlg_tier_find(g->ovr_set, pi, addr, key, m) ||
-	    rlg_tier_find(g->tiers, pi, addr, key, m);
-}
-
-/*
- * What the request costs (rlg_request_cost: the route's fixed cost, or
- * its trusted front's header, else cost_max; 1 without a route) into
- * dd->gi.cost. RLG_OK, or RLG_EINVAL when a trusted front's cost header
- * cannot be read (the flaw in dd: the request must be refused, counted
- * by no policy).
- */
-static int
-cost_of(const struct rlg_request *req, const struct rlg_route *rt,
-    struct rlg_decided *dd)
-{
-	if (rlg_request_cost(req, rt, &dd->gi.cost) == RLG_OK)
-		return RLG_OK;
-	dd->flaw = RLG_FLAW_COST;
-	/* only a route's cost header can be unreadable */
-	dd->flaw_about = rt != NULL ? rt->cost_header : NULL;
-	return RLG_EINVAL;
-}
-
-/*
- * The items of the request's step: one per policy of its route that
- * applies (an exempt client skips a policy, or is only reported with
- * report_exempt), each keyed by the policy's key and charged the
- * request's cost (gi->cost: cost_of), and after a key taken from a
- * header, the charge for a new key of the policy's bound (always 1: it
- * counts keys, not requests), into dd->gi. RLG_OK, or RLG_EINVAL when
- * a key header came twice (the flaw in dd: the request must be refused).
- */
-static int
-gather(struct rlg_gate *g, const struct rlg_request *req,
-    const struct rlg_route *rt, struct rlg_decided *dd)
-{
-	struct rlg_verdict_items *gi = &dd->gi;
-	const struct rlg_config *cfg = g->cfg;
-	const size_t *list = rt != NULL ? rt->policies : cfg->default_policies;
-	size_t nlist = rt != NULL ? rt->npolicies : cfg->ndefault;
-	size_t i, nkeys = 0, n = 0;
-	int rc;
-
-	gi->nexempt = 0;
-	for (i = 0; i < nlist && nkeys < RLG_POLICIES_MAX; i++) {
-		const struct rlg_policy *p = &cfg->policies[list[i]];
-		bool exempt = req->addr_ok &&
-		    (rlg_cidr_any(cfg->client.exempt, cfg->client.nexempt,
-		    &req->addr) || rlg_cidr_any(p->exempt, p->nexempt,
-		    &req->addr));
-		char *key = gi->keys[nkeys++];
-		struct rlg_tier_match tm = { NULL, false, NULL };
-
-		if (exempt && !cfg->report_exempt) {
-			gi->exempt[gi->nexempt++] = p;
-			continue;
-		}
-		rc = rlg_request_policy_key(req, p, &cfg->client, key,
-		    RLG_CLIENT_KEY_MAX + 1);
-		if (rc == RLG_EINVAL) {
-			dd->flaw = RLG_FLAW_DUPLICATE;
-			dd->flaw_about = p->key_header;
-			return RLG_EINVAL;
-		}
-		if (rc != RLG_OK)
-			snprintf(key, RLG_CLIENT_KEY_MAX + 1, "%s", req->client);
-		if (!exempt && find_tier(g, list[i], req, key, &tm) &&
-		    tm.exempt) {
-			exempt = true;
-			if (!cfg->report_exempt) {
-				gi->exempt[gi->nexempt++] = p;
-				continue;
-			}
-		}
-		gi->items[n].policy = tm.policy != NULL ? tm.policy : p;
-		gi->base[n] = p;
-		gi->tier[n] = tm.source;
-		gi->items[n].client = key;
-		gi->items[n].advisory = exempt || p->mode == RLG_MODE_DRY_RUN;
-		gi->items[n].if_new = false;
-		gi->items[n].cost = gi->cost;
-		gi->enforced[n] = !gi->items[n].advisory;
-		/* A reported exemption is not a dry run: never logged. */
-		gi->dry[n] = !exempt && p->mode == RLG_MODE_DRY_RUN;
-		n++;
-		/*
-		 * A key from the header (not the address fallback) that the
-		 * store holds nothing for costs its client address one of
-		 * the policy's new keys: one address cannot mint keys until
-		 * the store is full and lock everyone else out.
-		 */
-		if (p->new_keys_policy != NULL && strcmp(key, req->client) != 0) {
-			gi->items[n] = gi->items[n - 1];
-			gi->items[n].policy = p->new_keys_policy;
-			gi->base[n] = p->new_keys_policy;
-			gi->tier[n] = NULL;
-			gi->items[n].client = req->client;
-			gi->items[n].if_new = true;
-			gi->items[n].cost = 1;      /* one key, whatever the cost */
-			gi->enforced[n] = gi->enforced[n - 1];
-			gi->dry[n] = gi->dry[n - 1];
-			n++;
-		}
-	}
-	gi->n = n;
-	return RLG_OK;
 }
 
 /*
@@ -389,6 +214,7 @@ judge(struct rlg_gate *g, const struct rlg_request *req, int64_t now_ms,
     struct rlg_verdict *v, struct rlg_decided *dd)
 {
 	const struct rlg_config *cfg = g->cfg;
+	const struct rlg_tier_set *sets[2];
 	bool guards = rlg_request_guards(req);
 
 	memset(&v->answer, 0, sizeof v->answer);
@@ -413,10 +239,11 @@ judge(struct rlg_gate *g, const struct rlg_request *req, int64_t now_ms,
 		    RLG_OUT_MISCONFIGURED : RLG_OUT_BAD_REQUEST;
 		return;
 	}
-	v->route = dd->route = match_route(cfg, req);
+	v->route = dd->route = rlg_gate_route(cfg, req);
 	g->ovr_set = rlg_overrides_current(&g->overrides);
-	if (cost_of(req, v->route, dd) != RLG_OK ||
-	    gather(g, req, v->route, dd) != RLG_OK) {
+	sets[0] = g->ovr_set;
+	sets[1] = g->tiers;
+	if (rlg_gate_items(cfg, sets, req, v->route, dd) != RLG_OK) {
 		v->answer.outcome = RLG_OUT_BAD_REQUEST;
 		return;
 	}
@@ -457,32 +284,12 @@ decide(struct rlg_gate *g, const struct rlg_request *req, int64_t now_ms,
 }
 
 int
-rlg_gate_handle(struct rlg_gate *g, const struct rlg_params *params,
+rlg_gate_answer(struct rlg_gate *g, const struct rlg_request *req,
     int64_t now_ms, const struct rlg_out *out)
 {
 	struct rlg_verdict v;
-	struct rlg_request req;
-	enum rlg_admin_endpoint e;
-	int rc;
 
-	rlg_request_read(&req, params, &g->cfg->client);
-	e = req.flaw == RLG_FLAW_NONE ? rlg_admin_match(g->cfg, &req) :
-	    RLG_ADMIN_NONE;
-	if (e == RLG_ADMIN_PASS) {
-		memset(&v.answer, 0, sizeof v.answer);
-		v.answer.outcome = RLG_OUT_AUTHORIZED;
-		v.answer.role = req.role;
-		v.answer.style = g->cfg->style;
-		rlg_metrics_response(g->slot, 200, true);
-		return rlg_response_send(&v.answer, out);
-	}
-	if (e != RLG_ADMIN_NONE) {
-		rc = rlg_admin_answer(g->cfg, g->store, e, &req, now_ms, out);
-		if (rc > 0)
-			rlg_metrics_response(g->slot, rc, true);
-		return rc < 0 ? rc : 0;
-	}
-	decide(g, &req, now_ms, &v);
+	decide(g, req, now_ms, &v);
 	/* the code the client gets ([response] status for a refusal) */
 	rlg_metrics_response(g->slot, rlg_response_answer_code(&v.answer),
 	    false);

@@ -94,13 +94,12 @@ void rlg_gate_decide(struct rlg_gate *g, const struct rlg_params *params,
     int64_t now_ms, struct rlg_verdict *v);
 
 /*
- * rlg_gate_decide, then the answer sent through out (the front's
- * renderer and writer: rlg_response_send), and counted in the gate's
- * slot of the scoreboard. A request for the admin endpoints
- * from a client [admin] allow lists is answered by admin.c instead,
- * counted by no policy. Returns 0, or the renderer's negative result.
+ * The decision for req (read by the front: rlg_front_serve) at now_ms,
+ * the answer sent through out (the front's renderer and writer:
+ * rlg_response_send), and counted in the gate's slot of the scoreboard.
+ * Returns 0, or the renderer's negative result.
  */
-int rlg_gate_handle(struct rlg_gate *g, const struct rlg_params *params,
+int rlg_gate_answer(struct rlg_gate *g, const struct rlg_request *req,
     int64_t now_ms, const struct rlg_out *out);
 
 /*

@@ -22,6 +22,7 @@
 #include "check_rlgate.h"
 #include "fixture.h"
 #include "front_cgi.h"
+#include "fronts.h"
 #include "gate.h"
 #include "metrics.h"
 #include "store_fixture.h"
@@ -82,7 +83,7 @@ handle(int64_t now, ...)
 	rlg_params_envp(&in, envp);
 	answer_len = 0;
 	answer[0] = '\0';
-	ck_assert_int_eq(rlg_gate_handle(&gate, &in, now, &out), 0);
+	ck_assert_int_eq(rlg_front_serve(&gate, &in, now, &out), 0);
 }
 
 /* The value of the metric line that starts with name (with labels). */

@@ -3,7 +3,7 @@
  * the hot path must be measured and stay under 1% of a decision").
  *
  * A decision here is all a worker thread does for a request between
- * libfcgi's accept and its finish: rlg_gate_handle on the parameters a
+ * libfcgi's accept and its finish: rlg_front_serve on the parameters a
  * web server sends (the request read, the route, the store's step in the
  * decision table, the answer formatted and written, into a buffer).
  * THREADS threads (default 2), each with a gate of its own on one SQLite
@@ -37,11 +37,12 @@
 #include "../fixture.h"
 #include "config.h"
 #include "front_cgi.h"
+#include "fronts.h"
 #include "gate.h"
 #include "metrics.h"
 #include "util.h"
 
-/* rlg_gate_handle on "NAME=value" parameters, rendered as CGI text. */
+/* rlg_front_serve on "NAME=value" parameters, rendered as CGI text. */
 static int
 handle_envp(struct rlg_gate *g, char **envp, int64_t now_ms,
     rlg_write_fn write, void *ctx)
@@ -50,7 +51,7 @@ handle_envp(struct rlg_gate *g, char **envp, int64_t now_ms,
 	struct rlg_params in;
 
 	rlg_params_envp(&in, envp);
-	return rlg_gate_handle(g, &in, now_ms, &out);
+	return rlg_front_serve(g, &in, now_ms, &out);
 }
 
 #define KEYS 1000
@@ -261,7 +262,7 @@ main(int argc, char **argv)
 	per_off = 1e9 * threads / moff;
 	add = direct_ns(cfg);
 	printf("# What counting costs a decision\n\n"
-	    "rlg_gate_handle in process: %d thread%s, %d client addresses,"
+	    "rlg_front_serve in process: %d thread%s, %d client addresses,"
 	    " two policies, commit = %s; %.0f s in slices of %lld ms,"
 	    " counting on in one slice of each pair\n\n"
 	    "| | decisions/s (median of %d slices) | ns per decision |\n"
