@@ -4,9 +4,12 @@
  * The server runs in the foreground as our child (--daemonize no), so its
  * pid is the one we stop, and it dies with the test runner (the parent
  * death signal) if the runner crashes before stopping it. A port is picked
- * at random in 10000-32767 and checked free with a bind; another process
- * may still take it before redis-server does, so a server that exits at
- * start-up is retried on another port a few times. Every wait is bounded.
+ * at random in 10000-32767, checked free with a bind and reserved as the
+ * integration scripts reserve theirs (tests/lib-proc.sh reserve_port: a
+ * directory /tmp/rlgate-ports/PORT holding the reserving pid), so that no
+ * test of either build takes it before redis-server binds it; a process
+ * that is not a test may still, so a server that exits at start-up is
+ * retried on another port a few times. Every wait is bounded.
  *
  * The cluster: three such servers with --cluster-enabled yes, each with
  * its nodes file in the one directory, on ports whose cluster bus port
@@ -53,6 +56,9 @@
 
 static int rf_free_port(int max, bool bus);
 static bool rf_port_free(int port);
+static bool rf_reserve(int port);
+static void rf_release(int port);
+static const char *rf_port_dir(void);
 static pid_t rf_spawn(const struct rlg_test_redis *r);
 static pid_t rf_exec_server(int port, const char *dir, const char *log,
     bool cluster);
@@ -90,6 +96,7 @@ rlg_test_redis_start(struct rlg_test_redis *r)
 		}
 		if (rf_wait_up(&r->pid, r->port) == 0)
 			return 0;
+		rf_release(r->port);
 		/*
 		 * Exited (r->pid 0): the port was taken, try another one;
 		 * alive but not answering will not get better.
@@ -114,6 +121,10 @@ rlg_test_redis_stop(struct rlg_test_redis *r)
 		}
 		r->pid = 0;
 	}
+	if (r->port > 0) {
+		rf_release(r->port);
+		r->port = 0;
+	}
 	if (r->dir[0] != '\0') {
 		rf_rmdir(r->dir);
 		r->dir[0] = '\0';
@@ -122,7 +133,8 @@ rlg_test_redis_stop(struct rlg_test_redis *r)
 
 /*
  * A port in RF_PORT_MIN..max that nothing listens on right now (with bus:
- * nor on port + RF_BUS_OFFSET), or -1.
+ * nor on port + RF_BUS_OFFSET), reserved for this process (rf_reserve:
+ * with bus, both), or -1.
  */
 static int
 rf_free_port(int max, bool bus)
@@ -135,9 +147,13 @@ rf_free_port(int max, bool bus)
 	for (i = 0; i < 100; i++) {
 		port = RF_PORT_MIN + (int)(rand_r(&seed) %
 		    (unsigned)(max - RF_PORT_MIN + 1));
-		if (rf_port_free(port) &&
-		    (!bus || rf_port_free(port + RF_BUS_OFFSET)))
+		if (!rf_port_free(port) ||
+		    (bus && !rf_port_free(port + RF_BUS_OFFSET)) ||
+		    !rf_reserve(port))
+			continue;
+		if (!bus || rf_reserve(port + RF_BUS_OFFSET))
 			return port;
+		rf_release(port);
 	}
 	fprintf(stderr, "redis fixture: no free port found\n");
 	return -1;
@@ -161,6 +177,84 @@ rf_port_free(int port)
 	ok = bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
 	close(fd);
 	return ok;
+}
+
+/* Where ports are reserved: RLGATE_PORT_DIR, else /tmp/rlgate-ports. */
+static const char *
+rf_port_dir(void)
+{
+	const char *d = getenv("RLGATE_PORT_DIR");
+
+	return d != NULL && d[0] != '\0' ? d : "/tmp/rlgate-ports";
+}
+
+/*
+ * Reserves port for this process as tests/lib-proc.sh's reserve_port
+ * does, in the same directory: true when rf_port_dir()/PORT is now ours,
+ * made with mkdir (atomic), holding our pid; a reservation whose process
+ * has ended is taken over (one rename wins of two). True too, reserving
+ * nothing, when the directory cannot be made or written (as the scripts).
+ */
+static bool
+rf_reserve(int port)
+{
+	char path[256], stale[288], pidfile[288], buf[32];
+	const char *d = rf_port_dir();
+	long owner;
+	FILE *f;
+
+	if (mkdir(d, 0755) == 0)
+		(void)chmod(d, 01777);
+	else if (errno != EEXIST)
+		return true;
+	if (access(d, W_OK) != 0)
+		return true;
+	snprintf(path, sizeof path, "%s/%d", d, port);
+	snprintf(pidfile, sizeof pidfile, "%s/pid", path);
+	if (mkdir(path, 0755) != 0) {
+		if (errno != EEXIST)
+			return false;
+		buf[0] = '\0';
+		if ((f = fopen(pidfile, "r")) != NULL) {
+			if (fgets(buf, sizeof buf, f) == NULL)
+				buf[0] = '\0';
+			fclose(f);
+		}
+		owner = strtol(buf, NULL, 10);
+		/* no pid yet: its owner is writing it now */
+		if (owner <= 0 || !rf_gone((pid_t)owner))
+			return false;
+		snprintf(stale, sizeof stale, "%s.stale.%ld", path,
+		    (long)getpid());
+		if (rename(path, stale) != 0)
+			return false;
+		rf_rmdir(stale);
+		if (mkdir(path, 0755) != 0)
+			return false;
+	}
+	if ((f = fopen(pidfile, "w")) == NULL)
+		return true;
+	fprintf(f, "%ld\n", (long)getpid());
+	fclose(f);
+	return true;
+}
+
+/* Gives up this process's reservation of port (rf_reserve), if it is. */
+static void
+rf_release(int port)
+{
+	char path[256], pidfile[288], buf[32];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%d", rf_port_dir(), port);
+	snprintf(pidfile, sizeof pidfile, "%s/pid", path);
+	if ((f = fopen(pidfile, "r")) == NULL)
+		return;
+	if (fgets(buf, sizeof buf, f) == NULL)
+		buf[0] = '\0';
+	fclose(f);
+	if (strtol(buf, NULL, 10) == (long)getpid())
+		rf_rmdir(path);
 }
 
 /* fork + exec redis-server, output to DIR/redis.log. Its pid, or -1. */
@@ -298,6 +392,8 @@ rlg_test_redis_cluster_start(struct rlg_test_redis_cluster *cl)
 			}
 			if (rf_wait_up(&cl->pid[i], cl->port[i]) == 0)
 				break;
+			rf_release(cl->port[i]);
+			rf_release(cl->port[i] + RF_BUS_OFFSET);
 			if (cl->pid[i] > 0)
 				goto fail;
 		}
@@ -328,8 +424,14 @@ rlg_test_redis_cluster_stop(struct rlg_test_redis_cluster *cl)
 {
 	int i;
 
-	for (i = 0; i < RLG_TEST_CLUSTER_NODES; i++)
+	for (i = 0; i < RLG_TEST_CLUSTER_NODES; i++) {
 		(void)rlg_test_redis_cluster_stop_node(cl, i);
+		if (cl->port[i] > 0) {
+			rf_release(cl->port[i]);
+			rf_release(cl->port[i] + RF_BUS_OFFSET);
+			cl->port[i] = 0;
+		}
+	}
 	if (cl->dir[0] != '\0') {
 		rf_rmdir(cl->dir);
 		cl->dir[0] = '\0';
