@@ -866,16 +866,5 @@ rd_sleep_ms(int64_t ms)
 static bool
 rd_host_ok(const char *host, size_t len)
 {
-	size_t i;
-
-	if (len == 0 || len > 255)
-		return false;
-	for (i = 0; i < len; i++)
-		if (!((host[i] >= 'a' && host[i] <= 'z') ||
-		    (host[i] >= 'A' && host[i] <= 'Z') ||
-		    (host[i] >= '0' && host[i] <= '9') || host[i] == '.' ||
-		    host[i] == '-' || host[i] == '_' || host[i] == ':' ||
-		    host[i] == '%'))
-			return false;
-	return true;
+	return rlg_token_ok(host, len, 255, ".-_:%");
 }

@@ -445,6 +445,24 @@ rlg_hexval(int c)
 	return -1;
 }
 
+bool
+rlg_token_ok(const char *s, size_t len, size_t max, const char *punct)
+{
+	size_t i;
+	char c;
+
+	if (len == 0 || len > max)
+		return false;
+	for (i = 0; i < len; i++) {
+		c = s[i];
+		if ((c < 'a' || c > 'z') && (c < 'A' || c > 'Z') &&
+		    (c < '0' || c > '9') &&
+		    (c == '\0' || strchr(punct, c) == NULL))
+			return false;
+	}
+	return true;
+}
+
 void
 rlg_mode_describe(unsigned bits, char *words, size_t wsize,
     char *chmod_arg, size_t csize)

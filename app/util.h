@@ -92,6 +92,12 @@ size_t rlg_copy(char *dst, const char *src, size_t size);
 /* The value of a hex digit (0-9, a-f, A-F), or -1. */
 int rlg_hexval(int c);
 
+/*
+ * Whether s[0..len) is a token of 1 to max bytes, each an ASCII letter or
+ * digit or one of the bytes of punct (s need not be terminated).
+ */
+bool rlg_token_ok(const char *s, size_t len, size_t max, const char *punct);
+
 /* Wall-clock time in milliseconds since the epoch (CLOCK_REALTIME). */
 int64_t rlg_now_ms(void);
 
