@@ -445,6 +445,17 @@ rlg_hexval(int c)
 	return -1;
 }
 
+void
+rlg_thread_stop(pthread_t thread, pthread_mutex_t *mu, pthread_cond_t *cv,
+    bool *stop)
+{
+	pthread_mutex_lock(mu);
+	*stop = true;
+	pthread_cond_signal(cv);
+	pthread_mutex_unlock(mu);
+	pthread_join(thread, NULL);
+}
+
 bool
 rlg_token_ok(const char *s, size_t len, size_t max, const char *punct)
 {

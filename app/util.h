@@ -5,6 +5,7 @@
 #ifndef RLG_UTIL_H
 #define RLG_UTIL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -88,6 +89,13 @@ char *rlg_xstrdup(const char *s);
  * snprintf(dst, size, "%s", src) without the printf machinery.
  */
 size_t rlg_copy(char *dst, const char *src, size_t size);
+
+/*
+ * Stops a worker thread that waits on cv under mu until *stop: sets *stop
+ * under mu, wakes the thread and joins it.
+ */
+void rlg_thread_stop(pthread_t thread, pthread_mutex_t *mu,
+    pthread_cond_t *cv, bool *stop);
 
 /* The value of a hex digit (0-9, a-f, A-F), or -1. */
 int rlg_hexval(int c);
