@@ -65,7 +65,8 @@ static int serve(struct rlg_config *cfg, const char *path, int threads,
     int processes, const char *log_warning);
 static const char *describe_commit(const struct rlg_config *cfg,
     bool check, char *buf, size_t size);
-static int parse_threads(const char *s, int *out);
+static int parse_count(const char *option, const char *s, int max,
+    int *out);
 static int open_log(const char *path, char *warning, size_t size);
 static void log_mode_warning(const char *path, mode_t mode, char *buf,
     size_t size);
@@ -128,16 +129,23 @@ usage(FILE *f)
 	    RLG_DEFAULT_CONFIG_PATH, THREADS_DEFAULT);
 }
 
+/*
+ * The value s of --option, an integer from 1 to max, into *out: 0, or -1
+ * said on stderr.
+ */
 static int
-parse_threads(const char *s, int *out)
+parse_count(const char *option, const char *s, int max, int *out)
 {
 	char *end;
 	long v;
 
 	errno = 0;
 	v = strtol(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0' || v < 1 || v > THREADS_MAX)
+	if (errno != 0 || end == s || *end != '\0' || v < 1 || v > max) {
+		fprintf(stderr, "rlgate: --%s: must be an integer from 1 to %d"
+		    " (got \"%s\")\n", option, max, s);
 		return -1;
+	}
 	*out = (int)v;
 	return 0;
 }
@@ -333,21 +341,14 @@ parse_options(int argc, char **argv, struct options *o)
 			o->config = optarg;
 			break;
 		case 't':
-			if (parse_threads(optarg, &o->threads) != 0) {
-				fprintf(stderr, "rlgate: --threads: must be an "
-				    "integer from 1 to %d (got \"%s\")\n",
-				    THREADS_MAX, optarg);
+			if (parse_count("threads", optarg, THREADS_MAX,
+			    &o->threads) != 0)
 				return RLG_EXIT_USAGE;
-			}
 			break;
 		case 'P':
-			if (parse_threads(optarg, &o->processes) != 0 ||
-			    o->processes > RLG_SUPERVISOR_PROCESSES_MAX) {
-				fprintf(stderr, "rlgate: --processes: must be an"
-				    " integer from 1 to %d (got \"%s\")\n",
-				    RLG_SUPERVISOR_PROCESSES_MAX, optarg);
+			if (parse_count("processes", optarg,
+			    RLG_SUPERVISOR_PROCESSES_MAX, &o->processes) != 0)
 				return RLG_EXIT_USAGE;
-			}
 			break;
 		case 'l':
 			o->log = optarg;

@@ -634,11 +634,7 @@ rlg_overrides_detach(struct rlg_overrides_view *v)
 		;
 	*pp = o->next;
 	pthread_mutex_unlock(&readers_mu);
-	pthread_mutex_lock(&o->mu);
-	o->stop = true;
-	pthread_cond_signal(&o->wake_cv);
-	pthread_mutex_unlock(&o->mu);
-	pthread_join(o->thread, NULL);
+	rlg_thread_stop(o->thread, &o->mu, &o->wake_cv, &o->stop);
 	ovr_free(o);
 }
 

@@ -507,14 +507,7 @@ rlg_url_word(const char *s, size_t len, const char *word)
 static bool
 rlg_url_param_name(const char *s, size_t len)
 {
-	size_t i;
-
-	if (len == 0 || len > 32)
-		return false;
-	for (i = 0; i < len; i++)
-		if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '-')
-			return false;
-	return true;
+	return rlg_token_ok(s, len, 32, "_-");
 }
 
 void

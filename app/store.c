@@ -15,6 +15,7 @@
 static int check_items(struct rlg_store *s,
     const struct rlg_store_item *items, size_t n,
     const struct rlg_decision *decisions);
+static int lacking(struct rlg_store *s, const char *what);
 
 int
 rlg_store_step(struct rlg_store *s, const struct rlg_store_item *items,
@@ -143,11 +144,8 @@ rlg_store_probe(struct rlg_store *s, int64_t now_ms)
 {
 	if (s == NULL)
 		return RLG_ESTORE;
-	if (s->ops->probe == NULL) {
-		rlg_store_seterr(s, "the %s store cannot be probed",
-		    s->ops->name);
-		return RLG_EINVAL;
-	}
+	if (s->ops->probe == NULL)
+		return lacking(s, "cannot be probed");
 	return s->ops->probe(s, now_ms);
 }
 
@@ -158,11 +156,8 @@ rlg_store_survey(struct rlg_store *s, int64_t now_ms, bool top,
 	memset(out, 0, sizeof *out);
 	if (s == NULL)
 		return RLG_ESTORE;
-	if (s->ops->survey == NULL) {
-		rlg_store_seterr(s, "the %s store cannot list its clients",
-		    s->ops->name);
-		return RLG_EINVAL;
-	}
+	if (s->ops->survey == NULL)
+		return lacking(s, "cannot list its clients");
 	return s->ops->survey(s, now_ms, top, out);
 }
 
@@ -172,11 +167,8 @@ rlg_store_overrides(struct rlg_store *s, uint64_t *version,
 {
 	if (s == NULL || version == NULL || fn == NULL)
 		return RLG_ESTORE;
-	if (s->ops->overrides == NULL) {
-		rlg_store_seterr(s, "the %s store keeps no overrides",
-		    s->ops->name);
-		return RLG_EINVAL;
-	}
+	if (s->ops->overrides == NULL)
+		return lacking(s, "keeps no overrides");
 	return s->ops->overrides(s, version, fn, ctx);
 }
 
@@ -185,6 +177,17 @@ rlg_store_close(struct rlg_store *s)
 {
 	if (s != NULL)
 		s->ops->close(s);
+}
+
+/*
+ * An optional operation the backend has not: RLG_EINVAL, the error
+ * message "the <backend> store <what>".
+ */
+static int
+lacking(struct rlg_store *s, const char *what)
+{
+	rlg_store_seterr(s, "the %s store %s", s->ops->name, what);
+	return RLG_EINVAL;
 }
 
 /* ---- the wrappers' forwarding (struct rlg_store_wrap) ----------------- */

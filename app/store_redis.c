@@ -502,13 +502,7 @@ rd_close(struct rlg_store *base)
 	free(s->argvlen);
 	free(s->text);
 	free(s->out);
-	free(s->item_slot);
-	free(s->order);
-	free(s->gstart);
-	free(s->gslot);
-	free(s->citems);
-	free(s->cmap);
-	free(s->cdec);
+	rd_cluster_free(s);
 	free(s);
 }
 

@@ -108,6 +108,7 @@ struct rd_try {
 	int down;
 };
 
+static void *rd_regrow(void *old, size_t n, size_t size);
 static void rd_grow_charges(struct rd_store *s, size_t n);
 static int rd_cluster_exists(struct rd_store *s,
     const struct rlg_store_item *item);
@@ -183,19 +184,39 @@ rd_cluster_step(struct rd_store *s, const struct rlg_store_item *items,
 	return rc;
 }
 
+/*
+ * A scratch array grown: old freed (scratch is rebuilt by each step, never
+ * copied) and n zeroed items of size bytes in its place.
+ */
+static void *
+rd_regrow(void *old, size_t n, size_t size)
+{
+	free(old);
+	return rlg_xcalloc(n, size);
+}
+
+void
+rd_cluster_free(struct rd_store *s)
+{
+	free(s->item_slot);
+	free(s->order);
+	free(s->gstart);
+	free(s->gslot);
+	free(s->citems);
+	free(s->cmap);
+	free(s->cdec);
+}
+
 /* Makes room for n items in the charge scratch of the handle. */
 static void
 rd_grow_charges(struct rd_store *s, size_t n)
 {
 	if (n <= s->ccap)
 		return;
-	free(s->citems);
-	free(s->cmap);
-	free(s->cdec);
 	s->ccap = n;
-	s->citems = rlg_xcalloc(n, sizeof *s->citems);
-	s->cmap = rlg_xcalloc(n, sizeof *s->cmap);
-	s->cdec = rlg_xcalloc(n, sizeof *s->cdec);
+	s->citems = rd_regrow(s->citems, n, sizeof *s->citems);
+	s->cmap = rd_regrow(s->cmap, n, sizeof *s->cmap);
+	s->cdec = rd_regrow(s->cdec, n, sizeof *s->cdec);
 }
 
 /*
@@ -290,15 +311,11 @@ rd_group(struct rd_store *s, const struct rlg_store_item *items, size_t n)
 	size_t i, g, ng = 0, *at;
 
 	if (n > s->itemcap) {
-		free(s->item_slot);
-		free(s->order);
-		free(s->gstart);
-		free(s->gslot);
 		s->itemcap = n;
-		s->item_slot = rlg_xcalloc(n, sizeof *s->item_slot);
-		s->order = rlg_xcalloc(n, sizeof *s->order);
-		s->gstart = rlg_xcalloc(n + 1, sizeof *s->gstart);
-		s->gslot = rlg_xcalloc(n, sizeof *s->gslot);
+		s->item_slot = rd_regrow(s->item_slot, n, sizeof *s->item_slot);
+		s->order = rd_regrow(s->order, n, sizeof *s->order);
+		s->gstart = rd_regrow(s->gstart, n + 1, sizeof *s->gstart);
+		s->gslot = rd_regrow(s->gslot, n, sizeof *s->gslot);
 	}
 	for (i = 0; i < n; i++) {
 		s->item_slot[i] = (uint16_t)rd_slot(items[i].client);
@@ -849,16 +866,5 @@ rd_sleep_ms(int64_t ms)
 static bool
 rd_host_ok(const char *host, size_t len)
 {
-	size_t i;
-
-	if (len == 0 || len > 255)
-		return false;
-	for (i = 0; i < len; i++)
-		if (!((host[i] >= 'a' && host[i] <= 'z') ||
-		    (host[i] >= 'A' && host[i] <= 'Z') ||
-		    (host[i] >= '0' && host[i] <= '9') || host[i] == '.' ||
-		    host[i] == '-' || host[i] == '_' || host[i] == ':' ||
-		    host[i] == '%'))
-			return false;
-	return true;
+	return rlg_token_ok(host, len, 255, ".-_:%");
 }

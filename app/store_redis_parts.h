@@ -225,4 +225,7 @@ int rd_cluster_key_exec(struct rd_store *s, const char *key, int argc,
 /* The slot map read if there is none, or if stale: 0, or -1 (errmsg). */
 int rd_map_ready(struct rd_store *s);
 
+/* Frees the scratch of a cluster's steps (slot groups, charges): rd_close. */
+void rd_cluster_free(struct rd_store *s);
+
 #endif

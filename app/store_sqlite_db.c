@@ -179,8 +179,7 @@ sq_connect(struct sq_store *s)
 	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
 		if (s->db == NULL)
-			rlg_store_seterr(&s->base, "sqlite open on %s: %s", s->path,
-			    sqlite3_errstr(rc));
+			sq_open_error(s, "%s", sqlite3_errstr(rc));
 		else
 			sq_sqlite_error(s, "open", rc);
 		goto fail;
@@ -189,8 +188,7 @@ sq_connect(struct sq_store *s)
 		goto fail;
 	s->preparing = false;
 	if (sq_stat(s->path, &s->dev, &s->ino, &s->born_ns) != 0) {
-		rlg_store_seterr(&s->base, "sqlite open on %s: %s", s->path,
-		    strerror(errno));
+		sq_open_error(s, "%s", strerror(errno));
 		goto fail;
 	}
 	return 0;
@@ -226,16 +224,15 @@ sq_harden(struct sq_store *s)
 	if (sqlite3_db_config(s->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL) !=
 	    SQLITE_OK || sqlite3_db_config(s->db,
 	    SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL) != SQLITE_OK) {
-		rlg_store_seterr(&s->base, "sqlite open on %s: cannot set"
-		    " SQLITE_DBCONFIG_DEFENSIVE and trusted_schema = OFF: %s",
-		    s->path, sqlite3_errmsg(s->db));
+		sq_open_error(s, "cannot set SQLITE_DBCONFIG_DEFENSIVE and"
+		    " trusted_schema = OFF: %s", sqlite3_errmsg(s->db));
 		return -1;
 	}
 	sqlite3_set_authorizer(s->db, sq_authorize, s);
 	sqlite3_wal_hook(s->db, sq_wal_hook, s);
 	if (sqlite3_db_readonly(s->db, "main") == 1) {
-		rlg_store_seterr(&s->base, "sqlite open on %s: the file is read-only for"
-		    " this process (SQLITE_READONLY)", s->path);
+		sq_open_error(s, "the file is read-only for this process"
+		    " (SQLITE_READONLY)");
 		return -1;
 	}
 	return 0;
@@ -312,8 +309,7 @@ sq_create_file(struct sq_store *s)
 	if (stat(s->path, &st) == 0)
 		return 0;
 	if (errno != ENOENT) {
-		rlg_store_seterr(&s->base, "sqlite open on %s: %s", s->path,
-		    strerror(errno));
+		sq_open_error(s, "%s", strerror(errno));
 		return -1;
 	}
 
@@ -328,8 +324,8 @@ sq_create_file(struct sq_store *s)
 		*slash = '\0';
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0) {
-		rlg_store_seterr(&s->base, "sqlite open on %s: cannot create the database:"
-		    " directory %s: %s", s->path, dir, strerror(errno));
+		sq_open_error(s, "cannot create the database: directory %s: %s",
+		    dir, strerror(errno));
 		free(dir);
 		return -1;
 	}
@@ -357,8 +353,8 @@ sq_create_file(struct sq_store *s)
 		unlink(tmp);
 	}
 	if (err != 0)
-		rlg_store_seterr(&s->base, "sqlite open on %s: cannot create the database:"
-		    " %s", s->path, strerror(err));
+		sq_open_error(s, "cannot create the database: %s",
+		    strerror(err));
 	free(tmp);
 
 done:
@@ -401,16 +397,15 @@ sq_check_header(struct sq_store *s)
 		return 0;                  /* let sqlite judge by itself */
 	rc = f->pMethods->xRead(f, head, sizeof head, 0);
 	if (rc != SQLITE_OK && rc != SQLITE_IOERR_SHORT_READ) {
-		rlg_store_seterr(&s->base, "sqlite open on %s: cannot read the header (%s)",
-		    s->path, sqlite3_errstr(rc));
+		sq_open_error(s, "cannot read the header (%s)",
+		    sqlite3_errstr(rc));
 		return -1;
 	}
 	/* A short read pads with zeros: an empty file is an empty database. */
 	for (i = 0; i < sizeof head && head[i] == 0; i++)
 		;
 	if (i < sizeof head && memcmp(head, magic, sizeof magic) != 0) {
-		rlg_store_seterr(&s->base, "sqlite open on %s: file is not a database"
-		    " (SQLITE_NOTADB)", s->path);
+		sq_open_error(s, "file is not a database (SQLITE_NOTADB)");
 		return -1;
 	}
 	return 0;

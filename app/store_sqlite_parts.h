@@ -192,6 +192,10 @@ int sq_run(struct sq_store *s, const char *op, sqlite3_stmt *st);
 /* errmsg = "sqlite OP on PATH: message (SQLITE_CODE)". */
 void sq_sqlite_error(struct sq_store *s, const char *op, int rc);
 
+/* errmsg = "sqlite open on PATH: " and the message, printf-style. */
+void sq_open_error(struct sq_store *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* Prepares every statement of sq_sql as the store's own: 0, or -1. */
 int sq_prepare_all(struct sq_store *s);
 

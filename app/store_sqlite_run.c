@@ -6,6 +6,7 @@
  * (store_sqlite_schema.c), which both run statements, so that neither
  * calls the other for it.
  */
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <time.h>
@@ -204,6 +205,18 @@ sq_sqlite_error(struct sq_store *s, const char *op, int rc)
 	rlg_store_seterr(&s->base, "sqlite %s on %s: %s (%s)", op, s->path,
 	    s->db != NULL ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc),
 	    sq_code_name(rc, name, sizeof name));
+}
+
+void
+sq_open_error(struct sq_store *s, const char *fmt, ...)
+{
+	char msg[RLG_STORE_ERRMSG_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	rlg_store_seterr(&s->base, "sqlite open on %s: %s", s->path, msg);
 }
 
 /* "SQLITE_BUSY", or "SQLITE_IOERR extended 1234" for one without a name. */

@@ -39,6 +39,7 @@
 #include "store_sqlite_parts.h"
 #include "util.h"
 
+static void sq_checkpoint_locked(struct sq_store *s, int mode);
 static void sq_warn_file(const char *path, const char *suffix, char *files,
     size_t fsize, char *names, size_t nsize, unsigned *bad,
     unsigned *bad_bits);
@@ -107,11 +108,24 @@ sq_checkpoint(struct sq_store *s)
 	    SQLITE_OK || log_frames < SQ_WAL_RESTART_FRAMES ||
 	    log_frames - done_frames >= SQ_WAL_PINNED_FRAMES)
 		return;
+	sq_checkpoint_locked(s, SQLITE_CHECKPOINT_RESTART);
+}
+
+/*
+ * A checkpoint of mode (RESTART or TRUNCATE: they take the write lock),
+ * its waits bounded by SQ_CHECKPOINT_BUSY_MS (busy_timeout_ms if
+ * shorter). A failure is left to the next step to report.
+ */
+static void
+sq_checkpoint_locked(struct sq_store *s, int mode)
+{
+	int log_frames, done_frames;
+
 	s->busy_limit_ms = s->busy_timeout_ms < SQ_CHECKPOINT_BUSY_MS ?
 	    s->busy_timeout_ms : SQ_CHECKPOINT_BUSY_MS;
 	clock_gettime(CLOCK_MONOTONIC, &s->busy_since);
-	(void)sqlite3_wal_checkpoint_v2(s->db, "main",
-	    SQLITE_CHECKPOINT_RESTART, &log_frames, &done_frames);
+	(void)sqlite3_wal_checkpoint_v2(s->db, "main", mode, &log_frames,
+	    &done_frames);
 	s->busy_limit_ms = s->busy_timeout_ms;
 }
 
@@ -127,19 +141,14 @@ void
 sq_shrink(struct sq_store *s)
 {
 	struct stat st;
-	int log_frames, done_frames, commits = s->commits;
+	int commits = s->commits;
 
 	s->commits = 0;
 	if (commits >= SQ_WAL_QUIET_COMMITS || s->db == NULL ||
 	    !sqlite3_get_autocommit(s->db) || stat(s->wal_path, &st) != 0 ||
 	    st.st_size <= SQ_WAL_SHRINK_BYTES)
 		return;
-	s->busy_limit_ms = s->busy_timeout_ms < SQ_CHECKPOINT_BUSY_MS ?
-	    s->busy_timeout_ms : SQ_CHECKPOINT_BUSY_MS;
-	clock_gettime(CLOCK_MONOTONIC, &s->busy_since);
-	(void)sqlite3_wal_checkpoint_v2(s->db, "main",
-	    SQLITE_CHECKPOINT_TRUNCATE, &log_frames, &done_frames);
-	s->busy_limit_ms = s->busy_timeout_ms;
+	sq_checkpoint_locked(s, SQLITE_CHECKPOINT_TRUNCATE);
 }
 
 int

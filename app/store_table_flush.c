@@ -174,12 +174,8 @@ tab_flusher_leave(struct tab_flusher *f)
 		;
 	*pp = f->next;
 	pthread_mutex_unlock(&tab_flushers_mu);
-	pthread_mutex_lock(&f->mu);
-	f->stop = true;
-	pthread_cond_signal(&f->cv);
-	pthread_mutex_unlock(&f->mu);
 	if (f->running)
-		pthread_join(f->thread, NULL);
+		rlg_thread_stop(f->thread, &f->mu, &f->cv, &f->stop);
 	tbl_close(f->t);
 	if (f->db != NULL)
 		f->db->ops->close(f->db);

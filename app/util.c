@@ -446,6 +446,35 @@ rlg_hexval(int c)
 }
 
 void
+rlg_thread_stop(pthread_t thread, pthread_mutex_t *mu, pthread_cond_t *cv,
+    bool *stop)
+{
+	pthread_mutex_lock(mu);
+	*stop = true;
+	pthread_cond_signal(cv);
+	pthread_mutex_unlock(mu);
+	pthread_join(thread, NULL);
+}
+
+bool
+rlg_token_ok(const char *s, size_t len, size_t max, const char *punct)
+{
+	size_t i;
+	char c;
+
+	if (len == 0 || len > max)
+		return false;
+	for (i = 0; i < len; i++) {
+		c = s[i];
+		if ((c < 'a' || c > 'z') && (c < 'A' || c > 'Z') &&
+		    (c < '0' || c > '9') &&
+		    (c == '\0' || strchr(punct, c) == NULL))
+			return false;
+	}
+	return true;
+}
+
+void
 rlg_mode_describe(unsigned bits, char *words, size_t wsize,
     char *chmod_arg, size_t csize)
 {

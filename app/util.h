@@ -5,6 +5,7 @@
 #ifndef RLG_UTIL_H
 #define RLG_UTIL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -89,8 +90,21 @@ char *rlg_xstrdup(const char *s);
  */
 size_t rlg_copy(char *dst, const char *src, size_t size);
 
+/*
+ * Stops a worker thread that waits on cv under mu until *stop: sets *stop
+ * under mu, wakes the thread and joins it.
+ */
+void rlg_thread_stop(pthread_t thread, pthread_mutex_t *mu,
+    pthread_cond_t *cv, bool *stop);
+
 /* The value of a hex digit (0-9, a-f, A-F), or -1. */
 int rlg_hexval(int c);
+
+/*
+ * Whether s[0..len) is a token of 1 to max bytes, each an ASCII letter or
+ * digit or one of the bytes of punct (s need not be terminated).
+ */
+bool rlg_token_ok(const char *s, size_t len, size_t max, const char *punct);
 
 /* Wall-clock time in milliseconds since the epoch (CLOCK_REALTIME). */
 int64_t rlg_now_ms(void);
