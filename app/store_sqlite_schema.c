@@ -156,15 +156,13 @@ sq_apply_schema(struct sq_store *s)
 			    " version %d to %d", s->path, from, version);
 	}
 	if (version > SQ_SCHEMA_VERSION) {
-		rlg_store_seterr(&s->base, "sqlite open on %s: database schema version %d"
-		    " is newer than this rlgate (%d)", s->path, version,
-		    SQ_SCHEMA_VERSION);
+		sq_open_error(s, "database schema version %d is newer than"
+		    " this rlgate (%d)", version, SQ_SCHEMA_VERSION);
 		return -1;
 	}
 	if (version != SQ_SCHEMA_VERSION) {
-		rlg_store_seterr(&s->base, "sqlite open on %s: unknown database schema"
-		    " version %d (this rlgate has %d)", s->path, version,
-		    SQ_SCHEMA_VERSION);
+		sq_open_error(s, "unknown database schema version %d (this"
+		    " rlgate has %d)", version, SQ_SCHEMA_VERSION);
 		return -1;
 	}
 	return 0;
@@ -186,8 +184,8 @@ sq_migrate(struct sq_store *s, int from)
 
 	for (v = from; v < SQ_SCHEMA_VERSION; v++) {
 		if (sq_migrations[v] == NULL) {
-			rlg_store_seterr(&s->base, "sqlite open on %s: no migration from"
-			    " database schema version %d", s->path, v);
+			sq_open_error(s, "no migration from database schema"
+			    " version %d", v);
 			return -1;
 		}
 		if (sq_exec(s, "schema migration", sq_migrations[v]) != 0)
