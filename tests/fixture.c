@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "fixture.h"
+#include "front_cgi.h"
 #include "util.h"
 
 static int saved_stderr = -1;
@@ -161,4 +162,14 @@ rlg_test_clock_walk(uint64_t *x, int64_t *now, uint64_t back_one_in,
 	else
 		*now += (int64_t)(r >> 8) % on;
 	return r;
+}
+
+void
+rlg_test_decide_envp(struct rlg_gate *g, char **envp, int64_t now_ms,
+    struct rlg_verdict *v)
+{
+	struct rlg_params in;
+
+	rlg_params_envp(&in, envp);
+	rlg_gate_decide(g, &in, now_ms, v);
 }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdint.h>
 
+#include "gate.h"
 #include "store.h"
 #include "store_stats.h"
 
@@ -55,6 +56,13 @@ struct rlg_store_stats rlg_test_stats(const struct rlg_store *s);
  * fit (a test's mistake).
  */
 size_t rlg_test_envv(char **envp, size_t max, va_list ap);
+
+/*
+ * rlg_gate_decide on the "NAME=value" parameters envp (NULL-terminated),
+ * read as the CGI fronts read theirs.
+ */
+void rlg_test_decide_envp(struct rlg_gate *g, char **envp, int64_t now_ms,
+    struct rlg_verdict *v);
 
 /*
  * Runs fn on n threads at once, the i-th with (char *)args + i * size,

@@ -31,21 +31,10 @@
 
 #include <sqlite3.h>
 
+#include "../fixture.h"
 #include "config.h"
-#include "front_cgi.h"
 #include "gate.h"
 #include "util.h"
-
-/* rlg_gate_decide on "NAME=value" parameters, as the CGI fronts read them. */
-static void
-decide_envp(struct rlg_gate *g, char **envp, int64_t now_ms,
-    struct rlg_verdict *v)
-{
-	struct rlg_params in;
-
-	rlg_params_envp(&in, envp);
-	rlg_gate_decide(g, &in, now_ms, v);
-}
 
 #define ROWS       100000
 #define THREADS    2
@@ -153,7 +142,7 @@ work(void *arg)
 	while (__atomic_load_n(&running, __ATOMIC_ACQUIRE)) {
 		envp[2] = addrs[xorshift(&seed) % CLIENTS];
 		t0 = mono_ns();
-		decide_envp(&w->gate, envp, rlg_now_ms(), &v);
+		rlg_test_decide_envp(&w->gate, envp, rlg_now_ms(), &v);
 		dt = mono_ns() - t0;
 		if (v.answer.outcome != RLG_OUT_ADMITTED)
 			w->failed = 1;
@@ -276,14 +265,14 @@ main(void)
 		    "REQUEST_URI=/api/v1/resources", addrs[0], NULL };
 
 		/* the store makes its file at the first step */
-		decide_envp(&w[0].gate, envp, rlg_now_ms(), &v);
+		rlg_test_decide_envp(&w[0].gate, envp, rlg_now_ms(), &v);
 		put_rows();
 		for (i = 1; i < THREADS; i++)
 			rlg_gate_init(&w[i].gate, cfg);
 		/* the reader has read and built the rows before the rounds */
 		rlg_overrides_sync(&w[0].gate.overrides);
 		for (i = 0; i < THREADS; i++) {
-			decide_envp(&w[i].gate, envp, rlg_now_ms(), &v);
+			rlg_test_decide_envp(&w[i].gate, envp, rlg_now_ms(), &v);
 			if (v.answer.n != 1 ||
 			    v.answer.decisions[0].limit != 2000000) {
 				fprintf(stderr, "bench_overrides: the overrides"

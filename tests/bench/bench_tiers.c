@@ -31,21 +31,10 @@
 
 #include <sqlite3.h>
 
+#include "../fixture.h"
 #include "config.h"
-#include "front_cgi.h"
 #include "gate.h"
 #include "util.h"
-
-/* rlg_gate_decide on "NAME=value" parameters, as the CGI fronts read them. */
-static void
-decide_envp(struct rlg_gate *g, char **envp, int64_t now_ms,
-    struct rlg_verdict *v)
-{
-	struct rlg_params in;
-
-	rlg_params_envp(&in, envp);
-	rlg_gate_decide(g, &in, now_ms, v);
-}
 
 #define ROUNDS   7
 #define DECIDES  200000
@@ -182,7 +171,7 @@ main(void)
 		char *envp[4] = { "REQUEST_METHOD=GET",
 		    "REQUEST_URI=/api/v1/resources", addrs[0], NULL };
 
-		decide_envp(&gate[c], envp, rlg_now_ms(), &v);
+		rlg_test_decide_envp(&gate[c], envp, rlg_now_ms(), &v);
 		if (c >= 2)
 			put_rows(db[c]);
 	}
@@ -191,7 +180,7 @@ main(void)
 		char *envp[4] = { "REQUEST_METHOD=GET",
 		    "REQUEST_URI=/api/v1/resources", addrs[0], NULL };
 
-		decide_envp(&gate[c], envp, rlg_now_ms(), &v);
+		rlg_test_decide_envp(&gate[c], envp, rlg_now_ms(), &v);
 		if (v.answer.n != 1 || v.answer.decisions[0].limit !=
 		    (c == 0 ? 1000000000 : c == 1 ? 1000000 : 2000000)) {
 			fprintf(stderr, "bench_tiers: %s: the limit applied is "
@@ -208,7 +197,7 @@ main(void)
 
 			for (i = 0; i < DECIDES; i++) {
 				envp[2] = addrs[xorshift(&seed) % CLIENTS];
-				decide_envp(&gate[c], envp, rlg_now_ms(), &v);
+				rlg_test_decide_envp(&gate[c], envp, rlg_now_ms(), &v);
 				if (v.answer.outcome != RLG_OUT_ADMITTED) {
 					fprintf(stderr, "bench_tiers: %s: outcome"
 					    " %d\n", names[c], v.answer.outcome);
