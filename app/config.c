@@ -29,6 +29,7 @@
 
 #include "config.h"
 #include "config_priv.h"
+#include "store_backends.h"
 #include "util.h"
 
 static size_t rlg_edit_distance(const char *a, const char *b);
@@ -212,7 +213,8 @@ rlg_config_check_dir(const struct rlg_config *cfg, char *msg, size_t size)
 
 	if (size > 0)
 		msg[0] = '\0';
-	if (cfg->store.backend != RLG_BACKEND_SQLITE || db == NULL)
+	if (!rlg_backend_has(cfg->store.backend, RLG_BACKEND_FILES) ||
+	    db == NULL)
 		return 0;
 	if (cfg->source == NULL)
 		snprintf(where, sizeof where, "built-in defaults");
@@ -444,7 +446,7 @@ rlg_config_store_changed(const struct rlg_config *a,
 		key = "backend";
 	else if (x->rejection_cache != y->rejection_cache)
 		key = "rejection_cache";
-	else if (x->backend == RLG_BACKEND_SQLITE) {
+	else if (rlg_backend_has(x->backend, RLG_BACKEND_FILES)) {
 		if (!rlg_same_str(p->path, q->path))
 			key = "path";
 		else if (p->busy_timeout_ms != q->busy_timeout_ms)

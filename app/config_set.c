@@ -22,6 +22,7 @@
 
 #include "config.h"
 #include "config_priv.h"
+#include "store_backends.h"
 #include "util.h"
 
 static bool rlg_parse_int(const char *s, long long min, long long max,
@@ -332,9 +333,11 @@ rlg_set_backend(struct rlg_parse *p, const struct rlg_option *o,
 		p->backend_bad = true;
 		return false;
 	}
-	sc->redis.cluster = v == RLG_BACKEND_WORD_CLUSTER;
-	sc->backend = v == RLG_BACKEND_WORD_CLUSTER ? RLG_BACKEND_REDIS :
-	    (enum rlg_store_backend)v;
+	/* redis_cluster: the Redis store (its first row), in its cluster
+	 * mode. */
+	sc->redis.cluster =
+	    (rlg_backend_rows[v].flags & RLG_BACKEND_CLUSTER) != 0;
+	sc->backend = rlg_backend_first(v);
 	return true;
 }
 

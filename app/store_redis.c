@@ -117,8 +117,6 @@ const struct rlg_store_ops rlg_store_redis_ops = {
 };
 
 const struct rlg_backend rlg_redis_backend = {
-	.id = RLG_BACKEND_REDIS,
-	.name = "redis",
 	.ops = &rlg_store_redis_ops,
 	.caps = RLG_STORE_CAN_CONNECT,
 	.describe = rd_describe,
