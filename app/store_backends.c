@@ -16,7 +16,8 @@
 RLG_STORE_BACKENDS(RLG_BACKEND_EXTERN_)
 #undef RLG_BACKEND_EXTERN_
 
-#define RLG_BACKEND_ROW_(e, word, flags, entry) { word, flags, &entry },
+#define RLG_BACKEND_ROW_(e, word, flags, entry) \
+	{ (word), (flags), &(entry) },
 const struct rlg_backend_row rlg_backend_rows[] = {
 	RLG_STORE_BACKENDS(RLG_BACKEND_ROW_)
 };
