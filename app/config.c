@@ -29,6 +29,7 @@
 
 #include "config.h"
 #include "config_priv.h"
+#include "store_backends.h"
 #include "util.h"
 
 static size_t rlg_edit_distance(const char *a, const char *b);
@@ -212,7 +213,8 @@ rlg_config_check_dir(const struct rlg_config *cfg, char *msg, size_t size)
 
 	if (size > 0)
 		msg[0] = '\0';
-	if (cfg->store.backend != RLG_BACKEND_SQLITE || db == NULL)
+	if (!rlg_backend_has(cfg->store.backend, RLG_BACKEND_FILES) ||
+	    db == NULL)
 		return 0;
 	if (cfg->source == NULL)
 		snprintf(where, sizeof where, "built-in defaults");
@@ -430,6 +432,44 @@ rlg_same_str(const char *a, const char *b)
 	return (a == NULL || b == NULL) ? a == b : strcmp(a, b) == 0;
 }
 
+/* One key that a reload compares: whether it differs, and its name. */
+struct rlg_key_change {
+	bool differs;
+	const char *key;
+};
+
+/* The name of the first key of c[0..n) that differs, or NULL. */
+static const char *
+rlg_first_change(const struct rlg_key_change *c, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (c[i].differs)
+			return c[i].key;
+	return NULL;
+}
+
+/* Whether two Redis configs name other servers (the url's parts). */
+static bool
+rlg_url_changed(const struct rlg_redis_config *r,
+    const struct rlg_redis_config *t)
+{
+	size_t i;
+
+	if (!rlg_same_str(r->host, t->host) || r->port != t->port ||
+	    !rlg_same_str(r->socket, t->socket) ||
+	    !rlg_same_str(r->user, t->user) ||
+	    !rlg_same_str(r->password, t->password) || r->db != t->db ||
+	    r->cluster != t->cluster || r->nseeds != t->nseeds)
+		return true;
+	for (i = 0; i < r->nseeds; i++)
+		if (!rlg_same_str(r->seeds[i].host, t->seeds[i].host) ||
+		    r->seeds[i].port != t->seeds[i].port)
+			return true;
+	return false;
+}
+
 bool
 rlg_config_store_changed(const struct rlg_config *a,
     const struct rlg_config *b, char *what, size_t size)
@@ -437,46 +477,32 @@ rlg_config_store_changed(const struct rlg_config *a,
 	const struct rlg_store_config *x = &a->store, *y = &b->store;
 	const struct rlg_sqlite_config *p = &x->sqlite, *q = &y->sqlite;
 	const struct rlg_redis_config *r = &x->redis, *t = &y->redis;
-	const char *key = NULL;
-	size_t i;
+	/* In the order they are reported: the first that differs. */
+	const struct rlg_key_change store[] = {
+		{ x->backend != y->backend, "backend" },
+		{ x->rejection_cache != y->rejection_cache, "rejection_cache" },
+	}, file[] = {
+		{ !rlg_same_str(p->path, q->path), "path" },
+		{ p->busy_timeout_ms != q->busy_timeout_ms, "busy_timeout_ms" },
+		{ p->max_clients != q->max_clients, "max_clients" },
+		{ p->synchronous != q->synchronous, "synchronous" },
+		{ p->group_commit != q->group_commit, "group_commit" },
+		{ p->commit != q->commit, "commit (as resolved)" },
+		{ p->flush_ms != q->flush_ms, "flush_ms" },
+	}, server[] = {
+		{ rlg_url_changed(r, t), "url" },
+		{ r->connect_timeout_ms != t->connect_timeout_ms,
+		  "connect_timeout_ms" },
+		{ r->timeout_ms != t->timeout_ms, "timeout_ms" },
+		{ r->clock != t->clock, "clock" },
+	};
+	const char *key;
 
-	if (x->backend != y->backend)
-		key = "backend";
-	else if (x->rejection_cache != y->rejection_cache)
-		key = "rejection_cache";
-	else if (x->backend == RLG_BACKEND_SQLITE) {
-		if (!rlg_same_str(p->path, q->path))
-			key = "path";
-		else if (p->busy_timeout_ms != q->busy_timeout_ms)
-			key = "busy_timeout_ms";
-		else if (p->max_clients != q->max_clients)
-			key = "max_clients";
-		else if (p->synchronous != q->synchronous)
-			key = "synchronous";
-		else if (p->group_commit != q->group_commit)
-			key = "group_commit";
-		else if (p->commit != q->commit)
-			key = "commit (as resolved)";
-		else if (p->flush_ms != q->flush_ms)
-			key = "flush_ms";
-	} else {
-		if (!rlg_same_str(r->host, t->host) || r->port != t->port ||
-		    !rlg_same_str(r->socket, t->socket) ||
-		    !rlg_same_str(r->user, t->user) ||
-		    !rlg_same_str(r->password, t->password) || r->db != t->db ||
-		    r->cluster != t->cluster || r->nseeds != t->nseeds)
-			key = "url";
-		for (i = 0; key == NULL && i < r->nseeds; i++)
-			if (!rlg_same_str(r->seeds[i].host, t->seeds[i].host) ||
-			    r->seeds[i].port != t->seeds[i].port)
-				key = "url";
-		if (key == NULL && r->connect_timeout_ms != t->connect_timeout_ms)
-			key = "connect_timeout_ms";
-		else if (key == NULL && r->timeout_ms != t->timeout_ms)
-			key = "timeout_ms";
-		else if (key == NULL && r->clock != t->clock)
-			key = "clock";
-	}
+	key = rlg_first_change(store, sizeof store / sizeof store[0]);
+	if (key == NULL && rlg_backend_has(x->backend, RLG_BACKEND_FILES))
+		key = rlg_first_change(file, sizeof file / sizeof file[0]);
+	else if (key == NULL)
+		key = rlg_first_change(server, sizeof server / sizeof server[0]);
 	snprintf(what, size, "%s", key != NULL ? key : "");
 	return key != NULL;
 }

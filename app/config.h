@@ -110,13 +110,6 @@ enum rlg_commit {
 	RLG_COMMIT_BEHIND,
 };
 
-/* [store] backend: where the limiter state lives (store.h). */
-enum rlg_store_backend {
-	RLG_BACKEND_SQLITE = 0,    /* one file, shared by the gateway's processes */
-	RLG_BACKEND_REDIS,         /* Redis, shared by many gateways: one server,
-	                              or a Redis Cluster (redis_cluster) */
-};
-
 /* [store] for backend = sqlite: one file, the processes of one machine. */
 struct rlg_sqlite_config {
 	char *path;                /* the database file */
@@ -148,7 +141,9 @@ struct rlg_sqlite_config {
  * without a path.
  */
 struct rlg_store_config {
-	enum rlg_store_backend backend;
+	/* [store] backend: where the limiter state lives, as the index of
+	 * its row in the table of backends (store_backends.h). */
+	int backend;
 	enum rlg_on_error on_error;
 	/* Rejections remembered per worker thread (store_cache.c); 0: off. */
 	int64_t rejection_cache;
@@ -546,7 +541,7 @@ const struct rlg_option *rlg_config_options(size_t *n);
 const char *rlg_on_error_name(enum rlg_on_error e);
 const char *rlg_style_name(enum rlg_header_style s);
 const char *rlg_error_format_name(enum rlg_error_format f);
-const char *rlg_store_backend_name(enum rlg_store_backend b);
+const char *rlg_store_backend_name(int b);
 const char *rlg_store_clock_name(enum rlg_store_clock c);
 /* "auto", "each", "behind". */
 const char *rlg_commit_name(enum rlg_commit c);

@@ -23,6 +23,7 @@
 #include "config.h"
 #include "config_priv.h"
 #include "path.h"
+#include "store_backends.h"
 #include "util.h"
 
 /* The instant rlg_burst_above asks the limiter about (any will do). */
@@ -164,8 +165,8 @@ rlg_new_keys_policy(struct rlg_parse *p, struct rlg_policy *pol, size_t i)
 	 * (the bound's window may be short, so this is no error).
 	 */
 	max = p->cfg->store.sqlite.max_clients;
-	if (p->cfg->store.backend == RLG_BACKEND_SQLITE && max > 0 &&
-	    (pol->new_keys == 0 || pol->new_keys >= max)) {
+	if (rlg_backend_has(p->cfg->store.backend, RLG_BACKEND_FILES) &&
+	    max > 0 && (pol->new_keys == 0 || pol->new_keys >= max)) {
 		rlg_problem(p, new_keys_line != 0 ? new_keys_line : key_line,
 		    "%s new_keys_per_ip: %lld%s lets one address start as "
 		    "many keys as [store] max_clients (%lld) holds, and lock "
@@ -354,17 +355,18 @@ rlg_routes_finish(struct rlg_parse *p)
 }
 
 /*
- * After the whole file: the [store] keys that belong to one backend only.
- * Each is reported on its own line. Redis keys with the SQLite backend
- * are an error, not a no-op: an operator who set url but not backend =
- * redis would get one SQLite file per machine, each client a full quota
- * on each. max_clients set with Redis likewise promises a bound that
- * Redis does not keep (its memory follows maxmemory and key expiry), and
- * synchronous or group_commit a durability or a batching it has not. A
- * list of seed nodes with backend = redis would silently use the first
- * node only; a Redis Cluster is reached over TCP and has database 0 only.
- * With a backend that was itself bad (already reported) nothing is
- * checked.
+ * After the whole file: the [store] keys that belong to one backend only,
+ * as the flags of the backend's row say (store_backends.h: the keys of a
+ * file, or of a server and its url). Each is reported on its own line.
+ * Redis keys with the SQLite backend are an error, not a no-op: an
+ * operator who set url but not backend = redis would get one SQLite file
+ * per machine, each client a full quota on each. max_clients set with
+ * Redis likewise promises a bound that Redis does not keep (its memory
+ * follows maxmemory and key expiry), and synchronous or group_commit a
+ * durability or a batching it has not. A list of seed nodes with backend
+ * = redis would silently use the first node only; a Redis Cluster is
+ * reached over TCP and has database 0 only. With a backend that was
+ * itself bad (already reported) nothing is checked.
  */
 void
 rlg_store_finish(struct rlg_parse *p)
@@ -385,7 +387,8 @@ rlg_store_finish(struct rlg_parse *p)
 	};
 	const struct rlg_store_config *sc = &p->cfg->store;
 	const struct rlg_set_lines *backend, *url;
-	bool cluster = sc->redis.cluster, sqlite;
+	bool cluster = sc->redis.cluster;
+	unsigned reads;
 	int line;
 	size_t i;
 
@@ -394,15 +397,16 @@ rlg_store_finish(struct rlg_parse *p)
 	p->cfg->store.sqlite.path_line = rlg_lines(p, 0, "store", "path")->ok;
 	if (p->backend_bad)
 		return;
-	sqlite = sc->backend == RLG_BACKEND_SQLITE;
 	for (i = 0; i < sizeof one_backend / sizeof one_backend[0]; i++) {
 		line = rlg_lines(p, 0, "store", one_backend[i][0])->ok;
-		if (line != 0 && sqlite != (*one_backend[i][1] == 's'))
+		reads = *one_backend[i][1] == 's' ? RLG_BACKEND_FILES :
+		    RLG_BACKEND_URL;
+		if (line != 0 && !rlg_backend_has(sc->backend, reads))
 			rlg_problem(p, line, "[store] %s: applies only to "
 			    "backend = %s%s", one_backend[i][0],
 			    one_backend[i][1], one_backend[i][2]);
 	}
-	if (sqlite) {
+	if (rlg_backend_has(sc->backend, RLG_BACKEND_FILES)) {
 		rlg_table_finish(p);
 		return;
 	}
@@ -412,6 +416,8 @@ rlg_store_finish(struct rlg_parse *p)
 		p->cfg->store.sqlite.commit = RLG_COMMIT_EACH;
 		p->cfg->store.sqlite.commit_auto = true;
 	}
+	if (!rlg_backend_has(sc->backend, RLG_BACKEND_URL))
+		return;
 	/* A url that was set but bad is reported for itself. */
 	if (url->first == 0)
 		rlg_problem(p, backend->ok, cluster ? "[store] backend: "

@@ -23,6 +23,7 @@
 
 #include "config.h"
 #include "config_priv.h"
+#include "store_backends.h"
 #include "util.h"
 
 /* The longest store path, in bytes (PATH_MAX less its NUL on Linux). */
@@ -37,10 +38,13 @@ static const struct rlg_word rlg_on_error_words[] = {
 	{ "closed", RLG_ON_ERROR_CLOSED }, { "open", RLG_ON_ERROR_OPEN },
 	{ NULL, 0 }
 };
+/* The words of the backends' rows, each with its row's index. */
+#define RLG_BACKEND_WORD_(e, word, flags, entry) { word, RLG_BACKEND_##e },
 static const struct rlg_word rlg_backend_words[] = {
-	{ "sqlite", RLG_BACKEND_SQLITE }, { "redis", RLG_BACKEND_REDIS },
-	{ "redis_cluster", RLG_BACKEND_WORD_CLUSTER }, { NULL, 0 }
+	RLG_STORE_BACKENDS(RLG_BACKEND_WORD_)
+	{ NULL, 0 }
 };
+#undef RLG_BACKEND_WORD_
 static const struct rlg_word rlg_clock_words[] = {
 	{ "redis", RLG_CLOCK_REDIS }, { "local", RLG_CLOCK_LOCAL },
 	{ NULL, 0 }
@@ -268,7 +272,7 @@ rlg_config_options(size_t *n)
 #define RLG_NAME_FN(fn, type, words) \
 	const char *fn(type v) { return rlg_word_name(words, (int)v); }
 RLG_NAME_FN(rlg_on_error_name, enum rlg_on_error, rlg_on_error_words)
-RLG_NAME_FN(rlg_store_backend_name, enum rlg_store_backend, rlg_backend_words)
+RLG_NAME_FN(rlg_store_backend_name, int, rlg_backend_words)
 RLG_NAME_FN(rlg_store_clock_name, enum rlg_store_clock, rlg_clock_words)
 RLG_NAME_FN(rlg_commit_name, enum rlg_commit, rlg_commit_words)
 RLG_NAME_FN(rlg_style_name, enum rlg_header_style, rlg_style_words)

@@ -206,12 +206,6 @@ rlg_option_set_fn rlg_set_cidrs, rlg_set_backend, rlg_set_url,
     rlg_set_route_cost, rlg_set_admin_allow, rlg_set_admin_prefix,
     rlg_set_status;
 
-/*
- * backend = redis_cluster is the Redis store in its cluster mode: backend
- * RLG_BACKEND_REDIS with redis_cluster set (rlg_set_backend).
- */
-#define RLG_BACKEND_WORD_CLUSTER (-1)
-
 /* The name of value among words (its first word), or NULL. */
 const char *rlg_word_name(const struct rlg_word *words, int value);
 

@@ -22,6 +22,7 @@
 
 #include "config.h"
 #include "config_priv.h"
+#include "store_backends.h"
 #include "util.h"
 
 static bool rlg_parse_int(const char *s, long long min, long long max,
@@ -332,9 +333,11 @@ rlg_set_backend(struct rlg_parse *p, const struct rlg_option *o,
 		p->backend_bad = true;
 		return false;
 	}
-	sc->redis.cluster = v == RLG_BACKEND_WORD_CLUSTER;
-	sc->backend = v == RLG_BACKEND_WORD_CLUSTER ? RLG_BACKEND_REDIS :
-	    (enum rlg_store_backend)v;
+	/* redis_cluster: the Redis store (its first row), in its cluster
+	 * mode. */
+	sc->redis.cluster =
+	    (rlg_backend_rows[v].flags & RLG_BACKEND_CLUSTER) != 0;
+	sc->backend = rlg_backend_first(v);
 	return true;
 }
 
@@ -621,36 +624,47 @@ rlg_set_route_path(struct rlg_parse *p, const struct rlg_option *o,
 	return true;
 }
 
+/*
+ * Whether items[i] repeats an earlier item of the list value: then a
+ * problem that names it, "BEFORE item AFTER given twice (got "value")".
+ */
+static bool
+rlg_list_repeat(struct rlg_parse *p, const struct rlg_option *o,
+    char *const *items, size_t i, const char *value, const char *before,
+    const char *after)
+{
+	size_t j;
+
+	for (j = 0; j < i; j++)
+		if (strcmp(items[j], items[i]) == 0) {
+			rlg_key_problem(p, o, "%s%s%s given twice (got \"%s\")",
+			    before, items[i], after, value);
+			return true;
+		}
+	return false;
+}
+
 /* Method names as a request carries them: uppercase letters, no repeat. */
 bool
 rlg_set_route_methods(struct rlg_parse *p, const struct rlg_option *o,
     const char *value, void *base)
 {
+	static const char upper[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
 	struct rlg_route *r = base;
-	const char *c;
 	char **items;
-	size_t i, j, n;
+	size_t i, n;
 	bool ok = true;
 
 	if (!rlg_list_split(p, o, value, RLG_ROUTE_METHODS_MAX, "methods",
 	    &items, &n))
 		return false;
 	for (i = 0; i < n; i++) {
-		for (c = items[i]; *c >= 'A' && *c <= 'Z';)
-			c++;
-		if (*c != '\0') {
+		if (items[i][strspn(items[i], upper)] != '\0') {
 			rlg_key_problem(p, o, "not a method: uppercase "
 			    "letters only (got \"%s\")", items[i]);
 			ok = false;
-			continue;
-		}
-		for (j = 0; j < i; j++) {
-			if (strcmp(items[j], items[i]) == 0) {
-				rlg_key_problem(p, o, "%s given twice "
-				    "(got \"%s\")", items[i], value);
-				ok = false;
-				break;
-			}
+		} else if (rlg_list_repeat(p, o, items, i, value, "", "")) {
+			ok = false;
 		}
 	}
 	if (!ok) {
@@ -673,7 +687,7 @@ rlg_set_route_policies(struct rlg_parse *p, const struct rlg_option *o,
 {
 	struct rlg_build *b = &p->rbuilds[p->cur];
 	char **items;
-	size_t i, j, n;
+	size_t i, n;
 	bool ok = true;
 
 	(void)base;
@@ -687,14 +701,8 @@ rlg_set_route_policies(struct rlg_parse *p, const struct rlg_option *o,
 			ok = false;
 			break;
 		}
-		for (j = 0; j < i; j++) {
-			if (strcmp(items[j], items[i]) == 0) {
-				rlg_key_problem(p, o, "[policy %s] given "
-				    "twice (got \"%s\")", items[i], value);
-				ok = false;
-				break;
-			}
-		}
+		if (rlg_list_repeat(p, o, items, i, value, "[policy ", "]"))
+			ok = false;
 	}
 	if (!ok || (n == 1 && strcmp(items[0], "none") == 0)) {
 		rlg_list_free(items, n);

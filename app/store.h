@@ -11,7 +11,7 @@
  * machine) and Redis (store_redis.c: one server, many gateways), chosen
  * by [store] backend; a rejection cache (store_cache.c) or the decision
  * table (store_table.c) wraps one. store.c dispatches the calls below;
- * store_open.c keeps the registry and opens (rlg_store_open,
+ * store_backends.h keeps the registry, store_open.c opens (rlg_store_open,
  * rlg_store_describe, rlg_store_check_files, rlg_store_can). Callers see
  * the same calls and the same semantics.
  */
@@ -26,6 +26,7 @@
 
 #include "config.h"
 #include "limiter.h"
+#include "store_backends.h"
 
 
 /*
@@ -131,14 +132,13 @@ struct rlg_store_ops {
 };
 
 /*
- * A store backend, registered by name (store_open.c's table of them):
- * what rlg_store_open, rlg_store_describe, rlg_store_check_files and
- * rlg_store_can consult, so that nothing outside the backend's own files
- * (and the config's parsing of its word) asks which backend a store is.
+ * A store backend, registered by name (a row of store_backends.h's table
+ * points at it): what rlg_store_open, rlg_store_describe,
+ * rlg_store_check_files and rlg_store_can consult, so that nothing
+ * outside the backend's own files and its row asks which backend a store
+ * is.
  */
 struct rlg_backend {
-	enum rlg_store_backend id;     /* what the config parsed the word to */
-	const char *name;              /* [store] backend's word */
 	const struct rlg_store_ops *ops;
 	unsigned caps;                 /* RLG_STORE_CAN_*: what it has */
 	/* "sqlite PATH" (rlg_store_describe), into buf. */

@@ -1,6 +1,7 @@
 /*
- * store_open.c: the registry of store backends and the opening of a
- * store. The backends register here by name (struct rlg_backend, store.h):
+ * store_open.c: the opening of a store, and what the rest of rlgate asks
+ * of a backend. The backends register by name in the table of
+ * store_backends.h, each row pointing at its struct rlg_backend (store.h):
  * rlg_store_open opens the one that [store] backend names and wraps it,
  * in the decision table (store_table.c) when it writes behind (SQLite
  * with commit = behind), else in the rejection cache (store_cache.c)
@@ -13,28 +14,17 @@
 #include <stdio.h>
 
 #include "store.h"
+#include "store_backends.h"
 #include "store_cache.h"
-#include "store_redis.h"
-#include "store_sqlite.h"
 #include "store_table.h"
 #include "util.h"
 
-/* Every backend, by the config's word for it. */
-static const struct rlg_backend *const backends[] = {
-	&rlg_sqlite_backend,
-	&rlg_redis_backend,
-};
-
-/* The backend that sc names (the first, SQLite, for a word none has). */
+/* The backend that sc names: its row's entry (the first row's, SQLite's,
+ * for an index no row has). */
 static const struct rlg_backend *
 backend_of(const struct rlg_store_config *sc)
 {
-	size_t i;
-
-	for (i = 0; i < sizeof backends / sizeof backends[0]; i++)
-		if (backends[i]->id == sc->backend)
-			return backends[i];
-	return backends[0];
+	return rlg_backend_row(sc->backend)->entry;
 }
 
 int

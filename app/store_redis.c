@@ -106,24 +106,17 @@ static int rd_ovr_rows(struct rd_store *s, const redisReply *h,
     int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx);
 
 
+/* What it has not (stats, idle, reset, survey, the decision table's
+ * calls) stays NULL: store.c answers that it cannot. */
 const struct rlg_store_ops rlg_store_redis_ops = {
-	.name = "redis",
-	.open = rd_open,
-	.step = rd_step,
-	.prune = rd_prune,
-	.close = rd_close,
-	.probe = rd_probe,
-	.overrides = rd_overrides,
+	.name = "redis", .open = rd_open, .step = rd_step, .prune = rd_prune,
+	.close = rd_close, .probe = rd_probe, .overrides = rd_overrides,
 };
 
+/* A server to probe; it keeps no files and never writes behind. */
 const struct rlg_backend rlg_redis_backend = {
-	.id = RLG_BACKEND_REDIS,
-	.name = "redis",
-	.ops = &rlg_store_redis_ops,
-	.caps = RLG_STORE_CAN_CONNECT,
+	.ops = &rlg_store_redis_ops, .caps = RLG_STORE_CAN_CONNECT,
 	.describe = rd_describe,
-	.check_files = NULL,            /* it keeps none */
-	.behind = NULL,
 };
 
 /*

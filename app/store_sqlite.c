@@ -63,8 +63,6 @@ const struct rlg_store_ops rlg_store_sqlite_ops = {
 };
 
 const struct rlg_backend rlg_sqlite_backend = {
-	.id = RLG_BACKEND_SQLITE,
-	.name = "sqlite",
 	.ops = &rlg_store_sqlite_ops,
 	.caps = RLG_STORE_CAN_COMMIT,
 	.describe = sq_describe,

@@ -57,8 +57,15 @@ struct rlg_t_word {
     "m (e.g. 500ms, 2s, 1m)"
 #define RLG_T_MAXC_RANGE "must be an integer from 0 to 1000000000"
 #define RLG_T_BURST_RANGE "must be an integer from 1 to 1000000000"
-#define RLG_T_ALGORITHMS \
-    "must be one of fixed_window, sliding_window, token_bucket, sliding_log"
+/*
+ * The words of the algorithms and of the backends, listed as their
+ * tables list them (RLG_ALGORITHMS, limiter.h; RLG_STORE_BACKENDS,
+ * store_backends.h), so that a new one needs no edit here: an expected
+ * message writes the marker, and rlg_t_expect puts the list in its place
+ * (rlg_t_words) before it compares the whole message.
+ */
+#define RLG_T_ALGORITHMS "must be one of <algorithms>"
+#define RLG_T_BACKENDS "must be one of <backends>"
 #define RLG_T_STYLES "must be one of draft03, ietf, x-ratelimit, all, none"
 #define RLG_T_NEED_SECRET "header keys are stored hashed: set [client] " \
     "key_secret (at least 16 random bytes, e.g. openssl rand -hex 32)"
@@ -340,9 +347,9 @@ static const struct rlg_t_bad rlg_t_bad_values[] = {
 	    "(got \"warning\")" },
 	/* [store] backend, url, connect_timeout_ms, timeout_ms, clock */
 	{ "store", "backend", "mysql",
-	    "[store] backend: must be one of sqlite, redis, redis_cluster (got \"mysql\")" },
+	    "[store] backend: " RLG_T_BACKENDS " (got \"mysql\")" },
 	{ "store", "backend", "Redis",
-	    "[store] backend: must be one of sqlite, redis, redis_cluster (got \"Redis\")" },
+	    "[store] backend: " RLG_T_BACKENDS " (got \"Redis\")" },
 	{ "store", "backend", "",
 	    "[store] backend: must not be empty" },
 	{ "store", "clock", "utc",
@@ -574,18 +581,75 @@ rlg_t_load(const char *text, int *n, struct rlg_config **cfg)
 	return buf;
 }
 
-/* text must fail with exactly count problems, printed exactly as want. */
+#define RLG_T_ALG_WORD_(e, name) #name,
+static const char *const rlg_t_algorithm_words[] = {
+	RLG_ALGORITHMS(RLG_T_ALG_WORD_) NULL
+};
+#undef RLG_T_ALG_WORD_
+#define RLG_T_BACKEND_WORD_(e, word, flags, entry) word,
+static const char *const rlg_t_backend_words[] = {
+	RLG_STORE_BACKENDS(RLG_T_BACKEND_WORD_) NULL
+};
+#undef RLG_T_BACKEND_WORD_
+
+/*
+ * want with each <algorithms> and <backends> replaced by the words of
+ * their table, "a, b, c" (RLG_T_ALGORITHMS); a new string.
+ */
+static char *
+rlg_t_words(const char *want)
+{
+	static const struct {
+		const char *marker;
+		const char *const *words;
+	} lists[] = {
+		{ "<algorithms>", rlg_t_algorithm_words },
+		{ "<backends>", rlg_t_backend_words },
+	};
+	char *buf = NULL;
+	const char *at, *next;
+	size_t len = 0, i, j, m;
+	FILE *out;
+
+	out = open_memstream(&buf, &len);
+	ck_assert_ptr_nonnull(out);
+	for (at = want; *at != '\0'; at = next) {
+		next = at + 1;
+		for (i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+			m = strlen(lists[i].marker);
+			if (strncmp(at, lists[i].marker, m) != 0)
+				continue;
+			for (j = 0; lists[i].words[j] != NULL; j++)
+				fprintf(out, "%s%s", j > 0 ? ", " : "",
+				    lists[i].words[j]);
+			next = at + m;
+			break;
+		}
+		if (i == sizeof lists / sizeof lists[0])
+			fputc(*at, out);
+	}
+	fclose(out);
+	ck_assert_ptr_nonnull(buf);
+	return buf;
+}
+
+/*
+ * text must fail with exactly count problems, printed exactly as want
+ * (its word lists put in by rlg_t_words).
+ */
 static void
 rlg_t_expect(const char *text, int count, const char *want)
 {
 	struct rlg_config *cfg;
-	char *errs;
+	char *errs, *words;
 	int n;
 
 	errs = rlg_t_load(text, &n, &cfg);
-	ck_assert_str_eq(errs, want);
+	words = rlg_t_words(want);
+	ck_assert_str_eq(errs, words);
 	ck_assert_int_eq(n, count);
 	ck_assert_ptr_null(cfg);
+	free(words);
 	free(errs);
 }
 
@@ -3216,8 +3280,8 @@ START_TEST(test_redis_store_errors)
 	rlg_t_expect(
 	    "[store]\nbackend = memcached\nurl = redis://h\nmax_clients = 1\n",
 	    1,
-	    "t.conf:2: [store] backend: must be one of sqlite, redis, "
-	    "redis_cluster (got \"memcached\")\n");
+	    "t.conf:2: [store] backend: " RLG_T_BACKENDS
+	    " (got \"memcached\")\n");
 	/* Set twice. */
 	rlg_t_expect(
 	    "[store]\nbackend = redis\nurl = redis://a\nurl = redis://b\n", 1,
@@ -3793,8 +3857,7 @@ START_TEST(test_empty_backend)
 	    "t.conf:3: [store] url: applies only to backend = redis or "
 	    "redis_cluster\n");
 	rlg_t_expect("[store]\nbackend = x\nurl = redis://h\n", 1,
-	    "t.conf:2: [store] backend: must be one of sqlite, redis, "
-	    "redis_cluster (got \"x\")\n");
+	    "t.conf:2: [store] backend: " RLG_T_BACKENDS " (got \"x\")\n");
 }
 END_TEST
 

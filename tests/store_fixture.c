@@ -70,7 +70,7 @@ static char base_dir[64];
 char case_dir[128];
 static int case_seq;
 
-enum rlg_store_backend backend = RLG_BACKEND_SQLITE;
+int backend = RLG_BACKEND_SQLITE;
 bool cluster_mode;
 struct rlg_test_redis redis_srv;
 struct rlg_test_redis_cluster cluster_srv;

@@ -79,7 +79,7 @@ extern char case_dir[128];
  * the Redis backend against the suite's three-master cluster, where every
  * path is database 0 (a cluster has no other).
  */
-extern enum rlg_store_backend backend;
+extern int backend;     /* its row (store_backends.h): RLG_BACKEND_SQLITE.. */
 extern bool cluster_mode;
 extern struct rlg_test_redis redis_srv;
 extern struct rlg_test_redis_cluster cluster_srv;
