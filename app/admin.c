@@ -40,11 +40,23 @@ static void put_metrics_histogram(const struct rlg_metrics_sums *m,
 static bool flushes(const struct rlg_config *cfg);
 static double flush_age_s(const struct rlg_metrics_sums *m);
 
+/* The endpoints, by what follows the prefix in the path. */
+static const struct {
+	const char *rest;
+	enum rlg_admin_endpoint e;
+} endpoints[] = {
+	{ "", RLG_ADMIN_PAGE },
+	{ "/", RLG_ADMIN_PAGE },
+	{ "/metrics", RLG_ADMIN_METRICS },
+	{ "/health", RLG_ADMIN_HEALTH },
+	{ "/status", RLG_ADMIN_STATUS },
+};
+
 enum rlg_admin_endpoint
 rlg_admin_match(const struct rlg_config *cfg, const struct rlg_request *r)
 {
 	const struct rlg_admin_config *ac = &cfg->admin;
-	size_t n;
+	size_t n, i;
 	const char *rest;
 
 	if (ac->nallow == 0 || r->role == RLG_ROLE_OTHER || !r->path_ok ||
@@ -59,14 +71,9 @@ rlg_admin_match(const struct rlg_config *cfg, const struct rlg_request *r)
 	if (rlg_request_guards(r))
 		return RLG_ADMIN_PASS;
 	rest = r->path + n;
-	if (strcmp(rest, "") == 0 || strcmp(rest, "/") == 0)
-		return RLG_ADMIN_PAGE;
-	if (strcmp(rest, "/metrics") == 0)
-		return RLG_ADMIN_METRICS;
-	if (strcmp(rest, "/health") == 0)
-		return RLG_ADMIN_HEALTH;
-	if (strcmp(rest, "/status") == 0)
-		return RLG_ADMIN_STATUS;
+	for (i = 0; i < sizeof endpoints / sizeof endpoints[0]; i++)
+		if (strcmp(rest, endpoints[i].rest) == 0)
+			return endpoints[i].e;
 	return RLG_ADMIN_UNKNOWN;
 }
 
