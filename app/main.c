@@ -332,14 +332,24 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	/* The options that keep their argument, and those that are flags. */
+	const char **const keep[128] = { ['c'] = &o->config, ['l'] = &o->log,
+		['r'] = &o->reset, ['p'] = &o->policy };
+	int *const flag[128] = { ['C'] = &o->check_only, ['s'] = &o->strict,
+		['k'] = &o->hash_key };
 	int c;
 
 	while ((c = getopt_long(argc, argv, "c:t:P:l:Csr:p:kVh", opts, NULL)) !=
 	    -1) {
+		if (c > 0 && c < 128 && keep[c] != NULL) {
+			*keep[c] = optarg;
+			continue;
+		}
+		if (c > 0 && c < 128 && flag[c] != NULL) {
+			*flag[c] = 1;
+			continue;
+		}
 		switch (c) {
-		case 'c':
-			o->config = optarg;
-			break;
 		case 't':
 			if (parse_count("threads", optarg, THREADS_MAX,
 			    &o->threads) != 0)
@@ -349,24 +359,6 @@ parse_options(int argc, char **argv, struct options *o)
 			if (parse_count("processes", optarg,
 			    RLG_SUPERVISOR_PROCESSES_MAX, &o->processes) != 0)
 				return RLG_EXIT_USAGE;
-			break;
-		case 'l':
-			o->log = optarg;
-			break;
-		case 'C':
-			o->check_only = 1;
-			break;
-		case 's':
-			o->strict = 1;
-			break;
-		case 'r':
-			o->reset = optarg;
-			break;
-		case 'p':
-			o->policy = optarg;
-			break;
-		case 'k':
-			o->hash_key = 1;
 			break;
 		case 'V':
 			printf("rlgate %s\n", PACKAGE_VERSION);
