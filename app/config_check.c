@@ -371,24 +371,32 @@ rlg_routes_finish(struct rlg_parse *p)
 void
 rlg_store_finish(struct rlg_parse *p)
 {
-	/* Each key of one backend: the backend, and why (for SQLite's). */
-	static const char *const one_backend[][3] = {
-		{ "url", "redis or redis_cluster", "" },
-		{ "connect_timeout_ms", "redis or redis_cluster", "" },
-		{ "timeout_ms", "redis or redis_cluster", "" },
-		{ "clock", "redis or redis_cluster", "" },
-		{ "max_clients", "sqlite", ": Redis memory is bounded by its "
-		    "maxmemory and by the expiry of the keys" },
-		{ "synchronous", "sqlite", ": Redis durability is its own "
-		    "appendfsync" },
-		{ "group_commit", "sqlite", "" },
-		{ "commit", "sqlite", "" },
-		{ "flush_ms", "sqlite", "" },
+	/*
+	 * Each key that only some backends read: what it is of [store]
+	 * (RLG_BACKEND_*), the backends that read it, and why (for
+	 * SQLite's).
+	 */
+	static const struct {
+		const char *key;
+		unsigned reads;
+		const char *backends, *why;
+	} one_backend[] = {
+		{ "url", RLG_BACKEND_URL, "redis or redis_cluster", "" },
+		{ "connect_timeout_ms", RLG_BACKEND_URL,
+		    "redis or redis_cluster", "" },
+		{ "timeout_ms", RLG_BACKEND_URL, "redis or redis_cluster", "" },
+		{ "clock", RLG_BACKEND_URL, "redis or redis_cluster", "" },
+		{ "max_clients", RLG_BACKEND_FILES, "sqlite", ": Redis memory "
+		    "is bounded by its maxmemory and by the expiry of the keys" },
+		{ "synchronous", RLG_BACKEND_FILES, "sqlite", ": Redis "
+		    "durability is its own appendfsync" },
+		{ "group_commit", RLG_BACKEND_FILES, "sqlite", "" },
+		{ "commit", RLG_BACKEND_FILES, "sqlite", "" },
+		{ "flush_ms", RLG_BACKEND_FILES, "sqlite", "" },
 	};
 	const struct rlg_store_config *sc = &p->cfg->store;
 	const struct rlg_set_lines *backend, *url;
 	bool cluster = sc->redis.cluster;
-	unsigned reads;
 	int line;
 	size_t i;
 
@@ -398,13 +406,12 @@ rlg_store_finish(struct rlg_parse *p)
 	if (p->backend_bad)
 		return;
 	for (i = 0; i < sizeof one_backend / sizeof one_backend[0]; i++) {
-		line = rlg_lines(p, 0, "store", one_backend[i][0])->ok;
-		reads = *one_backend[i][1] == 's' ? RLG_BACKEND_FILES :
-		    RLG_BACKEND_URL;
-		if (line != 0 && !rlg_backend_has(sc->backend, reads))
+		line = rlg_lines(p, 0, "store", one_backend[i].key)->ok;
+		if (line != 0 &&
+		    !rlg_backend_has(sc->backend, one_backend[i].reads))
 			rlg_problem(p, line, "[store] %s: applies only to "
-			    "backend = %s%s", one_backend[i][0],
-			    one_backend[i][1], one_backend[i][2]);
+			    "backend = %s%s", one_backend[i].key,
+			    one_backend[i].backends, one_backend[i].why);
 	}
 	if (rlg_backend_has(sc->backend, RLG_BACKEND_FILES)) {
 		rlg_table_finish(p);

@@ -1,7 +1,7 @@
 /*
  * store_redis.h: the Redis store (store_redis.c and the files of
  * store_redis_parts.h), as the rest of rlgate sees it: its operations
- * and its entry in the registry of backends (store_open.c).
+ * and its entry in the registry of backends (store_backends.h).
  */
 #ifndef RLG_STORE_REDIS_H
 #define RLG_STORE_REDIS_H

@@ -1,7 +1,7 @@
 /*
  * store_sqlite.h: the SQLite store (store_sqlite.c and the files of
  * store_sqlite_parts.h), as the rest of rlgate sees it: its operations,
- * its entry in the registry of backends (store_open.c), and its states
+ * its entry in the registry of backends (store_backends.h), and its states
  * in bulk (store_sqlite_rows.c), which its operations also give the
  * decision table (struct rlg_store_ops: scan, begin, put, commit,
  * rollback, cache, ident).
