@@ -460,6 +460,7 @@ rlg_url_changed(const struct rlg_redis_config *r,
 	if (!rlg_same_str(r->host, t->host) || r->port != t->port ||
 	    !rlg_same_str(r->socket, t->socket) ||
 	    !rlg_same_str(r->user, t->user) ||
+	    !rlg_same_str(r->master, t->master) ||
 	    !rlg_same_str(r->password, t->password) || r->db != t->db ||
 	    r->cluster != t->cluster || r->nseeds != t->nseeds)
 		return true;

@@ -431,7 +431,11 @@ rlg_store_finish(struct rlg_parse *p)
 		    "redis_cluster needs [store] url = redis://HOST:PORT"
 		    "[,HOST:PORT...] (seed nodes)" : "[store] backend: redis "
 		    "needs [store] url = redis://HOST:PORT or unix:/PATH");
-	if (url->ok != 0 && !cluster && sc->redis.nseeds > 0)
+	if (url->ok != 0 && cluster && sc->redis.master != NULL)
+		rlg_problem(p, url->ok, "[store] url: redis+sentinel:// "
+		    "names one master for backend = redis, not a cluster");
+	if (url->ok != 0 && !cluster && sc->redis.nseeds > 0 &&
+	    sc->redis.master == NULL)
 		rlg_problem(p, url->ok, "[store] url: several HOST:PORT "
 		    "are the seed nodes of a Redis Cluster: set backend = "
 		    "redis_cluster, or name one server");

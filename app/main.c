@@ -436,7 +436,8 @@ check_config(const struct rlg_config *cfg, const char *path,
  * SELECT, SCRIPT LOAD: store_redis_io.c) and PINGs, within [store]
  * connect_timeout_ms and timeout_ms, and says so on standard output:
  * "redis: reachable at HOST:PORT, script loaded" (a cluster: at its
- * first seed). When it cannot, one line on standard error says why
+ * first seed; Sentinel: "redis: sentinel H:P says master NAME is at H:P:
+ * reachable, script loaded"). When it cannot, one line on standard error says why
  * ("redis: not reachable at HOST:PORT: why"): a warning, as rlgate would
  * start and answer as on_error says until Redis is back, unless strict,
  * when it is the problem that fails the check: -1 then, else 0.
@@ -452,7 +453,10 @@ check_redis(const struct rlg_config *cfg, const char *path, bool strict)
 
 	if (!rlg_store_can(&cfg->store, RLG_STORE_CAN_CONNECT))
 		return 0;
-	if (rc->socket != NULL)
+	if (rc->master != NULL)
+		snprintf(where, sizeof where, "master %s (via sentinels)",
+		    rc->master);
+	else if (rc->socket != NULL)
 		snprintf(where, sizeof where, "unix:%s", rc->socket);
 	else
 		snprintf(where, sizeof where, strchr(rc->host != NULL ?
@@ -462,7 +466,10 @@ check_redis(const struct rlg_config *cfg, const char *path, bool strict)
 	rlg_log_set_store_quiet(true);
 	ok = rlg_store_open(&cfg->store, &s) == RLG_OK &&
 	    rlg_store_probe(s, rlg_now_ms()) == RLG_OK;
-	if (ok)
+	if (ok && rc->master != NULL)
+		printf("redis: %s: reachable, script loaded\n",
+		    rlg_store_errmsg(s));
+	else if (ok)
 		printf("%s: reachable at %s%s, script loaded\n", rc->cluster ?
 		    "redis_cluster" : "redis", where, rc->cluster ?
 		    " (the first seed)" : "");

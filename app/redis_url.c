@@ -31,6 +31,12 @@ static int rlg_url_unix(struct rlg_redis_config *rc, const char *rest,
     char *why, size_t size);
 static int rlg_url_tcp(struct rlg_redis_config *rc, const char *rest,
     char *why, size_t size);
+static int rlg_url_sentinel(struct rlg_redis_config *rc, const char *rest,
+    char *why, size_t size);
+static int rlg_url_userinfo(struct rlg_redis_config *rc, const char *rest,
+    const char **hostp, char *why, size_t size);
+static int rlg_url_list(struct rlg_redis_config *rc, const char **sp,
+    size_t max, int defport, char *why, size_t size);
 static int rlg_url_host(const char **sp, char **hostp, int *portp,
     char *why, size_t size);
 static bool rlg_url_decode(const char *s, size_t len, char **out);
@@ -49,6 +55,8 @@ rlg_redis_url_parse(struct rlg_redis_config *rc, const char *url,
 	tmp.port = RLG_DEFAULT_REDIS_PORT;
 	if (strncmp(url, "redis://", 8) == 0) {
 		ret = rlg_url_tcp(&tmp, url + 8, why, size);
+	} else if (strncmp(url, "redis+sentinel://", 17) == 0) {
+		ret = rlg_url_sentinel(&tmp, url + 17, why, size);
 	} else if (strncmp(url, "unix:", 5) == 0) {
 		ret = rlg_url_unix(&tmp, url + 5, why, size);
 	} else if (strncmp(url, "rediss://", 9) == 0) {
@@ -56,7 +64,8 @@ rlg_redis_url_parse(struct rlg_redis_config *rc, const char *url,
 		    "redis:// on a trusted network, or a unix socket");
 		ret = -1;
 	} else {
-		snprintf(why, size, "must start with redis:// or unix:");
+		snprintf(why, size, "must start with redis://, "
+		    "redis+sentinel:// or unix:");
 		ret = -1;
 	}
 	if (ret != 0) {
@@ -72,6 +81,7 @@ rlg_redis_url_parse(struct rlg_redis_config *rc, const char *url,
 	rc->db = tmp.db;
 	rc->seeds = tmp.seeds;
 	rc->nseeds = tmp.nseeds;
+	rc->master = tmp.master;
 	return 0;
 }
 
@@ -102,9 +112,11 @@ rlg_redis_describe(const struct rlg_redis_config *rc, char *buf, size_t size)
 	}
 	if (rc->db != 0)
 		snprintf(db, sizeof db, "/%d", rc->db);
-	if (rc->cluster) {
-		/* The seed nodes, as many as fit. */
-		len = (size_t)snprintf(buf, size, "redis_cluster ");
+	if (rc->cluster || rc->master != NULL) {
+		/* The seed nodes or the sentinels, as many as fit. */
+		len = rc->master != NULL ? (size_t)snprintf(buf, size,
+		    "redis sentinel master %s via ", rc->master) :
+		    (size_t)snprintf(buf, size, "redis_cluster ");
 		for (i = 0; i <= rc->nseeds && len < size; i++) {
 			host = i == 0 ? rc->host :
 			    rc->seeds[i - 1].host;
@@ -126,77 +138,22 @@ rlg_redis_describe(const struct rlg_redis_config *rc, char *buf, size_t size)
 
 /*
  * redis://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...][/DB], rest after
- * "redis://". The userinfo ends at the last '@', so a password may hold
- * '@', '/' and ',' as they are; %XX escapes are decoded too. The first
- * HOST:PORT goes to rc->host and port, the others (a Redis
- * Cluster's seed nodes) to its seeds. A little over 80 lines: the
- * userinfo, the host list and the database are one left-to-right pass
- * with one cursor, which pieces would only hand to each other.
+ * "redis://": the userinfo, the host list, the database. The first
+ * HOST:PORT goes to rc->host and port, the others (a Redis Cluster's seed
+ * nodes) to its seeds.
  */
 static int
 rlg_url_tcp(struct rlg_redis_config *rc, const char *rest, char *why,
     size_t size)
 {
-	const char *at, *host, *colon, *s;
+	const char *s;
 	long long v;
-	size_t len, i;
-	char *h;
-	int port;
+	size_t len;
 
-	at = strrchr(rest, '@');
-	if (at != NULL) {
-		colon = memchr(rest, ':', (size_t)(at - rest));
-		if (colon == NULL) {
-			snprintf(why, size, "a user needs a password "
-			    "(redis://USER:PASSWORD@HOST)");
-			return -1;
-		}
-		if (colon + 1 == at) {
-			snprintf(why, size, "empty password");
-			return -1;
-		}
-		if ((colon > rest && !rlg_url_decode(rest,
-		    (size_t)(colon - rest), &rc->user)) ||
-		    !rlg_url_decode(colon + 1, (size_t)(at - colon - 1),
-		    &rc->password)) {
-			snprintf(why, size, "bad %%XX escape in the user or "
-			    "password");
-			return -1;
-		}
-		host = at + 1;
-	} else {
-		host = rest;
-	}
-
-	s = host;
-	for (i = 0;; i++) {
-		if (i == RLG_REDIS_SEEDS_MAX) {
-			snprintf(why, size, "more than %d HOST:PORT in the "
-			    "list", RLG_REDIS_SEEDS_MAX);
-			return -1;
-		}
-		if (i > 0 && (*s == ',' || *s == '/' || *s == '\0')) {
-			snprintf(why, size, "empty HOST:PORT in the list");
-			return -1;
-		}
-		if (rlg_url_host(&s, &h, &port, why, size) != 0)
-			return -1;
-		if (i == 0) {
-			rc->host = h;
-			rc->port = port;
-		} else {
-			if (rc->seeds == NULL)
-				rc->seeds = rlg_xcalloc(
-				    RLG_REDIS_SEEDS_MAX - 1,
-				    sizeof *rc->seeds);
-			rc->seeds[i - 1].host = h;
-			rc->seeds[i - 1].port = port;
-			rc->nseeds = i;
-		}
-		if (*s != ',')
-			break;
-		s++;
-	}
+	if (rlg_url_userinfo(rc, rest, &s, why, size) != 0 ||
+	    rlg_url_list(rc, &s, RLG_REDIS_SEEDS_MAX, RLG_DEFAULT_REDIS_PORT,
+	    why, size) != 0)
+		return -1;
 	if (*s == '/') {
 		len = strlen(s + 1);
 		if (len > 0 && !rlg_url_number(s + 1, len, RLG_REDIS_DB_MAX,
@@ -217,9 +174,138 @@ rlg_url_tcp(struct rlg_redis_config *rc, const char *rest, char *why,
 }
 
 /*
+ * redis+sentinel://[[USER]:PASSWORD@]HOST[:PORT][,...]/MASTER[?db=N],
+ * rest after the scheme: the sentinels (port 26379 by default) to host,
+ * port and seeds, the master's name to master; the userinfo and the
+ * database are the master's.
+ */
+static int
+rlg_url_sentinel(struct rlg_redis_config *rc, const char *rest, char *why,
+    size_t size)
+{
+	const char *s, *name;
+	long long v;
+	size_t len;
+
+	if (rlg_url_userinfo(rc, rest, &s, why, size) != 0 ||
+	    rlg_url_list(rc, &s, RLG_REDIS_SENTINELS_MAX,
+	    RLG_DEFAULT_SENTINEL_PORT, why, size) != 0)
+		return -1;
+	name = *s == '/' ? s + 1 : s;
+	len = strcspn(name, "?");
+	if (*s != '/' || len == 0) {
+		snprintf(why, size, "no master name (redis+sentinel://"
+		    "HOST:PORT[,HOST:PORT...]/MASTERNAME)");
+		return -1;
+	}
+	if (!rlg_token_ok(name, len, RLG_REDIS_MASTER_MAX, "._-")) {
+		snprintf(why, size, "bad master name: 1 to %d of A-Z a-z 0-9"
+		    " . - _", RLG_REDIS_MASTER_MAX);
+		return -1;
+	}
+	rc->master = rlg_xmalloc(len + 1);
+	memcpy(rc->master, name, len);
+	rc->master[len] = '\0';
+	s = name + len;
+	if (*s == '\0')
+		return 0;
+	if (strncmp(s, "?db=", 4) != 0 || !rlg_url_number(s + 4,
+	    strlen(s + 4), RLG_REDIS_DB_MAX, &v)) {
+		snprintf(why, size, "after the master name only ?db=N, N an "
+		    "integer from 0 to %d", RLG_REDIS_DB_MAX);
+		return -1;
+	}
+	rc->db = (int)v;
+	return 0;
+}
+
+/*
+ * The userinfo of rest (after "SCHEME://"), [[USER]:PASSWORD@], into
+ * rc->user and password; *hostp where the hosts begin. The userinfo ends
+ * at the last '@', so a password may hold '@', '/' and ',' as they are;
+ * %XX escapes are decoded too. 0, or -1 (why).
+ */
+static int
+rlg_url_userinfo(struct rlg_redis_config *rc, const char *rest,
+    const char **hostp, char *why, size_t size)
+{
+	const char *at, *colon;
+
+	at = strrchr(rest, '@');
+	*hostp = at != NULL ? at + 1 : rest;
+	if (at == NULL)
+		return 0;
+	colon = memchr(rest, ':', (size_t)(at - rest));
+	if (colon == NULL) {
+		snprintf(why, size, "a user needs a password "
+		    "(redis://USER:PASSWORD@HOST)");
+		return -1;
+	}
+	if (colon + 1 == at) {
+		snprintf(why, size, "empty password");
+		return -1;
+	}
+	if ((colon > rest && !rlg_url_decode(rest, (size_t)(colon - rest),
+	    &rc->user)) || !rlg_url_decode(colon + 1,
+	    (size_t)(at - colon - 1), &rc->password)) {
+		snprintf(why, size, "bad %%XX escape in the user or "
+		    "password");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * HOST[:PORT][,HOST[:PORT]...] at *sp, at most max of them, each port
+ * defport if none; *sp is moved past the list. The first goes to
+ * rc->host and port, the others to rc->seeds. 0, or -1 (why).
+ */
+static int
+rlg_url_list(struct rlg_redis_config *rc, const char **sp, size_t max,
+    int defport, char *why, size_t size)
+{
+	const char *s = *sp;
+	size_t i;
+	char *h;
+	int port;
+
+	for (i = 0;; i++) {
+		if (i == max) {
+			snprintf(why, size, "more than %zu HOST:PORT in the "
+			    "list", max);
+			return -1;
+		}
+		if (i > 0 && (*s == ',' || *s == '/' || *s == '\0')) {
+			snprintf(why, size, "empty HOST:PORT in the list");
+			return -1;
+		}
+		if (rlg_url_host(&s, &h, &port, why, size) != 0)
+			return -1;
+		if (port == 0)
+			port = defport;
+		if (i == 0) {
+			rc->host = h;
+			rc->port = port;
+		} else {
+			if (rc->seeds == NULL)
+				rc->seeds = rlg_xcalloc(max - 1,
+				    sizeof *rc->seeds);
+			rc->seeds[i - 1].host = h;
+			rc->seeds[i - 1].port = port;
+			rc->nseeds = i;
+		}
+		if (*s != ',')
+			break;
+		s++;
+	}
+	*sp = s;
+	return 0;
+}
+
+/*
  * One HOST[:PORT] at *sp, up to a ',', a '/' or the end; *sp is moved
- * past it. The host (a new string) into *hostp, the port (6379 if none)
- * into *portp. 0, or -1 with why set and nothing allocated.
+ * past it. The host (a new string) into *hostp, the port (0 if none:
+ * the caller's default) into *portp. 0, or -1 with why set and nothing allocated.
  */
 static int
 rlg_url_host(const char **sp, char **hostp, int *portp, char *why,
@@ -274,7 +360,7 @@ rlg_url_host(const char **sp, char **hostp, int *portp, char *why,
 			return -1;
 		}
 	}
-	*portp = RLG_DEFAULT_REDIS_PORT;
+	*portp = 0;
 	if (*s == ':') {
 		end = s + 1 + strcspn(s + 1, "/,");
 		if (!rlg_url_number(s + 1, (size_t)(end - s - 1), 65535, &v) ||
@@ -522,6 +608,8 @@ rlg_redis_config_free(struct rlg_redis_config *rc)
 	rc->nseeds = 0;
 	free(rc->host);
 	free(rc->socket);
+	free(rc->master);
+	rc->master = NULL;
 	free(rc->user);
 	free(rc->password);
 	rc->host = NULL;

@@ -19,6 +19,9 @@
 #define RLG_REDIS_TIMEOUT_MS_MAX 60000
 #define RLG_REDIS_DB_MAX 2147483647
 #define RLG_REDIS_SEEDS_MAX 32                /* HOST:PORT in one url */
+#define RLG_REDIS_SENTINELS_MAX 16            /* sentinels in one url */
+#define RLG_REDIS_MASTER_MAX 64               /* a sentinel's master name */
+#define RLG_DEFAULT_SENTINEL_PORT 26379
 
 /* One more seed node of a Redis Cluster ([store] url). */
 struct rlg_redis_seed {
@@ -56,6 +59,14 @@ struct rlg_redis_config {
 	bool cluster;
 	struct rlg_redis_seed *seeds;
 	size_t nseeds;             /* < RLG_REDIS_SEEDS_MAX */
+	/*
+	 * redis+sentinel://: the name of the master the sentinels watch (1
+	 * to RLG_REDIS_MASTER_MAX of A-Z a-z 0-9 . - _), or NULL. Then
+	 * host:port and seeds are the sentinels (at most
+	 * RLG_REDIS_SENTINELS_MAX), user, password and db the master's: the
+	 * sentinels are asked without a password.
+	 */
+	char *master;
 	int connect_timeout_ms;    /* the connects of a step, together (TCP or
 	                              socket); 0: the default */
 	int timeout_ms;            /* the commands of a step: one deadline;
@@ -65,10 +76,12 @@ struct rlg_redis_config {
 
 /*
  * Parses a Redis address into rc, replacing what its address fields
- * (host, port, socket, user, password, db, seeds) held:
+ * (host, port, socket, user, password, db, seeds, master) held:
  *   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]   (PORT 6379 by default)
  *   redis://[[USER]:PASSWORD@]HOST[:PORT],HOST[:PORT]...[/DB]
  *   unix:/PATH[?db=N][&password=P][&user=U]      (unix:///PATH too)
+ *   redis+sentinel://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...]/MASTER[?db=N]
+ *                                                (PORT 26379 by default)
  * HOST is a name, an IPv4 address or an IPv6 one in brackets; USER and
  * PASSWORD may hold %XX escapes (%40 for '@'). A list (at most
  * RLG_REDIS_SEEDS_MAX) names the seed nodes of a Redis Cluster: the first
@@ -83,7 +96,8 @@ int rlg_redis_url_parse(struct rlg_redis_config *rc, const char *url,
 /*
  * Where a Redis store is, for the logs, never with a password:
  * "redis HOST:PORT[/DB]", "redis [V6ADDR]:PORT", "redis unix:PATH[?db=N]",
- * "redis_cluster HOST:PORT,HOST:PORT..." (the seed nodes). Writes into
+ * "redis_cluster HOST:PORT,HOST:PORT..." (the seed nodes),
+ * "redis sentinel master NAME via HOST:PORT,...[/DB]". Writes into
  * buf (size bytes) and returns it.
  */
 const char *rlg_redis_describe(const struct rlg_redis_config *rc, char *buf,
@@ -96,8 +110,8 @@ const char *rlg_redis_describe(const struct rlg_redis_config *rc, char *buf,
  */
 char *rlg_redis_url_masked(const char *url);
 
-/* Frees the strings and seeds of rc and sets them to NULL (and its db to
- * 0); the other fields are left alone. */
+/* Frees the strings and seeds of rc (the master name too) and sets them
+ * to NULL (and its db to 0); the other fields are left alone. */
 void rlg_redis_config_free(struct rlg_redis_config *rc);
 
 #endif

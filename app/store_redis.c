@@ -1,6 +1,7 @@
 /*
  * store_redis.c: the Redis store, for many gateways sharing one limit:
- * one Redis server, or a Redis Cluster ([store] backend = redis_cluster).
+ * one Redis server, a master its Redis Sentinels name (redis+sentinel://),
+ * or a Redis Cluster ([store] backend = redis_cluster).
  * A handle belongs to one worker thread and holds its own connections.
  *
  * A step is one EVALSHA of db/redis/step.lua (compiled in as
@@ -69,7 +70,8 @@
  * SELECT, SCRIPT LOAD), sends and reads by the step's deadline and keeps
  * each server's backoff;
  * store_redis_cluster.c is the Redis Cluster (the slot map, slot groups,
- * redirections, the charges' EXISTS).
+ * redirections, the charges' EXISTS); store_redis_sentinel.c finds the
+ * master of a Sentinel setup on each connect to it.
  */
 #include <assert.h>
 #include <stdbool.h>
@@ -93,6 +95,7 @@ static int rd_step(struct rlg_store *base, const struct rlg_store_item *items,
 static int rd_prune(struct rlg_store *base, int64_t now_ms,
     int64_t *deleted);
 static void rd_close(struct rlg_store *base);
+static int rd_ready0(struct rd_store *s);
 static int rd_check_items(struct rd_store *s,
     const struct rlg_store_item *items, size_t n, int64_t now_ms);
 
@@ -189,14 +192,18 @@ rd_open(const struct rlg_store_config *cfg, struct rlg_store **out)
 		return RLG_ESTORE;
 	}
 	if (!s->cluster) {
-		if (cfg->redis.nseeds > 0) {
+		if (cfg->redis.nseeds > 0 && cfg->redis.master == NULL) {
 			rd_seterr(s, "%s: several servers in [store] url need"
 			    " backend = redis_cluster", s->name);
 			return RLG_ESTORE;
 		}
-		(void)rd_node_add(s, cfg->redis.host, cfg->redis.port,
-		    cfg->redis.socket);
-		if (rd_connect(s, &s->nodes[0]) != 0)
+		if (cfg->redis.master != NULL)
+			rd_sentinel_open(s, &cfg->redis);
+		else
+			(void)rd_node_add(s, cfg->redis.host, cfg->redis.port,
+			    cfg->redis.socket);
+		if ((s->master != NULL ? rd_sentinel_connect(s) :
+		    rd_connect(s, &s->nodes[0])) != 0)
 			return rd_failed(s, 0);
 		return RLG_OK;
 	}
@@ -231,7 +238,7 @@ rd_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
 	rd_budget(s);
 	if (s->cluster)
 		return rd_cluster_step(s, items, n, now_ms, decisions);
-	if (rd_ready(s, 0) != 0)
+	if (rd_ready0(s) != 0)
 		return RLG_ESTORE;
 	argc = rd_build(s, items, NULL, n, false, now_ms);
 	reply = rd_exec_on(s, 0, false, argc);
@@ -254,8 +261,11 @@ rd_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
 }
 
 /*
- * rlg_store_probe: PING to the server (a cluster: its first seed), within
- * a step's budgets; a failure counts as a step's would (backoff).
+ * rlg_store_probe: PING to the server (a cluster: its first seed; a
+ * sentinel's master: the one they name), within a step's budgets; a
+ * failure counts as a step's would (backoff). A sentinel's master
+ * answered: errmsg says which sentinel named it where, for
+ * --check-config to tell.
  */
 static int
 rd_probe(struct rlg_store *base, int64_t now_ms)
@@ -270,7 +280,7 @@ rd_probe(struct rlg_store *base, int64_t now_ms)
 	if (s->nnodes == 0)
 		return RLG_ESTORE;
 	rd_budget(s);
-	if (rd_ready(s, 0) != 0)
+	if (rd_ready0(s) != 0)
 		return RLG_ESTORE;
 	if (rd_command(s, &s->nodes[0], "PING", 1, argv, argvlen, &reply) != 0)
 		return rd_failed(s, 0);
@@ -283,6 +293,8 @@ rd_probe(struct rlg_store *base, int64_t now_ms)
 	if (!pong)
 		return rd_failed(s, 0);
 	rd_node_ok(s, 0);
+	if (s->master != NULL)
+		rd_seterr(s, "%s", s->found);   /* where: --check-config */
 	return RLG_OK;
 }
 
@@ -321,7 +333,7 @@ rd_overrides(struct rlg_store *base, uint64_t *version,
 		if (rd_cluster_key_exec(s, RD_OVR_KEY, 5, &reply, &ni) != 0)
 			return RLG_ESTORE;
 	} else {
-		if (rd_ready(s, 0) != 0)
+		if (rd_ready0(s) != 0)
 			return RLG_ESTORE;
 		if ((reply = rd_exec_on(s, 0, false, 5)) == NULL)
 			return rd_failed(s, 0);
@@ -496,7 +508,16 @@ rd_close(struct rlg_store *base)
 	free(s->text);
 	free(s->out);
 	rd_cluster_free(s);
+	rd_sentinel_free(s);
 	free(s);
+}
+
+/* The single server's connection: rd_ready, or rd_sentinel_ready for a
+ * master the sentinels name. 0, or -1 (errmsg). */
+static int
+rd_ready0(struct rd_store *s)
+{
+	return s->master != NULL ? rd_sentinel_ready(s) : rd_ready(s, 0);
 }
 
 /*

@@ -15,7 +15,9 @@
  * counting as commands; the time spent connecting does not eat into
  * timeout_ms. So a step waits at most connect_timeout_ms + timeout_ms for
  * Redis, whatever the servers do (a name to resolve aside: getaddrinfo
- * has no timeout). hiredis is used to connect and to parse replies;
+ * has no timeout; a Sentinel's master, found on connect, gives each
+ * sentinel's connect and its own a connect_timeout_ms: see
+ * store_redis_sentinel.c). hiredis is used to connect and to parse replies;
  * rlgate writes with send(MSG_DONTWAIT | MSG_NOSIGNAL) and reads with
  * poll() against the deadline, since hiredis' own timeout (SO_RCVTIMEO)
  * applies to each read: a server that trickled its reply one byte at a
@@ -186,27 +188,37 @@ rd_node_name(struct rd_store *s, struct rd_node *node)
 
 /*
  * A connection to node ni: the open one, or a new one if its backoff
- * allows. 0, or -1 (errmsg set; a failed connect extends the backoff).
+ * allows (a Sentinel's master: rd_sentinel_ready instead). 0, or -1 (errmsg set; a failed connect extends the backoff).
  */
 int
 rd_ready(struct rd_store *s, size_t ni)
 {
 	struct rd_node *node = &s->nodes[ni];
-	int64_t now;
 
 	if (node->c != NULL)
 		return 0;
-	now = rd_mono_ms();
-	if (now < node->retry_at_ms) {
-		/* Its own cause: the last errmsg may be another's. */
-		rd_seterr(s, "%s", node->err);
+	if (rd_backing_off(s, ni))
 		return -1;
-	}
 	if (rd_connect(s, node) != 0) {
 		(void)rd_failed(s, ni);
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * Whether node ni is still waiting out its backoff (then errmsg says
+ * why it went down: its own cause, the last errmsg may be another's).
+ */
+bool
+rd_backing_off(struct rd_store *s, size_t ni)
+{
+	struct rd_node *node = &s->nodes[ni];
+
+	if (rd_mono_ms() >= node->retry_at_ms)
+		return false;
+	rd_seterr(s, "%s", node->err);
+	return true;
 }
 
 /*
@@ -255,6 +267,8 @@ rd_connect(struct rd_store *s, struct rd_node *node)
 	/* Arrays no larger than RD_ARRAY_MAX (rd_create_array). */
 	rd_reader_init();
 	node->c->reader->fn = &rd_fn;
+	if (node->sentinel)
+		return 0;          /* asked without a password, nothing loaded */
 	if (rd_handshake(s, node) != 0)
 		goto fail;
 	return 0;

@@ -9,6 +9,8 @@
  *   store_redis_io.c       connections, deadline I/O, backoff
  *   store_redis_cluster.c  Redis Cluster: slot map, slot groups,
  *                          redirections, the charges' EXISTS
+ *   store_redis_sentinel.c Redis Sentinel: the master asked of the
+ *                          sentinels, checked by ROLE
  * Each function's full contract is above its definition; here, what it
  * is for and where it lives.
  */
@@ -21,6 +23,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "redis_url.h"
 #include "store.h"
 
 /* Bytes of one decimal int64 with its sign and NUL. */
@@ -43,6 +46,7 @@ struct rd_node {
 	int port;
 	char *socket;                 /* unix socket path, or NULL; owned */
 	bool seed;                    /* cluster: named by the url: kept */
+	bool sentinel;                /* a sentinel: no AUTH, SELECT, script */
 	char name[320];               /* "redis HOST:PORT[/DB]", for messages */
 	redisContext *c;              /* NULL while disconnected */
 	/*
@@ -103,6 +107,19 @@ struct rd_store {
 	bool map_stale;
 	int64_t refresh_at_ms;
 	char map_err[512];            /* why the last reading failed */
+
+	/*
+	 * Sentinel (redis+sentinel://): node 0 is the master, found by
+	 * asking the sentinels (in url order, from the one that answered
+	 * last) on every connect to it; master_at is where the last answer
+	 * put it ("" before the first), found the line that said so.
+	 */
+	char *master;                 /* the master's name, or NULL; owned */
+	struct rd_node *sentinels;
+	size_t nsentinels;
+	size_t sentinel_next;
+	char master_at[300];
+	char found[RLG_STORE_ERRMSG_MAX];
 
 	/*
 	 * EVALSHA's argument vector, reused by every step: argv[i] points
@@ -169,6 +186,9 @@ size_t rd_node_add(struct rd_store *s, const char *host, int port,
 /* A connection to node ni, if its backoff allows: 0, or -1 (errmsg). */
 int rd_ready(struct rd_store *s, size_t ni);
 
+/* Whether node ni waits out its backoff (errmsg: why it went down). */
+bool rd_backing_off(struct rd_store *s, size_t ni);
+
 /* Connects, authenticates, selects and loads the script: 0, or -1. */
 int rd_connect(struct rd_store *s, struct rd_node *node);
 
@@ -227,5 +247,22 @@ int rd_map_ready(struct rd_store *s);
 
 /* Frees the scratch of a cluster's steps (slot groups, charges): rd_close. */
 void rd_cluster_free(struct rd_store *s);
+
+/* ---- store_redis_sentinel.c: Redis Sentinel --------------------------- */
+
+/* The sentinels of cfg and an unknown master as node 0: rd_open. */
+void rd_sentinel_open(struct rd_store *s,
+    const struct rlg_redis_config *rc);
+
+/* Asks the sentinels where the master is, connects to it (node 0) and
+ * checks that ROLE says master: 0, or -1 (errmsg; no connection). */
+int rd_sentinel_connect(struct rd_store *s);
+
+/* rd_ready for the master (node 0): its connection, or a new one found
+ * by rd_sentinel_connect if its backoff allows: 0, or -1 (errmsg). */
+int rd_sentinel_ready(struct rd_store *s);
+
+/* Closes and frees the sentinels: rd_close. */
+void rd_sentinel_free(struct rd_store *s);
 
 #endif

@@ -46,6 +46,7 @@ test_pkgs=(
 	cppcheck clang-tidy                            # static analysis (scripts/lint.sh)
 	wrk nginx-light                                # nginx's auth_request in front (tests/integration/nginx_auth.sh), the benchmarks
 	redis-server redis-tools                       # the Redis store's tests (their own servers)
+	redis-sentinel                                 # Sentinel failover (tests/integration/sentinel.sh)
 	prometheus                                     # Prometheus and promtool (tests/integration/prometheus.sh)
 	jq                                             # Prometheus' JSON answers read (the same)
 	chromium                                       # the status page rendered headless (tests/integration/status_page.sh)

@@ -371,9 +371,11 @@ static const struct rlg_t_bad rlg_t_bad_values[] = {
 	{ "store", "url", "",
 	    "[store] url: must not be empty" },
 	{ "store", "url", "http://h:1",
-	    "[store] url: must start with redis:// or unix: (got \"http://h:1\")" },
+	    "[store] url: must start with redis://, redis+sentinel:// or unix: "
+	    "(got \"http://h:1\")" },
 	{ "store", "url", "REDIS://h",
-	    "[store] url: must start with redis:// or unix: (got \"REDIS://h\")" },
+	    "[store] url: must start with redis://, redis+sentinel:// or unix: "
+	    "(got \"REDIS://h\")" },
 	{ "store", "url", "rediss://:pw@h:1",
 	    "[store] url: rediss:// (TLS) is not supported: use redis:// on a "
 	    "trusted network, or a unix socket (got \"rediss://***@h:1\")" },
@@ -3510,6 +3512,107 @@ START_TEST(test_redis_cluster_url_api)
 }
 END_TEST
 
+/*
+ * redis+sentinel://: the sentinels (26379 by default) in host, port and
+ * seeds, the master's name, its password and database; described with
+ * the master's name; and each way the url is refused, file:line.
+ */
+START_TEST(test_redis_sentinel_url)
+{
+	struct rlg_config *cfg;
+	char buf[512], *list, *text, *errs;
+	size_t i, len;
+	int n;
+
+	cfg = rlg_t_ok("[store]\nbackend = redis\nurl = redis+sentinel://"
+	    ":s3cret@10.0.0.1:26380,s2,[::1]:7/mymaster?db=3\n");
+	ck_assert_str_eq(cfg->store.redis.master, "mymaster");
+	ck_assert_str_eq(cfg->store.redis.host, "10.0.0.1");
+	ck_assert_int_eq(cfg->store.redis.port, 26380);
+	ck_assert_uint_eq(cfg->store.redis.nseeds, 2);
+	ck_assert_str_eq(cfg->store.redis.seeds[0].host, "s2");
+	ck_assert_int_eq(cfg->store.redis.seeds[0].port, 26379);
+	ck_assert_str_eq(cfg->store.redis.seeds[1].host, "::1");
+	ck_assert_int_eq(cfg->store.redis.seeds[1].port, 7);
+	ck_assert_str_eq(cfg->store.redis.password, "s3cret");
+	ck_assert_int_eq(cfg->store.redis.db, 3);
+	ck_assert_str_eq(rlg_store_describe(&cfg->store, buf, sizeof buf),
+	    "redis sentinel master mymaster via 10.0.0.1:26380,s2:26379,"
+	    "[::1]:7/3");
+	rlg_config_free(cfg);
+	cfg = rlg_t_ok("[store]\nbackend = redis\n"
+	    "url = redis+sentinel://h/m.a-s_1\n");
+	ck_assert_str_eq(cfg->store.redis.master, "m.a-s_1");
+	ck_assert_int_eq(cfg->store.redis.port, 26379);
+	ck_assert_int_eq(cfg->store.redis.db, 0);
+	rlg_config_free(cfg);
+
+	rlg_t_expect("[store]\nurl = redis+sentinel://h:1\n", 1,
+	    "t.conf:2: [store] url: no master name (redis+sentinel://"
+	    "HOST:PORT[,HOST:PORT...]/MASTERNAME) "
+	    "(got \"redis+sentinel://h:1\")\n");
+	rlg_t_expect("[store]\nurl = redis+sentinel://:pw@h:1/\n", 1,
+	    "t.conf:2: [store] url: no master name (redis+sentinel://"
+	    "HOST:PORT[,HOST:PORT...]/MASTERNAME) "
+	    "(got \"redis+sentinel://***@h:1/\")\n");
+	rlg_t_expect("[store]\nurl = redis+sentinel://h:1/?db=1\n", 1,
+	    "t.conf:2: [store] url: no master name (redis+sentinel://"
+	    "HOST:PORT[,HOST:PORT...]/MASTERNAME) "
+	    "(got \"redis+sentinel://h:1/?db=1\")\n");
+	rlg_t_expect("[store]\nurl = redis+sentinel://h:1/my/master\n", 1,
+	    "t.conf:2: [store] url: bad master name: 1 to 64 of A-Z a-z 0-9 "
+	    ". - _ (got \"redis+sentinel://h:1/my/master\")\n");
+	rlg_t_expect("[store]\nurl = redis+sentinel://h:1/m?db=x\n", 1,
+	    "t.conf:2: [store] url: after the master name only ?db=N, N an "
+	    "integer from 0 to 2147483647 "
+	    "(got \"redis+sentinel://h:1/m?db=x\")\n");
+	rlg_t_expect("[store]\nurl = redis+sentinel://h:1/m?password=x\n", 1,
+	    "t.conf:2: [store] url: after the master name only ?db=N, N an "
+	    "integer from 0 to 2147483647 "
+	    "(got \"redis+sentinel://h:1/m?password=***\")\n");
+	rlg_t_expect("[store]\nurl = redis+sentinel://h:0/m\n", 1,
+	    "t.conf:2: [store] url: " RLG_T_PORT
+	    " (got \"redis+sentinel://h:0/m\")\n");
+	rlg_t_expect("[store]\nurl = redis+sentinel://h:1,h!:2/m\n", 1,
+	    "t.conf:2: [store] url: " RLG_T_HOST
+	    " (got \"redis+sentinel://h:1,h!:2/m\")\n");
+	rlg_t_expect("[store]\nurl = redis+sentinel://h:1,,g:2/m\n", 1,
+	    "t.conf:2: [store] url: empty HOST:PORT in the list "
+	    "(got \"redis+sentinel://h:1,,g:2/m\")\n");
+	rlg_t_expect("[store]\nurl = redis+sentinel:///m\n", 1,
+	    "t.conf:2: [store] url: no host (got \"redis+sentinel:///m\")\n");
+	rlg_t_expect("[store]\nbackend = redis_cluster\n"
+	    "url = redis+sentinel://h:1/m\n", 1,
+	    "t.conf:3: [store] url: redis+sentinel:// names one master for "
+	    "backend = redis, not a cluster\n");
+
+	/* RLG_REDIS_SENTINELS_MAX sentinels, and one more. */
+	list = malloc(16 * (RLG_REDIS_SENTINELS_MAX + 1) + 1);
+	ck_assert_ptr_nonnull(list);
+	for (i = 0, len = 0; i < RLG_REDIS_SENTINELS_MAX; i++)
+		len += (size_t)sprintf(list + len, "%ss%zu:%zu", i > 0 ? "," :
+		    "", i, 26000 + i);
+	text = rlg_t_fmt("[store]\nbackend = redis\n"
+	    "url = redis+sentinel://%s/m\n", list);
+	cfg = rlg_t_ok(text);
+	ck_assert_uint_eq(cfg->store.redis.nseeds,
+	    RLG_REDIS_SENTINELS_MAX - 1);
+	rlg_config_free(cfg);
+	free(text);
+	sprintf(list + len, ",s:1");
+	text = rlg_t_fmt("[store]\nbackend = redis\n"
+	    "url = redis+sentinel://%s/m\n", list);
+	errs = rlg_t_load(text, &n, &cfg);
+	ck_assert_int_eq(n, 1);
+	ck_assert_ptr_null(cfg);
+	ck_assert_msg(strstr(errs, "t.conf:3: [store] url: more than 16 "
+	    "HOST:PORT in the list (got") == errs, "%s", errs);
+	free(errs);
+	free(text);
+	free(list);
+}
+END_TEST
+
 /* ---- table -------------------------------------------------------------- */
 
 /* The struct that o's section fills, in cfg (the first policy for
@@ -4639,6 +4742,7 @@ rlg_config_suite(void)
 	    (int)RLG_T_NCLUSTER_URLS);
 	tcase_add_test(tc, test_redis_cluster_errors);
 	tcase_add_test(tc, test_redis_cluster_url_api);
+	tcase_add_test(tc, test_redis_sentinel_url);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("table");

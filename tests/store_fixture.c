@@ -316,6 +316,7 @@ store_cfg_free(struct rlg_store_config *cfg)
 	free(cfg->redis.socket);
 	free(cfg->redis.user);
 	free(cfg->redis.password);
+	free(cfg->redis.master);
 	memset(cfg, 0, sizeof *cfg);
 }
 
