@@ -6,7 +6,8 @@
  * runs), a timeout, NOSCRIPT after SCRIPT FLUSH, clock = redis, AUTH
  * (password, ACL user, a wrong one), a unix socket, key expiry, strict
  * replies (a fake server), hash-tag-breaking client keys, the overrides
- * of a server down, of a key that is no hash. Servers of the
+ * of a server down, of a key that is no hash, a master found through
+ * real redis-sentinels (and refused when it is a replica). Servers of the
  * tests' own are started on 127.0.0.1 and stopped by pid.
  */
 #include <errno.h>
@@ -45,6 +46,10 @@ struct own_redis {
 	char dir[64];
 	char sock[128];                /* unix socket path, or "" */
 	const char *password;          /* requirepass, or NULL */
+	/* A Redis Sentinel instead (redis-sentinel), watching the master
+	 * of that name at 127.0.0.1:monitor_port. */
+	const char *monitor;
+	int monitor_port;
 };
 
 /* Whether the server answers PING (after AUTH, if it has a password). */
@@ -78,8 +83,9 @@ own_answers(const struct own_redis *o)
 static void
 own_start(struct own_redis *o)
 {
-	char port[16], log[96];
+	char port[16], log[96], conf[96];
 	int fd, waited;
+	FILE *f;
 
 	if (o->dir[0] == '\0') {
 		snprintf(o->dir, sizeof o->dir, "/tmp/rlg-own-redis-XXXXXX");
@@ -87,6 +93,15 @@ own_start(struct own_redis *o)
 	}
 	snprintf(port, sizeof port, "%d", o->port);
 	snprintf(log, sizeof log, "%s/redis.log", o->dir);
+	snprintf(conf, sizeof conf, "%s/sentinel.conf", o->dir);
+	if (o->monitor != NULL) {
+		f = fopen(conf, "w");
+		ck_assert_ptr_nonnull(f);
+		fprintf(f, "port %d\nbind 127.0.0.1\ndir %s\n"
+		    "sentinel monitor %s 127.0.0.1 %d 1\n", o->port, o->dir,
+		    o->monitor, o->monitor_port);
+		ck_assert_int_eq(fclose(f), 0);
+	}
 	fflush(NULL);
 	o->pid = fork();
 	ck_assert_int_ge(o->pid, 0);
@@ -100,7 +115,10 @@ own_start(struct own_redis *o)
 		}
 		for (fd = STDERR_FILENO + 1; fd < 1024; fd++)
 			close(fd);
-		if (o->password != NULL && o->sock[0] != '\0')
+		if (o->monitor != NULL)
+			execlp("redis-sentinel", "redis-sentinel", conf,
+			    (char *)NULL);
+		else if (o->password != NULL && o->sock[0] != '\0')
 			execlp("redis-server", "redis-server", "--port", port,
 			    "--bind", "127.0.0.1", "--save", "", "--appendonly",
 			    "no", "--dir", o->dir, "--requirepass",
@@ -727,6 +745,81 @@ START_TEST(test_redis_overrides_faults)
 }
 END_TEST
 
+/*
+ * Sentinel: the master a real redis-sentinel names is used (and the log
+ * names it); a sentinel that does not answer is passed over for the
+ * next; a sentinel that knows no such master, or a server that is no
+ * sentinel, leaves the store down with the reason; a sentinel that names
+ * a replica is refused (ROLE), never written to.
+ */
+START_TEST(test_redis_sentinel)
+{
+	struct own_redis st = { .port = free_port(), .monitor = "m",
+	    .monitor_port = redis_srv.port };
+	/* Their ports are chosen once the one before listens: free_port
+	 * may give one port twice until then. */
+	struct own_redis rep = { .port = 0 };
+	struct own_redis st2 = { .port = 0, .monitor = "r" };
+	struct rlg_policy p = policy(5, 60);
+	struct rlg_decision d;
+	struct rlg_store *s;
+	redisReply *r;
+	char url[160], want[128];
+	int rc, dead = 1;          /* nothing listens there */
+
+	own_start(&st);
+	snprintf(url, sizeof url, "redis+sentinel://127.0.0.1:%d,"
+	    "127.0.0.1:%d/m", dead, st.port);
+	s = open_url(url, 0, &rc);
+	ck_assert_msg(rc == RLG_OK, "%s", rlg_store_errmsg(s));
+	ck_assert(hit(s, &p, "c", T1, &d));
+	ck_assert_int_eq(rlg_store_probe(s, T1), RLG_OK);
+	snprintf(want, sizeof want, "sentinel 127.0.0.1:%d says master m is"
+	    " at 127.0.0.1:%d", st.port, redis_srv.port);
+	ck_assert_str_eq(rlg_store_errmsg(s), want);
+	rlg_store_close(s);
+	r = rcmd(redis_srv.port, NULL, 0, "HGET rlg:{c}:default count");
+	ck_assert_str_eq(r->str, "1");
+	freeReplyObject(r);
+
+	snprintf(url, sizeof url, "redis+sentinel://127.0.0.1:%d/other",
+	    st.port);
+	s = open_url(url, 0, &rc);
+	ck_assert_int_eq(rc, RLG_ESTORE);
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "no sentinel named it") !=
+	    NULL && strstr(rlg_store_errmsg(s), "knows no master named "
+	    "other") != NULL, "%s", rlg_store_errmsg(s));
+	rlg_store_close(s);
+	snprintf(url, sizeof url, "redis+sentinel://127.0.0.1:%d/m",
+	    redis_srv.port);
+	s = open_url(url, 0, &rc);
+	ck_assert_int_eq(rc, RLG_ESTORE);
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "SENTINEL "
+	    "get-master-addr-by-name: ERR") != NULL, "%s",
+	    rlg_store_errmsg(s));
+	rlg_store_close(s);
+
+	/* A replica named as the master: ROLE refuses it. */
+	rep.port = free_port();
+	own_start(&rep);
+	r = rcmd(rep.port, NULL, 0, "REPLICAOF 127.0.0.1 %d", redis_srv.port);
+	freeReplyObject(r);
+	st2.monitor_port = rep.port;
+	st2.port = free_port();
+	own_start(&st2);
+	snprintf(url, sizeof url, "redis+sentinel://127.0.0.1:%d/r",
+	    st2.port);
+	s = open_url(url, 0, &rc);
+	ck_assert_int_eq(rc, RLG_ESTORE);
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "ROLE says slave, not "
+	    "master") != NULL, "%s", rlg_store_errmsg(s));
+	rlg_store_close(s);
+	own_cleanup(&st2);
+	own_cleanup(&rep);
+	own_cleanup(&st);
+}
+END_TEST
+
 void
 rlg_store_redis_tests(TCase *tc)
 {
@@ -741,4 +834,5 @@ rlg_store_redis_tests(TCase *tc)
 	tcase_add_test(tc, test_redis_client_keys);
 	tcase_add_test(tc, test_redis_strict_reply);
 	tcase_add_test(tc, test_redis_overrides_faults);
+	tcase_add_test(tc, test_redis_sentinel);
 }
