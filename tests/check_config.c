@@ -3393,12 +3393,46 @@ START_TEST(test_redis_cluster_url)
 }
 END_TEST
 
+/*
+ * A url of max HOST:PORT (head, the list, tail: on line 3 of the file)
+ * loads, the last one as the last seed; one more is refused, file:line.
+ */
+static void
+rlg_t_list_bound(const char *head, const char *tail, size_t max)
+{
+	struct rlg_config *cfg;
+	char *list, *text, *errs, want[96], last[16];
+	size_t i, len;
+	int n;
+
+	list = malloc(16 * (max + 1) + 1);
+	ck_assert_ptr_nonnull(list);
+	for (i = 0, len = 0; i < max; i++)
+		len += (size_t)sprintf(list + len, "%sn%zu:%zu", i > 0 ? "," :
+		    "", i, 7000 + i);
+	text = rlg_t_fmt("%s%s%s\n", head, list, tail);
+	cfg = rlg_t_ok(text);
+	ck_assert_uint_eq(cfg->store.redis.nseeds, max - 1);
+	snprintf(last, sizeof last, "n%zu", max - 1);
+	ck_assert_str_eq(cfg->store.redis.seeds[max - 2].host, last);
+	rlg_config_free(cfg);
+	free(text);
+	sprintf(list + len, ",n:1");
+	text = rlg_t_fmt("%s%s%s\n", head, list, tail);
+	errs = rlg_t_load(text, &n, &cfg);
+	ck_assert_int_eq(n, 1);
+	ck_assert_ptr_null(cfg);
+	snprintf(want, sizeof want, "t.conf:3: [store] url: more than %zu "
+	    "HOST:PORT in the list (got", max);
+	ck_assert_msg(strstr(errs, want) == errs, "%s", errs);
+	free(errs);
+	free(text);
+	free(list);
+}
+
 /* What a cluster url may not be, each with its line; the password masked. */
 START_TEST(test_redis_cluster_errors)
 {
-	char *text, *list;
-	size_t i, len;
-
 	rlg_t_expect(
 	    "[store]\n"                                  /* 1 */
 	    "backend = redis_cluster\n"                  /* 2 */
@@ -3448,40 +3482,8 @@ START_TEST(test_redis_cluster_errors)
 	    "(got \"redis://a:1,b:2x\")\n");
 
 	/* RLG_REDIS_SEEDS_MAX seed nodes, and one more. */
-	list = malloc(16 * (RLG_REDIS_SEEDS_MAX + 1) + 1);
-	ck_assert_ptr_nonnull(list);
-	for (i = 0, len = 0; i < RLG_REDIS_SEEDS_MAX; i++)
-		len += (size_t)sprintf(list + len, "%sn%zu:%zu", i > 0 ? "," :
-		    "", i, 7000 + i);
-	text = rlg_t_fmt("[store]\nbackend = redis_cluster\nurl = redis://%s"
-	    "\n", list);
-	{
-		struct rlg_config *cfg = rlg_t_ok(text);
-
-		ck_assert_uint_eq(cfg->store.redis.nseeds,
-		    RLG_REDIS_SEEDS_MAX - 1);
-		ck_assert_str_eq(cfg->store.redis.seeds[RLG_REDIS_SEEDS_MAX -
-		    2].host, "n31");
-		rlg_config_free(cfg);
-	}
-	free(text);
-	sprintf(list + len, ",n:1");
-	text = rlg_t_fmt("[store]\nbackend = redis_cluster\nurl = redis://%s"
-	    "\n", list);
-	{
-		char *errs;
-		struct rlg_config *cfg;
-		int n;
-
-		errs = rlg_t_load(text, &n, &cfg);
-		ck_assert_int_eq(n, 1);
-		ck_assert_ptr_null(cfg);
-		ck_assert_msg(strstr(errs, "t.conf:3: [store] url: more than "
-		    "32 HOST:PORT in the list (got") == errs, "%s", errs);
-		free(errs);
-	}
-	free(text);
-	free(list);
+	rlg_t_list_bound("[store]\nbackend = redis_cluster\nurl = redis://",
+	    "", RLG_REDIS_SEEDS_MAX);
 }
 END_TEST
 
@@ -3520,9 +3522,7 @@ END_TEST
 START_TEST(test_redis_sentinel_url)
 {
 	struct rlg_config *cfg;
-	char buf[512], *list, *text, *errs;
-	size_t i, len;
-	int n;
+	char buf[512];
 
 	cfg = rlg_t_ok("[store]\nbackend = redis\nurl = redis+sentinel://"
 	    ":s3cret@10.0.0.1:26380,s2,[::1]:7/mymaster?db=3\n");
@@ -3587,29 +3587,8 @@ START_TEST(test_redis_sentinel_url)
 	    "backend = redis, not a cluster\n");
 
 	/* RLG_REDIS_SENTINELS_MAX sentinels, and one more. */
-	list = malloc(16 * (RLG_REDIS_SENTINELS_MAX + 1) + 1);
-	ck_assert_ptr_nonnull(list);
-	for (i = 0, len = 0; i < RLG_REDIS_SENTINELS_MAX; i++)
-		len += (size_t)sprintf(list + len, "%ss%zu:%zu", i > 0 ? "," :
-		    "", i, 26000 + i);
-	text = rlg_t_fmt("[store]\nbackend = redis\n"
-	    "url = redis+sentinel://%s/m\n", list);
-	cfg = rlg_t_ok(text);
-	ck_assert_uint_eq(cfg->store.redis.nseeds,
-	    RLG_REDIS_SENTINELS_MAX - 1);
-	rlg_config_free(cfg);
-	free(text);
-	sprintf(list + len, ",s:1");
-	text = rlg_t_fmt("[store]\nbackend = redis\n"
-	    "url = redis+sentinel://%s/m\n", list);
-	errs = rlg_t_load(text, &n, &cfg);
-	ck_assert_int_eq(n, 1);
-	ck_assert_ptr_null(cfg);
-	ck_assert_msg(strstr(errs, "t.conf:3: [store] url: more than 16 "
-	    "HOST:PORT in the list (got") == errs, "%s", errs);
-	free(errs);
-	free(text);
-	free(list);
+	rlg_t_list_bound("[store]\nbackend = redis\n"
+	    "url = redis+sentinel://", "/m", RLG_REDIS_SENTINELS_MAX);
 }
 END_TEST
 

@@ -372,6 +372,19 @@ req() {
 	BODY=$(cat "$bfile")
 }
 
+# body_kind FILE: what the answer body in FILE is, by its first line: ok
+# (the success JSON), e503 (the 503 JSON error), e429, or other.
+body_kind() {
+	local b=
+	read -r b <"$1" 2>/dev/null
+	case $b in
+	'{"status":"success","data":'*) echo ok ;;
+	'{"error":{"code":503,'*) echo e503 ;;
+	'{"error":{"code":429,'*) echo e429 ;;
+	*) echo other ;;
+	esac
+}
+
 # keep NAME [CURL_ARGS...] URL: req, and keeps the answer under NAME, so a
 # run of requests that must fit in one window sends them all first and
 # checks them afterwards (recall).

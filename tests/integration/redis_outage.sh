@@ -47,14 +47,7 @@ bg_load() {
 		    -o "$T/bg.$j.body" \
 		    -w '%{http_code}|%header{retry-after}|%header{ratelimit-remaining}|%{content_type}' \
 		    "${URL[$g]}" 2>/dev/null) || r="000|||"
-		b=
-		read -r b <"$T/bg.$j.body" 2>/dev/null
-		case $b in
-		'{"status":"success","data":'*) b=ok ;;
-		'{"error":{"code":503,'*) b=e503 ;;
-		'{"error":{"code":429,'*) b=e429 ;;
-		*) b=other ;;
-		esac
+		b=$(body_kind "$T/bg.$j.body")
 		echo "$t $g $r $b" >>"$T/bg.$j"
 	done
 }

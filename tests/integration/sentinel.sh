@@ -188,19 +188,12 @@ bg_load() {
 		[ "$t" -ge "$deadline" ] && break
 		r=$(curl -sS --max-time 5 --interface "127.0.$((10 + j)).$((i % 200 + 1))" \
 		    -o "$T/bg.$j.body" -w '%{http_code}' "$URL" 2>/dev/null) || r=000
-		b=
-		read -r b <"$T/bg.$j.body" 2>/dev/null
-		case $b in
-		'{"status":"success","data":'*) b=ok ;;
-		'{"error":{"code":503,'*) b=e503 ;;
-		'{"error":{"code":429,'*) b=e429 ;;
-		*) b=other ;;
-		esac
+		b=$(body_kind "$T/bg.$j.body")
 		echo "$t $r $b" >>"$T/bg.$j"
 	done
 }
 
-# bg_count: the answers of the loads so far.
+# bg_some: the loads have some answers (20).
 # shellcheck disable=SC2317  # called through wait_until
 bg_some() {
 	[ "$(cat "$T"/bg.[0-9] 2>/dev/null | wc -l)" -ge 20 ]
