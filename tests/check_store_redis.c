@@ -750,7 +750,8 @@ END_TEST
  * names it); a sentinel that does not answer is passed over for the
  * next; a sentinel that knows no such master, or a server that is no
  * sentinel, leaves the store down with the reason; a sentinel that names
- * a replica is refused (ROLE), never written to.
+ * a replica is refused (ROLE), never written to; a master demoted under
+ * an open connection answers READONLY, and is refused until promoted.
  */
 START_TEST(test_redis_sentinel)
 {
@@ -761,6 +762,7 @@ START_TEST(test_redis_sentinel)
 	struct own_redis rep = { .port = 0 };
 	struct own_redis st2 = { .port = 0, .monitor = "r" };
 	struct rlg_policy p = policy(5, 60);
+	struct rlg_store_item item = { &p, "c", false, false, 1 };
 	struct rlg_decision d;
 	struct rlg_store *s;
 	redisReply *r;
@@ -813,6 +815,24 @@ START_TEST(test_redis_sentinel)
 	ck_assert_int_eq(rc, RLG_ESTORE);
 	ck_assert_msg(strstr(rlg_store_errmsg(s), "ROLE says slave, not "
 	    "master") != NULL, "%s", rlg_store_errmsg(s));
+	/* Promoted: the same handle heals; demoted under its connection:
+	 * READONLY fails the step, and the next connects ask again (ROLE
+	 * refuses it) until it is a master again. */
+	r = rcmd(rep.port, NULL, 0, "REPLICAOF NO ONE");
+	freeReplyObject(r);
+	ck_assert_int_eq(step_until_ok(s, &p, "c", &d), RLG_OK);
+	r = rcmd(rep.port, NULL, 0, "REPLICAOF 127.0.0.1 %d", redis_srv.port);
+	freeReplyObject(r);
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "READONLY") != NULL, "%s",
+	    rlg_store_errmsg(s));
+	sleep_ms(300);
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "ROLE says slave") != NULL,
+	    "%s", rlg_store_errmsg(s));
+	r = rcmd(rep.port, NULL, 0, "REPLICAOF NO ONE");
+	freeReplyObject(r);
+	ck_assert_int_eq(step_until_ok(s, &p, "c", &d), RLG_OK);
 	rlg_store_close(s);
 	own_cleanup(&st2);
 	own_cleanup(&rep);

@@ -6,7 +6,8 @@
 # failover-timeout 5000, quorum 2) and one gateway (lighttpd + spawn-fcgi,
 # 2 processes x 2 threads, on_error = closed):
 #
-#   --check-config names the master the sentinels found; a request is
+#   --check-config names the master the sentinels found (and warns, naming
+#      the sentinel, when none answers); a request is
 #      counted on it (HGET), and counting is exact (LIMIT admitted, the
 #      rest 429); WAIT 1 makes the replica hold those counts.
 #   The master SIGKILLed (by pid) under a bounded background load: every
@@ -139,6 +140,13 @@ EOF
 # Before: the master found, counting exact
 
 check_conf gw
+DEAD=$(free_port) || bail_out "no free port"
+sed "s|^url = .*|url = redis+sentinel://127.0.0.1:$DEAD/$NAME|" "$T/gw.conf" >"$T/gw-down.conf"
+out=$("$RLGATE_BIN" --check-config --config "$T/gw-down.conf" 2>&1)
+rc=$?
+is "$rc" 0 "--check-config with no sentinel answering: accepted (a warning, not a problem)"
+like "$out" "gw-down\.conf: warning: redis: not reachable at master $NAME \(via sentinels\): redis master $NAME: no sentinel named it \(of 1; the last: redis sentinel 127\.0\.0\.1:$DEAD: connect: .*(refused|connect)" \
+    "... and the warning says why: the sentinel that did not answer"
 like "$(cat "$T/gw.check")" \
     "redis: sentinel 127\.0\.0\.1:${PS[0]} says master $NAME is at 127\.0\.0\.1:$PM: reachable, script loaded" \
     "--check-config names the master the first sentinel found"
