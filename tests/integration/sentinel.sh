@@ -7,7 +7,8 @@
 # 2 processes x 2 threads, on_error = closed):
 #
 #   --check-config names the master the sentinels found (and warns, naming
-#      the sentinel, when none answers); a request is
+#      the sentinel, when none answers); /rlgate/status says the store is
+#      the master NAME via the sentinels; a request is
 #      counted on it (HGET), and counting is exact (LIMIT admitted, the
 #      rest 429); WAIT 1 makes the replica hold those counts.
 #   The master SIGKILLed (by pid) under a bounded background load: every
@@ -129,6 +130,9 @@ connect_timeout_ms = 300
 timeout_ms = 500
 on_error = closed
 
+[admin]
+allow = 127.0.0.4
+
 [policy default]
 algorithm = fixed_window
 limit = $LIMIT
@@ -178,6 +182,9 @@ is "$(rport "$PM" WAIT 1 5000)" 1 "WAIT 1: the replica acknowledged the writes"
 is "$(rport "$PR" HGET "$K2" count)" "$LIMIT" "the replica holds the count"
 like "$(cat "$T/gw.log")" "store redis: sentinel 127\.0\.0\.1:[0-9]+ says master $NAME is at 127\.0\.0\.1:$PM" \
     "the log says which sentinel named the master"
+req --interface 127.0.0.4 "http://127.0.0.1:$PW/rlgate/status"
+like "$STATUS $BODY" "^200 .*\"store\":\{\"backend\":\"redis\",\"where\":\"redis sentinel master $NAME via 127\.0\.0\.1:${PS[0]},127\.0\.0\.1:${PS[1]},127\.0\.0\.1:${PS[2]}\",.*\"healthy\":true" \
+    "/rlgate/status: the store is the master $NAME via the sentinels, healthy"
 
 # ============================================================================
 # The master killed under load
