@@ -54,7 +54,8 @@ struct rlg_redis_config {
 	 * backend = redis_cluster: a Redis Cluster, whose seed nodes are
 	 * host:port and then seeds, in url order
 	 * (redis://HOST:PORT,HOST:PORT,...). The config allows a list only
-	 * with it. The seeds are owned.
+	 * with it, or as the sentinels of a master (below). The seeds are
+	 * owned.
 	 */
 	bool cluster;
 	struct rlg_redis_seed *seeds;
