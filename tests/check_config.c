@@ -3137,6 +3137,9 @@ static const struct {
 	{ "unix:/p?db=1&user=plugh&password=xyzzy", true },
 	{ "unix:/p&password=xyzzy", true },
 	{ "redis://plugh:xyzzy@h", true },
+	{ "redis+sentinel://plugh:xyzzy@h:1,g/m?db=2", true },
+	{ "redis+sentinel://:xyzzy@h/m?password=xyzzy", false },
+	{ "redis+sentinel://plugh:xyzzy@h", false },
 };
 #define RLG_T_NSECRET_URLS \
 	(sizeof rlg_t_secret_urls / sizeof rlg_t_secret_urls[0])
