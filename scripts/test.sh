@@ -62,9 +62,21 @@ step() {
 		echo "step $name: ok"
 	else
 		tail -n 60 "$log"
+		failing "$log"
 		echo "test.sh: $name failed (full log: $log)"
 		echo "step $name: failed"
 	fi
+}
+
+# failing LOG: the tests an automake log names as failed, each with the
+# lines of its own log that say why (its log is gone once the run ends).
+failing() {
+	local t f
+	grep -E '^(FAIL|ERROR|XPASS): ' "$1" | head -n 20 | while read -r _ t _; do
+		echo "--- failed: $t"
+		f=$(find _build/dist -path "*/${t}.log" 2>/dev/null | head -n 1)
+		[ -n "$f" ] && grep -E '^(not ok|# )|:[EF]:|[Ff]ail|[Ee]rror' "$f" | head -n 30
+	done
 }
 
 # counted LOG: the ok / not ok lines of a TAP log that is not automake's
