@@ -25,6 +25,7 @@
 #include <sqlite3.h>
 
 #include "store.h"
+#include "store_group.h"
 #include "store_sqlite.h"
 #include "store_sqlite_parts.h"
 #include "util.h"
@@ -88,11 +89,9 @@ sq_open(const struct rlg_store_config *cfg, struct rlg_store **out)
 	s->max_clients = cfg->sqlite.max_clients > 0 ?
 	    cfg->sqlite.max_clients : 0;
 	s->sync_full = cfg->sqlite.synchronous == RLG_SYNC_FULL;
-	if (cfg->sqlite.group_commit == RLG_GROUP_ON ||
-	    (cfg->sqlite.group_commit == RLG_GROUP_AUTO && s->sync_full)) {
-		s->group = sq_group_join(s->path);
-		pthread_cond_init(&s->cv, NULL);
-	}
+	if (cfg->group_commit == RLG_GROUP_ON ||
+	    (cfg->group_commit == RLG_GROUP_AUTO && s->sync_full))
+		rlg_group_join(&s->group, s, &rlg_store_sqlite_ops, s->path);
 	s->nscratch = 4;
 	s->scratch = rlg_xcalloc(s->nscratch, sizeof *s->scratch);
 	s->prune_batch = SQ_PRUNE_BATCH;
@@ -125,7 +124,7 @@ sq_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
 	int rc;
 
 	/* rlg_store_step has checked the items. */
-	if (s->group != NULL)
+	if (s->group.g != NULL)
 		rc = sq_group_step(s, items, n, now_ms, decisions);
 	else
 		rc = sq_step_alone(s, items, n, now_ms, decisions);
@@ -196,10 +195,7 @@ sq_close(struct rlg_store *base)
 	if (s == NULL)
 		return;
 	sq_disconnect(s);
-	if (s->group != NULL) {
-		sq_group_leave(s->group);
-		pthread_cond_destroy(&s->cv);
-	}
+	rlg_group_leave(&s->group);
 	free(s->scratch);
 	free(s->log_ms);
 	free(s->path);

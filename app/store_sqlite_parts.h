@@ -28,6 +28,7 @@
 #include <sqlite3.h>
 
 #include "store.h"
+#include "store_group.h"
 
 /*
  * Rows deleted per prune transaction, about: keeps the write lock short.
@@ -97,8 +98,6 @@ enum sq_stmt {
 /* Their SQL, by enum sq_stmt (store_sqlite_run.c). */
 extern const char *const sq_sql[SQ_NSTMT];
 
-/* Group commit's state for one database path (store_sqlite_group.c). */
-struct sq_group;
 
 /* Step scratch for one item: the state read and the state to write. */
 struct sq_item {
@@ -118,8 +117,7 @@ struct sq_store {
 	bool sync_full;               /* PRAGMA synchronous = FULL */
 	struct timespec busy_since;   /* sq_busy: when this wait began */
 	uint64_t busy_waits;          /* sq_busy: pauses so far */
-	struct sq_group *group;       /* group commit, or NULL */
-	pthread_cond_t cv;            /* group: this handle's waiter wakes */
+	struct rlg_group_member group; /* group commit (group.g: or NULL) */
 	int64_t max_clients;          /* per policy; 0: no limit */
 	sqlite3 *db;                  /* NULL while closed: next call opens */
 	sqlite3_stmt *stmt[SQ_NSTMT];
@@ -264,11 +262,6 @@ int sq_check_schema(struct sq_store *s);
 /* A step through the group: leads a batch or waits for one. */
 int sq_group_step(struct sq_store *s, const struct rlg_store_item *items,
     size_t n, int64_t now_ms, struct rlg_decision *decisions);
-
-/* The group of this process for path (made on first use), and leaving
- * it (the last handle frees it). */
-struct sq_group *sq_group_join(const char *path);
-void sq_group_leave(struct sq_group *g);
 
 /* The stats operation: the group commit's counters. */
 void sq_stats(const struct rlg_store *base, struct rlg_store_stats *out);
