@@ -482,12 +482,12 @@ rlg_config_store_changed(const struct rlg_config *a,
 	const struct rlg_key_change store[] = {
 		{ x->backend != y->backend, "backend" },
 		{ x->rejection_cache != y->rejection_cache, "rejection_cache" },
+		{ x->group_commit != y->group_commit, "group_commit" },
 	}, file[] = {
 		{ !rlg_same_str(p->path, q->path), "path" },
 		{ p->busy_timeout_ms != q->busy_timeout_ms, "busy_timeout_ms" },
 		{ p->max_clients != q->max_clients, "max_clients" },
 		{ p->synchronous != q->synchronous, "synchronous" },
-		{ p->group_commit != q->group_commit, "group_commit" },
 		{ p->commit != q->commit, "commit (as resolved)" },
 		{ p->flush_ms != q->flush_ms, "flush_ms" },
 	}, server[] = {

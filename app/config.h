@@ -90,7 +90,8 @@ enum rlg_sync {
 	RLG_SYNC_FULL,
 };
 
-/* [store] group_commit of the SQLite store (store_sqlite_group.c). */
+/* [store] group_commit: the steps of a process's threads batched
+ * (store_group.h): one SQLite transaction, or one Redis script call. */
 enum rlg_group {
 	RLG_GROUP_AUTO = 0,
 	RLG_GROUP_ON,
@@ -122,7 +123,6 @@ struct rlg_sqlite_config {
 	 */
 	int64_t max_clients;
 	enum rlg_sync synchronous;     /* PRAGMA synchronous */
-	enum rlg_group group_commit;   /* auto: on with synchronous = full */
 	enum rlg_commit commit;        /* each, or behind (the table) */
 	bool commit_auto;              /* commit was auto: resolved, not
 	                                  written */
@@ -150,6 +150,8 @@ struct rlg_store_config {
 	/* The most override rows a process reads from the store
 	 * (overrides.c); rows past it are skipped. 0: none read. */
 	int64_t max_overrides;
+	/* auto: SQLite's with synchronous = full, Redis' (not a cluster's) */
+	enum rlg_group group_commit;
 	struct rlg_sqlite_config sqlite;
 	struct rlg_redis_config redis;
 };

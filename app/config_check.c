@@ -362,8 +362,8 @@ rlg_routes_finish(struct rlg_parse *p)
  * operator who set url but not backend = redis would get one SQLite file
  * per machine, each client a full quota on each. max_clients set with
  * Redis likewise promises a bound that Redis does not keep (its memory
- * follows maxmemory and key expiry), and synchronous or group_commit a
- * durability or a batching it has not. A list of seed nodes with backend
+ * follows maxmemory and key expiry), and synchronous a durability it
+ * has not. A list of seed nodes with backend
  * = redis would silently use the first node only; a Redis Cluster is
  * reached over TCP and has database 0 only. With a backend that was
  * itself bad (already reported) nothing is checked.
@@ -390,7 +390,6 @@ rlg_store_finish(struct rlg_parse *p)
 		    "is bounded by its maxmemory and by the expiry of the keys" },
 		{ "synchronous", RLG_BACKEND_FILES, "sqlite", ": Redis "
 		    "durability is its own appendfsync" },
-		{ "group_commit", RLG_BACKEND_FILES, "sqlite", "" },
 		{ "commit", RLG_BACKEND_FILES, "sqlite", "" },
 		{ "flush_ms", RLG_BACKEND_FILES, "sqlite", "" },
 	};

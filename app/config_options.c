@@ -157,9 +157,10 @@ const struct rlg_option rlg_options[] = {
 	  .words = rlg_sync_words, .def = "normal",
 	  .doc = "When a SQLite commit is on disk." },
 	{ RLG_KEY("store", "group_commit", ENUM),
-	  RLG_STORE(sqlite.group_commit),
+	  RLG_STORE(group_commit),
 	  .words = rlg_group_words, .def = "auto",
-	  .doc = "Whether the threads of a process share SQLite commits." },
+	  .doc = "Whether the threads of a process share round trips to the"
+	  " store." },
 	{ RLG_KEY("store", "commit", ENUM), RLG_STORE(sqlite.commit),
 	  .words = rlg_commit_words, .def = "auto",
 	  .doc = "Decided in shared memory and written behind, or a commit"

@@ -552,7 +552,7 @@ rlg_overrides_attach(struct rlg_overrides_view *v,
 		 */
 		sc = cfg->store;
 		sc.sqlite.commit = RLG_COMMIT_EACH;
-		sc.sqlite.group_commit = RLG_GROUP_OFF;
+		sc.group_commit = RLG_GROUP_OFF;
 		sc.rejection_cache = 0;
 		(void)rlg_store_open(&sc, &o->store);
 		if ((rc = pthread_create(&o->thread, NULL, ovr_main, o)) !=

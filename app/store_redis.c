@@ -65,6 +65,8 @@
  *
  * The rest of the backend sits beside this file, one seam each, sharing
  * struct rd_store and the rd_ functions of store_redis_parts.h:
+ * store_redis_batch.c runs the step, alone or, with group commit, in one
+ * call with the steps of the process's other threads;
  * store_redis_script.c builds EVALSHA's arguments and checks the
  * script's reply into decisions; store_redis_io.c connects (AUTH,
  * SELECT, SCRIPT LOAD), sends and reads by the step's deadline and keeps
@@ -95,7 +97,6 @@ static int rd_step(struct rlg_store *base, const struct rlg_store_item *items,
 static int rd_prune(struct rlg_store *base, int64_t now_ms,
     int64_t *deleted);
 static void rd_close(struct rlg_store *base);
-static int rd_ready0(struct rd_store *s);
 static int rd_check_items(struct rd_store *s,
     const struct rlg_store_item *items, size_t n, int64_t now_ms);
 
@@ -109,11 +110,12 @@ static int rd_ovr_rows(struct rd_store *s, const redisReply *h,
     int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx);
 
 
-/* What it has not (stats, idle, reset, survey, the decision table's
+/* What it has not (idle, reset, survey, the decision table's
  * calls) stays NULL: store.c answers that it cannot. */
 const struct rlg_store_ops rlg_store_redis_ops = {
 	.name = "redis", .open = rd_open, .step = rd_step, .prune = rd_prune,
 	.close = rd_close, .probe = rd_probe, .overrides = rd_overrides,
+	.stats = rd_stats,
 };
 
 /* A server to probe; it keeps no files and never writes behind. */
@@ -202,6 +204,8 @@ rd_open(const struct rlg_store_config *cfg, struct rlg_store **out)
 		else
 			(void)rd_node_add(s, cfg->redis.host, cfg->redis.port,
 			    cfg->redis.socket);
+		if (cfg->group_commit != RLG_GROUP_OFF)
+			rd_batch_join(s);
 		if ((s->master != NULL ? rd_sentinel_connect(s) :
 		    rd_connect(s, &s->nodes[0])) != 0)
 			return rd_failed(s, 0);
@@ -213,6 +217,8 @@ rd_open(const struct rlg_store_config *cfg, struct rlg_store **out)
 		    " database 0", s->name);
 		return RLG_ESTORE;
 	}
+	if (cfg->group_commit != RLG_GROUP_OFF)
+		rd_batch_join(s);
 	s->slots = rlg_xcalloc(RD_SLOTS, sizeof *s->slots);
 	for (i = 0; i <= cfg->redis.nseeds; i++) {
 		ni = rd_node_add(s, i == 0 ? cfg->redis.host :
@@ -228,36 +234,15 @@ rd_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
     int64_t now_ms, struct rlg_decision *decisions)
 {
 	struct rd_store *s = (struct rd_store *)base;
-	redisReply *reply;
-	int argc, rc;
+	int rc;
 
 	if ((rc = rd_check_items(s, items, n, now_ms)) != RLG_OK)
 		return rc;
 	if (s->nnodes == 0)
 		return RLG_ESTORE;      /* no url: errmsg says so since open */
-	rd_budget(s);
-	if (s->cluster)
-		return rd_cluster_step(s, items, n, now_ms, decisions);
-	if (rd_ready0(s) != 0)
-		return RLG_ESTORE;
-	argc = rd_build(s, items, NULL, n, false, now_ms);
-	reply = rd_exec_on(s, 0, false, argc);
-	if (reply != NULL && rd_error_is(reply, "NOSCRIPT")) {
-		/* Flushed or failed over: load it again, retry once. */
-		freeReplyObject(reply);
-		if (rd_load_script(s, &s->nodes[0]) != 0)
-			return rd_failed(s, 0);
-		reply = rd_exec_on(s, 0, false, argc);
-	}
-	if (reply == NULL)
-		return rd_failed(s, 0);
-	rc = rd_decisions(s, &s->nodes[0], reply, items, n, NULL, n,
-	    decisions);
-	freeReplyObject(reply);
-	if (rc != 0)
-		return rd_failed(s, 0);
-	rd_node_ok(s, 0);
-	return RLG_OK;
+	if (s->group.g != NULL)
+		return rd_batch_step(s, items, n, now_ms, decisions);
+	return rd_step_alone(s, items, n, now_ms, decisions);
 }
 
 /*
@@ -509,15 +494,8 @@ rd_close(struct rlg_store *base)
 	free(s->out);
 	rd_cluster_free(s);
 	rd_sentinel_free(s);
+	rd_batch_leave(s);
 	free(s);
-}
-
-/* The single server's connection: rd_ready, or rd_sentinel_ready for a
- * master the sentinels name. 0, or -1 (errmsg). */
-static int
-rd_ready0(struct rd_store *s)
-{
-	return s->master != NULL ? rd_sentinel_ready(s) : rd_ready(s, 0);
 }
 
 /*

@@ -135,7 +135,6 @@ static int rd_slots_apply(struct rd_store *s, size_t ni,
 static int rd_slots_entry(struct rd_store *s, size_t ni,
     const redisReply *e, size_t i);
 static void rd_compact(struct rd_store *s);
-static unsigned rd_slot(const char *client);
 static unsigned rd_crc_slot(const char *p, size_t len);
 static void rd_sleep_ms(int64_t ms);
 static bool rd_host_ok(const char *host, size_t len);
@@ -805,7 +804,7 @@ rd_compact(struct rd_store *s)
  * The slot of a client's keys: CRC16 (XMODEM, as Redis) of its hash tag,
  * the key up to its first '}' (never empty: rd_check_items), mod 16384.
  */
-static unsigned
+unsigned
 rd_slot(const char *client)
 {
 	return rd_crc_slot(client, strcspn(client, "}"));

@@ -491,6 +491,25 @@ rd_exec_on(struct rd_store *s, size_t ni, bool asking, int argc)
 }
 
 /*
+ * A pipeline: the commands in s->argv appended one by one (rd_append,
+ * after s->outlen = 0), then sent to node ni in one write and their n
+ * replies read into replies[] by the step's deadline. 0 (the caller
+ * frees the replies), or -1 (errmsg; none kept).
+ */
+void
+rd_append(struct rd_store *s, int argc)
+{
+	rd_format(s, argc, s->argv, s->argvlen);
+}
+
+int
+rd_exec_many(struct rd_store *s, size_t ni, size_t n, redisReply **replies)
+{
+	return rd_exchange(s, &s->nodes[ni], "EVALSHA (pipelined)", n,
+	    replies);
+}
+
+/*
  * Sends s->out to node and reads nreplies replies into replies[], all by
  * the step's deadline (see the top): never more than RD_REPLY_BYTES_MAX
  * bytes read, no array of more than RD_ARRAY_MAX elements. 0 (the caller

@@ -3,7 +3,8 @@
  * the one backend and included by nothing else (the rest of rlgate sees
  * rlg_store_redis_ops, store_redis.h): a server (struct rd_node), the handle
  * (struct rd_store), and the rd_ functions one file calls in another.
- *   store_redis.c          the step: open, probe, overrides, close
+ *   store_redis.c          the handle: open, step, probe, overrides, close
+ *   store_redis_batch.c    the step alone, or batched (group commit)
  *   store_redis_script.c   EVALSHA's arguments, the reply checked into
  *                          decisions
  *   store_redis_io.c       connections, deadline I/O, backoff
@@ -17,6 +18,7 @@
 #ifndef RLG_STORE_REDIS_PARTS_H
 #define RLG_STORE_REDIS_PARTS_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,6 +27,9 @@
 
 #include "redis_url.h"
 #include "store.h"
+#include "store_group.h"
+#include "store_stats.h"
+
 
 /* Bytes of one decimal int64 with its sign and NUL. */
 #define RD_NUM 21
@@ -151,14 +156,65 @@ struct rd_store {
 	struct rlg_decision *cdec;
 	size_t ccap;
 
+	/*
+	 * Group commit (store_redis_batch.c): the process's group for this
+	 * server (group.g NULL: none); a batch's requests, when this handle
+	 * leads one (reqcap entries).
+	 */
+	struct rlg_group_member group;
+	struct rd_req *reqs;
+	size_t reqcap;
+	/* A cluster's batch: each waiter's node (index + 1; 0: alone) and
+	 * the replies of one node's pipeline; bcap entries each. */
+	size_t *bnode;
+	redisReply **breply;
+	size_t bcap;
 };
 
+/* ---- store_redis_batch.c: the step, alone or in a batch --------------- */
+
+/* One request alone: one script call (a cluster: its slot groups). */
+int rd_step_alone(struct rd_store *s, const struct rlg_store_item *items,
+    size_t n, int64_t now_ms, struct rlg_decision *decisions);
+
+/* The script call in s->argv on the single server, NOSCRIPT handled:
+ * its reply, or NULL (errmsg). */
+redisReply *rd_exec_script(struct rd_store *s, int argc);
+
+/* The single server's (or the sentinels' master's) connection: 0, or -1. */
+int rd_ready0(struct rd_store *s);
+
+/* A step through the process's group: led in a batch or handed its result. */
+int rd_batch_step(struct rd_store *s, const struct rlg_store_item *items,
+    size_t n, int64_t now_ms, struct rlg_decision *decisions);
+
+/* Joins the group of the handle's server (rd_open); leaves it (rd_close). */
+void rd_batch_join(struct rd_store *s);
+void rd_batch_leave(struct rd_store *s);
+
+/* The stats operation: the group's counters. */
+void rd_stats(const struct rlg_store *base, struct rlg_store_stats *out);
+
 /* ---- store_redis_script.c: the script's arguments and reply ---------- */
+
+/* One request of a script call: items[idx[0..m)] (idx NULL: items[0..m)),
+ * then n - m items of a probe. */
+struct rd_req {
+	const struct rlg_store_item *items;
+	const size_t *idx;
+	size_t m;
+	size_t n;
+};
 
 /* EVALSHA's arguments into s->argv for items idx[0..m) (idx NULL:
  * items[0..m)), with probe the check's two items after them. argc. */
 int rd_build(struct rd_store *s, const struct rlg_store_item *items,
     const size_t *idx, size_t m, bool probe, int64_t now_ms);
+
+/* EVALSHA's arguments for the requests reqs[0..nreq) in one call (a
+ * batch, each request in order). argc. */
+int rd_build_batch(struct rd_store *s, const struct rd_req *reqs,
+    size_t nreq, int64_t now_ms);
 
 /* Room for argc arguments in s->argv, s->argvlen and need bytes in
  * s->text (their contents not kept). */
@@ -172,6 +228,18 @@ char *rd_put(char *at, const char *s, size_t len);
 int rd_decisions(struct rd_store *s, const struct rd_node *node,
     const redisReply *reply, const struct rlg_store_item *items,
     size_t nreply, const size_t *idx, size_t m,
+    struct rlg_decision *decisions);
+
+/* The reply's shape for nreply items and its now_ms: 0, or -1
+ * (errmsg). */
+int rd_reply_now(struct rd_store *s, const struct rd_node *node,
+    const redisReply *reply, size_t nreply, int64_t *now);
+
+/* One request's m items of a checked reply, from its item base on,
+ * checked into decisions: 0, or -1 (errmsg). */
+int rd_reply_items(struct rd_store *s, const struct rd_node *node,
+    const redisReply *reply, size_t base, int64_t now,
+    const struct rlg_store_item *items, const size_t *idx, size_t m,
     struct rlg_decision *decisions);
 
 /* ---- store_redis_io.c: connections and I/O ---------------------------- */
@@ -204,6 +272,12 @@ int rd_load_script(struct rd_store *s, struct rd_node *node);
  * or NULL (errmsg). */
 redisReply *rd_exec_on(struct rd_store *s, size_t ni, bool asking,
     int argc);
+
+/* A pipeline: the command in s->argv appended to s->out; s->out sent to
+ * node ni and its n replies read: 0, or -1 (errmsg). */
+void rd_append(struct rd_store *s, int argc);
+int rd_exec_many(struct rd_store *s, size_t ni, size_t n,
+    redisReply **replies);
 
 /* A server's text for a message: at most RD_SAID - 1 printable bytes. */
 const char *rd_said(const char *str, size_t len, char *buf);
@@ -241,6 +315,9 @@ int rd_cluster_step(struct rd_store *s, const struct rlg_store_item *items,
  * redirections and retries: 0 with its reply and node, or -1 (errmsg). */
 int rd_cluster_key_exec(struct rd_store *s, const char *key, int argc,
     redisReply **out, size_t *nodep);
+
+/* The slot of a client's keys (its hash tag's). */
+unsigned rd_slot(const char *client);
 
 /* The slot map read if there is none, or if stale: 0, or -1 (errmsg). */
 int rd_map_ready(struct rd_store *s);

@@ -37,9 +37,11 @@ static int rd_reply_item(struct rd_store *s, const struct rd_node *node,
 static char *rd_build_keys(struct rd_store *s,
     const struct rlg_store_item *items, const size_t *idx, size_t m,
     size_t n, char *at, size_t *ap);
+static char *rd_build_now(struct rd_store *s, int64_t now_ms, char *at,
+    size_t *ap);
 static char *rd_build_args(struct rd_store *s,
     const struct rlg_store_item *items, const size_t *idx, size_t m,
-    size_t n, int64_t now_ms, char *at, size_t *ap);
+    size_t n, char *at, size_t *ap);
 
 /*
  * EVALSHA sha 2n KEYS... now n ARGS... into s->argv for the items
@@ -51,16 +53,36 @@ int
 rd_build(struct rd_store *s, const struct rlg_store_item *items,
     const size_t *idx, size_t m, bool probe, int64_t now_ms)
 {
-	size_t n = m + (probe ? RD_PROBE_ITEMS : 0);
-	size_t argc = 5 + (2 + RD_PER_ITEM) * n, need = (size_t)3 * RD_NUM, i, a;
+	struct rd_req req = { items, idx, m, m + (probe ? RD_PROBE_ITEMS : 0) };
+
+	return rd_build_batch(s, &req, 1, now_ms);
+}
+
+/*
+ * EVALSHA for the requests reqs[0..nreq) in one call (a batch: the
+ * script runs them in order): their KEYS, then now, then each request's
+ * n and items. Returns argc.
+ */
+int
+rd_build_batch(struct rd_store *s, const struct rd_req *reqs, size_t nreq,
+    int64_t now_ms)
+{
+	size_t argc = 4, need = (size_t)3 * RD_NUM, keys = 0, i, r, a;
 	const struct rlg_store_item *it;
 	char *at;
 
 	/* "rlg:{" C "}:" P, and the same with ":log", each NUL-ended. */
-	for (i = 0; i < m; i++) {
-		it = &items[idx != NULL ? idx[i] : i];
-		need += 2 * (strlen(it->client) + strlen(it->policy->name) +
-		    8) + 4 + (size_t)RD_PER_ITEM * RD_NUM;
+	for (r = 0; r < nreq; r++) {
+		argc += 1 + (2 + RD_PER_ITEM) * reqs[r].n;
+		keys += 2 * reqs[r].n;
+		need += RD_NUM;
+		for (i = 0; i < reqs[r].m; i++) {
+			it = &reqs[r].items[reqs[r].idx != NULL ?
+			    reqs[r].idx[i] : i];
+			need += 2 * (strlen(it->client) +
+			    strlen(it->policy->name) + 8) + 4 +
+			    (size_t)RD_PER_ITEM * RD_NUM;
+		}
 	}
 	rd_reserve(s, argc, need);
 
@@ -70,11 +92,16 @@ rd_build(struct rd_store *s, const struct rlg_store_item *items,
 	s->argv[1] = s->sha;
 	s->argvlen[1] = 40;
 	s->argv[2] = at;
-	s->argvlen[2] = (size_t)snprintf(at, RD_NUM, "%zu", 2 * n);
+	s->argvlen[2] = (size_t)snprintf(at, RD_NUM, "%zu", keys);
 	at += s->argvlen[2] + 1;
 	a = 3;
-	at = rd_build_keys(s, items, idx, m, n, at, &a);
-	at = rd_build_args(s, items, idx, m, n, now_ms, at, &a);
+	for (r = 0; r < nreq; r++)
+		at = rd_build_keys(s, reqs[r].items, reqs[r].idx, reqs[r].m,
+		    reqs[r].n, at, &a);
+	at = rd_build_now(s, now_ms, at, &a);
+	for (r = 0; r < nreq; r++)
+		at = rd_build_args(s, reqs[r].items, reqs[r].idx, reqs[r].m,
+		    reqs[r].n, at, &a);
 	assert(a == argc && (size_t)(at - s->text) <= need);
 	return (int)argc;
 }
@@ -101,17 +128,17 @@ rd_reserve(struct rd_store *s, size_t argc, size_t need)
 }
 
 /*
- * The KEYS of rd_build from argument *a on, their text from at on: each
+ * A request's KEYS from argument *a on, their text from at on: each
  * item's state key and its log key (the state key again for an item
  * that is no sliding log), then the probe's (n - m items), all four the
- * first state key. Returns the end of the text written.
+ * request's first state key. Returns the end of the text written.
  */
 static char *
 rd_build_keys(struct rd_store *s, const struct rlg_store_item *items,
     const size_t *idx, size_t m, size_t n, char *at, size_t *ap)
 {
 	const struct rlg_store_item *it;
-	size_t i, k, a = *ap;
+	size_t i, k, a = *ap, first = *ap;
 
 	for (i = 0; i < m; i++) {
 		it = &items[idx != NULL ? idx[i] : i];
@@ -140,8 +167,8 @@ rd_build_keys(struct rd_store *s, const struct rlg_store_item *items,
 	for (i = m; i < n; i++) {
 		/* The probe: the first state key, four times. */
 		for (k = 0; k < 2; k++, a++) {
-			s->argv[a] = s->argv[3];
-			s->argvlen[a] = s->argvlen[3];
+			s->argv[a] = s->argv[first];
+			s->argvlen[a] = s->argvlen[first];
 		}
 	}
 	*ap = a;
@@ -149,30 +176,38 @@ rd_build_keys(struct rd_store *s, const struct rlg_store_item *items,
 }
 
 /*
- * The ARGV of rd_build from argument *a on, their text from at on: now
- * ("" for Redis TIME), n, then each item's algorithm, limit, window_ms,
- * burst, flags and cost, then the probe's. Returns the end of the text written.
+ * ARGV[1] of rd_build at argument *a, its text at at: now ("" for Redis
+ * TIME: the script reads it). Returns the end of the text written.
+ */
+static char *
+rd_build_now(struct rd_store *s, int64_t now_ms, char *at, size_t *ap)
+{
+	size_t len = 0;
+
+	s->argv[*ap] = at;
+	*at = '\0';
+	if (s->local_clock)
+		len = (size_t)snprintf(at, RD_NUM, "%lld", (long long)now_ms);
+	s->argvlen[(*ap)++] = len;
+	return at + len + 1;
+}
+
+/*
+ * A request's ARGV from argument *a on, their text from at on: n, then
+ * each item's algorithm, limit, window_ms, burst, flags and cost, then
+ * the probe's (n - m items). Returns the end of the text written.
  */
 static char *
 rd_build_args(struct rd_store *s, const struct rlg_store_item *items,
-    const size_t *idx, size_t m, size_t n, int64_t now_ms, char *at,
-    size_t *ap)
+    const size_t *idx, size_t m, size_t n, char *at, size_t *ap)
 {
 	static const char *const probe_args[RD_PER_ITEM] = { "0", "1",
 	    "1000", "0", "0", "1" };
 	const struct rlg_store_item *it;
 	const struct rlg_policy *p;
-	size_t i, k, a = *ap, len;
+	size_t i, k, a = *ap;
 	int64_t v[RD_PER_ITEM];
 
-	/* ARGV[1]: "" makes the script read Redis TIME. */
-	s->argv[a] = at;
-	len = 0;
-	*at = '\0';
-	if (s->local_clock)
-		len = (size_t)snprintf(at, RD_NUM, "%lld", (long long)now_ms);
-	s->argvlen[a++] = len;
-	at += len + 1;
 	s->argv[a] = at;
 	s->argvlen[a] = (size_t)snprintf(at, RD_NUM, "%zu", n);
 	at += s->argvlen[a++] + 1;
@@ -225,24 +260,65 @@ rd_decisions(struct rd_store *s, const struct rd_node *node,
     struct rlg_decision *decisions)
 {
 	const redisReply *const *e;
-	struct rlg_decision *d;
-	size_t i, k;
+	size_t i;
 	int64_t now;
+
+	if (rd_reply_now(s, node, reply, nreply, &now) != 0)
+		return -1;
+	if (rd_reply_items(s, node, reply, 0, now, items, idx, m,
+	    decisions) != 0)
+		return -1;
+	e = (const redisReply *const *)reply->element;
+	for (i = m; i < nreply; i++)
+		if (rd_reply_item(s, node, e, i, NULL, now) != 0)
+			return -1;
+	return 0;
+}
+
+/*
+ * The reply as a whole (rd_reply_shape) for nreply items, and its now_ms
+ * into *now. 0, or -1 (errmsg).
+ */
+int
+rd_reply_now(struct rd_store *s, const struct rd_node *node,
+    const redisReply *reply, size_t nreply, int64_t *now)
+{
+	const redisReply *const *e;
 
 	if (rd_reply_shape(s, node, reply, nreply) != 0)
 		return -1;
 	e = (const redisReply *const *)reply->element;
 	if (rd_field(s, node, e, 0, NULL, 0, RLG_TIME_MS_MAX) != 0)
 		return -1;
-	now = e[0]->integer;
-	for (i = 0; i < nreply; i++) {
-		if (rd_reply_item(s, node, e, i, i < m ?
-		    &items[idx != NULL ? idx[i] : i] : NULL, now) != 0)
+	*now = e[0]->integer;
+	return 0;
+}
+
+/*
+ * The m items of one request in a reply whose shape rd_reply_now has
+ * checked, from its item base on (a batch's requests follow each
+ * other): each checked, then into decisions[idx[j]] (idx NULL:
+ * decisions[j]). 0, or -1 (errmsg).
+ */
+int
+rd_reply_items(struct rd_store *s, const struct rd_node *node,
+    const redisReply *reply, size_t base, int64_t now,
+    const struct rlg_store_item *items, const size_t *idx, size_t m,
+    struct rlg_decision *decisions)
+{
+	const redisReply *const *e = (const redisReply *const *)reply->element;
+	const struct rlg_store_item *it;
+	struct rlg_decision *d;
+	size_t i, k;
+
+	for (i = 0; i < m; i++)
+		if (rd_reply_item(s, node, e, base + i,
+		    &items[idx != NULL ? idx[i] : i], now) != 0)
 			return -1;
-	}
 	for (i = 0; i < m; i++) {
+		it = &items[idx != NULL ? idx[i] : i];
 		d = &decisions[idx != NULL ? idx[i] : i];
-		k = 1 + RD_REPLY_PER_ITEM * i;
+		k = 1 + RD_REPLY_PER_ITEM * (base + i);
 		d->admitted = e[k]->integer == 1;
 		d->limit = e[k + 1]->integer;
 		d->remaining = e[k + 2]->integer;
@@ -250,9 +326,8 @@ rd_decisions(struct rd_store *s, const struct rd_node *node,
 		d->retry_ms = e[k + 4]->integer;
 		d->next_ms = e[k + 5]->integer;
 		/* the script's all-clear for a charge that did not apply */
-		d->skipped = items[idx != NULL ? idx[i] : i].if_new &&
-		    d->admitted && rd_skipped(e, k, items[idx != NULL ?
-		    idx[i] : i].policy);
+		d->skipped = it->if_new && d->admitted &&
+		    rd_skipped(e, k, it->policy);
 	}
 	return 0;
 }

@@ -139,7 +139,7 @@ tab_flusher_join(const struct rlg_store_config *cfg,
 		f->cfg.sqlite.path = f->db_path;
 		/* Its own connection, with no group (it commits alone),
 		 * no table and no cache: the database itself. */
-		f->cfg.sqlite.group_commit = RLG_GROUP_OFF;
+		f->cfg.group_commit = RLG_GROUP_OFF;
 		f->cfg.sqlite.commit = RLG_COMMIT_EACH;
 		f->cfg.rejection_cache = 0;
 		f->capacity = capacity;

@@ -752,7 +752,7 @@ START_TEST(test_defaults)
 	ck_assert_int_eq(cfg->store.sqlite.max_clients, 1000000);
 	ck_assert_int_eq(cfg->store.rejection_cache, 4096);
 	ck_assert_int_eq(cfg->store.sqlite.synchronous, RLG_SYNC_NORMAL);
-	ck_assert_int_eq(cfg->store.sqlite.group_commit, RLG_GROUP_AUTO);
+	ck_assert_int_eq(cfg->store.group_commit, RLG_GROUP_AUTO);
 	/* commit = auto, resolved: the table holds the built-in policy. */
 	ck_assert_int_eq(cfg->store.sqlite.commit, RLG_COMMIT_BEHIND);
 	ck_assert(cfg->store.sqlite.commit_auto);
@@ -834,7 +834,7 @@ START_TEST(test_full_file)
 	ck_assert_int_eq(cfg->store.sqlite.max_clients, 0);
 	ck_assert_int_eq(cfg->store.rejection_cache, 0);
 	ck_assert_int_eq(cfg->store.sqlite.synchronous, RLG_SYNC_FULL);
-	ck_assert_int_eq(cfg->store.sqlite.group_commit, RLG_GROUP_OFF);
+	ck_assert_int_eq(cfg->store.group_commit, RLG_GROUP_OFF);
 	ck_assert_int_eq(cfg->style, RLG_STYLE_DRAFT03);
 	ck_assert_int_eq(cfg->errors, RLG_ERRORS_PROBLEM);
 	ck_assert_uint_eq(cfg->npolicies, 1);
@@ -3240,6 +3240,8 @@ END_TEST
  */
 START_TEST(test_redis_store_errors)
 {
+	struct rlg_config *cfg;
+
 	/* Redis keys without backend = redis. */
 	rlg_t_expect(
 	    "[store]\n"                                  /* 1 */
@@ -3268,14 +3270,17 @@ START_TEST(test_redis_store_errors)
 	    "the keys\n"
 	    "t.conf:4: [store] backend: redis needs [store] url = "
 	    "redis://HOST:PORT or unix:/PATH\n");
-	/* The SQLite store's commit settings mean nothing to Redis. */
+	/* The SQLite store's durability means nothing to Redis; group
+	 * commit batches a server's steps, and a cluster's. */
 	rlg_t_expect(
 	    "[store]\nbackend = redis\nurl = redis://h\nsynchronous = full\n"
-	    "group_commit = on\n", 2,
+	    "group_commit = on\n", 1,
 	    "t.conf:4: [store] synchronous: applies only to backend = sqlite:"
-	    " Redis durability is its own appendfsync\n"
-	    "t.conf:5: [store] group_commit: applies only to backend = "
-	    "sqlite\n");
+	    " Redis durability is its own appendfsync\n");
+	cfg = rlg_t_ok("[store]\nbackend = redis_cluster\nurl = redis://h\n"
+	    "group_commit = on\n");
+	ck_assert_int_eq(cfg->store.group_commit, RLG_GROUP_ON);
+	rlg_config_free(cfg);
 	/* A bad url is reported for itself only. */
 	rlg_t_expect(
 	    "[store]\nbackend = redis\nurl = redis://h:0\n", 1,

@@ -1,7 +1,8 @@
 /*
- * check_group.c: group commit of the SQLite store (store_sqlite.c), on real
- * files, with 8 threads of one process, each with its own handle, sending
- * at once at one fixed instant.
+ * check_group.c: group commit (store_group.c) of the SQLite store, on real
+ * files, and of the Redis store (store_redis_batch.c), on a real
+ * redis-server, with 8 threads of one process, each with its own handle,
+ * sending at once at one fixed instant.
  *
  * A batch must decide exactly as a serial run would: so for every
  * algorithm exactly limit (token_bucket: burst) requests are admitted, and
@@ -9,12 +10,14 @@
  * to 0, each exactly once (two requests decided on the same state would
  * show the same value; a lost write would admit one too many). The group
  * counters prove the requests went through batches and that batches held
- * more than one request. A store that is full undoes only the request that
- * found it full; a request the store refuses runs alone and fails alone,
- * and the others of its batch are still decided exactly.
+ * more than one request. A store that is full (SQLite's max_clients)
+ * undoes only the request that found it full; a request the store refuses
+ * runs alone and fails alone, and the others of its batch are still
+ * decided exactly.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +27,7 @@
 #include <sqlite3.h>
 
 #include "check_rlgate.h"
+#include "check_store.h"
 #include "fixture.h"
 #include "store.h"
 #include "store_fixture.h"
@@ -41,7 +45,11 @@ enum gmode {
 	G_HOT = 0,          /* one client, the policy of the run */
 	G_NEW_CLIENTS,      /* a new client per request, max_clients */
 	G_WITH_BAD,         /* the hot client, and now and then a bad policy */
+	G_SPREAD,           /* GSPREAD clients in turn (a cluster: on every
+	                       master, in one batch) */
 };
+
+#define GSPREAD 16
 
 struct gworker {
 	const char *path;
@@ -76,26 +84,25 @@ gpolicy(enum rlg_algorithm a, int64_t limit)
 	return p;
 }
 
+/* The handle of a thread: the suite's store (store_cfg: a SQLite file,
+ * or the Redis database for it) with group commit left to auto, which is
+ * on for SQLite with synchronous = full and for one Redis server. */
 static void
 gopen(struct gworker *w, struct rlg_store **s)
 {
 	struct rlg_store_config cfg;
-	char path[256];
 
-	memset(&cfg, 0, sizeof cfg);
-	snprintf(path, sizeof path, "%s", w->path);
-	cfg.sqlite.path = path;
-	cfg.sqlite.busy_timeout_ms = 30000;
-	cfg.on_error = RLG_ON_ERROR_CLOSED;
+	store_cfg(&cfg, w->path, 30000);
 	cfg.sqlite.max_clients = w->mode == G_NEW_CLIENTS ? GMAX_CLIENTS : 0;
 	cfg.rejection_cache = 0;
 	cfg.sqlite.synchronous = RLG_SYNC_FULL;
-	cfg.sqlite.group_commit = RLG_GROUP_AUTO;   /* on, with synchronous = full */
+	cfg.group_commit = RLG_GROUP_AUTO;
 	if (rlg_store_open(&cfg, s) != RLG_OK) {
 		snprintf(w->errmsg, sizeof w->errmsg, "%s",
 		    rlg_store_errmsg(*s));
 		w->errors++;
 	}
+	store_cfg_free(&cfg);
 }
 
 static void *
@@ -122,6 +129,10 @@ gthread(void *arg)
 			item.client = client;
 		} else if (w->mode == G_WITH_BAD && i % 10 == 3) {
 			item.policy = w->bad;
+		} else if (w->mode == G_SPREAD) {
+			snprintf(client, sizeof client, "s%d",
+			    (w->id + i) % GSPREAD);
+			item.client = client;
 		}
 		rc = rlg_store_step(s, &item, 1, GT, &d);
 		if (rc == RLG_OK && d.admitted) {
@@ -257,24 +268,56 @@ START_TEST(test_group_refused_alone)
 }
 END_TEST
 
-/* Without group commit (normal synchronous, auto) there are no counters. */
+/* Many clients at once (a cluster: on every master, each master's in one
+ * pipeline): every request counted once, on its own client. */
+START_TEST(test_group_spread)
+{
+	struct rlg_policy p = gpolicy(RLG_ALG_FIXED_WINDOW, GLIMIT);
+	struct gworker w[GTHREADS];
+	char client[16];
+	long admitted = 0, want;
+	int i, t, k;
+
+	run(path_in("g.db"), G_SPREAD, &p, NULL, w);
+	for (i = 0; i < GTHREADS; i++)
+		admitted += w[i].admitted;
+	ck_assert_int_eq(admitted, (long)GTHREADS * GSENT);
+	for (i = 0; i < GSPREAD; i++) {
+		/* thread t sends to client i at every k with (t + k) %
+		 * GSPREAD == i */
+		for (t = 0, want = 0; t < GTHREADS; t++)
+			for (k = 0; k < GSENT; k++)
+				want += (t + k) % GSPREAD == i;
+		snprintf(client, sizeof client, "s%d", i);
+		ck_assert_int_eq(count_of(w[0].path, gname, client), want);
+	}
+	ck_assert_uint_lt(w[0].stats.group_batches, w[0].stats.group_steps);
+}
+END_TEST
+
+/*
+ * auto: off for SQLite with normal synchronous (no counters), on for one
+ * Redis server; off is off, on is on.
+ */
 START_TEST(test_group_auto_off)
 {
 	struct rlg_store_config cfg;
 	struct rlg_store *s = NULL;
-	char *path = path_in("g.db");
 
-	memset(&cfg, 0, sizeof cfg);
-	cfg.sqlite.path = path;
-	cfg.sqlite.busy_timeout_ms = 1000;
+	store_cfg(&cfg, path_in("g.db"), 1000);
+	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_OK);
+	ck_assert(rlg_test_stats(s).group == (backend != RLG_BACKEND_SQLITE));
+	rlg_store_close(s);
+	cfg.group_commit = RLG_GROUP_OFF;
 	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_OK);
 	ck_assert(!rlg_test_stats(s).group);
 	rlg_store_close(s);
-	cfg.sqlite.group_commit = RLG_GROUP_ON;
+	cfg.group_commit = RLG_GROUP_ON;
 	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_OK);
 	ck_assert(rlg_test_stats(s).group);
 	ck_assert_uint_eq(rlg_test_stats(s).group_batches, 0);
 	rlg_store_close(s);
+	store_cfg_free(&cfg);
 }
 END_TEST
 
@@ -287,6 +330,23 @@ rlg_group_suite(void)
 	tcase_add_loop_test(tc, test_group_exact_each_algorithm, 0, 4);
 	tcase_add_test(tc, test_group_full_undoes_one);
 	tcase_add_test(tc, test_group_refused_alone);
+	tcase_add_test(tc, test_group_spread);
 	tcase_add_test(tc, test_group_auto_off);
 	return s;
+}
+
+/* The same against the store_redis suite's redis-server, or the
+ * store_redis_cluster suite's cluster (no max_clients: Redis keeps no
+ * count of clients). */
+void
+rlg_group_redis_tests(Suite *s, bool cluster)
+{
+	TCase *tc = store_tcase(s, "group", cluster ? cluster_base_setup :
+	    redis_base_setup, cluster ? cluster_base_teardown :
+	    redis_base_teardown, 120);
+
+	tcase_add_loop_test(tc, test_group_exact_each_algorithm, 0, 4);
+	tcase_add_test(tc, test_group_refused_alone);
+	tcase_add_test(tc, test_group_spread);
+	tcase_add_test(tc, test_group_auto_off);
 }

@@ -261,20 +261,20 @@ eval_items(const char *now, const struct item *it, size_t n,
 }
 
 /*
- * EVALSHA sha and the arguments args (NULL-terminated; at most 20): the
+ * EVALSHA sha and the arguments args (NULL-terminated; at most 62): the
  * reply, never NULL, caller frees.
  */
 static redisReply *
 eval_args(const char *const *args)
 {
-	const char *argv[22];
+	const char *argv[64];
 	redisReply *r;
 	int argc = 0;
 
 	argv[argc++] = "EVALSHA";
 	argv[argc++] = sha;
 	for (; *args != NULL; args++) {
-		ck_assert_int_lt(argc, 22);
+		ck_assert_int_lt(argc, 64);
 		argv[argc++] = *args;
 	}
 	r = redisCommandArgv(conn, argc, argv, NULL);
@@ -1145,6 +1145,53 @@ START_TEST(test_same_key_twice)
 }
 END_TEST
 
+/*
+ * A batch (several requests in one call, store_redis_batch.c) answers as
+ * the same requests one call each: in order, each all or nothing on its
+ * own, a later one deciding on what an earlier one wrote.
+ */
+START_TEST(test_batch)
+{
+	/* Five requests on one key of a fixed window of 3: cost 2
+	 * (admitted), 2 (rejected: 1 left, nothing written), 1 (admitted),
+	 * then 1 and 1 (rejected: none left). */
+#define RQ(c) "1", "0", "3", "60000", "0", "0", c
+	static const char *const batch[] = { "10", "a", "a", "a", "a", "a",
+	    "a", "a", "a", "a", "a", "1700000000000", RQ("2"), RQ("2"),
+	    RQ("1"), RQ("1"), RQ("1"), NULL };
+	static const char *const one[][12] = {
+		{ "2", "b", "b", "1700000000000", RQ("2"), NULL },
+		{ "2", "b", "b", "1700000000000", RQ("2"), NULL },
+		{ "2", "b", "b", "1700000000000", RQ("1"), NULL },
+		{ "2", "b", "b", "1700000000000", RQ("1"), NULL },
+		{ "2", "b", "b", "1700000000000", RQ("1"), NULL },
+	};
+#undef RQ
+	static const int admitted[] = { 1, 0, 1, 0, 0 };
+	redisReply *r, *o;
+	size_t i, k;
+
+	r = eval_args(batch);
+	ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
+	ck_assert_uint_eq(r->elements, 1 + 6 * 5);
+	ck_assert_int_eq(reply_int(r, 0), 1700000000000);
+	for (i = 0; i < 5; i++) {
+		ck_assert_int_eq(reply_int(r, 1 + 6 * i), admitted[i]);
+		o = eval_args(one[i]);
+		for (k = 1; k < 7; k++)
+			ck_assert_msg(reply_int(r, 6 * i + k) ==
+			    reply_int(o, k), "request %zu, field %zu: batch"
+			    " %lld, alone %lld", i, k - 1,
+			    (long long)reply_int(r, 6 * i + k),
+			    (long long)reply_int(o, k));
+		freeReplyObject(o);
+	}
+	freeReplyObject(r);
+	ck_assert_int_eq(hfield("a", "count"), 3);
+	ck_assert_int_eq(hfield("b", "count"), 3);
+}
+END_TEST
+
 /* ARGV[1] = "": the server's clock (TIME), in the reply. */
 START_TEST(test_server_clock)
 {
@@ -1221,7 +1268,7 @@ START_TEST(test_malformed)
 {
 	/* The first number past the last algorithm (set below). */
 	static char past_last[16];
-	static const char *const bad[][22] = {
+	static const char *const bad[][32] = {
 		/* numkeys, keys..., now, n, items... (NULL ends) */
 		{ "2", "a", "b", "x", "1", "0", "3", "60000", "0", "0", "1" },
 		{ "2", "a", "b", "1.5", "1", "0", "3", "60000", "0", "0", "1" },
@@ -1264,6 +1311,19 @@ START_TEST(test_malformed)
 		/* A good first item does not get written either. */
 		{ "4", "a", "b", "c", "d", "1", "2", "0", "3", "60000", "0",
 		    "0", "1", "0", "3", "-5", "0", "0", "1" },
+		/* A batch: nor a good first request before a bad second. */
+		{ "4", "a", "b", "c", "d", "1", "1", "0", "3", "60000", "0",
+		    "0", "1", "1", "0", "3", "-5", "0", "0", "1" },
+		/* ... keys for one request only, a second n with no items, a
+		 * count of items past the arguments, a request of none */
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "1",
+		    "1", "0", "3", "60000", "0", "0", "1" },
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "1",
+		    "1" },
+		{ "4", "a", "b", "c", "d", "1", "1", "0", "3", "60000", "0",
+		    "0", "1", "2", "0", "3", "60000", "0", "0", "1" },
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "1",
+		    "0" },
 	};
 	static const char *const negative_now[] = {
 		"2", "a", "b", "-5", "1", "0", "3", "60000", "0", "0", "1", NULL
@@ -1320,6 +1380,7 @@ rlg_redis_script_suite(void)
 	tcase_add_test(tc, test_all_or_nothing);
 	tcase_add_test(tc, test_advisory);
 	tcase_add_test(tc, test_same_key_twice);
+	tcase_add_test(tc, test_batch);
 	tcase_add_test(tc, test_server_clock);
 	tcase_add_test(tc, test_expiry);
 	tcase_add_test(tc, test_malformed);

@@ -1268,6 +1268,7 @@ rlg_store_redis_suite(void)
 	tc = store_tcase(s, "redis", redis_base_setup, redis_base_teardown,
 	    60);
 	rlg_store_redis_tests(tc);
+	rlg_group_redis_tests(s, false);
 	return s;
 }
 
@@ -1281,6 +1282,7 @@ rlg_store_redis_cluster_suite(void)
 	tc = store_tcase(s, "cluster", cluster_base_setup,
 	    cluster_base_teardown, 120);
 	rlg_store_cluster_tests(tc, "cluster");
+	rlg_group_redis_tests(s, true);
 	/* A master stopped and started again: a cluster of its own. */
 	tc = store_tcase(s, "cluster_faults", cluster_base_setup,
 	    cluster_base_teardown, 120);

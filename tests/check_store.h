@@ -7,6 +7,8 @@
 #ifndef RLG_CHECK_STORE_H
 #define RLG_CHECK_STORE_H
 
+#include <stdbool.h>
+
 #include <check.h>
 
 /*
@@ -17,6 +19,11 @@ void rlg_store_sqlite_tests(TCase *tc, const char *name);
 
 /* Adds the tests of test case "redis" of suite "store_redis" to tc. */
 void rlg_store_redis_tests(TCase *tc);
+
+/* Adds test case "group" (check_group.c: group commit on the suite's
+ * redis-server, or cluster) to suite "store_redis" (or
+ * "store_redis_cluster"). */
+void rlg_group_redis_tests(Suite *s, bool cluster);
 
 /*
  * Adds the tests of test case name ("cluster" or "cluster_faults") of

@@ -74,7 +74,7 @@ open_store(const char *path, bool group, struct rlg_store **s)
 {
 	struct rlg_store_config cfg = { .sqlite.path = (char *)path,
 	    .sqlite.busy_timeout_ms = 2000, .on_error = RLG_ON_ERROR_CLOSED,
-	    .sqlite.group_commit = group ? RLG_GROUP_ON : RLG_GROUP_OFF };
+	    .group_commit = group ? RLG_GROUP_ON : RLG_GROUP_OFF };
 
 	return rlg_store_open(&cfg, s);
 }

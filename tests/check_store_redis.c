@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -252,6 +253,88 @@ START_TEST(test_redis_killed_mid_run)
 	ck_assert(hit(s, &p, "c", T1, &d));
 	ck_assert_int_eq(d.remaining, 3);
 	rlg_store_close(s);
+	own_cleanup(&o);
+}
+END_TEST
+
+/*
+ * Group commit with the server gone: 8 threads of one process step at
+ * once on their own handles (batched), the server is killed, and every
+ * step fails with RLG_ESTORE and a message naming the server in its own
+ * handle, whoever led the batch; started again, every handle heals.
+ */
+#define BK_THREADS 8
+struct bk_worker {
+	const char *url;
+	pthread_barrier_t *barrier;
+	struct own_redis *o;
+	int id;
+	int before;                    /* steps admitted while it ran */
+	int after_rc;                  /* the first step's once killed */
+	char after_msg[RLG_STORE_ERRMSG_MAX];
+	int healed_rc;
+};
+
+static void *
+bk_thread(void *arg)
+{
+	struct bk_worker *w = arg;
+	struct rlg_policy p = policy(1000, 60);
+	struct rlg_store_item item = { &p, "c", false, false, 1 };
+	struct rlg_decision d;
+	struct rlg_store *s;
+	int rc, i;
+
+	s = open_url(w->url, 0, &rc);
+	pthread_barrier_wait(w->barrier);
+	for (i = 0; i < 40; i++)
+		if (rlg_store_step(s, &item, 1, T1, &d) == RLG_OK && d.admitted)
+			w->before++;
+	pthread_barrier_wait(w->barrier);
+	if (w->id == 0)
+		own_stop(w->o, SIGKILL);
+	pthread_barrier_wait(w->barrier);
+	w->after_rc = rlg_store_step(s, &item, 1, T1, &d);
+	snprintf(w->after_msg, sizeof w->after_msg, "%s", rlg_store_errmsg(s));
+	pthread_barrier_wait(w->barrier);
+	if (w->id == 0)
+		own_start(w->o);
+	pthread_barrier_wait(w->barrier);
+	w->healed_rc = step_until_ok(s, &p, "c", &d);
+	/* The server dies with the thread that started it (PDEATHSIG):
+	 * none leaves before all have healed. */
+	pthread_barrier_wait(w->barrier);
+	rlg_store_close(s);
+	return NULL;
+}
+
+START_TEST(test_redis_batch_killed)
+{
+	struct own_redis o = { .port = free_port() };
+	struct bk_worker w[BK_THREADS];
+	pthread_barrier_t barrier;
+	char url[64], name[64];
+	int i, before = 0;
+
+	own_start(&o);
+	snprintf(url, sizeof url, "redis://127.0.0.1:%d", o.port);
+	snprintf(name, sizeof name, "redis 127.0.0.1:%d", o.port);
+	pthread_barrier_init(&barrier, NULL, BK_THREADS);
+	for (i = 0; i < BK_THREADS; i++)
+		w[i] = (struct bk_worker){ .url = url, .barrier = &barrier,
+		    .o = &o, .id = i };
+	rlg_test_threads(BK_THREADS, bk_thread, w, sizeof w[0]);
+	pthread_barrier_destroy(&barrier);
+	for (i = 0; i < BK_THREADS; i++) {
+		before += w[i].before;
+		ck_assert_msg(w[i].after_rc == RLG_ESTORE, "thread %d: %d", i,
+		    w[i].after_rc);
+		ck_assert_msg(strstr(w[i].after_msg, name) != NULL,
+		    "thread %d: %s", i, w[i].after_msg);
+		ck_assert_msg(w[i].healed_rc == RLG_OK, "thread %d: %d", i,
+		    w[i].healed_rc);
+	}
+	ck_assert_int_eq(before, BK_THREADS * 40);
 	own_cleanup(&o);
 }
 END_TEST
@@ -855,4 +938,5 @@ rlg_store_redis_tests(TCase *tc)
 	tcase_add_test(tc, test_redis_strict_reply);
 	tcase_add_test(tc, test_redis_overrides_faults);
 	tcase_add_test(tc, test_redis_sentinel);
+	tcase_add_test(tc, test_redis_batch_killed);
 }

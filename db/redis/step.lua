@@ -23,9 +23,15 @@
 --   remaining = limit, reset = retry = next = 0, nothing read or written;
 --   cost: the request's units, 1..COST_MAX (limiter.h's request cost: all
 --   or nothing; a sliding_log item appends cost entries).
--- Reply: now_ms used, then per item admitted (0/1), limit, remaining,
---   reset_ms, retry_ms, next_ms: struct rlg_decision (next_ms: until more
---   quota is available, the ietf style's t; retry_ms when rejected).
+--   A batch (group commit, store_redis_batch.c) is several requests in
+--   one call: n and its items again after the last item, once per
+--   request, their KEYS in the same order. Each request is decided and
+--   written on its own, in order, all or nothing, at one now_ms; a later
+--   one sees what an earlier one wrote, as if each had come alone.
+-- Reply: now_ms used, then per item (of every request, in order)
+--   admitted (0/1), limit, remaining, reset_ms, retry_ms, next_ms: struct
+--   rlg_decision (next_ms: until more quota is available, the ietf
+--   style's t; retry_ms when rejected).
 --
 -- Numbers: Lua's are doubles, exact for integers up to 2^53. Times in ms,
 -- counts and windows are far below that (the limiter clamps times to
@@ -637,9 +643,68 @@ local function bad(msg)
   return redis.error_reply("rlgate: " .. msg)
 end
 
-local n = parse_int(ARGV[2])
-if n == nil or n < 1 or #ARGV ~= 2 + 6 * n or #KEYS ~= 2 * n then
-  return bad("expected ARGV now, n, then 6 per item, and 2 keys per item")
+-- The requests of the call: ARGV from 2 on is n, then 6 per item, once
+-- per request (a batch: store_redis_batch.c), and KEYS 2 per item in the
+-- same order. Every request is checked before any runs, so a malformed
+-- call writes nothing.
+local function parse_request(a, kbase)
+  local n = parse_int(ARGV[a])
+  if n == nil or n < 1 or a + 6 * n > #ARGV or kbase + 2 * n > #KEYS then
+    return nil
+  end
+  local items = {}
+  for i = 1, n do
+    local b = a + 1 + 6 * (i - 1)
+    local it = {
+      alg = parse_int(ARGV[b]), limit = parse_int(ARGV[b + 1]),
+      w = parse_int(ARGV[b + 2]), burst = parse_int(ARGV[b + 3]),
+      flags = ARGV[b + 4], cost = parse_int(ARGV[b + 5]),
+      key = KEYS[kbase + 2 * i - 1], logkey = KEYS[kbase + 2 * i],
+    }
+    it.desc = it.alg ~= nil and ALGORITHMS[it.alg] or nil
+    if it.desc == nil or it.limit == nil or
+        it.w == nil or it.burst == nil or
+        not string.find(it.flags, "^[0-3]$") then
+      return nil, "item " .. i .. ": malformed policy arguments"
+    end
+    if it.cost == nil or it.cost < 1 or it.cost > COST_MAX then
+      return nil, "item " .. i .. ": cost out of range"
+    end
+    it.flags = tonumber(it.flags)
+    it.advisory = it.flags % 2 == 1
+    it.if_new = it.flags >= 2
+    if it.if_new and (i == 1 or items[i - 1].if_new) then
+      return nil, "item " .. i .. ": a charge for a new key with no key before it"
+    end
+    -- policy_ok: the limiter refuses what the config never builds.
+    if it.limit < 1 or it.limit > it.desc.limit_max or it.w < 1 or
+        it.w > WINDOW_MS_MAX or
+        (it.desc.burst and (it.burst < 1 or it.burst > LIMIT_MAX)) then
+      return nil, "item " .. i .. ": policy out of range"
+    end
+    items[i] = it
+  end
+  return items
+end
+
+local requests = {}
+do
+  local a, kbase = 2, 0
+  repeat
+    local items, why = parse_request(a, kbase)
+    if items == nil then
+      if why ~= nil and #requests > 0 then
+        why = "request " .. (#requests + 1) .. ", " .. why
+      end
+      return bad(why or "expected ARGV now, n, then 6 per item, and 2 keys per item")
+    end
+    requests[#requests + 1] = items
+    a = a + 1 + 6 * #items
+    kbase = kbase + 2 * #items
+  until a > #ARGV
+  if kbase ~= #KEYS then
+    return bad("expected ARGV now, n, then 6 per item, and 2 keys per item")
+  end
 end
 
 local now_ms
@@ -658,89 +723,60 @@ else
 end
 now_ms = clamp_time(now_ms)
 
-local items = {}
-for i = 1, n do
-  local b = 3 + 6 * (i - 1)
-  local it = {
-    alg = parse_int(ARGV[b]), limit = parse_int(ARGV[b + 1]),
-    w = parse_int(ARGV[b + 2]), burst = parse_int(ARGV[b + 3]),
-    flags = ARGV[b + 4], cost = parse_int(ARGV[b + 5]),
-    key = KEYS[2 * i - 1], logkey = KEYS[2 * i],
-  }
-  it.desc = it.alg ~= nil and ALGORITHMS[it.alg] or nil
-  if it.desc == nil or it.limit == nil or
-      it.w == nil or it.burst == nil or
-      not string.find(it.flags, "^[0-3]$") then
-    return bad("item " .. i .. ": malformed policy arguments")
-  end
-  if it.cost == nil or it.cost < 1 or it.cost > COST_MAX then
-    return bad("item " .. i .. ": cost out of range")
-  end
-  it.flags = tonumber(it.flags)
-  it.advisory = it.flags % 2 == 1
-  it.if_new = it.flags >= 2
-  if it.if_new and (i == 1 or items[i - 1].if_new) then
-    return bad("item " .. i .. ": a charge for a new key with no key before it")
-  end
-  -- policy_ok: the limiter refuses what the config never builds.
-  if it.limit < 1 or it.limit > it.desc.limit_max or it.w < 1 or
-      it.w > WINDOW_MS_MAX or
-      (it.desc.burst and (it.burst < 1 or it.burst > LIMIT_MAX)) then
-    return bad("item " .. i .. ": policy out of range")
-  end
-  items[i] = it
-end
-
--- Decide every item; nothing is written yet.
-local admitted = true
-for i = 1, n do
-  local it = items[i]
-  if it.if_new and items[i - 1].live then
-    -- The key before it is not new: nothing to charge.
-    it.skip = true
-    it.d = { admitted = true, remaining = it.limit, reset = 0, retry = 0,
-      next = 0 }
-  elseif it.desc.log then
-    local k = 0
-    for j = 1, i - 1 do
-      if items[j].key == it.key and items[j].append then
-        k = k + items[j].cost
+-- Decides every item of one request; nothing is written yet. Whether
+-- the request is admitted.
+local function decide(items)
+  local admitted = true
+  for i = 1, #items do
+    local it = items[i]
+    if it.if_new and items[i - 1].live then
+      -- The key before it is not new: nothing to charge.
+      it.skip = true
+      it.d = { admitted = true, remaining = it.limit, reset = 0, retry = 0,
+        next = 0 }
+    elseif it.desc.log then
+      local k = 0
+      for j = 1, i - 1 do
+        if items[j].key == it.key and items[j].append then
+          k = k + items[j].cost
+        end
       end
-    end
-    local log = log_entries(it.logkey, it.limit, it.w, now_ms, k)
-    it.live = #log > 0
-    it.d, it.out = sliding_log(it.limit, it.w, log, now_ms, it.cost)
-    it.append = it.d.admitted
-  else
-    -- The state an earlier item with the same keys leaves, else the
-    -- stored one (a missing hash is the all-zero state).
-    local st
-    for j = i - 1, 1, -1 do
-      if items[j].key == it.key then
-        st = items[j].out or items[j].st
-        break
+      local log = log_entries(it.logkey, it.limit, it.w, now_ms, k)
+      it.live = #log > 0
+      it.d, it.out = sliding_log(it.limit, it.w, log, now_ms, it.cost)
+      it.append = it.d.admitted
+    else
+      -- The state an earlier item with the same keys leaves, else the
+      -- stored one (a missing hash is the all-zero state).
+      local st
+      for j = i - 1, 1, -1 do
+        if items[j].key == it.key then
+          st = items[j].out or items[j].st
+          break
+        end
       end
+      if st == nil then
+        local f = redis.call("HMGET", it.key, "window_start_ms", "count",
+          "prev_count", "tat_us", "expires_ms")
+        st = { ws = field(f[1]), count = field(f[2]), prev = field(f[3]),
+          tat = f[4] or "0", expires = field(f[5]) }
+      end
+      it.st = st
+      it.live = st.expires ~= nil and st.expires > now_ms
+      it.d, it.out = it.desc.step(it, st, now_ms)
     end
-    if st == nil then
-      local f = redis.call("HMGET", it.key, "window_start_ms", "count",
-        "prev_count", "tat_us", "expires_ms")
-      st = { ws = field(f[1]), count = field(f[2]), prev = field(f[3]),
-        tat = f[4] or "0", expires = field(f[5]) }
+    -- An advisory item (dry run) never rejects the request.
+    if not it.d.admitted and not it.advisory then
+      admitted = false
     end
-    it.st = st
-    it.live = st.expires ~= nil and st.expires > now_ms
-    it.d, it.out = it.desc.step(it, st, now_ms)
   end
-  -- An advisory item (dry run) never rejects the request.
-  if not it.d.admitted and not it.advisory then
-    admitted = false
-  end
+  return admitted
 end
 
 -- Admitted: every admitted item writes its state, in order (the last of
 -- the same keys wins); each key written expires with its state.
-if admitted then
-  for i = 1, n do
+local function commit(items)
+  for i = 1, #items do
     local it = items[i]
     if it.d.admitted and not it.skip then
       local o = it.out
@@ -758,14 +794,22 @@ if admitted then
   end
 end
 
+-- Each request in order, all or nothing on its own: a later one sees
+-- what an earlier one wrote, as if each had come alone.
 local reply = { now_ms }
-for i = 1, n do
-  local d = items[i].d
-  reply[#reply + 1] = d.admitted and 1 or 0
-  reply[#reply + 1] = items[i].limit
-  reply[#reply + 1] = d.remaining
-  reply[#reply + 1] = d.reset
-  reply[#reply + 1] = d.retry
-  reply[#reply + 1] = d.next
+for r = 1, #requests do
+  local items = requests[r]
+  if decide(items) then
+    commit(items)
+  end
+  for i = 1, #items do
+    local d = items[i].d
+    reply[#reply + 1] = d.admitted and 1 or 0
+    reply[#reply + 1] = items[i].limit
+    reply[#reply + 1] = d.remaining
+    reply[#reply + 1] = d.reset
+    reply[#reply + 1] = d.retry
+    reply[#reply + 1] = d.next
+  end
 end
 return reply

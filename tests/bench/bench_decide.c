@@ -1477,7 +1477,7 @@ usage(FILE *f)
 	    " runs)\n"
 	    "  --sync MODE  [store] synchronous of the SQLite stores and"
 	    " the baseline\n"
-	    "  --group MODE [store] group_commit of the SQLite stores\n");
+	    "  --group MODE [store] group_commit of every store\n");
 }
 
 /* --only ALG[,THREADS[,KEYS[,STORE]]], each from the matrix. 0 or -1. */
@@ -1706,7 +1706,7 @@ main(int argc, char **argv)
 	defaults = rlg_config_defaults();
 	defaults->store.sqlite.synchronous = o.sync_full ? RLG_SYNC_FULL :
 	    RLG_SYNC_NORMAL;
-	defaults->store.sqlite.group_commit = o.group;
+	defaults->store.group_commit = o.group;
 	naive_sync_full = o.sync_full;
 	defaults->store.sqlite.busy_timeout_ms = BUSY_TIMEOUT_MS;
 
@@ -1736,6 +1736,7 @@ main(int argc, char **argv)
 		redis_conf = rlg_config_defaults();
 		redis_conf->store.backend = RLG_BACKEND_REDIS;
 		redis_conf->store.redis.clock = RLG_CLOCK_REDIS;
+		redis_conf->store.group_commit = o.group;
 		if (rlg_redis_url_parse(&redis_conf->store.redis, redis.url, why,
 		    sizeof why) != 0) {
 			fprintf(stderr, "bench_decide: %s: %s\n", redis.url,

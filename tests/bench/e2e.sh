@@ -100,6 +100,14 @@
 #                          its CPU time is its own column. Rejected: the
 #                          rejection cache answers the repeats, as with
 #                          SQLite
+#   fixed_window_admitted_redis_each, fixed_window_admitted_redis_group
+#                          as fixed_window_admitted_redis with
+#                          BENCH_GROUP_THREADS threads per backend, group
+#                          commit off (one script call per decision), then
+#                          on (the default: the decisions that the threads
+#                          of a process make at once in one call); the
+#                          "redis µs per request" column is the Redis CPU
+#                          that one admitted request cost
 # <algorithm> is fixed_window, sliding_window, token_bucket, sliding_log.
 
 BENCH_PROG=e2e.sh
@@ -118,7 +126,8 @@ REDIS_CLI_BIN=${REDIS_CLI_BIN:-$(command -v redis-cli 2>/dev/null || echo /usr/b
 bench_outputs "${1:-./bench-e2e.md}"
 
 # id server algorithm kind backend-threads keepconn rlgate-log-level store
-# (store: empty for SQLite with the defaults, full, fullgroup, redis)
+# (store: empty for SQLite with the defaults, full, fullgroup, redis,
+# redis_each)
 ALL_SCENARIOS="
 fixed_window_admitted                lighttpd fixed_window   admitted base off warn
 fixed_window_rejected                lighttpd fixed_window   rejected base off warn
@@ -135,7 +144,9 @@ fixed_window_admitted_full           lighttpd fixed_window   admitted group off 
 fixed_window_admitted_full_group     lighttpd fixed_window   admitted group off warn fullgroup
 nginx_keepconn_fixed_window_admitted nginx    fixed_window   admitted keep on  warn
 fixed_window_admitted_redis          lighttpd fixed_window   admitted base off warn redis
-fixed_window_rejected_redis          lighttpd fixed_window   rejected base off warn redis"
+fixed_window_rejected_redis          lighttpd fixed_window   rejected base off warn redis
+fixed_window_admitted_redis_each     lighttpd fixed_window   admitted group off warn redis_each
+fixed_window_admitted_redis_group    lighttpd fixed_window   admitted group off warn redis"
 
 # ---- checks ----------------------------------------------------------------
 
@@ -168,7 +179,7 @@ need_servers=
 need_redis=
 for s in "${SCENARIOS[@]}"; do
 	need_servers="$need_servers $(scen_field "$s" 2)"
-	[ "$(scen_field "$s" 8)" = redis ] && need_redis=1
+	[[ $(scen_field "$s" 8) == redis* ]] && need_redis=1
 done
 need_cmd wrk curl spawn-fcgi awk sort stat
 [[ $need_servers == *lighttpd* ]] && { [ -x "$LIGHTTPD_BIN" ] || die "lighttpd not found (LIGHTTPD_BIN=$LIGHTTPD_BIN)"; }
@@ -184,8 +195,9 @@ bench_begin
 # ---- one run -----------------------------------------------------------------
 
 # write_rlgate_conf FILE DB ALGORITHM KIND LOG_LEVEL [STORE]
-# STORE: full (synchronous = full, group commit off), fullgroup (on), or
-# redis (backend = redis on 127.0.0.1:$REDIS_PORT; no DB file).
+# STORE: full (synchronous = full, group commit off), fullgroup (on),
+# redis (backend = redis on 127.0.0.1:$REDIS_PORT, group commit auto: on;
+# no DB file), or redis_each (the same, group commit off).
 write_rlgate_conf() {
 	local limit window burst=
 	if [ "$4" = rejected ]; then
@@ -201,7 +213,7 @@ write_rlgate_conf() {
 		echo "; written by e2e.sh"
 		echo "[store]"
 		case ${6:-} in
-		redis)
+		redis*)
 			echo "backend = redis"
 			echo "url = redis://127.0.0.1:$REDIS_PORT"
 			;;
@@ -210,6 +222,7 @@ write_rlgate_conf() {
 		case ${6:-} in
 		full) echo "synchronous = full"; echo "group_commit = off" ;;
 		fullgroup) echo "synchronous = full"; echo "group_commit = on" ;;
+		redis_each) echo "group_commit = off" ;;
 		esac
 		echo
 		echo "[headers]"
@@ -361,7 +374,7 @@ run_one() {
 	# the backend: spawn-fcgi -F N (the socket 0666: nginx's workers run
 	# as nobody)
 	if [ "$kind" = rlgate ]; then
-		if [ "$store" = redis ]; then
+		if [[ $store == redis* ]]; then
 			start_redis "$what"
 			REDIS_RAN=1
 		fi
@@ -485,8 +498,8 @@ R=$BT/report.md
 	echo "(nginx: master + workers), by the backend's workers together, by wrk,"
 	echo "and by the redis-server of the _redis scenarios' rlgate runs."
 	echo
-	echo "| server | scenario | pair | kind | req/s | p50 ms | p99 ms | requests | non-2xx | socket errors | server CPU % | backend CPU % | wrk CPU % | redis CPU % | ratio |"
-	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+	echo "| server | scenario | pair | kind | req/s | p50 ms | p99 ms | requests | non-2xx | socket errors | server CPU % | backend CPU % | wrk CPU % | redis CPU % | redis µs per request | ratio |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 	awk -F'\t' '
 		$3 == "rlgate" { r[$1 SUBSEP $2 SUBSEP $4] = $5 }
 		$3 == "noop" { n[$1 SUBSEP $2 SUBSEP $4] = $5 }
@@ -498,9 +511,14 @@ R=$BT/report.md
 				ratio = "-"
 				if (f[3] == "rlgate" && n[k] > 0)
 					ratio = sprintf("%.2f", r[k] / n[k])
-				printf "| %s | %s | %s | %s | %.0f | %.2f | %.2f | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				# the redis-server CPU of the measured seconds over
+				# the requests answered in them
+				us = "-"
+				if (f[17] != "-" && f[17] != "" && f[5] > 0)
+					us = sprintf("%.1f", f[17] / 100 * 1e6 / f[5])
+				printf "| %s | %s | %s | %s | %.0f | %.2f | %.2f | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 				    f[1], f[2], f[4], f[3], f[5], f[6], f[7], f[8],
-				    f[9], f[10], f[11], f[12], f[13], f[17], ratio
+				    f[9], f[10], f[11], f[12], f[13], f[17], us, ratio
 			}
 		}' "$BT/runs.tsv"
 	echo
@@ -527,7 +545,7 @@ R=$BT/report.md
 	echo "- software: $lighttpd_v; $nginx_v; $wrk_v; $rlgate_version$redis_v"
 	echo "- started $started; $BENCH_PAIRS pairs per scenario, ${BENCH_SECONDS} s measured after ${BENCH_WARMUP} s of warm-up per run"
 	echo "- wrk -t$BENCH_WRK_THREADS -c$BENCH_CONNECTIONS -d${BENCH_SECONDS}s --latency http://127.0.0.1:PORT$URL_PATH (one client address)"
-	echo "- backend: spawn-fcgi -F $BENCH_PROCS, --threads $BENCH_THREADS (nginx_keepconn: --threads $BENCH_KEEPCONN_THREADS; _full: --threads $BENCH_GROUP_THREADS, synchronous = full, group_commit off, then on), a fresh process set and database per run; rlgate [headers] style = draft03, [log] level = warn (one line per 429; _nolog: error), one [policy default]"
+	echo "- backend: spawn-fcgi -F $BENCH_PROCS, --threads $BENCH_THREADS (nginx_keepconn: --threads $BENCH_KEEPCONN_THREADS; _full: --threads $BENCH_GROUP_THREADS, synchronous = full, group_commit off, then on; _redis_each, _redis_group: --threads $BENCH_GROUP_THREADS, group_commit off, then on), a fresh process set and database per run; rlgate [headers] style = draft03, [log] level = warn (one line per 429; _nolog: error), one [policy default]"
 	echo "- lighttpd: one process, mod_fastcgi to the unix socket (no bin-path, check-local disable), no access log, other settings default"
 	echo "- nginx: master_process on, worker_processes $BENCH_NGINX_WORKERS, access_log off, fastcgi_pass to the unix socket, /etc/nginx/fastcgi_params; fastcgi_keep_conn off, except nginx_keepconn: upstream keepalive 16, fastcgi_keep_conn on"
 	[ -n "$REDIS_RAN" ] &&

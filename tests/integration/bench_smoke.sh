@@ -160,21 +160,21 @@ ratio=$(awk -F'|' '{ gsub(/ /, "", $5); print $5 }' <<<"$rows")
 like "$ratio" '^[0-9]+\.[0-9]{2}$' "the ratio has two decimals ($ratio)"
 
 # --- every run: server | scenario | pair | kind | req/s | p50 | p99 |
-# requests | non-2xx | socket errors | 3 x CPU % | redis CPU % | ratio
-# ("-" for redis CPU but in a Redis scenario's rlgate run, and for a
-# noop's ratio)
+# requests | non-2xx | socket errors | 3 x CPU % | redis CPU % | redis µs
+# per request | ratio ("-" for the redis columns but in a Redis
+# scenario's rlgate run, and for a noop's ratio)
 runs=$(table_after '^## Every run$' "$OUT")
 is "$(grep -c . <<<"$runs")" 6 "every run: 6 rows (3 scenarios x rlgate, noop)"
 redis_run=$(grep '| fixed_window_admitted_redis | 1 | rlgate |' <<<"$runs")
-check_cells "$redis_run" 15 4 "every run, the Redis rlgate run: numbers in every cell"
-positive "$redis_run" 14 "every run: the redis-server's CPU % > 0 in the Redis run"
+check_cells "$redis_run" 16 4 "every run, the Redis rlgate run: numbers in every cell"
+positive "$redis_run" 14 15 "every run: the redis-server's CPU % and µs per request > 0 in the Redis run"
 check_cells "$(grep '| rlgate |' <<<"$runs" | grep -v '_redis |' |
-    sed 's/| - | \([0-9.]*\) |$/| 0 | \1 |/')" 15 4 \
+    sed 's/| - | - | \([0-9.]*\) |$/| 0 | 0 | \1 |/')" 16 4 \
     "every run, rlgate with SQLite: numbers in every cell (no redis CPU)"
-check_cells "$(grep '| noop |' <<<"$runs" | sed 's/| - | - |$/| 0 | 0 |/')" 15 4 \
+check_cells "$(grep '| noop |' <<<"$runs" | sed 's/| - | - | - |$/| 0 | 0 | 0 |/')" 16 4 \
     "every run, noop: numbers in every cell (no redis CPU, no ratio)"
 positive "$runs" 5 6 7 8 "every run: req/s, p50, p99, requests > 0"
-positive "$(grep '| rlgate |' <<<"$runs")" 15 "every run: rlgate's per-pair ratio > 0"
+positive "$(grep '| rlgate |' <<<"$runs")" 16 "every run: rlgate's per-pair ratio > 0"
 rej=$(grep '| fixed_window_rejected | 1 | rlgate |' <<<"$runs")
 is "$(awk -F'|' '{ print $10 + 0 }' <<<"$rej")" "$(awk -F'|' '{ print $9 + 0 }' <<<"$rej")" \
     "rejected: every measured answer was a non-2xx (429)"
