@@ -288,7 +288,7 @@ rd_batch_pipeline(struct rd_store *s, struct rlg_group_waiter *batch,
 {
 	struct rlg_group_waiter *x;
 	size_t r, k = 0, n = 0;
-	bool bad = false;
+	bool bad = false, noscript = false;
 
 	if (rd_ready(s, ni) == 0) {
 		s->outlen = 0;
@@ -309,6 +309,14 @@ rd_batch_pipeline(struct rd_store *s, struct rlg_group_waiter *batch,
 		if (n == 0) {
 			x->res = RLG_ESTORE;        /* no connection, or no reply */
 		} else {
+			noscript = noscript ||
+			    rd_error_is(s->breply[k], "NOSCRIPT");
+			/* A slot moved (or the cluster is down): the map is
+			 * read again before the next batch, which then goes
+			 * to the right master; this request goes alone. */
+			if (rd_error_is(s->breply[k], "MOVED") ||
+			    rd_error_is(s->breply[k], "CLUSTERDOWN"))
+				s->map_stale = true;
 			x->res = rd_batch_reply(s, ni, x, s->breply[k]);
 			freeReplyObject(s->breply[k++]);
 		}
@@ -318,6 +326,10 @@ rd_batch_pipeline(struct rd_store *s, struct rlg_group_waiter *batch,
 			memcpy(((struct rd_store *)x->handle)->base.errmsg,
 			    s->base.errmsg, sizeof s->base.errmsg);
 	}
+	/* Flushed, or a failover to a server without it: loaded again for
+	 * the next batch (this one's requests went alone). */
+	if (noscript && !bad && rd_load_script(s, &s->nodes[ni]) != 0)
+		bad = rd_failed(s, ni) != RLG_OK;
 	if (!bad)
 		rd_node_ok(s, ni);
 }
