@@ -385,6 +385,32 @@ body_kind() {
 	esac
 }
 
+# bg_load J SECONDS MAX CLIENTS PREFIX URL...: a background load, until
+# $T/bg.stop exists (SECONDS s and MAX requests at most): one request at a
+# time, to each URL in turn, each from the next of CLIENTS addresses
+# PREFIX.1, PREFIX.2, ... (so no client nears its limit); one line per
+# answer in $T/bg.J:
+#   SENT_MS URL_N STATUS|Retry-After|RateLimit-Remaining|Content-Type BODY
+# URL_N from 1; BODY as body_kind says; STATUS 000 when no answer came.
+bg_load() {
+	local j=$1 secs=$2 max=$3 nclients=$4 prefix=$5 i g t r b deadline
+	shift 5
+	deadline=$(($(now_ms) + secs * 1000))
+	: >"$T/bg.$j"
+	for ((i = 0; i < max; i++)); do
+		[ -e "$T/bg.stop" ] && break
+		t=$(now_ms)
+		[ "$t" -ge "$deadline" ] && break
+		g=$((i % $# + 1))
+		r=$(curl -sS --max-time 5 --interface "$prefix.$((i % nclients + 1))" \
+		    -o "$T/bg.$j.body" \
+		    -w '%{http_code}|%header{retry-after}|%header{ratelimit-remaining}|%{content_type}' \
+		    "${!g}" 2>/dev/null) || r="000|||"
+		b=$(body_kind "$T/bg.$j.body")
+		echo "$t $g $r $b" >>"$T/bg.$j"
+	done
+}
+
 # keep NAME [CURL_ARGS...] URL: req, and keeps the answer under NAME, so a
 # run of requests that must fit in one window sends them all first and
 # checks them afterwards (recall).

@@ -28,29 +28,9 @@ redis_gateways
 # ============================================================================
 # Redis killed under load, and back
 
-# bg_load J MODE_N: until $T/bg.stop exists (60 s and 6000 requests at
-# most), one request at a time, alternately to each gateway, each from the
-# next of 250 clients 127.(10+J).MODE_N.X (so no client nears the limit);
-# one line per answer in $T/bg.J:
-#   SENT_MS GATEWAY STATUS|Retry-After|RateLimit-Remaining|Content-Type BODY
-# BODY: ok (success JSON), e503 (the 503 JSON error), e429, or other.
-bg_load() {
-	local j=$1 mn=$2 i g t r b deadline
-	deadline=$(($(now_ms) + 60000))
-	: >"$T/bg.$j"
-	for ((i = 0; i < 6000; i++)); do
-		[ -e "$T/bg.stop" ] && break
-		t=$(now_ms)
-		[ "$t" -ge "$deadline" ] && break
-		g=$((i % 2 + 1))
-		r=$(curl -sS --max-time 5 --interface "127.$((10 + j)).$mn.$((i % 250 + 1))" \
-		    -o "$T/bg.$j.body" \
-		    -w '%{http_code}|%header{retry-after}|%header{ratelimit-remaining}|%{content_type}' \
-		    "${URL[$g]}" 2>/dev/null) || r="000|||"
-		b=$(body_kind "$T/bg.$j.body")
-		echo "$t $g $r $b" >>"$T/bg.$j"
-	done
-}
+# The loads: lib.sh's bg_load, each to both gateways in turn (URL_N the
+# gateway), from 250 clients 127.(10+J).MODE_N.X, for 60 s and 6000
+# requests at most.
 
 # bg_after MS: the answers of the loads to requests sent at or after MS;
 # bg_between MS1 MS2: sent in [MS1, MS2).
@@ -117,7 +97,8 @@ EOF
 	rm -f "$T/bg.stop" "$T"/bg.[0-9]
 	bgp=()
 	for j in 1 2 3; do
-		bg_load $j $mode_n &
+		bg_load $j 60 6000 250 "127.$((10 + j)).$mode_n" "${URL[1]}" \
+		    "${URL[2]}" &
 		bgp+=($!)
 		track_pid "$!"
 	done
