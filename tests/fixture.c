@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "fixture.h"
 #include "front_cgi.h"
 #include "util.h"
@@ -172,4 +174,46 @@ rlg_test_decide_envp(struct rlg_gate *g, char **envp, int64_t now_ms,
 
 	rlg_params_envp(&in, envp);
 	rlg_gate_decide(g, &in, now_ms, v);
+}
+
+/*
+ * n override rows of policy "default" (spec limit=2000000), row i's client
+ * named by client(i), written to the SQLite database at path in one
+ * transaction as an operator's sqlite3 would (the store made the table).
+ * who names the program in a message; any error ends it (exit 1).
+ */
+void
+rlg_test_put_overrides(const char *path, const char *who, int n,
+    void (*client)(int i, char *buf, size_t size))
+{
+	sqlite3 *h;
+	sqlite3_stmt *st;
+	char name[64];
+	int i;
+
+	if (sqlite3_open(path, &h) != SQLITE_OK ||
+	    sqlite3_busy_timeout(h, 5000) != SQLITE_OK ||
+	    sqlite3_exec(h, "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(h, "INSERT INTO rlg_override(policy, client,"
+	    " spec) VALUES ('default', ?1, 'limit=2000000')", -1, &st,
+	    NULL) != SQLITE_OK) {
+		fprintf(stderr, "%s: %s: %s\n", who, path, sqlite3_errmsg(h));
+		exit(1);
+	}
+	for (i = 0; i < n; i++) {
+		client(i, name, sizeof name);
+		sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+		if (sqlite3_step(st) != SQLITE_DONE) {
+			fprintf(stderr, "%s: %s: %s\n", who, path,
+			    sqlite3_errmsg(h));
+			exit(1);
+		}
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	if (sqlite3_exec(h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		fprintf(stderr, "%s: %s: %s\n", who, path, sqlite3_errmsg(h));
+		exit(1);
+	}
+	sqlite3_close(h);
 }

@@ -83,4 +83,10 @@ uint64_t rlg_test_xorshift(uint64_t *x);
 uint64_t rlg_test_clock_walk(uint64_t *x, int64_t *now, uint64_t back_one_in,
     int64_t back, int64_t on);
 
+/* n override rows (policy "default", spec limit=2000000), row i's client
+ * client(i), written to the SQLite database at path as an operator would;
+ * an error ends the program (who names it). For the benchmarks. */
+void rlg_test_put_overrides(const char *path, const char *who, int n,
+    void (*client)(int i, char *buf, size_t size));
+
 #endif

@@ -101,34 +101,6 @@ db_open(void)
 	return h;
 }
 
-/* The ROWS rows, as an operator's sqlite3 would write them. */
-static void
-put_rows(void)
-{
-	sqlite3 *h = db_open();
-	sqlite3_stmt *st;
-	char client[32];
-	int i;
-
-	if (sqlite3_exec(h, "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(h, "INSERT INTO rlg_override(policy, client,"
-	    " spec) VALUES ('default', ?1, 'limit=2000000')", -1, &st,
-	    NULL) != SQLITE_OK) {
-		fprintf(stderr, "bench_overrides: %s\n", sqlite3_errmsg(h));
-		exit(1);
-	}
-	for (i = 0; i < ROWS; i++) {
-		row_client(i, client, sizeof client);
-		sqlite3_bind_text(st, 1, client, -1, SQLITE_TRANSIENT);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			exit(1);
-		sqlite3_reset(st);
-	}
-	sqlite3_finalize(st);
-	sqlite3_exec(h, "COMMIT", NULL, NULL, NULL);
-	sqlite3_close(h);
-}
-
 static void *
 work(void *arg)
 {
@@ -266,7 +238,8 @@ main(void)
 
 		/* the store makes its file at the first step */
 		rlg_test_decide_envp(&w[0].gate, envp, rlg_now_ms(), &v);
-		put_rows();
+		rlg_test_put_overrides(db, "bench_overrides", ROWS,
+		    row_client);
 		for (i = 1; i < THREADS; i++)
 			rlg_gate_init(&w[i].gate, cfg);
 		/* the reader has read and built the rows before the rounds */

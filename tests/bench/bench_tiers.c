@@ -94,42 +94,15 @@ config_text(int c, const char *db)
 	return t;
 }
 
-/* The rows of the overrides in db, written with sqlite3 as an operator
- * would (the store made the table when the gate opened it). */
+/* Row i's client: 4,096 addresses 10.0.X.Y, then 64 networks
+ * 172.16.I.0/24. */
 static void
-put_rows(const char *db)
+row_client(int i, char *out, size_t size)
 {
-	sqlite3 *h;
-	sqlite3_stmt *st;
-	char client[32];
-	int i, j;
-
-	if (sqlite3_open(db, &h) != SQLITE_OK ||
-	    sqlite3_exec(h, "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(h, "INSERT INTO rlg_override(policy, client,"
-	    " spec) VALUES ('default', ?1, 'limit=2000000')", -1, &st,
-	    NULL) != SQLITE_OK) {
-		fprintf(stderr, "bench_tiers: %s: %s\n", db, sqlite3_errmsg(h));
-		exit(1);
-	}
-	for (i = 16; i < 32; i++)
-		for (j = 0; j < 256; j++) {
-			snprintf(client, sizeof client, "10.0.%d.%d", i - 16, j);
-			sqlite3_bind_text(st, 1, client, -1, SQLITE_TRANSIENT);
-			if (sqlite3_step(st) != SQLITE_DONE)
-				exit(1);
-			sqlite3_reset(st);
-		}
-	for (i = 0; i < 64; i++) {
-		snprintf(client, sizeof client, "172.16.%d.0/24", i);
-		sqlite3_bind_text(st, 1, client, -1, SQLITE_TRANSIENT);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			exit(1);
-		sqlite3_reset(st);
-	}
-	sqlite3_finalize(st);
-	sqlite3_exec(h, "COMMIT", NULL, NULL, NULL);
-	sqlite3_close(h);
+	if (i < 4096)
+		snprintf(out, size, "10.0.%d.%d", i / 256, i % 256);
+	else
+		snprintf(out, size, "172.16.%d.0/24", i - 4096);
 }
 
 static int
@@ -173,7 +146,8 @@ main(void)
 
 		rlg_test_decide_envp(&gate[c], envp, rlg_now_ms(), &v);
 		if (c >= 2)
-			put_rows(db[c]);
+			rlg_test_put_overrides(db[c], "bench_tiers", 4096 + 64,
+			    row_client);
 	}
 	usleep((RLG_OVERRIDES_INTERVAL_MS + 100) * 1000);
 	for (c = 0; c < NCONF; c++) {
