@@ -56,6 +56,8 @@
  * never a larger one.
  */
 #define RLG_GCRA_TAU_MAX_US  1000000000000000000LL
+_Static_assert(RLG_GCRA_TAU_MAX_US == RLG_TAT_US_MAX - RLG_TIME_MS_MAX *
+    1000 - RLG_WINDOW_S_MAX * 1000000, "RLG_TAT_US_MAX's tolerance");
 
 /*
  * Products of a count and a window reach 1e9 * 3.2e10: wider than
@@ -737,14 +739,6 @@ rlg_limiter_sliding_log(const struct rlg_limit *lim,
 	d->next_ms = d->retry_ms;
 	return RLG_OK;
 }
-
-/*
- * The largest tat_us any step stores: a time up to RLG_TIME_MS_MAX plus
- * the largest tolerance plus the longest emission interval (what
- * rlg_limiter_bounds allows for). A merge never stores more.
- */
-#define RLG_TAT_US_MAX (RLG_TIME_MS_MAX * 1000 + RLG_GCRA_TAU_MAX_US + \
-	RLG_WINDOW_S_MAX * 1000000)
 
 static int merge_windows(const struct rlg_limit *lim,
     const struct rlg_state *g, int64_t units, int64_t uws,

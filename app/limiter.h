@@ -299,6 +299,13 @@ int rlg_limiter_bounds(const struct rlg_limit *lim, int64_t now_ms,
  * sliding_log. global and out may be the same.
  */
 #define RLG_MERGE_COUNT_MAX 1000000000000000LL  /* 1e15: exact in Lua */
+/*
+ * The largest tat_us any step or merge stores: a time up to
+ * RLG_TIME_MS_MAX plus the tolerance's cap (1e18 us) plus the longest
+ * emission interval (what rlg_limiter_bounds allows for).
+ */
+#define RLG_TAT_US_MAX (RLG_TIME_MS_MAX * 1000 + 1000000000000000000LL + \
+	RLG_WINDOW_S_MAX * 1000000)
 
 int rlg_limiter_merge(const struct rlg_limit *lim,
     const struct rlg_state *global, int64_t units, int64_t window_start_ms,
