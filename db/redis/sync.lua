@@ -103,7 +103,8 @@ local function merge_bucket(limit, w, st, units, now_ms)
     base = now_us
   end
   local tat = big_add(base, big_mul(big_of(units), big_of(t_us)))
-  local cap = big_add(now_us, big_of(GCRA_TAU_MAX_US + t_us))
+  local cap = big_add(big_add(now_us, big_of(GCRA_TAU_MAX_US)),
+    big_of(t_us))
   if big_cmp(tat, cap) > 0 then
     tat = cap
   end
