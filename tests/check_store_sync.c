@@ -25,7 +25,8 @@
 #include "store_fixture.h"
 #include "util.h"
 
-#define SYNC_CLIENTS 300
+/* Past one script call's 1024 items on a single server. */
+#define SYNC_CLIENTS 400
 #define SYNC_POLICIES 3
 #define SYNC_ITEMS (SYNC_CLIENTS * SYNC_POLICIES)
 #define SYNC_ROUNDS 4
@@ -151,6 +152,43 @@ START_TEST(test_sync_steps)
 }
 END_TEST
 
+/*
+ * The script flushed from every server between two syncs: loaded again
+ * where it is missing, and each call merged once (on the cluster, the
+ * calls sent again alone through the redirection code).
+ */
+START_TEST(test_sync_noscript)
+{
+	char *path = path_in("noscript");
+	struct rlg_policy p = policy(1000, 60);
+	struct rlg_store *s = open_ok(path, 0);
+	struct rlg_sync_item sy[40];
+	struct rlg_state g[40];
+	char names[40][8];
+	redisReply *r;
+	size_t i, k;
+
+	for (i = 0; i < 40; i++) {
+		snprintf(names[i], sizeof names[i], "n%zu", i);
+		sy[i] = (struct rlg_sync_item){ &p, names[i], 3, WIN0 };
+	}
+	for (k = 1; k <= 3; k++) {
+		ck_assert_msg(rlg_store_sync(s, sy, 40, T1, g) == RLG_OK, "%s",
+		    rlg_store_errmsg(s));
+		for (i = 0; i < 40; i++)
+			ck_assert_int_eq(g[i].count, (int64_t)(3 * k));
+		for (i = 0; i < (cluster_mode ? RLG_TEST_CLUSTER_NODES : 1);
+		    i++) {
+			r = rcmd(cluster_mode ? cluster_srv.port[i] :
+			    redis_srv.port, NULL, 0, "SCRIPT FLUSH");
+			freeReplyObject(r);
+		}
+	}
+	ck_assert_int_eq(count_of(path, "default", "n7"), 9);
+	rlg_store_close(s);
+}
+END_TEST
+
 /* What no store takes is refused before anything is sent. */
 START_TEST(test_sync_refused)
 {
@@ -213,6 +251,7 @@ rlg_sync_redis_tests(Suite *s, bool cluster)
 	tcase_add_test(tc, test_sync_model);
 	tcase_add_test(tc, test_sync_steps);
 	tcase_add_test(tc, test_sync_refused);
+	tcase_add_test(tc, test_sync_noscript);
 	if (!cluster)
 		tcase_add_test(tc, test_sync_down);
 }
