@@ -296,7 +296,7 @@ rd_sync_node(struct rd_store *s, struct rd_sync *y, size_t ni)
 			rd_append(s, rd_sync_build(s, y, &y->calls[k]));
 			sent++;
 		}
-	replies = rlg_xcalloc(sent, sizeof *replies);
+	replies = rlg_xcalloc(sent, sizeof(redisReply *));
 	if (rd_exec_many(s, ni, sent, replies) != 0) {
 		(void)rd_failed(s, ni);
 		sent = 0;

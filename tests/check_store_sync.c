@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <check.h>
@@ -213,6 +214,51 @@ START_TEST(test_sync_refused)
 }
 END_TEST
 
+/* Redis TIME, in ms, of the server that holds path. */
+static int64_t
+redis_now_ms(const char *path)
+{
+	redisReply *r = rdb(path, "TIME");
+	int64_t t;
+
+	ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
+	ck_assert_uint_eq(r->elements, 2);
+	t = strtoll(r->element[0]->str, NULL, 10) * 1000 +
+	    strtoll(r->element[1]->str, NULL, 10) / 1000;
+	freeReplyObject(r);
+	return t;
+}
+
+/*
+ * clock = redis: the caller's now (1970 here) is not used; the token
+ * bucket's TAT starts from Redis TIME.
+ */
+START_TEST(test_sync_redis_clock)
+{
+	char *path = path_in("clock");
+	struct rlg_policy tb = alg_policy(name_tb, RLG_ALG_TOKEN_BUCKET, 10, 60,
+	    5);
+	struct rlg_sync_item sy = { &tb, "a", 2, 0 };
+	struct rlg_store_config cfg;
+	struct rlg_store *s = NULL;
+	struct rlg_state g;
+	int64_t before, after;
+
+	store_cfg(&cfg, path, 0);
+	cfg.redis.clock = RLG_CLOCK_REDIS;
+	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_OK);
+	store_cfg_free(&cfg);
+	before = redis_now_ms(path);
+	ck_assert_msg(rlg_store_sync(s, &sy, 1, 1, &g) == RLG_OK, "%s",
+	    rlg_store_errmsg(s));
+	after = redis_now_ms(path);
+	/* Two emission intervals of 6 s after Redis's now. */
+	ck_assert_int_ge(g.tat_us, before * 1000 + 12000000);
+	ck_assert_int_le(g.tat_us, after * 1000 + 12000000);
+	rlg_store_close(s);
+}
+END_TEST
+
 /* A server that is not there: RLG_ESTORE naming it, nothing known. */
 START_TEST(test_sync_down)
 {
@@ -252,6 +298,7 @@ rlg_sync_redis_tests(Suite *s, bool cluster)
 	tcase_add_test(tc, test_sync_steps);
 	tcase_add_test(tc, test_sync_refused);
 	tcase_add_test(tc, test_sync_noscript);
+	tcase_add_test(tc, test_sync_redis_clock);
 	if (!cluster)
 		tcase_add_test(tc, test_sync_down);
 }
