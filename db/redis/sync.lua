@@ -90,10 +90,19 @@ local function merge_windows(sliding, w, st, units, uws)
     tat = "0", expires = ws + (sliding and 2 or 1) * w }
 end
 
--- The token bucket's merge, in big integers throughout: the stored tat
--- may be anything up to 2^63, and the sums pass 2^53.
+-- The token bucket's merge: in plain numbers when every value stays
+-- below 2^52 (then tat is far below the cap, now + 1e18 us), else in
+-- big integers (the stored tat may be anything up to 2^63).
 local function merge_bucket(limit, w, st, units, now_ms)
   local t_us = floor((w * 1000 + limit - 1) / limit)  -- exact: < 2^45
+  local tat_n = parse_int(st.tat) or 0
+  if tat_n < SAFE and now_ms * 1000 < SAFE and units * t_us < SAFE then
+    local tat = math.max(math.max(tat_n, 0), now_ms * 1000) + units * t_us
+    if tat < SAFE then
+      return { ws = 0, count = 0, prev = 0, tat = fmt(tat),
+        expires = floor((tat + 999) / 1000) }
+    end
+  end
   local now_us = big_mul(big_of(now_ms), big_of(1000))
   local base = big_parse(st.tat) or {}  -- negative or damaged: 0
   if big_cmp(base, TAT_MAX) > 0 then
