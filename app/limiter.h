@@ -258,6 +258,60 @@ int rlg_limiter_bounds(const struct rlg_limit *lim, int64_t now_ms,
     struct rlg_limiter_bounds *b);
 
 /*
+ * Merge: units admitted elsewhere added to a state (local+global mode).
+ *
+ * rlg_limiter_merge returns in *out the state global becomes when units
+ * admitted elsewhere (another host, or this host since its last sync)
+ * are added to it, without deciding anything: a host that decides from
+ * its own table pushes what it admitted to the shared store, which merges
+ * it into the state every host reads back (db/redis/sync.lua is its Lua
+ * twin, held to it by a differential test). window_start_ms is the start
+ * of the window the units were admitted in (aligned on window_ms here),
+ * now_ms the time of the merge (clamped as every algorithm clamps it):
+ *   fixed_window    global's window is the units' one: count += units;
+ *                   older, or global empty (count 0): the units' window,
+ *                   count = units; newer: global unchanged (the units
+ *                   belong to a window that is over).
+ *   sliding_window  the same on the current window (empty: count and
+ *                   prev_count 0); global one window older than the
+ *                   units': the units' window, prev_count = global's
+ *                   count, count = units; older still: prev_count 0;
+ *                   global one window newer: its prev_count += units;
+ *                   newer still: unchanged.
+ *   token_bucket    tat = max(tat, now) + units * T (T the emission
+ *                   interval of rlg_limiter_token_bucket, in us), at
+ *                   most now + 1e18 us + T (the tolerance's cap: the
+ *                   largest tat any step stores), never below max(tat,
+ *                   now); a stored tat beyond what rlgate stores counts
+ *                   as that bound.
+ *   sliding_log     not mergeable: RLG_EINVAL (it stays exact-only).
+ * Counts may exceed the limit after a merge (the over-admission the
+ * mode's bound measures): they are kept, up to RLG_MERGE_COUNT_MAX;
+ * rlg_limiter_step clamps them to the limit, so a merged state over its
+ * limit rejects until its window passes. A changed state gets the
+ * expires_ms a step would give it (window end; sliding window: its
+ * start + 2 windows; token bucket: ceil(tat_us / 1000)) and 0 in the
+ * fields its algorithm does not use; stored window starts are aligned
+ * and counts clamped to 0..RLG_MERGE_COUNT_MAX first. units 0, or a
+ * window that is over: *out = *global, bit for bit. Merging a then b in
+ * one window equals merging a + b. RLG_OK, or RLG_EINVAL for a policy
+ * the limiter refuses, units out of 0..RLG_MERGE_COUNT_MAX, or
+ * sliding_log. global and out may be the same.
+ */
+#define RLG_MERGE_COUNT_MAX 1000000000000000LL  /* 1e15: exact in Lua */
+/*
+ * The largest tat_us any step or merge stores: a time up to
+ * RLG_TIME_MS_MAX plus the tolerance's cap (1e18 us) plus the longest
+ * emission interval (what rlg_limiter_bounds allows for).
+ */
+#define RLG_TAT_US_MAX (RLG_TIME_MS_MAX * 1000 + 1000000000000000000LL + \
+	RLG_WINDOW_S_MAX * 1000000)
+
+int rlg_limiter_merge(const struct rlg_limit *lim,
+    const struct rlg_state *global, int64_t units, int64_t window_start_ms,
+    int64_t now_ms, struct rlg_state *out);
+
+/*
  * What the rest of rlgate knows of an algorithm: one row per algorithm
  * beside its function (limiter.c), as a command table keeps arity and
  * flags beside each command. The config, the tiers, the stores and the

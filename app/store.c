@@ -16,6 +16,8 @@ static int check_items(struct rlg_store *s,
     const struct rlg_store_item *items, size_t n,
     const struct rlg_decision *decisions);
 static int lacking(struct rlg_store *s, const char *what);
+static int check_sync(struct rlg_store *s, const struct rlg_sync_item *items,
+    size_t n, int64_t now_ms, const struct rlg_state *global);
 
 int
 rlg_store_step(struct rlg_store *s, const struct rlg_store_item *items,
@@ -170,6 +172,69 @@ rlg_store_overrides(struct rlg_store *s, uint64_t *version,
 	if (s->ops->overrides == NULL)
 		return lacking(s, "keeps no overrides");
 	return s->ops->overrides(s, version, fn, ctx);
+}
+
+int
+rlg_store_sync(struct rlg_store *s, const struct rlg_sync_item *items,
+    size_t n, int64_t now_ms, struct rlg_state *global)
+{
+	int rc;
+
+	if (s == NULL)
+		return RLG_ESTORE;
+	if (s->ops->sync == NULL)
+		return lacking(s, "cannot sync");
+	if ((rc = check_sync(s, items, n, now_ms, global)) != RLG_OK)
+		return rc;
+	return s->ops->sync(s, items, n, now_ms, global);
+}
+
+/*
+ * Refuses, once for every backend, a sync no store could take: no item,
+ * an item without policy or client, a client key too long, units out of
+ * range, a policy the limiter would not merge (tried on a fresh state).
+ */
+static int
+check_sync(struct rlg_store *s, const struct rlg_sync_item *items,
+    size_t n, int64_t now_ms, const struct rlg_state *global)
+{
+	struct rlg_state zero, out;
+	const struct rlg_policy *p;
+	size_t i;
+
+	if (items == NULL || global == NULL || n == 0) {
+		rlg_store_seterr(s, "store sync: nothing to sync");
+		return RLG_EINVAL;
+	}
+	memset(&zero, 0, sizeof zero);
+	for (i = 0; i < n; i++) {
+		p = items[i].policy;
+		if (p == NULL || p->name == NULL || items[i].client == NULL ||
+		    strnlen(items[i].client, RLG_CLIENT_KEY_MAX + 1) >
+		    RLG_CLIENT_KEY_MAX) {
+			rlg_store_seterr(s, "store sync: item %zu has no policy,"
+			    " no client key, or one longer than %d bytes", i,
+			    RLG_CLIENT_KEY_MAX);
+			return RLG_EINVAL;
+		}
+		if (items[i].units < 0 || items[i].units > RLG_MERGE_COUNT_MAX) {
+			rlg_store_seterr(s, "store sync: item %zu: %lld units,"
+			    " out of 0..%lld", i, (long long)items[i].units,
+			    (long long)RLG_MERGE_COUNT_MAX);
+			return RLG_EINVAL;
+		}
+		if (rlg_limiter_merge(&p->lim, &zero, 1, 0, now_ms, &out) !=
+		    RLG_OK) {
+			rlg_store_seterr(s, "store sync: policy \"%s\" (%s)"
+			    " cannot be merged: %s", p->name,
+			    rlg_algorithm_name(p->lim.algorithm) != NULL ?
+			    rlg_algorithm_name(p->lim.algorithm) : "unknown",
+			    rlg_limiter_keeps_log(&p->lim) ? "it keeps a log"
+			    " (exact only)" : "the limiter refuses it");
+			return RLG_EINVAL;
+		}
+	}
+	return RLG_OK;
 }
 
 void

@@ -67,6 +67,19 @@ rlg_store_item_cost(const struct rlg_store_item *item)
 	return item->cost == 0 ? 1 : item->cost;
 }
 
+/*
+ * One (policy, client) of a sync (rlg_store_sync): the units admitted
+ * for it elsewhere (on this host since its last sync), in the window
+ * that starts at window_start_ms (the window they were admitted in;
+ * unused by the token bucket).
+ */
+struct rlg_sync_item {
+	const struct rlg_policy *policy;
+	const char *client;        /* client key, NUL-terminated, <= RLG_CLIENT_KEY_MAX */
+	int64_t units;             /* 0..RLG_MERGE_COUNT_MAX; 0 reads */
+	int64_t window_start_ms;
+};
+
 struct rlg_store_ops;
 struct rlg_store_row;
 struct rlg_store_stats;
@@ -129,6 +142,9 @@ struct rlg_store_ops {
 	void (*cache)(struct rlg_store *s, int64_t kib);
 	int (*ident)(struct rlg_store *s, dev_t *dev, ino_t *ino,
 	    int64_t *born_ns, int64_t *created_ms);
+	/* rlg_store_sync; NULL: the store cannot. */
+	int (*sync)(struct rlg_store *s, const struct rlg_sync_item *items,
+	    size_t n, int64_t now_ms, struct rlg_state *global);
 };
 
 /*
@@ -348,6 +364,34 @@ struct rlg_override_row {
  */
 int rlg_store_overrides(struct rlg_store *s, uint64_t *version,
     int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx);
+
+/*
+ * The local+global mode's exchange with the shared store: merges into
+ * the stored state of each item's (policy, client) the units admitted
+ * for it elsewhere, as rlg_limiter_merge does, atomically per item, and
+ * gives back in global[i] the state after the merge (the state every
+ * host then bounds its decisions by; units 0 only reads it). The stored
+ * states are the ones rlg_store_step reads and writes, so exact-mode
+ * steps and syncs on one store count together. now_ms is the caller's
+ * clock, or the store's (Redis with [store] clock = redis). A state that
+ * changed is stored with expires_ms rounded up to the second, as a step
+ * stores it; one that did not is given back as stored.
+ * Redis: one script call (db/redis/sync.lua) per 1024 items at most,
+ * those of one server sent as one pipeline; a Redis Cluster's
+ * items grouped by slot, one call per slot, one pipeline per master.
+ * Returns RLG_OK; RLG_EINVAL for a call no store could take (n == 0, an
+ * item without policy or client, a client key too long (Redis: or one
+ * that would empty its hash tag), units out of 0..RLG_MERGE_COUNT_MAX,
+ * a policy the limiter refuses, sliding_log: not mergeable; nothing
+ * sent; errmsg says which), or for a store that cannot sync; or
+ * RLG_ESTORE (errmsg names the server): then global[i].expires_ms is -1
+ * (RLG_SYNC_UNKNOWN) for every item not known to be merged (not sent,
+ * or sent and not answered: it may have been), and the others, merged,
+ * have their states.
+ */
+#define RLG_SYNC_UNKNOWN (-1)
+int rlg_store_sync(struct rlg_store *s, const struct rlg_sync_item *items,
+    size_t n, int64_t now_ms, struct rlg_state *global);
 
 /* Closes the connection; NULL does nothing. */
 void rlg_store_close(struct rlg_store *s);

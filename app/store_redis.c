@@ -115,7 +115,7 @@ static int rd_ovr_rows(struct rd_store *s, const redisReply *h,
 const struct rlg_store_ops rlg_store_redis_ops = {
 	.name = "redis", .open = rd_open, .step = rd_step, .prune = rd_prune,
 	.close = rd_close, .probe = rd_probe, .overrides = rd_overrides,
-	.stats = rd_stats,
+	.stats = rd_stats, .sync = rd_sync,
 };
 
 /* A server to probe; it keeps no files and never writes behind. */

@@ -378,17 +378,25 @@ rd_command_ok(struct rd_store *s, struct rd_node *node, redisReply *reply,
 	return rc;
 }
 
-/*
- * SCRIPT LOAD: the SHA1 into s->sha: 40 lowercase hex digits (no NUL
- * among them), and the same as every load before (the text is the same:
- * another SHA1 is not the script rlgate sent). 0, or -1 (errmsg).
- */
+/* SCRIPT LOAD of step.lua (rd_load_lua): its SHA1 into s->sha. */
 int
 rd_load_script(struct rd_store *s, struct rd_node *node)
 {
-	static const char *const argv[3] = { "SCRIPT", "LOAD",
-	    rlg_redis_script_lua };
-	size_t argvlen[3] = { 6, 4, strlen(rlg_redis_script_lua) };
+	return rd_load_lua(s, node, rlg_redis_script_lua, s->sha);
+}
+
+/*
+ * SCRIPT LOAD of lua: the SHA1 into sha (41 bytes): 40 lowercase hex
+ * digits (no NUL among them), and the same as every load before (the
+ * text is the same: another SHA1 is not the script rlgate sent). 0, or
+ * -1 (errmsg).
+ */
+int
+rd_load_lua(struct rd_store *s, struct rd_node *node, const char *lua,
+    char *sha)
+{
+	const char *argv[3] = { "SCRIPT", "LOAD", lua };
+	size_t argvlen[3] = { 6, 4, strlen(lua) };
 	char said[RD_SAID];
 	redisReply *reply;
 	size_t i;
@@ -414,12 +422,12 @@ rd_load_script(struct rd_store *s, struct rd_node *node)
 		rd_seterr(s, "%s: SCRIPT LOAD: not a SHA1 (40 lowercase hex"
 		    " digits): %zu bytes \"%s\"", node->name, reply->len,
 		    rd_said(reply->str, reply->len, said));
-	} else if (s->sha[0] != '\0' && memcmp(s->sha, reply->str, 40) != 0) {
+	} else if (sha[0] != '\0' && memcmp(sha, reply->str, 40) != 0) {
 		rd_seterr(s, "%s: SCRIPT LOAD: SHA1 %.40s, but %s before: not"
-		    " the script rlgate sent", node->name, reply->str, s->sha);
+		    " the script rlgate sent", node->name, reply->str, sha);
 	} else {
-		memcpy(s->sha, reply->str, 40);
-		s->sha[40] = '\0';
+		memcpy(sha, reply->str, 40);
+		sha[40] = '\0';
 		rc = 0;
 	}
 	freeReplyObject(reply);

@@ -12,6 +12,8 @@
  *                          redirections, the charges' EXISTS
  *   store_redis_sentinel.c Redis Sentinel: the master asked of the
  *                          sentinels, checked by ROLE
+ *   store_redis_sync.c     the sync (local+global mode): units merged
+ *                          into the stored states by db/redis/sync.lua
  * Each function's full contract is above its definition; here, what it
  * is for and where it lives.
  */
@@ -169,6 +171,10 @@ struct rd_store {
 	size_t *bnode;
 	redisReply **breply;
 	size_t bcap;
+
+	/* db/redis/sync.lua's SHA1 (the local+global mode's merge,
+	 * store_redis_sync.c): "" until its first load. */
+	char sync_sha[41];
 };
 
 /* ---- store_redis_batch.c: the step, alone or in a batch --------------- */
@@ -268,6 +274,10 @@ int rd_command(struct rd_store *s, struct rd_node *node, const char *what,
 /* SCRIPT LOAD on node, its SHA1 checked into s->sha: 0, or -1. */
 int rd_load_script(struct rd_store *s, struct rd_node *node);
 
+/* SCRIPT LOAD of lua on node, its SHA1 checked into sha: 0, or -1. */
+int rd_load_lua(struct rd_store *s, struct rd_node *node, const char *lua,
+    char *sha);
+
 /* The command in s->argv on node ni (after ASKING if asking): its reply,
  * or NULL (errmsg). */
 redisReply *rd_exec_on(struct rd_store *s, size_t ni, bool asking,
@@ -324,6 +334,13 @@ int rd_map_ready(struct rd_store *s);
 
 /* Frees the scratch of a cluster's steps (slot groups, charges): rd_close. */
 void rd_cluster_free(struct rd_store *s);
+
+/* ---- store_redis_sync.c: the local+global mode's merge --------------- */
+
+/* The sync operation: items' units merged by db/redis/sync.lua, per
+ * server (a cluster: per master, a call per slot), the states after. */
+int rd_sync(struct rlg_store *base, const struct rlg_sync_item *items,
+    size_t n, int64_t now_ms, struct rlg_state *global);
 
 /* ---- store_redis_sentinel.c: Redis Sentinel --------------------------- */
 

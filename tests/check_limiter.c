@@ -2541,6 +2541,196 @@ START_TEST(test_prop_cost)
 }
 END_TEST
 
+/* ---- merge (local+global mode) ------------------------------------- */
+
+/* A state of the window algorithms: start, count, prev_count. */
+static struct rlg_state
+wstate(int64_t start, int64_t count, int64_t prev)
+{
+	struct rlg_state st = { .window_start_ms = start, .count = count,
+	    .prev_count = prev };
+
+	return st;
+}
+
+/* merge(g, units, uws, now) into *out, which must succeed. */
+static struct rlg_state
+merged(const struct rlg_limit *p, struct rlg_state g, int64_t units,
+    int64_t uws, int64_t now)
+{
+	struct rlg_state out;
+
+	REQUIRE_EQ(rlg_limiter_merge(p, &g, units, uws, now, &out), RLG_OK);
+	return out;
+}
+
+static void
+require_state(struct rlg_state got, int64_t start, int64_t count,
+    int64_t prev, int64_t tat, int64_t expires)
+{
+	REQUIRE_EQ(got.window_start_ms, start);
+	REQUIRE_EQ(got.count, count);
+	REQUIRE_EQ(got.prev_count, prev);
+	REQUIRE_EQ(got.tat_us, tat);
+	REQUIRE_EQ(got.expires_ms, expires);
+}
+
+static bool
+same_state(struct rlg_state a, struct rlg_state b)
+{
+	return memcmp(&a, &b, sizeof a) == 0;
+}
+
+START_TEST(test_merge_fixed_window)
+{
+	struct rlg_limit p = mkpolicy(RLG_ALG_FIXED_WINDOW, 10, MINUTE_MS, 0);
+	struct rlg_state g = wstate(T0, 4, 0), newer = wstate(T0 + MINUTE_MS,
+	    2, 0), empty = { 0 };
+
+	g.expires_ms = T0 + MINUTE_MS;
+	/* The same window: added (past the limit too: kept). */
+	require_state(merged(&p, g, 3, T0, T0 + 5), T0, 7, 0, 0,
+	    T0 + MINUTE_MS);
+	require_state(merged(&p, g, 30, T0 + 59999, T0), T0, 34, 0, 0,
+	    T0 + MINUTE_MS);
+	/* global older, or empty: the units' window. */
+	require_state(merged(&p, g, 5, T0 + MINUTE_MS, T0), T0 + MINUTE_MS,
+	    5, 0, 0, T0 + 2 * MINUTE_MS);
+	require_state(merged(&p, empty, 5, T0 + 17, T0), T0, 5, 0, 0,
+	    T0 + MINUTE_MS);
+	/* global newer: the units' window is over, nothing changes. */
+	REQUIRE(same_state(merged(&p, newer, 5, T0, T0), newer));
+	/* units 0: global as it is, bit for bit (even a stale one). */
+	REQUIRE(same_state(merged(&p, g, 0, T0 + HOUR_MS, T0), g));
+	/* An unaligned stored start counts as its aligned window. */
+	require_state(merged(&p, wstate(T0 + 123, 1, 0), 1, T0, T0), T0, 2,
+	    0, 0, T0 + MINUTE_MS);
+}
+END_TEST
+
+START_TEST(test_merge_sliding_window)
+{
+	struct rlg_limit p = mkpolicy(RLG_ALG_SLIDING_WINDOW, 10, MINUTE_MS,
+	    0);
+	struct rlg_state g = wstate(T0, 4, 2);
+	int64_t w = MINUTE_MS;
+
+	/* The same window: count += units, prev kept. */
+	require_state(merged(&p, g, 3, T0, T0), T0, 7, 2, 0, T0 + 2 * w);
+	/* global one window older: its count becomes prev. */
+	require_state(merged(&p, g, 3, T0 + w, T0 + w), T0 + w, 3, 4, 0,
+	    T0 + 3 * w);
+	/* older still: prev 0. */
+	require_state(merged(&p, g, 3, T0 + 2 * w, T0), T0 + 2 * w, 3, 0, 0,
+	    T0 + 4 * w);
+	/* global one window newer: the units weigh as its prev. */
+	require_state(merged(&p, g, 3, T0 - w, T0), T0, 4, 5, 0, T0 + 2 * w);
+	/* newer still: unchanged. */
+	REQUIRE(same_state(merged(&p, g, 3, T0 - 2 * w, T0), g));
+	/* empty (both counts 0): the units' window. */
+	require_state(merged(&p, wstate(T0 + 5 * w, 0, 0), 3, T0, T0), T0,
+	    3, 0, 0, T0 + 2 * w);
+	REQUIRE(same_state(merged(&p, g, 0, T0 + w, T0), g));
+}
+END_TEST
+
+START_TEST(test_merge_token_bucket)
+{
+	/* 10 per second: T = 100 ms; burst 5. */
+	struct rlg_limit p = mkpolicy(RLG_ALG_TOKEN_BUCKET, 10, 1000, 5);
+	struct rlg_state g = { .tat_us = T0 * 1000 + 300000 }, fresh = { 0 };
+	int64_t cap;
+
+	/* tat ahead of now: units * T added to it. */
+	require_state(merged(&p, g, 4, 0, T0), 0, 0, 0,
+	    T0 * 1000 + 700000, T0 + 700);
+	/* tat behind now (or none): from now. */
+	require_state(merged(&p, fresh, 3, 0, T0 + 1000), 0, 0, 0,
+	    (T0 + 1300) * 1000, T0 + 1300);
+	/* The clock went back: from the stored tat, never below it. */
+	require_state(merged(&p, g, 1, 0, T0 - HOUR_MS), 0, 0, 0,
+	    T0 * 1000 + 400000, T0 + 400);
+	/* A window start means nothing to it. */
+	require_state(merged(&p, g, 1, T0 + YEAR_MS, T0), 0, 0, 0,
+	    T0 * 1000 + 400000, T0 + 400);
+	/* Huge units: at most now + the tolerance's cap + T. */
+	cap = T0 * 1000 + 1000000000000000000LL + 100000;
+	require_state(merged(&p, g, RLG_MERGE_COUNT_MAX, 0, T0), 0, 0, 0,
+	    cap, (cap + 999) / 1000);
+	/* A stored tat beyond anything rlgate stores: that bound, kept. */
+	g.tat_us = INT64_MAX;
+	REQUIRE(merged(&p, g, 1, 0, T0).tat_us <= 253402300799999LL * 1000 +
+	    1000000000000000000LL + WINDOW_MS_MAX * 1000);
+	REQUIRE(merged(&p, g, 1, 0, T0).tat_us > cap);
+	REQUIRE(same_state(merged(&p, g, 0, 0, T0), g));
+}
+END_TEST
+
+START_TEST(test_merge_huge_and_bad)
+{
+	struct rlg_limit fw = mkpolicy(RLG_ALG_FIXED_WINDOW, 10, MINUTE_MS, 0),
+	    sw = mkpolicy(RLG_ALG_SLIDING_WINDOW, 10, MINUTE_MS, 0),
+	    log = mkpolicy(RLG_ALG_SLIDING_LOG, 10, MINUTE_MS, 0),
+	    bad = mkpolicy(RLG_ALG_FIXED_WINDOW, 0, MINUTE_MS, 0);
+	struct rlg_state g = wstate(T0, RLG_MERGE_COUNT_MAX - 1, 0), out;
+
+	/* Counts stop at RLG_MERGE_COUNT_MAX. */
+	require_state(merged(&fw, g, RLG_MERGE_COUNT_MAX, T0, T0), T0,
+	    RLG_MERGE_COUNT_MAX, 0, 0, T0 + MINUTE_MS);
+	require_state(merged(&sw, wstate(T0, 1, INT64_MAX), 1, T0 - MINUTE_MS,
+	    T0), T0, 1, RLG_MERGE_COUNT_MAX, 0, T0 + 2 * MINUTE_MS);
+	/* Damaged counts: negative as 0 (then empty). */
+	require_state(merged(&fw, wstate(T0 + MINUTE_MS, -5, 0), 2, T0, T0),
+	    T0, 2, 0, 0, T0 + MINUTE_MS);
+	/* Times past the clamp. */
+	require_state(merged(&fw, wstate(0, 0, 0), 1, INT64_MAX, INT64_MAX),
+	    253402300799999LL - 253402300799999LL % MINUTE_MS, 1, 0, 0,
+	    253402300799999LL - 253402300799999LL % MINUTE_MS + MINUTE_MS);
+	REQUIRE_EQ(rlg_limiter_merge(&fw, &g, -1, T0, T0, &out), RLG_EINVAL);
+	REQUIRE_EQ(rlg_limiter_merge(&fw, &g, RLG_MERGE_COUNT_MAX + 1, T0, T0,
+	    &out), RLG_EINVAL);
+	REQUIRE_EQ(rlg_limiter_merge(&log, &g, 1, T0, T0, &out), RLG_EINVAL);
+	REQUIRE_EQ(rlg_limiter_merge(&bad, &g, 1, T0, T0, &out), RLG_EINVAL);
+}
+END_TEST
+
+/* merge(merge(g, a), b) == merge(g, a + b) in one window, every kind of
+ * global, and a step on the result rejects while it is over the limit. */
+START_TEST(test_merge_associative)
+{
+	static const enum rlg_algorithm algs[3] = { RLG_ALG_FIXED_WINDOW,
+	    RLG_ALG_SLIDING_WINDOW, RLG_ALG_TOKEN_BUCKET };
+	static const int64_t us[] = { 0, 1, 3, 9, 10, 11, 1000, 999999999 };
+	struct rlg_state gs[5] = { { 0 }, wstate(T0, 4, 3),
+	    wstate(T0 - MINUTE_MS, 7, 1), wstate(T0 + MINUTE_MS, 2, 8),
+	    { .tat_us = T0 * 1000 + 5000000, .expires_ms = T0 + 5000 } };
+	struct rlg_state ab, sum, out;
+	struct rlg_decision d;
+	size_t k, g, a, b;
+
+	for (k = 0; k < 3; k++) {
+		struct rlg_limit p = mkpolicy(algs[k], 10, MINUTE_MS, 10);
+
+		for (g = 0; g < 5; g++)
+			for (a = 0; a < sizeof us / sizeof us[0]; a++)
+				for (b = 0; b < sizeof us / sizeof us[0]; b++) {
+			ab = merged(&p, merged(&p, gs[g], us[a], T0 + 7,
+			    T0 + 9), us[b], T0 + 59000, T0 + 9);
+			sum = merged(&p, gs[g], us[a] + us[b], T0 + 1, T0 + 9);
+			REQUIRE(same_state(ab, sum));
+			if (us[a] + us[b] < 10 || g == 3)
+				continue;
+			/* Over the limit: a step refuses, state untouched. */
+			REQUIRE_EQ(rlg_limiter_step(&p, &sum, T0 + 9, 1, &out,
+			    &d), RLG_OK);
+			REQUIRE(!d.admitted);
+			REQUIRE(d.retry_ms >= 1);
+			REQUIRE(same_state(out, sum));
+				}
+	}
+}
+END_TEST
+
 Suite *
 rlg_limiter_suite(void)
 {
@@ -2550,6 +2740,7 @@ rlg_limiter_suite(void)
 	TCase *limits = tcase_create("limits");
 	TCase *props = tcase_create("properties");
 	TCase *cost = tcase_create("cost");
+	TCase *merge = tcase_create("merge");
 
 	tcase_add_test(core, test_admits_limit_then_rejects);
 	tcase_add_test(core, test_window_aligned_and_resets);
@@ -2606,6 +2797,12 @@ rlg_limiter_suite(void)
 	tcase_add_test(cost, test_cost_bad);
 	tcase_add_test(cost, test_prop_cost);
 
+	tcase_add_test(merge, test_merge_fixed_window);
+	tcase_add_test(merge, test_merge_sliding_window);
+	tcase_add_test(merge, test_merge_token_bucket);
+	tcase_add_test(merge, test_merge_huge_and_bad);
+	tcase_add_test(merge, test_merge_associative);
+
 	/* Hundreds of thousands of steps, slower under the sanitizers. */
 	tcase_set_timeout(limits, 120);
 	tcase_set_timeout(props, 120);
@@ -2615,5 +2812,6 @@ rlg_limiter_suite(void)
 	suite_add_tcase(s, limits);
 	suite_add_tcase(s, props);
 	suite_add_tcase(s, cost);
+	suite_add_tcase(s, merge);
 	return s;
 }

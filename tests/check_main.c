@@ -35,6 +35,7 @@ static const struct {
 	{ "store_redis", rlg_store_redis_suite },
 	{ "store_redis_cluster", rlg_store_redis_cluster_suite },
 	{ "redis_script", rlg_redis_script_suite },
+	{ "redis_sync", rlg_redis_sync_suite },
 	{ "redis_faults", rlg_redis_faults_suite },
 	{ "group", rlg_group_suite },
 	{ "table", rlg_table_suite },

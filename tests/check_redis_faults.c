@@ -324,6 +324,53 @@ START_TEST(test_reply_out_of_range)
 END_TEST
 
 /*
+ * The sync's reply (store_redis_sync.c), checked as a step's: a fake
+ * that answers it well gives its states; each lie fails the sync with
+ * RLG_ESTORE, errmsg naming the server and the element, and the items
+ * marked unknown. A step's reply to a sync (mode ok: six integers per
+ * item) is the wrong shape.
+ */
+static const struct {
+	const char *mode;
+	const char *what;          /* in errmsg */
+} fx_bad_syncs[] = {
+	{ "sync-tat-huge", "\"99999999999999999999\"" },
+	{ "sync-tat-text", "\"12x\"" },
+	{ "sync-count-huge", "element 7 is an integer out of range" },
+	{ "sync-expires-negative", "element 10 is an integer out of range" },
+	{ "sync-arity", "not an array of 11 elements" },
+	{ "ok", "not an array of 11 elements" },
+};
+
+START_TEST(test_sync_reply)
+{
+	struct rlg_sync_item sy[2] = { { &fx_policy, "10.0.0.1", 1, FX_T1 },
+	    { &fx_policy, "10.0.0.2", 2, FX_T1 } };
+	struct rlg_state g[2];
+	struct rlg_store *s;
+	struct fx f;
+	int rc;
+
+	fx_start(&f, _i == 0 ? "sync-ok" : fx_bad_syncs[_i - 1].mode, 0);
+	s = fx_open(&f, false, 2000, 2000, 0, &rc);
+	ck_assert_msg(rc == RLG_OK, "%s", rlg_store_errmsg(s));
+	rc = rlg_store_sync(s, sy, 2, FX_T1, g);
+	if (_i == 0) {
+		ck_assert_msg(rc == RLG_OK, "%s", rlg_store_errmsg(s));
+		ck_assert_int_eq(g[1].count, 0);
+		ck_assert_int_eq(g[1].expires_ms, 0);
+	} else {
+		ck_assert_int_eq(rc, RLG_ESTORE);
+		fx_expect(s, &f, "EVALSHA (sync)", fx_bad_syncs[_i - 1].what);
+		ck_assert_int_eq(g[0].expires_ms, RLG_SYNC_UNKNOWN);
+		ck_assert_int_eq(g[1].expires_ms, RLG_SYNC_UNKNOWN);
+	}
+	rlg_store_close(s);
+	fx_stop(&f);
+}
+END_TEST
+
+/*
  * Issue 12's reproduction: retry_ms = 2^63 - 1 through the rejection
  * cache made a signed overflow (UBSan: now_ms + retry_ms) and a
  * Retry-After of 9223372036854776. It is a store failure now, and the
@@ -754,6 +801,8 @@ rlg_redis_faults_suite(void)
 	tcase_add_loop_test(tc, test_reply_out_of_range, 0,
 	    (int)(sizeof fx_bad_replies / sizeof fx_bad_replies[0]));
 	tcase_add_test(tc, test_reply_huge_through_cache);
+	tcase_add_loop_test(tc, test_sync_reply, 0,
+	    1 + (int)(sizeof fx_bad_syncs / sizeof fx_bad_syncs[0]));
 	tcase_add_loop_test(tc, test_script_load_checked, 0,
 	    (int)(sizeof fx_bad_sha / sizeof fx_bad_sha[0]));
 	tcase_add_test(tc, test_script_load_changes);

@@ -15,6 +15,7 @@ Suite *rlg_limiter_suite(void);
 Suite *rlg_net_suite(void);
 Suite *rlg_redis_faults_suite(void);
 Suite *rlg_redis_script_suite(void);
+Suite *rlg_redis_sync_suite(void);
 Suite *rlg_request_suite(void);
 Suite *rlg_response_suite(void);
 Suite *rlg_store_suite(void);

@@ -25,6 +25,11 @@ void rlg_store_redis_tests(TCase *tc);
  * "store_redis_cluster"). */
 void rlg_group_redis_tests(Suite *s, bool cluster);
 
+/* Adds test case "sync" (check_store_sync.c: rlg_store_sync on the
+ * suite's redis-server, or cluster) to suite "store_redis" (or
+ * "store_redis_cluster"). */
+void rlg_sync_redis_tests(Suite *s, bool cluster);
+
 /*
  * Adds the tests of test case name ("cluster" or "cluster_faults") of
  * suite "store_redis_cluster" to tc.

@@ -88,6 +88,13 @@ enum fr_mode {
 	FR_PONG_BAD,            /* PING: +NOPE */
 	FR_HUGE_ARRAY,          /* EVALSHA: *1000000000, then nothing */
 	FR_HUGE_BULK,           /* EVALSHA: a 32 MiB bulk string */
+	FR_SYNC_OK,             /* the sync (sync.lua: n keys) answered
+	                           well: every state fresh */
+	FR_SYNC_TAT_HUGE,       /* sync: tat_us "99999999999999999999" */
+	FR_SYNC_TAT_TEXT,       /* sync: tat_us "12x" */
+	FR_SYNC_COUNT_HUGE,     /* sync: count 10^15 + 1 */
+	FR_SYNC_EXPIRES_NEG,    /* sync: expires_ms -1 */
+	FR_SYNC_ARITY,          /* sync: one element short */
 	FR_CLUSTER,             /* a one-node cluster: every slot here */
 	FR_CLUSTER_BAD_HOST,    /* CLUSTER SLOTS names a host "a\x01b" */
 	FR_CLUSTER_MOVED_TRICKLE, /* EVALSHA: MOVED to itself, trickled */
@@ -131,6 +138,12 @@ static const struct {
 	{ "pong-bad", FR_PONG_BAD },
 	{ "huge-array", FR_HUGE_ARRAY },
 	{ "huge-bulk", FR_HUGE_BULK },
+	{ "sync-ok", FR_SYNC_OK },
+	{ "sync-tat-huge", FR_SYNC_TAT_HUGE },
+	{ "sync-tat-text", FR_SYNC_TAT_TEXT },
+	{ "sync-count-huge", FR_SYNC_COUNT_HUGE },
+	{ "sync-expires-negative", FR_SYNC_EXPIRES_NEG },
+	{ "sync-arity", FR_SYNC_ARITY },
 	{ "cluster", FR_CLUSTER },
 	{ "cluster-bad-host", FR_CLUSTER_BAD_HOST },
 	{ "cluster-moved-trickle", FR_CLUSTER_MOVED_TRICKLE },
@@ -165,6 +178,8 @@ static bool fr_read(struct fr_conn *c);
 static bool fr_write(struct fr_conn *c);
 static void fr_close(struct fr_conn *c);
 static void fr_command(struct fr_conn *c, int argc, const char **argv,
+    const size_t *argvlen);
+static void fr_sync(struct fr_conn *c, int argc, const char **argv,
     const size_t *argvlen);
 static void fr_evalsha(struct fr_conn *c, int argc, const char **argv,
     const size_t *argvlen);
@@ -493,12 +508,57 @@ fr_command(struct fr_conn *c, int argc, const char **argv,
 			    " during rehashing of slot\r\n");
 			return;
 		}
+		if (mode >= FR_SYNC_OK && mode <= FR_SYNC_ARITY) {
+			fr_sync(c, argc, argv, argvlen);
+			return;
+		}
 		fr_evalsha(c, argc, argv, argvlen);
 		if (mode == FR_EXTRA_REPLY)
 			fr_evalsha(c, argc, argv, argvlen);
 	} else {
 		fr_putf(c, all, "-ERR unknown command '%.*s'\r\n",
 		    (int)(argvlen[0] > 32 ? 32 : argvlen[0]), argv[0]);
+	}
+}
+
+/*
+ * EVALSHA sha n KEYS... now n (alg limit window burst units
+ * window_start)...: sync.lua's reply for fresh states (window_start_ms,
+ * count, prev_count, tat_us as a string, expires_ms all 0), with the
+ * mode's one lie in the last item.
+ */
+static void
+fr_sync(struct fr_conn *c, int argc, const char **argv,
+    const size_t *argvlen)
+{
+	long long n, i, now;
+	int a;
+
+	n = argc > 2 ? fr_arg(argv[2], argvlen[2], 0) : 0;
+	a = 3 + (int)n;
+	if (n < 1 || a + 2 + 6 * n > argc) {
+		fr_putf(c, false, "-ERR fake_redis: malformed EVALSHA\r\n");
+		return;
+	}
+	now = argvlen[a] > 0 ? fr_arg(argv[a], argvlen[a], 0) :
+	    rlg_test_clock_ms(CLOCK_REALTIME);
+	fr_putf(c, false, "*%lld\r\n:%lld\r\n", 1 + 5 * n -
+	    (mode == FR_SYNC_ARITY ? 1 : 0), now);
+	for (i = 0; i < n; i++) {
+		bool last = i == n - 1;
+
+		fr_putf(c, false, ":0\r\n:%lld\r\n:0\r\n", last &&
+		    mode == FR_SYNC_COUNT_HUGE ? 1000000000000001LL : 0);
+		if (last && mode == FR_SYNC_TAT_HUGE)
+			fr_putf(c, false, "$20\r\n99999999999999999999\r\n");
+		else if (last && mode == FR_SYNC_TAT_TEXT)
+			fr_putf(c, false, "$3\r\n12x\r\n");
+		else
+			fr_putf(c, false, "$1\r\n0\r\n");
+		if (last && mode == FR_SYNC_ARITY)
+			break;
+		fr_putf(c, false, ":%d\r\n", last &&
+		    mode == FR_SYNC_EXPIRES_NEG ? -1 : 0);
 	}
 }
 

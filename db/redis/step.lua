@@ -287,6 +287,21 @@ local BIG = {
   str = big_str,
 }
 
+-- sq_expires: stored expiries rounded up to a whole second.
+local function round_expires(e)
+  if e <= 0 then
+    return e
+  end
+  local r = e % EXPIRES_GRAIN_MS
+  return r == 0 and e or e + EXPIRES_GRAIN_MS - r
+end
+
+local function bad(msg)
+  return redis.error_reply("rlgate: " .. msg)
+end
+
+-- ---- the end of the helpers db/redis/sync.lua shares (Makefile.am) ----
+
 -- rlg_limiter_fixed_window. in: stored fields; returns decision, state.
 -- A request of cost c: count + c <= limit, then count += c.
 local function fixed_window(limit, w, st, now_ms, c)
@@ -628,20 +643,7 @@ local function log_append(key, now, w, cost)
   end
 end
 
--- sq_expires: stored expiries rounded up to a whole second.
-local function round_expires(e)
-  if e <= 0 then
-    return e
-  end
-  local r = e % EXPIRES_GRAIN_MS
-  return r == 0 and e or e + EXPIRES_GRAIN_MS - r
-end
-
 -- ---- the step ------------------------------------------------------------
-
-local function bad(msg)
-  return redis.error_reply("rlgate: " .. msg)
-end
 
 -- The requests of the call: ARGV from 2 on is n, then 6 per item, once
 -- per request (a batch: store_redis_batch.c), and KEYS 2 per item in the
