@@ -43,6 +43,14 @@ workers() {
 	pgrep -P "$SV" | tr '\n' ' '
 }
 
+# three_without PID: three workers, PID not among them, in one listing (two
+# listings may straddle the reaping of PID, dead but not yet reaped)
+three_without() {
+	local w
+	w=$(workers)
+	[ "$(wc -w <<<"$w")" -eq 3 ] && ! grep -qw "$1" <<<"$w"
+}
+
 # wait_for WHAT SECONDS CMD: CMD true within SECONDS (polled every 0.1 s).
 wait_for() {
 	local i
@@ -68,18 +76,28 @@ done
 is "${codes# }" "200 200 200 200 200 200" "they serve through lighttpd"
 victim=$(awk '{ print $1 }' <<<"$first")
 kill -9 "$victim"
-wait_for "a new worker" 20 '[ "$(workers | wc -w)" -eq 3 ] && ! grep -qw "'"$victim"'" <<<"$(workers)"'
+wait_for "a new worker" 20 "three_without $victim"
 ok $? "a worker killed with SIGKILL: another takes its place"
 like "$(grep "worker $victim " "$log")" "supervisor: worker $victim was killed by signal 9 \\(Killed\\) after [0-9]+ ms: starting another in 100 ms" \
     "... logged, with how it ended"
 req "$url"
 is "$STATUS" 200 "... and requests are served"
+# newcomer: a worker not in $first (sets NEW), when there are 3 workers;
+# one listing of the workers decides both (pgrep twice may see two states)
+newcomer() {
+	local w
+	w=$(workers)
+	NEW=$(tr ' ' '\n' <<<"$w" | grep -vxF -f <(tr ' ' '\n' <<<"$first") |
+	    grep -m1 .)
+	[ "$(wc -w <<<"$w")" -eq 3 ] && [ -n "$NEW" ]
+}
 # the new one dies at once, twice: the wait doubles
 for want in 200 400; do
-	new=$(tr ' ' '\n' <<<"$(workers)" | grep -vxF -f <(tr ' ' '\n' <<<"$first") | head -1)
-	[ -n "$new" ] || bail_out "no new worker to kill"
+	wait_for "a new worker" 20 newcomer ||
+		bail_out "no new worker to kill: workers $(workers), first $first"
+	new=$NEW
 	kill -9 "$new"
-	wait_for "a new worker" 20 '[ "$(workers | wc -w)" -eq 3 ] && ! grep -qw "'"$new"'" <<<"$(workers)"'
+	wait_for "a new worker" 20 "three_without $new"
 	like "$(grep "worker $new " "$log")" "starting another in $want ms" \
 	    "a worker that dies soon again: the next waits $want ms"
 	first="$first $new"
@@ -128,7 +146,7 @@ for _ in $(seq 1 1000); do
 	kill -HUP "$SV"
 	kill -USR1 "$SV"
 done
-wait_for "three workers" 5 '[ "$(workers | wc -w)" -eq 3 ] && ! grep -qw "'"$victim"'" <<<"$(workers)"'
+wait_for "three workers" 5 "three_without $victim"
 sleep 1
 ended=$(tail -c +$((off + 1)) "$log" | grep -E "killed by signal (1|10) " | head -3)
 is "$ended" "" "SIGHUP and SIGUSR1 while a worker starts: none ends it"
@@ -148,7 +166,7 @@ reloaded() {
 	done
 }
 replaced() {
-	[ "$(workers | wc -w)" -eq 3 ] && ! grep -qw "$victim" <<<"$(workers)"
+	three_without "$victim"
 }
 rounds=6
 missed=0
