@@ -300,6 +300,34 @@ local function bad(msg)
   return redis.error_reply("rlgate: " .. msg)
 end
 
+-- ARGV[1], the time the call runs at in ms: Redis TIME when "" (so
+-- gateways with skewed clocks agree), else the integer given; clamped
+-- as the limiter clamps it. nil when it is no integer.
+local function call_now()
+  local now
+  if ARGV[1] == "" then
+    if redis.replicate_commands ~= nil then
+      redis.replicate_commands()      -- TIME before writes (Redis < 5)
+    end
+    local t = redis.call("TIME")
+    now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
+  else
+    now = parse_int(ARGV[1])
+    if now == nil then
+      return nil
+    end
+  end
+  return clamp_time(now)
+end
+
+-- policy_ok: an item's policy within what the config builds (limit up to
+-- limit_max, the window, a burst where the algorithm takes one).
+local function policy_ok(it, limit_max)
+  return it.limit >= 1 and it.limit <= limit_max and it.w >= 1 and
+      it.w <= WINDOW_MS_MAX and
+      (not it.desc.burst or (it.burst >= 1 and it.burst <= LIMIT_MAX))
+end
+
 -- ---- the end of the helpers db/redis/sync.lua shares (Makefile.am) ----
 
 -- rlg_limiter_fixed_window. in: stored fields; returns decision, state.
@@ -678,10 +706,8 @@ local function parse_request(a, kbase)
     if it.if_new and (i == 1 or items[i - 1].if_new) then
       return nil, "item " .. i .. ": a charge for a new key with no key before it"
     end
-    -- policy_ok: the limiter refuses what the config never builds.
-    if it.limit < 1 or it.limit > it.desc.limit_max or it.w < 1 or
-        it.w > WINDOW_MS_MAX or
-        (it.desc.burst and (it.burst < 1 or it.burst > LIMIT_MAX)) then
+    -- The limiter refuses what the config never builds.
+    if not policy_ok(it, it.desc.limit_max) then
       return nil, "item " .. i .. ": policy out of range"
     end
     items[i] = it
@@ -709,21 +735,10 @@ do
   end
 end
 
-local now_ms
-if ARGV[1] == "" then
-  -- The server's clock, so gateways with skewed clocks agree.
-  if redis.replicate_commands ~= nil then
-    redis.replicate_commands()      -- TIME before writes (Redis < 5)
-  end
-  local t = redis.call("TIME")
-  now_ms = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
-else
-  now_ms = parse_int(ARGV[1])
-  if now_ms == nil then
-    return bad("now_ms is not an integer")
-  end
+local now_ms = call_now()
+if now_ms == nil then
+  return bad("now_ms is not an integer")
 end
-now_ms = clamp_time(now_ms)
 
 -- Decides every item of one request; nothing is written yet. Whether
 -- the request is admitted.

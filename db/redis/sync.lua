@@ -151,10 +151,7 @@ local function parse_items()
     if it.units == nil or it.units < 0 or it.units > MERGE_MAX then
       return nil, "item " .. i .. ": units out of range"
     end
-    -- policy_ok, as step.lua checks it.
-    if it.limit < 1 or it.limit > LIMIT_MAX or it.w < 1 or
-        it.w > WINDOW_MS_MAX or
-        (it.desc.burst and (it.burst < 1 or it.burst > LIMIT_MAX)) then
+    if not policy_ok(it, LIMIT_MAX) then
       return nil, "item " .. i .. ": policy out of range"
     end
     items[i] = it
@@ -167,21 +164,10 @@ if items == nil then
   return bad(why)
 end
 
-local now_ms
-if ARGV[1] == "" then
-  -- The server's clock, so gateways with skewed clocks agree.
-  if redis.replicate_commands ~= nil then
-    redis.replicate_commands()      -- TIME before writes (Redis < 5)
-  end
-  local t = redis.call("TIME")
-  now_ms = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
-else
-  now_ms = parse_int(ARGV[1])
-  if now_ms == nil then
-    return bad("now_ms is not an integer")
-  end
+local now_ms = call_now()
+if now_ms == nil then
+  return bad("now_ms is not an integer")
 end
-now_ms = clamp_time(now_ms)
 
 local reply = { now_ms }
 for i = 1, #items do
