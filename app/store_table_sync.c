@@ -19,11 +19,13 @@
  * The whole sync holds the table's flush lock, so that a reset (which
  * takes it too) never interleaves with a push of units admitted before it.
  *
- * Over-admission: a unit another host admits reaches this host's table at
- * most two intervals later (one until that host's push, one until this
- * host's next sync), so per client and window the hosts together admit at
- * most the limit plus what the other hosts admit in two intervals; a
- * client that one host serves alone is exact (its table holds every unit).
+ * Over-admission: a unit another host admits is in Redis at most 1.25
+ * intervals later (that host's next push: a flusher looks at the clock
+ * four times an interval), and a host decides from a global state at most
+ * 2 x sync_ms old (store_table.c reads a client synced longer ago before
+ * deciding it), so per client and window the hosts together admit at most
+ * the limit plus what the other hosts admit in 3.25 x sync_ms; a client
+ * that one host serves alone is exact (its table holds every unit).
  */
 #include <stdbool.h>
 #include <stdio.h>

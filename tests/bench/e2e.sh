@@ -108,6 +108,11 @@
 #                          of a process make at once in one call); the
 #                          "redis µs per request" column is the Redis CPU
 #                          that one admitted request cost
+#   fixed_window_admitted_redis_behind
+#                          the same in the local+global mode ([store]
+#                          commit = behind, sync_ms = 100): the host's
+#                          table decides, Redis gets one merged item per
+#                          client per 100 ms (the one client of wrk here)
 # <algorithm> is fixed_window, sliding_window, token_bucket, sliding_log.
 
 BENCH_PROG=e2e.sh
@@ -127,7 +132,7 @@ bench_outputs "${1:-./bench-e2e.md}"
 
 # id server algorithm kind backend-threads keepconn rlgate-log-level store
 # (store: empty for SQLite with the defaults, full, fullgroup, redis,
-# redis_each)
+# redis_each, redis_behind)
 ALL_SCENARIOS="
 fixed_window_admitted                lighttpd fixed_window   admitted base off warn
 fixed_window_rejected                lighttpd fixed_window   rejected base off warn
@@ -146,7 +151,8 @@ nginx_keepconn_fixed_window_admitted nginx    fixed_window   admitted keep on  w
 fixed_window_admitted_redis          lighttpd fixed_window   admitted base off warn redis
 fixed_window_rejected_redis          lighttpd fixed_window   rejected base off warn redis
 fixed_window_admitted_redis_each     lighttpd fixed_window   admitted group off warn redis_each
-fixed_window_admitted_redis_group    lighttpd fixed_window   admitted group off warn redis"
+fixed_window_admitted_redis_group    lighttpd fixed_window   admitted group off warn redis
+fixed_window_admitted_redis_behind   lighttpd fixed_window   admitted group off warn redis_behind"
 
 # ---- checks ----------------------------------------------------------------
 
@@ -197,7 +203,9 @@ bench_begin
 # write_rlgate_conf FILE DB ALGORITHM KIND LOG_LEVEL [STORE]
 # STORE: full (synchronous = full, group commit off), fullgroup (on),
 # redis (backend = redis on 127.0.0.1:$REDIS_PORT, group commit auto: on;
-# no DB file), or redis_each (the same, group commit off).
+# no DB file), redis_each (the same, group commit off), or redis_behind
+# (the local+global mode: the host's table at DB-table, synced with Redis
+# every 100 ms).
 write_rlgate_conf() {
 	local limit window burst=
 	if [ "$4" = rejected ]; then
@@ -223,6 +231,12 @@ write_rlgate_conf() {
 		full) echo "synchronous = full"; echo "group_commit = off" ;;
 		fullgroup) echo "synchronous = full"; echo "group_commit = on" ;;
 		redis_each) echo "group_commit = off" ;;
+		redis_behind)
+			echo "commit = behind"
+			echo "sync_ms = 100"
+			echo "path = $2"
+			echo "max_clients = 100000"
+			;;
 		esac
 		echo
 		echo "[headers]"
@@ -545,7 +559,7 @@ R=$BT/report.md
 	echo "- software: $lighttpd_v; $nginx_v; $wrk_v; $rlgate_version$redis_v"
 	echo "- started $started; $BENCH_PAIRS pairs per scenario, ${BENCH_SECONDS} s measured after ${BENCH_WARMUP} s of warm-up per run"
 	echo "- wrk -t$BENCH_WRK_THREADS -c$BENCH_CONNECTIONS -d${BENCH_SECONDS}s --latency http://127.0.0.1:PORT$URL_PATH (one client address)"
-	echo "- backend: spawn-fcgi -F $BENCH_PROCS, --threads $BENCH_THREADS (nginx_keepconn: --threads $BENCH_KEEPCONN_THREADS; _full: --threads $BENCH_GROUP_THREADS, synchronous = full, group_commit off, then on; _redis_each, _redis_group: --threads $BENCH_GROUP_THREADS, group_commit off, then on), a fresh process set and database per run; rlgate [headers] style = draft03, [log] level = warn (one line per 429; _nolog: error), one [policy default]"
+	echo "- backend: spawn-fcgi -F $BENCH_PROCS, --threads $BENCH_THREADS (nginx_keepconn: --threads $BENCH_KEEPCONN_THREADS; _full: --threads $BENCH_GROUP_THREADS, synchronous = full, group_commit off, then on; _redis_each, _redis_group, _redis_behind: --threads $BENCH_GROUP_THREADS, group_commit off, then on, then commit = behind), a fresh process set and database per run; rlgate [headers] style = draft03, [log] level = warn (one line per 429; _nolog: error), one [policy default]"
 	echo "- lighttpd: one process, mod_fastcgi to the unix socket (no bin-path, check-local disable), no access log, other settings default"
 	echo "- nginx: master_process on, worker_processes $BENCH_NGINX_WORKERS, access_log off, fastcgi_pass to the unix socket, /etc/nginx/fastcgi_params; fastcgi_keep_conn off, except nginx_keepconn: upstream keepalive 16, fastcgi_keep_conn on"
 	[ -n "$REDIS_RAN" ] &&
