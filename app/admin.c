@@ -300,12 +300,13 @@ rlg_admin_metrics(const struct rlg_config *cfg, struct rlg_store *store,
 	    rlg_store_probe(store, now_ms) == RLG_OK ? 1 : 0);
 	if (flushes(cfg))
 		rlg_sb_printf(out, "# HELP rlgate_flush_failures_total Flushes"
-		    " of the table to the database that failed (each retried"
-		    " at the next interval).\n"
+		    " of the table to the database (Redis: syncs) that failed"
+		    " (each retried at the next interval).\n"
 		    "# TYPE rlgate_flush_failures_total counter\n"
 		    "rlgate_flush_failures_total %llu\n"
 		    "# HELP rlgate_flush_age_seconds Seconds since the last"
-		    " flush of the table to the database that succeeded.\n"
+		    " flush of the table to the database (Redis: sync) that"
+		    " succeeded.\n"
 		    "# TYPE rlgate_flush_age_seconds gauge\n"
 		    "rlgate_flush_age_seconds %.3f\n",
 		    (unsigned long long)m.flush_failures, flush_age_s(&m));

@@ -11,7 +11,8 @@
  * since a host last synced, and every count reaches Redis. "stale": a
  * client not synced for 2 x sync_ms is read again before a decision.
  * "alone": one host is exact for the three algorithms that merge, across
- * syncs, as the pure limiter. "reset": a reset on one host reaches
+ * syncs, as the pure limiter. "cost": a host owes a request's cost.
+ * "reset": a reset on one host reaches
  * Redis, and another host that refused the client admits it after its
  * next sync. "down" (single server): Redis killed: clients the table
  * holds are decided from it, a new one is a store error (on_error), a
@@ -234,6 +235,32 @@ START_TEST(test_global_alone)
 }
 END_TEST
 
+/* A request's cost is what a host owes: units, not requests. */
+START_TEST(test_global_cost)
+{
+	struct pair h;
+	struct rlg_policy p = policy(10, G_WINDOW_S);
+	struct rlg_store_item it = { &p, "c6", false, false, 4 };
+	struct rlg_decision d;
+	int64_t now = G0 + 1000;
+
+	pair_open(&h);
+	ck_assert_int_eq(rlg_store_step(h.a, &it, 1, now, &d), RLG_OK);
+	ck_assert(d.admitted);
+	sync_ok(h.a, now);
+	ck_assert_int_eq(redis_count(h.shared, &p, "c6"), 4);
+	it.cost = 7;
+	ck_assert_int_eq(rlg_store_step(h.b, &it, 1, now + 10, &d), RLG_OK);
+	ck_assert(!d.admitted);
+	it.cost = 6;
+	ck_assert_int_eq(rlg_store_step(h.b, &it, 1, now + 10, &d), RLG_OK);
+	ck_assert(d.admitted);
+	sync_ok(h.b, now + 20);
+	ck_assert_int_eq(redis_count(h.shared, &p, "c6"), 10);
+	pair_close(&h);
+}
+END_TEST
+
 START_TEST(test_global_reset)
 {
 	struct pair h;
@@ -301,6 +328,7 @@ rlg_global_redis_tests(Suite *s, bool cluster)
 	tcase_add_test(tc, test_global_bound);
 	tcase_add_test(tc, test_global_stale);
 	tcase_add_test(tc, test_global_alone);
+	tcase_add_test(tc, test_global_cost);
 	tcase_add_test(tc, test_global_reset);
 	if (!cluster)
 		tcase_add_test(tc, test_global_down);
