@@ -76,6 +76,7 @@ rlg_config_base(void)
 	cfg->store.sqlite.busy_timeout_ms = RLG_DEFAULT_BUSY_TIMEOUT_MS;
 	cfg->store.sqlite.max_clients = RLG_DEFAULT_MAX_CLIENTS;
 	cfg->store.sqlite.flush_ms = RLG_DEFAULT_FLUSH_MS;
+	cfg->store.sync_ms = RLG_DEFAULT_SYNC_MS;
 	cfg->store.rejection_cache = RLG_DEFAULT_REJECTION_CACHE;
 	cfg->store.max_overrides = RLG_DEFAULT_MAX_OVERRIDES;
 	cfg->store.redis.port = RLG_DEFAULT_REDIS_PORT;
@@ -210,11 +211,12 @@ rlg_config_check_dir(const struct rlg_config *cfg, char *msg, size_t size)
 	char dir[RLG_CONFIG_LINE_MAX + 2], where[RLG_CONFIG_LINE_MAX + 32];
 	struct stat st;
 	bool missing;
+	/* SQLite's database, or the table of Redis with commit = behind */
+	bool file = rlg_backend_has(cfg->store.backend, RLG_BACKEND_FILES);
 
 	if (size > 0)
 		msg[0] = '\0';
-	if (!rlg_backend_has(cfg->store.backend, RLG_BACKEND_FILES) ||
-	    db == NULL)
+	if ((!file && sq->commit != RLG_COMMIT_BEHIND) || db == NULL)
 		return 0;
 	if (cfg->source == NULL)
 		snprintf(where, sizeof where, "built-in defaults");
@@ -241,11 +243,11 @@ rlg_config_check_dir(const struct rlg_config *cfg, char *msg, size_t size)
 	if (access(dir, W_OK | X_OK) != 0 ||
 	    (access(db, F_OK) == 0 && access(db, R_OK | W_OK) != 0)) {
 		snprintf(msg, size, "%s: path: %s is not writable by this user "
-		    "(uid %ld): rlgate run as it could not keep its database "
+		    "(uid %ld): rlgate run as it could not keep its %s "
 		    "there; check as the user rlgate runs as, or give it the "
 		    "directory (chown USER %s)", where,
 		    access(dir, W_OK | X_OK) != 0 ? dir : db, (long)getuid(),
-		    dir);
+		    file ? "database" : "table", dir);
 		return -1;
 	}
 	return 0;
@@ -496,6 +498,12 @@ rlg_config_store_changed(const struct rlg_config *a,
 		  "connect_timeout_ms" },
 		{ r->timeout_ms != t->timeout_ms, "timeout_ms" },
 		{ r->clock != t->clock, "clock" },
+		{ p->commit != q->commit, "commit" },
+		{ p->commit == RLG_COMMIT_BEHIND &&
+		  !rlg_same_str(p->path, q->path), "path" },
+		{ p->commit == RLG_COMMIT_BEHIND &&
+		  p->max_clients != q->max_clients, "max_clients" },
+		{ x->sync_ms != y->sync_ms, "sync_ms" },
 	};
 	const char *key;
 

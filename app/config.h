@@ -152,6 +152,12 @@ struct rlg_store_config {
 	int64_t max_overrides;
 	/* auto: SQLite's with synchronous = full, Redis' (not a cluster's) */
 	enum rlg_group group_commit;
+	/*
+	 * commit = behind with Redis (the local+global mode,
+	 * store_table_sync.c): how often a host pushes the units it
+	 * admitted and takes back the global state, in ms.
+	 */
+	int64_t sync_ms;
 	struct rlg_sqlite_config sqlite;
 	struct rlg_redis_config redis;
 };
@@ -375,6 +381,8 @@ struct rlg_config {
 #define RLG_DEFAULT_FLUSH_MS     1000
 #define RLG_FLUSH_MS_MIN         10
 #define RLG_FLUSH_MS_MAX         60000
+#define RLG_DEFAULT_SYNC_MS      100
+#define RLG_SYNC_MS_MAX          60000
 #define RLG_TABLE_ENTRIES_MAX    ((int64_t)1 << 26)
 #define RLG_DEFAULT_REJECTION_CACHE 4096
 #define RLG_DEFAULT_MAX_OVERRIDES 100000

@@ -34,6 +34,8 @@ static void rlg_new_keys_policy(struct rlg_parse *p, struct rlg_policy *pol,
 static void rlg_burst_above(struct rlg_parse *p,
     const struct rlg_policy *pol, const char *label, int line);
 static void rlg_table_finish(struct rlg_parse *p);
+static void rlg_global_finish(struct rlg_parse *p);
+static void rlg_table_checks(struct rlg_parse *p, int commit);
 static void rlg_route_cost_check(struct rlg_parse *p,
     const struct rlg_route *r, const struct rlg_build *b, size_t scope);
 static void rlg_route_match_path(struct rlg_parse *p, struct rlg_route *r,
@@ -386,12 +388,11 @@ rlg_store_finish(struct rlg_parse *p)
 		    "redis or redis_cluster", "" },
 		{ "timeout_ms", RLG_BACKEND_URL, "redis or redis_cluster", "" },
 		{ "clock", RLG_BACKEND_URL, "redis or redis_cluster", "" },
-		{ "max_clients", RLG_BACKEND_FILES, "sqlite", ": Redis memory "
-		    "is bounded by its maxmemory and by the expiry of the keys" },
 		{ "synchronous", RLG_BACKEND_FILES, "sqlite", ": Redis "
 		    "durability is its own appendfsync" },
-		{ "commit", RLG_BACKEND_FILES, "sqlite", "" },
-		{ "flush_ms", RLG_BACKEND_FILES, "sqlite", "" },
+		{ "flush_ms", RLG_BACKEND_FILES, "sqlite", ": the table of "
+		    "backend = redis (commit = behind) syncs every sync_ms" },
+		{ "sync_ms", RLG_BACKEND_URL, "redis or redis_cluster", "" },
 	};
 	const struct rlg_store_config *sc = &p->cfg->store;
 	const struct rlg_set_lines *backend, *url;
@@ -416,12 +417,7 @@ rlg_store_finish(struct rlg_parse *p)
 		rlg_table_finish(p);
 		return;
 	}
-	/* Redis has no commit of its own to choose (a commit line was
-	 * reported above): auto means nothing there, each says so. */
-	if (p->cfg->store.sqlite.commit == RLG_COMMIT_AUTO) {
-		p->cfg->store.sqlite.commit = RLG_COMMIT_EACH;
-		p->cfg->store.sqlite.commit_auto = true;
-	}
+	rlg_global_finish(p);
 	if (!rlg_backend_has(sc->backend, RLG_BACKEND_URL))
 		return;
 	/* A url that was set but bad is reported for itself. */
@@ -463,9 +459,7 @@ rlg_table_finish(struct rlg_parse *p)
 	struct rlg_sqlite_config *sq = &p->cfg->store.sqlite;
 	int commit = rlg_lines(p, 0, "store", "commit")->ok;
 	int flush = rlg_lines(p, 0, "store", "flush_ms")->ok;
-	int64_t kept = rlg_table_policies(p->cfg);
 	char why[256];
-	size_t i;
 
 	if (sq->commit == RLG_COMMIT_AUTO) {
 		sq->commit_auto = true;
@@ -486,6 +480,56 @@ rlg_table_finish(struct rlg_parse *p)
 			    "to commit = behind");
 		return;
 	}
+	rlg_table_checks(p, commit);
+}
+
+/*
+ * commit with Redis: each (auto, the default: one script decides each
+ * request, exact), or behind, the local+global mode: the host's table in
+ * front (store_table_sync.c), which holds what SQLite's holds
+ * (rlg_table_checks). Without behind, max_clients (which sizes the table)
+ * and sync_ms mean nothing.
+ */
+static void
+rlg_global_finish(struct rlg_parse *p)
+{
+	struct rlg_sqlite_config *sq = &p->cfg->store.sqlite;
+	int commit = rlg_lines(p, 0, "store", "commit")->ok;
+	int clients = rlg_lines(p, 0, "store", "max_clients")->ok;
+	int sync = rlg_lines(p, 0, "store", "sync_ms")->ok;
+
+	if (sq->commit == RLG_COMMIT_AUTO) {
+		sq->commit = RLG_COMMIT_EACH;
+		sq->commit_auto = true;
+	}
+	if (sq->commit == RLG_COMMIT_BEHIND) {
+		rlg_table_checks(p, commit);
+		return;
+	}
+	if (clients != 0)
+		rlg_problem(p, clients, "[store] max_clients: applies to "
+		    "backend = redis only with commit = behind (it sizes the "
+		    "host's table): Redis memory is bounded by its maxmemory "
+		    "and by the expiry of the keys");
+	if (sync != 0)
+		rlg_problem(p, sync, "[store] sync_ms: applies only to "
+		    "commit = behind");
+}
+
+/*
+ * What the table holds, for commit = behind (on the commit line): an
+ * algorithm that keeps a log (sliding_log) keeps it in the database,
+ * which the table does not (store_table.c); max_clients entries for each
+ * policy that keeps state (a bound on new keys is one), so max_clients
+ * must be set and the product bounded.
+ */
+static void
+rlg_table_checks(struct rlg_parse *p, int commit)
+{
+	struct rlg_sqlite_config *sq = &p->cfg->store.sqlite;
+	int64_t kept = rlg_table_policies(p->cfg);
+	size_t i;
+
 	for (i = 0; i < p->cfg->npolicies; i++)
 		if (rlg_policy_alg(&p->cfg->policies[i])->keeps_log)
 			rlg_problem(p, commit, "[store] commit: behind does "

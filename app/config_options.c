@@ -170,6 +170,9 @@ const struct rlg_option rlg_options[] = {
 	  .def = "1000",
 	  .doc = "commit = behind: how often the table is written to SQLite,"
 	  " in ms." },
+	{ RLG_KEY("store", "sync_ms", INT), RLG_STORE(sync_ms),
+	  .min = 1, .max = RLG_SYNC_MS_MAX, .duration_ms = 1, .def = "100",
+	  .doc = "Redis, commit = behind: how often a host syncs, in ms." },
 	{ RLG_KEY("headers", "style", ENUM), RLG_CONFIG(style),
 	  .words = rlg_style_words, .def = "draft03",
 	  .doc = "Which rate-limit headers to send." },

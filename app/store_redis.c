@@ -105,23 +105,25 @@ static int rd_overrides(struct rlg_store *base, uint64_t *version,
     int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx);
 static const char *rd_describe(const struct rlg_store_config *sc, char *buf,
     size_t size);
+static bool rd_behind(const struct rlg_store_config *sc);
 static int rd_ovr_digest(const redisReply *r, uint64_t *v);
 static int rd_ovr_rows(struct rd_store *s, const redisReply *h,
     int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx);
 
 
-/* What it has not (idle, reset, survey, the decision table's
- * calls) stays NULL: store.c answers that it cannot. */
+/* What it has not (idle, survey, the calls of a database behind the
+ * decision table) stays NULL: store.c answers that it cannot. */
 const struct rlg_store_ops rlg_store_redis_ops = {
 	.name = "redis", .open = rd_open, .step = rd_step, .prune = rd_prune,
 	.close = rd_close, .probe = rd_probe, .overrides = rd_overrides,
-	.stats = rd_stats, .sync = rd_sync,
+	.stats = rd_stats, .sync = rd_sync, .reset = rd_reset,
 };
 
-/* A server to probe; it keeps no files and never writes behind. */
+/* A server to probe; with commit = behind, the host's table in front
+ * (the local+global mode, store_table_sync.c). */
 const struct rlg_backend rlg_redis_backend = {
 	.ops = &rlg_store_redis_ops, .caps = RLG_STORE_CAN_CONNECT,
-	.describe = rd_describe,
+	.describe = rd_describe, .behind = rd_behind,
 };
 
 /*
@@ -161,7 +163,22 @@ static const char rd_ovr_lua[] =
 static const char *
 rd_describe(const struct rlg_store_config *sc, char *buf, size_t size)
 {
-	return rlg_redis_describe(&sc->redis, buf, size);
+	size_t len;
+
+	rlg_redis_describe(&sc->redis, buf, size);
+	len = strlen(buf);
+	if (rd_behind(sc) && len < size)
+		snprintf(buf + len, size - len, ", table %s-table synced every"
+		    " %lld ms", sc->sqlite.path != NULL ? sc->sqlite.path : "",
+		    (long long)sc->sync_ms);
+	return buf;
+}
+
+/* commit = behind: the host's table decides, and syncs with Redis. */
+static bool
+rd_behind(const struct rlg_store_config *sc)
+{
+	return sc->sqlite.commit == RLG_COMMIT_BEHIND;
 }
 
 static int

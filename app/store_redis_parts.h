@@ -342,6 +342,10 @@ void rd_cluster_free(struct rd_store *s);
 int rd_sync(struct rlg_store *base, const struct rlg_sync_item *items,
     size_t n, int64_t now_ms, struct rlg_state *global);
 
+/* store_redis_reset.c: rlg_store_reset (a client's keys deleted). */
+int rd_reset(struct rlg_store *base, const char *client, const char *policy,
+    int64_t *deleted);
+
 /* ---- store_redis_sentinel.c: Redis Sentinel --------------------------- */
 
 /* The sentinels of cfg and an unknown master as node 0: rd_open. */

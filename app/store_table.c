@@ -46,6 +46,7 @@
 #include "store.h"
 #include "store_table.h"
 #include "store_table_flush.h"
+#include "store_table_sync.h"
 #include "store_stats.h"
 #include "table.h"
 #include "util.h"
@@ -58,6 +59,13 @@ struct tab_store {
 	                               * store it wraps */
 	struct tab_flusher *f;
 	struct tbl *t;                /* this handle's mapping, or NULL */
+	bool sync;                    /* local+global: the inner store is
+	                               * shared (store_table_sync.c) */
+	bool may_pull;                /* this decide may ask for tab_pull */
+	bool pull_failed;             /* the last tab_pull could not read */
+	int64_t stale_ms;             /* sync: a state older is read again
+	                               * before a decision (2 x sync_ms) */
+	struct tab_sb *sb;            /* its sync buffers (rlg_store_flush) */
 	uint64_t capacity;            /* what the config asks (the table's
 	                               * may differ: tbl_capacity) */
 	int64_t max_clients;
@@ -69,6 +77,8 @@ struct tab_store {
 		uint64_t hash;            /* of (slot, client), before the lock */
 		int slot;                 /* the policy's slot it assumed; -1 */
 		bool skip;
+		bool pull;                /* sync: new here, read from the
+		                           * shared store first */
 	} *scratch;
 	/*
 	 * The table's slot of each policy seen, so that a step hashes its
@@ -104,6 +114,21 @@ static struct tbl_entry *tab_find(struct tab_store *s,
     const struct rlg_store_item *item, struct tab_item *x);
 static int tab_decide(struct tab_store *s, const struct rlg_store_item *items,
     size_t n, int64_t now_ms, struct rlg_decision *decisions, bool *admit);
+static int tab_write_admitted(struct tab_store *s,
+    const struct rlg_store_item *items, size_t n, int64_t now_ms,
+    const struct rlg_decision *decisions);
+static int tab_lock_ready(struct tab_store *s,
+    const struct rlg_store_item *items, size_t n);
+static int tab_pull(struct tab_store *s, const struct rlg_store_item *items,
+    size_t n, int64_t now_ms);
+static void tab_wrote(struct tab_store *s, struct tbl_entry *e,
+    const struct rlg_store_item *item, const struct rlg_state *out,
+    int64_t now_ms);
+static void tab_refused(struct tab_store *s, size_t n);
+
+/* tab_decide: some items are new here and their state is in the shared
+ * store (read it first: tab_pull). */
+#define TAB_PULL 1
 static int tab_flush_now(struct rlg_store *base, int64_t now_ms);
 static int tab_probe(struct rlg_store *base, int64_t now_ms);
 
@@ -150,6 +175,9 @@ rlg_store_table_wrap(struct rlg_store *inner,
 	s->w.base.ops = &rlg_store_table_ops;
 	s->w.inner = inner;
 	s->w.mirror = false;
+	s->sync = inner->ops->sync != NULL;
+	s->stale_ms = 2 * (cfg->sync_ms > 0 ? cfg->sync_ms :
+	    TAB_SYNC_MS_DEFAULT);
 	s->max_clients = cfg->sqlite.max_clients;
 	s->table_entries = cfg->sqlite.table_entries;
 	s->capacity = cfg->sqlite.table_entries > 0 ?
@@ -228,24 +256,20 @@ tab_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
 		s->nscratch = n;
 		s->scratch = rlg_xcalloc(n, sizeof *s->scratch);
 	}
-	/* A table retired while this step waited for its lock (its
-	 * entries carried into another, tab_move): the step is decided on
-	 * the one that has them. */
+	for (i = 0; i < n; i++)
+		s->scratch[i].pull = false;
+	s->pull_failed = false;
 	for (tries = 0;; tries++) {
-		if (tab_ready(s) != 0)
-			return RLG_ESTORE;
-		tab_prehash(s, items, n);
-		if (tbl_lock(s->t) != 0) {
-			rlg_store_seterr(base, "table %s: its lock is unusable;"
-			    " the table is built again", s->path);
-			tbl_retire(s->t);
-			return RLG_ESTORE;
-		}
-		if (!tbl_retired(s->t) || tries == 2)
+		if ((rc = tab_lock_ready(s, items, n)) != RLG_OK)
+			return rc;
+		s->may_pull = s->sync && tries == 0;
+		rc = tab_decide(s, items, n, now_ms, decisions, &admit);
+		if (rc != TAB_PULL || tries > 0)
 			break;
+		/* nothing written yet: the new clients' state read, once */
 		tbl_unlock(s->t);
+		s->pull_failed = tab_pull(s, items, n, now_ms) != RLG_OK;
 	}
-	rc = tab_decide(s, items, n, now_ms, decisions, &admit);
 	if (rc != RLG_OK) {
 		tbl_abort(s->t);
 		return rc;
@@ -255,9 +279,135 @@ tab_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
 }
 
 /*
+ * The table ready and locked, each item hashed before: RLG_OK, or
+ * RLG_ESTORE (errmsg set). A table retired while this step waited for its
+ * lock (its entries carried into another, tab_move): the step is decided
+ * on the one that has them.
+ */
+static int
+tab_lock_ready(struct tab_store *s, const struct rlg_store_item *items,
+    size_t n)
+{
+	int tries;
+
+	for (tries = 0;; tries++) {
+		if (tab_ready(s) != 0)
+			return RLG_ESTORE;
+		tab_prehash(s, items, n);
+		if (tbl_lock(s->t) != 0) {
+			rlg_store_seterr(&s->w.base, "table %s: its lock is"
+			    " unusable; the table is built again", s->path);
+			tbl_retire(s->t);
+			return RLG_ESTORE;
+		}
+		if (!tbl_retired(s->t) || tries == 2)
+			return RLG_OK;
+		tbl_unlock(s->t);
+	}
+}
+
+/*
+ * Local+global: the items new here or not synced for long (scratch pull)
+ * read from the shared store, without the lock; their entries get the
+ * global state (with what they owe merged), a new one only when the
+ * store has a state (a client another host, or this one before its table
+ * was built, has counted). RLG_OK, or RLG_ESTORE (errmsg set): the store
+ * cannot be read; the step decides the clients the table holds from it,
+ * and a new one gets on_error.
+ */
+static int
+tab_pull(struct tab_store *s, const struct rlg_store_item *items, size_t n,
+    int64_t now_ms)
+{
+	struct rlg_sync_item *it = rlg_xcalloc(n, sizeof *it);
+	struct rlg_state *global = rlg_xcalloc(n, sizeof *global);
+	struct tbl_entry *e;
+	size_t i, m = 0;
+	int rc;
+
+	for (i = 0; i < n; i++)
+		if (s->scratch[i].pull)
+			it[m++] = (struct rlg_sync_item){ .policy =
+			    items[i].policy, .client = items[i].client };
+	rc = rlg_store_sync(s->w.inner, it, m, now_ms, global);
+	if (rc != RLG_OK)
+		rlg_store_seterr(&s->w.base, "%s", s->w.inner->errmsg);
+	if (rc == RLG_OK && tbl_lock(s->t) != 0)
+		rc = RLG_ESTORE;
+	for (i = 0; rc == RLG_OK && i < m; i++) {
+		e = tbl_find(s->t, it[i].policy->name, it[i].client);
+		if (e == NULL && global[i].expires_ms > now_ms) {
+			e = tbl_insert(s->t, it[i].policy->name,
+			    it[i].client, now_ms, s->max_clients > 0 ?
+			    (uint64_t)s->max_clients : 0);
+			if (e != NULL)
+				tbl_write_sync(s->t, e, &(struct tbl_sync){
+				    .lim = it[i].policy->lim });
+		}
+		/* none: the step says why, if it must */
+		if (e != NULL)
+			tab_settle(s->t, e, &global[i], now_ms);
+		tbl_commit(s->t);
+	}
+	if (rc == RLG_OK)
+		tbl_unlock(s->t);
+	free(it);
+	free(global);
+	return rc == RLG_OK ? RLG_OK : RLG_ESTORE;
+}
+
+/*
+ * Under the lock, after e got out: local+global, e owes the units the
+ * item admitted, in its window, under the item's limits.
+ */
+static void
+tab_wrote(struct tab_store *s, struct tbl_entry *e,
+    const struct rlg_store_item *item, const struct rlg_state *out,
+    int64_t now_ms)
+{
+	struct tbl_sync y;
+
+	if (!s->sync)
+		return;
+	y = e->sync;
+	y.lim = item->policy->lim;
+	/* made now, after its pull found nothing (tab_pull) */
+	if (y.synced_ms == 0)
+		y.synced_ms = now_ms;
+	tab_owe(&y, rlg_store_item_cost(item), out->window_start_ms);
+	tbl_write_sync(s->t, e, &y);
+}
+
+/*
+ * Under the lock, a request refused: local+global, the entries it met ask
+ * for the global state at the next sync (a reset, or a window another
+ * host saw pass, reaches a client this host only refuses).
+ */
+static void
+tab_refused(struct tab_store *s, size_t n)
+{
+	struct tbl_entry *e;
+	struct tbl_sync y;
+	size_t i;
+
+	if (!s->sync)
+		return;
+	for (i = 0; i < n; i++) {
+		e = s->scratch[i].skip ? NULL : s->scratch[i].e;
+		if (e == NULL || e->sync.pull)
+			continue;
+		y = e->sync;
+		y.pull = 1;
+		tbl_write_sync(s->t, e, &y);
+	}
+}
+
+/*
  * Under the lock: every item decided, then, if the request is admitted,
- * every admitted item's state written. RLG_OK, RLG_EINVAL (a policy the
- * limiter refuses) or RLG_EFULL; the caller ends or plays back the
+ * every admitted item's state written (tab_write_admitted). RLG_OK,
+ * RLG_EINVAL (a policy the limiter refuses), RLG_EFULL or RLG_ESTORE;
+ * TAB_PULL (local+global): an item's state is to be read from the shared
+ * store first, nothing written. The caller ends or plays back the
  * journal.
  */
 static int
@@ -267,7 +417,7 @@ tab_decide(struct tab_store *s, const struct rlg_store_item *items, size_t n,
 	static const struct rlg_state fresh;
 	const struct rlg_state *in;
 	struct tbl_entry *e;
-	bool live_prev = false, inserted = false;
+	bool live_prev = false, pull = false;
 	size_t i, j;
 
 	*admit = true;
@@ -290,6 +440,15 @@ tab_decide(struct tab_store *s, const struct rlg_store_item *items, size_t n,
 			e = tab_find(s, &items[i], &s->scratch[i]);
 			in = e != NULL ? &e->st : &fresh;
 			s->scratch[i].e = e;
+			/* new here, or not synced for long: the shared
+			 * store's state first */
+			if (s->may_pull && !s->scratch[i].pull && (e == NULL ||
+			    now_ms - e->sync.synced_ms > s->stale_ms))
+				s->scratch[i].pull = pull = true;
+			/* unread, a client the table holds is decided from
+			 * it; a new one gets on_error */
+			if (e == NULL && s->pull_failed && s->scratch[i].pull)
+				return RLG_ESTORE;
 		}
 		live_prev = in->expires_ms > now_ms;
 		if (rlg_limiter_step(&items[i].policy->lim, in, now_ms,
@@ -302,8 +461,25 @@ tab_decide(struct tab_store *s, const struct rlg_store_item *items, size_t n,
 		if (!decisions[i].admitted && !items[i].advisory)
 			*admit = false;
 	}
-	if (!*admit)
+	if (pull)
+		return TAB_PULL;
+	if (!*admit) {
+		tab_refused(s, n);
 		return RLG_OK;
+	}
+	return tab_write_admitted(s, items, n, now_ms, decisions);
+}
+
+/* Under the lock, a request admitted: each admitted item's new state
+ * written, its entry made if need be. RLG_OK, RLG_EFULL or RLG_ESTORE. */
+static int
+tab_write_admitted(struct tab_store *s, const struct rlg_store_item *items,
+    size_t n, int64_t now_ms, const struct rlg_decision *decisions)
+{
+	struct tbl_entry *e;
+	bool inserted = false;
+	size_t i;
+
 	for (i = 0; i < n; i++) {
 		if (s->scratch[i].skip || !decisions[i].admitted)
 			continue;
@@ -340,6 +516,7 @@ tab_decide(struct tab_store *s, const struct rlg_store_item *items, size_t n,
 			return RLG_EFULL;
 		}
 		tbl_write(s->t, e, &s->scratch[i].out);
+		tab_wrote(s, e, &items[i], &s->scratch[i].out, now_ms);
 	}
 	return RLG_OK;
 }
@@ -480,6 +657,16 @@ tab_flush_now(struct rlg_store *base, int64_t now_ms)
 		tab_move(&s->t, s->w.inner, s->path, s->capacity);
 	if (tab_ready(s) != 0)
 		return RLG_ESTORE;
+	if (s->sync) {
+		if (s->sb == NULL)
+			s->sb = rlg_xcalloc(1, sizeof *s->sb);
+		if (tab_sync_behind(s->t, s->w.inner, s->path, now_ms,
+		    s->sb) != 0) {
+			rlg_store_seterr(base, "%s", s->w.inner->errmsg);
+			return RLG_ESTORE;
+		}
+		return RLG_OK;
+	}
 	wb = rlg_xmalloc(sizeof *wb);
 	rc = tab_write_behind(s->t, s->w.inner, s->path, now_ms, wb, NULL);
 	free(wb);
@@ -513,6 +700,7 @@ tab_close(struct rlg_store *base)
 	tbl_close(s->t);
 	s->w.inner->ops->close(s->w.inner);
 	free(s->scratch);
+	free(s->sb);
 	free(s);
 }
 

@@ -37,6 +37,7 @@
 #include "metrics.h"
 #include "store.h"
 #include "store_table_flush.h"
+#include "store_table_sync.h"
 #include "table.h"
 #include "util.h"
 
@@ -48,6 +49,8 @@ static int tab_commit(struct tbl *t, struct rlg_store *db,
     const struct tbl_ident *id, const struct tab_mark *marks, size_t n);
 static bool tab_pause(struct tbl *t, struct tab_flusher *f, int64_t ms);
 static void tab_wait(struct tab_flusher *f, int64_t ms);
+static void tab_syncer_open(struct tab_flusher *f,
+    const struct rlg_store_config *cfg);
 
 static pthread_mutex_t tab_flushers_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct tab_flusher *tab_flushers;
@@ -57,8 +60,14 @@ struct tbl *
 tab_open_table(struct rlg_store *db, const char *path, uint64_t capacity,
     char *err, size_t errsize)
 {
-	struct tbl_ident id;
+	struct tbl_ident id = { 0 };
 
+	/* A shared store (local+global) is no file: the table is bound to
+	 * none, and starts empty (a client's state is read when it comes,
+	 * store_table.c's tab_pull). */
+	if (db->ops->ident == NULL)
+		return tbl_open(path, &id, capacity, NULL, NULL, err,
+		    errsize);
 	if (db->ops->ident(db, &id.dev, &id.ino, &id.born_ns,
 	    &id.created_ms) != RLG_OK) {
 		snprintf(err, errsize, "%s", db->errmsg);
@@ -145,6 +154,8 @@ tab_flusher_join(const struct rlg_store_config *cfg,
 		f->capacity = capacity;
 		f->interval_ms = cfg->sqlite.flush_ms > 0 ?
 		    cfg->sqlite.flush_ms : TAB_FLUSH_MS_DEFAULT;
+		if (ops->sync != NULL)
+			tab_syncer_open(f, cfg);
 		pthread_mutex_init(&f->mu, NULL);
 		pthread_cond_init(&f->cv, NULL);
 		f->running = pthread_create(&f->thread, NULL,
@@ -180,6 +191,7 @@ tab_flusher_leave(struct tab_flusher *f)
 	if (f->db != NULL)
 		f->db->ops->close(f->db);
 	free(f->wb);
+	free(f->sb);
 	pthread_mutex_destroy(&f->mu);
 	pthread_cond_destroy(&f->cv);
 	free(f->path);
@@ -218,7 +230,8 @@ tab_flusher_main(void *arg)
 	bool stop;
 	int prio;
 
-	f->wb = rlg_xmalloc(sizeof *f->wb);
+	if (f->sb == NULL)
+		f->wb = rlg_xmalloc(sizeof *f->wb);
 	/* This thread only (Linux: a thread has its own nice value). */
 	errno = 0;
 	prio = getpriority(PRIO_PROCESS, (id_t)gettid());
@@ -226,11 +239,12 @@ tab_flusher_main(void *arg)
 		(void)setpriority(PRIO_PROCESS, (id_t)gettid(),
 		    prio + TAB_FLUSHER_NICE);
 	/* The backend itself: a handle even on failure, which heals. */
-	if (f->ops->open(&f->cfg, &f->db) != RLG_OK)
+	if (f->db == NULL && f->ops->open(&f->cfg, &f->db) != RLG_OK)
 		rlg_log("table %s: %s", f->path, f->db->errmsg);
-	f->db->ops->cache(f->db, kib < TAB_CACHE_KIB_MIN ?
-	    TAB_CACHE_KIB_MIN : kib > TAB_CACHE_KIB_MAX ? TAB_CACHE_KIB_MAX :
-	    kib);
+	if (f->db->ops->cache != NULL)
+		f->db->ops->cache(f->db, kib < TAB_CACHE_KIB_MIN ?
+		    TAB_CACHE_KIB_MIN : kib > TAB_CACHE_KIB_MAX ?
+		    TAB_CACHE_KIB_MAX : kib);
 	for (;;) {
 		tab_wait(f, tick);
 		pthread_mutex_lock(&f->mu);
@@ -302,7 +316,29 @@ tab_flush(struct tab_flusher *f, int64_t now_ms)
 		if (f->t == NULL)
 			return -1;
 	}
+	if (f->sb != NULL)
+		return tab_sync_behind(f->t, f->db, f->path, now_ms, f->sb);
 	return tab_write_behind(f->t, f->db, f->path, now_ms, f->wb, f);
+}
+
+/*
+ * Local+global: the flusher syncs with the shared store every sync_ms,
+ * on a connection of its own opened now (the config's strings are not
+ * kept: a reload may free them), alone (no group commit).
+ */
+static void
+tab_syncer_open(struct tab_flusher *f, const struct rlg_store_config *cfg)
+{
+	struct rlg_store_config c = *cfg;
+
+	c.group_commit = RLG_GROUP_OFF;
+	c.sqlite.commit = RLG_COMMIT_EACH;
+	c.rejection_cache = 0;
+	f->interval_ms = cfg->sync_ms > 0 ? cfg->sync_ms :
+	    TAB_SYNC_MS_DEFAULT;
+	f->sb = rlg_xcalloc(1, sizeof *f->sb);
+	if (f->ops->open(&c, &f->db) != RLG_OK)
+		rlg_log("table %s: %s", f->path, f->db->errmsg);
 }
 
 /*

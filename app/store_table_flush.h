@@ -49,6 +49,7 @@ struct tab_flusher {
 	uint64_t capacity;
 	int64_t interval_ms;
 	struct tab_wb *wb;            /* its buffers */
+	struct tab_sb *sb;            /* local+global: its sync buffers */
 	int refs;
 	bool stop;
 	bool running;

@@ -193,6 +193,13 @@ tbl_write(struct tbl *t, struct tbl_entry *e, const struct rlg_state *st)
 	e->seq++;
 }
 
+void
+tbl_write_sync(struct tbl *t, struct tbl_entry *e, const struct tbl_sync *y)
+{
+	tbl_save(t, &e->sync, sizeof e->sync);
+	e->sync = *y;
+}
+
 /*
  * Takes e out of the index (backward-shift deletion: no tombstones, so
  * probes stay short) and puts it on the free list.

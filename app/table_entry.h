@@ -45,6 +45,10 @@ struct tbl_entry *tbl_insert(struct tbl *t, const char *policy,
 void tbl_write(struct tbl *t, struct tbl_entry *e,
     const struct rlg_state *st);
 
+/* Writes y into e's sync block (journaled): the local+global mode's. */
+void tbl_write_sync(struct tbl *t, struct tbl_entry *e,
+    const struct tbl_sync *y);
+
 /*
  * Removes e from the index and frees it (journaled). The caller ends the
  * journal after each removal or a few (tbl_unlock, or tbl_commit).

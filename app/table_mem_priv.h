@@ -17,13 +17,13 @@
 #include "table_types.h"
 
 #define TBL_MAGIC "RLGTAB01"
-#define TBL_VERSION 3
+#define TBL_VERSION 4
 /* The journal's room: a step of 64 items, each an entry and its index
  * slots, with expired entries reclaimed, fits many times over. */
 #define TBL_UNDO_BYTES ((size_t)256 * 1024)
 /* Expired entries an insertion may reclaim, and entries it looks at. */
 #define TBL_RECLAIM_MAX 16
-/* Entries whose disk blocks are taken at once (tbl_reserve): 84 KB. */
+/* Entries whose disk blocks are taken at once (tbl_reserve): 100 KB. */
 #define TBL_RESERVE ((uint64_t)256)
 #define TBL_RECLAIM_SCAN 1024
 

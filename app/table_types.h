@@ -18,6 +18,25 @@
 /* Policy names the table knows at once (a config has at most 64). */
 #define TBL_POLICIES 128
 
+/*
+ * What a host owes the shared store and asks of it, in the local+global
+ * mode (store_table_sync.c; zero otherwise): the units admitted here
+ * since the last push, by the window they were admitted in (two: the
+ * current window's and the one before, which a sliding window still
+ * weighs; [0] the newer), the limits the client was last decided with
+ * (which the merge needs: a token bucket's units are worth its emission
+ * interval), when it last got the global state, and whether a request was refused since the last sync (the
+ * next one then reads the global state: a reset, or another host's
+ * window, reaches a client that this host only refuses).
+ */
+struct tbl_sync {
+	int64_t units[2];
+	int64_t window_start_ms[2];
+	struct rlg_limit lim;
+	int64_t synced_ms;            /* when it last got the global state */
+	uint8_t pull;
+};
+
 /* One (policy, client) and its state. */
 struct tbl_entry {
 	uint64_t hash;                /* of (policy slot, client) */
@@ -28,6 +47,7 @@ struct tbl_entry {
 	uint8_t policy;               /* slot in the header's names */
 	uint8_t used;                 /* 1: in the index */
 	char client[TBL_CLIENT_MAX + 1];
+	struct tbl_sync sync;         /* local+global mode only */
 };
 
 struct tbl;

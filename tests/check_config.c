@@ -3233,6 +3233,9 @@ START_TEST(test_redis_store)
 END_TEST
 
 #define RLG_T_REDIS_ONLY "applies only to backend = redis or redis_cluster"
+#define RLG_T_REDIS_CLIENTS "applies to backend = redis only with commit =" \
+	" behind (it sizes the host's table): Redis memory is bounded by its" \
+	" maxmemory and by the expiry of the keys"
 
 /*
  * The keys of one backend with the other: each on its own line, in line
@@ -3265,9 +3268,7 @@ START_TEST(test_redis_store_errors)
 	/* Redis without a url; with max_clients. */
 	rlg_t_expect(
 	    "[store]\nmax_clients = 10\non_error = open\nbackend = redis\n", 2,
-	    "t.conf:2: [store] max_clients: applies only to backend = sqlite: "
-	    "Redis memory is bounded by its maxmemory and by the expiry of "
-	    "the keys\n"
+	    "t.conf:2: [store] max_clients: " RLG_T_REDIS_CLIENTS "\n"
 	    "t.conf:4: [store] backend: redis needs [store] url = "
 	    "redis://HOST:PORT or unix:/PATH\n");
 	/* The SQLite store's durability means nothing to Redis; group
@@ -3449,9 +3450,7 @@ START_TEST(test_redis_cluster_errors)
 	    2,
 	    "t.conf:3: [store] url: backend = redis_cluster needs "
 	    "redis://HOST:PORT[,HOST:PORT...]: cluster nodes talk TCP\n"
-	    "t.conf:4: [store] max_clients: applies only to backend = sqlite: "
-	    "Redis memory is bounded by its maxmemory and by the expiry of "
-	    "the keys\n");
+	    "t.conf:4: [store] max_clients: " RLG_T_REDIS_CLIENTS "\n");
 	rlg_t_expect(
 	    "[store]\nurl = redis://:pw@a:1,b:2/3\nbackend = redis_cluster\n",
 	    1,
@@ -3705,6 +3704,9 @@ START_TEST(test_option_defaults)
 			ctx = "[client]\nkey_secret = 0123456789abcdef\n";
 		else if (strcmp(o->name, "flush_ms") == 0)
 			ctx = "[store]\ncommit = behind\n";
+		else if (strcmp(o->name, "sync_ms") == 0)
+			ctx = "[store]\nbackend = redis\nurl = redis://h\n"
+			    "commit = behind\n";
 		/* A route needs its path and policies; new_keys_per_ip, a
 		 * header key. */
 		tail = strcmp(o->section, "route") == 0 ?
@@ -3930,9 +3932,37 @@ START_TEST(test_commit_auto)
 	ck_assert_int_eq(cfg->store.sqlite.table_entries, 0);
 	rlg_config_free(cfg);
 	rlg_t_expect("[store]\nbackend = redis\nurl = redis://h\n"
-	    "commit = auto\nflush_ms = 250\n", 2,
-	    "t.conf:4: [store] commit: applies only to backend = sqlite\n"
-	    "t.conf:5: [store] flush_ms: applies only to backend = sqlite\n");
+	    "commit = auto\nflush_ms = 250\n", 1,
+	    "t.conf:5: [store] flush_ms: applies only to backend = sqlite: "
+	    "the table of backend = redis (commit = behind) syncs every "
+	    "sync_ms\n");
+	/* Redis, behind: the local+global mode, the table sized as
+	 * SQLite's; sync_ms only there. */
+	cfg = rlg_t_ok("[store]\nbackend = redis_cluster\nurl = redis://h:1\n"
+	    "commit = behind\nmax_clients = 100\nsync_ms = 250\n"
+	    "[policy p]\nlimit = 1\nwindow = 1\n");
+	ck_assert_int_eq(cfg->store.sqlite.commit, RLG_COMMIT_BEHIND);
+	ck_assert_int_eq(cfg->store.sqlite.table_entries, 100);
+	ck_assert_int_eq(cfg->store.sync_ms, 250);
+	ck_assert(rlg_store_behind(&cfg->store));
+	rlg_config_free(cfg);
+	rlg_t_expect("[store]\nbackend = redis\nurl = redis://h\n"
+	    "commit = behind\n"
+	    "[policy s]\nalgorithm = sliding_log\nlimit = 1\nwindow = 1\n",
+	    1,
+	    "t.conf:4: [store] commit: behind does not keep [policy s], a"
+	    " sliding_log (its log lives in the database): use commit = each,"
+	    " or another algorithm\n");
+	rlg_t_expect("[store]\nbackend = redis\nurl = redis://h\n"
+	    "sync_ms = 50\nmax_clients = 9\n", 2,
+	    "t.conf:4: [store] sync_ms: applies only to commit = behind\n"
+	    "t.conf:5: [store] max_clients: " RLG_T_REDIS_CLIENTS "\n");
+	rlg_t_expect("[store]\ncommit = behind\nsync_ms = 50\n", 1,
+	    "t.conf:3: [store] sync_ms: " RLG_T_REDIS_ONLY "\n");
+	rlg_t_expect("[store]\nbackend = redis\nurl = redis://h\n"
+	    "commit = behind\nsync_ms = 0\n", 1,
+	    "t.conf:5: [store] sync_ms: \"0\": must be from 1ms to 1m (1 to "
+	    "60000 milliseconds)\n");
 	ck_assert_str_eq(rlg_commit_name(RLG_COMMIT_AUTO), "auto");
 	ck_assert_str_eq(rlg_commit_name(RLG_COMMIT_BEHIND), "behind");
 }

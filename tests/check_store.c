@@ -1270,6 +1270,7 @@ rlg_store_redis_suite(void)
 	rlg_store_redis_tests(tc);
 	rlg_group_redis_tests(s, false);
 	rlg_sync_redis_tests(s, false);
+	rlg_global_redis_tests(s, false);
 	return s;
 }
 
@@ -1285,6 +1286,7 @@ rlg_store_redis_cluster_suite(void)
 	rlg_store_cluster_tests(tc, "cluster");
 	rlg_group_redis_tests(s, true);
 	rlg_sync_redis_tests(s, true);
+	rlg_global_redis_tests(s, true);
 	/* A master stopped and started again: a cluster of its own. */
 	tc = store_tcase(s, "cluster_faults", cluster_base_setup,
 	    cluster_base_teardown, 120);

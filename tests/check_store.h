@@ -30,6 +30,10 @@ void rlg_group_redis_tests(Suite *s, bool cluster);
  * "store_redis_cluster"). */
 void rlg_sync_redis_tests(Suite *s, bool cluster);
 
+/* Adds test case "global" (check_store_global.c: the local+global mode,
+ * hosts' tables in front of the suite's Redis). */
+void rlg_global_redis_tests(Suite *s, bool cluster);
+
 /*
  * Adds the tests of test case name ("cluster" or "cluster_faults") of
  * suite "store_redis_cluster" to tc.

@@ -131,6 +131,28 @@ rlg_test_redis_stop(struct rlg_test_redis *r)
 	}
 }
 
+int
+rlg_test_redis_kill(struct rlg_test_redis *r)
+{
+	if (r->pid <= 0 || kill(r->pid, SIGKILL) != 0)
+		return -1;
+	(void)rf_reap(r->pid, RF_STOP_MS);
+	r->pid = 0;
+	return 0;
+}
+
+int
+rlg_test_redis_restart(struct rlg_test_redis *r)
+{
+	if (r->pid > 0 || r->port <= 0)
+		return -1;
+	if ((r->pid = rf_spawn(r)) < 0) {
+		r->pid = 0;
+		return -1;
+	}
+	return rf_wait_up(&r->pid, r->port);
+}
+
 /*
  * A port in RF_PORT_MIN..max that nothing listens on right now (with bus:
  * nor on port + RF_BUS_OFFSET), reserved for this process (rf_reserve:

@@ -26,6 +26,13 @@ int rlg_test_redis_start(struct rlg_test_redis *r);
 /* SIGTERM, bounded wait, SIGKILL; removes the dir. */
 void rlg_test_redis_stop(struct rlg_test_redis *r);
 
+/*
+ * SIGKILL (its port stays reserved, its dir kept), and a server started
+ * again on that port, empty (no persistence). 0 or -1.
+ */
+int rlg_test_redis_kill(struct rlg_test_redis *r);
+int rlg_test_redis_restart(struct rlg_test_redis *r);
+
 /* A Redis Cluster of three masters, no replicas, on 127.0.0.1. */
 #define RLG_TEST_CLUSTER_NODES 3
 
