@@ -31,10 +31,11 @@
 #      other gateway): B admits it again within 1 s, and Redis counts that
 #      one admission afresh;
 #   5. a gateway whose rlgate (every process) is SIGKILLed with unpushed
-#      units (sync_ms = 2000 for it; 30 requests, the kill right after
-#      them, Redis read before and after; tried again with another client
-#      when its sync came first): started again on the same table file,
-#      Redis's count reaches the 30 it admitted;
+#      units (sync_ms = 2000 for it; right after one of its pushes, seen
+#      in Redis, 30 requests and the kill; Redis read before and after;
+#      tried again with another client when its sync came first anyway):
+#      started again on the same table file, Redis's count reaches the 30
+#      it admitted;
 #   3. Redis SIGKILLed: a client the gateway knew (10 admitted, pushed)
 #      gets 40 more 200s and then 429s from the table, nothing else; a new
 #      client gets 503 (on_error = closed); Redis started again on the
@@ -412,6 +413,12 @@ is "$(count "$CL")" 1 "reset: Redis counts 1 for $CL afterwards (the one admissi
 pushed=1
 for try in 1 2 3; do
 	CL=127.0.5.$try
+	# right after one of the gateway's pushes (a client of its own counted
+	# in Redis), so that the next is some SLOW_SYNC_MS away
+	tick=127.0.5.$((10 + try))
+	req --interface "$tick" "${URL[3]}"
+	wait_until $((2 * SLOW_SYNC_MS + 1000)) count_is "$tick" 1 ||
+		diag "SIGKILL (try $try): no push of gateway 3 seen in $((2 * SLOW_SYNC_MS + 1000)) ms"
 	got=$(runs "$(burst "$CL" 3 30)")
 	c_before=$(count "$CL")
 	# shellcheck disable=SC2046
