@@ -16,9 +16,9 @@
 #      request sent from 200 ms into its window to 200 ms before its end
 #      (counted in the window it was sent in). In every window: the total
 #      admitted over the gateways <= limit + the bound of rlgate.conf(5),
-#      what the other gateways admit in 3 x sync_ms, computed from the
+#      what the other gateways admit in 3.25 x sync_ms, computed from the
 #      rates measured in that window (requests answered per second by each
-#      gateway x 3 x sync_ms, rounded up, summed over every gateway but
+#      gateway x 3.25 x sync_ms, rounded up, summed over every gateway but
 #      the one with the least: whichever gateway admits last, the others
 #      are those it may not have heard of), and >= limit (nothing
 #      under-admitted); every answer a 200 or a 429. The figures are
@@ -67,7 +67,7 @@ SLOW_SYNC_MS=2000      # the gateway SIGKILLed in test 5
 GUARD_MS=200           # the loads send from GUARD_MS into a window to GUARD_MS before its end
 NWIN=3                 # the windows of each load
 PACE_MS=10             # the paced loads' pause between requests
-BOUND_SYNCS=3          # the bound of rlgate.conf(5): the others' answers in 3 x sync_ms
+BOUND_QUARTERS=13      # the bound of rlgate.conf(5): the others' answers in 3.25 x sync_ms
 NPROC=2
 NTHREADS=2
 BACKOFF_MAX_MS=5000    # store_redis.c's longest reconnect backoff
@@ -299,13 +299,13 @@ windows() {
 	    }' "${files[@]}" | sort -n
 }
 
-# shares N SYNCS: per gateway (the answers of each in $v[1+N..2N]) what it
-# answers in SYNCS x SYNC_MS at its rate in the window (answers over the
+# shares N QUARTERS: per gateway (the answers of each in $v[1+N..2N]) what
+# it answers in QUARTERS / 4 x SYNC_MS at its rate in the window (answers over the
 # window's span), rounded up, one a line.
 shares() {
 	local i
 	for ((i = 0; i < $1; i++)); do
-		echo $(((v[1 + $1 + i] * $2 * SYNC_MS + span - 1) / span))
+		echo $(((v[1 + $1 + i] * $2 * SYNC_MS + 4 * span - 1) / (4 * span)))
 	done
 }
 
@@ -327,16 +327,16 @@ check_load() {
 	windows "$tag" "$@" >"$T/$tag.windows"
 	while read -r -a v; do
 		w=${v[0]}
-		sh=$(shares "$n" "$BOUND_SYNCS")
+		sh=$(shares "$n" "$BOUND_QUARTERS")
 		bound=$(bound_of "$sh")
-		bound2=$(bound_of "$(shares "$n" 2)")
+		bound2=$(bound_of "$(shares "$n" 8)")
 		total=0
 		line=
 		for ((i = 0; i < n; i++)); do
 			total=$((total + v[1 + i]))
 			line="$line gateway ${gws[i]} ${v[1 + i]} of ${v[1 + n + i]} ($((v[1 + n + i] * 1000 / span))/s, share $(sed -n "$((i + 1))p" <<<"$sh"));"
 		done
-		diag "$what: window $w: $HAMMER admitted $total, bound $bound (limit $LIMIT + the others' $BOUND_SYNCS x $SYNC_MS ms; with 2 x: $bound2; with no sync: $((n * LIMIT))):$line"
+		diag "$what: window $w: $HAMMER admitted $total, bound $bound (limit $LIMIT + the others' 3.25 x $SYNC_MS ms; with 2 x: $bound2; with no sync: $((n * LIMIT))):$line"
 		nw=$((nw + 1))
 		[ "$total" -le "$bound" ] || over=$((over + 1))
 		[ "$total" -le "$bound2" ] || over2=$((over2 + 1))
@@ -345,7 +345,7 @@ check_load() {
 	done <"$T/$tag.windows"
 	[ "$over2" -eq 0 ] || diag "$what: $over2 of $nw windows over the bound of 2 x sync_ms"
 	between "$nw" "$NWIN" 1000 "$what: $nw windows of $FAST_W s under load (at least $NWIN)"
-	is "$over" 0 "$what: in every window the total admitted <= $LIMIT + the others' answers in $BOUND_SYNCS x sync_ms (most over the limit: $maxover)"
+	is "$over" 0 "$what: in every window the total admitted <= $LIMIT + the others' answers in 3.25 x sync_ms (most over the limit: $maxover)"
 	is "$under" 0 "$what: in every window the total admitted >= $LIMIT (hammered, nothing under-admitted)"
 	is "$(cat "${@/#/$T/$tag.p}" | awk '$3 != 200 && $3 != 429' | wc -l)" 0 \
 	    "$what: every answer a 200 or a 429"
