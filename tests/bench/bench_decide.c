@@ -1735,6 +1735,9 @@ main(int argc, char **argv)
 		    " 127.0.0.1:%d\n", (long)redis.pid, redis.port);
 		redis_conf = rlg_config_defaults();
 		redis_conf->store.backend = RLG_BACKEND_REDIS;
+		/* exact mode: the defaults' commit (behind, SQLite's) would
+		 * put the host's table in front (local+global) */
+		redis_conf->store.sqlite.commit = RLG_COMMIT_EACH;
 		redis_conf->store.redis.clock = RLG_CLOCK_REDIS;
 		redis_conf->store.group_commit = o.group;
 		if (rlg_redis_url_parse(&redis_conf->store.redis, redis.url, why,
