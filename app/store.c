@@ -334,3 +334,9 @@ rlg_store_pass_overrides(struct rlg_store *s, uint64_t *version,
 
 	return passed(w, rlg_store_overrides(w->inner, version, fn, ctx));
 }
+
+bool
+rlg_store_commit_behind(const struct rlg_store_config *sc)
+{
+	return sc->sqlite.commit == RLG_COMMIT_BEHIND;
+}

@@ -183,6 +183,12 @@ bool rlg_store_can(const struct rlg_store_config *sc, unsigned caps);
 bool rlg_store_behind(const struct rlg_store_config *sc);
 
 /*
+ * The .behind of a backend whose table [store] commit turns on (SQLite's
+ * write-behind, Redis' local+global mode): commit = behind.
+ */
+bool rlg_store_commit_behind(const struct rlg_store_config *sc);
+
+/*
  * Opens a connection to the store that cfg names: cfg->backend picks
  * SQLite (creating the file with its schema on first use, mode 0600) or
  * Redis (connect, AUTH, SELECT, SCRIPT LOAD), behind a rejection cache of

@@ -17,7 +17,8 @@ struct rlg_backend;
 
 /* What a word reads of [store] (rlg_store_finish checks the keys). */
 /* The settings of a file: path, busy_timeout_ms, max_clients,
- * synchronous, group_commit, commit, flush_ms (SQLite's). */
+ * synchronous, commit, flush_ms (SQLite's; with Redis, commit = behind
+ * reads path and max_clients too, for the host's table). */
 #define RLG_BACKEND_FILES   0x1u
 /* A server: url (required), connect_timeout_ms, timeout_ms, clock. */
 #define RLG_BACKEND_URL     0x2u

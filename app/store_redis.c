@@ -105,7 +105,6 @@ static int rd_overrides(struct rlg_store *base, uint64_t *version,
     int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx);
 static const char *rd_describe(const struct rlg_store_config *sc, char *buf,
     size_t size);
-static bool rd_behind(const struct rlg_store_config *sc);
 static int rd_ovr_digest(const redisReply *r, uint64_t *v);
 static int rd_ovr_rows(struct rd_store *s, const redisReply *h,
     int (*fn)(void *ctx, const struct rlg_override_row *row), void *ctx);
@@ -123,7 +122,7 @@ const struct rlg_store_ops rlg_store_redis_ops = {
  * (the local+global mode, store_table_sync.c). */
 const struct rlg_backend rlg_redis_backend = {
 	.ops = &rlg_store_redis_ops, .caps = RLG_STORE_CAN_CONNECT,
-	.describe = rd_describe, .behind = rd_behind,
+	.describe = rd_describe, .behind = rlg_store_commit_behind,
 };
 
 /*
@@ -167,18 +166,11 @@ rd_describe(const struct rlg_store_config *sc, char *buf, size_t size)
 
 	rlg_redis_describe(&sc->redis, buf, size);
 	len = strlen(buf);
-	if (rd_behind(sc) && len < size)
+	if (rlg_store_commit_behind(sc) && len < size)
 		snprintf(buf + len, size - len, ", table %s-table synced every"
 		    " %lld ms", sc->sqlite.path != NULL ? sc->sqlite.path : "",
 		    (long long)sc->sync_ms);
 	return buf;
-}
-
-/* commit = behind: the host's table decides, and syncs with Redis. */
-static bool
-rd_behind(const struct rlg_store_config *sc)
-{
-	return sc->sqlite.commit == RLG_COMMIT_BEHIND;
 }
 
 static int

@@ -39,7 +39,6 @@ static int sq_prune(struct rlg_store *base, int64_t now_ms, int64_t *deleted);
 static void sq_close(struct rlg_store *base);
 static const char *sq_describe(const struct rlg_store_config *sc, char *buf,
     size_t size);
-static bool sq_behind(const struct rlg_store_config *sc);
 
 
 const struct rlg_store_ops rlg_store_sqlite_ops = {
@@ -68,7 +67,7 @@ const struct rlg_backend rlg_sqlite_backend = {
 	.caps = RLG_STORE_CAN_COMMIT,
 	.describe = sq_describe,
 	.check_files = sq_check_files,
-	.behind = sq_behind,
+	.behind = rlg_store_commit_behind,
 };
 
 static int
@@ -107,13 +106,6 @@ sq_describe(const struct rlg_store_config *sc, char *buf, size_t size)
 	snprintf(buf, size, "sqlite %s", sc->sqlite.path != NULL ?
 	    sc->sqlite.path : "(no path)");
 	return buf;
-}
-
-/* commit = behind: the decisions in the host's shared table. */
-static bool
-sq_behind(const struct rlg_store_config *sc)
-{
-	return sc->sqlite.commit == RLG_COMMIT_BEHIND;
 }
 
 static int
