@@ -267,13 +267,14 @@ tab_copy(struct tbl *t, uint64_t *at, struct tab_row *rows, size_t n,
 			}
 			continue;
 		}
-		r = &rows[n + got++];
+		r = &rows[n + got];
+		if (tbl_client(t, e, r->client) < 0)
+			continue;     /* a key with a NUL: no row holds it */
+		got++;
 		r->mark.at = *at;
 		r->mark.hash = e->hash;
 		r->mark.seq = e->seq;
 		snprintf(r->policy, sizeof r->policy, "%s", tbl_policy(t, e));
-		memcpy(r->client, e->client, e->client_len);
-		r->client[e->client_len] = '\0';
 		r->row.policy = r->policy;
 		r->row.client = r->client;
 		r->row.st = e->st;

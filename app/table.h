@@ -10,10 +10,13 @@
  *
  * Layout: a header (identity, the lock, counters, the names of the
  * policies, an undo journal), an index of 2 x capacity slots (open
- * addressing, linear probing, keyed SipHash of policy and client), and
- * capacity entries of fixed size (the client key inline). Entries are
- * taken from a free list or the unused tail; an expired entry is as good
- * as none and is reused.
+ * addressing, linear probing, keyed SipHash of policy and client),
+ * capacity entries of 144 bytes (the state and the client key inline up
+ * to TBL_KEY_INLINE bytes, which every key rlgate makes fits), and the
+ * spill slots of longer keys, min(capacity, TBL_SPILL_MAX) of them, each
+ * freed with its entry. Entries and spill slots are taken from a free
+ * list or the unused tail; an expired entry is as good as none and is
+ * reused.
  *
  * Crashes: the lock is a process-shared robust mutex. Every write under
  * it is journaled first (the old bytes, in the header), so a holder

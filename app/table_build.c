@@ -154,14 +154,10 @@ tbl_copy_in(struct tbl *t, const struct tbl *old, bool keep)
 		extent = old->capacity;
 	for (i = 0; i < extent; i++) {
 		o = &old->entries[i];
-		if (!o->used || o->client_len > TBL_CLIENT_MAX ||
-		    o->policy >= TBL_POLICIES || !oh->policies[o->policy].used ||
+		if (!o->used || o->policy >= TBL_POLICIES ||
+		    !oh->policies[o->policy].used ||
 		    strnlen(oh->policies[o->policy].name, TBL_POLICY_MAX + 1) >
-		    TBL_POLICY_MAX)
-			continue;
-		memcpy(client, o->client, o->client_len);
-		client[o->client_len] = '\0';
-		if (strlen(client) != o->client_len)
+		    TBL_POLICY_MAX || tbl_client(old, o, client) < 0)
 			continue;
 		memcpy(policy, oh->policies[o->policy].name, sizeof policy);
 		policy[TBL_POLICY_MAX] = '\0';

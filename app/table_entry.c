@@ -4,6 +4,12 @@
  * lookup, insertion (the free list, the unused tail, expired entries
  * reclaimed), removal, and the walks. Every write is journaled first
  * (table_mem.c).
+ *
+ * A key longer than TBL_KEY_INLINE goes to a spill slot (taken from the
+ * spill free list or its tail, as entries are), which names its entry;
+ * the entry keeps the slot's number + 1 where its key would be. Every
+ * read of a key goes through tbl_key_at, which checks the length, the
+ * slot's number and that the slot names the entry.
  */
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +23,109 @@ static uint64_t tbl_hash(const struct tbl *t, unsigned policy,
     const char *client, size_t len);
 static int tbl_policy_slot(struct tbl *t, const char *policy, bool add);
 static bool tbl_reclaim(struct tbl *t, int64_t now_ms);
+static const char *tbl_key_at(const struct tbl *t,
+    const struct tbl_entry *e);
+static struct tbl_spill *tbl_spill_peek(struct tbl *t, size_t len);
+static void tbl_spill_take(struct tbl *t, struct tbl_spill *sp, uint64_t at);
+static void tbl_spill_free(struct tbl *t, struct tbl_entry *e);
+
+/*
+ * The client_len bytes of e's key, or NULL when e holds no sound one: a
+ * length past TBL_CLIENT_MAX, a spill slot past the area or not e's.
+ */
+static const char *
+tbl_key_at(const struct tbl *t, const struct tbl_entry *e)
+{
+	uint64_t at = (uint64_t)(e - t->entries);
+	const struct tbl_spill *sp;
+	uint32_t ref;
+
+	if (e->client_len <= TBL_KEY_INLINE)
+		return e->client;
+	if (e->client_len > TBL_CLIENT_MAX)
+		return NULL;
+	memcpy(&ref, e->client, sizeof ref);
+	if (ref == 0 || ref > t->spills)
+		return NULL;
+	sp = &t->spill[ref - 1];
+	return sp->owner == at + 1 ? sp->key : NULL;
+}
+
+int
+tbl_client(const struct tbl *t, const struct tbl_entry *e, char *out)
+{
+	const char *k = tbl_key_at(t, e);
+
+	out[0] = '\0';
+	if (k == NULL || memchr(k, '\0', e->client_len) != NULL)
+		return -1;
+	memcpy(out, k, e->client_len);
+	out[e->client_len] = '\0';
+	return e->client_len;
+}
+
+/*
+ * The spill slot a key of len bytes would take (NULL for a key that fits
+ * the entry): the free list's first (a list that was never written so
+ * is dropped, its slots lost until the table is built again), else the
+ * tail's, its blocks taken. NULL too when there is none (the caller
+ * tells by len).
+ */
+static struct tbl_spill *
+tbl_spill_peek(struct tbl *t, size_t len)
+{
+	struct tbl_header *h = t->h;
+	uint64_t n = h->spill_extent;
+	struct tbl_spill *sp;
+
+	if (len <= TBL_KEY_INLINE)
+		return NULL;
+	if (h->spill_free != 0 && (h->spill_free > t->spills ||
+	    t->spill[h->spill_free - 1].owner != 0))
+		tbl_set_u64(t, &h->spill_free, 0);
+	if (h->spill_free != 0)
+		return &t->spill[h->spill_free - 1];
+	if (n >= t->spills)
+		return NULL;
+	sp = &t->spill[n];
+	if (tbl_take_blocks(t, (uint64_t)((unsigned char *)sp - t->base),
+	    sizeof *sp) != 0)
+		return NULL;
+	return sp;
+}
+
+/* Takes sp (tbl_spill_peek's) for entry at. Journaled. */
+static void
+tbl_spill_take(struct tbl *t, struct tbl_spill *sp, uint64_t at)
+{
+	struct tbl_header *h = t->h;
+	uint64_t n = (uint64_t)(sp - t->spill);
+
+	if (h->spill_free == n + 1)
+		tbl_set_u64(t, &h->spill_free, sp->next);
+	else
+		tbl_set_u64(t, &h->spill_extent, n + 1);
+	tbl_save(t, sp, sizeof *sp);
+	memset(sp, 0, sizeof *sp);
+	sp->owner = (uint32_t)(at + 1);
+}
+
+/* Frees e's spill slot, if it has one of its own. Journaled. */
+static void
+tbl_spill_free(struct tbl *t, struct tbl_entry *e)
+{
+	struct tbl_spill *sp;
+	uint32_t ref;
+
+	if (e->client_len <= TBL_KEY_INLINE || tbl_key_at(t, e) == NULL)
+		return;
+	memcpy(&ref, e->client, sizeof ref);
+	sp = &t->spill[ref - 1];
+	tbl_save(t, sp, offsetof(struct tbl_spill, key));
+	sp->owner = 0;
+	sp->next = t->h->spill_free;
+	tbl_set_u64(t, &t->h->spill_free, ref);
+}
 
 /* Keyed SipHash of the policy slot and the client key. */
 static uint64_t
@@ -79,6 +188,7 @@ tbl_find_hashed(struct tbl *t, int slot, uint64_t hash, const char *client)
 	uint64_t mask = t->slots - 1, i, probes;
 	size_t len = strlen(client);
 	struct tbl_entry *e;
+	const char *k;
 	uint32_t at;
 
 	if (len > TBL_CLIENT_MAX)
@@ -90,7 +200,8 @@ tbl_find_hashed(struct tbl *t, int slot, uint64_t hash, const char *client)
 			return NULL;  /* never written so; not trusted */
 		e = &t->entries[at - 1];
 		if (e->hash == hash && e->policy == slot &&
-		    e->client_len == len && memcmp(e->client, client, len) == 0)
+		    e->client_len == len && (k = tbl_key_at(t, e)) != NULL &&
+		    memcmp(k, client, len) == 0)
 			return e;
 	}
 	return NULL;
@@ -134,6 +245,7 @@ tbl_insert(struct tbl *t, const char *policy, const char *client,
 	struct tbl_header *h = t->h;
 	size_t len = strlen(client);
 	uint64_t hash, mask = t->slots - 1, i, at, probes;
+	struct tbl_spill *sp;
 	struct tbl_entry *e;
 	bool reclaimed = false;
 	int slot;
@@ -159,6 +271,9 @@ tbl_insert(struct tbl *t, const char *policy, const char *client,
 	    i = (i + 1) & mask)
 		if (++probes >= t->slots)
 			return NULL;
+	/* A long key's slot before the entry: none is a full table. */
+	if ((sp = tbl_spill_peek(t, len)) == NULL && len > TBL_KEY_INLINE)
+		return NULL;
 	if (h->free_head != 0) {
 		at = h->free_head - 1;
 		e = &t->entries[at];
@@ -176,7 +291,15 @@ tbl_insert(struct tbl *t, const char *policy, const char *client,
 	e->hash = hash;
 	e->policy = (uint8_t)slot;
 	e->client_len = (uint16_t)len;
-	memcpy(e->client, client, len);
+	if (sp != NULL) {
+		uint32_t ref = (uint32_t)(sp - t->spill) + 1;
+
+		tbl_spill_take(t, sp, at);
+		memcpy(sp->key, client, len);
+		memcpy(e->client, &ref, sizeof ref);
+	} else {
+		memcpy(e->client, client, len);
+	}
 	e->used = 1;
 	tbl_save(t, &t->index[i], sizeof t->index[i]);
 	t->index[i] = (uint32_t)(at + 1);
@@ -226,6 +349,7 @@ tbl_remove(struct tbl *t, struct tbl_entry *e)
 		tbl_set_u64(t, &h->policies[e->policy].count,
 		    h->policies[e->policy].count - 1);
 	tbl_set_u64(t, &h->count, h->count - 1);
+	tbl_spill_free(t, e);
 	tbl_save(t, e, sizeof e->hash + sizeof e->st + 2 * sizeof e->seq +
 	    sizeof e->client_len + sizeof e->policy + sizeof e->used);
 	e->used = 0;
@@ -284,7 +408,7 @@ tbl_policy_at(const struct tbl *t, int slot)
 	return p->name;
 }
 
-/* Entry i, used and whole (a policy slot and a length it can hold). */
+/* Entry i, used and whole (a policy slot and a key it can hold). */
 struct tbl_entry *
 tbl_at(struct tbl *t, uint64_t i)
 {
@@ -293,7 +417,7 @@ tbl_at(struct tbl *t, uint64_t i)
 	if (i >= tbl_extent(t))
 		return NULL;
 	e = &t->entries[i];
-	if (!e->used || e->client_len > TBL_CLIENT_MAX ||
+	if (!e->used || tbl_key_at(t, e) == NULL ||
 	    e->policy >= TBL_POLICIES)
 		return NULL;
 	return e;

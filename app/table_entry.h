@@ -51,6 +51,14 @@ void tbl_write(struct tbl *t, struct tbl_entry *e,
  */
 void tbl_remove(struct tbl *t, struct tbl_entry *e);
 
+/*
+ * The client key of e, an entry of t, into out (TBL_CLIENT_MAX + 1
+ * bytes), NUL-terminated: its length, or -1 when the entry holds no sound
+ * key (a length past its room, a spill slot outside the area or not its
+ * own, a NUL inside).
+ */
+int tbl_client(const struct tbl *t, const struct tbl_entry *e, char *out);
+
 /* The policy name of an entry. */
 const char *tbl_policy(const struct tbl *t, const struct tbl_entry *e);
 

@@ -44,20 +44,40 @@ tbl_entry_size(void)
 	return sizeof(struct tbl_entry);
 }
 
-/* The file's size, and where its parts start. */
+uint64_t
+tbl_spill_bytes(uint64_t capacity)
+{
+	return tbl_spills(capacity) * sizeof(struct tbl_spill);
+}
+
+/* Spill slots of a table of capacity entries. */
+uint64_t
+tbl_spills(uint64_t capacity)
+{
+	return capacity < TBL_SPILL_MAX ? capacity : TBL_SPILL_MAX;
+}
+
+/*
+ * The file's size, and where its parts start: the header, the index, the
+ * entries, the spill slots (right after the entries: 144 is a multiple
+ * of their alignment, so one more entry adds 144 bytes to the file).
+ */
 uint64_t
 tbl_offsets(uint64_t capacity, uint64_t *slots, uint64_t *index_off,
     uint64_t *entries_off)
 {
 	uint64_t s = 16;
 
+	_Static_assert(sizeof(struct tbl_entry) % _Alignof(struct tbl_spill)
+	    == 0, "the spill slots follow the entries aligned");
 	while (s < 2 * capacity)
 		s *= 2;
 	*slots = s;
 	*index_off = (sizeof(struct tbl_header) + 63) & ~(uint64_t)63;
 	*entries_off = (*index_off + s * sizeof(uint32_t) + 63) &
 	    ~(uint64_t)63;
-	return *entries_off + capacity * sizeof(struct tbl_entry);
+	return *entries_off + capacity * sizeof(struct tbl_entry) +
+	    tbl_spill_bytes(capacity);
 }
 
 /* Whether path names another file than fd now. */
@@ -136,8 +156,11 @@ tbl_map(int fd, uint64_t capacity, char *err, size_t errsize)
 	t->h = p;
 	t->index = (uint32_t *)(t->base + io);
 	t->entries = (struct tbl_entry *)(t->base + eo);
+	t->spill = (struct tbl_spill *)(t->base + eo +
+	    capacity * sizeof(struct tbl_entry));
 	t->capacity = capacity;
 	t->slots = slots;
+	t->spills = tbl_spills(capacity);
 	return t;
 }
 
@@ -339,6 +362,8 @@ tbl_field(struct tbl *t, const char *name)
 		{ "capacity", offsetof(struct tbl_header, capacity) },
 		{ "slots", offsetof(struct tbl_header, slots) },
 		{ "reserved", offsetof(struct tbl_header, reserved) },
+		{ "spill_extent", offsetof(struct tbl_header, spill_extent) },
+		{ "spill_free", offsetof(struct tbl_header, spill_free) },
 		{ "undo_n", offsetof(struct tbl_header, undo_n) },
 		{ "undo_used", offsetof(struct tbl_header, undo_used) },
 		{ "undo", offsetof(struct tbl_header, undo) },

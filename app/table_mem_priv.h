@@ -17,13 +17,15 @@
 #include "table_types.h"
 
 #define TBL_MAGIC "RLGTAB01"
-#define TBL_VERSION 3
-/* The journal's room: a step of 64 items, each an entry and its index
- * slots, with expired entries reclaimed, fits many times over. */
+/* 4: entries of 144 bytes, long keys in spill slots (3: 320 bytes). */
+#define TBL_VERSION 4
+/* The journal's room: a step of 64 items, each an entry, its spill slot
+ * and its index slots, with expired entries reclaimed, fits many times
+ * over. */
 #define TBL_UNDO_BYTES ((size_t)256 * 1024)
 /* Expired entries an insertion may reclaim, and entries it looks at. */
 #define TBL_RECLAIM_MAX 16
-/* Entries whose disk blocks are taken at once (tbl_reserve): 84 KB. */
+/* Entries whose disk blocks are taken at once (tbl_reserve): 36 KB. */
 #define TBL_RESERVE ((uint64_t)256)
 #define TBL_RECLAIM_SCAN 1024
 
@@ -31,6 +33,22 @@ struct tbl_policy {
 	char name[TBL_POLICY_MAX + 1];
 	uint8_t used;
 	uint64_t count;               /* its entries in the index */
+};
+
+/*
+ * The key of an entry longer than TBL_KEY_INLINE, apart: the spill
+ * slots follow the entries, min(capacity, TBL_SPILL_MAX) of them (a
+ * long key past them is a full table for that client), their blocks
+ * taken as the tail grows; a slot is freed with its entry. A slot names
+ * its entry, and an entry's slot is used only when it names that entry
+ * back: a slot number or a free list written by another hand leads to
+ * no other entry's key.
+ */
+struct tbl_spill {
+	uint32_t owner;               /* entry index + 1; 0: free */
+	uint32_t pad;
+	uint64_t next;                /* free: the next free slot + 1; 0 */
+	char key[TBL_CLIENT_MAX + 1];
 };
 
 /* A journal record: where, how long, then the old bytes. */
@@ -63,6 +81,8 @@ struct tbl_header {
 	int64_t next_flush_ms;        /* the flush clock, atomic */
 	int64_t flushed_at_ms;
 	uint64_t reserved;            /* entries whose disk blocks are taken */
+	uint64_t spill_extent;        /* spill slots ever taken (the tail) */
+	uint64_t spill_free;          /* free spill slot + 1; 0: none */
 	struct tbl_policy policies[TBL_POLICIES];
 	uint64_t undo_n;              /* records in the journal; 0: none */
 	uint64_t undo_used;           /* bytes of it */
@@ -81,6 +101,7 @@ struct tbl {
 	unsigned char hash_key[16];
 	uint32_t *index;
 	struct tbl_entry *entries;
+	struct tbl_spill *spill;
 	int fd;                       /* the file, for tbl_reserve */
 	/*
 	 * The bounds, fixed when mapped from the size mapped: the header's
@@ -90,11 +111,13 @@ struct tbl {
 	 */
 	uint64_t capacity;            /* entries */
 	uint64_t slots;               /* index slots, a power of two */
+	uint64_t spills;              /* spill slots */
 };
 
 /* The file and its mapping. */
 uint64_t tbl_offsets(uint64_t capacity, uint64_t *slots, uint64_t *index_off,
     uint64_t *entries_off);
+uint64_t tbl_spills(uint64_t capacity);
 struct tbl *tbl_map(int fd, uint64_t capacity, char *err, size_t errsize);
 bool tbl_moved(int fd, const char *path);
 int tbl_take_blocks(struct tbl *t, uint64_t off, uint64_t len);

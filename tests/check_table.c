@@ -41,7 +41,9 @@
 #include "config.h"
 #include "fixture.h"
 #include "metrics.h"
+#include "net.h"
 #include "overrides.h"
+#include "request.h"
 #include "store.h"
 #include "store_sqlite.h"
 #include "store_stats.h"
@@ -154,6 +156,19 @@ START_TEST(test_insert_find_remove)
 	tbl_close(t);
 }
 END_TEST
+
+/* A key of len bytes, distinct for each n ("n-", then letters). */
+static char *
+long_key(char *out, size_t len, int n)
+{
+	int w = snprintf(out, len + 1, "%d-", n);
+	size_t i;
+
+	for (i = w < 0 ? 0 : (size_t)w; i < len; i++)
+		out[i] = (char)('a' + i % 26);
+	out[len] = '\0';
+	return out;
+}
 
 START_TEST(test_abort_undoes)
 {
@@ -855,6 +870,42 @@ START_TEST(test_flush_many)
 }
 END_TEST
 
+/*
+ * Through the store: a key of TBL_CLIENT_MAX bytes and one just past
+ * the entry's room counted in the table, written behind whole, and read
+ * back into a table built anew from the database.
+ */
+START_TEST(test_long_keys_behind)
+{
+	char k1[TBL_CLIENT_MAX + 1], k2[TBL_CLIENT_MAX + 1], t[160];
+	struct rlg_store *s = behind_open();
+	bool ok;
+	int i, waited;
+
+	long_key(k1, TBL_CLIENT_MAX, 1);
+	long_key(k2, TBL_KEY_INLINE + 1, 2);
+	for (i = 0; i < 3; i++) {
+		ck_assert_int_eq(rlg_test_step(s, &pol_a, k1, NOW, &ok), RLG_OK);
+		ck_assert_int_eq(rlg_test_step(s, &pol_a, k2, NOW, &ok), RLG_OK);
+	}
+	for (waited = 0; waited < 10000 && (db_count("a", k1) != 3 ||
+	    db_count("a", k2) != 3); waited += 50)
+		usleep(50000);
+	ck_assert_int_eq(db_count("a", k1), 3);
+	ck_assert_int_eq(db_count("a", k2), 3);
+	rlg_store_close(s);
+	snprintf(t, sizeof t, "%s-table", dbpath);
+	ck_assert_int_eq(unlink(t), 0);
+	s = behind_open();
+	for (i = 0; i < 7; i++)
+		ck_assert_int_eq(rlg_test_step(s, &pol_a, k1, NOW, &ok), RLG_OK);
+	ck_assert(ok);
+	ck_assert_int_eq(rlg_test_step(s, &pol_a, k1, NOW, &ok), RLG_OK);
+	ck_assert(!ok);
+	rlg_store_close(s);
+}
+END_TEST
+
 START_TEST(test_restart_seeded)
 {
 	struct rlg_store *s = behind_open();
@@ -1145,7 +1196,8 @@ START_TEST(test_hostile_table)
 	    MAP_SHARED, fd, 0);
 	ck_assert(base != MAP_FAILED);
 	close(fd);
-	eo = tbl_file_size(capacity) - capacity * tbl_entry_size();
+	eo = tbl_file_size(capacity) - capacity * tbl_entry_size() -
+	    tbl_spill_bytes(capacity);
 	index = (uint32_t *)(base + eo - slots * sizeof *index);
 	/* Header counts far past the mapping. */
 	poke(t, "capacity", UINT64_C(1) << 40);
@@ -1662,16 +1714,225 @@ END_TEST
  * 328,661,312 bytes for a million entries. A change here is a change of
  * every one of them.
  */
+/* The entry of (policy, client), removed (it must exist). */
+static void
+drop(struct tbl *t, const char *policy, const char *client)
+{
+	struct tbl_entry *e;
+
+	ck_assert_int_eq(tbl_lock(t), 0);
+	e = tbl_find(t, policy, client);
+	ck_assert_ptr_nonnull(e);
+	tbl_remove(t, e);
+	tbl_unlock(t);
+}
+
+/*
+ * Keys longer than an entry holds: kept in spill slots, found, read back
+ * whole (tbl_client), undone with their step, freed with their entry
+ * and taken again (64 of 64 twice over), carried over a resize; the
+ * slots are bounded (TBL_SPILL_MAX): past them a long key is a full
+ * table, a short one still goes in.
+ */
+START_TEST(test_long_keys)
+{
+	char k[TBL_CLIENT_MAX + 1], out[TBL_CLIENT_MAX + 1];
+	static const size_t lens[] = { TBL_KEY_INLINE, TBL_KEY_INLINE + 1,
+		200, TBL_CLIENT_MAX };
+	struct tbl_entry *e;
+	struct tbl *t;
+	int i, round;
+
+	t = open_table(&ident1, 64);
+	for (i = 0; i < 4; i++) {
+		put(t, "p", long_key(k, lens[i], i), 10 + i);
+		ck_assert_int_eq(get(t, "p", k), 10 + i);
+		ck_assert_int_eq(tbl_lock(t), 0);
+		e = tbl_find(t, "p", k);
+		ck_assert_int_eq(tbl_client(t, e, out), (int)lens[i]);
+		ck_assert_str_eq(out, k);
+		tbl_unlock(t);
+	}
+	ck_assert_uint_eq(*(uint64_t *)tbl_field(t, "spill_extent"), 3);
+	/* a step undone takes no slot */
+	ck_assert_int_eq(tbl_lock(t), 0);
+	ck_assert_ptr_nonnull(tbl_insert(t, "p", long_key(k, 150, 99), 0, 0));
+	tbl_abort(t);
+	ck_assert_int_eq(get(t, "p", k), -1);
+	ck_assert_uint_eq(*(uint64_t *)tbl_field(t, "spill_extent"), 3);
+	for (i = 0; i < 4; i++)
+		drop(t, "p", long_key(k, lens[i], i));
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < 64; i++)
+			put(t, "q", long_key(k, 100 + (size_t)i, i), i);
+		for (i = 0; i < 64; i++)
+			ck_assert_int_eq(get(t, "q", long_key(k, 100 +
+			    (size_t)i, i)), i);
+		if (round == 0)
+			for (i = 0; i < 64; i++)
+				drop(t, "q", long_key(k, 100 + (size_t)i, i));
+	}
+	ck_assert_uint_eq(*(uint64_t *)tbl_field(t, "spill_extent"), 64);
+	tbl_close(t);
+	/* resized (no mapping): every long key carried over */
+	t = open_table(&ident1, 128);
+	ck_assert_uint_eq(tbl_capacity(t), 128);
+	for (i = 0; i < 64; i++)
+		ck_assert_int_eq(get(t, "q", long_key(k, 100 + (size_t)i, i)),
+		    i);
+	tbl_close(t);
+	/* the bound: TBL_SPILL_MAX long keys, then none; short ones go on */
+	ck_assert_int_eq(unlink(tpath), 0);
+	t = open_table(&ident1, TBL_SPILL_MAX + 16);
+	for (i = 0; i < TBL_SPILL_MAX; i++)
+		put(t, "p", long_key(k, 90, i), 1);
+	ck_assert_int_eq(tbl_lock(t), 0);
+	ck_assert_ptr_null(tbl_insert(t, "p", long_key(k, 90, -1), 0, 0));
+	ck_assert_ptr_nonnull(tbl_insert(t, "p", "short", 0, 0));
+	tbl_unlock(t);
+	drop(t, "p", long_key(k, 90, 7));
+	put(t, "p", long_key(k, 90, -1), 2);
+	ck_assert_int_eq(get(t, "p", k), 2);
+	tbl_close(t);
+}
+END_TEST
+
+/*
+ * A long key's entry written by another hand: a spill slot number past
+ * the area, or a slot that is not its own (another entry's, or free),
+ * or a length past the room: the entry is left out of the walks and
+ * found by no lookup, its key read by nobody; a spill free list past the
+ * area or naming a slot in use is dropped, not followed. Put back, the
+ * entry is found again.
+ */
+START_TEST(test_hostile_spill)
+{
+	char a[TBL_CLIENT_MAX + 1], b[TBL_CLIENT_MAX + 1];
+	char out[TBL_CLIENT_MAX + 1];
+	struct tbl_entry *e;
+	uint32_t ref, bad;
+	struct tbl *t;
+
+	t = open_table(&ident1, 64);
+	put(t, "p", long_key(a, 120, 1), 5);
+	put(t, "p", long_key(b, 121, 2), 6);
+	ck_assert_int_eq(tbl_lock(t), 0);
+	e = tbl_find(t, "p", a);
+	ck_assert_ptr_nonnull(e);
+	memcpy(&ref, e->client, sizeof ref);
+	tbl_unlock(t);
+	ck_assert_uint_eq(ref, 1);
+	for (bad = 0; bad < 4; bad++) {
+		uint32_t v = bad == 0 ? 0 : bad == 1 ? 65 : bad == 2 ?
+		    0xffffffffu : 2;
+
+		memcpy(e->client, &v, sizeof v);
+		ck_assert_ptr_null(tbl_at(t, 0));
+		ck_assert_int_eq(tbl_client(t, e, out), -1);
+		ck_assert_int_eq(get(t, "p", a), -1);
+		ck_assert_int_eq(get(t, "p", b), 6);
+	}
+	memcpy(e->client, &ref, sizeof ref);
+	ck_assert_int_eq(get(t, "p", a), 5);
+	e->client_len = TBL_CLIENT_MAX + 1;
+	ck_assert_ptr_null(tbl_at(t, 0));
+	ck_assert_int_eq(tbl_client(t, e, out), -1);
+	e->client_len = 120;
+	ck_assert_int_eq(get(t, "p", a), 5);
+	/* a free list past the area, then naming a slot in use */
+	poke(t, "spill_free", 1000);
+	put(t, "p", long_key(a, 130, 3), 7);
+	ck_assert_int_eq(get(t, "p", a), 7);
+	poke(t, "spill_free", 1);
+	put(t, "p", long_key(a, 131, 4), 8);
+	ck_assert_int_eq(get(t, "p", a), 8);
+	ck_assert_int_eq(get(t, "p", long_key(a, 120, 1)), 5);
+	ck_assert_int_eq(get(t, "p", b), 6);
+	ck_assert_uint_eq(*(uint64_t *)tbl_field(t, "spill_extent"), 4);
+	tbl_close(t);
+}
+END_TEST
+
+/*
+ * A table of the previous layout (version 3, entries of 320 bytes and
+ * the file's size to match), or of this version with another entry
+ * size: never mapped as this one, built anew from the database, and a
+ * process that mapped the old file sees it retired.
+ */
+START_TEST(test_layout_old)
+{
+	uint32_t version = 3;
+	uint64_t entry = 320, size;
+	struct tbl *t, *t0;
+	int fd, round;
+
+	for (round = 0; round < 2; round++) {
+		seeded = 0;
+		t = open_seeded(&ident1, 64);
+		put(t, "p", "a", 5);
+		tbl_close(t);
+		t0 = open_seeded(&ident1, 64);
+		fd = open(tpath, O_WRONLY);
+		ck_assert_int_ge(fd, 0);
+		if (round == 0) {
+			ck_assert_int_eq(pwrite(fd, &version, sizeof version,
+			    8), sizeof version);
+			size = tbl_file_size(64) - tbl_spill_bytes(64) +
+			    64 * (entry - tbl_entry_size());
+			ck_assert_int_eq(ftruncate(fd, (off_t)size), 0);
+		}
+		ck_assert_int_eq(pwrite(fd, &entry, sizeof entry, 16),
+		    sizeof entry);
+		close(fd);
+		t = open_seeded(&ident1, 64);
+		ck_assert_int_eq(seeded, 2);
+		ck_assert(tbl_retired(t0));
+		ck_assert_int_eq(get(t, "p", "a"), -1);
+		ck_assert_int_eq(get(t, "p", "seeded"), 3);
+		tbl_close(t);
+		tbl_close(t0);
+		ck_assert_int_eq(unlink(tpath), 0);
+	}
+}
+END_TEST
+
+/*
+ * Every key rlgate makes fits an entry (TBL_KEY_INLINE): an address or
+ * an IPv6 prefix (net.h's RLG_ADDR_TEXT_MAX, NUL included), "k:" and a
+ * key hash (request.h's RLG_KEY_HASH_TEXT, NUL included), or the two
+ * joined by '|'; the longest made, an IPv6 /127 and a hash, is inline.
+ */
+_Static_assert(TBL_KEY_INLINE >= (RLG_ADDR_TEXT_MAX - 1) + 1 +
+    (RLG_KEY_HASH_TEXT - 1), "every key rlgate makes is held inline");
+
 START_TEST(test_sizes_documented)
 {
-	ck_assert_uint_eq(sizeof(struct tbl_entry), 320);
-	ck_assert_uint_eq(tbl_entry_size(), 320);
-	ck_assert_uint_eq(tbl_file_size(1000000), UINT64_C(328661312));
+	struct rlg_addr a;
+	char key[RLG_ADDR_TEXT_MAX + RLG_KEY_HASH_TEXT + 1];
+	char hash[RLG_KEY_HASH_TEXT];
+	size_t n;
+
+	ck_assert_uint_eq(sizeof(struct tbl_entry), 144);
+	ck_assert_uint_eq(tbl_entry_size(), 144);
+	ck_assert_uint_eq(tbl_file_size(1000000), UINT64_C(153775424));
+	/* one more entry: 144 bytes more, the spill slots as they were */
+	ck_assert_uint_eq(tbl_file_size(1000001) - tbl_file_size(1000000),
+	    144);
+	ck_assert_uint_eq(tbl_spill_bytes(1000000), TBL_SPILL_MAX * 272);
+	ck_assert_uint_eq(tbl_spill_bytes(64), 64 * 272);
 	/* index: a power of two of 4-byte slots, at least twice the entries */
-	ck_assert_uint_ge(tbl_file_size(1000000) - 1000000 * 320,
-	    UINT64_C(8) * 1000000);
-	ck_assert_uint_le(tbl_file_size(600000) - 600000 * 320,
-	    UINT64_C(16) * 600000 + 65536);
+	ck_assert_uint_ge(tbl_file_size(1000000) - 1000000 * 144 -
+	    tbl_spill_bytes(1000000), UINT64_C(8) * 1000000);
+	ck_assert_uint_le(tbl_file_size(600000) - 600000 * 144 -
+	    tbl_spill_bytes(600000), UINT64_C(16) * 600000 + 65536);
+	memset(&a, 0, sizeof a);
+	memset(a.b, 0xff, sizeof a.b);
+	rlg_addr_key(&a, 127, key);
+	ck_assert_str_eq(key, "ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe/127");
+	rlg_request_key_hash("any", NULL, hash);
+	n = strlen(key);
+	snprintf(key + n, sizeof key - n, "|%s", hash);
+	ck_assert_uint_le(strlen(key), TBL_KEY_INLINE);
 }
 END_TEST
 
@@ -1700,13 +1961,14 @@ rlg_table_suite(void)
 		test_rebuilt_when_not_ours, test_file_guarded,
 		test_built_once, test_full_and_reuse,
 		test_planted_table, test_hostile_table,
+		test_long_keys, test_hostile_spill, test_layout_old,
 		test_sizes_documented,
 	};
 	const TTest *const behind[] = {
 		test_exact_across_processes, test_all_or_nothing,
 		test_flusher_within_interval, test_fresh_database_kept,
 		test_flush_many, test_put_rows,
-		test_restart_seeded,
+		test_restart_seeded, test_long_keys_behind,
 		test_reset_and_log,
 		test_overrides_behind, test_flush_failures_counted,
 	};
