@@ -906,6 +906,35 @@ START_TEST(test_long_keys_behind)
 }
 END_TEST
 
+/*
+ * Every spill slot taken while entries remain: a new long key is a full
+ * store that says so (its slots of long keys), a short one goes in.
+ */
+START_TEST(test_long_keys_full)
+{
+	struct rlg_store_config cfg;
+	struct rlg_store *s = NULL;
+	char k[TBL_CLIENT_MAX + 1];
+	bool ok;
+	int i;
+
+	behind_cfg(&cfg);
+	cfg.sqlite.max_clients = 10000;
+	cfg.sqlite.table_entries = TBL_SPILL_MAX + 100;
+	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_OK);
+	for (i = 0; i < TBL_SPILL_MAX; i++)
+		ck_assert_int_eq(rlg_test_step(s, &pol_a, long_key(k, 100, i),
+		    NOW, &ok), RLG_OK);
+	ck_assert_int_eq(rlg_test_step(s, &pol_a, long_key(k, 100, -1), NOW,
+	    &ok), RLG_EFULL);
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "slots of long keys") !=
+	    NULL, "%s", rlg_store_errmsg(s));
+	ck_assert_int_eq(rlg_test_step(s, &pol_a, "short", NOW, &ok), RLG_OK);
+	ck_assert(ok);
+	rlg_store_close(s);
+}
+END_TEST
+
 START_TEST(test_restart_seeded)
 {
 	struct rlg_store *s = behind_open();
@@ -1969,6 +1998,7 @@ rlg_table_suite(void)
 		test_flusher_within_interval, test_fresh_database_kept,
 		test_flush_many, test_put_rows,
 		test_restart_seeded, test_long_keys_behind,
+		test_long_keys_full,
 		test_reset_and_log,
 		test_overrides_behind, test_flush_failures_counted,
 	};
