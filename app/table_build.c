@@ -203,7 +203,7 @@ tbl_rebind(struct tbl *t, const struct tbl_ident *id, const char *path)
 		return -1;
 	/* Unflushed first, the database's identity last: a holder killed
 	 * in between leaves a table that is bound again by the next. */
-	for (i = 0; i < h->extent; i++) {
+	for (i = 0; i < tbl_extent(t); i++) {
 		if (t->entries[i].used) {
 			t->entries[i].flushed = t->entries[i].seq - 1;
 			n++;

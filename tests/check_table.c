@@ -1240,6 +1240,12 @@ START_TEST(test_hostile_table)
 		n += tbl_at(t, i) != NULL;
 	ck_assert_uint_eq(n, 2);
 	ck_assert_int_eq(get(t, "p", "a"), 1);
+	/* bound to another database: every entry marked, none past the end */
+	{
+		const struct tbl_ident other = { 1, 101, false, 0 };
+
+		ck_assert_int_eq(tbl_rebind(t, &other, tpath), 2);
+	}
 	/* an extent past the capacity: full, said by a NULL */
 	ck_assert_int_eq(tbl_lock(t), 0);
 	ck_assert_ptr_null(tbl_insert(t, "p", "c", 0, 0));
