@@ -446,8 +446,7 @@ tab_reset(struct rlg_store *base, const char *client, const char *policy,
 			continue;
 		e = tbl_find_hashed(s->t, slot, tbl_key_hash(s->t, slot,
 		    client), client);
-		if (e != NULL) {
-			tbl_remove(s->t, e);
+		if (e != NULL && tbl_remove(s->t, e)) {
 			tbl_commit(s->t);
 			removed++;
 		}

@@ -42,7 +42,7 @@ struct tbl_entry {
 	uint32_t flushed;             /* the seq the database holds */
 	uint16_t client_len;
 	uint8_t policy;               /* slot in the header's names */
-	uint8_t used;                 /* 1: in the index */
+	uint8_t used;                 /* 1: its slot is in use */
 	char client[TBL_KEY_INLINE];
 };
 
