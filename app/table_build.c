@@ -202,7 +202,7 @@ tbl_rebind(struct tbl *t, const struct tbl_ident *id, const char *path)
 	/* Unflushed first, the database's identity last: a holder killed
 	 * in between leaves a table that is bound again by the next. */
 	for (i = tbl_next(t, 0); i < t->slots; i = tbl_next(t, i + 1)) {
-		if (t->entries[i].used) {
+		if (tbl_at(t, i) != NULL) {
 			t->entries[i].flushed = t->entries[i].seq - 1;
 			n++;
 		}

@@ -18,7 +18,7 @@
  * while another process inserts or removes, and the lock's acquire and
  * release order the entries' bytes between them. The only reads without
  * the lock are that touch's: relaxed atomic loads of the home slot's
- * entry, whose values nothing uses (a writer may be changing it: no
+ * bitmap word and entry, whose values nothing else uses (a writer may be changing it: no
  * decision depends on what they read). A step that holds a pointer to an
  * entry holds it only while it holds the lock and makes no removal
  * meanwhile: a removal moves the entries after it in their run
@@ -31,8 +31,9 @@
  * slot is derived from the hash within the slots mapped; every run is
  * bounded by the slots mapped (a table with no unused slot was never
  * written so, and a lookup in it ends); counts past the capacity make a
- * full table; the bitmap only guides the walks, which read each slot's
- * own mark (tbl_at).
+ * full table. A slot is in use when its bit in the bitmap and its own
+ * mark both say so (tbl_in_use): a slot whose bit is clear is not read,
+ * so a group of slots whose blocks were never taken is never touched.
  *
  * A key longer than TBL_KEY_INLINE goes to a spill slot (taken from the
  * spill free list or its tail), which names its entry's slot; the entry
@@ -56,6 +57,7 @@ static uint64_t tbl_home(const struct tbl *t, uint64_t hash);
 static uint64_t tbl_after(const struct tbl *t, uint64_t i);
 static void tbl_mark(struct tbl *t, uint64_t i, bool on);
 static int tbl_take_group(struct tbl *t, uint64_t i);
+static bool tbl_in_use(const struct tbl *t, uint64_t i);
 static uint64_t tbl_shift(struct tbl *t, uint64_t i, bool apply);
 static void tbl_move(struct tbl *t, uint64_t from, uint64_t to);
 static const char *tbl_key_at(const struct tbl *t,
@@ -243,6 +245,18 @@ tbl_mark(struct tbl *t, uint64_t i, bool on)
 }
 
 /*
+ * Whether slot i holds an entry: its bit in the bitmap first, so that a
+ * slot of a group never taken is not read (on tmpfs, reading a page of
+ * the file that has no block takes one: on a full file system, SIGBUS),
+ * then its own mark.
+ */
+static bool
+tbl_in_use(const struct tbl *t, uint64_t i)
+{
+	return (t->bitmap[i / 64] >> (i % 64) & 1) != 0 && t->entries[i].used;
+}
+
+/*
  * The disk blocks of slot i's group of 64 slots (9 KiB), taken when the
  * group has no slot in use: its first entry. A group with one has them
  * (a bitmap word another hand wrote nonzero skips this: on a full file
@@ -274,7 +288,7 @@ tbl_find_hashed(struct tbl *t, int slot, uint64_t hash, const char *client)
 	 * first; bounded: a table with no unused slot was never written
 	 * so. */
 	for (i = tbl_home(t, hash), probes = 0; probes < t->slots &&
-	    t->entries[i].used; i = tbl_after(t, i), probes++) {
+	    tbl_in_use(t, i); i = tbl_after(t, i), probes++) {
 		e = &t->entries[i];
 		if (e->hash == hash && e->policy == slot &&
 		    e->client_len == len && (k = tbl_key_at(t, e)) != NULL &&
@@ -311,10 +325,14 @@ tbl_key_hash(const struct tbl *t, int slot, const char *client)
 void
 tbl_prefetch(const struct tbl *t, uint64_t hash)
 {
-	const struct tbl_entry *e = &t->entries[tbl_home(t, hash)];
+	uint64_t home = tbl_home(t, hash), v;
+	const struct tbl_entry *e = &t->entries[home];
 	const unsigned char *last = (const unsigned char *)(e + 1) - 1;
-	uint64_t v;
 
+	/* A group with no entry yet may have no blocks: not read (and
+	 * nothing there to find). */
+	if (__atomic_load_n(&t->bitmap[home / 64], __ATOMIC_RELAXED) == 0)
+		return;
 	/* An entry spans three lines at most, two pages: its first and
 	 * last bytes are on both pages, the middle line is hinted. */
 	v = __atomic_load_n(&e->hash, __ATOMIC_RELAXED) ^
@@ -347,7 +365,7 @@ tbl_insert(struct tbl *t, const char *policy, const char *client,
 	hash = tbl_hash(t, (unsigned)slot, client, len);
 	/* The first unused slot of the run: one is, unless the table was
 	 * written by another hand (count < capacity < slots). */
-	for (i = tbl_home(t, hash), probes = 0; t->entries[i].used;
+	for (i = tbl_home(t, hash), probes = 0; tbl_in_use(t, i);
 	    i = tbl_after(t, i))
 		if (++probes >= t->slots)
 			return NULL;
@@ -418,7 +436,7 @@ tbl_shift(struct tbl *t, uint64_t i, bool apply)
 	uint64_t j, home, probes, moves = 0;
 
 	for (j = tbl_after(t, i), probes = 1; probes < t->slots &&
-	    t->entries[j].used; j = tbl_after(t, j), probes++) {
+	    tbl_in_use(t, j); j = tbl_after(t, j), probes++) {
 		home = tbl_home(t, t->entries[j].hash);
 		if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) {
 			if (apply)
@@ -449,7 +467,7 @@ tbl_remove(struct tbl *t, struct tbl_entry *e)
 	/* a move: the entry and its spill slot's owner, as records */
 	size_t per = 2 * sizeof(struct tbl_undo) + sizeof *e + 8;
 
-	if (at >= t->slots || !e->used ||
+	if (at >= t->slots || !tbl_in_use(t, at) ||
 	    !tbl_room(t, (tbl_shift(t, at, false) + 4) * per +
 	    sizeof(struct tbl_spill)))
 		return false;
@@ -519,7 +537,7 @@ tbl_at(struct tbl *t, uint64_t i)
 	if (i >= t->slots)
 		return NULL;
 	e = &t->entries[i];
-	if (!e->used || tbl_key_at(t, e) == NULL ||
+	if (!tbl_in_use(t, i) || tbl_key_at(t, e) == NULL ||
 	    e->policy >= TBL_POLICIES)
 		return NULL;
 	return e;
