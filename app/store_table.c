@@ -112,6 +112,8 @@ static void tab_prehash(struct tab_store *s,
     const struct rlg_store_item *items, size_t n);
 static struct tbl_entry *tab_find(struct tab_store *s,
     const struct rlg_store_item *item, struct tab_item *x);
+static int tab_no_entry(struct tab_store *s,
+    const struct rlg_store_item *item, int err);
 static int tab_decide(struct tab_store *s, const struct rlg_store_item *items,
     size_t n, int64_t now_ms, struct rlg_decision *decisions, bool *admit);
 static int tab_write_admitted(struct tab_store *s,
@@ -403,6 +405,32 @@ tab_refused(struct tab_store *s, size_t n)
 }
 
 /*
+ * The store's error when a new client got no entry (tbl_insert's NULL,
+ * err its errno): RLG_ESTORE (no room on the file system) or RLG_EFULL.
+ */
+static int
+tab_no_entry(struct tab_store *s, const struct rlg_store_item *item, int err)
+{
+	char why[64] = "";
+
+	if (err != 0) {
+		rlg_store_seterr(&s->w.base, "table %s: no room for new"
+		    " clients on its file system: %s", s->path,
+		    strerror(err));
+		return RLG_ESTORE;
+	}
+	if (strlen(item->client) > TBL_KEY_INLINE)
+		snprintf(why, sizeof why, " (a key over %d bytes: or its slots"
+		    " of long keys)", TBL_KEY_INLINE);
+	rlg_store_seterr(&s->w.base, "store full: policy \"%s\" holds state"
+	    " for max_clients = %lld clients, or the table its %llu"
+	    " entries%s; new clients are refused until states expire",
+	    item->policy->name, (long long)s->max_clients,
+	    (unsigned long long)tbl_capacity(s->t), why);
+	return RLG_EFULL;
+}
+
+/*
  * Under the lock: every item decided, then, if the request is admitted,
  * every admitted item's state written (tab_write_admitted). RLG_OK,
  * RLG_EINVAL (a policy the limiter refuses), RLG_EFULL or RLG_ESTORE;
@@ -498,22 +526,8 @@ tab_write_admitted(struct tab_store *s, const struct rlg_store_item *items,
 			    items[i].client, now_ms,
 			    s->max_clients > 0 ? (uint64_t)s->max_clients : 0);
 			inserted = true;
-		}
-		if (e == NULL && errno != 0) {
-			/* The file system could not give the table room. */
-			rlg_store_seterr(&s->w.base, "table %s: no room for new"
-			    " clients on its file system: %s", s->path,
-			    strerror(errno));
-			return RLG_ESTORE;
-		}
-		if (e == NULL) {
-			rlg_store_seterr(&s->w.base, "store full: policy \"%s\""
-			    " holds state for max_clients = %lld clients, or"
-			    " the table its %llu entries; new clients are"
-			    " refused until states expire",
-			    items[i].policy->name, (long long)s->max_clients,
-			    (unsigned long long)tbl_capacity(s->t));
-			return RLG_EFULL;
+			if (e == NULL)
+				return tab_no_entry(s, &items[i], errno);
 		}
 		tbl_write(s->t, e, &s->scratch[i].out);
 		tab_wrote(s, e, &items[i], &s->scratch[i].out, now_ms);
@@ -609,8 +623,7 @@ tab_reset(struct rlg_store *base, const char *client, const char *policy,
 			continue;
 		e = tbl_find_hashed(s->t, slot, tbl_key_hash(s->t, slot,
 		    client), client);
-		if (e != NULL) {
-			tbl_remove(s->t, e);
+		if (e != NULL && tbl_remove(s->t, e)) {
 			tbl_commit(s->t);
 			removed++;
 		}

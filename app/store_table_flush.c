@@ -260,8 +260,11 @@ tab_flusher_main(void *arg)
 	return NULL;
 }
 
-/* Copies the next batch of changed entries from *at on; frees those that
- * expired and are flushed. Returns the rows copied into rows + n. */
+/*
+ * Copies the next batch of changed entries from slot *at on; frees those
+ * that expired and are flushed (the slot is looked at again: an entry
+ * after it may have moved in). Returns the rows copied into rows + n.
+ */
 static size_t
 tab_copy(struct tbl *t, uint64_t *at, struct tab_row *rows, size_t n,
     size_t room, int64_t now_ms)
@@ -271,23 +274,21 @@ tab_copy(struct tbl *t, uint64_t *at, struct tab_row *rows, size_t n,
 	uint64_t end = *at + TAB_FLUSH_BATCH;
 	size_t got = 0;
 
-	for (; *at < end && *at < tbl_extent(t) && n + got < room; (*at)++) {
-		if ((e = tbl_at(t, *at)) == NULL)
+	for (*at = tbl_next(t, *at); *at < end && *at < tbl_extent(t) &&
+	    n + got < room; *at = tbl_next(t, *at + 1)) {
+		while ((e = tbl_at(t, *at)) != NULL && e->seq == e->flushed &&
+		    e->st.expires_ms <= now_ms && tbl_remove(t, e))
+			tbl_commit(t);
+		r = &rows[n + got];
+		/* unchanged, or a key with a NUL: no row holds it */
+		if (e == NULL || e->seq == e->flushed ||
+		    tbl_client(t, e, r->client) < 0)
 			continue;
-		if (e->seq == e->flushed) {
-			if (e->st.expires_ms <= now_ms) {
-				tbl_remove(t, e);
-				tbl_commit(t);
-			}
-			continue;
-		}
-		r = &rows[n + got++];
+		got++;
 		r->mark.at = *at;
 		r->mark.hash = e->hash;
 		r->mark.seq = e->seq;
 		snprintf(r->policy, sizeof r->policy, "%s", tbl_policy(t, e));
-		memcpy(r->client, e->client, e->client_len);
-		r->client[e->client_len] = '\0';
 		r->row.policy = r->policy;
 		r->row.client = r->client;
 		r->row.st = e->st;

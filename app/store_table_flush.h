@@ -17,7 +17,7 @@
 
 /*
  * Rows per flush transaction at most (the marks kept until its commit);
- * entries looked at per hold of the table's lock; rows per put.
+ * slots looked at per hold of the table's lock; rows per put.
  */
 #define TAB_FLUSH_ROWS ((size_t)65536)
 #define TAB_FLUSH_BATCH ((size_t)1024)
@@ -61,11 +61,12 @@ struct tab_flusher {
 
 /*
  * What a flush keeps of each row it wrote, to mark the entry flushed once
- * the transaction is committed: the entry, its change and its key hash
- * (an entry freed and reused meanwhile holds another key).
+ * the transaction is committed: the entry's slot, its change and its key
+ * hash (a slot whose entry was removed or moved meanwhile holds another
+ * key, or none: that entry stays unflushed, for the next flush).
  */
 struct tab_mark {
-	uint64_t at;                  /* entry index */
+	uint64_t at;                  /* entry slot */
 	uint64_t hash;
 	uint32_t seq;
 };

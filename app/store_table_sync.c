@@ -154,16 +154,15 @@ tab_take(struct tbl *t, uint64_t *at, struct tab_sb *sb, int64_t now_ms)
 	struct tab_taken *x;
 	size_t got = 0;
 
-	for (; *at < tbl_extent(t) && got < TAB_SYNC_BATCH; (*at)++) {
-		if ((e = tbl_at(t, *at)) == NULL)
+	for (*at = tbl_next(t, *at); *at < tbl_extent(t) &&
+	    got < TAB_SYNC_BATCH; *at = tbl_next(t, *at + 1)) {
+		/* Freed, the entry after it in its run moves into its slot:
+		 * that one is looked at next. */
+		while ((e = tbl_at(t, *at)) != NULL && !tab_owes(&e->sync) &&
+		    e->st.expires_ms <= now_ms && tbl_remove(t, e))
+			tbl_commit(t);
+		if (e == NULL || !tab_owes(&e->sync))
 			continue;
-		if (!tab_owes(&e->sync)) {
-			if (e->st.expires_ms <= now_ms) {
-				tbl_remove(t, e);
-				tbl_commit(t);
-			}
-			continue;
-		}
 		if (e->sync.units[0] < 0 || e->sync.units[1] < 0 ||
 		    e->sync.units[0] > RLG_MERGE_COUNT_MAX ||
 		    e->sync.units[1] > RLG_MERGE_COUNT_MAX ||
@@ -173,13 +172,13 @@ tab_take(struct tbl *t, uint64_t *at, struct tab_sb *sb, int64_t now_ms)
 			tbl_commit(t);
 			continue;
 		}
-		x = &sb->taken[got++];
-		x->at = *at;
-		x->hash = e->hash;
+		x = &sb->taken[got];
+		/* a key with a NUL: no store holds it */
+		if (tbl_client(t, e, x->client) < 0)
+			continue;
+		got++;
 		x->owed = e->sync;
 		snprintf(x->policy, sizeof x->policy, "%s", tbl_policy(t, e));
-		memcpy(x->client, e->client, e->client_len);
-		x->client[e->client_len] = '\0';
 		tbl_write_sync(t, e, &(struct tbl_sync){ .lim = e->sync.lim,
 		    .synced_ms = e->sync.synced_ms });
 		tbl_commit(t);
@@ -234,11 +233,11 @@ tab_apply(struct tbl *t, struct tab_sb *sb, size_t n, int64_t now_ms)
 
 	for (k = 0; k < n; k++) {
 		x = &sb->taken[k];
-		e = tbl_at(t, x->at);
-		/* Gone (reset, or freed and taken by another key): what it
-		 * owed was merged, or is moot. */
-		if (e == NULL || e->hash != x->hash ||
-		    strncmp(e->client, x->client, TBL_CLIENT_MAX + 1) != 0)
+		/* Found by its key: an entry moves when one before it in
+		 * its run is freed. Gone (reset, or freed): what it owed
+		 * was merged, or is moot. */
+		e = tbl_find(t, x->policy, x->client);
+		if (e == NULL)
 			continue;
 		y = e->sync;
 		for (i = x->first; i < x->first + x->n; i++) {

@@ -18,8 +18,6 @@
 
 /* One entry taken by a sync: what it owed, and where it was. */
 struct tab_taken {
-	uint64_t at;                  /* entry index */
-	uint64_t hash;
 	struct tbl_sync owed;
 	size_t first, n;              /* its items in the call */
 	char policy[TBL_POLICY_MAX + 1];

@@ -2,7 +2,7 @@
  * table.c: the decision table of one host in shared memory (table.h says
  * what it is for and how it is laid out): opening it. The other files
  * serve this one: table_build.c builds, resizes and binds a table,
- * table_entry.c holds its entries and index, table_mem.c its mapping,
+ * table_entry.c holds its entries, table_mem.c its mapping,
  * lock and journal (table_mem_priv.h: the layout they share).
  *
  * Building. The file is opened (O_NOFOLLOW, created 0600) and checked to
@@ -220,9 +220,9 @@ tbl_live(const struct tbl_header *h, uint64_t size, const char *boot)
 	    h->entry_size == sizeof(struct tbl_entry) &&
 	    h->capacity > 0 && h->capacity <= UINT32_MAX / 4 &&
 	    size == tbl_file_size(h->capacity) &&
-	    h->slots >= 2 * h->capacity && (h->slots & (h->slots - 1)) == 0 &&
+	    h->slots == tbl_slots_of(h->capacity) &&
 	    strncmp(h->boot_id, boot, sizeof h->boot_id) == 0 &&
-	    h->extent <= h->capacity && h->count <= h->extent &&
+	    h->count <= h->capacity &&
 	    h->undo_used <= TBL_UNDO_BYTES;
 }
 

@@ -5,15 +5,21 @@
  * gateway's processes and threads lives here, in a file mapped by every
  * one of them (beside the database: PATH-table, mode 0600), and the
  * SQLite file is written behind (store_table.c). This module is the
- * memory only: the file, its lock, the entries and the index. It speaks
- * no SQL and runs no algorithm.
+ * memory only: the file, its lock and the entries. It speaks no SQL and
+ * runs no algorithm.
  *
  * Layout: a header (identity, the lock, counters, the names of the
- * policies, an undo journal), an index of 2 x capacity slots (open
- * addressing, linear probing, keyed SipHash of policy and client), and
- * capacity entries of fixed size (the client key inline). Entries are
- * taken from a free list or the unused tail; an expired entry is as good
- * as none and is reused.
+ * policies, an undo journal), a bitmap of the entry slots in use, the
+ * entry slots, a third more than the capacity (each entry in the slot
+ * its keyed SipHash of policy and client leads to, or the next unused
+ * one: open addressing over the entries themselves, so a decision reads
+ * one place of the file, not an index and then an entry), of 224 bytes
+ * (the state and the client key inline up to TBL_KEY_INLINE bytes,
+ * which every key rlgate makes fits, then the local+global mode's sync
+ * block), and the spill slots of longer
+ * keys, min(capacity, TBL_SPILL_MAX) of them, each freed with its
+ * entry. At most capacity entries are in use; when that many are, an
+ * expired entry is as good as none and is removed for the new one.
  *
  * Crashes: the lock is a process-shared robust mutex. Every write under
  * it is journaled first (the old bytes, in the header), so a holder

@@ -148,20 +148,14 @@ tbl_copy_in(struct tbl *t, const struct tbl *old, bool keep)
 	const struct tbl_entry *o;
 	char client[TBL_CLIENT_MAX + 1], policy[TBL_POLICY_MAX + 1];
 	struct tbl_entry *e;
-	uint64_t i, n = 0, extent = oh->extent;
+	uint64_t i, n = 0;
 
-	if (extent > old->capacity)
-		extent = old->capacity;
-	for (i = 0; i < extent; i++) {
+	for (i = tbl_next(old, 0); i < old->slots; i = tbl_next(old, i + 1)) {
 		o = &old->entries[i];
-		if (!o->used || o->client_len > TBL_CLIENT_MAX ||
-		    o->policy >= TBL_POLICIES || !oh->policies[o->policy].used ||
+		if (!o->used || o->policy >= TBL_POLICIES ||
+		    !oh->policies[o->policy].used ||
 		    strnlen(oh->policies[o->policy].name, TBL_POLICY_MAX + 1) >
-		    TBL_POLICY_MAX)
-			continue;
-		memcpy(client, o->client, o->client_len);
-		client[o->client_len] = '\0';
-		if (strlen(client) != o->client_len)
+		    TBL_POLICY_MAX || tbl_client(old, o, client) < 0)
 			continue;
 		memcpy(policy, oh->policies[o->policy].name, sizeof policy);
 		policy[TBL_POLICY_MAX] = '\0';
@@ -207,8 +201,8 @@ tbl_rebind(struct tbl *t, const struct tbl_ident *id, const char *path)
 		return -1;
 	/* Unflushed first, the database's identity last: a holder killed
 	 * in between leaves a table that is bound again by the next. */
-	for (i = 0; i < tbl_extent(t); i++) {
-		if (t->entries[i].used) {
+	for (i = tbl_next(t, 0); i < t->slots; i = tbl_next(t, i + 1)) {
+		if (tbl_at(t, i) != NULL) {
 			t->entries[i].flushed = t->entries[i].seq - 1;
 			n++;
 		}
@@ -239,8 +233,8 @@ tbl_build(const char *path, const struct tbl_ident *id, uint64_t capacity,
     char *err, size_t errsize)
 {
 	struct tbl_header *h;
-	uint64_t eo, need;
 	struct tbl *t;
+	uint64_t need;
 	bool locked;
 	int fd;
 
@@ -278,19 +272,16 @@ tbl_build(const char *path, const struct tbl_ident *id, uint64_t capacity,
 	}
 	h = t->h;
 	tbl_init_header(t, id, capacity, boot);
-	eo = (uint64_t)((unsigned char *)t->entries - t->base);
-	need = eo + TBL_RESERVE * (uint64_t)sizeof(struct tbl_entry);
-	if (t->fd < 0 || tbl_take_blocks(t, 0, eo) != 0 ||
-	    tbl_reserve(t, 1) != 0) {
+	need = (uint64_t)((unsigned char *)t->entries - t->base);
+	if (t->fd < 0 || tbl_take_blocks(t, 0, need) != 0) {
 		snprintf(err, errsize, "table %s: no room on its file system"
-		    " for its header, index and first entries (%llu bytes):"
-		    " %s", path, (unsigned long long)need, strerror(errno));
+		    " for its header and bitmap (%llu bytes): %s", path,
+		    (unsigned long long)need, strerror(errno));
 		tbl_close(t);
 		unlink(path);
 		close(fd);
 		return -1;
 	}
-	tbl_commit(t);          /* the reservation is no step to undo */
 	if (seed != NULL && seed(ctx, t) != 0) {
 		snprintf(err, errsize, "table %s: seeding it from the"
 		    " database failed", path);
@@ -318,12 +309,12 @@ tbl_init_header(struct tbl *t, const struct tbl_ident *id, uint64_t capacity,
 {
 	struct tbl_header *h = t->h;
 	pthread_mutexattr_t ma;
-	uint64_t io, eo;
+	uint64_t bo, eo;
 
 	h->version = TBL_VERSION;
 	h->entry_size = sizeof(struct tbl_entry);
 	h->capacity = capacity;
-	(void)tbl_offsets(capacity, &h->slots, &io, &eo);
+	(void)tbl_offsets(capacity, &h->slots, &bo, &eo);
 	h->db_dev = (uint64_t)id->dev;
 	h->db_ino = (uint64_t)id->ino;
 	h->db_born_ns = id->born_ns;

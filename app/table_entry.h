@@ -14,7 +14,8 @@
 
 /*
  * The entry of (policy, client), or NULL. The pointer stays valid while
- * the lock is held.
+ * the lock is held and no entry is removed (a removal moves entries;
+ * an insertion may remove expired ones first).
  */
 struct tbl_entry *tbl_find(struct tbl *t, const char *policy,
     const char *client);
@@ -23,8 +24,10 @@ struct tbl_entry *tbl_find(struct tbl *t, const char *policy,
  * The same in steps, for a caller that hashes before it takes the lock:
  * the slot of a policy name (-1: the table has none; lock held), the
  * hash of (slot, client) (no lock: the key is fixed when the table is
- * built), a prefetch of where that hash leads (no lock: a hint, read
- * racily), and the lookup by slot and hash (lock held).
+ * built), a touch of the entry slot that hash leads to (no lock: it
+ * reads racily and uses nothing it reads; the page comes into the
+ * caches before the lock is taken), and the lookup by slot and hash
+ * (lock held).
  */
 int tbl_slot(struct tbl *t, const char *policy);
 uint64_t tbl_key_hash(const struct tbl *t, int slot, const char *client);
@@ -50,10 +53,20 @@ void tbl_write_sync(struct tbl *t, struct tbl_entry *e,
     const struct tbl_sync *y);
 
 /*
- * Removes e from the index and frees it (journaled). The caller ends the
- * journal after each removal or a few (tbl_unlock, or tbl_commit).
+ * Removes e and frees its slot (journaled): entries after it in its run
+ * may move. The caller ends the journal after each removal or a few
+ * (tbl_unlock, or tbl_commit). false: not removed (its moves would not
+ * fit in the journal: a table written so by another hand).
  */
-void tbl_remove(struct tbl *t, struct tbl_entry *e);
+bool tbl_remove(struct tbl *t, struct tbl_entry *e);
+
+/*
+ * The client key of e, an entry of t, into out (TBL_CLIENT_MAX + 1
+ * bytes), NUL-terminated: its length, or -1 when the entry holds no sound
+ * key (a length past its room, a spill slot outside the area or not its
+ * own, a NUL inside).
+ */
+int tbl_client(const struct tbl *t, const struct tbl_entry *e, char *out);
 
 /* The policy name of an entry. */
 const char *tbl_policy(const struct tbl *t, const struct tbl_entry *e);
@@ -62,11 +75,17 @@ const char *tbl_policy(const struct tbl *t, const struct tbl_entry *e);
 const char *tbl_policy_at(const struct tbl *t, int slot);
 
 /*
- * Entry i of the table (0 <= i < tbl_extent), or NULL if unused: for
- * walks that flush or sweep, in batches under the lock.
+ * The entry in slot i of the table (0 <= i < tbl_extent, the slots), or
+ * NULL if unused: for walks that flush or sweep, in batches under the
+ * lock, from one slot in use to the next (tbl_next: the first at or
+ * after i that the bitmap marks, or tbl_extent). A removal between two
+ * batches may move an entry from after the walk's place to before it:
+ * a walk sees every entry that stays put, and one that moved at its
+ * next walk.
  */
 struct tbl_entry *tbl_at(struct tbl *t, uint64_t i);
 uint64_t tbl_extent(const struct tbl *t);
+uint64_t tbl_next(const struct tbl *t, uint64_t i);
 
 /* Entries in use, and the capacity. */
 uint64_t tbl_count(const struct tbl *t);

@@ -33,9 +33,9 @@ static void tbl_playback(struct tbl *t);
 uint64_t
 tbl_file_size(uint64_t capacity)
 {
-	uint64_t slots, io, eo;
+	uint64_t slots, bo, eo;
 
-	return tbl_offsets(capacity, &slots, &io, &eo);
+	return tbl_offsets(capacity, &slots, &bo, &eo);
 }
 
 size_t
@@ -44,20 +44,50 @@ tbl_entry_size(void)
 	return sizeof(struct tbl_entry);
 }
 
-/* The file's size, and where its parts start. */
 uint64_t
-tbl_offsets(uint64_t capacity, uint64_t *slots, uint64_t *index_off,
+tbl_spill_bytes(uint64_t capacity)
+{
+	return tbl_spills(capacity) * sizeof(struct tbl_spill);
+}
+
+/* Spill slots of a table of capacity entries. */
+uint64_t
+tbl_spills(uint64_t capacity)
+{
+	return capacity < TBL_SPILL_MAX ? capacity : TBL_SPILL_MAX;
+}
+
+/*
+ * Entry slots of a table of capacity entries: a third more, so that a
+ * full table is three quarters used and a lookup's run stays short
+ * (linear probing: about 2.5 slots looked at to find an entry, 8.5 to
+ * find none, at that load).
+ */
+uint64_t
+tbl_slots_of(uint64_t capacity)
+{
+	return capacity + capacity / 3 + 1;
+}
+
+/*
+ * The file's size, and where its parts start: the header, the bitmap
+ * of the slots in use, the entry slots, the spill slots (right after
+ * the entries: 224 is a multiple of their alignment).
+ */
+uint64_t
+tbl_offsets(uint64_t capacity, uint64_t *slots, uint64_t *bitmap_off,
     uint64_t *entries_off)
 {
-	uint64_t s = 16;
+	uint64_t s = tbl_slots_of(capacity);
 
-	while (s < 2 * capacity)
-		s *= 2;
+	_Static_assert(sizeof(struct tbl_entry) % _Alignof(struct tbl_spill)
+	    == 0, "the spill slots follow the entries aligned");
 	*slots = s;
-	*index_off = (sizeof(struct tbl_header) + 63) & ~(uint64_t)63;
-	*entries_off = (*index_off + s * sizeof(uint32_t) + 63) &
+	*bitmap_off = (sizeof(struct tbl_header) + 63) & ~(uint64_t)63;
+	*entries_off = (*bitmap_off + (s + 63) / 64 * sizeof(uint64_t) + 63) &
 	    ~(uint64_t)63;
-	return *entries_off + capacity * sizeof(struct tbl_entry);
+	return *entries_off + s * sizeof(struct tbl_entry) +
+	    tbl_spill_bytes(capacity);
 }
 
 /* Whether path names another file than fd now. */
@@ -74,8 +104,9 @@ tbl_moved(int fd, const char *path)
 /*
  * The file is sparse: a page of it first written on a full file system
  * would kill the writer (SIGBUS). So its blocks are taken (fallocate)
- * before they are used: the header and the index when it is built, the
- * entries TBL_RESERVE at a time as the tail grows. 0, or -1 with errno
+ * before they are used: the header and the bitmap when it is built, a
+ * group of 64 entry slots when its first entry is put in (tbl_insert),
+ * a spill slot when the spill tail reaches it. 0, or -1 with errno
  * (ENOSPC: the new client is refused, on_error). A file system without
  * fallocate stays sparse.
  */
@@ -87,31 +118,10 @@ tbl_take_blocks(struct tbl *t, uint64_t off, uint64_t len)
 	return errno == EOPNOTSUPP ? 0 : -1;
 }
 
-/* Blocks taken for the first n entries (under the lock, or building). */
-int
-tbl_reserve(struct tbl *t, uint64_t n)
-{
-	struct tbl_header *h = t->h;
-	uint64_t want, eo = (uint64_t)((unsigned char *)t->entries - t->base);
-	/* taken so far, as the header says when it says something possible */
-	uint64_t have = h->reserved <= t->capacity ? h->reserved : 0;
-
-	if (n <= have)
-		return 0;
-	want = (n + TBL_RESERVE - 1) / TBL_RESERVE * TBL_RESERVE;
-	if (want > t->capacity)
-		want = t->capacity;
-	if (tbl_take_blocks(t, eo + have * sizeof(struct tbl_entry),
-	    (want - have) * sizeof(struct tbl_entry)) != 0)
-		return -1;
-	tbl_set_u64(t, &h->reserved, want);
-	return 0;
-}
-
 struct tbl *
 tbl_map(int fd, uint64_t capacity, char *err, size_t errsize)
 {
-	uint64_t slots, io, eo, size = tbl_offsets(capacity, &slots, &io, &eo);
+	uint64_t slots, bo, eo, size = tbl_offsets(capacity, &slots, &bo, &eo);
 	struct tbl *t;
 	void *p;
 
@@ -134,10 +144,13 @@ tbl_map(int fd, uint64_t capacity, char *err, size_t errsize)
 	t->base = p;
 	t->size = (size_t)size;
 	t->h = p;
-	t->index = (uint32_t *)(t->base + io);
+	t->bitmap = (uint64_t *)(t->base + bo);
 	t->entries = (struct tbl_entry *)(t->base + eo);
+	t->spill = (struct tbl_spill *)(t->base + eo +
+	    slots * sizeof(struct tbl_entry));
 	t->capacity = capacity;
 	t->slots = slots;
+	t->spills = tbl_spills(capacity);
 	return t;
 }
 
@@ -271,6 +284,15 @@ tbl_playback(struct tbl *t)
 	tbl_commit(t);
 }
 
+/* Whether the journal has room for len more bytes of records. */
+bool
+tbl_room(const struct tbl *t, size_t len)
+{
+	uint64_t used = t->h->undo_used;
+
+	return used <= TBL_UNDO_BYTES && TBL_UNDO_BYTES - used >= len;
+}
+
 /* A journaled store of one counter. */
 void
 tbl_set_u64(struct tbl *t, uint64_t *p, uint64_t v)
@@ -332,13 +354,12 @@ tbl_field(struct tbl *t, const char *name)
 		const char *name;
 		size_t off;
 	} fields[] = {
-		{ "extent", offsetof(struct tbl_header, extent) },
-		{ "free_head", offsetof(struct tbl_header, free_head) },
 		{ "count", offsetof(struct tbl_header, count) },
 		{ "hand", offsetof(struct tbl_header, hand) },
 		{ "capacity", offsetof(struct tbl_header, capacity) },
 		{ "slots", offsetof(struct tbl_header, slots) },
-		{ "reserved", offsetof(struct tbl_header, reserved) },
+		{ "spill_extent", offsetof(struct tbl_header, spill_extent) },
+		{ "spill_free", offsetof(struct tbl_header, spill_free) },
 		{ "undo_n", offsetof(struct tbl_header, undo_n) },
 		{ "undo_used", offsetof(struct tbl_header, undo_used) },
 		{ "undo", offsetof(struct tbl_header, undo) },
@@ -348,5 +369,7 @@ tbl_field(struct tbl *t, const char *name)
 	for (i = 0; i < sizeof fields / sizeof fields[0]; i++)
 		if (strcmp(fields[i].name, name) == 0)
 			return t->base + fields[i].off;
-	return NULL;
+	if (strcmp(name, "bitmap") == 0)
+		return t->bitmap;
+	return strcmp(name, "entries") == 0 ? t->entries : NULL;
 }

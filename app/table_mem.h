@@ -62,14 +62,20 @@ uint64_t tbl_recoveries(const struct tbl *t);
 
 /*
  * For tests that write the file as a hostile writer would: the address
- * in the mapping of a header field ("extent", "free_head", "count",
- * "hand", "capacity", "slots", "reserved", "undo_n", "undo_used",
- * "undo": the journal's bytes), or NULL.
+ * in the mapping of a header field ("count", "hand", "capacity",
+ * "slots", "spill_extent", "spill_free", "undo_n", "undo_used",
+ * "undo": the journal's bytes), of the slots' bitmap ("bitmap") or of
+ * the first entry slot ("entries"), or NULL.
  */
 void *tbl_field(struct tbl *t, const char *name);
 
-/* Bytes of the file for capacity entries, and per entry (docs, tests). */
+/*
+ * Bytes of the file for capacity entries (a slot and a third an entry),
+ * per entry slot, and of its spill slots, which end the file (docs,
+ * tests).
+ */
 uint64_t tbl_file_size(uint64_t capacity);
 size_t tbl_entry_size(void);
+uint64_t tbl_spill_bytes(uint64_t capacity);
 
 #endif

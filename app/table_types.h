@@ -14,6 +14,16 @@
 
 /* The longest client key and policy name an entry holds, without NUL. */
 #define TBL_CLIENT_MAX 255
+/*
+ * The longest client key held in the entry itself: every key rlgate
+ * makes fits (an IPv4 or IPv6 address or prefix, at most 49 bytes as
+ * net.h sizes them; "k:" and a key hash, 34; or the two joined by '|',
+ * 84), which check_table.c holds. A longer key (a database's row, up to
+ * TBL_CLIENT_MAX) is kept in a spill slot apart (table_mem_priv.h).
+ */
+#define TBL_KEY_INLINE 84
+/* Spill slots a table has: as many as its entries, up to this many. */
+#define TBL_SPILL_MAX 4096
 #define TBL_POLICY_MAX 64
 /* Policy names the table knows at once (a config has at most 64). */
 #define TBL_POLICIES 128
@@ -25,9 +35,10 @@
  * current window's and the one before, which a sliding window still
  * weighs; [0] the newer), the limits the client was last decided with
  * (which the merge needs: a token bucket's units are worth its emission
- * interval), when it last got the global state, and whether a request was refused since the last sync (the
- * next one then reads the global state: a reset, or another host's
- * window, reaches a client that this host only refuses).
+ * interval), when it last got the global state, and whether a request
+ * was refused since the last sync (the next one then reads the global
+ * state: a reset, or another host's window, reaches a client that this
+ * host only refuses). 80 bytes.
  */
 struct tbl_sync {
 	int64_t units[2];
@@ -37,7 +48,15 @@ struct tbl_sync {
 	uint8_t pull;
 };
 
-/* One (policy, client) and its state. */
+/*
+ * One (policy, client) and its state: 224 bytes. What a decision reads
+ * and writes comes first (the first 60 bytes: the hash, the state, the
+ * marks; then the key), the sync block last (its own cache lines, read
+ * only in the local+global mode). The key is not NUL-terminated:
+ * client_len says how long. One longer than TBL_KEY_INLINE is in a spill
+ * slot, whose number + 1 the first 4 bytes of client hold (tbl_client
+ * reads either).
+ */
 struct tbl_entry {
 	uint64_t hash;                /* of (policy slot, client) */
 	struct rlg_state st;
@@ -45,8 +64,8 @@ struct tbl_entry {
 	uint32_t flushed;             /* the seq the database holds */
 	uint16_t client_len;
 	uint8_t policy;               /* slot in the header's names */
-	uint8_t used;                 /* 1: in the index */
-	char client[TBL_CLIENT_MAX + 1];
+	uint8_t used;                 /* 1: its slot is in use */
+	char client[TBL_KEY_INLINE];
 	struct tbl_sync sync;         /* local+global mode only */
 };
 

@@ -41,7 +41,9 @@
 #include "config.h"
 #include "fixture.h"
 #include "metrics.h"
+#include "net.h"
 #include "overrides.h"
+#include "request.h"
 #include "store.h"
 #include "store_sqlite.h"
 #include "store_stats.h"
@@ -112,6 +114,23 @@ get(struct tbl *t, const char *policy, const char *client)
 	return v;
 }
 
+/* The entries a walk sees (tbl_next, tbl_at), under the lock. */
+static int
+walk_count(struct tbl *t)
+{
+	uint64_t i;
+	int n = 0;
+
+	ck_assert_int_eq(tbl_lock(t), 0);
+	for (i = tbl_next(t, 0); i < tbl_extent(t); i = tbl_next(t, i + 1))
+		n += tbl_at(t, i) != NULL;
+	tbl_unlock(t);
+	return n;
+}
+
+static char *long_key(char *out, size_t len, int n);
+static void drop(struct tbl *t, const char *policy, const char *client);
+
 START_TEST(test_insert_find_remove)
 {
 	struct tbl *t = open_table(&ident1, 2000);
@@ -146,7 +165,10 @@ START_TEST(test_insert_find_remove)
 		put(t, "c", client, 1);
 	}
 	ck_assert_uint_eq(tbl_count(t), 2000);
-	ck_assert_uint_eq(tbl_extent(t), 2000);
+	/* 2000 entries in a third more slots; a walk from one slot in use
+	 * to the next (the bitmap) sees every one */
+	ck_assert_uint_eq(tbl_extent(t), 2667);
+	ck_assert_int_eq(walk_count(t), 2000);
 	/* Policy and client both name an entry. */
 	ck_assert_int_eq(get(t, "b", "10.0.0.1"), -1);
 	ck_assert_int_eq(get(t, "a", "10.0.0.1"), 1);
@@ -154,6 +176,88 @@ START_TEST(test_insert_find_remove)
 	tbl_close(t);
 }
 END_TEST
+
+/*
+ * A full table (every entry slot a run of others' home), one key in
+ * five long: removed in a random order, one at a time (each removal
+ * moving the entries after it in its run, and their spill slots' names
+ * with them), every one left is found with its count and its whole
+ * key, and the walk sees exactly them; put back, all are found again;
+ * a step undone puts every moved entry back.
+ */
+START_TEST(test_runs_shift)
+{
+	enum { N = 256 };
+	char k[TBL_CLIENT_MAX + 1], out[TBL_CLIENT_MAX + 1];
+	struct tbl *t = open_table(&ident1, N);
+	int order[N], gone[N] = { 0 }, i, j, left = N, tmp;
+	uint64_t x = 12345;
+	struct tbl_entry *e;
+
+	for (i = 0; i < N; i++) {
+		put(t, "p", long_key(k, i % 5 ? 12 : 100 + (size_t)(i % 50),
+		    i), i);
+		order[i] = i;
+	}
+	for (i = N - 1; i > 0; i--) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		j = (int)(x % (uint64_t)(i + 1));
+		tmp = order[i], order[i] = order[j], order[j] = tmp;
+	}
+	/* a removal undone: every entry where it was */
+	ck_assert_int_eq(tbl_lock(t), 0);
+	for (i = 0; i < 64; i++) {
+		e = tbl_find(t, "p", long_key(k, order[i] % 5 ? 12 : 100 +
+		    (size_t)(order[i] % 50), order[i]));
+		ck_assert_ptr_nonnull(e);
+		ck_assert(tbl_remove(t, e));
+	}
+	tbl_abort(t);
+	ck_assert_int_eq(walk_count(t), N);
+	for (i = 0; i < N; i++) {
+		drop(t, "p", long_key(k, order[i] % 5 ? 12 : 100 +
+		    (size_t)(order[i] % 50), order[i]));
+		gone[order[i]] = 1;
+		left--;
+		if (i % 16 != 15)
+			continue;
+		for (j = 0; j < N; j++) {
+			long_key(k, j % 5 ? 12 : 100 + (size_t)(j % 50), j);
+			ck_assert_int_eq(get(t, "p", k), gone[j] ? -1 : j);
+			if (gone[j])
+				continue;
+			ck_assert_int_eq(tbl_lock(t), 0);
+			e = tbl_find(t, "p", k);
+			ck_assert_int_eq(tbl_client(t, e, out), (int)strlen(k));
+			ck_assert_str_eq(out, k);
+			tbl_unlock(t);
+		}
+		ck_assert_int_eq(walk_count(t), left);
+		ck_assert_uint_eq(tbl_count(t), (uint64_t)left);
+	}
+	for (i = 0; i < N; i++)
+		put(t, "p", long_key(k, i % 5 ? 12 : 100 + (size_t)(i % 50),
+		    i), i + 1);
+	for (i = 0; i < N; i++)
+		ck_assert_int_eq(get(t, "p", long_key(k, i % 5 ? 12 : 100 +
+		    (size_t)(i % 50), i)), i + 1);
+	ck_assert_int_eq(walk_count(t), N);
+	tbl_close(t);
+}
+END_TEST
+
+/* A key of len bytes, distinct for each n ("n-", then letters). */
+static char *
+long_key(char *out, size_t len, int n)
+{
+	int w = snprintf(out, len + 1, "%d-", n);
+	size_t i;
+
+	for (i = w < 0 ? 0 : (size_t)w; i < len; i++)
+		out[i] = (char)('a' + i % 26);
+	out[len] = '\0';
+	return out;
+}
 
 START_TEST(test_abort_undoes)
 {
@@ -855,6 +959,71 @@ START_TEST(test_flush_many)
 }
 END_TEST
 
+/*
+ * Through the store: a key of TBL_CLIENT_MAX bytes and one just past
+ * the entry's room counted in the table, written behind whole, and read
+ * back into a table built anew from the database.
+ */
+START_TEST(test_long_keys_behind)
+{
+	char k1[TBL_CLIENT_MAX + 1], k2[TBL_CLIENT_MAX + 1], t[160];
+	struct rlg_store *s = behind_open();
+	bool ok;
+	int i, waited;
+
+	long_key(k1, TBL_CLIENT_MAX, 1);
+	long_key(k2, TBL_KEY_INLINE + 1, 2);
+	for (i = 0; i < 3; i++) {
+		ck_assert_int_eq(rlg_test_step(s, &pol_a, k1, NOW, &ok), RLG_OK);
+		ck_assert_int_eq(rlg_test_step(s, &pol_a, k2, NOW, &ok), RLG_OK);
+	}
+	for (waited = 0; waited < 10000 && (db_count("a", k1) != 3 ||
+	    db_count("a", k2) != 3); waited += 50)
+		usleep(50000);
+	ck_assert_int_eq(db_count("a", k1), 3);
+	ck_assert_int_eq(db_count("a", k2), 3);
+	rlg_store_close(s);
+	snprintf(t, sizeof t, "%s-table", dbpath);
+	ck_assert_int_eq(unlink(t), 0);
+	s = behind_open();
+	for (i = 0; i < 7; i++)
+		ck_assert_int_eq(rlg_test_step(s, &pol_a, k1, NOW, &ok), RLG_OK);
+	ck_assert(ok);
+	ck_assert_int_eq(rlg_test_step(s, &pol_a, k1, NOW, &ok), RLG_OK);
+	ck_assert(!ok);
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
+ * Every spill slot taken while entries remain: a new long key is a full
+ * store that says so (its slots of long keys), a short one goes in.
+ */
+START_TEST(test_long_keys_full)
+{
+	struct rlg_store_config cfg;
+	struct rlg_store *s = NULL;
+	char k[TBL_CLIENT_MAX + 1];
+	bool ok;
+	int i;
+
+	behind_cfg(&cfg);
+	cfg.sqlite.max_clients = 10000;
+	cfg.sqlite.table_entries = TBL_SPILL_MAX + 100;
+	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_OK);
+	for (i = 0; i < TBL_SPILL_MAX; i++)
+		ck_assert_int_eq(rlg_test_step(s, &pol_a, long_key(k, 100, i),
+		    NOW, &ok), RLG_OK);
+	ck_assert_int_eq(rlg_test_step(s, &pol_a, long_key(k, 100, -1), NOW,
+	    &ok), RLG_EFULL);
+	ck_assert_msg(strstr(rlg_store_errmsg(s), "slots of long keys") !=
+	    NULL, "%s", rlg_store_errmsg(s));
+	ck_assert_int_eq(rlg_test_step(s, &pol_a, "short", NOW, &ok), RLG_OK);
+	ck_assert(ok);
+	rlg_store_close(s);
+}
+END_TEST
+
 START_TEST(test_restart_seeded)
 {
 	struct rlg_store *s = behind_open();
@@ -1120,44 +1289,33 @@ poke(struct tbl *t, const char *name, uint64_t v)
 
 /*
  * The mapping written by another hand after it was opened (a user who may
- * write the file, or a bug): counts past the capacity, an index full or
- * naming entries past the end, a free list past the end, an entry of a
+ * write the file, or a bug): counts past the capacity, every slot marked
+ * in use (a run with no end), a bitmap of every bit, an entry of a
  * policy slot and a length it cannot hold, a journal of huge counts and
- * of records outside the file. Nothing crashes, nothing is read or
- * written outside the mapping, and the table still answers.
+ * of records outside the file, a journal too full for a removal's
+ * moves. Nothing crashes, nothing is read or written outside the
+ * mapping, every lookup ends, and the table still answers.
  */
 START_TEST(test_hostile_table)
 {
-	uint64_t slots = 128, capacity = 64, i, n;
-	unsigned char *base;
-	uint32_t *index;
-	struct tbl_entry *e;
+	uint64_t capacity = 64, slots, i, n;
+	unsigned char used[128];
+	struct tbl_entry *e, *ents;
 	struct tbl *t;
-	size_t eo;
-	int fd;
 
 	t = open_table(&ident1, capacity);
+	slots = tbl_extent(t);
+	ck_assert_uint_le(slots, sizeof used);
+	ents = tbl_field(t, "entries");
 	put(t, "p", "a", 1);
 	put(t, "p", "b", 2);
-	fd = open(tpath, O_RDWR);
-	ck_assert_int_ge(fd, 0);
-	base = mmap(NULL, tbl_file_size(capacity), PROT_READ | PROT_WRITE,
-	    MAP_SHARED, fd, 0);
-	ck_assert(base != MAP_FAILED);
-	close(fd);
-	eo = tbl_file_size(capacity) - capacity * tbl_entry_size();
-	index = (uint32_t *)(base + eo - slots * sizeof *index);
 	/* Header counts far past the mapping. */
 	poke(t, "capacity", UINT64_C(1) << 40);
 	poke(t, "slots", UINT64_C(1) << 40);
-	poke(t, "extent", UINT64_C(0x7fffffff));
 	poke(t, "hand", UINT64_MAX - 3);
-	poke(t, "reserved", UINT64_MAX);
 	ck_assert_uint_eq(tbl_capacity(t), capacity);
-	ck_assert_uint_le(tbl_extent(t), capacity);
-	for (i = 0, n = 0; i < tbl_extent(t); i++)
-		n += tbl_at(t, i) != NULL;
-	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(tbl_extent(t), slots);
+	ck_assert_int_eq(walk_count(t), 2);
 	ck_assert_int_eq(get(t, "p", "a"), 1);
 	/* bound to another database: every entry marked, none past the end */
 	{
@@ -1165,45 +1323,68 @@ START_TEST(test_hostile_table)
 
 		ck_assert_int_eq(tbl_rebind(t, &other, tpath), 2);
 	}
-	/* an extent past the capacity: full, said by a NULL */
+	/* a count at the capacity: full, said by a NULL */
+	poke(t, "count", capacity);
 	ck_assert_int_eq(tbl_lock(t), 0);
 	ck_assert_ptr_null(tbl_insert(t, "p", "c", 0, 0));
 	tbl_abort(t);
-	poke(t, "extent", 2);
+	poke(t, "count", 2);
 	put(t, "p", "c", 3);
 	ck_assert_int_eq(get(t, "p", "c"), 3);
-	/* A free list past the end: dropped, not followed. */
-	poke(t, "free_head", UINT64_C(1) << 33);
-	put(t, "p", "d", 4);
-	ck_assert_int_eq(get(t, "p", "d"), 4);
+	/* A bitmap of every bit, past the slots too: the walk sees the
+	 * entries in use only, and ends. */
+	memset(tbl_field(t, "bitmap"), 0xff, (slots + 63) / 64 * 8);
+	ck_assert_int_eq(walk_count(t), 3);
+	ck_assert_int_eq(tbl_lock(t), 0);
+	ck_assert_uint_eq(tbl_next(t, slots - 1), slots - 1);
+	ck_assert_uint_eq(tbl_next(t, slots), slots);
+	tbl_unlock(t);
 	/* An entry of a policy slot and a length it cannot hold: skipped
 	 * by the walks. */
-	e = tbl_at(t, 0);
+	for (i = 0; !ents[i].used; i++)
+		;
+	e = tbl_at(t, i);
 	ck_assert_ptr_nonnull(e);
 	e->policy = 200;
-	ck_assert_ptr_null(tbl_at(t, 0));
+	ck_assert_ptr_null(tbl_at(t, i));
 	e->policy = 0;
 	e->client_len = 60000;
-	ck_assert_ptr_null(tbl_at(t, 0));
-	ck_assert_int_eq(get(t, "p", "a"), -1);
+	ck_assert_ptr_null(tbl_at(t, i));
+	ck_assert_int_eq(get(t, "p", "a") + get(t, "p", "b") +
+	    get(t, "p", "c"), 5 - e->st.count);
 	ck_assert_str_eq(tbl_policy(t, e), "p");
 	e->policy = 250;
 	ck_assert_str_eq(tbl_policy(t, e), "");
-	/* Index slots naming entries past the end, then an index with no
-	 * free slot: lookups end, insertions fail, removals stop. */
-	for (i = 0; i < slots; i++)
-		if (index[i] == 0)
-			index[i] = 0xffffffffu;
+	e->policy = 0;
+	e->client_len = 1;
+	/* Every slot in use (a run with no end, hashes of anything):
+	 * lookups end, insertions fail, removals end. */
+	for (i = 0; i < slots; i++) {
+		used[i] = ents[i].used;
+		if (!used[i]) {
+			ents[i].used = 1;
+			ents[i].hash = i * UINT64_C(0x9e3779b97f4a7c15);
+		}
+	}
 	ck_assert_int_eq(get(t, "p", "zz"), -1);
 	ck_assert_int_eq(tbl_lock(t), 0);
 	ck_assert_ptr_null(tbl_insert(t, "p", "new", 0, 0));
 	e = tbl_find(t, "p", "b");
-	if (e != NULL)
-		tbl_remove(t, e);
+	ck_assert_ptr_nonnull(e);
+	ck_assert(tbl_remove(t, e));
 	tbl_abort(t);
 	for (i = 0; i < slots; i++)
-		if (index[i] == 0xffffffffu)
-			index[i] = 0;
+		if (!used[i])
+			memset(&ents[i], 0, sizeof ents[i]);
+	ck_assert_int_eq(get(t, "p", "b"), 2);
+	/* A journal with no room for a removal's moves: not removed. */
+	ck_assert_int_eq(tbl_lock(t), 0);
+	poke(t, "undo_used", UINT64_MAX - 8);
+	e = tbl_find(t, "p", "b");
+	ck_assert_ptr_nonnull(e);
+	ck_assert(!tbl_remove(t, e));
+	tbl_unlock(t);
+	ck_assert_int_eq(get(t, "p", "b"), 2);
 	/* A journal of huge counts, and a record outside the file: played
 	 * back (tbl_abort) within the journal and the mapping only. */
 	ck_assert_int_eq(tbl_lock(t), 0);
@@ -1226,7 +1407,9 @@ START_TEST(test_hostile_table)
 	ck_assert_int_eq(get(t, "p", "d"), 4);
 	put(t, "p", "e", 5);
 	ck_assert_int_eq(get(t, "p", "e"), 5);
-	munmap(base, tbl_file_size(capacity));
+	for (i = 0, n = 0; i < slots; i++)
+		n += ents[i].used;
+	ck_assert_uint_eq(n, tbl_count(t));
 	tbl_close(t);
 }
 END_TEST
@@ -1664,20 +1847,234 @@ END_TEST
 
 /*
  * The sizes the docs state (rlgate.conf(5), design.md, operations.md,
- * benchmarks.md): 400 bytes an entry, 8 to 16 of index an entry, and
- * 408,661,312 bytes for a million entries. A change here is a change of
- * every one of them.
+ * benchmarks.md): 224 bytes an entry slot, a third more slots than
+ * entries (about 299 bytes a client), and 301,006,784 bytes for a
+ * million entries. A change here is a change of every one of them.
  */
+/* The entry of (policy, client), removed (it must exist). */
+static void
+drop(struct tbl *t, const char *policy, const char *client)
+{
+	struct tbl_entry *e;
+
+	ck_assert_int_eq(tbl_lock(t), 0);
+	e = tbl_find(t, policy, client);
+	ck_assert_ptr_nonnull(e);
+	tbl_remove(t, e);
+	tbl_unlock(t);
+}
+
+/*
+ * Keys longer than an entry holds: kept in spill slots, found, read back
+ * whole (tbl_client), undone with their step, freed with their entry
+ * and taken again (64 of 64 twice over), carried over a resize; the
+ * slots are bounded (TBL_SPILL_MAX): past them a long key is a full
+ * table, a short one still goes in.
+ */
+START_TEST(test_long_keys)
+{
+	char k[TBL_CLIENT_MAX + 1], out[TBL_CLIENT_MAX + 1];
+	static const size_t lens[] = { TBL_KEY_INLINE, TBL_KEY_INLINE + 1,
+		200, TBL_CLIENT_MAX };
+	struct tbl_entry *e;
+	struct tbl *t;
+	int i, round;
+
+	t = open_table(&ident1, 64);
+	for (i = 0; i < 4; i++) {
+		put(t, "p", long_key(k, lens[i], i), 10 + i);
+		ck_assert_int_eq(get(t, "p", k), 10 + i);
+		ck_assert_int_eq(tbl_lock(t), 0);
+		e = tbl_find(t, "p", k);
+		ck_assert_int_eq(tbl_client(t, e, out), (int)lens[i]);
+		ck_assert_str_eq(out, k);
+		tbl_unlock(t);
+	}
+	ck_assert_uint_eq(*(uint64_t *)tbl_field(t, "spill_extent"), 3);
+	/* a step undone takes no slot */
+	ck_assert_int_eq(tbl_lock(t), 0);
+	ck_assert_ptr_nonnull(tbl_insert(t, "p", long_key(k, 150, 99), 0, 0));
+	tbl_abort(t);
+	ck_assert_int_eq(get(t, "p", k), -1);
+	ck_assert_uint_eq(*(uint64_t *)tbl_field(t, "spill_extent"), 3);
+	for (i = 0; i < 4; i++)
+		drop(t, "p", long_key(k, lens[i], i));
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < 64; i++)
+			put(t, "q", long_key(k, 100 + (size_t)i, i), i);
+		for (i = 0; i < 64; i++)
+			ck_assert_int_eq(get(t, "q", long_key(k, 100 +
+			    (size_t)i, i)), i);
+		if (round == 0)
+			for (i = 0; i < 64; i++)
+				drop(t, "q", long_key(k, 100 + (size_t)i, i));
+	}
+	ck_assert_uint_eq(*(uint64_t *)tbl_field(t, "spill_extent"), 64);
+	tbl_close(t);
+	/* resized (no mapping): every long key carried over */
+	t = open_table(&ident1, 128);
+	ck_assert_uint_eq(tbl_capacity(t), 128);
+	for (i = 0; i < 64; i++)
+		ck_assert_int_eq(get(t, "q", long_key(k, 100 + (size_t)i, i)),
+		    i);
+	tbl_close(t);
+	/* the bound: TBL_SPILL_MAX long keys, then none; short ones go on */
+	ck_assert_int_eq(unlink(tpath), 0);
+	t = open_table(&ident1, TBL_SPILL_MAX + 16);
+	for (i = 0; i < TBL_SPILL_MAX; i++)
+		put(t, "p", long_key(k, 90, i), 1);
+	ck_assert_int_eq(tbl_lock(t), 0);
+	ck_assert_ptr_null(tbl_insert(t, "p", long_key(k, 90, -1), 0, 0));
+	ck_assert_ptr_nonnull(tbl_insert(t, "p", "short", 0, 0));
+	tbl_unlock(t);
+	drop(t, "p", long_key(k, 90, 7));
+	put(t, "p", long_key(k, 90, -1), 2);
+	ck_assert_int_eq(get(t, "p", k), 2);
+	tbl_close(t);
+}
+END_TEST
+
+/*
+ * A long key's entry written by another hand: a spill slot number past
+ * the area, or a slot that is not its own (another entry's, or free),
+ * or a length past the room: the entry is left out of the walks and
+ * found by no lookup, its key read by nobody; a spill free list past the
+ * area or naming a slot in use is dropped, not followed. Put back, the
+ * entry is found again.
+ */
+START_TEST(test_hostile_spill)
+{
+	char a[TBL_CLIENT_MAX + 1], b[TBL_CLIENT_MAX + 1];
+	char out[TBL_CLIENT_MAX + 1];
+	struct tbl_entry *e;
+	uint32_t ref, bad;
+	struct tbl *t;
+
+	t = open_table(&ident1, 64);
+	put(t, "p", long_key(a, 120, 1), 5);
+	put(t, "p", long_key(b, 121, 2), 6);
+	ck_assert_int_eq(tbl_lock(t), 0);
+	e = tbl_find(t, "p", a);
+	ck_assert_ptr_nonnull(e);
+	memcpy(&ref, e->client, sizeof ref);
+	tbl_unlock(t);
+	ck_assert_uint_eq(ref, 1);
+	for (bad = 0; bad < 4; bad++) {
+		uint32_t v = bad == 0 ? 0 : bad == 1 ? 65 : bad == 2 ?
+		    0xffffffffu : 2;
+
+		memcpy(e->client, &v, sizeof v);
+		ck_assert_ptr_null(tbl_at(t, 0));
+		ck_assert_int_eq(tbl_client(t, e, out), -1);
+		ck_assert_int_eq(get(t, "p", a), -1);
+		ck_assert_int_eq(get(t, "p", b), 6);
+	}
+	memcpy(e->client, &ref, sizeof ref);
+	ck_assert_int_eq(get(t, "p", a), 5);
+	e->client_len = TBL_CLIENT_MAX + 1;
+	ck_assert_ptr_null(tbl_at(t, 0));
+	ck_assert_int_eq(tbl_client(t, e, out), -1);
+	e->client_len = 120;
+	ck_assert_int_eq(get(t, "p", a), 5);
+	/* a free list past the area, then naming a slot in use */
+	poke(t, "spill_free", 1000);
+	put(t, "p", long_key(a, 130, 3), 7);
+	ck_assert_int_eq(get(t, "p", a), 7);
+	poke(t, "spill_free", 1);
+	put(t, "p", long_key(a, 131, 4), 8);
+	ck_assert_int_eq(get(t, "p", a), 8);
+	ck_assert_int_eq(get(t, "p", long_key(a, 120, 1)), 5);
+	ck_assert_int_eq(get(t, "p", b), 6);
+	ck_assert_uint_eq(*(uint64_t *)tbl_field(t, "spill_extent"), 4);
+	tbl_close(t);
+}
+END_TEST
+
+/*
+ * A table of an earlier layout (version 4: an index of 128 slots and 64
+ * entries of 400 bytes, no spill slots; version 3: entries of 320 bytes),
+ * or of this version with another entry
+ * size: never mapped as this one, built anew from the database, and a
+ * process that mapped the old file sees it retired.
+ */
+START_TEST(test_layout_old)
+{
+	static const struct {
+		uint32_t version;
+		uint64_t entry, size;
+	} old[] = {
+		{ 4, 400, 299840 - 64 * 272 + 64 * (400 - 144) },
+		{ 3, 320, 299840 - 64 * 272 + 64 * (320 - 144) },
+		{ 0, 400, 0 },        /* this version, its size */
+	};
+	struct tbl *t, *t0;
+	size_t round;
+	int fd;
+
+	for (round = 0; round < sizeof old / sizeof old[0]; round++) {
+		seeded = 0;
+		t = open_seeded(&ident1, 64);
+		put(t, "p", "a", 5);
+		tbl_close(t);
+		t0 = open_seeded(&ident1, 64);
+		fd = open(tpath, O_WRONLY);
+		ck_assert_int_ge(fd, 0);
+		if (old[round].version != 0) {
+			ck_assert_int_eq(pwrite(fd, &old[round].version,
+			    sizeof old[round].version, 8), 4);
+			ck_assert_int_eq(ftruncate(fd,
+			    (off_t)old[round].size), 0);
+		}
+		ck_assert_int_eq(pwrite(fd, &old[round].entry,
+		    sizeof old[round].entry, 16), 8);
+		close(fd);
+		t = open_seeded(&ident1, 64);
+		ck_assert_int_eq(seeded, 2);
+		ck_assert(tbl_retired(t0));
+		ck_assert_int_eq(get(t, "p", "a"), -1);
+		ck_assert_int_eq(get(t, "p", "seeded"), 3);
+		tbl_close(t);
+		tbl_close(t0);
+		ck_assert_int_eq(unlink(tpath), 0);
+	}
+}
+END_TEST
+
+/*
+ * Every key rlgate makes fits an entry (TBL_KEY_INLINE): an address or
+ * an IPv6 prefix (net.h's RLG_ADDR_TEXT_MAX, NUL included), "k:" and a
+ * key hash (request.h's RLG_KEY_HASH_TEXT, NUL included), or the two
+ * joined by '|'; the longest made, an IPv6 /127 and a hash, is inline.
+ */
+_Static_assert(TBL_KEY_INLINE >= (RLG_ADDR_TEXT_MAX - 1) + 1 +
+    (RLG_KEY_HASH_TEXT - 1), "every key rlgate makes is held inline");
+
 START_TEST(test_sizes_documented)
 {
-	ck_assert_uint_eq(sizeof(struct tbl_entry), 400);
-	ck_assert_uint_eq(tbl_entry_size(), 400);
-	ck_assert_uint_eq(tbl_file_size(1000000), UINT64_C(408661312));
-	/* index: a power of two of 4-byte slots, at least twice the entries */
-	ck_assert_uint_ge(tbl_file_size(1000000) - 1000000 * 400,
-	    UINT64_C(8) * 1000000);
-	ck_assert_uint_le(tbl_file_size(600000) - 600000 * 400,
-	    UINT64_C(16) * 600000 + 65536);
+	struct rlg_addr a;
+	char key[RLG_ADDR_TEXT_MAX + RLG_KEY_HASH_TEXT + 1];
+	char hash[RLG_KEY_HASH_TEXT];
+	size_t n;
+
+	ck_assert_uint_eq(sizeof(struct tbl_entry), 224);
+	ck_assert_uint_eq(tbl_entry_size(), 224);
+	ck_assert_uint_eq(tbl_file_size(1000000), UINT64_C(301006784));
+	/* a third more slots than entries, and a bit a slot: 298.7 bytes
+	 * an entry and a sixth of a byte */
+	ck_assert_uint_ge(tbl_file_size(3000000) - tbl_file_size(1500000),
+	    UINT64_C(1500000) * 298);
+	ck_assert_uint_le(tbl_file_size(3000000) - tbl_file_size(1500000),
+	    UINT64_C(1500000) * 299 + 1500000 / 6 + 256);
+	ck_assert_uint_eq(tbl_spill_bytes(1000000), TBL_SPILL_MAX * 272);
+	ck_assert_uint_eq(tbl_spill_bytes(64), 64 * 272);
+	memset(&a, 0, sizeof a);
+	memset(a.b, 0xff, sizeof a.b);
+	rlg_addr_key(&a, 127, key);
+	ck_assert_str_eq(key, "ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe/127");
+	rlg_request_key_hash("any", NULL, hash);
+	n = strlen(key);
+	snprintf(key + n, sizeof key - n, "|%s", hash);
+	ck_assert_uint_le(strlen(key), TBL_KEY_INLINE);
 }
 END_TEST
 
@@ -1705,14 +2102,16 @@ rlg_table_suite(void)
 		test_dead_holder_undone, test_random_kills,
 		test_rebuilt_when_not_ours, test_file_guarded,
 		test_built_once, test_full_and_reuse,
-		test_planted_table, test_hostile_table,
+		test_planted_table, test_hostile_table, test_runs_shift,
+		test_long_keys, test_hostile_spill, test_layout_old,
 		test_sizes_documented,
 	};
 	const TTest *const behind[] = {
 		test_exact_across_processes, test_all_or_nothing,
 		test_flusher_within_interval, test_fresh_database_kept,
 		test_flush_many, test_put_rows,
-		test_restart_seeded,
+		test_restart_seeded, test_long_keys_behind,
+		test_long_keys_full,
 		test_reset_and_log,
 		test_overrides_behind, test_flush_failures_counted,
 	};

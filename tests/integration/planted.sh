@@ -17,6 +17,14 @@
 # /rlgate/metrics shows rlgate_flush_failures_total above 0 and
 # rlgate_flush_age_seconds growing; once released, the age falls back.
 #
+# Last, the live table written by a hand that may write it (its owner, or
+# a bug): every bit of its bitmap set and every byte of its entry slots
+# 0x01, so every slot is in use (a run that never ends) and holds an
+# entry no key fits (a length of 257).
+# A lookup ends after the slots, a new client and the known one are
+# refused as a full table (on_error = closed: 503, logged "store full"),
+# /rlgate/status answers and the worker lives.
+#
 # Needs root (the planting user is another user): else skipped.
 : "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 # shellcheck source=tests/integration/lib.sh
@@ -62,7 +70,7 @@ as_nobody sh -c 'cp "$1" "$3" && cp "$2" "$4" && chmod 0666 "$3" "$4"' \
 is "$(stat -c '%u %a' "$db-metrics")" "65534 666" "planted: a scoreboard of nobody's, mode 0666"
 
 write_rlgate_conf "$T/rlgate.conf" "$db" 100 60 closed 100
-sed -i 's/^\[store\]$/[store]\nflush_ms = 200/' "$T/rlgate.conf"
+sed -i 's/^\[store\]$/[store]\nflush_ms = 200\nmax_clients = 1000/' "$T/rlgate.conf"
 check_conf rlgate
 start_rlgate_fcgi gw "$sock" "$T/rlgate.conf" 1 --threads 2
 demo_lighttpd "$sock"
@@ -129,6 +137,36 @@ ok "$(awk -v a="$aged" -v b="$locked_age" 'BEGIN { exit !(a < b) }'; echo $?)" \
 like "$(cat "$T/gw.log")" "flush failed, retried" "the failed flush is logged"
 req "$base/rlgate/status"
 like "$BODY" '"flush_failures":[1-9][0-9]*,"flush_age_s":' "/rlgate/status shows them"
+
+# --- the live table's bitmap and entry slots written over: every bit
+# set, 0x01 in every byte of the slots
+# header_u64 OFF: the 8 bytes at OFF of the table's header, a number.
+header_u64() {
+	od -An -t u8 -j "$1" -N 8 "$db-table" | tr -d ' '
+}
+entry_size=$(header_u64 16)
+capacity=$(header_u64 24)
+slots=$(header_u64 32)
+spill=$(( (capacity < 4096 ? capacity : 4096) * 272 ))
+entries_off=$(( $(stat -c %s "$db-table") - spill - slots * entry_size ))
+# the bitmap ends where the slots begin: 8 bytes for 64 slots, 64 aligned
+bitmap_len=$(( ( (slots + 63) / 64 * 8 + 63) / 64 * 64 ))
+is "$slots" $(( capacity + capacity / 3 + 1 )) "the table: $capacity entries, $slots slots"
+head -c "$bitmap_len" /dev/zero | tr '\0' '\377' |
+    dd of="$db-table" bs=64K iflag=fullblock seek=$(( entries_off - bitmap_len )) \
+    oflag=seek_bytes conv=notrunc status=none
+head -c $(( slots * entry_size )) /dev/zero | tr '\0' '\1' |
+    dd of="$db-table" bs=64K iflag=fullblock seek="$entries_off" oflag=seek_bytes \
+    conv=notrunc status=none
+req "$url"
+is "$STATUS" 503 "every slot in use, no entry sound: the client refused (503)"
+req --interface 127.0.0.3 "$url"
+is "$STATUS" 503 "... a new client too"
+like "$(cat "$T/gw.log")" "store full" "... logged as a full table"
+req "$base/rlgate/status"
+is "$STATUS" 200 "/rlgate/status answers"
+rlgate_pids_alive gw
+ok $? "the worker lives"
 
 stop_pids "$LIGHTTPD_PID"
 stop_rlgate_fcgi gw
