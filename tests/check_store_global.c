@@ -17,7 +17,10 @@
  * next sync. "down" (single server): Redis killed: clients the table
  * holds are decided from it, a new one is a store error (on_error), a
  * sync fails and keeps what is owed; Redis back (empty): the next sync
- * pushes it.
+ * pushes it. "crowded": a sync that frees expired entries of a full
+ * table, whose runs then move the entries after them back, pushes what
+ * every owing entry owes in that sync. "long key": a key past what an
+ * entry holds inline is pushed as itself.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -44,7 +47,8 @@
  * stands for (url: another server), with its table at table-table.
  */
 static struct rlg_store *
-host(const char *shared, const char *url, const char *table)
+host_of(const char *shared, const char *url, const char *table,
+    int64_t entries)
 {
 	struct rlg_store_config cfg;
 	struct rlg_store *s = NULL;
@@ -63,13 +67,19 @@ host(const char *shared, const char *url, const char *table)
 	free(cfg.sqlite.path);
 	cfg.sqlite.path = rlg_xstrdup(table);
 	cfg.sqlite.commit = RLG_COMMIT_BEHIND;
-	cfg.sqlite.max_clients = 1000;
-	cfg.sqlite.table_entries = 4000;
+	cfg.sqlite.max_clients = entries;
+	cfg.sqlite.table_entries = entries;
 	cfg.sync_ms = G_SYNC_MS;
 	rc = rlg_store_open(&cfg, &s);
 	store_cfg_free(&cfg);
 	ck_assert_msg(rc == RLG_OK, "open %s: %s", table, rlg_store_errmsg(s));
 	return s;
+}
+
+static struct rlg_store *
+host(const char *shared, const char *url, const char *table)
+{
+	return host_of(shared, url, table, 4000);
 }
 
 /* A sync of host h at now, which must work (within HEAL_MS: a store
@@ -318,6 +328,79 @@ START_TEST(test_global_down)
 }
 END_TEST
 
+/* A key longer than an entry holds inline (in a spill slot of the
+ * table) is pushed and read back as itself. */
+START_TEST(test_global_long_key)
+{
+	struct pair h;
+	struct rlg_policy p = policy(3, G_WINDOW_S);
+	char client[200];
+	int64_t now = G0 + 1000;
+
+	memset(client, 'k', sizeof client - 1);
+	client[sizeof client - 1] = '\0';
+	pair_open(&h);
+	ck_assert_int_eq(admit_all(h.a, &p, client, now, 2), 2);
+	sync_ok(h.a, now);
+	ck_assert_int_eq(redis_count(h.shared, &p, client), 2);
+	ck_assert_int_eq(admit_all(h.b, &p, client, now + 10, 10), 1);
+	sync_ok(h.b, now + 20);
+	ck_assert_int_eq(redis_count(h.shared, &p, client), 3);
+	pair_close(&h);
+}
+END_TEST
+
+/*
+ * Tables of 64 entries (86 slots) full: runs of entries, the 16 p
+ * clients come last (so some sit after q clients in runs). Each client
+ * admitted once and synced; then, the q clients expired, each p client
+ * admitted again: the next sync frees the q entries (each freed slot
+ * taken by the next entry of its run whose home allows) and must push
+ * every p client's unit in that one sync, wherever its entry moved.
+ * Three tables, each with a hash key of its own.
+ */
+START_TEST(test_global_crowded)
+{
+	char *shared = rlg_xstrdup(path_in("shared"));
+	char *table;
+	struct rlg_policy p = alg_policy("p", RLG_ALG_FIXED_WINDOW, 10,
+	    G_WINDOW_S, 0);
+	struct rlg_policy q = alg_policy("q", RLG_ALG_FIXED_WINDOW, 10, 1, 0);
+	struct rlg_store *h;
+	char client[32], name[16];
+	int64_t now;
+	int i, round, pushed;
+
+	for (round = 0; round < 3; round++) {
+		snprintf(name, sizeof name, "crowded%d", round);
+		table = rlg_xstrdup(path_in(name));
+		h = host_of(shared, NULL, table, 64);
+		now = G0 + 1000;
+		/* the p clients last: more of them after others in runs */
+		for (i = 0; i < 64; i++) {
+			snprintf(client, sizeof client, "%c%d-%d",
+			    i < 48 ? 'q' : 'p', round, i < 48 ? i : i - 48);
+			ck_assert(hit(h, i < 48 ? &q : &p, client, now, NULL));
+		}
+		sync_ok(h, now);
+		now += 5000;
+		for (i = 0; i < 16; i++) {
+			snprintf(client, sizeof client, "p%d-%d", round, i);
+			ck_assert(hit(h, &p, client, now, NULL));
+		}
+		sync_ok(h, now);
+		for (i = 0, pushed = 0; i < 16; i++) {
+			snprintf(client, sizeof client, "p%d-%d", round, i);
+			pushed += redis_count(shared, &p, client) == 2;
+		}
+		ck_assert_int_eq(pushed, 16);
+		rlg_store_close(h);
+		free(table);
+	}
+	free(shared);
+}
+END_TEST
+
 void
 rlg_global_redis_tests(Suite *s, bool cluster)
 {
@@ -330,6 +413,8 @@ rlg_global_redis_tests(Suite *s, bool cluster)
 	tcase_add_test(tc, test_global_alone);
 	tcase_add_test(tc, test_global_cost);
 	tcase_add_test(tc, test_global_reset);
+	tcase_add_test(tc, test_global_crowded);
+	tcase_add_test(tc, test_global_long_key);
 	if (!cluster)
 		tcase_add_test(tc, test_global_down);
 }
