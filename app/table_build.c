@@ -139,7 +139,9 @@ tbl_migrate(const char *path, int fd, const struct tbl_header *h,
  * read within bounds (its key's length, its policy's slot and name; one
  * that is not sound is left out), over t's own of the same key if any.
  * keep: an entry keeps old's seq and flushed mark (a resize of the same
- * database), else it is unflushed in t. The entries copied.
+ * database), else it is unflushed in t. Its sync block goes along (what
+ * a host owes Redis is not lost to a resize or a carry). The entries
+ * copied.
  */
 static uint64_t
 tbl_copy_in(struct tbl *t, const struct tbl *old, bool keep)
@@ -163,6 +165,8 @@ tbl_copy_in(struct tbl *t, const struct tbl *old, bool keep)
 		    (e = tbl_insert(t, policy, client, 0, 0)) == NULL)
 			continue;
 		tbl_write(t, e, &o->st);
+		/* what it owes the shared store (local+global) goes along */
+		tbl_write_sync(t, e, &o->sync);
 		if (keep) {
 			e->seq = o->seq;
 			e->flushed = o->flushed;

@@ -20,13 +20,15 @@
  * pushes it. "crowded": a sync that frees expired entries of a full
  * table, whose runs then move the entries after them back, pushes what
  * every owing entry owes in that sync. "long key": a key past what an
- * entry holds inline is pushed as itself.
+ * entry holds inline is pushed as itself. "carry": the table file
+ * removed, what its entries owe is carried into the new one and pushed.
  */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <check.h>
 
@@ -328,6 +330,28 @@ START_TEST(test_global_down)
 }
 END_TEST
 
+/* The table file removed: the handle carries its entries into the table
+ * the path names, with what they owe, which its next sync pushes. */
+START_TEST(test_global_carry)
+{
+	struct pair h;
+	struct rlg_policy p = policy(10, G_WINDOW_S);
+	char table[512];
+	int64_t now = G0 + 1000;
+
+	pair_open(&h);
+	ck_assert_int_eq(admit_all(h.a, &p, "c9", now, 1), 1);
+	sync_ok(h.a, now);
+	ck_assert_int_eq(admit_all(h.a, &p, "c9", now + 10, 2), 2);
+	snprintf(table, sizeof table, "%s-table", h.ta);
+	ck_assert_int_eq(unlink(table), 0);
+	ck_assert(hit(h.a, &p, "c9", now + 20, NULL));
+	sync_ok(h.a, now + 30);
+	ck_assert_int_eq(redis_count(h.shared, &p, "c9"), 4);
+	pair_close(&h);
+}
+END_TEST
+
 /* A key longer than an entry holds inline (in a spill slot of the
  * table) is pushed and read back as itself. */
 START_TEST(test_global_long_key)
@@ -415,6 +439,7 @@ rlg_global_redis_tests(Suite *s, bool cluster)
 	tcase_add_test(tc, test_global_reset);
 	tcase_add_test(tc, test_global_crowded);
 	tcase_add_test(tc, test_global_long_key);
+	tcase_add_test(tc, test_global_carry);
 	if (!cluster)
 		tcase_add_test(tc, test_global_down);
 }
