@@ -10,9 +10,12 @@
  * An entry owes (struct tbl_sync, table_types.h) the units admitted here
  * and not yet pushed, by window, and asks for the global state when a
  * request was refused since the last sync. A sync takes what the entries
- * owe under the table's lock (zeroing it), sends it without the lock, in
- * one rlg_store_sync per batch (the store merges each item with
- * rlg_limiter_merge's rules), and under the lock again sets each entry to
+ * owe under the table's lock (zeroing it), found by the table's bitmap of
+ * the entries that owe (so a sync costs what is owed; once in
+ * TAB_SWEEP_MS it looks at every entry in use and frees the expired),
+ * sends it without the lock, in one rlg_store_sync per batch (the store
+ * merges each item with rlg_limiter_merge's rules), and under the lock
+ * again sets each entry to
  * the global state merged with what the entry admitted meanwhile. What the
  * store did not merge (an error, Redis down) is owed again: a host that
  * cannot reach the store keeps deciding from its table and pushes later.
@@ -39,8 +42,8 @@
 #include "util.h"
 
 static size_t tab_take(struct tbl *t, uint64_t *at, struct tab_sb *sb,
-    int64_t now_ms);
-static bool tab_owes(const struct tbl_sync *y);
+    int64_t now_ms, bool sweep);
+static uint64_t tab_next(const struct tbl *t, uint64_t i, bool sweep);
 static size_t tab_items(struct tab_sb *sb, size_t k);
 static void tab_apply(struct tbl *t, struct tab_sb *sb, size_t n,
     int64_t now_ms);
@@ -78,13 +81,6 @@ tab_owe(struct tbl_sync *y, int64_t units, int64_t window_start_ms)
 	}
 }
 
-/* Whether y owes the store anything, or asks for its state. */
-static bool
-tab_owes(const struct tbl_sync *y)
-{
-	return y->units[0] > 0 || y->units[1] > 0 || y->pull;
-}
-
 int
 tab_sync_behind(struct tbl *t, struct rlg_store *db, const char *path,
     int64_t now_ms, struct tab_sb *sb)
@@ -92,6 +88,10 @@ tab_sync_behind(struct tbl *t, struct rlg_store *db, const char *path,
 	uint64_t at = 0;
 	size_t n, k, m;
 	int rc = 0;
+	/* every entry in use looked at, to free the expired, once in
+	 * TAB_SWEEP_MS; else only those that owe */
+	bool sweep = now_ms - sb->swept_ms >= TAB_SWEEP_MS ||
+	    now_ms < sb->swept_ms;
 
 	if (tbl_flush_lock(t) != 0)
 		return -1;
@@ -100,7 +100,7 @@ tab_sync_behind(struct tbl *t, struct rlg_store *db, const char *path,
 			rc = -1;
 			break;
 		}
-		n = tab_take(t, &at, sb, now_ms);
+		n = tab_take(t, &at, sb, now_ms, sweep);
 		tbl_unlock(t);
 		if (n == 0)
 			continue;
@@ -134,18 +134,22 @@ tab_sync_behind(struct tbl *t, struct rlg_store *db, const char *path,
 	}
 	if (rc == 0)
 		tbl_set_flushed_at(t, now_ms);
+	if (rc == 0 && sweep)
+		sb->swept_ms = now_ms;
 	rlg_metrics_flush(rc == 0);
 	return rc == 0 ? 0 : -1;
 }
 
 /*
  * Under the lock: the next batch of entries that owe something, from *at
- * on, taken into sb (what they owe zeroed); frees those that expired and
- * owe nothing, and forgets what an entry owes under limits no merge
- * takes (a table written by hand). Returns the entries taken.
+ * on, taken into sb (what they owe zeroed), found by the bitmap of those
+ * that owe; with sweep, by that of every entry in use, freeing those that
+ * expired and owe nothing. Forgets what an entry owes under limits no
+ * merge takes (a table written by hand). Returns the entries taken.
  */
 static size_t
-tab_take(struct tbl *t, uint64_t *at, struct tab_sb *sb, int64_t now_ms)
+tab_take(struct tbl *t, uint64_t *at, struct tab_sb *sb, int64_t now_ms,
+    bool sweep)
 {
 	static const struct tbl_sync zero_y;
 	static const struct rlg_state zero_st;
@@ -154,14 +158,16 @@ tab_take(struct tbl *t, uint64_t *at, struct tab_sb *sb, int64_t now_ms)
 	struct tab_taken *x;
 	size_t got = 0;
 
-	for (*at = tbl_next(t, *at); *at < tbl_extent(t) &&
-	    got < TAB_SYNC_BATCH; *at = tbl_next(t, *at + 1)) {
+	for (*at = tab_next(t, *at, sweep); *at < tbl_extent(t) &&
+	    got < TAB_SYNC_BATCH; *at = tab_next(t, *at + 1, sweep)) {
 		/* Freed, the entry after it in its run moves into its slot:
 		 * that one is looked at next. */
-		while ((e = tbl_at(t, *at)) != NULL && !tab_owes(&e->sync) &&
-		    e->st.expires_ms <= now_ms && tbl_remove(t, e))
+		while (sweep && (e = tbl_at(t, *at)) != NULL &&
+		    !tbl_sync_owes(&e->sync) && e->st.expires_ms <= now_ms &&
+		    tbl_remove(t, e))
 			tbl_commit(t);
-		if (e == NULL || !tab_owes(&e->sync))
+		e = tbl_at(t, *at);
+		if (e == NULL || !tbl_sync_owes(&e->sync))
 			continue;
 		if (e->sync.units[0] < 0 || e->sync.units[1] < 0 ||
 		    e->sync.units[0] > RLG_MERGE_COUNT_MAX ||
@@ -184,6 +190,14 @@ tab_take(struct tbl *t, uint64_t *at, struct tab_sb *sb, int64_t now_ms)
 		tbl_commit(t);
 	}
 	return got;
+}
+
+/* The next slot a sync looks at, from i on: one in use when it sweeps,
+ * else one marked as owing. */
+static uint64_t
+tab_next(const struct tbl *t, uint64_t i, bool sweep)
+{
+	return sweep ? tbl_next(t, i) : tbl_next_owing(t, i);
 }
 
 /*

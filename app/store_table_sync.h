@@ -15,6 +15,9 @@
 #define TAB_SYNC_BATCH ((size_t)512)
 /* The default [store] sync_ms. */
 #define TAB_SYNC_MS_DEFAULT 100
+/* A sync looks at every entry in use (and frees the expired) once in
+ * this many ms; the others look only at the entries that owe. */
+#define TAB_SWEEP_MS 1000
 
 /* One entry taken by a sync: what it owed, and where it was. */
 struct tab_taken {
@@ -31,6 +34,7 @@ struct tab_sb {
 	struct rlg_sync_item items[TAB_SYNC_BATCH * 2];
 	struct rlg_state global[TAB_SYNC_BATCH * 2];
 	int64_t failures;             /* syncs failed in a row (logged once) */
+	int64_t swept_ms;             /* the last sync that looked at all */
 };
 
 /*

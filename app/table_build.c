@@ -279,7 +279,7 @@ tbl_build(const char *path, const struct tbl_ident *id, uint64_t capacity,
 	need = (uint64_t)((unsigned char *)t->entries - t->base);
 	if (t->fd < 0 || tbl_take_blocks(t, 0, need) != 0) {
 		snprintf(err, errsize, "table %s: no room on its file system"
-		    " for its header and bitmap (%llu bytes): %s", path,
+		    " for its header and bitmaps (%llu bytes): %s", path,
 		    (unsigned long long)need, strerror(errno));
 		tbl_close(t);
 		unlink(path);

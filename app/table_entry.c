@@ -233,15 +233,22 @@ tbl_after(const struct tbl *t, uint64_t i)
 	return i + 1 < t->slots ? i + 1 : 0;
 }
 
-/* Slot i marked in use or not in the bitmap. Journaled. */
+/* Slot i's bit in map set or cleared. Journaled. */
 static void
-tbl_mark(struct tbl *t, uint64_t i, bool on)
+tbl_set_bit(struct tbl *t, uint64_t *map, uint64_t i, bool on)
 {
-	uint64_t *w = &t->bitmap[i / 64], bit = UINT64_C(1) << (i % 64);
+	uint64_t *w = &map[i / 64], bit = UINT64_C(1) << (i % 64);
 	uint64_t v = on ? *w | bit : *w & ~bit;
 
 	if (v != *w)
 		tbl_set_u64(t, w, v);
+}
+
+/* Slot i marked in use or not in the bitmap. Journaled. */
+static void
+tbl_mark(struct tbl *t, uint64_t i, bool on)
+{
+	tbl_set_bit(t, t->bitmap, i, on);
 }
 
 /*
@@ -391,6 +398,7 @@ tbl_insert(struct tbl *t, const char *policy, const char *client,
 	}
 	e->used = 1;
 	tbl_mark(t, i, true);
+	tbl_set_bit(t, t->owing, i, false);
 	tbl_set_u64(t, &h->count, h->count + 1);
 	tbl_set_u64(t, &h->policies[slot].count, h->policies[slot].count + 1);
 	return e;
@@ -404,11 +412,18 @@ tbl_write(struct tbl *t, struct tbl_entry *e, const struct rlg_state *st)
 	e->seq++;
 }
 
+bool
+tbl_sync_owes(const struct tbl_sync *y)
+{
+	return y->units[0] > 0 || y->units[1] > 0 || y->pull;
+}
+
 void
 tbl_write_sync(struct tbl *t, struct tbl_entry *e, const struct tbl_sync *y)
 {
 	tbl_save(t, &e->sync, sizeof e->sync);
 	e->sync = *y;
+	tbl_set_bit(t, t->owing, (uint64_t)(e - t->entries), tbl_sync_owes(y));
 }
 
 /* The entry in slot from moved to slot to, with its spill slot's name.
@@ -428,6 +443,8 @@ tbl_move(struct tbl *t, uint64_t from, uint64_t to)
 	}
 	tbl_save(t, &t->entries[to], sizeof *e);
 	t->entries[to] = *e;
+	tbl_set_bit(t, t->owing, to, (t->owing[from / 64] >> (from % 64) & 1)
+	    != 0);
 }
 
 /*
@@ -456,6 +473,7 @@ tbl_shift(struct tbl *t, uint64_t i, bool apply)
 		tbl_save(t, &t->entries[i], sizeof t->entries[i]);
 		memset(&t->entries[i], 0, sizeof t->entries[i]);
 		tbl_mark(t, i, false);
+		tbl_set_bit(t, t->owing, i, false);
 	}
 	return moves;
 }
@@ -471,8 +489,9 @@ tbl_remove(struct tbl *t, struct tbl_entry *e)
 {
 	struct tbl_header *h = t->h;
 	uint64_t at = (uint64_t)(e - t->entries);
-	/* a move: the entry and its spill slot's owner, as records */
-	size_t per = 2 * sizeof(struct tbl_undo) + sizeof *e + 8;
+	/* a move: the entry, its spill slot's owner and its word of the
+	 * bitmap of those that owe, as records */
+	size_t per = 3 * sizeof(struct tbl_undo) + sizeof *e + 16;
 
 	if (at >= t->slots || !tbl_in_use(t, at) ||
 	    !tbl_room(t, (tbl_shift(t, at, false) + 4) * per +
@@ -556,22 +575,35 @@ tbl_extent(const struct tbl *t)
 	return t->slots;
 }
 
-uint64_t
-tbl_next(const struct tbl *t, uint64_t i)
+/* The first slot at or after i whose bit in map is set, or the slots. */
+static uint64_t
+tbl_next_in(const struct tbl *t, const uint64_t *map, uint64_t i)
 {
 	uint64_t w;
 
 	if (i >= t->slots)
 		return t->slots;
-	w = t->bitmap[i / 64] & (~UINT64_C(0) << (i % 64));
+	w = map[i / 64] & (~UINT64_C(0) << (i % 64));
 	while (w == 0) {
 		i = (i / 64 + 1) * 64;
 		if (i >= t->slots)
 			return t->slots;
-		w = t->bitmap[i / 64];
+		w = map[i / 64];
 	}
 	i = i / 64 * 64 + (uint64_t)__builtin_ctzll(w);
 	return i < t->slots ? i : t->slots;
+}
+
+uint64_t
+tbl_next(const struct tbl *t, uint64_t i)
+{
+	return tbl_next_in(t, t->bitmap, i);
+}
+
+uint64_t
+tbl_next_owing(const struct tbl *t, uint64_t i)
+{
+	return tbl_next_in(t, t->owing, i);
 }
 
 uint64_t

@@ -48,9 +48,16 @@ struct tbl_entry *tbl_insert(struct tbl *t, const char *policy,
 void tbl_write(struct tbl *t, struct tbl_entry *e,
     const struct rlg_state *st);
 
-/* Writes y into e's sync block (journaled): the local+global mode's. */
+/*
+ * Writes y into e's sync block (journaled): the local+global mode's. Its
+ * slot's bit in the table's bitmap of entries that owe follows
+ * tbl_sync_owes(y) (a walk of what is owed: tbl_next_owing).
+ */
 void tbl_write_sync(struct tbl *t, struct tbl_entry *e,
     const struct tbl_sync *y);
+
+/* Whether y owes the shared store: units to push, or a read asked for. */
+bool tbl_sync_owes(const struct tbl_sync *y);
 
 /*
  * Removes e and frees its slot (journaled): entries after it in its run
@@ -86,6 +93,9 @@ const char *tbl_policy_at(const struct tbl *t, int slot);
 struct tbl_entry *tbl_at(struct tbl *t, uint64_t i);
 uint64_t tbl_extent(const struct tbl *t);
 uint64_t tbl_next(const struct tbl *t, uint64_t i);
+/* The first slot at or after i marked as owing (tbl_write_sync), or
+ * tbl_extent: the entry there, if tbl_at finds one, is to be checked. */
+uint64_t tbl_next_owing(const struct tbl *t, uint64_t i);
 
 /* Entries in use, and the capacity. */
 uint64_t tbl_count(const struct tbl *t);

@@ -71,8 +71,9 @@ tbl_slots_of(uint64_t capacity)
 
 /*
  * The file's size, and where its parts start: the header, the bitmap
- * of the slots in use, the entry slots, the spill slots (right after
- * the entries: 224 is a multiple of their alignment).
+ * of the slots in use, then that of the entries that owe the shared
+ * store (as long, right after it), the entry slots, the spill slots
+ * (right after the entries: 224 is a multiple of their alignment).
  */
 uint64_t
 tbl_offsets(uint64_t capacity, uint64_t *slots, uint64_t *bitmap_off,
@@ -84,8 +85,8 @@ tbl_offsets(uint64_t capacity, uint64_t *slots, uint64_t *bitmap_off,
 	    == 0, "the spill slots follow the entries aligned");
 	*slots = s;
 	*bitmap_off = (sizeof(struct tbl_header) + 63) & ~(uint64_t)63;
-	*entries_off = (*bitmap_off + (s + 63) / 64 * sizeof(uint64_t) + 63) &
-	    ~(uint64_t)63;
+	*entries_off = (*bitmap_off + 2 * ((s + 63) / 64) * sizeof(uint64_t) +
+	    63) & ~(uint64_t)63;
 	return *entries_off + s * sizeof(struct tbl_entry) +
 	    tbl_spill_bytes(capacity);
 }
@@ -145,6 +146,7 @@ tbl_map(int fd, uint64_t capacity, char *err, size_t errsize)
 	t->size = (size_t)size;
 	t->h = p;
 	t->bitmap = (uint64_t *)(t->base + bo);
+	t->owing = t->bitmap + (slots + 63) / 64;
 	t->entries = (struct tbl_entry *)(t->base + eo);
 	t->spill = (struct tbl_spill *)(t->base + eo +
 	    slots * sizeof(struct tbl_entry));
@@ -371,5 +373,7 @@ tbl_field(struct tbl *t, const char *name)
 			return t->base + fields[i].off;
 	if (strcmp(name, "bitmap") == 0)
 		return t->bitmap;
+	if (strcmp(name, "owing") == 0)
+		return t->owing;
 	return strcmp(name, "entries") == 0 ? t->entries : NULL;
 }

@@ -19,14 +19,15 @@
 #define TBL_MAGIC "RLGTAB01"
 /*
  * 5: each entry (224 bytes, its sync block with it) in the slot its
- * hash leads to (no index), an occupancy bitmap; 4: entries of 400 bytes
+ * hash leads to (no index), a bitmap of the slots in use and one of the
+ * entries that owe the shared store; 4: entries of 400 bytes
  * and an index of their numbers; 3: entries of 320 bytes.
  */
 #define TBL_VERSION 5
 /*
  * The journal's room: a step of 64 items, each an entry and its spill
  * slot, with expired entries reclaimed (each removal moving the entries
- * after it in its run, 264 bytes of journal a move), fits many times
+ * after it in its run, 288 bytes of journal a move), fits many times
  * over; reclaiming stops at half of it, and a removal whose moves would
  * not fit is not made (tbl_remove).
  */
@@ -104,6 +105,8 @@ struct tbl {
 	 */
 	unsigned char hash_key[16];
 	uint64_t *bitmap;             /* a bit a slot: in use */
+	uint64_t *owing;              /* a bit a slot: its entry owes
+	                               * (local+global, tbl_sync_owes) */
 	struct tbl_entry *entries;
 	struct tbl_spill *spill;
 	int fd;                       /* the file, for tbl_take_blocks */

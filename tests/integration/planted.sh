@@ -18,7 +18,7 @@
 # rlgate_flush_age_seconds growing; once released, the age falls back.
 #
 # Last, the live table written by a hand that may write it (its owner, or
-# a bug): every bit of its bitmap set and every byte of its entry slots
+# a bug): every bit of its bitmaps set and every byte of its entry slots
 # 0x01, so every slot is in use (a run that never ends) and holds an
 # entry no key fits (a length of 257).
 # A lookup ends after the slots, a new client and the known one are
@@ -138,7 +138,7 @@ like "$(cat "$T/gw.log")" "flush failed, retried" "the failed flush is logged"
 req "$base/rlgate/status"
 like "$BODY" '"flush_failures":[1-9][0-9]*,"flush_age_s":' "/rlgate/status shows them"
 
-# --- the live table's bitmap and entry slots written over: every bit
+# --- the live table's bitmaps and entry slots written over: every bit
 # set, 0x01 in every byte of the slots
 # header_u64 OFF: the 8 bytes at OFF of the table's header, a number.
 header_u64() {
@@ -149,8 +149,9 @@ capacity=$(header_u64 24)
 slots=$(header_u64 32)
 spill=$(( (capacity < 4096 ? capacity : 4096) * 272 ))
 entries_off=$(( $(stat -c %s "$db-table") - spill - slots * entry_size ))
-# the bitmap ends where the slots begin: 8 bytes for 64 slots, 64 aligned
-bitmap_len=$(( ( (slots + 63) / 64 * 8 + 63) / 64 * 64 ))
+# the two bitmaps (the slots in use, the entries that owe) end where the
+# slots begin: 8 bytes each for 64 slots, 64 aligned
+bitmap_len=$(( ( 2 * ( (slots + 63) / 64 * 8 ) + 63) / 64 * 64 ))
 is "$slots" $(( capacity + capacity / 3 + 1 )) "the table: $capacity entries, $slots slots"
 head -c "$bitmap_len" /dev/zero | tr '\0' '\377' |
     dd of="$db-table" bs=64K iflag=fullblock seek=$(( entries_off - bitmap_len )) \
