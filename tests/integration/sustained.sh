@@ -7,15 +7,19 @@
 # it), each sending 1 to 3 requests a window against a limit of 2. SUSTAINED_PROCS and
 # SUSTAINED_THREADS change the shape (default -F 4, --threads 2). Every SUSTAINED_SAMPLE_S seconds (default 3) it samples the sizes
 # of the database, its -wal and -shm, the rows of rlg_state (an operator's
-# read, as anyone may run one) and the VmRSS of every worker: the samples
-# come out as a TSV in TAP diag lines.
+# read, as anyone may run one) and the private memory of every worker
+# (RssAnon: the decision table and the database are files every process
+# maps and shares, their pages bounded by the files' sizes, and counted
+# in VmRSS as they are touched; the decision table's entries sit where
+# their hashes lead, all over its file): the samples come out as a TSV in
+# TAP diag lines.
 #
 # It asserts: the WAL never passed SUSTAINED_WAL_MAX_MB (default 16, twice
 # the length at which the store makes it start over: it checkpoints it
 # past about 4 MB and makes it start over past about 8 MB), and within 45
 # s of light traffic after the load (five requests a second) it is back
 # within 4 MiB; the database stayed bounded by the clients (at most 400 bytes a
-# client, and never more rows than clients); no worker's RSS grew by more
+# client, and never more rows than clients); no worker's RssAnon grew by more
 # than SUSTAINED_RSS_SLACK_MB (default 16, 256 under ASan) from the end of
 # the first third of the run to its end; counting stayed exact (per client
 # and window, admitted == min(sent, limit); only 200s and 429s; no store
@@ -65,11 +69,11 @@ size() {
 	stat -c %s "$1" 2>/dev/null || echo 0
 }
 
-# rss_kb: the largest VmRSS (kB) of the workers, and their sum.
+# rss_kb: the largest RssAnon (kB) of the workers, and their sum.
 rss_kb() {
 	local p v max=0 sum=0
 	for p in "${RLGATE_PIDS[@]}"; do
-		v=$(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
+		v=$(awk '/^RssAnon:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
 		[ -n "$v" ] || continue
 		sum=$((sum + v))
 		[ "$v" -gt "$max" ] && max=$v
@@ -82,7 +86,7 @@ rss_kb() {
 t0=$(now_ms)
 sampler() {
 	local i rows rss
-	printf 't_s\tdb_bytes\twal_bytes\tshm_bytes\trows\trss_max_kb\trss_sum_kb\n'
+	printf 't_s\tdb_bytes\twal_bytes\tshm_bytes\trows\tanon_max_kb\tanon_sum_kb\n'
 	for i in $(seq 0 $(((SECONDS_RUN + 120) / SAMPLE_S))); do
 		rows=$(sqlite3 -cmd '.timeout 2000' "$db" \
 		    'SELECT count(*) FROM rlg_state' 2>/dev/null || echo -)
@@ -157,9 +161,9 @@ third=$((nsamples / 3))
 [ "$third" -ge 1 ] || third=1
 rss_third=$(awk -v n="$third" 'NR == n { print $6 }' "$T/during")
 rss_last=$(awk 'END { print $6 }' "$T/during")
-diag "sustained: the largest worker's VmRSS $rss_third kB after a third of the run, $rss_last kB at its end"
+diag "sustained: the largest worker's RssAnon $rss_third kB after a third of the run, $rss_last kB at its end"
 between "$rss_last" 1 $((rss_third + RSS_SLACK_MB * 1024)) \
-    "no worker's RSS grew by more than $RSS_SLACK_MB MiB after the first third"
+    "no worker's own memory (RssAnon) grew by more than $RSS_SLACK_MB MiB after the first third"
 
 # Exact counting, as in load.sh.
 check_load_counts $LIMIT "$PROCS"
