@@ -18,6 +18,15 @@
  * As in check_redis_script.c, the script runs at a simulated now, so
  * each call goes in a MULTI/EXEC with a PTTL and a PERSIST per key: the
  * TTL is read and no key expires while the simulated clock stands still.
+ *
+ * Redis 7.0's PEXPIRE reads the clock twice, for the key's deadline
+ * (now + ttl) and to see whether that deadline is already past, and
+ * deletes the key at once when it is: a state the merge writes with a
+ * short TTL (1 ms when it ends now) is lost inside the EXEC when the
+ * server is preempted between the two reads (a loaded machine; it
+ * failed a CI run). A later item of the same key in the call then reads
+ * no state, and the PTTL answers -2. For a key written with a TTL within
+ * SHORT_TTL_MS the test accepts either, and the model follows Redis.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -41,6 +50,7 @@ extern const char rlg_redis_sync_lua[];
 #define STEPS 3000
 #define T0 ((int64_t)1700000000000)
 #define GRAIN_MS 1000
+#define SHORT_TTL_MS 1000
 
 struct key {
 	char name[32];
@@ -228,6 +238,28 @@ last_of(const size_t *idx, size_t n, size_t i)
 	return true;
 }
 
+/* The model's merge of one item into st, expires as the store keeps it. */
+static void
+model_item(const struct rlg_limit *lim, struct rlg_state *st, int64_t units,
+    int64_t uws, int64_t now)
+{
+	ck_assert_int_eq(rlg_limiter_merge(lim, st, units, uws, now, st),
+	    RLG_OK);
+	if (units > 0)
+		st->expires_ms = round_expires(st->expires_ms);
+}
+
+/* Whether item i of the reply e answers the state st. */
+static bool
+reply_is(const redisReply *e, size_t i, const struct rlg_state *st)
+{
+	return elem(e, 1 + 5 * i) == st->window_start_ms &&
+	    elem(e, 2 + 5 * i) == st->count &&
+	    elem(e, 3 + 5 * i) == st->prev_count &&
+	    elem(e, 4 + 5 * i) == st->tat_us &&
+	    elem(e, 5 + 5 * i) == st->expires_ms;
+}
+
 /*
  * One call of n items (keys idx[], units[], uws[]) at now in a MULTI with
  * a PTTL and a PERSIST per key; the reply and the TTLs checked against
@@ -240,6 +272,7 @@ diff_call(const size_t *idx, const int64_t *units, const int64_t *uws,
 	char nums[MAXN * 6 + 2][24];
 	const char *argv[3 + MAXN + 2 + 6 * MAXN];
 	struct rlg_state before[MAXN], *st;
+	bool short_ttl[NPOL * NKEY];
 	redisReply *r, *e;
 	int64_t ttl;
 	int argc = 0, a = 0;
@@ -279,31 +312,42 @@ diff_call(const size_t *idx, const int64_t *units, const int64_t *uws,
 	ck_assert_msg(e->type == REDIS_REPLY_ARRAY, "step %ld: %s", step,
 	    e->type == REDIS_REPLY_ERROR ? e->str : "not an array");
 	ck_assert_int_eq(elem(e, 0), rlg_limiter_clamp_time(now));
+	memset(short_ttl, 0, sizeof short_ttl);
 	for (i = 0; i < n; i++) {
 		st = &keys[idx[i]].st;
 		before[i] = *st;
-		ck_assert_int_eq(rlg_limiter_merge(&keys[idx[i]].lim, st,
-		    units[i], uws[i], now, st), RLG_OK);
-		if (units[i] > 0)
-			st->expires_ms = round_expires(st->expires_ms);
-		ck_assert_msg(elem(e, 1 + 5 * i) == st->window_start_ms &&
-		    elem(e, 2 + 5 * i) == st->count &&
-		    elem(e, 3 + 5 * i) == st->prev_count &&
-		    elem(e, 4 + 5 * i) == st->tat_us &&
-		    elem(e, 5 + 5 * i) == st->expires_ms,
-		    "step %ld item %zu (%s, alg %d): reply differs from the"
-		    " model (%lld %lld %lld %lld %lld)", step, i,
-		    keys[idx[i]].name, (int)keys[idx[i]].lim.algorithm,
+		model_item(&keys[idx[i]].lim, st, units[i], uws[i], now);
+		if (!reply_is(e, i, st) && short_ttl[idx[i]]) {
+			/* an earlier item wrote it with a short TTL: lost */
+			memset(st, 0, sizeof *st);
+			before[i] = *st;
+			model_item(&keys[idx[i]].lim, st, units[i], uws[i], now);
+		}
+		ck_assert_msg(reply_is(e, i, st),
+		    "step %ld item %zu (%s, alg %d): reply (%lld %lld %lld %lld"
+		    " %lld) differs from the model (%lld %lld %lld %lld %lld)",
+		    step, i, keys[idx[i]].name, (int)keys[idx[i]].lim.algorithm,
+		    (long long)elem(e, 1 + 5 * i), (long long)elem(e, 2 + 5 * i),
+		    (long long)elem(e, 3 + 5 * i), (long long)elem(e, 4 + 5 * i),
+		    (long long)elem(e, 5 + 5 * i),
 		    (long long)st->window_start_ms, (long long)st->count,
 		    (long long)st->prev_count, (long long)st->tat_us,
 		    (long long)st->expires_ms);
+		if (memcmp(&before[i], st, sizeof *st) != 0)
+			short_ttl[idx[i]] = st->expires_ms -
+			    rlg_limiter_clamp_time(now) <= SHORT_TTL_MS;
 	}
 	/* A key that its last item in the call changed expires then (less
-	 * the real time the MULTI took). */
+	 * the real time the MULTI took), or, written with a short TTL, may
+	 * be gone: then the model forgets it too. */
 	for (i = 0; i < n; i++) {
 		if (!last_of(idx, n, i) || memcmp(&before[i], &keys[idx[i]].st,
 		    sizeof before[i]) == 0)
 			continue;
+		if (r->element[1 + i]->integer == -2 && short_ttl[idx[i]]) {
+			memset(&keys[idx[i]].st, 0, sizeof keys[idx[i]].st);
+			continue;
+		}
 		ttl = keys[idx[i]].st.expires_ms - rlg_limiter_clamp_time(now);
 		ttl = ttl > 1 ? ttl : 1;
 		ck_assert_msg(r->element[1 + i]->integer <= ttl &&
