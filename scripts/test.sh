@@ -72,9 +72,11 @@ step() {
 # lines of its own log that say why (its log is gone once the run ends).
 failing() {
 	local t f
-	grep -E '^(FAIL|ERROR|XPASS): ' "$1" | head -n 20 | while read -r _ t _; do
+	grep -E '^(FAIL|ERROR|XPASS): ' "$1" | awk '!seen[$2]++' | head -n 20 |
+	    while read -r _ t _; do
 		echo "--- failed: $t"
-		f=$(find _build/dist -path "*/${t}.log" 2>/dev/null | head -n 1)
+		# automake's log of tests/unit/x.suite is tests/unit/x.log
+		f=$(find _build/dist -path "*/${t%.*}.log" 2>/dev/null | head -n 1)
 		[ -n "$f" ] && grep -E '^(not ok|# )|:[EF]:|[Ff]ail|[Ee]rror' "$f" | head -n 30
 	done
 }
