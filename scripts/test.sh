@@ -75,8 +75,10 @@ failing() {
 	grep -E '^(FAIL|ERROR|XPASS): ' "$1" | awk '!seen[$2]++' | head -n 20 |
 	    while read -r _ t _; do
 		echo "--- failed: $t"
-		# automake's log of tests/unit/x.suite is tests/unit/x.log
-		f=$(find _build/dist -path "*/${t%.*}.log" 2>/dev/null | head -n 1)
+		# automake's log of tests/unit/x.suite is tests/unit/x.log, of
+		# tests/integration/x.sh tests/integration/x.sh.log
+		f=$(find _build/dist \( -path "*/${t}.log" -o \
+		    -path "*/${t%.suite}.log" \) 2>/dev/null | head -n 1)
 		[ -n "$f" ] && grep -E '^(not ok|# )|:[EF]:|[Ff]ail|[Ee]rror' "$f" | head -n 30
 	done
 }
