@@ -108,7 +108,7 @@ rd_exec_script(struct rd_store *s, int argc)
 {
 	redisReply *reply = rd_exec_on(s, 0, false, argc);
 
-	if (reply != NULL && rd_error_is(reply, "NOSCRIPT")) {
+	if (reply != NULL && rd_not_loaded(reply)) {
 		freeReplyObject(reply);
 		if (rd_load_script(s, &s->nodes[0]) != 0)
 			return NULL;
@@ -294,8 +294,8 @@ rd_batch_pipeline(struct rd_store *s, struct rlg_group_waiter *batch,
 		s->outlen = 0;
 		for (x = batch, r = 0; x != NULL; x = x->next, r++)
 			if (s->bnode[r] == ni + 1) {
-				rd_append(s, rd_build(s, x->items, NULL, x->n,
-				    false, now_ms));
+				rd_append(s, ni, rd_build(s, x->items, NULL,
+				    x->n, false, now_ms));
 				n++;
 			}
 		if (rd_exec_many(s, ni, n, s->breply) != 0) {
@@ -310,7 +310,7 @@ rd_batch_pipeline(struct rd_store *s, struct rlg_group_waiter *batch,
 			x->res = RLG_ESTORE;        /* no connection, or no reply */
 		} else {
 			noscript = noscript ||
-			    rd_error_is(s->breply[k], "NOSCRIPT");
+			    rd_not_loaded(s->breply[k]);
 			/* A slot moved (or the cluster is down): the map is
 			 * read again before the next batch, which then goes
 			 * to the right master; this request goes alone. */

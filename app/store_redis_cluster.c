@@ -407,7 +407,7 @@ rd_cluster_exec(struct rd_store *s, unsigned slot, int argc,
 		}
 		if (reply->type != REDIS_REPLY_ERROR)
 			break;
-		if (rd_error_is(reply, "NOSCRIPT") && !t.reloaded) {
+		if (rd_not_loaded(reply) && !t.reloaded) {
 			freeReplyObject(reply);
 			t.reloaded = true;
 			if (rd_load_script(s, &s->nodes[t.ni]) != 0) {

@@ -106,6 +106,7 @@ static void rd_timed_out(struct rd_store *s, const struct rd_node *node,
     const char *what);
 static void *rd_create_array(const redisReadTask *task, rd_nelem elements);
 static void rd_fn_setup(void);
+static void rd_call_head(struct rd_store *s, const struct rd_node *node);
 static void rd_reader_init(void);
 static void rd_io_error(struct rd_store *s, const struct rd_node *node,
     const char *what);
@@ -378,10 +379,43 @@ rd_command_ok(struct rd_store *s, struct rd_node *node, redisReply *reply,
 	return rc;
 }
 
-/* SCRIPT LOAD of step.lua (rd_load_lua): its SHA1 into s->sha. */
+/*
+ * FUNCTION LOAD REPLACE of the library on node (REPLACE: a library of its
+ * name is this text, or one someone else planted: ours replaces it). 1
+ * when loaded; 0 when the server refused it (the caller uses EVALSHA);
+ * -1 when the exchange failed (errmsg; the connection is dropped).
+ */
+static int
+rd_load_function(struct rd_store *s, struct rd_node *node)
+{
+	const char *argv[4] = { "FUNCTION", "LOAD", "REPLACE",
+	    rlg_redis_function_lua };
+	size_t argvlen[4] = { 8, 4, 7, strlen(rlg_redis_function_lua) };
+	/* "#!lua name=NAME\n": the name the reply must give */
+	const char *name = rlg_redis_function_lua + 11;
+	size_t namelen = strcspn(name, "\n");
+	redisReply *reply;
+	int rc;
+
+	if (rd_command(s, node, "FUNCTION LOAD", 4, argv, argvlen, &reply) !=
+	    0)
+		return -1;
+	rc = reply->type == REDIS_REPLY_STRING && reply->len == namelen &&
+	    memcmp(reply->str, name, namelen) == 0;
+	freeReplyObject(reply);
+	return rc;
+}
+
 int
 rd_load_script(struct rd_store *s, struct rd_node *node)
 {
+	int rc = rd_load_function(s, node);
+
+	if (rc < 0)
+		return -1;
+	node->fcall = rc == 1;
+	if (node->fcall)
+		return 0;
 	return rd_load_lua(s, node, rlg_redis_script_lua, s->sha);
 }
 
@@ -485,9 +519,10 @@ rd_exec_on(struct rd_store *s, size_t ni, bool asking, int argc)
 	s->outlen = 0;
 	if (asking)
 		rd_format(s, 1, ask, asklen);
+	rd_call_head(s, node);
 	rd_format(s, argc, s->argv, s->argvlen);
-	if (rd_exchange(s, node, asking ? "ASKING, EVALSHA" : "EVALSHA",
-	    asking ? 2 : 1, r) != 0)
+	if (rd_exchange(s, node, asking ? (node->fcall ? "ASKING, FCALL" :
+	    "ASKING, EVALSHA") : s->argv[0], asking ? 2 : 1, r) != 0)
 		return NULL;
 	if (!asking)
 		return r[0];
@@ -505,16 +540,46 @@ rd_exec_on(struct rd_store *s, size_t ni, bool asking, int argc)
  * frees the replies), or -1 (errmsg; none kept).
  */
 void
-rd_append(struct rd_store *s, int argc)
+rd_append(struct rd_store *s, size_t ni, int argc)
 {
+	rd_call_head(s, &s->nodes[ni]);
 	rd_format(s, argc, s->argv, s->argvlen);
 }
 
 int
 rd_exec_many(struct rd_store *s, size_t ni, size_t n, redisReply **replies)
 {
-	return rd_exchange(s, &s->nodes[ni], "EVALSHA (pipelined)", n,
-	    replies);
+	return rd_exchange(s, &s->nodes[ni], s->nodes[ni].fcall ?
+	    "FCALL (pipelined)" : "EVALSHA (pipelined)", n, replies);
+}
+
+/*
+ * A script call in s->argv (argv[1] is s->sha or s->sync_sha, or a
+ * function of the library) made the call node takes: FCALL of the
+ * library's function where node has the library (rd_load_script), else
+ * EVALSHA. Both take the same arguments after it. Any other command is
+ * left as it is.
+ */
+static void
+rd_call_head(struct rd_store *s, const struct rd_node *node)
+{
+	bool step = s->argv[1] == s->sha ||
+	    s->argv[1] == rlg_redis_function_step;
+	bool sync = s->argv[1] == s->sync_sha ||
+	    s->argv[1] == rlg_redis_function_sync;
+
+	if (!step && !sync)
+		return;
+	if (node->fcall) {
+		s->argv[0] = "FCALL";
+		s->argv[1] = step ? rlg_redis_function_step :
+		    rlg_redis_function_sync;
+	} else {
+		s->argv[0] = "EVALSHA";
+		s->argv[1] = step ? s->sha : s->sync_sha;
+	}
+	s->argvlen[0] = strlen(s->argv[0]);
+	s->argvlen[1] = strlen(s->argv[1]);
 }
 
 /*
@@ -756,6 +821,17 @@ rd_error_is(const redisReply *reply, const char *word)
 	return reply->type == REDIS_REPLY_ERROR && reply->len >= len &&
 	    strncmp(reply->str, word, len) == 0 &&
 	    (reply->str[len] == ' ' || reply->str[len] == '\0');
+}
+
+bool
+rd_not_loaded(const redisReply *reply)
+{
+	static const char gone[] = "ERR Function not found";
+
+	return rd_error_is(reply, "NOSCRIPT") ||
+	    (reply->type == REDIS_REPLY_ERROR &&
+	    reply->len >= sizeof gone - 1 &&
+	    strncmp(reply->str, gone, sizeof gone - 1) == 0);
 }
 
 /* Node ni answered a step: healthy again, and said so once. */

@@ -85,6 +85,7 @@ static int rd_sync_reply(struct rd_store *s, struct rd_sync *y,
     const struct rd_call *c, size_t ni, const redisReply *reply);
 static int rd_sync_value(struct rd_store *s, size_t ni,
     const redisReply *e, size_t k, int64_t hi, int64_t *v);
+static int rd_sync_load(struct rd_store *s, struct rd_node *node);
 static bool rd_sync_retry(const redisReply *reply);
 static int rd_sync_exec(struct rd_store *s, struct rd_sync *y,
     const struct rd_call *c, redisReply **out, size_t *nodep);
@@ -281,8 +282,8 @@ rd_sync_node(struct rd_store *s, struct rd_sync *y, size_t ni)
 
 	rd_budget(s);
 	if ((!s->cluster ? rd_ready0(s) : rd_ready(s, ni)) != 0 ||
-	    (s->sync_sha[0] == '\0' && rd_load_lua(s, &s->nodes[ni],
-	    rlg_redis_sync_lua, s->sync_sha) != 0)) {
+	    (!s->nodes[ni].fcall && s->sync_sha[0] == '\0' &&
+	    rd_sync_load(s, &s->nodes[ni]) != 0)) {
 		if (s->nodes[ni].c != NULL)
 			(void)rd_failed(s, ni);
 		for (k = 0; k < y->ncalls; k++)
@@ -293,7 +294,7 @@ rd_sync_node(struct rd_store *s, struct rd_sync *y, size_t ni)
 	s->outlen = 0;
 	for (k = 0; k < y->ncalls; k++)
 		if (y->calls[k].node == ni && y->calls[k].res == RD_AGAIN) {
-			rd_append(s, rd_sync_build(s, y, &y->calls[k]));
+			rd_append(s, ni, rd_sync_build(s, y, &y->calls[k]));
 			sent++;
 		}
 	replies = rlg_xcalloc(sent, sizeof(redisReply *));
@@ -324,11 +325,26 @@ rd_sync_node(struct rd_store *s, struct rd_sync *y, size_t ni)
 		rd_node_ok(s, ni);
 }
 
+/*
+ * The merge where node lacks it: the library again where node takes FCALL
+ * (rd_load_script, which falls back to EVALSHA when refused), else
+ * SCRIPT LOAD of sync.lua, its SHA1 into s->sync_sha. 0, or -1 (errmsg).
+ */
+static int
+rd_sync_load(struct rd_store *s, struct rd_node *node)
+{
+	if (node->fcall && rd_load_script(s, node) != 0)
+		return -1;
+	if (node->fcall)
+		return 0;
+	return rd_load_lua(s, node, rlg_redis_sync_lua, s->sync_sha);
+}
+
 /* An error reply behind which the script did not run: send it again. */
 static bool
 rd_sync_retry(const redisReply *reply)
 {
-	return rd_error_is(reply, "NOSCRIPT") || rd_error_is(reply, "MOVED") ||
+	return rd_not_loaded(reply) || rd_error_is(reply, "MOVED") ||
 	    rd_error_is(reply, "ASK") || rd_error_is(reply, "TRYAGAIN") ||
 	    rd_error_is(reply, "CLUSTERDOWN");
 }
@@ -350,11 +366,10 @@ rd_sync_again(struct rd_store *s, struct rd_sync *y, struct rd_call *c)
 		rd_budget(s);
 		if (rd_sync_exec(s, y, c, &reply, &ni) != 0)
 			return;
-		if (!rd_error_is(reply, "NOSCRIPT") || tries > 0)
+		if (!rd_not_loaded(reply) || tries > 0)
 			break;
 		freeReplyObject(reply);
-		if (rd_load_lua(s, &s->nodes[ni], rlg_redis_sync_lua,
-		    s->sync_sha) != 0) {
+		if (rd_sync_load(s, &s->nodes[ni]) != 0) {
 			(void)rd_failed(s, ni);
 			return;
 		}

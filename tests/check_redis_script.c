@@ -22,6 +22,10 @@
  * PERSISTs the keys in the same MULTI/EXEC as the EVALSHA (no key expires
  * during an EXEC), so the model, which never expires anything, and Redis
  * hold the same states; but see expired_early().
+ *
+ * "differential_fcall" and "extremes_fcall" run the same through the
+ * library of Redis Functions (db/redis/library.sh: FCALL), which rlgate
+ * calls where the server has it.
  */
 #include <stdarg.h>
 #include <stdbool.h>
@@ -41,6 +45,9 @@
 
 /* db/redis/step.lua, compiled in by the build as app/redis_script.c. */
 extern const char rlg_redis_script_lua[];
+/* The same as a library of Redis Functions (db/redis/library.sh). */
+extern const char rlg_redis_function_lua[];
+extern const char rlg_redis_function_step[];
 
 #define MAXITEMS 6
 #define NCLIENTS 3
@@ -97,6 +104,8 @@ struct args {
 static struct rlg_test_redis srv;
 static bool srv_up;
 static redisContext *conn;
+/* The test calls the library's function (FCALL), not the script. */
+static bool via_fcall;
 static char sha[48];
 
 static void srv_setup(void);
@@ -170,6 +179,19 @@ conn_setup(void)
 	ck_assert_uint_eq(r->len, 40);
 	memcpy(sha, r->str, 41);
 	freeReplyObject(r);
+	r = cmd("FUNCTION LOAD REPLACE %s", rlg_redis_function_lua);
+	ck_assert_msg(r->type == REDIS_REPLY_STRING, "FUNCTION LOAD: %s",
+	    r->type == REDIS_REPLY_ERROR ? r->str : "not a name");
+	freeReplyObject(r);
+	via_fcall = false;
+}
+
+/* The same, and the test calls the library's function. */
+static void
+conn_setup_fcall(void)
+{
+	conn_setup();
+	via_fcall = true;
 }
 
 static void
@@ -220,8 +242,8 @@ args_eval(struct args *a, const char *now, const struct item *it, size_t n,
 	size_t i;
 
 	a->argc = 0;
-	args_add(a, "EVALSHA");
-	args_add(a, "%s", sha);
+	args_add(a, via_fcall ? "FCALL" : "EVALSHA");
+	args_add(a, "%s", via_fcall ? rlg_redis_function_step : sha);
 	args_add(a, "%zu", 2 * n);
 	for (i = 0; i < n; i++) {
 		args_add(a, "%s", keys[it[i].key].hash);
@@ -271,8 +293,8 @@ eval_args(const char *const *args)
 	redisReply *r;
 	int argc = 0;
 
-	argv[argc++] = "EVALSHA";
-	argv[argc++] = sha;
+	argv[argc++] = via_fcall ? "FCALL" : "EVALSHA";
+	argv[argc++] = via_fcall ? rlg_redis_function_step : sha;
 	for (; *args != NULL; args++) {
 		ck_assert_int_lt(argc, 64);
 		argv[argc++] = *args;
@@ -1351,14 +1373,20 @@ START_TEST(test_malformed)
 }
 END_TEST
 
-/* A test case against the suite's server, a connection per test. */
+/*
+ * A test case against the suite's server, a connection per test; "_fcall"
+ * at the end of its name: calling the library's function.
+ */
 static TCase *
 script_tcase(Suite *s, const char *name, int timeout_s)
 {
 	TCase *tc = tcase_create(name);
+	size_t len = strlen(name);
 
 	tcase_add_unchecked_fixture(tc, srv_setup, srv_teardown);
-	tcase_add_checked_fixture(tc, conn_setup, conn_teardown);
+	tcase_add_checked_fixture(tc, len > 6 &&
+	    strcmp(name + len - 6, "_fcall") == 0 ? conn_setup_fcall :
+	    conn_setup, conn_teardown);
 	tcase_set_timeout(tc, timeout_s);
 	suite_add_tcase(s, tc);
 	return tc;
@@ -1374,6 +1402,12 @@ rlg_redis_script_suite(void)
 	tcase_add_loop_test(tc, test_differential, 0, RLG_ALG_COUNT + 2);
 
 	tc = script_tcase(s, "extremes", 120);
+	tcase_add_loop_test(tc, test_extremes, 0, RLG_ALG_COUNT);
+
+	/* The same through the library of Redis Functions (FCALL). */
+	tc = script_tcase(s, "differential_fcall", 120);
+	tcase_add_loop_test(tc, test_differential, 0, RLG_ALG_COUNT + 2);
+	tc = script_tcase(s, "extremes_fcall", 120);
 	tcase_add_loop_test(tc, test_extremes, 0, RLG_ALG_COUNT);
 
 	tc = script_tcase(s, "step", 60);

@@ -13,7 +13,9 @@
  * every reply field and every stored field equal to the model's, and
  * each key written expires when the model says. "malformed": every
  * argument the script checks, refused with an error and nothing
- * written.
+ * written. The differential runs through the script (EVALSHA) and
+ * through the library of Redis Functions (FCALL), as rlgate calls
+ * either.
  *
  * As in check_redis_script.c, the script runs at a simulated now, so
  * each call goes in a MULTI/EXEC with a PTTL and a PERSIST per key: the
@@ -41,8 +43,11 @@
 #include "redis_fixture.h"
 #include "util.h"
 
-/* db/redis/sync.lua after step.lua's helpers: app/redis_sync.c. */
+/* db/redis/sync.lua after step.lua's helpers: app/redis_sync.c; the
+ * same in the library of Redis Functions (db/redis/library.sh). */
 extern const char rlg_redis_sync_lua[];
+extern const char rlg_redis_function_lua[];
+extern const char rlg_redis_function_sync[];
 
 #define NPOL 4
 #define NKEY 4
@@ -62,6 +67,7 @@ static struct rlg_test_redis srv;
 static bool srv_up;
 static redisContext *conn;
 static char sha[48];
+static bool via_fcall;          /* FCALL of the library, not EVALSHA */
 static struct key keys[NPOL * NKEY];
 static uint64_t rng;
 
@@ -103,6 +109,8 @@ conn_setup(void)
 	struct timeval tv = { 5, 0 };
 	const char *argv[3] = { "SCRIPT", "LOAD", rlg_redis_sync_lua };
 	const char *flush[1] = { "FLUSHALL" };
+	const char *fload[4] = { "FUNCTION", "LOAD", "REPLACE",
+	    rlg_redis_function_lua };
 	redisReply *r;
 
 	ck_assert_msg(srv_up, "redis-server did not start (see stderr)");
@@ -114,6 +122,10 @@ conn_setup(void)
 	ck_assert_msg(r->type == REDIS_REPLY_STRING && r->len == 40, "%s",
 	    r->type == REDIS_REPLY_ERROR ? r->str : "not a SHA1");
 	memcpy(sha, r->str, 41);
+	freeReplyObject(r);
+	r = cmd_argv(4, fload);
+	ck_assert_msg(r->type == REDIS_REPLY_STRING, "FUNCTION LOAD: %s",
+	    r->type == REDIS_REPLY_ERROR ? r->str : "not a name");
 	freeReplyObject(r);
 }
 
@@ -278,8 +290,8 @@ diff_call(const size_t *idx, const int64_t *units, const int64_t *uws,
 	int argc = 0, a = 0;
 	size_t i, f;
 
-	argv[argc++] = "EVALSHA";
-	argv[argc++] = sha;
+	argv[argc++] = via_fcall ? "FCALL" : "EVALSHA";
+	argv[argc++] = via_fcall ? rlg_redis_function_sync : sha;
 	snprintf(nums[a], 24, "%zu", n);
 	argv[argc++] = nums[a++];
 	for (i = 0; i < n; i++)
@@ -366,7 +378,9 @@ START_TEST(test_differential)
 	int64_t units[MAXN], uws[MAXN], now = T0, w;
 	long step;
 
-	rng = 0x5eed0000u + (unsigned)_i;
+	/* 0-3 through the script, 4-7 the same through the library */
+	rng = 0x5eed0000u + (unsigned)_i % 4;
+	via_fcall = _i >= 4;
 	for (i = 0; i < NPOL * NKEY; i++) {
 		if (i % NKEY == 0)
 			keys[i].lim = random_limit();
@@ -463,7 +477,7 @@ rlg_redis_sync_suite(void)
 	tcase_add_unchecked_fixture(tc, srv_setup, srv_teardown);
 	tcase_add_checked_fixture(tc, conn_setup, conn_teardown);
 	tcase_set_timeout(tc, 120);
-	tcase_add_loop_test(tc, test_differential, 0, 4);
+	tcase_add_loop_test(tc, test_differential, 0, 8);
 	tcase_add_test(tc, test_malformed);
 	suite_add_tcase(s, tc);
 	return s;

@@ -5,11 +5,12 @@
  *
  * "cluster": clients spread over the masters on the slots Redis
  * computes, with no redirection; a slot migrated between requests (ASK,
- * then MOVED) and under load from four threads, counts exact; NOSCRIPT on
- * every master; two policies keyed by clients in two slots, checked then
- * committed (no quota spent by a rejected request, round trips counted);
- * the seeds (dead, one dead, not a cluster); an ACL user; the bounds on
- * MOVED, ASK, TRYAGAIN and CLUSTERDOWN against a fake node.
+ * then MOVED) and under load from four threads, counts exact; the
+ * library flushed on every master; two policies keyed by clients in two
+ * slots, checked then committed (no quota spent by a rejected request,
+ * round trips counted); the seeds (dead, one dead, not a cluster); an
+ * ACL user without FUNCTION (EVALSHA); the bounds on MOVED, ASK,
+ * TRYAGAIN and CLUSTERDOWN against a fake node.
  * "cluster_faults": a master stopped (RLG_ESTORE for its clients, answers
  * for the others, CLUSTERDOWN once the cluster needs full coverage) and
  * started again.
@@ -96,7 +97,7 @@ cl_client_on(int i, const char *prefix, char *buf, size_t size)
 
 /*
  * A number from INFO section of node i: the integer after field (e.g.
- * "errorstat_MOVED:count=", "cmdstat_evalsha:calls="); 0 when absent.
+ * "errorstat_MOVED:count=", "cmdstat_fcall:calls="); 0 when absent.
  */
 static int64_t
 cl_info(int i, const char *section, const char *field)
@@ -575,7 +576,10 @@ START_TEST(test_cluster_migration_load)
 }
 END_TEST
 
-/* SCRIPT FLUSH on every master: NOSCRIPT, loaded again there, counted. */
+/*
+ * FUNCTION FLUSH on every master: the library's function is not found,
+ * the library is loaded again there, counted.
+ */
 START_TEST(test_cluster_noscript)
 {
 	char *path = path_in("noscript");
@@ -593,7 +597,7 @@ START_TEST(test_cluster_noscript)
 	}
 	cl_resetstat();
 	for (i = 0; i < RLG_TEST_CLUSTER_NODES; i++) {
-		r = CL(i, "SCRIPT FLUSH");
+		r = CL(i, "FUNCTION FLUSH");
 		freeReplyObject(r);
 	}
 	for (i = 0; i < RLG_TEST_CLUSTER_NODES; i++) {
@@ -602,11 +606,13 @@ START_TEST(test_cluster_noscript)
 		ck_assert(hit(s, &p, client[i], T1, &d));
 		ck_assert_int_eq(d.remaining, 2);
 		ck_assert_int_eq(cl_count_on(i, "default", client[i]), 3);
-		/* Once per node: NOSCRIPT, SCRIPT LOAD, the retry. */
+		/* Once per node: not found, FUNCTION LOAD, the retry. */
 		ck_assert_int_eq(cl_info(i, "errorstats",
-		    "errorstat_NOSCRIPT:count="), 1);
+		    "errorstat_ERR:count="), 1);
 		ck_assert_int_eq(cl_info(i, "commandstats",
-		    "cmdstat_script|load:calls="), 1);
+		    "cmdstat_function|load:calls="), 1);
+		ck_assert_int_eq(cl_info(i, "commandstats",
+		    "cmdstat_fcall:calls="), 3);
 	}
 	rlg_store_close(s);
 }
@@ -617,7 +623,7 @@ END_TEST
  * store_redis_cluster.c documents: checked, then committed. A request
  * rejected by either policy costs no quota in the other, whatever the
  * order of the items; an admitted one counts in both. Round trips: one
- * EVALSHA for one slot, two for a rejection at the check, three for an
+ * FCALL for one slot, two for a rejection at the check, three for an
  * admission. An
  * advisory item in another slot never rejects, and is written only when
  * the request is admitted and it admits.
@@ -643,7 +649,7 @@ START_TEST(test_cluster_two_slots)
 	cl_resetstat();
 	ck_assert(hit(s, &ip, ca, T1, NULL));
 	ck_assert_int_eq(cl_info_sum("commandstats",
-	    "cmdstat_evalsha:calls="), 1);
+	    "cmdstat_fcall:calls="), 1);
 
 	cl_resetstat();
 	for (i = 0; i < 2; i++) {
@@ -653,7 +659,7 @@ START_TEST(test_cluster_two_slots)
 		ck_assert_int_eq(d[1].remaining, 5 - 1 - i);
 	}
 	ck_assert_int_eq(cl_info_sum("commandstats",
-	    "cmdstat_evalsha:calls="), 6);
+	    "cmdstat_fcall:calls="), 6);
 	ck_assert_int_eq(count_of(path, "default", ca), 3);
 	ck_assert_int_eq(count_of(path, "hour", cb), 2);
 
@@ -664,7 +670,7 @@ START_TEST(test_cluster_two_slots)
 	ck_assert_int_gt(d[0].retry_ms, 0);
 	ck_assert_int_eq(d[1].remaining, 2);
 	ck_assert_int_eq(cl_info_sum("commandstats",
-	    "cmdstat_evalsha:calls="), 2);
+	    "cmdstat_fcall:calls="), 2);
 	items[0] = (struct rlg_store_item){ &key, cb, false, false, 1 };
 	items[1] = (struct rlg_store_item){ &ip, ca, false, false, 1 };
 	ck_assert_int_eq(rlg_store_step(s, items, 2, T1, d), RLG_OK);

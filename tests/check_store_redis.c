@@ -412,7 +412,27 @@ START_TEST(test_redis_backoff)
 }
 END_TEST
 
-/* SCRIPT FLUSH under a live handle: NOSCRIPT, loaded again, answered. */
+/* A field of INFO section of the server of path, as a number (0: none). */
+static long long
+info_of(const char *path, const char *section, const char *field)
+{
+	redisReply *r = rdb(path, "INFO %s", section);
+	const char *at;
+	long long v = 0;
+
+	ck_assert_int_eq(r->type, REDIS_REPLY_STRING);
+	if ((at = strstr(r->str, field)) != NULL)
+		v = strtoll(at + strlen(field), NULL, 10);
+	freeReplyObject(r);
+	return v;
+}
+
+/*
+ * The steps go as FCALL of the library (Redis 7), which FUNCTION LOAD
+ * made once. FUNCTION FLUSH under a live handle: the function is not
+ * found, the library is loaded again, the step answered. SCRIPT FLUSH
+ * changes nothing.
+ */
 START_TEST(test_redis_noscript)
 {
 	char *path = path_in("noscript");
@@ -421,14 +441,23 @@ START_TEST(test_redis_noscript)
 	struct rlg_store *s = open_ok(path, 0);
 	redisReply *r;
 
+	freeReplyObject(rdb(path, "CONFIG RESETSTAT"));
 	ck_assert(hit(s, &p, "c", T1, &d));
 	ck_assert_int_eq(d.remaining, 4);
-	r = rdb(path, "SCRIPT FLUSH");
+	r = rdb(path, "FUNCTION FLUSH");
 	freeReplyObject(r);
 	ck_assert(hit(s, &p, "c", T1, &d));
 	ck_assert_int_eq(d.remaining, 3);
+	r = rdb(path, "SCRIPT FLUSH");
+	freeReplyObject(r);
 	ck_assert(hit(s, &p, "c", T1, &d));
 	ck_assert_int_eq(d.remaining, 2);
+	ck_assert_int_eq(info_of(path, "commandstats",
+	    "cmdstat_fcall:calls="), 4);
+	ck_assert_int_eq(info_of(path, "commandstats",
+	    "cmdstat_function|load:calls="), 1);
+	ck_assert_int_eq(info_of(path, "commandstats",
+	    "cmdstat_evalsha:calls="), 0);
 	rlg_store_close(s);
 }
 END_TEST
@@ -509,8 +538,9 @@ START_TEST(test_redis_auth)
 	struct rlg_decision d;
 	struct rlg_store *s;
 	redisReply *r;
+	const char *u;
 	char url[128];
-	int rc;
+	int rc, turn;
 
 	own_start(&o);
 	snprintf(url, sizeof url, "redis://:pw@with:colon@127.0.0.1:%d",
@@ -539,35 +569,55 @@ START_TEST(test_redis_auth)
 	rlg_store_close(s);
 
 	/*
-	 * An ACL user with docs/operations.md's permissions (and only those), and a
-	 * database of its own.
+	 * An ACL user with docs/operations.md's permissions (and only
+	 * those), and a database of its own; then (the loop's second turn)
+	 * one without FUNCTION LOAD and FCALL, as Redis before 7 has none:
+	 * the scripts go as EVALSHA.
 	 */
-	r = rcmd(o.port, o.password, 0, "ACL SETUSER alice on >alice%%pw"
-	    " ~rlg:* resetchannels -@all +ping +select +evalsha +script|load"
-	    " +hmget +hset +lrange +linsert +ltrim +rpush +pexpire +time");
-	freeReplyObject(r);
-	snprintf(url, sizeof url, "redis://alice:alice%%25pw@127.0.0.1:%d/3",
-	    o.port);
-	s = open_url(url, 0, &rc);
-	ck_assert_msg(rc == RLG_OK, "%s", rlg_store_errmsg(s));
-	ck_assert(hit(s, &p, "u", T1, &d));
-	ck_assert(hit(s, &sl, "u", T1, &d));
-	ck_assert(hit(s, &sl, "u", T1 + 1, &d));
-	ck_assert(!hit(s, &sl, "u", T1 + 2, &d));
-	ck_assert(hit(s, &tb, "u", T1, &d));
-	rlg_store_close(s);
-	/* clock = redis: TIME in the script is allowed too. */
-	memset(&cfg, 0, sizeof cfg);
-	store_cfg_url(&cfg, url);
-	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_OK);
-	store_cfg_free(&cfg);
-	ck_assert_msg(rlg_store_step(s, &item, 1, 0, &d) == RLG_OK, "%s",
-	    rlg_store_errmsg(s));
-	ck_assert(d.admitted);
-	rlg_store_close(s);
-	r = rcmd(o.port, o.password, 3, "EXISTS rlg:{u}:default");
-	ck_assert_int_eq(r->integer, 1);
-	freeReplyObject(r);
+	for (turn = 0; turn < 2; turn++) {
+		u = turn == 0 ? "u" : "v";
+		r = rcmd(o.port, o.password, 0, turn == 0 ?
+		    "ACL SETUSER alice reset on >alice%%pw ~rlg:*"
+		    " resetchannels -@all +ping +select +fcall +function|load"
+		    " +evalsha +script|load +hmget +hset +lrange +linsert"
+		    " +ltrim +rpush +pexpire +time" :
+		    "ACL SETUSER alice reset on >alice%%pw ~rlg:*"
+		    " resetchannels -@all +ping +select"
+		    " +evalsha +script|load +hmget +hset +lrange +linsert"
+		    " +ltrim +rpush +pexpire +time");
+		freeReplyObject(r);
+		r = rcmd(o.port, o.password, 0, "CONFIG RESETSTAT");
+		freeReplyObject(r);
+		snprintf(url, sizeof url,
+		    "redis://alice:alice%%25pw@127.0.0.1:%d/3", o.port);
+		s = open_url(url, 0, &rc);
+		ck_assert_msg(rc == RLG_OK, "%s", rlg_store_errmsg(s));
+		ck_assert(hit(s, &p, u, T1, &d));
+		ck_assert(hit(s, &sl, u, T1, &d));
+		ck_assert(hit(s, &sl, u, T1 + 1, &d));
+		ck_assert(!hit(s, &sl, u, T1 + 2, &d));
+		ck_assert(hit(s, &tb, u, T1, &d));
+		rlg_store_close(s);
+		/* clock = redis: TIME in the script is allowed too. */
+		memset(&cfg, 0, sizeof cfg);
+		store_cfg_url(&cfg, url);
+		ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_OK);
+		store_cfg_free(&cfg);
+		ck_assert_msg(rlg_store_step(s, &item, 1, 0, &d) == RLG_OK,
+		    "%s", rlg_store_errmsg(s));
+		ck_assert(d.admitted);
+		rlg_store_close(s);
+		r = rcmd(o.port, o.password, 3, "EXISTS rlg:{%s}:default",
+		    u);
+		ck_assert_int_eq(r->integer, 1);
+		freeReplyObject(r);
+		r = rcmd(o.port, o.password, 0, "INFO commandstats");
+		ck_assert_msg(strstr(r->str, turn == 0 ? "cmdstat_fcall:" :
+		    "cmdstat_evalsha:") != NULL && strstr(r->str, turn == 0 ?
+		    "cmdstat_evalsha:" : "cmdstat_fcall:") == NULL,
+		    "turn %d: %s", turn, r->str);
+		freeReplyObject(r);
+	}
 	snprintf(url, sizeof url, "redis://alice:nope@127.0.0.1:%d/3",
 	    o.port);
 	s = open_url(url, 0, &rc);

@@ -673,6 +673,10 @@ end
 
 -- ---- the step ------------------------------------------------------------
 
+-- Each call reads its logs afresh: as a library (db/redis/library.sh)
+-- the helpers above stay from one call to the next.
+logs = {}
+
 -- The requests of the call: ARGV from 2 on is n, then 6 per item, once
 -- per request (a batch: store_redis_batch.c), and KEYS 2 per item in the
 -- same order. Every request is checked before any runs, so a malformed

@@ -159,6 +159,8 @@ local function parse_items()
   return items
 end
 
+-- ---- the merge ------------------------------------------------------------
+
 local items, why = parse_items()
 if items == nil then
   return bad(why)

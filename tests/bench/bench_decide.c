@@ -16,7 +16,7 @@
  * through rlg_store_open (what the server opens, with whatever wraps the
  * store: a rejection cache answers these from memory) and through the
  * backend alone (rlg_store_sqlite_ops: BEGIN IMMEDIATE, SELECT, ROLLBACK;
- * rlg_store_redis_ops: one EVALSHA that writes nothing). Handles get the
+ * rlg_store_redis_ops: one script call that writes nothing). Handles get the
  * production defaults (rlg_config_defaults) but busy_timeout_ms 5000; the
  * Redis ones [store] backend = redis, clock = redis (Redis TIME, the
  * default), a TCP connection per handle.
@@ -2042,8 +2042,9 @@ report(FILE *md, const struct options *o, double elapsed)
 		    " persistence), on the same 2 CPUs as the threads; one"
 		    " TCP connection per thread (loopback: no network delay),"
 		    " [store] backend = redis, clock = redis (the script"
-		    " reads Redis TIME), timeout_ms %d; one EVALSHA per"
-		    " decision.\n\n", rver, redis.port,
+		    " reads Redis TIME), timeout_ms %d; one script call per"
+		    " decision (FCALL of the library, as rlgate makes it on"
+		    " Redis 7; EVALSHA before).\n\n", rver, redis.port,
 		    redis_conf != NULL ? redis_conf->store.redis.timeout_ms : 0);
 	emit(md, "rlgate: rlg_store_open (backend \"%s\") with the"
 	    " production defaults (rlg_config_defaults: max_clients %lld"
@@ -2241,7 +2242,7 @@ report(FILE *md, const struct options *o, double elapsed)
 	emit(md, "rlg_store_open is what the server opens (backend \"%s\");"
 	    " \"SQLite store\" is rlg_store_sqlite_ops alone (BEGIN"
 	    " IMMEDIATE, SELECT, limiter, ROLLBACK); \"Redis store\" is"
-	    " rlg_store_redis_ops alone (one EVALSHA that reads the state"
+	    " rlg_store_redis_ops alone (one script call that reads the state"
 	    " and writes nothing).\n\n", backend_open);
 	emit(md, "| algorithm |");
 	for (s = 0; s < NSTORES; s++)

@@ -145,10 +145,11 @@ monitor_stop() {
 	stop_pids "$MON_PID"
 }
 
-# evalsha_now CLIENT: ARGV[1] of the first EVALSHA in the monitor's output
-# that names CLIENT's keys: after "EVALSHA" "sha" "numkeys", numkeys keys.
-evalsha_now() {
-	grep -F '"EVALSHA"' "$T/monitor.out" | grep -F "{$1}" | head -1 |
+# call_now CLIENT: ARGV[1] of the first step (FCALL of the library's
+# function, or EVALSHA of the script) in the monitor's output that names
+# CLIENT's keys: after "FCALL" "name" "numkeys", numkeys keys.
+call_now() {
+	grep -E '"(FCALL|EVALSHA)"' "$T/monitor.out" | grep -F "{$1}" | head -1 |
 	    awk -F'" "' '{ n = $3; print "<" $(4 + n) ">" }'
 }
 
@@ -197,7 +198,10 @@ for g in 1 2; do
 done
 wait_until 5000 grep -qF "{$CL}" "$T/monitor.out"
 monitor_stop
-is "$(evalsha_now "$CL")" "<>" 'clock = redis: EVALSHA passes ARGV[1] = "" (the script reads Redis TIME)'
+is "$(call_now "$CL")" "<>" 'clock = redis: the step passes ARGV[1] = "" (the script reads Redis TIME)'
+like "$(grep -E '"(FCALL|EVALSHA)"' "$T/monitor.out" | grep -F "{$CL}" | head -1)" \
+    '"FCALL" "rlg_step_[0-9a-f]{16}" "[0-9]+" ' \
+    "Redis 7: the step is an FCALL of the library's function, not an EVALSHA"
 
 CLOCK=local gwconf clock-local closed default <<EOF
 [policy csw]
@@ -214,10 +218,10 @@ l1=$(now_ms)
 is "$STATUS" 200 "clock = local: a request: 200"
 wait_until 5000 grep -qF "{$CL}" "$T/monitor.out"
 monitor_stop
-argv1=$(evalsha_now "$CL")
+argv1=$(call_now "$CL")
 argv1=${argv1#<}
 argv1=${argv1%>}
-between "$argv1" "$l0" "$l1" "clock = local: EVALSHA passes the gateway's own clock as ARGV[1] ($argv1)"
+between "$argv1" "$l0" "$l1" "clock = local: the step passes the gateway's own clock as ARGV[1] ($argv1)"
 is "$(rcli HGET "$(key "$CL" csw)" window_start_ms)" $((argv1 - argv1 % 2000)) \
     "clock = local: window_start_ms follows that time"
 
