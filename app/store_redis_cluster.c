@@ -457,9 +457,10 @@ rd_follow(struct rd_store *s, struct rd_try *t, redisReply *reply)
 	size_t target;
 
 	if (++t->redirects > RD_REDIRECTS_MAX) {
-		rd_seterr(s, "%s: EVALSHA: more than %d"
+		rd_seterr(s, "%s: %s: more than %d"
 		    " redirections for slot %u (the last: "
 		    "%s)", s->nodes[t->ni].name,
+		    rd_call_name(&s->nodes[t->ni]),
 		    RD_REDIRECTS_MAX, t->slot,
 		    rd_said(reply->str, reply->len, said));
 		freeReplyObject(reply);
@@ -516,8 +517,8 @@ rd_try_again(struct rd_store *s, struct rd_try *t, redisReply *reply)
 		    s->timeout_ms);
 	else
 		how[0] = '\0';
-	rd_seterr(s, "%s: EVALSHA: %s (slot %u is being migrated; tried %d"
-	    " times%s)", s->nodes[t->ni].name,
+	rd_seterr(s, "%s: %s: %s (slot %u is being migrated; tried %d"
+	    " times%s)", s->nodes[t->ni].name, rd_call_name(&s->nodes[t->ni]),
 	    rd_said(reply->str, reply->len, said), t->slot, t->tryagain + 1,
 	    how);
 	freeReplyObject(reply);
@@ -574,8 +575,9 @@ rd_redirect(struct rd_store *s, size_t ni, const redisReply *reply,
 	return 0;
 
 bad:
-	rd_seterr(s, "%s: EVALSHA: a redirection rlgate cannot read (for"
-	    " slot %u): %s", s->nodes[ni].name, want,
+	rd_seterr(s, "%s: %s: a redirection rlgate cannot read (for"
+	    " slot %u): %s", s->nodes[ni].name, rd_call_name(&s->nodes[ni]),
+	    want,
 	    rd_said(reply->str, reply->len, said));
 	return -1;
 }

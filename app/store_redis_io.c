@@ -823,6 +823,12 @@ rd_error_is(const redisReply *reply, const char *word)
 	    (reply->str[len] == ' ' || reply->str[len] == '\0');
 }
 
+const char *
+rd_call_name(const struct rd_node *node)
+{
+	return node->fcall ? "FCALL" : "EVALSHA";
+}
+
 bool
 rd_not_loaded(const redisReply *reply)
 {

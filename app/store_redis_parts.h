@@ -310,6 +310,9 @@ const char *rd_said(const char *str, size_t len, char *buf);
 /* An error reply whose first word is word ("MOVED", "NOSCRIPT"). */
 bool rd_error_is(const redisReply *reply, const char *word);
 
+/* What node's script calls are, for messages: "FCALL" or "EVALSHA". */
+const char *rd_call_name(const struct rd_node *node);
+
 /* A script call's error reply that says the server lacks the script (a
  * SCRIPT FLUSH, FUNCTION FLUSH, a failover): load it and call again. */
 bool rd_not_loaded(const redisReply *reply);

@@ -343,8 +343,8 @@ rd_reply_shape(struct rd_store *s, const struct rd_node *node,
 	char got[48], said[RD_SAID];
 
 	if (reply->type == REDIS_REPLY_ERROR) {
-		rd_seterr(s, "%s: EVALSHA failed: %s%s", node->name,
-		    rd_said(reply->str, reply->len, said),
+		rd_seterr(s, "%s: %s failed: %s%s", node->name,
+		    rd_call_name(node), rd_said(reply->str, reply->len, said),
 		    !s->cluster && (rd_error_is(reply, "MOVED") ||
 		    rd_error_is(reply, "ASK")) ? " (a Redis Cluster node:"
 		    " set [store] backend = redis_cluster)" : "");
@@ -358,9 +358,10 @@ rd_reply_shape(struct rd_store *s, const struct rd_node *node,
 		else
 			snprintf(got, sizeof got, "%s",
 			    rd_reply_type(reply->type));
-		rd_seterr(s, "%s: EVALSHA: unexpected reply: %s, not an"
+		rd_seterr(s, "%s: %s: unexpected reply: %s, not an"
 		    " array of %zu integers (is db/redis/step.lua the"
-		    " script of this rlgate?)", node->name, got,
+		    " script of this rlgate?)", node->name,
+		    rd_call_name(node), got,
 		    1 + RD_REPLY_PER_ITEM * nreply);
 		return -1;
 	}
@@ -388,8 +389,8 @@ rd_reply_item(struct rd_store *s, const struct rd_node *node,
 
 	if (rlg_limiter_bounds(&p->lim, now, &b) != RLG_OK) {
 		/* rd_check_items let only good policies through. */
-		rd_seterr(s, "%s: EVALSHA: item %zu: no bounds for its"
-		    " policy", node->name, i);
+		rd_seterr(s, "%s: %s: item %zu: no bounds for its"
+		    " policy", node->name, rd_call_name(node), i);
 		return -1;
 	}
 	if (rd_field(s, node, e, k, p, 0, 1) != 0)
@@ -475,8 +476,9 @@ rd_field(struct rd_store *s, const struct rd_node *node,
 		    fields[f], item, p->name, f == 0 ? "" :
 		    e[k - f]->integer == 1 ? ", admitted" : ", rejected");
 	if (e[k]->type != REDIS_REPLY_INTEGER) {
-		rd_seterr(s, "%s: EVALSHA: unexpected reply: element %zu is"
-		    " %s, not an integer: %s", node->name, k,
+		rd_seterr(s, "%s: %s: unexpected reply: element %zu is"
+		    " %s, not an integer: %s", node->name,
+		    rd_call_name(node), k,
 		    rd_reply_type(e[k]->type), what);
 		return -1;
 	}
@@ -485,8 +487,9 @@ rd_field(struct rd_store *s, const struct rd_node *node,
 	else
 		snprintf(range, sizeof range, "%lld to %lld", (long long)lo,
 		    (long long)hi);
-	rd_seterr(s, "%s: EVALSHA: unexpected reply: element %zu is out of"
-	    " range (%lld): %s must be %s", node->name, k,
+	rd_seterr(s, "%s: %s: unexpected reply: element %zu is out of"
+	    " range (%lld): %s must be %s", node->name,
+	    rd_call_name(node), k,
 	    (long long)e[k]->integer, what, range);
 	return -1;
 }

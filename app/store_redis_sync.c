@@ -426,15 +426,16 @@ rd_sync_reply(struct rd_store *s, struct rd_sync *y, const struct rd_call *c,
 	char said[RD_SAID];
 
 	if (reply->type == REDIS_REPLY_ERROR) {
-		rd_seterr(s, "%s: EVALSHA (sync) failed: %s", s->nodes[ni].name,
-		    rd_said(reply->str, reply->len, said));
+		rd_seterr(s, "%s: %s (sync) failed: %s", s->nodes[ni].name,
+		    rd_call_name(&s->nodes[ni]), rd_said(reply->str, reply->len, said));
 		return RLG_ESTORE;
 	}
 	if (reply->type != REDIS_REPLY_ARRAY ||
 	    reply->elements != 1 + RD_SYNC_REPLY * c->m) {
-		rd_seterr(s, "%s: EVALSHA (sync): unexpected reply: %s, not an"
+		rd_seterr(s, "%s: %s (sync): unexpected reply: %s, not an"
 		    " array of %zu elements (is db/redis/sync.lua the script"
 		    " of this rlgate?)", s->nodes[ni].name,
+		    rd_call_name(&s->nodes[ni]),
 		    rd_reply_type(reply->type), 1 + RD_SYNC_REPLY * c->m);
 		return RLG_ESTORE;
 	}
@@ -487,14 +488,14 @@ rd_sync_value(struct rd_store *s, size_t ni, const redisReply *reply,
 		return 0;
 	}
 	if (e->type == REDIS_REPLY_STRING)
-		rd_seterr(s, "%s: EVALSHA (sync): unexpected reply: element"
+		rd_seterr(s, "%s: %s (sync): unexpected reply: element"
 		    " %zu is \"%s\", not a number of 0 to %lld",
-		    s->nodes[ni].name, k, rd_said(e->str, e->len, said),
-		    (long long)hi);
+		    s->nodes[ni].name, rd_call_name(&s->nodes[ni]), k,
+		    rd_said(e->str, e->len, said), (long long)hi);
 	else
-		rd_seterr(s, "%s: EVALSHA (sync): unexpected reply: element"
+		rd_seterr(s, "%s: %s (sync): unexpected reply: element"
 		    " %zu is %s%s, not a number of 0 to %lld",
-		    s->nodes[ni].name, k, rd_reply_type(e->type),
+		    s->nodes[ni].name, rd_call_name(&s->nodes[ni]), k, rd_reply_type(e->type),
 		    e->type == REDIS_REPLY_INTEGER ? " out of range" : "",
 		    (long long)hi);
 	return -1;

@@ -431,12 +431,13 @@ info_of(const char *path, const char *section, const char *field)
  * The steps go as FCALL of the library (Redis 7), which FUNCTION LOAD
  * made once. FUNCTION FLUSH under a live handle: the function is not
  * found, the library is loaded again, the step answered. SCRIPT FLUSH
- * changes nothing.
+ * changes nothing. An error reply names the call as FCALL.
  */
 START_TEST(test_redis_noscript)
 {
 	char *path = path_in("noscript");
 	struct rlg_policy p = policy(5, 60);
+	struct rlg_store_item item = { &p, "w", false, false, 1 };
 	struct rlg_decision d;
 	struct rlg_store *s = open_ok(path, 0);
 	redisReply *r;
@@ -458,6 +459,12 @@ START_TEST(test_redis_noscript)
 	    "cmdstat_function|load:calls="), 1);
 	ck_assert_int_eq(info_of(path, "commandstats",
 	    "cmdstat_evalsha:calls="), 0);
+	/* A state key of another type: the step fails, named as an FCALL. */
+	freeReplyObject(rdb(path, "SET rlg:{w}:default x"));
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
+	ck_assert_msg(strstr(rlg_store_errmsg(s), ": FCALL failed: ") !=
+	    NULL && strstr(rlg_store_errmsg(s), "WRONGTYPE") != NULL, "%s",
+	    rlg_store_errmsg(s));
 	rlg_store_close(s);
 }
 END_TEST
