@@ -20,7 +20,7 @@
  * state is as fresh (reset_ms, expires_ms). A clock that went backwards
  * never grants quota that the stored state did not already allow.
  *
- * Request cost (issue 18): a request charges cost c >= 1 units, all or
+ * Request cost: a request charges cost c >= 1 units, all or
  * nothing. It is admitted exactly when c requests of cost 1 arriving at
  * the same instant would all be admitted, and then leaves the state those
  * c would leave; refused, it consumes nothing, even when some units would

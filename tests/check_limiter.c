@@ -2267,7 +2267,7 @@ START_TEST(test_next_sliding_log)
 }
 END_TEST
 
-/* ---- cost: requests of several units (issue 18) ---- */
+/* ---- cost: requests of several units ---- */
 
 /*
  * A request of cost units at now, checked against cost requests of cost 1

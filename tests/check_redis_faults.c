@@ -1,6 +1,6 @@
 /*
- * check_redis_faults.c: the Redis store against a server that lies
- * (issue 12, "no client escapes its quota": Redis replies were trusted).
+ * check_redis_faults.c: the Redis store against a server that lies: no
+ * client escapes its quota through a reply rlgate would have trusted.
  *
  * Each test starts tests/fake_redis (built beside this runner) in one of
  * its modes on 127.0.0.1 at a port the kernel picks, drives
@@ -371,7 +371,7 @@ START_TEST(test_sync_reply)
 END_TEST
 
 /*
- * Issue 12's reproduction: retry_ms = 2^63 - 1 through the rejection
+ * The first of these found: retry_ms = 2^63 - 1 through the rejection
  * cache made a signed overflow (UBSan: now_ms + retry_ms) and a
  * Retry-After of 9223372036854776. It is a store failure now, and the
  * cache remembers nothing.

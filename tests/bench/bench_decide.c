@@ -1,7 +1,7 @@
 /*
- * bench_decide.c: decisions per second through rlg_store_step (issue 6,
- * "Fast at the limit"), in process, against the naive responder; and the
- * Redis store beside the SQLite one (issue 7, part 6).
+ * bench_decide.c: decisions per second through rlg_store_step, in
+ * process, against the naive responder; and the Redis store beside the
+ * SQLite one.
  *
  * For each store (a file on a normal disk directory, the same on tmpfs,
  * /dev/shm, called "memory", and a redis-server on 127.0.0.1 that this
@@ -2207,7 +2207,7 @@ report(FILE *md, const struct options *o, double elapsed)
 	}
 
 	if (any_sqlite) {
-		emit(md, "## rlgate / baseline, fixed_window (issue 6 target:"
+		emit(md, "## rlgate / baseline, fixed_window (the goal:"
 		    " >= 2 with 8 threads on one file)\n\n");
 		table_head(md, "store", true);
 		for (s = 0; s < NSTORES; s++) {

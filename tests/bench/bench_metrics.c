@@ -1,6 +1,6 @@
 /*
- * bench_metrics.c: what counting costs a decision (issue 15: "the cost on
- * the hot path must be measured and stay under 1% of a decision").
+ * bench_metrics.c: what counting costs a decision (the goal: under 1% of
+ * a decision on the hot path, measured).
  *
  * A decision here is all a worker thread does for a request between
  * libfcgi's accept and its finish: rlg_front_serve on the parameters a

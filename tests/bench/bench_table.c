@@ -1,5 +1,5 @@
 /*
- * bench_table.c: [store] commit = behind in process (issue 14): how many
+ * bench_table.c: [store] commit = behind in process: how many
  * decisions a second the decision table makes, against commit = each on
  * the same file, for 1,000 and 1,000,000 active clients; and whether the
  * write-behind keeps up, the database's lag behind the table under full

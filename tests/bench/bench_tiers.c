@@ -1,5 +1,5 @@
 /*
- * bench_tiers.c: what tiers cost a decision (issue 18), in process,
+ * bench_tiers.c: what tiers cost a decision, in process,
  * side by side with the same gate without them (make bench-tiers).
  *
  * One gate (a worker thread's: rlg_gate_init) on a fresh SQLite file in

@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/bench/ceiling.sh: the ceiling matrix of issue 14. rlgate behind
+# tests/bench/ceiling.sh: the ceiling matrix. rlgate behind
 # lighttpd against, in the same run, the no-op FastCGI responder (the
 # ceiling, tests/bench/noop) and the naive one (tests/bench/naive: one
 # autocommit SQLite UPSERT per request, the 60-line limiter anyone would

@@ -1,6 +1,6 @@
 /*
  * naive.c: the rate limiter anyone would write in sixty lines, the
- * baseline of tests/bench/ceiling.sh (issue 14). One SQLite file (WAL,
+ * baseline of tests/bench/ceiling.sh. One SQLite file (WAL,
  * synchronous = normal, busy_timeout 2000), one connection and one
  * prepared statement per thread, and per request ONE autocommit
  *     INSERT INTO hits(client, count) VALUES(?, 1)

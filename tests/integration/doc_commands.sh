@@ -424,6 +424,13 @@ is "$bad" "" "the docs state the table of a million entries as its $million byte
 out=$(grep -niE "\.\./shared|\bseed/|the seed's|as in the seed|origin article|\bissue [0-9]+|\bissues? #[0-9]+|(this|last|next|earlier) (round|session)|\bhelpers?\b|\bthe lead\b" \
     "$S"/README.md "$S"/docs/*.md "$S"/docs/rlgate.8 "$S"/docs/rlgate.conf.5 | sed "s|^$S/||")
 is "$out" "" "the docs refer to nothing outside the repository, nor to issues or how the work was organised"
+# the comments and messages of the sources likewise name no issue of the
+# project (a standard's working group's, "WG issue #N", is a reference)
+out=$(grep -rniE "\bissue [0-9]+|\bissues? #[0-9]+|\bissue's\b|(this|last|next|earlier) session" \
+    "$S"/app "$S"/db "$S"/tests "$S"/scripts "$S"/www "$S"/debian "$S"/Makefile.am \
+    "$S"/configure.ac 2>/dev/null | grep -v "^$S/tests/integration/doc_commands.sh:" |
+    grep -v "WG issue #" | sed "s|^$S/||")
+is "$out" "" "the sources' comments and messages name no issue nor how the work was organised"
 glossary=$(awk '/^## / { on = ($0 == "## Glossary"); next } on' "$S/README.md")
 missing=
 for term in GCRA "no-op ceiling" "naive UPSERT" responder "group commit" write-behind "rejection cache"; do

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# redis_faults.sh: the Redis store against a Redis that lies (issue 12, "no
-# client escapes its quota"), behind lighttpd + spawn-fcgi (1 process x 2
+# redis_faults.sh: the Redis store against a Redis that lies (no client
+# escapes its quota), behind lighttpd + spawn-fcgi (1 process x 2
 # threads). The server is tests/fake_redis (built by make check), started
 # here on 127.0.0.1 at a port it picks and stopped by pid:
 #
