@@ -549,8 +549,11 @@ rd_append(struct rd_store *s, size_t ni, int argc)
 int
 rd_exec_many(struct rd_store *s, size_t ni, size_t n, redisReply **replies)
 {
-	return rd_exchange(s, &s->nodes[ni], s->nodes[ni].fcall ?
-	    "FCALL (pipelined)" : "EVALSHA (pipelined)", n, replies);
+	char what[32];
+
+	snprintf(what, sizeof what, "%s (pipelined)",
+	    rd_call_name(&s->nodes[ni]));
+	return rd_exchange(s, &s->nodes[ni], what, n, replies);
 }
 
 /*
@@ -570,14 +573,12 @@ rd_call_head(struct rd_store *s, const struct rd_node *node)
 
 	if (!step && !sync)
 		return;
-	if (node->fcall) {
-		s->argv[0] = "FCALL";
+	s->argv[0] = rd_call_name(node);
+	if (node->fcall)
 		s->argv[1] = step ? rlg_redis_function_step :
 		    rlg_redis_function_sync;
-	} else {
-		s->argv[0] = "EVALSHA";
+	else
 		s->argv[1] = step ? s->sha : s->sync_sha;
-	}
 	s->argvlen[0] = strlen(s->argv[0]);
 	s->argvlen[1] = strlen(s->argv[1]);
 }
