@@ -25,7 +25,7 @@
 #define RLG_GROUP_PENDING (-1000)
 
 struct rlg_group_queue {
-	const void *kind;                  /* the key: the backend's kind */
+	const struct rlg_group_kind *kind; /* the key: the backend's kind */
 	char *key;                         /* and its store */
 	int refs;                          /* handles sharing it */
 	pthread_mutex_t mu;                /* guards all below */
@@ -46,9 +46,9 @@ static struct rlg_group_waiter *rlg_group_take(struct rlg_group_queue *g,
 int
 rlg_group_step(struct rlg_group_member *m,
     const struct rlg_store_item *items, size_t n, int64_t now_ms,
-    struct rlg_decision *decisions, size_t max_items,
-    rlg_group_lead_fn *lead)
+    struct rlg_decision *decisions)
 {
+	const struct rlg_group_kind *kind = m->kind;
 	struct rlg_group_queue *g = m->g;
 	struct rlg_group_waiter w, *x, *next, *batch;
 
@@ -63,10 +63,10 @@ rlg_group_step(struct rlg_group_member *m,
 			pthread_cond_wait(w.cv, &g->mu);
 		if (w.rc != RLG_GROUP_PENDING)
 			break;
-		batch = rlg_group_take(g, max_items);
+		batch = rlg_group_take(g, kind->max_items);
 		g->leading = true;
 		pthread_mutex_unlock(&g->mu);
-		lead(w.handle, batch);
+		kind->lead(w.handle, batch);
 		pthread_mutex_lock(&g->mu);
 		g->leading = false;
 		g->batches++;
@@ -83,6 +83,8 @@ rlg_group_step(struct rlg_group_member *m,
 			pthread_cond_signal(g->head->cv);
 	}
 	pthread_mutex_unlock(&g->mu);
+	if (w.rc == RLG_GROUP_ALONE)
+		return kind->alone(w.handle, items, n, now_ms, decisions);
 	return w.rc;
 }
 
@@ -106,8 +108,8 @@ rlg_group_take(struct rlg_group_queue *g, size_t max_items)
 }
 
 void
-rlg_group_join(struct rlg_group_member *m, void *handle, const void *kind,
-    const char *key)
+rlg_group_join(struct rlg_group_member *m, void *handle,
+    const struct rlg_group_kind *kind, const char *key)
 {
 	struct rlg_group_queue *g;
 
@@ -127,6 +129,7 @@ rlg_group_join(struct rlg_group_member *m, void *handle, const void *kind,
 	g->refs++;
 	pthread_mutex_unlock(&rlg_groups_mu);
 	m->g = g;
+	m->kind = kind;
 	m->handle = handle;
 	pthread_cond_init(&m->cv, NULL);
 }

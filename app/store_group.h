@@ -35,14 +35,6 @@ struct rlg_group_waiter {
 
 struct rlg_group_queue;
 
-/* A handle's place in its process's group: the group (NULL: none), where
- * the handle's thread waits, the handle. */
-struct rlg_group_member {
-	struct rlg_group_queue *g;
-	pthread_cond_t cv;
-	void *handle;
-};
-
 /*
  * Runs a batch (a list by next, oldest first, never empty) on handle, the
  * leader's, and sets every waiter's res: an RLG_ code, or RLG_GROUP_ALONE.
@@ -50,24 +42,47 @@ struct rlg_group_member {
  */
 typedef void rlg_group_lead_fn(void *handle, struct rlg_group_waiter *batch);
 
+/* Runs one request on handle outside any batch: an RLG_ code. */
+typedef int rlg_group_alone_fn(void *handle,
+    const struct rlg_store_item *items, size_t n, int64_t now_ms,
+    struct rlg_decision *decisions);
+
+/* A backend's group commit: what a batch is, how a request runs alone,
+ * and a batch's bound in items (SIZE_MAX: none). Its address tells the
+ * backends' groups apart. */
+struct rlg_group_kind {
+	rlg_group_lead_fn *lead;
+	rlg_group_alone_fn *alone;
+	size_t max_items;
+};
+
+/* A handle's place in its process's group: the group (NULL: none), its
+ * backend's kind, where the handle's thread waits, the handle. */
+struct rlg_group_member {
+	struct rlg_group_queue *g;
+	const struct rlg_group_kind *kind;
+	pthread_cond_t cv;
+	void *handle;
+};
+
 /* handle joins the group of this process for (kind, key), made on first
- * use; kind tells backends apart, key the store (its path or server). */
+ * use; key names the store (its path or server). */
 void rlg_group_join(struct rlg_group_member *m, void *handle,
-    const void *kind, const char *key);
+    const struct rlg_group_kind *kind, const char *key);
 
 /* The handle leaves, if it joined; the last one frees the group. */
 void rlg_group_leave(struct rlg_group_member *m);
 
 /*
  * A step through the group: queued, then either led in a batch of at most
- * max_items items (a request of more still goes, alone in its batch) or
- * handed its result by another thread's. Returns the result: an RLG_
- * code, or RLG_GROUP_ALONE (the caller runs the request alone).
+ * the kind's max_items items (a request of more still goes, alone in its
+ * batch) or handed its result by another thread's. Returns the result, an
+ * RLG_ code: a request that a batch could not finish has run again alone
+ * (the kind's alone function, on the member's handle).
  */
 int rlg_group_step(struct rlg_group_member *m,
     const struct rlg_store_item *items, size_t n, int64_t now_ms,
-    struct rlg_decision *decisions, size_t max_items,
-    rlg_group_lead_fn *lead);
+    struct rlg_decision *decisions);
 
 /* The group's counters into out (group, group_batches, group_steps), if
  * the handle joined one. */

@@ -250,7 +250,7 @@ rd_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
 	if (s->nnodes == 0)
 		return RLG_ESTORE;      /* no url: errmsg says so since open */
 	if (s->group.g != NULL)
-		return rd_batch_step(s, items, n, now_ms, decisions);
+		return rlg_group_step(&s->group, items, n, now_ms, decisions);
 	return rd_step_alone(s, items, n, now_ms, decisions);
 }
 

@@ -53,10 +53,6 @@
  * is 1 + 6 x this many integers, far below RD_ARRAY_MAX. */
 #define RD_BATCH_ITEMS 512
 
-/* What tells the Redis store's groups from other backends' (store_group.h:
- * a group's key is a kind and a name). */
-static const char rd_group_kind = 'r';
-
 static void rd_lead(void *handle, struct rlg_group_waiter *batch);
 static int rd_batch_run(struct rd_store *s, struct rlg_group_waiter *batch,
     size_t nreq);
@@ -75,9 +71,10 @@ static void rd_batch_result(struct rd_store *s,
 /* One request in a script call of its own (a cluster: its slot groups),
  * its items checked: RLG_OK, or RLG_ESTORE (errmsg). */
 int
-rd_step_alone(struct rd_store *s, const struct rlg_store_item *items,
+rd_step_alone(void *handle, const struct rlg_store_item *items,
     size_t n, int64_t now_ms, struct rlg_decision *decisions)
 {
+	struct rd_store *s = handle;
 	redisReply *reply;
 	int rc;
 
@@ -125,18 +122,11 @@ rd_ready0(struct rd_store *s)
 	return s->master != NULL ? rd_sentinel_ready(s) : rd_ready(s, 0);
 }
 
-/* A step through the group: its result, or rd_step_alone's. */
-int
-rd_batch_step(struct rd_store *s, const struct rlg_store_item *items,
-    size_t n, int64_t now_ms, struct rlg_decision *decisions)
-{
-	int rc = rlg_group_step(&s->group, items, n, now_ms, decisions,
-	    RD_BATCH_ITEMS, rd_lead);
-
-	if (rc == RLG_GROUP_ALONE)
-		return rd_step_alone(s, items, n, now_ms, decisions);
-	return rc;
-}
+/* The Redis store's group commit (store_group.c): a batch is one call
+ * (per node on a cluster) of at most RD_BATCH_ITEMS items; a request the
+ * batch could not finish runs again alone. */
+static const struct rlg_group_kind rd_group_kind = { rd_lead, rd_step_alone,
+    RD_BATCH_ITEMS };
 
 /* rlg_group_lead_fn: one request is a step; more, one call. */
 static void

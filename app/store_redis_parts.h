@@ -183,7 +183,7 @@ struct rd_store {
 /* ---- store_redis_batch.c: the step, alone or in a batch --------------- */
 
 /* One request alone: one script call (a cluster: its slot groups). */
-int rd_step_alone(struct rd_store *s, const struct rlg_store_item *items,
+int rd_step_alone(void *handle, const struct rlg_store_item *items,
     size_t n, int64_t now_ms, struct rlg_decision *decisions);
 
 /* The script call in s->argv on the single server, NOSCRIPT handled:
@@ -192,10 +192,6 @@ redisReply *rd_exec_script(struct rd_store *s, int argc);
 
 /* The single server's (or the sentinels' master's) connection: 0, or -1. */
 int rd_ready0(struct rd_store *s);
-
-/* A step through the process's group: led in a batch or handed its result. */
-int rd_batch_step(struct rd_store *s, const struct rlg_store_item *items,
-    size_t n, int64_t now_ms, struct rlg_decision *decisions);
 
 /* Joins the group of the handle's server (rd_open); leaves it (rd_close). */
 void rd_batch_join(struct rd_store *s);

@@ -90,7 +90,7 @@ sq_open(const struct rlg_store_config *cfg, struct rlg_store **out)
 	s->sync_full = cfg->sqlite.synchronous == RLG_SYNC_FULL;
 	if (cfg->group_commit == RLG_GROUP_ON ||
 	    (cfg->group_commit == RLG_GROUP_AUTO && s->sync_full))
-		rlg_group_join(&s->group, s, &rlg_store_sqlite_ops, s->path);
+		rlg_group_join(&s->group, s, &sq_group_kind, s->path);
 	s->nscratch = 4;
 	s->scratch = rlg_xcalloc(s->nscratch, sizeof *s->scratch);
 	s->prune_batch = SQ_PRUNE_BATCH;
@@ -117,7 +117,7 @@ sq_step(struct rlg_store *base, const struct rlg_store_item *items, size_t n,
 
 	/* rlg_store_step has checked the items. */
 	if (s->group.g != NULL)
-		rc = sq_group_step(s, items, n, now_ms, decisions);
+		rc = rlg_group_step(&s->group, items, n, now_ms, decisions);
 	else
 		rc = sq_step_alone(s, items, n, now_ms, decisions);
 	/* Nobody calls rlg_store_idle: the WAL is this step's to bound. */

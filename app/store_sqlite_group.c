@@ -31,21 +31,12 @@
 static void sq_lead(void *handle, struct rlg_group_waiter *batch);
 
 /*
- * A step through the group (store_group.c): queue, then either lead a
- * batch (the whole queue) or wait until a leader has done this request.
- * A request the batch could not finish runs again alone.
+ * The SQLite store's group commit (store_group.c): a batch is the whole
+ * queue, in one transaction; a request the batch could not finish runs
+ * again alone.
  */
-int
-sq_group_step(struct sq_store *s, const struct rlg_store_item *items,
-    size_t n, int64_t now_ms, struct rlg_decision *decisions)
-{
-	int rc = rlg_group_step(&s->group, items, n, now_ms, decisions,
-	    SIZE_MAX, sq_lead);
-
-	if (rc == RLG_GROUP_ALONE)
-		return sq_step_alone(s, items, n, now_ms, decisions);
-	return rc;
-}
+const struct rlg_group_kind sq_group_kind = { sq_lead, sq_step_alone,
+    SIZE_MAX };
 
 /*
  * Runs a batch in one transaction on the leader's connection and sets

@@ -165,7 +165,7 @@ struct sq_store {
 
 /* One request in a transaction of its own (also a request that a group
  * commit could not finish). */
-int sq_step_alone(struct sq_store *s, const struct rlg_store_item *items,
+int sq_step_alone(void *handle, const struct rlg_store_item *items,
     size_t n, int64_t now_ms, struct rlg_decision *decisions);
 
 /* The decisions and writes of one request inside an open transaction
@@ -259,9 +259,8 @@ int sq_check_schema(struct sq_store *s);
 
 /* ---- store_sqlite_group.c: group commit ------------------------------- */
 
-/* A step through the group: leads a batch or waits for one. */
-int sq_group_step(struct sq_store *s, const struct rlg_store_item *items,
-    size_t n, int64_t now_ms, struct rlg_decision *decisions);
+/* The group commit's kind: a batch in one transaction (rlg_group_step). */
+extern const struct rlg_group_kind sq_group_kind;
 
 /* The stats operation: the group commit's counters. */
 void sq_stats(const struct rlg_store *base, struct rlg_store_stats *out);

@@ -82,9 +82,10 @@ static int64_t sq_expires(int64_t expires_ms);
 
 /* One request in a transaction of its own. */
 int
-sq_step_alone(struct sq_store *s, const struct rlg_store_item *items,
+sq_step_alone(void *handle, const struct rlg_store_item *items,
     size_t n, int64_t now_ms, struct rlg_decision *decisions)
 {
+	struct sq_store *s = handle;
 	bool wrote;
 	int rc, end;
 
