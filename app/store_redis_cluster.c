@@ -227,20 +227,13 @@ rd_cluster_exists(struct rd_store *s, const struct rlg_store_item *item)
 {
 	size_t need, ni;
 	redisReply *reply;
-	char *at;
 	int rc = -1;
 
 	need = strlen(item->client) + strlen(item->policy->name) + 8;
 	rd_reserve(s, 2, need);
-	at = s->text;
-	at = rd_put(at, "rlg:{", 5);
-	at = rd_put(at, item->client, strlen(item->client));
-	at = rd_put(at, "}:", 2);
-	at = rd_put(at, item->policy->name, strlen(item->policy->name));
 	s->argv[0] = "EXISTS";
 	s->argvlen[0] = 6;
-	s->argv[1] = s->text;
-	s->argvlen[1] = (size_t)(at - s->text);
+	(void)rd_state_key(s, 1, item->client, item->policy->name, s->text);
 	if (rd_cluster_exec(s, rd_slot(item->client), 2, &reply, &ni) != 0)
 		return -1;
 	if (reply->type == REDIS_REPLY_INTEGER &&

@@ -8,6 +8,8 @@
  *   store_redis_script.c   EVALSHA's arguments, the reply checked into
  *                          decisions
  *   store_redis_io.c       connections, deadline I/O, backoff
+ *   store_redis_wire.c     commands in RESP, a script call's head, the
+ *                          words of replies and messages
  *   store_redis_cluster.c  Redis Cluster: slot map, slot groups,
  *                          redirections, the charges' EXISTS
  *   store_redis_sentinel.c Redis Sentinel: the master asked of the
@@ -225,6 +227,11 @@ int rd_build_batch(struct rd_store *s, const struct rd_req *reqs,
  * s->text (their contents not kept). */
 void rd_reserve(struct rd_store *s, size_t argc, size_t need);
 
+/* The state key "rlg:{CLIENT}:POLICY" at at as argument a of s->argv,
+ * NUL-ended: the end past the NUL. */
+char *rd_state_key(struct rd_store *s, size_t a, const char *client,
+    const char *policy, char *at);
+
 /* Copies len bytes of s to at; returns the end. */
 char *rd_put(char *at, const char *s, size_t len);
 
@@ -300,6 +307,34 @@ void rd_append(struct rd_store *s, size_t ni, int argc);
 int rd_exec_many(struct rd_store *s, size_t ni, size_t n,
     redisReply **replies);
 
+/* Node ni answered a step: healthy again (logged once). */
+void rd_node_ok(struct rd_store *s, size_t ni);
+
+/* After an error of node ni: drops it, starts its backoff (logged once).
+ * Returns RLG_ESTORE. */
+int rd_failed(struct rd_store *s, size_t ni);
+
+/* Closes a node's connection, if open. */
+void rd_disconnect(struct rd_node *node);
+
+/* The monotonic clock, in ms: what deadlines and backoffs go by. */
+int64_t rd_mono_ms(void);
+
+/* ---- store_redis_wire.c: commands and replies ------------------------ */
+
+/* The command argv[0..argc) appended to s->out in RESP. */
+void rd_format(struct rd_store *s, int argc, const char *const *argv,
+    const size_t *argvlen);
+
+/* A script call's head in s->argv (EVALSHA, sha, the count of keys at at):
+ * where the next argument's text goes. */
+char *rd_script_head(struct rd_store *s, const char *sha, size_t nkeys,
+    char *at);
+
+/* The script call in s->argv made the call node takes (FCALL where it has
+ * the library); any other command left as it is. */
+void rd_call_head(struct rd_store *s, const struct rd_node *node);
+
 /* A server's text for a message: at most RD_SAID - 1 printable bytes. */
 const char *rd_said(const char *str, size_t len, char *buf);
 
@@ -313,25 +348,12 @@ const char *rd_call_name(const struct rd_node *node);
  * SCRIPT FLUSH, FUNCTION FLUSH, a failover): load it and call again. */
 bool rd_not_loaded(const redisReply *reply);
 
-/* Node ni answered a step: healthy again (logged once). */
-void rd_node_ok(struct rd_store *s, size_t ni);
-
-/* After an error of node ni: drops it, starts its backoff (logged once).
- * Returns RLG_ESTORE. */
-int rd_failed(struct rd_store *s, size_t ni);
-
-/* Closes a node's connection, if open. */
-void rd_disconnect(struct rd_node *node);
-
 /* Sets the handle's errmsg, printf-style. */
 void rd_seterr(struct rd_store *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* A reply type's name, for the messages. */
 const char *rd_reply_type(int type);
-
-/* The monotonic clock, in ms: what deadlines and backoffs go by. */
-int64_t rd_mono_ms(void);
 
 /* ---- store_redis_cluster.c: Redis Cluster ----------------------------- */
 

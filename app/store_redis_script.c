@@ -86,14 +86,7 @@ rd_build_batch(struct rd_store *s, const struct rd_req *reqs, size_t nreq,
 	}
 	rd_reserve(s, argc, need);
 
-	at = s->text;
-	s->argv[0] = "EVALSHA";
-	s->argvlen[0] = 7;
-	s->argv[1] = s->sha;
-	s->argvlen[1] = 40;
-	s->argv[2] = at;
-	s->argvlen[2] = (size_t)snprintf(at, RD_NUM, "%zu", keys);
-	at += s->argvlen[2] + 1;
+	at = rd_script_head(s, s->sha, keys, s->text);
 	a = 3;
 	for (r = 0; r < nreq; r++)
 		at = rd_build_keys(s, reqs[r].items, reqs[r].idx, reqs[r].m,
@@ -142,14 +135,7 @@ rd_build_keys(struct rd_store *s, const struct rlg_store_item *items,
 
 	for (i = 0; i < m; i++) {
 		it = &items[idx != NULL ? idx[i] : i];
-		s->argv[a] = at;
-		at = rd_put(at, "rlg:{", 5);
-		at = rd_put(at, it->client, strlen(it->client));
-		at = rd_put(at, "}:", 2);
-		at = rd_put(at, it->policy->name, strlen(it->policy->name));
-		s->argvlen[a] = (size_t)(at - s->argv[a]);
-		*at++ = '\0';
-		a++;
+		at = rd_state_key(s, a++, it->client, it->policy->name, at);
 		if (it->policy->lim.algorithm != RLG_ALG_SLIDING_LOG) {
 			/* Unused: the state key again (store_redis_cluster.c). */
 			s->argv[a] = s->argv[a - 1];
@@ -235,6 +221,25 @@ rd_build_args(struct rd_store *s, const struct rlg_store_item *items,
 		}
 	}
 	*ap = a;
+	return at;
+}
+
+/*
+ * The state key of client under policy, "rlg:{CLIENT}:POLICY", written
+ * at at as argument a of s->argv (NUL-ended; the client in braces is the hash tag that puts
+ * a client's keys in one cluster slot). Returns the end past the NUL.
+ */
+char *
+rd_state_key(struct rd_store *s, size_t a, const char *client,
+    const char *policy, char *at)
+{
+	s->argv[a] = at;
+	at = rd_put(at, "rlg:{", 5);
+	at = rd_put(at, client, strlen(client));
+	at = rd_put(at, "}:", 2);
+	at = rd_put(at, policy, strlen(policy));
+	s->argvlen[a] = (size_t)(at - s->argv[a]);
+	*at++ = '\0';
 	return at;
 }
 

@@ -222,24 +222,11 @@ rd_sync_build(struct rd_store *s, const struct rd_sync *y,
 		    (size_t)RD_SYNC_ARGS * RD_NUM;
 	}
 	rd_reserve(s, argc, need);
-	at = s->text;
-	s->argv[0] = "EVALSHA";
-	s->argvlen[0] = 7;
-	s->argv[1] = s->sync_sha;
-	s->argvlen[1] = 40;
-	a = 2;
-	s->argv[a] = at;
-	s->argvlen[a] = (size_t)snprintf(at, RD_NUM, "%zu", c->m);
-	at += s->argvlen[a++] + 1;
+	at = rd_script_head(s, s->sync_sha, c->m, s->text);
+	a = 3;
 	for (i = 0; i < c->m; i++, a++) {
 		it = &y->items[y->order[c->start + i]];
-		s->argv[a] = at;
-		at = rd_put(at, "rlg:{", 5);
-		at = rd_put(at, it->client, strlen(it->client));
-		at = rd_put(at, "}:", 2);
-		at = rd_put(at, it->policy->name, strlen(it->policy->name));
-		s->argvlen[a] = (size_t)(at - s->argv[a]);
-		*at++ = '\0';
+		at = rd_state_key(s, a, it->client, it->policy->name, at);
 	}
 	/* now: "" for Redis TIME (clock = redis), as a step's. */
 	s->argv[a] = at;
