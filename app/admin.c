@@ -338,18 +338,22 @@ rlg_admin_health(struct rlg_store *store, int64_t now_ms,
 	return false;
 }
 
-/* "ip", "header:NAME" or "ip+header:NAME". */
+/* "ip", "header:NAME", "cookie:NAME", "query:NAME", ip+ one of those,
+ * or "global". */
 static void
 put_policy_key(const struct rlg_policy *p, struct rlg_sb *out)
 {
 	char buf[RLG_HEADER_NAME_MAX + 32];
+	unsigned chosen = p->key & RLG_KEY_CHOSEN;
 
 	snprintf(buf, sizeof buf, "%s%s%s%s",
+	    p->key & RLG_KEY_GLOBAL ? "global" :
 	    p->key == 0 || (p->key & RLG_KEY_IP) ? "ip" : "",
-	    (p->key & RLG_KEY_IP) && (p->key & RLG_KEY_HEADER) ? "+" : "",
-	    (p->key & RLG_KEY_HEADER) ? "header:" : "",
-	    (p->key & RLG_KEY_HEADER) && p->key_header != NULL ?
-	    p->key_header : "");
+	    (p->key & RLG_KEY_IP) && chosen != 0 ? "+" : "",
+	    chosen == RLG_KEY_HEADER ? "header:" :
+	    chosen == RLG_KEY_COOKIE ? "cookie:" :
+	    chosen == RLG_KEY_QUERY ? "query:" : "",
+	    chosen != 0 && p->key_name != NULL ? p->key_name : "");
 	rlg_sb_json(out, buf);
 }
 

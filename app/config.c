@@ -271,7 +271,7 @@ void
 rlg_policy_free_fields(struct rlg_policy *pol)
 {
 	free(pol->name);
-	free(pol->key_header);
+	free(pol->key_name);
 	free(pol->exempt);
 	if (pol->new_keys_policy != NULL) {
 		free(pol->new_keys_policy->name);

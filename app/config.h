@@ -41,11 +41,22 @@ enum rlg_error_format {
 	RLG_ERRORS_PROBLEM,        /* RFC 9457 application/problem+json */
 };
 
-/* What identifies a client for a policy: bits, both for a composite key. */
+/*
+ * What identifies a client for a policy: bits, ip with one value the
+ * client chooses for a composite key; global alone.
+ */
 enum rlg_key_kind {
 	RLG_KEY_IP = 1,          /* the client address (IPv6 by prefix) */
 	RLG_KEY_HEADER = 2,      /* a request header (an API key), hashed */
+	RLG_KEY_COOKIE = 4,      /* a cookie of the Cookie header, hashed */
+	RLG_KEY_QUERY = 8,       /* a parameter of the query string, hashed */
+	RLG_KEY_GLOBAL = 16,     /* one bucket, whoever asks */
 };
+/* The keys whose value the client chooses (one at most in a policy):
+ * hashed with key_secret, bounded by new_keys_per_ip. */
+#define RLG_KEY_CHOSEN (RLG_KEY_HEADER | RLG_KEY_COOKIE | RLG_KEY_QUERY)
+/* The store key of a global policy: no address or hash is "*". */
+#define RLG_KEY_GLOBAL_CLIENT "*"
 
 /* enforce: rejections are 429s; dry_run: computed, logged, not enforced. */
 enum rlg_mode {
@@ -62,15 +73,17 @@ struct rlg_policy {
 	char *name;                    /* section name: [policy NAME] */
 	struct rlg_limit lim;          /* algorithm, limit, window, burst */
 	unsigned key;                  /* enum rlg_key_kind bits; 0 means ip */
-	char *key_header;              /* key = header:NAME: NAME, else NULL */
+	char *key_name;                /* the NAME of key = header:NAME,
+	                                  cookie:NAME or query:NAME (which:
+	                                  key's RLG_KEY_CHOSEN bit), else NULL */
 	enum rlg_mode mode;
 	struct rlg_cidr *exempt;       /* clients it never limits */
 	size_t nexempt;
 	/*
-	 * With a header key: how many new keys (keys with no live state)
+	 * With a key the client chooses: how many new keys (keys with no live state)
 	 * one client address may start per window; 0: no bound. The bound
 	 * is a policy of its own, fixed_window, named NAME.new_keys, owned
-	 * here (NULL without a header key or with new_keys 0).
+	 * here (NULL without such a key or with new_keys 0).
 	 */
 	int64_t new_keys;
 	struct rlg_policy *new_keys_policy;

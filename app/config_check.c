@@ -69,12 +69,12 @@ rlg_policies_finish(struct rlg_parse *p)
 		key = rlg_lines(p, 1 + i, "policy", "key");
 		if (burst->ok == 0)
 			pol->lim.burst = pol->lim.limit;
-		if (key->ok != 0 && (pol->key & RLG_KEY_HEADER) != 0 &&
+		if (key->ok != 0 && (pol->key & RLG_KEY_CHOSEN) != 0 &&
 		    !secret_set)
-			rlg_problem(p, key->ok, "%s key: header keys are "
-			    "stored hashed: set [client] key_secret (at least "
-			    "%d random bytes, e.g. openssl rand -hex 32)",
-			    label, RLG_KEY_SECRET_MIN);
+			rlg_problem(p, key->ok, "%s key: header, cookie and "
+			    "query keys are stored hashed: set [client] "
+			    "key_secret (at least %d random bytes, e.g. openssl "
+			    "rand -hex 32)", label, RLG_KEY_SECRET_MIN);
 		if (alg->ok == 0 && alg->first != 0)
 			continue;
 		a = rlg_policy_alg(pol);
@@ -156,10 +156,11 @@ rlg_new_keys_policy(struct rlg_parse *p, struct rlg_policy *pol, size_t i)
 
 	new_keys_line = rlg_lines(p, 1 + i, "policy", "new_keys_per_ip")->ok;
 	key_line = rlg_lines(p, 1 + i, "policy", "key")->ok;
-	if ((pol->key & RLG_KEY_HEADER) == 0) {
+	if ((pol->key & RLG_KEY_CHOSEN) == 0) {
 		if (new_keys_line != 0)
 			rlg_problem(p, new_keys_line, "%s new_keys_per_ip: "
-			    "applies only to a key with header:NAME", label);
+			    "applies only to a key with header:NAME, "
+			    "cookie:NAME or query:NAME", label);
 		return;
 	}
 	/*

@@ -235,7 +235,8 @@ const struct rlg_option rlg_options[] = {
 	  .doc = "With token_bucket: how many requests may come at once." },
 	{ RLG_KEY("policy", "new_keys_per_ip", INT), RLG_POLICY(new_keys),
 	  .max = RLG_LIMIT_MAX, .def = "100",
-	  .doc = "With a header key: new keys per address and window." },
+	  .doc = "With a key the client chooses: new keys per address and "
+	  "window." },
 	{ RLG_KEY("policy", "key", COMPOUND), .def = "ip",
 	  .set = rlg_set_key, .doc = "What identifies a client." },
 	{ RLG_KEY("policy", "mode", ENUM), RLG_POLICY(mode),

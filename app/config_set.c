@@ -34,8 +34,8 @@ static const char *rlg_duration_str(long long v, int unit_ms, char *buf,
 static const char *rlg_word_list(const struct rlg_word *words, char *buf,
     size_t size);
 static void rlg_put_int(void *field, size_t size, long long v);
-static bool rlg_header_name_ok(struct rlg_parse *p,
-    const struct rlg_option *o, const char *name);
+static bool rlg_name_ok(struct rlg_parse *p,
+    const struct rlg_option *o, const char *what, const char *name);
 static bool rlg_set_word(struct rlg_parse *p, const struct rlg_option *o,
     const char *value, const char *unknown, int *out);
 
@@ -479,19 +479,50 @@ rlg_set_algorithm(struct rlg_parse *p, const struct rlg_option *o,
 	return true;
 }
 
+/* The words of key that take a NAME, and their bits. */
+static const struct {
+	const char *prefix;
+	unsigned bit;
+} rlg_key_sources[] = {
+	{ "header:", RLG_KEY_HEADER },
+	{ "cookie:", RLG_KEY_COOKIE },
+	{ "query:", RLG_KEY_QUERY },
+};
+
+/* The bit of a "header:NAME", "cookie:NAME" or "query:NAME" item (its
+ * NAME into *name), or 0. */
+static unsigned
+rlg_key_source(const char *item, const char **name)
+{
+	size_t i, n;
+
+	for (i = 0; i < sizeof rlg_key_sources / sizeof rlg_key_sources[0];
+	    i++) {
+		n = strlen(rlg_key_sources[i].prefix);
+		if (strncmp(item, rlg_key_sources[i].prefix, n) == 0 &&
+		    item[n] != '\0') {
+			*name = item + n;
+			return rlg_key_sources[i].bit;
+		}
+	}
+	return 0;
+}
+
 /*
- * key = ip | header:NAME | both, comma-separated in any order. NAME is kept
- * as written (header names compare without case when a request is read).
- * Each bad item is its own problem; the policy changes only if all are
- * good. Whether a key_secret is there waits for the end.
+ * key = ip, one of header:NAME, cookie:NAME, query:NAME, or ip with one
+ * of them, comma-separated in any order; or global alone. NAME is kept as
+ * written (a header's name compares without case when a request is read;
+ * a cookie's and a parameter's too, to catch look-alikes). Each bad item
+ * is its own problem; the policy changes only if all are good. Whether a
+ * key_secret is there waits for the end.
  */
 bool
 rlg_set_key(struct rlg_parse *p, const struct rlg_option *o,
     const char *value, void *base)
 {
 	struct rlg_policy *pol = base;
-	const char *header = NULL, *name;
-	unsigned bits = 0;
+	const char *chosen = NULL, *name = NULL;
+	unsigned bits = 0, bit;
 	char **items;
 	size_t i, n;
 	bool ok = true;
@@ -499,37 +530,46 @@ rlg_set_key(struct rlg_parse *p, const struct rlg_option *o,
 	if (!rlg_list_split(p, o, value, 2, "items", &items, &n))
 		return false;
 	for (i = 0; i < n; i++) {
-		if (strcmp(items[i], "ip") == 0) {
-			if ((bits & RLG_KEY_IP) != 0) {
-				rlg_key_problem(p, o, "ip given twice "
-				    "(got \"%s\")", value);
+		if (strcmp(items[i], "ip") == 0 ||
+		    strcmp(items[i], "global") == 0) {
+			bit = items[i][0] == 'i' ? RLG_KEY_IP : RLG_KEY_GLOBAL;
+			if ((bits & bit) != 0) {
+				rlg_key_problem(p, o, "%s given twice "
+				    "(got \"%s\")", items[i], value);
 				ok = false;
 			}
-			bits |= RLG_KEY_IP;
+			bits |= bit;
 			continue;
 		}
-		if (strncmp(items[i], "header:", 7) != 0 ||
-		    items[i][7] == '\0') {
-			rlg_key_problem(p, o, "must be one of ip, header:NAME "
-			    "(got \"%s\")", items[i]);
+		bit = rlg_key_source(items[i], &name);
+		if (bit == 0) {
+			rlg_key_problem(p, o, "must be one of ip, header:NAME, "
+			    "cookie:NAME, query:NAME, global (got \"%s\")",
+			    items[i]);
 			ok = false;
 			continue;
 		}
-		name = items[i] + 7;
-		if (!rlg_header_name_ok(p, o, name)) {
+		if (!rlg_name_ok(p, o, bit == RLG_KEY_HEADER ? "header" :
+		    bit == RLG_KEY_COOKIE ? "cookie" : "query parameter",
+		    name)) {
 			ok = false;
-		} else if (header != NULL) {
-			rlg_key_problem(p, o, "at most one header:NAME "
-			    "(got \"%s\")", value);
+		} else if (chosen != NULL) {
+			rlg_key_problem(p, o, "at most one of header:NAME, "
+			    "cookie:NAME, query:NAME (got \"%s\")", value);
 			ok = false;
 		}
-		header = name;
-		bits |= RLG_KEY_HEADER;
+		chosen = name;
+		bits |= bit;
+	}
+	if (ok && (bits & RLG_KEY_GLOBAL) != 0 && bits != RLG_KEY_GLOBAL) {
+		rlg_key_problem(p, o, "global is one bucket for every client: "
+		    "it takes no other item (got \"%s\")", value);
+		ok = false;
 	}
 	if (ok) {
 		pol->key = bits;
-		free(pol->key_header);
-		pol->key_header = header != NULL ? rlg_xstrdup(header) : NULL;
+		free(pol->key_name);
+		pol->key_name = chosen != NULL ? rlg_xstrdup(chosen) : NULL;
 	}
 	rlg_list_free(items, n);
 	return ok;
@@ -540,19 +580,20 @@ rlg_set_key(struct rlg_parse *p, const struct rlg_option *o,
  * 9110 tchar) of at most RLG_HEADER_NAME_MAX bytes. Reports it if not.
  */
 static bool
-rlg_header_name_ok(struct rlg_parse *p, const struct rlg_option *o,
-    const char *name)
+rlg_name_ok(struct rlg_parse *p, const struct rlg_option *o,
+    const char *what, const char *name)
 {
 	size_t len = strlen(name);
 
 	if (name[strspn(name, RLG_ALNUM "!#$%&'*+-.^_`|~")] != '\0') {
-		rlg_key_problem(p, o, "header name must be an HTTP token: "
-		    "A-Z a-z 0-9 and !#$%%&'*+-.^_`|~ (got \"%s\")", name);
+		rlg_key_problem(p, o, "%s name must be an HTTP token: "
+		    "A-Z a-z 0-9 and !#$%%&'*+-.^_`|~ (got \"%s\")", what,
+		    name);
 		return false;
 	}
 	if (len > RLG_HEADER_NAME_MAX) {
-		rlg_key_problem(p, o, "header name must be at most %d bytes "
-		    "(got %zu)", RLG_HEADER_NAME_MAX, len);
+		rlg_key_problem(p, o, "%s name must be at most %d bytes "
+		    "(got %zu)", what, RLG_HEADER_NAME_MAX, len);
 		return false;
 	}
 	return true;
@@ -578,7 +619,7 @@ rlg_set_route_cost(struct rlg_parse *p, const struct rlg_option *o,
 			    "\"%s\")", value);
 			return false;
 		}
-		if (!rlg_header_name_ok(p, o, value + 7))
+		if (!rlg_name_ok(p, o, "header", value + 7))
 			return false;
 		free(r->cost_header);
 		r->cost_header = rlg_xstrdup(value + 7);

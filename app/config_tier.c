@@ -467,7 +467,7 @@ tier_finish(struct rlg_parse *p, struct rlg_tier *t, struct rlg_tier_build *b)
 			tier_cost_check(p, b, &t->rules[t->nrules], &lim,
 			    line);
 		}
-		if (keys && (cfg->policies[n].key & RLG_KEY_HEADER) == 0) {
+		if (keys && (cfg->policies[n].key & RLG_KEY_CHOSEN) == 0) {
 			rlg_problem(p, line, "%s %s: [policy %s] is keyed by "
 			    "the client's address: the tier's API keys (k:) "
 			    "never match it, its addresses do", b->label, name,

@@ -152,8 +152,11 @@ gather(const struct rlg_config *cfg, const struct rlg_tier_set *const sets[2],
 		rc = rlg_request_policy_key(req, p, &cfg->client, key,
 		    RLG_CLIENT_KEY_MAX + 1);
 		if (rc == RLG_EINVAL) {
-			dd->flaw = RLG_FLAW_DUPLICATE;
-			dd->flaw_about = p->key_header;
+			/* The key's header, cookie or parameter came twice. */
+			dd->flaw = (p->key & RLG_KEY_QUERY) ?
+			    RLG_FLAW_DUPLICATE_PARAM : RLG_FLAW_DUPLICATE;
+			dd->flaw_about = (p->key & RLG_KEY_COOKIE) ? "Cookie" :
+			    p->key_name;
 			return RLG_EINVAL;
 		}
 		if (rc != RLG_OK)

@@ -58,6 +58,8 @@ rlg_flaw_name(enum rlg_flaw f)
 		return "bad_role";
 	case RLG_FLAW_COST:
 		return "bad_cost";
+	case RLG_FLAW_DUPLICATE_PARAM:
+		return "duplicate_param";
 	}
 	return "unknown";
 }
@@ -169,7 +171,7 @@ void
 rlg_request_read(struct rlg_request *r, const struct rlg_params *params,
     const struct rlg_client_config *cc)
 {
-	const char *method;
+	const char *method, *uri, *query;
 	struct rlg_addr peer;
 	bool bad_role, peer_ok, trusted, dup_method = false, dup_uri = false;
 
@@ -199,8 +201,14 @@ rlg_request_read(struct rlg_request *r, const struct rlg_params *params,
 	    sizeof r->method_name) < sizeof r->method_name;
 	r->method = method_of(method);
 
-	parse_path(r, params, described(params, r->role, trusted, RLG_PARAM_URI,
-	    "HTTP_X_FORWARDED_URI", "REQUEST_URI", &dup_uri));
+	uri = described(params, r->role, trusted, RLG_PARAM_URI,
+	    "HTTP_X_FORWARDED_URI", "REQUEST_URI", &dup_uri);
+	parse_path(r, params, uri);
+	if (uri != NULL)
+		r->query = (query = strchr(uri, '?')) != NULL ? query + 1 :
+		    NULL;
+	else
+		r->query = rlg_param(params, "QUERY_STRING");
 	if (dup_method || dup_uri) {
 		r->flaw = RLG_FLAW_DUPLICATE;
 		r->flaw_about = dup_uri ? "X-Forwarded-Uri" :

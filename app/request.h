@@ -64,6 +64,8 @@ enum rlg_flaw {
 	                              configuration is wrong (answered 500) */
 	RLG_FLAW_COST,             /* a trusted front's cost header that
 	                              cannot be read (rlg_request_cost) */
+	RLG_FLAW_DUPLICATE_PARAM,  /* a query parameter read for a key came
+	                              twice (look-alikes: Key, key, k%65y) */
 };
 
 enum rlg_method {
@@ -86,6 +88,9 @@ struct rlg_request {
 	enum rlg_flaw flaw;              /* RLG_FLAW_NONE, or why to refuse it */
 	const char *flaw_about;          /* the header or parameter the flaw
 	                                    is params, for the log (NULL: the path) */
+	const char *query;               /* the query string (after '?'), or
+	                                    NULL: borrowed from params, as the
+	                                    target the path came from */
 	char client[RLG_CLIENT_KEY_MAX + 1];     /* the IP key (key = ip) */
 	enum rlg_role role;
 	struct rlg_addr addr;            /* the client address, if addr_ok */

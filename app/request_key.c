@@ -3,16 +3,21 @@
  * trusted front's cost header) and the store key a policy derives from
  * it (request.h declares them with the request).
  *
- * An API key header never reaches the store: policy keys carry a keyed
- * BLAKE2b hash of it (libsodium), so the database, its logs and the
- * operator views hold no credential. A key or cost header that came
- * twice under look-alike spellings is refused, never resolved by order.
+ * A value the client chooses (an API key header, a cookie, a query
+ * parameter) never reaches the store: policy keys carry a keyed BLAKE2b
+ * hash of it (libsodium), so the database, its logs and the operator
+ * views hold no credential. A key or cost header, a cookie or a parameter
+ * that came twice under look-alike spellings is refused, never resolved
+ * by order. Cookies and query strings are parsed here, by hand: what the
+ * key needs is one name's value with every spelling of that name caught,
+ * which no parser of a library of ours reports.
  */
 #include <ctype.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <sodium.h>
 
@@ -25,6 +30,13 @@ _Static_assert(RLG_KEY_HASH_TEXT == 3 + 2 * RLG_KEY_HASH_BYTES,
     "request.h's RLG_KEY_HASH_TEXT holds k: and the hash in hex");
 
 static bool header_param(const char *header, char *out, size_t len);
+static int chosen_value(const struct rlg_request *r,
+    const struct rlg_policy *p, char *buf, size_t len,
+    const char **value);
+static int pair_value(const char *s, char sep, bool plus, const char *name,
+    char *out, size_t len);
+static size_t decode(const char *s, size_t n, bool plus, char *out,
+    size_t len);
 static void sodium_start(void);
 static void stretch_secret(const char *key_secret, unsigned char *key);
 static size_t join3(char *out, size_t len, const char *a, const char *b,
@@ -158,26 +170,29 @@ rlg_request_key_hash(const char *value, const struct rlg_client_config *cc,
 	sodium_bin2hex(out + 2, 2 * RLG_KEY_HASH_BYTES + 1, hash, sizeof hash);
 }
 
+/* Bytes of a cookie's or a parameter's value kept, decoded, to hash: a
+ * longer one is cut (its clients share a bucket: limited more, not less). */
+#define RLG_KEY_VALUE_MAX 1024
+
 int
 rlg_request_policy_key(const struct rlg_request *r,
     const struct rlg_policy *p, const struct rlg_client_config *cc,
     char *out, size_t len)
 {
-	char name[256], hex[RLG_KEY_HASH_TEXT];
+	char buf[RLG_KEY_VALUE_MAX + 1], hex[RLG_KEY_HASH_TEXT];
 	const char *value = NULL;
 	size_t n;
+	int rc;
 
 	if (len == 0)
 		return RLG_ENOSPC;
 	out[0] = '\0';
-	if ((p->key & RLG_KEY_HEADER) && p->key_header != NULL &&
-	    header_param(p->key_header, name, sizeof name)) {
-		/* X-API-Key beside X_API_Key: the client would choose. */
-		if (rlg_param_header(&r->params, name, &value) > 1)
-			return RLG_EINVAL;
-		if (value != NULL && value[0] == '\0')
-			value = NULL;
+	if (p->key & RLG_KEY_GLOBAL) {
+		n = rlg_copy(out, RLG_KEY_GLOBAL_CLIENT, len);
+		goto done;
 	}
+	if ((rc = chosen_value(r, p, buf, sizeof buf, &value)) != RLG_OK)
+		return rc;
 	if (value == NULL) {
 		n = rlg_copy(out, r->client, len);
 		goto done;
@@ -194,4 +209,125 @@ done:
 		return RLG_ENOSPC;
 	}
 	return RLG_OK;
+}
+
+/*
+ * The value the client chose for p's key into *value (NULL: none, or
+ * empty: the address keys it), decoded into buf (len bytes) for a cookie
+ * or a parameter. RLG_OK, or RLG_EINVAL when it came twice.
+ */
+static int
+chosen_value(const struct rlg_request *r, const struct rlg_policy *p,
+    char *buf, size_t len, const char **value)
+{
+	char name[256];
+	const char *h = NULL;
+	int found = 0;
+
+	*value = NULL;
+	switch (p->key & RLG_KEY_CHOSEN) {
+	case RLG_KEY_HEADER:
+		/* X-API-Key beside X_API_Key: the client would choose. */
+		if (p->key_name == NULL ||
+		    !header_param(p->key_name, name, sizeof name))
+			return RLG_OK;
+		if (rlg_param_header(&r->params, name, &h) > 1)
+			return RLG_EINVAL;
+		*value = h;
+		break;
+	case RLG_KEY_COOKIE:
+		if (rlg_param_header(&r->params, "HTTP_COOKIE", &h) > 1)
+			return RLG_EINVAL;
+		if (h != NULL && (found = pair_value(h, ';', false,
+		    p->key_name, buf, len)) < 0)
+			return RLG_EINVAL;
+		*value = found > 0 ? buf : NULL;
+		break;
+	case RLG_KEY_QUERY:
+		if (r->query != NULL && (found = pair_value(r->query, '&',
+		    true, p->key_name, buf, len)) < 0)
+			return RLG_EINVAL;
+		*value = found > 0 ? buf : NULL;
+		break;
+	default:
+		break;
+	}
+	if (*value != NULL && (*value)[0] == '\0')
+		*value = NULL;
+	return RLG_OK;
+}
+
+/*
+ * The value of the pair named name in s, whose pairs sep splits ("a=1;
+ * b=2" of a Cookie header, "a=1&b=2" of a query string), decoded (%XX,
+ * and '+' as a space when plus; a cookie's surrounding quotes dropped,
+ * spaces and tabs around names and values too) into out (len bytes, cut
+ * to fit). Names compare decoded and without case, as some backends read
+ * them, so that a look-alike is caught: 1 found, 0 not there, -1 named
+ * twice.
+ */
+static int
+pair_value(const char *s, char sep, bool plus, const char *name, char *out,
+    size_t len)
+{
+	char got[256];
+	const char *end, *eq, *v;
+	size_t nlen, vlen;
+	int found = 0;
+
+	for (; *s != '\0'; s = *end != '\0' ? end + 1 : end) {
+		end = strchr(s, sep);
+		if (end == NULL)
+			end = s + strlen(s);
+		while (s < end && (*s == ' ' || *s == '\t'))
+			s++;
+		eq = memchr(s, '=', (size_t)(end - s));
+		nlen = (size_t)((eq != NULL ? eq : end) - s);
+		while (nlen > 0 && (s[nlen - 1] == ' ' || s[nlen - 1] == '\t'))
+			nlen--;
+		if (nlen >= sizeof got)
+			continue;           /* longer than any name configured */
+		decode(s, nlen, plus, got, sizeof got);
+		if (strcasecmp(got, name) != 0)
+			continue;
+		if (found++ > 0)
+			return -1;
+		v = eq != NULL ? eq + 1 : end;
+		vlen = (size_t)(end - v);
+		while (vlen > 0 && (*v == ' ' || *v == '\t'))
+			v++, vlen--;
+		while (vlen > 0 && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
+			vlen--;
+		if (!plus && vlen >= 2 && v[0] == '"' && v[vlen - 1] == '"')
+			v++, vlen -= 2;
+		decode(v, vlen, plus, out, len);
+	}
+	return found;
+}
+
+/*
+ * n bytes of s, %XX decoded (a '%' without two hex digits kept as it is)
+ * and '+' as a space when plus, into out (len > 0 bytes, NUL-ended, cut
+ * to fit). Returns the bytes written.
+ */
+static size_t
+decode(const char *s, size_t n, bool plus, char *out, size_t len)
+{
+	size_t i, o = 0;
+	int hi, lo;
+
+	for (i = 0; i < n && o + 1 < len; i++) {
+		if (s[i] == '%' && i + 2 < n &&
+		    (hi = rlg_hexval(s[i + 1])) >= 0 &&
+		    (lo = rlg_hexval(s[i + 2])) >= 0) {
+			out[o++] = (char)(hi << 4 | lo);
+			i += 2;
+		} else if (plus && s[i] == '+') {
+			out[o++] = ' ';
+		} else {
+			out[o++] = s[i];
+		}
+	}
+	out[o] = '\0';
+	return o;
 }

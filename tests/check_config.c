@@ -67,9 +67,11 @@ struct rlg_t_word {
 #define RLG_T_ALGORITHMS "must be one of <algorithms>"
 #define RLG_T_BACKENDS "must be one of <backends>"
 #define RLG_T_STYLES "must be one of draft03, ietf, x-ratelimit, all, none"
-#define RLG_T_NEED_SECRET "header keys are stored hashed: set [client] " \
-    "key_secret (at least 16 random bytes, e.g. openssl rand -hex 32)"
-#define RLG_T_KEYS "must be one of ip, header:NAME"
+#define RLG_T_NEED_SECRET "header, cookie and query keys are stored " \
+    "hashed: set [client] key_secret (at least 16 random bytes, e.g. " \
+    "openssl rand -hex 32)"
+#define RLG_T_KEYS "must be one of ip, header:NAME, cookie:NAME, " \
+    "query:NAME, global"
 #define RLG_T_TOKEN "header name must be an HTTP token: " \
     "A-Z a-z 0-9 and !#$%&'*+-.^_`|~"
 #define RLG_T_CIDR "not an IP address or ADDR/LEN network with zero " \
@@ -249,11 +251,9 @@ static const struct rlg_t_bad rlg_t_bad_values[] = {
 	{ "policy default", "key", "header:X-Api-Key",
 	    "[policy default] key: " RLG_T_NEED_SECRET },
 	{ "policy default", "key", "header:",
-	    "[policy default] key: must be one of ip, header:NAME "
-	    "(got \"header:\")" },
+	    "[policy default] key: " RLG_T_KEYS " (got \"header:\")" },
 	{ "policy default", "key", "IP",
-	    "[policy default] key: must be one of ip, header:NAME "
-	    "(got \"IP\")" },
+	    "[policy default] key: " RLG_T_KEYS " (got \"IP\")" },
 	{ "policy default", "limit", "",
 	    "[policy default] limit: must not be empty" },
 	{ "policy default", "key", "",
@@ -280,8 +280,25 @@ static const struct rlg_t_bad rlg_t_bad_values[] = {
 	{ "policy default", "key", "ip, ip",
 	    "[policy default] key: ip given twice (got \"ip, ip\")" },
 	{ "policy default", "key", "header:A, header:B",
-	    "[policy default] key: at most one header:NAME "
-	    "(got \"header:A, header:B\")" },
+	    "[policy default] key: at most one of header:NAME, cookie:NAME, "
+	    "query:NAME (got \"header:A, header:B\")" },
+	{ "policy default", "key", "cookie:sid, query:key",
+	    "[policy default] key: at most one of header:NAME, cookie:NAME, "
+	    "query:NAME (got \"cookie:sid, query:key\")" },
+	{ "policy default", "key", "cookie:",
+	    "[policy default] key: " RLG_T_KEYS " (got \"cookie:\")" },
+	{ "policy default", "key", "cookie:a b",
+	    "[policy default] key: cookie name must be an HTTP token: "
+	    "A-Z a-z 0-9 and !#$%&'*+-.^_`|~ (got \"a b\")" },
+	{ "policy default", "key", "query:a=b",
+	    "[policy default] key: query parameter name must be an HTTP "
+	    "token: A-Z a-z 0-9 and !#$%&'*+-.^_`|~ (got \"a=b\")" },
+	{ "policy default", "key", "global, ip",
+	    "[policy default] key: global is one bucket for every client: "
+	    "it takes no other item (got \"global, ip\")" },
+	{ "policy default", "key", "global, global",
+	    "[policy default] key: global given twice "
+	    "(got \"global, global\")" },
 	{ "policy default", "key", "ip, header:A, header:B",
 	    "[policy default] key: at most 2 items (got 3)" },
 	{ "policy default", "key", "ip,",
@@ -1997,7 +2014,7 @@ START_TEST(test_new_defaults)
 		ck_assert(!cfg->report_exempt);
 		ck_assert_int_eq(cfg->log_level, RLG_LOG_WARN);
 		ck_assert_int_eq(cfg->policies[0].key, RLG_KEY_IP);
-		ck_assert_ptr_null(cfg->policies[0].key_header);
+		ck_assert_ptr_null(cfg->policies[0].key_name);
 		ck_assert_int_eq(cfg->policies[0].mode, RLG_MODE_ENFORCE);
 		ck_assert_uint_eq(cfg->policies[0].nexempt, 0);
 		ck_assert_ptr_null(cfg->policies[0].exempt);
@@ -2048,9 +2065,9 @@ START_TEST(test_policy_key)
 	cfg = rlg_t_ok(text);
 	ck_assert_uint_eq(cfg->policies[0].key, w->bits);
 	if (w->header == NULL)
-		ck_assert_ptr_null(cfg->policies[0].key_header);
+		ck_assert_ptr_null(cfg->policies[0].key_name);
 	else
-		ck_assert_str_eq(cfg->policies[0].key_header, w->header);
+		ck_assert_str_eq(cfg->policies[0].key_name, w->header);
 	ck_assert_str_eq(cfg->client.key_secret, "0123456789abcdef");
 	rlg_config_free(cfg);
 	free(text);
@@ -2095,7 +2112,7 @@ START_TEST(test_key_secret_required)
 	    "[policy a]\nkey = header:X-Api-Key\n"
 	    "[client]\nkey_secret = 00112233445566778899aabbccddeeff\n");
 	ck_assert_uint_eq(cfg->policies[0].key, RLG_KEY_HEADER);
-	ck_assert_str_eq(cfg->policies[0].key_header, "X-Api-Key");
+	ck_assert_str_eq(cfg->policies[0].key_name, "X-Api-Key");
 	ck_assert_str_eq(cfg->client.key_secret,
 	    "00112233445566778899aabbccddeeff");
 	rlg_config_free(cfg);
@@ -2251,7 +2268,7 @@ START_TEST(test_new_keys_per_ip)
 
 	rlg_t_expect("[policy ip]\nnew_keys_per_ip = 5\n", 1,
 	    "t.conf:2: [policy ip] new_keys_per_ip: applies only to a key "
-	    "with header:NAME\n");
+	    "with header:NAME, cookie:NAME or query:NAME\n");
 	rlg_t_expect("[client]\nkey_secret = 0123456789abcdef0123\n"
 	    "[policy k]\nkey = header:A\nnew_keys_per_ip = -1\n", 1,
 	    "t.conf:5: [policy k] new_keys_per_ip: must be an integer from 0 "

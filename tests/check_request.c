@@ -915,7 +915,7 @@ pkey(const struct rlg_request *r, unsigned key, const char *hdr,
 
 	memset(&p, 0, sizeof p);
 	p.key = key;
-	p.key_header = (char *)hdr;
+	p.key_name = (char *)hdr;
 	return rlg_request_policy_key(r, &p, c, out, len);
 }
 
@@ -1016,6 +1016,110 @@ START_TEST(test_policy_keys)
 	    RLG_OK);
 	for (i = 0; k2[i] != '\0'; i++)
 		ck_assert(k2[i] != '\r' && k2[i] != '\n');
+}
+END_TEST
+
+/*
+ * key = cookie:NAME and query:NAME: the value of that name hashed as a
+ * header's (one value, one key, whatever its spelling: %XX, '+', quotes,
+ * spaces), the address when it is absent or empty, refused (EINVAL) when
+ * the name comes twice under any spelling; key = global: one key.
+ */
+START_TEST(test_policy_key_sources)
+{
+	const struct rlg_client_config *c = cc();
+	const unsigned CB = RLG_KEY_COOKIE, QB = RLG_KEY_QUERY;
+	char hk[RLG_CLIENT_KEY_MAX + 1], k[RLG_CLIENT_KEY_MAX + 1];
+	struct rlg_request r;
+	static const char *const same_cookie[] = {
+		"HTTP_COOKIE=sid=abc",
+		"HTTP_COOKIE=theme=dark; sid=abc; lang=en",
+		"HTTP_COOKIE=sid=\"abc\"",
+		"HTTP_COOKIE=  sid = abc ;x=1",
+		"HTTP_COOKIE=sid=%61bc",
+		"HTTP_COOKIE=SID=abc",
+	};
+	static const char *const same_query[] = {
+		"REQUEST_URI=/a?key=abc",
+		"REQUEST_URI=/a?x=1&key=abc&y=2",
+		"REQUEST_URI=/a?k%65y=%61bc",
+		"REQUEST_URI=/a?Key=abc",
+	};
+	static const char *const twice[] = {
+		"REQUEST_URI=/a?key=abc&key=abd",
+		"REQUEST_URI=/a?key=abc&Key=abc",
+		"REQUEST_URI=/a?key=abc&k%65y=abd",
+		"REQUEST_URI=/a?key&key=abc",
+	};
+	size_t i;
+
+	/* the header's hash of the same value */
+	who(&r, c, "REMOTE_ADDR=192.0.2.1", "HTTP_X_API_KEY=abc", NULL);
+	ck_assert_int_eq(pkey(&r, RLG_KEY_HEADER, "X-Api-Key", c, hk,
+	    sizeof hk), RLG_OK);
+	for (i = 0; i < sizeof same_cookie / sizeof same_cookie[0]; i++) {
+		who(&r, c, "REMOTE_ADDR=192.0.2.1", same_cookie[i], NULL);
+		ck_assert_int_eq(pkey(&r, CB, "sid", c, k, sizeof k), RLG_OK);
+		ck_assert_msg(strcmp(k, hk) == 0, "%s: %s", same_cookie[i], k);
+	}
+	for (i = 0; i < sizeof same_query / sizeof same_query[0]; i++) {
+		who(&r, c, "REMOTE_ADDR=192.0.2.1", same_query[i], NULL);
+		ck_assert_int_eq(pkey(&r, QB, "key", c, k, sizeof k), RLG_OK);
+		ck_assert_msg(strcmp(k, hk) == 0, "%s: %s", same_query[i], k);
+	}
+	/* the query of a guarding role's original request; '+' a space */
+	who(&r, c, "REMOTE_ADDR=192.0.2.1", "REQUEST_URI=/a?key=a+b", NULL);
+	ck_assert_int_eq(pkey(&r, QB, "key", c, k, sizeof k), RLG_OK);
+	who(&r, c, "REMOTE_ADDR=192.0.2.1", "REQUEST_URI=/a?key=a%20b", NULL);
+	ck_assert_int_eq(pkey(&r, QB, "key", c, hk, sizeof hk), RLG_OK);
+	ck_assert_str_eq(k, hk);
+	/* the cookie's '+' is itself */
+	who(&r, c, "REMOTE_ADDR=192.0.2.1", "HTTP_COOKIE=sid=a+b", NULL);
+	ck_assert_int_eq(pkey(&r, CB, "sid", c, k, sizeof k), RLG_OK);
+	ck_assert_str_ne(k, hk);
+	/* absent, empty, only a longer name, a fragment of it: the address */
+	who(&r, c, "REMOTE_ADDR=192.0.2.1", "HTTP_COOKIE=sidx=abc; s=1",
+	    "REQUEST_URI=/a?keys=abc&key=", NULL);
+	ck_assert_int_eq(pkey(&r, CB, "sid", c, k, sizeof k), RLG_OK);
+	ck_assert_str_eq(k, "192.0.2.1");
+	ck_assert_int_eq(pkey(&r, QB, "key", c, k, sizeof k), RLG_OK);
+	ck_assert_str_eq(k, "192.0.2.1");
+	who(&r, c, "REMOTE_ADDR=192.0.2.1", "REQUEST_URI=/a", NULL);
+	ck_assert_int_eq(pkey(&r, QB, "key", c, k, sizeof k), RLG_OK);
+	ck_assert_str_eq(k, "192.0.2.1");
+	/* no REQUEST_URI (SCRIPT_NAME and PATH_INFO): QUERY_STRING */
+	{
+		char *env[] = { "REMOTE_ADDR=192.0.2.1", "SCRIPT_NAME=/a",
+		    "QUERY_STRING=key=abc", NULL };
+		struct rlg_params in;
+
+		rlg_params_envp(&in, env);
+		rlg_request_read(&r, &in, c);
+		ck_assert_str_eq(r.query, "key=abc");
+		ck_assert_int_eq(pkey(&r, QB, "key", c, k, sizeof k), RLG_OK);
+		ck_assert_str_ne(k, "192.0.2.1");
+	}
+	/* named twice, whatever the spelling: refused */
+	for (i = 0; i < sizeof twice / sizeof twice[0]; i++) {
+		who(&r, c, "REMOTE_ADDR=192.0.2.1", twice[i], NULL);
+		ck_assert_msg(pkey(&r, QB, "key", c, k, sizeof k) ==
+		    RLG_EINVAL, "%s", twice[i]);
+	}
+	who(&r, c, "REMOTE_ADDR=192.0.2.1", "HTTP_COOKIE=sid=a; Sid=b", NULL);
+	ck_assert_int_eq(pkey(&r, CB, "sid", c, k, sizeof k), RLG_EINVAL);
+	/* with the address: ip|k:... */
+	who(&r, c, "REMOTE_ADDR=192.0.2.1", "HTTP_COOKIE=sid=abc", NULL);
+	ck_assert_int_eq(pkey(&r, RLG_KEY_IP | CB, "sid", c, k, sizeof k),
+	    RLG_OK);
+	ck_assert_msg(strncmp(k, "192.0.2.1|k:", 12) == 0, "%s", k);
+	/* global: one key, whoever asks */
+	ck_assert_int_eq(pkey(&r, RLG_KEY_GLOBAL, NULL, c, k, sizeof k),
+	    RLG_OK);
+	ck_assert_str_eq(k, RLG_KEY_GLOBAL_CLIENT);
+	who(&r, c, "REMOTE_ADDR=198.51.100.9", NULL);
+	ck_assert_int_eq(pkey(&r, RLG_KEY_GLOBAL, NULL, c, k, sizeof k),
+	    RLG_OK);
+	ck_assert_str_eq(k, RLG_KEY_GLOBAL_CLIENT);
 }
 END_TEST
 
@@ -1146,6 +1250,7 @@ rlg_request_suite(void)
 	tcase_add_test(proxy, test_untrusted_peer);
 	tcase_add_test(proxy, test_ipv6_grouping);
 	tcase_add_test(keys, test_policy_keys);
+	tcase_add_test(keys, test_policy_key_sources);
 	tcase_add_test(keys, test_policy_key_bounds);
 	tcase_add_test(keys, test_request_cost);
 	tcase_add_test(hostile, test_malformed_hops);

@@ -280,7 +280,7 @@ START_TEST(test_set_config)
 		ck_assert_int_eq(rlg_addr_parse("10.9.9.9", &a), 0);
 		ck_assert(rlg_tier_find(set, 1, &a, KEY_B, &m));
 		ck_assert_str_eq(m.policy->name, "api");
-		ck_assert_str_eq(m.policy->key_header, "X-API-Key");
+		ck_assert_str_eq(m.policy->key_name, "X-API-Key");
 		ck_assert_int_eq(m.policy->lim.window_ms, 5000);
 		ck_assert_int_eq(m.policy->lim.algorithm,
 		    RLG_ALG_FIXED_WINDOW);

@@ -56,9 +56,9 @@ check_policy(const struct rlg_policy *p)
 		abort();
 	if (p->nexempt > RLG_CIDRS_MAX || (p->nexempt > 0 && p->exempt == NULL))
 		abort();
-	if (p->key_header != NULL &&
-	    (strlen(p->key_header) < 1 ||
-	    strlen(p->key_header) > RLG_HEADER_NAME_MAX))
+	if (p->key_name != NULL &&
+	    (strlen(p->key_name) < 1 ||
+	    strlen(p->key_name) > RLG_HEADER_NAME_MAX))
 		abort();
 }
 

@@ -4,12 +4,14 @@
  * split at '\n' into "NAME=value" parameters (REMOTE_ADDR, HTTP_FORWARDED,
  * HTTP_X_FORWARDED_FOR, REQUEST_URI, REQUEST_METHOD, HTTP_X_API_KEY, ...;
  * CR and every other byte stay in the values). Each input is parsed with a
- * config that trusts 10.0.0.0/8 and ::1, and keyed by IP, by header and by
- * both. Beyond the sanitizers, it checks that a key is NUL-terminated,
+ * config that trusts 10.0.0.0/8 and ::1, and keyed by IP, by header, by
+ * cookie (HTTP_COOKIE's sid), by query parameter (key) and globally, alone
+ * and with IP. Beyond the sanitizers, it checks that a key is NUL-terminated,
  * fits and holds no CR or LF, that the client is an address we parsed or
  * the shared unknown key, that a refused request (a flaw) has no address
- * an exemption could match, that a path read is absolute, and that only a
- * key header sent twice makes a policy key fail.
+ * an exemption could match, that a path read is absolute, that only a
+ * key header sent twice or a cookie or parameter named twice makes a
+ * policy key fail, and that a global key is "*".
  *
  * Build with ./configure CC=clang --enable-fuzzing; run scripts/fuzz.sh.
  */
@@ -57,7 +59,9 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const unsigned kinds[] = { 0, RLG_KEY_IP, RLG_KEY_HEADER,
-	    RLG_KEY_IP | RLG_KEY_HEADER };
+	    RLG_KEY_IP | RLG_KEY_HEADER, RLG_KEY_COOKIE,
+	    RLG_KEY_IP | RLG_KEY_COOKIE, RLG_KEY_QUERY,
+	    RLG_KEY_IP | RLG_KEY_QUERY, RLG_KEY_GLOBAL };
 	char *buf, *envp[FUZZ_PARAMS_MAX + 1], *p, *nl;
 	struct rlg_params in;
 	char key[RLG_CLIENT_KEY_MAX + 1], text[RLG_ADDR_TEXT_MAX];
@@ -109,16 +113,23 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	twice = rlg_envp_header(envp, "HTTP_X_API_KEY", &v) > 1;
 
 	memset(&pol, 0, sizeof pol);
-	pol.key_header = "X-Api-Key";
 	for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
 		pol.key = kinds[i];
+		pol.key_name = (pol.key & RLG_KEY_HEADER) ? "X-Api-Key" :
+		    (pol.key & RLG_KEY_COOKIE) ? "sid" :
+		    (pol.key & RLG_KEY_QUERY) ? "key" : NULL;
 		rc = rlg_request_policy_key(r, &pol, &cc, key, sizeof key);
-		/* Only a key header sent twice is refused, and always. */
-		if (rc == RLG_EINVAL && twice && (pol.key & RLG_KEY_HEADER))
+		/* Only a key header sent twice is refused, and always; a
+		 * cookie or a parameter may be named twice. */
+		if (rc == RLG_EINVAL && ((twice && (pol.key & RLG_KEY_HEADER)) ||
+		    (pol.key & (RLG_KEY_COOKIE | RLG_KEY_QUERY))))
 			continue;
 		if (rc != RLG_OK)
 			abort();
 		check_key(key, sizeof key);
+		if ((pol.key & RLG_KEY_GLOBAL) &&
+		    strcmp(key, RLG_KEY_GLOBAL_CLIENT) != 0)
+			abort();
 		/* a short buffer fails cleanly, leaving "" */
 		if (rlg_request_policy_key(r, &pol, &cc, key, 8) == RLG_OK) {
 			check_key(key, 8);

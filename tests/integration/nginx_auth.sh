@@ -41,10 +41,13 @@ LOAD_REQUESTS=200
 # ---- the sites ------------------------------------------------------------------
 
 H=$T/htdocs
-mkdir -p "$H/static/free" "$H/static/own" "$H/static/load" "$T/backend/app" "$T/nginx-tmp"
+mkdir -p "$H/static/free" "$H/static/own" "$H/static/load" "$H/static/cookie" \
+    "$H/static/query" "$T/backend/app" "$T/nginx-tmp"
 echo 'hello from the static directory' >"$H/static/hello.txt"
 echo 'free file' >"$H/static/free/a.txt"
 echo 'own file' >"$H/static/own/a.txt"
+echo 'cookie file' >"$H/static/cookie/a.txt"
+echo 'query file' >"$H/static/query/a.txt"
 echo 'load file' >"$H/static/load/a.txt"
 echo 'secret' >"$H/static/secret.txt"
 echo 'hello from the backend' >"$T/backend/app/hello.txt"
@@ -67,6 +70,9 @@ rl_conf() {
 path = $2
 on_error = $3
 busy_timeout_ms = 200
+
+[client]
+key_secret = 00112233445566778899aabbccddeeff
 
 [headers]
 style = ${5:-draft03}
@@ -100,6 +106,25 @@ policies = none
 [route own]
 path = /static/own/*
 policies = own
+
+; keys the client sends: a cookie, a query parameter
+[policy bycookie]
+limit = 2
+window = $WINDOW
+key = cookie:sid
+
+[policy byquery]
+limit = 2
+window = $WINDOW
+key = query:key
+
+[route cookie]
+path = /static/cookie/*
+policies = bycookie
+
+[route query]
+path = /static/query/*
+policies = byquery
 
 [route load]
 path = /static/load/*
@@ -390,6 +415,27 @@ is "$got" "$(expected_seq $OWN_LIMIT $OWN_LIMIT) 429:0" "route with its own poli
 is "$(header RateLimit-Limit)" $OWN_LIMIT "... its 429 names its own limit"
 req --interface 127.0.0.8 "$ok_static"
 is "$STATUS:$(header RateLimit-Remaining)" "200:$((LIMIT - 1))" "... counted apart from the default policy"
+
+# ============================================================================
+# keys the client sends, through the snippet (the original request's
+# Cookie header and query string): one value one bucket whatever its
+# spelling or address; the name twice is refused (400), nothing served
+c="$base/static/cookie/a.txt"
+is "$(for a in 9 9 9 10; do req --interface 127.0.0.$a -H 'Cookie: sid=alice' "$c"; printf '%s ' "$STATUS"; done)" \
+    "200 200 429 429 " "cookie:sid: alice's quota, from any address"
+req --interface 127.0.0.9 -H 'Cookie: SID="%61lice"' "$c"
+is "$STATUS" 429 "cookie:sid: another spelling of alice is alice"
+req --interface 127.0.0.9 -H 'Cookie: sid=bob' "$c"
+is "$STATUS:$BODY" "200:cookie file" "cookie:sid: bob is served"
+req --interface 127.0.0.9 -H 'Cookie: sid=carol; Sid=bob' "$c"
+is "$STATUS" 400 "cookie:sid: the name twice is refused"
+unlike "$BODY" 'cookie file' "cookie:sid: ... and nothing served"
+q="$base/static/query/a.txt"
+is "$(for u in "$q?key=alice" "$q?x=1&Key=alice" "$q?k%65y=alice"; do req --interface 127.0.0.9 "$u"; printf '%s ' "$STATUS"; done)" \
+    "200 200 429 " "query:key: alice's quota, whatever the name's spelling"
+req --interface 127.0.0.9 "$q?key=bob&key=alice"
+is "$STATUS" 400 "query:key: the name twice is refused"
+unlike "$BODY" 'query file' "query:key: ... and nothing served"
 
 # ============================================================================
 # a route's spellings count under it (limit 1: the first passes, nginx's
