@@ -455,6 +455,14 @@ tier_finish(struct rlg_parse *p, struct rlg_tier *t, struct rlg_tier_build *b)
 			    near != NULL ? "\"?" : "");
 			continue;
 		}
+		if ((cfg->policies[n].key & RLG_KEY_GLOBAL) &&
+		    !b->rules[i].spec.exempt) {
+			rlg_problem(p, line, "%s %s: [policy %s] is keyed "
+			    "global, one bucket for every client: a tier may "
+			    "exempt clients from it, not give them a limit of "
+			    "their own in it", b->label, name, name);
+			continue;
+		}
 		t->rules[t->nrules].policy = n;
 		t->rules[t->nrules].spec = b->rules[i].spec;
 		if (!b->rules[i].spec.exempt) {

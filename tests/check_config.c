@@ -2651,6 +2651,14 @@ START_TEST(test_tiers)
 	rlg_t_expect("[policy p]\n[tier t]\nclients = 10.0.0.1\n"
 	    "p = limit=5\np = burst=3\n", 1,
 	    "t.conf:5: [tier t] p: set twice (first on line 4)\n");
+	/* a global policy: a tier exempts from it, never splits it */
+	rlg_t_expect("[policy p]\nkey = global\n[tier t]\nclients = 10.0.0.1\n"
+	    "p = limit=5\n", 1,
+	    "t.conf:5: [tier t] p: [policy p] is keyed global, one bucket for "
+	    "every client: a tier may exempt clients from it, not give them a "
+	    "limit of their own in it\n");
+	rlg_config_free(rlg_t_ok("[policy p]\nkey = global\n[tier t]\n"
+	    "clients = 10.0.0.1\np = exempt\n"));
 	rlg_t_expect("[policy p]\n[tier t]\nclients = 10.0.0.1\n"
 	    "p = burst=3\n", 1,
 	    "t.conf:4: [tier t] p: burst applies only to token_bucket "
