@@ -281,6 +281,14 @@ rlg_admin_metrics(const struct rlg_config *cfg, struct rlg_store *store,
 		rlg_sb_printf(out, "rlgate_unguarded_total{role=\"%s\"} %llu\n",
 		    rlg_metrics_guard_name(i),
 		    (unsigned long long)m.unguarded[i]);
+	rlg_sb_printf(out, "# HELP rlgate_bad_tokens_total Bearer tokens a"
+	    " jwt key could not use, by why: their requests were keyed by the"
+	    " client's address.\n"
+	    "# TYPE rlgate_bad_tokens_total counter\n");
+	for (i = 0; i < RLG_METRICS_TOKENS; i++)
+		rlg_sb_printf(out, "rlgate_bad_tokens_total{reason=\"%s\"} %llu\n",
+		    rlg_token_name((enum rlg_token)(RLG_TOKEN_INVALID + i)),
+		    (unsigned long long)m.bad_tokens[i]);
 	put_metrics_histogram(&m, out);
 	sv = rlg_xmalloc(sizeof *sv);
 	if (rlg_store_survey(store, now_ms, false, sv) == RLG_OK) {

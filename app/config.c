@@ -143,6 +143,8 @@ rlg_config_free(struct rlg_config *cfg)
 	free(cfg->client.trusted_proxies);
 	free(cfg->client.exempt);
 	free(cfg->client.key_secret);
+	free(cfg->client.jwt_key_file);
+	free(cfg->client.jwt_key);
 	free(cfg->admin.allow);
 	free(cfg->admin.prefix);
 	free(cfg);

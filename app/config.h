@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "limiter.h"
@@ -51,10 +52,22 @@ enum rlg_key_kind {
 	RLG_KEY_COOKIE = 4,      /* a cookie of the Cookie header, hashed */
 	RLG_KEY_QUERY = 8,       /* a parameter of the query string, hashed */
 	RLG_KEY_GLOBAL = 16,     /* one bucket, whoever asks */
+	RLG_KEY_JWT = 32,        /* a claim of a verified bearer token, hashed */
 };
-/* The keys whose value the client chooses (one at most in a policy):
+/* The keys whose value the client sends (one at most in a policy):
  * hashed with key_secret, bounded by new_keys_per_ip. */
-#define RLG_KEY_CHOSEN (RLG_KEY_HEADER | RLG_KEY_COOKIE | RLG_KEY_QUERY)
+#define RLG_KEY_CHOSEN (RLG_KEY_HEADER | RLG_KEY_COOKIE | RLG_KEY_QUERY | \
+	RLG_KEY_JWT)
+
+/* [client] jwt_algorithm: the one algorithm bearer tokens are signed with. */
+enum rlg_jwt_alg {
+	RLG_JWT_HS256 = 0,       /* HMAC SHA-256, a shared secret */
+	RLG_JWT_RS256,           /* RSA SHA-256, a public key */
+	RLG_JWT_ES256,           /* ECDSA P-256 SHA-256, a public key */
+};
+/* [client] jwt_key: the file's bounds; an HS256 secret's least length. */
+#define RLG_JWT_KEY_MAX    65536
+#define RLG_JWT_SECRET_MIN 32
 /* The store key of a global policy: no address or hash is "*". */
 #define RLG_KEY_GLOBAL_CLIENT "*"
 
@@ -329,6 +342,17 @@ struct rlg_client_config {
 	struct rlg_cidr *exempt;   /* never limited by any policy */
 	size_t nexempt;
 	char *key_secret;          /* keys the hash of API keys; NULL if unset */
+	/*
+	 * Bearer tokens (key = jwt:CLAIM): the file named, its contents read
+	 * at load (an HS256 secret, its trailing newline dropped, or a PEM
+	 * public key; NUL-ended), the algorithm, and a number no other load
+	 * of this process had (a verified token's cache goes by it).
+	 */
+	char *jwt_key_file;
+	int jwt_algorithm;         /* enum rlg_jwt_alg */
+	unsigned char *jwt_key;
+	size_t jwt_key_len;
+	uint64_t jwt_generation;
 };
 
 /*

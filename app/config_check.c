@@ -56,10 +56,12 @@ rlg_policies_finish(struct rlg_parse *p)
 	char names[128];
 	const char *label;
 	size_t i;
-	bool secret_set;
+	bool secret_set, jwt_set;
 
-	/* A key_secret that was set but bad is reported for itself. */
+	/* A key_secret (a jwt_key) that was set but bad is reported for
+	 * itself. */
 	secret_set = rlg_lines(p, 0, "client", "key_secret")->first != 0;
+	jwt_set = rlg_lines(p, 0, "client", "jwt_key")->first != 0;
 	for (i = 0; i < p->npols; i++) {
 		pol = &p->pols[i];
 		label = p->builds[i].label;
@@ -71,10 +73,15 @@ rlg_policies_finish(struct rlg_parse *p)
 			pol->lim.burst = pol->lim.limit;
 		if (key->ok != 0 && (pol->key & RLG_KEY_CHOSEN) != 0 &&
 		    !secret_set)
-			rlg_problem(p, key->ok, "%s key: header, cookie and "
-			    "query keys are stored hashed: set [client] "
+			rlg_problem(p, key->ok, "%s key: header, cookie, "
+			    "query and jwt keys are stored hashed: set [client] "
 			    "key_secret (at least %d random bytes, e.g. openssl "
 			    "rand -hex 32)", label, RLG_KEY_SECRET_MIN);
+		if (key->ok != 0 && (pol->key & RLG_KEY_JWT) != 0 && !jwt_set)
+			rlg_problem(p, key->ok, "%s key: jwt:CLAIM reads "
+			    "verified bearer tokens: set [client] jwt_key (the "
+			    "file of the HS256 secret, or of the RS256 or ES256 "
+			    "public key)", label);
 		if (alg->ok == 0 && alg->first != 0)
 			continue;
 		a = rlg_policy_alg(pol);
@@ -160,7 +167,7 @@ rlg_new_keys_policy(struct rlg_parse *p, struct rlg_policy *pol, size_t i)
 		if (new_keys_line != 0)
 			rlg_problem(p, new_keys_line, "%s new_keys_per_ip: "
 			    "applies only to a key with header:NAME, "
-			    "cookie:NAME or query:NAME", label);
+			    "cookie:NAME, query:NAME or jwt:CLAIM", label);
 		return;
 	}
 	/*

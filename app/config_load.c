@@ -136,6 +136,7 @@ rlg_config_parse(const char *name, FILE *fp, const char *text, FILE *errs,
 	if (err != 0)
 		rlg_problem(&p, 0, "cannot read: %s", strerror(err));
 	rlg_policies_finish(&p);
+	rlg_jwt_finish(&p);
 	rlg_routes_finish(&p);
 	rlg_tiers_finish(&p);
 	rlg_store_finish(&p);

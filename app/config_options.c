@@ -94,6 +94,10 @@ static const struct rlg_word rlg_path_match_words[] = {
 	{ "normalized", RLG_PATH_MATCH_NORMALIZED },
 	{ "bytes", RLG_PATH_MATCH_BYTES }, { NULL, 0 }
 };
+static const struct rlg_word rlg_jwt_alg_words[] = {
+	{ "HS256", RLG_JWT_HS256 }, { "RS256", RLG_JWT_RS256 },
+	{ "ES256", RLG_JWT_ES256 }, { NULL, 0 }
+};
 static const struct rlg_word rlg_log_format_words[] = {
 	{ "text", RLG_LOG_TEXT }, { "json", RLG_LOG_JSON }, { NULL, 0 }
 };
@@ -202,6 +206,12 @@ const struct rlg_option rlg_options[] = {
 	{ RLG_KEY("client", "key_secret", STRING), RLG_CLIENT(key_secret),
 	  .min = RLG_KEY_SECRET_MIN, .max = RLG_CONFIG_LINE_MAX, .def = "none",
 	  .doc = "The secret that keys the hash of API keys." },
+	{ RLG_KEY("client", "jwt_key", STRING), RLG_CLIENT(jwt_key_file),
+	  .min = 1, .max = RLG_CONFIG_LINE_MAX, .def = "none",
+	  .doc = "The file of the key that verifies bearer tokens." },
+	{ RLG_KEY("client", "jwt_algorithm", ENUM), RLG_CLIENT(jwt_algorithm),
+	  .words = rlg_jwt_alg_words, .def = "HS256",
+	  .doc = "The one algorithm bearer tokens are signed with." },
 	{ RLG_KEY("log", "level", ENUM), RLG_CONFIG(log_level),
 	  .words = rlg_log_level_words, .def = "warn",
 	  .doc = "How much goes to stderr." },

@@ -6,6 +6,7 @@
  * calls only the ones below it):
  *   config_load.c     reading the file line by line
  *   config_check.c    the checks across keys, once the file is read
+ *   config_jwt.c      the file of [client] jwt_key, read and checked
  *   config_tier.c     the [tier NAME] sections
  *   config_options.c  the option table, the names of enum values
  *   config_set.c      the setters of the table's rows
@@ -244,6 +245,12 @@ void rlg_tiers_finish(struct rlg_parse *p);
 void rlg_policies_finish(struct rlg_parse *p);
 void rlg_routes_finish(struct rlg_parse *p);
 void rlg_store_finish(struct rlg_parse *p);
+
+/* ---- config_jwt.c: the key that verifies bearer tokens ----------------- */
+
+/* After the whole file: [client] jwt_key read into the config and checked
+ * against jwt_algorithm (the file's problems at the key's line). */
+void rlg_jwt_finish(struct rlg_parse *p);
 
 /* Where the key sect/name (a row that is there) was set, in scope. */
 struct rlg_set_lines *rlg_lines(struct rlg_parse *p, size_t scope,

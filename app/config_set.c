@@ -487,10 +487,11 @@ static const struct {
 	{ "header:", RLG_KEY_HEADER },
 	{ "cookie:", RLG_KEY_COOKIE },
 	{ "query:", RLG_KEY_QUERY },
+	{ "jwt:", RLG_KEY_JWT },
 };
 
-/* The bit of a "header:NAME", "cookie:NAME" or "query:NAME" item (its
- * NAME into *name), or 0. */
+/* The bit of a "header:NAME", "cookie:NAME", "query:NAME" or "jwt:CLAIM"
+ * item (its NAME into *name), or 0. */
 static unsigned
 rlg_key_source(const char *item, const char **name)
 {
@@ -509,8 +510,8 @@ rlg_key_source(const char *item, const char **name)
 }
 
 /*
- * key = ip, one of header:NAME, cookie:NAME, query:NAME, or ip with one
- * of them, comma-separated in any order; or global alone. NAME is kept as
+ * key = ip, one of header:NAME, cookie:NAME, query:NAME, jwt:CLAIM, or ip
+ * with one of them, comma-separated in any order; or global alone. NAME is kept as
  * written (a header's name compares without case when a request is read;
  * a cookie's and a parameter's too, to catch look-alikes). Each bad item
  * is its own problem; the policy changes only if all are good. Whether a
@@ -544,18 +545,19 @@ rlg_set_key(struct rlg_parse *p, const struct rlg_option *o,
 		bit = rlg_key_source(items[i], &name);
 		if (bit == 0) {
 			rlg_key_problem(p, o, "must be one of ip, header:NAME, "
-			    "cookie:NAME, query:NAME, global (got \"%s\")",
-			    items[i]);
+			    "cookie:NAME, query:NAME, jwt:CLAIM, global (got "
+			    "\"%s\")", items[i]);
 			ok = false;
 			continue;
 		}
 		if (!rlg_name_ok(p, o, bit == RLG_KEY_HEADER ? "header" :
-		    bit == RLG_KEY_COOKIE ? "cookie" : "query parameter",
-		    name)) {
+		    bit == RLG_KEY_COOKIE ? "cookie" : bit == RLG_KEY_QUERY ?
+		    "query parameter" : "claim", name)) {
 			ok = false;
 		} else if (chosen != NULL) {
 			rlg_key_problem(p, o, "at most one of header:NAME, "
-			    "cookie:NAME, query:NAME (got \"%s\")", value);
+			    "cookie:NAME, query:NAME, jwt:CLAIM (got \"%s\")",
+			    value);
 			ok = false;
 		}
 		chosen = name;

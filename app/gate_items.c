@@ -133,6 +133,7 @@ gather(const struct rlg_config *cfg, const struct rlg_tier_set *const sets[2],
 	const size_t *list = rt != NULL ? rt->policies : cfg->default_policies;
 	size_t nlist = rt != NULL ? rt->npolicies : cfg->ndefault;
 	size_t i, nkeys = 0, n = 0;
+	enum rlg_token token;
 	int rc;
 
 	gi->nexempt = 0;
@@ -150,7 +151,9 @@ gather(const struct rlg_config *cfg, const struct rlg_tier_set *const sets[2],
 			continue;
 		}
 		rc = rlg_request_policy_key(req, p, &cfg->client, key,
-		    RLG_CLIENT_KEY_MAX + 1);
+		    RLG_CLIENT_KEY_MAX + 1, &token);
+		if (token > RLG_TOKEN_NONE && dd->token == RLG_TOKEN_OK)
+			dd->token = token;    /* the first, for the observers */
 		if (rc == RLG_EINVAL) {
 			/* The key's header, cookie or parameter came twice. */
 			dd->flaw = (p->key & RLG_KEY_QUERY) ?

@@ -32,6 +32,8 @@ static void store_full(struct rlg_gate_log *l, const struct rlg_config *cfg,
 static void log_flaw(struct rlg_gate_log *l, const struct rlg_config *cfg,
     const struct rlg_request *r, const char *reason, const char *header,
     int64_t now_ms);
+static void bad_token(struct rlg_gate_log *l, const struct rlg_config *cfg,
+    const struct rlg_request *r, enum rlg_token t, int64_t now_ms);
 static void unguarded(const struct rlg_config *cfg,
     const struct rlg_request *req, const struct rlg_route *rt,
     int64_t now_ms);
@@ -60,6 +62,8 @@ rlg_gate_log_verdict(struct rlg_gate_log *l, const struct rlg_config *cfg,
 	}
 	if (dd->unguarded)
 		unguarded(cfg, dd->req, dd->route, now_ms);
+	if (dd->token > RLG_TOKEN_NONE)
+		bad_token(l, cfg, dd->req, dd->token, now_ms);
 	rlg_gate_log_store(l, cfg, dd->store, dd->store_msg, now_ms);
 	if (dd->store == RLG_STORE_SAID_FULL ||
 	    dd->store == RLG_STORE_SAID_FAILED)
@@ -164,6 +168,27 @@ log_flaw(struct rlg_gate_log *l, const struct rlg_config *cfg,
 		return;
 	rlg_log("event=bad_request peer=%s reason=%s header=%s suppressed=%ld",
 	    r->client, reason, header != NULL ? header : "-", more);
+}
+
+/*
+ * A bearer token that a jwt:CLAIM key could not use (forged, expired,
+ * another algorithm...): its request was keyed by the client's address,
+ * as an anonymous client. "event=bad_token peer= reason=", at level warn,
+ * at most once per RLG_ERROR_LOG_INTERVAL_MS per thread, with how many
+ * were not logged since (suppressed=). The token itself is never logged.
+ */
+static void
+bad_token(struct rlg_gate_log *l, const struct rlg_config *cfg,
+    const struct rlg_request *r, enum rlg_token t, int64_t now_ms)
+{
+	long more;
+
+	if (cfg->log_level < RLG_LOG_WARN ||
+	    (more = rlg_pacer_take(&l->tokens, now_ms,
+	    RLG_ERROR_LOG_INTERVAL_MS)) < 0)
+		return;
+	rlg_log("event=bad_token peer=%s reason=%s suppressed=%ld", r->client,
+	    rlg_token_name(t), more);
 }
 
 /*

@@ -26,6 +26,7 @@ struct rlg_gate_log {
 	struct rlg_pacer store_errors;     /* "store still failing" */
 	struct rlg_pacer store_full;       /* max_clients reached */
 	struct rlg_pacer flaws;            /* refused requests */
+	struct rlg_pacer tokens;           /* bearer tokens not used */
 	/*
 	 * The rejections this thread logged lately, one per slot (by a hash
 	 * of client, route and policies): a repeat before its Retry-After is

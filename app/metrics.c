@@ -28,8 +28,12 @@
 #include "metrics.h"
 #include "util.h"
 
-/* The layout's version: a slot's counters changed (unguarded, 003). */
-#define MX_MAGIC "rlgmx003"
+/* The layout's version: a slot's counters changed (unguarded, 003;
+ * bad_tokens, 004). */
+#define MX_MAGIC "rlgmx004"
+
+_Static_assert(RLG_METRICS_TOKENS == RLG_TOKEN_COUNT - RLG_TOKEN_INVALID,
+    "rlgate_bad_tokens_total counts every reason from RLG_TOKEN_INVALID on");
 #define MX_NAME_MAX (RLG_POLICY_NAME_MAX + sizeof RLG_NEW_KEYS_SUFFIX)
 /* Slots of the process's own memory when the file cannot be used. */
 #define MX_PRIVATE_SLOTS 64
@@ -602,6 +606,10 @@ rlg_metrics_verdict(struct rlg_metrics_slot *s,
 		return;
 	if (dd->unguarded)
 		rlg_metrics_unguarded(s, dd->req->role);
+	if (dd->token >= RLG_TOKEN_INVALID &&
+	    (size_t)(dd->token - RLG_TOKEN_INVALID) < RLG_METRICS_TOKENS)
+		rlg_metrics_add(&s->bad_tokens[dd->token - RLG_TOKEN_INVALID],
+		    1);
 	for (i = 0; i < gi->nexempt; i++)
 		rlg_metrics_decision(s, m, gi->exempt[i], RLG_MD_EXEMPT);
 	if (dd->step_ns >= 0)
@@ -677,5 +685,7 @@ rlg_metrics_sum(const struct rlg_metrics_map *map,
 		out->steps += MX_LOAD(s->steps);
 		for (k = 0; k < RLG_METRICS_GUARDS; k++)
 			out->unguarded[k] += MX_LOAD(s->unguarded[k]);
+		for (k = 0; k < RLG_METRICS_TOKENS; k++)
+			out->bad_tokens[k] += MX_LOAD(s->bad_tokens[k]);
 	}
 }

@@ -59,6 +59,13 @@ enum rlg_metric_decision {
  */
 #define RLG_METRICS_GUARDS 3
 
+/*
+ * The bearer tokens a jwt key could not use, by why (request.h: enum
+ * rlg_token from RLG_TOKEN_INVALID on), in rlgate_bad_tokens_total: index
+ * reason - RLG_TOKEN_INVALID.
+ */
+#define RLG_METRICS_TOKENS 5
+
 /* One thread's counters (its slot in the file). */
 struct rlg_metrics_slot {
 	uint64_t owner;           /* pid << 32 | thread serial; 0: free */
@@ -71,6 +78,7 @@ struct rlg_metrics_slot {
 	uint64_t step_ns;
 	uint64_t steps;
 	uint64_t unguarded[RLG_METRICS_GUARDS];   /* by guarding role */
+	uint64_t bad_tokens[RLG_METRICS_TOKENS];  /* by reason */
 } __attribute__((aligned(64)));
 
 /*
@@ -233,6 +241,7 @@ struct rlg_metrics_sums {
 	uint64_t step_ns;
 	uint64_t steps;
 	uint64_t unguarded[RLG_METRICS_GUARDS];  /* by role - 1 */
+	uint64_t bad_tokens[RLG_METRICS_TOKENS]; /* by reason */
 	int64_t start_s;          /* when the file was made */
 	uint64_t flush_failures;  /* flushes of the table that failed */
 	int64_t flush_ok_ms;      /* the last good flush's end; 0: none */

@@ -145,14 +145,17 @@ void rlg_request_read(struct rlg_request *r, const struct rlg_params *params,
  * What a request costs and the store keys of its policies (defined in
  * request_key.c).
  *
- * The store key of r for policy p (p->key bits): "IPKEY" for ip,
- * "k:HEX" for header:NAME (a keyed BLAKE2b hash of the header's value with
- * cc->key_secret: never the key itself), "IPKEY|k:HEX" for both; a request
- * without the header (or with it empty) falls back to the IP key, so the
- * key came from the header exactly when it differs from r->client.
- * Returns RLG_OK, RLG_EINVAL when the header came more than once (the
- * request must be refused: RLG_FLAW_DUPLICATE), or RLG_ENOSPC if out (len
- * bytes) is too small.
+ * The store key of r for policy p (p->key bits): "IPKEY" for ip; "k:HEX"
+ * for a value the client sends (header:NAME, cookie:NAME, query:NAME, the
+ * claim of a verified token for jwt:CLAIM): a keyed BLAKE2b hash of it
+ * with cc->key_secret, never the value itself; "IPKEY|k:HEX" for ip with
+ * one of those; "*" for global. A request without the value (or with it
+ * empty, or with a token that is not verified: *token says why when token
+ * is not NULL) falls back to the IP key, so the key came from the value
+ * exactly when it differs from r->client. Returns RLG_OK, RLG_EINVAL when
+ * the header, cookie or parameter came more than once (the request must
+ * be refused: RLG_FLAW_DUPLICATE, RLG_FLAW_DUPLICATE_PARAM), or
+ * RLG_ENOSPC if out (len bytes) is too small.
  */
 /* "k:" and 32 hex digits, with the NUL: an API key's hash as text. */
 #define RLG_KEY_HASH_TEXT 35
@@ -166,8 +169,38 @@ void rlg_request_read(struct rlg_request *r, const struct rlg_params *params,
 void rlg_request_key_hash(const char *value,
     const struct rlg_client_config *cc, char *out);
 
+/* What became of a request's bearer token (key = jwt:CLAIM). */
+enum rlg_token {
+	RLG_TOKEN_OK = 0,          /* verified: its claim keys the request */
+	RLG_TOKEN_NONE,            /* no "Authorization: Bearer": the address */
+	RLG_TOKEN_INVALID,         /* unreadable, a bad signature, an exp or
+	                              nbf that is no integer */
+	RLG_TOKEN_ALGORITHM,       /* signed with another alg (or none) */
+	RLG_TOKEN_EXPIRED,         /* exp passed */
+	RLG_TOKEN_EARLY,           /* nbf not reached */
+	RLG_TOKEN_NO_CLAIM,        /* no such claim, or not a string or an
+	                              integer */
+};
+#define RLG_TOKEN_COUNT (RLG_TOKEN_NO_CLAIM + 1)
+/* The longest bearer token read, in bytes. */
+#define RLG_JWT_TOKEN_MAX 8192
+
 int rlg_request_policy_key(const struct rlg_request *r,
     const struct rlg_policy *p, const struct rlg_client_config *cc,
+    char *out, size_t len, enum rlg_token *token);
+
+/* The word for t in the log and the metrics ("expired", ...). */
+const char *rlg_token_name(enum rlg_token t);
+
+/*
+ * The claim named claim of token, verified with cc's jwt_key under its
+ * jwt_algorithm at now_s (seconds since the epoch), into out (len bytes,
+ * cut to fit): RLG_TOKEN_OK, or why not (out then ""). With cached, a
+ * token this thread verified before under the same key is taken from its
+ * cache (request_jwt.c).
+ */
+enum rlg_token rlg_jwt_claim(const struct rlg_client_config *cc,
+    const char *token, const char *claim, int64_t now_s, bool cached,
     char *out, size_t len);
 
 /*

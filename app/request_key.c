@@ -31,8 +31,11 @@ _Static_assert(RLG_KEY_HASH_TEXT == 3 + 2 * RLG_KEY_HASH_BYTES,
 
 static bool header_param(const char *header, char *out, size_t len);
 static int chosen_value(const struct rlg_request *r,
-    const struct rlg_policy *p, char *buf, size_t len,
-    const char **value);
+    const struct rlg_policy *p, const struct rlg_client_config *cc,
+    char *buf, size_t len, const char **value, enum rlg_token *token);
+static enum rlg_token bearer_claim(const struct rlg_request *r,
+    const struct rlg_policy *p, const struct rlg_client_config *cc,
+    char *buf, size_t len, const char **value);
 static int pair_value(const char *s, char sep, bool plus, const char *name,
     char *out, size_t len);
 static size_t decode(const char *s, size_t n, bool plus, char *out,
@@ -177,13 +180,16 @@ rlg_request_key_hash(const char *value, const struct rlg_client_config *cc,
 int
 rlg_request_policy_key(const struct rlg_request *r,
     const struct rlg_policy *p, const struct rlg_client_config *cc,
-    char *out, size_t len)
+    char *out, size_t len, enum rlg_token *token)
 {
 	char buf[RLG_KEY_VALUE_MAX + 1], hex[RLG_KEY_HASH_TEXT];
 	const char *value = NULL;
+	enum rlg_token tok = RLG_TOKEN_NONE;
 	size_t n;
 	int rc;
 
+	if (token != NULL)
+		*token = RLG_TOKEN_NONE;
 	if (len == 0)
 		return RLG_ENOSPC;
 	out[0] = '\0';
@@ -191,7 +197,10 @@ rlg_request_policy_key(const struct rlg_request *r,
 		n = rlg_copy(out, RLG_KEY_GLOBAL_CLIENT, len);
 		goto done;
 	}
-	if ((rc = chosen_value(r, p, buf, sizeof buf, &value)) != RLG_OK)
+	rc = chosen_value(r, p, cc, buf, sizeof buf, &value, &tok);
+	if (token != NULL)
+		*token = tok;
+	if (rc != RLG_OK)
 		return rc;
 	if (value == NULL) {
 		n = rlg_copy(out, r->client, len);
@@ -212,13 +221,15 @@ done:
 }
 
 /*
- * The value the client chose for p's key into *value (NULL: none, or
+ * The value the client sent for p's key into *value (NULL: none, or
  * empty: the address keys it), decoded into buf (len bytes) for a cookie
- * or a parameter. RLG_OK, or RLG_EINVAL when it came twice.
+ * or a parameter, the claim of a verified token (*token: what became of
+ * the token) for jwt. RLG_OK, or RLG_EINVAL when it came twice.
  */
 static int
 chosen_value(const struct rlg_request *r, const struct rlg_policy *p,
-    char *buf, size_t len, const char **value)
+    const struct rlg_client_config *cc, char *buf, size_t len,
+    const char **value, enum rlg_token *token)
 {
 	char name[256];
 	const char *h = NULL;
@@ -249,12 +260,45 @@ chosen_value(const struct rlg_request *r, const struct rlg_policy *p,
 			return RLG_EINVAL;
 		*value = found > 0 ? buf : NULL;
 		break;
+	case RLG_KEY_JWT:
+		if (rlg_param_header(&r->params, "HTTP_AUTHORIZATION", &h) > 1)
+			return RLG_EINVAL;
+		if (h != NULL)
+			*token = bearer_claim(r, p, cc, buf, len, value);
+		break;
 	default:
 		break;
 	}
 	if (*value != NULL && (*value)[0] == '\0')
 		*value = NULL;
 	return RLG_OK;
+}
+
+/*
+ * The claim of the request's "Authorization: Bearer TOKEN" that p keys by,
+ * into buf (len bytes) and *value when the token is verified (request_jwt.c);
+ * what became of the token. Another scheme (Basic) is no token.
+ */
+static enum rlg_token
+bearer_claim(const struct rlg_request *r, const struct rlg_policy *p,
+    const struct rlg_client_config *cc, char *buf, size_t len,
+    const char **value)
+{
+	const char *h = NULL, *token;
+	enum rlg_token t;
+
+	(void)rlg_param_header(&r->params, "HTTP_AUTHORIZATION", &h);
+	if (h == NULL || strncasecmp(h, "Bearer", 6) != 0 ||
+	    (h[6] != ' ' && h[6] != '\t'))
+		return RLG_TOKEN_NONE;
+	token = h + 6 + strspn(h + 6, " \t");
+	if (cc == NULL || p->key_name == NULL)
+		return RLG_TOKEN_INVALID;
+	t = rlg_jwt_claim(cc, token, p->key_name, rlg_now_ms() / 1000, true,
+	    buf, len);
+	if (t == RLG_TOKEN_OK)
+		*value = buf;
+	return t;
 }
 
 /*

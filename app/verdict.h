@@ -75,6 +75,9 @@ struct rlg_decided {
 	const char *flaw_about;         /* the header it names, or NULL */
 	bool unguarded;                 /* a guarding role's request no
 	                                   policy covers */
+	enum rlg_token token;           /* a bearer token a jwt key could not
+	                                   use (the first), else RLG_TOKEN_OK:
+	                                   its items keyed by the address */
 	enum rlg_store_said store;
 	const char *store_msg;          /* its message when it said full or
 	                                   failed (rlg_store_errmsg), valid

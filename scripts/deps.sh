@@ -30,6 +30,7 @@ demo_pkgs=(
 	build-essential autoconf automake pkg-config   # the toolchain
 	libfcgi-dev libsqlite3-dev libsodium-dev       # FastCGI, SQLite, API-key hashing
 	libhiredis-dev                                 # the Redis store (built in)
+	libjwt-dev                                     # bearer tokens (key = jwt:CLAIM)
 	spawn-fcgi lighttpd sqlite3 curl               # run it, look at it
 )
 test_pkgs=(
@@ -49,6 +50,7 @@ test_pkgs=(
 	redis-sentinel                                 # Sentinel failover (tests/integration/sentinel.sh)
 	prometheus                                     # Prometheus and promtool (tests/integration/prometheus.sh)
 	jq                                             # Prometheus' JSON answers read (the same)
+	openssl                                        # bearer tokens signed as an issuer would (the JWT tests)
 	chromium                                       # the status page rendered headless (tests/integration/status_page.sh)
 	systemd                                        # systemd-analyze, systemd-socket-activate (tests/integration/systemd.sh)
 	debhelper lintian logrotate                    # the Debian package built, checked, its log rotated (tests/package.sh)

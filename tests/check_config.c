@@ -67,11 +67,11 @@ struct rlg_t_word {
 #define RLG_T_ALGORITHMS "must be one of <algorithms>"
 #define RLG_T_BACKENDS "must be one of <backends>"
 #define RLG_T_STYLES "must be one of draft03, ietf, x-ratelimit, all, none"
-#define RLG_T_NEED_SECRET "header, cookie and query keys are stored " \
+#define RLG_T_NEED_SECRET "header, cookie, query and jwt keys are stored " \
     "hashed: set [client] key_secret (at least 16 random bytes, e.g. " \
     "openssl rand -hex 32)"
 #define RLG_T_KEYS "must be one of ip, header:NAME, cookie:NAME, " \
-    "query:NAME, global"
+    "query:NAME, jwt:CLAIM, global"
 #define RLG_T_TOKEN "header name must be an HTTP token: " \
     "A-Z a-z 0-9 and !#$%&'*+-.^_`|~"
 #define RLG_T_CIDR "not an IP address or ADDR/LEN network with zero " \
@@ -281,10 +281,10 @@ static const struct rlg_t_bad rlg_t_bad_values[] = {
 	    "[policy default] key: ip given twice (got \"ip, ip\")" },
 	{ "policy default", "key", "header:A, header:B",
 	    "[policy default] key: at most one of header:NAME, cookie:NAME, "
-	    "query:NAME (got \"header:A, header:B\")" },
+	    "query:NAME, jwt:CLAIM (got \"header:A, header:B\")" },
 	{ "policy default", "key", "cookie:sid, query:key",
 	    "[policy default] key: at most one of header:NAME, cookie:NAME, "
-	    "query:NAME (got \"cookie:sid, query:key\")" },
+	    "query:NAME, jwt:CLAIM (got \"cookie:sid, query:key\")" },
 	{ "policy default", "key", "cookie:",
 	    "[policy default] key: " RLG_T_KEYS " (got \"cookie:\")" },
 	{ "policy default", "key", "cookie:a b",
@@ -2087,6 +2087,121 @@ START_TEST(test_key_items_each_reported)
 }
 END_TEST
 
+/* A file of dir with text and mode; its path (freed by the caller). */
+static char *
+jwt_file(const char *dir, const char *name, const char *text, mode_t mode)
+{
+	char *path = rlg_t_fmt("%s/%s", dir, name);
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+	ck_assert_int_eq(chmod(path, mode), 0);
+	return path;
+}
+
+/* The problems of a config with [client] jwt_key = path (line 4) and
+ * jwt_algorithm = alg, one policy keyed jwt:sub. */
+static void
+jwt_expect(const char *path, const char *alg, int count, const char *want)
+{
+	char *text = rlg_t_fmt("[client]\n"
+	    "key_secret = 00112233445566778899aabbccddeeff\n"
+	    "jwt_algorithm = %s\n"
+	    "jwt_key = %s\n"
+	    "[policy p]\nkey = jwt:sub\n", alg, path);
+	const char *at = want != NULL ? strstr(want, "%s") : NULL;
+	char *w = at != NULL ? rlg_t_fmt("%.*s%s%s", (int)(at - want), want,
+	    path, at + 2) : NULL;
+
+	if (w == NULL) {
+		struct rlg_config *cfg = rlg_t_ok(text);
+
+		ck_assert_ptr_nonnull(cfg->client.jwt_key);
+		ck_assert_uint_gt(cfg->client.jwt_generation, 0);
+		rlg_config_free(cfg);
+	} else {
+		rlg_t_expect(text, count, w);
+	}
+	free(w);
+	free(text);
+}
+
+/*
+ * [client] jwt_key: read at load, at its line: a file that cannot be
+ * read, empty, writable by others, a short HS256 secret, a private or
+ * no PEM key for RS256; a secret readable by others is a warning; a
+ * jwt:CLAIM key without jwt_key is a problem at the key's line.
+ */
+START_TEST(test_jwt_key_file)
+{
+	char *dir, *ok, *nl, *shortk, *empty, *open_w, *priv, *notpem, *loose;
+	char *missing, *text;
+	struct rlg_config *cfg;
+
+	dir = rlg_t_fmt("%s/check_config.XXXXXX", rlg_t_tmpdir());
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ok = jwt_file(dir, "hs", "0123456789abcdef0123456789abcdef", 0600);
+	nl = jwt_file(dir, "hsnl", "0123456789abcdef0123456789abcdef\n", 0600);
+	shortk = jwt_file(dir, "short", "0123456789abcdef0123456789abcde\n",
+	    0600);
+	empty = jwt_file(dir, "empty", "", 0600);
+	open_w = jwt_file(dir, "open", "0123456789abcdef0123456789abcdef",
+	    0622);
+	loose = jwt_file(dir, "loose", "0123456789abcdef0123456789abcdef",
+	    0644);
+	priv = jwt_file(dir, "priv", "-----BEGIN PRIVATE KEY-----\nx\n"
+	    "-----END PRIVATE KEY-----\n", 0600);
+	notpem = jwt_file(dir, "notpem", "hello", 0600);
+
+	jwt_expect(ok, "HS256", 0, NULL);
+	jwt_expect(nl, "HS256", 0, NULL);
+	missing = rlg_t_fmt("%s/missing", dir);
+	jwt_expect(missing, "HS256", 1,
+	    "t.conf:4: [client] jwt_key: %s: No such file or directory\n");
+	free(missing);
+	jwt_expect(shortk, "HS256", 1, "t.conf:4: [client] jwt_key: %s: an "
+	    "HS256 secret of at least 32 bytes (got 31)\n");
+	jwt_expect(empty, "HS256", 1,
+	    "t.conf:4: [client] jwt_key: %s: empty (0 bytes)\n");
+	jwt_expect(open_w, "HS256", 1, "t.conf:4: [client] jwt_key: %s: "
+	    "writable by group or others (mode 622): whoever writes it signs "
+	    "tokens\n");
+	jwt_expect(priv, "RS256", 1, "t.conf:4: [client] jwt_key: %s: holds a "
+	    "private key: give rlgate the public key only (openssl pkey "
+	    "-pubout)\n");
+	jwt_expect(notpem, "ES256", 1, "t.conf:4: [client] jwt_key: %s: not a "
+	    "PEM public key (-----BEGIN PUBLIC KEY-----), as ES256 needs\n");
+	jwt_expect(dir, "HS256", 1,
+	    "t.conf:4: [client] jwt_key: %s: not a regular file\n");
+	/* the secret without its newline; readable by others: a warning */
+	text = rlg_t_fmt("[client]\njwt_key = %s\n", nl);
+	cfg = rlg_t_ok(text);
+	ck_assert_uint_eq(cfg->client.jwt_key_len, 32);
+	rlg_config_free(cfg);
+	free(text);
+	text = rlg_t_fmt("[client]\njwt_key = %s\n", loose);
+	rlg_config_free(rlg_t_ok_warned(text, 1));
+	free(text);
+	/* a jwt key without jwt_key */
+	rlg_t_expect("[client]\nkey_secret = 00112233445566778899aabbccddeeff\n"
+	    "[policy p]\nkey = ip, jwt:sub\n", 1,
+	    "t.conf:4: [policy p] key: jwt:CLAIM reads verified bearer "
+	    "tokens: set [client] jwt_key (the file of the HS256 secret, or "
+	    "of the RS256 or ES256 public key)\n");
+	free(ok);
+	free(nl);
+	free(shortk);
+	free(empty);
+	free(open_w);
+	free(loose);
+	free(priv);
+	free(notpem);
+	free(dir);
+}
+END_TEST
+
 START_TEST(test_key_secret_required)
 {
 	struct rlg_config *cfg;
@@ -2268,7 +2383,7 @@ START_TEST(test_new_keys_per_ip)
 
 	rlg_t_expect("[policy ip]\nnew_keys_per_ip = 5\n", 1,
 	    "t.conf:2: [policy ip] new_keys_per_ip: applies only to a key "
-	    "with header:NAME, cookie:NAME or query:NAME\n");
+	    "with header:NAME, cookie:NAME, query:NAME or jwt:CLAIM\n");
 	rlg_t_expect("[client]\nkey_secret = 0123456789abcdef0123\n"
 	    "[policy k]\nkey = header:A\nnew_keys_per_ip = -1\n", 1,
 	    "t.conf:5: [policy k] new_keys_per_ip: must be an integer from 0 "
@@ -3828,7 +3943,7 @@ START_TEST(test_option_words)
 				ck_assert_str_eq(got, w->name);
 		}
 	}
-	ck_assert_uint_eq(rows, 15);
+	ck_assert_uint_eq(rows, 16);
 }
 END_TEST
 
@@ -4738,6 +4853,7 @@ rlg_config_suite(void)
 	tcase_add_loop_test(tc, test_policy_key, 0, (int)RLG_T_NKEYS);
 	tcase_add_test(tc, test_key_items_each_reported);
 	tcase_add_test(tc, test_key_secret_required);
+	tcase_add_test(tc, test_jwt_key_file);
 	tcase_add_test(tc, test_mode);
 	tcase_add_test(tc, test_policy_exempt);
 	tcase_add_test(tc, test_cidrs_max);

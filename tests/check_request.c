@@ -7,8 +7,14 @@
  * its own key.
  */
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jwt.h>
+#include <sodium.h>
 
 #include "check_rlgate.h"
 #include "fixture.h"
@@ -916,7 +922,7 @@ pkey(const struct rlg_request *r, unsigned key, const char *hdr,
 	memset(&p, 0, sizeof p);
 	p.key = key;
 	p.key_name = (char *)hdr;
-	return rlg_request_policy_key(r, &p, c, out, len);
+	return rlg_request_policy_key(r, &p, c, out, len, NULL);
 }
 
 START_TEST(test_policy_keys)
@@ -1230,6 +1236,295 @@ START_TEST(test_route_path)
 }
 END_TEST
 
+/* ---- bearer tokens (key = jwt:CLAIM) ---------------------------------- */
+
+/* The output of the shell command cmd (its stdout, NUL-ended), or abort. */
+static char *
+run_out(const char *cmd)
+{
+	FILE *f = popen(cmd, "r");
+	char *buf = malloc(16384);
+	size_t n;
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(buf);
+	n = fread(buf, 1, 16383, f);
+	buf[n] = '\0';
+	ck_assert_int_eq(pclose(f), 0);
+	ck_assert_uint_gt(n, 0);
+	return buf;
+}
+
+/* A key pair made by openssl: its private key file (kept for openssl
+ * dgst) in path, and the public key's PEM. */
+static char *
+key_pair(const char *genpkey_args, char *path, size_t size)
+{
+	char cmd[512];
+	int fd;
+
+	snprintf(path, size, "/tmp/rlgate-jwt-XXXXXX");
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	snprintf(cmd, sizeof cmd, "openssl genpkey %s -out %s 2>/dev/null && "
+	    "openssl pkey -in %s -pubout 2>/dev/null", genpkey_args, path,
+	    path);
+	return run_out(cmd);
+}
+
+/* A token signed by libjwt: alg with key (len bytes), the claims sub
+ * (if not NULL), uid 42, exp and nbf (0: none). */
+static char *
+lib_token(jwt_alg_t alg, const char *key, size_t len, const char *sub,
+    long exp, long nbf)
+{
+	jwt_t *j = NULL;
+	char *tok;
+
+	ck_assert_int_eq(jwt_new(&j), 0);
+	ck_assert_int_eq(jwt_set_alg(j, alg, (const unsigned char *)key,
+	    (int)len), 0);
+	if (sub != NULL)
+		ck_assert_int_eq(jwt_add_grant(j, "sub", sub), 0);
+	ck_assert_int_eq(jwt_add_grant_int(j, "uid", 42), 0);
+	if (exp != 0)
+		ck_assert_int_eq(jwt_add_grant_int(j, "exp", exp), 0);
+	if (nbf != 0)
+		ck_assert_int_eq(jwt_add_grant_int(j, "nbf", nbf), 0);
+	tok = jwt_encode_str(j);
+	ck_assert_ptr_nonnull(tok);
+	jwt_free(j);
+	return tok;
+}
+
+/* base64url without padding of n bytes of b, into out (room enough). */
+static void
+b64u(const void *b, size_t n, char *out, size_t size)
+{
+	sodium_bin2base64(out, size, b, n,
+	    sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+}
+
+/*
+ * A token made as another issuer makes it, with openssl: header and
+ * payload JSON, signed by openssl dgst -sha256 with the private key file
+ * priv (an ES256 signature turned from DER into JOSE's r||s).
+ */
+static char *
+ossl_token(const char *header, const char *payload, const char *priv,
+    bool ecdsa)
+{
+	char in[1024], cmd[1024], *tok = malloc(4096), sig[512];
+	unsigned char der[600], raw[64];
+	FILE *f;
+	size_t n, rl, sl, at;
+	int fd;
+	char path[64];
+
+	ck_assert_ptr_nonnull(tok);
+	b64u(header, strlen(header), in, sizeof in);
+	n = strlen(in);
+	in[n++] = '.';
+	b64u(payload, strlen(payload), in + n, sizeof in - n);
+	snprintf(path, sizeof path, "/tmp/rlgate-jwt-in-XXXXXX");
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, in, strlen(in)), (int)strlen(in));
+	close(fd);
+	snprintf(cmd, sizeof cmd, "openssl dgst -sha256 -sign %s %s", priv,
+	    path);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	n = fread(der, 1, sizeof der, f);
+	ck_assert_int_eq(pclose(f), 0);
+	unlink(path);
+	if (ecdsa) {
+		/* SEQUENCE { INTEGER r, INTEGER s }, each to 32 bytes */
+		ck_assert(n > 8 && der[0] == 0x30 && der[2] == 0x02);
+		rl = der[3];
+		at = 4;
+		memset(raw, 0, sizeof raw);
+		memcpy(raw + 32 - (rl > 32 ? 32 : rl), der + at +
+		    (rl > 32 ? rl - 32 : 0), rl > 32 ? 32 : rl);
+		at += rl;
+		ck_assert(der[at] == 0x02);
+		sl = der[at + 1];
+		at += 2;
+		memcpy(raw + 64 - (sl > 32 ? 32 : sl), der + at +
+		    (sl > 32 ? sl - 32 : 0), sl > 32 ? 32 : sl);
+		b64u(raw, 64, sig, sizeof sig);
+	} else {
+		b64u(der, n, sig, sizeof sig);
+	}
+	snprintf(tok, 4096, "%s.%s", in, sig);
+	return tok;
+}
+
+/* The claim the request with "Authorization: VALUE" keys jwt:CLAIM by
+ * under cc, as pkey does; *t what became of the token. */
+static int
+jkey(const struct rlg_client_config *cc, const char *authorization,
+    const char *claim, char *out, size_t len, enum rlg_token *t)
+{
+	char auth[4200];
+	struct rlg_request r;
+	struct rlg_policy p;
+
+	snprintf(auth, sizeof auth, "HTTP_AUTHORIZATION=%s", authorization);
+	who(&r, cc, "REMOTE_ADDR=192.0.2.1", auth, NULL);
+	memset(&p, 0, sizeof p);
+	p.key = RLG_KEY_JWT;
+	p.key_name = (char *)claim;
+	return rlg_request_policy_key(&r, &p, cc, out, len, t);
+}
+
+/* cc verifies with key under alg, as a load numbered generation. */
+static void
+use_key(struct rlg_client_config *cc, int alg, const char *key,
+    uint64_t generation)
+{
+	cc->jwt_algorithm = alg;
+	cc->jwt_key = (unsigned char *)key;
+	cc->jwt_key_len = strlen(key);
+	cc->jwt_generation = generation;
+}
+
+/* A Bearer header for tok. */
+static const char *
+bearer(const char *tok)
+{
+	static char b[4200];
+
+	snprintf(b, sizeof b, "Bearer %s", tok);
+	return b;
+}
+
+/*
+ * key = jwt:CLAIM: a verified token keys by its claim's hash (the same
+ * value as a header's); a forged, expired, early, alg-none or
+ * alg-confused token, or one without the claim, keys by the address and
+ * says why; a token issued by openssl (another issuer) verifies too, for
+ * RS256 and ES256 (JOSE's r||s); the cache of verified tokens follows the
+ * key's load.
+ */
+START_TEST(test_jwt_keys)
+{
+	static const char secret[] = "0123456789abcdef0123456789abcdef-hs";
+	struct rlg_client_config c = *cc();
+	char hk[RLG_CLIENT_KEY_MAX + 1], k[RLG_CLIENT_KEY_MAX + 1];
+	char rsa_priv[64], ec_priv[64], *rsa_pub, *ec_pub, *tok, payload[256];
+	long now = (long)time(NULL);
+	enum rlg_token t;
+	struct rlg_request r;
+
+	/* the header key of the same value, "alice" */
+	who(&r, &c, "REMOTE_ADDR=192.0.2.1", "HTTP_X_API_KEY=alice", NULL);
+	ck_assert_int_eq(pkey(&r, RLG_KEY_HEADER, "X-Api-Key", &c, hk,
+	    sizeof hk), RLG_OK);
+
+	use_key(&c, RLG_JWT_HS256, secret, 1001);
+	tok = lib_token(JWT_ALG_HS256, secret, strlen(secret), "alice",
+	    now + 600, now - 5);
+	ck_assert_int_eq(jkey(&c, bearer(tok), "sub", k, sizeof k, &t), RLG_OK);
+	ck_assert_int_eq(t, RLG_TOKEN_OK);
+	ck_assert_str_eq(k, hk);
+	/* again: from the cache, the same */
+	ck_assert_int_eq(jkey(&c, bearer(tok), "sub", k, sizeof k, &t), RLG_OK);
+	ck_assert_str_eq(k, hk);
+	/* "bearer" in any case, spaces; an integer claim */
+	ck_assert_int_eq(jkey(&c, "bEaReR   x", "sub", k, sizeof k, &t),
+	    RLG_OK);
+	ck_assert_int_eq(t, RLG_TOKEN_INVALID);
+	free(tok);
+	tok = lib_token(JWT_ALG_HS256, secret, strlen(secret), NULL, 0, 0);
+	ck_assert_int_eq(jkey(&c, bearer(tok), "uid", k, sizeof k, &t), RLG_OK);
+	ck_assert_int_eq(t, RLG_TOKEN_OK);
+	ck_assert_str_ne(k, "192.0.2.1");
+	/* no such claim */
+	ck_assert_int_eq(jkey(&c, bearer(tok), "sub", k, sizeof k, &t), RLG_OK);
+	ck_assert_int_eq(t, RLG_TOKEN_NO_CLAIM);
+	ck_assert_str_eq(k, "192.0.2.1");
+	free(tok);
+	/* forged: another secret */
+	tok = lib_token(JWT_ALG_HS256, "another-secret-of-32-bytes-or-more",
+	    34, "alice", 0, 0);
+	ck_assert_int_eq(jkey(&c, bearer(tok), "sub", k, sizeof k, &t), RLG_OK);
+	ck_assert_int_eq(t, RLG_TOKEN_INVALID);
+	ck_assert_str_eq(k, "192.0.2.1");
+	free(tok);
+	/* expired, not yet valid */
+	tok = lib_token(JWT_ALG_HS256, secret, strlen(secret), "alice",
+	    now - 1, 0);
+	ck_assert_int_eq(jkey(&c, bearer(tok), "sub", k, sizeof k, &t), RLG_OK);
+	ck_assert_int_eq(t, RLG_TOKEN_EXPIRED);
+	ck_assert_str_eq(k, "192.0.2.1");
+	free(tok);
+	tok = lib_token(JWT_ALG_HS256, secret, strlen(secret), "alice",
+	    0, now + 600);
+	ck_assert_int_eq(jkey(&c, bearer(tok), "sub", k, sizeof k, &t), RLG_OK);
+	ck_assert_int_eq(t, RLG_TOKEN_EARLY);
+	free(tok);
+	/* alg none: libjwt refuses it beside a key */
+	{
+		char h[64], b[64], none[200];
+
+		b64u("{\"alg\":\"none\"}", 14, h, sizeof h);
+		b64u("{\"sub\":\"alice\"}", 15, b, sizeof b);
+		snprintf(none, sizeof none, "%s.%s.", h, b);
+		ck_assert_int_eq(jkey(&c, bearer(none), "sub", k, sizeof k,
+		    &t), RLG_OK);
+		ck_assert(t == RLG_TOKEN_INVALID || t == RLG_TOKEN_ALGORITHM);
+		ck_assert_str_eq(k, "192.0.2.1");
+	}
+	/* no token, another scheme, twice */
+	ck_assert_int_eq(jkey(&c, "Basic YWxpY2U6cHc=", "sub", k, sizeof k,
+	    &t), RLG_OK);
+	ck_assert_int_eq(t, RLG_TOKEN_NONE);
+	ck_assert_str_eq(k, "192.0.2.1");
+
+	/* RS256: a token of libjwt's and one of openssl's verify */
+	rsa_pub = key_pair("-algorithm RSA -pkeyopt rsa_keygen_bits:2048",
+	    rsa_priv, sizeof rsa_priv);
+	use_key(&c, RLG_JWT_RS256, rsa_pub, 1002);
+	snprintf(payload, sizeof payload, "{\"sub\":\"alice\",\"exp\":%ld}",
+	    now + 600);
+	tok = ossl_token("{\"alg\":\"RS256\",\"typ\":\"JWT\"}", payload,
+	    rsa_priv, false);
+	ck_assert_int_eq(jkey(&c, bearer(tok), "sub", k, sizeof k, &t), RLG_OK);
+	ck_assert_int_eq(t, RLG_TOKEN_OK);
+	ck_assert_str_eq(k, hk);
+	free(tok);
+	/* the confusion: HS256 "signed" with the RSA public key as secret */
+	tok = lib_token(JWT_ALG_HS256, rsa_pub, strlen(rsa_pub), "alice", 0,
+	    0);
+	ck_assert_int_eq(jkey(&c, bearer(tok), "sub", k, sizeof k, &t), RLG_OK);
+	ck_assert_int_eq(t, RLG_TOKEN_ALGORITHM);
+	ck_assert_str_eq(k, "192.0.2.1");
+	free(tok);
+
+	/* ES256: openssl's signature as JOSE has it (r||s) */
+	ec_pub = key_pair("-algorithm EC -pkeyopt ec_paramgen_curve:P-256",
+	    ec_priv, sizeof ec_priv);
+	use_key(&c, RLG_JWT_ES256, ec_pub, 1003);
+	tok = ossl_token("{\"alg\":\"ES256\",\"typ\":\"JWT\"}", payload,
+	    ec_priv, true);
+	ck_assert_int_eq(jkey(&c, bearer(tok), "sub", k, sizeof k, &t), RLG_OK);
+	ck_assert_int_eq(t, RLG_TOKEN_OK);
+	ck_assert_str_eq(k, hk);
+	/* the same token under another key's load: verified anew, refused */
+	use_key(&c, RLG_JWT_ES256, rsa_pub, 1004);
+	ck_assert_int_eq(jkey(&c, bearer(tok), "sub", k, sizeof k, &t), RLG_OK);
+	ck_assert_int_ne(t, RLG_TOKEN_OK);
+	ck_assert_str_eq(k, "192.0.2.1");
+	free(tok);
+	unlink(rsa_priv);
+	unlink(ec_priv);
+	free(rsa_pub);
+	free(ec_pub);
+}
+END_TEST
+
 Suite *
 rlg_request_suite(void)
 {
@@ -1251,6 +1546,7 @@ rlg_request_suite(void)
 	tcase_add_test(proxy, test_ipv6_grouping);
 	tcase_add_test(keys, test_policy_keys);
 	tcase_add_test(keys, test_policy_key_sources);
+	tcase_add_test(keys, test_jwt_keys);
 	tcase_add_test(keys, test_policy_key_bounds);
 	tcase_add_test(keys, test_request_cost);
 	tcase_add_test(hostile, test_malformed_hops);

@@ -5,8 +5,9 @@
  * HTTP_X_FORWARDED_FOR, REQUEST_URI, REQUEST_METHOD, HTTP_X_API_KEY, ...;
  * CR and every other byte stay in the values). Each input is parsed with a
  * config that trusts 10.0.0.0/8 and ::1, and keyed by IP, by header, by
- * cookie (HTTP_COOKIE's sid), by query parameter (key) and globally, alone
- * and with IP. Beyond the sanitizers, it checks that a key is NUL-terminated,
+ * cookie (HTTP_COOKIE's sid), by query parameter (key), by a bearer
+ * token's sub (HTTP_AUTHORIZATION, HS256) and globally, alone and with
+ * IP. Beyond the sanitizers, it checks that a key is NUL-terminated,
  * fits and holds no CR or LF, that the client is an address we parsed or
  * the shared unknown key, that a refused request (a flaw) has no address
  * an exemption could match, that a path read is absolute, that only a
@@ -53,6 +54,12 @@ setup(void)
 	cc.ntrusted = 2;
 	cc.ipv6_prefix = 64;
 	cc.key_secret = "fuzz-secret";
+	/* bearer tokens: HS256 with this secret (a token of the corpus
+	 * signs with it) */
+	cc.jwt_key = (unsigned char *)"fuzz-jwt-secret-0123456789abcdef";
+	cc.jwt_key_len = strlen((const char *)cc.jwt_key);
+	cc.jwt_algorithm = RLG_JWT_HS256;
+	cc.jwt_generation = 1;
 }
 
 int
@@ -61,7 +68,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const unsigned kinds[] = { 0, RLG_KEY_IP, RLG_KEY_HEADER,
 	    RLG_KEY_IP | RLG_KEY_HEADER, RLG_KEY_COOKIE,
 	    RLG_KEY_IP | RLG_KEY_COOKIE, RLG_KEY_QUERY,
-	    RLG_KEY_IP | RLG_KEY_QUERY, RLG_KEY_GLOBAL };
+	    RLG_KEY_IP | RLG_KEY_QUERY, RLG_KEY_GLOBAL, RLG_KEY_JWT };
 	char *buf, *envp[FUZZ_PARAMS_MAX + 1], *p, *nl;
 	struct rlg_params in;
 	char key[RLG_CLIENT_KEY_MAX + 1], text[RLG_ADDR_TEXT_MAX];
@@ -117,12 +124,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		pol.key = kinds[i];
 		pol.key_name = (pol.key & RLG_KEY_HEADER) ? "X-Api-Key" :
 		    (pol.key & RLG_KEY_COOKIE) ? "sid" :
-		    (pol.key & RLG_KEY_QUERY) ? "key" : NULL;
-		rc = rlg_request_policy_key(r, &pol, &cc, key, sizeof key);
+		    (pol.key & RLG_KEY_QUERY) ? "key" :
+		    (pol.key & RLG_KEY_JWT) ? "sub" : NULL;
+		rc = rlg_request_policy_key(r, &pol, &cc, key, sizeof key,
+		    NULL);
 		/* Only a key header sent twice is refused, and always; a
 		 * cookie or a parameter may be named twice. */
 		if (rc == RLG_EINVAL && ((twice && (pol.key & RLG_KEY_HEADER)) ||
-		    (pol.key & (RLG_KEY_COOKIE | RLG_KEY_QUERY))))
+		    (pol.key & (RLG_KEY_COOKIE | RLG_KEY_QUERY | RLG_KEY_JWT))))
 			continue;
 		if (rc != RLG_OK)
 			abort();
@@ -131,7 +140,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    strcmp(key, RLG_KEY_GLOBAL_CLIENT) != 0)
 			abort();
 		/* a short buffer fails cleanly, leaving "" */
-		if (rlg_request_policy_key(r, &pol, &cc, key, 8) == RLG_OK) {
+		if (rlg_request_policy_key(r, &pol, &cc, key, 8, NULL) == RLG_OK) {
 			check_key(key, 8);
 		} else if (key[0] != '\0') {
 			abort();

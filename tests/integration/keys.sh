@@ -11,24 +11,31 @@
 #      '+' for a space); key twice is refused (400), logged as
 #      reason=duplicate_param;
 #   3. global: one bucket for every client;
-#   4. the database holds hashes (k:...) and "*", never a value sent.
+#   4. jwt:sub: a bearer token verified with [client] jwt_key (HS256, then
+#      RS256, tokens made with openssl as an issuer would) keys by its
+#      claim; a forged, expired, not yet valid, alg "none" or alg-confused
+#      token keys by the address, is logged (event=bad_token) and counted
+#      (rlgate_bad_tokens_total);
+#   5. the database holds hashes (k:...) and "*", never a value sent.
 : "${RLGATE_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 # shellcheck source=tests/integration/lib.sh
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
 
-setup_test lighttpd spawn-fcgi sqlite3 curl
+setup_test lighttpd spawn-fcgi sqlite3 curl openssl
 
 make_rundir
 WINDOW=3600
 SECRET=00112233445566778899aabbccddeeff
 
-# use KEY LIMIT: rlgate restarted on a config of its own whose default
-# policy is keyed by KEY, LIMIT per hour.
+# use KEY LIMIT [CLIENT_LINES]: rlgate restarted on a config of its own
+# whose default policy is keyed by KEY, LIMIT per hour; CLIENT_LINES go
+# into [client].
 use() {
 	local name=${1%%:*}
 	write_store_conf "$name" <<EOF
 [client]
 key_secret = $SECRET
+${3:-}
 
 [headers]
 style = draft03
@@ -103,11 +110,82 @@ req --interface 127.0.0.5 "$url"
 is "$STATUS" 429 "global: a fourth client is refused"
 like "$HDRS" 'RateLimit-Remaining: 0' "global: the refusal shows the shared quota"
 
-# ---- 4. what the database holds ---------------------------------------------
+# ---- 4. jwt:sub ------------------------------------------------------------
 
-stop_rlgate_fcgi global
+# b64u: stdin as base64url without padding.
+b64u() { openssl base64 -A | tr '+/' '-_' | tr -d '='; }
+# jwt HEADER PAYLOAD hs256|rs256: a token as an issuer makes it.
+jwt() {
+	local h p s
+	h=$(printf '%s' "$1" | b64u)
+	p=$(printf '%s' "$2" | b64u)
+	case $3 in
+	hs256) s=$(printf '%s.%s' "$h" "$p" |
+	    openssl dgst -sha256 -hmac "$JWT_SECRET" -binary | b64u) ;;
+	rs256) s=$(printf '%s.%s' "$h" "$p" |
+	    openssl dgst -sha256 -sign "$T/rsa.pem" -binary | b64u) ;;
+	none) s= ;;
+	esac
+	printf '%s.%s.%s' "$h" "$p" "$s"
+}
+HS='{"alg":"HS256","typ":"JWT"}'
+RS='{"alg":"RS256","typ":"JWT"}'
+NOW=$(date +%s)
+JWT_SECRET=$(openssl rand -hex 32)
+printf '%s\n' "$JWT_SECRET" >"$T/jwt.secret"
+chmod 600 "$T/jwt.secret"
+# bt TOKEN [CURL_ARGS...]: the status of a request with that bearer token
+bt() { local tok=$1; shift; st "$@" -H "Authorization: Bearer $tok"; }
+
+use jwt:sub 2 "jwt_key = $T/jwt.secret"
+alice=$(jwt "$HS" "{\"sub\":\"alice\",\"exp\":$((NOW + 3600))}" hs256)
+is "$(bt "$alice") $(bt "$alice" --interface 127.0.0.3) $(bt "$alice" --interface 127.0.0.4)" \
+    "200 200 429" "jwt: alice's quota, from any address"
+bob=$(jwt "$HS" '{"sub":"bob"}' hs256)
+is "$(bt "$bob")" 200 "jwt: bob's own quota (no exp)"
+JWT_SECRET_REAL=$JWT_SECRET
+JWT_SECRET=$(openssl rand -hex 32)
+forged=$(jwt "$HS" '{"sub":"bob"}' hs256)
+JWT_SECRET=$JWT_SECRET_REAL
+expired=$(jwt "$HS" "{\"sub\":\"bob\",\"exp\":$((NOW - 60))}" hs256)
+early=$(jwt "$HS" "{\"sub\":\"bob\",\"nbf\":$((NOW + 3600))}" hs256)
+none=$(jwt '{"alg":"none"}' '{"sub":"bob"}' none)
+is "$(bt "$forged" --interface 127.0.0.5) $(bt "$expired" --interface 127.0.0.5) $(bt "$early" --interface 127.0.0.5) $(bt "$none" --interface 127.0.0.6)" \
+    "200 200 429 200" \
+    "jwt: forged, expired, early and alg none tokens key by the address (limit 2 each), never as bob"
+is "$(bt "$bob")" 200 "jwt: bob's quota untouched by them"
+wait_until 3000 grep -q 'event=bad_token' "$T/jwt.log"
+like "$(grep -o 'event=bad_token peer=127.0.0.5 reason=[a-z_]*' "$T/jwt.log" | head -1)" \
+    'reason=invalid' "jwt: the forged token is logged, the token itself never"
+unlike "$(cat "$T/jwt.log")" "$forged" "jwt: no token in the log"
+req "$base/rlgate/metrics"
+like "$BODY" 'rlgate_bad_tokens_total\{reason="invalid"\} [1-9]' "jwt: counted: invalid"
+like "$BODY" 'rlgate_bad_tokens_total\{reason="expired"\} [1-9]' "jwt: counted: expired"
+like "$BODY" 'rlgate_bad_tokens_total\{reason="not_yet_valid"\} [1-9]' "jwt: counted: not yet valid"
+
+# RS256: the issuer's public key; an HS256 token "signed" with it refused
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$T/rsa.pem" 2>/dev/null
+openssl pkey -in "$T/rsa.pem" -pubout -out "$T/rsa.pub" 2>/dev/null
+chmod 600 "$T/rsa.pub"
+use jwt:sub 1 "jwt_key = $T/rsa.pub
+jwt_algorithm = RS256"
+carol=$(jwt "$RS" '{"sub":"carol"}' rs256)
+is "$(bt "$carol") $(bt "$carol" --interface 127.0.0.3)" "200 429" "jwt RS256: carol's quota"
+JWT_SECRET=$(cat "$T/rsa.pub"; printf x)
+JWT_SECRET=${JWT_SECRET%x}     # the file's bytes, its newline too
+confused=$(jwt "$HS" '{"sub":"carol"}' hs256)
+JWT_SECRET=$JWT_SECRET_REAL
+is "$(bt "$confused" --interface 127.0.0.7)" 200 \
+    "jwt RS256: an HS256 token keyed with the public key is not carol's"
+wait_until 3000 grep -q 'reason=algorithm' "$T/jwt.log"
+like "$(grep -c 'event=bad_token peer=127.0.0.7 reason=algorithm' "$T/jwt.log")" '^[1-9]' \
+    "jwt RS256: logged as the wrong algorithm"
+
+# ---- 5. what the database holds ---------------------------------------------
+
+stop_rlgate_fcgi jwt
 CUR=
-for n in cookie query global; do
+for n in cookie query global jwt; do
 	rows=$(sql "$T/$n.db" "SELECT client FROM rlg_state ORDER BY 1" | tr '\n' ' ')
 	unlike "$rows" 'alice|bob|carol|dave|erin' "$n: no value sent is stored ($rows)"
 done

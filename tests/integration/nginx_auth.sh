@@ -26,7 +26,7 @@ NGINX_BIN=${NGINX_BIN:-$(command -v nginx 2>/dev/null || echo /usr/sbin/nginx)}
 "$NGINX_BIN" -V 2>&1 | grep -q -- --with-http_auth_request_module ||
 	skip_all "this nginx has no auth_request module"
 
-setup_test spawn-fcgi curl xargs
+setup_test spawn-fcgi curl xargs openssl
 
 make_rundir
 
@@ -42,12 +42,17 @@ LOAD_REQUESTS=200
 
 H=$T/htdocs
 mkdir -p "$H/static/free" "$H/static/own" "$H/static/load" "$H/static/cookie" \
-    "$H/static/query" "$T/backend/app" "$T/nginx-tmp"
+    "$H/static/query" "$H/static/jwt" "$T/backend/app" "$T/nginx-tmp"
 echo 'hello from the static directory' >"$H/static/hello.txt"
 echo 'free file' >"$H/static/free/a.txt"
 echo 'own file' >"$H/static/own/a.txt"
 echo 'cookie file' >"$H/static/cookie/a.txt"
 echo 'query file' >"$H/static/query/a.txt"
+echo 'jwt file' >"$H/static/jwt/a.txt"
+# the HS256 secret of key = jwt:sub
+JWT_SECRET=0123456789abcdef0123456789abcdef-nginx
+printf '%s\n' "$JWT_SECRET" >"$T/jwt.secret"
+chmod 600 "$T/jwt.secret"
 echo 'load file' >"$H/static/load/a.txt"
 echo 'secret' >"$H/static/secret.txt"
 echo 'hello from the backend' >"$T/backend/app/hello.txt"
@@ -73,6 +78,7 @@ busy_timeout_ms = 200
 
 [client]
 key_secret = 00112233445566778899aabbccddeeff
+jwt_key = $T/jwt.secret
 
 [headers]
 style = ${5:-draft03}
@@ -118,9 +124,18 @@ limit = 2
 window = $WINDOW
 key = query:key
 
+[policy byjwt]
+limit = 2
+window = $WINDOW
+key = jwt:sub
+
 [route cookie]
 path = /static/cookie/*
 policies = bycookie
+
+[route jwt]
+path = /static/jwt/*
+policies = byjwt
 
 [route query]
 path = /static/query/*
@@ -436,6 +451,22 @@ is "$(for u in "$q?key=alice" "$q?x=1&Key=alice" "$q?k%65y=alice"; do req --inte
 req --interface 127.0.0.9 "$q?key=bob&key=alice"
 is "$STATUS" 400 "query:key: the name twice is refused"
 unlike "$BODY" 'query file' "query:key: ... and nothing served"
+# jwt:sub: the snippet passes the Authorization header on
+b64u() { openssl base64 -A | tr '+/' '-_' | tr -d '='; }
+hs256() {
+	local h p
+	h=$(printf '{"alg":"HS256","typ":"JWT"}' | b64u)
+	p=$(printf '%s' "$1" | b64u)
+	printf '%s.%s.%s' "$h" "$p" "$(printf '%s.%s' "$h" "$p" |
+	    openssl dgst -sha256 -hmac "$2" -binary | b64u)"
+}
+j="$base/static/jwt/a.txt"
+tok=$(hs256 '{"sub":"alice"}' "$JWT_SECRET")
+is "$(for a in 9 10 11; do req --interface 127.0.0.$a -H "Authorization: Bearer $tok" "$j"; printf '%s ' "$STATUS"; done)" \
+    "200 200 429 " "jwt:sub: alice's quota, from any address"
+tok=$(hs256 '{"sub":"bob"}' "not-the-secret-of-this-gateway-at-all")
+is "$(for a in 1 2; do req --interface 127.0.0.11 -H "Authorization: Bearer $tok" "$j"; printf '%s ' "$STATUS"; done)" \
+    "200 200 " "jwt:sub: a forged token keys by its address (127.0.0.11: its own quota)"
 
 # ============================================================================
 # a route's spellings count under it (limit 1: the first passes, nginx's
