@@ -467,6 +467,14 @@ is "$(for a in 9 10 11; do req --interface 127.0.0.$a -H "Authorization: Bearer 
 tok=$(hs256 '{"sub":"bob"}' "not-the-secret-of-this-gateway-at-all")
 is "$(for a in 1 2; do req --interface 127.0.0.11 -H "Authorization: Bearer $tok" "$j"; printf '%s ' "$STATUS"; done)" \
     "200 200 " "jwt:sub: a forged token keys by its address (127.0.0.11: its own quota)"
+# expired, and alg none, claiming alice (whose quota is spent): each keys
+# by its own address, so it is served, never refused as alice
+tok=$(hs256 "{\"sub\":\"alice\",\"exp\":$(($(date +%s) - 60))}" "$JWT_SECRET")
+req --interface 127.0.0.27 -H "Authorization: Bearer $tok" "$j"
+is "$STATUS:$BODY" "200:jwt file" "jwt:sub: an expired token of alice's keys by its address"
+tok="$(printf '{"alg":"none"}' | b64u).$(printf '{"sub":"alice"}' | b64u)."
+req --interface 127.0.0.28 -H "Authorization: Bearer $tok" "$j"
+is "$STATUS:$BODY" "200:jwt file" "jwt:sub: an alg none token of alice's keys by its address"
 
 # ============================================================================
 # a route's spellings count under it (limit 1: the first passes, nginx's
