@@ -346,8 +346,8 @@ rlg_admin_health(struct rlg_store *store, int64_t now_ms,
 	return false;
 }
 
-/* "ip", "header:NAME", "cookie:NAME", "query:NAME", ip+ one of those,
- * or "global". */
+/* "ip", "header:NAME", "cookie:NAME", "query:NAME", "jwt:CLAIM", ip+ one
+ * of those, or "global". */
 static void
 put_policy_key(const struct rlg_policy *p, struct rlg_sb *out)
 {
@@ -360,7 +360,8 @@ put_policy_key(const struct rlg_policy *p, struct rlg_sb *out)
 	    (p->key & RLG_KEY_IP) && chosen != 0 ? "+" : "",
 	    chosen == RLG_KEY_HEADER ? "header:" :
 	    chosen == RLG_KEY_COOKIE ? "cookie:" :
-	    chosen == RLG_KEY_QUERY ? "query:" : "",
+	    chosen == RLG_KEY_QUERY ? "query:" :
+	    chosen == RLG_KEY_JWT ? "jwt:" : "",
 	    chosen != 0 && p->key_name != NULL ? p->key_name : "");
 	rlg_sb_json(out, buf);
 }

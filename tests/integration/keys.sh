@@ -47,6 +47,8 @@ window = $WINDOW
 key = $1
 EOF
 	restart_rlgate "$name" 30
+	req "$base/rlgate/status"
+	like "$BODY" "\"key\":\"$1\"" "$1: /status names the key"
 }
 
 # st [CURL_ARGS...]: the status of one request (to $url unless a URL is
