@@ -586,11 +586,14 @@ rlg_name_ok(struct rlg_parse *p, const struct rlg_option *o,
     const char *what, const char *name)
 {
 	size_t len = strlen(name);
+	/* A claim's name may be a URI, as namespaced claims are. */
+	bool claim = strcmp(what, "claim") == 0;
 
-	if (name[strspn(name, RLG_ALNUM "!#$%&'*+-.^_`|~")] != '\0') {
-		rlg_key_problem(p, o, "%s name must be an HTTP token: "
-		    "A-Z a-z 0-9 and !#$%%&'*+-.^_`|~ (got \"%s\")", what,
-		    name);
+	if (name[strspn(name, claim ? RLG_ALNUM "!#$%&'*+-.^_`|~:/@" :
+	    RLG_ALNUM "!#$%&'*+-.^_`|~")] != '\0') {
+		rlg_key_problem(p, o, "%s name must be an HTTP token%s: "
+		    "A-Z a-z 0-9 and !#$%%&'*+-.^_`|~%s (got \"%s\")", what,
+		    claim ? " or a URI" : "", claim ? ":/@" : "", name);
 		return false;
 	}
 	if (len > RLG_HEADER_NAME_MAX) {

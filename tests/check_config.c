@@ -287,6 +287,9 @@ static const struct rlg_t_bad rlg_t_bad_values[] = {
 	    "query:NAME, jwt:CLAIM (got \"cookie:sid, query:key\")" },
 	{ "policy default", "key", "cookie:",
 	    "[policy default] key: " RLG_T_KEYS " (got \"cookie:\")" },
+	{ "policy default", "key", "jwt:a b",
+	    "[policy default] key: claim name must be an HTTP token or a URI: "
+	    "A-Z a-z 0-9 and !#$%&'*+-.^_`|~:/@ (got \"a b\")" },
 	{ "policy default", "key", "cookie:a b",
 	    "[policy default] key: cookie name must be an HTTP token: "
 	    "A-Z a-z 0-9 and !#$%&'*+-.^_`|~ (got \"a b\")" },
@@ -2183,6 +2186,14 @@ START_TEST(test_jwt_key_file)
 	free(text);
 	text = rlg_t_fmt("[client]\njwt_key = %s\n", loose);
 	rlg_config_free(rlg_t_ok_warned(text, 1));
+	free(text);
+	/* a namespaced claim */
+	text = rlg_t_fmt("[client]\nkey_secret = 00112233445566778899aabbccddeeff"
+	    "\njwt_key = %s\n[policy p]\nkey = jwt:https://example.com/tenant\n",
+	    ok);
+	cfg = rlg_t_ok(text);
+	ck_assert_str_eq(cfg->policies[0].key_name, "https://example.com/tenant");
+	rlg_config_free(cfg);
 	free(text);
 	/* a jwt key without jwt_key */
 	rlg_t_expect("[client]\nkey_secret = 00112233445566778899aabbccddeeff\n"
