@@ -18,8 +18,10 @@
  * token many times the signature check: 5 us for HS256, 0.4-0.5 ms for
  * RS256 and ES256, as libjwt 1.10 reads the PEM key anew for each token
  * (docs/benchmarks.md); its exp and nbf are checked again on every hit.
- * Failures are not cached: a client that varies its token pays the
- * check each time (operations.md says how to bound that).
+ * A token that fails the check (forged, another algorithm, no claim) is
+ * kept too, with why, so one replayed again and again costs a hash, not
+ * a check; a client that varies its token pays the check each time
+ * (operations.md says how to bound that).
  */
 #include <errno.h>
 #include <limits.h>
@@ -42,6 +44,8 @@
 struct jwt_entry {
 	uint64_t generation;       /* the key's load (0: empty) */
 	unsigned char hash[16];    /* BLAKE2b-128 of the token */
+	enum rlg_token checked;    /* RLG_TOKEN_OK: signed, with the claim;
+	                              else why not (exp and nbf unread) */
 	long exp, nbf;             /* LONG_MAX, LONG_MIN: none */
 	char claim[64];            /* the claim's name */
 	char value[RLG_JWT_CACHED_VALUE];
@@ -84,7 +88,7 @@ rlg_jwt_claim(const struct rlg_client_config *cc, const char *token,
 	unsigned char hash[16];
 	struct jwt_entry *e = NULL;
 	enum rlg_token t;
-	long exp, nbf;
+	long exp = LONG_MAX, nbf = LONG_MIN;
 	size_t n = strlen(token), vlen;
 
 	if (cc->jwt_key == NULL || n == 0 || n > RLG_JWT_TOKEN_MAX ||
@@ -98,6 +102,8 @@ rlg_jwt_claim(const struct rlg_client_config *cc, const char *token,
 		if (e->generation == cc->jwt_generation &&
 		    memcmp(e->hash, hash, sizeof hash) == 0 &&
 		    strcmp(e->claim, claim) == 0) {
+			if (e->checked != RLG_TOKEN_OK)
+				return e->checked;
 			if ((t = jwt_times(e->exp, e->nbf, now_s)) !=
 			    RLG_TOKEN_OK)
 				return t;
@@ -106,17 +112,22 @@ rlg_jwt_claim(const struct rlg_client_config *cc, const char *token,
 		}
 	}
 	t = jwt_verify(cc, token, claim, out, len, &exp, &nbf);
-	if (t == RLG_TOKEN_OK)
-		t = jwt_times(exp, nbf, now_s);
 	vlen = strlen(out);
-	if (e != NULL && t == RLG_TOKEN_OK && vlen < sizeof e->value) {
+	if (e != NULL && (t != RLG_TOKEN_OK || vlen < sizeof e->value)) {
 		e->generation = cc->jwt_generation;
 		memcpy(e->hash, hash, sizeof hash);
+		e->checked = t;
 		e->exp = exp;
 		e->nbf = nbf;
 		rlg_copy(e->claim, claim, sizeof e->claim);
-		memcpy(e->value, out, vlen + 1);
+		if (t == RLG_TOKEN_OK)
+			memcpy(e->value, out, vlen + 1);
+		else
+			e->value[0] = '\0';
 	}
+	if (t == RLG_TOKEN_OK && (t = jwt_times(exp, nbf, now_s)) !=
+	    RLG_TOKEN_OK)
+		out[0] = '\0';
 	return t;
 }
 

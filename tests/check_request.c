@@ -1446,16 +1446,22 @@ START_TEST(test_jwt_keys)
 	ck_assert_int_eq(t, RLG_TOKEN_NO_CLAIM);
 	ck_assert_str_eq(k, "192.0.2.1");
 	free(tok);
-	/* forged: another secret */
+	/* forged: another secret; replayed, refused again (from the cache) */
 	tok = lib_token(JWT_ALG_HS256, "another-secret-of-32-bytes-or-more",
 	    34, "alice", 0, 0);
 	ck_assert_int_eq(jkey(&c, bearer(tok), "sub", k, sizeof k, &t), RLG_OK);
 	ck_assert_int_eq(t, RLG_TOKEN_INVALID);
 	ck_assert_str_eq(k, "192.0.2.1");
+	ck_assert_int_eq(jkey(&c, bearer(tok), "sub", k, sizeof k, &t), RLG_OK);
+	ck_assert_int_eq(t, RLG_TOKEN_INVALID);
+	ck_assert_str_eq(k, "192.0.2.1");
 	free(tok);
-	/* expired, not yet valid */
+	/* expired (twice: the cached one expired too), not yet valid */
 	tok = lib_token(JWT_ALG_HS256, secret, strlen(secret), "alice",
 	    now - 1, 0);
+	ck_assert_int_eq(jkey(&c, bearer(tok), "sub", k, sizeof k, &t), RLG_OK);
+	ck_assert_int_eq(t, RLG_TOKEN_EXPIRED);
+	ck_assert_str_eq(k, "192.0.2.1");
 	ck_assert_int_eq(jkey(&c, bearer(tok), "sub", k, sizeof k, &t), RLG_OK);
 	ck_assert_int_eq(t, RLG_TOKEN_EXPIRED);
 	ck_assert_str_eq(k, "192.0.2.1");

@@ -5,7 +5,9 @@
  * a bearer token under HS256, RS256 (2048 bits) and ES256 (P-256), each
  * with the cache of verified tokens (one client sending one token again
  * and again, the common case) and without it (every token new: the
- * signature checked each time, as for a client that never repeats).
+ * signature checked each time, as for a client that never repeats),
+ * and a forged token against the RS256 key, replayed (its failure
+ * cached) and each time new.
  * Rounds of each case in turn (drift hits all alike); printed per case:
  * the median over the rounds of ns per key, its range, and its ratio to
  * the address's. No assertion: a benchmark prints figures.
@@ -34,20 +36,25 @@ struct bcase {
 	unsigned key;              /* RLG_KEY_* */
 	int alg;                   /* RLG_JWT_*, or -1 */
 	bool cached;
+	bool forged;               /* the ES256 token against the RS256 key */
 };
 
 static const struct bcase cases[] = {
-	{ "ip (baseline)", RLG_KEY_IP, -1, false },
-	{ "header:X-Api-Key", RLG_KEY_HEADER, -1, false },
-	{ "jwt:sub HS256, cached", RLG_KEY_JWT, RLG_JWT_HS256, true },
+	{ "ip (baseline)", RLG_KEY_IP, -1, false, false },
+	{ "header:X-Api-Key", RLG_KEY_HEADER, -1, false, false },
+	{ "jwt:sub HS256, cached", RLG_KEY_JWT, RLG_JWT_HS256, true, false },
 	{ "jwt:sub HS256, verified each time", RLG_KEY_JWT, RLG_JWT_HS256,
-	    false },
-	{ "jwt:sub RS256, cached", RLG_KEY_JWT, RLG_JWT_RS256, true },
+	    false, false },
+	{ "jwt:sub RS256, cached", RLG_KEY_JWT, RLG_JWT_RS256, true, false },
 	{ "jwt:sub RS256, verified each time", RLG_KEY_JWT, RLG_JWT_RS256,
-	    false },
-	{ "jwt:sub ES256, cached", RLG_KEY_JWT, RLG_JWT_ES256, true },
+	    false, false },
+	{ "jwt:sub ES256, cached", RLG_KEY_JWT, RLG_JWT_ES256, true, false },
 	{ "jwt:sub ES256, verified each time", RLG_KEY_JWT, RLG_JWT_ES256,
-	    false },
+	    false, false },
+	{ "jwt:sub RS256, a forged token replayed", RLG_KEY_JWT,
+	    RLG_JWT_RS256, true, true },
+	{ "jwt:sub RS256, a forged token each time new", RLG_KEY_JWT,
+	    RLG_JWT_RS256, false, true },
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
@@ -158,10 +165,12 @@ main(int argc, char **argv)
 			enum rlg_token t;
 
 			if (b->alg >= 0) {
-				envp[3] = auth[b->alg];
+				envp[3] = auth[b->forged ? RLG_JWT_ES256 :
+				    b->alg];
 				cc.jwt_key = (unsigned char *)keys[b->alg];
 				cc.jwt_key_len = lens[b->alg];
 				cc.jwt_algorithm = b->alg;
+				cc.jwt_generation++;   /* another key: a load */
 			}
 			rlg_params_envp(&in, envp);
 			rlg_request_read(&r, &in, &cc);
@@ -176,7 +185,8 @@ main(int argc, char **argv)
 						cc.jwt_generation++;
 					if (rlg_request_policy_key(&r, &p, &cc,
 					    out, sizeof out, &t) != RLG_OK ||
-					    (b->alg >= 0 && t != RLG_TOKEN_OK)) {
+					    (b->alg >= 0 &&
+					    (t == RLG_TOKEN_OK) == b->forged)) {
 						fprintf(stderr, "bench_jwt: %s: "
 						    "no key (%s)\n", b->name,
 						    rlg_token_name(t));
