@@ -159,6 +159,7 @@ gather(const struct rlg_config *cfg, const struct rlg_tier_set *const sets[2],
 			dd->flaw = (p->key & RLG_KEY_QUERY) ?
 			    RLG_FLAW_DUPLICATE_PARAM : RLG_FLAW_DUPLICATE;
 			dd->flaw_about = (p->key & RLG_KEY_COOKIE) ? "Cookie" :
+			    (p->key & RLG_KEY_JWT) ? "Authorization" :
 			    p->key_name;
 			return RLG_EINVAL;
 		}

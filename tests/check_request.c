@@ -1488,6 +1488,17 @@ START_TEST(test_jwt_keys)
 	    &t), RLG_OK);
 	ck_assert_int_eq(t, RLG_TOKEN_NONE);
 	ck_assert_str_eq(k, "192.0.2.1");
+	{
+		struct rlg_policy p;
+
+		who(&r, &c, "REMOTE_ADDR=192.0.2.1", "HTTP_AUTHORIZATION=a",
+		    "HTTP_AUTHORIZATION=b", NULL);
+		memset(&p, 0, sizeof p);
+		p.key = RLG_KEY_JWT;
+		p.key_name = "sub";
+		ck_assert_int_eq(rlg_request_policy_key(&r, &p, &c, k, sizeof k,
+		    &t), RLG_EINVAL);
+	}
 
 	/* RS256: a token of libjwt's and one of openssl's verify */
 	rsa_pub = key_pair("-algorithm RSA -pkeyopt rsa_keygen_bits:2048",
