@@ -511,11 +511,11 @@ rlg_key_source(const char *item, const char **name)
 
 /*
  * key = ip, one of header:NAME, cookie:NAME, query:NAME, jwt:CLAIM, or ip
- * with one of them, comma-separated in any order; or global alone. NAME is kept as
- * written (a header's name compares without case when a request is read;
- * a cookie's and a parameter's too, to catch look-alikes). Each bad item
- * is its own problem; the policy changes only if all are good. Whether a
- * key_secret is there waits for the end.
+ * with one of them, comma-separated in any order; or global alone. NAME
+ * is kept as written (a header's name compares without case when a
+ * request is read; a cookie's and a parameter's too, to catch
+ * look-alikes). Each bad item is its own problem; the policy changes only
+ * if all are good. Whether a key_secret is there waits for the end.
  */
 bool
 rlg_set_key(struct rlg_parse *p, const struct rlg_option *o,
