@@ -8,7 +8,7 @@
 . "$RLGATE_SRCDIR/tests/integration/lib.sh" || { echo "Bail out! cannot read lib.sh"; exit 99; }
 
 apache_available || skip_all "Apache 2.4 with mod_proxy_fcgi is not installed ($APACHE_BIN)"
-setup_test spawn-fcgi sqlite3 curl
+setup_test spawn-fcgi sqlite3 curl openssl
 timing_sensitive
 
 make_rundir
@@ -69,5 +69,33 @@ done
 like "$workers" " $daemon_uid( |\$)" "Apache's workers run as daemon (uid $daemon_uid) and reached the socket"
 is "$(sql_flushed "$conf" "$run/rlgate.db" "SELECT count FROM rlg_state WHERE client = '127.0.0.1'")" 1 \
     "rlg_state holds 127.0.0.1's count in this window"
+
+# --- a bearer token reaches rlgate (the snippet's CGIPassAuth): key =
+# jwt:sub, 1 an hour; alice's token from two addresses is one client
+stop_rlgate_fcgi rlgate
+secret=0123456789abcdef0123456789abcdef-apache
+printf '%s\n' "$secret" >"$T/jwt.secret"
+chmod 600 "$T/jwt.secret"
+cat >"$T/jwt.conf" <<EOF
+[store]
+path = $run/jwt.db
+[client]
+key_secret = 00112233445566778899aabbccddeeff
+jwt_key = $T/jwt.secret
+[policy default]
+limit = 1
+window = 3600
+key = jwt:sub
+EOF
+check_conf jwt
+start_rlgate_fcgi jwt "$sock" "$T/jwt.conf" 1 --threads 2
+b64u() { openssl base64 -A | tr '+/' '-_' | tr -d '='; }
+h=$(printf '{"alg":"HS256","typ":"JWT"}' | b64u)
+p=$(printf '{"sub":"alice"}' | b64u)
+tok="$h.$p.$(printf '%s.%s' "$h" "$p" | openssl dgst -sha256 -hmac "$secret" -binary | b64u)"
+req --interface 127.0.0.11 -H "Authorization: Bearer $tok" "$url"
+first=$STATUS
+req --interface 127.0.0.12 -H "Authorization: Bearer $tok" "$url"
+is "$first $STATUS" "200 429" "Apache hands rlgate the bearer token: alice from two addresses is one client"
 
 done_testing
