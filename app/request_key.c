@@ -33,7 +33,7 @@ static bool header_param(const char *header, char *out, size_t len);
 static int chosen_value(const struct rlg_request *r,
     const struct rlg_policy *p, const struct rlg_client_config *cc,
     char *buf, size_t len, const char **value, enum rlg_token *token);
-static enum rlg_token bearer_claim(const struct rlg_request *r,
+static enum rlg_token bearer_claim(const char *h,
     const struct rlg_policy *p, const struct rlg_client_config *cc,
     char *buf, size_t len, const char **value);
 static int pair_value(const char *s, char sep, bool plus, const char *name,
@@ -264,7 +264,7 @@ chosen_value(const struct rlg_request *r, const struct rlg_policy *p,
 		if (rlg_param_header(&r->params, "HTTP_AUTHORIZATION", &h) > 1)
 			return RLG_EINVAL;
 		if (h != NULL)
-			*token = bearer_claim(r, p, cc, buf, len, value);
+			*token = bearer_claim(h, p, cc, buf, len, value);
 		break;
 	default:
 		break;
@@ -275,20 +275,20 @@ chosen_value(const struct rlg_request *r, const struct rlg_policy *p,
 }
 
 /*
- * The claim of the request's "Authorization: Bearer TOKEN" that p keys by,
- * into buf (len bytes) and *value when the token is verified (request_jwt.c);
- * what became of the token. Another scheme (Basic) is no token.
+ * The claim that p keys by of the token in h, the request's Authorization
+ * header ("Bearer TOKEN"), into buf (len bytes) and *value when the token
+ * is verified (request_jwt.c); what became of the token. Another scheme
+ * (Basic) is no token.
  */
 static enum rlg_token
-bearer_claim(const struct rlg_request *r, const struct rlg_policy *p,
+bearer_claim(const char *h, const struct rlg_policy *p,
     const struct rlg_client_config *cc, char *buf, size_t len,
     const char **value)
 {
-	const char *h = NULL, *token;
+	const char *token;
 	enum rlg_token t;
 
-	(void)rlg_param_header(&r->params, "HTTP_AUTHORIZATION", &h);
-	if (h == NULL || strncasecmp(h, "Bearer", 6) != 0 ||
+	if (strncasecmp(h, "Bearer", 6) != 0 ||
 	    (h[6] != ' ' && h[6] != '\t'))
 		return RLG_TOKEN_NONE;
 	token = h + 6 + strspn(h + 6, " \t");
