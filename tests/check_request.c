@@ -1400,6 +1400,22 @@ bearer(const char *tok)
 	return b;
 }
 
+/* The request with tok as its bearer token keys jwt:claim under cc as
+ * want says, with the key key (NULL: any). */
+static void
+expect_jwt(const struct rlg_client_config *cc, const char *tok,
+    const char *claim, enum rlg_token want, const char *key)
+{
+	char k[RLG_CLIENT_KEY_MAX + 1];
+	enum rlg_token t;
+
+	ck_assert_int_eq(jkey(cc, bearer(tok), claim, k, sizeof k, &t),
+	    RLG_OK);
+	ck_assert_int_eq(t, want);
+	if (key != NULL)
+		ck_assert_str_eq(k, key);
+}
+
 /*
  * key = jwt:CLAIM: a verified token keys by its claim's hash (the same
  * value as a header's); a forged, expired, early, alg-none or
@@ -1426,9 +1442,7 @@ START_TEST(test_jwt_keys)
 	use_key(&c, RLG_JWT_HS256, secret, 1001);
 	tok = lib_token(JWT_ALG_HS256, secret, strlen(secret), "alice",
 	    now + 600, now - 5);
-	ck_assert_int_eq(jkey(&c, bearer(tok), "sub", k, sizeof k, &t), RLG_OK);
-	ck_assert_int_eq(t, RLG_TOKEN_OK);
-	ck_assert_str_eq(k, hk);
+	expect_jwt(&c, tok, "sub", RLG_TOKEN_OK, hk);
 	/* again: from the cache, the same */
 	ck_assert_int_eq(jkey(&c, bearer(tok), "sub", k, sizeof k, &t), RLG_OK);
 	ck_assert_str_eq(k, hk);
@@ -1442,29 +1456,19 @@ START_TEST(test_jwt_keys)
 	ck_assert_int_eq(t, RLG_TOKEN_OK);
 	ck_assert_str_ne(k, "192.0.2.1");
 	/* no such claim */
-	ck_assert_int_eq(jkey(&c, bearer(tok), "sub", k, sizeof k, &t), RLG_OK);
-	ck_assert_int_eq(t, RLG_TOKEN_NO_CLAIM);
-	ck_assert_str_eq(k, "192.0.2.1");
+	expect_jwt(&c, tok, "sub", RLG_TOKEN_NO_CLAIM, "192.0.2.1");
 	free(tok);
 	/* forged: another secret; replayed, refused again (from the cache) */
 	tok = lib_token(JWT_ALG_HS256, "another-secret-of-32-bytes-or-more",
 	    34, "alice", 0, 0);
-	ck_assert_int_eq(jkey(&c, bearer(tok), "sub", k, sizeof k, &t), RLG_OK);
-	ck_assert_int_eq(t, RLG_TOKEN_INVALID);
-	ck_assert_str_eq(k, "192.0.2.1");
-	ck_assert_int_eq(jkey(&c, bearer(tok), "sub", k, sizeof k, &t), RLG_OK);
-	ck_assert_int_eq(t, RLG_TOKEN_INVALID);
-	ck_assert_str_eq(k, "192.0.2.1");
+	expect_jwt(&c, tok, "sub", RLG_TOKEN_INVALID, "192.0.2.1");
+	expect_jwt(&c, tok, "sub", RLG_TOKEN_INVALID, "192.0.2.1");
 	free(tok);
 	/* expired (twice: the cached one expired too), not yet valid */
 	tok = lib_token(JWT_ALG_HS256, secret, strlen(secret), "alice",
 	    now - 1, 0);
-	ck_assert_int_eq(jkey(&c, bearer(tok), "sub", k, sizeof k, &t), RLG_OK);
-	ck_assert_int_eq(t, RLG_TOKEN_EXPIRED);
-	ck_assert_str_eq(k, "192.0.2.1");
-	ck_assert_int_eq(jkey(&c, bearer(tok), "sub", k, sizeof k, &t), RLG_OK);
-	ck_assert_int_eq(t, RLG_TOKEN_EXPIRED);
-	ck_assert_str_eq(k, "192.0.2.1");
+	expect_jwt(&c, tok, "sub", RLG_TOKEN_EXPIRED, "192.0.2.1");
+	expect_jwt(&c, tok, "sub", RLG_TOKEN_EXPIRED, "192.0.2.1");
 	free(tok);
 	tok = lib_token(JWT_ALG_HS256, secret, strlen(secret), "alice",
 	    0, now + 600);
@@ -1508,16 +1512,12 @@ START_TEST(test_jwt_keys)
 	    now + 600);
 	tok = ossl_token("{\"alg\":\"RS256\",\"typ\":\"JWT\"}", payload,
 	    rsa_priv, false);
-	ck_assert_int_eq(jkey(&c, bearer(tok), "sub", k, sizeof k, &t), RLG_OK);
-	ck_assert_int_eq(t, RLG_TOKEN_OK);
-	ck_assert_str_eq(k, hk);
+	expect_jwt(&c, tok, "sub", RLG_TOKEN_OK, hk);
 	free(tok);
 	/* the confusion: HS256 "signed" with the RSA public key as secret */
 	tok = lib_token(JWT_ALG_HS256, rsa_pub, strlen(rsa_pub), "alice", 0,
 	    0);
-	ck_assert_int_eq(jkey(&c, bearer(tok), "sub", k, sizeof k, &t), RLG_OK);
-	ck_assert_int_eq(t, RLG_TOKEN_ALGORITHM);
-	ck_assert_str_eq(k, "192.0.2.1");
+	expect_jwt(&c, tok, "sub", RLG_TOKEN_ALGORITHM, "192.0.2.1");
 	free(tok);
 
 	/* ES256: openssl's signature as JOSE has it (r||s) */
@@ -1526,9 +1526,7 @@ START_TEST(test_jwt_keys)
 	use_key(&c, RLG_JWT_ES256, ec_pub, 1003);
 	tok = ossl_token("{\"alg\":\"ES256\",\"typ\":\"JWT\"}", payload,
 	    ec_priv, true);
-	ck_assert_int_eq(jkey(&c, bearer(tok), "sub", k, sizeof k, &t), RLG_OK);
-	ck_assert_int_eq(t, RLG_TOKEN_OK);
-	ck_assert_str_eq(k, hk);
+	expect_jwt(&c, tok, "sub", RLG_TOKEN_OK, hk);
 	/* the same token under another key's load: verified anew, refused */
 	use_key(&c, RLG_JWT_ES256, rsa_pub, 1004);
 	ck_assert_int_eq(jkey(&c, bearer(tok), "sub", k, sizeof k, &t), RLG_OK);
