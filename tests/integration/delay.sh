@@ -201,6 +201,9 @@ slow_refusal=$(awk '$1 == 429 && $2 > 1000' "$T/burst" | wc -l)
 is "$slow_refusal" 0 "max_parked: the refusals are not held"
 grep -q 'event=park_full max_parked=3' "$T/bound.log"
 ok $? "max_parked: the refusal is logged (event=park_full)"
+req "$base/rlgate/metrics"
+like "$BODY" 'rlgate_park_full_total [1-9]' "max_parked: counted in rlgate_park_full_total"
+like "$BODY" 'rlgate_held_total [1-9]' "held answers: counted in rlgate_held_total"
 sleep 2.2
 # nothing was charged for the refused: a fresh bucket of 10 after 2 s
 burst_at_once 20 "$base/api/smooth/0"
