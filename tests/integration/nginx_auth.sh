@@ -139,12 +139,12 @@ policies = bycookie
 path = /static/jwt/*
 policies = byjwt
 
-; smoothing: 5 a second, burst 6, held for their turn (delay = 0)
+; smoothing: 5 a second, burst 10, held for their turn (delay = 0)
 [policy smooth]
 algorithm = token_bucket
 limit = 5
 window = 1
-burst = 6
+burst = 10
 delay = 0
 
 [route smooth]
@@ -491,18 +491,18 @@ req --interface 127.0.0.28 -H "Authorization: Bearer $tok" "$j"
 is "$STATUS:$BODY" "200:jwt file" "jwt:sub: an alg none token of alice's keys by its address"
 
 # ============================================================================
-# smoothing (delay = 0, 5 a second, burst 6): 12 at once; auth_request's
-# yes comes at each one's turn, so nginx holds the client: 6 served one
-# turn (200 ms) apart, 6 refused at once
-for i in $(seq 1 12); do
+# smoothing (delay = 0, 5 a second, burst 10): 20 at once; auth_request's
+# yes comes at each one's turn, so nginx holds the client: 10 served one
+# turn (200 ms) apart, 10 refused at once
+for i in $(seq 1 20); do
 	printf 'url = "%s/static/smooth/a.txt"\noutput = /dev/null\n' "$base"
 done >"$T/smooth.cfg"
-curl -sS -Z --parallel-immediate --parallel-max 12 -m 20 -K "$T/smooth.cfg" \
+curl -sS -Z --parallel-immediate --parallel-max 20 -m 20 -K "$T/smooth.cfg" \
     --interface 127.0.0.29 -D "$T/smooth.h" -w '%{http_code} %{time_total}\n' \
     2>/dev/null | awk '{ printf "%s %d\n", $1, $2 * 1000 }' | sort -n -k2 \
     >"$T/smooth.out"
-is "$(grep -c '^200 ' "$T/smooth.out") $(grep -c '^429 ' "$T/smooth.out")" "6 6" \
-    "delay: 6 served, 6 refused"
+is "$(grep -c '^200 ' "$T/smooth.out") $(grep -c '^429 ' "$T/smooth.out")" "10 10" \
+    "delay: 10 served, 10 refused"
 diag "delay: ms until each answer: $(tr '\n' ' ' <"$T/smooth.out")"
 k=0 spread=1
 while read -r ms; do
@@ -514,8 +514,8 @@ done < <(awk '$1 == 200 { print $2 }' "$T/smooth.out")
 is "$spread" 1 "delay: nginx serves each at its turn, 200 ms apart"
 is "$(awk '$1 == 429 && $2 > 1000' "$T/smooth.out" | wc -l)" 0 \
     "delay: the refused are answered at once"
-is "$(grep -ci '^X-Rlgate-Delay: [0-9]' "$T/smooth.h")" 5 \
-    "delay: the snippet passes X-Rlgate-Delay on to the client (5 held)"
+is "$(grep -ci '^X-Rlgate-Delay: [0-9]' "$T/smooth.h")" 9 \
+    "delay: the snippet passes X-Rlgate-Delay on to the client (9 held)"
 
 # ============================================================================
 # a route's spellings count under it (limit 1: the first passes, nginx's
