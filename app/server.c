@@ -550,8 +550,6 @@ finish_request(struct thread_arg *t, FCGX_Request *req)
 {
 	const char *late = NULL;
 
-	int fd = -1;
-
 	watch_arm(t);
 	if (close_at_once(req, t->unix_socket)) {
 		FCGX_Detach(req);       /* its close skips the wait */
@@ -559,19 +557,8 @@ finish_request(struct thread_arg *t, FCGX_Request *req)
 		FCGX_Detach(req);       /* the rest never came */
 		req->keepConnection = 0;
 		late = "input";
-	} else if (req->ipcFd >= FD_SETSIZE && !req->keepConnection) {
-		/* libfcgi's lingering close (select) cannot take it:
-		 * ours, after its end (a failed write closes at once) */
-		fd = req->ipcFd;
-		FCGX_Detach(req);
-		req->keepConnection = 1;
 	}
 	FCGX_Finish_r(req);
-	if (fd >= 0 && req->ipcFd == fd) {
-		rlg_linger_close(fd, __atomic_load_n(&read_timeout_ms,
-		    __ATOMIC_RELAXED));
-		req->ipcFd = -1;
-	}
 	if (watch_disarm(t) && late == NULL)
 		late = "close";
 	if (late != NULL)

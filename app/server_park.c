@@ -9,12 +9,10 @@
  * libuv) would bring a loop of its own for one heap and one poll set.
  *
  * The closes: libfcgi's own close of a connection shuts its side, then
- * waits in select(2) until the web server closes too (so that what the
- * web server still sends does not make our kernel answer with a reset
- * that could drop the answer). On the parker that wait would hold every
- * later answer behind a slow peer, and select(2) cannot watch a
- * descriptor at or above FD_SETSIZE, which a process holding many
- * parked connections reaches. So the parker does the same without
+ * waits until the web server closes too (so that what the web server
+ * still sends does not make our kernel answer with a reset that could
+ * drop the answer). On the parker that wait would hold every later
+ * answer behind a slow peer. So the parker does the same without
  * blocking: each answered connection joins its epoll set, its side shut,
  * and is read and dropped until the peer closes or linger_ms passes.
  * epoll, not poll: a wake then costs what it reads, not a scan of every

@@ -59,8 +59,7 @@ void rlg_park_stop(void);
 /*
  * Closes fd as the park does, blocking the caller up to timeout_ms: its
  * sending side shut, then read until the peer closes (or the time is
- * up), then closed. For a worker whose descriptor is too high for
- * libfcgi's own lingering close (select(2): below FD_SETSIZE only).
+ * up), then closed. What rlg_park_add does when the park is not running.
  */
 void rlg_linger_close(int fd, int timeout_ms);
 
