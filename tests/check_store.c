@@ -1167,6 +1167,43 @@ START_TEST(test_overrides_many)
 END_TEST
 
 /*
+ * Smoothing on every backend: the wait of a held answer comes from the
+ * store's decision alone (rlg_limiter_wait), so each backend's token
+ * bucket (Redis's step.lua included) gives the turns: 5 a second, burst
+ * 4, four requests at once wait 0, 200, 400 and 600 ms under delay 0, 0,
+ * 0, 200 and 400 under delay 2; the fifth is refused and waits nothing.
+ */
+START_TEST(test_delay_turns)
+{
+	static const int64_t want[2][4] = { { 0, 200, 400, 600 },
+	    { 0, 0, 200, 400 } };
+	static const int64_t delays[2] = { 0, 2 };
+	static const char *const clients[2] = { "10.0.0.7", "10.0.0.8" };
+	struct rlg_policy p = alg_policy(name_alg, RLG_ALG_TOKEN_BUCKET, 5, 1,
+	    4);
+	struct rlg_store_item item = { &p, NULL, false, false, 0 };
+	struct rlg_decision d;
+	struct rlg_store *s = open_with(path_in("delay.db"), 0, 64);
+	int k, i;
+
+	for (k = 0; k < 2; k++) {
+		item.client = clients[k];
+		for (i = 0; i < 4; i++) {
+			ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d),
+			    RLG_OK);
+			ck_assert(d.admitted);
+			ck_assert_int_eq(rlg_limiter_wait(&p.lim, delays[k], 1,
+			    &d), want[k][i]);
+		}
+		ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_OK);
+		ck_assert(!d.admitted);
+		ck_assert_int_eq(rlg_limiter_wait(&p.lim, delays[k], 1, &d), 0);
+	}
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
  * The tests every backend runs of test case name ("core", "algorithms",
  * "concurrency"), added to tc.
  */
@@ -1195,6 +1232,7 @@ add_shared_tests(TCase *tc, const char *name)
 		tcase_add_loop_test(tc, test_new_key_charges, 0, 4);
 		tcase_add_loop_test(tc, test_cost_each_algorithm, 0, 4);
 		tcase_add_loop_test(tc, test_tier_copy_each_algorithm, 0, 4);
+		tcase_add_test(tc, test_delay_turns);
 	} else if (strcmp(name, "concurrency") == 0) {
 		tcase_add_test(tc, test_threads_one_client);
 		tcase_add_test(tc, test_processes_one_client);
