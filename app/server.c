@@ -84,12 +84,33 @@ static void *watch_thread(void *arg);
 static void deadline_passed(struct thread_arg *t, const char *wait);
 static long pace(struct rlg_pacer *p);
 
+/*
+ * FastCGI's writer: to the request's FCGI_STDOUT, or, for an answer held
+ * for its turn (hold_ms, which the gate sets before it sends), into the
+ * request's own buffer, written when it is due (answer_parked): libfcgi
+ * would send what fills its 8 KB stream buffer at once.
+ */
+struct fcgx_out {
+	FCGX_Stream *out;
+	int64_t hold_ms;
+	char *held;                     /* the held answer (malloc), or NULL */
+	size_t len;
+};
+
 static int
 fcgx_write(void *ctx, const char *buf, size_t len)
 {
-	FCGX_Stream *out = ctx;
+	struct fcgx_out *o = ctx;
+	char *more;
 
-	return FCGX_PutStr(buf, (int)len, out) == (int)len ? 0 : -1;
+	if (o->hold_ms <= 0)
+		return FCGX_PutStr(buf, (int)len, o->out) == (int)len ? 0 : -1;
+	if ((more = realloc(o->held, o->len + len)) == NULL)
+		return -1;
+	memcpy(more + o->len, buf, len);
+	o->held = more;
+	o->len += len;
+	return 0;
 }
 
 /*
@@ -160,6 +181,8 @@ struct request {
 	FCGX_Request fcgx;              /* first: req is &rq->fcgx */
 	bool at_once;                   /* held: its input read to its end,
 	                                   so the park closes it at once */
+	char *answer;                   /* held: its answer (malloc) */
+	size_t len;
 };
 
 /* The worker threads, for a graceful stop (stop_threads). */
@@ -569,10 +592,9 @@ finish_request(struct thread_arg *t, FCGX_Request *req)
  * One request of the FastCGI front: its params through the front's
  * adapter, its answer rendered (CGI text) on its FCGI_STDOUT. An answer
  * that must wait for its turn (smooths: the configuration has a
- * smoothing policy) is parked: it stays in the stream's buffer (libfcgi
- * sends nothing before the request is finished, or the buffer fills,
- * which an answer never does: RLG_RESPONSE_MAX is below it), and the
- * park finishes the request when it is due (answer_parked). A slot is
+ * smoothing policy) is parked: rendered into the request's own buffer
+ * (fcgx_write), and written by the park, which finishes the request,
+ * when it is due (answer_parked). A slot is
  * reserved first: with none left (max_parked), the gate answers at once
  * (struct rlg_out). Returns true when the request was parked: it is
  * the park's now.
@@ -582,13 +604,14 @@ serve(struct rlg_gate *g, struct thread_arg *t, FCGX_Request *req,
     int64_t now_ms, bool smooths)
 {
 	struct request *rq = (struct request *)req;
-	int64_t hold_ms = 0;
+	struct fcgx_out o = { req->out, 0, NULL, 0 };
 	bool slot = smooths && rlg_park_reserve(__atomic_load_n(&max_parked,
 	    __ATOMIC_RELAXED));
 	long more;
+	int rc;
 
-	(void)rlg_front_handle(&rlg_front_fastcgi, g, req->envp, now_ms,
-	    fcgx_write, req->out, !smooths || slot ? &hold_ms : NULL);
+	rc = rlg_front_handle(&rlg_front_fastcgi, g, req->envp, now_ms,
+	    fcgx_write, &o, !smooths || slot ? &o.hold_ms : NULL);
 	if (smooths && !slot && __atomic_load_n(&log_level,
 	    __ATOMIC_RELAXED) >= RLG_LOG_WARN &&
 	    (more = pace(&park_pacer)) >= 0)
@@ -596,17 +619,22 @@ serve(struct rlg_gate *g, struct thread_arg *t, FCGX_Request *req,
 		    " answer at once, refusing what would wait"
 		    " suppressed=%ld", __atomic_load_n(&max_parked,
 		    __ATOMIC_RELAXED), more);
-	if (hold_ms <= 0) {
+	if (o.hold_ms <= 0 || rc != 0) {
+		/* at once; or the held answer could not be kept (no memory):
+		 * the request ends without it, as a failed write's */
+		free(o.held);
 		if (slot)
 			rlg_park_unreserve();
 		return false;
 	}
+	rq->answer = o.held;
+	rq->len = o.len;
 	/* its input read to its end now, if it can be (close_at_once), so
 	 * that the park closes it at once, without a lingering close */
 	watch_arm(t);
 	rq->at_once = close_at_once(req, t->unix_socket);
 	(void)watch_disarm(t);
-	rlg_park_add(rlg_mono_ns() + hold_ms * 1000000, answer_parked, req);
+	rlg_park_add(rlg_mono_ns() + o.hold_ms * 1000000, answer_parked, req);
 	return true;
 }
 
@@ -625,11 +653,13 @@ answer_parked(void *arg)
 	FCGX_Request *req = &rq->fcgx;
 	int fd = -1;
 
+	(void)FCGX_PutStr(rq->answer, (int)rq->len, req->out);
 	FCGX_Detach(req);               /* libfcgi's close: without a wait */
 	req->keepConnection = !rq->at_once;
 	FCGX_Finish_r(req);
 	if (!rq->at_once)
 		fd = req->ipcFd;        /* open unless the answer failed */
+	free(rq->answer);
 	free(rq);
 	return fd;
 }
@@ -645,6 +675,8 @@ request_new(void)
 	struct request *rq = rlg_xmalloc(sizeof *rq);
 
 	rq->at_once = false;
+	rq->answer = NULL;
+	rq->len = 0;
 	(void)FCGX_InitRequest(&rq->fcgx, -1, 0);
 	return &rq->fcgx;
 }
