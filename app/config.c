@@ -541,6 +541,17 @@ rlg_policy_alg(const struct rlg_policy *pol)
 	return a;
 }
 
+bool
+rlg_config_smooths(const struct rlg_config *cfg)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->npolicies; i++)
+		if (cfg->policies[i].smooth)
+			return true;
+	return false;
+}
+
 /* The names of the algorithms that take a burst (smooths: that smooth),
  * for messages: "token_bucket", or "a or b". */
 const char *

@@ -417,6 +417,9 @@ struct rlg_config {
 	int max_parked;                /* [fastcgi] max_parked */
 };
 
+/* Whether a policy of cfg smooths (holds answers for their turn: delay). */
+bool rlg_config_smooths(const struct rlg_config *cfg);
+
 /* Built-in defaults (used when no config file is found). */
 #define RLG_DEFAULT_DB_PATH      LOCALSTATEDIR "/lib/rlgate/rlgate.db"
 #define RLG_DEFAULT_CONFIG_PATH  SYSCONFDIR "/rlgate.conf"

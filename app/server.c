@@ -7,8 +7,9 @@
  * (accept_conn, FCGX_Accept_r) -> serve -> finish_request (FCGX_Finish_r)
  * -> rlg_gate_idle, every wait for the web server under a read deadline
  * (watch_thread); on a unix socket a Responder request without a body is
- * closed without libfcgi's wait (close_at_once). CGI: one request from
- * environ to stdout, through the same gate. Both are CGI-shaped fronts:
+ * closed without libfcgi's wait (close_at_once). CGI (server_cgi.c): one
+ * request from environ to stdout, through the same gate. Both are
+ * CGI-shaped fronts:
  * their params reach the gate through front_cgi.c's adapter and its
  * answer leaves as CGI text through front_cgi.c's renderer. What to
  * answer is the gate's; this file only moves bytes and owns the threads
@@ -17,8 +18,8 @@
  * next request (the last thread to leave one frees it). An answer that
  * must wait for its turn (a smoothing policy) leaves the worker: the
  * request is handed to the park (server_park.c), which answers it when
- * it is due, and the worker takes a new request object.
- * Only this file includes fcgiapp.h.
+ * it is due (server_hold.c), and the worker takes a new request object.
+ * Only this file and server_hold.c include fcgiapp.h.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -33,7 +34,6 @@
 #include <stdlib.h>
 #include <time.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -47,22 +47,15 @@
 #include "metrics.h"
 #include "pacer.h"
 #include "server.h"
+#include "server_hold.h"
 #include "server_park.h"
 #include "server_peers.h"
 #include "util.h"
 
-extern char **environ;
-
 struct thread_arg;
-static int fcgx_write(void *ctx, const char *buf, size_t len);
-static int stdout_write(void *ctx, const char *buf, size_t len);
 static void *fastcgi_thread(void *arg);
 static bool serve(struct rlg_gate *g, struct thread_arg *t,
     FCGX_Request *req, int64_t now_ms, bool smooths);
-static FCGX_Request *request_new(void);
-static int answer_parked(void *arg);
-static bool config_smooths(const struct rlg_config *cfg);
-static void fd_room(const struct rlg_config *cfg, int nthreads);
 static void max_parked_set(const struct rlg_config *cfg);
 static void *signal_thread(void *arg);
 static void reload(void);
@@ -83,62 +76,6 @@ static bool watch_fired(struct thread_arg *t);
 static void *watch_thread(void *arg);
 static void deadline_passed(struct thread_arg *t, const char *wait);
 static long pace(struct rlg_pacer *p);
-
-/*
- * FastCGI's writer: to the request's FCGI_STDOUT, or, for an answer held
- * for its turn (hold_ms, which the gate sets before it sends), into the
- * request's own buffer, written when it is due (answer_parked): libfcgi
- * would send what fills its 8 KB stream buffer at once.
- */
-struct fcgx_out {
-	FCGX_Stream *out;
-	int64_t hold_ms;
-	char *held;                     /* the held answer (malloc), or NULL */
-	size_t len;
-};
-
-static int
-fcgx_write(void *ctx, const char *buf, size_t len)
-{
-	struct fcgx_out *o = ctx;
-	char *more;
-
-	if (o->hold_ms <= 0)
-		return FCGX_PutStr(buf, (int)len, o->out) == (int)len ? 0 : -1;
-	if ((more = realloc(o->held, o->len + len)) == NULL)
-		return -1;
-	memcpy(more + o->len, buf, len);
-	o->held = more;
-	o->len += len;
-	return 0;
-}
-
-/*
- * CGI's writer: an answer held for its turn (hold_ms, which the gate sets
- * before it sends) waits here first: the process is the request's own.
- */
-struct cgi_out {
-	FILE *f;
-	int64_t hold_ms;
-};
-
-static int
-stdout_write(void *ctx, const char *buf, size_t len)
-{
-	struct cgi_out *out = ctx;
-	struct timespec nap;
-
-	if (out->hold_ms > 0) {
-		nap.tv_sec = out->hold_ms / 1000;
-		nap.tv_nsec = out->hold_ms % 1000 * 1000000;
-		out->hold_ms = 0;
-		while (nanosleep(&nap, &nap) != 0 && errno == EINTR)
-			;
-	}
-	if (fwrite(buf, 1, len, out->f) != len || fflush(out->f) != 0)
-		return -1;
-	return 0;
-}
 
 int
 rlg_server_is_fastcgi(void)
@@ -176,14 +113,6 @@ struct thread_arg {
 } __attribute__((aligned(64)));         /* no cache line shared between
                                            two workers' */
 
-/* A worker's request object (request_new). */
-struct request {
-	FCGX_Request fcgx;              /* first: req is &rq->fcgx */
-	bool at_once;                   /* held: its input read to its end,
-	                                   so the park closes it at once */
-	char *answer;                   /* held: its answer (malloc) */
-	size_t len;
-};
 
 /* The worker threads, for a graceful stop (stop_threads). */
 static struct thread_arg *workers;
@@ -592,9 +521,9 @@ finish_request(struct thread_arg *t, FCGX_Request *req)
  * One request of the FastCGI front: its params through the front's
  * adapter, its answer rendered (CGI text) on its FCGI_STDOUT. An answer
  * that must wait for its turn (smooths: the configuration has a
- * smoothing policy) is parked: rendered into the request's own buffer
- * (fcgx_write), and written by the park, which finishes the request,
- * when it is due (answer_parked). A slot is
+ * smoothing policy) is parked: rendered into a buffer of its own
+ * (rlg_hold_write), and written by the park, which finishes the request,
+ * when it is due (rlg_hold_park). A slot is
  * reserved first: with none left (max_parked), the gate answers at once
  * (struct rlg_out). Returns true when the request was parked: it is
  * the park's now.
@@ -603,15 +532,15 @@ static bool
 serve(struct rlg_gate *g, struct thread_arg *t, FCGX_Request *req,
     int64_t now_ms, bool smooths)
 {
-	struct request *rq = (struct request *)req;
-	struct fcgx_out o = { req->out, 0, NULL, 0 };
+	struct rlg_hold_out o = { req->out, 0, NULL, 0 };
 	bool slot = smooths && rlg_park_reserve(__atomic_load_n(&max_parked,
 	    __ATOMIC_RELAXED));
+	bool at_once;
 	long more;
 	int rc;
 
 	rc = rlg_front_handle(&rlg_front_fastcgi, g, req->envp, now_ms,
-	    fcgx_write, &o, !smooths || slot ? &o.hold_ms : NULL);
+	    rlg_hold_write, &o, !smooths || slot ? &o.hold_ms : NULL);
 	if (smooths && !slot && __atomic_load_n(&log_level,
 	    __ATOMIC_RELAXED) >= RLG_LOG_WARN &&
 	    (more = pace(&park_pacer)) >= 0)
@@ -627,99 +556,13 @@ serve(struct rlg_gate *g, struct thread_arg *t, FCGX_Request *req,
 			rlg_park_unreserve();
 		return false;
 	}
-	rq->answer = o.held;
-	rq->len = o.len;
 	/* its input read to its end now, if it can be (close_at_once), so
 	 * that the park closes it at once, without a lingering close */
 	watch_arm(t);
-	rq->at_once = close_at_once(req, t->unix_socket);
+	at_once = close_at_once(req, t->unix_socket);
 	(void)watch_disarm(t);
-	rlg_park_add(rlg_mono_ns() + o.hold_ms * 1000000, answer_parked, req);
+	rlg_hold_park(req, &o, at_once);
 	return true;
-}
-
-/*
- * A parked request's turn (on the park's thread): its answer, buffered
- * since the decision, leaves with the request's end. Its connection is
- * closed at once when its input was read to its end (close_at_once),
- * else it goes to the park's lingering close (returned), never
- * libfcgi's, which would block the park; a kept connection is closed too
- * (the web server opens another). The request object is freed.
- */
-static int
-answer_parked(void *arg)
-{
-	struct request *rq = arg;
-	FCGX_Request *req = &rq->fcgx;
-	int fd = -1;
-
-	(void)FCGX_PutStr(rq->answer, (int)rq->len, req->out);
-	FCGX_Detach(req);               /* libfcgi's close: without a wait */
-	req->keepConnection = !rq->at_once;
-	FCGX_Finish_r(req);
-	if (!rq->at_once)
-		fd = req->ipcFd;        /* open unless the answer failed */
-	free(rq->answer);
-	free(rq);
-	return fd;
-}
-
-/*
- * A worker's request object, on the heap: a held answer keeps it (its
- * streams point at it) while the worker takes a new one. FCGX_Request
- * first, so that the worker handles it as libfcgi's.
- */
-static FCGX_Request *
-request_new(void)
-{
-	struct request *rq = rlg_xmalloc(sizeof *rq);
-
-	rq->at_once = false;
-	rq->answer = NULL;
-	rq->len = 0;
-	(void)FCGX_InitRequest(&rq->fcgx, -1, 0);
-	return &rq->fcgx;
-}
-
-/* Whether a policy of cfg smooths (holds answers: delay). */
-static bool
-config_smooths(const struct rlg_config *cfg)
-{
-	size_t i;
-
-	for (i = 0; i < cfg->npolicies; i++)
-		if (cfg->policies[i].smooth)
-			return true;
-	return false;
-}
-
-/*
- * Room in the descriptor table for the parked connections: the soft
- * RLIMIT_NOFILE raised toward max_parked plus what the threads and the
- * store use (at most the hard limit). What does not fit bounds the park
- * (max_parked_room), said in the log.
- */
-static void
-fd_room(const struct rlg_config *cfg, int nthreads)
-{
-	struct rlimit rl;
-	rlim_t want = (rlim_t)cfg->max_parked + (rlim_t)nthreads * 4 + 64;
-
-	if (!config_smooths(cfg) || getrlimit(RLIMIT_NOFILE, &rl) != 0)
-		return;
-	if (rl.rlim_cur < want && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = want < rl.rlim_max ? want : rl.rlim_max;
-		(void)setrlimit(RLIMIT_NOFILE, &rl);
-		(void)getrlimit(RLIMIT_NOFILE, &rl);
-	}
-	if (rl.rlim_cur >= want)
-		return;
-	max_parked_room = rl.rlim_cur > (rlim_t)nthreads * 4 + 64 ?
-	    (int)(rl.rlim_cur - (rlim_t)nthreads * 4 - 64) : 0;
-	rlg_log("max_parked = %d: the descriptor limit (%llu, ulimit -n)"
-	    " leaves room for %d parked answers: holding at most that many",
-	    cfg->max_parked, (unsigned long long)rl.rlim_cur,
-	    max_parked_room);
 }
 
 /* max_parked of cfg, within the room the descriptors leave. */
@@ -737,7 +580,7 @@ fastcgi_thread(void *arg)
 	struct generation *gen = gen_take();
 	struct rlg_gate g;
 	FCGX_Request *req;
-	bool smooths = config_smooths(gen->cfg);
+	bool smooths = rlg_config_smooths(gen->cfg);
 	int64_t now_ms;
 	int rc;
 
@@ -749,7 +592,7 @@ fastcgi_thread(void *arg)
 	 * request keeps its object (its streams point at it), and the
 	 * worker takes a new one.
 	 */
-	req = request_new();
+	req = rlg_hold_request_new();
 	/*
 	 * No lock around the accept, unlike fcgi2's threaded example: Linux
 	 * lets threads accept() on one socket at once (libfcgi serializes
@@ -773,12 +616,12 @@ fastcgi_thread(void *arg)
 
 			gen = gen_take();
 			rlg_gate_reconfig(&g, gen->cfg);
-			smooths = config_smooths(gen->cfg);
+			smooths = rlg_config_smooths(gen->cfg);
 			gen_release(old);
 		}
 		now_ms = rlg_now_ms();
 		if (serve(&g, t, req, now_ms, smooths)) {
-			req = request_new();
+			req = rlg_hold_request_new();
 		} else {
 			finish_request(t, req);
 		}
@@ -786,8 +629,7 @@ fastcgi_thread(void *arg)
 	}
 	if (req->ipcFd >= 0)
 		FCGX_Detach(req);       /* a kept connection, at a stop */
-	FCGX_Free(req, 1);
-	free((struct request *)req);
+	rlg_hold_request_free(req);
 	rlg_gate_fini(&g);
 	gen_release(gen);
 	__atomic_store_n(&t->done, 1, __ATOMIC_RELEASE);
@@ -1021,7 +863,8 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
 	__atomic_store_n(&read_timeout_ms, cfg->read_timeout_ms,
 	    __ATOMIC_RELAXED);
 	__atomic_store_n(&log_level, (int)cfg->log_level, __ATOMIC_RELAXED);
-	fd_room(cfg, nthreads);
+	if (rlg_config_smooths(cfg))
+		max_parked_room = rlg_park_room(cfg->max_parked, nthreads);
 	max_parked_set(cfg);
 	if ((rc = rlg_park_start(cfg->read_timeout_ms)) != 0)
 		rlg_log("cannot start the park's thread: %s (answers that"
@@ -1052,26 +895,4 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
 	rlg_park_stop();
 	/* threads is not freed: the signal thread may still read it */
 	return started == nthreads ? 0 : 71;    /* EX_OSERR */
-}
-
-int
-rlg_server_run_cgi(const struct rlg_config *cfg)
-{
-	struct rlg_gate g;
-	struct cgi_out out = { stdout, 0 };
-	int rc;
-
-	/* Writing to a Redis connection the server closed must not kill us. */
-	signal(SIGPIPE, SIG_IGN);
-	rlg_gate_init(&g, cfg);
-	rc = rlg_front_handle(&rlg_front_cgi, &g, environ, rlg_now_ms(),
-	    stdout_write, &out, &out.hold_ms);
-	/*
-	 * The web server waits for a CGI process to exit, so pruning here
-	 * delays the client: do it for about one request in a hundred.
-	 */
-	if (rlg_now_ms() % 100 == 0)
-		rlg_gate_idle(&g, rlg_now_ms());
-	rlg_gate_fini(&g);
-	return rc == 0 ? 0 : 74;        /* EX_IOERR */
 }

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -170,6 +171,30 @@ rlg_park_start(int linger_ms)
 	park.started = true;
 	pthread_mutex_unlock(&park.mu);
 	return 0;
+}
+
+int
+rlg_park_room(int max_parked, int nthreads)
+{
+	rlim_t other = (rlim_t)nthreads * 4 + 64;  /* workers, store, log */
+	rlim_t want = (rlim_t)max_parked + other;
+	struct rlimit rl;
+	int room;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return max_parked;
+	if (rl.rlim_cur < want && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = want < rl.rlim_max ? want : rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+		(void)getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur >= want)
+		return max_parked;
+	room = rl.rlim_cur > other ? (int)(rl.rlim_cur - other) : 0;
+	rlg_log("max_parked = %d: the descriptor limit (%llu, ulimit -n)"
+	    " leaves room for %d held answers: holding at most that many",
+	    max_parked, (unsigned long long)rl.rlim_cur, room);
+	return room;
 }
 
 bool

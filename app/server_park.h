@@ -31,6 +31,14 @@ typedef int rlg_park_answer_fn(void *arg);
 int rlg_park_start(int linger_ms);
 
 /*
+ * Room in the process's descriptor table for max_parked held answers
+ * (each keeps its connection) beside nthreads workers: the soft
+ * RLIMIT_NOFILE raised toward what they need, up to the hard limit.
+ * Returns how many answers fit (max_parked, or fewer, said in the log).
+ */
+int rlg_park_room(int max_parked, int nthreads);
+
+/*
  * A slot for one answer, if fewer than max are taken (parked, or still
  * closing): true, and the caller then either parks (rlg_park_add) or
  * gives it back (rlg_park_unreserve). false: the park is full.
