@@ -243,6 +243,13 @@ const struct rlg_option rlg_options[] = {
 	{ RLG_KEY("policy", "burst", INT), RLG_POLICY(lim.burst), .min = 1,
 	  .max = RLG_BURST_MAX, .def = "the policy's limit",
 	  .doc = "With token_bucket: how many requests may come at once." },
+	{ RLG_KEY("policy", "ban", INT), RLG_POLICY(lim.ban_ms),
+	  .max = RLG_BAN_S_MAX, .scale = 1000, .duration_ms = 1000,
+	  .def = "0",
+	  .doc = "Seconds a client is refused after its ban_after-th refusal." },
+	{ RLG_KEY("policy", "ban_after", INT), RLG_POLICY(lim.ban_after),
+	  .min = 1, .max = RLG_LIMIT_MAX, .def = "1",
+	  .doc = "With ban: the refusal in one window that starts the ban." },
 	{ RLG_KEY("policy", "new_keys_per_ip", INT), RLG_POLICY(new_keys),
 	  .max = RLG_LIMIT_MAX, .def = "100",
 	  .doc = "With a key the client chooses: new keys per address and "

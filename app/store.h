@@ -5,7 +5,12 @@
  * the heart of rlgate: for one request it reads the state of every policy
  * that applies, runs the limiter on each, and writes the new states only if
  * every policy admits the request, all in one atomic write, so counting is
- * exact however many processes and threads share the store. The backends
+ * exact however many processes and threads share the store. The one
+ * exception is a policy with a ban (the penalty box, limiter.h "The
+ * ban"): its refusal, when the limiter counts it or starts a ban with it
+ * (rlg_limiter_refusal_writes), is written in the same atomic step
+ * whether the request is admitted or not; other policies' states stay
+ * as they were, and a policy without a ban never writes a refusal. The backends
  * sit behind one operations table and register by name (struct
  * rlg_backend): SQLite (store_sqlite.c: one file, the processes of one
  * machine) and Redis (store_redis.c: one server, many gateways), chosen

@@ -17,7 +17,8 @@
  *                                          KEYS[2i-1] again (why:
  *                                          store_redis_cluster.c)
  *   ARGV = now_ms ("" for Redis TIME), n, then per item: algorithm,
- *          limit, window_ms, burst, flags (1 advisory, 2 if_new), cost
+ *          limit, window_ms, burst, flags (1 advisory, 2 if_new), cost,
+ *          ban_ms (0: none), ban_after
  * and the reply is an array of 1 + 6n integers: the now_ms used, then per
  * item admitted, limit, remaining, reset_ms, retry_ms, next_ms. The reply
  * is checked strictly; anything else is a store failure.
