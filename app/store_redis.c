@@ -534,6 +534,7 @@ rd_check_items(struct rd_store *s, const struct rlg_store_item *items,
 			    items[i].client);
 			return RLG_EINVAL;
 		}
+		out = zero;     /* the sliding log reads a ban's row from it */
 		if (p->lim.algorithm == RLG_ALG_SLIDING_LOG)
 			rc = rlg_limiter_sliding_log(&p->lim, NULL, 0, now_ms, 1,
 			    &append, &out, &d);

@@ -181,12 +181,16 @@ EOF
 sed -i '0,/^path = /{/^path = /d}' "$T/redis.conf"  # the store's, not a route's
 check_conf redis
 start_rlgate_fcgi redis "$sock" "$T/redis.conf" 2 --threads 2
-# shellcheck disable=SC2317  # called by check_login
-show_redis() {
+# show_hash CLI...: the ban's end of 127.0.0.1 under login as redis-cli
+# CLI... shows it (HGET); empty for none, or 0.
+# shellcheck disable=SC2317  # called by show_redis and show_cluster
+show_hash() {
 	local v
-	v=$(rcli HGET 'rlg:{127.0.0.1}:login' ban_until_ms)
+	v=$("$@" HGET 'rlg:{127.0.0.1}:login' ban_until_ms)
 	[ "${v:-0}" = 0 ] || printf '%s' "$v"
 }
+# shellcheck disable=SC2317  # called by check_login
+show_redis() { show_hash rcli; }
 check_login redis show_redis
 post /login --interface 127.0.0.5
 for _ in 1 2 3 4 5; do post /login --interface 127.0.0.5; done
@@ -214,11 +218,7 @@ sed -i '0,/^path = /{/^path = /d}' "$T/cluster.conf"
 check_conf cluster
 start_rlgate_fcgi cluster "$sock" "$T/cluster.conf" 2 --threads 2
 # shellcheck disable=SC2317  # called by check_login
-show_cluster() {
-	local v
-	v=$(ccli HGET 'rlg:{127.0.0.1}:login' ban_until_ms)
-	[ "${v:-0}" = 0 ] || printf '%s' "$v"
-}
+show_cluster() { show_hash ccli; }
 check_login cluster show_cluster
 check_otp cluster
 stop_rlgate_fcgi cluster
