@@ -296,8 +296,7 @@ rlg_limiter_step(const struct rlg_limit *lim, const struct rlg_state *in,
     struct rlg_decision *d)
 {
 	const struct rlg_algorithm_desc *a = rlg_algorithm_desc(lim->algorithm);
-
-	struct rlg_state st = *in;
+	struct rlg_state st = *in;      /* in and out may be the same */
 	int rc;
 
 	/* One with a log needs it: the store calls rlg_limiter_sliding_log. */
@@ -351,9 +350,10 @@ ban_holds(const struct rlg_limit *lim, const struct rlg_state *in,
 
 /*
  * After the algorithm decided (no ban held): the ban's fields of *out.
- * Without a ban they are 0 when admitted, in's when refused (*out = *in). Admitted: the count is kept, an ended ban
- * cleared. Refused: counted in now's aligned window; the ban_after-th
- * starts the ban, answered with its whole length.
+ * Without a ban they are 0 when admitted, in's when refused (*out =
+ * *in). With one, admitted: the count is kept, an ended ban cleared;
+ * refused: counted in now's aligned window, the ban_after-th starting
+ * the ban, answered with its whole length.
  */
 static void
 ban_count(const struct rlg_limit *lim, const struct rlg_state *in,
