@@ -289,6 +289,15 @@ rlg_admin_metrics(const struct rlg_config *cfg, struct rlg_store *store,
 		rlg_sb_printf(out, "rlgate_bad_tokens_total{reason=\"%s\"} %llu\n",
 		    rlg_token_name((enum rlg_token)(RLG_TOKEN_INVALID + i)),
 		    (unsigned long long)m.bad_tokens[i]);
+	rlg_sb_printf(out, "# HELP rlgate_held_total Admitted requests whose"
+	    " answer a smoothing policy (delay) held for its turn.\n"
+	    "# TYPE rlgate_held_total counter\n"
+	    "rlgate_held_total %llu\n"
+	    "# HELP rlgate_park_full_total Requests a smoothing policy refused"
+	    " because no answer could be held ([fastcgi] max_parked).\n"
+	    "# TYPE rlgate_park_full_total counter\n"
+	    "rlgate_park_full_total %llu\n", (unsigned long long)m.held,
+	    (unsigned long long)m.park_full);
 	put_metrics_histogram(&m, out);
 	sv = rlg_xmalloc(sizeof *sv);
 	if (rlg_store_survey(store, now_ms, false, sv) == RLG_OK) {

@@ -87,6 +87,7 @@ rlg_config_base(void)
 	cfg->log_level = RLG_LOG_WARN;
 	cfg->log_format = RLG_LOG_TEXT;
 	cfg->read_timeout_ms = RLG_DEFAULT_READ_TIMEOUT_MS;
+	cfg->max_parked = RLG_DEFAULT_MAX_PARKED;
 	cfg->admin.prefix = rlg_xstrdup(RLG_DEFAULT_ADMIN_PREFIX);
 	cfg->admin.nallow = 2;
 	cfg->admin.allow = rlg_xcalloc(cfg->admin.nallow,
@@ -540,10 +541,16 @@ rlg_policy_alg(const struct rlg_policy *pol)
 	return a;
 }
 
-/* The names of the algorithms that take a burst, for messages:
- * "token_bucket", or "a or b". */
+/* The names of the algorithms that take a burst (smooths: that smooth),
+ * for messages: "token_bucket", or "a or b". */
 const char *
 rlg_burst_algorithms(char *buf, size_t size)
+{
+	return rlg_algorithms_that(buf, size, false);
+}
+
+const char *
+rlg_algorithms_that(char *buf, size_t size, bool smooths)
 {
 	const struct rlg_algorithm_desc *a;
 	size_t used = 0;
@@ -552,7 +559,7 @@ rlg_burst_algorithms(char *buf, size_t size)
 	buf[0] = '\0';
 	for (i = 0; i < RLG_ALG_COUNT; i++) {
 		a = rlg_algorithm_desc((enum rlg_algorithm)i);
-		if (a->has_burst && used < size)
+		if ((smooths ? a->smooths : a->has_burst) && used < size)
 			used += (size_t)snprintf(buf + used, size - used,
 			    "%s%s", used > 0 ? " or " : "", a->name);
 	}

@@ -100,6 +100,14 @@ struct rlg_policy {
 	 */
 	int64_t new_keys;
 	struct rlg_policy *new_keys_policy;
+	/*
+	 * Smoothing (delay = N, an algorithm that smooths: limiter.h,
+	 * rlg_limiter_wait): an admitted request over the rate is held until
+	 * its turn, the first delay of a burst answered at once. false: every
+	 * admitted request is answered at once (delay is then unused).
+	 */
+	bool smooth;
+	int64_t delay;                 /* 0..burst */
 };
 
 /* The longest client key (an address, a hashed API key, both), in bytes,
@@ -406,6 +414,7 @@ struct rlg_config {
 	enum rlg_log_level log_level;  /* [log] level */
 	enum rlg_log_format log_format;        /* [log] format */
 	int read_timeout_ms;           /* [fastcgi] read_timeout_ms */
+	int max_parked;                /* [fastcgi] max_parked */
 };
 
 /* Built-in defaults (used when no config file is found). */
@@ -436,6 +445,9 @@ struct rlg_config {
 #define RLG_DEFAULT_READ_TIMEOUT_MS 5000
 #define RLG_READ_TIMEOUT_MS_MIN  100
 #define RLG_READ_TIMEOUT_MS_MAX  600000
+/* [fastcgi] max_parked: the answers one process holds for their turn. */
+#define RLG_DEFAULT_MAX_PARKED   1000
+#define RLG_MAX_PARKED_MAX       100000
 
 /*
  * The longest line a config file may hold, in bytes, not counting its end

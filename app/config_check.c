@@ -31,6 +31,8 @@
 
 static void rlg_new_keys_policy(struct rlg_parse *p, struct rlg_policy *pol,
     size_t i);
+static void rlg_delay_check(struct rlg_parse *p,
+    const struct rlg_policy *pol, const char *label, int line);
 static void rlg_burst_above(struct rlg_parse *p,
     const struct rlg_policy *pol, const char *label, int line);
 static void rlg_table_finish(struct rlg_parse *p);
@@ -51,7 +53,7 @@ static void rlg_route_match_path(struct rlg_parse *p, struct rlg_route *r,
 void
 rlg_policies_finish(struct rlg_parse *p)
 {
-	const struct rlg_set_lines *alg, *limit, *burst, *key, *after;
+	const struct rlg_set_lines *alg, *limit, *burst, *key, *delay, *after;
 	const struct rlg_algorithm_desc *a;
 	struct rlg_policy *pol;
 	char names[128];
@@ -70,9 +72,11 @@ rlg_policies_finish(struct rlg_parse *p)
 		limit = rlg_lines(p, 1 + i, "policy", "limit");
 		burst = rlg_lines(p, 1 + i, "policy", "burst");
 		key = rlg_lines(p, 1 + i, "policy", "key");
+		delay = rlg_lines(p, 1 + i, "policy", "delay");
 		after = rlg_lines(p, 1 + i, "policy", "ban_after");
 		if (burst->ok == 0)
 			pol->lim.burst = pol->lim.limit;
+		pol->smooth = delay->ok != 0;
 		if (after->ok == 0)
 			pol->lim.ban_after = 1;
 		else if (pol->lim.ban_ms == 0 && pol->lim.ban_after > 1)
@@ -98,6 +102,8 @@ rlg_policies_finish(struct rlg_parse *p)
 			    rlg_burst_algorithms(names, sizeof names));
 		else if (burst->ok != 0)
 			rlg_burst_above(p, pol, label, burst->ok);
+		if (delay->ok != 0)
+			rlg_delay_check(p, pol, label, delay->ok);
 		if (limit->ok != 0 && pol->lim.limit > a->limit_max)
 			rlg_problem(p, limit->ok, "%s limit: %s %s: at most "
 			    "%lld (got \"%lld\")", label, a->name,
@@ -117,6 +123,30 @@ rlg_policies_finish(struct rlg_parse *p)
 	}
 	free(p->pols);
 	free(p->builds);
+}
+
+/*
+ * delay = N: only an algorithm that smooths has turns to wait for, and
+ * more than burst would never hold (the bucket admits at most burst at
+ * once); a dry_run policy never holds (it decides nothing).
+ */
+static void
+rlg_delay_check(struct rlg_parse *p, const struct rlg_policy *pol,
+    const char *label, int line)
+{
+	const struct rlg_algorithm_desc *a = rlg_policy_alg(pol);
+	char names[128];
+
+	if (!a->smooths)
+		rlg_problem(p, line, "%s delay: applies only to algorithm = "
+		    "%s (%s has no turns to wait for)", label,
+		    rlg_algorithms_that(names, sizeof names, true), a->name);
+	else if (pol->delay > pol->lim.burst)
+		rlg_problem(p, line, "%s delay: %lld is above the burst "
+		    "(%lld): at most burst requests fit at once, so none would "
+		    "ever wait (omit delay to answer every admitted request at "
+		    "once)", label, (long long)pol->delay,
+		    (long long)pol->lim.burst);
 }
 
 /*

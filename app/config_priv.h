@@ -161,6 +161,7 @@ void rlg_tiers_free(struct rlg_tier *tiers, size_t n);
  */
 const struct rlg_algorithm_desc *rlg_policy_alg(const struct rlg_policy *pol);
 const char *rlg_burst_algorithms(char *buf, size_t size);
+const char *rlg_algorithms_that(char *buf, size_t size, bool smooths);
 
 /* The policies that keep state in the table: each, and each bound on
  * new keys; at least 1. */

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * A request's parameters, as a front finds them. Names are CGI's
@@ -84,11 +85,20 @@ typedef int (*rlg_write_fn)(void *ctx, const char *buf, size_t len);
 typedef int (*rlg_render_fn)(struct rlg_reply *rep, rlg_write_fn write,
     void *ctx);
 
-/* Where an answer goes: a front's renderer and its writer. */
+/*
+ * Where an answer goes: a front's renderer and its writer, and whether
+ * the front can hold it. hold_ms: where the gate says, before it sends
+ * the answer, how long the front must hold it (ms; 0: send it at once)
+ * for a smoothing policy (config.h: delay); the answer is rendered
+ * already, as it must read when it leaves. NULL: the front cannot hold
+ * one now (its park is full), so a smoothing policy admits only what
+ * passes at once and refuses the rest, charging nothing.
+ */
 struct rlg_out {
 	rlg_render_fn render;
 	rlg_write_fn write;
 	void *ctx;
+	int64_t *hold_ms;
 };
 
 /*

@@ -75,9 +75,10 @@ rlg_front_serve(struct rlg_gate *g, const struct rlg_params *params,
 
 int
 rlg_front_handle(const struct rlg_front *f, struct rlg_gate *g,
-    const void *request, int64_t now_ms, rlg_write_fn write, void *ctx)
+    const void *request, int64_t now_ms, rlg_write_fn write, void *ctx,
+    int64_t *hold_ms)
 {
-	const struct rlg_out out = { f->render, write, ctx };
+	const struct rlg_out out = { f->render, write, ctx, hold_ms };
 	struct rlg_params params;
 
 	f->params(&params, request);

@@ -40,10 +40,12 @@ int rlg_front_serve(struct rlg_gate *g, const struct rlg_params *params,
 /*
  * Answers request (f's transport's form of one) with gate g at now_ms:
  * the parameters through f's adapter, the answer through f's renderer to
- * write/ctx (rlg_front_serve). Returns 0, or the renderer's negative
- * result.
+ * write/ctx (rlg_front_serve); hold_ms as struct rlg_out's (NULL: the
+ * front cannot hold the answer now). Returns 0, or the renderer's
+ * negative result.
  */
 int rlg_front_handle(const struct rlg_front *f, struct rlg_gate *g,
-    const void *request, int64_t now_ms, rlg_write_fn write, void *ctx);
+    const void *request, int64_t now_ms, rlg_write_fn write, void *ctx,
+    int64_t *hold_ms);
 
 #endif

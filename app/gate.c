@@ -34,9 +34,12 @@ static enum rlg_item_outcome item_outcome(const struct rlg_verdict_items *gi,
 static void show(const struct rlg_verdict_items *gi, bool admitted,
     const struct rlg_decision *d, struct rlg_verdict *v);
 static void judge(struct rlg_gate *g, const struct rlg_request *req,
-    int64_t now_ms, struct rlg_verdict *v, struct rlg_decided *dd);
+    int64_t now_ms, bool can_hold, struct rlg_verdict *v,
+    struct rlg_decided *dd);
 static void decide(struct rlg_gate *g, const struct rlg_request *req,
-    int64_t now_ms, struct rlg_verdict *v);
+    int64_t now_ms, bool can_hold, struct rlg_verdict *v);
+static void at_once(struct rlg_decided *dd);
+static void hold(struct rlg_decided *dd, struct rlg_verdict *v);
 
 void
 rlg_gate_init(struct rlg_gate *g, const struct rlg_config *cfg)
@@ -128,7 +131,7 @@ rlg_gate_decide(struct rlg_gate *g, const struct rlg_params *params,
 	struct rlg_request req;
 
 	rlg_request_read(&req, params, &g->cfg->client);
-	decide(g, &req, now_ms, v);
+	decide(g, &req, now_ms, true, v);
 }
 
 /*
@@ -211,7 +214,7 @@ rule(struct rlg_decided *dd)
  */
 static void
 judge(struct rlg_gate *g, const struct rlg_request *req, int64_t now_ms,
-    struct rlg_verdict *v, struct rlg_decided *dd)
+    bool can_hold, struct rlg_verdict *v, struct rlg_decided *dd)
 {
 	const struct rlg_config *cfg = g->cfg;
 	const struct rlg_tier_set *sets[2];
@@ -249,6 +252,8 @@ judge(struct rlg_gate *g, const struct rlg_request *req, int64_t now_ms,
 	}
 	dd->unguarded = guards && (v->route != NULL ? v->route->npolicies :
 	    cfg->ndefault) == 0;
+	if (!can_hold)
+		at_once(dd);
 	if (dd->gi.n > 0 && step(g, now_ms, dd) != RLG_OK) {
 		v->cached = dd->cached;
 		/* on_error = open: pass, with nothing to report. */
@@ -262,10 +267,70 @@ judge(struct rlg_gate *g, const struct rlg_request *req, int64_t now_ms,
 	v->cached = dd->cached;
 	rule(dd);
 	show(&dd->gi, dd->admitted, dd->gi.d, v);
-	if (!dd->admitted)
+	if (!dd->admitted) {
 		v->answer.outcome = RLG_OUT_REJECTED;
-	else
-		v->answer.outcome = guards ? RLG_OUT_AUTHORIZED : endpoint(req);
+		return;
+	}
+	v->answer.outcome = guards ? RLG_OUT_AUTHORIZED : endpoint(req);
+	hold(dd, v);
+}
+
+/*
+ * The front cannot hold an answer (can_hold false: its park is full):
+ * each enforcing smoothing item is decided with burst = max(delay, 1),
+ * its copy in gi->at_once, so only what passes at once is admitted and
+ * what would wait is refused, charging nothing (dd->park_full says so).
+ */
+static void
+at_once(struct rlg_decided *dd)
+{
+	struct rlg_verdict_items *gi = &dd->gi;
+	struct rlg_policy *p;
+	size_t i;
+
+	gi->nat_once = 0;
+	for (i = 0; i < gi->n; i++) {
+		if (!gi->enforced[i] || gi->items[i].advisory ||
+		    !gi->items[i].policy->smooth ||
+		    gi->nat_once == RLG_POLICIES_MAX)
+			continue;
+		p = &gi->at_once[gi->nat_once++];
+		*p = *gi->items[i].policy;
+		p->lim.burst = p->delay > 1 ? p->delay : 1;
+		if (p->lim.burst > gi->items[i].policy->lim.burst)
+			p->lim.burst = gi->items[i].policy->lim.burst;
+		gi->items[i].policy = p;
+		dd->park_full = true;
+	}
+}
+
+/*
+ * How long an admitted request's answer waits for its turn: the longest
+ * wait of its enforcing smoothing items (rlg_limiter_wait). The answer
+ * then reads as at its end: each shown decision later by that much
+ * (rlg_limiter_later).
+ */
+static void
+hold(struct rlg_decided *dd, struct rlg_verdict *v)
+{
+	const struct rlg_verdict_items *gi = &dd->gi;
+	const struct rlg_policy *p;
+	int64_t w;
+	size_t i;
+
+	dd->hold_ms = 0;
+	for (i = 0; i < gi->n; i++) {
+		p = gi->items[i].policy;
+		if (!gi->enforced[i] || gi->items[i].advisory || !p->smooth)
+			continue;
+		w = rlg_limiter_wait(&p->lim, p->delay,
+		    rlg_store_item_cost(&gi->items[i]), &gi->d[i]);
+		if (w > dd->hold_ms)
+			dd->hold_ms = w;
+	}
+	v->answer.hold_ms = dd->hold_ms;
+	for (i = 0; i < v->answer.n; i++)
+		rlg_limiter_later(&v->decisions[i], dd->hold_ms);
 }
 
 /*
@@ -274,11 +339,11 @@ judge(struct rlg_gate *g, const struct rlg_request *req, int64_t now_ms,
  */
 static void
 decide(struct rlg_gate *g, const struct rlg_request *req, int64_t now_ms,
-    struct rlg_verdict *v)
+    bool can_hold, struct rlg_verdict *v)
 {
 	struct rlg_decided dd;
 
-	judge(g, req, now_ms, v, &dd);
+	judge(g, req, now_ms, can_hold, v, &dd);
 	rlg_gate_log_verdict(&g->log, g->cfg, &dd, now_ms);
 	rlg_metrics_verdict(g->slot, g->mxmap, &dd);
 }
@@ -289,7 +354,9 @@ rlg_gate_answer(struct rlg_gate *g, const struct rlg_request *req,
 {
 	struct rlg_verdict v;
 
-	decide(g, req, now_ms, &v);
+	decide(g, req, now_ms, out->hold_ms != NULL, &v);
+	if (out->hold_ms != NULL)
+		*out->hold_ms = v.answer.hold_ms;
 	/* the code the client gets ([response] status for a refusal) */
 	rlg_metrics_response(g->slot, rlg_response_answer_code(&v.answer),
 	    false);

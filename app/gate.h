@@ -88,7 +88,8 @@ void rlg_gate_fini(struct rlg_gate *g);
  * Decides for the request whose parameters a front hands in (front.h:
  * the FastCGI params or environ through front_cgi.c) at now_ms, into *v,
  * and logs what the config's [log] level asks for. Never fails: bad input is an
- * answer (400), a failing store follows on_error.
+ * answer (400), a failing store follows on_error. An admitted request of
+ * a smoothing policy may have to wait for its turn: v->answer.hold_ms.
  */
 void rlg_gate_decide(struct rlg_gate *g, const struct rlg_params *params,
     int64_t now_ms, struct rlg_verdict *v);
@@ -97,6 +98,8 @@ void rlg_gate_decide(struct rlg_gate *g, const struct rlg_params *params,
  * The decision for req (read by the front: rlg_front_serve) at now_ms,
  * the answer sent through out (the front's renderer and writer:
  * rlg_response_send), and counted in the gate's slot of the scoreboard.
+ * How long the front must hold it goes to *out->hold_ms first (with
+ * out->hold_ms NULL, smoothing policies answer at once: struct rlg_out).
  * Returns 0, or the renderer's negative result.
  */
 int rlg_gate_answer(struct rlg_gate *g, const struct rlg_request *req,

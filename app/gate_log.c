@@ -381,6 +381,11 @@ log_decisions(struct rlg_gate_log *l, const struct rlg_config *cfg,
 	    !repeat_rejection(l, gi, dd->route, gi->d, now_ms)))))
 		log_rejection(cfg, dd->req, "reject", dd->route, gi, gi->d,
 		    gi->enforced);
+	else if (dd->admitted && gi->n > 0 && cfg->log_level >= RLG_LOG_INFO &&
+	    dd->hold_ms > 0)
+		rlg_log("event=admit client=%s route=%s held_ms=%lld",
+		    gi->items[0].client, dd->route != NULL ? dd->route->name :
+		    "-", (long long)dd->hold_ms);
 	else if (dd->admitted && gi->n > 0 && cfg->log_level >= RLG_LOG_INFO)
 		rlg_log("event=admit client=%s route=%s", gi->items[0].client,
 		    dd->route != NULL ? dd->route->name : "-");

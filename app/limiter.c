@@ -107,7 +107,7 @@ static const struct rlg_algorithm_desc rlg_algorithms[RLG_ALG_COUNT] = {
 	[RLG_ALG_TOKEN_BUCKET] = {
 		.algorithm = RLG_ALG_TOKEN_BUCKET, .name = "token_bucket",
 		.step = rlg_limiter_token_bucket, .has_burst = true,
-		.limit_max = RLG_LIMIT_MAX,
+		.limit_max = RLG_LIMIT_MAX, .smooths = true,
 	},
 	[RLG_ALG_SLIDING_LOG] = {
 		.algorithm = RLG_ALG_SLIDING_LOG, .name = "sliding_log",
@@ -740,6 +740,47 @@ rlg_limiter_token_bucket(const struct rlg_limit *lim,
 	 */
 	d->next_ms = ceil_div(room < 0 ? -room : t_us - room % t_us, 1000);
 	return RLG_OK;
+}
+
+/*
+ * The wait of an admitted request under a smoothing policy (limiter.h).
+ * b + c * T = tat_new - now <= reset_ms * 1000 < tat_new - now + 1000,
+ * so wait_us = reset_ms * 1000 - (max(D, 1) - 1 + c) * T is b - (max(D,
+ * 1) - 1) * T rounded up by less than 1 ms. 128 bits: D and c up to
+ * 1e9, T up to a year in us.
+ */
+int64_t
+rlg_limiter_wait(const struct rlg_limit *lim, int64_t delay, int64_t cost,
+    const struct rlg_decision *d)
+{
+	const struct rlg_algorithm_desc *a = rlg_algorithm_desc(lim->algorithm);
+	int64_t t_us, ahead;
+	i128 wait_us;
+
+	if (a == NULL || !a->smooths || delay < 0 || !d->admitted ||
+	    !policy_ok(lim, lim->algorithm) || !cost_ok(cost) ||
+	    d->reset_ms <= 0)
+		return 0;
+	t_us = (lim->window_ms * 1000 + lim->limit - 1) / lim->limit;
+	ahead = (delay > 1 ? delay : 1) - 1 + cost;
+	wait_us = (i128)d->reset_ms * 1000 - (i128)ahead * t_us;
+	if (wait_us <= 0)
+		return 0;
+	return ceil_div(wait_us, 1000) < d->reset_ms ?
+	    ceil_div(wait_us, 1000) : d->reset_ms - 1;
+}
+
+void
+rlg_limiter_later(struct rlg_decision *d, int64_t ms)
+{
+	if (ms <= 0)
+		return;
+	d->reset_ms = d->reset_ms - ms >= 1 ? d->reset_ms - ms : 1;
+	d->next_ms = d->next_ms - ms >= 1 ? d->next_ms - ms : 1;
+	if (d->next_ms > d->reset_ms)
+		d->next_ms = d->reset_ms;
+	if (!d->admitted)
+		d->retry_ms = d->retry_ms - ms >= 1 ? d->retry_ms - ms : 1;
 }
 
 /*

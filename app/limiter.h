@@ -365,6 +365,40 @@ int rlg_limiter_merge(const struct rlg_limit *lim,
     int64_t now_ms, struct rlg_state *out);
 
 /*
+ * Smoothing (nginx's limit_req without nodelay, and its delay=N): a
+ * policy of an algorithm that smooths (the token bucket) may hold an
+ * admitted request until its turn instead of answering at once. Its
+ * admission is the algorithm's, unchanged (burst requests fit at once,
+ * the bucket); what changes is when the answer leaves. With delay = D
+ * (0..burst), the first max(D, 1) requests of a burst are answered at
+ * once and each later one waits its turn, one emission interval T =
+ * window / limit after the one before it: a request admitted with
+ * backlog b = max(tat, now) - now ahead of it (the turns already given
+ * out) waits b - (max(D, 1) - 1) * T, if that is above 0. delay 0 and
+ * 1 are thus alike (the first passes at once); delay = burst never
+ * holds (the plain token bucket). With a cost c the request takes c
+ * turns and waits for its first.
+ *
+ * rlg_limiter_wait returns that wait in ms (rounded up), from d (the
+ * admitted decision of lim, at the now it decided at) alone: its
+ * reset_ms is ceil((tat_new - now) / 1000) with tat_new = now + b + c *
+ * T, so no store keeps anything more and every store's answer (Redis's
+ * Lua twin included) gives it. 0 when delay < 0 (the policy does not
+ * smooth), the algorithm does not smooth, or d was not admitted; always
+ * below d->reset_ms. The rounding of reset_ms may add up to 1 ms.
+ */
+int64_t rlg_limiter_wait(const struct rlg_limit *lim, int64_t delay,
+    int64_t cost, const struct rlg_decision *d);
+
+/*
+ * d as it reads ms later, for an answer held that long (ms >= 0): reset_ms
+ * and next_ms count from the answer (at least 1 ms, next_ms at most
+ * reset_ms; a rejected decision's retry_ms alike); remaining is kept
+ * (quota only grows with time: a lower bound).
+ */
+void rlg_limiter_later(struct rlg_decision *d, int64_t ms);
+
+/*
  * What the rest of rlgate knows of an algorithm: one row per algorithm
  * beside its function (limiter.c), as a command table keeps arity and
  * flags beside each command. The config, the tiers, the stores and the
@@ -396,6 +430,12 @@ struct rlg_algorithm_desc {
 	/* Why the limit is capped, for the config's message ("keeps one
 	 * row per request"); NULL when limit_max is RLG_LIMIT_MAX. */
 	const char *limit_why;
+	/*
+	 * It can smooth (a policy's delay: rlg_limiter_wait): its admitted
+	 * requests have turns, one emission interval apart, so one over the
+	 * rate may be held until its turn instead of refused.
+	 */
+	bool smooths;
 };
 
 /* The row of algorithm a, or NULL if a is none. */

@@ -29,8 +29,8 @@
 #include "util.h"
 
 /* The layout's version: a slot's counters changed (unguarded, 003;
- * bad_tokens, 004). */
-#define MX_MAGIC "rlgmx004"
+ * bad_tokens, 004; held and park_full, 005). */
+#define MX_MAGIC "rlgmx005"
 
 _Static_assert(RLG_METRICS_TOKENS == RLG_TOKEN_COUNT - RLG_TOKEN_INVALID,
     "rlgate_bad_tokens_total counts every reason from RLG_TOKEN_INVALID on");
@@ -610,6 +610,10 @@ rlg_metrics_verdict(struct rlg_metrics_slot *s,
 	    (size_t)(dd->token - RLG_TOKEN_INVALID) < RLG_METRICS_TOKENS)
 		rlg_metrics_add(&s->bad_tokens[dd->token - RLG_TOKEN_INVALID],
 		    1);
+	if (dd->hold_ms > 0)
+		rlg_metrics_add(&s->held, 1);
+	else if (dd->park_full && !dd->admitted)
+		rlg_metrics_add(&s->park_full, 1);
 	for (i = 0; i < gi->nexempt; i++)
 		rlg_metrics_decision(s, m, gi->exempt[i], RLG_MD_EXEMPT);
 	if (dd->step_ns >= 0)
@@ -687,5 +691,7 @@ rlg_metrics_sum(const struct rlg_metrics_map *map,
 			out->unguarded[k] += MX_LOAD(s->unguarded[k]);
 		for (k = 0; k < RLG_METRICS_TOKENS; k++)
 			out->bad_tokens[k] += MX_LOAD(s->bad_tokens[k]);
+		out->held += MX_LOAD(s->held);
+		out->park_full += MX_LOAD(s->park_full);
 	}
 }

@@ -79,6 +79,9 @@ struct rlg_metrics_slot {
 	uint64_t steps;
 	uint64_t unguarded[RLG_METRICS_GUARDS];   /* by guarding role */
 	uint64_t bad_tokens[RLG_METRICS_TOKENS];  /* by reason */
+	uint64_t held;            /* answers held for their turn (delay) */
+	uint64_t park_full;       /* refused by a smoothing policy that could
+	                             not hold them: the park was full */
 } __attribute__((aligned(64)));
 
 /*
@@ -242,6 +245,8 @@ struct rlg_metrics_sums {
 	uint64_t steps;
 	uint64_t unguarded[RLG_METRICS_GUARDS];  /* by role - 1 */
 	uint64_t bad_tokens[RLG_METRICS_TOKENS]; /* by reason */
+	uint64_t held;
+	uint64_t park_full;
 	int64_t start_s;          /* when the file was made */
 	uint64_t flush_failures;  /* flushes of the table that failed */
 	int64_t flush_ok_ms;      /* the last good flush's end; 0: none */

@@ -119,6 +119,7 @@ static void put_ietf(struct buf *b, const char *pre,
 static void put_ratelimit(struct buf *b, const char *pre,
     const struct rlg_answer *a);
 static void put_after(struct buf *b, const struct rlg_answer *a);
+static void put_delay(struct buf *b, const struct rlg_answer *a);
 static int finish(struct buf *b);
 static void format_authorized(const struct rlg_answer *a, struct buf *b,
     struct rlg_reply *rep);
@@ -468,6 +469,21 @@ put_ratelimit(struct buf *b, const char *pre, const struct rlg_answer *a)
 		put_trio(b, pre, "X-RateLimit-", d);
 }
 
+/*
+ * An answer held for its turn (a smoothing policy: hold_ms > 0) says how
+ * long, in seconds to the ms: X-Rlgate-Delay: 0.200. rlgate's own field:
+ * the draft has none for a delay (its RateLimit and RateLimit-* fields
+ * read as at the answer's end: gate.c). Not with style = none.
+ */
+static void
+put_delay(struct buf *b, const struct rlg_answer *a)
+{
+	if (a->hold_ms <= 0 || a->style == RLG_STYLE_NONE)
+		return;
+	put(b, RLG_HEADER_DELAY ": %lld.%03lld\r\n",
+	    (long long)(a->hold_ms / 1000), (long long)(a->hold_ms % 1000));
+}
+
 /* The headers an answer's status asks for. */
 static void
 put_after(struct buf *b, const struct rlg_answer *a)
@@ -561,6 +577,7 @@ format_authorized(const struct rlg_answer *a, struct buf *b,
 	rep->status = 200;
 	rep->reason = "OK";
 	put_ratelimit(b, "", a);
+	put_delay(b, a);
 	if (a->role == RLG_ROLE_AUTHORIZER && has_decisions(a) &&
 	    a->style != RLG_STYLE_NONE) {
 		put_ratelimit(b, VARIABLE_HEADER, a);
@@ -618,6 +635,7 @@ format_answer(const struct rlg_answer *a, const struct outcome_text *t,
 	put_str(b, problem ? PROBLEM_JSON : "application/json");
 	put_str(b, "\r\nCache-Control: no-store\r\n");
 	put_ratelimit(b, "", a);
+	put_delay(b, a);
 	put_after(b, a);
 	put_str(b, "Content-Length: ");
 	put_int(b, (int64_t)body.used);

@@ -51,6 +51,9 @@ struct rlg_answer {
 	int status;                      /* RLG_OUT_REJECTED's code ([response]
 	                                    status, rlg_http_reason knows it);
 	                                    0: 429 */
+	int64_t hold_ms;                 /* how long the answer was held for
+	                                    its turn (smoothing), 0: none; the
+	                                    decisions read as at its end */
 };
 
 /* The IANA problem type of the draft, for [response] errors = problem. */
@@ -98,6 +101,8 @@ int rlg_response_send(const struct rlg_answer *a, const struct rlg_out *out);
 #define RLG_HEADER_STATUS  "X-Rlgate-Status"
 #define RLG_HEADER_TYPE    "X-Rlgate-Type"
 #define RLG_HEADER_BODY    "X-Rlgate-Body"
+/* How long an answer was held for its turn (smoothing), in seconds. */
+#define RLG_HEADER_DELAY   "X-Rlgate-Delay"
 
 /*
  * Formats the answer into buf (len bytes) as the CGI-shaped fronts send

@@ -14,7 +14,10 @@
  * answer is the gate's; this file only moves bytes and owns the threads
  * and signals, and the configuration they serve with: a reload (SIGHUP)
  * makes a new generation of it, which each thread takes up before its
- * next request (the last thread to leave one frees it).
+ * next request (the last thread to leave one frees it). An answer that
+ * must wait for its turn (a smoothing policy) leaves the worker: the
+ * request is handed to the park (server_park.c), which answers it when
+ * it is due, and the worker takes a new request object.
  * Only this file includes fcgiapp.h.
  */
 #include <arpa/inet.h>
@@ -30,6 +33,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -43,15 +47,23 @@
 #include "metrics.h"
 #include "pacer.h"
 #include "server.h"
+#include "server_park.h"
 #include "server_peers.h"
 #include "util.h"
 
 extern char **environ;
 
+struct thread_arg;
 static int fcgx_write(void *ctx, const char *buf, size_t len);
 static int stdout_write(void *ctx, const char *buf, size_t len);
 static void *fastcgi_thread(void *arg);
-static void serve(struct rlg_gate *g, FCGX_Request *req, int64_t now_ms);
+static bool serve(struct rlg_gate *g, struct thread_arg *t,
+    FCGX_Request *req, int64_t now_ms, bool smooths);
+static FCGX_Request *request_new(void);
+static int answer_parked(void *arg);
+static bool config_smooths(const struct rlg_config *cfg);
+static void fd_room(const struct rlg_config *cfg, int nthreads);
+static void max_parked_set(const struct rlg_config *cfg);
 static void *signal_thread(void *arg);
 static void reload(void);
 static void stop_threads(void);
@@ -80,12 +92,29 @@ fcgx_write(void *ctx, const char *buf, size_t len)
 	return FCGX_PutStr(buf, (int)len, out) == (int)len ? 0 : -1;
 }
 
+/*
+ * CGI's writer: an answer held for its turn (hold_ms, which the gate sets
+ * before it sends) waits here first: the process is the request's own.
+ */
+struct cgi_out {
+	FILE *f;
+	int64_t hold_ms;
+};
+
 static int
 stdout_write(void *ctx, const char *buf, size_t len)
 {
-	FILE *out = ctx;
+	struct cgi_out *out = ctx;
+	struct timespec nap;
 
-	if (fwrite(buf, 1, len, out) != len || fflush(out) != 0)
+	if (out->hold_ms > 0) {
+		nap.tv_sec = out->hold_ms / 1000;
+		nap.tv_nsec = out->hold_ms % 1000 * 1000000;
+		out->hold_ms = 0;
+		while (nanosleep(&nap, &nap) != 0 && errno == EINTR)
+			;
+	}
+	if (fwrite(buf, 1, len, out->f) != len || fflush(out->f) != 0)
 		return -1;
 	return 0;
 }
@@ -126,6 +155,13 @@ struct thread_arg {
 } __attribute__((aligned(64)));         /* no cache line shared between
                                            two workers' */
 
+/* A worker's request object (request_new). */
+struct request {
+	FCGX_Request fcgx;              /* first: req is &rq->fcgx */
+	bool at_once;                   /* held: its input read to its end,
+	                                   so the park closes it at once */
+};
+
 /* The worker threads, for a graceful stop (stop_threads). */
 static struct thread_arg *workers;
 static int nworkers;
@@ -144,6 +180,10 @@ static int read_timeout_ms = RLG_DEFAULT_READ_TIMEOUT_MS;
 #define RLG_WATCH_TICK_MS 100
 /* [log] level of the current configuration (atomic, as above). */
 static int log_level = RLG_LOG_WARN;
+/* [fastcgi] max_parked of the current configuration (atomic, as above),
+ * at most what the process's descriptors allow (fd_room). */
+static int max_parked = RLG_DEFAULT_MAX_PARKED;
+static int max_parked_room = RLG_MAX_PARKED_MAX;
 
 /*
  * One log line at once, then at most one per RLG_ERROR_LOG_INTERVAL_MS
@@ -153,6 +193,7 @@ static int log_level = RLG_LOG_WARN;
 static struct rlg_pacer deadline_pacer;
 static struct rlg_pacer refused_pacer;
 static struct rlg_pacer accept_pacer;
+static struct rlg_pacer park_pacer;
 
 
 static int
@@ -509,6 +550,8 @@ finish_request(struct thread_arg *t, FCGX_Request *req)
 {
 	const char *late = NULL;
 
+	int fd = -1;
+
 	watch_arm(t);
 	if (close_at_once(req, t->unix_socket)) {
 		FCGX_Detach(req);       /* its close skips the wait */
@@ -516,8 +559,19 @@ finish_request(struct thread_arg *t, FCGX_Request *req)
 		FCGX_Detach(req);       /* the rest never came */
 		req->keepConnection = 0;
 		late = "input";
+	} else if (req->ipcFd >= FD_SETSIZE && !req->keepConnection) {
+		/* libfcgi's lingering close (select) cannot take it:
+		 * ours, after its end (a failed write closes at once) */
+		fd = req->ipcFd;
+		FCGX_Detach(req);
+		req->keepConnection = 1;
 	}
 	FCGX_Finish_r(req);
+	if (fd >= 0 && req->ipcFd == fd) {
+		rlg_linger_close(fd, __atomic_load_n(&read_timeout_ms,
+		    __ATOMIC_RELAXED));
+		req->ipcFd = -1;
+	}
 	if (watch_disarm(t) && late == NULL)
 		late = "close";
 	if (late != NULL)
@@ -526,13 +580,135 @@ finish_request(struct thread_arg *t, FCGX_Request *req)
 
 /*
  * One request of the FastCGI front: its params through the front's
- * adapter, its answer rendered (CGI text) on its FCGI_STDOUT.
+ * adapter, its answer rendered (CGI text) on its FCGI_STDOUT. An answer
+ * that must wait for its turn (smooths: the configuration has a
+ * smoothing policy) is parked: it stays in the stream's buffer (libfcgi
+ * sends nothing before the request is finished, or the buffer fills,
+ * which an answer never does: RLG_RESPONSE_MAX is below it), and the
+ * park finishes the request when it is due (answer_parked). A slot is
+ * reserved first: with none left (max_parked), the gate answers at once
+ * (struct rlg_out). Returns true when the request was parked: it is
+ * the park's now.
+ */
+static bool
+serve(struct rlg_gate *g, struct thread_arg *t, FCGX_Request *req,
+    int64_t now_ms, bool smooths)
+{
+	struct request *rq = (struct request *)req;
+	int64_t hold_ms = 0;
+	bool slot = smooths && rlg_park_reserve(__atomic_load_n(&max_parked,
+	    __ATOMIC_RELAXED));
+	long more;
+
+	(void)rlg_front_handle(&rlg_front_fastcgi, g, req->envp, now_ms,
+	    fcgx_write, req->out, !smooths || slot ? &hold_ms : NULL);
+	if (smooths && !slot && __atomic_load_n(&log_level,
+	    __ATOMIC_RELAXED) >= RLG_LOG_WARN &&
+	    (more = pace(&park_pacer)) >= 0)
+		rlg_log("event=park_full max_parked=%d: smoothing policies"
+		    " answer at once, refusing what would wait"
+		    " suppressed=%ld", __atomic_load_n(&max_parked,
+		    __ATOMIC_RELAXED), more);
+	if (hold_ms <= 0) {
+		if (slot)
+			rlg_park_unreserve();
+		return false;
+	}
+	/* its input read to its end now, if it can be (close_at_once), so
+	 * that the park closes it at once, without a lingering close */
+	watch_arm(t);
+	rq->at_once = close_at_once(req, t->unix_socket);
+	(void)watch_disarm(t);
+	rlg_park_add(rlg_mono_ns() + hold_ms * 1000000, answer_parked, req);
+	return true;
+}
+
+/*
+ * A parked request's turn (on the park's thread): its answer, buffered
+ * since the decision, leaves with the request's end. Its connection is
+ * closed at once when its input was read to its end (close_at_once),
+ * else it goes to the park's lingering close (returned), never
+ * libfcgi's, which would block the park; a kept connection is closed too
+ * (the web server opens another). The request object is freed.
+ */
+static int
+answer_parked(void *arg)
+{
+	struct request *rq = arg;
+	FCGX_Request *req = &rq->fcgx;
+	int fd = -1;
+
+	FCGX_Detach(req);               /* libfcgi's close: without a wait */
+	req->keepConnection = !rq->at_once;
+	FCGX_Finish_r(req);
+	if (!rq->at_once)
+		fd = req->ipcFd;        /* open unless the answer failed */
+	free(rq);
+	return fd;
+}
+
+/*
+ * A worker's request object, on the heap: a held answer keeps it (its
+ * streams point at it) while the worker takes a new one. FCGX_Request
+ * first, so that the worker handles it as libfcgi's.
+ */
+static FCGX_Request *
+request_new(void)
+{
+	struct request *rq = rlg_xmalloc(sizeof *rq);
+
+	rq->at_once = false;
+	(void)FCGX_InitRequest(&rq->fcgx, -1, 0);
+	return &rq->fcgx;
+}
+
+/* Whether a policy of cfg smooths (holds answers: delay). */
+static bool
+config_smooths(const struct rlg_config *cfg)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->npolicies; i++)
+		if (cfg->policies[i].smooth)
+			return true;
+	return false;
+}
+
+/*
+ * Room in the descriptor table for the parked connections: the soft
+ * RLIMIT_NOFILE raised toward max_parked plus what the threads and the
+ * store use (at most the hard limit). What does not fit bounds the park
+ * (max_parked_room), said in the log.
  */
 static void
-serve(struct rlg_gate *g, FCGX_Request *req, int64_t now_ms)
+fd_room(const struct rlg_config *cfg, int nthreads)
 {
-	(void)rlg_front_handle(&rlg_front_fastcgi, g, req->envp, now_ms,
-	    fcgx_write, req->out);
+	struct rlimit rl;
+	rlim_t want = (rlim_t)cfg->max_parked + (rlim_t)nthreads * 4 + 64;
+
+	if (!config_smooths(cfg) || getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	if (rl.rlim_cur < want && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = want < rl.rlim_max ? want : rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+		(void)getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur >= want)
+		return;
+	max_parked_room = rl.rlim_cur > (rlim_t)nthreads * 4 + 64 ?
+	    (int)(rl.rlim_cur - (rlim_t)nthreads * 4 - 64) : 0;
+	rlg_log("max_parked = %d: the descriptor limit (%llu, ulimit -n)"
+	    " leaves room for %d parked answers: holding at most that many",
+	    cfg->max_parked, (unsigned long long)rl.rlim_cur,
+	    max_parked_room);
+}
+
+/* max_parked of cfg, within the room the descriptors leave. */
+static void
+max_parked_set(const struct rlg_config *cfg)
+{
+	__atomic_store_n(&max_parked, cfg->max_parked < max_parked_room ?
+	    cfg->max_parked : max_parked_room, __ATOMIC_RELAXED);
 }
 
 static void *
@@ -541,7 +717,8 @@ fastcgi_thread(void *arg)
 	struct thread_arg *t = arg;
 	struct generation *gen = gen_take();
 	struct rlg_gate g;
-	FCGX_Request req;
+	FCGX_Request *req;
+	bool smooths = config_smooths(gen->cfg);
 	int64_t now_ms;
 	int rc;
 
@@ -549,15 +726,11 @@ fastcgi_thread(void *arg)
 	/*
 	 * No listening socket (-1): the worker accepts (accept_conn), and
 	 * libfcgi, whose FCGX_Accept_r accepts again after it drops a
-	 * connection, fails there instead (EBADF).
+	 * connection, fails there instead (EBADF). On the heap: a parked
+	 * request keeps its object (its streams point at it), and the
+	 * worker takes a new one.
 	 */
-	if (FCGX_InitRequest(&req, -1, 0) != 0) {
-		rlg_log("FCGX_InitRequest failed");
-		rlg_gate_fini(&g);
-		gen_release(gen);
-		__atomic_store_n(&t->done, 1, __ATOMIC_RELEASE);
-		return NULL;
-	}
+	req = request_new();
 	/*
 	 * No lock around the accept, unlike fcgi2's threaded example: Linux
 	 * lets threads accept() on one socket at once (libfcgi serializes
@@ -569,28 +742,33 @@ fastcgi_thread(void *arg)
 	for (;;) {
 		if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE))
 			break;
-		rc = next_request(t, &req);
+		rc = next_request(t, req);
 		if (rc < 0)
 			break;
 		if (rc == 0)
 			continue;
-		FCGX_Attach(&req);
+		FCGX_Attach(req);
 		/* a reload since the last request: its configuration first */
 		if (__atomic_load_n(&live.n, __ATOMIC_ACQUIRE) != gen->n) {
 			struct generation *old = gen;
 
 			gen = gen_take();
 			rlg_gate_reconfig(&g, gen->cfg);
+			smooths = config_smooths(gen->cfg);
 			gen_release(old);
 		}
 		now_ms = rlg_now_ms();
-		serve(&g, &req, now_ms);
-		finish_request(t, &req);
+		if (serve(&g, t, req, now_ms, smooths)) {
+			req = request_new();
+		} else {
+			finish_request(t, req);
+		}
 		rlg_gate_idle(&g, now_ms);      /* a clock read per request */
 	}
-	if (req.ipcFd >= 0)
-		FCGX_Detach(&req);      /* a kept connection, at a stop */
-	FCGX_Free(&req, 1);
+	if (req->ipcFd >= 0)
+		FCGX_Detach(req);       /* a kept connection, at a stop */
+	FCGX_Free(req, 1);
+	free((struct request *)req);
 	rlg_gate_fini(&g);
 	gen_release(gen);
 	__atomic_store_n(&t->done, 1, __ATOMIC_RELEASE);
@@ -734,6 +912,7 @@ reload(void)
 	__atomic_store_n(&read_timeout_ms, cfg->read_timeout_ms,
 	    __ATOMIC_RELAXED);
 	__atomic_store_n(&log_level, (int)cfg->log_level, __ATOMIC_RELAXED);
+	max_parked_set(cfg);
 	rlg_log("reload: %s: loaded (generation %llu: %zu polic%s, %zu"
 	    " route%s); each thread serves with it from its next request",
 	    live.path, (unsigned long long)g->n, cfg->npolicies,
@@ -823,6 +1002,12 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
 	__atomic_store_n(&read_timeout_ms, cfg->read_timeout_ms,
 	    __ATOMIC_RELAXED);
 	__atomic_store_n(&log_level, (int)cfg->log_level, __ATOMIC_RELAXED);
+	fd_room(cfg, nthreads);
+	max_parked_set(cfg);
+	if ((rc = rlg_park_start(cfg->read_timeout_ms)) != 0)
+		rlg_log("cannot start the park's thread: %s (answers that"
+		    " would wait for their turn are given at once)",
+		    strerror(rc));
 	for (i = 0; i < nthreads; i++)
 		pthread_mutex_init(&threads[i].watch_mu, NULL);
 	if ((rc = pthread_create(&watcher, NULL, watch_thread, NULL)) != 0) {
@@ -844,6 +1029,8 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
 	}
 	for (i = 0; i < started; i++)
 		pthread_join(threads[i].tid, NULL);
+	/* the held answers, at once (a stop: admitted as decided) */
+	rlg_park_stop();
 	/* threads is not freed: the signal thread may still read it */
 	return started == nthreads ? 0 : 71;    /* EX_OSERR */
 }
@@ -852,13 +1039,14 @@ int
 rlg_server_run_cgi(const struct rlg_config *cfg)
 {
 	struct rlg_gate g;
+	struct cgi_out out = { stdout, 0 };
 	int rc;
 
 	/* Writing to a Redis connection the server closed must not kill us. */
 	signal(SIGPIPE, SIG_IGN);
 	rlg_gate_init(&g, cfg);
 	rc = rlg_front_handle(&rlg_front_cgi, &g, environ, rlg_now_ms(),
-	    stdout_write, stdout);
+	    stdout_write, &out, &out.hold_ms);
 	/*
 	 * The web server waits for a CGI process to exit, so pruning here
 	 * delays the client: do it for about one request in a hundred.

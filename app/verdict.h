@@ -56,6 +56,15 @@ struct rlg_verdict_items {
 	size_t nexempt;
 	char keys[RLG_POLICIES_MAX][RLG_CLIENT_KEY_MAX + 1];
 	int64_t cost;           /* the request's (rlg_request_cost) */
+	/*
+	 * A smoothing policy's item when the front could hold no answer
+	 * (its park full, or none): the policy with burst = max(delay, 1),
+	 * so that only what passes at once is admitted and a request that
+	 * would wait is refused, charged nothing (items[i].policy points
+	 * here then).
+	 */
+	struct rlg_policy at_once[RLG_POLICIES_MAX];
+	size_t nat_once;
 	/* the store's decisions and what each came to: set when the store
 	 * said ok */
 	struct rlg_decision d[RLG_GATE_ITEMS_MAX];
@@ -86,6 +95,10 @@ struct rlg_decided {
 	int64_t step_ns;                /* the step's time; -1: not timed
 	                                   (one in RLG_METRICS_SAMPLE is) */
 	bool admitted;                  /* no enforcing item rejected */
+	int64_t hold_ms;                /* admitted: how long its answer waits
+	                                   for its turn (smoothing); 0: none */
+	bool park_full;                 /* a smoothing policy decided at once
+	                                   only: the front could hold nothing */
 	bool dry_rejected;              /* a dry-run item would have */
 	struct rlg_verdict_items gi;
 };

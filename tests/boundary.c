@@ -8,7 +8,10 @@
  * limiter.c with an injected clock (no sleeps, no store: the algorithms are
  * pure functions, and the sliding log's table is simulated by an array),
  * and prints for each algorithm the most requests it admitted in any span
- * of `window` seconds and of two seconds.
+ * of `window` seconds and of two seconds. The token bucket also runs
+ * smoothing (delay = 0, nginx's limit_req without nodelay): its admitted
+ * requests count when their held answers leave, which is what the
+ * backend sees.
  *
  *   boundary             the table
  *   boundary --tap       the table as TAP comments, then the assertions
@@ -40,15 +43,19 @@ struct variant {
 	const char *label;
 	enum rlg_algorithm algorithm;
 	int64_t burst;
+	int64_t delay;          /* smoothing's delay; -1: answered at once */
 };
 
 static const struct variant variants[] = {
-	{ "fixed_window", RLG_ALG_FIXED_WINDOW, LIMIT },
-	{ "sliding_window", RLG_ALG_SLIDING_WINDOW, LIMIT },
-	{ "token_bucket", RLG_ALG_TOKEN_BUCKET, LIMIT },
-	{ "token_bucket_b1", RLG_ALG_TOKEN_BUCKET, 1 },
-	{ "sliding_log", RLG_ALG_SLIDING_LOG, LIMIT },
+	{ "fixed_window", RLG_ALG_FIXED_WINDOW, LIMIT, -1 },
+	{ "sliding_window", RLG_ALG_SLIDING_WINDOW, LIMIT, -1 },
+	{ "token_bucket", RLG_ALG_TOKEN_BUCKET, LIMIT, -1 },
+	{ "token_bucket_b1", RLG_ALG_TOKEN_BUCKET, 1, -1 },
+	{ "sliding_log", RLG_ALG_SLIDING_LOG, LIMIT, -1 },
+	{ "token_bucket_delay", RLG_ALG_TOKEN_BUCKET, LIMIT, 0 },
 };
+/* The rows the assertions name. */
+enum { V_FIXED, V_SLIDING, V_BUCKET, V_BUCKET_B1, V_LOG, V_DELAY };
 #define NVARIANTS (sizeof variants / sizeof variants[0])
 
 /* One client under one policy; the sliding log's rows are an array here. */
@@ -77,7 +84,8 @@ struct result {
 static int tap_n, tap_failed;
 
 static void sim_init(struct sim *s, const struct variant *v);
-static bool sim_hit(struct sim *s, int64_t now_ms, bool *ok);
+static bool sim_hit(struct sim *s, int64_t now_ms, bool *ok,
+    int64_t *leave_ms);
 static long max_in_span(const int64_t *t, size_t n, int64_t span_ms);
 static void run(const struct variant *v, const struct scenario *sc,
     struct result *r, int64_t *admitted_at, bool *verdicts);
@@ -97,20 +105,30 @@ sim_init(struct sim *s, const struct variant *v)
 	s->policy.lim.window_ms = WINDOW_MS;
 	s->policy.lim.burst = v->burst;
 	s->policy.key = RLG_KEY_IP;
+	s->policy.smooth = v->delay >= 0;
+	s->policy.delay = v->delay;
 }
 
-/* One request at now_ms; what the store would do around the limiter. */
+/*
+ * One request at now_ms; what the store would do around the limiter.
+ * *leave_ms: when its answer leaves (later than now_ms when a smoothing
+ * policy holds it for its turn).
+ */
 static bool
-sim_hit(struct sim *s, int64_t now_ms, bool *ok)
+sim_hit(struct sim *s, int64_t now_ms, bool *ok, int64_t *leave_ms)
 {
 	struct rlg_decision d;
 	bool append = false;
 	size_t i, keep;
 
+	*leave_ms = now_ms;
 	if (s->policy.lim.algorithm != RLG_ALG_SLIDING_LOG) {
 		if (rlg_limiter_step(&s->policy.lim, &s->state, now_ms, 1, &s->state,
 		    &d) != RLG_OK)
 			*ok = false;
+		if (d.admitted && s->policy.smooth)
+			*leave_ms += rlg_limiter_wait(&s->policy.lim,
+			    s->policy.delay, 1, &d);
 		return d.admitted;
 	}
 	/* The store reads only the entries still inside the window. */
@@ -161,18 +179,23 @@ run(const struct variant *v, const struct scenario *sc, struct result *r,
     int64_t *admitted_at, bool *verdicts)
 {
 	struct sim s;
+	int64_t leave, last = 0;
 	size_t i;
 
 	sim_init(&s, v);
 	memset(r, 0, sizeof *r);
 	r->ok = true;
 	for (i = 0; i < sc->n; i++) {
-		bool admitted = sim_hit(&s, sc->at[i], &r->ok);
+		bool admitted = sim_hit(&s, sc->at[i], &r->ok, &leave);
 
 		if (verdicts != NULL)
 			verdicts[i] = admitted;
-		if (admitted)
-			admitted_at[r->admitted++] = sc->at[i];
+		if (!admitted)
+			continue;
+		/* turns keep their order; a rounding ms must not reorder */
+		if (leave < last)
+			leave = last;
+		admitted_at[r->admitted++] = last = leave;
 	}
 	r->sent = sc->n;
 	r->max_window = max_in_span(admitted_at, r->admitted, WINDOW_MS);
@@ -232,8 +255,9 @@ tap(bool ok, const char *fmt, ...)
 
 /*
  * Per-second counts of one scenario for gnuplot: second (from T0),
- * admitted, rejected, and the admitted in the trailing window at the end of
- * that second.
+ * admitted (when their answers left), rejected (when they came), the
+ * admitted in the trailing window at the end of that second, and the
+ * answers held then (admitted, not yet left: smoothing only).
  */
 static int
 write_data(const char *dir, const struct variant *v, const struct scenario *sc)
@@ -244,7 +268,7 @@ write_data(const char *dir, const struct variant *v, const struct scenario *sc)
 	char path[4096];
 	FILE *f;
 	long sec, nsec = (long)(SPAN_MS / 1000);
-	size_t i = 0, a0 = 0, a1 = 0;
+	size_t i = 0, a0 = 0, a1 = 0, left = 0, came = 0;
 
 	run(v, sc, &r, admitted_at, verdicts);
 	snprintf(path, sizeof path, "%s/%s.dat", dir, v->label);
@@ -253,22 +277,24 @@ write_data(const char *dir, const struct variant *v, const struct scenario *sc)
 		return -1;
 	}
 	fprintf(f, "# %s, scenario %s: second admitted rejected "
-	    "admitted_in_trailing_%ds\n", v->label, sc->name, WINDOW_S);
+	    "admitted_in_trailing_%ds held\n", v->label, sc->name, WINDOW_S);
 	for (sec = 0; sec < nsec; sec++) {
 		int64_t end = T0 + (sec + 1) * 1000;
 		long adm = 0, rej = 0;
 
-		for (; i < sc->n && sc->at[i] < end; i++) {
-			if (verdicts[i])
-				adm++;
-			else
+		for (; i < sc->n && sc->at[i] < end; i++)
+			if (!verdicts[i])
 				rej++;
-		}
+			else
+				came++;
+		for (; left < r.admitted && admitted_at[left] < end; left++)
+			adm++;
 		while (a1 < r.admitted && admitted_at[a1] < end)
 			a1++;
 		while (a0 < a1 && admitted_at[a0] < end - WINDOW_MS)
 			a0++;
-		fprintf(f, "%ld %ld %ld %zu\n", sec, adm, rej, a1 - a0);
+		fprintf(f, "%ld %ld %ld %zu %zu\n", sec, adm, rej, a1 - a0,
+		    came - left);
 	}
 	if (fclose(f) != 0) {
 		perror(path);
@@ -308,16 +334,18 @@ main(int argc, char **argv)
 	printf("%sBoundary burst: limit %d per %d s, one client; most requests "
 	    "admitted in any span\n", pre, LIMIT, WINDOW_S);
 	printf("%sof %d s (and of 2 s). token_bucket has burst = limit, "
-	    "token_bucket_b1 burst = 1.\n%s\n", pre, WINDOW_S, pre);
+	    "token_bucket_b1 burst = 1,\n%stoken_bucket_delay burst = limit "
+	    "and delay = 0 (counted as its answers leave).\n%s\n", pre,
+	    WINDOW_S, pre, pre);
 	for (s = 0; s < 4; s++)
 		printf("%s  %-13s %s (%zu requests)\n", pre, sc[s].name,
 		    sc[s].what, sc[s].n);
-	printf("%s\n%s%-16s", pre, pre, "algorithm");
+	printf("%s\n%s%-18s", pre, pre, "algorithm");
 	for (s = 0; s < 4; s++)
 		printf(" %16s", sc[s].name);
 	printf("\n");
 	for (v = 0; v < NVARIANTS; v++) {
-		printf("%s%-16s", pre, variants[v].label);
+		printf("%s%-18s", pre, variants[v].label);
 		for (s = 0; s < 4; s++) {
 			char cell[32];
 
@@ -339,43 +367,53 @@ main(int argc, char **argv)
 		for (s = 0; s < 4; s++)
 			tap(res[v][s].ok, "%s, %s: the limiter never failed",
 			    variants[v].label, sc[s].name);
-	tap(res[0][0].max_window == 2 * LIMIT && res[0][0].max_2s == 2 * LIMIT,
+	tap(res[V_FIXED][0].max_window == 2 * LIMIT && res[V_FIXED][0].max_2s == 2 * LIMIT,
 	    "fixed_window admits 2 x limit (%d) within 2 s at the boundary "
-	    "(saw %ld)", 2 * LIMIT, res[0][0].max_2s);
+	    "(saw %ld)", 2 * LIMIT, res[V_FIXED][0].max_2s);
 	for (s = 0; s < 4; s++) {
-		tap(res[4][s].max_window <= LIMIT,
+		tap(res[V_LOG][s].max_window <= LIMIT,
 		    "sliding_log, %s: never more than limit (%d) in any %d s "
 		    "(saw %ld)", sc[s].name, LIMIT, WINDOW_S,
-		    res[4][s].max_window);
-		tap(res[2][s].max_window <= LIMIT + LIMIT - 1,
+		    res[V_LOG][s].max_window);
+		tap(res[V_BUCKET][s].max_window <= LIMIT + LIMIT - 1,
 		    "token_bucket burst %d, %s: never more than limit + burst "
 		    "- 1 (%d) in any %d s (saw %ld)", LIMIT, sc[s].name,
-		    2 * LIMIT - 1, WINDOW_S, res[2][s].max_window);
-		tap(res[3][s].max_window <= LIMIT,
+		    2 * LIMIT - 1, WINDOW_S, res[V_BUCKET][s].max_window);
+		tap(res[V_BUCKET_B1][s].max_window <= LIMIT,
 		    "token_bucket burst 1, %s: never more than limit (%d) in "
 		    "any %d s (saw %ld)", sc[s].name, LIMIT, WINDOW_S,
-		    res[3][s].max_window);
+		    res[V_BUCKET_B1][s].max_window);
 		/*
 		 * 2 x limit is reachable, but only by a client that times
 		 * its second batch to the decaying weight of the first
 		 * (tests/check_limiter.c shows it); not at the seed's burst.
 		 */
-		tap(res[1][s].max_window <= 2 * LIMIT,
+		tap(res[V_SLIDING][s].max_window <= 2 * LIMIT,
 		    "sliding_window, %s: at most 2 x limit (%d) in any "
 		    "%d s (saw %ld)", sc[s].name, 2 * LIMIT, WINDOW_S,
-		    res[1][s].max_window);
+		    res[V_SLIDING][s].max_window);
 	}
 	/* After a full window, d ms into the next admit at most L * d / W. */
-	tap(res[1][0].max_2s <= LIMIT + (LIMIT * 1000 + WINDOW_MS - 1) /
+	tap(res[V_SLIDING][0].max_2s <= LIMIT + (LIMIT * 1000 + WINDOW_MS - 1) /
 	    WINDOW_MS,
 	    "sliding_window, seed: at most limit + ceil(limit x 1 s / window) "
 	    "(%lld) in the 2 s around the boundary (saw %ld)",
 	    (long long)(LIMIT + (LIMIT * 1000 + WINDOW_MS - 1) / WINDOW_MS),
-	    res[1][0].max_2s);
-	tap(res[2][0].max_2s <= LIMIT + 2,
+	    res[V_SLIDING][0].max_2s);
+	for (s = 0; s < 4; s++)
+		tap(res[V_DELAY][s].max_window <= LIMIT + 1 &&
+		    res[V_DELAY][s].max_2s <= 3,
+		    "token_bucket delay = 0, %s: the answers leave one turn "
+		    "apart: at most limit + 1 (%d) in any %d s and 3 in any 2 s "
+		    "(saw %ld, %ld)", sc[s].name, LIMIT + 1, WINDOW_S,
+		    res[V_DELAY][s].max_window, res[V_DELAY][s].max_2s);
+	tap(res[V_DELAY][0].admitted == res[V_BUCKET][0].admitted,
+	    "token_bucket delay = 0, seed: admits what the bucket admits "
+	    "(%zu), only later", res[V_BUCKET][0].admitted);
+	tap(res[V_BUCKET][0].max_2s <= LIMIT + 2,
 	    "token_bucket, seed: the bucket refills at limit/window: at most "
 	    "limit + 2 in the 2 s around the boundary (saw %ld)",
-	    res[2][0].max_2s);
+	    res[V_BUCKET][0].max_2s);
 	printf("1..%d\n", tap_n);
 	return tap_failed == 0 ? 0 : 1;
 }

@@ -72,7 +72,7 @@ unload(void)
 static void
 handle(int64_t now, ...)
 {
-	const struct rlg_out out = { rlg_front_cgi_render, buf_write, NULL };
+	const struct rlg_out out = { rlg_front_cgi_render, buf_write, NULL, NULL };
 	struct rlg_params in;
 	char *envp[16];
 	va_list ap;

@@ -3900,6 +3900,7 @@ START_TEST(test_option_defaults)
 		o = &opts[i];
 		if ((o->type != RLG_OPT_INT && o->type != RLG_OPT_ENUM) ||
 		    strcmp(o->name, "burst") == 0 ||
+		    strcmp(o->name, "delay") == 0 ||
 		    strcmp(o->name, "cost_max") == 0)
 			continue;
 		ctx = "";

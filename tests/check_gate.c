@@ -17,6 +17,7 @@
 #include "check_rlgate.h"
 #include "fixture.h"
 #include "front_cgi.h"
+#include "fronts.h"
 #include "gate.h"
 #include "store_fixture.h"
 #include "util.h"
@@ -56,6 +57,14 @@ gate_off(void)
 	cfg = NULL;
 }
 
+/* in: the NULL-terminated "NAME=value" parameters of ap, in envp[16]. */
+static void
+params_v(struct rlg_params *in, char **envp, va_list ap)
+{
+	(void)rlg_test_envv(envp, 16, ap);
+	rlg_params_envp(in, envp);
+}
+
 /* Decides for the NULL-terminated "NAME=value" parameters at now. */
 static void
 ask(struct rlg_verdict *v, int64_t now, ...)
@@ -65,9 +74,8 @@ ask(struct rlg_verdict *v, int64_t now, ...)
 	va_list ap;
 
 	va_start(ap, now);
-	(void)rlg_test_envv(envp, 16, ap);
+	params_v(&in, envp, ap);
 	va_end(ap);
-	rlg_params_envp(&in, envp);
 	rlg_gate_decide(&gate, &in, now, v);
 }
 
@@ -1321,6 +1329,105 @@ START_TEST(test_pacer)
 }
 END_TEST
 
+/* A bounded writer into a test's buffer. */
+struct text {
+	char buf[4096];
+	size_t used;
+};
+
+static int
+text_put(void *ctx, const char *buf, size_t len)
+{
+	struct text *t = ctx;
+
+	if (len >= sizeof t->buf - t->used)
+		return -1;
+	memcpy(t->buf + t->used, buf, len);
+	t->used += len;
+	t->buf[t->used] = '\0';
+	return 0;
+}
+
+/*
+ * Answers the NULL-terminated parameters at now through the fronts'
+ * dispatch, as the FastCGI front does: the answer's text into *t, how
+ * long to hold it into *hold (hold NULL: the front cannot hold one).
+ */
+static void
+answer(struct text *t, int64_t *hold, int64_t now, ...)
+{
+	struct rlg_params in;
+	struct rlg_out out = { rlg_front_cgi_render, text_put, t, hold };
+	char *envp[16];
+	va_list ap;
+
+	va_start(ap, now);
+	params_v(&in, envp, ap);
+	va_end(ap);
+	t->used = 0;
+	t->buf[0] = '\0';
+	if (hold != NULL)
+		*hold = -1;
+	ck_assert_int_eq(rlg_front_serve(&gate, &in, now, &out), 0);
+}
+
+/*
+ * Smoothing (delay): 5 a second, burst 4, delay 0. Each admitted request
+ * after the first waits its turn (200 ms more each), whatever the role;
+ * its answer says so (X-Rlgate-Delay) and its headers read as at its
+ * end. A front that cannot hold (its park full) gets only what passes at
+ * once: the rest refused, charged nothing. Past the burst: refused.
+ */
+START_TEST(test_delay_hold)
+{
+	struct text t;
+	int64_t hold;
+
+	gate_on("[headers]\nstyle = draft03\n[policy s]\nalgorithm = "
+	    "token_bucket\nlimit = 5\nwindow = 1\nburst = 4\ndelay = 0\n");
+	log_begin();
+	answer(&t, &hold, T1, GET, RES, A1, NULL);
+	ck_assert_int_eq(hold, 0);
+	ck_assert_ptr_null(strstr(t.buf, "X-Rlgate-Delay"));
+	answer(&t, &hold, T1, GET, RES, A1, NULL);
+	ck_assert_int_eq(hold, 200);
+	ck_assert_ptr_nonnull(strstr(t.buf, "Status: 200"));
+	ck_assert_ptr_nonnull(strstr(t.buf, "X-Rlgate-Delay: 0.200\r\n"));
+	/* reset (tat 400 ms ahead) as at the answer, 200 ms later */
+	ck_assert_ptr_nonnull(strstr(t.buf, "RateLimit-Reset: 1\r\n"));
+	/* the Authorizer's yes waits alike */
+	answer(&t, &hold, T1, "FCGI_ROLE=AUTHORIZER", GET, RES, A1, NULL);
+	ck_assert_int_eq(hold, 400);
+	ck_assert_ptr_nonnull(strstr(t.buf, "X-Rlgate-Delay: 0.400\r\n"));
+	/* the park full: what would wait is refused, charged nothing */
+	answer(&t, NULL, T1, GET, RES, A1, NULL);
+	ck_assert_ptr_nonnull(strstr(t.buf, "Status: 429"));
+	ck_assert_ptr_null(strstr(t.buf, "X-Rlgate-Delay"));
+	answer(&t, &hold, T1, GET, RES, A1, NULL);
+	ck_assert_int_eq(hold, 600);
+	/* the burst (4) is spent: refused, not held */
+	answer(&t, &hold, T1, GET, RES, A1, NULL);
+	ck_assert_ptr_nonnull(strstr(t.buf, "Status: 429"));
+	ck_assert_int_eq(hold, 0);
+	/* another client starts at once */
+	answer(&t, &hold, T1, GET, RES, A2, NULL);
+	ck_assert_int_eq(hold, 0);
+	ck_assert_ptr_nonnull(strstr(t.buf, "Status: 200"));
+	/* style = none: held, but no header says so */
+	gate_off();
+	gate_on("[headers]\nstyle = none\n[policy s]\nalgorithm = "
+	    "token_bucket\nlimit = 5\nwindow = 1\nburst = 4\ndelay = 2\n");
+	answer(&t, &hold, T1, GET, RES, "REMOTE_ADDR=10.0.0.3", NULL);
+	answer(&t, &hold, T1, GET, RES, "REMOTE_ADDR=10.0.0.3", NULL);
+	ck_assert_int_eq(hold, 0);
+	answer(&t, &hold, T1, GET, RES, "REMOTE_ADDR=10.0.0.3", NULL);
+	ck_assert_int_eq(hold, 200);
+	ck_assert_ptr_null(strstr(t.buf, "X-Rlgate-Delay"));
+	gate_off();
+	ck_assert_int_eq(log_end("event=admit"), 0);
+}
+END_TEST
+
 Suite *
 rlg_gate_suite(void)
 {
@@ -1351,5 +1458,6 @@ rlg_gate_suite(void)
 	tcase_add_test(tc, test_table_repeats);
 	tcase_add_test(tc, test_unguarded);
 	tcase_add_test(tc, test_pacer);
+	tcase_add_test(tc, test_delay_hold);
 	return s;
 }

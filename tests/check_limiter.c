@@ -2926,6 +2926,146 @@ START_TEST(test_ban_none_is_bit_identical)
 }
 END_TEST
 
+/*
+ * Smoothing (rlg_limiter_wait): 5 per second, burst 10, 20 requests at
+ * once. The bucket admits 10 either way; delay 0 answers them one turn
+ * (200 ms) apart from the first, delay 4 lets 4 through at once, delay
+ * 10 (= burst) holds none. Refused, non-smoothing and delay < 0 wait 0.
+ */
+START_TEST(test_delay_turns)
+{
+	static const int64_t delays[] = { 0, 1, 4, 10 };
+	struct rlg_limit p = mkpolicy(RLG_ALG_TOKEN_BUCKET, 5, 1000, 10);
+	struct rlg_state st, out;
+	struct rlg_decision d;
+	size_t k;
+	int i, admitted;
+
+	for (k = 0; k < sizeof delays / sizeof delays[0]; k++) {
+		memset(&st, 0, sizeof st);
+		admitted = 0;
+		for (i = 0; i < 20; i++) {
+			REQUIRE_EQ(rlg_limiter_step(&p, &st, T0, 1, &out, &d),
+			    RLG_OK);
+			if (!d.admitted) {
+				REQUIRE_EQ(rlg_limiter_wait(&p, delays[k], 1,
+				    &d), 0);
+				continue;
+			}
+			st = out;
+			/* request i waits (i - (max(D, 1) - 1)) turns */
+			REQUIRE_EQ(rlg_limiter_wait(&p, delays[k], 1, &d),
+			    200 * (i - (delays[k] > 1 ? delays[k] : 1) + 1 > 0 ?
+			    i - (delays[k] > 1 ? delays[k] : 1) + 1 : 0));
+			REQUIRE_EQ(rlg_limiter_wait(&p, -1, 1, &d), 0);
+			admitted++;
+		}
+		REQUIRE_EQ(admitted, 10);
+	}
+	/* a cost of 3 after 2 requests: its first turn is the third */
+	memset(&st, 0, sizeof st);
+	for (i = 0; i < 2; i++) {
+		REQUIRE_EQ(rlg_limiter_step(&p, &st, T0, 1, &out, &d), RLG_OK);
+		st = out;
+	}
+	REQUIRE_EQ(rlg_limiter_step(&p, &st, T0, 3, &out, &d), RLG_OK);
+	REQUIRE(d.admitted);
+	REQUIRE_EQ(rlg_limiter_wait(&p, 0, 3, &d), 400);
+	REQUIRE_EQ(rlg_limiter_wait(&p, 2, 3, &d), 200);
+	/* 100 ms later the third turn is 300 ms away */
+	REQUIRE_EQ(rlg_limiter_step(&p, &st, T0 + 100, 1, &out, &d), RLG_OK);
+	REQUIRE_EQ(rlg_limiter_wait(&p, 0, 1, &d), 300);
+	/* the others never hold */
+	p = mkpolicy(RLG_ALG_FIXED_WINDOW, 5, 1000, 0);
+	memset(&st, 0, sizeof st);
+	for (i = 0; i < 3; i++) {
+		REQUIRE_EQ(rlg_limiter_step(&p, &st, T0, 1, &out, &d), RLG_OK);
+		st = out;
+		REQUIRE_EQ(rlg_limiter_wait(&p, 0, 1, &d), 0);
+	}
+	REQUIRE(!rlg_algorithm_desc(RLG_ALG_FIXED_WINDOW)->smooths);
+	REQUIRE(rlg_algorithm_desc(RLG_ALG_TOKEN_BUCKET)->smooths);
+}
+END_TEST
+
+/*
+ * The wait against a model of the turns, in microseconds: random
+ * arrivals, costs and delays on periods that are not whole ms. The
+ * answer leaves at most 1 ms after the request's turn less the delay's
+ * allowance, never before; answers of one client leave in the order of
+ * their turns (to the ms); the wait is below reset_ms.
+ */
+START_TEST(test_delay_model)
+{
+	static const int64_t limits[][3] = {
+		{ 5, 1000, 10 }, { 3, 1000, 7 }, { 7, 60000, 3 }, { 1000, 1000, 50 },
+	};
+	uint64_t x = 0x5eed0000 + 31;
+	struct rlg_limit p;
+	struct rlg_state st, out;
+	struct rlg_decision d;
+	int64_t now, t_us, delay, cost, tat, ahead, want, w, last_answer;
+	size_t k;
+	int i;
+
+	for (k = 0; k < sizeof limits / sizeof limits[0]; k++) {
+		p = mkpolicy(RLG_ALG_TOKEN_BUCKET, limits[k][0], limits[k][1],
+		    limits[k][2]);
+		t_us = gcra_t_us(&p);
+		delay = (int64_t)(rlg_test_xorshift(&x) % (uint64_t)(p.burst + 1));
+		memset(&st, 0, sizeof st);
+		now = T0;
+		last_answer = 0;
+		for (i = 0; i < 2000; i++) {
+			now += (int64_t)(rlg_test_xorshift(&x) %
+			    (uint64_t)(2 * t_us / 1000 + 2));
+			cost = 1 + (int64_t)(rlg_test_xorshift(&x) % 3);
+			tat = st.tat_us > now * 1000 ? st.tat_us : now * 1000;
+			REQUIRE_EQ(rlg_limiter_step(&p, &st, now, cost, &out,
+			    &d), RLG_OK);
+			w = rlg_limiter_wait(&p, delay, cost, &d);
+			if (!d.admitted) {
+				REQUIRE_EQ(w, 0);
+				continue;
+			}
+			ahead = tat - now * 1000 -
+			    ((delay > 1 ? delay : 1) - 1) * t_us;
+			want = ahead > 0 ? (ahead + 999) / 1000 : 0;
+			REQUIRE(w >= want && w <= want + 1);
+			REQUIRE(w < d.reset_ms);
+			REQUIRE(now + w + 1 >= last_answer);
+			last_answer = now + w;
+			st = out;
+		}
+	}
+}
+END_TEST
+
+/* A decision read later: times count from the answer, at least 1 ms. */
+START_TEST(test_delay_later)
+{
+	struct rlg_decision d = { .admitted = true, .limit = 5,
+	    .remaining = 3, .reset_ms = 1000, .next_ms = 200 };
+
+	rlg_limiter_later(&d, 0);
+	REQUIRE_EQ(d.reset_ms, 1000);
+	rlg_limiter_later(&d, 150);
+	REQUIRE_EQ(d.reset_ms, 850);
+	REQUIRE_EQ(d.next_ms, 50);
+	REQUIRE_EQ(d.remaining, 3);
+	REQUIRE_EQ(d.retry_ms, 0);
+	rlg_limiter_later(&d, 900);
+	REQUIRE_EQ(d.reset_ms, 1);
+	REQUIRE_EQ(d.next_ms, 1);
+	d = (struct rlg_decision){ .admitted = false, .reset_ms = 400,
+	    .retry_ms = 400, .next_ms = 400 };
+	rlg_limiter_later(&d, 100);
+	REQUIRE_EQ(d.retry_ms, 300);
+	REQUIRE_EQ(d.reset_ms, 300);
+	REQUIRE_EQ(d.next_ms, 300);
+}
+END_TEST
+
 Suite *
 rlg_limiter_suite(void)
 {
@@ -2948,6 +3088,9 @@ rlg_limiter_suite(void)
 	tcase_add_test(core, test_token_bucket_table);
 	tcase_add_test(core, test_token_bucket_sub_ms);
 	tcase_add_test(core, test_sliding_log_table);
+	tcase_add_test(core, test_delay_turns);
+	tcase_add_test(core, test_delay_model);
+	tcase_add_test(core, test_delay_later);
 	tcase_add_test(core, test_next_fixed_window);
 	tcase_add_test(core, test_next_sliding_window_decay);
 	tcase_add_test(core, test_next_sliding_window_crossing);

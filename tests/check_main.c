@@ -39,6 +39,7 @@ static const struct {
 	{ "redis_faults", rlg_redis_faults_suite },
 	{ "group", rlg_group_suite },
 	{ "table", rlg_table_suite },
+	{ "park", rlg_park_suite },
 };
 
 int

@@ -74,9 +74,9 @@ static bool json_valid(const char *s);
 
 /* Three policies, one per shape of RateLimit-Policy member. */
 static const struct rlg_policy pol[3] = {
-	{ "per-second", { RLG_ALG_FIXED_WINDOW, 10, 1000, 0, 0, 0 }, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL },
-	{ "per.minute", { RLG_ALG_SLIDING_WINDOW, 100, 60000, 0, 0, 0 }, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL },
-	{ "burst_bucket", { RLG_ALG_TOKEN_BUCKET, 1000, 3600000, 50, 0, 0 }, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL },
+	{ "per-second", { RLG_ALG_FIXED_WINDOW, 10, 1000, 0, 0, 0 }, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL, false, 0 },
+	{ "per.minute", { RLG_ALG_SLIDING_WINDOW, 100, 60000, 0, 0, 0 }, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL, false, 0 },
+	{ "burst_bucket", { RLG_ALG_TOKEN_BUCKET, 1000, 3600000, 50, 0, 0 }, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL, false, 0 },
 };
 
 static const struct rlg_decision d_one[1] = {
@@ -167,7 +167,7 @@ failing_write(void *ctx, const char *buf, size_t len)
 static int
 send_cgi(const struct rlg_answer *a, rlg_write_fn write, void *ctx)
 {
-	const struct rlg_out out = { rlg_front_cgi_render, write, ctx };
+	const struct rlg_out out = { rlg_front_cgi_render, write, ctx, NULL };
 
 	return rlg_response_send(a, &out);
 }
@@ -189,7 +189,7 @@ static struct rlg_answer
 draft03(enum rlg_outcome o, const struct rlg_decision *d, bool head)
 {
 	struct rlg_answer a = { o, head, RLG_STYLE_DRAFT03, RLG_ERRORS_JSON,
-	    pol, d, d != NULL ? 1 : 0, RLG_ROLE_RESPONDER, 0 };
+	    pol, d, d != NULL ? 1 : 0, RLG_ROLE_RESPONDER, 0, 0 };
 
 	return a;
 }
@@ -355,7 +355,7 @@ check_scenario(enum rlg_header_style style, enum rlg_error_format errors,
 	static struct parsed p;
 	static char get_body[RLG_RESPONSE_MAX + 1];
 	struct rlg_answer a = { sc->outcome, false, style, errors,
-	    sc->d != NULL ? pol : NULL, sc->d, sc->n, RLG_ROLE_RESPONDER, 0 };
+	    sc->d != NULL ? pol : NULL, sc->d, sc->n, RLG_ROLE_RESPONDER, 0, 0 };
 	bool has = sc->n > 0;
 	bool want_draft03 = has && (style == RLG_STYLE_DRAFT03 ||
 	    style == RLG_STYLE_ALL);
@@ -622,7 +622,7 @@ START_TEST(test_authorized_ietf)
 	struct rlg_policy one = { .name = "api" };
 	struct rlg_decision d = { true, 5, 4, 45000, 0, 45000, false };
 	struct rlg_answer a = { RLG_OUT_AUTHORIZED, false, RLG_STYLE_IETF,
-	    RLG_ERRORS_JSON, &one, &d, 1, RLG_ROLE_AUTHORIZER, 0 };
+	    RLG_ERRORS_JSON, &one, &d, 1, RLG_ROLE_AUTHORIZER, 0, 0 };
 
 	one.lim.limit = 5;
 	one.lim.window_ms = 60000;
@@ -798,7 +798,7 @@ START_TEST(test_429_costly_shows_zero)
 		{ false, 1000, 3, 12500, 12500, 12500, false },
 	};
 	struct rlg_answer a = { RLG_OUT_REJECTED, false, RLG_STYLE_ALL,
-	    RLG_ERRORS_JSON, pol, d, 3, RLG_ROLE_RESPONDER, 0 };
+	    RLG_ERRORS_JSON, pol, d, 3, RLG_ROLE_RESPONDER, 0, 0 };
 	struct rlg_answer one = draft03(RLG_OUT_REJECTED, &d[1], false);
 
 	ck_assert_str_eq(answer(&a),
@@ -833,7 +833,7 @@ END_TEST
 START_TEST(test_all_200_exact)
 {
 	struct rlg_answer a = { RLG_OUT_ADMITTED, false, RLG_STYLE_ALL,
-	    RLG_ERRORS_PROBLEM, pol, d_ok, 3, RLG_ROLE_RESPONDER, 0 };
+	    RLG_ERRORS_PROBLEM, pol, d_ok, 3, RLG_ROLE_RESPONDER, 0, 0 };
 
 	ck_assert_str_eq(answer(&a),
 	    "Status: 200 OK\r\n"
@@ -859,7 +859,7 @@ END_TEST
 START_TEST(test_all_429_exact)
 {
 	struct rlg_answer a = { RLG_OUT_REJECTED, false, RLG_STYLE_ALL,
-	    RLG_ERRORS_PROBLEM, pol, d_429, 3, RLG_ROLE_RESPONDER, 0 };
+	    RLG_ERRORS_PROBLEM, pol, d_429, 3, RLG_ROLE_RESPONDER, 0, 0 };
 
 	ck_assert_str_eq(answer(&a),
 	    "Status: 429 Too Many Requests\r\n"
@@ -938,7 +938,7 @@ END_TEST
 START_TEST(test_problem_bodies)
 {
 	struct rlg_answer a = { RLG_OUT_REJECTED, false, RLG_STYLE_NONE,
-	    RLG_ERRORS_PROBLEM, pol, d_429, 3, RLG_ROLE_RESPONDER, 0 };
+	    RLG_ERRORS_PROBLEM, pol, d_429, 3, RLG_ROLE_RESPONDER, 0, 0 };
 	const char *out = answer(&a);
 
 	/* style none: no rate-limit header, but Retry-After and the body. */
@@ -1197,7 +1197,7 @@ START_TEST(test_retry_covers_every_reset)
 		{ false, 10, 0, 4000, 4000, 4000, false },
 	};
 	struct rlg_answer a = { RLG_OUT_REJECTED, false, RLG_STYLE_ALL,
-	    RLG_ERRORS_JSON, pol, d, 2, RLG_ROLE_RESPONDER, 0 };
+	    RLG_ERRORS_JSON, pol, d, 2, RLG_ROLE_RESPONDER, 0, 0 };
 	const char *out = answer(&a);
 
 	ck_assert_ptr_nonnull(strstr(out, "Retry-After: 9\r\n"));
@@ -1221,7 +1221,7 @@ START_TEST(test_32_policies_fit)
 	static char buf[RLG_RESPONSE_MAX];
 	static struct parsed p;
 	struct rlg_answer a = { RLG_OUT_REJECTED, false, RLG_STYLE_ALL,
-	    RLG_ERRORS_PROBLEM, many, dec, NAMES_MAX, RLG_ROLE_RESPONDER, 0 };
+	    RLG_ERRORS_PROBLEM, many, dec, NAMES_MAX, RLG_ROLE_RESPONDER, 0, 0 };
 	int64_t window_ms = RLG_WINDOW_S_MAX * 1000, t;
 	char prefix[16];
 	size_t i;
@@ -1233,7 +1233,7 @@ START_TEST(test_32_policies_fit)
 		snprintf(prefix, sizeof prefix, "p%02zu.-_Z", i);
 		memcpy(names[i], prefix, strlen(prefix));
 		many[i] = (struct rlg_policy){ names[i], { RLG_ALG_TOKEN_BUCKET,
-		    RLG_LIMIT_MAX, window_ms, RLG_BURST_MAX, 0, 0 }, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL };
+		    RLG_LIMIT_MAX, window_ms, RLG_BURST_MAX, 0, 0 }, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL, false, 0 };
 	}
 	for (rejected = 0; rejected <= 1; rejected++) {
 		for (i = 0; i < NAMES_MAX; i++)
@@ -1261,7 +1261,7 @@ START_TEST(test_small_buffer_and_failing_writer)
 {
 	static char full[RLG_RESPONSE_MAX], small[RLG_RESPONSE_MAX];
 	struct rlg_answer a = { RLG_OUT_REJECTED, false, RLG_STYLE_ALL,
-	    RLG_ERRORS_PROBLEM, pol, d_429, 3, RLG_ROLE_RESPONDER, 0 };
+	    RLG_ERRORS_PROBLEM, pol, d_429, 3, RLG_ROLE_RESPONDER, 0, 0 };
 	int n, len;
 
 	n = rlg_response_format(&a, full, sizeof full);
@@ -1303,9 +1303,9 @@ END_TEST
 START_TEST(test_names_escaped)
 {
 	struct rlg_policy odd[2] = {
-		{ "in\"ner\\q", { RLG_ALG_FIXED_WINDOW, 10, 1000, 0, 0, 0 }, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL },
+		{ "in\"ner\\q", { RLG_ALG_FIXED_WINDOW, 10, 1000, 0, 0, 0 }, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL, false, 0 },
 		{ "a\r\nX-Injected: 1", { RLG_ALG_FIXED_WINDOW, 10, 1000, 0, 0, 0 },
-		    RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL },
+		    RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL, false, 0 },
 	};
 	const struct rlg_decision d[2] = {
 		{ false, 10, 0, 900, 900, 900, false },
@@ -1314,7 +1314,7 @@ START_TEST(test_names_escaped)
 	static struct sf_item it[4];
 	static struct parsed p;
 	struct rlg_answer a = { RLG_OUT_REJECTED, false, RLG_STYLE_IETF,
-	    RLG_ERRORS_PROBLEM, odd, d, 1, RLG_ROLE_RESPONDER, 0 };
+	    RLG_ERRORS_PROBLEM, odd, d, 1, RLG_ROLE_RESPONDER, 0, 0 };
 	struct sink s;
 	const char *f;
 	size_t n;

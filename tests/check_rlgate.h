@@ -12,6 +12,7 @@ Suite *rlg_config_suite(void);
 Suite *rlg_gate_suite(void);
 Suite *rlg_group_suite(void);
 Suite *rlg_limiter_suite(void);
+Suite *rlg_park_suite(void);
 Suite *rlg_net_suite(void);
 Suite *rlg_redis_faults_suite(void);
 Suite *rlg_redis_script_suite(void);

@@ -10,7 +10,9 @@
 #     file's body, the CGI's output), the next ones get rlgate's 429 with
 #     Retry-After, RateLimit-* and the JSON body;
 #   - every request under the folder counts (a missing file too);
-#   - clients are counted apart.
+#   - clients are counted apart;
+#   - under lighttpd, a smoothing policy (delay = 0) gives its yes at each
+#     request's turn, 200 ms apart, and refuses past the burst at once.
 # What differs between the servers (asserted below, see the comments of the
 # snippets):
 #   - on 200, rlgate's Variable-RateLimit-* reach a CGI's environment as
@@ -246,6 +248,12 @@ make_docroot "$lt/htdocs"
 echo open >"$lt/htdocs/open.txt"
 write_rlgate_conf "$lt/rlgate.conf" "$lt/rlgate.db" $LIMIT $WINDOW
 add_public_route "$lt/rlgate.conf"
+# smoothing in the Authorizer role: 5 a second, burst 4, held for its turn
+printf '\n[policy smooth]\nalgorithm = token_bucket\nlimit = 5\nwindow = 1\nburst = 4\ndelay = 0\n[route smooth]\npath = /static/smooth/*\npolicies = smooth\n' \
+    >>"$lt/rlgate.conf"
+mkdir -p "$lt/htdocs/static/smooth"
+echo smooth >"$lt/htdocs/static/smooth/a.txt"
+chmod -R a+rX "$lt/htdocs/static/smooth"
 start_rlgate_fcgi rlgate-lt "$lt/rlgate.sock" "$lt/rlgate.conf" 2 --threads 2
 like "$("$RLGATE_BIN" --check-config --config "$lt/rlgate.conf" 2>&1)" \
     'rlgate\.conf:[0-9]+: warning: \[route public\] policies = none: a guarding front .* asking about /static/public/\* will limit nothing' \
@@ -266,6 +274,23 @@ start_lt lighttpd "$LT_PORT" "$lt/rlgate.sock" $MAGNET
 # its own rate-limit headers reach the client only through mod_magnet
 RLOG=rlgate-lt HEADERS_ON_200=$MAGNET check_guard lighttpd "http://127.0.0.1:$LT_PORT" \
     RATELIMIT_REMAINING RATELIMIT_LIMIT RLGATE_RATELIMIT_REMAINING
+
+# smoothing: the Authorizer's yes comes at each request's turn, so
+# lighttpd serves the file then: 6 at once, 4 served 200 ms apart, 2
+# refused at once
+for i in $(seq 1 6); do
+	printf 'url = "http://127.0.0.1:%s/static/smooth/a.txt"\noutput = /dev/null\n' "$LT_PORT"
+done >"$T/smooth.cfg"
+curl -sS -Z --parallel-immediate --parallel-max 6 -m 20 -K "$T/smooth.cfg" \
+    --interface 127.0.0.7 -w '%{http_code} %{time_total}\n' 2>/dev/null |
+    awk '{ printf "%s %d\n", $1, $2 * 1000 }' | sort -n -k2 >"$T/smooth.out"
+diag "authorizer, delay: ms until each answer: $(tr '\n' ' ' <"$T/smooth.out")"
+is "$(grep -c '^200 ' "$T/smooth.out") $(grep -c '^429 ' "$T/smooth.out")" "4 2" \
+    "lighttpd authorizer, delay: 4 served, 2 refused"
+is "$(awk '$1 == 200 { print $2 }' "$T/smooth.out" | awk '
+	{ lo = (NR - 1) * 200 - 40; hi = (NR - 1) * 200 + 600 }
+	$1 < lo || $1 > hi { bad++ } END { print bad + 0 }')" 0 \
+    "lighttpd authorizer, delay: the yes comes at each turn, 200 ms apart"
 
 if [ $MAGNET = yes ]; then
 	# without authorizer-headers.conf, same rlgate: nothing on a 200

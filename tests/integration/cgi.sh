@@ -92,6 +92,31 @@ is "$(sql "$T/cgi-behind.db" "SELECT count FROM rlg_state WHERE client = '127.0.
     "... written to the database by the time the process exits"
 conf=$conf_each
 
+# --- smoothing (delay) in CGI: the process sleeps until the turn, then
+# answers (2 a second, burst 3: the second request waits 500 ms)
+conf_each=$conf
+conf="$T/cgi-delay.conf"
+cat >"$conf" <<EOF
+[store]
+path = $T/cgi-delay.db
+[policy smooth]
+algorithm = token_bucket
+limit = 2
+window = 1
+burst = 3
+delay = 0
+EOF
+cgi GET /api/v1/resources 127.0.0.1
+is "$STATUS:$(header X-Rlgate-Delay)" "200:" "delay in CGI: the first passes at once"
+t0=$(now_ms)
+cgi GET /api/v1/resources 127.0.0.1
+t1=$(now_ms)
+like "$STATUS $(header X-Rlgate-Delay)" '^200 0\.(4[5-9][0-9]|500)$' \
+    "delay in CGI: the second waits its turn (X-Rlgate-Delay: about 0.500)"
+ok "$([ $((t1 - t0)) -ge 440 ] && echo 0 || echo 1)" \
+    "delay in CGI: ... and its process answered that late ($((t1 - t0)) ms)"
+conf=$conf_each
+
 # --- the query string is ignored for routing
 cgi GET '/api/v1/resources?x=1&y=%2F' 127.0.0.2
 is "$STATUS" 200 "a query string does not change the route (200)"

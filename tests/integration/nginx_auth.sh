@@ -42,13 +42,15 @@ LOAD_REQUESTS=200
 
 H=$T/htdocs
 mkdir -p "$H/static/free" "$H/static/own" "$H/static/load" "$H/static/cookie" \
-    "$H/static/query" "$H/static/jwt" "$T/backend/app" "$T/nginx-tmp"
+    "$H/static/query" "$H/static/jwt" "$H/static/smooth" "$T/backend/app" \
+    "$T/nginx-tmp"
 echo 'hello from the static directory' >"$H/static/hello.txt"
 echo 'free file' >"$H/static/free/a.txt"
 echo 'own file' >"$H/static/own/a.txt"
 echo 'cookie file' >"$H/static/cookie/a.txt"
 echo 'query file' >"$H/static/query/a.txt"
 echo 'jwt file' >"$H/static/jwt/a.txt"
+echo 'smooth file' >"$H/static/smooth/a.txt"
 # the HS256 secret of key = jwt:sub
 JWT_SECRET=0123456789abcdef0123456789abcdef-nginx
 printf '%s\n' "$JWT_SECRET" >"$T/jwt.secret"
@@ -136,6 +138,18 @@ policies = bycookie
 [route jwt]
 path = /static/jwt/*
 policies = byjwt
+
+; smoothing: 5 a second, burst 10, held for their turn (delay = 0)
+[policy smooth]
+algorithm = token_bucket
+limit = 5
+window = 1
+burst = 10
+delay = 0
+
+[route smooth]
+path = /static/smooth/*
+policies = smooth
 
 [route query]
 path = /static/query/*
@@ -475,6 +489,33 @@ is "$STATUS:$BODY" "200:jwt file" "jwt:sub: an expired token of alice's keys by 
 tok="$(printf '{"alg":"none"}' | b64u).$(printf '{"sub":"alice"}' | b64u)."
 req --interface 127.0.0.28 -H "Authorization: Bearer $tok" "$j"
 is "$STATUS:$BODY" "200:jwt file" "jwt:sub: an alg none token of alice's keys by its address"
+
+# ============================================================================
+# smoothing (delay = 0, 5 a second, burst 10): 20 at once; auth_request's
+# yes comes at each one's turn, so nginx holds the client: 10 served one
+# turn (200 ms) apart, 10 refused at once
+for i in $(seq 1 20); do
+	printf 'url = "%s/static/smooth/a.txt"\noutput = /dev/null\n' "$base"
+done >"$T/smooth.cfg"
+curl -sS -Z --parallel-immediate --parallel-max 20 -m 20 -K "$T/smooth.cfg" \
+    --interface 127.0.0.29 -D "$T/smooth.h" -w '%{http_code} %{time_total}\n' \
+    2>/dev/null | awk '{ printf "%s %d\n", $1, $2 * 1000 }' | sort -n -k2 \
+    >"$T/smooth.out"
+is "$(grep -c '^200 ' "$T/smooth.out") $(grep -c '^429 ' "$T/smooth.out")" "10 10" \
+    "delay: 10 served, 10 refused"
+diag "delay: ms until each answer: $(tr '\n' ' ' <"$T/smooth.out")"
+k=0 spread=1
+while read -r ms; do
+	if [ "$ms" -lt $((k * 200 - 40)) ] || [ "$ms" -gt $((k * 200 + 600)) ]; then
+		spread=0
+	fi
+	k=$((k + 1))
+done < <(awk '$1 == 200 { print $2 }' "$T/smooth.out")
+is "$spread" 1 "delay: nginx serves each at its turn, 200 ms apart"
+is "$(awk '$1 == 429 && $2 > 1000' "$T/smooth.out" | wc -l)" 0 \
+    "delay: the refused are answered at once"
+is "$(grep -ci '^X-Rlgate-Delay: [0-9]' "$T/smooth.h")" 9 \
+    "delay: the snippet passes X-Rlgate-Delay on to the client (9 held)"
 
 # ============================================================================
 # a route's spellings count under it (limit 1: the first passes, nginx's
