@@ -415,10 +415,19 @@ closest_cmp(const void *a, const void *b)
 	return strcmp(x->row->client, y->row->client);
 }
 
+/* Whether the state st of policy p is in its penalty box at now_ms. */
+static bool
+banned(const struct rlg_policy *p, const struct rlg_state *st, int64_t now_ms)
+{
+	return p->lim.ban_ms > 0 && st->ban_until_ms > now_ms;
+}
+
 /*
  * The survey's candidates ranked by what the limiter (a pure function)
  * says of their state now, without changing it: a sliding_log's state
- * is its log, which the survey does not read, so those are left out.
+ * is its log, which the survey does not read, so those are left out
+ * unless a ban holds them (its end is on the row). A banned client has
+ * 0 remaining and the longest wait: first.
  */
 static void
 put_closest(const struct rlg_config *cfg, const struct rlg_store_survey *sv,
@@ -426,13 +435,20 @@ put_closest(const struct rlg_config *cfg, const struct rlg_store_survey *sv,
 {
 	struct closest *c = rlg_xcalloc(sv->ntop + 1, sizeof *c);
 	struct rlg_state next;
+	bool append;
 	size_t i, n = 0;
 
 	for (i = 0; i < sv->ntop; i++) {
 		c[n].row = &sv->top[i];
 		c[n].p = policy_named(cfg, sv->top[i].policy);
-		if (c[n].p == NULL ||
-		    c[n].p->lim.algorithm == RLG_ALG_SLIDING_LOG ||
+		if (c[n].p == NULL)
+			continue;
+		/* A sliding_log in the penalty box is its row's ban alone. */
+		next = sv->top[i].st;
+		if (c[n].p->lim.algorithm == RLG_ALG_SLIDING_LOG ?
+		    !banned(c[n].p, &sv->top[i].st, now_ms) ||
+		    rlg_limiter_sliding_log(&c[n].p->lim, NULL, 0, now_ms, 1,
+		    &append, &next, &c[n].d) != 0 :
 		    rlg_limiter_step(&c[n].p->lim, &sv->top[i].st, now_ms, 1,
 		    &next, &c[n].d) != 0)
 			continue;
@@ -447,11 +463,13 @@ put_closest(const struct rlg_config *cfg, const struct rlg_store_survey *sv,
 		rlg_sb_printf(out, ",\"client\":");
 		rlg_sb_json(out, c[i].row->client);
 		rlg_sb_printf(out, ",\"limit\":%lld,\"remaining\":%lld,"
-		    "\"retry_after_s\":%lld,\"reset_s\":%lld}",
+		    "\"retry_after_s\":%lld,\"reset_s\":%lld,"
+		    "\"banned\":%s}",
 		    (long long)c[i].p->lim.limit, (long long)c[i].remaining,
 		    c[i].d.admitted ? 0LL :
 		    (long long)rlg_response_seconds(c[i].d.retry_ms),
-		    (long long)rlg_response_seconds(c[i].d.reset_ms));
+		    (long long)rlg_response_seconds(c[i].d.reset_ms),
+		    banned(c[i].p, &c[i].row->st, now_ms) ? "true" : "false");
 	}
 	rlg_sb_printf(out, "],");
 	free(c);
@@ -492,6 +510,14 @@ put_status_policies(const struct rlg_config *cfg,
 		    (long long)p->lim.burst,
 		    p->mode == RLG_MODE_DRY_RUN ? "dry_run" : "enforce");
 		put_policy_key(p, out);
+		/* The penalty box: 0 and null without one. */
+		if (p->lim.ban_ms > 0)
+			rlg_sb_printf(out, ",\"ban_s\":%lld,\"ban_after\":%lld",
+			    (long long)(p->lim.ban_ms / 1000),
+			    (long long)(p->lim.ban_after < 1 ? 1 :
+			    p->lim.ban_after));
+		else
+			rlg_sb_printf(out, ",\"ban_s\":0,\"ban_after\":null");
 		rlg_sb_printf(out, ",\"requests\":{");
 		for (d = 0; d < RLG_MD_N; d++)
 			rlg_sb_printf(out, "%s\"%s\":%llu", d > 0 ? "," : "",

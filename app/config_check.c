@@ -37,6 +37,7 @@ static void rlg_burst_above(struct rlg_parse *p,
     const struct rlg_policy *pol, const char *label, int line);
 static void rlg_table_finish(struct rlg_parse *p);
 static void rlg_global_finish(struct rlg_parse *p);
+static void rlg_global_no_ban(struct rlg_parse *p);
 static void rlg_table_checks(struct rlg_parse *p, int commit);
 static void rlg_route_cost_check(struct rlg_parse *p,
     const struct rlg_route *r, const struct rlg_build *b, size_t scope);
@@ -52,7 +53,7 @@ static void rlg_route_match_path(struct rlg_parse *p, struct rlg_route *r,
 void
 rlg_policies_finish(struct rlg_parse *p)
 {
-	const struct rlg_set_lines *alg, *limit, *burst, *key, *delay;
+	const struct rlg_set_lines *alg, *limit, *burst, *key, *delay, *after;
 	const struct rlg_algorithm_desc *a;
 	struct rlg_policy *pol;
 	char names[128];
@@ -72,9 +73,15 @@ rlg_policies_finish(struct rlg_parse *p)
 		burst = rlg_lines(p, 1 + i, "policy", "burst");
 		key = rlg_lines(p, 1 + i, "policy", "key");
 		delay = rlg_lines(p, 1 + i, "policy", "delay");
+		after = rlg_lines(p, 1 + i, "policy", "ban_after");
 		if (burst->ok == 0)
 			pol->lim.burst = pol->lim.limit;
 		pol->smooth = delay->ok != 0;
+		if (after->ok == 0)
+			pol->lim.ban_after = 1;
+		else if (pol->lim.ban_ms == 0 && pol->lim.ban_after > 1)
+			rlg_problem(p, after->ok, "%s ban_after: applies only "
+			    "with ban (seconds > 0)", label);
 		if (key->ok != 0 && (pol->key & RLG_KEY_CHOSEN) != 0 &&
 		    !secret_set)
 			rlg_problem(p, key->ok, "%s key: header, cookie, "
@@ -542,6 +549,7 @@ rlg_global_finish(struct rlg_parse *p)
 	}
 	if (sq->commit == RLG_COMMIT_BEHIND) {
 		rlg_table_checks(p, commit);
+		rlg_global_no_ban(p);
 		return;
 	}
 	if (clients != 0)
@@ -552,6 +560,30 @@ rlg_global_finish(struct rlg_parse *p)
 	if (sync != 0)
 		rlg_problem(p, sync, "[store] sync_ms: applies only to "
 		    "commit = behind");
+}
+
+/*
+ * The local+global mode has no ban: each host decides from its own table
+ * and pushes only the units it admitted (db/redis/sync.lua), so a ban
+ * started on one host would hold on that host alone, and a refusal count
+ * split across hosts would never reach ban_after. Said on the ban line.
+ */
+static void
+rlg_global_no_ban(struct rlg_parse *p)
+{
+	size_t i;
+	int line;
+
+	for (i = 0; i < p->cfg->npolicies; i++) {
+		if (p->cfg->policies[i].lim.ban_ms == 0)
+			continue;
+		line = rlg_lines(p, 1 + i, "policy", "ban")->ok;
+		rlg_problem(p, line, "[policy %s] ban: the local+global mode "
+		    "(backend = redis, commit = behind) cannot keep a ban (each"
+		    " host refuses on its own and pushes only what it "
+		    "admitted): use commit = each, or no ban",
+		    p->cfg->policies[i].name);
+	}
 }
 
 /*

@@ -78,6 +78,16 @@ static int64_t sw_next_ms(int64_t w, int64_t e, int64_t prev, i128 room,
 static int64_t sw_retry_ms(int64_t w, int64_t e, int64_t limit, int64_t c,
     const struct rlg_state *st);
 static size_t log_first_in(const int64_t *log_ms, size_t n, int64_t since);
+static int sliding_log_core(const struct rlg_limit *lim,
+    const int64_t *log_ms, size_t n, int64_t now_ms, int64_t cost,
+    bool *append, struct rlg_state *out, struct rlg_decision *d);
+static bool ban_ok(const struct rlg_limit *lim);
+static bool ban_holds(const struct rlg_limit *lim,
+    const struct rlg_state *in, int64_t now_ms, struct rlg_state *out,
+    struct rlg_decision *d);
+static void ban_count(const struct rlg_limit *lim,
+    const struct rlg_state *in, int64_t now_ms, struct rlg_state *out,
+    struct rlg_decision *d);
 
 /*
  * The descriptor table: one row per algorithm, in the order of enum
@@ -120,7 +130,8 @@ policy_ok(const struct rlg_limit *p, enum rlg_algorithm alg)
 	const struct rlg_algorithm_desc *a = rlg_algorithm_desc(alg);
 
 	if (a == NULL || p->limit < 1 || p->limit > a->limit_max ||
-	    p->window_ms < 1 || p->window_ms > RLG_WINDOW_S_MAX * 1000)
+	    p->window_ms < 1 || p->window_ms > RLG_WINDOW_S_MAX * 1000 ||
+	    !ban_ok(p))
 		return false;
 	return !a->has_burst || (p->burst >= 1 && p->burst <= RLG_BURST_MAX);
 }
@@ -265,6 +276,9 @@ rlg_limiter_bounds(const struct rlg_limit *lim, int64_t now_ms,
 		    RLG_WINDOW_S_MAX * 1000 + skew;
 		break;
 	}
+	/* A ban's end counts as at most ban_ms away (limiter.h). */
+	if (b->delay_max < lim->ban_ms)
+		b->delay_max = lim->ban_ms;
 	return RLG_OK;
 }
 
@@ -282,11 +296,113 @@ rlg_limiter_step(const struct rlg_limit *lim, const struct rlg_state *in,
     struct rlg_decision *d)
 {
 	const struct rlg_algorithm_desc *a = rlg_algorithm_desc(lim->algorithm);
+	struct rlg_state st = *in;      /* in and out may be the same */
+	int rc;
 
 	/* One with a log needs it: the store calls rlg_limiter_sliding_log. */
-	if (a == NULL || a->step == NULL)
+	if (a == NULL || a->step == NULL || !ban_ok(lim))
 		return RLG_EINVAL;
-	return a->step(lim, in, now_ms, cost, out, d);
+	if (ban_holds(lim, &st, now_ms, out, d))
+		return RLG_OK;
+	rc = a->step(lim, &st, now_ms, cost, out, d);
+	if (rc == RLG_OK)
+		ban_count(lim, &st, now_ms, out, d);
+	return rc;
+}
+
+/* A ban within its bounds (limiter.h): none, or 1 s..RLG_BAN_S_MAX. */
+static bool
+ban_ok(const struct rlg_limit *lim)
+{
+	return lim->ban_ms == 0 || (lim->ban_ms >= 1000 &&
+	    lim->ban_ms <= RLG_BAN_S_MAX * 1000 && lim->ban_ms % 1000 == 0 &&
+	    lim->ban_after >= 0 && lim->ban_after <= RLG_LIMIT_MAX);
+}
+
+/*
+ * Before the algorithm: whether a ban holds at now_ms (limiter.h, "The
+ * ban"). If so the request is refused until its end, *out = *in (the ban
+ * is not extended), and true.
+ */
+static bool
+ban_holds(const struct rlg_limit *lim, const struct rlg_state *in,
+    int64_t now_ms, struct rlg_state *out, struct rlg_decision *d)
+{
+	int64_t until;
+
+	if (lim->ban_ms == 0)
+		return false;
+	now_ms = rlg_limiter_clamp_time(now_ms);
+	if (in->ban_until_ms <= now_ms)
+		return false;
+	until = in->ban_until_ms;
+	if (until > now_ms + lim->ban_ms)
+		until = now_ms + lim->ban_ms;   /* ahead of this clock, or damaged */
+	*out = *in;
+	d->admitted = false;
+	d->limit = lim->limit;
+	d->remaining = 0;
+	d->retry_ms = until - now_ms;
+	d->reset_ms = d->retry_ms;
+	d->next_ms = d->retry_ms;
+	return true;
+}
+
+/*
+ * After the algorithm decided (no ban held): the ban's fields of *out.
+ * Without a ban they are 0 when admitted, in's when refused (*out =
+ * *in). With one, admitted: the count is kept, an ended ban cleared;
+ * refused: counted in now's aligned window, the ban_after-th starting
+ * the ban, answered with its whole length.
+ */
+static void
+ban_count(const struct rlg_limit *lim, const struct rlg_state *in,
+    int64_t now_ms, struct rlg_state *out, struct rlg_decision *d)
+{
+	int64_t start, after, n;
+
+	if (lim->ban_ms == 0) {
+		/* As before bans: a refusal leaves the state as it was. */
+		out->refused = d->admitted ? 0 : in->refused;
+		out->refused_start_ms = d->admitted ? 0 : in->refused_start_ms;
+		out->ban_until_ms = d->admitted ? 0 : in->ban_until_ms;
+		return;
+	}
+	now_ms = rlg_limiter_clamp_time(now_ms);
+	start = now_ms - now_ms % lim->window_ms;
+	after = lim->ban_after < 1 ? 1 : lim->ban_after;
+	n = in->refused_start_ms == start ?
+	    clamp_upto(in->refused, after - 1) : 0;
+	out->refused = n;
+	out->refused_start_ms = n > 0 ? start : 0;
+	out->ban_until_ms = 0;
+	if (d->admitted)
+		return;
+	n++;
+	out->refused_start_ms = start;
+	if (n < after) {
+		out->refused = n;
+	} else {
+		out->refused = 0;
+		out->ban_until_ms = now_ms + lim->ban_ms;
+		d->remaining = 0;
+		d->retry_ms = lim->ban_ms;
+		d->reset_ms = d->retry_ms;
+		d->next_ms = d->retry_ms;
+	}
+	if (out->expires_ms < out->ban_until_ms)
+		out->expires_ms = out->ban_until_ms;
+	if (out->expires_ms < start + lim->window_ms)
+		out->expires_ms = start + lim->window_ms;
+}
+
+bool
+rlg_limiter_refusal_writes(const struct rlg_limit *lim,
+    const struct rlg_state *in, const struct rlg_state *out)
+{
+	return lim->ban_ms > 0 && (out->refused != in->refused ||
+	    out->refused_start_ms != in->refused_start_ms ||
+	    out->ban_until_ms != in->ban_until_ms);
 }
 
 /*
@@ -702,6 +818,29 @@ rlg_limiter_sliding_log(const struct rlg_limit *lim,
     const int64_t *log_ms, size_t n, int64_t now_ms, int64_t cost,
     bool *append, struct rlg_state *out, struct rlg_decision *d)
 {
+	struct rlg_state in = { 0 };
+	int rc;
+
+	if (append != NULL)
+		*append = false;
+	if (append == NULL || out == NULL || !ban_ok(lim))
+		return RLG_EINVAL;
+	if (lim->ban_ms > 0)
+		in = *out;      /* the stored row: its ban */
+	if (ban_holds(lim, &in, now_ms, out, d))
+		return RLG_OK;
+	rc = sliding_log_core(lim, log_ms, n, now_ms, cost, append, out, d);
+	if (rc == RLG_OK)
+		ban_count(lim, &in, now_ms, out, d);
+	return rc;
+}
+
+/* The sliding log's decision, without the ban: as limiter.h says. */
+static int
+sliding_log_core(const struct rlg_limit *lim,
+    const int64_t *log_ms, size_t n, int64_t now_ms, int64_t cost,
+    bool *append, struct rlg_state *out, struct rlg_decision *d)
+{
 	int64_t w, limit, oldest, newest, c;
 	size_t lo, m;
 	bool over;
@@ -727,7 +866,7 @@ rlg_limiter_sliding_log(const struct rlg_limit *lim,
 		/* After the append: now joins the log (maybe not last). */
 		oldest = now_ms;
 		newest = now_ms;
-		if (m > 0) {
+		if (m > 0 && log_ms != NULL) {
 			if (rlg_limiter_clamp_time(log_ms[lo]) < oldest)
 				oldest = rlg_limiter_clamp_time(log_ms[lo]);
 			if (rlg_limiter_clamp_time(log_ms[n - 1]) > newest)
@@ -754,7 +893,7 @@ rlg_limiter_sliding_log(const struct rlg_limit *lim,
 
 	d->admitted = false;
 	d->remaining = (int64_t)m < limit ? limit - (int64_t)m : 0;
-	if (m == 0) {
+	if (m == 0 || log_ms == NULL) {
 		/* c > limit, the log empty: nothing to wait for. */
 		out->count = 0;
 		out->window_start_ms = 0;
@@ -819,6 +958,9 @@ rlg_limiter_merge(const struct rlg_limit *lim,
 		tat = now_us + RLG_GCRA_TAU_MAX_US + t_us;
 	if (tat < base)
 		tat = base;
+	out->refused = global->refused;
+	out->refused_start_ms = global->refused_start_ms;
+	out->ban_until_ms = global->ban_until_ms;
 	out->window_start_ms = 0;
 	out->count = 0;
 	out->prev_count = 0;

@@ -63,6 +63,8 @@ enum { RLG_ALGORITHMS(RLG_ALG_NTH_) RLG_ALG_COUNT };
  * and stored window starts alike: with the bounds above nothing overflows.
  */
 #define RLG_TIME_MS_MAX   253402300799999LL
+/* The longest ban (struct rlg_limit's ban_ms), in seconds: one year. */
+#define RLG_BAN_S_MAX     RLG_WINDOW_S_MAX
 
 /*
  * One limit: what an algorithm needs of a policy, and nothing else (the
@@ -75,6 +77,12 @@ struct rlg_limit {
 	int64_t window_ms;             /* window length in ms, whole seconds */
 	int64_t burst;                 /* token bucket: requests at once, >= 1
 	                                  (default: limit); others: unused */
+	int64_t ban_ms;                /* the penalty box: 0, none; else a
+	                                  ban's length, whole seconds,
+	                                  1 s..RLG_BAN_S_MAX ("The ban") */
+	int64_t ban_after;             /* the refusal that starts a ban: the
+	                                  Nth in one window, 1..RLG_LIMIT_MAX
+	                                  (0 counts as 1) */
 };
 
 /*
@@ -95,7 +103,38 @@ struct rlg_state {
 	int64_t prev_count;
 	int64_t tat_us;
 	int64_t expires_ms;    /* from this instant on the state is as fresh: prunable */
+	/*
+	 * The penalty box (a policy with ban_ms > 0; all 0 without one):
+	 * refused counts the refusals of the aligned window that starts at
+	 * refused_start_ms (a multiple of window_ms, every algorithm
+	 * alike), and ban_until_ms is when the client's last ban ends (0:
+	 * never banned, or not since the last write).
+	 */
+	int64_t refused;
+	int64_t refused_start_ms;
+	int64_t ban_until_ms;
 };
+
+/*
+ * The ban (the penalty box). A policy with ban_ms > 0 blocks a client for
+ * ban_ms after its ban_after-th refusal within one aligned window
+ * (refused_start_ms): while now_ms < ban_until_ms every request is
+ * refused, whatever its algorithm would say, with remaining 0 and
+ * retry_ms = reset_ms = next_ms = ban_until_ms - now_ms (a stored end
+ * beyond now_ms + ban_ms, a clock stepped back or a damaged row, counts
+ * as now_ms + ban_ms). A refusal during a ban changes nothing: the ban is
+ * a fixed timeout, never extended. Every other refusal is counted (out
+ * then differs from in, rlg_limiter_refusal_writes says so: the store
+ * writes out although the request is refused); the one that reaches ban_after
+ * starts the ban (ban_until_ms = now_ms + ban_ms, refused back to 0) and
+ * is answered with retry_ms = ban_ms. expires_ms is then kept at least at
+ * the ban's end and the refusal window's end, so pruning never lifts a
+ * ban or forgets a count. An admitted request keeps the count and clears
+ * an ended ban. Without a ban (ban_ms 0), every algorithm decides and
+ * stores exactly as it did before bans existed (refused,
+ * refused_start_ms and ban_until_ms stored as 0): a refusal writes
+ * nothing.
+ */
 
 /*
  * Request cost. Every algorithm charges a request's cost c units
@@ -155,7 +194,8 @@ struct rlg_decision {
  * rlg_limiter_sliding_log).
  * in: the stored state (all zero for a new client); out: the state to store
  * if the request is admitted (equal to *in when it is rejected: a rejected
- * request consumes no quota); d: the decision. in and out may be the same.
+ * request consumes no quota, unless the policy has a ban: see "The ban"
+ * above, rlg_limiter_refusal_writes); d: the decision. in and out may be the same.
  * A clock that went backwards (now_ms before the stored window) is clamped
  * to the stored window: it never grants quota the state did not allow.
  * Returns RLG_OK, or RLG_EINVAL for an impossible policy (limit or window
@@ -213,11 +253,22 @@ rlg_limiter_fn rlg_limiter_token_bucket;
  * log_ms[n + cost - limit - 1] + window_ms - now_ms (cost 1:
  * log_ms[n - limit]). RLG_EINVAL for a bad policy (limit above
  * RLG_SLIDING_LOG_LIMIT_MAX), a bad cost, append NULL, or log_ms NULL
- * with n > 0.
+ * with n > 0. With a ban (ban_ms > 0) *out is read first: it holds the
+ * stored row (all zero for a new client), whose ban fields the step
+ * reads ("The ban"); without one it is only written.
  */
 int rlg_limiter_sliding_log(const struct rlg_limit *lim,
     const int64_t *log_ms, size_t n, int64_t now_ms, int64_t cost,
     bool *append, struct rlg_state *out, struct rlg_decision *d);
+
+/*
+ * Whether a refused step of lim from the stored state in to out must be
+ * written although the request is refused: the policy has a ban and the
+ * refusal was counted or started one (out's ban fields differ from in's).
+ * Never without a ban, nor during one (a refusal then changes nothing).
+ */
+bool rlg_limiter_refusal_writes(const struct rlg_limit *lim,
+    const struct rlg_state *in, const struct rlg_state *out);
 
 /*
  * A time as every algorithm sees it: before the epoch counts as the epoch,
@@ -235,7 +286,7 @@ int64_t rlg_limiter_clamp_time(int64_t t_ms);
  *     is 0 for cost 1, else up to remaining_max + 1 (a cost above the
  *     capacity refused with the whole quota left);
  *   delay_max: reset_ms, and a rejected request's retry_ms, are
- *     1..delay_max (an admitted request's retry_ms is 0); next_ms is
+ *     1..delay_max (at least ban_ms with a ban) (an admitted request's retry_ms is 0); next_ms is
  *     1..reset_ms when admitted, retry_ms when rejected.
  * delay_max holds for any state that rlgate stored at any time in
  * [0, RLG_TIME_MS_MAX], under any policy (a state outlives a change of the
@@ -285,6 +336,8 @@ int rlg_limiter_bounds(const struct rlg_limit *lim, int64_t now_ms,
  *                   now); a stored tat beyond what rlgate stores counts
  *                   as that bound.
  *   sliding_log     not mergeable: RLG_EINVAL (it stays exact-only).
+ * The ban's fields (refused, refused_start_ms, ban_until_ms) are global's,
+ * unchanged: the config refuses a ban in the local+global mode.
  * Counts may exceed the limit after a merge (the over-admission the
  * mode's bound measures): they are kept, up to RLG_MERGE_COUNT_MAX;
  * rlg_limiter_step clamps them to the limit, so a merged state over its

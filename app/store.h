@@ -5,8 +5,13 @@
  * the heart of rlgate: for one request it reads the state of every policy
  * that applies, runs the limiter on each, and writes the new states only if
  * every policy admits the request, all in one atomic write, so counting is
- * exact however many processes and threads share the store. The backends
- * sit behind one operations table and register by name (struct
+ * exact however many processes and threads share the store. The one
+ * exception is a policy with a ban (the penalty box, limiter.h "The
+ * ban"): its refusal, when the limiter counts it or starts a ban with it
+ * (rlg_limiter_refusal_writes), is written in the same atomic step
+ * whether the request is admitted or not; other policies' states stay
+ * as they were, and a policy without a ban never writes a refusal. The
+ * backends sit behind one operations table and register by name (struct
  * rlg_backend): SQLite (store_sqlite.c: one file, the processes of one
  * machine) and Redis (store_redis.c: one server, many gateways), chosen
  * by [store] backend; a rejection cache (store_cache.c) or the decision
@@ -204,7 +209,8 @@ int rlg_store_open(const struct rlg_store_config *cfg, struct rlg_store **out);
 /*
  * One request: applies items[0..n) at now_ms, atomically. decisions[i] gets
  * policy i's decision. The request is admitted when every decision is; only
- * then are the new states written. Returns RLG_OK (admitted or not), or
+ * then are the new states written (but a refusal a ban counts, written
+ * either way: above). Returns RLG_OK (admitted or not), or
  * RLG_ESTORE when the store failed (nothing written, decisions undefined;
  * on a Redis Cluster, items of several slots: see
  * store_redis_cluster.c),

@@ -15,8 +15,8 @@
  * absolute reset and retry instants of each decision, and answers from
  * them while t0 <= now < the earliest retry.
  *
- * What it caches: only steps in which every item rejected and none is
- * advisory. A request that only some of its policies reject goes to the
+ * What it caches: only steps in which every item rejected, none is
+ * advisory and none has a ban (below). A request that only some of its policies reject goes to the
  * store: an admission through another route could make another of its
  * policies reject too, which would change the answer. Advisory items (dry
  * run, reported exemptions) go to the store so their decisions stay live.
@@ -59,6 +59,11 @@
  * rejected a state rejects a fuller one until at least the same instant;
  * the instants the entry tells can be early, and the client asks again
  * sooner, where the store answers.
+ *
+ * A policy with a ban (the penalty box) is never cached: its refusals
+ * write (the refusal count, the ban), so the store must see each one,
+ * and a ban lasts far longer than a window, so a cached one would outlive
+ * rlgate --reset by up to the ban's length.
  *
  * What it changes: a client reset by hand in the database (DELETE FROM
  * rlg_state) stays rejected by a worker that cached it until its retry
@@ -263,6 +268,7 @@ cache_remember(struct cache_entry *e, const struct rlg_store_item *items,
 		if (items[i].if_new)
 			continue;
 		if (decisions[i].admitted || items[i].advisory ||
+		    items[i].policy->lim.ban_ms > 0 ||
 		    decisions[i].retry_ms <= 0 || decisions[i].reset_ms <= 0 ||
 		    decisions[i].remaining != 0 ||
 		    decisions[i].retry_ms > INT64_MAX - now_ms ||

@@ -17,7 +17,8 @@
  *                                          KEYS[2i-1] again (why:
  *                                          store_redis_cluster.c)
  *   ARGV = now_ms ("" for Redis TIME), n, then per item: algorithm,
- *          limit, window_ms, burst, flags (1 advisory, 2 if_new), cost
+ *          limit, window_ms, burst, flags (1 advisory, 2 if_new), cost,
+ *          ban_ms (0: none), ban_after
  * and the reply is an array of 1 + 6n integers: the now_ms used, then per
  * item admitted, limit, remaining, reset_ms, retry_ms, next_ms. The reply
  * is checked strictly; anything else is a store failure.
@@ -533,6 +534,7 @@ rd_check_items(struct rd_store *s, const struct rlg_store_item *items,
 			    items[i].client);
 			return RLG_EINVAL;
 		}
+		out = zero;     /* the sliding log reads a ban's row from it */
 		if (p->lim.algorithm == RLG_ALG_SLIDING_LOG)
 			rc = rlg_limiter_sliding_log(&p->lim, NULL, 0, now_ms, 1,
 			    &append, &out, &d);

@@ -45,7 +45,12 @@
  *      probe, two fixed_window items of limit 1 on the group's first
  *      state key, whose second always rejects (it sees the first's count
  *      of 1, or the same full state the first rejected on), so the script
- *      decides every item exactly as it would and writes nothing;
+ *      decides every item exactly as it would and writes nothing (but a
+ *      refusal a ban counts, which a refused request writes: the request
+ *      is then refused, in step 2, and counted once; an advisory item's
+ *      such refusal, which refuses nothing, is written by the check and
+ *      again by step 4: a dry_run policy with a ban, across slots, may
+ *      count one refusal twice);
  *   2. if a check rejects, the last group is checked too and the request
  *      is rejected: nothing was written anywhere;
  *   3. else the last group is run for real: it is its own check; if it

@@ -20,7 +20,7 @@
 #include "util.h"
 
 /* The arguments: n, then this many per item. */
-#define RD_PER_ITEM 6
+#define RD_PER_ITEM 8
 /* The reply: now_ms, then this many integers per item. */
 #define RD_REPLY_PER_ITEM 6
 
@@ -180,7 +180,8 @@ rd_build_now(struct rd_store *s, int64_t now_ms, char *at, size_t *ap)
 
 /*
  * A request's ARGV from argument *a on, their text from at on: n, then
- * each item's algorithm, limit, window_ms, burst, flags and cost, then
+ * each item's algorithm, limit, window_ms, burst, flags, cost, ban_ms and
+ * ban_after, then
  * the probe's (n - m items). Returns the end of the text written.
  */
 static char *
@@ -188,7 +189,7 @@ rd_build_args(struct rd_store *s, const struct rlg_store_item *items,
     const size_t *idx, size_t m, size_t n, char *at, size_t *ap)
 {
 	static const char *const probe_args[RD_PER_ITEM] = { "0", "1",
-	    "1000", "0", "0", "1" };
+	    "1000", "0", "0", "1", "0", "1" };
 	const struct rlg_store_item *it;
 	const struct rlg_policy *p;
 	size_t i, k, a = *ap;
@@ -207,6 +208,8 @@ rd_build_args(struct rd_store *s, const struct rlg_store_item *items,
 		/* flags: 1 advisory, 2 a charge for a new key */
 		v[4] = (it->advisory ? 1 : 0) | (it->if_new ? 2 : 0);
 		v[5] = rlg_store_item_cost(it);
+		v[6] = p->lim.ban_ms;
+		v[7] = p->lim.ban_after;
 		for (k = 0; k < RD_PER_ITEM; k++, a++) {
 			s->argv[a] = at;
 			s->argvlen[a] = (size_t)snprintf(at, RD_NUM, "%lld",

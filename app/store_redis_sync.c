@@ -443,6 +443,10 @@ rd_sync_reply(struct rd_store *s, struct rd_sync *y, const struct rd_call *c,
 		st.prev_count = v[2];
 		st.tat_us = v[3];
 		st.expires_ms = v[4];
+		/* no ban in the local+global mode (config_check.c) */
+		st.refused = 0;
+		st.refused_start_ms = 0;
+		st.ban_until_ms = 0;
 		y->global[y->order[c->start + i]] = st;
 	}
 	return RLG_OK;

@@ -57,6 +57,9 @@ rlg_store_sqlite_scan(struct rlg_store *base, int64_t now_ms,
 		row.st.expires_ms = sqlite3_column_int64(st, 4);
 		row.st.prev_count = sqlite3_column_int64(st, 5);
 		row.st.tat_us = sqlite3_column_int64(st, 6);
+		row.st.refused = sqlite3_column_int64(st, 7);
+		row.st.refused_start_ms = sqlite3_column_int64(st, 8);
+		row.st.ban_until_ms = sqlite3_column_int64(st, 9);
 		if (fn(ctx, &row) != 0) {
 			rc = SQLITE_DONE;
 			break;
@@ -90,6 +93,9 @@ bind_row(sqlite3_stmt *st, const struct rlg_store_row *row)
 	sqlite3_bind_int64(st, 5, row->st.expires_ms);
 	sqlite3_bind_int64(st, 6, row->st.prev_count);
 	sqlite3_bind_int64(st, 7, row->st.tat_us);
+	sqlite3_bind_int64(st, 8, row->st.refused);
+	sqlite3_bind_int64(st, 9, row->st.refused_start_ms);
+	sqlite3_bind_int64(st, 10, row->st.ban_until_ms);
 }
 
 /*
@@ -275,7 +281,7 @@ sq_probe(struct rlg_store *base, int64_t now_ms)
 /*
  * rlg_store_survey: the schema's per-policy client counts, and for each
  * policy its RLG_SURVEY_TOP most used states among the first
- * RLG_SURVEY_SCAN of its primary key's range. Statements prepared per
+ * RLG_SURVEY_SCAN of its primary key's range, the banned ones first. Statements prepared per
  * call: a page's poll, not a decision.
  */
 int
@@ -296,9 +302,11 @@ sq_survey(struct rlg_store *base, int64_t now_ms, bool top,
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(s->db,
 		    "SELECT client, window_start_ms, count, expires_ms,"
-		    " prev_count, tat_us FROM (SELECT * FROM rlg_state"
+		    " prev_count, tat_us, refused, refused_start_ms,"
+		    " ban_until_ms FROM (SELECT * FROM rlg_state"
 		    " WHERE policy = ?1 AND expires_ms > ?2 LIMIT ?3)"
-		    " ORDER BY count + prev_count DESC, tat_us DESC LIMIT ?4",
+		    " ORDER BY ban_until_ms > ?2 DESC,"
+		    " count + prev_count DESC, tat_us DESC LIMIT ?4",
 		    -1, &ts, NULL);
 	while (rc == SQLITE_OK && (rc = sqlite3_step(cs)) == SQLITE_ROW) {
 		rc = SQLITE_OK;
@@ -331,6 +339,9 @@ sq_survey(struct rlg_store *base, int64_t now_ms, bool top,
 			r->st.expires_ms = sqlite3_column_int64(ts, 3);
 			r->st.prev_count = sqlite3_column_int64(ts, 4);
 			r->st.tat_us = sqlite3_column_int64(ts, 5);
+			r->st.refused = sqlite3_column_int64(ts, 6);
+			r->st.refused_start_ms = sqlite3_column_int64(ts, 7);
+			r->st.ban_until_ms = sqlite3_column_int64(ts, 8);
 		}
 		sqlite3_reset(ts);
 		if (rc == SQLITE_DONE)

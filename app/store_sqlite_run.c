@@ -24,18 +24,23 @@ const char *const sq_sql[SQ_NSTMT] = {
 	[SQ_COMMIT] = "COMMIT",
 	[SQ_ROLLBACK] = "ROLLBACK",
 	[SQ_SELECT] =
-	    "SELECT window_start_ms, count, expires_ms, prev_count, tat_us"
+	    "SELECT window_start_ms, count, expires_ms, prev_count, tat_us,"
+	    " refused, refused_start_ms, ban_until_ms"
 	    " FROM rlg_state WHERE policy = ?1 AND client = ?2",
 	[SQ_UPSERT] =
 	    "INSERT INTO rlg_state (policy, client, window_start_ms, count,"
-	    " expires_ms, prev_count, tat_us)"
-	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+	    " expires_ms, prev_count, tat_us, refused, refused_start_ms,"
+	    " ban_until_ms)"
+	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
 	    " ON CONFLICT (policy, client) DO UPDATE SET"
 	    " window_start_ms = excluded.window_start_ms,"
 	    " count = excluded.count,"
 	    " expires_ms = excluded.expires_ms,"
 	    " prev_count = excluded.prev_count,"
-	    " tat_us = excluded.tat_us",
+	    " tat_us = excluded.tat_us,"
+	    " refused = excluded.refused,"
+	    " refused_start_ms = excluded.refused_start_ms,"
+	    " ban_until_ms = excluded.ban_until_ms",
 	/*
 	 * Most admitted requests of a fixed or sliding window change only
 	 * the count of a stored row. Leaving expires_ms out of the SET list
@@ -44,7 +49,8 @@ const char *const sq_sql[SQ_NSTMT] = {
 	 */
 	[SQ_UPDATE] =
 	    "UPDATE rlg_state SET window_start_ms = ?3, count = ?4,"
-	    " prev_count = ?5, tat_us = ?6"
+	    " prev_count = ?5, tat_us = ?6, refused = ?7,"
+	    " refused_start_ms = ?8, ban_until_ms = ?9"
 	    " WHERE policy = ?1 AND client = ?2",
 	/*
 	 * The write-behind's row when its expiry is the one stored (a fixed
@@ -53,7 +59,8 @@ const char *const sq_sql[SQ_NSTMT] = {
 	 */
 	[SQ_FLUSH_UPDATE] =
 	    "UPDATE rlg_state SET window_start_ms = ?3, count = ?4,"
-	    " prev_count = ?6, tat_us = ?7"
+	    " prev_count = ?6, tat_us = ?7, refused = ?8,"
+	    " refused_start_ms = ?9, ban_until_ms = ?10"
 	    " WHERE policy = ?1 AND client = ?2 AND expires_ms = ?5",
 	/*
 	 * A bounded batch: the inner SELECT walks the expires_ms index; the
@@ -90,7 +97,8 @@ const char *const sq_sql[SQ_NSTMT] = {
 	/* The table's seed (store_sqlite_rows.c): every live state. */
 	[SQ_SCAN] =
 	    "SELECT policy, client, window_start_ms, count, expires_ms,"
-	    " prev_count, tat_us FROM rlg_state WHERE expires_ms > ?1",
+	    " prev_count, tat_us, refused, refused_start_ms, ban_until_ms"
+	    " FROM rlg_state WHERE expires_ms > ?1",
 	/* rlgate --reset: a client's states (the trigger takes its log). */
 	[SQ_RESET] =
 	    "DELETE FROM rlg_state WHERE client = ?1"

@@ -53,7 +53,7 @@
 extern const char rlg_schema_sql[];
 
 /* The PRAGMA user_version that db/schema.sql sets. */
-#define SQ_SCHEMA_VERSION 4
+#define SQ_SCHEMA_VERSION 5
 
 /*
  * rlgate's schema as SQLite stores it: db/schema.sql applied to an
@@ -103,6 +103,10 @@ static const char *sq_quote(const char *name, char *buf, size_t size);
  * 3 -> 4: nothing to alter. schema.sql adds rlg_override, its triggers and
  * rlg_override_version, whose one row starts at a random version.
  *
+ * 4 -> 5: the columns of the penalty box (refused, refused_start_ms,
+ * ban_until_ms; appended, 0 in every row: no ban). schema.sql adds the
+ * view bans.
+ *
  * A version that changes the text of one of rlgate's triggers or indexes
  * must DROP it here: schema.sql's IF NOT EXISTS would keep the old text,
  * and sq_check_schema refuses any text but the one schema.sql creates.
@@ -117,6 +121,13 @@ static const char *const sq_migrations[SQ_SCHEMA_VERSION] = {
 	    "DROP VIEW IF EXISTS summary;",
 	[2] = "",
 	[3] = "",
+	[4] =
+	    "ALTER TABLE rlg_state ADD COLUMN"
+	    " refused INTEGER NOT NULL DEFAULT 0;"
+	    "ALTER TABLE rlg_state ADD COLUMN"
+	    " refused_start_ms INTEGER NOT NULL DEFAULT 0;"
+	    "ALTER TABLE rlg_state ADD COLUMN"
+	    " ban_until_ms INTEGER NOT NULL DEFAULT 0;",
 };
 
 /*

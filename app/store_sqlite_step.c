@@ -79,6 +79,15 @@ static int sq_save(struct sq_store *s, const struct rlg_store_item *item,
 static int sq_save_log(struct sq_store *s, const struct rlg_store_item *item,
     const struct sq_item *x, int64_t now_ms);
 static int64_t sq_expires(int64_t expires_ms);
+static bool sq_refusal_writes(const struct sq_store *s,
+    const struct rlg_store_item *items, size_t i,
+    const struct rlg_decision *decisions);
+static bool sq_refusals(const struct sq_store *s,
+    const struct rlg_store_item *items, size_t n,
+    const struct rlg_decision *decisions);
+static int sq_save_refusals(struct sq_store *s,
+    const struct rlg_store_item *items, size_t n,
+    const struct rlg_decision *decisions);
 
 /* One request in a transaction of its own. */
 int
@@ -110,7 +119,8 @@ sq_step_alone(void *handle, const struct rlg_store_item *items,
 
 /*
  * The decisions and writes of one request inside an open transaction.
- * *wrote tells whether it was admitted (its states written). RLG_OK, or
+ * *wrote tells whether it wrote: admitted (its states written), or
+ * refused with refusals that a ban counts (those states written). RLG_OK, or
  * RLG_EFULL with nothing of this request written (when nested, its writes
  * are undone to a savepoint; else the caller rolls back), the transaction
  * still open; else the transaction is rolled back and RLG_ESTORE or
@@ -147,8 +157,13 @@ sq_apply(struct sq_store *s, const struct rlg_store_item *items, size_t n,
 	 */
 	if (s->schema_moved && sq_recheck(s) != 0)
 		return sq_failed(s, SQLITE_AUTH);
-	if (!admitted)
+	if (!admitted) {
+		/* A refused request writes only the refusals a ban counts. */
+		if ((rc = sq_save_refusals(s, items, n, decisions)) != SQLITE_OK)
+			return sq_failed(s, rc);
+		*wrote = sq_refusals(s, items, n, decisions);
 		return RLG_OK;
+	}
 	/* Only a request that may add a client can find the store full. */
 	for (i = 0; i < n && s->max_clients > 0 && !fresh; i++)
 		fresh = decisions[i].admitted && !s->scratch[i].skip &&
@@ -156,6 +171,8 @@ sq_apply(struct sq_store *s, const struct rlg_store_item *items, size_t n,
 		    items[i].policy->lim.algorithm == RLG_ALG_SLIDING_LOG);
 	if (fresh && nested &&
 	    (rc = sq_run(s, "step", s->stmt[SQ_SAVEPOINT])) != SQLITE_OK)
+		return sq_failed(s, rc);
+	if ((rc = sq_save_refusals(s, items, n, decisions)) != SQLITE_OK)
 		return sq_failed(s, rc);
 	for (i = 0; i < n; i++) {
 		/* An advisory rejection consumes nothing; a skip is none. */
@@ -188,6 +205,52 @@ sq_apply(struct sq_store *s, const struct rlg_store_item *items, size_t n,
 		return sq_failed(s, rc);
 	*wrote = true;
 	return RLG_OK;
+}
+
+/*
+ * Whether item i's refusal must be written: a policy with a ban counted
+ * it, or started a ban with it (rlg_limiter_refusal_writes).
+ */
+static bool
+sq_refusal_writes(const struct sq_store *s, const struct rlg_store_item *items,
+    size_t i, const struct rlg_decision *decisions)
+{
+	return !decisions[i].admitted && !s->scratch[i].skip &&
+	    rlg_limiter_refusal_writes(&items[i].policy->lim,
+	    &s->scratch[i].in, &s->scratch[i].out);
+}
+
+/* Whether any item's refusal is written. */
+static bool
+sq_refusals(const struct sq_store *s, const struct rlg_store_item *items,
+    size_t n, const struct rlg_decision *decisions)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (sq_refusal_writes(s, items, i, decisions))
+			return true;
+	return false;
+}
+
+/*
+ * The refusals a ban counts, written: each such item's state row (a
+ * sliding_log's row only, never its log). SQLITE_OK or the error.
+ */
+static int
+sq_save_refusals(struct sq_store *s, const struct rlg_store_item *items,
+    size_t n, const struct rlg_decision *decisions)
+{
+	size_t i;
+	int rc;
+
+	for (i = 0; i < n; i++) {
+		if (!sq_refusal_writes(s, items, i, decisions))
+			continue;
+		if ((rc = sq_save(s, &items[i], &s->scratch[i])) != SQLITE_OK)
+			return rc;
+	}
+	return SQLITE_OK;
 }
 
 /* Makes room for n items in the step scratch. */
@@ -356,7 +419,19 @@ sq_decide_log(struct sq_store *s, const struct rlg_store_item *items,
 		}
 	}
 	x->seq = seq + (int64_t)k;
+	/* Its ban lives in the state row: read it only for a ban. */
+	memset(&x->in, 0, sizeof x->in);
 	x->stored = false;
+	for (j = i; p->lim.ban_ms > 0 && j-- > 0 && !x->stored; ) {
+		if (sq_same_key(&items[j], &items[i])) {
+			x->in = s->scratch[j].out;
+			x->stored = true;
+		}
+	}
+	if (p->lim.ban_ms > 0 && !x->stored &&
+	    (rc = sq_load(s, &items[i], x)) != SQLITE_OK)
+		return sq_failed(s, rc);
+	x->out = x->in;
 	x->live = n > 0;
 	if (rlg_limiter_sliding_log(&p->lim, s->log_ms, n, now_ms,
 	    rlg_store_item_cost(&items[i]), &x->append, &x->out, d) != RLG_OK)
@@ -406,6 +481,9 @@ sq_load(struct sq_store *s, const struct rlg_store_item *item,
 		x->in.expires_ms = sqlite3_column_int64(st, 2);
 		x->in.prev_count = sqlite3_column_int64(st, 3);
 		x->in.tat_us = sqlite3_column_int64(st, 4);
+		x->in.refused = sqlite3_column_int64(st, 5);
+		x->in.refused_start_ms = sqlite3_column_int64(st, 6);
+		x->in.ban_until_ms = sqlite3_column_int64(st, 7);
 		x->stored = true;
 		rc = SQLITE_OK;
 	} else if (rc == SQLITE_DONE) {
@@ -514,6 +592,9 @@ sq_save(struct sq_store *s, const struct rlg_store_item *item,
 		sqlite3_bind_int64(st, 4, x->out.count);
 		sqlite3_bind_int64(st, 5, x->out.prev_count);
 		sqlite3_bind_int64(st, 6, x->out.tat_us);
+		sqlite3_bind_int64(st, 7, x->out.refused);
+		sqlite3_bind_int64(st, 8, x->out.refused_start_ms);
+		sqlite3_bind_int64(st, 9, x->out.ban_until_ms);
 		rc = sq_run(s, "step", st);
 		/*
 		 * The write lock is ours, so the row cannot have gone; if
@@ -530,6 +611,9 @@ sq_save(struct sq_store *s, const struct rlg_store_item *item,
 	sqlite3_bind_int64(st, 5, expires);
 	sqlite3_bind_int64(st, 6, x->out.prev_count);
 	sqlite3_bind_int64(st, 7, x->out.tat_us);
+	sqlite3_bind_int64(st, 8, x->out.refused);
+	sqlite3_bind_int64(st, 9, x->out.refused_start_ms);
+	sqlite3_bind_int64(st, 10, x->out.ban_until_ms);
 	return sq_run(s, "step", st);
 }
 

@@ -77,6 +77,8 @@ struct tab_store {
 		uint64_t hash;            /* of (slot, client), before the lock */
 		int slot;                 /* the policy's slot it assumed; -1 */
 		bool skip;
+		bool refusal;             /* refused, and a ban counted it:
+		                           * written all the same */
 		bool pull;                /* sync: new here, read from the
 		                           * shared store first */
 	} *scratch;
@@ -118,7 +120,7 @@ static int tab_decide(struct tab_store *s, const struct rlg_store_item *items,
     size_t n, int64_t now_ms, struct rlg_decision *decisions, bool *admit);
 static int tab_write_admitted(struct tab_store *s,
     const struct rlg_store_item *items, size_t n, int64_t now_ms,
-    const struct rlg_decision *decisions);
+    const struct rlg_decision *decisions, bool admit);
 static int tab_lock_ready(struct tab_store *s,
     const struct rlg_store_item *items, size_t n);
 static int tab_pull(struct tab_store *s, const struct rlg_store_item *items,
@@ -463,7 +465,9 @@ tab_decide(struct tab_store *s, const struct rlg_store_item *items, size_t n,
 			if (!s->scratch[j].skip &&
 			    strcmp(items[j].policy->name, items[i].policy->name) == 0 &&
 			    strcmp(items[j].client, items[i].client) == 0)
-				in = decisions[j].admitted ? &s->scratch[j].out : NULL;
+				in = decisions[j].admitted ||
+				    s->scratch[j].refusal ?
+				    &s->scratch[j].out : NULL;
 		if (in == NULL) {
 			e = tab_find(s, &items[i], &s->scratch[i]);
 			in = e != NULL ? &e->st : &fresh;
@@ -486,30 +490,36 @@ tab_decide(struct tab_store *s, const struct rlg_store_item *items, size_t n,
 			    " refused policy \"%s\"", items[i].policy->name);
 			return RLG_EINVAL;
 		}
+		s->scratch[i].refusal = !decisions[i].admitted &&
+		    rlg_limiter_refusal_writes(&items[i].policy->lim, in,
+		    &s->scratch[i].out);
 		if (!decisions[i].admitted && !items[i].advisory)
 			*admit = false;
 	}
 	if (pull)
 		return TAB_PULL;
-	if (!*admit) {
+	if (!*admit)
 		tab_refused(s, n);
-		return RLG_OK;
-	}
-	return tab_write_admitted(s, items, n, now_ms, decisions);
+	return tab_write_admitted(s, items, n, now_ms, decisions, *admit);
 }
 
-/* Under the lock, a request admitted: each admitted item's new state
- * written, its entry made if need be. RLG_OK, RLG_EFULL or RLG_ESTORE. */
+/*
+ * Under the lock: each admitted item's new state written if the request
+ * is admitted (admit), and each refusal that a ban counted whether it is
+ * or not, its entry made if need be. RLG_OK, RLG_EFULL or RLG_ESTORE.
+ */
 static int
 tab_write_admitted(struct tab_store *s, const struct rlg_store_item *items,
-    size_t n, int64_t now_ms, const struct rlg_decision *decisions)
+    size_t n, int64_t now_ms, const struct rlg_decision *decisions,
+    bool admit)
 {
 	struct tbl_entry *e;
 	bool inserted = false;
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		if (s->scratch[i].skip || !decisions[i].admitted)
+		if (s->scratch[i].skip || (!(admit && decisions[i].admitted) &&
+		    !s->scratch[i].refusal))
 			continue;
 		/*
 		 * The entry found when deciding, unless an insertion since
@@ -530,7 +540,8 @@ tab_write_admitted(struct tab_store *s, const struct rlg_store_item *items,
 				return tab_no_entry(s, &items[i], errno);
 		}
 		tbl_write(s->t, e, &s->scratch[i].out);
-		tab_wrote(s, e, &items[i], &s->scratch[i].out, now_ms);
+		if (decisions[i].admitted)
+			tab_wrote(s, e, &items[i], &s->scratch[i].out, now_ms);
 	}
 	return RLG_OK;
 }

@@ -13,7 +13,7 @@
  * entry slots, a third more than the capacity (each entry in the slot
  * its keyed SipHash of policy and client leads to, or the next unused
  * one: open addressing over the entries themselves, so a decision reads
- * one place of the file, not an index and then an entry), of 224 bytes
+ * one place of the file, not an index and then an entry), of 264 bytes
  * (the state and the client key inline up to TBL_KEY_INLINE bytes,
  * which every key rlgate makes fits, then the local+global mode's sync
  * block), and the spill slots of longer

@@ -73,7 +73,7 @@ tbl_slots_of(uint64_t capacity)
  * The file's size, and where its parts start: the header, the bitmap
  * of the slots in use, then that of the entries that owe the shared
  * store (as long, right after it), the entry slots, the spill slots
- * (right after the entries: 224 is a multiple of their alignment).
+ * (right after the entries: 264 is a multiple of their alignment).
  */
 uint64_t
 tbl_offsets(uint64_t capacity, uint64_t *slots, uint64_t *bitmap_off,

@@ -18,16 +18,17 @@
 
 #define TBL_MAGIC "RLGTAB01"
 /*
+ * 6: entries of 264 bytes (the state's ban: the penalty box), else as
  * 5: each entry (224 bytes, its sync block with it) in the slot its
  * hash leads to (no index), a bitmap of the slots in use and one of the
  * entries that owe the shared store; 4: entries of 400 bytes
  * and an index of their numbers; 3: entries of 320 bytes.
  */
-#define TBL_VERSION 5
+#define TBL_VERSION 6
 /*
  * The journal's room: a step of 64 items, each an entry and its spill
  * slot, with expired entries reclaimed (each removal moving the entries
- * after it in its run, 288 bytes of journal a move), fits many times
+ * after it in its run, 328 bytes of journal a move), fits many times
  * over; reclaiming stops at half of it, and a removal whose moves would
  * not fit is not made (tbl_remove).
  */

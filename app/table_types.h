@@ -38,7 +38,7 @@
  * interval), when it last got the global state, and whether a request
  * was refused since the last sync (the next one then reads the global
  * state: a reset, or another host's window, reaches a client that this
- * host only refuses). 80 bytes.
+ * host only refuses). 96 bytes.
  */
 struct tbl_sync {
 	int64_t units[2];
@@ -49,8 +49,8 @@ struct tbl_sync {
 };
 
 /*
- * One (policy, client) and its state: 224 bytes. What a decision reads
- * and writes comes first (the first 60 bytes: the hash, the state, the
+ * One (policy, client) and its state: 264 bytes. What a decision reads
+ * and writes comes first (the first 84 bytes: the hash, the state, the
  * marks; then the key), the sync block last (its own cache lines, read
  * only in the local+global mode). The key is not NUL-terminated:
  * client_len says how long. One longer than TBL_KEY_INLINE is in a spill

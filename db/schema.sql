@@ -1,4 +1,4 @@
--- db/schema.sql: the rlgate database, schema version 4.
+-- db/schema.sql: the rlgate database, schema version 5.
 --
 -- rlgate compiles this file in and applies it by itself, in one BEGIN
 -- IMMEDIATE transaction, after checking PRAGMA user_version again under
@@ -15,12 +15,16 @@
 --   3 (a file of rlgate before the overrides): this file as it is; its IF
 --     NOT EXISTS statements add rlg_override, rlg_override_version (at a
 --     random version) and their triggers.
--- The last statement sets user_version to 4. rlgate refuses a file whose
+--   4 (a file of rlgate before the penalty box): first the migration kept
+--     in app/store_sqlite_schema.c (ALTER TABLE rlg_state ADD COLUMN for
+--     refused, refused_start_ms and ban_until_ms), then this file, whose
+--     IF NOT EXISTS statements add the view bans.
+-- The last statement sets user_version to 5. rlgate refuses a file whose
 -- version is newer than it knows.
 --
 -- Every statement is IF NOT EXISTS (or OR IGNORE), so feeding this file to
--- a version 4 database by hand (sqlite3 rlgate.db < schema.sql) changes
--- nothing. Never feed it to a version 1 file: it would set version 4
+-- a version 5 database by hand (sqlite3 rlgate.db < schema.sql) changes
+-- nothing. Never feed it to a version 1 or 4 file: it would set version 5
 -- without the new columns and views. Let rlgate migrate that one.
 --
 -- Times are integers: milliseconds since 1970-01-01 00:00:00 UTC (tat_us:
@@ -41,7 +45,11 @@
 -- already): a hot token bucket then rewrites its index entry once a second,
 -- not on every request. The last two columns came with version 2; they
 -- stay last so that a new file and a migrated one have the same columns
--- in the same order.
+-- in the same order. The three after them came with version 5 (a policy
+-- with a ban, the penalty box; 0 without one): refused counts the
+-- client's refusals in the window that starts at refused_start_ms, and
+-- ban_until_ms is when its ban ends; the view bans shows the bans that
+-- hold.
 CREATE TABLE IF NOT EXISTS rlg_state (
 	-- [policy NAME] of the config
 	policy          TEXT    NOT NULL,
@@ -58,6 +66,11 @@ CREATE TABLE IF NOT EXISTS rlg_state (
 	prev_count      INTEGER NOT NULL DEFAULT 0,
 	-- token_bucket: theoretical arrival time (GCRA), in microseconds
 	tat_us          INTEGER NOT NULL DEFAULT 0,
+	-- a policy with a ban: refusals in the window since refused_start_ms
+	refused         INTEGER NOT NULL DEFAULT 0,
+	refused_start_ms INTEGER NOT NULL DEFAULT 0,
+	-- a policy with a ban: every request is refused until then
+	ban_until_ms    INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (policy, client)
 ) WITHOUT ROWID;
 
@@ -186,6 +199,24 @@ SELECT
 FROM rlg_state AS s CROSS JOIN now LEFT JOIN logs ON logs.policy = s.policy
 GROUP BY s.policy;
 
+-- The penalty box: one row per (policy, client) whose ban still holds
+-- ([policy NAME] ban). rlgate --reset CLIENT lifts one (it deletes the
+-- client's states).
+--   banned_until  when the ban ends (UTC)
+--   ban_left_s    seconds until then, the Retry-After its refusals carry
+-- Example: SELECT * FROM bans ORDER BY ban_left_s DESC;
+CREATE VIEW IF NOT EXISTS bans AS
+WITH now (ms) AS (
+	SELECT CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)
+)
+SELECT
+	s.policy,
+	s.client,
+	datetime(s.ban_until_ms / 1000, 'unixepoch')       AS banned_until,
+	(s.ban_until_ms - now.ms + 999) / 1000             AS ban_left_s
+FROM rlg_state AS s, now
+WHERE s.ban_until_ms > now.ms;
+
 -- Per-client overrides (tiers), for operators to edit while rlgate runs
 -- (db/queries.sql has the statements): one row per (policy, client).
 -- rlgate only reads this table; the gate parses and checks each row, and
@@ -244,4 +275,4 @@ BEGIN
 	    SET version = version % 9223372036854775806 + 1 WHERE id = 1;
 END;
 
-PRAGMA user_version = 4;
+PRAGMA user_version = 5;

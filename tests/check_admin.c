@@ -535,6 +535,39 @@ START_TEST(test_metrics_new_keys)
 }
 END_TEST
 
+/*
+ * The penalty box in /status: each policy's ban (ban_s 0 and ban_after
+ * null without one), and a banned client among the closest with
+ * "banned":true, its retry the ban's; its row under the other policy,
+ * which the refused request left alone (48 of 50 left), false.
+ */
+START_TEST(test_status_ban)
+{
+	int i;
+
+	load("commit = each\n[policy login]\nlimit = 2\nban = 900\n"
+	    "[policy api]\nlimit = 50\n");
+	rlg_gate_init(&gate, cfg);
+	for (i = 0; i < 3; i++)
+		handle(T1, GET, RES, LOOP, NULL);
+	ck_assert(strncmp(answer, "Status: 429", 11) == 0);
+	ck_assert_ptr_nonnull(strstr(answer, "Retry-After: 900\r\n"));
+	handle(T1 + 1000, GET, "REQUEST_URI=/rlgate/status", LOOP, NULL);
+	ck_assert_ptr_nonnull(strstr(answer, "\"name\":\"login\","));
+	ck_assert_ptr_nonnull(strstr(answer, "\"ban_s\":900,\"ban_after\":1,"));
+	ck_assert_ptr_nonnull(strstr(answer, "\"ban_s\":0,\"ban_after\":null,"));
+	ck_assert_msg(strstr(answer, "\"closest\":[{\"policy\":\"login\","
+	    "\"client\":\"127.0.0.1\",\"limit\":2,\"remaining\":0,"
+	    "\"retry_after_s\":899,\"reset_s\":899,\"banned\":true}") !=
+	    NULL, "%s", answer);
+	ck_assert_ptr_nonnull(strstr(answer, "\"policy\":\"api\","
+	    "\"client\":\"127.0.0.1\",\"limit\":50,\"remaining\":48,"));
+	ck_assert_ptr_nonnull(strstr(answer, "\"banned\":false}"));
+	rlg_gate_fini(&gate);
+	unload();
+}
+END_TEST
+
 /* Health and status while the store works, and while it cannot. */
 START_TEST(test_health)
 {
@@ -812,6 +845,7 @@ rlg_admin_suite(void)
 	tcase_add_test(tc, test_metrics_exact);
 	tcase_add_test(tc, test_metrics_new_keys);
 	tcase_add_test(tc, test_health);
+	tcase_add_test(tc, test_status_ban);
 	tcase_add_test(tc, test_planted_scoreboard);
 	tcase_add_test(tc, test_scoreboard_hostile);
 	tcase_add_test(tc, test_flush_metrics);

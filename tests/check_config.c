@@ -1248,6 +1248,62 @@ START_TEST(test_burst)
 }
 END_TEST
 
+/*
+ * The penalty box: ban in seconds (units too) up to 366 days, ban_after
+ * defaulting to 1; ban_after above 1 without a ban is a problem at its
+ * line; a ban in the local+global mode is one at the ban's line.
+ */
+START_TEST(test_ban)
+{
+	struct rlg_config *cfg;
+
+	cfg = rlg_t_ok(
+	    "[policy login]\n"
+	    "limit = 5\n"
+	    "ban = 15m\n"
+	    "[policy b]\n"
+	    "ban = 2\n"
+	    "ban_after = 3\n"
+	    "[policy c]\n");
+	ck_assert_int_eq(cfg->policies[0].lim.ban_ms, 900000);
+	ck_assert_int_eq(cfg->policies[0].lim.ban_after, 1);
+	ck_assert_int_eq(cfg->policies[1].lim.ban_ms, 2000);
+	ck_assert_int_eq(cfg->policies[1].lim.ban_after, 3);
+	ck_assert_int_eq(cfg->policies[2].lim.ban_ms, 0);
+	rlg_config_free(cfg);
+
+	rlg_t_expect(
+	    "[policy a]\n"                   /* 1 */
+	    "ban = 367d\n"                   /* 2 */
+	    "[policy b]\n"                   /* 3 */
+	    "ban_after = 2\n"                /* 4 */
+	    "[policy c]\n"                   /* 5 */
+	    "ban = 10\n"                     /* 6 */
+	    "ban_after = 0\n",               /* 7 */
+	    3,
+	    "t.conf:2: [policy a] ban: \"367d\": must be from 0 to 366d (0 to "
+	    "31622400 seconds)\n"
+	    "t.conf:4: [policy b] ban_after: applies only with ban (seconds "
+	    "> 0)\n"
+	    "t.conf:7: [policy c] ban_after: must be an integer from 1 to "
+	    "1000000000 (got \"0\")\n");
+
+	rlg_t_expect(
+	    "[store]\n"                      /* 1 */
+	    "backend = redis\n"              /* 2 */
+	    "url = redis://127.0.0.1:6379\n" /* 3 */
+	    "commit = behind\n"              /* 4 */
+	    "max_clients = 1000\n"           /* 5 */
+	    "[policy login]\n"               /* 6 */
+	    "ban = 900\n",                   /* 7 */
+	    1,
+	    "t.conf:7: [policy login] ban: the local+global mode (backend = "
+	    "redis, commit = behind) cannot keep a ban (each host refuses on "
+	    "its own and pushes only what it admitted): use commit = each, "
+	    "or no ban\n");
+}
+END_TEST
+
 START_TEST(test_burst_not_token_bucket)
 {
 	/* Reported at burst's line, whether the algorithm is set before
@@ -4855,6 +4911,7 @@ rlg_config_suite(void)
 	tcase_add_test(tc, test_policy_defaults);
 	tcase_add_test(tc, test_burst);
 	tcase_add_test(tc, test_burst_not_token_bucket);
+	tcase_add_test(tc, test_ban);
 	tcase_add_test(tc, test_sliding_log_limit);
 	tcase_add_test(tc, test_policy_names);
 	tcase_add_test(tc, test_policies_max);

@@ -590,7 +590,7 @@ seed_scenario(enum rlg_algorithm alg, int64_t per_second)
 START_TEST(test_admits_limit_then_rejects)
 {
 	struct rlg_limit p = policy(5, 60);
-	struct rlg_state st = { 0, 0, 0, 0, 0 };
+	struct rlg_state st = { 0 };
 	struct rlg_decision d;
 	int i;
 
@@ -616,7 +616,7 @@ END_TEST
 START_TEST(test_window_aligned_and_resets)
 {
 	struct rlg_limit p = policy(2, 60);
-	struct rlg_state st = { 0, 0, 0, 0, 0 };
+	struct rlg_state st = { 0 };
 	struct rlg_decision d;
 
 	/* 45 s into a window: the window still started at T0. */
@@ -639,7 +639,7 @@ END_TEST
 START_TEST(test_boundary_burst)
 {
 	struct rlg_limit p = policy(60, 60);
-	struct rlg_state st = { 0, 0, 0, 0, 0 };
+	struct rlg_state st = { 0 };
 	struct rlg_decision d;
 	int i, admitted = 0;
 
@@ -662,7 +662,7 @@ START_TEST(test_names_and_dispatch)
 	    struct rlg_decision *) = { rlg_limiter_fixed_window,
 	    rlg_limiter_sliding_window, rlg_limiter_token_bucket };
 	struct rlg_limit p;
-	struct rlg_state in = { T0, 2, 1, 0, T0 + 1 }, o1, o2;
+	struct rlg_state in = { T0, 2, 1, 0, T0 + 1, 0, 0, 0 }, o1, o2;
 	struct rlg_decision d1, d2;
 	size_t i;
 
@@ -741,7 +741,7 @@ END_TEST
 START_TEST(test_fixed_unused_fields)
 {
 	struct rlg_limit p = policy(2, 10);
-	struct rlg_state in = { T0, 1, 77, 12345, T0 + 10000 }, out, keep;
+	struct rlg_state in = { T0, 1, 77, 12345, T0 + 10000, 0, 0, 0 }, out, keep;
 	struct rlg_decision d;
 
 	ck_assert_int_eq(rlg_limiter_fixed_window(&p, &in, T0 + 5, 1, &out, &d),
@@ -1094,7 +1094,7 @@ END_TEST
 START_TEST(test_clock_backwards_is_clamped)
 {
 	struct rlg_limit p = policy(3, 10);
-	struct rlg_state st = { 0, 0, 0, 0, 0 };
+	struct rlg_state st = { 0 };
 	struct rlg_decision d;
 
 	ck_assert(hit(&p, &st, T0 + 10500, &d));       /* window T0+10 s */
@@ -1113,7 +1113,7 @@ END_TEST
 START_TEST(test_limit_one_and_big_window)
 {
 	struct rlg_limit p = policy(1, RLG_WINDOW_S_MAX);
-	struct rlg_state st = { 0, 0, 0, 0, 0 };
+	struct rlg_state st = { 0 };
 	struct rlg_decision d;
 
 	ck_assert(hit(&p, &st, T0, &d));
@@ -1143,7 +1143,7 @@ START_TEST(test_bad_policy)
 {
 	struct rlg_limit zero = policy(0, 60), nowin = policy(5, 0);
 	struct rlg_limit huge = policy(RLG_LIMIT_MAX + 1, 60);
-	struct rlg_state st = { 0, 0, 0, 0, 0 };
+	struct rlg_state st = { 0 };
 	struct rlg_decision d;
 
 	ck_assert_int_eq(rlg_limiter_step(&zero, &st, T0, 1, &st, &d), RLG_EINVAL);
@@ -1184,7 +1184,7 @@ START_TEST(test_bad_policy_per_algorithm)
 	};
 	static const int64_t empty[1] = { 0 };
 	struct rlg_limit p;
-	struct rlg_state st = { 0, 0, 0, 0, 0 }, out;
+	struct rlg_state st = { 0 }, out;
 	struct rlg_decision d;
 	bool append = true;
 	size_t i;
@@ -1550,11 +1550,11 @@ START_TEST(test_extremes)
 	    RLG_TIME_MS_MAX - 1, RLG_TIME_MS_MAX, RLG_TIME_MS_MAX + 1,
 	    INT64_MAX };
 	static const struct rlg_state states[] = {
-		{ 0, 0, 0, 0, 0 },
-		{ INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX },
-		{ INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN },
-		{ RLG_TIME_MS_MAX, 1, 1, RLG_TIME_MS_MAX * 1000, 0 },
-		{ T0, 1, 1, T0 * 1000, 0 },
+		{ 0, 0, 0, 0, 0, 0, 0, 0 },
+		{ INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, 0, 0, 0 },
+		{ INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN, 0, 0, 0 },
+		{ RLG_TIME_MS_MAX, 1, 1, RLG_TIME_MS_MAX * 1000, 0, 0, 0, 0 },
+		{ T0, 1, 1, T0 * 1000, 0, 0, 0, 0 },
 	};
 	static const int64_t log_a[] = { INT64_MIN, -5, 0, T0, RLG_TIME_MS_MAX,
 	    INT64_MAX };
@@ -2731,6 +2731,201 @@ START_TEST(test_merge_associative)
 }
 END_TEST
 
+static struct rlg_decision ban_hit_w(struct sim *s, int64_t now,
+    bool *wrote);
+
+/*
+ * The ban: one request of the sim's client at now, as a store runs it
+ * (the sliding log's step reads the stored row from out), storing what
+ * an admitted request or a counted refusal writes. Returns the decision.
+ */
+static struct rlg_decision
+ban_hit(struct sim *s, int64_t now)
+{
+	return ban_hit_w(s, now, NULL);
+}
+
+/* The same, and in *wrote whether the refusal was written. */
+static struct rlg_decision
+ban_hit_w(struct sim *s, int64_t now, bool *wrote)
+{
+	struct rlg_state out = s->st, keep = s->st;
+	struct rlg_decision d;
+	bool append = false, w;
+	size_t k;
+
+	memset(&d, 0xa5, sizeof d);
+	if (s->p.algorithm == RLG_ALG_SLIDING_LOG) {
+		k = sim_first(s, now);
+		REQUIRE_EQ(rlg_limiter_sliding_log(&s->p, s->log + k, s->n - k,
+		    now, 1, &append, &out, &d), RLG_OK);
+	} else {
+		REQUIRE_EQ(rlg_limiter_step(&s->p, &s->st, now, 1, &out, &d),
+		    RLG_OK);
+	}
+	w = !d.admitted && rlg_limiter_refusal_writes(&s->p, &keep, &out);
+	if (wrote != NULL)
+		*wrote = w;
+	if (d.admitted) {
+		sim_apply(s, now, &out);
+	} else if (w) {
+		s->st = out;
+	} else {
+		/* Nothing to write: the state is the stored one. */
+		REQUIRE(s->p.algorithm == RLG_ALG_SLIDING_LOG ||
+		    memcmp(&out, &keep, sizeof out) == 0);
+	}
+	return d;
+}
+
+/*
+ * The penalty box in every algorithm: limit 3 per 10 s, ban 60 s after
+ * the 2nd refusal of a window. The 1st refusal is an ordinary one (and
+ * is written: its count); the 2nd starts the ban, answered with its
+ * whole length; during it every request is refused with retry_ms exact
+ * to its end and nothing written (not extended), even when the
+ * algorithm would admit; at its end the client is admitted again.
+ */
+START_TEST(test_ban_every_algorithm)
+{
+	struct sim s;
+	struct rlg_decision d;
+	size_t a;
+	int64_t t, ban_end;
+	bool w;
+	int i;
+
+	for (a = 0; a < N_ALG_CASES; a++) {
+		sim_init(&s, alg_cases[a].alg, 3, 10000,
+		    burst_of(alg_cases[a].burst, 3));
+		s.p.ban_ms = 60000;
+		s.p.ban_after = 2;
+		t = T0 + 1000;
+		for (i = 0; i < 100; i++) {
+			d = ban_hit(&s, t);
+			if (!d.admitted)
+				break;
+		}
+		ck_assert_msg(!d.admitted, "%s", alg_cases[a].label);
+		/* The 1st refusal: counted, no ban. */
+		ck_assert_msg(s.st.refused == 1, "%s", alg_cases[a].label);
+		ck_assert_int_eq(s.st.refused, 1);
+		ck_assert_int_eq(s.st.refused_start_ms, T0);
+		ck_assert_int_eq(s.st.ban_until_ms, 0);
+		ck_assert(d.retry_ms >= 1 && d.retry_ms < 60000);
+		/* The 2nd, 5 ms later: the ban starts. */
+		d = ban_hit_w(&s, t + 5, &w);
+		ck_assert_msg(!d.admitted && w, "%s", alg_cases[a].label);
+		ban_end = t + 5 + 60000;
+		ck_assert_int_eq(s.st.ban_until_ms, ban_end);
+		ck_assert_int_eq(s.st.refused, 0);
+		ck_assert_int_eq(d.retry_ms, 60000);
+		ck_assert_int_eq(d.reset_ms, 60000);
+		ck_assert_int_eq(d.next_ms, 60000);
+		ck_assert_int_eq(d.remaining, 0);
+		ck_assert(s.st.expires_ms >= ban_end);
+		/* During it: refused to its end, nothing written. */
+		for (t = t + 1000; t < ban_end; t += 7001) {
+			d = ban_hit_w(&s, t, &w);
+			ck_assert_msg(!d.admitted && !w, "%s",
+			    alg_cases[a].label);
+			ck_assert_int_eq(d.retry_ms, ban_end - t);
+			ck_assert_int_eq(d.reset_ms, ban_end - t);
+			ck_assert_int_eq(s.st.ban_until_ms, ban_end);
+		}
+		d = ban_hit(&s, ban_end - 1);
+		ck_assert(!d.admitted && d.retry_ms == 1);
+		/* At its end: admitted, the ended ban cleared. */
+		d = ban_hit(&s, ban_end);
+		ck_assert_msg(d.admitted, "%s", alg_cases[a].label);
+		ck_assert_int_eq(s.st.ban_until_ms, 0);
+	}
+}
+END_TEST
+
+/*
+ * ban_after 1 (and 0, its default) bans at the first refusal; a count
+ * from an earlier window is forgotten; a stored end beyond now + ban
+ * (a clock stepped back, a damaged row) counts as now + ban.
+ */
+START_TEST(test_ban_first_refusal_and_bounds)
+{
+	struct sim s;
+	struct rlg_decision d;
+	int i, after;
+
+	for (after = 0; after <= 1; after++) {
+		sim_init(&s, RLG_ALG_FIXED_WINDOW, 5, MINUTE_MS, 0);
+		s.p.ban_ms = 900000;
+		s.p.ban_after = after;
+		for (i = 0; i < 5; i++)
+			ck_assert(ban_hit(&s, T0 + i).admitted);
+		d = ban_hit(&s, T0 + 10);
+		ck_assert(!d.admitted);
+		ck_assert_int_eq(d.retry_ms, 900000);
+		ck_assert_int_eq(s.st.ban_until_ms, T0 + 10 + 900000);
+	}
+	/* A count from the window before does not carry over. */
+	sim_init(&s, RLG_ALG_FIXED_WINDOW, 1, MINUTE_MS, 0);
+	s.p.ban_ms = 1000;
+	s.p.ban_after = 2;
+	ck_assert(ban_hit(&s, T0).admitted);
+	d = ban_hit(&s, T0 + MINUTE_MS - 1);
+	ck_assert(!d.admitted && s.st.refused == 1 && s.st.ban_until_ms == 0);
+	ck_assert(ban_hit(&s, T0 + MINUTE_MS).admitted);
+	ck_assert_int_eq(s.st.refused, 0);
+	d = ban_hit(&s, T0 + MINUTE_MS + 1);
+	ck_assert(!d.admitted && s.st.refused == 1 && s.st.ban_until_ms == 0);
+	/* A damaged end, far ahead: at most ban_ms away. */
+	s.st.ban_until_ms = INT64_MAX;
+	d = ban_hit(&s, T0 + MINUTE_MS + 2);
+	ck_assert(!d.admitted && d.retry_ms == 1000);
+	/* A bad ban: not whole seconds, too long, ban_after too big. */
+	s.p.ban_ms = 1500;
+	ck_assert_int_eq(rlg_limiter_step(&s.p, &s.st, T0, 1, &s.st, &d),
+	    RLG_EINVAL);
+	s.p.ban_ms = (RLG_BAN_S_MAX + 1) * 1000;
+	ck_assert_int_eq(rlg_limiter_step(&s.p, &s.st, T0, 1, &s.st, &d),
+	    RLG_EINVAL);
+	s.p.ban_ms = 1000;
+	s.p.ban_after = RLG_LIMIT_MAX + 1;
+	ck_assert_int_eq(rlg_limiter_step(&s.p, &s.st, T0, 1, &s.st, &d),
+	    RLG_EINVAL);
+}
+END_TEST
+
+/*
+ * No ban configured: every algorithm's states and decisions are those of
+ * a run without the ban's fields, bit for bit, and a refusal writes
+ * nothing (rlg_limiter_refusal_writes never true), whatever the row's ban fields say.
+ */
+START_TEST(test_ban_none_is_bit_identical)
+{
+	struct sim s;
+	struct rlg_decision d;
+	size_t a;
+	bool w;
+	int i;
+
+	for (a = 0; a < N_ALG_CASES; a++) {
+		sim_init(&s, alg_cases[a].alg, 3, 10000,
+		    burst_of(alg_cases[a].burst, 3));
+		/* A ban stored under an earlier config: ignored. */
+		s.st.ban_until_ms = T0 + HOUR_MS;
+		s.st.refused = 7;
+		for (i = 0; i < 12; i++) {
+			d = ban_hit_w(&s, T0 + 100 * i, &w);
+			ck_assert(!w);
+			if (d.admitted) {
+				ck_assert_int_eq(s.st.ban_until_ms, 0);
+				ck_assert_int_eq(s.st.refused, 0);
+				ck_assert_int_eq(s.st.refused_start_ms, 0);
+			}
+		}
+	}
+}
+END_TEST
+
 /*
  * Smoothing (rlg_limiter_wait): 5 per second, burst 10, 20 requests at
  * once. The bucket admits 10 either way; delay 0 answers them one turn
@@ -2881,6 +3076,7 @@ rlg_limiter_suite(void)
 	TCase *props = tcase_create("properties");
 	TCase *cost = tcase_create("cost");
 	TCase *merge = tcase_create("merge");
+	TCase *ban = tcase_create("ban");
 
 	tcase_add_test(core, test_admits_limit_then_rejects);
 	tcase_add_test(core, test_window_aligned_and_resets);
@@ -2939,6 +3135,11 @@ rlg_limiter_suite(void)
 	tcase_add_test(cost, test_cost_sliding_log);
 	tcase_add_test(cost, test_cost_bad);
 	tcase_add_test(cost, test_prop_cost);
+
+	tcase_add_test(ban, test_ban_every_algorithm);
+	tcase_add_test(ban, test_ban_first_refusal_and_bounds);
+	tcase_add_test(ban, test_ban_none_is_bit_identical);
+	suite_add_tcase(s, ban);
 
 	tcase_add_test(merge, test_merge_fixed_window);
 	tcase_add_test(merge, test_merge_sliding_window);

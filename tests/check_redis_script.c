@@ -77,6 +77,8 @@ struct mkey {
 	size_t nlog, caplog;
 	bool written;                 /* written by the current step */
 	int64_t ttl_ms;               /* the PEXPIRE it then got */
+	bool log_written;             /* its log appended to by it */
+	int64_t log_ttl_ms;           /* the log's PEXPIRE then */
 };
 
 struct sim {
@@ -96,9 +98,9 @@ struct sim {
 /* A command's arguments for redisAppendCommandArgv. */
 struct args {
 	int argc;
-	const char *argv[64];
-	size_t len[64];
-	char store[64][64];
+	const char *argv[80];
+	size_t len[80];
+	char store[80][64];
 };
 
 static struct rlg_test_redis srv;
@@ -224,7 +226,7 @@ args_add(struct args *a, const char *fmt, ...)
 	va_list ap;
 	int len;
 
-	ck_assert_int_lt(a->argc, 64);
+	ck_assert_int_lt(a->argc, 80);
 	va_start(ap, fmt);
 	len = vsnprintf(a->store[a->argc], sizeof a->store[0], fmt, ap);
 	va_end(ap);
@@ -258,6 +260,8 @@ args_eval(struct args *a, const char *now, const struct item *it, size_t n,
 		args_add(a, "%lld", (long long)it[i].p->lim.burst);
 		args_add(a, "%d", it[i].advisory ? 1 : 0);
 		args_add(a, "%lld", (long long)cost_of(&it[i]));
+		args_add(a, "%lld", (long long)it[i].p->lim.ban_ms);
+		args_add(a, "%lld", (long long)it[i].p->lim.ban_after);
 	}
 }
 
@@ -461,50 +465,59 @@ model_step(struct sim *s, const struct item *it, size_t n, int64_t now_ms,
     struct rlg_decision *d)
 {
 	static const struct rlg_state zero;
-	struct rlg_state out[MAXITEMS], in;
-	bool append[MAXITEMS], admitted = true, found;
+	struct rlg_state out[MAXITEMS], in[MAXITEMS];
+	bool append[MAXITEMS], wref[MAXITEMS], admitted = true, adm, found;
 	int64_t now = rlg_limiter_clamp_time(now_ms), c;
 	size_t i, j, extra, nb, drop;
 	struct mkey *k;
 
 	ck_assert_uint_le(n, MAXITEMS);
-	for (i = 0; i < NKEYS; i++)
+	for (i = 0; i < NKEYS; i++) {
 		s->keys[i].written = false;
+		s->keys[i].log_written = false;
+	}
 	for (i = 0; i < n; i++) {
 		k = &s->keys[it[i].key];
 		append[i] = false;
+		/* What an earlier item of the same key left, else the row. */
+		found = false;
+		for (j = i; j-- > 0 && !found; ) {
+			if (it[j].key == it[i].key) {
+				in[i] = out[j];
+				found = true;
+			}
+		}
+		if (!found)
+			in[i] = k->stored ? k->st : zero;
 		if (rlg_limiter_keeps_log(&it[i].p->lim)) {
 			extra = 0;
 			for (j = 0; j < i; j++)
 				if (it[j].key == it[i].key && append[j])
 					extra += (size_t)cost_of(&it[j]);
 			nb = log_read(s, k, it[i].p, now, extra);
+			/* Its row is read for its ban only (sq_decide_log). */
+			if (it[i].p->lim.ban_ms == 0)
+				in[i] = zero;
+			out[i] = in[i];
 			ck_assert_int_eq(rlg_limiter_sliding_log(&it[i].p->lim,
 			    s->buf, nb, now_ms, cost_of(&it[i]), &append[i],
 			    &out[i], &d[i]), RLG_OK);
 		} else {
-			found = false;
-			for (j = i; j-- > 0 && !found; ) {
-				if (it[j].key == it[i].key) {
-					in = out[j];
-					found = true;
-				}
-			}
-			if (!found)
-				in = k->stored ? k->st : zero;
-			ck_assert_int_eq(rlg_limiter_step(&it[i].p->lim, &in,
+			ck_assert_int_eq(rlg_limiter_step(&it[i].p->lim, &in[i],
 			    now_ms, cost_of(&it[i]), &out[i], &d[i]), RLG_OK);
 		}
+		wref[i] = !d[i].admitted && rlg_limiter_refusal_writes(
+		    &it[i].p->lim, &in[i], &out[i]);
 		if (!d[i].admitted && !it[i].advisory)
 			admitted = false;
 	}
-	if (!admitted)
-		return;
 	for (i = 0; i < n; i++) {
-		if (!d[i].admitted)
+		/* Admitted, or a refusal a ban counts (its row only). */
+		adm = admitted && d[i].admitted;
+		if (!adm && !wref[i])
 			continue;
 		k = &s->keys[it[i].key];
-		if (append[i]) {
+		if (adm && append[i]) {
 			for (c = 0; c < cost_of(&it[i]); c++)
 				log_insert(k, now);
 			for (drop = 0; drop < k->nlog &&
@@ -520,6 +533,10 @@ model_step(struct sim *s, const struct item *it, size_t n, int64_t now_ms,
 		k->written = true;
 		k->ttl_ms = k->st.expires_ms - now > 1 ?
 		    k->st.expires_ms - now : 1;
+		if (adm && append[i]) {
+			k->log_written = true;
+			k->log_ttl_ms = k->ttl_ms;
+		}
 	}
 }
 
@@ -532,9 +549,10 @@ static size_t
 diff_step(struct sim *s, const struct item *it, size_t n, int64_t now_ms)
 {
 	static const char *fields[] = { "HMGET", NULL, "window_start_ms",
-	    "count", "prev_count", "tat_us", "expires_ms" };
+	    "count", "prev_count", "tat_us", "expires_ms", "refused",
+	    "refused_start_ms", "ban_until_ms" };
 	struct rlg_decision d[MAXITEMS];
-	const char *argv[8];
+	const char *argv[10];
 	struct args a;
 	redisReply *r, *ex, *res;
 	char now[32];
@@ -556,7 +574,7 @@ diff_step(struct sim *s, const struct item *it, size_t n, int64_t now_ms)
 	for (i = 0; i < n; i++) {
 		memcpy(argv, fields, sizeof fields);
 		argv[1] = s->keys[it[i].key].hash;
-		ck_assert_int_eq(redisAppendCommandArgv(s->c, 7, argv, NULL),
+		ck_assert_int_eq(redisAppendCommandArgv(s->c, 10, argv, NULL),
 		    REDIS_OK);
 		ck_assert_int_eq(redisAppendCommand(s->c, "LRANGE %s 0 -1",
 		    s->keys[it[i].key].log), REDIS_OK);
@@ -650,12 +668,13 @@ expired_early(const struct mkey *k, const redisReply *fields,
 	    pttl_hash->integer == -2 && k->stored)
 		return true;
 	if (pttl_log->type == REDIS_REPLY_INTEGER &&
-	    pttl_log->integer == -2 && k->nlog > 0)
+	    pttl_log->integer == -2 && k->nlog > 0 && k->log_written)
 		return true;
 	if (log->type == REDIS_REPLY_ARRAY && log->elements < k->nlog)
 		return true;
+	/* (the ban's fields are there only for a policy with a ban) */
 	if (fields->type == REDIS_REPLY_ARRAY && k->stored)
-		for (i = 0; i < fields->elements; i++)
+		for (i = 0; i < fields->elements && i < 5; i++)
 			if (fields->element[i]->type == REDIS_REPLY_NIL)
 				return true;
 	return false;
@@ -666,8 +685,9 @@ static void
 check_key(struct sim *s, struct mkey *k, redisReply *fields,
     redisReply *log, redisReply *pttl_hash, redisReply *pttl_log)
 {
-	const int64_t want[5] = { k->st.window_start_ms, k->st.count,
-	    k->st.prev_count, k->st.tat_us, k->st.expires_ms };
+	const int64_t want[8] = { k->st.window_start_ms, k->st.count,
+	    k->st.prev_count, k->st.tat_us, k->st.expires_ms, k->st.refused,
+	    k->st.refused_start_ms, k->st.ban_until_ms };
 	redisReply *r;
 	size_t i;
 
@@ -682,8 +702,16 @@ check_key(struct sim *s, struct mkey *k, redisReply *fields,
 		return;
 	}
 	ck_assert_int_eq(fields->type, REDIS_REPLY_ARRAY);
-	ck_assert_uint_eq(fields->elements, 5);
-	for (i = 0; i < 5; i++) {
+	ck_assert_uint_eq(fields->elements, 8);
+	for (i = 0; i < 8; i++) {
+		/* A policy without a ban writes none of its fields: 0. */
+		if (i >= 5 && k->stored &&
+		    fields->element[i]->type == REDIS_REPLY_NIL) {
+			ck_assert_msg(want[i] == 0, "seed %u step %ld: %s field"
+			    " %zu missing, the model %lld", s->seed, s->step,
+			    k->hash, i, (long long)want[i]);
+			continue;
+		}
 		if (!k->stored) {
 			ck_assert_msg(fields->element[i]->type ==
 			    REDIS_REPLY_NIL, "seed %u step %ld: %s written,"
@@ -721,12 +749,12 @@ check_key(struct sim *s, struct mkey *k, redisReply *fields,
 	} else {
 		ck_assert_int_eq(pttl_hash->integer, k->stored ? -1 : -2);
 	}
-	if (k->written && k->nlog > 0) {
+	if (k->log_written && k->nlog > 0) {
 		ck_assert_msg(pttl_log->integer >= 0 &&
-		    pttl_log->integer <= k->ttl_ms &&
-		    pttl_log->integer >= k->ttl_ms - 5000, "seed %u step %ld:"
-		    " %s PTTL %lld, expected %lld", s->seed, s->step, k->log,
-		    pttl_log->integer, (long long)k->ttl_ms);
+		    pttl_log->integer <= k->log_ttl_ms &&
+		    pttl_log->integer >= k->log_ttl_ms - 5000, "seed %u step"
+		    " %ld: %s PTTL %lld, expected %lld", s->seed, s->step,
+		    k->log, pttl_log->integer, (long long)k->log_ttl_ms);
 	} else {
 		ck_assert_int_eq(pttl_log->integer, k->nlog > 0 ? -1 : -2);
 	}
@@ -758,6 +786,14 @@ random_policy(struct sim *s, struct rlg_policy *p, int alg, bool extreme)
 	/* Other algorithms ignore it: it must not matter what it is. */
 	if (!rlg_limiter_has_burst(&p->lim) && rnd(s, 2) == 0)
 		p->lim.burst = (int64_t)rnd(s, 3);
+	/* A third with a ban (the penalty box), short enough to end. */
+	p->lim.ban_ms = 0;
+	p->lim.ban_after = 0;
+	if (rnd(s, 3) == 0) {
+		p->lim.ban_ms = 1000 * (extreme ? rnd_log(s, 1,
+		    RLG_BAN_S_MAX) : 1 + (int64_t)rnd(s, 5));
+		p->lim.ban_after = (int64_t)rnd(s, 4);
+	}
 }
 
 /* ---- differential -------------------------------------------------------- */
@@ -1177,11 +1213,11 @@ START_TEST(test_batch)
 	/* Five requests on one key of a fixed window of 3: cost 2
 	 * (admitted), 2 (rejected: 1 left, nothing written), 1 (admitted),
 	 * then 1 and 1 (rejected: none left). */
-#define RQ(c) "1", "0", "3", "60000", "0", "0", c
+#define RQ(c) "1", "0", "3", "60000", "0", "0", c, "0", "1"
 	static const char *const batch[] = { "10", "a", "a", "a", "a", "a",
 	    "a", "a", "a", "a", "a", "1700000000000", RQ("2"), RQ("2"),
 	    RQ("1"), RQ("1"), RQ("1"), NULL };
-	static const char *const one[][12] = {
+	static const char *const one[][16] = {
 		{ "2", "b", "b", "1700000000000", RQ("2"), NULL },
 		{ "2", "b", "b", "1700000000000", RQ("2"), NULL },
 		{ "2", "b", "b", "1700000000000", RQ("1"), NULL },
@@ -1292,63 +1328,100 @@ START_TEST(test_malformed)
 	static char past_last[16];
 	static const char *const bad[][32] = {
 		/* numkeys, keys..., now, n, items... (NULL ends) */
-		{ "2", "a", "b", "x", "1", "0", "3", "60000", "0", "0", "1" },
-		{ "2", "a", "b", "1.5", "1", "0", "3", "60000", "0", "0", "1" },
-		{ "2", "a", "b", " 1", "1", "0", "3", "60000", "0", "0", "1" },
+		{ "2", "a", "b", "x", "1", "0", "3", "60000", "0", "0", "1",
+		    "0", "1" },
+		{ "2", "a", "b", "1.5", "1", "0", "3", "60000", "0", "0", "1",
+		    "0", "1" },
+		{ "2", "a", "b", " 1", "1", "0", "3", "60000", "0", "0", "1",
+		    "0", "1" },
 		{ "2", "a", "b", "1", "0", "0", "3", "60000", "0", "0", "1" },
 		{ "2", "a", "b", "1", "x", "0", "3", "60000", "0", "0", "1" },
-		{ "2", "a", "b", "1", "2", "0", "3", "60000", "0", "0", "1" },
+		{ "2", "a", "b", "1", "2", "0", "3", "60000", "0", "0", "1",
+		    "0", "1" },
 		{ "2", "a", "b", "1", "1", past_last, "3", "60000", "0", "0",
-		    "1" },
-		{ "2", "a", "b", "1", "1", "-1", "3", "60000", "0", "0", "1" },
-		{ "2", "a", "b", "1", "1", "0", "0", "60000", "0", "0", "1" },
-		{ "2", "a", "b", "1", "1", "0", "1000000001", "60000", "0",
+		    "1", "0", "1" },
+		{ "2", "a", "b", "1", "1", "-1", "3", "60000", "0", "0", "1",
 		    "0", "1" },
-		{ "2", "a", "b", "1", "1", "0", "3", "0", "0", "0", "1" },
+		{ "2", "a", "b", "1", "1", "0", "0", "60000", "0", "0", "1",
+		    "0", "1" },
+		{ "2", "a", "b", "1", "1", "0", "1000000001", "60000", "0", "0",
+		    "1", "0", "1" },
+		{ "2", "a", "b", "1", "1", "0", "3", "0", "0", "0", "1", "0",
+		    "1" },
 		{ "2", "a", "b", "1", "1", "0", "3", "31622400001", "0", "0",
-		    "1" },
-		{ "2", "a", "b", "1", "1", "2", "3", "60000", "0", "0", "1" },
-		{ "2", "a", "b", "1", "1", "2", "3", "60000", "1000000001",
+		    "1", "0", "1" },
+		{ "2", "a", "b", "1", "1", "2", "3", "60000", "0", "0", "1",
 		    "0", "1" },
+		{ "2", "a", "b", "1", "1", "2", "3", "60000", "1000000001", "0",
+		    "1", "0", "1" },
 		{ "2", "a", "b", "1", "1", "3", "100001", "60000", "0", "0",
-		    "1" },
-		{ "2", "a", "b", "1", "1", "0", "3", "60000", "x", "0", "1" },
-		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "2", "1" },
-		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "4", "1" },
+		    "1", "0", "1" },
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "x", "0", "1",
+		    "0", "1" },
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "2", "1",
+		    "0", "1" },
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "4", "1",
+		    "0", "1" },
+		/* the ban: 0, or whole seconds up to a year; ban_after
+		 * 0..RLG_LIMIT_MAX; integers */
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "1",
+		    "x", "1" },
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "1",
+		    "-1000", "1" },
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "1",
+		    "1500", "1" },
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "1",
+		    "31622401000", "1" },
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "1",
+		    "1000", "-1" },
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "1",
+		    "1000", "1000000001" },
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "1",
+		    "1000", "" },
 		/* the cost: 1..RLG_COST_MAX, an integer */
-		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "0" },
-		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "-1" },
-		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "x" },
-		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "1.5" },
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "0",
+		    "0", "1" },
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "-1",
+		    "0", "1" },
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "x",
+		    "0", "1" },
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "1.5",
+		    "0", "1" },
 		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0",
-		    "1000000001" },
+		    "1000000001", "0", "1" },
 		/* a charge for a new key after another charge */
 		{ "4", "a", "b", "c", "d", "1", "2", "0", "3", "60000", "0",
-		    "2", "1", "0", "3", "60000", "0", "2", "1" },
-		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "", "1" },
+		    "2", "1", "0", "1", "0", "3", "60000", "0", "2", "1", "0",
+		    "1" },
+		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "", "1", "0",
+		    "1" },
 		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0" },
 		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "1",
-		    "0" },
-		{ "0", "1", "1", "0", "3", "60000", "0", "0", "1" },
+		    "0", "1", "0" },
+		{ "0", "1", "1", "0", "3", "60000", "0", "0", "1", "0", "1" },
 		/* A good first item does not get written either. */
 		{ "4", "a", "b", "c", "d", "1", "2", "0", "3", "60000", "0",
-		    "0", "1", "0", "3", "-5", "0", "0", "1" },
+		    "0", "1", "0", "1", "0", "3", "-5", "0", "0", "1", "0",
+		    "1" },
 		/* A batch: nor a good first request before a bad second. */
 		{ "4", "a", "b", "c", "d", "1", "1", "0", "3", "60000", "0",
-		    "0", "1", "1", "0", "3", "-5", "0", "0", "1" },
+		    "0", "1", "0", "1", "1", "0", "3", "-5", "0", "0", "1", "0",
+		    "1" },
 		/* ... keys for one request only, a second n with no items, a
 		 * count of items past the arguments, a request of none */
 		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "1",
-		    "1", "0", "3", "60000", "0", "0", "1" },
+		    "0", "1", "1", "0", "3", "60000", "0", "0", "1", "0", "1" },
 		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "1",
-		    "1" },
+		    "0", "1", "1" },
 		{ "4", "a", "b", "c", "d", "1", "1", "0", "3", "60000", "0",
-		    "0", "1", "2", "0", "3", "60000", "0", "0", "1" },
+		    "0", "1", "0", "1", "2", "0", "3", "60000", "0", "0", "1",
+		    "0", "1" },
 		{ "2", "a", "b", "1", "1", "0", "3", "60000", "0", "0", "1",
-		    "0" },
+		    "0", "1", "0" },
 	};
 	static const char *const negative_now[] = {
-		"2", "a", "b", "-5", "1", "0", "3", "60000", "0", "0", "1", NULL
+		"2", "a", "b", "-5", "1", "0", "3", "60000", "0", "0", "1", "0",
+		"1", NULL
 	};
 	redisReply *r;
 	size_t i;

@@ -74,9 +74,9 @@ static bool json_valid(const char *s);
 
 /* Three policies, one per shape of RateLimit-Policy member. */
 static const struct rlg_policy pol[3] = {
-	{ "per-second", { RLG_ALG_FIXED_WINDOW, 10, 1000, 0 }, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL, false, 0 },
-	{ "per.minute", { RLG_ALG_SLIDING_WINDOW, 100, 60000, 0 }, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL, false, 0 },
-	{ "burst_bucket", { RLG_ALG_TOKEN_BUCKET, 1000, 3600000, 50 }, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL, false, 0 },
+	{ "per-second", { RLG_ALG_FIXED_WINDOW, 10, 1000, 0, 0, 0 }, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL, false, 0 },
+	{ "per.minute", { RLG_ALG_SLIDING_WINDOW, 100, 60000, 0, 0, 0 }, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL, false, 0 },
+	{ "burst_bucket", { RLG_ALG_TOKEN_BUCKET, 1000, 3600000, 50, 0, 0 }, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL, false, 0 },
 };
 
 static const struct rlg_decision d_one[1] = {
@@ -1233,7 +1233,7 @@ START_TEST(test_32_policies_fit)
 		snprintf(prefix, sizeof prefix, "p%02zu.-_Z", i);
 		memcpy(names[i], prefix, strlen(prefix));
 		many[i] = (struct rlg_policy){ names[i], { RLG_ALG_TOKEN_BUCKET,
-		    RLG_LIMIT_MAX, window_ms, RLG_BURST_MAX }, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL, false, 0 };
+		    RLG_LIMIT_MAX, window_ms, RLG_BURST_MAX, 0, 0 }, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL, false, 0 };
 	}
 	for (rejected = 0; rejected <= 1; rejected++) {
 		for (i = 0; i < NAMES_MAX; i++)
@@ -1303,8 +1303,8 @@ END_TEST
 START_TEST(test_names_escaped)
 {
 	struct rlg_policy odd[2] = {
-		{ "in\"ner\\q", { RLG_ALG_FIXED_WINDOW, 10, 1000, 0 }, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL, false, 0 },
-		{ "a\r\nX-Injected: 1", { RLG_ALG_FIXED_WINDOW, 10, 1000, 0 },
+		{ "in\"ner\\q", { RLG_ALG_FIXED_WINDOW, 10, 1000, 0, 0, 0 }, RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL, false, 0 },
+		{ "a\r\nX-Injected: 1", { RLG_ALG_FIXED_WINDOW, 10, 1000, 0, 0, 0 },
 		    RLG_KEY_IP, NULL, RLG_MODE_ENFORCE, NULL, 0, 0, NULL, false, 0 },
 	};
 	const struct rlg_decision d[2] = {

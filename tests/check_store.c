@@ -19,7 +19,8 @@
  * the same requests (a simulation in memory), with hand-counted
  * admissions per burst; several algorithms on one request, all or
  * nothing; advisory items; charges for new keys; a policy's copy with
- * other limits (a tier) deciding on the same state, behind the cache.
+ * other limits (a tier) deciding on the same state, behind the cache; the
+ * penalty box (a ban) in each algorithm, written, timed, lifted.
  * "concurrency": threads and forked processes, each with its own handle on one store: exactly
  * limit admitted (sliding_log: limit, token_bucket: burst), never more or
  * fewer, with and without a rejection cache. "errors" (Redis: "core"):
@@ -947,6 +948,62 @@ START_TEST(test_cost_each_algorithm)
 END_TEST
 
 /*
+ * The penalty box through the store, per algorithm (loop index): 2 a
+ * minute, a ban of 600 s at the 2nd refusal of a window, behind a
+ * rejection cache. The 1st refusal is written (its count), the 2nd
+ * starts the ban (Retry-After its whole length, its end stored); during
+ * it every request is refused to its exact end, nothing is written and
+ * the cache never answers; at its end the client is admitted; a ban
+ * again is lifted by rlgate --reset's call. A policy without a ban still
+ * writes nothing on a refusal (test_rejected_writes_nothing).
+ */
+START_TEST(test_ban_each_algorithm)
+{
+	static const enum rlg_algorithm algs[] = { RLG_ALG_FIXED_WINDOW,
+	    RLG_ALG_SLIDING_WINDOW, RLG_ALG_TOKEN_BUCKET, RLG_ALG_SLIDING_LOG };
+	char *path = path_in("ban.db");
+	struct rlg_policy p = alg_policy(name_alg, algs[_i], 2, 60, 2);
+	struct rlg_store *s = open_with(path, 0, 16);
+	struct rlg_decision d;
+	int64_t end = T1 + 2 + 600000, t, deleted;
+
+	p.lim.ban_ms = 600000;
+	p.lim.ban_after = 2;
+	ck_assert(hit(s, &p, "c", T1, NULL));
+	ck_assert(hit(s, &p, "c", T1, NULL));
+	ck_assert(!hit(s, &p, "c", T1 + 1, &d));
+	ck_assert(d.retry_ms < 600000);
+	ck_assert_int_eq(state_field(path, name_alg, "c", "refused"), 1);
+	ck_assert_int_eq(state_field(path, name_alg, "c", "ban_until_ms"), 0);
+	ck_assert(!hit(s, &p, "c", T1 + 2, &d));
+	ck_assert_int_eq(d.retry_ms, 600000);
+	ck_assert_int_eq(d.remaining, 0);
+	ck_assert_int_eq(state_field(path, name_alg, "c", "ban_until_ms"),
+	    end);
+	probe_start(path);
+	for (t = T1 + 3; t < end; t += 119999) {
+		ck_assert(!hit(s, &p, "c", t, &d));
+		ck_assert_int_eq(d.retry_ms, end - t);
+		ck_assert_int_eq(d.reset_ms, end - t);
+		ck_assert(!rlg_store_cached(s));
+	}
+	ck_assert(!hit(s, &p, "c", end - 1, &d));
+	ck_assert_int_eq(d.retry_ms, 1);
+	ck_assert(!probe_changed(path));
+	ck_assert(hit(s, &p, "c", end, NULL));
+	ck_assert(hit(s, &p, "c", end, NULL));
+	ck_assert(!hit(s, &p, "c", end + 1, NULL));
+	ck_assert(!hit(s, &p, "c", end + 2, &d));
+	ck_assert_int_eq(d.retry_ms, 600000);
+	ck_assert_int_eq(rlg_store_reset(s, "c", NULL, &deleted), RLG_OK);
+	ck_assert_int_ge(deleted, 1);
+	ck_assert_int_eq(state_field(path, name_alg, "c", "ban_until_ms"), -1);
+	ck_assert(hit(s, &p, "c", end + 3, NULL));
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
  * A tier: the gate's copy of a policy (the same name, so the same state;
  * another address) with other limits decides as a policy of those limits
  * on that state, on every backend and behind the rejection cache. Per
@@ -1233,6 +1290,7 @@ add_shared_tests(TCase *tc, const char *name)
 		tcase_add_loop_test(tc, test_cost_each_algorithm, 0, 4);
 		tcase_add_loop_test(tc, test_tier_copy_each_algorithm, 0, 4);
 		tcase_add_test(tc, test_delay_turns);
+		tcase_add_loop_test(tc, test_ban_each_algorithm, 0, 4);
 	} else if (strcmp(name, "concurrency") == 0) {
 		tcase_add_test(tc, test_threads_one_client);
 		tcase_add_test(tc, test_processes_one_client);

@@ -426,7 +426,7 @@ START_TEST(test_migrated_pass)
 
 	make_v1(v1, "");
 	s = open_ok(v1, 2000);
-	ck_assert_int_eq(sql_int(v1, "PRAGMA user_version"), 4);
+	ck_assert_int_eq(sql_int(v1, "PRAGMA user_version"), 5);
 	ck_assert(hit(s, &p, "c", GT0, NULL));
 	ck_assert(!hit(s, &p, "c", GT0, NULL));
 	rlg_store_close(s);
@@ -440,7 +440,7 @@ START_TEST(test_migrated_pass)
 	    " DROP TRIGGER rlg_state_count_delete; DROP TABLE rlg_clients;"
 	    " PRAGMA user_version = 2");
 	s = open_ok(v2, 2000);
-	ck_assert_int_eq(sql_int(v2, "PRAGMA user_version"), 4);
+	ck_assert_int_eq(sql_int(v2, "PRAGMA user_version"), 5);
 	ck_assert(hit(s, &p, "c", GT0, NULL));
 	ck_assert_int_eq(sql_int(v2, "SELECT clients FROM rlg_clients"), 1);
 	rlg_store_close(s);
@@ -448,7 +448,7 @@ START_TEST(test_migrated_pass)
 	/* Version 3: without the overrides. */
 	sql_exec(v2, SQL_DROP_V4 " PRAGMA user_version = 3");
 	s = open_ok(v2, 2000);
-	ck_assert_int_eq(sql_int(v2, "PRAGMA user_version"), 4);
+	ck_assert_int_eq(sql_int(v2, "PRAGMA user_version"), 5);
 	ck_assert_int_eq(sql_int(v2, "SELECT count(*) FROM sqlite_master"
 	    " WHERE name LIKE 'rlg_override%'"), 5);
 	/* The row is kept: one more fills the limit of 2. */

@@ -368,7 +368,7 @@ START_TEST(test_migrate_v2)
 	    " expires_ms) VALUES ('default', 'b', 0, 1, 4102444800000),"
 	    " ('hour', 'a', 0, 1, 4102444800000); PRAGMA user_version = 2");
 	s = open_with(path, 3, 0);
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 4);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 5);
 	sql_text(path, "SELECT group_concat(policy || ':' || clients, ',')"
 	    " FROM (SELECT * FROM rlg_clients ORDER BY policy)", text,
 	    sizeof text);
@@ -376,6 +376,51 @@ START_TEST(test_migrate_v2)
 	ck_assert(hit(s, &p, "c", T1, NULL));
 	ck_assert(!hit_full(s, &p, "d", T1));
 	check_client_counts(path);
+	rlg_store_close(s);
+}
+END_TEST
+
+/*
+ * A version 4 file (before the penalty box) gets the ban's columns (0 in
+ * every kept row), in the order of a new file, and the view bans; a ban
+ * then works on the kept row and shows in the view, at the exact end.
+ */
+START_TEST(test_migrate_v4)
+{
+	char *path = path_in("v4.db"), *fresh = path_in("v5.db");
+	char text[512], want[512];
+	static const char columns[] = "SELECT group_concat(name || ':' ||"
+	    " type || ':' || \"notnull\" || ':' || coalesce(dflt_value, '')"
+	    " || ':' || pk, ',') FROM pragma_table_info('rlg_state')";
+	struct rlg_policy p = policy(2, 60);
+	struct rlg_decision d;
+	struct rlg_store *s = open_ok(path, 2000);
+
+	ck_assert(hit(s, &p, "a", T1, NULL));
+	rlg_store_close(s);
+	sql_exec(path, SQL_DROP_V5 " PRAGMA user_version = 4");
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM pragma_table_info"
+	    "('rlg_state') WHERE name = 'ban_until_ms'"), 0);
+	s = open_ok(path, 2000);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 5);
+	rlg_store_close(open_ok(fresh, 2000));
+	sql_text(fresh, columns, want, sizeof want);
+	sql_text(path, columns, text, sizeof text);
+	ck_assert_str_eq(text, want);
+	ck_assert_int_eq(sql_int(path, "SELECT refused + refused_start_ms +"
+	    " ban_until_ms FROM rlg_state WHERE client = 'a'"), 0);
+	/* The kept row counts: the second request fills the limit. */
+	p.lim.ban_ms = 600000;
+	ck_assert(hit(s, &p, "a", T1, NULL));
+	ck_assert(!hit(s, &p, "a", T1 + 1, &d));
+	ck_assert_int_eq(d.retry_ms, 600000);
+	ck_assert_int_eq(sql_int(path, "SELECT ban_until_ms FROM rlg_state"
+	    " WHERE client = 'a'"), T1 + 1 + 600000);
+	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM bans"), 0);
+	sql_exec(path, "UPDATE rlg_state SET ban_until_ms = 4102444800000");
+	sql_text(path, "SELECT policy, client, banned_until FROM bans", text,
+	    sizeof text);
+	ck_assert_str_eq(text, "default|a|2100-01-01 00:00:00");
 	rlg_store_close(s);
 }
 END_TEST
@@ -399,7 +444,7 @@ START_TEST(test_migrate_v3)
 	rlg_store_close(s);
 	sql_exec(path, SQL_DROP_V4 " PRAGMA user_version = 3");
 	s = open_ok(path, 2000);
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 4);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 5);
 	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_override"), 0);
 	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM"
 	    " rlg_override_version WHERE id = 1 AND version > 0"), 1);
@@ -515,7 +560,7 @@ START_TEST(test_new_file_schema)
 	snprintf(wal, sizeof wal, "%s-wal", path);
 	ck_assert_int_eq(file_mode(wal), 0600);   /* sqlite copies the mode */
 
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 4);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 5);
 	sql_text(path, "PRAGMA journal_mode", text, sizeof text);
 	ck_assert_str_eq(text, "wal");
 	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master"
@@ -691,7 +736,7 @@ START_TEST(test_sliding_log_rows)
 	 */
 	snprintf(sql, sizeof sql, "WITH RECURSIVE i(n) AS (SELECT 0 UNION ALL"
 	    " SELECT n + 1 FROM i WHERE n < 2499) INSERT INTO rlg_state"
-	    " SELECT 'sl', 'x' || n, %lld, 10, %lld, 0, 0 FROM i",
+	    " SELECT 'sl', 'x' || n, %lld, 10, %lld, 0, 0, 0, 0, 0 FROM i",
 	    (long long)WIN0, (long long)WIN0 + 5000);
 	sql_exec(path, sql);
 	sql_exec(path, "WITH RECURSIVE k(n) AS (SELECT 0 UNION ALL"
@@ -800,7 +845,7 @@ START_TEST(test_migrate_v1)
 
 	make_v1(path);
 	s = open_ok(path, 2000);
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 4);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 5);
 	sql_text(path, "SELECT group_concat(policy || ',' || client || ',' ||"
 	    " window_start_ms || ',' || count || ',' || expires_ms || ',' ||"
 	    " prev_count || ',' || tat_us, ';') FROM (SELECT * FROM rlg_state"
@@ -844,7 +889,7 @@ START_TEST(test_migrate_v1)
 	ck_assert(hit(s, &p, "10.0.0.1", T1, &d));
 	ck_assert_int_eq(d.remaining, 0);
 	rlg_store_close(s);
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 4);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 5);
 	ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM rlg_state"), 3);
 }
 END_TEST
@@ -900,13 +945,13 @@ START_TEST(test_processes_migrate)
 			if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 				failed++;
 		}
-		ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 4);
+		ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 5);
 		ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM"
 		    " rlg_state"), 3 + 8);
 		ck_assert_int_eq(sql_int(path, "SELECT sum(count) FROM"
 		    " rlg_state WHERE policy = 'default'"), 3 + 5 + 8);
 		ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM"
-		    " pragma_table_info('rlg_state')"), 7);
+		    " pragma_table_info('rlg_state')"), 10);
 	}
 	ck_assert_int_eq(failed, 0);
 }
@@ -958,7 +1003,7 @@ START_TEST(test_processes_open_new_file)
 			if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 				failed++;
 		}
-		ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 4);
+		ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 5);
 	}
 	ck_assert_int_eq(failed, 0);
 }
@@ -993,7 +1038,7 @@ START_TEST(test_missing_directory)
 	ck_assert(d.admitted);
 	ck_assert_int_eq(d.remaining, 4);
 	ck_assert_int_eq(file_mode(path), 0600);
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 4);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 5);
 	ck_assert_int_eq(rlg_store_prune(s, T1, NULL), RLG_OK);
 	rlg_store_close(s);
 }
@@ -1025,7 +1070,7 @@ START_TEST(test_garbage_file)
 	ck_assert(d.admitted);
 	ck_assert_int_eq(d.remaining, 4);
 	ck_assert_int_eq(file_mode(path), 0600);
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 4);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 5);
 	rlg_store_close(s);
 }
 END_TEST
@@ -1047,7 +1092,7 @@ START_TEST(test_deleted_while_open)
 	ck_assert(hit(s, &p, "c", T1 + 1000, &d));
 	ck_assert_int_eq(d.remaining, 4);
 	ck_assert_int_eq(file_mode(path), 0600);
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 4);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 5);
 	ck_assert_int_eq(sql_int(path, "SELECT count FROM rlg_state"), 1);
 
 	/* All three files, as an operator should. */
@@ -1144,20 +1189,20 @@ START_TEST(test_newer_schema)
 	struct rlg_store_item item = { &p, "c", false, false, 1 };
 	struct rlg_decision d;
 	struct rlg_store *s = NULL;
-	const char *want = "database schema version 5 is newer than this"
-	    " rlgate (4)";
+	const char *want = "database schema version 6 is newer than this"
+	    " rlgate (5)";
 
 	rlg_store_close(open_ok(path, 2000));
-	sql_exec(path, "PRAGMA user_version = 5");
+	sql_exec(path, "PRAGMA user_version = 6");
 	ck_assert_int_eq(rlg_store_open(&cfg, &s), RLG_ESTORE);
 	ck_assert_msg(strstr(rlg_store_errmsg(s), want) != NULL, "%s",
 	    rlg_store_errmsg(s));
 	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_ESTORE);
 	ck_assert_msg(strstr(rlg_store_errmsg(s), want) != NULL, "%s",
 	    rlg_store_errmsg(s));
-	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 5);
+	ck_assert_int_eq(sql_int(path, "PRAGMA user_version"), 6);
 
-	sql_exec(path, "PRAGMA user_version = 4");
+	sql_exec(path, "PRAGMA user_version = 5");
 	ck_assert_int_eq(rlg_store_step(s, &item, 1, T1, &d), RLG_OK);
 	ck_assert(d.admitted);
 	rlg_store_close(s);
@@ -1185,6 +1230,7 @@ rlg_store_sqlite_tests(TCase *tc, const char *name)
 		tcase_add_test(tc, test_migrate_v1);
 		tcase_add_test(tc, test_migrate_v2);
 		tcase_add_test(tc, test_migrate_v3);
+		tcase_add_test(tc, test_migrate_v4);
 		tcase_add_test(tc, test_processes_migrate);
 	} else if (strcmp(name, "concurrency") == 0) {
 		tcase_add_test(tc, test_processes_open_new_file);

@@ -577,7 +577,7 @@ store_setup(void)
 	memset(&pol_a, 0, sizeof pol_a);
 	pol_a.name = "a";
 	pol_a.lim = (struct rlg_limit){ RLG_ALG_FIXED_WINDOW, 10, WINDOW_MS,
-	    10 };
+	    10, 0, 0 };
 	pol_b = pol_a;
 	pol_b.name = "b";
 	pol_b.lim.limit = 1000;
@@ -665,7 +665,8 @@ db_state(const char *policy, const char *client, struct rlg_state *st)
 	ck_assert_int_eq(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY,
 	    NULL), SQLITE_OK);
 	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT window_start_ms,"
-	    " count, expires_ms, prev_count, tat_us FROM rlg_state"
+	    " count, expires_ms, prev_count, tat_us, refused,"
+	    " refused_start_ms, ban_until_ms FROM rlg_state"
 	    " WHERE policy = ?1 AND client = ?2", -1, &q, NULL), SQLITE_OK);
 	sqlite3_bind_text(q, 1, policy, -1, SQLITE_STATIC);
 	sqlite3_bind_text(q, 2, client, -1, SQLITE_STATIC);
@@ -675,6 +676,9 @@ db_state(const char *policy, const char *client, struct rlg_state *st)
 		st->expires_ms = sqlite3_column_int64(q, 2);
 		st->prev_count = sqlite3_column_int64(q, 3);
 		st->tat_us = sqlite3_column_int64(q, 4);
+		st->refused = sqlite3_column_int64(q, 5);
+		st->refused_start_ms = sqlite3_column_int64(q, 6);
+		st->ban_until_ms = sqlite3_column_int64(q, 7);
 		found = true;
 	}
 	sqlite3_finalize(q);
@@ -1090,6 +1094,63 @@ START_TEST(test_reset_and_log)
 }
 END_TEST
 
+/*
+ * The penalty box behind the table: the refusal that starts a ban is
+ * decided and kept in the table (not only the admitted requests), flushed
+ * into the database's ban_until_ms, kept by a restart and by a table
+ * built anew from the database, refused to its exact end; a refusal
+ * during it writes nothing; rlgate --reset lifts it from the table and
+ * the database.
+ */
+START_TEST(test_ban_behind)
+{
+	struct rlg_policy pol = pol_a;
+	struct rlg_store_item item = { &pol, "bx", false, false, 1 };
+	struct rlg_decision d;
+	struct rlg_state st;
+	struct rlg_store *s = behind_open();
+	int64_t deleted, end = NOW + 3 + 3600000;
+	char t[160];
+
+	pol.lim.limit = 2;
+	pol.lim.ban_ms = 3600000;
+	pol.lim.ban_after = 1;
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, NOW, &d), RLG_OK);
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, NOW, &d), RLG_OK);
+	ck_assert(d.admitted);
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, NOW + 3, &d), RLG_OK);
+	ck_assert(!d.admitted);
+	ck_assert_int_eq(d.retry_ms, 3600000);
+	ck_assert_int_eq(rlg_store_flush(s, NOW + 3), RLG_OK);
+	ck_assert(db_state("a", "bx", &st));
+	ck_assert_int_eq(st.ban_until_ms, end);
+	ck_assert_int_eq(st.count, 2);
+	ck_assert(st.expires_ms >= end);
+	/* during it: refused to its end, nothing to flush */
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, NOW + 1000, &d), RLG_OK);
+	ck_assert(!d.admitted);
+	ck_assert_int_eq(d.retry_ms, end - (NOW + 1000));
+	rlg_store_close(s);
+	/* a restart, then a table built anew from the database */
+	s = behind_open();
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, NOW + 2000, &d), RLG_OK);
+	ck_assert(!d.admitted && d.retry_ms == end - (NOW + 2000));
+	rlg_store_close(s);
+	snprintf(t, sizeof t, "%s-table", dbpath);
+	ck_assert_int_eq(unlink(t), 0);
+	s = behind_open();
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, NOW + 3000, &d), RLG_OK);
+	ck_assert(!d.admitted && d.retry_ms == end - (NOW + 3000));
+	/* lifted */
+	ck_assert_int_eq(rlg_store_reset(s, "bx", NULL, &deleted), RLG_OK);
+	ck_assert_int_ge(deleted, 1);
+	ck_assert(!db_state("a", "bx", &st));
+	ck_assert_int_eq(rlg_store_step(s, &item, 1, NOW + 4000, &d), RLG_OK);
+	ck_assert(d.admitted);
+	rlg_store_close(s);
+}
+END_TEST
+
 /* Statements on the database from a connection of the test's own. */
 static void
 db_exec(const char *sql)
@@ -1177,7 +1238,7 @@ START_TEST(test_tier_copy_behind)
 	bool ok;
 
 	p.name = "tier";
-	p.lim = (struct rlg_limit){ algs[_i], 3, WINDOW_MS, 3 };
+	p.lim = (struct rlg_limit){ algs[_i], 3, WINDOW_MS, 3, 0, 0 };
 	*q = p;
 	q->lim.limit = 6;
 	q->lim.burst = algs[_i] == RLG_ALG_TOKEN_BUCKET ? 12 : 6;
@@ -1401,6 +1462,9 @@ START_TEST(test_hostile_table)
 		struct { uint64_t off; uint32_t len, pad; } u = {
 			UINT64_MAX - 4, 64, 0 };
 
+		/* zeros after it, not the records of the steps above (whose
+		 * playback would bring back the slots all in use) */
+		memset(tbl_field(t, "undo"), 0, 65536);
 		memcpy(tbl_field(t, "undo"), &u, sizeof u);
 	}
 	tbl_abort(t);
@@ -1873,8 +1937,8 @@ END_TEST
 
 /*
  * The sizes the docs state (rlgate.conf(5), design.md, operations.md,
- * benchmarks.md): 224 bytes an entry slot, a third more slots than
- * entries (about 299 bytes a client), and 301,173,440 bytes for a
+ * benchmarks.md): 264 bytes an entry slot, a third more slots than
+ * entries (about 352 bytes a client), and 354,506,800 bytes for a
  * million entries. A change here is a change of every one of them.
  */
 /* The entry of (policy, client), removed (it must exist). */
@@ -2017,8 +2081,9 @@ START_TEST(test_hostile_spill)
 END_TEST
 
 /*
- * A table of an earlier layout (version 4: an index of 128 slots and 64
- * entries of 400 bytes, no spill slots; version 3: entries of 320 bytes),
+ * A table of an earlier layout (version 5: entries of 224 bytes; version
+ * 4: an index of 128 slots and 64 entries of 400 bytes, no spill slots;
+ * version 3: entries of 320 bytes),
  * or of this version with another entry
  * size: never mapped as this one, built anew from the database, and a
  * process that mapped the old file sees it retired.
@@ -2029,6 +2094,7 @@ START_TEST(test_layout_old)
 		uint32_t version;
 		uint64_t entry, size;
 	} old[] = {
+		{ 5, 224, 299840 },   /* before the ban's fields */
 		{ 4, 400, 299840 - 64 * 272 + 64 * (400 - 144) },
 		{ 3, 320, 299840 - 64 * 272 + 64 * (320 - 144) },
 		{ 0, 400, 0 },        /* this version, its size */
@@ -2082,15 +2148,15 @@ START_TEST(test_sizes_documented)
 	char hash[RLG_KEY_HASH_TEXT];
 	size_t n;
 
-	ck_assert_uint_eq(sizeof(struct tbl_entry), 224);
-	ck_assert_uint_eq(tbl_entry_size(), 224);
-	ck_assert_uint_eq(tbl_file_size(1000000), UINT64_C(301173440));
-	/* a third more slots than entries, and a bit a slot: 298.7 bytes
+	ck_assert_uint_eq(sizeof(struct tbl_entry), 264);
+	ck_assert_uint_eq(tbl_entry_size(), 264);
+	ck_assert_uint_eq(tbl_file_size(1000000), UINT64_C(354506800));
+	/* a third more slots than entries, and a bit a slot: 352.3 bytes
 	 * an entry and a sixth of a byte */
 	ck_assert_uint_ge(tbl_file_size(3000000) - tbl_file_size(1500000),
-	    UINT64_C(1500000) * 298);
+	    UINT64_C(1500000) * 352);
 	ck_assert_uint_le(tbl_file_size(3000000) - tbl_file_size(1500000),
-	    UINT64_C(1500000) * 299 + 1500000 / 6 + 256);
+	    UINT64_C(1500000) * 353 + 1500000 / 6 + 256);
 	ck_assert_uint_eq(tbl_spill_bytes(1000000), TBL_SPILL_MAX * 272);
 	ck_assert_uint_eq(tbl_spill_bytes(64), 64 * 272);
 	memset(&a, 0, sizeof a);
@@ -2232,7 +2298,7 @@ rlg_table_suite(void)
 		test_flush_many, test_put_rows,
 		test_restart_seeded, test_long_keys_behind,
 		test_long_keys_full,
-		test_reset_and_log,
+		test_reset_and_log, test_ban_behind,
 		test_overrides_behind, test_flush_failures_counted,
 	};
 	const TTest *const authority[] = {

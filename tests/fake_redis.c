@@ -575,7 +575,7 @@ fr_evalsha(struct fr_conn *c, int argc, const char **argv,
 	long long nkeys, now, n, i, alg, limit, window, burst;
 	long long admitted, remaining, reset, retry, next;
 	bool trickle = mode == FR_TRICKLE || mode == FR_TRICKLE_ALL;
-	int a;
+	int a, per;
 
 	if (mode == FR_HUGE_ARRAY) {
 		fr_putf(c, false, "*1000000000\r\n");
@@ -596,14 +596,17 @@ fr_evalsha(struct fr_conn *c, int argc, const char **argv,
 	    rlg_test_clock_ms(CLOCK_REALTIME);
 	n = fr_arg(argv[a + 1], argvlen[a + 1], 0);
 	a += 2;
-	if (n < 1 || a + 6 * n > argc) {
+	/* 8 arguments an item; 6: sync.lua's, answered as a step (as a
+	 * server with the other script loaded would) */
+	per = n > 0 && argc - a == 6 * n ? 6 : 8;
+	if (n < 1 || a + per * n > argc) {
 		fr_putf(c, false, "-ERR fake_redis: malformed EVALSHA\r\n");
 		return;
 	}
 	fr_putf(c, trickle, "*%lld\r\n:%lld\r\n", 1 + 6 * n -
 	    (mode == FR_ARITY_SHORT ? 1 : 0), mode == FR_NOW_HUGE ? huge :
 	    now);
-	for (i = 0; i < n; i++, a += 6) {
+	for (i = 0; i < n; i++, a += per) {
 		alg = fr_arg(argv[a], argvlen[a], 0);
 		limit = fr_arg(argv[a + 1], argvlen[a + 1], 1);
 		window = fr_arg(argv[a + 2], argvlen[a + 2], 1000);

@@ -232,10 +232,16 @@ int hit(struct rlg_store *s, const struct rlg_policy *p, const char *client,
     int64_t now, struct rlg_decision *d);
 
 /*
- * SQLite: what schema version 4 added (the overrides), dropped: a version
- * 4 file made a version 3 one, with "PRAGMA user_version = 3".
+ * SQLite: what schema version 5 added (the penalty box's columns and
+ * view), dropped: a version 5 file made a version 4 one, with "PRAGMA
+ * user_version = 4". SQL_DROP_V4 also drops what version 4 added (the
+ * overrides): a version 3 file, with "PRAGMA user_version = 3".
  */
-#define SQL_DROP_V4 "DROP TRIGGER rlg_override_insert;" \
+#define SQL_DROP_V5 "DROP VIEW bans;" \
+	" ALTER TABLE rlg_state DROP COLUMN ban_until_ms;" \
+	" ALTER TABLE rlg_state DROP COLUMN refused_start_ms;" \
+	" ALTER TABLE rlg_state DROP COLUMN refused;"
+#define SQL_DROP_V4 SQL_DROP_V5 " DROP TRIGGER rlg_override_insert;" \
 	" DROP TRIGGER rlg_override_update;" \
 	" DROP TRIGGER rlg_override_delete;" \
 	" DROP TABLE rlg_override; DROP TABLE rlg_override_version;"

@@ -6,10 +6,14 @@
 -- an earlier one left, so the same (policy, client) twice counts twice);
 -- the request is admitted when every non-advisory item admits; then, and
 -- only then, each admitted item writes its state. A rejected request
--- writes nothing; neither does an advisory item that rejects.
+-- writes nothing; neither does an advisory item that rejects, unless its
+-- policy has a ban (the penalty box, limiter.h "The ban"): a refusal it
+-- counts, or the ban it starts, is written whether the request is
+-- admitted or not.
 --
 -- KEYS[2i-1]: hash rlg:{C}:P of item i, fields window_start_ms count
---   prev_count tat_us expires_ms (the columns of rlg_state);
+--   prev_count tat_us expires_ms (the columns of rlg_state), and for a
+--   policy with a ban refused refused_start_ms ban_until_ms;
 -- KEYS[2i]: list rlg:{C}:P:log, the sliding log, ascending ms, for a
 --   sliding_log item; for the others the state key again (never read:
 --   Redis Cluster answers TRYAGAIN during a slot migration to a script
@@ -22,7 +26,10 @@
 --   charge itself) has no live state, and is otherwise skipped: admitted,
 --   remaining = limit, reset = retry = next = 0, nothing read or written;
 --   cost: the request's units, 1..COST_MAX (limiter.h's request cost: all
---   or nothing; a sliding_log item appends cost entries).
+--   or nothing; a sliding_log item appends cost entries); ban: the ban's
+--   length in ms, 0 for none, else whole seconds up to BAN_MS_MAX;
+--   ban_after: the refusal in a window that starts it, 0..LIMIT_MAX (0
+--   counts as 1).
 --   A batch (group commit, store_redis_batch.c) is several requests in
 --   one call: n and its items again after the last item, once per
 --   request, their KEYS in the same order. Each request is decided and
@@ -49,6 +56,7 @@ local LIMIT_MAX = 1000000000                 -- RLG_LIMIT_MAX, RLG_BURST_MAX
 local WINDOW_MS_MAX = 366 * 24 * 3600 * 1000 -- RLG_WINDOW_S_MAX in ms
 local LOG_LIMIT_MAX = 100000                 -- RLG_SLIDING_LOG_LIMIT_MAX
 local COST_MAX = 1000000000                  -- RLG_COST_MAX
+local BAN_MS_MAX = 366 * 24 * 3600 * 1000    -- RLG_BAN_S_MAX in ms
 local GCRA_TAU_MAX_US = 1000000000000000000  -- 1e18, exact as a double
 local EXPIRES_GRAIN_MS = 1000                -- SQ_EXPIRES_GRAIN_MS
 local SAFE = 4503599627370496                -- 2^52: plain doubles below
@@ -557,15 +565,71 @@ local function sliding_log(limit, w, log, now_ms, cost)
   if m == 0 then
     -- c > limit, the log empty: never, 1 ms.
     return { admitted = false, remaining = remaining, reset = 1,
-      retry = 1, next = 1 }, nil
+      retry = 1, next = 1 }, nil,
+      { ws = 0, count = 0, prev = 0, tat = "0", expires = 0 }
   end
   -- Full for c: admitted again once log[n + c - limit] has slid out.
   local retry = clamp_time(log[n + c - limit]) + w - now_ms
   if retry < 1 then
     retry = 1                                -- an unsorted log
   end
+  -- The row the operator views see (a ban writes it with its refusal).
+  local row = { ws = clamp_time(log[lo]), count = m, prev = 0, tat = "0",
+    expires = math.max(clamp_time(log[n]) + w, now_ms + 1) }
   return { admitted = false, remaining = remaining, reset = retry,
-    retry = retry, next = retry }, nil
+    retry = retry, next = retry }, nil, row
+end
+
+-- The penalty box (rlg_limiter_step's ban_holds): a ban that holds at
+-- now refuses until its end (an end beyond now + ban counts as that),
+-- nothing written. nil when none holds.
+local function ban_holds(it, st, now)
+  if it.ban == 0 then
+    return nil
+  end
+  now = clamp_time(now)
+  if st.ban <= now then
+    return nil
+  end
+  local r = math.min(st.ban, now + it.ban) - now
+  return { admitted = false, remaining = 0, reset = r, retry = r, next = r }
+end
+
+-- ban_count: the ban's fields of out after the algorithm decided d (no
+-- ban held). Admitted: the count of this window kept. Refused: counted;
+-- the ban_after-th starts the ban (d then waits its whole length), and
+-- out's expiry covers the ban and the window. A policy with no ban: out
+-- unchanged (its ban fields are never written).
+local function ban_count(it, st, now, d, out)
+  if it.ban == 0 then
+    return
+  end
+  now = clamp_time(now)
+  local start = now - now % it.w
+  local after = math.max(it.ban_after, 1)
+  local n = 0
+  if st.rstart == start then
+    n = clamp_count(st.refused, after - 1)
+  end
+  out.refused = n
+  out.rstart = n > 0 and start or 0
+  out.ban = 0
+  if d.admitted then
+    return
+  end
+  n = n + 1
+  out.rstart = start
+  if n < after then
+    out.refused = n
+  else
+    out.refused = 0
+    out.ban = now + it.ban
+    d.remaining = 0
+    d.retry = it.ban
+    d.reset = it.ban
+    d.next = it.ban
+  end
+  out.expires = math.max(out.expires, out.ban, start + it.w)
 end
 
 -- The descriptor table of app/limiter.c (struct rlg_algorithm_desc), by
@@ -677,22 +741,23 @@ end
 -- the helpers above stay from one call to the next.
 logs = {}
 
--- The requests of the call: ARGV from 2 on is n, then 6 per item, once
+-- The requests of the call: ARGV from 2 on is n, then 8 per item, once
 -- per request (a batch: store_redis_batch.c), and KEYS 2 per item in the
 -- same order. Every request is checked before any runs, so a malformed
 -- call writes nothing.
 local function parse_request(a, kbase)
   local n = parse_int(ARGV[a])
-  if n == nil or n < 1 or a + 6 * n > #ARGV or kbase + 2 * n > #KEYS then
+  if n == nil or n < 1 or a + 8 * n > #ARGV or kbase + 2 * n > #KEYS then
     return nil
   end
   local items = {}
   for i = 1, n do
-    local b = a + 1 + 6 * (i - 1)
+    local b = a + 1 + 8 * (i - 1)
     local it = {
       alg = parse_int(ARGV[b]), limit = parse_int(ARGV[b + 1]),
       w = parse_int(ARGV[b + 2]), burst = parse_int(ARGV[b + 3]),
       flags = ARGV[b + 4], cost = parse_int(ARGV[b + 5]),
+      ban = parse_int(ARGV[b + 6]), ban_after = parse_int(ARGV[b + 7]),
       key = KEYS[kbase + 2 * i - 1], logkey = KEYS[kbase + 2 * i],
     }
     it.desc = it.alg ~= nil and ALGORITHMS[it.alg] or nil
@@ -703,6 +768,12 @@ local function parse_request(a, kbase)
     end
     if it.cost == nil or it.cost < 1 or it.cost > COST_MAX then
       return nil, "item " .. i .. ": cost out of range"
+    end
+    if it.ban == nil or it.ban_after == nil or it.ban < 0 or
+        it.ban > BAN_MS_MAX or it.ban % 1000 ~= 0 or
+        (it.ban > 0 and it.ban < 1000) or it.ban_after < 0 or
+        it.ban_after > LIMIT_MAX then
+      return nil, "item " .. i .. ": ban out of range"
     end
     it.flags = tonumber(it.flags)
     it.advisory = it.flags % 2 == 1
@@ -728,20 +799,61 @@ do
       if why ~= nil and #requests > 0 then
         why = "request " .. (#requests + 1) .. ", " .. why
       end
-      return bad(why or "expected ARGV now, n, then 6 per item, and 2 keys per item")
+      return bad(why or "expected ARGV now, n, then 8 per item, and 2 keys per item")
     end
     requests[#requests + 1] = items
-    a = a + 1 + 6 * #items
+    a = a + 1 + 8 * #items
     kbase = kbase + 2 * #items
   until a > #ARGV
   if kbase ~= #KEYS then
-    return bad("expected ARGV now, n, then 6 per item, and 2 keys per item")
+    return bad("expected ARGV now, n, then 8 per item, and 2 keys per item")
   end
 end
 
 local now_ms = call_now()
 if now_ms == nil then
   return bad("now_ms is not an integer")
+end
+
+-- The state item i reads: what an earlier item with the same keys
+-- leaves, else the stored one (a missing hash is the all-zero state),
+-- with its ban's fields.
+local function ban_state(items, i)
+  local it = items[i]
+  for j = i - 1, 1, -1 do
+    if items[j].key == it.key then
+      if items[j].out or items[j].st then
+        return items[j].out or items[j].st
+      end
+      break
+    end
+  end
+  local f = redis.call("HMGET", it.key, "window_start_ms", "count",
+    "prev_count", "tat_us", "expires_ms", "refused", "refused_start_ms",
+    "ban_until_ms")
+  return { ws = field(f[1]), count = field(f[2]), prev = field(f[3]),
+    tat = f[4] or "0", expires = field(f[5]), refused = field(f[6]),
+    rstart = field(f[7]), ban = field(f[8]) }
+end
+
+-- An item's decision with its ban (rlg_limiter_step's wrapper): a ban
+-- that holds refuses first, nothing to write; else step() decides (d,
+-- out, and the row a refusal leaves), and under a ban a refusal is
+-- counted and written (it.wref).
+local function step_banned(it, st, step)
+  it.d = ban_holds(it, st, now_ms)
+  if it.d ~= nil then
+    return
+  end
+  local row
+  it.d, it.out, row = step()
+  if not it.d.admitted and it.ban > 0 then
+    it.out = row
+    it.wref = true
+  end
+  if it.out ~= nil then
+    ban_count(it, st, now_ms, it.d, it.out)
+  end
 end
 
 -- Decides every item of one request; nothing is written yet. Whether
@@ -764,27 +876,28 @@ local function decide(items)
       end
       local log = log_entries(it.logkey, it.limit, it.w, now_ms, k)
       it.live = #log > 0
-      it.d, it.out = sliding_log(it.limit, it.w, log, now_ms, it.cost)
+      -- Its ban lives in the state hash: read only for a ban.
+      local st = { ban = 0, refused = 0, rstart = 0 }
+      if it.ban > 0 then
+        st = ban_state(items, i)
+      end
+      it.st = st
+      step_banned(it, st, function()
+        return sliding_log(it.limit, it.w, log, now_ms, it.cost)
+      end)
       it.append = it.d.admitted
     else
       -- The state an earlier item with the same keys leaves, else the
       -- stored one (a missing hash is the all-zero state).
-      local st
-      for j = i - 1, 1, -1 do
-        if items[j].key == it.key then
-          st = items[j].out or items[j].st
-          break
-        end
-      end
-      if st == nil then
-        local f = redis.call("HMGET", it.key, "window_start_ms", "count",
-          "prev_count", "tat_us", "expires_ms")
-        st = { ws = field(f[1]), count = field(f[2]), prev = field(f[3]),
-          tat = f[4] or "0", expires = field(f[5]) }
-      end
+      local st = ban_state(items, i)
       it.st = st
       it.live = st.expires ~= nil and st.expires > now_ms
-      it.d, it.out = it.desc.step(it, st, now_ms)
+      step_banned(it, st, function()
+        -- Refused, the state left is the stored one.
+        local d, out = it.desc.step(it, st, now_ms)
+        return d, out, { ws = st.ws, count = st.count, prev = st.prev,
+          tat = st.tat, expires = st.expires }
+      end)
     end
     -- An advisory item (dry run) never rejects the request.
     if not it.d.admitted and not it.advisory then
@@ -794,22 +907,29 @@ local function decide(items)
   return admitted
 end
 
--- Admitted: every admitted item writes its state, in order (the last of
--- the same keys wins); each key written expires with its state.
-local function commit(items)
+-- Admitted (admitted true): every admitted item writes its state, in
+-- order (the last of the same keys wins); each key written expires with
+-- its state. Admitted or not, a refusal that a ban counts writes its
+-- state (never a log entry).
+local function commit(items, admitted)
   for i = 1, #items do
     local it = items[i]
-    if it.d.admitted and not it.skip then
+    local adm = admitted and it.d.admitted and not it.skip
+    if adm or it.wref then
       local o = it.out
       local expires = round_expires(o.expires)
       local ttl = fmt(math.max(1, expires - now_ms))
-      if it.desc.log then
+      if it.desc.log and adm then
         log_append(it.logkey, now_ms, it.w, it.cost)
         redis.call("PEXPIRE", it.logkey, ttl)
       end
       redis.call("HSET", it.key, "window_start_ms", fmt(o.ws),
         "count", fmt(o.count), "prev_count", fmt(o.prev),
         "tat_us", o.tat, "expires_ms", fmt(expires))
+      if it.ban > 0 then
+        redis.call("HSET", it.key, "refused", fmt(o.refused),
+          "refused_start_ms", fmt(o.rstart), "ban_until_ms", fmt(o.ban))
+      end
       redis.call("PEXPIRE", it.key, ttl)
     end
   end
@@ -820,9 +940,7 @@ end
 local reply = { now_ms }
 for r = 1, #requests do
   local items = requests[r]
-  if decide(items) then
-    commit(items)
-  end
+  commit(items, decide(items))
   for i = 1, #items do
     local d = items[i].d
     reply[#reply + 1] = d.admitted and 1 or 0
