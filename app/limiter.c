@@ -46,33 +46,14 @@
 #include <stddef.h>
 
 #include "limiter.h"
+#include "limiter_priv.h"
 #include "util.h"
 
-/*
- * The GCRA tolerance is capped so that tat_us, up to now + tolerance + one
- * emission interval, fits an int64_t for any time up to RLG_TIME_MS_MAX.
- * 1e18 us is about 31,700 years: only a policy whose burst times emission
- * interval exceeds that is affected, and it gets a smaller burst (stricter),
- * never a larger one.
- */
-#define RLG_GCRA_TAU_MAX_US  1000000000000000000LL
-_Static_assert(RLG_GCRA_TAU_MAX_US == RLG_TAT_US_MAX - RLG_TIME_MS_MAX *
-    1000 - RLG_WINDOW_S_MAX * 1000000, "RLG_TAT_US_MAX's tolerance");
 
-/*
- * Products of a count and a window reach 1e9 * 3.2e10: wider than
- * int64_t. __extension__ keeps -Wpedantic quiet about the GCC/Clang type.
- */
-__extension__ typedef __int128 i128;
-
-static bool policy_ok(const struct rlg_limit *p, enum rlg_algorithm alg);
 static int64_t window_begin(const struct rlg_limit *lim, int64_t *now_ms,
     struct rlg_state *st);
 static bool cost_ok(int64_t cost);
 static void never(struct rlg_decision *d);
-static int64_t align_start(int64_t start_ms, int64_t window_ms);
-static int64_t clamp_upto(int64_t v, int64_t max);
-static int64_t ceil_div(i128 num, int64_t den);
 static int64_t sw_next_ms(int64_t w, int64_t e, int64_t prev, i128 room,
     int64_t remaining);
 static int64_t sw_retry_ms(int64_t w, int64_t e, int64_t limit, int64_t c,
@@ -124,8 +105,8 @@ static const struct rlg_algorithm_desc rlg_algorithms[RLG_ALG_COUNT] = {
  * algorithm with a burst (others leave it 0). An unknown algorithm is
  * none.
  */
-static bool
-policy_ok(const struct rlg_limit *p, enum rlg_algorithm alg)
+bool
+rlg_limiter_policy_ok(const struct rlg_limit *p, enum rlg_algorithm alg)
 {
 	const struct rlg_algorithm_desc *a = rlg_algorithm_desc(alg);
 
@@ -199,39 +180,6 @@ rlg_limiter_clamp_time(int64_t t_ms)
 	return clamp_upto(t_ms, RLG_TIME_MS_MAX);
 }
 
-/*
- * A stored window start is a multiple of the window, unless the row is
- * damaged or the operator changed the window: then the aligned window it
- * falls in is the one it counted, so every later decision (and the delays
- * promised from it) agree on where windows begin.
- */
-static int64_t
-align_start(int64_t start_ms, int64_t window_ms)
-{
-	start_ms = rlg_limiter_clamp_time(start_ms);
-	return start_ms - start_ms % window_ms;
-}
-
-/*
- * v within [0, max]: a damaged row's count (negative, or more than a
- * step can admit) within [0, limit], a time within [0, RLG_TIME_MS_MAX].
- */
-static int64_t
-clamp_upto(int64_t v, int64_t max)
-{
-	if (v < 0)
-		return 0;
-	if (v > max)
-		return max;
-	return v;
-}
-
-/* ceil(num / den) for num >= 0 and den > 0 whose result fits an int64_t. */
-static int64_t
-ceil_div(i128 num, int64_t den)
-{
-	return (int64_t)((num + den - 1) / den);
-}
 
 /*
  * The bounds of limiter.h, derived from the algorithms below (each
@@ -256,7 +204,7 @@ rlg_limiter_bounds(const struct rlg_limit *lim, int64_t now_ms,
 {
 	int64_t skew;
 
-	if (!policy_ok(lim, lim->algorithm))
+	if (!rlg_limiter_policy_ok(lim, lim->algorithm))
 		return RLG_EINVAL;
 	skew = RLG_TIME_MS_MAX - rlg_limiter_clamp_time(now_ms);
 	b->remaining_max = lim->limit - 1;
@@ -443,7 +391,7 @@ rlg_limiter_fixed_window(const struct rlg_limit *lim,
 	struct rlg_state st = *in;
 	int64_t start, end;
 
-	if (!policy_ok(lim, RLG_ALG_FIXED_WINDOW) || !cost_ok(cost))
+	if (!rlg_limiter_policy_ok(lim, RLG_ALG_FIXED_WINDOW) || !cost_ok(cost))
 		return RLG_EINVAL;
 	start = window_begin(lim, &now_ms, &st);
 	if (start > st.window_start_ms || st.count == 0) {
@@ -516,7 +464,7 @@ rlg_limiter_sliding_window(const struct rlg_limit *lim,
 	i128 used, room;
 	bool over;
 
-	if (!policy_ok(lim, RLG_ALG_SLIDING_WINDOW) || !cost_ok(cost))
+	if (!rlg_limiter_policy_ok(lim, RLG_ALG_SLIDING_WINDOW) || !cost_ok(cost))
 		return RLG_EINVAL;
 	w = lim->window_ms;
 	limit = lim->limit;
@@ -675,7 +623,7 @@ rlg_limiter_token_bucket(const struct rlg_limit *lim,
 	i128 tau;
 	bool over;
 
-	if (!policy_ok(lim, RLG_ALG_TOKEN_BUCKET) || !cost_ok(cost))
+	if (!rlg_limiter_policy_ok(lim, RLG_ALG_TOKEN_BUCKET) || !cost_ok(cost))
 		return RLG_EINVAL;
 	now_ms = rlg_limiter_clamp_time(now_ms);
 	now_us = now_ms * 1000;
@@ -758,7 +706,7 @@ rlg_limiter_wait(const struct rlg_limit *lim, int64_t delay, int64_t cost,
 	i128 wait_us;
 
 	if (a == NULL || !a->smooths || delay < 0 || !d->admitted ||
-	    !policy_ok(lim, lim->algorithm) || !cost_ok(cost) ||
+	    !rlg_limiter_policy_ok(lim, lim->algorithm) || !cost_ok(cost) ||
 	    d->reset_ms <= 0)
 		return 0;
 	t_us = (lim->window_ms * 1000 + lim->limit - 1) / lim->limit;
@@ -848,7 +796,7 @@ sliding_log_core(const struct rlg_limit *lim,
 	if (append != NULL)
 		*append = false;
 	if (append == NULL || (log_ms == NULL && n > 0) ||
-	    !policy_ok(lim, RLG_ALG_SLIDING_LOG) || !cost_ok(cost))
+	    !rlg_limiter_policy_ok(lim, RLG_ALG_SLIDING_LOG) || !cost_ok(cost))
 		return RLG_EINVAL;
 	w = lim->window_ms;
 	limit = lim->limit;
@@ -917,101 +865,5 @@ sliding_log_core(const struct rlg_limit *lim,
 		d->retry_ms = 1;                  /* an unsorted log */
 	d->reset_ms = d->retry_ms;
 	d->next_ms = d->retry_ms;
-	return RLG_OK;
-}
-
-static int merge_windows(const struct rlg_limit *lim,
-    const struct rlg_state *g, int64_t units, int64_t uws,
-    struct rlg_state *out);
-
-/*
- * The merge of limiter.h: units added to global. The window algorithms
- * compare the units' window with global's (merge_windows); the token
- * bucket adds units emission intervals to its tat, in 128 bits, within
- * [max(tat, now), now + tau cap + T].
- */
-int
-rlg_limiter_merge(const struct rlg_limit *lim,
-    const struct rlg_state *global, int64_t units, int64_t window_start_ms,
-    int64_t now_ms, struct rlg_state *out)
-{
-	int64_t now_us, t_us, base;
-	i128 tat;
-
-	if (!policy_ok(lim, lim->algorithm) || rlg_limiter_keeps_log(lim) ||
-	    units < 0 || units > RLG_MERGE_COUNT_MAX)
-		return RLG_EINVAL;
-	if (units == 0) {
-		*out = *global;
-		return RLG_OK;
-	}
-	if (lim->algorithm != RLG_ALG_TOKEN_BUCKET)
-		return merge_windows(lim, global, units,
-		    align_start(window_start_ms, lim->window_ms), out);
-	now_us = rlg_limiter_clamp_time(now_ms) * 1000;
-	t_us = (lim->window_ms * 1000 + lim->limit - 1) / lim->limit;
-	base = clamp_upto(global->tat_us, RLG_TAT_US_MAX);
-	if (base < now_us)
-		base = now_us;
-	tat = (i128)base + (i128)units * t_us;
-	if (tat > now_us + RLG_GCRA_TAU_MAX_US + t_us)
-		tat = now_us + RLG_GCRA_TAU_MAX_US + t_us;
-	if (tat < base)
-		tat = base;
-	out->refused = global->refused;
-	out->refused_start_ms = global->refused_start_ms;
-	out->ban_until_ms = global->ban_until_ms;
-	out->window_start_ms = 0;
-	out->count = 0;
-	out->prev_count = 0;
-	out->tat_us = (int64_t)tat;
-	out->expires_ms = ceil_div(tat, 1000);
-	return RLG_OK;
-}
-
-/*
- * fixed_window and sliding_window: units admitted in the window that
- * starts at uws (aligned) added to g, as limiter.h says. The stored
- * window is aligned and its counts clamped to 0..RLG_MERGE_COUNT_MAX
- * first. RLG_OK.
- */
-static int
-merge_windows(const struct rlg_limit *lim, const struct rlg_state *g,
-    int64_t units, int64_t uws, struct rlg_state *out)
-{
-	struct rlg_state st = *g;
-	int64_t w = lim->window_ms;
-	bool sliding = lim->algorithm == RLG_ALG_SLIDING_WINDOW;
-
-	st.window_start_ms = align_start(st.window_start_ms, w);
-	st.count = clamp_upto(st.count, RLG_MERGE_COUNT_MAX);
-	st.prev_count = sliding ? clamp_upto(st.prev_count,
-	    RLG_MERGE_COUNT_MAX) : 0;
-	if (st.count == 0 && st.prev_count == 0) {
-		/* Empty: as old as can be. */
-		st.window_start_ms = uws - 2 * w;
-	}
-	if (st.window_start_ms == uws) {
-		st.count += units;
-	} else if (sliding && st.window_start_ms == uws - w) {
-		st.prev_count = st.count;
-		st.count = units;
-		st.window_start_ms = uws;
-	} else if (st.window_start_ms < uws) {
-		st.prev_count = 0;
-		st.count = units;
-		st.window_start_ms = uws;
-	} else if (sliding && st.window_start_ms == uws + w) {
-		st.prev_count += units;
-	} else {
-		/* The units' window is over: they change nothing. */
-		*out = *g;
-		return RLG_OK;
-	}
-	st.count = clamp_upto(st.count, RLG_MERGE_COUNT_MAX);
-	st.prev_count = clamp_upto(st.prev_count, RLG_MERGE_COUNT_MAX);
-	st.tat_us = 0;
-	st.expires_ms = st.window_start_ms + (sliding ? 2 : 1) * w;
-	*out = st;
 	return RLG_OK;
 }

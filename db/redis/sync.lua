@@ -4,7 +4,7 @@
 -- units it admitted since its last sync, and takes back the global state.
 -- This script adds them: for each item it merges the units into the
 -- state stored under the item's key exactly as rlg_limiter_merge
--- (app/limiter.c) does, and answers the state after the merge. The build
+-- (app/limiter_merge.c) does, and answers the state after the merge. The build
 -- runs it after the helpers of db/redis/step.lua (up to the line that
 -- ends them: numbers, big integers), so those exist once.
 --
@@ -65,7 +65,7 @@ local function clamp_merge(c)
   return math.min(c, MERGE_MAX)
 end
 
--- merge_windows of app/limiter.c: st the stored fields (numbers), the
+-- merge_windows of app/limiter_merge.c: st the stored fields (numbers), the
 -- units admitted in the window starting at uws (aligned). Returns the
 -- new state, or nil when nothing changes.
 local function merge_windows(sliding, w, st, units, uws)
