@@ -47,7 +47,7 @@ static int
 handle_envp(struct rlg_gate *g, char **envp, int64_t now_ms,
     rlg_write_fn write, void *ctx)
 {
-	const struct rlg_out out = { rlg_front_cgi_render, write, ctx };
+	const struct rlg_out out = { rlg_front_cgi_render, write, ctx, NULL };
 	struct rlg_params in;
 
 	rlg_params_envp(&in, envp);

@@ -203,7 +203,7 @@ static int
 conn_step(struct conn *c, const struct rlg_policy *p, const char *client,
     int64_t now_ms, bool *admitted)
 {
-	struct rlg_store_item item = { p, client, false, false };
+	struct rlg_store_item item = { p, client, false, false, 0 };
 	struct rlg_decision d;
 	int rc;
 

@@ -285,8 +285,8 @@ main(int argc, char **argv)
 	if (getenv("BENCH_TABLE_FLUSH_MS") != NULL)
 		FLUSH_MS = atoll(getenv("BENCH_TABLE_FLUSH_MS"));
 	policy.name = "default";
-	policy.lim = (struct rlg_limit){ RLG_ALG_FIXED_WINDOW, 1000000000,
-	    3600000, 1000000000 };
+	policy.lim = (struct rlg_limit){ .algorithm = RLG_ALG_FIXED_WINDOW,
+	    .limit = 1000000000, .window_ms = 3600000, .burst = 1000000000 };
 	/*
 	 * Rounds, each every run in turn (each at 1,000 keys, then behind at
 	 * 1,000, 10,000 and 1,000,000): drift hits all alike. A round's
