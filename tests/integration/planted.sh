@@ -103,8 +103,10 @@ ok $? "the worker lives"
 # --- the database held by another connection: flushes fail, counted
 req "$base/rlgate/metrics"
 is "$(metric rlgate_flush_failures_total)" 0 "no failed flush yet"
-(echo "BEGIN EXCLUSIVE;"; sleep 5; echo "COMMIT;") |
-    timeout 10 sqlite3 "$db" >/dev/null 2>&1 &
+# .timeout: the shell waits for a flush in progress rather than failing
+# to take the lock (then nothing would be locked)
+(echo ".timeout 5000"; echo "BEGIN EXCLUSIVE;"; sleep 5; echo "COMMIT;") |
+    timeout 15 sqlite3 "$db" >/dev/null 2>&1 &
 holder=$!
 track_pid "$holder"
 failures=0
