@@ -118,7 +118,7 @@ static int tab_no_entry(struct tab_store *s,
     const struct rlg_store_item *item, int err);
 static int tab_decide(struct tab_store *s, const struct rlg_store_item *items,
     size_t n, int64_t now_ms, struct rlg_decision *decisions, bool *admit);
-static int tab_write_admitted(struct tab_store *s,
+static int tab_write_states(struct tab_store *s,
     const struct rlg_store_item *items, size_t n, int64_t now_ms,
     const struct rlg_decision *decisions, bool admit);
 static int tab_lock_ready(struct tab_store *s,
@@ -434,7 +434,8 @@ tab_no_entry(struct tab_store *s, const struct rlg_store_item *item, int err)
 
 /*
  * Under the lock: every item decided, then, if the request is admitted,
- * every admitted item's state written (tab_write_admitted). RLG_OK,
+ * every admitted item's state written, and the refusals a ban counted
+ * (tab_write_states). RLG_OK,
  * RLG_EINVAL (a policy the limiter refuses), RLG_EFULL or RLG_ESTORE;
  * TAB_PULL (local+global): an item's state is to be read from the shared
  * store first, nothing written. The caller ends or plays back the
@@ -500,7 +501,7 @@ tab_decide(struct tab_store *s, const struct rlg_store_item *items, size_t n,
 		return TAB_PULL;
 	if (!*admit)
 		tab_refused(s, n);
-	return tab_write_admitted(s, items, n, now_ms, decisions, *admit);
+	return tab_write_states(s, items, n, now_ms, decisions, *admit);
 }
 
 /*
@@ -509,7 +510,7 @@ tab_decide(struct tab_store *s, const struct rlg_store_item *items, size_t n,
  * or not, its entry made if need be. RLG_OK, RLG_EFULL or RLG_ESTORE.
  */
 static int
-tab_write_admitted(struct tab_store *s, const struct rlg_store_item *items,
+tab_write_states(struct tab_store *s, const struct rlg_store_item *items,
     size_t n, int64_t now_ms, const struct rlg_decision *decisions,
     bool admit)
 {
