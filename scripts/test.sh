@@ -193,6 +193,15 @@ for log in _build/lint.log _build/package.log; do
 	passed=$((passed + ok)) failed=$((failed + bad)) skipped=$((skipped + skip))
 done
 
+# The failures once more, last, where a reader of only the tail sees them.
+for name in normal asan; do
+	for trs in "${dirs[$name]}"/tests/*.trs "${dirs[$name]}"/tests/*/*.trs; do
+		[ -f "$trs" ] && grep -qE '^:test-result: (FAIL|XPASS|ERROR)' "$trs" || continue
+		echo "test.sh: $name: failed in ${trs%.trs}.log:"
+		grep -E '^(not ok|Bail out)|:[EF]:' "${trs%.trs}.log" | head -n 10
+	done
+done
+grep -h '^step .*: failed' _build/stream-*.log
 if [ "$skipped" -gt 0 ]; then
 	echo "$passed passed, $failed failed, $skipped skipped"
 else
