@@ -402,10 +402,10 @@ for n in Uri Method For; do
 	like "$BODY" "$(re_err 400)" "http: 400 (X_Forwarded_$n): the JSON body"
 	unlike "$BODY" "$HELLO" "http: 400 (X_Forwarded_$n): the file is not served"
 done
-for n in Uri Method For; do
-	rlgate_said http "event=bad_request peer=[0-9.]+ reason=duplicate_header header=X-Forwarded-$n "
-	ok $? "http: rlgate logged duplicate_header X-Forwarded-$n"
-done
+# bad requests are logged once, then at most once per 10 s per worker
+# thread (the pacing of gate_log.c): the three may have reached one thread
+rlgate_said http "event=bad_request peer=[0-9.]+ reason=duplicate_header header=X-Forwarded-Uri "
+ok $? "http: rlgate logged duplicate_header X-Forwarded-Uri"
 req --interface 127.0.0.4 "$H/static/hello.txt"
 is "$(header RateLimit-Remaining)" 2 "http: the 400s were not counted (Remaining 2)"
 
