@@ -4,8 +4,9 @@
  * FastCGI: libfcgi's reentrant API on the socket a spawner (spawn-fcgi, or
  * the web server) left on fd 0; N threads per process, each with its own
  * gate (gate.c: its store connection), each looping next_request
- * (accept_conn, FCGX_Accept_r) -> serve -> finish_request (FCGX_Finish_r)
- * -> rlg_gate_idle, every wait for the web server under a read deadline
+ * (a ready connection from server_accept.c, FCGX_Accept_r) -> serve ->
+ * finish_request (FCGX_Finish_r; a kept connection back to the set) ->
+ * rlg_gate_idle, every wait for the web server under a read deadline
  * (watch_thread); on a unix socket a Responder request without a body is
  * closed without libfcgi's wait (close_at_once). CGI (server_cgi.c): one
  * request from environ to stdout, through the same gate. Both are
@@ -47,6 +48,7 @@
 #include "metrics.h"
 #include "pacer.h"
 #include "server.h"
+#include "server_accept.h"
 #include "server_hold.h"
 #include "server_park.h"
 #include "server_peers.h"
@@ -66,7 +68,6 @@ static void gen_release(struct generation *g);
 static int listens_on_unix_socket(void);
 static int close_at_once(FCGX_Request *req, int unix_socket);
 struct thread_arg;
-static int accept_conn(struct thread_arg *t);
 static int next_request(struct thread_arg *t, FCGX_Request *req);
 static void finish_request(struct thread_arg *t, FCGX_Request *req);
 static void handlers_set(void);
@@ -75,6 +76,8 @@ static bool watch_disarm(struct thread_arg *t);
 static bool watch_fired(struct thread_arg *t);
 static void *watch_thread(void *arg);
 static void deadline_passed(struct thread_arg *t, const char *wait);
+static void deadline_log(const struct sockaddr_storage *sa,
+    const char *wait);
 static long pace(struct rlg_pacer *p);
 
 int
@@ -143,8 +146,6 @@ static int max_parked_room = RLG_MAX_PARKED_MAX;
  * every thread's, by the monotonic clock).
  */
 static struct rlg_pacer deadline_pacer;
-static struct rlg_pacer refused_pacer;
-static struct rlg_pacer accept_pacer;
 static struct rlg_pacer park_pacer;
 
 
@@ -213,12 +214,13 @@ close_at_once(FCGX_Request *req, int unix_socket)
  * processes such connections would stop every answer. So each wait of a
  * worker on the web server has a deadline, read_timeout_ms from its
  * start: for the request (from the accept, or on a kept connection from
- * the previous answer, to the end of its parameters), and for the end of
+ * the moment it is readable, to the end of its parameters), and for the end of
  * its input and the web server's close after the answer (close_at_once,
  * FCGX_Finish_r). A deadline, not a timeout per read (SO_RCVTIMEO): a
  * peer that trickled a byte at a time would pass every read's timeout.
  *
- * How: the workers accept the connections themselves (accept_conn; their
+ * How: the workers accept the connections themselves (server_accept.c;
+ * their
  * FCGX_Request has no listening socket, so libfcgi never accepts, and a
  * connection it drops ends FCGX_Accept_r with an error instead of an
  * accept without a deadline) and say when they wait (watch_arm,
@@ -282,6 +284,7 @@ watch_fired(struct thread_arg *t)
 static void *
 watch_thread(void *arg)
 {
+	struct sockaddr_storage silent;
 	struct timespec nap;
 	int64_t now, tick_ms;
 	int i, n;
@@ -295,6 +298,9 @@ watch_thread(void *arg)
 		nap.tv_nsec = (long)tick_ms * 1000000;
 		nanosleep(&nap, NULL);
 		now = rlg_mono_ns();
+		/* the idle connections of the set past theirs */
+		if (rlg_accept_reap(now, &silent) > 0)
+			deadline_log(&silent, "request");
 		n = __atomic_load_n(&nworkers, __ATOMIC_ACQUIRE);
 		for (i = 0; i < n; i++) {
 			struct thread_arg *t = &workers[i];
@@ -329,87 +335,23 @@ pace(struct rlg_pacer *p)
 static void
 deadline_passed(struct thread_arg *t, const char *wait)
 {
+	deadline_log(&t->peer, wait);
+}
+
+/* The same for a connection of peer sa closed by the watchdog. */
+static void
+deadline_log(const struct sockaddr_storage *sa, const char *wait)
+{
 	char peer[INET6_ADDRSTRLEN];
 	long more;
 
 	if (__atomic_load_n(&log_level, __ATOMIC_RELAXED) < RLG_LOG_WARN ||
 	    (more = pace(&deadline_pacer)) < 0)
 		return;
-	rlg_peer_name(&t->peer, peer, sizeof peer);
+	rlg_peer_name(sa, peer, sizeof peer);
 	rlg_log("event=read_deadline peer=%s wait=%s timeout_ms=%d"
 	    " suppressed=%ld", peer, wait,
 	    __atomic_load_n(&read_timeout_ms, __ATOMIC_RELAXED), more);
-}
-
-/*
- * The next connection on the listening socket (fd 0), as libfcgi's
- * OS_Accept takes it (a transient error of a connection that went away
- * is skipped; TCP_NODELAY on TCP, the answer being one write; a TCP peer
- * not in FCGI_WEB_SERVER_ADDRS closed), into t->peer. Also waits on a
- * listening socket someone made non-blocking. Running out of descriptors
- * or memory is logged (paced) and waited out, 100 ms at a time: stopping
- * the worker would let whoever fills the table stop the service.
- * Returns the descriptor, -EINTR when a signal interrupted the wait (a
- * stop: the caller looks), or another -errno when the socket is no
- * listening socket (the worker stops).
- */
-static int
-accept_conn(struct thread_arg *t)
-{
-	struct timespec nap = { 0, 100L * 1000000 };
-	struct pollfd pfd = { .fd = 0, .events = POLLIN };
-	socklen_t len;
-	int fd, err, on = 1;
-	long more;
-
-	for (;;) {
-		len = sizeof t->peer;
-		fd = accept4(0, (struct sockaddr *)&t->peer, &len,
-		    SOCK_CLOEXEC);
-		if (fd >= 0) {
-			if (t->unix_socket)
-				return fd;
-			if (rlg_web_server_ok(&t->peer)) {
-				(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY,
-				    &on, sizeof on);
-				return fd;
-			}
-			close(fd);
-			if (__atomic_load_n(&log_level, __ATOMIC_RELAXED) >=
-			    RLG_LOG_WARN && (more = pace(&refused_pacer)) >= 0) {
-				char peer[INET6_ADDRSTRLEN];
-
-				rlg_peer_name(&t->peer, peer, sizeof peer);
-				rlg_log("event=refused peer=%s: not in"
-				    " FCGI_WEB_SERVER_ADDRS suppressed=%ld",
-				    peer, more);
-			}
-			continue;
-		}
-		err = errno;
-		switch (err) {
-		case EINTR:
-			return -EINTR;
-		case EAGAIN:
-			if (poll(&pfd, 1, -1) < 0 && errno == EINTR)
-				return -EINTR;
-			continue;
-		case ECONNABORTED: case EPROTO: case ECONNRESET:
-		case ETIMEDOUT: case EHOSTUNREACH: case ENETUNREACH:
-		case ENETDOWN: case EHOSTDOWN: case ENONET: case EPERM:
-		case ENOPROTOOPT: case EOPNOTSUPP:
-			continue;
-		case EMFILE: case ENFILE: case ENOBUFS: case ENOMEM:
-			if ((more = pace(&accept_pacer)) >= 0)
-				rlg_log("FastCGI accept: %s: waiting"
-				    " suppressed=%ld", strerror(err), more);
-			if (nanosleep(&nap, NULL) != 0)
-				return -EINTR;
-			continue;
-		default:
-			return -err;
-		}
-	}
 }
 
 /* The current generation, one more holder. */
@@ -442,34 +384,41 @@ gen_release(struct generation *g)
 }
 
 /*
- * The worker's next request into req: from the web server's kept
- * connection, else from a connection it accepts (accept_conn), read
- * under the read deadline. Returns 1 with a request, 0 when there is
- * none this time (a signal, a stop, a request dropped: the deadline, a
- * protocol error, the web server's close), -1 when the worker stops
- * (the socket is no listening socket).
+ * The worker's next request into req, from the next ready connection
+ * (server_accept.c: a new one, or a kept one that has sent its next
+ * request), read under the read deadline. Returns 1 with a request, 0
+ * when there is none this time (a signal, a stop, a request dropped: the
+ * deadline, a protocol error, the web server's close), -1 when the
+ * worker stops (the socket is no listening socket).
  */
 static int
 next_request(struct thread_arg *t, FCGX_Request *req)
 {
-	bool kept = req->ipcFd >= 0;    /* the web server's kept connection */
+	bool kept;
 	int rc, fd;
 
-	if (!kept) {
-		__atomic_store_n(&t->in_accept, 1, __ATOMIC_RELEASE);
-		fd = accept_conn(t);
-		__atomic_store_n(&t->in_accept, 0, __ATOMIC_RELEASE);
-		if (fd == -EINTR)       /* a stop, or another signal */
-			return 0;
-		if (fd < 0) {
-			rlg_log("FastCGI accept failed: %s: stopping"
-			    " this worker", strerror(-fd));
-			return -1;
-		}
-		/* FCGX_Accept_r's first FCGX_Finish_r keeps it open */
-		req->ipcFd = fd;
-		req->keepConnection = 1;
+	__atomic_store_n(&t->in_accept, 1, __ATOMIC_RELEASE);
+	fd = rlg_accept_next(&t->peer, &kept);
+	__atomic_store_n(&t->in_accept, 0, __ATOMIC_RELEASE);
+	if (fd == -EINTR)               /* a stop, or another signal */
+		return 0;
+	if (fd < 0) {
+		rlg_log("FastCGI accept failed: %s: stopping this worker",
+		    strerror(-fd));
+		return -1;
 	}
+	if (kept) {                     /* its peer, for the log */
+		socklen_t len = sizeof t->peer;
+
+		if (t->unix_socket)
+			t->peer.ss_family = AF_UNIX;
+		else if (getpeername(fd, (struct sockaddr *)&t->peer,
+		    &len) != 0)
+			t->peer.ss_family = AF_UNSPEC;
+	}
+	/* FCGX_Accept_r's first FCGX_Finish_r keeps it open */
+	req->ipcFd = fd;
+	req->keepConnection = 1;
 	/* a connection dropped unread is closed at once */
 	FCGX_Detach(req);
 	watch_arm(t);
@@ -481,13 +430,14 @@ next_request(struct thread_arg *t, FCGX_Request *req)
 	 */
 	if (rc == 0 && FCGX_GetError(req->in) != 0)
 		rc = -1;
-	if (watch_disarm(t) && rc < 0 && !kept)
+	if (watch_disarm(t) && rc < 0)
 		deadline_passed(t, "request");
 	if (rc < 0) {
 		/* dropped: the deadline, a protocol error, the web
 		 * server's close (of a kept connection, say) */
 		if (req->ipcFd >= 0)
 			FCGX_Free(req, 1);
+		req->ipcFd = -1;
 		return 0;
 	}
 	return 1;
@@ -515,6 +465,11 @@ finish_request(struct thread_arg *t, FCGX_Request *req)
 		late = "close";
 	if (late != NULL)
 		deadline_passed(t, late);
+	if (req->ipcFd >= 0) {
+		/* kept (FCGI_KEEP_CONN): idle in the set, not in a worker */
+		rlg_accept_keep(req->ipcFd);
+		req->ipcFd = -1;
+	}
 }
 
 /*
@@ -586,7 +541,7 @@ fastcgi_thread(void *arg)
 
 	rlg_gate_init(&g, gen->cfg);
 	/*
-	 * No listening socket (-1): the worker accepts (accept_conn), and
+	 * No listening socket (-1): the worker accepts (server_accept.c), and
 	 * libfcgi, whose FCGX_Accept_r accepts again after it drops a
 	 * connection, fails there instead (EBADF). On the heap: a parked
 	 * request keeps its object (its streams point at it), and the
@@ -594,12 +549,11 @@ fastcgi_thread(void *arg)
 	 */
 	req = rlg_hold_request_new();
 	/*
-	 * No lock around the accept, unlike fcgi2's threaded example: Linux
-	 * lets threads accept() on one socket at once (libfcgi serializes
-	 * only where USE_LOCKING says a platform cannot), and a kept
-	 * FastCGI connection (nginx fastcgi_keep_conn) makes the worker
-	 * wait on that connection (up to the read deadline): under a lock,
-	 * every other thread of the process would wait with it.
+	 * No lock around the accept, unlike fcgi2's threaded example: the
+	 * workers wait in one epoll set (server_accept.c), which wakes one
+	 * of them per ready connection, and a kept FastCGI connection
+	 * (nginx fastcgi_keep_conn) waits for its next request in that set,
+	 * not in a worker.
 	 */
 	for (;;) {
 		if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE))
@@ -627,8 +581,6 @@ fastcgi_thread(void *arg)
 		}
 		rlg_gate_idle(&g, now_ms);      /* a clock read per request */
 	}
-	if (req->ipcFd >= 0)
-		FCGX_Detach(req);       /* a kept connection, at a stop */
 	rlg_hold_request_free(req);
 	rlg_gate_fini(&g);
 	gen_release(gen);
@@ -859,6 +811,12 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
 		pthread_detach(reloader);
 	}
 	unix_socket = listens_on_unix_socket();
+	if ((rc = rlg_accept_init(0, &log_level,
+	    &read_timeout_ms)) != 0) {
+		rlg_log("FastCGI: cannot wait for connections on fd 0: %s",
+		    strerror(rc));
+		return 71;      /* EX_OSERR */
+	}
 	rlg_web_servers_read();
 	__atomic_store_n(&read_timeout_ms, cfg->read_timeout_ms,
 	    __ATOMIC_RELAXED);

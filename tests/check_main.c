@@ -40,6 +40,7 @@ static const struct {
 	{ "group", rlg_group_suite },
 	{ "table", rlg_table_suite },
 	{ "park", rlg_park_suite },
+	{ "accept", rlg_accept_suite },
 };
 
 int

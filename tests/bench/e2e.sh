@@ -80,11 +80,13 @@
 #   nginx_keepconn_fixed_window_admitted
 #                          behind nginx with upstream keepalive 16 and
 #                          fastcgi_keep_conn on, backends with
-#                          BENCH_KEEPCONN_THREADS threads: libfcgi serves a
-#                          kept connection until nginx closes it, so with
-#                          fewer worker threads than connections nginx keeps
-#                          open, requests queue behind idle connections
-#                          (seconds of tail latency)
+#                          BENCH_KEEPCONN_THREADS threads: the no-op's
+#                          libfcgi loop serves a kept connection until
+#                          nginx closes it, so with fewer worker threads
+#                          than connections nginx keeps open, its requests
+#                          queue behind idle connections (seconds of tail
+#                          latency); rlgate keeps idle connections in an
+#                          epoll set, not in a thread
 #   fixed_window_admitted_redis, fixed_window_rejected_redis
 #                          as fixed_window_admitted and _rejected, but
 #                          rlgate with [store] backend = redis (clock =

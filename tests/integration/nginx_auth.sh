@@ -107,6 +107,10 @@ limit = $LOAD_LIMIT
 window = $WINDOW
 key = ip
 
+[fastcgi]
+; long: a request waiting behind an idle kept connection would wait this
+read_timeout_ms = 60000
+
 [route free]
 path = /static/free/*
 policies = none
@@ -232,6 +236,7 @@ scgi_temp_path $T/nginx-tmp/scgi;
 
 upstream rlgate {
     server unix:$sock;
+    keepalive 16;
 }
 
 # the HTTP backend
@@ -547,6 +552,38 @@ seq 1 $LOAD_REQUESTS | xargs -P 8 -I{} curl -s -o /dev/null --max-time 10 \
 is "$(grep -c '^200$' "$T/load.codes")" $LOAD_LIMIT "parallel load: exactly $LOAD_LIMIT answers 200"
 is "$(grep -c '^429$' "$T/load.codes")" $((LOAD_REQUESTS - LOAD_LIMIT)) "parallel load: exactly $((LOAD_REQUESTS - LOAD_LIMIT)) answers 429"
 is "$(wc -l <"$T/load.codes")" $LOAD_REQUESTS "parallel load: $LOAD_REQUESTS answers in all"
+
+# ============================================================================
+# kept connections: the shipped /rlgate/ location (fastcgi_keep_conn on)
+# and the upstream's keepalive 16 per nginx worker keep more connections
+# than rlgate's 4 threads in all. Rounds of 40 requests at once: every one
+# answered, none waiting behind an idle kept connection (for rlgate's 60 s
+# read deadline, with a worker waiting on each).
+# bursts of 60 at once until nginx keeps more than 4 (its two workers
+# open one per request in flight, and keep up to 16 each)
+nkept=0
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+	seq 1 60 | xargs -P 60 -I{} curl -s -o /dev/null --max-time 10 \
+	    "$base/rlgate/status" 2>/dev/null
+	nkept=$(ss -xH state connected 2>/dev/null | awk -v s="$sock" '$5 == s' | wc -l)
+	[ "$nkept" -ge 6 ] && break
+done
+between "$nkept" 6 64 "kept connections: nginx keeps $nkept to rlgate, more than its 4 threads"
+for round in 1 2 3; do
+	seq 1 40 | xargs -P 40 -I{} curl -s -o /dev/null --max-time 10 \
+	    -w '%{http_code}\n' "$base/rlgate/health" >"$T/kept.codes" 2>"$T/kept.err"
+	is "$(grep -c '^200$' "$T/kept.codes")" 40 "kept connections, round $round: 40 requests at once, 40 answered 200"
+done
+nkept=$(ss -xH state connected 2>/dev/null | awk -v s="$sock" '$5 == s' | wc -l)
+# an auth_request subrequest's connection is never kept (nginx reads only
+# the head of the answer): none stays open after guarded requests
+for i in 1 2 3; do
+	req --interface 127.0.4.1 "$base/static/hello.txt"
+done
+nkept2=$(ss -xH state connected 2>/dev/null | awk -v s="$sock" '$5 == s' | wc -l)
+ok "$([ "$nkept2" -le "$nkept" ] && echo 0 || echo 1)" \
+    "guarded requests add no kept connection ($nkept2, $nkept before)"
+is "$(grep -c 'event=read_deadline' "$T/main.log")" 0 "kept connections: no read deadline passed"
 
 # ============================================================================
 # admin endpoints through the /rlgate/ location
