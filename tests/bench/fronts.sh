@@ -14,11 +14,15 @@
 # guarded) and /guarded/ (rlgate asked first). A curl checks each (200, and
 # the guarded one counted: rlgate's database holds the client; nginx also
 # passes RateLimit-Limit on), then the runs alternate
-# direct, guarded, direct, guarded... (BENCH_ROUNDS rounds), each
+# direct, guarded, no-op, direct, guarded, no-op... (BENCH_ROUNDS rounds),
+# where no-op is the guarded file with the no-op FastCGI responder
+# (NOOP_BIN, the same -F and threads) on rlgate's socket in its place: the
+# ceiling of guarding through that server. Each run is
 #     wrk -t BENCH_WRK_THREADS -c BENCH_CONNECTIONS -d BENCH_SECONDS --latency
 # after BENCH_WARMUP s of warm-up (discarded). The summary: the medians
-# over the rounds of requests/s and latency p50 and p99, and the median of
-# the per-round ratios guarded / direct.
+# over the rounds of requests/s and latency p50 and p99, and the medians
+# of the per-round ratios guarded / direct, no-op / direct and
+# guarded / no-op, and of the added p50 (guarded - direct).
 #
 # Output: the table (markdown) on stdout and in OUTFILE; one row per run
 # in OUTFILE with .md replaced by (or followed by) .tsv:
@@ -26,7 +30,7 @@
 # Progress goes to stderr. Exit 0 with the table, 1 on any error.
 #
 # Environment:
-#   RLGATE_SRCDIR, RLGATE_BUILDDIR, RLGATE_BIN   as for e2e.sh
+#   RLGATE_SRCDIR, RLGATE_BUILDDIR, RLGATE_BIN, NOOP_BIN   as for e2e.sh
 #   BENCH_SECONDS      measured seconds per run (default 5)
 #   BENCH_WARMUP       warm-up seconds per run, discarded (default 1)
 #   BENCH_ROUNDS       direct/guarded rounds per server (default 3)
@@ -112,12 +116,32 @@ key = ip
 EOF
 "$RLGATE_BIN" --check-config --config "$RUN/rlgate.conf" >"$RUN/check.out" 2>&1 ||
 	die "rlgate rejects its config: $(head -3 "$RUN/check.out")"
-# shellcheck disable=SC2153  # set by bench_defaults
-spawn_backend "rlgate" "$SOCK" "$BENCH_PROCS" 0666 \
-    "$RLGATE_BIN" --config "$RUN/rlgate.conf" --threads "$BENCH_THREADS"
-RLGATE_PIDS=("${BACKEND_PIDS[@]}")
-sleep 0.3
-backends_alive rlgate "exited at start"
+# use_backend rlgate|noop: the socket served by rlgate, or by the no-op
+# responder (the ceiling of guarding: what the server's own subrequest
+# and FastCGI connection cost with an answer that costs nothing), the
+# same -F and threads, spawned afresh unless it already serves.
+CUR_BACKEND=
+use_backend() {
+	[ "$1" = "$CUR_BACKEND" ] && return 0
+	if [ ${#BACKEND_PIDS[@]} -gt 0 ]; then
+		STOP_GRACE_MS=3000 stop_pids "${BACKEND_PIDS[@]}"
+		untrack_pid "${BACKEND_PIDS[@]}"
+	fi
+	rm -f "$SOCK"
+	# shellcheck disable=SC2153  # set by bench_defaults
+	if [ "$1" = noop ]; then
+		spawn_backend noop "$SOCK" "$BENCH_PROCS" 0666 \
+		    "$NOOP_BIN" --threads "$BENCH_THREADS"
+	else
+		spawn_backend rlgate "$SOCK" "$BENCH_PROCS" 0666 \
+		    "$RLGATE_BIN" --config "$RUN/rlgate.conf" --threads "$BENCH_THREADS"
+	fi
+	sleep 0.3
+	backends_alive "$1" "exited at start"
+	CUR_BACKEND=$1
+}
+[ -x "$NOOP_BIN" ] || die "noop not found or not executable: $NOOP_BIN (make tests/bench/noop, or set NOOP_BIN)"
+use_backend rlgate
 
 # ---- the servers --------------------------------------------------------------------
 
@@ -239,16 +263,22 @@ ncheck=0
 runs_begin
 note "servers: ${FRONTS[*]}; $BENCH_ROUNDS rounds of direct + guarded, ${BENCH_SECONDS} s each (+ ${BENCH_WARMUP} s warm-up); load average $load_start"
 for server in "${FRONTS[@]}"; do
-	BACKEND_PIDS=("${RLGATE_PIDS[@]}")
+	use_backend rlgate
 	start_server "$server" "$SOCK" off "$server"
 	[ "$server" = nginx ] && add_nginx_workers
 	base=http://127.0.0.1:$port
 	ncheck=$((ncheck + 1))
 	counted_check "$server" "$base" "127.0.0.$((ncheck + 1))"
 	for round in $(seq 1 "$BENCH_ROUNDS"); do
-		for kind in direct guarded; do
+		for kind in direct guarded noop; do
 			what="$server $kind round $round"
-			wrk_run "$what" "$base/$kind/hello.txt"
+			case $kind in
+			guarded) use_backend rlgate ;;
+			noop) use_backend noop ;;
+			esac
+			url_kind=$kind
+			[ "$kind" = noop ] && url_kind=guarded
+			wrk_run "$what" "$base/$url_kind/hello.txt"
 			read_wrk "$what" 2xx
 			runs_row "$server" "$kind" "$round" "$WRK_RPS" "$WRK_P50_MS" \
 			    "$WRK_P99_MS" "$WRK_REQUESTS" "$WRK_NON2XX" "$WRK_SOCKERR" \
@@ -269,11 +299,18 @@ runs_end
 col() {   # col SERVER KIND FIELD: that field of every matching run
 	awk -F'\t' -v sv="$1" -v k="$2" -v f="$3" '$1 == sv && $2 == k { print $f }' "$BT/runs.tsv"
 }
-ratios() {   # ratios SERVER FIELD: per round, guarded / direct
-	awk -F'\t' -v sv="$1" -v f="$2" '
-		$1 == sv && $2 == "guarded" { g[$3] = $f }
-		$1 == sv && $2 == "direct" { d[$3] = $f }
+ratios() {   # ratios SERVER FIELD [A B]: per round, A / B (guarded / direct)
+	awk -F'\t' -v sv="$1" -v f="$2" -v a="${3:-guarded}" -v b="${4:-direct}" '
+		$1 == sv && $2 == a { g[$3] = $f }
+		$1 == sv && $2 == b { d[$3] = $f }
 		END { for (r in g) if (r in d && d[r] > 0) printf "%.6f\n", g[r] / d[r] }' \
+	    "$BT/runs.tsv"
+}
+added() {   # added SERVER: per round, guarded p50 - direct p50 (ms)
+	awk -F'\t' -v sv="$1" '
+		$1 == sv && $2 == "guarded" { g[$3] = $5 }
+		$1 == sv && $2 == "direct" { d[$3] = $5 }
+		END { for (r in g) if (r in d) printf "%.6f\n", g[r] - d[r] }' \
 	    "$BT/runs.tsv"
 }
 fmt0() { awk -v v="$1" 'BEGIN { printf "%.0f", v }'; }
@@ -289,19 +326,26 @@ R=$BT/report.md
 {
 	echo "# rlgate guarding a static file: nginx auth_request, Caddy forward_auth"
 	echo
-	echo "The same server serving the same 13-byte file directly and guarded by"
-	echo "rlgate (asked first, over FastCGI, for every request), runs alternated"
-	echo "direct, guarded, ...; medians over $BENCH_ROUNDS rounds; ratio = the median"
-	echo "of the per-round ratios guarded / direct."
+	echo "The same server serving the same 13-byte file directly, guarded by"
+	echo "rlgate (asked first, over FastCGI, for every request) and guarded by the"
+	echo "no-op FastCGI responder on the same socket (the ceiling of guarding: what"
+	echo "the server's own subrequest and FastCGI connection cost, with an answer"
+	echo "that costs nothing); runs alternated direct, guarded, no-op, ...; medians"
+	echo "over $BENCH_ROUNDS rounds; each ratio is the median of the per-round ratios;"
+	echo "added p50: the median of the per-round guarded p50 - direct p50."
 	echo
-	echo "| server | direct req/s | guarded req/s | ratio | direct p50 ms | p99 ms | guarded p50 ms | p99 ms |"
-	echo "|---|---|---|---|---|---|---|---|"
+	echo "| server | direct req/s | guarded req/s | guarded / direct | no-op guarded req/s | no-op / direct | guarded / no-op | added p50 ms | direct p50 ms | p99 ms | guarded p50 ms | p99 ms |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 	for server in "${FRONTS[@]}"; do
 		# shellcheck disable=SC2046
-		printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$server" \
+		printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$server" \
 		    "$(fmt0 "$(med "$server" direct 4)")" \
 		    "$(fmt0 "$(med "$server" guarded 4)")" \
 		    "$(fmt2 "$(median $(ratios "$server" 4))")" \
+		    "$(fmt0 "$(med "$server" noop 4)")" \
+		    "$(fmt2 "$(median $(ratios "$server" 4 noop direct))")" \
+		    "$(fmt2 "$(median $(ratios "$server" 4 guarded noop))")" \
+		    "$(fmt2 "$(median $(added "$server"))")" \
 		    "$(fmt2 "$(med "$server" direct 5)")" \
 		    "$(fmt2 "$(med "$server" direct 6)")" \
 		    "$(fmt2 "$(med "$server" guarded 5)")" \
@@ -311,9 +355,10 @@ R=$BT/report.md
 	echo "## Every run"
 	echo
 	echo "CPU: % of one core used during the measured run by the web server"
-	echo "(nginx: master + workers), by rlgate's workers together, and by wrk."
+	echo "(nginx: master + workers), by the FastCGI workers together (rlgate's,"
+	echo "or the no-op's in the no-op runs), and by wrk."
 	echo
-	echo "| server | kind | round | req/s | p50 ms | p99 ms | requests | non-2xx | socket errors | server CPU % | rlgate CPU % | wrk CPU % |"
+	echo "| server | kind | round | req/s | p50 ms | p99 ms | requests | non-2xx | socket errors | server CPU % | FastCGI CPU % | wrk CPU % |"
 	echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 	awk -F'\t' '{ printf "| %s | %s | %s | %.0f | %.2f | %.2f | %s | %s | %s | %s | %s | %s |\n",
 	    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12 }' "$BT/runs.tsv"
