@@ -811,12 +811,6 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
 		pthread_detach(reloader);
 	}
 	unix_socket = listens_on_unix_socket();
-	if ((rc = rlg_accept_init(0, &log_level,
-	    &read_timeout_ms)) != 0) {
-		rlg_log("FastCGI: cannot wait for connections on fd 0: %s",
-		    strerror(rc));
-		return 71;      /* EX_OSERR */
-	}
 	rlg_web_servers_read();
 	__atomic_store_n(&read_timeout_ms, cfg->read_timeout_ms,
 	    __ATOMIC_RELAXED);
@@ -824,6 +818,15 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
 	if (rlg_config_smooths(cfg))
 		max_parked_room = rlg_park_room(cfg->max_parked, nthreads);
 	max_parked_set(cfg);
+	/* idle connections: the descriptors the workers, the store, the log
+	 * and the held answers leave */
+	if ((rc = rlg_accept_init(0, &log_level, &read_timeout_ms,
+	    nthreads * 4 + 64 + (rlg_config_smooths(cfg) ?
+	    max_parked_room : 0))) != 0) {
+		rlg_log("FastCGI: cannot wait for connections on fd 0: %s",
+		    strerror(rc));
+		return 71;      /* EX_OSERR */
+	}
 	if ((rc = rlg_park_start(cfg->read_timeout_ms)) != 0)
 		rlg_log("cannot start the park's thread: %s (answers that"
 		    " would wait for their turn are given at once)",

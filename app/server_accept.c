@@ -29,6 +29,11 @@
  *   connections hold no thread, but each holds a descriptor, and whoever
  *   may connect could otherwise fill the process's table with them.
  *
+ * The set holds at most the descriptors the rest of the process leaves
+ * (slots.cap, from RLIMIT_NOFILE): past that, a worker leaves new
+ * connections in the listening queue, the kernel's (the watchdog takes
+ * them in as room comes: rlg_accept_reap), and a kept one is closed.
+ *
  * Each connection in the set has a slot, indexed by its descriptor, under
  * one mutex: its deadline and a generation, which the epoll event carries
  * beside the descriptor, so that an event of a connection the reaper
@@ -44,10 +49,12 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -74,7 +81,9 @@ static struct {
 	struct slot *at;        /* by descriptor */
 	int n;                  /* slots allocated */
 	int top;                /* 1 + the highest descriptor in use */
-} slots = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	int nidle;              /* connections idle in the set */
+	int cap;                /* the most there may be */
+} slots = { .mu = PTHREAD_MUTEX_INITIALIZER, .cap = 16 };
 
 static int epfd = -1;
 static int lfd = -1;
@@ -83,10 +92,13 @@ static const int *log_level;
 static const int *read_timeout_ms;
 static struct rlg_pacer refused_pacer;
 static struct rlg_pacer accept_pacer;
+static struct rlg_pacer full_pacer;
 
 int
-rlg_accept_init(int fd, const int *level, const int *timeout_ms)
+rlg_accept_init(int fd, const int *level, const int *timeout_ms,
+    int reserved)
 {
+	struct rlimit rl;
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLET |
 	    EPOLLEXCLUSIVE, .data.u64 = RLG_LISTENER };
 	struct sockaddr_storage sa = { .ss_family = AF_UNSPEC };
@@ -96,6 +108,11 @@ rlg_accept_init(int fd, const int *level, const int *timeout_ms)
 	log_level = level;
 	read_timeout_ms = timeout_ms;
 	lfd = fd;
+	/* at least 16; RLIM_INFINITY is the largest rlim_t */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && reserved >= 0 &&
+	    rl.rlim_cur > (rlim_t)reserved + 16)
+		slots.cap = rl.rlim_cur - (rlim_t)reserved > INT_MAX / 2 ?
+		    INT_MAX / 2 : (int)(rl.rlim_cur - (rlim_t)reserved);
 	tcp = getsockname(fd, (struct sockaddr *)&sa, &len) != 0 ||
 	    sa.ss_family != AF_UNIX;
 	flags = fcntl(fd, F_GETFL);
@@ -118,6 +135,51 @@ pace(struct rlg_pacer *p)
 {
 	return rlg_pacer_take(p, rlg_mono_ns() / 1000000,
 	    RLG_ERROR_LOG_INTERVAL_MS);
+}
+
+/* The set is full (slots.cap): logged, paced. */
+static void
+full(void)
+{
+	long more;
+
+	if (__atomic_load_n(log_level, __ATOMIC_RELAXED) >= RLG_LOG_WARN &&
+	    (more = pace(&full_pacer)) >= 0)
+		rlg_log("FastCGI: %d idle connections, the most this process"
+		    " keeps (its descriptor limit, ulimit -n, less what it"
+		    " needs besides): the rest wait in the listening queue,"
+		    " or are closed suppressed=%ld", slots.cap, more);
+}
+
+/* Whether the set has room for one more idle connection. */
+static bool
+room(void)
+{
+	bool ok;
+
+	pthread_mutex_lock(&slots.mu);
+	ok = slots.nidle < slots.cap;
+	pthread_mutex_unlock(&slots.mu);
+	if (!ok)
+		full();
+	return ok;
+}
+
+static int take(struct sockaddr_storage *peer, bool wait);
+static void watch(int fd, bool fresh);
+
+/*
+ * Every connection queued on the listening socket into the set, while it
+ * has room (wait: out of descriptors, wait for some, else leave them).
+ */
+static void
+drain(bool wait)
+{
+	struct sockaddr_storage other;
+	int fd;
+
+	while (room() && (fd = take(&other, wait)) >= 0)
+		watch(fd, true);
 }
 
 /* The slot of fd, made if need be (under slots.mu); NULL: no memory. */
@@ -155,11 +217,18 @@ watch(int fd, bool fresh)
 	int err;
 
 	pthread_mutex_lock(&slots.mu);
+	if (slots.nidle >= slots.cap) {
+		pthread_mutex_unlock(&slots.mu);
+		full();
+		close(fd);              /* the web server opens another */
+		return;
+	}
 	if ((sl = slot_of(fd)) == NULL) {
 		pthread_mutex_unlock(&slots.mu);
 		err = ENOMEM;
 		goto fail;
 	}
+	slots.nidle++;
 	sl->gen++;
 	sl->idle = true;
 	sl->fresh = fresh;
@@ -174,6 +243,7 @@ watch(int fd, bool fresh)
 	err = errno;
 	pthread_mutex_lock(&slots.mu);
 	slots.at[fd].idle = false;
+	slots.nidle--;
 	pthread_mutex_unlock(&slots.mu);
 fail:
 	rlg_log("FastCGI: cannot watch a connection: %s: closing it",
@@ -198,8 +268,10 @@ claim(uint64_t data)
 	pthread_mutex_lock(&slots.mu);
 	ok = fd < slots.n && slots.at[fd].idle &&
 	    slots.at[fd].gen == (uint32_t)(data >> 32);
-	if (ok)
+	if (ok) {
 		slots.at[fd].idle = false;
+		slots.nidle--;
+	}
 	pthread_mutex_unlock(&slots.mu);
 	return ok;
 }
@@ -222,6 +294,7 @@ rlg_accept_reap(int64_t now_ns, struct sockaddr_storage *peer)
 		    0) != 0)
 			continue;
 		sl->idle = false;
+		slots.nidle--;
 		if (sl->fresh && fresh++ == 0) {
 			socklen_t len = sizeof *peer;
 
@@ -232,6 +305,8 @@ rlg_accept_reap(int64_t now_ns, struct sockaddr_storage *peer)
 		close(fd);
 	}
 	pthread_mutex_unlock(&slots.mu);
+	/* what a worker left in the listening queue for want of room */
+	drain(false);
 	return fresh;
 }
 
@@ -242,7 +317,7 @@ rlg_accept_reap(int64_t now_ns, struct sockaddr_storage *peer)
  * running out of descriptors or memory is logged (paced) and waited out.
  */
 static int
-take(struct sockaddr_storage *peer)
+take(struct sockaddr_storage *peer, bool wait)
 {
 	struct timespec nap = { 0, 100L * 1000000 };
 	socklen_t len;
@@ -283,6 +358,8 @@ take(struct sockaddr_storage *peer)
 			if ((more = pace(&accept_pacer)) >= 0)
 				rlg_log("FastCGI accept: %s: waiting"
 				    " suppressed=%ld", strerror(err), more);
+			if (!wait)
+				return -EAGAIN;
 			if (nanosleep(&nap, NULL) != 0)
 				return -EINTR;
 			continue;
@@ -297,9 +374,8 @@ take(struct sockaddr_storage *peer)
 int
 rlg_accept_next(struct sockaddr_storage *peer, bool *kept)
 {
-	struct sockaddr_storage other;
 	struct epoll_event ev;
-	int fd, more, n;
+	int fd, n;
 
 	for (;;) {
 		n = epoll_wait(epfd, &ev, 1, -1);
@@ -316,15 +392,15 @@ rlg_accept_next(struct sockaddr_storage *peer, bool *kept)
 			*kept = true;
 			return (int)(uint32_t)ev.data.u64;
 		}
-		/* the edge: every connection now queued is taken */
-		fd = take(peer);
+		/* the edge: every connection now queued is taken (with no
+		 * room in the set, the watchdog takes the rest later) */
+		fd = take(peer, true);
 		if (fd == -EAGAIN)
 			continue;       /* another worker took it */
 		if (fd < 0)
 			return fd;
 		/* (a failure here comes back at this worker's next call) */
-		while ((more = take(&other)) >= 0)
-			watch(more, true);
+		drain(true);
 		*kept = false;
 		return fd;
 	}

@@ -18,10 +18,14 @@
  * log_level: the current [log] level (read atomically; refused peers
  * are logged from RLG_LOG_WARN); read_timeout_ms: the current read
  * deadline (read atomically), how long a connection stays idle in the
- * set. Returns 0, or an errno (no set: the caller cannot serve).
+ * set. The set holds at most the descriptor limit (RLIMIT_NOFILE) less
+ * reserved idle connections: past that, new connections wait in the
+ * listening queue (the kernel's, not this process's descriptors) and a
+ * kept one is closed. Returns 0, or an errno (no set: the caller cannot
+ * serve).
  */
 int rlg_accept_init(int lfd, const int *log_level,
-    const int *read_timeout_ms);
+    const int *read_timeout_ms, int reserved);
 
 /*
  * The next connection with something to read, for the calling worker:
@@ -47,8 +51,10 @@ void rlg_accept_keep(int fd);
 /*
  * Closes every connection idle in the set past its read deadline at
  * now_ns (rlg_mono_ns) with nothing to read: a kept one the web server no
- * longer uses, or a new one that never sent a byte. Returns how many of the latter there
- * were (the caller logs them; *peer: the first one's address).
+ * longer uses, or a new one that never sent a byte; then takes into the
+ * set what the listening queue holds, while it has room (a worker that
+ * found the set full left it there). Returns how many silent new ones
+ * were closed (the caller logs them; *peer: the first one's address).
  */
 int rlg_accept_reap(int64_t now_ns, struct sockaddr_storage *peer);
 

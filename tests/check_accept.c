@@ -5,7 +5,8 @@
  * in the queue for want of a second edge); an idle kept connection holds
  * no worker and comes back when it speaks or closes; a signal ends the
  * wait; the reaper closes what stays idle past the read deadline (a kept
- * connection, a new one that never spoke) and nothing else; and four
+ * connection, a new one that never spoke) and nothing else; the set's
+ * bound leaves the rest in the listening queue; and four
  * threads serve fifty connections, each exactly once.
  * The set is one per process: each case makes it (Check runs a case in
  * a process of its own unless CK_FORK=no).
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -31,6 +33,8 @@
 
 static int level = RLG_LOG_WARN;
 static int timeout_ms = 100;
+/* descriptors left for the rest: a large set, unless a case says */
+static int reserved = 64;
 static char dir[] = "/tmp/rlg-accept-XXXXXX";
 static struct sockaddr_un addr = { .sun_family = AF_UNIX };
 
@@ -46,7 +50,7 @@ listener(void)
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(bind(fd, (struct sockaddr *)&addr, sizeof addr), 0);
 	ck_assert_int_eq(listen(fd, 64), 0);
-	ck_assert_int_eq(rlg_accept_init(fd, &level, &timeout_ms), 0);
+	ck_assert_int_eq(rlg_accept_init(fd, &level, &timeout_ms, reserved), 0);
 	return fd;
 }
 
@@ -212,6 +216,41 @@ START_TEST(test_accept_reap)
 }
 END_TEST
 
+/*
+ * The set's bound: with every descriptor reserved it holds 16 idle
+ * connections; the rest wait in the listening queue, not in this
+ * process's table, until the reaper makes room and takes them.
+ */
+START_TEST(test_accept_bound)
+{
+	struct rlimit rl;
+	struct sockaddr_storage peer;
+	int c[21], fd, i;
+	bool kept;
+
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	reserved = rl.rlim_cur > 100000 ? 100000 : (int)rl.rlim_cur;
+	(void)listener();
+	for (i = 0; i < 20; i++)
+		c[i] = client(NULL);            /* silent */
+	c[20] = client("s");
+	fd = rlg_accept_next(&peer, &kept);     /* the first, silent */
+	ck_assert_int_ge(fd, 0);
+	ck_assert(!kept);
+	close(fd);
+	/* 16 in the set, 3 silent ones and "s" still queued */
+	ck_assert_int_eq(rlg_accept_reap(rlg_mono_ns() + 200LL * 1000000,
+	    &peer), 16);
+	/* the reaper took the rest in: "s" is served */
+	close(next_says("s", true));
+	ck_assert_int_eq(rlg_accept_reap(rlg_mono_ns() + 400LL * 1000000,
+	    &peer), 3);
+	for (i = 0; i < 21; i++)
+		close(c[i]);
+	cleanup();
+}
+END_TEST
+
 static void
 on_usr2(int sig)
 {
@@ -340,6 +379,7 @@ rlg_accept_suite(void)
 	tcase_add_test(tc, test_accept_burst);
 	tcase_add_test(tc, test_accept_keep);
 	tcase_add_test(tc, test_accept_reap);
+	tcase_add_test(tc, test_accept_bound);
 	tcase_add_test(tc, test_accept_signal);
 	tcase_add_test(tc, test_accept_threads);
 	suite_add_tcase(s, tc);
