@@ -214,16 +214,17 @@ close_at_once(FCGX_Request *req, int unix_socket)
  * processes such connections would stop every answer. So each wait of a
  * worker on the web server has a deadline, read_timeout_ms from its
  * start: for the request (from the accept, or on a kept connection from
- * the moment it is readable, to the end of its parameters), and for the end of
- * its input and the web server's close after the answer (close_at_once,
- * FCGX_Finish_r). A deadline, not a timeout per read (SO_RCVTIMEO): a
- * peer that trickled a byte at a time would pass every read's timeout.
+ * the moment it is readable, to the end of its parameters; a connection
+ * silent in the set is closed by the watchdog, rlg_accept_reap), and for
+ * the end of its input and the web server's close after the answer
+ * (close_at_once, FCGX_Finish_r). A deadline, not a timeout per read
+ * (SO_RCVTIMEO): a peer that trickled a byte at a time would pass every
+ * read's timeout.
  *
  * How: the workers accept the connections themselves (server_accept.c;
- * their
- * FCGX_Request has no listening socket, so libfcgi never accepts, and a
- * connection it drops ends FCGX_Accept_r with an error instead of an
- * accept without a deadline) and say when they wait (watch_arm,
+ * their FCGX_Request has no listening socket, so libfcgi never accepts,
+ * and a connection it drops ends FCGX_Accept_r with an error instead of
+ * an accept without a deadline) and say when they wait (watch_arm,
  * watch_disarm); watch_thread wakes a worker past its deadline with
  * SIGUSR2, whose handler does nothing and has no SA_RESTART, so the read
  * (or poll) fails with EINTR: libfcgi drops a request not yet read whole
