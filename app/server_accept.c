@@ -19,7 +19,13 @@
  *   share the socket), not all of them. The woken worker accepts until
  *   the socket has nothing more, keeps the first connection and puts the
  *   others in the set for the other workers: with an edge, a connection
- *   left in the queue would wait for the next one's.
+ *   left in the queue would wait for the next one's. The kernel wakes
+ *   the sets on a socket in the order they joined it, so the first
+ *   process would take every connection while it has an idle worker;
+ *   after every RLG_ROTATE_EVERY connections a process takes the socket
+ *   out of its set and puts it back, last (rotate): the processes take
+ *   turns, as they would in accept(2), at two system calls for that
+ *   many connections.
  * - connections, EPOLLONESHOT: one worker takes a connection when it is
  *   readable; the set forgets it until the worker gives it back
  *   (rlg_accept_keep) after the answer. A connection that closes is
@@ -67,6 +73,8 @@
 
 /* The listening socket's mark in the set (a descriptor is never this). */
 #define RLG_LISTENER UINT64_MAX
+/* A process's connections between two turns given to the others. */
+#define RLG_ROTATE_EVERY 8
 
 /* A connection's slot: in the set (idle) or not (a worker's, or none). */
 struct slot {
@@ -93,6 +101,7 @@ static const int *read_timeout_ms;
 static struct rlg_pacer refused_pacer;
 static struct rlg_pacer accept_pacer;
 static struct rlg_pacer full_pacer;
+static unsigned accepted;               /* connections taken (atomic) */
 
 int
 rlg_accept_init(int fd, const int *level, const int *timeout_ms,
@@ -311,6 +320,23 @@ rlg_accept_reap(int64_t now_ns, struct sockaddr_storage *peer)
 }
 
 /*
+ * The listening socket out of the set and back in: this process's turn
+ * goes last (see above), and what is still queued wakes a worker.
+ * Whatever two workers do here at once, each puts it back last.
+ */
+static void
+rotate(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET |
+	    EPOLLEXCLUSIVE, .data.u64 = RLG_LISTENER };
+
+	(void)epoll_ctl(epfd, EPOLL_CTL_DEL, lfd, &ev);
+	if (epoll_ctl(epfd, EPOLL_CTL_ADD, lfd, &ev) != 0 && errno != EEXIST)
+		rlg_log("FastCGI: cannot watch the listening socket again:"
+		    " %s", strerror(errno));
+}
+
+/*
  * One connection from the listening socket into *peer: its descriptor,
  * -EAGAIN when there is none, or another -errno (-EINTR: a stop).
  * Refused peers and a connection gone before its accept are skipped;
@@ -401,6 +427,9 @@ rlg_accept_next(struct sockaddr_storage *peer, bool *kept)
 			return fd;
 		/* (a failure here comes back at this worker's next call) */
 		drain(true);
+		if (__atomic_add_fetch(&accepted, 1, __ATOMIC_RELAXED) %
+		    RLG_ROTATE_EVERY == 0)
+			rotate();
 		*kept = false;
 		return fd;
 	}
