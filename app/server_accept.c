@@ -179,15 +179,15 @@ static void watch(int fd, bool fresh);
 
 /*
  * Every connection queued on the listening socket into the set, while it
- * has room (wait: out of descriptors, wait for some, else leave them).
+ * has room; out of descriptors, the rest stay queued.
  */
 static void
-drain(bool wait)
+drain(void)
 {
 	struct sockaddr_storage other;
 	int fd;
 
-	while (room() && (fd = take(&other, wait)) >= 0)
+	while (room() && (fd = take(&other, false)) >= 0)
 		watch(fd, true);
 }
 
@@ -315,7 +315,7 @@ rlg_accept_reap(int64_t now_ns, struct sockaddr_storage *peer)
 	}
 	pthread_mutex_unlock(&slots.mu);
 	/* what a worker left in the listening queue for want of room */
-	drain(false);
+	drain();
 	return fresh;
 }
 
@@ -340,7 +340,8 @@ rotate(void)
  * One connection from the listening socket into *peer: its descriptor,
  * -EAGAIN when there is none, or another -errno (-EINTR: a stop).
  * Refused peers and a connection gone before its accept are skipped;
- * running out of descriptors or memory is logged (paced) and waited out.
+ * running out of descriptors or memory is logged (paced), and waited
+ * out, 100 ms at a time, when wait (else -EAGAIN).
  */
 static int
 take(struct sockaddr_storage *peer, bool wait)
@@ -425,8 +426,10 @@ rlg_accept_next(struct sockaddr_storage *peer, bool *kept)
 			continue;       /* another worker took it */
 		if (fd < 0)
 			return fd;
-		/* (a failure here comes back at this worker's next call) */
-		drain(true);
+		/* not waiting for descriptors here: this worker holds a
+		 * connection to serve (the watchdog takes the rest later; a
+		 * failure comes back at this worker's next call) */
+		drain();
 		if (__atomic_add_fetch(&accepted, 1, __ATOMIC_RELAXED) %
 		    RLG_ROTATE_EVERY == 0)
 			rotate();
