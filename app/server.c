@@ -1,26 +1,26 @@
 /*
  * server.c: how requests reach rlgate and answers leave it.
  *
- * FastCGI: libfcgi's reentrant API on the socket a spawner (spawn-fcgi, or
- * the web server) left on fd 0; N threads per process, each with its own
- * gate (gate.c: its store connection), each looping next_request
- * (a ready connection from server_accept.c, FCGX_Accept_r) -> serve ->
- * finish_request (FCGX_Finish_r; a kept connection back to the set) ->
- * rlg_gate_idle, every wait for the web server under a read deadline
- * (watch_thread); on a unix socket a Responder request without a body is
- * closed without libfcgi's wait (close_at_once). CGI (server_cgi.c): one
- * request from environ to stdout, through the same gate. Both are
- * CGI-shaped fronts:
- * their params reach the gate through front_cgi.c's adapter and its
- * answer leaves as CGI text through front_cgi.c's renderer. What to
- * answer is the gate's; this file only moves bytes and owns the threads
- * and signals, and the configuration they serve with: a reload (SIGHUP)
- * makes a new generation of it, which each thread takes up before its
- * next request (the last thread to leave one frees it). An answer that
- * must wait for its turn (a smoothing policy) leaves the worker: the
- * request is handed to the park (server_park.c), which answers it when
- * it is due (server_hold.c), and the worker takes a new request object.
- * Only this file and server_hold.c include fcgiapp.h.
+ * FastCGI: on the socket a spawner (spawn-fcgi, or the web server) left
+ * on fd 0, N threads per process, each with its own gate (gate.c: its
+ * store connection) and its own wire (server_wire.c: the FastCGI records,
+ * in buffers every request reuses), each looping next_request (a ready
+ * connection from server_accept.c, its request read) -> serve ->
+ * finish_request (the answer's records in one write; a kept connection
+ * back to the set) -> rlg_gate_idle, every wait for the web server under
+ * a read deadline (watch_thread); on a unix socket a Responder request
+ * without a body is closed without the lingering close (close_at_once).
+ * CGI (server_cgi.c): one request from environ to stdout, through the
+ * same gate. Both are CGI-shaped fronts: their params reach the gate
+ * through front_cgi.c's adapter and its answer leaves as CGI text through
+ * front_cgi.c's renderer. What to answer is the gate's; this file only
+ * moves bytes and owns the threads and signals, and the configuration
+ * they serve with: a reload (SIGHUP) makes a new generation of it, which
+ * each thread takes up before its next request (the last thread to leave
+ * one frees it). An answer that must wait for its turn (a smoothing
+ * policy) leaves the worker: its records and connection are handed to
+ * the park (server_park.c), which answers it when it is due
+ * (server_hold.c).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -40,7 +40,6 @@
 #include <unistd.h>
 
 #include <fastcgi.h>
-#include <fcgiapp.h>
 
 #include "front_cgi.h"
 #include "fronts.h"
@@ -52,12 +51,13 @@
 #include "server_hold.h"
 #include "server_park.h"
 #include "server_peers.h"
+#include "server_wire.h"
 #include "util.h"
 
 struct thread_arg;
 static void *fastcgi_thread(void *arg);
 static bool serve(struct rlg_gate *g, struct thread_arg *t,
-    FCGX_Request *req, int64_t now_ms, bool smooths);
+    struct rlg_wire *w, int64_t now_ms, bool smooths);
 static void max_parked_set(const struct rlg_config *cfg);
 static void *signal_thread(void *arg);
 static void reload(void);
@@ -66,10 +66,10 @@ static void on_wake(int sig);
 static struct generation *gen_take(void);
 static void gen_release(struct generation *g);
 static int listens_on_unix_socket(void);
-static int close_at_once(FCGX_Request *req, int unix_socket);
-struct thread_arg;
-static int next_request(struct thread_arg *t, FCGX_Request *req);
-static void finish_request(struct thread_arg *t, FCGX_Request *req);
+static bool close_at_once(struct rlg_wire *w, int unix_socket);
+static void linger_close(int fd);
+static int next_request(struct thread_arg *t, struct rlg_wire *w);
+static void finish_request(struct thread_arg *t, struct rlg_wire *w);
 static void handlers_set(void);
 static void watch_arm(struct thread_arg *t);
 static bool watch_disarm(struct thread_arg *t);
@@ -80,10 +80,18 @@ static void deadline_log(const struct sockaddr_storage *sa,
     const char *wait);
 static long pace(struct rlg_pacer *p);
 
+/*
+ * FastCGI when fd 0 is a listening socket (a socket without a peer), as
+ * libfcgi tells: a CGI request comes on a pipe or a file instead.
+ */
 int
 rlg_server_is_fastcgi(void)
 {
-	return !FCGX_IsCGI();
+	struct sockaddr_storage sa;
+	socklen_t len = sizeof sa;
+
+	return getpeername(0, (struct sockaddr *)&sa, &len) != 0 &&
+	    errno == ENOTCONN;
 }
 
 /* A configuration the threads serve with, and who holds it. */
@@ -160,12 +168,13 @@ listens_on_unix_socket(void)
 }
 
 /*
- * libfcgi ends a connection by shutting down its sending side and reading
- * until the web server closes (or 2 s pass), so that input still on the
- * way cannot make the kernel answer with a TCP reset, which can destroy
- * the answer before the web server has read it. That wait costs a worker
- * about half its time per request (two more wake-ups and a select;
- * docs/benchmarks.md). It can be skipped when nothing more will come:
+ * A connection ends as libfcgi ends it (linger_close): rlgate shuts down
+ * its sending side and reads until the web server closes (or 2 s pass),
+ * so that input still on the way cannot make the kernel answer with a
+ * TCP reset, which can destroy the answer before the web server has read
+ * it. That wait costs a worker about half its time per request (two more
+ * wake-ups and a poll; docs/benchmarks.md). It can be skipped when
+ * nothing more will come:
  *
  * - on a unix socket only: there is no reset there, but over TCP a late
  *   FCGI_ABORT_REQUEST would still draw one;
@@ -174,40 +183,52 @@ listens_on_unix_socket(void)
  *   it apart from the parameters: closing before it arrives fails that
  *   write, and the request). An Authorizer is sent no FCGI_STDIN by
  *   Apache, an empty one by lighttpd: there is no end to wait for, so its
- *   connections keep libfcgi's close;
+ *   connections keep the lingering close;
  * - for a request without a body (no Transfer-Encoding, CONTENT_LENGTH
- *   absent, empty or 0): a body is left to libfcgi's close, which reads
- *   it while the web server writes it.
+ *   absent, empty or 0): a body is left to the lingering close, which
+ *   reads it while the web server writes it.
  *
  * Returns true when the input was read to its end and the connection may
  * be closed at once.
  */
-static int
-close_at_once(FCGX_Request *req, int unix_socket)
+static bool
+close_at_once(struct rlg_wire *w, int unix_socket)
 {
 	const char *len;
-	char buf[256];
-	int n, total = 0;
 
-	if (!unix_socket || req->role != FCGI_RESPONDER)
-		return 0;
-	if (FCGX_GetParam("HTTP_TRANSFER_ENCODING", req->envp) != NULL)
-		return 0;
-	len = FCGX_GetParam("CONTENT_LENGTH", req->envp);
+	if (!unix_socket || w->role != FCGI_RESPONDER)
+		return false;
+	if (rlg_envp_param(w->envp, "HTTP_TRANSFER_ENCODING") != NULL)
+		return false;
+	len = rlg_envp_param(w->envp, "CONTENT_LENGTH");
 	if (len != NULL && len[0] != '\0' && strcmp(len, "0") != 0)
-		return 0;
+		return false;
 	/* Bounded: a web server that sends a body it did not announce gets
-	 * libfcgi's close for the rest. */
-	while ((n = FCGX_GetStr(buf, (int)sizeof buf, req->in)) > 0)
-		if ((total += n) > 4096)
-			return 0;
-	return FCGX_HasSeenEOF(req->in) == EOF &&
-	    FCGX_GetError(req->in) == 0;
+	 * the lingering close for the rest. */
+	return rlg_wire_read_input(w, 4096) == 1;
 }
 
 /*
- * The read deadline. libfcgi reads with plain blocking read(2)s and no
- * timeout: a web server, or any local user who may connect to the socket
+ * libfcgi's close: the sending side shut, what comes read and dropped
+ * until the web server closes, a read fails (the read deadline: EINTR)
+ * or 2 s pass without a byte; then the close.
+ */
+static void
+linger_close(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char trash[1024];
+
+	if (shutdown(fd, SHUT_WR) == 0)
+		while (poll(&p, 1, 2000) > 0 &&
+		    read(fd, trash, sizeof trash) > 0)
+			;
+	close(fd);
+}
+
+/*
+ * The read deadline. A worker reads with plain blocking read(2)s
+ * (server_wire.c), without a timeout: a web server, or any local user who may connect to the socket
  * (over TCP, anyone on the host), that sends nothing, or a request's
  * parameters without their end, or a body that never ends, would hold
  * the worker for as long as the connection stayed open, and threads x
@@ -217,19 +238,16 @@ close_at_once(FCGX_Request *req, int unix_socket)
  * the moment it is readable, to the end of its parameters; a connection
  * silent in the set is closed by the watchdog, rlg_accept_reap), and for
  * the end of its input and the web server's close after the answer
- * (close_at_once, FCGX_Finish_r). A deadline, not a timeout per read
+ * (close_at_once, linger_close). A deadline, not a timeout per read
  * (SO_RCVTIMEO): a peer that trickled a byte at a time would pass every
  * read's timeout.
  *
- * How: the workers accept the connections themselves (server_accept.c;
- * their FCGX_Request has no listening socket, so libfcgi never accepts,
- * and a connection it drops ends FCGX_Accept_r with an error instead of
- * an accept without a deadline) and say when they wait (watch_arm,
- * watch_disarm); watch_thread wakes a worker past its deadline with
- * SIGUSR2, whose handler does nothing and has no SA_RESTART, so the read
- * (or poll) fails with EINTR: libfcgi drops a request not yet read whole
- * (closed at once: FCGX_Detach) and the worker goes back to accepting;
- * a request already answered is closed. The signal is sent under the
+ * How: the workers say when they wait (watch_arm, watch_disarm);
+ * watch_thread wakes a worker past its deadline with SIGUSR2, whose
+ * handler does nothing and has no SA_RESTART, so the read (or poll)
+ * fails with EINTR: a request not yet read whole is dropped (closed at
+ * once) and the worker goes back to the set; a request already answered
+ * is closed. The signal is sent under the
  * worker's watch_mu while it waits, so none reaches it past watch_disarm
  * (which lets a signal sent just before it land: sigpending), in the
  * store or the gate. Each passed deadline is logged (deadline_passed),
@@ -385,118 +403,124 @@ gen_release(struct generation *g)
 }
 
 /*
- * The worker's next request into req, from the next ready connection
- * (server_accept.c: a new one, or a kept one that has sent its next
- * request), read under the read deadline. Returns 1 with a request, 0
- * when there is none this time (a signal, a stop, a request dropped: the
- * deadline, a protocol error, the web server's close), -1 when the
- * worker stops (the socket is no listening socket).
+ * The worker's next request on its wire w, from the next ready
+ * connection (server_accept.c: a new one, or a kept one that has sent its
+ * next request; or the one w still holds, whose next request is already
+ * read), read under the read deadline. Returns 1 with a request, 0 when
+ * there is none this time (a signal, a stop, a request dropped: the
+ * deadline, a protocol error, the web server's close; a kept connection
+ * back to wait), -1 when the worker stops (the socket is no listening
+ * socket).
  */
 static int
-next_request(struct thread_arg *t, FCGX_Request *req)
+next_request(struct thread_arg *t, struct rlg_wire *w)
 {
 	bool kept;
 	int rc, fd;
 
-	__atomic_store_n(&t->in_accept, 1, __ATOMIC_RELEASE);
-	fd = rlg_accept_next(&t->peer, &kept);
-	__atomic_store_n(&t->in_accept, 0, __ATOMIC_RELEASE);
-	if (fd == -EINTR)               /* a stop, or another signal */
-		return 0;
-	if (fd < 0) {
-		rlg_log("FastCGI accept failed: %s: stopping this worker",
-		    strerror(-fd));
-		return -1;
-	}
-	if (kept) {                     /* its peer, for the log */
-		socklen_t len = sizeof t->peer;
+	if (w->fd >= 0 && rlg_wire_pending(w)) {
+		fd = w->fd;             /* its peer: t->peer still */
+	} else {
+		__atomic_store_n(&t->in_accept, 1, __ATOMIC_RELEASE);
+		fd = rlg_accept_next(&t->peer, &kept);
+		__atomic_store_n(&t->in_accept, 0, __ATOMIC_RELEASE);
+		if (fd == -EINTR)       /* a stop, or another signal */
+			return 0;
+		if (fd < 0) {
+			rlg_log("FastCGI accept failed: %s: stopping this"
+			    " worker", strerror(-fd));
+			return -1;
+		}
+		if (kept) {             /* its peer, for the log */
+			socklen_t len = sizeof t->peer;
 
-		if (t->unix_socket)
-			t->peer.ss_family = AF_UNIX;
-		else if (getpeername(fd, (struct sockaddr *)&t->peer,
-		    &len) != 0)
-			t->peer.ss_family = AF_UNSPEC;
+			if (t->unix_socket)
+				t->peer.ss_family = AF_UNIX;
+			else if (getpeername(fd, (struct sockaddr *)&t->peer,
+			    &len) != 0)
+				t->peer.ss_family = AF_UNSPEC;
+		}
 	}
-	/* FCGX_Accept_r's first FCGX_Finish_r keeps it open */
-	req->ipcFd = fd;
-	req->keepConnection = 1;
-	/* a connection dropped unread is closed at once */
-	FCGX_Detach(req);
 	watch_arm(t);
-	rc = FCGX_Accept_r(req);
-	/*
-	 * libfcgi takes a read that fails between two parameters
-	 * for their end (ReadParams): the error stays on the
-	 * stream, and such a request, cut, is dropped here unread.
-	 */
-	if (rc == 0 && FCGX_GetError(req->in) != 0)
-		rc = -1;
+	rc = rlg_wire_read_request(w, fd);
 	if (watch_disarm(t) && rc < 0)
 		deadline_passed(t, "request");
-	if (rc < 0) {
-		/* dropped: the deadline, a protocol error, the web
-		 * server's close (of a kept connection, say) */
-		if (req->ipcFd >= 0)
-			FCGX_Free(req, 1);
-		req->ipcFd = -1;
-		return 0;
-	}
-	return 1;
+	if (rc == 1)
+		return 1;
+	rlg_wire_release(w);
+	if (rc == 0)                    /* only the last request's rest */
+		rlg_accept_keep(fd);
+	else                            /* dropped: the deadline, a protocol
+		                           error, the web server's close */
+		close(fd);
+	return 0;
 }
 
 /*
- * After the answer: the rest of the request's input and the web server's
- * close, under the read deadline (close_at_once skips the close's wait).
+ * After the answer's records: the rest of the request's input and the web
+ * server's close, under the read deadline (close_at_once skips the
+ * close's wait); a kept connection (FCGI_KEEP_CONN) goes back to the set,
+ * idle there, not in a worker, unless its next request is read already
+ * (the worker goes on with it).
  */
 static void
-finish_request(struct thread_arg *t, FCGX_Request *req)
+finish_request(struct thread_arg *t, struct rlg_wire *w)
 {
 	const char *late = NULL;
+	bool at_once = false, keep = w->keep, sent;
+	int fd = w->fd;
 
 	watch_arm(t);
-	if (close_at_once(req, t->unix_socket)) {
-		FCGX_Detach(req);       /* its close skips the wait */
-	} else if (watch_fired(t)) {
-		FCGX_Detach(req);       /* the rest never came */
-		req->keepConnection = 0;
+	if (!keep)
+		at_once = close_at_once(w, t->unix_socket);
+	if (!at_once && watch_fired(t)) {
+		at_once = true;         /* the rest never came */
+		keep = false;
 		late = "input";
 	}
-	FCGX_Finish_r(req);
+	sent = !w->drop && rlg_wire_send(w) == 0;
+	if (keep && sent && !w->broken) {
+		if (!rlg_wire_pending(w)) {
+			rlg_wire_release(w);
+			rlg_accept_keep(fd);
+		}
+	} else {
+		rlg_wire_release(w);
+		if (at_once || !sent)
+			close(fd);
+		else
+			linger_close(fd);
+	}
 	if (watch_disarm(t) && late == NULL)
 		late = "close";
 	if (late != NULL)
 		deadline_passed(t, late);
-	if (req->ipcFd >= 0) {
-		/* kept (FCGI_KEEP_CONN): idle in the set, not in a worker */
-		rlg_accept_keep(req->ipcFd);
-		req->ipcFd = -1;
-	}
 }
 
 /*
  * One request of the FastCGI front: its params through the front's
- * adapter, its answer rendered (CGI text) on its FCGI_STDOUT. An answer
- * that must wait for its turn (smooths: the configuration has a
- * smoothing policy) is parked: rendered into a buffer of its own
- * (rlg_hold_write), and written by the park, which finishes the request,
- * when it is due (rlg_hold_park). A slot is
- * reserved first: with none left (max_parked), the gate answers at once
- * (struct rlg_out). Returns true when the request was parked: it is
- * the park's now.
+ * adapter, its answer rendered (CGI text) as FCGI_STDOUT records on its
+ * wire (rlg_wire_put). An answer that must wait for its turn (smooths:
+ * the configuration has a smoothing policy) is parked: its records and
+ * connection go to the park, which writes them when it is due
+ * (rlg_hold_park). A slot is reserved first: with none left
+ * (max_parked), the gate answers at once (struct rlg_out). Returns true
+ * when the request was parked (or dropped: no memory to hold it); else
+ * the caller sends the answer (finish_request).
  */
 static bool
-serve(struct rlg_gate *g, struct thread_arg *t, FCGX_Request *req,
+serve(struct rlg_gate *g, struct thread_arg *t, struct rlg_wire *w,
     int64_t now_ms, bool smooths)
 {
-	struct rlg_hold_out o = { req->out, 0, NULL, 0 };
+	int64_t hold_ms = 0;
 	bool slot = smooths && rlg_park_reserve(__atomic_load_n(&max_parked,
 	    __ATOMIC_RELAXED));
 	bool at_once;
 	long more;
 	int rc;
 
-	rc = rlg_front_handle(&rlg_front_fastcgi, g, req->envp, now_ms,
-	    rlg_hold_write, &o, !smooths || slot ? &o.hold_ms : NULL);
+	rc = rlg_front_handle(&rlg_front_fastcgi, g, w->envp, now_ms,
+	    rlg_wire_put, w, !smooths || slot ? &hold_ms : NULL);
 	if (smooths && !slot && __atomic_load_n(&log_level,
 	    __ATOMIC_RELAXED) >= RLG_LOG_WARN &&
 	    (more = pace(&park_pacer)) >= 0)
@@ -504,10 +528,10 @@ serve(struct rlg_gate *g, struct thread_arg *t, FCGX_Request *req,
 		    " answer at once, refusing what would wait"
 		    " suppressed=%ld", __atomic_load_n(&max_parked,
 		    __ATOMIC_RELAXED), more);
-	if (o.hold_ms <= 0 || rc != 0) {
-		/* at once; or the held answer could not be kept (no memory):
-		 * the request ends without it, as a failed write's */
-		free(o.held);
+	if (rc != 0)            /* no memory for the answer: the request
+	                           ends without it, as a failed write's */
+		w->drop = true;
+	if (hold_ms <= 0 || rc != 0) {
 		if (slot)
 			rlg_park_unreserve();
 		return false;
@@ -515,9 +539,10 @@ serve(struct rlg_gate *g, struct thread_arg *t, FCGX_Request *req,
 	/* its input read to its end now, if it can be (close_at_once), so
 	 * that the park closes it at once, without a lingering close */
 	watch_arm(t);
-	at_once = close_at_once(req, t->unix_socket);
+	at_once = close_at_once(w, t->unix_socket);
 	(void)watch_disarm(t);
-	rlg_hold_park(req, &o, at_once);
+	if (!rlg_hold_park(w, hold_ms, at_once))
+		rlg_park_unreserve();
 	return true;
 }
 
@@ -535,20 +560,13 @@ fastcgi_thread(void *arg)
 	struct thread_arg *t = arg;
 	struct generation *gen = gen_take();
 	struct rlg_gate g;
-	FCGX_Request *req;
+	struct rlg_wire w;
 	bool smooths = rlg_config_smooths(gen->cfg);
 	int64_t now_ms;
 	int rc;
 
 	rlg_gate_init(&g, gen->cfg);
-	/*
-	 * No listening socket (-1): the worker accepts (server_accept.c), and
-	 * libfcgi, whose FCGX_Accept_r accepts again after it drops a
-	 * connection, fails there instead (EBADF). On the heap: a parked
-	 * request keeps its object (its streams point at it), and the
-	 * worker takes a new one.
-	 */
-	req = rlg_hold_request_new();
+	rlg_wire_init(&w);              /* its buffers, for every request */
 	/*
 	 * No lock around the accept, unlike fcgi2's threaded example: the
 	 * workers wait in one epoll set (server_accept.c), which wakes one
@@ -559,12 +577,11 @@ fastcgi_thread(void *arg)
 	for (;;) {
 		if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE))
 			break;
-		rc = next_request(t, req);
+		rc = next_request(t, &w);
 		if (rc < 0)
 			break;
 		if (rc == 0)
 			continue;
-		FCGX_Attach(req);
 		/* a reload since the last request: its configuration first */
 		if (__atomic_load_n(&live.n, __ATOMIC_ACQUIRE) != gen->n) {
 			struct generation *old = gen;
@@ -575,14 +592,13 @@ fastcgi_thread(void *arg)
 			gen_release(old);
 		}
 		now_ms = rlg_now_ms();
-		if (serve(&g, t, req, now_ms, smooths)) {
-			req = rlg_hold_request_new();
-		} else {
-			finish_request(t, req);
-		}
+		if (!serve(&g, t, &w, now_ms, smooths))
+			finish_request(t, &w);
 		rlg_gate_idle(&g, now_ms);      /* a clock read per request */
 	}
-	rlg_hold_request_free(req);
+	if (w.fd >= 0)                  /* a kept one with its next request */
+		close(w.fd);
+	rlg_wire_fini(&w);
 	rlg_gate_fini(&g);
 	gen_release(gen);
 	__atomic_store_n(&t->done, 1, __ATOMIC_RELEASE);
@@ -744,11 +760,11 @@ handlers_set(void)
 	/* A client that hangs up must not kill the worker mid-write. */
 	signal(SIGPIPE, SIG_IGN);
 	/*
-	 * libfcgi catches SIGTERM and only marks a shutdown as pending, which
-	 * threads blocked in accept never see: spawn-fcgi users and service
-	 * managers expect SIGTERM to stop us. signal_thread takes it (started
-	 * by rlg_server_run_fastcgi) and stops the threads gracefully; SIGUSR2 wakes one from accept,
-	 * or from a read past its deadline (watch_thread).
+	 * spawn-fcgi users and service managers expect SIGTERM to stop us,
+	 * whatever the process inherited. signal_thread takes it (started by
+	 * rlg_server_run_fastcgi) and stops the threads gracefully; SIGUSR2
+	 * wakes one from its wait for a connection, or from a read past its
+	 * deadline (watch_thread).
 	 */
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
@@ -758,7 +774,7 @@ handlers_set(void)
 	sigaction(SIGUSR2, &sa, NULL);
 	/*
 	 * SIGUSR1 reopens the log (--log) after a rotation moved it, as
-	 * nginx's; libfcgi's own handler would stop the process instead.
+	 * nginx's (its default would stop the process).
 	 * SA_RESTART: a thread in accept() goes on waiting.
 	 */
 	sigemptyset(&sa.sa_mask);
@@ -781,10 +797,6 @@ rlg_server_run_fastcgi(const struct rlg_config *cfg, const char *path,
 	pthread_t reloader, watcher;
 	int i, started = 0, rc, unix_socket;
 
-	if (FCGX_Init() != 0) {
-		rlg_log("FCGX_Init failed");
-		return 70;      /* EX_SOFTWARE */
-	}
 	handlers_set();
 	/*
 	 * SIGHUP (reload), SIGTERM and SIGINT (stop): blocked here, so in

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fuzzes every libFuzzer target: scripts/fuzz.sh [SECONDS] (default 60).
-# Builds tests/fuzz/fuzz_{request,config,response} with clang and libFuzzer
+# Builds tests/fuzz/fuzz_{request,config,response,wire} with clang and libFuzzer
 # (ASan + UBSan) in _build/fuzz, then runs each from its seed corpus
 # tests/fuzz/corpus_NAME for SECONDS / 3 (the total split evenly, at least
 # 1 s each). New inputs go to _build/fuzz/corpus_NAME, crashes to
@@ -29,8 +29,8 @@ cd "$dir"
 if [ ! -f Makefile ] || [ "$top/configure" -nt config.status ]; then
 	"$top/configure" CC=clang --enable-fuzzing >&2
 fi
-targets="request config response"
-ntargets=3
+targets="request config response wire"
+ntargets=4
 each=$((seconds / ntargets))
 if [ "$each" -lt 1 ]; then
 	each=1

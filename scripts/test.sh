@@ -3,7 +3,8 @@
 #   1. make check: the Check unit tests and the integration tests with real
 #      lighttpd, Apache, spawn-fcgi and SQLite;
 #   2. the same again in a build with -fsanitize=address,undefined;
-#   3. the fuzzers (request parsing, config, responses; libFuzzer, clang)
+#   3. the fuzzers (request parsing, config, responses, FastCGI records;
+#      libFuzzer, clang)
 #      for a bounded time (FUZZ_SECONDS, default 60);
 #   4. make distcheck-ci: the tarball holds every tracked file, builds,
 #      installs, uninstalls and passes its unit tests and the integration
@@ -143,7 +144,7 @@ pids[asan]=$!
 # time).
 (
 	renice -n 10 -p "$BASHPID" >/dev/null 2>&1
-	echo "=== fuzz: request, config, response, ${FUZZ_SECONDS:-60} s in all ==="
+	echo "=== fuzz: request, config, response, wire, ${FUZZ_SECONDS:-60} s in all ==="
 	step fuzz _build/fuzz.log bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
 	tail -n 1 _build/fuzz.log
 	echo "=== make distcheck-ci ==="

@@ -41,6 +41,7 @@ static const struct {
 	{ "table", rlg_table_suite },
 	{ "park", rlg_park_suite },
 	{ "accept", rlg_accept_suite },
+	{ "wire", rlg_wire_suite },
 };
 
 int

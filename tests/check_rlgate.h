@@ -8,6 +8,7 @@
 #include <check.h>
 
 Suite *rlg_accept_suite(void);
+Suite *rlg_wire_suite(void);
 Suite *rlg_admin_suite(void);
 Suite *rlg_config_suite(void);
 Suite *rlg_gate_suite(void);
