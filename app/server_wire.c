@@ -86,6 +86,7 @@ rlg_wire_release(struct rlg_wire *w)
 {
 	w->fd = -1;
 	w->in_off = w->in_len = 0;
+	shrink(w);
 }
 
 bool
@@ -526,11 +527,11 @@ out_end(struct rlg_wire *w)
 }
 
 /* A buffer grown past RLG_WIRE_KEEP by one large answer (the status
- * page's, the metrics') is given back; a failure keeps it. */
+ * page's, the metrics') or request is given back; a failure keeps it. */
 static void
 shrink(struct rlg_wire *w)
 {
-	char *p;
+	char *p, **e;
 
 	if (w->out_cap > RLG_WIRE_KEEP &&
 	    (p = realloc(w->out, RLG_WIRE_START)) != NULL) {
@@ -541,6 +542,11 @@ shrink(struct rlg_wire *w)
 	    (p = realloc(w->params, RLG_WIRE_START)) != NULL) {
 		w->params = p;
 		w->params_cap = RLG_WIRE_START;
+	}
+	if (w->envp_cap > RLG_WIRE_KEEP / sizeof *w->envp &&
+	    (e = realloc(w->envp, 64 * sizeof *e)) != NULL) {
+		w->envp = e;
+		w->envp_cap = 64;
 	}
 }
 
@@ -579,8 +585,6 @@ rlg_wire_write_all(int fd, const char *buf, size_t len)
 
 	while (len > 0) {
 		n = write(fd, buf, len);
-		if (n < 0 && errno == EINTR)
-			continue;
 		if (n <= 0)
 			return -1;
 		buf += n;

@@ -88,7 +88,9 @@ int rlg_wire_send(struct rlg_wire *w);
  */
 char *rlg_wire_take(struct rlg_wire *w, size_t *len);
 
-/* Writes len bytes of buf to fd whole (EINTR retried); 0 or -1. */
+/* Writes len bytes of buf to fd whole; 0, or -1 when a write fails or
+ * a signal interrupts it (the read deadline, server.c: a web server that
+ * reads nothing cannot hold the worker). */
 int rlg_wire_write_all(int fd, const char *buf, size_t len);
 
 #endif

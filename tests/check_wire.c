@@ -324,6 +324,10 @@ START_TEST(test_wire_too_many)
 	ck_assert_int_eq(pthread_create(&t, NULL, flood, NULL), 0);
 	ck_assert_int_eq(rlg_wire_read_request(&w, sv[0]), -1);
 	ck_assert_int_eq(errno, EMSGSIZE);
+	/* the megabyte is not kept past the connection */
+	ck_assert_uint_ge(w.params_cap, RLG_WIRE_PARAMS_MAX / 2);
+	rlg_wire_release(&w);
+	ck_assert_uint_le(w.params_cap, 256 * 1024);
 	close(sv[0]);           /* the writer's end fails */
 	sv[0] = -1;
 	pthread_join(t, NULL);

@@ -44,6 +44,21 @@
  *   closed=K of N answered=A
  *
  * (A: the connections on which anything came back).
+ *
+ *   fcgi_client ADDR --records KIND
+ *
+ * sends, in one write, records a web server rarely or never sends, with a
+ * GET of /api/v1/resources as request 1, reads what comes back until
+ * request 1's answers are whole (or the end of the stream), and prints
+ * one line of what came: values= the FCGI_GET_VALUES_RESULT pairs,
+ * refused= each FCGI_END_REQUEST of another request or not complete
+ * (ID:PROTOCOL_STATUS),
+ * status= request 1's HTTP statuses, end=closed|open (whether the
+ * application closed within 2 s). KIND: values (FCGI_GET_VALUES for
+ * FCGI_MPXS_CONNS and FCGI_MAX_REQS, then the request), mpx (request 2
+ * begun inside request 1), kept (two whole requests with FCGI_KEEP_CONN),
+ * role (a role that does not exist), version (version 2 records), huge
+ * (2 MiB of FCGI_PARAMS).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -59,7 +74,7 @@
 #include <unistd.h>
 
 enum { BEGIN_REQUEST = 1, END_REQUEST = 3, PARAMS = 4, STDIN = 5,
-	STDOUT = 6 };
+	STDOUT = 6, GET_VALUES = 9, GET_VALUES_RESULT = 10 };
 
 static void
 die(const char *what)
@@ -95,10 +110,11 @@ static unsigned char *sendbuf;
 static size_t sendlen, sendcap;
 
 static void
-record(int type, const void *content, size_t len)
+record_id(int type, int id, const void *content, size_t len)
 {
-	unsigned char h[8] = { 1, (unsigned char)type, 0, 1,
-		(unsigned char)(len >> 8), (unsigned char)len, 0, 0 };
+	unsigned char h[8] = { 1, (unsigned char)type, (unsigned char)(id >> 8),
+		(unsigned char)id, (unsigned char)(len >> 8),
+		(unsigned char)len, 0, 0 };
 
 	if (sendlen + sizeof h + len > sendcap) {
 		sendcap = (sendlen + sizeof h + len) * 2;
@@ -110,6 +126,12 @@ record(int type, const void *content, size_t len)
 	if (len > 0)
 		memcpy(sendbuf + sendlen + sizeof h, content, len);
 	sendlen += sizeof h + len;
+}
+
+static void
+record(int type, const void *content, size_t len)
+{
+	record_id(type, 1, content, len);
 }
 
 /* Appends NAME=VALUE as a FastCGI name-value pair; returns the new length. */
@@ -290,6 +312,145 @@ stall(const char *addr, const char *kind, int n, int hold_ms)
 	return 0;
 }
 
+/* A whole request 1 (begin: its FCGI_BEGIN_REQUEST body). */
+static void
+whole(const unsigned char *begin, const unsigned char *params, size_t plen)
+{
+	record(BEGIN_REQUEST, begin, 8);
+	record(PARAMS, params, plen);
+	record(PARAMS, NULL, 0);
+	record(STDIN, NULL, 0);
+}
+
+/* Reads len bytes, or returns -1 at the end of the stream or an error. */
+static int
+read_some(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	ssize_t n;
+
+	while (len > 0) {
+		n = read(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int
+records(const char *addr, const char *kind)
+{
+	static unsigned char params[4096], chunk[65535 + 255];
+	unsigned char begin[8] = { 0, 1, 0, 0, 0, 0, 0, 0 }, q[64], h[8];
+	char values[256] = "", refused[256] = "", statuses[64] = "";
+	size_t plen = 0, ql = 0, clen, i;
+	int fd = connect_to(addr), want = 1, ends = 0, closed = 0, id;
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	const char *sp = "";
+	ssize_t r;
+
+	plen = pair(params, plen, sizeof params, "REQUEST_METHOD=GET");
+	plen = pair(params, plen, sizeof params,
+	    "REQUEST_URI=/api/v1/resources");
+	plen = pair(params, plen, sizeof params,
+	    "SCRIPT_NAME=/api/v1/resources");
+	plen = pair(params, plen, sizeof params, "REMOTE_ADDR=127.0.0.1");
+	if (strcmp(kind, "values") == 0) {
+		ql = pair(q, ql, sizeof q, "FCGI_MPXS_CONNS=");
+		ql = pair(q, ql, sizeof q, "FCGI_MAX_REQS=");
+		record_id(GET_VALUES, 0, q, ql);
+		whole(begin, params, plen);
+	} else if (strcmp(kind, "mpx") == 0) {
+		record(BEGIN_REQUEST, begin, 8);
+		record_id(BEGIN_REQUEST, 2, begin, 8);
+		record(PARAMS, params, plen);
+		record(PARAMS, NULL, 0);
+		record(STDIN, NULL, 0);
+	} else if (strcmp(kind, "kept") == 0) {
+		begin[2] = 1;           /* FCGI_KEEP_CONN */
+		whole(begin, params, plen);
+		whole(begin, params, plen);
+		want = 2;
+	} else if (strcmp(kind, "role") == 0) {
+		begin[1] = 9;
+		whole(begin, params, plen);
+	} else if (strcmp(kind, "version") == 0) {
+		whole(begin, params, plen);
+		sendbuf[0] = 2;
+	} else if (strcmp(kind, "huge") == 0) {
+		record(BEGIN_REQUEST, begin, 8);
+		memset(chunk, 'a', 65535);
+		for (i = 0; i < 33; i++)        /* 33 x 64 KB: past 2 MiB */
+			record(PARAMS, chunk, 65535);
+		record(PARAMS, NULL, 0);
+	} else {
+		die("--records: KIND is values, mpx, kept, role, version or"
+		    " huge");
+	}
+	/* the application may close before it has read all (huge): a
+	 * failed write is what this looks at, not an error */
+	for (i = 0; i < sendlen; i += (size_t)r)
+		if ((r = write(fd, sendbuf + i, sendlen - i)) <= 0)
+			break;
+	while (ends < want && read_some(fd, h, sizeof h) == 0) {
+		clen = (size_t)h[4] << 8 | h[5];
+		if (read_some(fd, chunk, clen + h[6]) != 0)
+			break;
+		id = h[2] << 8 | h[3];
+		if (h[1] == GET_VALUES_RESULT) {
+			for (i = 0; i + 2 <= clen && chunk[i] < 128 &&
+			    chunk[i + 1] < 128 &&
+			    i + 2 + chunk[i] + chunk[i + 1] <= clen;
+			    i += 2 + (size_t)chunk[i] + chunk[i + 1])
+				snprintf(values + strlen(values),
+				    sizeof values - strlen(values), "%s%.*s:%.*s",
+				    values[0] != '\0' ? "," : "", chunk[i],
+				    (char *)chunk + i + 2, chunk[i + 1],
+				    (char *)chunk + i + 2 + chunk[i]);
+		} else if (h[1] == END_REQUEST) {
+			if (clen == 8 && (id != 1 || chunk[4] != 0))
+				snprintf(refused + strlen(refused),
+				    sizeof refused - strlen(refused), "%s%d:%d",
+				    refused[0] != '\0' ? "," : "", id, chunk[4]);
+			if (id == 1)
+				ends++;
+		} else if (h[1] == STDOUT && clen > 8 &&
+		    memcmp(chunk, "Status: ", 8) == 0) {
+			snprintf(statuses + strlen(statuses), sizeof statuses -
+			    strlen(statuses), "%s%d", statuses[0] != '\0' ?
+			    "," : "", atoi((char *)chunk + 8));
+		}
+	}
+	/* the end of the stream within 2 s, or none */
+	for (;;) {
+		if (poll(&pfd, 1, 2000) <= 0)
+			break;
+		r = read(fd, chunk, sizeof chunk);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			closed = 1;
+			break;
+		}
+	}
+	if (values[0] != '\0') {
+		printf("values=%s", values);
+		sp = " ";
+	}
+	if (refused[0] != '\0') {
+		printf("%srefused=%s", sp, refused);
+		sp = " ";
+	}
+	printf("%sstatus=%s end=%s\n", sp, statuses[0] != '\0' ? statuses :
+	    "none", closed ? "closed" : "open");
+	close(fd);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -314,6 +475,8 @@ main(int argc, char **argv)
 			die("usage: fcgi_client ADDR --stall KIND N HOLD_MS");
 		return stall(argv[1], argv[3], atoi(argv[4]), atoi(argv[5]));
 	}
+	if (strcmp(argv[2], "--records") == 0)
+		return records(argv[1], argv[3]);
 	fd = connect_to(argv[1]);
 	snprintf(nv, sizeof nv, "REQUEST_METHOD=%s", argv[2]);
 	plen = pair(params, plen, sizeof params, nv);

@@ -2,8 +2,9 @@
 # close.sh: how rlgate ends a FastCGI connection (app/server.c,
 # close_at_once). On a unix socket, a Responder request without a body has
 # its FCGI_STDIN read to the end (sent with the parameters, as lighttpd
-# does, or apart, as Apache does) and is closed at once, without libfcgi's
-# wait for the web server to close first. libfcgi's wait stays for a
+# does, or apart, as Apache does) and is closed at once, without the
+# lingering close (libfcgi's way: the sending side shut, then a wait for
+# the web server to close first). The lingering close stays for a
 # request with a body (CONTENT_LENGTH above 0, or a Transfer-Encoding), so
 # the web server can finish writing it; for the Authorizer role, which is
 # sent no FCGI_STDIN to wait for (Apache) or an empty one (lighttpd); and
@@ -26,7 +27,7 @@ start_rlgate_fcgi rlgate "$sock" "$T/c.conf" 1 --threads 1
 api=/api/v1/resources
 
 # ends END DESC ARGS...: tests/fcgi_client ARGS gets a 200, and rlgate
-# ends the connection as END: closed (at once) or open (libfcgi's wait).
+# ends the connection as END: closed (at once) or open (the lingering close).
 ends() {
 	local end=$1 desc=$2
 	shift 2
@@ -41,13 +42,13 @@ ends closed "unix socket, HEAD, CONTENT_LENGTH empty: closed at once" \
     "$sock" HEAD $api CONTENT_LENGTH=
 is "$("$client" "$sock" GET $api --late-stdin 100 2>&1)" "status=200 end=closed" \
     "unix socket, FCGI_STDIN 100 ms after the parameters (as Apache): read, then closed at once"
-ends open "unix socket, Authorizer with an empty FCGI_STDIN (as lighttpd): libfcgi's wait stays" \
+ends open "unix socket, Authorizer with an empty FCGI_STDIN (as lighttpd): the lingering close stays" \
     "$sock" GET $api --authorizer
-ends open "unix socket, Authorizer without FCGI_STDIN (as Apache): libfcgi's wait stays" \
+ends open "unix socket, Authorizer without FCGI_STDIN (as Apache): the lingering close stays" \
     "$sock" GET $api --authorizer --no-stdin
-ends open "unix socket, a 5-byte body: libfcgi's wait for the web server to close stays" \
+ends open "unix socket, a 5-byte body: the lingering close stays" \
     "$sock" GET $api CONTENT_LENGTH=5 --body 5
-ends open "unix socket, Transfer-Encoding: libfcgi's wait stays" \
+ends open "unix socket, Transfer-Encoding: the lingering close stays" \
     "$sock" GET $api HTTP_TRANSFER_ENCODING=chunked
 # More than a unix socket holds: the web server is still writing the body
 # when the answer is written. Closed at once, its writes would fail.
@@ -55,10 +56,10 @@ out=$("$client" "$sock" POST $api CONTENT_LENGTH=1048576 --body 1048576 2>&1)
 is "$out" "status=405 end=open" \
     "unix socket, a 1 MiB POST body: the web server writes it all, then reads the 405"
 
-# --- TCP: libfcgi's wait, always
+# --- TCP: the lingering close, always
 tport=$(free_port) || bail_out "no free port"
 start_rlgate_tcp rlgate-tcp "$tport" "$T/c.conf" 1 --threads 1
-ends open "TCP, GET: libfcgi's wait stays (no reset can reach the web server)" \
+ends open "TCP, GET: the lingering close stays (no reset can reach the web server)" \
     "127.0.0.1:$tport" GET $api CONTENT_LENGTH=0
 stop_rlgate_fcgi rlgate-tcp
 
