@@ -228,8 +228,9 @@ linger_close(int fd)
 
 /*
  * The read deadline. A worker reads with plain blocking read(2)s
- * (server_wire.c), without a timeout: a web server, or any local user who may connect to the socket
- * (over TCP, anyone on the host), that sends nothing, or a request's
+ * (server_wire.c), without a timeout: a web server, or any local user
+ * who may connect to the socket (over TCP, anyone on the host), that
+ * sends nothing, or a request's
  * parameters without their end, or a body that never ends, would hold
  * the worker for as long as the connection stayed open, and threads x
  * processes such connections would stop every answer. So each wait of a
