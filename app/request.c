@@ -104,7 +104,9 @@ role_of(const struct rlg_params *params, bool *bad)
 /*
  * One part of the original request in a role where a front describes it:
  * the front's own parameter, else (forward_auth, from a trusted peer) its
- * X-Forwarded- header (sent twice: *duplicate), else the plain parameter.
+ * X-Forwarded- header (sent twice: *duplicate), else plain, the value of
+ * the plain parameter, which the caller has looked up already (it needs
+ * it anyway: a lookup walks every parameter of the request).
  * A responder's and an authorizer's request is its own description.
  */
 static const char *
@@ -129,7 +131,7 @@ described(const struct rlg_params *params, enum rlg_role role, bool trusted,
 			}
 		}
 	}
-	return rlg_param(params, plain);
+	return plain;
 }
 
 /*
@@ -194,15 +196,16 @@ rlg_request_read(struct rlg_request *r, const struct rlg_params *params,
 	method = rlg_param(params, "REQUEST_METHOD");
 	r->head = method != NULL && strcmp(method, "HEAD") == 0;
 	method = described(params, r->role, trusted, RLG_PARAM_METHOD,
-	    "HTTP_X_FORWARDED_METHOD", "REQUEST_METHOD", &dup_method);
+	    "HTTP_X_FORWARDED_METHOD", method, &dup_method);
 	if (method == NULL)
 		method = "";
 	r->method_ok = rlg_copy(r->method_name, method,
 	    sizeof r->method_name) < sizeof r->method_name;
 	r->method = method_of(method);
 
+	uri = rlg_param(params, "REQUEST_URI");
 	uri = described(params, r->role, trusted, RLG_PARAM_URI,
-	    "HTTP_X_FORWARDED_URI", "REQUEST_URI", &dup_uri);
+	    "HTTP_X_FORWARDED_URI", uri, &dup_uri);
 	parse_path(r, params, uri);
 	if (uri != NULL)
 		r->query = (query = strchr(uri, '?')) != NULL ? query + 1 :

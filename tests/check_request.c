@@ -7,6 +7,7 @@
  * its own key.
  */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -494,6 +495,80 @@ START_TEST(test_described_request)
 	read_envp(&r, responder, cc());
 	ck_assert_str_eq(r.method_name, "GET");
 	ck_assert_str_eq(r.path, "/api/x");
+}
+END_TEST
+
+/*
+ * A source that counts its lookups: a lookup walks every parameter of the
+ * request (an envp), so each name is looked up once per request (the
+ * method was looked up twice: once for HEAD, once as the method).
+ */
+struct counted {
+	char *const *envp;
+	const char *names[16];
+	int n[16];
+	size_t used;
+};
+
+static void
+count_name(struct counted *c, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < c->used; i++)
+		if (strcmp(c->names[i], name) == 0)
+			break;
+	if (i == c->used) {
+		ck_assert_uint_lt(c->used, 16);
+		c->names[c->used++] = name;
+	}
+	c->n[i]++;
+}
+
+static const char *
+counted_param(const void *src, const char *name)
+{
+	struct counted *c = (struct counted *)(uintptr_t)src;
+
+	count_name(c, name);
+	return rlg_envp_param(c->envp, name);
+}
+
+static int
+counted_header(const void *src, const char *name, const char **value)
+{
+	struct counted *c = (struct counted *)(uintptr_t)src;
+
+	count_name(c, name);
+	return rlg_envp_header(c->envp, name, value);
+}
+
+START_TEST(test_params_once)
+{
+	char *plain[] = { "FCGI_ROLE=RESPONDER", "REMOTE_ADDR=10.1.2.3",
+	    "REQUEST_METHOD=HEAD", "REQUEST_URI=/api/v1/resources?x=1", NULL };
+	char *nginx[] = { "REMOTE_ADDR=10.1.2.3", "RLGATE_ROLE=auth_request",
+	    "REQUEST_METHOD=GET", "REQUEST_URI=/api/x", NULL };
+	char *const *envps[] = { plain, nginx };
+	struct rlg_request r;
+	struct rlg_params in;
+	struct counted c;
+	size_t k, i;
+
+	for (k = 0; k < 2; k++) {
+		memset(&c, 0, sizeof c);
+		c.envp = envps[k];
+		in.param = counted_param;
+		in.header = counted_header;
+		in.src = &c;
+		rlg_request_read(&r, &in, cc());
+		ck_assert_str_eq(r.method_name, k == 0 ? "HEAD" : "GET");
+		ck_assert(r.head == (k == 0));
+		ck_assert_int_eq(r.flaw, RLG_FLAW_NONE);
+		for (i = 0; i < c.used; i++)
+			ck_assert_msg(c.n[i] == 1, "%s looked up %d times",
+			    c.names[i], c.n[i]);
+	}
 }
 END_TEST
 
@@ -1554,6 +1629,7 @@ rlg_request_suite(void)
 	tcase_add_test(core, test_roles);
 	tcase_add_test(core, test_front_roles);
 	tcase_add_test(proxy, test_described_request);
+	tcase_add_test(proxy, test_params_once);
 	tcase_add_test(proxy, test_xff_walk);
 	tcase_add_test(proxy, test_forwarded_walk);
 	tcase_add_test(proxy, test_forwarded_header_choice);
