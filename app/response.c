@@ -24,7 +24,6 @@
  */
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -74,17 +73,21 @@ struct outcome_text {
 	int code;
 	const char *reason;   /* status line; the about:blank problem title */
 	const char *json;     /* the body for errors = json (and every 200) */
+	size_t json_len;      /* its length: known here, never measured */
 };
 
+#define JSON(body) body, sizeof(body) - 1
+
 static const struct outcome_text texts[] = {
-	[RLG_OUT_ADMITTED] = { 200, "OK", BODY_OK },
-	[RLG_OUT_REJECTED] = { 429, "Too Many Requests", BODY_429 },
-	[RLG_OUT_NOT_FOUND] = { 404, "Not Found", BODY_404 },
-	[RLG_OUT_BAD_METHOD] = { 405, "Method Not Allowed", BODY_405 },
-	[RLG_OUT_BAD_REQUEST] = { 400, "Bad Request", BODY_400 },
-	[RLG_OUT_STORE_DOWN] = { 503, "Service Unavailable", BODY_503 },
-	[RLG_OUT_AUTHORIZED] = { 200, "OK", "" },
-	[RLG_OUT_MISCONFIGURED] = { 500, "Internal Server Error", BODY_500 },
+	[RLG_OUT_ADMITTED] = { 200, "OK", JSON(BODY_OK) },
+	[RLG_OUT_REJECTED] = { 429, "Too Many Requests", JSON(BODY_429) },
+	[RLG_OUT_NOT_FOUND] = { 404, "Not Found", JSON(BODY_404) },
+	[RLG_OUT_BAD_METHOD] = { 405, "Method Not Allowed", JSON(BODY_405) },
+	[RLG_OUT_BAD_REQUEST] = { 400, "Bad Request", JSON(BODY_400) },
+	[RLG_OUT_STORE_DOWN] = { 503, "Service Unavailable", JSON(BODY_503) },
+	[RLG_OUT_AUTHORIZED] = { 200, "OK", JSON("") },
+	[RLG_OUT_MISCONFIGURED] = { 500, "Internal Server Error",
+	    JSON(BODY_500) },
 };
 
 /* Where an authorizer's yes repeats the style's headers for the front:
@@ -92,6 +95,41 @@ static const struct outcome_text texts[] = {
  * request's environment, where www/lighttpd/rlgate-headers.lua (mod_magnet)
  * reads it and puts RateLimit on the answer. */
 #define VARIABLE_HEADER "Variable-Rlgate-"
+
+/*
+ * The header names, with their ": ", as every answer has them: made
+ * here, once, with their lengths, and copied; never put together from a
+ * prefix and a name, nor measured, per answer. One set for the answer's
+ * own headers, one for an authorizer's Variable- copies of them.
+ */
+struct lit {
+	const char *s;
+	size_t len;
+};
+#define LIT(s) { "" s, sizeof(s) - 1 }
+
+struct trio_names {
+	struct lit limit, remaining, reset;
+};
+#define TRIO(p) { LIT(p "Limit: "), LIT(p "Remaining: "), LIT(p "Reset: ") }
+
+struct header_names {
+	struct trio_names draft03, x;
+	struct lit policy, ratelimit;   /* the ietf pair */
+};
+
+static const struct header_names plain_names = {
+	TRIO("RateLimit-"), TRIO("X-RateLimit-"),
+	LIT("RateLimit-Policy: "), LIT("RateLimit: "),
+};
+static const struct header_names variable_names = {
+	TRIO(VARIABLE_HEADER "RateLimit-"),
+	TRIO(VARIABLE_HEADER "X-RateLimit-"),
+	LIT(VARIABLE_HEADER "RateLimit-Policy: "),
+	LIT(VARIABLE_HEADER "RateLimit: "),
+};
+/* An authorizer's single-policy trio for the backend's environment. */
+static const struct trio_names variable_trio = TRIO("Variable-RateLimit-");
 
 /*
  * A bounded appender that keeps p NUL-terminated. With p == NULL it only
@@ -105,18 +143,17 @@ struct buf {
 	int err;
 };
 
-static void put(struct buf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
 static void put_mem(struct buf *b, const char *s, size_t n);
+static void put_lit(struct buf *b, const struct lit *l);
 static void put_str(struct buf *b, const char *s);
 static void put_int(struct buf *b, int64_t v);
 static void put_sf_string(struct buf *b, const char *s);
 static void put_json_string(struct buf *b, const char *s);
-static void put_trio(struct buf *b, const char *pre, const char *prefix,
+static void put_trio(struct buf *b, const struct trio_names *names,
     const struct rlg_decision *d);
-static void put_ietf(struct buf *b, const char *pre,
+static void put_ietf(struct buf *b, const struct header_names *names,
     const struct rlg_answer *a);
-static void put_ratelimit(struct buf *b, const char *pre,
+static void put_ratelimit(struct buf *b, const struct header_names *names,
     const struct rlg_answer *a);
 static void put_after(struct buf *b, const struct rlg_answer *a);
 static void put_delay(struct buf *b, const struct rlg_answer *a);
@@ -139,27 +176,6 @@ static int64_t nonneg(int64_t v);
 static int64_t shown_remaining(const struct rlg_decision *d);
 
 static void
-put(struct buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (b->err != 0)
-		return;
-	va_start(ap, fmt);
-	if (b->p == NULL)
-		n = vsnprintf(NULL, 0, fmt, ap);
-	else
-		n = vsnprintf(b->p + b->used, b->len - b->used, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (b->p != NULL && (size_t)n >= b->len - b->used)) {
-		b->err = RLG_ENOSPC;
-		return;
-	}
-	b->used += (size_t)n;
-}
-
-static void
 put_mem(struct buf *b, const char *s, size_t n)
 {
 	if (b->err != 0)
@@ -178,7 +194,17 @@ put_mem(struct buf *b, const char *s, size_t n)
 /*
  * A string, and a decimal integer: what every answer is made of, without
  * the printf machinery (which was most of what formatting an answer cost).
+ * A literal goes by PUT_LIT, or as a struct lit: its length is the
+ * compiler's, not strlen's.
  */
+#define PUT_LIT(b, s) put_mem((b), "" s, sizeof(s) - 1)
+
+static void
+put_lit(struct buf *b, const struct lit *l)
+{
+	put_mem(b, l->s, l->len);
+}
+
 static void
 put_str(struct buf *b, const char *s)
 {
@@ -214,6 +240,16 @@ put_sf_string(struct buf *b, const char *s)
 	if (s == NULL) {
 		if (b->err == 0)
 			b->err = RLG_EINVAL;
+		return;
+	}
+	/* A config name has nothing to escape: one copy, not one a byte. */
+	for (c = (const unsigned char *)s; *c >= 0x20 && *c <= 0x7e &&
+	    *c != '"' && *c != '\\'; c++)
+		;
+	if (*c == '\0') {
+		put_mem(b, "\"", 1);
+		put_mem(b, s, (size_t)((const char *)c - s));
+		put_mem(b, "\"", 1);
 		return;
 	}
 	put_mem(b, "\"", 1);
@@ -360,24 +396,18 @@ rlg_response_pick(const struct rlg_decision *decisions, size_t n)
  * defines it; the ietf t says when some more of it is (next_ms).
  */
 static void
-put_trio(struct buf *b, const char *pre, const char *prefix,
+put_trio(struct buf *b, const struct trio_names *names,
     const struct rlg_decision *d)
 {
-	put_str(b, pre);
-	put_str(b, prefix);
-	put_str(b, "Limit: ");
+	put_lit(b, &names->limit);
 	put_int(b, nonneg(d->limit));
-	put_str(b, "\r\n");
-	put_str(b, pre);
-	put_str(b, prefix);
-	put_str(b, "Remaining: ");
+	PUT_LIT(b, "\r\n");
+	put_lit(b, &names->remaining);
 	put_int(b, shown_remaining(d));
-	put_str(b, "\r\n");
-	put_str(b, pre);
-	put_str(b, prefix);
-	put_str(b, "Reset: ");
+	PUT_LIT(b, "\r\n");
+	put_lit(b, &names->reset);
 	put_int(b, rlg_response_seconds(d->reset_ms));
-	put_str(b, "\r\n");
+	PUT_LIT(b, "\r\n");
 }
 
 /*
@@ -392,11 +422,12 @@ put_trio(struct buf *b, const char *pre, const char *prefix,
  * section 6). A skipped charge (next_ms 0) never reaches here (the gate
  * leaves it out), and rlg_response_seconds sends at least 1 anyway. No pk: the partition key
  * here is the client's address, and the draft (6.1) asks servers not to
- * return sensitive keys. No qu: "requests" is the default. pre goes
- * before each header's name ("" or VARIABLE_HEADER).
+ * return sensitive keys. No qu: "requests" is the default. names: the
+ * answer's own header names, or an authorizer's Variable- copies.
  */
 static void
-put_ietf(struct buf *b, const char *pre, const struct rlg_answer *a)
+put_ietf(struct buf *b, const struct header_names *names,
+    const struct rlg_answer *a)
 {
 	bool rejected = a->outcome == RLG_OUT_REJECTED;
 	size_t i, members = 0;
@@ -405,39 +436,42 @@ put_ietf(struct buf *b, const char *pre, const struct rlg_answer *a)
 		const struct rlg_policy *p = &a->policies[i];
 
 		if (i == 0)
-			put_str(b, pre);
-		put_str(b, i == 0 ? "RateLimit-Policy: " : ", ");
+			put_lit(b, &names->policy);
+		else
+			PUT_LIT(b, ", ");
 		put_sf_string(b, p->name);
-		put_str(b, ";q=");
+		PUT_LIT(b, ";q=");
 		put_int(b, nonneg(p->lim.limit));
-		put_str(b, ";w=");
+		PUT_LIT(b, ";w=");
 		put_int(b, rlg_response_seconds(p->lim.window_ms));
 		if (rlg_limiter_has_burst(&p->lim)) {
-			put_str(b, ";" IETF_BURST_PARAM "=");
+			PUT_LIT(b, ";" IETF_BURST_PARAM "=");
 			put_int(b, nonneg(p->lim.burst));
 		}
 	}
-	put_str(b, "\r\n");
+	PUT_LIT(b, "\r\n");
 	for (i = 0; i < a->n; i++) {
 		const struct rlg_decision *d = &a->decisions[i];
 
 		if (rejected && d->admitted)
 			continue;
-		if (members == 0)
-			put_str(b, pre);
-		put_str(b, members++ == 0 ? "RateLimit: " : ", ");
+		if (members++ == 0)
+			put_lit(b, &names->ratelimit);
+		else
+			PUT_LIT(b, ", ");
 		put_sf_string(b, a->policies[i].name);
-		put_str(b, ";r=");
+		PUT_LIT(b, ";r=");
 		put_int(b, shown_remaining(d));
-		put_str(b, ";t=");
+		PUT_LIT(b, ";t=");
 		put_int(b, rlg_response_seconds(d->next_ms));
 	}
 	if (members > 0)     /* a List field is never sent empty */
-		put_str(b, "\r\n");
+		PUT_LIT(b, "\r\n");
 }
 
 static void
-put_ratelimit(struct buf *b, const char *pre, const struct rlg_answer *a)
+put_ratelimit(struct buf *b, const struct header_names *names,
+    const struct rlg_answer *a)
 {
 	bool draft03 = false, ietf = false, x = false;
 	const struct rlg_decision *d;
@@ -462,11 +496,11 @@ put_ratelimit(struct buf *b, const char *pre, const struct rlg_answer *a)
 	}
 	d = &a->decisions[rlg_response_pick(a->decisions, a->n)];
 	if (draft03)
-		put_trio(b, pre, "RateLimit-", d);
+		put_trio(b, &names->draft03, d);
 	if (ietf)
-		put_ietf(b, pre, a);
+		put_ietf(b, names, a);
 	if (x)
-		put_trio(b, pre, "X-RateLimit-", d);
+		put_trio(b, &names->x, d);
 }
 
 /*
@@ -478,10 +512,21 @@ put_ratelimit(struct buf *b, const char *pre, const struct rlg_answer *a)
 static void
 put_delay(struct buf *b, const struct rlg_answer *a)
 {
+	char ms[6];
+	int64_t frac;
+
 	if (a->hold_ms <= 0 || a->style == RLG_STYLE_NONE)
 		return;
-	put(b, RLG_HEADER_DELAY ": %lld.%03lld\r\n",
-	    (long long)(a->hold_ms / 1000), (long long)(a->hold_ms % 1000));
+	frac = a->hold_ms % 1000;
+	ms[0] = '.';
+	ms[1] = (char)('0' + frac / 100);
+	ms[2] = (char)('0' + frac / 10 % 10);
+	ms[3] = (char)('0' + frac % 10);
+	ms[4] = '\r';
+	ms[5] = '\n';
+	PUT_LIT(b, RLG_HEADER_DELAY ": ");
+	put_int(b, a->hold_ms / 1000);
+	put_mem(b, ms, sizeof ms);
 }
 
 /* The headers an answer's status asks for. */
@@ -491,17 +536,17 @@ put_after(struct buf *b, const struct rlg_answer *a)
 	switch (a->outcome) {
 	case RLG_OUT_REJECTED:
 		/* Every 429, whatever the style (none included); at least 1 s. */
-		put_str(b, "Retry-After: ");
+		PUT_LIT(b, "Retry-After: ");
 		put_int(b, rlg_response_seconds(retry_ms(a)));
-		put_str(b, "\r\n");
+		PUT_LIT(b, "\r\n");
 		break;
 	case RLG_OUT_STORE_DOWN:
-		put_str(b, "Retry-After: ");
+		PUT_LIT(b, "Retry-After: ");
 		put_int(b, RLG_STORE_DOWN_RETRY_S);
-		put_str(b, "\r\n");
+		PUT_LIT(b, "\r\n");
 		break;
 	case RLG_OUT_BAD_METHOD:
-		put_str(b, "Allow: GET, HEAD\r\n");
+		PUT_LIT(b, "Allow: GET, HEAD\r\n");
 		break;
 	default:
 		break;
@@ -529,23 +574,27 @@ put_body(struct buf *b, const struct rlg_answer *a,
 
 	if (!problem) {
 		if (t->json != NULL) {
-			put_str(b, t->json);
+			put_mem(b, t->json, t->json_len);
 			return;
 		}
-		put_str(b, BODY_REFUSED_HEAD);
+		PUT_LIT(b, BODY_REFUSED_HEAD);
 		put_int(b, t->code);
-		put_str(b, BODY_REFUSED_TAIL);
+		PUT_LIT(b, BODY_REFUSED_TAIL);
 		return;
 	}
 	if (a->outcome != RLG_OUT_REJECTED) {
-		put(b, "{\"type\":\"" PROBLEM_ABOUT_BLANK "\",\"title\":\"%s\","
-		    "\"status\":%d}", t->reason, t->code);
+		PUT_LIT(b, "{\"type\":\"" PROBLEM_ABOUT_BLANK "\",\"title\":\"");
+		put_str(b, t->reason);
+		PUT_LIT(b, "\",\"status\":");
+		put_int(b, t->code);
+		PUT_LIT(b, "}");
 		return;
 	}
-	put(b, "{\"type\":\"" RLG_PROBLEM_QUOTA_EXCEEDED "\","
-	    "\"title\":\"" PROBLEM_QUOTA_TITLE "\",\"status\":%d,"
-	    "\"detail\":\"" PROBLEM_QUOTA_DETAIL "\",\"violated-policies\":[",
-	    t->code);
+	PUT_LIT(b, "{\"type\":\"" RLG_PROBLEM_QUOTA_EXCEEDED "\","
+	    "\"title\":\"" PROBLEM_QUOTA_TITLE "\",\"status\":");
+	put_int(b, t->code);
+	PUT_LIT(b, ",\"detail\":\"" PROBLEM_QUOTA_DETAIL "\","
+	    "\"violated-policies\":[");
 	for (i = 0; has_decisions(a) && i < a->n; i++) {
 		if (a->decisions[i].admitted)
 			continue;
@@ -553,7 +602,7 @@ put_body(struct buf *b, const struct rlg_answer *a,
 			put_mem(b, ",", 1);
 		put_json_string(b, a->policies[i].name);
 	}
-	put(b, "]}");
+	PUT_LIT(b, "]}");
 }
 
 /*
@@ -576,16 +625,16 @@ format_authorized(const struct rlg_answer *a, struct buf *b,
 {
 	rep->status = 200;
 	rep->reason = "OK";
-	put_ratelimit(b, "", a);
+	put_ratelimit(b, &plain_names, a);
 	put_delay(b, a);
 	if (a->role == RLG_ROLE_AUTHORIZER && has_decisions(a) &&
 	    a->style != RLG_STYLE_NONE) {
-		put_ratelimit(b, VARIABLE_HEADER, a);
-		put_trio(b, "Variable-", "RateLimit-",
+		put_ratelimit(b, &variable_names, a);
+		put_trio(b, &variable_trio,
 		    &a->decisions[rlg_response_pick(a->decisions, a->n)]);
 	}
 	rep->head_len = b->used;
-	put_str(b, "\r\n");
+	PUT_LIT(b, "\r\n");
 }
 
 /*
@@ -601,18 +650,19 @@ format_auth_request(const struct rlg_answer *a,
 {
 	rep->status = 403;
 	rep->reason = "Forbidden";
-	put_str(b, RLG_HEADER_STATUS ": ");
+	PUT_LIT(b, RLG_HEADER_STATUS ": ");
 	put_int(b, t->code);
-	put_str(b, "\r\n" RLG_HEADER_TYPE ": ");
-	put_str(b, problem ? "problem" : "json");
-	put_str(b, "\r\n");
-	put_ratelimit(b, "", a);
+	if (problem)
+		PUT_LIT(b, "\r\n" RLG_HEADER_TYPE ": problem\r\n");
+	else
+		PUT_LIT(b, "\r\n" RLG_HEADER_TYPE ": json\r\n");
+	put_ratelimit(b, &plain_names, a);
 	put_after(b, a);
-	put_str(b, RLG_HEADER_BODY ": ");
+	PUT_LIT(b, RLG_HEADER_BODY ": ");
 	put_body(b, a, t, problem);
-	put_str(b, "\r\nContent-Length: 0\r\n");
+	PUT_LIT(b, "\r\nContent-Length: 0\r\n");
 	rep->head_len = b->used;
-	put_str(b, "\r\n");
+	PUT_LIT(b, "\r\n");
 }
 
 /*
@@ -631,17 +681,20 @@ format_answer(const struct rlg_answer *a, const struct outcome_text *t,
 		return body.err;
 	rep->status = t->code;
 	rep->reason = t->reason;
-	put_str(b, "Content-Type: ");
-	put_str(b, problem ? PROBLEM_JSON : "application/json");
-	put_str(b, "\r\nCache-Control: no-store\r\n");
-	put_ratelimit(b, "", a);
+	if (problem)
+		PUT_LIT(b, "Content-Type: " PROBLEM_JSON
+		    "\r\nCache-Control: no-store\r\n");
+	else
+		PUT_LIT(b, "Content-Type: application/json"
+		    "\r\nCache-Control: no-store\r\n");
+	put_ratelimit(b, &plain_names, a);
 	put_delay(b, a);
 	put_after(b, a);
-	put_str(b, "Content-Length: ");
+	PUT_LIT(b, "Content-Length: ");
 	put_int(b, (int64_t)body.used);
-	put_str(b, "\r\n");
+	PUT_LIT(b, "\r\n");
 	rep->head_len = b->used;
-	put_str(b, "\r\n");
+	PUT_LIT(b, "\r\n");
 	if (!a->head)
 		put_body(b, a, t, problem);
 	return 0;
@@ -757,6 +810,7 @@ text_of(const struct rlg_answer *a, struct outcome_text *own)
 	own->code = a->status;
 	own->reason = reason;
 	own->json = NULL;
+	own->json_len = 0;
 	return own;
 }
 

@@ -883,6 +883,99 @@ START_TEST(test_all_429_exact)
 }
 END_TEST
 
+#define EXPECT_AUTHORIZED \
+	"Status: 200 OK\r\n" \
+	"RateLimit-Limit: 100\r\n" \
+	"RateLimit-Remaining: 3\r\n" \
+	"RateLimit-Reset: 45\r\n" \
+	"RateLimit-Policy: \"per-second\";q=10;w=1, \"per.minute\";q=" \
+	"100;w=60, \"burst_bucket\";q=1000;w=3600;rlgate-burst=50\r\n" \
+	"RateLimit: \"per-second\";r=9;t=1, \"per.minute\";r=3;t=2, " \
+	"\"burst_bucket\";r=3;t=4\r\n" \
+	"X-RateLimit-Limit: 100\r\n" \
+	"X-RateLimit-Remaining: 3\r\n" \
+	"X-RateLimit-Reset: 45\r\n" \
+	"X-Rlgate-Delay: 1.075\r\n" \
+	"Variable-Rlgate-RateLimit-Limit: 100\r\n" \
+	"Variable-Rlgate-RateLimit-Remaining: 3\r\n" \
+	"Variable-Rlgate-RateLimit-Reset: 45\r\n" \
+	"Variable-Rlgate-RateLimit-Policy: \"per-second\";q=10;w=1, " \
+	"\"per.minute\";q=100;w=60, \"burst_bucket\";q=1000;w=3600;rl" \
+	"gate-burst=50\r\n" \
+	"Variable-Rlgate-RateLimit: \"per-second\";r=9;t=1, \"per.min" \
+	"ute\";r=3;t=2, \"burst_bucket\";r=3;t=4\r\n" \
+	"Variable-Rlgate-X-RateLimit-Limit: 100\r\n" \
+	"Variable-Rlgate-X-RateLimit-Remaining: 3\r\n" \
+	"Variable-Rlgate-X-RateLimit-Reset: 45\r\n" \
+	"Variable-RateLimit-Limit: 100\r\n" \
+	"Variable-RateLimit-Remaining: 3\r\n" \
+	"Variable-RateLimit-Reset: 45\r\n" \
+	"\r\n"
+#define EXPECT_AUTH_REQUEST_429 \
+	"Status: 403 Forbidden\r\n" \
+	"X-Rlgate-Status: 429\r\n" \
+	"X-Rlgate-Type: problem\r\n" \
+	"X-RateLimit-Limit: 1000\r\n" \
+	"X-RateLimit-Remaining: 0\r\n" \
+	"X-RateLimit-Reset: 13\r\n" \
+	"Retry-After: 13\r\n" \
+	"X-Rlgate-Body: {\"type\":\"https://iana.org/assignments/http" \
+	"-problem-types#quota-exceeded\",\"title\":\"Quota Exceeded\"" \
+	",\"status\":429,\"detail\":\"Too Many Requests. Rate limit e" \
+	"xceeded.\",\"violated-policies\":[\"per-second\",\"burst_buc" \
+	"ket\"]}\r\n" \
+	"Content-Length: 0\r\n" \
+	"\r\n"
+#define EXPECT_AUTH_REQUEST_503 \
+	"Status: 403 Forbidden\r\n" \
+	"X-Rlgate-Status: 503\r\n" \
+	"X-Rlgate-Type: problem\r\n" \
+	"X-RateLimit-Limit: 1000\r\n" \
+	"X-RateLimit-Remaining: 0\r\n" \
+	"X-RateLimit-Reset: 13\r\n" \
+	"Retry-After: 1\r\n" \
+	"X-Rlgate-Body: {\"type\":\"about:blank\",\"title\":\"Service" \
+	" Unavailable\",\"status\":503}\r\n" \
+	"Content-Length: 0\r\n" \
+	"\r\n"
+#define EXPECT_REFUSED_503 \
+	"Status: 503 Service Unavailable\r\n" \
+	"Content-Type: application/json\r\n" \
+	"Cache-Control: no-store\r\n" \
+	"X-RateLimit-Limit: 1000\r\n" \
+	"X-RateLimit-Remaining: 0\r\n" \
+	"X-RateLimit-Reset: 13\r\n" \
+	"Retry-After: 13\r\n" \
+	"Content-Length: 74\r\n" \
+	"\r\n" \
+	"{\"error\":{\"code\":503,\"message\":\"Too Many Requests. Ra" \
+	"te limit exceeded.\"}}"
+
+/*
+ * Every header name an answer can carry, byte for byte: the names are
+ * made once (header_names in response.c), not put together per answer,
+ * so a set that went wrong shows here. An authorizer's yes in every
+ * style with a delay, and auth_request's 503 and 429 as problems.
+ */
+START_TEST(test_every_name_exact)
+{
+	struct rlg_answer a = { RLG_OUT_AUTHORIZED, false, RLG_STYLE_ALL,
+	    RLG_ERRORS_PROBLEM, pol, d_ok, 3, RLG_ROLE_AUTHORIZER, 0, 1075 };
+
+	ck_assert_str_eq(answer(&a), EXPECT_AUTHORIZED);
+	a = (struct rlg_answer){ RLG_OUT_REJECTED, false, RLG_STYLE_X_RATELIMIT,
+	    RLG_ERRORS_PROBLEM, pol, d_429, 3, RLG_ROLE_AUTH_REQUEST, 0, 0 };
+	ck_assert_str_eq(answer(&a), EXPECT_AUTH_REQUEST_429);
+	a.outcome = RLG_OUT_STORE_DOWN;
+	ck_assert_str_eq(answer(&a), EXPECT_AUTH_REQUEST_503);
+	a.errors = RLG_ERRORS_JSON;
+	a.status = 503;
+	a.outcome = RLG_OUT_REJECTED;
+	a.role = RLG_ROLE_RESPONDER;
+	ck_assert_str_eq(answer(&a), EXPECT_REFUSED_503);
+}
+END_TEST
+
 START_TEST(test_head_has_no_body)
 {
 	struct rlg_decision d = { true, 5, 3, 1000, 0, 1000, false };
@@ -1460,6 +1553,7 @@ rlg_response_suite(void)
 	tcase_add_test(core, test_429);
 	tcase_add_test(core, test_all_200_exact);
 	tcase_add_test(core, test_all_429_exact);
+	tcase_add_test(core, test_every_name_exact);
 	tcase_add_test(core, test_429_costly_shows_zero);
 	tcase_add_test(core, test_head_has_no_body);
 	tcase_add_test(core, test_errors);
