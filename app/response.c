@@ -211,17 +211,35 @@ put_str(struct buf *b, const char *s)
 	put_mem(b, s, strlen(s));
 }
 
+/*
+ * Two digits a step from a table of the hundred pairs: half the
+ * divisions of one digit a step, for the limits and remainders of nine
+ * and ten digits that every answer carries.
+ */
 static void
 put_int(struct buf *b, int64_t v)
 {
+	static const char pairs[] =
+	    "00010203040506070809101112131415161718192021222324"
+	    "25262728293031323334353637383940414243444546474849"
+	    "50515253545556575859606162636465666768697071727374"
+	    "75767778798081828384858687888990919293949596979899";
 	char digits[24];
-	size_t i = sizeof digits;
+	size_t i = sizeof digits, k;
 	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
 
-	do {
-		digits[--i] = (char)('0' + u % 10);
-		u /= 10;
-	} while (u > 0);
+	while (u >= 100) {
+		k = (size_t)(u % 100) * 2;
+		u /= 100;
+		digits[--i] = pairs[k + 1];
+		digits[--i] = pairs[k];
+	}
+	if (u >= 10) {
+		digits[--i] = pairs[u * 2 + 1];
+		digits[--i] = pairs[u * 2];
+	} else {
+		digits[--i] = (char)('0' + u);
+	}
 	if (v < 0)
 		digits[--i] = '-';
 	put_mem(b, digits + i, sizeof digits - i);

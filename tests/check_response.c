@@ -976,6 +976,34 @@ START_TEST(test_every_name_exact)
 }
 END_TEST
 
+/*
+ * Numbers as printf writes them, on each side of every step of put_int's
+ * two digits at a time: one and two digits, odd and even counts, the
+ * largest a header carries.
+ */
+START_TEST(test_numbers_exact)
+{
+	static const int64_t v[] = { 0, 1, 9, 10, 11, 99, 100, 101, 999, 1000,
+	    9999, 10000, 12345, 999999999, 1000000000, 4294967296LL,
+	    INT64_MAX - 1, INT64_MAX };
+	struct rlg_decision d = { true, 0, 0, 1000, 0, 1000, false };
+	struct rlg_answer a;
+	char want[64];
+	size_t i;
+
+	for (i = 0; i < sizeof v / sizeof v[0]; i++) {
+		d.limit = v[i];
+		d.remaining = v[i];
+		a = draft03(RLG_OUT_ADMITTED, &d, false);
+		snprintf(want, sizeof want, "\r\nRateLimit-Limit: %lld\r\n"
+		    "RateLimit-Remaining: %lld\r\n", (long long)v[i],
+		    (long long)v[i]);
+		ck_assert_msg(strstr(answer(&a), want) != NULL, "%lld: %s",
+		    (long long)v[i], answer(&a));
+	}
+}
+END_TEST
+
 START_TEST(test_head_has_no_body)
 {
 	struct rlg_decision d = { true, 5, 3, 1000, 0, 1000, false };
@@ -1554,6 +1582,7 @@ rlg_response_suite(void)
 	tcase_add_test(core, test_all_200_exact);
 	tcase_add_test(core, test_all_429_exact);
 	tcase_add_test(core, test_every_name_exact);
+	tcase_add_test(core, test_numbers_exact);
 	tcase_add_test(core, test_429_costly_shows_zero);
 	tcase_add_test(core, test_head_has_no_body);
 	tcase_add_test(core, test_errors);
