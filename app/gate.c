@@ -49,6 +49,7 @@ rlg_gate_init(struct rlg_gate *g, const struct rlg_config *cfg)
 	g->slot = rlg_metrics_claim();
 	g->mxmap = rlg_metrics_map(cfg);
 	g->tiers = rlg_tier_set_config(cfg);
+	rlg_gate_log_config(&g->log, cfg);
 	if (rlg_store_open(&cfg->store, &g->store) != RLG_OK)
 		rlg_gate_log_store(&g->log, cfg, RLG_STORE_SAID_FAILED,
 		    rlg_store_errmsg(g->store), rlg_now_ms());
@@ -58,13 +59,14 @@ rlg_gate_init(struct rlg_gate *g, const struct rlg_config *cfg)
 /*
  * The tiers follow the config; so do the overrides (the reader builds
  * them for the new config from the rows it holds: their policies are
- * the old config's).
+ * the old config's), and the log's hashes of the names.
  */
 void
 rlg_gate_reconfig(struct rlg_gate *g, const struct rlg_config *cfg)
 {
 	g->cfg = cfg;
 	g->mxmap = rlg_metrics_map(cfg);
+	rlg_gate_log_config(&g->log, cfg);
 	rlg_tier_set_free(g->tiers);
 	g->tiers = rlg_tier_set_config(cfg);
 	rlg_overrides_switch(&g->overrides, cfg);

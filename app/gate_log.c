@@ -44,9 +44,14 @@ static void log_rejection(const struct rlg_config *cfg,
     const struct rlg_request *req, const char *event,
     const struct rlg_route *rt, const struct rlg_verdict_items *gi,
     const struct rlg_decision *d, const bool *which);
+static uint64_t mix(uint64_t h, uint64_t w);
+static uint64_t hash_name(uint64_t h, const char *s);
+static uint64_t policy_hash(const struct rlg_gate_log *l,
+    const struct rlg_config *cfg, const struct rlg_policy *p);
 static bool repeat_rejection(struct rlg_gate_log *l,
-    const struct rlg_verdict_items *gi, const struct rlg_route *rt,
-    const struct rlg_decision *d, int64_t now_ms);
+    const struct rlg_config *cfg, const struct rlg_verdict_items *gi,
+    const struct rlg_route *rt, const struct rlg_decision *d,
+    int64_t now_ms);
 static void log_decisions(struct rlg_gate_log *l,
     const struct rlg_config *cfg, const struct rlg_decided *dd,
     int64_t now_ms);
@@ -319,22 +324,98 @@ log_rejection(const struct rlg_config *cfg, const struct rlg_request *req,
 	    names, (long long)rlg_response_seconds(retry_ms), cost, tiers,
 	    method[0] != '\0' ? method : "-", path[0] != '\0' ? path : "-");
 }
+/* The seed of the names' hashes. */
+#define NAME_HASH_SEED 0x243f6a8885a308d3ULL
+
+/* One word into a name hash: multiply and fold (as FxHash, wyhash). */
+static uint64_t
+mix(uint64_t h, uint64_t w)
+{
+	h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+	return h ^ (h >> 32);
+}
+
+/*
+ * The NUL-terminated s into h a word at a time, its length last (so
+ * that two names hashed in a row cannot trade bytes). The last word
+ * overlaps the one before it rather than be put together a byte at a
+ * time; under 8 bytes, the first and last 4 (or 1, middle and last 1).
+ */
+static uint64_t
+hash_name(uint64_t h, const char *s)
+{
+	size_t n = strlen(s), i;
+	uint32_t a, b;
+	uint64_t w;
+
+	if (n >= 8) {
+		for (i = 0; i + 8 < n; i += 8) {
+			memcpy(&w, s + i, 8);
+			h = mix(h, w);
+		}
+		memcpy(&w, s + n - 8, 8);
+	} else if (n >= 4) {
+		memcpy(&a, s, 4);
+		memcpy(&b, s + n - 4, 4);
+		w = (uint64_t)a << 32 | b;
+	} else if (n > 0) {
+		w = (uint64_t)(unsigned char)s[0] << 16 |
+		    (uint64_t)(unsigned char)s[n / 2] << 8 |
+		    (unsigned char)s[n - 1];
+	} else {
+		w = 0;
+	}
+	return mix(mix(h, w), (uint64_t)n);
+}
+
+void
+rlg_gate_log_config(struct rlg_gate_log *l, const struct rlg_config *cfg)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->npolicies && i < RLG_POLICIES_MAX; i++)
+		l->policy_hash[i] = hash_name(NAME_HASH_SEED,
+		    cfg->policies[i].name);
+	for (i = 0; i < cfg->nroutes && i < RLG_ROUTES_MAX; i++)
+		l->route_hash[i] = hash_name(NAME_HASH_SEED,
+		    cfg->routes[i].name);
+}
+
+/*
+ * The hash of p's name: a policy of cfg's from l's table (its copies
+ * for a tier or an answer at once are gi->base's: the policy itself),
+ * another (a bound on new keys, owned by its policy) hashed now.
+ */
+static uint64_t
+policy_hash(const struct rlg_gate_log *l, const struct rlg_config *cfg,
+    const struct rlg_policy *p)
+{
+	uintptr_t off = (uintptr_t)p - (uintptr_t)cfg->policies;
+
+	if (off < cfg->npolicies * sizeof *p && off / sizeof *p <
+	    RLG_POLICIES_MAX)
+		return l->policy_hash[off / sizeof *p];
+	return hash_name(NAME_HASH_SEED, p->name);
+}
+
 /*
  * Whether a rejection repeats one this thread logged: the same client,
  * route and rejecting policies, before the Retry-After that line gave.
  * What the rejection cache tells of the repeats it answers, for a store
  * that answers them itself (the decision table); remembered by a 64-bit
  * hash, the latest of each slot. As the cache, rejection_cache = 0 turns
- * it off: every rejection logged.
+ * it off: every rejection logged. The names' hashes were taken when cfg
+ * came (rlg_gate_log_config); the client's is taken a word at a time.
  */
 static bool
-repeat_rejection(struct rlg_gate_log *l, const struct rlg_verdict_items *gi,
-    const struct rlg_route *rt, const struct rlg_decision *d, int64_t now_ms)
+repeat_rejection(struct rlg_gate_log *l, const struct rlg_config *cfg,
+    const struct rlg_verdict_items *gi, const struct rlg_route *rt,
+    const struct rlg_decision *d, int64_t now_ms)
 {
-	uint64_t h = 14695981039346656037ULL;   /* FNV-1a */
+	uint64_t h = NAME_HASH_SEED;
 	struct rlg_gate_seen *seen;
 	int64_t retry_ms = 0;
-	const unsigned char *c;
+	uintptr_t r;
 	size_t i;
 
 	for (i = 0; i < gi->n; i++) {
@@ -342,18 +423,17 @@ repeat_rejection(struct rlg_gate_log *l, const struct rlg_verdict_items *gi,
 			continue;
 		if (d[i].retry_ms > retry_ms)
 			retry_ms = d[i].retry_ms;
-		for (c = (const unsigned char *)gi->items[i].policy->name;
-		    *c != '\0'; c++)
-			h = (h ^ *c) * 1099511628211ULL;
-		h = (h ^ 0xff) * 1099511628211ULL;
-		for (c = (const unsigned char *)gi->items[i].client;
-		    *c != '\0'; c++)
-			h = (h ^ *c) * 1099511628211ULL;
-		h = (h ^ 0xfe) * 1099511628211ULL;
+		h = mix(h, policy_hash(l, cfg, gi->base[i]));
+		h = hash_name(h, gi->items[i].client);
 	}
-	for (c = (const unsigned char *)(rt != NULL ? rt->name : "");
-	    *c != '\0'; c++)
-		h = (h ^ *c) * 1099511628211ULL;
+	r = (uintptr_t)rt - (uintptr_t)cfg->routes;
+	if (rt == NULL)
+		h = mix(h, 0);
+	else if (r < cfg->nroutes * sizeof *rt && r / sizeof *rt <
+	    RLG_ROUTES_MAX)
+		h = mix(h, l->route_hash[r / sizeof *rt]);
+	else
+		h = mix(h, hash_name(NAME_HASH_SEED, rt->name));
 	seen = &l->seen[h % RLG_GATE_SEEN];
 	if (seen->hash == h && now_ms < seen->until_ms)
 		return true;
@@ -378,7 +458,7 @@ log_decisions(struct rlg_gate_log *l, const struct rlg_config *cfg,
 
 	if (!dd->admitted && (cfg->log_level >= RLG_LOG_INFO ||
 	    (!dd->cached && (cfg->store.rejection_cache == 0 ||
-	    !repeat_rejection(l, gi, dd->route, gi->d, now_ms)))))
+	    !repeat_rejection(l, cfg, gi, dd->route, gi->d, now_ms)))))
 		log_rejection(cfg, dd->req, "reject", dd->route, gi, gi->d,
 		    gi->enforced);
 	else if (dd->admitted && gi->n > 0 && cfg->log_level >= RLG_LOG_INFO &&

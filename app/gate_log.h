@@ -36,7 +36,22 @@ struct rlg_gate_log {
 		uint64_t hash;
 		int64_t until_ms;
 	} seen[RLG_GATE_SEEN];
+	/*
+	 * The names of the config the gate decides with, hashed once
+	 * (rlg_gate_log_config: at the gate's start and at each reload)
+	 * for repeat_rejection: cfg->policies[i]'s at policy_hash[i],
+	 * cfg->routes[i]'s at route_hash[i].
+	 */
+	uint64_t policy_hash[RLG_POLICIES_MAX];
+	uint64_t route_hash[RLG_ROUTES_MAX];
 };
+
+/*
+ * Hashes cfg's policy and route names into l, for the rejections decided
+ * with cfg from now on: a gate's start (rlg_gate_init) and each reload
+ * (rlg_gate_reconfig) call it before the first request on cfg.
+ */
+void rlg_gate_log_config(struct rlg_gate_log *l, const struct rlg_config *cfg);
 
 /*
  * What the store said of a step (or of opening it: RLG_STORE_SAID_FAILED)

@@ -631,6 +631,43 @@ START_TEST(test_table_repeats)
 END_TEST
 
 /*
+ * A reload hashes the new config's names (rlg_gate_reconfig): a
+ * rejection by a policy of another name, in the same place of the
+ * config, for the same client, is a line of its own, not a repeat of
+ * the old policy's; a gate still hashing the old names would pace it
+ * away.
+ */
+START_TEST(test_repeats_reload)
+{
+	struct rlg_config *old, *next = NULL;
+	struct rlg_verdict v;
+	char text[512];
+	int i;
+
+	gate_on("[policy a]\nlimit = 1\nwindow = 60\n");
+	log_begin();
+	for (i = 0; i < 3; i++)
+		ask(&v, T1 + i, GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	snprintf(text, sizeof text, "[store]\npath = %s\n[policy b]\n"
+	    "limit = 1\nwindow = 60\n", path_in("g.db"));
+	ck_assert_int_eq(rlg_config_load_string(text, "next.conf", stderr,
+	    &next), 0);
+	old = cfg;
+	rlg_gate_reconfig(&gate, next);
+	cfg = next;
+	rlg_config_free(old);
+	for (i = 3; i < 6; i++)
+		ask(&v, T1 + i, GET, RES, A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	ck_assert_str_eq(v.answer.policies[0].name, "b");
+	ck_assert_int_eq(log_end("event=reject"), 2);
+	ck_assert_int_eq(log_end("policy=b "), 1);
+	gate_off();
+}
+END_TEST
+
+/*
  * A route's cost: each of its policies charged that many units, all or
  * nothing. Cost 5 against a limit of 12: admitted twice (2 left), then
  * refused with nothing consumed, logged with cost=5 (a number in JSON);
@@ -1456,6 +1493,7 @@ rlg_gate_suite(void)
 	tcase_add_test(tc, test_on_error);
 	tcase_add_test(tc, test_cached_repeats);
 	tcase_add_test(tc, test_table_repeats);
+	tcase_add_test(tc, test_repeats_reload);
 	tcase_add_test(tc, test_unguarded);
 	tcase_add_test(tc, test_pacer);
 	tcase_add_test(tc, test_delay_hold);
