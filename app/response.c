@@ -141,6 +141,13 @@ struct buf {
 	char *p;
 	size_t len, used;
 	int err;
+	/*
+	 * The digits of the last Reset header written (put_trio): at
+	 * reset_at, reset_len bytes and "\r\n", saying reset_s; reset_len
+	 * 0: none. Retry-After copies them when it says the same.
+	 */
+	size_t reset_at, reset_len;
+	int64_t reset_s;
 };
 
 static void put_mem(struct buf *b, const char *s, size_t n);
@@ -424,7 +431,10 @@ put_trio(struct buf *b, const struct trio_names *names,
 	put_int(b, shown_remaining(d));
 	PUT_LIT(b, "\r\n");
 	put_lit(b, &names->reset);
-	put_int(b, rlg_response_seconds(d->reset_ms));
+	b->reset_at = b->used;
+	b->reset_s = rlg_response_seconds(d->reset_ms);
+	put_int(b, b->reset_s);
+	b->reset_len = b->used - b->reset_at;
 	PUT_LIT(b, "\r\n");
 }
 
@@ -547,15 +557,28 @@ put_delay(struct buf *b, const struct rlg_answer *a)
 	put_mem(b, ms, sizeof ms);
 }
 
-/* The headers an answer's status asks for. */
+/*
+ * The headers an answer's status asks for. A 429's Retry-After says what
+ * the Reset before it says whenever the rejecting policy is the one shown
+ * and gives its whole quota back at its retry (fixed_window): then its
+ * digits and line end are copied from there, not made again.
+ */
 static void
 put_after(struct buf *b, const struct rlg_answer *a)
 {
+	int64_t s;
+
 	switch (a->outcome) {
 	case RLG_OUT_REJECTED:
 		/* Every 429, whatever the style (none included); at least 1 s. */
+		s = rlg_response_seconds(retry_ms(a));
 		PUT_LIT(b, "Retry-After: ");
-		put_int(b, rlg_response_seconds(retry_ms(a)));
+		if (b->reset_len > 0 && b->reset_s == s && b->p != NULL &&
+		    b->err == 0) {
+			put_mem(b, b->p + b->reset_at, b->reset_len + 2);
+			break;
+		}
+		put_int(b, s);
 		PUT_LIT(b, "\r\n");
 		break;
 	case RLG_OUT_STORE_DOWN:
@@ -692,7 +715,7 @@ static int
 format_answer(const struct rlg_answer *a, const struct outcome_text *t,
     bool problem, struct buf *b, struct rlg_reply *rep)
 {
-	struct buf body = { NULL, 0, 0, 0 };
+	struct buf body = { NULL, 0, 0, 0, 0, 0, 0 };
 
 	put_body(&body, a, t, problem);
 	if (body.err != 0)
@@ -722,7 +745,8 @@ int
 rlg_response_build(const struct rlg_answer *a, char *buf, size_t len,
     struct rlg_reply *rep)
 {
-	struct buf b = { buf + RLG_REPLY_ROOM, len - RLG_REPLY_ROOM, 0, 0 };
+	struct buf b = { buf + RLG_REPLY_ROOM, len - RLG_REPLY_ROOM, 0, 0, 0, 0,
+	    0 };
 	const struct outcome_text *t;
 	struct outcome_text own;
 	bool problem;

@@ -1333,6 +1333,90 @@ START_TEST(test_retry_covers_every_reset)
 }
 END_TEST
 
+/*
+ * Retry-After and the Reset headers beside it, where they say the same
+ * (Retry-After's digits are copied from the Reset's then: response.c,
+ * put_after) and where they differ: the picked policy's Reset is earlier
+ * than another rejecting policy's (a later reset, a longer number); in
+ * every style, the copy from the last trio written (X-RateLimit-), none
+ * without one (ietf, none), and auth_request's form.
+ */
+START_TEST(test_retry_after_beside_reset)
+{
+	static const struct {
+		struct rlg_decision d[2];
+		size_t n;
+		const char *reset, *retry;
+	} cases[] = {
+		{ { { false, 1, 0, 3599001, 3599001, 3599001, false } }, 1,
+		    "3600", "3600" },
+		{ { { false, 10, 0, 3500, 3100, 3100, false } }, 1, "4", "4" },
+		{ { { false, 10, 0, 9000, 2000, 2000, false },
+		    { false, 10, 0, 4000, 4000, 4000, false } }, 2, "4", "9" },
+		{ { { false, 10, 0, 10000, 1000, 1000, false },
+		    { false, 10, 0, 9000, 9000, 9000, false } }, 2, "9", "10" },
+		{ { { false, 10, 0, 99999, 1000, 1000, false },
+		    { false, 10, 0, 99001, 99001, 99001, false } }, 2, "100",
+		    "100" },
+	};
+	static const enum rlg_header_style styles[] = { RLG_STYLE_DRAFT03,
+	    RLG_STYLE_X_RATELIMIT, RLG_STYLE_ALL, RLG_STYLE_IETF,
+	    RLG_STYLE_NONE };
+	static const enum rlg_role roles[] = { RLG_ROLE_RESPONDER,
+	    RLG_ROLE_AUTH_REQUEST };
+	struct rlg_answer a;
+	struct parsed p;
+	size_t i, j, k;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		for (j = 0; j < sizeof styles / sizeof styles[0]; j++)
+			for (k = 0; k < 2; k++) {
+				a = (struct rlg_answer){ RLG_OUT_REJECTED,
+				    false, styles[j], RLG_ERRORS_JSON, pol,
+				    cases[i].d, cases[i].n, roles[k], 0, 0 };
+				parse_answer(answer(&a), &p);
+				ck_assert_str_eq(header(&p, "Retry-After"),
+				    cases[i].retry);
+				if (styles[j] == RLG_STYLE_DRAFT03 ||
+				    styles[j] == RLG_STYLE_ALL)
+					ck_assert_str_eq(header(&p,
+					    "RateLimit-Reset"), cases[i].reset);
+				if (styles[j] == RLG_STYLE_X_RATELIMIT ||
+				    styles[j] == RLG_STYLE_ALL)
+					ck_assert_str_eq(header(&p,
+					    "X-RateLimit-Reset"),
+					    cases[i].reset);
+			}
+	a = (struct rlg_answer){ RLG_OUT_REJECTED, false, RLG_STYLE_DRAFT03,
+	    RLG_ERRORS_JSON, pol, cases[3].d, 2, RLG_ROLE_RESPONDER, 0, 0 };
+	ck_assert_str_eq(answer(&a),
+	    "Status: 429 Too Many Requests\r\n"
+	    "Content-Type: application/json\r\n"
+	    "Cache-Control: no-store\r\n"
+	    "RateLimit-Limit: 10\r\n"
+	    "RateLimit-Remaining: 0\r\n"
+	    "RateLimit-Reset: 9\r\n"
+	    "Retry-After: 10\r\n"
+	    "Content-Length: 74\r\n"
+	    "\r\n"
+	    "{\"error\":{\"code\":429,\"message\":\"Too Many Requests. Rate limit exceeded.\"}}");
+	a.decisions = cases[0].d;
+	a.n = 1;
+	a.style = RLG_STYLE_X_RATELIMIT;
+	ck_assert_str_eq(answer(&a),
+	    "Status: 429 Too Many Requests\r\n"
+	    "Content-Type: application/json\r\n"
+	    "Cache-Control: no-store\r\n"
+	    "X-RateLimit-Limit: 1\r\n"
+	    "X-RateLimit-Remaining: 0\r\n"
+	    "X-RateLimit-Reset: 3600\r\n"
+	    "Retry-After: 3600\r\n"
+	    "Content-Length: 74\r\n"
+	    "\r\n"
+	    "{\"error\":{\"code\":429,\"message\":\"Too Many Requests. Rate limit exceeded.\"}}");
+}
+END_TEST
+
 /* 32 policies, 64-byte names, the largest values: style all fits. */
 START_TEST(test_32_policies_fit)
 {
@@ -1579,6 +1663,7 @@ rlg_response_suite(void)
 	tcase_add_test(core, test_auth_request_roles);
 	tcase_add_test(core, test_reject_status);
 	tcase_add_test(core, test_429);
+	tcase_add_test(core, test_retry_after_beside_reset);
 	tcase_add_test(core, test_all_200_exact);
 	tcase_add_test(core, test_all_429_exact);
 	tcase_add_test(core, test_every_name_exact);
