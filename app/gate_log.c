@@ -40,8 +40,8 @@ static void unguarded(const struct rlg_config *cfg,
 static void tier_words(const struct rlg_verdict_items *gi,
     const struct rlg_decision *d, const bool *which, char *out,
     size_t size);
-static void log_rejection(const struct rlg_config *cfg,
-    const struct rlg_request *req, const char *event,
+static void log_rejection(struct rlg_gate_log *l,
+    const struct rlg_config *cfg, const struct rlg_request *req, const char *event,
     const struct rlg_route *rt, const struct rlg_verdict_items *gi,
     const struct rlg_decision *d, const bool *which);
 static uint64_t mix(uint64_t h, uint64_t w);
@@ -276,10 +276,10 @@ tier_words(const struct rlg_verdict_items *gi, const struct rlg_decision *d,
  * RLG_LOG_PATH_MAX bytes).
  */
 static void
-log_rejection(const struct rlg_config *cfg, const struct rlg_request *req,
-    const char *event, const struct rlg_route *rt,
-    const struct rlg_verdict_items *gi, const struct rlg_decision *d,
-    const bool *which)
+log_rejection(struct rlg_gate_log *l, const struct rlg_config *cfg,
+    const struct rlg_request *req, const char *event,
+    const struct rlg_route *rt, const struct rlg_verdict_items *gi,
+    const struct rlg_decision *d, const bool *which)
 {
 	char names[512], method[RLG_METHOD_MAX * 3 + 4];
 	char path[RLG_LOG_PATH_MAX * 3 + 4], cost[64], tiers[1024];
@@ -309,6 +309,7 @@ log_rejection(const struct rlg_config *cfg, const struct rlg_request *req,
 	}
 	if (client == NULL)
 		return;
+	l->rejection_lines++;
 	tier_words(gi, d, which, tiers, sizeof tiers);
 	n = rlg_log_token(method, sizeof method, req->method_name,
 	    RLG_METHOD_MAX);
@@ -459,7 +460,7 @@ log_decisions(struct rlg_gate_log *l, const struct rlg_config *cfg,
 	if (!dd->admitted && (cfg->log_level >= RLG_LOG_INFO ||
 	    (!dd->cached && (cfg->store.rejection_cache == 0 ||
 	    !repeat_rejection(l, cfg, gi, dd->route, gi->d, now_ms)))))
-		log_rejection(cfg, dd->req, "reject", dd->route, gi, gi->d,
+		log_rejection(l, cfg, dd->req, "reject", dd->route, gi, gi->d,
 		    gi->enforced);
 	else if (dd->admitted && gi->n > 0 && cfg->log_level >= RLG_LOG_INFO &&
 	    dd->hold_ms > 0)
@@ -470,6 +471,6 @@ log_decisions(struct rlg_gate_log *l, const struct rlg_config *cfg,
 		rlg_log("event=admit client=%s route=%s", gi->items[0].client,
 		    dd->route != NULL ? dd->route->name : "-");
 	if (dd->dry_rejected)
-		log_rejection(cfg, dd->req, "dry_run_reject", dd->route, gi,
+		log_rejection(l, cfg, dd->req, "dry_run_reject", dd->route, gi,
 		    gi->d, gi->dry);
 }

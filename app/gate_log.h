@@ -44,6 +44,8 @@ struct rlg_gate_log {
 	 */
 	uint64_t policy_hash[RLG_POLICIES_MAX];
 	uint64_t route_hash[RLG_ROUTES_MAX];
+	/* Rejection lines formatted (not paced away): what a test reads. */
+	uint64_t rejection_lines;
 };
 
 /*

@@ -631,6 +631,41 @@ START_TEST(test_table_repeats)
 END_TEST
 
 /*
+ * A repeat paced away (the same client, route and policy before its
+ * Retry-After) is not formatted at all, not merely left unwritten: the
+ * log's count of rejection lines stays. Two routes on one policy are two
+ * rejections (their names are hashed apart), each a line of its own.
+ */
+START_TEST(test_repeat_not_formatted)
+{
+	struct rlg_verdict v;
+
+	gate_on("[store]\ncommit = behind\nmax_clients = 100\n"
+	    "[policy default]\nlimit = 2\nwindow = 60\n"
+	    "[route r1]\npath = /r1\npolicies = default\n"
+	    "[route r2]\npath = /r2\npolicies = default\n");
+	log_begin();
+	ask(&v, T1, GET, "REQUEST_URI=/r1", A1, NULL);
+	ask(&v, T1 + 1, GET, "REQUEST_URI=/r1", A1, NULL);
+	ck_assert_uint_eq(gate.log.rejection_lines, 0);
+	ask(&v, T1 + 2, GET, "REQUEST_URI=/r1", A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	ck_assert_uint_eq(gate.log.rejection_lines, 1);
+	ask(&v, T1 + 3, GET, "REQUEST_URI=/r1", A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	ck_assert_uint_eq(gate.log.rejection_lines, 1);
+	ask(&v, T1 + 4, GET, "REQUEST_URI=/r2", A1, NULL);
+	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	ck_assert_uint_eq(gate.log.rejection_lines, 2);
+	ask(&v, T1 + 5, GET, "REQUEST_URI=/r2", A1, NULL);
+	ck_assert_uint_eq(gate.log.rejection_lines, 2);
+	ck_assert_int_eq(log_end("event=reject"), 2);
+	ck_assert_int_eq(log_end("route=r2"), 1);
+	gate_off();
+}
+END_TEST
+
+/*
  * A reload hashes the new config's names (rlg_gate_reconfig): a
  * rejection by a policy of another name, in the same place of the
  * config, for the same client, is a line of its own, not a repeat of
@@ -649,6 +684,7 @@ START_TEST(test_repeats_reload)
 	for (i = 0; i < 3; i++)
 		ask(&v, T1 + i, GET, RES, A1, NULL);
 	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+	ck_assert_uint_eq(gate.log.rejection_lines, 1);
 	snprintf(text, sizeof text, "[store]\npath = %s\n[policy b]\n"
 	    "limit = 1\nwindow = 60\n", path_in("g.db"));
 	ck_assert_int_eq(rlg_config_load_string(text, "next.conf", stderr,
@@ -661,6 +697,7 @@ START_TEST(test_repeats_reload)
 		ask(&v, T1 + i, GET, RES, A1, NULL);
 	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
 	ck_assert_str_eq(v.answer.policies[0].name, "b");
+	ck_assert_uint_eq(gate.log.rejection_lines, 2);
 	ck_assert_int_eq(log_end("event=reject"), 2);
 	ck_assert_int_eq(log_end("policy=b "), 1);
 	gate_off();
@@ -1493,6 +1530,7 @@ rlg_gate_suite(void)
 	tcase_add_test(tc, test_on_error);
 	tcase_add_test(tc, test_cached_repeats);
 	tcase_add_test(tc, test_table_repeats);
+	tcase_add_test(tc, test_repeat_not_formatted);
 	tcase_add_test(tc, test_repeats_reload);
 	tcase_add_test(tc, test_unguarded);
 	tcase_add_test(tc, test_pacer);
