@@ -337,10 +337,11 @@ mix(uint64_t h, uint64_t w)
 }
 
 /*
- * The NUL-terminated s into h a word at a time, its length last (so
- * that two names hashed in a row cannot trade bytes). The last word
- * overlaps the one before it rather than be put together a byte at a
- * time; under 8 bytes, the first and last 4 (or 1, middle and last 1).
+ * The NUL-terminated s into h a word at a time, its length first (so
+ * that two names hashed in a row cannot trade bytes), spread over the
+ * word and taken in by the first word's mix. The last word overlaps
+ * the one before it rather than be put together a byte at a time; under
+ * 8 bytes, the first and last 4 (or 1, middle and last 1).
  */
 static uint64_t
 hash_name(uint64_t h, const char *s)
@@ -349,6 +350,7 @@ hash_name(uint64_t h, const char *s)
 	uint32_t a, b;
 	uint64_t w;
 
+	h ^= (uint64_t)n * 0xff51afd7ed558ccdULL;
 	if (n >= 8) {
 		for (i = 0; i + 8 < n; i += 8) {
 			memcpy(&w, s + i, 8);
@@ -366,7 +368,7 @@ hash_name(uint64_t h, const char *s)
 	} else {
 		w = 0;
 	}
-	return mix(mix(h, w), (uint64_t)n);
+	return mix(h, w);
 }
 
 void
@@ -413,28 +415,28 @@ repeat_rejection(struct rlg_gate_log *l, const struct rlg_config *cfg,
     const struct rlg_verdict_items *gi, const struct rlg_route *rt,
     const struct rlg_decision *d, int64_t now_ms)
 {
-	uint64_t h = NAME_HASH_SEED;
+	uintptr_t r = (uintptr_t)rt - (uintptr_t)cfg->routes;
 	struct rlg_gate_seen *seen;
 	int64_t retry_ms = 0;
-	uintptr_t r;
+	uint64_t h;
 	size_t i;
 
+	/* The route's name, then each rejecting policy's and its client. */
+	if (rt == NULL)
+		h = NAME_HASH_SEED;
+	else if (r < cfg->nroutes * sizeof *rt && r / sizeof *rt <
+	    RLG_ROUTES_MAX)
+		h = l->route_hash[r / sizeof *rt];
+	else
+		h = hash_name(NAME_HASH_SEED, rt->name);
 	for (i = 0; i < gi->n; i++) {
 		if (d[i].admitted || !gi->enforced[i])
 			continue;
 		if (d[i].retry_ms > retry_ms)
 			retry_ms = d[i].retry_ms;
-		h = mix(h, policy_hash(l, cfg, gi->base[i]));
-		h = hash_name(h, gi->items[i].client);
+		h = hash_name(h ^ policy_hash(l, cfg, gi->base[i]),
+		    gi->items[i].client);
 	}
-	r = (uintptr_t)rt - (uintptr_t)cfg->routes;
-	if (rt == NULL)
-		h = mix(h, 0);
-	else if (r < cfg->nroutes * sizeof *rt && r / sizeof *rt <
-	    RLG_ROUTES_MAX)
-		h = mix(h, l->route_hash[r / sizeof *rt]);
-	else
-		h = mix(h, hash_name(NAME_HASH_SEED, rt->name));
 	seen = &l->seen[h % RLG_GATE_SEEN];
 	if (seen->hash == h && now_ms < seen->until_ms)
 		return true;
