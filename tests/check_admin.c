@@ -830,6 +830,24 @@ START_TEST(test_unguarded_metric)
 }
 END_TEST
 
+/*
+ * The index of a response code (metrics.c: a switch) is its place in
+ * the codes the scoreboard counts, both ways; any other code is 0.
+ */
+START_TEST(test_code_index)
+{
+	static const int others[] = { 0, 201, 403, 418, 502, 599, -1 };
+	size_t i;
+
+	for (i = 1; i < RLG_METRICS_CODES; i++)
+		ck_assert_uint_eq(rlg_metrics_code_index(rlg_metrics_code(i)),
+		    i);
+	for (i = 0; i < sizeof others / sizeof others[0]; i++)
+		ck_assert_uint_eq(rlg_metrics_code_index(others[i]), 0);
+	ck_assert_int_eq(rlg_metrics_code(0), 0);
+}
+END_TEST
+
 Suite *
 rlg_admin_suite(void)
 {
@@ -843,6 +861,7 @@ rlg_admin_suite(void)
 	tcase_add_test(tc, test_match);
 	tcase_add_test(tc, test_config);
 	tcase_add_test(tc, test_metrics_exact);
+	tcase_add_test(tc, test_code_index);
 	tcase_add_test(tc, test_metrics_new_keys);
 	tcase_add_test(tc, test_health);
 	tcase_add_test(tc, test_status_ban);
