@@ -1336,7 +1336,7 @@ END_TEST
 /*
  * Retry-After and the Reset headers beside it, where they say the same
  * (Retry-After's digits are copied from the Reset's then: response.c,
- * put_after) and where they differ: the picked policy's Reset is earlier
+ * put_after), from the same ms or not, and where they differ: the picked policy's Reset is earlier
  * than another rejecting policy's (a later reset, a longer number); in
  * every style, the copy from the last trio written (X-RateLimit-), none
  * without one (ietf, none), and auth_request's form.
@@ -1351,6 +1351,8 @@ START_TEST(test_retry_after_beside_reset)
 		{ { { false, 1, 0, 3599001, 3599001, 3599001, false } }, 1,
 		    "3600", "3600" },
 		{ { { false, 10, 0, 3500, 3100, 3100, false } }, 1, "4", "4" },
+		{ { { false, 10, 0, 3600, 1000, 1000, false },
+		    { false, 10, 0, 3200, 3200, 3200, false } }, 2, "4", "4" },
 		{ { { false, 10, 0, 9000, 2000, 2000, false },
 		    { false, 10, 0, 4000, 4000, 4000, false } }, 2, "4", "9" },
 		{ { { false, 10, 0, 10000, 1000, 1000, false },
@@ -1388,7 +1390,7 @@ START_TEST(test_retry_after_beside_reset)
 					    cases[i].reset);
 			}
 	a = (struct rlg_answer){ RLG_OUT_REJECTED, false, RLG_STYLE_DRAFT03,
-	    RLG_ERRORS_JSON, pol, cases[3].d, 2, RLG_ROLE_RESPONDER, 0, 0 };
+	    RLG_ERRORS_JSON, pol, cases[4].d, 2, RLG_ROLE_RESPONDER, 0, 0 };
 	ck_assert_str_eq(answer(&a),
 	    "Status: 429 Too Many Requests\r\n"
 	    "Content-Type: application/json\r\n"
