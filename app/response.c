@@ -557,6 +557,9 @@ put_delay(struct buf *b, const struct rlg_answer *a)
 	put_mem(b, ms, sizeof ms);
 }
 
+/* The bytes of "Retry-After: ". */
+#define RETRY_AFTER_LEN (sizeof "Retry-After: " - 1)
+
 /*
  * The headers an answer's status asks for. A 429's Retry-After says what
  * the Reset before it says whenever the rejecting policy is the one shown
@@ -572,12 +575,19 @@ put_after(struct buf *b, const struct rlg_answer *a)
 	case RLG_OUT_REJECTED:
 		/* Every 429, whatever the style (none included); at least 1 s. */
 		s = rlg_response_seconds(retry_ms(a));
-		PUT_LIT(b, "Retry-After: ");
 		if (b->reset_len > 0 && b->reset_s == s && b->p != NULL &&
-		    b->err == 0) {
-			put_mem(b, b->p + b->reset_at, b->reset_len + 2);
+		    b->err == 0 && RETRY_AFTER_LEN + b->reset_len + 2 <
+		    b->len - b->used) {
+			/* one write: the name, the Reset's digits and CRLF */
+			memcpy(b->p + b->used, "Retry-After: ",
+			    RETRY_AFTER_LEN);
+			memcpy(b->p + b->used + RETRY_AFTER_LEN,
+			    b->p + b->reset_at, b->reset_len + 2);
+			b->used += RETRY_AFTER_LEN + b->reset_len + 2;
+			b->p[b->used] = '\0';
 			break;
 		}
+		PUT_LIT(b, "Retry-After: ");
 		put_int(b, s);
 		PUT_LIT(b, "\r\n");
 		break;
