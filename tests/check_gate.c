@@ -29,12 +29,13 @@ static struct rlg_gate gate;
 
 
 /*
- * A gate on the config text: its [store] path is a new file of the
+ * The config text, named name: its [store] path a new file of the
  * test's directory, unless text starts with a [store] path of its own.
  */
-static void
-gate_on(const char *text)
+static struct rlg_config *
+config_of(const char *text, const char *name)
 {
+	struct rlg_config *c = NULL;
 	char full[4096];
 	int n;
 
@@ -44,8 +45,15 @@ gate_on(const char *text)
 		n = snprintf(full, sizeof full, "[store]\npath = %s\n%s",
 		    path_in("g.db"), text);
 	ck_assert(n > 0 && (size_t)n < sizeof full);
-	ck_assert_int_eq(rlg_config_load_string(full, "gate.conf", stderr,
-	    &cfg), 0);
+	ck_assert_int_eq(rlg_config_load_string(full, name, stderr, &c), 0);
+	return c;
+}
+
+/* A gate on the config text (config_of). */
+static void
+gate_on(const char *text)
+{
+	cfg = config_of(text, "gate.conf");
 	rlg_gate_init(&gate, cfg);
 }
 
@@ -55,6 +63,21 @@ gate_off(void)
 	rlg_gate_fini(&gate);
 	rlg_config_free(cfg);
 	cfg = NULL;
+}
+
+/*
+ * A reload (SIGHUP): the gate decides with the config text (config_of:
+ * the same [store] as gate_on's) from its next request on; the old
+ * config is freed.
+ */
+static void
+gate_reload(const char *text)
+{
+	struct rlg_config *old = cfg;
+
+	cfg = config_of(text, "next.conf");
+	rlg_gate_reconfig(&gate, cfg);
+	rlg_config_free(old);
 }
 
 /* in: the NULL-terminated "NAME=value" parameters of ap, in envp[16]. */
@@ -638,27 +661,30 @@ END_TEST
  */
 START_TEST(test_repeat_not_formatted)
 {
+	static const struct {
+		const char *uri;
+		uint64_t lines;     /* formatted after it */
+	} steps[] = {
+		{ "REQUEST_URI=/r1", 0 }, { "REQUEST_URI=/r1", 0 },
+		{ "REQUEST_URI=/r1", 1 },       /* refused: its line */
+		{ "REQUEST_URI=/r1", 1 },       /* the repeat: nothing */
+		{ "REQUEST_URI=/r2", 2 },       /* another route: a line */
+		{ "REQUEST_URI=/r2", 2 },
+	};
 	struct rlg_verdict v;
+	size_t i;
 
 	gate_on("[store]\ncommit = behind\nmax_clients = 100\n"
 	    "[policy default]\nlimit = 2\nwindow = 60\n"
 	    "[route r1]\npath = /r1\npolicies = default\n"
 	    "[route r2]\npath = /r2\npolicies = default\n");
 	log_begin();
-	ask(&v, T1, GET, "REQUEST_URI=/r1", A1, NULL);
-	ask(&v, T1 + 1, GET, "REQUEST_URI=/r1", A1, NULL);
-	ck_assert_uint_eq(gate.log.rejection_lines, 0);
-	ask(&v, T1 + 2, GET, "REQUEST_URI=/r1", A1, NULL);
-	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
-	ck_assert_uint_eq(gate.log.rejection_lines, 1);
-	ask(&v, T1 + 3, GET, "REQUEST_URI=/r1", A1, NULL);
-	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
-	ck_assert_uint_eq(gate.log.rejection_lines, 1);
-	ask(&v, T1 + 4, GET, "REQUEST_URI=/r2", A1, NULL);
-	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
-	ck_assert_uint_eq(gate.log.rejection_lines, 2);
-	ask(&v, T1 + 5, GET, "REQUEST_URI=/r2", A1, NULL);
-	ck_assert_uint_eq(gate.log.rejection_lines, 2);
+	for (i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+		ask(&v, T1 + (int64_t)i, GET, steps[i].uri, A1, NULL);
+		if (i >= 2)
+			ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
+		ck_assert_uint_eq(gate.log.rejection_lines, steps[i].lines);
+	}
 	ck_assert_int_eq(log_end("event=reject"), 2);
 	ck_assert_int_eq(log_end("route=r2"), 1);
 	gate_off();
@@ -674,9 +700,7 @@ END_TEST
  */
 START_TEST(test_repeats_reload)
 {
-	struct rlg_config *old, *next = NULL;
 	struct rlg_verdict v;
-	char text[512];
 	int i;
 
 	gate_on("[policy a]\nlimit = 1\nwindow = 60\n");
@@ -685,14 +709,7 @@ START_TEST(test_repeats_reload)
 		ask(&v, T1 + i, GET, RES, A1, NULL);
 	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
 	ck_assert_uint_eq(gate.log.rejection_lines, 1);
-	snprintf(text, sizeof text, "[store]\npath = %s\n[policy b]\n"
-	    "limit = 1\nwindow = 60\n", path_in("g.db"));
-	ck_assert_int_eq(rlg_config_load_string(text, "next.conf", stderr,
-	    &next), 0);
-	old = cfg;
-	rlg_gate_reconfig(&gate, next);
-	cfg = next;
-	rlg_config_free(old);
+	gate_reload("[policy b]\nlimit = 1\nwindow = 60\n");
 	for (i = 3; i < 6; i++)
 		ask(&v, T1 + i, GET, RES, A1, NULL);
 	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
@@ -926,24 +943,15 @@ END_TEST
  */
 START_TEST(test_tiers_reload)
 {
-	struct rlg_config *old, *next = NULL;
 	struct rlg_verdict v;
-	char text[512];
 
 	gate_on("[policy default]\nlimit = 2\nwindow = 60\n");
 	ask(&v, T1, GET, RES, A1, NULL);
 	ask(&v, T1, GET, RES, A1, NULL);
 	ask(&v, T1, GET, RES, A1, NULL);
 	ck_assert_int_eq(v.answer.outcome, RLG_OUT_REJECTED);
-	snprintf(text, sizeof text, "[store]\npath = %s\n[policy default]\n"
-	    "limit = 2\nwindow = 60\n[tier t]\nclients = 10.0.0.1\n"
-	    "default = limit=3\n", path_in("g.db"));
-	ck_assert_int_eq(rlg_config_load_string(text, "next.conf", stderr,
-	    &next), 0);
-	old = cfg;
-	rlg_gate_reconfig(&gate, next);
-	cfg = next;
-	rlg_config_free(old);
+	gate_reload("[policy default]\nlimit = 2\nwindow = 60\n[tier t]\n"
+	    "clients = 10.0.0.1\ndefault = limit=3\n");
 	ask(&v, T1, GET, RES, A1, NULL);
 	ck_assert_int_eq(v.answer.outcome, RLG_OUT_ADMITTED);
 	ck_assert_int_eq(v.answer.decisions[0].limit, 3);
@@ -1072,9 +1080,7 @@ END_TEST
  */
 START_TEST(test_overrides_reload)
 {
-	struct rlg_config *old, *next = NULL;
 	struct rlg_verdict v;
-	char text[512];
 
 	gate_on("[policy default]\nlimit = 2\nwindow = 60\n"
 	    "[policy other]\nlimit = 9\nwindow = 60\n"
@@ -1084,17 +1090,9 @@ START_TEST(test_overrides_reload)
 	overrides_pass(&gate);
 	ask(&v, T1, GET, RES, A1, NULL);
 	ck_assert_int_eq(v.answer.decisions[0].limit, 5);
-	snprintf(text, sizeof text, "[store]\npath = %s\n"
-	    "[policy other]\nlimit = 9\nwindow = 60\n"
+	gate_reload("[policy other]\nlimit = 9\nwindow = 60\n"
 	    "[policy default]\nlimit = 3\nwindow = 60\n"
-	    "[route r]\npath = /api/v1/resources\npolicies = default\n",
-	    path_in("g.db"));
-	ck_assert_int_eq(rlg_config_load_string(text, "next.conf", stderr,
-	    &next), 0);
-	old = cfg;
-	rlg_gate_reconfig(&gate, next);
-	cfg = next;
-	rlg_config_free(old);
+	    "[route r]\npath = /api/v1/resources\npolicies = default\n");
 	ask(&v, T1, GET, RES, A1, NULL);
 	ck_assert_str_eq(v.answer.policies[0].name, "default");
 	ck_assert_int_eq(v.answer.decisions[0].limit, 5);
@@ -1109,17 +1107,11 @@ END_TEST
 static void
 reload_max(int max)
 {
-	struct rlg_config *old = cfg, *next = NULL;
 	char text[512];
 
-	snprintf(text, sizeof text, "[store]\npath = %s\nmax_overrides = %d\n"
-	    "[policy default]\nlimit = 2\nwindow = 60\n", path_in("g.db"),
-	    max);
-	ck_assert_int_eq(rlg_config_load_string(text, "next.conf", stderr,
-	    &next), 0);
-	rlg_gate_reconfig(&gate, next);
-	cfg = next;
-	rlg_config_free(old);
+	snprintf(text, sizeof text, "max_overrides = %d\n"
+	    "[policy default]\nlimit = 2\nwindow = 60\n", max);
+	gate_reload(text);
 	overrides_pass(&gate);
 }
 
