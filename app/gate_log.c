@@ -41,9 +41,10 @@ static void tier_words(const struct rlg_verdict_items *gi,
     const struct rlg_decision *d, const bool *which, char *out,
     size_t size);
 static void log_rejection(struct rlg_gate_log *l,
-    const struct rlg_config *cfg, const struct rlg_request *req, const char *event,
-    const struct rlg_route *rt, const struct rlg_verdict_items *gi,
-    const struct rlg_decision *d, const bool *which);
+    const struct rlg_config *cfg, const struct rlg_request *req,
+    const char *event, const struct rlg_route *rt,
+    const struct rlg_verdict_items *gi, const struct rlg_decision *d,
+    const bool *which);
 static uint64_t mix(uint64_t h, uint64_t w);
 static uint64_t hash_name(uint64_t h, const char *s);
 static uint64_t policy_hash(const struct rlg_gate_log *l,

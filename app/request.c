@@ -142,7 +142,8 @@ described(const struct rlg_params *params, enum rlg_role role, bool trusted,
  * fallback, taken as they are (but for the dot segments).
  */
 static void
-parse_path(struct rlg_request *r, const struct rlg_params *params, const char *uri)
+parse_path(struct rlg_request *r, const struct rlg_params *params,
+    const char *uri)
 {
 	const char *script, *info;
 	int n;
