@@ -261,6 +261,21 @@ pair_len(const unsigned char *p, size_t end, size_t *off, size_t *len)
 	return true;
 }
 
+/* How many pairs len bytes at p hold (a pair cut short ends the count:
+ * params_end finds it). */
+static size_t
+pairs_count(const unsigned char *p, size_t len)
+{
+	size_t r = 0, nlen, vlen, n = 0;
+
+	while (pair_len(p, len, &r, &nlen) && pair_len(p, len, &r, &vlen) &&
+	    nlen <= len - r && vlen <= len - r - nlen) {
+		r += nlen + vlen;
+		n++;
+	}
+	return n;
+}
+
 /*
  * The end of the parameters: their pairs become "NAME=VALUE" strings in
  * place (each string is shorter than its pair by at least the pair's
@@ -280,8 +295,11 @@ params_end(struct rlg_wire *w)
 	size_t r = 0, wr = 0, nlen, vlen, n = 0, need;
 	char **more;
 
-	/* the most pairs there can be: two bytes each at least */
+	/* the most pairs there can be (two bytes each at least), or, past
+	 * what the array holds, how many there are */
 	need = w->params_len / 2 + 2;
+	if (need > w->envp_cap)
+		need = pairs_count(p, w->params_len) + 2;
 	if (need > w->envp_cap) {
 		if ((more = realloc(w->envp, need * sizeof *more)) == NULL)
 			return -1;

@@ -3,8 +3,9 @@
  * over a socketpair, the web server's side written and read here record
  * by record: a request in one write and in pieces (a pair cut between two
  * FCGI_PARAMS records, 4-byte lengths); pairs that could pass for another
- * parameter left out; a pair cut short, a bad version, a close mid-record
- * and parameters past RLG_WIRE_PARAMS_MAX dropped; FCGI_GET_VALUES and an
+ * parameter left out; 5,000 parameters, their array sized to them; a
+ * pair cut short, a bad version, a close mid-record and parameters past
+ * RLG_WIRE_PARAMS_MAX dropped; FCGI_GET_VALUES and an
  * unknown management type answered; a second request on the connection
  * refused (FCGI_CANT_MPX_CONN), an unknown role too; the answer's records
  * (padding, an answer past one record, the end records); a kept
@@ -251,6 +252,31 @@ START_TEST(test_wire_names)
 	ck_assert_str_eq(env("EMPTY"), "");
 	ck_assert_ptr_null(env("A"));
 	ck_assert_ptr_null(w.envp[3]);
+}
+END_TEST
+
+/* Many parameters: every one there, the array as large as they need. */
+START_TEST(test_wire_many)
+{
+	static unsigned char buf[70000], p[65535];
+	char name[16];
+	size_t len = 0, plen = 0;
+	int i;
+
+	begin(buf, &len, 1, FCGI_RESPONDER, false);
+	for (i = 0; i < 5000; i++) {
+		snprintf(name, sizeof name, "P%d", i);
+		plen += pair(p + plen, name, "v", false);
+	}
+	rec(buf, &len, FCGI_PARAMS, 1, p, plen, 0);
+	rec(buf, &len, FCGI_PARAMS, 1, NULL, 0, 0);
+	send_all(buf, len);
+	ck_assert_int_eq(rlg_wire_read_request(&w, sv[0]), 1);
+	ck_assert_str_eq(env("P0"), "v");
+	ck_assert_str_eq(env("P4999"), "v");
+	ck_assert_ptr_null(w.envp[5001]);
+	/* the role, 5,000 pairs and the end: not half the bytes */
+	ck_assert_uint_eq(w.envp_cap, 5002);
 }
 END_TEST
 
@@ -507,6 +533,7 @@ rlg_wire_suite(void)
 	tcase_add_test(tc, test_wire_request);
 	tcase_add_test(tc, test_wire_pieces);
 	tcase_add_test(tc, test_wire_names);
+	tcase_add_test(tc, test_wire_many);
 	tcase_add_loop_test(tc, test_wire_bad, 0, 6);
 	tcase_add_test(tc, test_wire_too_many);
 	tcase_add_test(tc, test_wire_management);
