@@ -165,8 +165,10 @@ pair(unsigned char *buf, size_t at, size_t cap, const char *nv)
 	return at + nl + vl;
 }
 
-static void
-read_full(int fd, void *buf, size_t len)
+/* Reads len bytes, or returns -1 at the end of the stream (errno 0) or
+ * an error. */
+static int
+read_some(int fd, void *buf, size_t len)
 {
 	char *p = buf;
 	ssize_t n;
@@ -178,11 +180,32 @@ read_full(int fd, void *buf, size_t len)
 		if (n <= 0) {
 			if (n == 0)
 				errno = 0;
-			die("read");
+			return -1;
 		}
 		p += n;
 		len -= (size_t)n;
 	}
+	return 0;
+}
+
+/* A GET of /api/v1/resources from 127.0.0.1, as pairs in params. */
+static size_t
+api_get(unsigned char *params, size_t cap)
+{
+	size_t plen = 0;
+
+	plen = pair(params, plen, cap, "REQUEST_METHOD=GET");
+	plen = pair(params, plen, cap, "REQUEST_URI=/api/v1/resources");
+	plen = pair(params, plen, cap, "SCRIPT_NAME=/api/v1/resources");
+	plen = pair(params, plen, cap, "REMOTE_ADDR=127.0.0.1");
+	return pair(params, plen, cap, "SERVER_PROTOCOL=HTTP/1.1");
+}
+
+static void
+read_full(int fd, void *buf, size_t len)
+{
+	if (read_some(fd, buf, len) != 0)
+		die("read");
 }
 
 static int
@@ -240,13 +263,7 @@ stall(const char *addr, const char *kind, int n, int hold_ms)
 
 	if (n < 1 || n > 1024 || hold_ms < 0)
 		die("--stall: N from 1 to 1024, HOLD_MS >= 0");
-	plen = pair(params, plen, sizeof params, "REQUEST_METHOD=GET");
-	plen = pair(params, plen, sizeof params,
-	    "REQUEST_URI=/api/v1/resources");
-	plen = pair(params, plen, sizeof params,
-	    "SCRIPT_NAME=/api/v1/resources");
-	plen = pair(params, plen, sizeof params, "REMOTE_ADDR=127.0.0.1");
-	plen = pair(params, plen, sizeof params, "SERVER_PROTOCOL=HTTP/1.1");
+	plen = api_get(params, sizeof params);
 	plen = pair(params, plen, sizeof params,
 	    "STALL_MARKER=stall-marker-3f9c");
 	if (strcmp(kind, "kept") == 0)
@@ -322,25 +339,6 @@ whole(const unsigned char *begin, const unsigned char *params, size_t plen)
 	record(STDIN, NULL, 0);
 }
 
-/* Reads len bytes, or returns -1 at the end of the stream or an error. */
-static int
-read_some(int fd, void *buf, size_t len)
-{
-	char *p = buf;
-	ssize_t n;
-
-	while (len > 0) {
-		n = read(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int
 records(const char *addr, const char *kind)
 {
@@ -353,12 +351,7 @@ records(const char *addr, const char *kind)
 	const char *sp = "";
 	ssize_t r;
 
-	plen = pair(params, plen, sizeof params, "REQUEST_METHOD=GET");
-	plen = pair(params, plen, sizeof params,
-	    "REQUEST_URI=/api/v1/resources");
-	plen = pair(params, plen, sizeof params,
-	    "SCRIPT_NAME=/api/v1/resources");
-	plen = pair(params, plen, sizeof params, "REMOTE_ADDR=127.0.0.1");
+	plen = api_get(params, sizeof params);
 	if (strcmp(kind, "values") == 0) {
 		ql = pair(q, ql, sizeof q, "FCGI_MPXS_CONNS=");
 		ql = pair(q, ql, sizeof q, "FCGI_MAX_REQS=");
