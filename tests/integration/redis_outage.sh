@@ -30,7 +30,10 @@ redis_gateways
 
 # The loads: lib.sh's bg_load, each to both gateways in turn (URL_N the
 # gateway), from 250 clients 127.(10+J).MODE_N.X, for 60 s and 6000
-# requests at most.
+# requests at most. Twice as many loads as a gateway has worker threads:
+# the idle workers of a process wait in one epoll set, which wakes the
+# last to wait first, so a thread serves only while every other of its
+# process is busy, and each must meet the outage (all_lost).
 
 # bg_after MS: the answers of the loads to requests sent at or after MS;
 # bg_between MS1 MS2: sent in [MS1, MS2).
@@ -96,7 +99,7 @@ EOF
 
 	rm -f "$T/bg.stop" "$T"/bg.[0-9]
 	bgp=()
-	for j in 1 2 3; do
+	for j in $(seq 1 $((2 * NPROC * NTHREADS))); do
 		bg_load $j 60 6000 250 "127.$((10 + j)).$mode_n" "${URL[1]}" \
 		    "${URL[2]}" &
 		bgp+=($!)
